@@ -1,0 +1,147 @@
+#include "api/agent_protocol.h"
+
+namespace api {
+
+using common::InvalidArgument;
+using common::Result;
+using nlohmann::json;
+
+json ToJson(const RegisterRequest& r) {
+  json gpus = json::array();
+  for (const auto& g : r.gpus) {
+    gpus.push_back({{"index", g.index}, {"name", g.name}, {"memory_bytes", g.memory_bytes}});
+  }
+  return {{"name", r.name},           {"address", r.address},
+          {"agent_url", r.agent_url}, {"cpu_slots", r.cpu_slots},
+          {"memory_bytes", r.memory_bytes}, {"gpus", gpus}};
+}
+
+json ToJson(const RegisterResponse& r) {
+  return {{"node_id", r.node_id}, {"heartbeat_interval_ms", r.heartbeat_interval_ms}};
+}
+
+json ToJson(const HeartbeatRequest& r) {
+  json j;
+  j["running"] = r.running;
+  j["finished"] = json::array();
+  for (const auto& f : r.finished) {
+    j["finished"].push_back({{"job_id", f.job_id}, {"exit_code", f.exit_code}, {"reason", f.reason}});
+  }
+  j["events"] = json::array();
+  for (const auto& e : r.events) {
+    j["events"].push_back(
+        {{"job_id", e.job_id}, {"time_ms", e.time_ms}, {"type", e.type}, {"data", e.data}});
+  }
+  j["logs"] = json::array();
+  for (const auto& l : r.logs) {
+    j["logs"].push_back(
+        {{"job_id", l.job_id}, {"rank", l.rank}, {"offset", l.offset}, {"data", l.data}});
+  }
+  return j;
+}
+
+json ToJson(const HeartbeatResponse& r) {
+  json cmds = json::array();
+  for (const auto& c : r.commands) {
+    json j{{"type", c.type == Command::Type::kLaunch ? "launch" : "kill"}, {"job_id", c.job_id}};
+    if (c.type == Command::Type::kLaunch) {
+      j["tenant_id"] = c.tenant_id;
+      j["tenant"] = c.tenant;
+      j["attempt"] = c.attempt;
+      j["spec"] = c.spec;
+      j["hosts"] = json::array();
+      for (const auto& h : c.hosts) {
+        j["hosts"].push_back(
+            {{"node_id", h.node_id}, {"name", h.name}, {"address", h.address}, {"ranks", h.ranks}});
+      }
+    }
+    cmds.push_back(std::move(j));
+  }
+  return {{"commands", cmds}};
+}
+
+// The parsers below turn nlohmann's type errors into invalid_argument at this edge.
+Result<RegisterRequest> ParseRegisterRequest(const json& j) {
+  try {
+    RegisterRequest r;
+    r.name = j.at("name").get<std::string>();
+    r.address = j.at("address").get<std::string>();
+    r.agent_url = j.value("agent_url", "");
+    r.cpu_slots = j.at("cpu_slots").get<int>();
+    r.memory_bytes = j.value("memory_bytes", int64_t{0});
+    for (const auto& g : j.value("gpus", json::array())) {
+      r.gpus.push_back({g.at("index").get<int>(), g.value("name", ""),
+                        g.value("memory_bytes", int64_t{0})});
+    }
+    if (r.name.empty() || r.name.size() > 128) return InvalidArgument("bad node name", "name");
+    if (r.cpu_slots < 0) return InvalidArgument("must be >= 0", "cpu_slots");
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("bad register request: ") + e.what());
+  }
+}
+
+Result<RegisterResponse> ParseRegisterResponse(const json& j) {
+  try {
+    RegisterResponse r;
+    r.node_id = j.at("node_id").get<int64_t>();
+    r.heartbeat_interval_ms = j.value("heartbeat_interval_ms", 1000);
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("bad register response: ") + e.what());
+  }
+}
+
+Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
+  try {
+    HeartbeatRequest r;
+    for (const auto& id : j.value("running", json::array())) r.running.push_back(id.get<int64_t>());
+    for (const auto& f : j.value("finished", json::array())) {
+      r.finished.push_back(
+          {f.at("job_id").get<int64_t>(), f.at("exit_code").get<int>(), f.value("reason", "")});
+    }
+    for (const auto& e : j.value("events", json::array())) {
+      r.events.push_back({e.at("job_id").get<int64_t>(), e.value("time_ms", int64_t{0}),
+                          e.at("type").get<std::string>(), e.value("data", json::object())});
+    }
+    for (const auto& l : j.value("logs", json::array())) {
+      r.logs.push_back({l.at("job_id").get<int64_t>(), l.at("rank").get<int>(),
+                        l.at("offset").get<int64_t>(), l.at("data").get<std::string>()});
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("bad heartbeat: ") + e.what());
+  }
+}
+
+Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
+  try {
+    HeartbeatResponse r;
+    for (const auto& c : j.at("commands")) {
+      Command cmd;
+      std::string type = c.at("type").get<std::string>();
+      cmd.job_id = c.at("job_id").get<int64_t>();
+      if (type == "launch") {
+        cmd.type = Command::Type::kLaunch;
+        cmd.tenant_id = c.value("tenant_id", int64_t{0});
+        cmd.tenant = c.value("tenant", "");
+        cmd.attempt = c.value("attempt", 0);
+        cmd.spec = c.at("spec");
+        for (const auto& h : c.at("hosts")) {
+          cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
+                               h.at("address").get<std::string>(), h.at("ranks").get<int>()});
+        }
+      } else if (type == "kill") {
+        cmd.type = Command::Type::kKill;
+      } else {
+        continue;  // commands from a newer server that this agent does not know
+      }
+      r.commands.push_back(std::move(cmd));
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("bad heartbeat response: ") + e.what());
+  }
+}
+
+}  // namespace api

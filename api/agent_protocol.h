@@ -1,0 +1,106 @@
+// The agent <-> server protocol: what an agent sends when it registers and on every heartbeat,
+// and the commands the server answers with. Heartbeats are short and frequent (one request per
+// interval, answered at once), so a thousand agents cost a thousand short requests per interval,
+// not a thousand parked server threads.
+//
+//   POST /v1/agents/register          RegisterRequest  -> RegisterResponse
+//   POST /v1/agents/{node_id}/heartbeat  HeartbeatRequest -> HeartbeatResponse
+//
+// Both are authenticated with a bearer token of role "agent".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace api {
+
+struct GpuInfo {
+  int index = 0;
+  std::string name;
+  int64_t memory_bytes = 0;
+};
+
+struct RegisterRequest {
+  std::string name;       // node name, unique in the cluster; re-registering keeps the node id
+  std::string address;    // IP or host name other nodes reach this node at
+  std::string agent_url;  // base URL of the agent's own HTTP endpoint
+  int cpu_slots = 0;
+  int64_t memory_bytes = 0;
+  std::vector<GpuInfo> gpus;
+};
+
+struct RegisterResponse {
+  int64_t node_id = 0;
+  int heartbeat_interval_ms = 1000;
+};
+
+// A job that ended on this node, reported once by its head agent (repeated until acknowledged by
+// a successful heartbeat reply).
+struct FinishedJob {
+  int64_t job_id = 0;
+  int exit_code = 0;     // process exit code; 128+N when killed by signal N
+  std::string reason;    // human-readable, e.g. "exited with code 3", "killed on cancel"
+};
+
+// An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the
+// object the job posted, without further interpretation by the agent.
+struct JobEventReport {
+  int64_t job_id = 0;
+  int64_t time_ms = 0;
+  std::string type;  // "step", "checkpoint", or any type a user program posts
+  nlohmann::json data;
+};
+
+// New bytes of one rank's log. rank -1 is the launcher's own output (mpirun).
+struct LogChunk {
+  int64_t job_id = 0;
+  int rank = 0;
+  int64_t offset = 0;  // byte offset of `data` in the rank's log
+  std::string data;
+};
+
+struct HeartbeatRequest {
+  std::vector<int64_t> running;  // jobs whose processes are alive on this node
+  std::vector<FinishedJob> finished;
+  std::vector<JobEventReport> events;
+  std::vector<LogChunk> logs;
+};
+
+struct HostSlot {
+  int64_t node_id = 0;
+  std::string name;
+  std::string address;
+  int ranks = 0;  // ranks of this job on that node
+};
+
+struct Command {
+  enum class Type { kLaunch, kKill };
+  Type type = Type::kLaunch;
+  int64_t job_id = 0;
+  // kLaunch only:
+  int64_t tenant_id = 0;
+  std::string tenant;
+  int attempt = 0;
+  nlohmann::json spec;          // the job's JobSpec as ToJson wrote it
+  std::vector<HostSlot> hosts;  // first entry is the head node
+};
+
+struct HeartbeatResponse {
+  std::vector<Command> commands;
+};
+
+nlohmann::json ToJson(const RegisterRequest& r);
+nlohmann::json ToJson(const RegisterResponse& r);
+nlohmann::json ToJson(const HeartbeatRequest& r);
+nlohmann::json ToJson(const HeartbeatResponse& r);
+common::Result<RegisterRequest> ParseRegisterRequest(const nlohmann::json& j);
+common::Result<RegisterResponse> ParseRegisterResponse(const nlohmann::json& j);
+common::Result<HeartbeatRequest> ParseHeartbeatRequest(const nlohmann::json& j);
+common::Result<HeartbeatResponse> ParseHeartbeatResponse(const nlohmann::json& j);
+
+}  // namespace api

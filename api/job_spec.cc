@@ -1,0 +1,297 @@
+#include "api/job_spec.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace api {
+
+using common::Code;
+using common::InvalidArgument;
+using common::Result;
+using common::Status;
+using nlohmann::json;
+
+const char* JobKindName(JobKind k) {
+  switch (k) {
+    case JobKind::kTrain: return "train";
+    case JobKind::kRl: return "rl";
+    case JobKind::kEval: return "eval";
+    case JobKind::kCommand: return "command";
+  }
+  return "train";
+}
+
+namespace {
+
+std::string Join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+// Walks one JSON object, checking that every key is known. Each Get* reads one optional field
+// with a strict type check (no float for an int, no bool for a number).
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  Status CheckObject() const {
+    if (!j_.is_object()) return InvalidArgument("must be an object", path_.empty() ? "" : path_);
+    return Status::Ok();
+  }
+
+  // Rejects keys outside `known`; keys in `unbuilt` get a clear "not built yet" answer.
+  Status CheckKeys(const std::set<std::string>& known,
+                   const std::map<std::string, std::string>& unbuilt = {}) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      auto u = unbuilt.find(it.key());
+      if (u != unbuilt.end()) {
+        return Status(Code::kUnimplemented, u->second, Join(path_, it.key()));
+      }
+      if (!known.count(it.key())) {
+        return InvalidArgument("unknown field", Join(path_, it.key()));
+      }
+    }
+    return Status::Ok();
+  }
+
+  bool Has(const std::string& key) const { return j_.contains(key); }
+  const json& At(const std::string& key) const { return j_.at(key); }
+  std::string PathOf(const std::string& key) const { return Join(path_, key); }
+
+  Status GetInt(const std::string& key, int64_t lo, int64_t hi, int* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_number_integer()) return InvalidArgument("must be an integer", PathOf(key));
+    int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX
+                    ? INT64_MAX
+                    : v.get<int64_t>();
+    if (x < lo || x > hi) {
+      return InvalidArgument("must be between " + std::to_string(lo) + " and " +
+                                 std::to_string(hi) + ", got " + v.dump(),
+                             PathOf(key));
+    }
+    *out = static_cast<int>(x);
+    return Status::Ok();
+  }
+
+  Status GetUint64(const std::string& key, uint64_t* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() &&
+                                    v.get<int64_t>() < 0)) {
+      return InvalidArgument("must be a non-negative integer", PathOf(key));
+    }
+    *out = v.get<uint64_t>();
+    return Status::Ok();
+  }
+
+  Status GetDouble(const std::string& key, double lo, double hi, double* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_number()) return InvalidArgument("must be a number", PathOf(key));
+    double x = v.get<double>();
+    if (!std::isfinite(x) || x < lo || x > hi) {
+      return InvalidArgument("must be between " + json(lo).dump() + " and " + json(hi).dump(),
+                             PathOf(key));
+    }
+    *out = x;
+    return Status::Ok();
+  }
+
+  Status GetString(const std::string& key, const std::set<std::string>& allowed,
+                   std::string* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_string()) return InvalidArgument("must be a string", PathOf(key));
+    std::string s = v.get<std::string>();
+    if (!allowed.empty() && !allowed.count(s)) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      return InvalidArgument("must be one of: " + list + "; got \"" + s + "\"", PathOf(key));
+    }
+    *out = s;
+    return Status::Ok();
+  }
+
+ private:
+  const json& j_;
+  std::string path_;
+};
+
+Status ParseResources(const json& j, const SpecLimits& limits, Resources* r) {
+  ObjectReader o(j, "resources");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys({"nodes", "ranks_per_node", "slot_type", "slots_per_rank"}));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("nodes", 1, limits.max_nodes, &r->nodes));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("ranks_per_node", 1, limits.max_ranks, &r->ranks_per_node));
+  EMBODY_RETURN_IF_ERROR(o.GetString("slot_type", {"cpu", "gpu"}, &r->slot_type));
+  EMBODY_RETURN_IF_ERROR(
+      o.GetInt("slots_per_rank", 1, limits.max_slots_per_rank, &r->slots_per_rank));
+  if (static_cast<int64_t>(r->nodes) * r->ranks_per_node > limits.max_ranks) {
+    return InvalidArgument("nodes x ranks_per_node = " +
+                               std::to_string(static_cast<int64_t>(r->nodes) * r->ranks_per_node) +
+                               " exceeds the per-job maximum of " +
+                               std::to_string(limits.max_ranks) + " ranks",
+                           "resources.ranks_per_node");
+  }
+  return Status::Ok();
+}
+
+Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
+  ObjectReader o(j, "engine");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys(
+      {"model", "data", "optim", "checkpoint", "seed"},
+      {{"attention", "attention options arrive with the transformer engine; not available yet"},
+       {"fp8", "FP8 is not available yet"},
+       {"rl", "reinforcement learning is not available yet"}}));
+  EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
+  if (o.Has("model")) {
+    ObjectReader m(o.At("model"), "engine.model");
+    EMBODY_RETURN_IF_ERROR(m.CheckObject());
+    const std::string later = "the transformer policy is not available yet";
+    EMBODY_RETURN_IF_ERROR(m.CheckKeys({"d_model", "layers", "action_horizon", "action_dim"},
+                                       {{"heads", later}, {"mlp", later}, {"action_head", later}}));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("d_model", 8, 4096, &e->model.d_model));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("layers", 1, 64, &e->model.layers));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("action_horizon", 1, 256, &e->model.action_horizon));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("action_dim", 1, 64, &e->model.action_dim));
+  }
+  if (o.Has("data")) {
+    ObjectReader d(o.At("data"), "engine.data");
+    EMBODY_RETURN_IF_ERROR(d.CheckObject());
+    const std::string later = "sequence packing is not available yet";
+    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"dataset", "rows_per_step"},
+                                       {{"packing", later}, {"tokens_per_row", later}}));
+    EMBODY_RETURN_IF_ERROR(d.GetString("dataset", {"sim:reach"}, &e->data.dataset));
+    EMBODY_RETURN_IF_ERROR(d.GetInt("rows_per_step", 1, 1 << 20, &e->data.rows_per_step));
+  }
+  if (o.Has("optim")) {
+    ObjectReader p(o.At("optim"), "engine.optim");
+    EMBODY_RETURN_IF_ERROR(p.CheckObject());
+    EMBODY_RETURN_IF_ERROR(p.CheckKeys({"lr", "steps", "warmup_steps", "weight_decay"}));
+    EMBODY_RETURN_IF_ERROR(p.GetDouble("lr", 1e-12, 10.0, &e->optim.lr));
+    EMBODY_RETURN_IF_ERROR(p.GetInt("steps", 1, limits.max_steps, &e->optim.steps));
+    EMBODY_RETURN_IF_ERROR(p.GetInt("warmup_steps", 0, limits.max_steps, &e->optim.warmup_steps));
+    EMBODY_RETURN_IF_ERROR(p.GetDouble("weight_decay", 0.0, 1.0, &e->optim.weight_decay));
+  }
+  if (o.Has("checkpoint")) {
+    ObjectReader c(o.At("checkpoint"), "engine.checkpoint");
+    EMBODY_RETURN_IF_ERROR(c.CheckObject());
+    EMBODY_RETURN_IF_ERROR(c.CheckKeys({"every_steps", "keep"}));
+    EMBODY_RETURN_IF_ERROR(c.GetInt("every_steps", 0, limits.max_steps, &e->checkpoint.every_steps));
+    EMBODY_RETURN_IF_ERROR(c.GetInt("keep", 1, 1000, &e->checkpoint.keep));
+  }
+  return Status::Ok();
+}
+
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
+  JobSpec spec;
+  ObjectReader o(j, "");
+  if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys(
+      {"name", "kind", "resources", "priority", "max_restarts", "engine", "command"}));
+
+  if (!o.Has("name")) return InvalidArgument("is required", "name");
+  if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
+  spec.name = o.At("name").get<std::string>();
+  if (!ValidName(spec.name)) {
+    return InvalidArgument("must be 1-128 characters of letters, digits, '-', '_' or '.'", "name");
+  }
+
+  if (!o.Has("kind")) return InvalidArgument("is required", "kind");
+  std::string kind;
+  EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command"}, &kind));
+  if (kind == "rl" || kind == "eval") {
+    return Status(Code::kUnimplemented,
+                  "job kind \"" + kind + "\" is not available yet; use \"train\" or \"command\"",
+                  "kind");
+  }
+  spec.kind = kind == "train" ? JobKind::kTrain : JobKind::kCommand;
+
+  if (!o.Has("resources")) return InvalidArgument("is required", "resources");
+  EMBODY_RETURN_IF_ERROR(ParseResources(o.At("resources"), limits, &spec.resources));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("priority", 0, 100, &spec.priority));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("max_restarts", 0, 100, &spec.max_restarts));
+
+  if (spec.kind == JobKind::kCommand) {
+    if (o.Has("engine")) return InvalidArgument("not allowed for kind \"command\"", "engine");
+    if (!o.Has("command")) return InvalidArgument("is required for kind \"command\"", "command");
+    const json& c = o.At("command");
+    if (!c.is_array() || c.empty() || c.size() > 256) {
+      return InvalidArgument("must be a non-empty array of at most 256 strings", "command");
+    }
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (!c[i].is_string() || c[i].get<std::string>().empty() ||
+          c[i].get<std::string>().size() > 4096) {
+        return InvalidArgument("must be a non-empty string of at most 4096 bytes",
+                               "command[" + std::to_string(i) + "]");
+      }
+      spec.command.push_back(c[i].get<std::string>());
+    }
+  } else {
+    if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
+    if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));
+    if (spec.engine.optim.warmup_steps > spec.engine.optim.steps) {
+      return InvalidArgument("must not exceed engine.optim.steps", "engine.optim.warmup_steps");
+    }
+  }
+  return spec;
+}
+
+Result<JobSpec> ParseJobSpecText(const std::string& body, const SpecLimits& limits) {
+  if (body.size() > limits.max_body_bytes) {
+    return InvalidArgument("request body of " + std::to_string(body.size()) +
+                           " bytes exceeds the limit of " + std::to_string(limits.max_body_bytes));
+  }
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument("request body is not valid JSON");
+  return ParseJobSpec(j, limits);
+}
+
+json ToJson(const JobSpec& s) {
+  json j;
+  j["name"] = s.name;
+  j["kind"] = JobKindName(s.kind);
+  j["resources"] = {{"nodes", s.resources.nodes},
+                    {"ranks_per_node", s.resources.ranks_per_node},
+                    {"slot_type", s.resources.slot_type},
+                    {"slots_per_rank", s.resources.slots_per_rank}};
+  j["priority"] = s.priority;
+  j["max_restarts"] = s.max_restarts;
+  if (s.kind == JobKind::kCommand) {
+    j["command"] = s.command;
+  } else {
+    const EngineOptions& e = s.engine;
+    j["engine"] = {
+        {"model",
+         {{"d_model", e.model.d_model},
+          {"layers", e.model.layers},
+          {"action_horizon", e.model.action_horizon},
+          {"action_dim", e.model.action_dim}}},
+        {"data", {{"dataset", e.data.dataset}, {"rows_per_step", e.data.rows_per_step}}},
+        {"optim",
+         {{"lr", e.optim.lr},
+          {"steps", e.optim.steps},
+          {"warmup_steps", e.optim.warmup_steps},
+          {"weight_decay", e.optim.weight_decay}}},
+        {"checkpoint", {{"every_steps", e.checkpoint.every_steps}, {"keep", e.checkpoint.keep}}},
+        {"seed", e.seed}};
+  }
+  return j;
+}
+
+}  // namespace api

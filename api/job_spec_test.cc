@@ -1,0 +1,165 @@
+#include "api/job_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace api {
+namespace {
+
+using nlohmann::json;
+
+json Valid() {
+  return json::parse(R"({"name":"reach-1","kind":"train",
+    "resources":{"nodes":2,"ranks_per_node":1,"slot_type":"cpu","slots_per_rank":1},
+    "engine":{"optim":{"steps":50,"lr":0.001},"seed":3}})");
+}
+
+common::Status Err(const json& j, SpecLimits limits = {}) {
+  auto r = ParseJobSpec(j, limits);
+  return r.ok() ? common::Status::Ok() : r.status();
+}
+
+TEST(JobSpecTest, ValidSpecFillsDefaultsAndRoundTrips) {
+  auto r = ParseJobSpec(Valid(), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->resources.TotalRanks(), 2);
+  EXPECT_EQ(r->engine.optim.steps, 50);
+  EXPECT_EQ(r->engine.seed, 3u);
+  EXPECT_EQ(r->priority, 50);
+  EXPECT_EQ(r->engine.model.action_horizon, 16);
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+}
+
+TEST(JobSpecTest, CommandJob) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}},
+            {"command", {"sh", "-c", "exit 3"}}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->command.size(), 3u);
+  EXPECT_EQ(ToJson(*r)["command"][2], "exit 3");
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(json&)> mutate;
+  common::Code code;
+  const char* field;
+};
+
+TEST(JobSpecTest, EachRuleRejectsWithField) {
+  using common::Code;
+  std::vector<BadCase> cases = {
+      {"unknown top field", [](json& j) { j["nmae"] = "x"; }, Code::kInvalidArgument, "nmae"},
+      {"unknown nested", [](json& j) { j["resources"]["gpus"] = 1; }, Code::kInvalidArgument,
+       "resources.gpus"},
+      {"missing name", [](json& j) { j.erase("name"); }, Code::kInvalidArgument, "name"},
+      {"name type", [](json& j) { j["name"] = 5; }, Code::kInvalidArgument, "name"},
+      {"name chars", [](json& j) { j["name"] = "a b"; }, Code::kInvalidArgument, "name"},
+      {"empty name", [](json& j) { j["name"] = ""; }, Code::kInvalidArgument, "name"},
+      {"missing kind", [](json& j) { j.erase("kind"); }, Code::kInvalidArgument, "kind"},
+      {"bad kind", [](json& j) { j["kind"] = "trian"; }, Code::kInvalidArgument, "kind"},
+      {"rl not built", [](json& j) { j["kind"] = "rl"; }, Code::kUnimplemented, "kind"},
+      {"eval not built", [](json& j) { j["kind"] = "eval"; }, Code::kUnimplemented, "kind"},
+      {"missing resources", [](json& j) { j.erase("resources"); }, Code::kInvalidArgument,
+       "resources"},
+      {"resources type", [](json& j) { j["resources"] = 2; }, Code::kInvalidArgument,
+       "resources"},
+      {"zero nodes", [](json& j) { j["resources"]["nodes"] = 0; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"negative nodes", [](json& j) { j["resources"]["nodes"] = -1; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"float nodes", [](json& j) { j["resources"]["nodes"] = 1.5; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"string nodes", [](json& j) { j["resources"]["nodes"] = "2"; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"bool nodes", [](json& j) { j["resources"]["nodes"] = true; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"huge nodes", [](json& j) { j["resources"]["nodes"] = 100000; }, Code::kInvalidArgument,
+       "resources.nodes"},
+      {"too many ranks", [](json& j) { j["resources"]["ranks_per_node"] = 1000; },
+       Code::kInvalidArgument, "resources.ranks_per_node"},
+      {"zero ranks", [](json& j) { j["resources"]["ranks_per_node"] = 0; },
+       Code::kInvalidArgument, "resources.ranks_per_node"},
+      {"slot type", [](json& j) { j["resources"]["slot_type"] = "tpu"; }, Code::kInvalidArgument,
+       "resources.slot_type"},
+      {"slots per rank", [](json& j) { j["resources"]["slots_per_rank"] = 0; },
+       Code::kInvalidArgument, "resources.slots_per_rank"},
+      {"priority range", [](json& j) { j["priority"] = 101; }, Code::kInvalidArgument,
+       "priority"},
+      {"max_restarts", [](json& j) { j["max_restarts"] = -1; }, Code::kInvalidArgument,
+       "max_restarts"},
+      {"command on train", [](json& j) { j["command"] = {"ls"}; }, Code::kInvalidArgument,
+       "command"},
+      {"engine type", [](json& j) { j["engine"] = "x"; }, Code::kInvalidArgument, "engine"},
+      {"engine unknown", [](json& j) { j["engine"]["speed"] = 1; }, Code::kInvalidArgument,
+       "engine.speed"},
+      {"fp8 not built", [](json& j) { j["engine"]["fp8"] = json::object(); },
+       Code::kUnimplemented, "engine.fp8"},
+      {"packing not built", [](json& j) { j["engine"]["data"] = {{"packing", true}}; },
+       Code::kUnimplemented, "engine.data.packing"},
+      {"lr negative", [](json& j) { j["engine"]["optim"]["lr"] = -1; }, Code::kInvalidArgument,
+       "engine.optim.lr"},
+      {"lr string", [](json& j) { j["engine"]["optim"]["lr"] = "fast"; },
+       Code::kInvalidArgument, "engine.optim.lr"},
+      {"steps zero", [](json& j) { j["engine"]["optim"]["steps"] = 0; }, Code::kInvalidArgument,
+       "engine.optim.steps"},
+      {"warmup > steps", [](json& j) { j["engine"]["optim"]["warmup_steps"] = 51; },
+       Code::kInvalidArgument, "engine.optim.warmup_steps"},
+      {"dataset", [](json& j) { j["engine"]["data"] = {{"dataset", "s3://x"}}; },
+       Code::kInvalidArgument, "engine.data.dataset"},
+      {"seed negative", [](json& j) { j["engine"]["seed"] = -3; }, Code::kInvalidArgument,
+       "engine.seed"},
+      {"d_model small", [](json& j) { j["engine"]["model"] = {{"d_model", 2}}; },
+       Code::kInvalidArgument, "engine.model.d_model"},
+  };
+  for (const auto& c : cases) {
+    json j = Valid();
+    c.mutate(j);
+    common::Status s = Err(j);
+    EXPECT_EQ(s.code(), c.code) << c.what << ": " << s.ToString();
+    EXPECT_EQ(s.field(), c.field) << c.what << ": " << s.ToString();
+  }
+}
+
+TEST(JobSpecTest, CommandRules) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}}};
+  EXPECT_EQ(Err(j).field(), "command");
+  j["command"] = json::array();
+  EXPECT_EQ(Err(j).field(), "command");
+  j["command"] = {"ls", 3};
+  EXPECT_EQ(Err(j).field(), "command[1]");
+  j["command"] = {"ls", ""};
+  EXPECT_EQ(Err(j).field(), "command[1]");
+  j["command"] = {"ls"};
+  j["engine"] = json::object();
+  EXPECT_EQ(Err(j).field(), "engine");
+}
+
+TEST(JobSpecTest, ConfiguredLimits) {
+  SpecLimits limits;
+  limits.max_nodes = 4;
+  limits.max_ranks = 8;
+  json j = Valid();
+  j["resources"]["nodes"] = 5;
+  EXPECT_EQ(Err(j, limits).field(), "resources.nodes");
+  j["resources"]["nodes"] = 4;
+  j["resources"]["ranks_per_node"] = 3;
+  EXPECT_EQ(Err(j, limits).field(), "resources.ranks_per_node");
+  j["resources"]["ranks_per_node"] = 2;
+  EXPECT_TRUE(Err(j, limits).ok());
+}
+
+TEST(JobSpecTest, TextEdgeCases) {
+  SpecLimits limits;
+  EXPECT_EQ(ParseJobSpecText("{not json", limits).status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(ParseJobSpecText("[]", limits).status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(ParseJobSpecText("", limits).status().code(), common::Code::kInvalidArgument);
+  limits.max_body_bytes = 10;
+  auto r = ParseJobSpecText(Valid().dump(), limits);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exceeds"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace api

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what Embody needs to build and test on Debian 12, from Debian's packages only.
+# Idempotent: packages already present are not touched, and apt is not called at all when
+# nothing is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git ca-certificates curl procps psmisc
+  libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev
+  libpq-dev postgresql postgresql-contrib
+  libboost-dev libboost-system-dev
+  libopenmpi-dev openmpi-bin
+  libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
