@@ -1,0 +1,23 @@
+// Where the CLI finds the server and its token: EMBODY_URL / EMBODY_TOKEN in the environment win;
+// otherwise the sourceable env file that deploy/quickstart.sh writes ($EMBODY_HOME/env, or
+// .embody/env in the current directory or any parent).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/status.h"
+
+namespace cli {
+
+struct Config {
+  std::string url;
+  std::string token;
+  std::string source;  // where the values came from, for error messages
+};
+
+// Parses `KEY=value` and `export KEY=value` lines; values may be single- or double-quoted.
+std::map<std::string, std::string> ParseEnvFile(const std::string& text);
+common::Result<Config> LoadConfig();
+
+}  // namespace cli

@@ -1,0 +1,21 @@
+// Terminal rendering for the CLI: tables, durations, a progress line for a running job.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cli {
+
+// Left-aligned columns separated by two spaces; the first row is the header.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
+// "12.3k", "4.56M": three significant figures with an SI suffix.
+std::string HumanNumber(double v);
+
+// One line for a job: "[#######.............]  35%  step 70/200  loss 0.1234  45.6k tok/s  RUNNING".
+// `job` is the Job JSON of GET /v1/jobs/{id}; `width` is the bar's width in characters.
+std::string ProgressLine(const nlohmann::json& job, int width = 30);
+
+}  // namespace cli

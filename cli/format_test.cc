@@ -1,0 +1,36 @@
+#include "cli/format.h"
+
+#include <gtest/gtest.h>
+
+namespace cli {
+namespace {
+
+TEST(FormatTest, Table) {
+  EXPECT_EQ(FormatTable({{"ID", "NAME"}, {"10", "x"}}), "ID  NAME\n10  x\n");
+}
+
+TEST(FormatTest, HumanNumber) {
+  EXPECT_EQ(HumanNumber(5), "5");
+  EXPECT_EQ(HumanNumber(12345), "12.3k");
+  EXPECT_EQ(HumanNumber(4560000), "4.56M");
+  EXPECT_EQ(HumanNumber(999), "999");
+}
+
+TEST(FormatTest, ProgressLine) {
+  nlohmann::json job = {{"state", "RUNNING"},
+                        {"last_step", {{"step", 50}, {"steps", 200}, {"loss", 0.5},
+                                       {"tokens_per_s", 12345.0}}}};
+  std::string line = ProgressLine(job, 20);
+  EXPECT_EQ(line.substr(0, 22), "[#####...............]");
+  EXPECT_NE(line.find(" 25%"), std::string::npos);
+  EXPECT_NE(line.find("step 50/200"), std::string::npos);
+  EXPECT_NE(line.find("loss 0.5000"), std::string::npos);
+  EXPECT_NE(line.find("12.3k tok/s"), std::string::npos);
+  nlohmann::json pending = {{"state", "PENDING"}, {"last_step", nullptr},
+                            {"reason", "waiting for 2 nodes"}};
+  EXPECT_NE(ProgressLine(pending, 10).find("waiting for 2 nodes"), std::string::npos);
+  EXPECT_NE(ProgressLine({{"state", "SUCCEEDED"}}, 10).find("100%"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cli
