@@ -17,6 +17,16 @@ datadir=${2:-}
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg_cluster: PostgreSQL server binaries not found (run deploy/setup.sh)" >&2; exit 1; }
 
+# A loopback port nothing listens on, picked at random in the dynamic range.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 40000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+  done
+  echo "pg_cluster: no free port found" >&2; return 1
+}
+
 as_owner() {
   if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
@@ -31,7 +41,7 @@ case "$cmd" in
     port=${3:-}
     if [ -z "$port" ] && [ -f "$datadir/port" ]; then port=$(cat "$datadir/port"); fi
     if [ -z "$port" ]; then
-      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+      port=$(free_port)
     fi
     if [ "$(id -u)" -eq 0 ]; then
       chown postgres:postgres "$datadir"

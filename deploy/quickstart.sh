@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Sets this machine up, builds Embody and runs a demo training job on a local two-node cluster:
+# a private PostgreSQL, embody-server and two agents (node-a, node-b), all on loopback. The stack
+# keeps running afterwards; `./deploy/quickstart.sh stop` stops exactly what this script started.
+#
+# State lives in $EMBODY_HOME (default: .embody/ in the repository). Running it again restarts
+# the stack on the same database, port and tokens.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export EMBODY_HOME=${EMBODY_HOME:-$repo/.embody}
+build=${EMBODY_BUILD_DIR:-$repo/build}
+bin=$build/bin
+mkdir -p "$EMBODY_HOME/logs"
+EMBODY_HOME=$(cd "$EMBODY_HOME" && pwd)
+pids_file=$EMBODY_HOME/pids
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
+
+# Where the private PostgreSQL cluster lives. As root its files belong to the `postgres` user,
+# which must be able to reach them; when EMBODY_HOME sits below a private directory (such as
+# /root), the cluster goes to /var/tmp instead and the choice is remembered.
+pg_dir() {
+  if [ -f "$EMBODY_HOME/pgdir" ]; then cat "$EMBODY_HOME/pgdir"; return; fi
+  local d=$EMBODY_HOME/pg
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$EMBODY_HOME"; then
+    d=/var/tmp/embody-pg-$(printf '%s' "$EMBODY_HOME" | sha1sum | cut -c1-12)
+  fi
+  echo "$d" >"$EMBODY_HOME/pgdir"
+  echo "$d"
+}
+
+stop_stack() {
+  if [ -f "$pids_file" ]; then
+    # Agents first (they stop their jobs), then the server.
+    for name in agent-node-a agent-node-b server; do
+      pid=$(awk -v n="$name" '$1 == n {print $2}' "$pids_file")
+      [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
+    done
+    for _ in $(seq 1 50); do
+      alive=0
+      while read -r _ pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$pids_file"
+      [ "$alive" -eq 0 ] && break
+      sleep 0.2
+    done
+    while read -r _ pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$pids_file"
+    rm -f "$pids_file"
+  fi
+  if [ -f "$EMBODY_HOME/pgdir" ]; then "$repo/deploy/pg_cluster.sh" stop "$(cat "$EMBODY_HOME/pgdir")"; fi
+}
+
+if [ "${1:-}" = "stop" ]; then
+  stop_stack
+  echo "stopped the Embody stack in $EMBODY_HOME"
+  exit 0
+fi
+[ $# -eq 0 ] || die "usage: $0 [stop]"
+
+say "Installing packages (deploy/setup.sh)"
+"$repo/deploy/setup.sh"
+
+say "Building (Release) in $build"
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
+  die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
+cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody
+
+# A second run restarts what the first one left running.
+stop_stack
+
+say "Starting PostgreSQL"
+pgdir=$(pg_dir)
+conninfo=$("$repo/deploy/pg_cluster.sh" start "$pgdir")
+echo "    $conninfo (data in $pgdir)"
+
+wait_for_file() {
+  for _ in $(seq 1 150); do [ -s "$1" ] && return 0; sleep 0.2; done
+  return 1
+}
+
+port=0
+[ -f "$EMBODY_HOME/server.port" ] && port=$(cat "$EMBODY_HOME/server.port")
+if [ "$port" != 0 ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then port=0; fi
+rm -f "$EMBODY_HOME/server.port"
+
+say "Starting embody-server"
+nohup "$bin/embody-server" --listen "127.0.0.1:$port" --db "$conninfo" \
+  --data-dir "$EMBODY_HOME/server" --port-file "$EMBODY_HOME/server.port" \
+  --bootstrap-out "$EMBODY_HOME/bootstrap.json" >"$EMBODY_HOME/logs/server.log" 2>&1 &
+echo "server $!" >>"$pids_file"
+wait_for_file "$EMBODY_HOME/server.port" || die "server did not start, see $EMBODY_HOME/logs/server.log"
+url="http://127.0.0.1:$(cat "$EMBODY_HOME/server.port")"
+[ -f "$EMBODY_HOME/bootstrap.json" ] || die "no bootstrap.json: the database was bootstrapped elsewhere; remove $EMBODY_HOME to start afresh"
+admin_token=$(sed -n 's/.*"admin_token" *: *"\([0-9a-f]*\)".*/\1/p' "$EMBODY_HOME/bootstrap.json")
+[ -n "$admin_token" ] || die "no admin token in $EMBODY_HOME/bootstrap.json"
+
+cat >"$EMBODY_HOME/env" <<ENV
+export EMBODY_URL=$url
+export EMBODY_TOKEN=$admin_token
+ENV
+chmod 600 "$EMBODY_HOME/env"
+
+say "Starting two agents (node-a, node-b)"
+slots=$(( $(nproc) / 2 )); [ "$slots" -ge 1 ] || slots=1
+for node in node-a node-b; do
+  nohup "$bin/embody-agent" --server "$url" --token-file "$EMBODY_HOME/bootstrap.json" \
+    --name "$node" --data-dir "$EMBODY_HOME/agents/$node" --slots "$slots" \
+    --address 127.0.0.1 >"$EMBODY_HOME/logs/agent-$node.log" 2>&1 &
+  echo "agent-$node $!" >>"$pids_file"
+done
+
+embody() { "$bin/embody" "$@"; }
+for _ in $(seq 1 100); do
+  up=$(embody nodes 2>/dev/null | awk '$4 == "UP"' | wc -l)
+  [ "$up" -ge 2 ] && break
+  sleep 0.2
+done
+[ "${up:-0}" -ge 2 ] || die "agents did not register, see $EMBODY_HOME/logs/agent-*.log"
+embody nodes
+
+say "Submitting the demo training job (2 ranks over node-a and node-b)"
+job=$(embody submit "$repo/deploy/examples/demo-train.json")
+echo "    job $job"
+status=0
+embody watch "$job" || status=$?
+
+ckpt=$(embody show "$job" | sed -n 's/.*"path": *"\([^"]*\)".*/\1/p' | head -n 1)
+echo
+if [ "$status" -eq 0 ]; then
+  say "Demo job $job succeeded"
+else
+  say "Demo job $job did not succeed: embody logs $job"
+fi
+cat <<MSG
+  checkpoint:  ${ckpt:-none}
+  API:         $url
+  admin token: $admin_token
+  CLI:         $bin/embody ls   (reads $EMBODY_HOME/env)
+  logs:        $EMBODY_HOME/logs/
+  stop:        ./deploy/quickstart.sh stop
+MSG
+exit "$status"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets the machine up, builds everything and runs every test with ctest (unit, pg, mpi,
+# end-to-end). Extra arguments go to ctest, e.g. `./deploy/test.sh -L unit` or `-LE slow`.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${EMBODY_BUILD_DIR:-$repo/build}
+
+"$repo/deploy/setup.sh"
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" -j "$(nproc)"
+cd "$build"
+ctest --output-on-failure --timeout 900 -j "$(nproc)" "$@"
