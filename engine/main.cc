@@ -1,0 +1,95 @@
+// embody-engine --spec job.json: runs one "train" job as one MPI rank (see docs/contracts.md).
+//
+// Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (step events go to the agent;
+// unset URL: no posting), EMBODY_CHECKPOINT_DIR (default ./checkpoints).
+// Exit status: 0 on success; 2 on a bad command line or spec; 1 on any other failure.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "api/job_spec.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "engine/dist/mpi_communicator.h"
+#include "engine/report/event_reporter.h"
+#include "engine/trainer.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: embody-engine --spec JOB.json\n"
+    "\n"
+    "Trains the built-in policy as described by a JobSpec of kind \"train\"; run one process per\n"
+    "rank under mpirun. Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step\n"
+    "events to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints).\n";
+
+int Fail(int code, const std::string& msg) {
+  std::fprintf(stderr, "embody-engine: %s\n", msg.c_str());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  common::InitLog("engine");
+  std::string spec_path;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (std::strcmp(argv[i], "--spec") == 0 && i + 1 < argc) {
+      spec_path = argv[++i];
+    } else if (std::strncmp(argv[i], "--spec=", 7) == 0) {
+      spec_path = argv[i] + 7;
+    } else {
+      std::fputs(kUsage, stderr);
+      return Fail(2, std::string("unexpected argument: ") + argv[i]);
+    }
+  }
+  if (spec_path.empty()) {
+    std::fputs(kUsage, stderr);
+    return Fail(2, "--spec is required");
+  }
+
+  // Everything that can be wrong with the input is reported before MPI starts.
+  auto text = common::ReadFile(spec_path);
+  if (!text.ok()) return Fail(2, "cannot read spec: " + text.status().message());
+  auto spec = api::ParseJobSpecText(*text, api::SpecLimits{});
+  if (!spec.ok()) return Fail(2, "invalid spec " + spec_path + ": " + spec.status().ToString());
+  if (spec->kind != api::JobKind::kTrain) {
+    return Fail(2, std::string("spec kind is \"") + api::JobKindName(spec->kind) +
+                       "\"; embody-engine runs only kind \"train\"");
+  }
+
+  MPI_Init(&argc, &argv);
+  int code = 0;
+  {
+    engine::MpiCommunicator comm;
+    std::unique_ptr<engine::HttpEventReporter> reporter;
+    if (comm.rank() == 0) {
+      if (auto cfg = engine::ReporterConfig::FromEnv()) {
+        common::LogInfo("posting events to the agent",
+                        {{"agent_url", cfg->agent_url}, {"job_id", cfg->job_id}});
+        reporter = std::make_unique<engine::HttpEventReporter>(*cfg);
+      }
+    }
+    engine::TrainerOptions options;
+    options.engine = spec->engine;
+    const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
+    options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
+    auto result = engine::Train(options, comm, reporter.get());
+    if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
+    if (!result.ok()) {
+      Fail(1, "rank " + std::to_string(comm.rank()) + ": " + result.status().ToString());
+      // A failure on one rank (checkpoint I/O) would leave the others blocked in a collective.
+      if (comm.world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+      code = 1;
+    }
+  }
+  MPI_Finalize();
+  return code;
+}

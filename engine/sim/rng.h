@@ -1,0 +1,51 @@
+// Rng: a small, fully specified random number generator (SplitMix64) for the engine.
+//
+// The standard library's distributions are implementation-defined, so the same seed could give
+// different samples on different toolchains; everything the engine draws (initial weights,
+// synthetic demonstrations) goes through this class instead, which gives bitwise identical
+// streams everywhere. Not cryptographic.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace engine {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  // A stream keyed by several integers (seed, rank, step, index): streams for different keys are
+  // statistically independent.
+  static Rng ForKey(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
+    uint64_t s = Mix(a + 0x9e3779b97f4a7c15ULL);
+    s = Mix(s ^ (b + 0x632be59bd9b4e019ULL));
+    s = Mix(s ^ (c + 0x85ebca77c2b2ae63ULL));
+    s = Mix(s ^ (d + 0xc2b2ae3d27d4eb4fULL));
+    return Rng(s);
+  }
+
+  uint64_t NextU64() {
+    state_ += 0x9e3779b97f4a7c15ULL;
+    return Mix(state_);
+  }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
+  double Uniform(double lo, double hi) { return lo + (hi - lo) * Uniform(); }
+  // Standard normal (Box-Muller; the second value is discarded to keep the stream simple).
+  double Normal() {
+    double u1 = Uniform();
+    double u2 = Uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+};
+
+}  // namespace engine
