@@ -1,0 +1,41 @@
+// embody-agent's command line (docs/contracts.md) and the agent token file.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace agent {
+
+struct AgentConfig {
+  std::string server;                     // --server http://HOST:PORT (required)
+  std::string token;                      // --token, or read from --token-file (one is required)
+  std::string name;                       // --name, default: host name
+  std::string data_dir;                   // --data-dir (required)
+  std::string listen_host = "127.0.0.1";  // --listen HOST:PORT
+  int listen_port = 0;
+  std::string address = "127.0.0.1";  // --address: where other nodes reach this one
+  int slots = 0;                      // --slots: 0 = detect
+  std::string engine;                 // --engine, default: embody-engine beside this binary
+  std::string mpirun = "mpirun";      // --mpirun
+  std::string port_file;              // --port-file: the chosen local API port is written here
+  std::chrono::milliseconds kill_grace{5000};      // --kill-grace-ms: SIGTERM -> SIGKILL
+  std::string nvml_library = "libnvidia-ml.so.1";  // --nvml-library
+  bool verbose = false;                            // --verbose: debug logs
+};
+
+// `args` excludes argv[0]. Accepts "--flag value" and "--flag=value". Returns invalid_argument
+// naming the flag for unknown flags, missing values and missing required flags.
+common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args);
+std::string AgentUsage();
+
+// A token file holds the token alone (surrounding whitespace ignored) or the server's bootstrap
+// JSON, {"agent_token": "..."}.
+common::Result<std::string> ParseTokenFile(const std::string& contents);
+
+// "embody-engine" in the directory of the running executable (/proc/self/exe).
+std::string DefaultEnginePath();
+
+}  // namespace agent

@@ -1,0 +1,112 @@
+#include "agent/agent_flags.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/file_util.h"
+
+namespace agent {
+namespace {
+
+TEST(TokenFileTest, PlainTokenWithWhitespace) {
+  auto t = ParseTokenFile("  abc123\n");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "abc123");
+}
+
+TEST(TokenFileTest, BootstrapJson) {
+  auto t = ParseTokenFile(R"({"admin_token":"a","agent_token":"xyz","tenant":"default"})");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, "xyz");
+}
+
+TEST(TokenFileTest, Rejects) {
+  EXPECT_FALSE(ParseTokenFile("").ok());
+  EXPECT_FALSE(ParseTokenFile(" \n").ok());
+  EXPECT_FALSE(ParseTokenFile(R"({"admin_token":"a"})").ok());
+  EXPECT_FALSE(ParseTokenFile(R"({"agent_token":3})").ok());
+  EXPECT_FALSE(ParseTokenFile("{not json").ok());
+  EXPECT_FALSE(ParseTokenFile("two words").ok());
+}
+
+TEST(AgentFlagsTest, ParsesEverything) {
+  auto c = ParseAgentFlags({"--server",
+                            "http://127.0.0.1:8080",
+                            "--token=t0k",
+                            "--name",
+                            "n1",
+                            "--data-dir",
+                            "/tmp/d",
+                            "--listen",
+                            "0.0.0.0:7070",
+                            "--address",
+                            "10.0.0.5",
+                            "--slots",
+                            "8",
+                            "--engine",
+                            "/e",
+                            "--mpirun",
+                            "/m",
+                            "--port-file",
+                            "/tmp/p",
+                            "--kill-grace-ms",
+                            "250",
+                            "--verbose"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server, "http://127.0.0.1:8080");
+  EXPECT_EQ(c->token, "t0k");
+  EXPECT_EQ(c->name, "n1");
+  EXPECT_EQ(c->data_dir, "/tmp/d");
+  EXPECT_EQ(c->listen_host, "0.0.0.0");
+  EXPECT_EQ(c->listen_port, 7070);
+  EXPECT_EQ(c->address, "10.0.0.5");
+  EXPECT_EQ(c->slots, 8);
+  EXPECT_EQ(c->engine, "/e");
+  EXPECT_EQ(c->mpirun, "/m");
+  EXPECT_EQ(c->port_file, "/tmp/p");
+  EXPECT_EQ(c->kill_grace.count(), 250);
+  EXPECT_TRUE(c->verbose);
+}
+
+TEST(AgentFlagsTest, DefaultsAndTokenFile) {
+  char dir[] = "/tmp/agent_flags_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string file = std::string(dir) + "/token.json";
+  ASSERT_TRUE(common::WriteFileAtomic(file, R"({"agent_token": "from-file"})").ok());
+  auto c = ParseAgentFlags({"--server", "http://s", "--token-file", file, "--data-dir", "d"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->token, "from-file");
+  EXPECT_EQ(c->listen_host, "127.0.0.1");
+  EXPECT_EQ(c->listen_port, 0);
+  EXPECT_EQ(c->address, "127.0.0.1");
+  EXPECT_EQ(c->mpirun, "mpirun");
+  EXPECT_EQ(c->kill_grace.count(), 5000);
+  EXPECT_FALSE(c->name.empty());  // host name
+  EXPECT_NE(c->engine.find("/embody-engine"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AgentFlagsTest, Errors) {
+  EXPECT_FALSE(ParseAgentFlags({"--token", "t", "--data-dir", "d"}).ok());   // no server
+  EXPECT_FALSE(ParseAgentFlags({"--server", "s", "--data-dir", "d"}).ok());  // no token
+  EXPECT_FALSE(ParseAgentFlags({"--server", "s", "--token", "t"}).ok());     // no data dir
+  EXPECT_FALSE(
+      ParseAgentFlags({"--server", "s", "--token", "t", "--data-dir", "d", "--bogus", "1"}).ok());
+  EXPECT_FALSE(
+      ParseAgentFlags({"--server", "s", "--token", "t", "--data-dir", "d", "--slots", "x"}).ok());
+  EXPECT_FALSE(
+      ParseAgentFlags({"--server", "s", "--token", "t", "--data-dir", "d", "--listen", "7070"})
+          .ok());
+  EXPECT_FALSE(ParseAgentFlags({"--server", "s", "--token", "t", "--data-dir", "d", "--token-file",
+                                "/nonexistent/x"})
+                   .ok());
+  auto missing = ParseAgentFlags({"--server"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().field(), "server");
+}
+
+}  // namespace
+}  // namespace agent

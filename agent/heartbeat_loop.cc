@@ -1,0 +1,148 @@
+#include "agent/heartbeat_loop.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/log.h"
+#include "common/time_util.h"
+
+namespace agent {
+
+HeartbeatLoop::HeartbeatLoop(HeartbeatOptions options, ServerChannel* server, JobRunner* runner,
+                             RankLogs* logs, EventQueue* events, AgentMetrics* metrics)
+    : options_(std::move(options)),
+      server_(server),
+      runner_(runner),
+      logs_(logs),
+      events_(events),
+      metrics_(metrics),
+      rng_(static_cast<unsigned>(common::NowMillis() ^ ::getpid())) {}
+
+int64_t HeartbeatLoop::node_id() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_id_;
+}
+
+std::chrono::milliseconds HeartbeatLoop::interval() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return interval_;
+}
+
+HeartbeatLoop::Outcome HeartbeatLoop::Register() {
+  auto r = server_->Register(options_.node);
+  if (!r.ok()) {
+    metrics_->HeartbeatFailed();
+    common::LogWarn("register failed", {{"error", r.status().ToString()}});
+    return Outcome::kFailed;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  node_id_ = r->node_id;
+  interval_ = std::chrono::milliseconds(std::max(50, r->heartbeat_interval_ms));
+  common::LogInfo("registered", {{"node_id", std::to_string(node_id_)},
+                                 {"heartbeat_interval_ms", std::to_string(interval_.count())}});
+  return Outcome::kOk;
+}
+
+HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
+  if (this->node_id() == 0 && Register() != Outcome::kOk) return Outcome::kFailed;
+  int64_t node_id = this->node_id();
+
+  api::HeartbeatRequest req;
+  logs_->CollectAll();
+  auto running = runner_->Running();
+  EventQueue::Batch events = events_->Peek(options_.max_events_per_heartbeat);
+  RankLogs::Batch logs = logs_->NextBatch();
+  std::vector<int64_t> reported;
+  for (auto& f : runner_->Unreported()) {
+    bool logs_complete = !logs_->Tracking(f.job_id) || logs.complete_jobs.count(f.job_id) > 0;
+    if (!logs_complete || events.jobs_with_more.count(f.job_id) > 0) continue;
+    reported.push_back(f.job_id);
+    req.finished.push_back(std::move(f));
+  }
+  std::set<int64_t> ended(reported.begin(), reported.end());
+  for (int64_t id : running) {
+    if (!ended.count(id)) req.running.push_back(id);
+  }
+  req.events = std::move(events.events);
+  req.logs = std::move(logs.chunks);
+
+  auto reply = server_->Heartbeat(node_id, req);
+  if (!reply.ok()) {
+    metrics_->HeartbeatFailed();
+    if (reply.status().code() == common::Code::kNotFound) {
+      common::LogWarn("server does not know this node; registering again",
+                      {{"node_id", std::to_string(node_id)}});
+      std::lock_guard<std::mutex> lock(mu_);
+      node_id_ = 0;
+      return Outcome::kReregister;
+    }
+    common::LogWarn("heartbeat failed", {{"error", reply.status().ToString()}});
+    return Outcome::kFailed;
+  }
+  metrics_->HeartbeatSucceeded();
+  logs_->Commit(req.logs);
+  events_->Commit(events.last_seq);
+  runner_->Acknowledge(reported);
+  if (execute_commands) {
+    for (const auto& cmd : reply->commands) {
+      if (cmd.type == api::Command::Type::kLaunch) {
+        runner_->Launch(cmd);
+      } else {
+        runner_->Kill(cmd.job_id);
+      }
+    }
+  }
+  metrics_->SetJobsRunning(static_cast<int>(runner_->Running().size()));
+  metrics_->SetEventsDropped(events_->dropped());
+  return Outcome::kOk;
+}
+
+std::chrono::milliseconds HeartbeatLoop::Backoff(int failures) {
+  int64_t ms = options_.first_backoff.count();
+  for (int i = 1; i < failures && ms < options_.max_backoff.count(); ++i) ms *= 2;
+  ms = std::min<int64_t>(ms, options_.max_backoff.count());
+  // +-20% so a thousand agents that lost the server together do not return together.
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(ms) * jitter(rng_)));
+}
+
+void HeartbeatLoop::WaitFor(std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stop_ || woken_; });
+  woken_ = false;
+}
+
+void HeartbeatLoop::Run() {
+  int failures = 0;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+    }
+    Outcome o = RunOnce();
+    if (o == Outcome::kOk) {
+      failures = 0;
+      WaitFor(interval());
+    } else {
+      // kReregister too: registering again happens at the next round, after a short wait so a
+      // server that keeps answering 404 is not hammered.
+      WaitFor(Backoff(++failures));
+    }
+  }
+}
+
+void HeartbeatLoop::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_ = true;
+  cv_.notify_all();
+}
+
+void HeartbeatLoop::Wake() {
+  std::lock_guard<std::mutex> lock(mu_);
+  woken_ = true;
+  cv_.notify_all();
+}
+
+}  // namespace agent

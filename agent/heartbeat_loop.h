@@ -1,0 +1,74 @@
+// The agent's conversation with the server: register, then heartbeat every interval.
+//
+// Each heartbeat carries the running jobs, the finished jobs not yet acknowledged, queued events
+// and new log bytes; only when the server answers are the finished jobs, events and log offsets
+// committed, so nothing is lost to a failed request. A finished job is reported only in a
+// heartbeat that also carries the rest of its logs and events, so when the server sees a job end
+// it has everything the job wrote. Commands in the reply (launch, kill) go to the JobRunner.
+//
+// Failures back off exponentially (with jitter) up to a cap; a 404 means the server forgot this
+// node (database reset) and the agent registers again at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <random>
+
+#include "agent/agent_metrics.h"
+#include "agent/event_queue.h"
+#include "agent/job_runner.h"
+#include "agent/rank_logs.h"
+#include "agent/server_client.h"
+
+namespace agent {
+
+struct HeartbeatOptions {
+  api::RegisterRequest node;
+  size_t max_events_per_heartbeat = 2000;
+  std::chrono::milliseconds first_backoff{500};
+  std::chrono::milliseconds max_backoff{30000};
+};
+
+class HeartbeatLoop {
+ public:
+  HeartbeatLoop(HeartbeatOptions options, ServerChannel* server, JobRunner* runner, RankLogs* logs,
+                EventQueue* events, AgentMetrics* metrics);
+
+  // Loops until Stop().
+  void Run();
+  void Stop();
+  // Ends the current wait early (e.g. a job finished and should be reported now).
+  void Wake();
+
+  enum class Outcome { kOk, kFailed, kReregister };
+  // One round: register if needed, else one heartbeat. With `execute_commands` false the reply's
+  // commands are ignored (used for the last heartbeat while the agent shuts down).
+  Outcome RunOnce(bool execute_commands = true);
+
+  int64_t node_id() const;
+  std::chrono::milliseconds interval() const;
+
+ private:
+  Outcome Register();
+  std::chrono::milliseconds Backoff(int failures);
+  void WaitFor(std::chrono::milliseconds d);
+
+  HeartbeatOptions options_;
+  ServerChannel* server_;
+  JobRunner* runner_;
+  RankLogs* logs_;
+  EventQueue* events_;
+  AgentMetrics* metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool woken_ = false;
+  int64_t node_id_ = 0;
+  std::chrono::milliseconds interval_{1000};
+  std::minstd_rand rng_;
+};
+
+}  // namespace agent

@@ -1,0 +1,124 @@
+#include "agent/heartbeat_loop.h"
+
+#include <deque>
+
+#include <gtest/gtest.h>
+
+#include "agent/test_util.h"
+
+namespace agent {
+namespace {
+
+// Records what the agent sends and answers with scripted outcomes.
+class FakeServer : public ServerChannel {
+ public:
+  common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) override {
+    registers.push_back(req);
+    return api::RegisterResponse{next_node_id++, 20};
+  }
+  common::Result<api::HeartbeatResponse> Heartbeat(int64_t node_id,
+                                                   const api::HeartbeatRequest& req) override {
+    heartbeats.push_back({node_id, req});
+    if (!fail_with.empty()) {
+      common::Status st = fail_with.front();
+      fail_with.pop_front();
+      return st;
+    }
+    api::HeartbeatResponse r;
+    r.commands = std::move(reply_commands);
+    reply_commands.clear();
+    return r;
+  }
+
+  int64_t next_node_id = 7;
+  std::vector<api::RegisterRequest> registers;
+  std::vector<std::pair<int64_t, api::HeartbeatRequest>> heartbeats;
+  std::deque<common::Status> fail_with;
+  std::vector<api::Command> reply_commands;
+};
+
+class HeartbeatLoopTest : public ::testing::Test {
+ protected:
+  HeartbeatLoopTest()
+      : runner_(Options(), &logs_),
+        loop_(HeartbeatOptions{{"node-a", "127.0.0.1", "http://127.0.0.1:1", 4, 0, {}}}, &server_,
+              &runner_, &logs_, &events_, &metrics_) {}
+
+  JobRunnerOptions Options() {
+    JobRunnerOptions o;
+    o.data_dir = dir_.path();
+    o.mpirun = "/nonexistent/mpirun";
+    return o;
+  }
+
+  TempDir dir_;
+  FakeServer server_;
+  RankLogs logs_;
+  EventQueue events_;
+  AgentMetrics metrics_;
+  JobRunner runner_;
+  HeartbeatLoop loop_;
+};
+
+TEST_F(HeartbeatLoopTest, RegistersThenHeartbeats) {
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(server_.registers.size(), 1u);
+  EXPECT_EQ(server_.registers[0].name, "node-a");
+  EXPECT_EQ(loop_.node_id(), 7);
+  EXPECT_EQ(loop_.interval().count(), 50);  // clamped from 20 ms
+  ASSERT_EQ(server_.heartbeats.size(), 1u);
+  EXPECT_EQ(server_.heartbeats[0].first, 7);
+}
+
+TEST_F(HeartbeatLoopTest, ReregistersWhenTheServerForgotTheNode) {
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  server_.fail_with.push_back(common::NotFound("no such node"));
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kReregister);
+  EXPECT_EQ(loop_.node_id(), 0);
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.registers.size(), 2u);
+  EXPECT_EQ(loop_.node_id(), 8);
+}
+
+TEST_F(HeartbeatLoopTest, EventsAndFinishedJobsAreResentUntilAcknowledged) {
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  events_.Push({3, 1, "step", {{"type", "step"}, {"step", 1}}});
+  runner_.Kill(99);  // unknown job: reported finished at once
+  server_.fail_with.push_back(common::Unavailable("down"));
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kFailed);
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(server_.heartbeats.size(), 3u);
+  for (int i : {1, 2}) {
+    const auto& req = server_.heartbeats[i].second;
+    ASSERT_EQ(req.events.size(), 1u);
+    ASSERT_EQ(req.finished.size(), 1u);
+    EXPECT_EQ(req.finished[0].job_id, 99);
+    EXPECT_EQ(req.finished[0].reason.rfind("killed on cancel", 0), 0u);
+  }
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_TRUE(server_.heartbeats[3].second.events.empty());
+  EXPECT_TRUE(server_.heartbeats[3].second.finished.empty());
+  runner_.Kill(99);  // a late duplicate kill is ignored
+  EXPECT_TRUE(runner_.Unreported().empty());
+}
+
+TEST_F(HeartbeatLoopTest, LaunchCommandsReachTheRunner) {
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  api::Command launch;
+  launch.type = api::Command::Type::kLaunch;
+  launch.job_id = 5;
+  launch.tenant = "default";
+  launch.spec = {{"kind", "command"}, {"command", {"true"}}};
+  launch.hosts = {{7, "node-a", "127.0.0.1", 1}, {8, "node-b", "10.1.1.1", 1}};
+  server_.reply_commands.push_back(launch);
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  const auto& req = server_.heartbeats.back().second;
+  ASSERT_EQ(req.finished.size(), 1u);
+  EXPECT_EQ(req.finished[0].job_id, 5);
+  EXPECT_EQ(req.finished[0].exit_code, 1);
+  EXPECT_EQ(req.finished[0].reason, "launching ranks on other hosts is not available yet");
+}
+
+}  // namespace
+}  // namespace agent

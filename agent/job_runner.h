@@ -1,0 +1,118 @@
+// JobRunner: starts jobs under mpirun, waits for them, kills them, and remembers how they ended
+// until the server has heard it.
+//
+// Launch never fails to the caller: a job that cannot start is recorded as finished with a reason
+// (exit code 1 for a launch the agent refuses, 127 when mpirun cannot be executed). Each job has a
+// waiter thread (waitpid on mpirun) and, once killed, a killer thread (SIGTERM to the whole tree,
+// SIGKILL after the grace period). When mpirun exits, anything left of its tree is SIGKILLed before
+// the job is reported finished, so a finished job never leaves orphans behind.
+//
+// Finished jobs stay listed by Unreported() until Acknowledge() (after a heartbeat carrying them
+// succeeded). Thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/process_tree.h"
+#include "agent/rank_logs.h"
+#include "api/agent_protocol.h"
+
+namespace agent {
+
+struct JobRunnerOptions {
+  std::string data_dir;
+  std::string address = "127.0.0.1";  // this node's address; hosts elsewhere are refused
+  std::string agent_url;              // EMBODY_AGENT_URL given to the ranks
+  std::string mpirun = "mpirun";
+  std::string engine;  // embody-engine path
+  std::chrono::milliseconds kill_grace{5000};
+  bool as_root = false;
+};
+
+// What the job-local API needs to know about a running job.
+struct JobIdentity {
+  std::string token;
+  std::string tenant;
+};
+
+class JobRunner {
+ public:
+  static constexpr const char* kCancelReason = "killed on cancel";
+
+  // `logs` must outlive the runner; every launched job is tracked there.
+  JobRunner(JobRunnerOptions options, RankLogs* logs);
+  ~JobRunner();  // kills what still runs and waits for it
+  JobRunner(const JobRunner&) = delete;
+  JobRunner& operator=(const JobRunner&) = delete;
+
+  void Launch(const api::Command& launch);
+  // Idempotent. A job unknown to this node is reported finished at once, so a server that lost
+  // track of it can still complete its cancellation.
+  void Kill(int64_t job_id, const std::string& reason = kCancelReason);
+  // Kills every running job (reason given) and returns when all have ended.
+  void KillAllAndWait(const std::string& reason);
+
+  std::vector<int64_t> Running() const;
+  std::vector<api::FinishedJob> Unreported() const;
+  void Acknowledge(const std::vector<int64_t>& job_ids);
+  std::optional<JobIdentity> Identity(int64_t job_id) const;  // running jobs only
+
+  // Called (on the waiter thread) when a job has ended; e.g. to drop its metrics.
+  void SetOnFinish(std::function<void(int64_t job_id)> fn);
+
+  // For tests and diagnostics.
+  pid_t LauncherPid(int64_t job_id) const;
+  std::optional<api::FinishedJob> WaitFinished(int64_t job_id, std::chrono::milliseconds timeout);
+
+ private:
+  struct Job {
+    int64_t id = 0;
+    int attempt = 0;
+    std::string tenant;
+    std::string token;
+    pid_t pid = 0;
+    bool running = false;
+    bool kill_requested = false;
+    std::string kill_reason;
+    std::vector<ProcessId> kill_snapshot;  // the tree as it was when the kill started
+    api::FinishedJob result;
+    std::thread waiter;
+    std::thread killer;
+  };
+
+  void Start(Job* job, const api::Command& launch);
+  void Finish(Job* job, int exit_code, const std::string& reason);  // mu_ held
+  void Wait(Job* job);
+  void KillTree(Job* job);
+  static void JoinThreads(Job* job);
+
+  const JobRunnerOptions options_;
+  RankLogs* const logs_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int64_t, std::unique_ptr<Job>> jobs_;
+  std::deque<int64_t> recently_acknowledged_;  // to ignore late duplicate kills
+  std::function<void(int64_t)> on_finish_;
+};
+
+// "exited with code 3", "killed by signal 9"; exit code 128+N for signal N.
+struct ExitDescription {
+  int exit_code = 0;
+  std::string reason;
+};
+ExitDescription DescribeWaitStatus(int wait_status);
+
+}  // namespace agent

@@ -1,0 +1,157 @@
+// Launches real jobs under Open MPI's mpirun (ctest label "mpi"); no server: the test plays the
+// server's part by calling the JobRunner directly.
+#include "agent/job_runner.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "agent/test_util.h"
+
+namespace agent {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class JobRunnerTest : public ::testing::Test {
+ protected:
+  JobRunnerOptions Options() {
+    JobRunnerOptions o;
+    o.data_dir = dir_.path();
+    o.agent_url = "http://127.0.0.1:1";
+    o.kill_grace = milliseconds(1500);
+    o.as_root = ::geteuid() == 0;
+    return o;
+  }
+
+  static api::Command CommandJob(int64_t id, std::vector<std::string> argv, int ranks) {
+    api::Command c;
+    c.type = api::Command::Type::kLaunch;
+    c.job_id = id;
+    c.tenant = "default";
+    c.spec = {{"name", "t"}, {"kind", "command"}, {"command", argv}};
+    c.hosts = {{1, "node-a", "127.0.0.1", ranks}};
+    return c;
+  }
+
+  std::string JobDir(int64_t id) { return dir_.path() + "/jobs/job-" + std::to_string(id); }
+
+  TempDir dir_;
+  RankLogs logs_;
+};
+
+TEST_F(JobRunnerTest, ReportsTheRanksExitCodeAndCapturesEveryRank) {
+  JobRunner runner(Options(), &logs_);
+  runner.Launch(CommandJob(
+      11,
+      {"sh", "-c",
+       "echo \"out $OMPI_COMM_WORLD_RANK job=$EMBODY_JOB_ID ckpt=$EMBODY_CHECKPOINT_DIR\"; "
+       "echo \"err $OMPI_COMM_WORLD_RANK token=${#EMBODY_JOB_TOKEN}\" >&2; exit 3"},
+      2));
+  auto done = runner.WaitFinished(11, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 3);
+  EXPECT_EQ(done->reason, "exited with code 3");
+  EXPECT_TRUE(runner.Running().empty());
+  for (int rank : {0, 1}) {
+    std::string log = ReadAll(RankLogs::RankLogPath(JobDir(11), rank));
+    std::string r = std::to_string(rank);
+    EXPECT_NE(log.find("out " + r + " job=11 ckpt=" + dir_.path() + "/checkpoints/job-11\n"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("err " + r + " token=64\n"), std::string::npos) << log;
+  }
+  // The rank output is not duplicated into mpirun's own log (":nocopy").
+  std::string launcher = ReadAll(RankLogs::RankLogPath(JobDir(11), -1));
+  EXPECT_EQ(launcher.find("out 0"), std::string::npos) << launcher;
+  EXPECT_NE(ReadAll(JobDir(11) + "/spec.json").find("\"command\""), std::string::npos);
+  EXPECT_EQ(ReadAll(JobDir(11) + "/hostfile"), "127.0.0.1 slots=2\n");
+
+  // Everything is shipped, the finished job is complete, and the next batch is empty.
+  auto batch = logs_.NextBatch();
+  EXPECT_EQ(batch.complete_jobs.count(11), 1u);
+  logs_.Commit(batch.chunks);
+  EXPECT_FALSE(logs_.Tracking(11));
+  runner.Acknowledge({11});
+  EXPECT_TRUE(runner.Unreported().empty());
+}
+
+TEST_F(JobRunnerTest, KillLeavesNoProcessBehind) {
+  JobRunner runner(Options(), &logs_);
+  // Each rank also starts a grandchild in a new session, which neither mpirun nor a
+  // process-group kill would reach.
+  runner.Launch(CommandJob(12, {"sh", "-c", "setsid sleep 1000 & sleep 1000"}, 2));
+  ASSERT_EQ(runner.Running(), std::vector<int64_t>{12});
+  pid_t mpirun = runner.LauncherPid(12);
+  ASSERT_GT(mpirun, 0);
+  // Wait until both ranks and both grandchildren exist.
+  std::vector<ProcessId> tree;
+  for (int i = 0; i < 200; ++i) {
+    tree = JobTree(ListProcesses(), mpirun, mpirun);
+    int sleeps = 0;
+    for (const auto& p : tree) {
+      sleeps += ReadAll("/proc/" + std::to_string(p.pid) + "/comm") == "sleep\n";
+    }
+    if (sleeps == 4) break;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  ASSERT_GE(tree.size(), 5u);  // mpirun, 2 shells, 4 sleeps (one may have exec'ed in place)
+
+  auto start = std::chrono::steady_clock::now();
+  runner.Kill(12);
+  runner.Kill(12);  // idempotent
+  auto done = runner.WaitFinished(12, seconds(20));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->reason, "killed on cancel");
+  EXPECT_NE(done->exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(10));
+  for (const auto& p : tree) EXPECT_FALSE(IsAlive(p)) << "pid " << p.pid << " survived";
+  for (const auto& p : ListProcesses()) {
+    if (p.state != 'Z') {
+      EXPECT_NE(p.sid, mpirun) << "pid " << p.id.pid << " still in session";
+    }
+  }
+  EXPECT_TRUE(runner.Running().empty());
+}
+
+TEST_F(JobRunnerTest, KillEscalatesToSigkillForRanksThatIgnoreSigterm) {
+  JobRunner runner(Options(), &logs_);
+  runner.Launch(CommandJob(14, {"sh", "-c", "trap '' TERM; sleep 1000"}, 2));
+  pid_t mpirun = runner.LauncherPid(14);
+  ASSERT_GT(mpirun, 0);
+  std::vector<ProcessId> tree;
+  for (int i = 0; i < 200 && tree.size() < 5; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));
+    tree = JobTree(ListProcesses(), mpirun, mpirun);
+  }
+  ASSERT_GE(tree.size(), 5u);
+  runner.Kill(14);
+  auto done = runner.WaitFinished(14, seconds(20));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->reason, "killed on cancel");
+  for (const auto& p : tree) EXPECT_FALSE(IsAlive(p)) << "pid " << p.pid << " survived";
+}
+
+TEST_F(JobRunnerTest, MissingMpirunIsReportedNotThrown) {
+  JobRunnerOptions o = Options();
+  o.mpirun = "/nonexistent/mpirun";
+  JobRunner runner(o, &logs_);
+  runner.Launch(CommandJob(13, {"true"}, 1));
+  auto done = runner.WaitFinished(13, seconds(5));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 127);
+  EXPECT_NE(done->reason.find("cannot execute /nonexistent/mpirun"), std::string::npos)
+      << done->reason;
+}
+
+TEST_F(JobRunnerTest, DescribesWaitStatus) {
+  EXPECT_EQ(DescribeWaitStatus(3 << 8).exit_code, 3);
+  EXPECT_EQ(DescribeWaitStatus(3 << 8).reason, "exited with code 3");
+  EXPECT_EQ(DescribeWaitStatus(SIGKILL).exit_code, 137);
+  EXPECT_EQ(DescribeWaitStatus(SIGKILL).reason, "killed by signal 9");
+}
+
+}  // namespace
+}  // namespace agent

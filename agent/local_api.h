@@ -1,0 +1,61 @@
+// The job-local HTTP API and the agent's own endpoints, served on --listen (loopback by default).
+//
+//   POST /v1/local/jobs/{id}/events   Authorization: Bearer <EMBODY_JOB_TOKEN of job id>
+//        body {"events":[{...}, ...]} or one event object; each event needs a string "type".
+//        -> 202 {"accepted": N}; 401 wrong/missing token; 404 job not running here; 400 bad body.
+//   GET  /metrics                     Prometheus text format
+//   GET  /healthz                     "ok"
+//
+// Events are stamped with the agent's clock and queued for the next heartbeat; `step` events also
+// update the job's gauges. Handling is split from serving so the rules are testable without HTTP.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "agent/event_queue.h"
+#include "agent/job_runner.h"
+#include "common/status.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace agent {
+
+using JobLookup = std::function<std::optional<JobIdentity>(int64_t job_id)>;
+
+struct LocalReply {
+  int http_status = 200;
+  std::string body;  // JSON
+};
+
+class LocalApi {
+ public:
+  static constexpr size_t kMaxBodyBytes = 1024 * 1024;
+  static constexpr size_t kMaxEventsPerPost = 1000;
+
+  LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics);
+  ~LocalApi();
+
+  // `authorization` is the raw header value.
+  LocalReply PostEvents(int64_t job_id, const std::string& authorization, const std::string& body);
+
+  // Binds host:port (port 0: any free port) and serves on a background thread.
+  common::Result<int> Start(const std::string& host, int port);
+  void Stop();
+
+ private:
+  JobLookup lookup_;
+  EventQueue* events_;
+  AgentMetrics* metrics_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+}  // namespace agent

@@ -1,0 +1,102 @@
+#include "agent/local_api.h"
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+namespace agent {
+namespace {
+
+class LocalApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = std::make_unique<LocalApi>(
+        [](int64_t id) -> std::optional<JobIdentity> {
+          if (id == 7) return JobIdentity{"secret-7", "acme"};
+          return std::nullopt;
+        },
+        &events_, &metrics_);
+    auto port = api_->Start("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok()) << port.status().ToString();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+  }
+
+  httplib::Result Post(int64_t job, const std::string& token, const std::string& body) {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return client_->Post("/v1/local/jobs/" + std::to_string(job) + "/events", h, body,
+                         "application/json");
+  }
+
+  EventQueue events_;
+  AgentMetrics metrics_;
+  std::unique_ptr<LocalApi> api_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(LocalApiTest, AcceptsEventsWithTheJobToken) {
+  auto r = Post(7, "secret-7",
+                R"({"events":[{"type":"step","step":3,"steps":10,"loss":0.5,"tokens_per_s":1000,
+                    "samples_per_s":20},{"type":"checkpoint","step":3,"path":"/c","bytes":9}]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  auto batch = events_.Peek(10);
+  ASSERT_EQ(batch.events.size(), 2u);
+  EXPECT_EQ(batch.events[0].job_id, 7);
+  EXPECT_EQ(batch.events[0].type, "step");
+  EXPECT_GT(batch.events[0].time_ms, 0);
+  EXPECT_EQ(batch.events[0].data["loss"], 0.5);
+  EXPECT_EQ(batch.events[1].type, "checkpoint");
+
+  // A single event object is accepted too.
+  r = Post(7, "secret-7", R"({"type":"step","step":4,"loss":0.25})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(events_.size(), 3u);
+
+  auto m = client_->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find(R"(embody_job_loss{job="7",tenant="acme"} 0.25)"), std::string::npos)
+      << m->body;
+  EXPECT_NE(m->body.find(R"(embody_job_step{job="7",tenant="acme"} 4)"), std::string::npos);
+  EXPECT_NE(m->body.find(R"(embody_job_tokens_per_second{job="7",tenant="acme"} 1000)"),
+            std::string::npos);
+  metrics_.RemoveJob(7);
+  m = client_->Get("/metrics");
+  EXPECT_EQ(m->body.find(R"(job="7")"), std::string::npos);
+}
+
+TEST_F(LocalApiTest, RejectsWrongTokenUnknownJobAndBadBodies) {
+  auto r = Post(7, "wrong", R"({"type":"step"})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = Post(7, "", R"({"type":"step"})");
+  EXPECT_EQ(r->status, 401);
+  r = Post(8, "secret-7", R"({"type":"step"})");
+  EXPECT_EQ(r->status, 404);
+  r = Post(7, "secret-7", "not json");
+  EXPECT_EQ(r->status, 400);
+  r = Post(7, "secret-7", R"({"events":[{"step":1}]})");
+  EXPECT_EQ(r->status, 400);
+  r = Post(7, "secret-7", R"({"events":{"type":"step"}})");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(events_.size(), 0u);
+}
+
+TEST_F(LocalApiTest, HealthAndNodeMetrics) {
+  metrics_.SetNode(8, 0);
+  auto h = client_->Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto m = client_->Get("/metrics");
+  ASSERT_TRUE(m);
+  for (const char* name :
+       {"embody_agent_heartbeats_total", "embody_agent_heartbeat_failures_total",
+        "embody_node_cpu_slots 8", "embody_node_gpus 0", "embody_agent_jobs_running"}) {
+    EXPECT_NE(m->body.find(name), std::string::npos) << name;
+  }
+}
+
+}  // namespace
+}  // namespace agent

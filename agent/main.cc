@@ -1,0 +1,136 @@
+// embody-agent: one per node. Registers with embody-server, heartbeats, launches jobs under
+// mpirun, ships their logs and events, and serves the job-local API and /metrics.
+// SIGTERM/SIGINT: stop heartbeating, kill the running jobs (whole trees), report, exit.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "agent/agent_flags.h"
+#include "agent/agent_metrics.h"
+#include "agent/event_queue.h"
+#include "agent/heartbeat_loop.h"
+#include "agent/job_runner.h"
+#include "agent/local_api.h"
+#include "agent/node_probe.h"
+#include "agent/rank_logs.h"
+#include "agent/server_client.h"
+#include "common/file_util.h"
+#include "common/log.h"
+
+namespace {
+
+int Fail(const std::string& message) {
+  common::LogError(message);
+  return 1;
+}
+
+bool AnyAddress(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Signals are blocked before any thread exists so every thread inherits the mask and only the
+  // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::fputs(agent::AgentUsage().c_str(), stdout);
+      return 0;
+    }
+  }
+  auto config = agent::ParseAgentFlags(args);
+  if (!config.ok()) {
+    std::fprintf(stderr, "embody-agent: %s\n%s", config.status().message().c_str(),
+                 agent::AgentUsage().c_str());
+    return 2;
+  }
+  agent::AgentConfig& cfg = *config;
+  common::InitLog("agent", cfg.verbose ? common::LogLevel::kDebug : common::LogLevel::kInfo);
+
+  std::error_code ec;
+  cfg.data_dir = std::filesystem::absolute(cfg.data_dir, ec).lexically_normal().string();
+  if (auto st = common::MakeDirs(cfg.data_dir + "/jobs"); !st.ok()) return Fail(st.message());
+
+  agent::NodeResources node = agent::ProbeNode(cfg.slots, cfg.nvml_library);
+  agent::AgentMetrics metrics;
+  metrics.SetNode(node.cpu_slots, static_cast<int>(node.gpus.size()));
+  agent::EventQueue events;
+  agent::RankLogs logs;
+
+  std::atomic<agent::JobRunner*> runner_ptr{nullptr};
+  agent::LocalApi local_api(
+      [&runner_ptr](int64_t id) -> std::optional<agent::JobIdentity> {
+        agent::JobRunner* r = runner_ptr.load();
+        return r ? r->Identity(id) : std::nullopt;
+      },
+      &events, &metrics);
+  auto port = local_api.Start(cfg.listen_host, cfg.listen_port);
+  if (!port.ok()) return Fail(port.status().message());
+  std::string port_text = std::to_string(*port);
+  std::string local_host = AnyAddress(cfg.listen_host) ? "127.0.0.1" : cfg.listen_host;
+  std::string public_host = AnyAddress(cfg.listen_host) ? cfg.address : cfg.listen_host;
+  if (!cfg.port_file.empty()) {
+    if (auto st = common::WriteFileAtomic(cfg.port_file, port_text + "\n"); !st.ok()) {
+      return Fail(st.message());
+    }
+  }
+  common::LogInfo("agent listening", {{"host", cfg.listen_host}, {"port", port_text}});
+
+  agent::JobRunnerOptions run_opts;
+  run_opts.data_dir = cfg.data_dir;
+  run_opts.address = cfg.address;
+  run_opts.agent_url = "http://" + local_host + ":" + port_text;
+  run_opts.mpirun = cfg.mpirun;
+  run_opts.engine = cfg.engine;
+  run_opts.kill_grace = cfg.kill_grace;
+  run_opts.as_root = ::geteuid() == 0;
+  auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
+  runner_ptr.store(runner.get());
+
+  agent::HeartbeatOptions hb_opts;
+  hb_opts.node.name = cfg.name;
+  hb_opts.node.address = cfg.address;
+  hb_opts.node.agent_url = "http://" + public_host + ":" + port_text;
+  hb_opts.node.cpu_slots = node.cpu_slots;
+  hb_opts.node.memory_bytes = node.memory_bytes;
+  hb_opts.node.gpus = node.gpus;
+  agent::HttpServerChannel channel(cfg.server, cfg.token);
+  agent::HeartbeatLoop loop(hb_opts, &channel, runner.get(), &logs, &events, &metrics);
+  runner->SetOnFinish([&metrics, &loop](int64_t id) {
+    metrics.RemoveJob(id);
+    loop.Wake();
+  });
+  common::LogInfo("agent starting", {{"name", cfg.name},
+                                     {"server", cfg.server},
+                                     {"address", cfg.address},
+                                     {"cpu_slots", std::to_string(node.cpu_slots)},
+                                     {"gpus", std::to_string(node.gpus.size())},
+                                     {"data_dir", cfg.data_dir}});
+  std::thread heartbeats([&loop] { loop.Run(); });
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  common::LogInfo("stopping", {{"signal", std::to_string(sig)}});
+  loop.Stop();
+  heartbeats.join();
+  runner->KillAllAndWait("killed on agent shutdown");
+  if (loop.node_id() != 0) loop.RunOnce(/*execute_commands=*/false);  // best effort final report
+  runner_ptr.store(nullptr);
+  local_api.Stop();
+  runner.reset();
+  common::LogInfo("stopped");
+  return 0;
+}

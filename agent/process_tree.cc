@@ -1,0 +1,106 @@
+#include "agent/process_tree.h"
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace agent {
+namespace {
+
+// Parses /proc/PID/stat. The command name may contain spaces and ')' so parsing starts after
+// the last ')'.
+bool ReadStat(pid_t pid, ProcessEntry* out) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return false;
+  std::string line;
+  std::getline(in, line);
+  size_t close = line.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream rest(line.substr(close + 1));
+  // Fields after comm: 3 state, 4 ppid, 5 pgrp, 6 session, ..., 22 starttime.
+  std::string state;
+  long ppid = 0, pgrp = 0, session = 0;
+  rest >> state >> ppid >> pgrp >> session;
+  std::string skip;
+  for (int field = 7; field <= 21; ++field) rest >> skip;
+  uint64_t start = 0;
+  rest >> start;
+  if (!rest || state.empty()) return false;
+  out->id = {pid, start};
+  out->ppid = static_cast<pid_t>(ppid);
+  out->pgid = static_cast<pid_t>(pgrp);
+  out->sid = static_cast<pid_t>(session);
+  out->state = state[0];
+  return true;
+}
+
+}  // namespace
+
+std::vector<ProcessEntry> ListProcesses() {
+  std::vector<ProcessEntry> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    ProcessEntry p;
+    if (ReadStat(static_cast<pid_t>(pid), &p)) out.push_back(p);
+  }
+  ::closedir(dir);
+  return out;
+}
+
+std::vector<ProcessId> JobTree(const std::vector<ProcessEntry>& table, pid_t sid, pid_t root) {
+  std::multimap<pid_t, const ProcessEntry*> children;
+  for (const auto& p : table) children.emplace(p.ppid, &p);
+  std::set<pid_t> picked;
+  std::vector<ProcessId> out;
+  auto add = [&](const ProcessEntry& p) {
+    if (p.state == 'Z' || !picked.insert(p.id.pid).second) return;
+    out.push_back(p.id);
+  };
+  if (sid > 0) {
+    for (const auto& p : table) {
+      if (p.sid == sid) add(p);
+    }
+  }
+  if (root > 0) {
+    std::vector<pid_t> frontier{root};
+    std::set<pid_t> seen{root};
+    while (!frontier.empty()) {
+      pid_t parent = frontier.back();
+      frontier.pop_back();
+      auto [lo, hi] = children.equal_range(parent);
+      for (auto it = lo; it != hi; ++it) {
+        if (!seen.insert(it->second->id.pid).second) continue;
+        add(*it->second);
+        frontier.push_back(it->second->id.pid);
+      }
+    }
+  }
+  return out;
+}
+
+bool IsAlive(const ProcessId& id) {
+  ProcessEntry now;
+  return ReadStat(id.pid, &now) && now.id == id && now.state != 'Z';
+}
+
+int SignalAll(const std::vector<ProcessId>& ids, int sig) {
+  int n = 0;
+  for (const auto& id : ids) {
+    // The start-time check and kill are not atomic; the window is microseconds against a pid
+    // space that wraps after tens of thousands of forks.
+    if (IsAlive(id) && ::kill(id.pid, sig) == 0) ++n;
+  }
+  return n;
+}
+
+}  // namespace agent

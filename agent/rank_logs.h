@@ -1,0 +1,80 @@
+// Per-rank log capture and the bookkeeping of what the server already has.
+//
+// Open MPI writes each rank's output to <job>/ranks/rank.N/{stdout,stderr}. The agent folds the
+// two streams of rank N into one file, <job>/rank-N.log, whole lines at a time in the order it
+// sees them (so a line is never cut in half by a line of the other stream), and ships that file;
+// mpirun's own output, <job>/launcher.log, is shipped as rank -1. The server sees one byte stream
+// per (job, rank) and the offset of every chunk.
+//
+// Shipping is two-phase: NextBatch() reads new bytes from the acknowledged offsets without moving
+// them; Commit() moves them once a heartbeat carrying the batch succeeded, so a failed heartbeat
+// re-sends the same bytes. A batch holds at most `max_batch_bytes`, shared fairly between files.
+// Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/agent_protocol.h"
+
+namespace agent {
+
+class RankLogs {
+ public:
+  static constexpr size_t kDefaultBatchBytes = 256 * 1024;
+  // A line longer than this is folded in pieces rather than waiting for its newline.
+  static constexpr size_t kMaxPartialLine = 64 * 1024;
+
+  explicit RankLogs(size_t max_batch_bytes = kDefaultBatchBytes);
+
+  // Starts tracking a job whose files live in `job_dir`.
+  void AddJob(int64_t job_id, const std::string& job_dir);
+  // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
+  // (the job's processes are gone, so no line will be completed later).
+  void Collect(int64_t job_id, bool final);
+  void CollectAll();
+  // The job ended and a final Collect was done: once all its bytes are acknowledged it is dropped.
+  void MarkFinished(int64_t job_id);
+
+  struct Batch {
+    std::vector<api::LogChunk> chunks;
+    // Finished jobs whose every remaining byte is in `chunks`.
+    std::set<int64_t> complete_jobs;
+  };
+  Batch NextBatch();
+  void Commit(const std::vector<api::LogChunk>& shipped);
+
+  bool Tracking(int64_t job_id) const;
+  // Path of the combined log of `rank` (-1: launcher).
+  static std::string RankLogPath(const std::string& job_dir, int rank);
+
+ private:
+  struct Source {
+    std::string path;
+    int64_t consumed = 0;
+  };
+  struct RankFile {
+    std::string path;
+    int64_t acked = 0;
+    std::vector<Source> sources;  // empty for the launcher log
+  };
+  struct Job {
+    std::string dir;
+    bool finished = false;
+    std::map<int, RankFile> ranks;
+  };
+
+  void DiscoverRanks(Job* job);
+  void FoldSource(const std::string& dest, Source* src, bool final);
+
+  const size_t max_batch_bytes_;
+  mutable std::mutex mu_;
+  std::map<int64_t, Job> jobs_;
+};
+
+}  // namespace agent

@@ -1,0 +1,81 @@
+#include "agent/server_client.h"
+
+#include <httplib.h>
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace agent {
+namespace {
+
+// A stand-in embody-server on a free port answering with a scripted status.
+class FakeHttpServer {
+ public:
+  FakeHttpServer() {
+    server_.Post(R"(/v1/agents/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      last_path = req.path;
+      last_auth = req.get_header_value("Authorization");
+      last_body = req.body;
+      res.status = status;
+      res.set_content(reply, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeHttpServer() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  int status = 200;
+  std::string reply;
+  std::string last_path, last_auth, last_body;
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(HttpServerChannelTest, RegisterAndHeartbeat) {
+  FakeHttpServer fake;
+  HttpServerChannel channel(fake.url(), "agent-token");
+  fake.reply = R"({"node_id": 12, "heartbeat_interval_ms": 500})";
+  auto reg = channel.Register({"n1", "127.0.0.1", "http://127.0.0.1:1", 4, 1024, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  EXPECT_EQ(reg->node_id, 12);
+  EXPECT_EQ(fake.last_path, "/v1/agents/register");
+  EXPECT_EQ(fake.last_auth, "Bearer agent-token");
+
+  fake.reply = R"({"commands": [{"type": "kill", "job_id": 3}]})";
+  api::HeartbeatRequest hb;
+  hb.logs.push_back({3, 0, 0, "bad utf-8 \xff\n"});  // must not fail the request
+  auto reply = channel.Heartbeat(12, hb);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_EQ(reply->commands.size(), 1u);
+  EXPECT_EQ(reply->commands[0].type, api::Command::Type::kKill);
+  EXPECT_EQ(fake.last_path, "/v1/agents/12/heartbeat");
+}
+
+TEST(HttpServerChannelTest, MapsFailures) {
+  FakeHttpServer fake;
+  HttpServerChannel channel(fake.url(), "t");
+  fake.status = 404;
+  fake.reply = R"({"error": {"code": "not_found", "message": "no node 12"}})";
+  auto r = channel.Heartbeat(12, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kNotFound);
+  EXPECT_NE(r.status().message().find("no node 12"), std::string::npos);
+  fake.status = 503;
+  EXPECT_EQ(channel.Heartbeat(12, {}).status().code(), common::Code::kUnavailable);
+  fake.status = 401;
+  EXPECT_EQ(channel.Heartbeat(12, {}).status().code(), common::Code::kUnauthenticated);
+
+  HttpServerChannel nowhere("http://127.0.0.1:1", "t");
+  EXPECT_EQ(nowhere.Heartbeat(1, {}).status().code(), common::Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace agent
