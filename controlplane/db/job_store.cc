@@ -1,0 +1,145 @@
+// Jobs: insert, read (always joined with the tenant's name), list with keyset pagination, and
+// update of the mutable columns. Every tenant-owned read takes an optional tenant filter.
+#include "controlplane/db/stores.h"
+
+namespace controlplane::db {
+
+using common::Result;
+using common::Status;
+using service::JobRecord;
+
+namespace {
+
+constexpr char kSelectJob[] =
+    "SELECT j.id, j.tenant_id, t.name AS tenant, j.name, j.kind, j.state, j.reason, j.priority,"
+    " j.spec::text AS spec, j.attempt, j.exit_code,"
+    " " EMBODY_SQL_MS("j.created_at") " AS created_ms,"
+    " " EMBODY_SQL_MS("j.updated_at") " AS updated_ms,"
+    " " EMBODY_SQL_MS("j.started_at") " AS started_ms,"
+    " " EMBODY_SQL_MS("j.finished_at") " AS finished_ms"
+    " FROM jobs j JOIN tenants t ON t.id = j.tenant_id ";
+
+constexpr char kInsertJob[] =
+    "INSERT INTO jobs (tenant_id, name, kind, state, priority, spec, idempotency_key,"
+    " created_at, updated_at)"
+    " VALUES ($1, $2, $3, 'PENDING', $4, $5::jsonb, $6, " EMBODY_SQL_TS("$7") ", "
+    EMBODY_SQL_TS("$7") ")"
+    " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id";
+
+constexpr char kUpdateJob[] =
+    "UPDATE jobs SET state = $2, reason = $3, attempt = $4, exit_code = $5,"
+    " updated_at = " EMBODY_SQL_TS("$6") ", started_at = " EMBODY_SQL_TS("$7") ","
+    " finished_at = " EMBODY_SQL_TS("$8") " WHERE id = $1";
+
+std::vector<JobRecord> ToJobs(const PgRows& r) {
+  std::vector<JobRecord> out;
+  out.reserve(r.size());
+  for (size_t i = 0; i < r.size(); ++i) {
+    JobRecord j;
+    j.id = r.Int(i, "id");
+    j.tenant_id = r.Int(i, "tenant_id");
+    j.tenant = r.Str(i, "tenant");
+    j.name = r.Str(i, "name");
+    j.kind = r.Str(i, "kind");
+    j.state = api::ParseJobState(r.Str(i, "state")).value_or(api::JobState::kFailed);
+    j.reason = r.Str(i, "reason");
+    j.priority = static_cast<int>(r.Int(i, "priority"));
+    j.spec = ParseJsonColumn(r.Str(i, "spec"));
+    j.attempt = static_cast<int>(r.Int(i, "attempt"));
+    if (auto e = r.OptInt(i, "exit_code")) j.exit_code = static_cast<int>(*e);
+    j.created_ms = r.Int(i, "created_ms");
+    j.updated_ms = r.Int(i, "updated_ms");
+    j.started_ms = r.OptInt(i, "started_ms");
+    j.finished_ms = r.OptInt(i, "finished_ms");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Param OptMs(const std::optional<int64_t>& ms) { return ms ? P(*ms) : std::nullopt; }
+
+}  // namespace
+
+nlohmann::json ParseJsonColumn(const std::string& text) {
+  return nlohmann::json::parse(text.empty() ? "null" : text);
+}
+
+Result<int64_t> PgJobStore::Insert(const service::NewJob& job) {
+  Param key = job.idempotency_key.empty() ? std::nullopt : P(job.idempotency_key);
+  auto r = tx_.Exec(kInsertJob, {P(job.tenant_id), P(job.name), P(job.kind), P(job.priority),
+                                 P(job.spec.dump()), key, P(job.now_ms)});
+  if (!r.ok()) return r.status();
+  if (r->empty()) return Status(common::Code::kAlreadyExists, "idempotency key already used");
+  return r->Int(0, "id");
+}
+
+Result<std::optional<JobRecord>> PgJobStore::Get(int64_t id, std::optional<int64_t> tenant_id,
+                                                 bool for_update) {
+  std::string sql = std::string(kSelectJob) + "WHERE j.id = $1 AND ($2::bigint IS NULL OR j.tenant_id = $2)";
+  if (for_update) sql += " FOR UPDATE OF j";
+  auto r = tx_.Exec(sql, {P(id), tenant_id ? P(*tenant_id) : std::nullopt});
+  if (!r.ok()) return r.status();
+  auto jobs = ToJobs(*r);
+  if (jobs.empty()) return std::optional<JobRecord>();
+  return std::optional<JobRecord>(std::move(jobs[0]));
+}
+
+Result<std::optional<JobRecord>> PgJobStore::GetByIdempotencyKey(int64_t tenant_id,
+                                                                 const std::string& key) {
+  auto r = tx_.Exec(std::string(kSelectJob) + "WHERE j.tenant_id = $1 AND j.idempotency_key = $2",
+                    {P(tenant_id), P(key)});
+  if (!r.ok()) return r.status();
+  auto jobs = ToJobs(*r);
+  if (jobs.empty()) return std::optional<JobRecord>();
+  return std::optional<JobRecord>(std::move(jobs[0]));
+}
+
+Result<std::vector<JobRecord>> PgJobStore::List(const service::JobQuery& q) {
+  std::string sql = std::string(kSelectJob) +
+                    "WHERE ($1::bigint IS NULL OR j.tenant_id = $1)"
+                    " AND ($2::text IS NULL OR j.state = $2)"
+                    " AND ($3::bigint IS NULL OR j.id < $3)"
+                    " ORDER BY j.id DESC LIMIT $4";
+  auto r = tx_.Exec(sql, {q.tenant_id ? P(*q.tenant_id) : std::nullopt,
+                          q.state ? P(api::JobStateName(*q.state)) : std::nullopt,
+                          q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit)});
+  if (!r.ok()) return r.status();
+  return ToJobs(*r);
+}
+
+Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::JobState>& states) {
+  std::string list = "{";
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (i) list += ",";
+    list += api::JobStateName(states[i]);
+  }
+  list += "}";
+  auto r = tx_.Exec(std::string(kSelectJob) +
+                        "WHERE j.state = ANY($1::text[]) ORDER BY j.id FOR UPDATE OF j",
+                    {P(list)});
+  if (!r.ok()) return r.status();
+  return ToJobs(*r);
+}
+
+Status PgJobStore::Update(const JobRecord& j) {
+  auto r = tx_.Exec(kUpdateJob, {P(j.id), P(api::JobStateName(j.state)), P(j.reason),
+                                 P(j.attempt), j.exit_code ? P(*j.exit_code) : std::nullopt,
+                                 P(j.updated_ms), OptMs(j.started_ms), OptMs(j.finished_ms)});
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<std::map<std::string, int64_t>> PgJobStore::CountByState() {
+  auto r = tx_.Exec("SELECT state, count(*) AS n FROM jobs GROUP BY state");
+  if (!r.ok()) return r.status();
+  std::map<std::string, int64_t> out;
+  for (size_t i = 0; i < r->size(); ++i) out[r->Str(i, "state")] = r->Int(i, "n");
+  return out;
+}
+
+Result<std::unique_ptr<service::UnitOfWork>> PgDatabase::Begin() {
+  auto tx = PgTx::Begin(pool_);
+  if (!tx.ok()) return tx.status();
+  return std::unique_ptr<service::UnitOfWork>(new PgUnitOfWork(std::move(tx.value())));
+}
+
+}  // namespace controlplane::db

@@ -1,0 +1,135 @@
+// Nodes and the allocations of jobs onto them.
+#include "controlplane/db/stores.h"
+
+namespace controlplane::db {
+
+using common::Result;
+using common::Status;
+using service::AllocationRecord;
+using service::NodeRecord;
+
+namespace {
+
+constexpr char kUpsertNode[] =
+    "INSERT INTO nodes (name, address, agent_url, cpu_slots, memory_bytes, gpus, last_heartbeat,"
+    " state) VALUES ($1, $2, $3, $4, $5, $6::jsonb, " EMBODY_SQL_TS("$7") ", 'UP')"
+    " ON CONFLICT (name) DO UPDATE SET address = EXCLUDED.address,"
+    " agent_url = EXCLUDED.agent_url, cpu_slots = EXCLUDED.cpu_slots,"
+    " memory_bytes = EXCLUDED.memory_bytes, gpus = EXCLUDED.gpus,"
+    " last_heartbeat = EXCLUDED.last_heartbeat, state = 'UP' RETURNING id";
+
+constexpr char kSelectNode[] =
+    "SELECT id, name, address, agent_url, cpu_slots, memory_bytes, gpus::text AS gpus,"
+    " " EMBODY_SQL_MS("last_heartbeat") " AS last_heartbeat_ms, state FROM nodes ";
+
+constexpr char kSelectAllocation[] =
+    "SELECT a.job_id, a.node_id, n.name AS node_name, n.address AS node_address, a.ranks,"
+    " a.slots, a.slot_type, a.is_head, a.launched"
+    " FROM job_allocations a JOIN nodes n ON n.id = a.node_id ";
+
+std::vector<NodeRecord> ToNodes(const PgRows& r) {
+  std::vector<NodeRecord> out;
+  for (size_t i = 0; i < r.size(); ++i) {
+    NodeRecord n;
+    n.id = r.Int(i, "id");
+    n.name = r.Str(i, "name");
+    n.address = r.Str(i, "address");
+    n.agent_url = r.Str(i, "agent_url");
+    n.cpu_slots = static_cast<int>(r.Int(i, "cpu_slots"));
+    n.memory_bytes = r.Int(i, "memory_bytes");
+    n.gpus = ParseJsonColumn(r.Str(i, "gpus"));
+    n.last_heartbeat_ms = r.Int(i, "last_heartbeat_ms");
+    n.state = r.Str(i, "state");
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Status OkOr(const Result<PgRows>& r) { return r.ok() ? Status::Ok() : r.status(); }
+
+}  // namespace
+
+Result<int64_t> PgNodeStore::Upsert(const api::RegisterRequest& req, int64_t now_ms) {
+  nlohmann::json gpus = api::ToJson(req)["gpus"];
+  auto r = tx_.Exec(kUpsertNode, {P(req.name), P(req.address), P(req.agent_url),
+                                  P(req.cpu_slots), P(req.memory_bytes), P(gpus.dump()),
+                                  P(now_ms)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "id");
+}
+
+Result<std::optional<NodeRecord>> PgNodeStore::Get(int64_t id) {
+  auto r = tx_.Exec(std::string(kSelectNode) + "WHERE id = $1", {P(id)});
+  if (!r.ok()) return r.status();
+  auto nodes = ToNodes(*r);
+  if (nodes.empty()) return std::optional<NodeRecord>();
+  return std::optional<NodeRecord>(std::move(nodes[0]));
+}
+
+Result<std::vector<NodeRecord>> PgNodeStore::List() {
+  auto r = tx_.Exec(std::string(kSelectNode) + "ORDER BY id");
+  if (!r.ok()) return r.status();
+  return ToNodes(*r);
+}
+
+Status PgNodeStore::Touch(int64_t id, int64_t now_ms) {
+  return OkOr(tx_.Exec("UPDATE nodes SET last_heartbeat = " EMBODY_SQL_TS("$2") ", state = 'UP'"
+                       " WHERE id = $1",
+                       {P(id), P(now_ms)}));
+}
+
+Status PgNodeStore::SetState(int64_t id, const std::string& state) {
+  return OkOr(tx_.Exec("UPDATE nodes SET state = $2 WHERE id = $1", {P(id), P(state)}));
+}
+
+Result<std::vector<AllocationRecord>> PgAllocationStore::Query(const std::string& where,
+                                                               const Params& params) {
+  auto r = tx_.Exec(std::string(kSelectAllocation) + where, params);
+  if (!r.ok()) return r.status();
+  std::vector<AllocationRecord> out;
+  for (size_t i = 0; i < r->size(); ++i) {
+    AllocationRecord a;
+    a.job_id = r->Int(i, "job_id");
+    a.node_id = r->Int(i, "node_id");
+    a.node_name = r->Str(i, "node_name");
+    a.node_address = r->Str(i, "node_address");
+    a.ranks = static_cast<int>(r->Int(i, "ranks"));
+    a.slots = static_cast<int>(r->Int(i, "slots"));
+    a.slot_type = r->Str(i, "slot_type");
+    a.is_head = r->Bool(i, "is_head");
+    a.launched = r->Bool(i, "launched");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Status PgAllocationStore::Insert(const AllocationRecord& a) {
+  return OkOr(tx_.Exec(
+      "INSERT INTO job_allocations (job_id, node_id, ranks, slots, slot_type, is_head, launched)"
+      " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+      {P(a.job_id), P(a.node_id), P(a.ranks), P(a.slots), P(a.slot_type), P(a.is_head),
+       P(a.launched)}));
+}
+
+Result<std::vector<AllocationRecord>> PgAllocationStore::ForJob(int64_t job_id) {
+  return Query("WHERE a.job_id = $1 ORDER BY a.is_head DESC, a.node_id", {P(job_id)});
+}
+
+Result<std::vector<AllocationRecord>> PgAllocationStore::ForNode(int64_t node_id) {
+  return Query("WHERE a.node_id = $1 ORDER BY a.job_id", {P(node_id)});
+}
+
+Result<std::vector<AllocationRecord>> PgAllocationStore::All() {
+  return Query("ORDER BY a.job_id, a.node_id", {});
+}
+
+Status PgAllocationStore::MarkLaunched(int64_t job_id, int64_t node_id) {
+  return OkOr(tx_.Exec("UPDATE job_allocations SET launched = true WHERE job_id = $1 AND node_id = $2",
+                       {P(job_id), P(node_id)}));
+}
+
+Status PgAllocationStore::DeleteForJob(int64_t job_id) {
+  return OkOr(tx_.Exec("DELETE FROM job_allocations WHERE job_id = $1", {P(job_id)}));
+}
+
+}  // namespace controlplane::db

@@ -1,0 +1,180 @@
+#include "controlplane/db/pg.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <libpq-fe.h>
+
+namespace controlplane::db {
+
+using common::Result;
+using common::Status;
+
+size_t PgRows::Col(const char* col) const {
+  for (size_t i = 0; i < cols_.size(); ++i) {
+    if (cols_[i] == col) return i;
+  }
+  std::fprintf(stderr, "PgRows: no column %s in result\n", col);
+  std::abort();
+}
+
+bool PgRows::IsNull(size_t row, const char* col) const { return !rows_[row][Col(col)]; }
+
+std::string PgRows::Str(size_t row, const char* col) const {
+  const Param& v = rows_[row][Col(col)];
+  return v ? *v : std::string();
+}
+
+int64_t PgRows::Int(size_t row, const char* col) const {
+  const Param& v = rows_[row][Col(col)];
+  return v ? std::stoll(*v) : 0;
+}
+
+std::optional<int64_t> PgRows::OptInt(size_t row, const char* col) const {
+  const Param& v = rows_[row][Col(col)];
+  if (!v) return std::nullopt;
+  return std::stoll(*v);
+}
+
+bool PgRows::Bool(size_t row, const char* col) const {
+  const Param& v = rows_[row][Col(col)];
+  return v && *v == "t";
+}
+
+Status ExecScript(PGconn* conn, const std::string& sql) {
+  PGresult* res = PQexec(conn, sql.c_str());
+  ExecStatusType st = PQresultStatus(res);
+  std::string msg = PQresultErrorMessage(res);
+  PQclear(res);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Status::Ok();
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  return common::Internal("database: " + msg);
+}
+
+Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  PGresult* res = PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+  ExecStatusType st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    std::string msg = PQresultErrorMessage(res);
+    const char* sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    std::string code = sqlstate ? sqlstate : "";
+    PQclear(res);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    if (PQstatus(conn) != CONNECTION_OK) return common::Unavailable("database: " + msg);
+    if (code == "23505") return Status(common::Code::kAlreadyExists, "database: " + msg);
+    if (code == "40001" || code == "40P01") return common::Unavailable("database: " + msg);
+    return common::Internal("database: " + msg);
+  }
+  PgRows rows;
+  int nf = PQnfields(res), nt = PQntuples(res);
+  for (int c = 0; c < nf; ++c) rows.cols_.push_back(PQfname(res, c));
+  rows.rows_.resize(nt);
+  for (int r = 0; r < nt; ++r) {
+    rows.rows_[r].reserve(nf);
+    for (int c = 0; c < nf; ++c) {
+      if (PQgetisnull(res, r, c)) {
+        rows.rows_[r].push_back(std::nullopt);
+      } else {
+        rows.rows_[r].push_back(std::string(PQgetvalue(res, r, c), PQgetlength(res, r, c)));
+      }
+    }
+  }
+  PQclear(res);
+  return rows;
+}
+
+PgLease::~PgLease() {
+  if (conn_) pool_->Release(conn_);
+}
+
+Result<std::unique_ptr<PgPool>> PgPool::Open(const std::string& conninfo, int size) {
+  std::unique_ptr<PgPool> pool(new PgPool(conninfo, size));
+  auto conn = pool->Connect();
+  if (!conn.ok()) return conn.status();
+  pool->Release(*conn);
+  std::lock_guard<std::mutex> lock(pool->mu_);
+  pool->open_ = 1;
+  return pool;
+}
+
+PgPool::~PgPool() {
+  for (PGconn* c : idle_) PQfinish(c);
+}
+
+Result<PGconn*> PgPool::Connect() {
+  PGconn* conn = PQconnectdb(conninfo_.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(conn);
+    PQfinish(conn);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return common::Unavailable("cannot connect to database: " + msg);
+  }
+  // Server notices ("relation already exists, skipping") are not errors; keep stderr for logs.
+  PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  return conn;
+}
+
+void PgPool::Close(PGconn* conn) { PQfinish(conn); }
+
+Result<PgLease> PgPool::Acquire() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !idle_.empty() || open_ < size_; });
+  if (!idle_.empty()) {
+    PGconn* c = idle_.back();
+    idle_.pop_back();
+    return PgLease(this, c);
+  }
+  ++open_;
+  lock.unlock();
+  auto conn = Connect();
+  if (!conn.ok()) {
+    lock.lock();
+    --open_;
+    cv_.notify_one();
+    return conn.status();
+  }
+  return PgLease(this, *conn);
+}
+
+void PgPool::Release(PGconn* conn) {
+  if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
+    // A broken session, or one left inside a transaction: start it over.
+    PQreset(conn);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (PQstatus(conn) != CONNECTION_OK) {
+    PQfinish(conn);
+    --open_;
+  } else {
+    idle_.push_back(conn);
+  }
+  cv_.notify_one();
+}
+
+Result<std::unique_ptr<PgTx>> PgTx::Begin(PgPool& pool) {
+  auto lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  auto r = db::Exec(lease->get(), "BEGIN");
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<PgTx>(new PgTx(std::move(lease.value())));
+}
+
+PgTx::~PgTx() {
+  if (open_) (void)db::Exec(lease_.get(), "ROLLBACK");
+}
+
+Result<PgRows> PgTx::Exec(const std::string& sql, const Params& params) {
+  return db::Exec(lease_.get(), sql, params);
+}
+
+Status PgTx::Commit() {
+  open_ = false;
+  auto r = db::Exec(lease_.get(), "COMMIT");
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+}  // namespace controlplane::db

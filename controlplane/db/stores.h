@@ -1,0 +1,144 @@
+// PostgreSQL implementations of the service store interfaces, one class per aggregate, each bound
+// to one open transaction (PgTx). PgDatabase hands out PgUnitOfWork, which owns the transaction
+// and one instance of each store.
+#pragma once
+
+#include <memory>
+
+#include "controlplane/db/pg.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::db {
+
+// SQL fragments shared by the stores: timestamps cross the boundary as epoch milliseconds.
+#define EMBODY_SQL_MS(col) "(extract(epoch from " col ") * 1000)::bigint"
+#define EMBODY_SQL_TS(param) "to_timestamp(" param "::bigint / 1000.0)"
+
+class PgJobStore : public service::JobStore {
+ public:
+  explicit PgJobStore(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Insert(const service::NewJob& job) override;
+  common::Result<std::optional<service::JobRecord>> Get(int64_t id,
+                                                        std::optional<int64_t> tenant_id,
+                                                        bool for_update) override;
+  common::Result<std::optional<service::JobRecord>> GetByIdempotencyKey(
+      int64_t tenant_id, const std::string& key) override;
+  common::Result<std::vector<service::JobRecord>> List(const service::JobQuery& q) override;
+  common::Result<std::vector<service::JobRecord>> ListInStates(
+      const std::vector<api::JobState>& states) override;
+  common::Status Update(const service::JobRecord& job) override;
+  common::Result<std::map<std::string, int64_t>> CountByState() override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgAllocationStore : public service::AllocationStore {
+ public:
+  explicit PgAllocationStore(PgTx& tx) : tx_(tx) {}
+  common::Status Insert(const service::AllocationRecord& a) override;
+  common::Result<std::vector<service::AllocationRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<service::AllocationRecord>> ForNode(int64_t node_id) override;
+  common::Result<std::vector<service::AllocationRecord>> All() override;
+  common::Status MarkLaunched(int64_t job_id, int64_t node_id) override;
+  common::Status DeleteForJob(int64_t job_id) override;
+
+ private:
+  common::Result<std::vector<service::AllocationRecord>> Query(const std::string& where,
+                                                               const Params& params);
+  PgTx& tx_;
+};
+
+class PgNodeStore : public service::NodeStore {
+ public:
+  explicit PgNodeStore(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Upsert(const api::RegisterRequest& r, int64_t now_ms) override;
+  common::Result<std::optional<service::NodeRecord>> Get(int64_t id) override;
+  common::Result<std::vector<service::NodeRecord>> List() override;
+  common::Status Touch(int64_t id, int64_t now_ms) override;
+  common::Status SetState(int64_t id, const std::string& state) override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgEventStore : public service::EventStore {
+ public:
+  explicit PgEventStore(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Append(int64_t job_id, int64_t time_ms, const std::string& type,
+                                 const nlohmann::json& data) override;
+  common::Result<std::vector<service::EventRecord>> List(int64_t job_id, int64_t after_id,
+                                                         const std::string& type,
+                                                         int limit) override;
+  common::Result<std::optional<service::EventRecord>> Latest(int64_t job_id,
+                                                             const std::string& type) override;
+  common::Status AddCheckpoint(int64_t job_id, const service::CheckpointRecord& c,
+                               int64_t time_ms) override;
+  common::Result<std::optional<service::CheckpointRecord>> LatestCheckpoint(
+      int64_t job_id) override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgLogIndex : public service::LogIndex {
+ public:
+  explicit PgLogIndex(PgTx& tx) : tx_(tx) {}
+  common::Status Upsert(int64_t job_id, const service::LogRecord& log) override;
+  common::Result<std::vector<service::LogRecord>> ForJob(int64_t job_id) override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgTenantStore : public service::TenantStore {
+ public:
+  explicit PgTenantStore(PgTx& tx) : tx_(tx) {}
+  common::Status LockBootstrap() override;
+  common::Result<int64_t> CountTenants() override;
+  common::Result<int64_t> CreateTenant(const std::string& name) override;
+  common::Status CreateToken(const std::string& sha256_hex, int64_t tenant_id,
+                             const std::string& role, const std::string& name) override;
+  common::Result<std::optional<service::Principal>> FindToken(
+      const std::string& sha256_hex) override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgUnitOfWork : public service::UnitOfWork {
+ public:
+  explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
+      : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
+        logs_(*tx_), tenants_(*tx_) {}
+  service::JobStore& jobs() override { return jobs_; }
+  service::AllocationStore& allocations() override { return allocations_; }
+  service::NodeStore& nodes() override { return nodes_; }
+  service::EventStore& events() override { return events_; }
+  service::LogIndex& logs() override { return logs_; }
+  service::TenantStore& tenants() override { return tenants_; }
+  common::Status Commit() override { return tx_->Commit(); }
+
+ private:
+  std::unique_ptr<PgTx> tx_;
+  PgJobStore jobs_;
+  PgAllocationStore allocations_;
+  PgNodeStore nodes_;
+  PgEventStore events_;
+  PgLogIndex logs_;
+  PgTenantStore tenants_;
+};
+
+class PgDatabase : public service::Database {
+ public:
+  explicit PgDatabase(PgPool& pool) : pool_(pool) {}
+  common::Result<std::unique_ptr<service::UnitOfWork>> Begin() override;
+
+ private:
+  PgPool& pool_;
+};
+
+// Parses a jsonb column; a value the server wrote itself, so failure is a programming error.
+nlohmann::json ParseJsonColumn(const std::string& text);
+
+}  // namespace controlplane::db

@@ -1,0 +1,93 @@
+#include "controlplane/flags.h"
+
+#include <functional>
+#include <map>
+
+namespace controlplane {
+
+namespace {
+
+common::Result<int> ParseInt(const std::string& flag, const std::string& v, int lo, int hi) {
+  try {
+    size_t used = 0;
+    long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= lo && n <= hi) return static_cast<int>(n);
+  } catch (const std::exception&) {
+  }
+  return common::InvalidArgument("expects an integer in " + std::to_string(lo) + ".." +
+                                     std::to_string(hi) + ", got '" + v + "'",
+                                 flag);
+}
+
+}  // namespace
+
+std::string ServerUsage() {
+  return "usage: embody-server --listen HOST:PORT --db CONNINFO --data-dir DIR\n"
+         "           [--port-file FILE] [--bootstrap-out FILE] [--heartbeat-interval-ms 1000]\n"
+         "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n";
+}
+
+common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& args) {
+  ServerOptions o;
+  bool have_listen = false;
+  using Setter = std::function<common::Status(const std::string& flag, const std::string& v)>;
+  auto int_flag = [](int* dst, int lo, int hi) -> Setter {
+    return [dst, lo, hi](const std::string& flag, const std::string& v) {
+      auto n = ParseInt(flag, v, lo, hi);
+      if (!n.ok()) return n.status();
+      *dst = *n;
+      return common::Status::Ok();
+    };
+  };
+  auto str_flag = [](std::string* dst) -> Setter {
+    return [dst](const std::string&, const std::string& v) {
+      *dst = v;
+      return common::Status::Ok();
+    };
+  };
+  std::map<std::string, Setter> flags = {
+      {"--listen",
+       [&](const std::string& flag, const std::string& v) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0) {
+           return common::InvalidArgument("expects HOST:PORT", flag);
+         }
+         auto port = ParseInt(flag, v.substr(colon + 1), 0, 65535);
+         if (!port.ok()) return port.status();
+         o.listen_host = v.substr(0, colon);
+         o.listen_port = *port;
+         have_listen = true;
+         return common::Status::Ok();
+       }},
+      {"--db", str_flag(&o.db)},
+      {"--data-dir", str_flag(&o.data_dir)},
+      {"--port-file", str_flag(&o.port_file)},
+      {"--bootstrap-out", str_flag(&o.bootstrap_out)},
+      {"--heartbeat-interval-ms", int_flag(&o.heartbeat_interval_ms, 50, 600000)},
+      {"--max-nodes-per-job", int_flag(&o.limits.max_nodes, 1, 100000)},
+      {"--max-ranks-per-job", int_flag(&o.limits.max_ranks, 1, 10000000)},
+      {"--scheduler-period-ms", int_flag(&o.scheduler_period_ms, 10, 600000)},
+      {"--db-pool-size", int_flag(&o.db_pool_size, 1, 1000)},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    size_t eq = flag.find('=');
+    if (eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return common::InvalidArgument("needs a value", flag);
+    }
+    auto it = flags.find(flag);
+    if (it == flags.end()) return common::InvalidArgument("unknown flag", flag);
+    EMBODY_RETURN_IF_ERROR(it->second(flag, value));
+  }
+  if (!have_listen) return common::InvalidArgument("is required", "--listen");
+  if (o.db.empty()) return common::InvalidArgument("is required", "--db");
+  if (o.data_dir.empty()) return common::InvalidArgument("is required", "--data-dir");
+  return o;
+}
+
+}  // namespace controlplane

@@ -1,0 +1,29 @@
+// embody-server's command line (docs/contracts.md) and the options it produces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "common/status.h"
+
+namespace controlplane {
+
+struct ServerOptions {
+  std::string listen_host = "127.0.0.1";
+  int listen_port = 0;  // 0: any free port
+  std::string db;       // libpq conninfo
+  std::string data_dir;
+  std::string port_file;      // written with the bound port
+  std::string bootstrap_out;  // written (0600) with the tokens made at first start
+  int heartbeat_interval_ms = 1000;
+  int scheduler_period_ms = 500;
+  int db_pool_size = 16;
+  api::SpecLimits limits;
+};
+
+// argv without the program name. invalid_argument names the flag on any problem.
+common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& args);
+std::string ServerUsage();
+
+}  // namespace controlplane

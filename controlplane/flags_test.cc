@@ -1,0 +1,46 @@
+#include "controlplane/flags.h"
+
+#include <gtest/gtest.h>
+
+namespace controlplane {
+namespace {
+
+TEST(ServerFlagsTest, ParsesEveryFlag) {
+  auto o = ParseServerFlags({"--listen", "0.0.0.0:8080", "--db", "host=x", "--data-dir", "/d",
+                             "--port-file", "/p", "--bootstrap-out", "/b",
+                             "--heartbeat-interval-ms=250", "--max-nodes-per-job", "8",
+                             "--max-ranks-per-job", "32"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->listen_host, "0.0.0.0");
+  EXPECT_EQ(o->listen_port, 8080);
+  EXPECT_EQ(o->db, "host=x");
+  EXPECT_EQ(o->data_dir, "/d");
+  EXPECT_EQ(o->port_file, "/p");
+  EXPECT_EQ(o->bootstrap_out, "/b");
+  EXPECT_EQ(o->heartbeat_interval_ms, 250);
+  EXPECT_EQ(o->limits.max_nodes, 8);
+  EXPECT_EQ(o->limits.max_ranks, 32);
+}
+
+TEST(ServerFlagsTest, PortZeroMeansAnyPort) {
+  auto o = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->listen_port, 0);
+}
+
+TEST(ServerFlagsTest, RejectsBadInputNamingTheFlag) {
+  auto missing = ParseServerFlags({"--listen", "127.0.0.1:0", "--data-dir", "d"});
+  EXPECT_EQ(missing.status().field(), "--db");
+  auto bad_port = ParseServerFlags({"--listen", "127.0.0.1:99999", "--db", "x", "--data-dir", "d"});
+  EXPECT_EQ(bad_port.status().field(), "--listen");
+  auto unknown = ParseServerFlags({"--bogus", "1"});
+  EXPECT_EQ(unknown.status().field(), "--bogus");
+  auto no_value = ParseServerFlags({"--listen"});
+  EXPECT_FALSE(no_value.ok());
+  auto not_int = ParseServerFlags(
+      {"--listen", "h:1", "--db", "x", "--data-dir", "d", "--heartbeat-interval-ms", "fast"});
+  EXPECT_EQ(not_int.status().field(), "--heartbeat-interval-ms");
+}
+
+}  // namespace
+}  // namespace controlplane

@@ -1,0 +1,318 @@
+// The REST API end to end against a real PostgreSQL (label pg): the server runs in-process on
+// port 0; requests go over loopback HTTP with cpp-httplib's client, agents are played by the test.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "controlplane/server.h"
+#include "tests/support/pg_harness.h"
+
+namespace controlplane {
+namespace {
+
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string text;
+  std::string request_id;
+};
+
+class ApiPgTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pg_ = new embody::testing::PgCluster;
+    common::Status st = pg_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    char tmpl[] = "/tmp/embody-cp-api-XXXXXX";
+    dir_ = new std::string(mkdtemp(tmpl));
+    ServerOptions o;
+    o.db = pg_->conninfo();
+    o.data_dir = *dir_ + "/data";
+    o.bootstrap_out = *dir_ + "/bootstrap.json";
+    o.port_file = *dir_ + "/port";
+    o.heartbeat_interval_ms = 1000;
+    o.scheduler_period_ms = 100;
+    auto server = Server::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = server.value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete pg_;
+    pg_ = nullptr;
+    if (dir_) std::filesystem::remove_all(*dir_);
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  static std::string Admin() { return server_->bootstrap().admin_token; }
+  static std::string Agent() { return server_->bootstrap().agent_token; }
+
+  static Reply Call(const std::string& method, const std::string& path, const std::string& token,
+                    const std::string& body = "", httplib::Headers headers = {}) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(20, 0);
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = method == "GET" ? cli.Get(path.c_str(), headers)
+                               : cli.Post(path.c_str(), headers, body, "application/json");
+    Reply r;
+    if (!res) return r;
+    r.status = res->status;
+    r.text = res->body;
+    r.request_id = res->get_header_value("X-Request-Id");
+    r.body = json::parse(res->body, nullptr, false);
+    return r;
+  }
+
+  static json Spec(const std::string& name, int nodes = 1) {
+    return {{"name", name},
+            {"kind", "command"},
+            {"command", {"true"}},
+            {"resources", {{"nodes", nodes}, {"ranks_per_node", 1}}}};
+  }
+
+  static int64_t Submit(const json& spec) {
+    Reply r = Call("POST", "/v1/jobs", Admin(), spec.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
+
+  static json GetJob(int64_t id) {
+    return Call("GET", "/v1/jobs/" + std::to_string(id), Admin()).body;
+  }
+
+  static int64_t Register(const std::string& name, int slots) {
+    json req = {{"name", name}, {"address", "127.0.0.1"}, {"cpu_slots", slots}};
+    Reply r = Call("POST", "/v1/agents/register", Agent(), req.dump());
+    EXPECT_EQ(r.status, 200) << r.text;
+    return r.body.value("node_id", int64_t{0});
+  }
+
+  static json Heartbeat(int64_t node, const json& body = json::object()) {
+    Reply r = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(),
+                   body.dump());
+    EXPECT_EQ(r.status, 200) << r.text;
+    return r.body;
+  }
+
+  // Heartbeats until the reply carries a command of `type` for `job`; returns it.
+  static json WaitForCommand(int64_t node, int64_t job, const std::string& type) {
+    for (int i = 0; i < 100; ++i) {
+      json reply = Heartbeat(node);
+      for (const auto& c : reply["commands"]) {
+        if (c["job_id"] == job && c["type"] == type) return c;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "no " << type << " command for job " << job;
+    return json();
+  }
+
+  static size_t JobCount() {
+    return Call("GET", "/v1/jobs?limit=500", Admin()).body["jobs"].size();
+  }
+
+  static embody::testing::PgCluster* pg_;
+  static std::string* dir_;
+  static Server* server_;
+};
+
+embody::testing::PgCluster* ApiPgTest::pg_ = nullptr;
+std::string* ApiPgTest::dir_ = nullptr;
+Server* ApiPgTest::server_ = nullptr;
+
+TEST_F(ApiPgTest, BootstrapWroteTokensOnceWithMode0600) {
+  ASSERT_TRUE(server_->bootstrap().created);
+  struct stat st {};
+  ASSERT_EQ(stat((*dir_ + "/bootstrap.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A second server on the same database creates nothing.
+  ServerOptions o;
+  o.db = pg_->conninfo();
+  o.data_dir = *dir_ + "/data2";
+  auto again = Server::Start(o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE((*again)->bootstrap().created);
+}
+
+TEST_F(ApiPgTest, HealthReadinessAndAuth) {
+  EXPECT_EQ(Call("GET", "/healthz", "").status, 200);
+  EXPECT_EQ(Call("GET", "/readyz", "").status, 200);
+  Reply r = Call("GET", "/v1/jobs", "");
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(r.body["error"]["code"], "unauthenticated");
+  EXPECT_FALSE(r.request_id.empty());
+  EXPECT_EQ(Call("GET", "/v1/jobs", "not-a-token").status, 401);
+  EXPECT_EQ(Call("POST", "/v1/jobs", Agent(), Spec("x").dump()).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/agents/register", Admin(), "{").status, 400);
+  Reply echoed = Call("GET", "/healthz", "", "", {{"X-Request-Id", "abc-123"}});
+  EXPECT_EQ(echoed.request_id, "abc-123");
+  EXPECT_EQ(Call("GET", "/v1/nope", Admin()).status, 404);
+  EXPECT_EQ(Call("GET", "/v1/jobs/999999", Admin()).status, 404);
+}
+
+TEST_F(ApiPgTest, RejectedSubmissionsStoreNothing) {
+  const size_t before = JobCount();
+  json bad = Spec("bad");
+  bad["resources"]["nodes"] = 0;
+  Reply r = Call("POST", "/v1/jobs", Admin(), bad.dump());
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.body["error"]["code"], "invalid_argument");
+  EXPECT_EQ(r.body["error"]["field"], "resources.nodes");
+  EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty());
+
+  Reply malformed = Call("POST", "/v1/jobs", Admin(), "{\"name\": ");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_EQ(malformed.body["error"]["code"], "invalid_argument");
+
+  json huge = Spec("huge");
+  huge["command"] = {std::string(300 * 1024, 'x')};
+  Reply oversize = Call("POST", "/v1/jobs", Admin(), huge.dump());
+  EXPECT_EQ(oversize.status, 400) << oversize.text;
+  EXPECT_EQ(oversize.body["error"]["code"], "invalid_argument");
+
+  json unknown = Spec("u");
+  unknown["colour"] = "blue";
+  Reply u = Call("POST", "/v1/jobs", Admin(), unknown.dump());
+  EXPECT_EQ(u.status, 400);
+  EXPECT_EQ(u.body["error"]["field"], "colour");
+  EXPECT_EQ(JobCount(), before);
+}
+
+TEST_F(ApiPgTest, IdempotencyKeyReturnsTheSameJob) {
+  httplib::Headers key = {{"Idempotency-Key", "retry-1"}};
+  Reply first = Call("POST", "/v1/jobs", Admin(), Spec("idem", 64).dump(), key);
+  Reply again = Call("POST", "/v1/jobs", Admin(), Spec("idem", 64).dump(), key);
+  EXPECT_EQ(first.status, 201);
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(first.body["id"], again.body["id"]);
+  Reply cancel = Call("POST", "/v1/jobs/" + first.body["id"].dump() + "/cancel", Admin());
+  EXPECT_EQ(cancel.body["state"], "CANCELLED");  // it was PENDING
+}
+
+TEST_F(ApiPgTest, JobThatFitsNoNodeStaysPendingWithReason) {
+  int64_t id = Submit(Spec("too-big", 64));
+  json job;
+  for (int i = 0; i < 100; ++i) {
+    job = GetJob(id);
+    if (!job["reason"].get<std::string>().empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(job["state"], "PENDING");
+  EXPECT_NE(job["reason"].get<std::string>().find("waiting for 64 nodes with 1 free cpu slots"),
+            std::string::npos)
+      << job.dump();
+  EXPECT_TRUE(job["allocation"].empty());
+  EXPECT_TRUE(job["exit_code"].is_null());
+  EXPECT_TRUE(job["last_step"].is_null());
+  EXPECT_TRUE(job["latest_checkpoint"].is_null());
+  Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
+}
+
+TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
+  int64_t node = Register("node-run", 2);
+  int64_t id = Submit(Spec("run"));
+  json launch = WaitForCommand(node, id, "launch");
+  EXPECT_EQ(launch["hosts"][0]["name"], "node-run");
+  EXPECT_EQ(launch["spec"]["name"], "run");
+  EXPECT_EQ(GetJob(id)["state"], "SCHEDULED");
+
+  // Follow the logs while the job runs; the stream ends by itself once the job ended.
+  std::string followed;
+  std::thread follower([&] {
+    followed = Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs?follow=1", Admin()).text;
+  });
+  Heartbeat(node, {{"running", {id}},
+                   {"events", {{{"job_id", id}, {"type", "step"},
+                                {"data", {{"step", 10}, {"steps", 20}, {"loss", 0.25}}}},
+                               {{"job_id", id}, {"type", "checkpoint"},
+                                {"data", {{"step", 10}, {"path", "/ck/step-10"}, {"bytes", 7}}}}}},
+                   {"logs", {{{"job_id", id}, {"rank", 0}, {"offset", 0}, {"data", "hello\n"}}}}});
+  json running = GetJob(id);
+  EXPECT_EQ(running["state"], "RUNNING");
+  EXPECT_FALSE(running["started_at"].is_null());
+  EXPECT_EQ(running["last_step"]["loss"], 0.25);
+  EXPECT_EQ(running["latest_checkpoint"]["path"], "/ck/step-10");
+  EXPECT_EQ(running["allocation"][0]["node"], "node-run");
+
+  Heartbeat(node, {{"logs", {{{"job_id", id}, {"rank", 0}, {"offset", 6}, {"data", "bye\n"}},
+                             {{"job_id", id}, {"rank", 1}, {"offset", 0}, {"data", "r1\n"}}}},
+                   {"finished", {{{"job_id", id}, {"exit_code", 0}}}}});
+  follower.join();
+  json done = GetJob(id);
+  EXPECT_EQ(done["state"], "SUCCEEDED");
+  EXPECT_EQ(done["exit_code"], 0);
+  EXPECT_TRUE(done["allocation"].empty());
+  EXPECT_EQ(followed, "[rank 0] hello\n[rank 0] bye\n[rank 1] r1\n");
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs?rank=0", Admin()).text,
+            "hello\nbye\n");
+
+  json events = Call("GET", "/v1/jobs/" + std::to_string(id) + "/events?type=state", Admin()).body;
+  std::vector<std::string> states;
+  for (const auto& e : events["events"]) states.push_back(e["data"]["to"]);
+  EXPECT_EQ(states, (std::vector<std::string>{"PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED"}));
+  json steps = Call("GET", "/v1/jobs/" + std::to_string(id) + "/events?type=step", Admin()).body;
+  ASSERT_EQ(steps["events"].size(), 1u);
+  EXPECT_EQ(steps["events"][0]["data"]["step"], 10);
+
+  // A failing job keeps its exit code and a reason.
+  int64_t bad = Submit(Spec("fails"));
+  WaitForCommand(node, bad, "launch");
+  Heartbeat(node, {{"finished", {{{"job_id", bad}, {"exit_code", 3}}}}});
+  json failed = GetJob(bad);
+  EXPECT_EQ(failed["state"], "FAILED");
+  EXPECT_EQ(failed["exit_code"], 3);
+  EXPECT_EQ(failed["reason"], "exited with code 3");
+
+  json nodes = Call("GET", "/v1/nodes", Admin()).body;
+  bool found = false;
+  for (const auto& n : nodes["nodes"]) {
+    if (n["name"] == "node-run") {
+      found = true;
+      EXPECT_EQ(n["state"], "UP");
+      EXPECT_EQ(n["slots_used"], 0);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(ApiPgTest, CancelRunningJobKillsItUntilReportedFinished) {
+  int64_t node = Register("node-cancel", 1);
+  int64_t id = Submit(Spec("cancel-me"));
+  WaitForCommand(node, id, "launch");
+  Heartbeat(node, {{"running", {id}}});
+  Reply c = Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
+  EXPECT_EQ(c.status, 200);
+  EXPECT_EQ(c.body["state"], "CANCELLING");
+  WaitForCommand(node, id, "kill");
+  WaitForCommand(node, id, "kill");  // repeated until the agent reports the job ended
+  Heartbeat(node, {{"finished", {{{"job_id", id}, {"exit_code", 143}, {"reason", "killed"}}}}});
+  EXPECT_EQ(GetJob(id)["state"], "CANCELLED");
+  EXPECT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin()).status, 409);
+}
+
+TEST_F(ApiPgTest, MetricsCountRequestsByRoutePattern) {
+  Call("GET", "/v1/jobs/424242", Admin());
+  std::string text = Call("GET", "/metrics", "").text;
+  EXPECT_NE(text.find("embody_http_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\",status=\"404\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("embody_http_request_duration_seconds_bucket{route=\"/v1/jobs/{id}\""),
+            std::string::npos);
+  EXPECT_EQ(text.find("424242"), std::string::npos);  // raw paths never become labels
+  EXPECT_NE(text.find("embody_jobs{state=\"PENDING\"}"), std::string::npos);
+  EXPECT_NE(text.find("embody_nodes{state=\"UP\"}"), std::string::npos);
+  EXPECT_NE(text.find("embody_scheduler_queue_depth"), std::string::npos);
+  EXPECT_NE(text.find("embody_scheduler_cycle_seconds_count"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace controlplane

@@ -1,0 +1,90 @@
+#include "controlplane/http/api_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <httplib.h>
+
+#include "controlplane/http/router.h"
+#include "controlplane/http/routes.h"
+
+namespace controlplane::http {
+
+namespace {
+// httplib refuses bodies above this before any handler runs; it is set well above the JobSpec
+// limit so that an oversize JobSpec gets our 400 with a JSON error rather than httplib's 413.
+constexpr size_t kTransportBodyLimit = 8 * 1024 * 1024;
+constexpr size_t kHttpThreads = 32;
+}  // namespace
+
+struct ApiServer::Impl {
+  explicit Impl(ApiDeps d) : deps(std::move(d)), router(server, *deps.db, *deps.metrics) {}
+  ApiDeps deps;
+  httplib::Server server;
+  Router router;
+  std::atomic<bool> stopping{false};
+};
+
+ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps))) {
+  Impl& m = *impl_;
+  m.server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  m.server.set_payload_max_length(kTransportBodyLimit);
+  m.server.set_read_timeout(30, 0);
+  m.server.set_write_timeout(30, 0);
+  using A = Router::Auth;
+  Router& r = m.router;
+
+  r.Handle("GET", "/healthz", "/healthz", A::kNone,
+           [](const httplib::Request&, httplib::Response& res, RequestContext&) {
+             RespondJson(res, 200, {{"status", "ok"}});
+           });
+  r.Handle("GET", "/readyz", "/readyz", A::kNone,
+           [&m](const httplib::Request&, httplib::Response& res, RequestContext&) {
+             common::Status st = m.deps.ready ? m.deps.ready() : common::Status::Ok();
+             if (!st.ok()) return RespondError(res, common::Unavailable(st.message()));
+             RespondJson(res, 200, {{"status", "ready"}});
+           });
+  r.Handle("GET", "/metrics", "/metrics", A::kNone,
+           [&m](const httplib::Request&, httplib::Response& res, RequestContext&) {
+             res.status = 200;
+             res.set_content(m.deps.metrics->Serialize(), "text/plain; version=0.0.4");
+           });
+  AddJobRoutes(r, m.deps);
+  AddNodeRoutes(r, m.deps);
+  AddLogRoutes(r, m.deps, m.stopping);
+  // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
+  for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
+    r.Handle(method, ".*", "unmatched", A::kNone,
+             [](const httplib::Request& req, httplib::Response& res, RequestContext&) {
+               RespondError(res, common::NotFound("no route for " + req.path));
+             });
+  }
+}
+
+ApiServer::~ApiServer() { Stop(); }
+
+common::Result<int> ApiServer::Bind(const std::string& host, int port) {
+  int bound = port == 0 ? impl_->server.bind_to_any_port(host)
+                        : (impl_->server.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    return common::Unavailable("cannot listen on " + host + ":" + std::to_string(port));
+  }
+  return bound;
+}
+
+void ApiServer::Serve() { impl_->server.listen_after_bind(); }
+
+bool ApiServer::WaitUntilServing(double seconds) {
+  for (int i = 0; i < seconds * 1000 && !impl_->server.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return impl_->server.is_running();
+}
+
+void ApiServer::Stop() {
+  impl_->stopping = true;
+  impl_->server.stop();
+}
+
+}  // namespace controlplane::http

@@ -1,0 +1,45 @@
+// The HTTP front of embody-server: binds, serves the REST API, health, readiness and metrics on
+// cpp-httplib's thread pool, and stops. Handlers are thin; the services do the work.
+//
+// Not here: business rules (service/), SQL (db/), process start-up (server.h).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "controlplane/http/metrics.h"
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/node_service.h"
+
+namespace controlplane::http {
+
+struct ApiDeps {
+  service::Database* db = nullptr;
+  service::JobsService* jobs = nullptr;
+  service::NodeService* nodes = nullptr;
+  ServerMetrics* metrics = nullptr;
+  std::function<common::Status()> ready;  // /readyz: database reachable, schema current
+  size_t max_body_bytes = 256 * 1024;     // POST /v1/jobs limit (answered with 400 by us)
+};
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiDeps deps);
+  ~ApiServer();
+
+  // Binds host:port (port 0: any free port) and returns the bound port.
+  common::Result<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); call on its own thread.
+  void Serve();
+  // Blocks until Serve() is accepting (so that Stop() cannot be lost), up to `seconds`.
+  bool WaitUntilServing(double seconds);
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace controlplane::http

@@ -1,0 +1,72 @@
+#include "controlplane/http/routes.h"
+
+#include "controlplane/service/job_view.h"
+
+namespace controlplane::http {
+
+using nlohmann::json;
+using A = Router::Auth;
+
+void AddJobRoutes(Router& router, const ApiDeps& deps) {
+  service::JobsService& jobs = *deps.jobs;
+
+  router.Handle("POST", "/v1/jobs", "/v1/jobs", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto r = jobs.Submit(ctx.principal, req.body,
+                                       req.get_header_value("Idempotency-Key"));
+                  if (!r.ok()) return RespondError(res, r.status());
+                  RespondJson(res, r->created ? 201 : 200, service::ToJson(r->job));
+                });
+
+  router.Handle("GET", "/v1/jobs", "/v1/jobs", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto limit = QueryInt(req, "limit", 50);
+                  if (!limit.ok()) return RespondError(res, limit.status());
+                  auto page = jobs.List(ctx.principal, static_cast<int>(*limit),
+                                        req.get_param_value("cursor"),
+                                        req.get_param_value("state"));
+                  if (!page.ok()) return RespondError(res, page.status());
+                  json list = json::array();
+                  for (const auto& v : page->jobs) list.push_back(service::ToJson(v));
+                  RespondJson(res, 200,
+                              {{"jobs", list},
+                               {"next_cursor", page->next_cursor ? json(*page->next_cursor)
+                                                                 : json(nullptr)}});
+                });
+
+  router.Handle("GET", R"(/v1/jobs/(\d+))", "/v1/jobs/{id}", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto v = jobs.Get(ctx.principal, *id);
+                  if (!v.ok()) return RespondError(res, v.status());
+                  RespondJson(res, 200, service::ToJson(*v));
+                });
+
+  router.Handle("POST", R"(/v1/jobs/(\d+)/cancel)", "/v1/jobs/{id}/cancel", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto v = jobs.Cancel(ctx.principal, *id);
+                  if (!v.ok()) return RespondError(res, v.status());
+                  RespondJson(res, 200, service::ToJson(*v));
+                });
+
+  router.Handle("GET", R"(/v1/jobs/(\d+)/events)", "/v1/jobs/{id}/events", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto after = QueryInt(req, "after", 0);
+                  if (!after.ok()) return RespondError(res, after.status());
+                  auto limit = QueryInt(req, "limit", 100);
+                  if (!limit.ok()) return RespondError(res, limit.status());
+                  auto events = jobs.Events(ctx.principal, *id, *after, req.get_param_value("type"),
+                                            static_cast<int>(*limit));
+                  if (!events.ok()) return RespondError(res, events.status());
+                  json list = json::array();
+                  for (const auto& e : *events) list.push_back(service::ToJson(e));
+                  RespondJson(res, 200, {{"events", list}});
+                });
+}
+
+}  // namespace controlplane::http

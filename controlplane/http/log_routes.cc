@@ -1,0 +1,102 @@
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "controlplane/http/routes.h"
+#include "controlplane/service/log_files.h"
+
+namespace controlplane::http {
+
+using A = Router::Auth;
+
+namespace {
+
+constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+constexpr size_t kReadChunk = 256 * 1024;
+
+// The state of one log response: which job, which rank (or all), and how far it has read.
+struct LogCursor {
+  service::Principal principal;
+  int64_t job_id = 0;
+  bool one_rank = false;
+  int rank = 0;
+  int64_t offset = 0;
+  service::LogMerger merger;
+
+  // New text since the last call. With `final`, partial last lines too.
+  common::Result<std::string> Next(service::JobsService& jobs, bool* terminal, bool final) {
+    auto snap = jobs.Logs(principal, job_id);
+    if (!snap.ok()) return snap.status();
+    *terminal = snap->terminal;
+    if (!one_rank) return merger.Poll(snap->logs, final || snap->terminal);
+    for (const auto& log : snap->logs) {
+      if (log.rank != rank) continue;
+      auto data = service::LogFiles::Read(log.path, offset, kReadChunk);
+      if (!data.ok()) return data.status();
+      offset += static_cast<int64_t>(data->size());
+      return data;
+    }
+    return std::string();
+  }
+};
+
+}  // namespace
+
+void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping) {
+  service::JobsService& jobs = *deps.jobs;
+  router.Handle(
+      "GET", R"(/v1/jobs/(\d+)/logs)", "/v1/jobs/{id}/logs", A::kBearer,
+      [&jobs, &stopping](const httplib::Request& req, httplib::Response& res,
+                         RequestContext& ctx) {
+        auto id = PathId(req, 1, "job");
+        if (!id.ok()) return RespondError(res, id.status());
+        auto cursor = std::make_shared<LogCursor>();
+        cursor->principal = ctx.principal;
+        cursor->job_id = *id;
+        if (req.has_param("rank")) {
+          auto rank = QueryInt(req, "rank", 0);
+          if (!rank.ok()) return RespondError(res, rank.status());
+          cursor->one_rank = true;
+          cursor->rank = static_cast<int>(*rank);
+        }
+        const bool follow = req.get_param_value("follow") == "1";
+        bool terminal = false;
+        if (!follow) {
+          // Whole logs at once; loop because one read returns at most kReadChunk per rank.
+          std::string all;
+          while (true) {
+            auto text = cursor->Next(jobs, &terminal, /*final=*/true);
+            if (!text.ok()) return RespondError(res, text.status());
+            if (text->empty()) break;
+            all += *text;
+          }
+          res.status = 200;
+          res.set_content(all, "text/plain");
+          return;
+        }
+        // Check access before the stream starts, so errors are still proper JSON answers.
+        auto first = jobs.Logs(ctx.principal, *id);
+        if (!first.ok()) return RespondError(res, first.status());
+        res.status = 200;
+        res.set_chunked_content_provider(
+            "text/plain", [cursor, &jobs, &stopping](size_t, httplib::DataSink& sink) {
+              while (!stopping.load()) {
+                if (!sink.is_writable()) return false;
+                bool terminal = false;
+                auto text = cursor->Next(jobs, &terminal, false);
+                if (!text.ok()) return false;
+                if (!text->empty()) {
+                  return sink.write(text->data(), text->size());
+                }
+                // The job's last bytes arrive with (or before) its exit report, so once it is
+                // terminal and nothing new was read, the log is complete.
+                if (terminal) break;
+                std::this_thread::sleep_for(kFollowPoll);
+              }
+              sink.done();
+              return true;
+            });
+      });
+}
+
+}  // namespace controlplane::http

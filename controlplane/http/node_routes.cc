@@ -1,0 +1,44 @@
+#include "controlplane/http/routes.h"
+
+#include "api/agent_protocol.h"
+
+namespace controlplane::http {
+
+using A = Router::Auth;
+
+void AddNodeRoutes(Router& router, const ApiDeps& deps) {
+  service::NodeService& nodes = *deps.nodes;
+
+  router.Handle("GET", "/v1/nodes", "/v1/nodes", A::kBearer,
+                [&nodes](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
+                  auto list = nodes.List(ctx.principal);
+                  if (!list.ok()) return RespondError(res, list.status());
+                  RespondJson(res, 200, *list);
+                });
+
+  router.Handle("POST", "/v1/agents/register", "/v1/agents/register", A::kBearer,
+                [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto body = ParseJsonBody(req);
+                  if (!body.ok()) return RespondError(res, body.status());
+                  auto r = api::ParseRegisterRequest(*body);
+                  if (!r.ok()) return RespondError(res, r.status());
+                  auto reply = nodes.Register(ctx.principal, *r);
+                  if (!reply.ok()) return RespondError(res, reply.status());
+                  RespondJson(res, 200, api::ToJson(*reply));
+                });
+
+  router.Handle("POST", R"(/v1/agents/(\d+)/heartbeat)", "/v1/agents/{id}/heartbeat", A::kBearer,
+                [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "node");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto body = ParseJsonBody(req);
+                  if (!body.ok()) return RespondError(res, body.status());
+                  auto hb = api::ParseHeartbeatRequest(*body);
+                  if (!hb.ok()) return RespondError(res, hb.status());
+                  auto reply = nodes.Heartbeat(ctx.principal, *id, *hb);
+                  if (!reply.ok()) return RespondError(res, reply.status());
+                  RespondJson(res, 200, api::ToJson(*reply));
+                });
+}
+
+}  // namespace controlplane::http

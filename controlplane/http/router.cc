@@ -1,0 +1,112 @@
+#include "controlplane/http/router.h"
+
+#include <atomic>
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "common/time_util.h"
+#include "controlplane/http/status_http.h"
+#include "controlplane/service/auth.h"
+
+namespace controlplane::http {
+
+namespace {
+std::string NewRequestId() { return common::RandomToken().substr(0, 16); }
+
+bool GoodRequestId(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+}  // namespace
+
+void RespondJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+                  "application/json");
+}
+
+void RespondError(httplib::Response& res, const common::Status& status) {
+  RespondJson(res, HttpStatusFor(status.code()), ErrorBody(status));
+}
+
+void Router::Handle(const std::string& method, const std::string& regex,
+                    const std::string& pattern, Auth auth, RouteHandler handler) {
+  auto wrapped = [this, method, pattern, auth, handler](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    const double start = common::MonotonicSeconds();
+    RequestContext ctx;
+    std::string given = req.get_header_value("X-Request-Id");
+    ctx.request_id = GoodRequestId(given) ? given : NewRequestId();
+    res.set_header("X-Request-Id", ctx.request_id);
+    try {
+      bool allowed = true;
+      if (auth == Auth::kBearer) {
+        auto p = service::Authenticate(db_, req.get_header_value("Authorization"));
+        if (p.ok()) {
+          ctx.principal = *p;
+        } else {
+          allowed = false;
+          RespondError(res, p.status());
+        }
+      }
+      if (allowed) handler(req, res, ctx);
+    } catch (const std::exception& e) {
+      common::LogError("handler threw", {{"request_id", ctx.request_id}, {"error", e.what()}});
+      RespondError(res, common::Internal("internal error"));
+    }
+    if (res.status == -1) res.status = 200;
+    const double seconds = common::MonotonicSeconds() - start;
+    metrics_.ObserveRequest(pattern, method, res.status, seconds);
+    common::Log(res.status >= 500 ? common::LogLevel::kWarn : common::LogLevel::kInfo, "request",
+                {{"request_id", ctx.request_id},
+                 {"method", method},
+                 {"route", pattern},
+                 {"path", req.path},
+                 {"status", std::to_string(res.status)},
+                 {"tenant", ctx.principal.tenant},
+                 {"ms", std::to_string(static_cast<int64_t>(seconds * 1000))}});
+  };
+  if (method == "GET") {
+    server_.Get(regex, wrapped);
+  } else if (method == "POST") {
+    server_.Post(regex, wrapped);
+  } else if (method == "PUT") {
+    server_.Put(regex, wrapped);
+  } else if (method == "DELETE") {
+    server_.Delete(regex, wrapped);
+  } else if (method == "PATCH") {
+    server_.Patch(regex, wrapped);
+  }
+}
+
+common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string& name,
+                                 int64_t fallback) {
+  if (!req.has_param(name.c_str())) return fallback;
+  const std::string v = req.get_param_value(name.c_str());
+  try {
+    size_t used = 0;
+    int64_t n = std::stoll(v, &used);
+    if (used == v.size()) return n;
+  } catch (const std::exception&) {
+  }
+  return common::InvalidArgument("must be an integer", name);
+}
+
+common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what) {
+  try {
+    return std::stoll(req.matches[index].str());
+  } catch (const std::exception&) {
+    return common::NotFound(what + " not found");
+  }
+}
+
+common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req) {
+  auto j = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return common::InvalidArgument("request body is not valid JSON");
+  return j;
+}
+
+}  // namespace controlplane::http

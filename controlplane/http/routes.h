@@ -1,0 +1,18 @@
+// Route tables, one function per resource family. Each handler parses, calls one service
+// method and responds.
+#pragma once
+
+#include <atomic>
+
+#include "controlplane/http/api_server.h"
+#include "controlplane/http/router.h"
+
+namespace controlplane::http {
+
+void AddJobRoutes(Router& router, const ApiDeps& deps);
+void AddNodeRoutes(Router& router, const ApiDeps& deps);
+// GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or
+// until `stopping` is set.
+void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping);
+
+}  // namespace controlplane::http

@@ -1,0 +1,147 @@
+#include "controlplane/server.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "common/time_util.h"
+#include "controlplane/db/leader_lock.h"
+#include "controlplane/db/migrations.h"
+#include "controlplane/db/stores.h"
+#include "controlplane/http/api_server.h"
+#include "controlplane/service/log_files.h"
+#include "controlplane/service/scheduler_loop.h"
+
+namespace controlplane {
+
+using common::Result;
+using common::Status;
+
+struct Server::Impl {
+  ServerOptions opts;
+  std::unique_ptr<db::PgPool> pool;
+  std::unique_ptr<db::PgDatabase> database;
+  std::unique_ptr<db::LeaderLock> leader;
+  std::unique_ptr<service::LogFiles> log_files;
+  std::unique_ptr<http::ServerMetrics> metrics;
+  std::unique_ptr<service::SchedulerLoop> scheduler;
+  std::unique_ptr<service::JobsService> jobs;
+  std::unique_ptr<service::NodeService> nodes;
+  std::unique_ptr<http::ApiServer> api;
+  std::thread serve_thread;
+  service::BootstrapResult bootstrap;
+  int port = 0;
+  bool stopped = false;
+};
+
+namespace {
+
+Status WriteBootstrapFile(const std::string& path, const service::BootstrapResult& b) {
+  nlohmann::json j{{"admin_token", b.admin_token}, {"agent_token", b.agent_token},
+                   {"tenant", b.tenant}};
+  // Created 0600 before any secret is written into it.
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return common::Internal("cannot write " + path);
+  ::chmod(path.c_str(), 0600);
+  std::string text = j.dump() + "\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
+  return ok ? Status::Ok() : common::Internal("cannot write " + path);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+  auto m = std::make_unique<Impl>();
+  m->opts = opts;
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
+  auto pool = db::PgPool::Open(opts.db, opts.db_pool_size);
+  if (!pool.ok()) return pool.status();
+  m->pool = std::move(pool.value());
+  auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
+  if (!applied.ok()) return applied.status();
+  m->database = std::make_unique<db::PgDatabase>(*m->pool);
+
+  auto boot = service::Bootstrap(*m->database);
+  if (!boot.ok()) return boot.status();
+  m->bootstrap = *boot;
+  if (boot->created) {
+    // Printed once, on the first start only: the server never sees the plain tokens again.
+    std::printf("bootstrap: tenant=%s\nadmin token: %s\nagent token: %s\n", boot->tenant.c_str(),
+                boot->admin_token.c_str(), boot->agent_token.c_str());
+    std::fflush(stdout);
+    if (!opts.bootstrap_out.empty()) {
+      EMBODY_RETURN_IF_ERROR(WriteBootstrapFile(opts.bootstrap_out, *boot));
+    }
+  }
+
+  service::Clock now = [] { return common::NowMillis(); };
+  m->leader = std::make_unique<db::LeaderLock>(*m->pool);
+  m->log_files = std::make_unique<service::LogFiles>(opts.data_dir);
+  m->metrics = std::make_unique<http::ServerMetrics>();
+  Impl* raw = m.get();
+  m->scheduler = std::make_unique<service::SchedulerLoop>(
+      *m->database,
+      service::SchedulerLoop::Options{opts.heartbeat_interval_ms, opts.scheduler_period_ms}, now,
+      [raw] { return raw->leader->TryAcquire(); },
+      [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
+  auto wake = [raw] { raw->scheduler->Wake(); };
+  m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake);
+  m->nodes = std::make_unique<service::NodeService>(*m->database, *m->log_files,
+                                                    opts.heartbeat_interval_ms, now, wake);
+
+  http::ApiDeps deps;
+  deps.db = m->database.get();
+  deps.jobs = m->jobs.get();
+  deps.nodes = m->nodes.get();
+  deps.metrics = m->metrics.get();
+  deps.max_body_bytes = opts.limits.max_body_bytes;
+  deps.ready = [raw]() -> Status {
+    auto v = db::CurrentSchemaVersion(*raw->pool);
+    if (!v.ok()) return v.status();
+    const int want = db::EmbeddedMigrations().empty() ? 0 : db::EmbeddedMigrations().back().version;
+    if (*v < want) return common::Unavailable("schema version " + std::to_string(*v) + " < " +
+                                              std::to_string(want));
+    return Status::Ok();
+  };
+  m->api = std::make_unique<http::ApiServer>(std::move(deps));
+  auto port = m->api->Bind(opts.listen_host, opts.listen_port);
+  if (!port.ok()) return port.status();
+  m->port = *port;
+  if (!opts.port_file.empty()) {
+    EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(opts.port_file, std::to_string(m->port) + "\n"));
+  }
+  m->scheduler->Start();
+  m->serve_thread = std::thread([raw] { raw->api->Serve(); });
+  if (!m->api->WaitUntilServing(10)) {
+    m->api->Stop();
+    m->serve_thread.join();
+    m->scheduler->Stop();
+    return common::Internal("HTTP server did not start");
+  }
+  common::LogInfo("listening", {{"host", opts.listen_host}, {"port", std::to_string(m->port)}});
+  return std::unique_ptr<Server>(new Server(std::move(m)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+int Server::port() const { return impl_->port; }
+
+const service::BootstrapResult& Server::bootstrap() const { return impl_->bootstrap; }
+
+void Server::Stop() {
+  if (impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->api->Stop();
+  if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
+  impl_->scheduler->Stop();
+  common::LogInfo("stopped");
+}
+
+}  // namespace controlplane

@@ -1,0 +1,78 @@
+#include "controlplane/service/job_view.h"
+
+#include "common/time_util.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+json OptTime(const std::optional<int64_t>& ms) {
+  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+}
+}  // namespace
+
+Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job) {
+  JobView v;
+  EMBODY_ASSIGN_OR_RETURN(alloc, uow.allocations().ForJob(job.id));
+  EMBODY_ASSIGN_OR_RETURN(step, uow.events().Latest(job.id, "step"));
+  EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job.id));
+  v.job = std::move(job);
+  v.allocation = std::move(alloc);
+  if (step) v.last_step = step->data;
+  v.latest_checkpoint = ckpt;
+  return v;
+}
+
+json ToJson(const JobView& v) {
+  const JobRecord& j = v.job;
+  json alloc = json::array();
+  for (const AllocationRecord& a : v.allocation) {
+    alloc.push_back({{"node_id", a.node_id}, {"node", a.node_name}, {"ranks", a.ranks}});
+  }
+  json ckpt = nullptr;
+  if (v.latest_checkpoint) {
+    ckpt = {{"path", v.latest_checkpoint->path},
+            {"step", v.latest_checkpoint->step},
+            {"bytes", v.latest_checkpoint->bytes}};
+  }
+  return {{"id", j.id},
+          {"tenant", j.tenant},
+          {"name", j.name},
+          {"kind", j.kind},
+          {"state", api::JobStateName(j.state)},
+          {"reason", j.reason},
+          {"priority", j.priority},
+          {"spec", j.spec},
+          {"attempt", j.attempt},
+          {"exit_code", j.exit_code ? json(*j.exit_code) : json(nullptr)},
+          {"created_at", common::FormatTimeMillis(j.created_ms)},
+          {"updated_at", common::FormatTimeMillis(j.updated_ms)},
+          {"started_at", OptTime(j.started_ms)},
+          {"finished_at", OptTime(j.finished_ms)},
+          {"allocation", alloc},
+          {"last_step", v.last_step ? *v.last_step : json(nullptr)},
+          {"latest_checkpoint", ckpt}};
+}
+
+json ToJson(const NodeRecord& n, int slots_used) {
+  return {{"id", n.id},
+          {"name", n.name},
+          {"address", n.address},
+          {"agent_url", n.agent_url},
+          {"state", n.state},
+          {"cpu_slots", n.cpu_slots},
+          {"gpus", n.gpus},
+          {"memory_bytes", n.memory_bytes},
+          {"slots_used", slots_used},
+          {"last_heartbeat", common::FormatTimeMillis(n.last_heartbeat_ms)}};
+}
+
+json ToJson(const EventRecord& e) {
+  return {{"id", e.id},
+          {"time", common::FormatTimeMillis(e.time_ms)},
+          {"type", e.type},
+          {"data", e.data}};
+}
+
+}  // namespace controlplane::service

@@ -1,0 +1,64 @@
+// Jobs as tenants see them: submit (validated completely, stored in one transaction, honouring
+// an idempotency key), list, get, cancel, events, and the log files of a job.
+//
+// Every call is scoped to the caller's tenant unless the caller is a cluster-admin; a job of
+// another tenant is reported as not found, never as forbidden.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "controlplane/service/job_view.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::service {
+
+using Clock = std::function<int64_t()>;  // epoch milliseconds
+
+struct SubmitResult {
+  JobView job;
+  bool created = false;  // false: an earlier submission with the same idempotency key
+};
+
+struct JobPage {
+  std::vector<JobView> jobs;
+  std::optional<std::string> next_cursor;
+};
+
+struct LogSnapshot {
+  bool terminal = false;
+  std::vector<LogRecord> logs;
+};
+
+class JobsService {
+ public:
+  // `wake` nudges the scheduler after a submit.
+  JobsService(Database& db, api::SpecLimits limits, Clock now, std::function<void()> wake)
+      : db_(db), limits_(limits), now_(std::move(now)), wake_(std::move(wake)) {}
+
+  Result<SubmitResult> Submit(const Principal& p, const std::string& body,
+                              const std::string& idempotency_key);
+  Result<JobView> Get(const Principal& p, int64_t id);
+  Result<JobPage> List(const Principal& p, int limit, const std::string& cursor,
+                       const std::string& state);
+  Result<JobView> Cancel(const Principal& p, int64_t id);
+  Result<std::vector<EventRecord>> Events(const Principal& p, int64_t id, int64_t after_id,
+                                          const std::string& type, int limit);
+  // The job's log files now, and whether the job has ended (for follow=1).
+  Result<LogSnapshot> Logs(const Principal& p, int64_t id);
+
+ private:
+  Database& db_;
+  const api::SpecLimits limits_;
+  Clock now_;
+  std::function<void()> wake_;
+};
+
+// Roles allowed to change jobs; every role but "agent" may read them.
+Status RequireWriter(const Principal& p);
+Status RequireReader(const Principal& p);
+
+}  // namespace controlplane::service

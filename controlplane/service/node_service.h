@@ -1,0 +1,52 @@
+// Nodes and their agents: registration, the heartbeat (the agent's whole channel to the server),
+// and the nodes listing.
+//
+// A heartbeat is one short transaction: record liveness, store the job events and log bytes the
+// agent forwards, advance job states from what the agent reports (running, finished), and answer
+// with launch commands for newly scheduled jobs whose head is this node and kill commands for
+// jobs being cancelled. Everything in it is idempotent, because agents resend a heartbeat whose
+// reply they did not get.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/agent_protocol.h"
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/log_files.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::service {
+
+class NodeService {
+ public:
+  NodeService(Database& db, const LogFiles& log_files, int heartbeat_interval_ms, Clock now,
+              std::function<void()> wake)
+      : db_(db), log_files_(log_files), heartbeat_interval_ms_(heartbeat_interval_ms),
+        now_(std::move(now)), wake_(std::move(wake)) {}
+
+  Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
+  Result<api::HeartbeatResponse> Heartbeat(const Principal& p, int64_t node_id,
+                                           const api::HeartbeatRequest& req);
+  // {"nodes":[...]} per docs/contracts.md.
+  Result<nlohmann::json> List(const Principal& p);
+
+ private:
+  Status StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& req, int64_t now);
+  Status StoreLogs(UnitOfWork& uow, const api::HeartbeatRequest& req);
+  Status ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
+                      const api::HeartbeatRequest& req, int64_t now);
+  Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id, int64_t now);
+
+  Database& db_;
+  const LogFiles& log_files_;
+  const int heartbeat_interval_ms_;
+  Clock now_;
+  std::function<void()> wake_;
+};
+
+Status RequireAgent(const Principal& p);
+
+}  // namespace controlplane::service

@@ -1,0 +1,157 @@
+#include "controlplane/service/scheduler_loop.h"
+
+#include <set>
+
+#include "common/log.h"
+#include "common/time_util.h"
+#include "controlplane/service/scheduler.h"
+#include "controlplane/service/transitions.h"
+
+namespace controlplane::service {
+
+using api::JobState;
+
+Status SchedulerLoop::MarkLostNodes() {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  const int64_t now = now_();
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  for (NodeRecord& n : nodes) {
+    if (n.state == "UP" && now - n.last_heartbeat_ms > 3LL * opts_.heartbeat_interval_ms) {
+      EMBODY_RETURN_IF_ERROR(uow->nodes().SetState(n.id, "DOWN"));
+      n.state = "DOWN";
+      common::LogWarn("node down", {{"node", n.name}, {"node_id", std::to_string(n.id)}});
+    }
+    if (n.state != "DOWN") continue;
+    EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().ForNode(n.id));
+    for (const AllocationRecord& a : allocs) {
+      EMBODY_ASSIGN_OR_RETURN(job, uow->jobs().Get(a.job_id, std::nullopt, true));
+      if (!job) continue;
+      const std::string why = "node " + n.name + " lost";
+      if (job->state == JobState::kCancelling) {
+        EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kCancelled, why, "scheduler", now));
+        continue;
+      }
+      if (job->state != JobState::kScheduled && job->state != JobState::kRunning) continue;
+      EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kRestarting, why, "scheduler", now));
+      const int max_restarts = job->spec.value("max_restarts", 0);
+      if (job->attempt < max_restarts) {
+        job->attempt += 1;
+        EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kPending,
+                                          why + ", restart " + std::to_string(job->attempt),
+                                          "scheduler", now));
+      } else {
+        EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kFailed, why, "scheduler", now));
+      }
+    }
+  }
+  return uow->Commit();
+}
+
+Status SchedulerLoop::PlacePending() {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  const int64_t now = now_();
+  EMBODY_ASSIGN_OR_RETURN(pending, uow->jobs().ListInStates({JobState::kPending}));
+  if (pending.empty()) return Status::Ok();
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
+  std::vector<PendingJob> jobs;
+  std::map<int64_t, JobRecord*> by_id;
+  for (JobRecord& j : pending) {
+    PendingJob pj{j.id, j.priority, j.created_ms, {}};
+    const auto& r = j.spec.value("resources", nlohmann::json::object());
+    pj.resources.nodes = r.value("nodes", 1);
+    pj.resources.ranks_per_node = r.value("ranks_per_node", 1);
+    pj.resources.slot_type = r.value("slot_type", "cpu");
+    pj.resources.slots_per_rank = r.value("slots_per_rank", 1);
+    jobs.push_back(pj);
+    by_id[j.id] = &j;
+  }
+  ScheduleDecision d = Schedule(std::move(jobs), FreeCapacity(nodes, allocs));
+  for (const Placement& p : d.placements) {
+    for (size_t i = 0; i < p.nodes.size(); ++i) {
+      AllocationRecord a;
+      a.job_id = p.job_id;
+      a.node_id = p.nodes[i].node_id;
+      a.ranks = p.nodes[i].ranks;
+      a.slots = p.nodes[i].slots;
+      a.slot_type = p.slot_type;
+      a.is_head = i == 0;
+      EMBODY_RETURN_IF_ERROR(uow->allocations().Insert(a));
+    }
+    JobRecord& job = *by_id[p.job_id];
+    EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kScheduled, "", "scheduler", now));
+  }
+  for (const auto& [id, reason] : d.waiting) {
+    JobRecord& job = *by_id[id];
+    if (job.reason == reason) continue;
+    job.reason = reason;
+    job.updated_ms = now;
+    EMBODY_RETURN_IF_ERROR(uow->jobs().Update(job));
+  }
+  return uow->Commit();
+}
+
+Status SchedulerLoop::Observe(CycleStats& stats) {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(counts, uow->jobs().CountByState());
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  stats.jobs_by_state = std::move(counts);
+  stats.queue_depth = stats.jobs_by_state.count("PENDING") ? stats.jobs_by_state["PENDING"] : 0;
+  stats.nodes_by_state["UP"] = 0;
+  stats.nodes_by_state["DOWN"] = 0;
+  for (const NodeRecord& n : nodes) stats.nodes_by_state[n.state] += 1;
+  return Status::Ok();
+}
+
+Status SchedulerLoop::RunOnce() {
+  EMBODY_RETURN_IF_ERROR(MarkLostNodes());
+  return PlacePending();
+}
+
+void SchedulerLoop::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void SchedulerLoop::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SchedulerLoop::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+void SchedulerLoop::Loop() {
+  std::string last_error;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(opts_.period_ms),
+                   [&] { return stop_ || woken_; });
+      if (stop_) return;
+      woken_ = false;
+    }
+    CycleStats stats;
+    const double start = common::MonotonicSeconds();
+    stats.leader = try_lead_ ? try_lead_() : true;
+    Status st = stats.leader ? RunOnce() : Status::Ok();
+    stats.seconds = common::MonotonicSeconds() - start;
+    if (st.ok()) st = Observe(stats);
+    // Say it once per distinct error, so a database outage does not flood the log.
+    if (!st.ok() && st.ToString() != last_error) {
+      common::LogWarn("scheduler cycle failed", {{"error", st.ToString()}});
+    }
+    last_error = st.ok() ? "" : st.ToString();
+    if (st.ok() && observe_) observe_(stats);
+  }
+}
+
+}  // namespace controlplane::service

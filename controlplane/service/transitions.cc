@@ -1,0 +1,38 @@
+#include "controlplane/service/transitions.h"
+
+namespace controlplane::service {
+
+using api::JobState;
+
+Status Transition(UnitOfWork& uow, JobRecord& job, JobState to, const std::string& reason,
+                  const std::string& actor, int64_t now_ms) {
+  const JobState from = job.state;
+  if (!api::CanTransition(from, to)) {
+    return common::FailedPrecondition(std::string("job is ") + api::JobStateName(from) +
+                                      ", cannot become " + api::JobStateName(to));
+  }
+  job.state = to;
+  job.reason = reason;
+  job.updated_ms = now_ms;
+  if (to == JobState::kRunning && !job.started_ms) job.started_ms = now_ms;
+  if (api::IsTerminal(to)) job.finished_ms = now_ms;
+  if (to == JobState::kPending) {
+    job.started_ms.reset();
+    job.exit_code.reset();
+  }
+  EMBODY_RETURN_IF_ERROR(uow.jobs().Update(job));
+  EMBODY_ASSIGN_OR_RETURN(
+      id, uow.events().Append(job.id, now_ms, "state",
+                              {{"from", api::JobStateName(from)},
+                               {"to", api::JobStateName(to)},
+                               {"reason", reason},
+                               {"actor", actor}}));
+  (void)id;
+  // Allocations live only while the job may hold processes: SCHEDULED, RUNNING, CANCELLING.
+  if (api::IsTerminal(to) || to == JobState::kRestarting || to == JobState::kPending) {
+    EMBODY_RETURN_IF_ERROR(uow.allocations().DeleteForJob(job.id));
+  }
+  return Status::Ok();
+}
+
+}  // namespace controlplane::service
