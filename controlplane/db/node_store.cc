@@ -112,20 +112,30 @@ Status PgAllocationStore::Insert(const AllocationRecord& a) {
 }
 
 Result<std::vector<AllocationRecord>> PgAllocationStore::ForJob(int64_t job_id) {
+  return Query("WHERE a.job_id = $1 AND NOT a.released ORDER BY a.is_head DESC, a.node_id",
+               {P(job_id)});
+}
+
+Result<std::vector<AllocationRecord>> PgAllocationStore::PlacementForJob(int64_t job_id) {
   return Query("WHERE a.job_id = $1 ORDER BY a.is_head DESC, a.node_id", {P(job_id)});
 }
 
 Result<std::vector<AllocationRecord>> PgAllocationStore::ForNode(int64_t node_id) {
-  return Query("WHERE a.node_id = $1 ORDER BY a.job_id", {P(node_id)});
+  return Query("WHERE a.node_id = $1 AND NOT a.released ORDER BY a.job_id", {P(node_id)});
 }
 
 Result<std::vector<AllocationRecord>> PgAllocationStore::All() {
-  return Query("ORDER BY a.job_id, a.node_id", {});
+  return Query("WHERE NOT a.released ORDER BY a.job_id, a.node_id", {});
 }
 
 Status PgAllocationStore::MarkLaunched(int64_t job_id, int64_t node_id) {
   return OkOr(tx_.Exec("UPDATE job_allocations SET launched = true WHERE job_id = $1 AND node_id = $2",
                        {P(job_id), P(node_id)}));
+}
+
+Status PgAllocationStore::ReleaseForJob(int64_t job_id) {
+  return OkOr(
+      tx_.Exec("UPDATE job_allocations SET released = true WHERE job_id = $1", {P(job_id)}));
 }
 
 Status PgAllocationStore::DeleteForJob(int64_t job_id) {

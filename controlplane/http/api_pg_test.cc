@@ -250,7 +250,11 @@ TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
   json done = GetJob(id);
   EXPECT_EQ(done["state"], "SUCCEEDED");
   EXPECT_EQ(done["exit_code"], 0);
-  EXPECT_TRUE(done["allocation"].empty());
+  // The finished job still says where it ran, and the node's slots are free again.
+  EXPECT_EQ(done["allocation"].size(), 1u);
+  for (const auto& n : Call("GET", "/v1/nodes", Admin()).body["nodes"]) {
+    EXPECT_EQ(n["slots_used"], 0) << n.dump();
+  }
   EXPECT_EQ(followed, "[rank 0] hello\n[rank 0] bye\n[rank 1] r1\n");
   EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs?rank=0", Admin()).text,
             "hello\nbye\n");

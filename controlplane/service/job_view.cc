@@ -14,7 +14,7 @@ json OptTime(const std::optional<int64_t>& ms) {
 
 Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job) {
   JobView v;
-  EMBODY_ASSIGN_OR_RETURN(alloc, uow.allocations().ForJob(job.id));
+  EMBODY_ASSIGN_OR_RETURN(alloc, uow.allocations().PlacementForJob(job.id));
   EMBODY_ASSIGN_OR_RETURN(step, uow.events().Latest(job.id, "step"));
   EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job.id));
   v.job = std::move(job);

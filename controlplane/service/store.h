@@ -106,10 +106,16 @@ class AllocationStore {
  public:
   virtual ~AllocationStore() = default;
   virtual Status Insert(const AllocationRecord& a) = 0;
-  virtual Result<std::vector<AllocationRecord>> ForJob(int64_t job_id) = 0;  // head first
+  // Live (unreleased) allocations, head first: what holds slots now.
+  virtual Result<std::vector<AllocationRecord>> ForJob(int64_t job_id) = 0;
+  // Where the job's latest attempt ran or runs, released or not, head first.
+  virtual Result<std::vector<AllocationRecord>> PlacementForJob(int64_t job_id) = 0;
   virtual Result<std::vector<AllocationRecord>> ForNode(int64_t node_id) = 0;
   virtual Result<std::vector<AllocationRecord>> All() = 0;
   virtual Status MarkLaunched(int64_t job_id, int64_t node_id) = 0;
+  // Frees the slots but keeps the record (terminal states, RESTARTING).
+  virtual Status ReleaseForJob(int64_t job_id) = 0;
+  // Forgets the placement (a job back in PENDING gets a new one).
   virtual Status DeleteForJob(int64_t job_id) = 0;
 };
 

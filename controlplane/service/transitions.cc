@@ -28,9 +28,12 @@ Status Transition(UnitOfWork& uow, JobRecord& job, JobState to, const std::strin
                                {"reason", reason},
                                {"actor", actor}}));
   (void)id;
-  // Allocations live only while the job may hold processes: SCHEDULED, RUNNING, CANCELLING.
-  if (api::IsTerminal(to) || to == JobState::kRestarting || to == JobState::kPending) {
+  // Allocations hold slots only while the job may hold processes: SCHEDULED, RUNNING,
+  // CANCELLING. A finished job keeps the record of where it ran; a requeued one gets a new one.
+  if (to == JobState::kPending) {
     EMBODY_RETURN_IF_ERROR(uow.allocations().DeleteForJob(job.id));
+  } else if (api::IsTerminal(to) || to == JobState::kRestarting) {
+    EMBODY_RETURN_IF_ERROR(uow.allocations().ReleaseForJob(job.id));
   }
   return Status::Ok();
 }

@@ -1,0 +1,169 @@
+// End to end: PostgreSQL + embody-server + two agents, all real processes on loopback; jobs go
+// in over HTTP exactly as a user would send them.
+#include <dirent.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tests/e2e/local_stack.h"
+
+namespace embody_test {
+namespace {
+
+using nlohmann::json;
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    stack_ = new LocalStack(2, 1);
+    ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
+  }
+  static void TearDownTestSuite() {
+    delete stack_;
+    stack_ = nullptr;
+  }
+  static int64_t Submit(const json& spec) {
+    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
+  }
+  static LocalStack* stack_;
+};
+
+LocalStack* EndToEndTest::stack_ = nullptr;
+
+// Pids of live processes whose environment or command line mentions `needle`.
+std::vector<int> ProcessesWith(const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    for (const char* file : {"environ", "cmdline"}) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      std::string s = ss.str();
+      for (char& c : s) c = c == '\0' ? '\n' : c;
+      if (s.find(needle) != std::string::npos) {
+        // Zombies already gone are not "left"; a zombie has an empty cmdline.
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+TEST_F(EndToEndTest, TwoRankTrainingJobSucceedsWithEventsLogsAndCheckpoint) {
+  json spec = {{"name", "e2e-train"},
+               {"kind", "train"},
+               {"resources", {{"nodes", 2}, {"ranks_per_node", 1}}},
+               {"engine",
+                {{"optim", {{"steps", 120}, {"lr", 0.002}, {"warmup_steps", 5}}},
+                 {"data", {{"rows_per_step", 32}}},
+                 {"model", {{"d_model", 64}}}}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
+  EXPECT_EQ(job["allocation"].size(), 2u) << "the job spans both nodes";
+  EXPECT_EQ(job["exit_code"], 0);
+
+  // Step events: every step reported, loss falling.
+  HttpResult ev = stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=step&limit=1000");
+  ASSERT_EQ(ev.status, 200) << ev.text;
+  const json& steps = ev.body["events"];
+  ASSERT_GE(steps.size(), 100u) << ev.text.substr(0, 500);
+  double first = steps.front()["data"]["loss"].get<double>();
+  double last = steps.back()["data"]["loss"].get<double>();
+  EXPECT_LT(last, 0.5 * first) << "loss " << first << " -> " << last;
+  EXPECT_GT(steps.back()["data"]["tokens_per_s"].get<double>(), 0.0);
+
+  // State transitions are events too.
+  HttpResult st = stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=state");
+  ASSERT_EQ(st.status, 200);
+  std::vector<std::string> to;
+  for (const auto& e : st.body["events"]) to.push_back(e["data"]["to"]);
+  EXPECT_NE(std::find(to.begin(), to.end(), "SCHEDULED"), to.end());
+  EXPECT_NE(std::find(to.begin(), to.end(), "RUNNING"), to.end());
+  EXPECT_EQ(to.back(), "SUCCEEDED");
+
+  // Logs of both ranks reach the server.
+  for (int rank : {0, 1}) {
+    HttpResult logs = stack_->Get("/v1/jobs/" + std::to_string(id) +
+                                  "/logs?rank=" + std::to_string(rank));
+    ASSERT_EQ(logs.status, 200);
+    EXPECT_FALSE(logs.text.empty()) << "rank " << rank << " has no log";
+  }
+
+  // The final checkpoint exists where the job says it is.
+  ASSERT_TRUE(job["latest_checkpoint"].is_object()) << job.dump(2);
+  std::string path = job["latest_checkpoint"]["path"];
+  EXPECT_EQ(job["latest_checkpoint"]["step"], 120);
+  EXPECT_TRUE(std::filesystem::exists(path)) << path;
+  EXPECT_GT(std::filesystem::file_size(path), 0u);
+}
+
+TEST_F(EndToEndTest, CancelStopsEveryProcess) {
+  std::string marker = "embody-e2e-cancel-" + std::to_string(::getpid());
+  json spec = {{"name", "e2e-cancel"},
+               {"kind", "command"},
+               {"resources", {{"nodes", 2}, {"ranks_per_node", 1}}},
+               {"command", {"sh", "-c", "echo " + marker + "; sleep 600"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  // Both ranks are up before we cancel.
+  for (int i = 0; i < 100 && ProcessesWith(marker).size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_GE(ProcessesWith(marker).size(), 2u);
+  HttpResult c = stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}");
+  ASSERT_EQ(c.status, 200) << c.text;
+  job = stack_->WaitForState(id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+  EXPECT_TRUE(ProcessesWith(marker).empty()) << "processes left after cancel";
+  EXPECT_TRUE(ProcessesWith("EMBODY_JOB_ID=" + std::to_string(id) + "\n").empty());
+  // A cancelled job cannot be cancelled again.
+  EXPECT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}").status, 409);
+}
+
+TEST_F(EndToEndTest, CommandJobExitCodeIsRecorded) {
+  json spec = {{"name", "e2e-exit3"},
+               {"kind", "command"},
+               {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+               {"command", {"sh", "-c", "echo failing on purpose; exit 3"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
+  EXPECT_EQ(job["exit_code"], 3) << job.dump(2);
+  HttpResult logs = stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=0");
+  EXPECT_NE(logs.text.find("failing on purpose"), std::string::npos) << logs.text;
+}
+
+TEST_F(EndToEndTest, JobThatFitsNoNodeStaysPendingWithReason) {
+  json spec = {{"name", "e2e-too-big"},
+               {"kind", "command"},
+               {"resources", {{"nodes", 3}, {"ranks_per_node", 1}}},
+               {"command", {"true"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  HttpResult r = stack_->Get("/v1/jobs/" + std::to_string(id));
+  EXPECT_EQ(r.body.value("state", ""), "PENDING");
+  EXPECT_FALSE(r.body.value("reason", "").empty()) << r.text;
+  EXPECT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}").status, 200);
+  EXPECT_EQ(stack_->WaitForState(id, {"CANCELLED"}, 10).value("state", ""), "CANCELLED");
+}
+
+}  // namespace
+}  // namespace embody_test

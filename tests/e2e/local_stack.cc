@@ -1,0 +1,158 @@
+#include "tests/e2e/local_stack.h"
+
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+
+namespace embody_test {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool WaitForFile(const std::string& path, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    std::error_code ec;
+    if (fs::exists(path, ec) && fs::file_size(path, ec) > 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace
+
+LocalStack::LocalStack(int agents, int slots_per_agent) : agents_(agents), slots_(slots_per_agent) {
+  char tmpl[] = "/tmp/embody-e2e-XXXXXX";
+  dir_ = ::mkdtemp(tmpl);
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+}
+
+LocalStack::~LocalStack() {
+  for (auto& a : agent_procs_) a->Stop();
+  if (server_) server_->Stop();
+  pg_.reset();
+  if (!std::getenv("EMBODY_KEEP_TEST_DIR")) {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+}
+
+bool LocalStack::Start() {
+  pg_ = std::make_unique<PgCluster>();
+  if (common::Status st = pg_->Start(); !st.ok()) {
+    std::fprintf(stderr, "PostgreSQL did not start: %s\n", st.ToString().c_str());
+    return false;
+  }
+  std::string bin = EMBODY_BIN_DIR;
+  std::string port_file = dir_ + "/server.port";
+  std::string bootstrap = dir_ + "/bootstrap.json";
+  server_ = std::make_unique<ChildProcess>();
+  common::Status started = server_->Start(
+      std::vector<std::string>{bin + "/embody-server", "--listen", "127.0.0.1:0", "--db",
+                               pg_->conninfo(), "--data-dir", dir_ + "/server", "--port-file",
+                               port_file, "--bootstrap-out", bootstrap,
+                               "--heartbeat-interval-ms", "300"},
+      dir_ + "/server.log");
+  if (!started.ok() || !WaitForFile(port_file, 30) || !WaitForFile(bootstrap, 10)) {
+    std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(dir_ + "/server.log").c_str());
+    return false;
+  }
+  url_ = "http://127.0.0.1:" + ReadAll(port_file);
+  while (!url_.empty() && (url_.back() == '\n' || url_.back() == ' ')) url_.pop_back();
+  json b = json::parse(ReadAll(bootstrap), nullptr, false);
+  if (b.is_discarded() || !b.contains("admin_token")) {
+    std::fprintf(stderr, "bad bootstrap file\n");
+    return false;
+  }
+  admin_token_ = b["admin_token"].get<std::string>();
+
+  for (int i = 0; i < agents_; ++i) {
+    std::string name = std::string("node-") + static_cast<char>('a' + i);
+    agent_procs_.push_back(std::make_unique<ChildProcess>());
+    common::Status st = agent_procs_.back()->Start(
+        std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file",
+                                 bootstrap, "--name", name, "--data-dir",
+                                 dir_ + "/agents/" + name, "--slots", std::to_string(slots_),
+                                 "--address", "127.0.0.1"},
+        dir_ + "/agent-" + name + ".log");
+    if (!st.ok()) {
+      std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());
+      return false;
+    }
+  }
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    HttpResult r = Get("/v1/nodes");
+    int up = 0;
+    if (r.status == 200) {
+      for (const auto& n : r.body["nodes"]) up += n.value("state", "") == "UP";
+    }
+    if (up == agents_) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::fprintf(stderr, "agents did not come up:\n%s\n", ReadAll(dir_ + "/agent-node-a.log").c_str());
+  return false;
+}
+
+HttpResult LocalStack::Get(const std::string& path) {
+  httplib::Client c(url_);
+  c.set_bearer_token_auth(admin_token_.c_str());
+  c.set_read_timeout(30, 0);
+  HttpResult out;
+  auto res = c.Get(path.c_str());
+  if (!res) return out;
+  out.status = res->status;
+  out.text = res->body;
+  out.body = json::parse(res->body, nullptr, false);
+  return out;
+}
+
+HttpResult LocalStack::Post(const std::string& path, const std::string& body) {
+  httplib::Client c(url_);
+  c.set_bearer_token_auth(admin_token_.c_str());
+  c.set_read_timeout(30, 0);
+  HttpResult out;
+  auto res = c.Post(path.c_str(), body, "application/json");
+  if (!res) return out;
+  out.status = res->status;
+  out.text = res->body;
+  out.body = json::parse(res->body, nullptr, false);
+  return out;
+}
+
+json LocalStack::WaitForState(int64_t id, const std::vector<std::string>& states,
+                              double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  json job;
+  while (std::chrono::steady_clock::now() < end) {
+    HttpResult r = Get("/v1/jobs/" + std::to_string(id));
+    if (r.status == 200) {
+      job = r.body;
+      for (const auto& s : states) {
+        if (job.value("state", "") == s) return job;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return job;
+}
+
+}  // namespace embody_test

@@ -1,0 +1,54 @@
+// A whole Embody cluster on loopback for end-to-end tests: a private PostgreSQL, embody-server
+// and N agents, each a real child process of the test, stopped (and waited for) on destruction.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/pg_harness.h"
+
+namespace embody_test {
+
+using embody::testing::ChildProcess;
+using embody::testing::PgCluster;
+
+struct HttpResult {
+  int status = 0;  // 0: no connection
+  nlohmann::json body;
+  std::string text;
+};
+
+class LocalStack {
+ public:
+  explicit LocalStack(int agents = 2, int slots_per_agent = 1);
+  ~LocalStack();
+
+  // Starts everything and waits until every agent is UP. Returns false (with details logged to
+  // stderr) if something does not come up.
+  bool Start();
+
+  HttpResult Get(const std::string& path);
+  HttpResult Post(const std::string& path, const std::string& body);
+  // Polls GET /v1/jobs/{id} until its state is one of `states` or `timeout_s` passes.
+  nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states,
+                              double timeout_s);
+
+  const std::string& url() const { return url_; }
+  const std::string& dir() const { return dir_; }
+  const std::string& admin_token() const { return admin_token_; }
+
+ private:
+  int agents_;
+  int slots_;
+  std::string dir_;
+  std::string url_;
+  std::string admin_token_;
+  std::unique_ptr<PgCluster> pg_;
+  std::unique_ptr<ChildProcess> server_;
+  std::vector<std::unique_ptr<ChildProcess>> agent_procs_;
+};
+
+}  // namespace embody_test
