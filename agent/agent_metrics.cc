@@ -1,12 +1,19 @@
 #include "agent/agent_metrics.h"
 
+#include <cmath>
+
 #include <prometheus/text_serializer.h>
+
+#include "agent/job_series.h"
+#include "agent/metric_families.h"
 
 namespace agent {
 namespace {
 
 using prometheus::BuildCounter;
 using prometheus::BuildGauge;
+
+constexpr const char* kStepSeries = "embody_job_step";
 
 }  // namespace
 
@@ -29,7 +36,7 @@ AgentMetrics::AgentMetrics()
                      .Add({})),
       gpus_(BuildGauge()
                 .Name("embody_node_gpus")
-                .Help("GPUs found through NVML (0 without NVML)")
+                .Help("GPUs found through NVML (0 without a GPU, a driver or NVML)")
                 .Register(*registry_)
                 .Add({})),
       jobs_running_(BuildGauge()
@@ -42,18 +49,12 @@ AgentMetrics::AgentMetrics()
                           .Help("Job events dropped because the queue to the server was full")
                           .Register(*registry_)
                           .Add({})),
-      loss_(BuildGauge().Name("embody_job_loss").Help("Latest training loss").Register(*registry_)),
-      tokens_per_second_(BuildGauge()
-                             .Name("embody_job_tokens_per_second")
-                             .Help("Latest training throughput in tokens per second")
-                             .Register(*registry_)),
-      samples_per_second_(BuildGauge()
-                              .Name("embody_job_samples_per_second")
-                              .Help("Latest training throughput in samples per second")
-                              .Register(*registry_)),
-      step_(
-          BuildGauge().Name("embody_job_step").Help("Latest optimizer step").Register(*registry_)) {
-}
+      series_dropped_(BuildCounter()
+                          .Name("embody_agent_job_series_dropped_total")
+                          .Help("Numeric step-event fields not exported: a refused name, or past "
+                                "the per-job limit on series names")
+                          .Register(*registry_)
+                          .Add({})) {}
 
 void AgentMetrics::HeartbeatSucceeded() { heartbeats_.Increment(); }
 void AgentMetrics::HeartbeatFailed() { heartbeat_failures_.Increment(); }
@@ -71,40 +72,87 @@ void AgentMetrics::SetEventsDropped(uint64_t total) {
 
 void AgentMetrics::ObserveStep(int64_t job_id, const std::string& tenant,
                                const nlohmann::json& step) {
+  if (!step.is_object()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) {
-    prometheus::Labels labels{{"job", std::to_string(job_id)}, {"tenant", tenant}};
-    JobSeries s;
-    s.loss = &loss_.Add(labels);
-    s.tokens_per_second = &tokens_per_second_.Add(labels);
-    s.samples_per_second = &samples_per_second_.Add(labels);
-    s.step = &step_.Add(labels);
-    it = jobs_.emplace(job_id, s).first;
+  JobSteps& job = jobs_[job_id];
+  job.tenant = tenant;
+  double dropped = 0;
+  for (const auto& [field, value] : step.items()) {
+    if (!value.is_number()) continue;  // strings, booleans, objects: not series
+    double v = value.get<double>();
+    if (!std::isfinite(v)) continue;
+    if (field == "step") {
+      job.has_step = true;
+      job.step = v;
+    }
+    auto name = NameJobSeries(field);
+    if (!name) {
+      ++dropped;
+      continue;
+    }
+    auto it = job.values.find(name->name);
+    if (it == job.values.end()) {
+      // `step` is outside the budget: the stall alert depends on it.
+      size_t budgeted = job.values.size() - (job.values.count(kStepSeries) ? 1 : 0);
+      if (name->name != kStepSeries && budgeted >= kMaxSeriesPerJob) {
+        ++dropped;
+        continue;
+      }
+      it = job.values.emplace(name->name, 0.0).first;
+    }
+    it->second = v * name->scale;
   }
-  auto set = [&](const char* field, prometheus::Gauge* g) {
-    auto f = step.find(field);
-    if (f != step.end() && f->is_number()) g->Set(f->get<double>());
-  };
-  set("loss", it->second.loss);
-  set("tokens_per_s", it->second.tokens_per_second);
-  set("samples_per_s", it->second.samples_per_second);
-  set("step", it->second.step);
+  if (dropped > 0) series_dropped_.Increment(dropped);
 }
 
 void AgentMetrics::RemoveJob(int64_t job_id) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return;
-  loss_.Remove(it->second.loss);
-  tokens_per_second_.Remove(it->second.tokens_per_second);
-  samples_per_second_.Remove(it->second.samples_per_second);
-  step_.Remove(it->second.step);
-  jobs_.erase(it);
+  jobs_.erase(job_id);
+}
+
+void AgentMetrics::AddCollector(const prometheus::Collectable* collector) {
+  std::lock_guard<std::mutex> lock(mu_);
+  collectors_.push_back(collector);
+}
+
+std::vector<prometheus::MetricFamily> AgentMetrics::JobFamilies() const {
+  std::map<std::string, prometheus::MetricFamily> by_name;
+  prometheus::MetricFamily steps = MakeFamily(
+      "embody_job_steps_total", "Optimizer steps the job has completed (its latest step)",
+      prometheus::MetricType::Counter);
+  for (const auto& [id, job] : jobs_) {
+    MetricLabels labels{{"job", std::to_string(id)}, {"tenant", job.tenant}};
+    for (const auto& [name, value] : job.values) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        it =
+            by_name
+                .emplace(name, MakeFamily(name, JobSeriesHelp(name), prometheus::MetricType::Gauge))
+                .first;
+      }
+      AddSample(it->second, labels, value);
+    }
+    if (job.has_step) AddSample(steps, labels, job.step);
+  }
+  std::vector<prometheus::MetricFamily> out;
+  for (auto& [name, family] : by_name) out.push_back(std::move(family));
+  if (!steps.metric.empty()) out.push_back(std::move(steps));
+  return out;
 }
 
 std::string AgentMetrics::Serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  std::vector<const prometheus::Collectable*> collectors;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& f : JobFamilies()) families.push_back(std::move(f));
+    collectors = collectors_;
+  }
+  // Outside the lock: collectors read /proc and NVML, which can take milliseconds.
+  for (const auto* c : collectors) {
+    for (auto& f : c->Collect()) families.push_back(std::move(f));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace agent

@@ -1,6 +1,15 @@
 // The agent's Prometheus series: its own health, the node, and per-job step metrics taken from
 // the latest `step` event of each job (labels `job` and `tenant`; removed when the job ends).
 // Thread-safe; Serialize() renders the text exposition format for GET /metrics.
+//
+// Every numeric top-level field of a step event becomes a gauge named by NameJobSeries
+// (job_series.h), so a job's further series appear without code changes; `step` also feeds
+// embody_job_steps_total. A job gets at most kMaxSeriesPerJob names besides embody_job_step
+// (which the stall alert needs, so it always has room): fields past that, or whose
+// names are refused, are counted in embody_agent_job_series_dropped_total and not exported, so a
+// buggy job cannot blow up the cardinality Prometheus stores.
+//
+// Collectors added with AddCollector (node, GPUs, job processes) are read at each Serialize().
 #pragma once
 
 #include <cstdint>
@@ -8,10 +17,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +30,8 @@ namespace agent {
 
 class AgentMetrics {
  public:
+  static constexpr size_t kMaxSeriesPerJob = 64;
+
   AgentMetrics();
 
   void HeartbeatSucceeded();
@@ -31,15 +44,20 @@ class AgentMetrics {
   void ObserveStep(int64_t job_id, const std::string& tenant, const nlohmann::json& step);
   void RemoveJob(int64_t job_id);
 
+  // `collector` must outlive every later Serialize() call; its families are appended as they are.
+  void AddCollector(const prometheus::Collectable* collector);
+
   std::string Serialize() const;
 
  private:
-  struct JobSeries {
-    prometheus::Gauge* loss = nullptr;
-    prometheus::Gauge* tokens_per_second = nullptr;
-    prometheus::Gauge* samples_per_second = nullptr;
-    prometheus::Gauge* step = nullptr;
+  struct JobSteps {
+    std::string tenant;
+    std::map<std::string, double> values;  // metric name -> latest value
+    bool has_step = false;
+    double step = 0;
   };
+
+  std::vector<prometheus::MetricFamily> JobFamilies() const;  // mu_ held
 
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Counter& heartbeats_;
@@ -48,14 +66,12 @@ class AgentMetrics {
   prometheus::Gauge& gpus_;
   prometheus::Gauge& jobs_running_;
   prometheus::Counter& events_dropped_;
-  prometheus::Family<prometheus::Gauge>& loss_;
-  prometheus::Family<prometheus::Gauge>& tokens_per_second_;
-  prometheus::Family<prometheus::Gauge>& samples_per_second_;
-  prometheus::Family<prometheus::Gauge>& step_;
+  prometheus::Counter& series_dropped_;
 
-  std::mutex mu_;  // guards jobs_ and events_dropped_seen_
+  mutable std::mutex mu_;  // guards everything below
   uint64_t events_dropped_seen_ = 0;
-  std::map<int64_t, JobSeries> jobs_;
+  std::map<int64_t, JobSteps> jobs_;
+  std::vector<const prometheus::Collectable*> collectors_;
 };
 
 }  // namespace agent

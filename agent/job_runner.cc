@@ -251,6 +251,15 @@ std::vector<int64_t> JobRunner::Running() const {
   return out;
 }
 
+std::vector<RunningJob> JobRunner::RunningJobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RunningJob> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->running) out.push_back({id, job->tenant, job->pid});
+  }
+  return out;
+}
+
 std::vector<api::FinishedJob> JobRunner::Unreported() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<api::FinishedJob> out;

@@ -48,6 +48,13 @@ struct JobIdentity {
   std::string tenant;
 };
 
+// A running job's launcher: mpirun, leader of the session its ranks live in.
+struct RunningJob {
+  int64_t job_id = 0;
+  std::string tenant;
+  pid_t launcher_pid = 0;
+};
+
 class JobRunner {
  public:
   static constexpr const char* kCancelReason = "killed on cancel";
@@ -66,6 +73,7 @@ class JobRunner {
   void KillAllAndWait(const std::string& reason);
 
   std::vector<int64_t> Running() const;
+  std::vector<RunningJob> RunningJobs() const;
   std::vector<api::FinishedJob> Unreported() const;
   void Acknowledge(const std::vector<int64_t>& job_ids);
   std::optional<JobIdentity> Identity(int64_t job_id) const;  // running jobs only

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
+#include "agent/node_collector.h"
 #include "agent/test_util.h"
 
 namespace agent {
@@ -98,6 +100,20 @@ TEST_F(JobRunnerTest, KillLeavesNoProcessBehind) {
     std::this_thread::sleep_for(milliseconds(50));
   }
   ASSERT_GE(tree.size(), 5u);  // mpirun, 2 shells, 4 sleeps (one may have exec'ed in place)
+
+  // The launcher is what the node collector sums the job's resource use under.
+  auto running = runner.RunningJobs();
+  ASSERT_EQ(running.size(), 1u);
+  EXPECT_EQ(running[0].job_id, 12);
+  EXPECT_EQ(running[0].tenant, "default");
+  EXPECT_EQ(running[0].launcher_pid, mpirun);
+  NodeCollector collector([&] { return std::vector<JobRoot>{{12, "default", mpirun}}; });
+  std::string metrics = prometheus::TextSerializer().Serialize(collector.Collect());
+  const std::string kRss =
+      "\nembody_job_process_resident_memory_bytes{job=\"12\",tenant=\"default\"} ";
+  size_t at = metrics.find(kRss);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::stod(metrics.substr(at + kRss.size())), 5e6) << metrics;  // mpirun alone is MBs
 
   auto start = std::chrono::steady_clock::now();
   runner.Kill(12);

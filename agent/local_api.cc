@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/request_log.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "common/time_util.h"
@@ -62,8 +63,10 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
 common::Result<int> LocalApi::Start(const std::string& host, int port) {
   server_ = std::make_unique<httplib::Server>();
   server_->set_payload_max_length(kMaxBodyBytes + 1);
+  EnableRequestLog(*server_);
   server_->Post(R"(/v1/local/jobs/(\d+)/events)",
-                [this](const httplib::Request& req, httplib::Response& res) {
+                Routed("/v1/local/jobs/{id}/events", [this](const httplib::Request& req,
+                                                            httplib::Response& res) {
                   int64_t id = 0;
                   try {
                     id = std::stoll(req.matches[1].str());
@@ -73,13 +76,14 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                   LocalReply r = PostEvents(id, req.get_header_value("Authorization"), req.body);
                   res.status = r.http_status;
                   res.set_content(r.body, "application/json");
-                });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_->Serialize(), "text/plain; version=0.0.4");
-  });
-  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
+                }));
+  server_->Get("/metrics",
+               Routed("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+                 res.set_content(metrics_->Serialize(), "text/plain; version=0.0.4");
+               }));
+  server_->Get("/healthz", Routed("/healthz", [](const httplib::Request&, httplib::Response& res) {
+                 res.set_content("ok\n", "text/plain");
+               }));
   int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {

@@ -6,6 +6,8 @@
 //   GET  /metrics                     Prometheus text format
 //   GET  /healthz                     "ok"
 //
+// Every request carries an X-Request-Id back and is access-logged (request_log.h).
+//
 // Events are stamped with the agent's clock and queued for the next heartbeat; `step` events also
 // update the job's gauges. Handling is split from serving so the rules are testable without HTTP.
 #pragma once

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/request_log.h"
+
 namespace agent {
 namespace {
 
@@ -82,6 +84,25 @@ TEST_F(LocalApiTest, RejectsWrongTokenUnknownJobAndBadBodies) {
   r = Post(7, "secret-7", R"({"events":{"type":"step"}})");
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(events_.size(), 0u);
+}
+
+TEST_F(LocalApiTest, EchoesOrAssignsRequestIds) {
+  auto r = client_->Get("/healthz", httplib::Headers{{"X-Request-Id", "abc-123_x.y:z"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("X-Request-Id"), "abc-123_x.y:z");
+  // Unsafe or missing ids are replaced by fresh ones, never echoed into logs.
+  r = client_->Get("/healthz", httplib::Headers{{"X-Request-Id", "bad id\"{}"}});
+  ASSERT_TRUE(r);
+  std::string id = r->get_header_value("X-Request-Id");
+  EXPECT_EQ(id.size(), 16u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+  auto other = client_->Get("/no/such/route");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  EXPECT_EQ(other->get_header_value("X-Request-Id").size(), 16u);
+  EXPECT_NE(other->get_header_value("X-Request-Id"), id);
+  EXPECT_EQ(RequestIdFor(std::string(129, 'a')).size(), 16u);
+  EXPECT_EQ(RequestIdFor(std::string(128, 'a')), std::string(128, 'a'));
 }
 
 TEST_F(LocalApiTest, HealthAndNodeMetrics) {

@@ -12,10 +12,13 @@
 #include "agent/agent_flags.h"
 #include "agent/agent_metrics.h"
 #include "agent/event_queue.h"
+#include "agent/gpu_collector.h"
 #include "agent/heartbeat_loop.h"
 #include "agent/job_runner.h"
 #include "agent/local_api.h"
+#include "agent/node_collector.h"
 #include "agent/node_probe.h"
+#include "agent/nvml_probe.h"
 #include "agent/rank_logs.h"
 #include "agent/server_client.h"
 #include "common/file_util.h"
@@ -65,12 +68,27 @@ int main(int argc, char** argv) {
   if (auto st = common::MakeDirs(cfg.data_dir + "/jobs"); !st.ok()) return Fail(st.message());
 
   agent::NodeResources node = agent::ProbeNode(cfg.slots, cfg.nvml_library);
+  // Kept open for the agent's life: the GPU series are read from it at every scrape.
+  std::unique_ptr<agent::Nvml> nvml = agent::Nvml::Open(cfg.nvml_library);
+  if (!nvml) common::LogInfo("no NVML, reporting no GPUs", {{"library", cfg.nvml_library}});
   agent::AgentMetrics metrics;
   metrics.SetNode(node.cpu_slots, static_cast<int>(node.gpus.size()));
   agent::EventQueue events;
   agent::RankLogs logs;
 
   std::atomic<agent::JobRunner*> runner_ptr{nullptr};
+  agent::NodeCollector node_collector([&runner_ptr] {
+    std::vector<agent::JobRoot> roots;
+    if (agent::JobRunner* r = runner_ptr.load()) {
+      for (const auto& job : r->RunningJobs()) {
+        roots.push_back({job.job_id, job.tenant, job.launcher_pid});
+      }
+    }
+    return roots;
+  });
+  agent::GpuCollector gpu_collector(nvml.get(), node.hostname);
+  metrics.AddCollector(&node_collector);
+  metrics.AddCollector(&gpu_collector);
   agent::LocalApi local_api(
       [&runner_ptr](int64_t id) -> std::optional<agent::JobIdentity> {
         agent::JobRunner* r = runner_ptr.load();

@@ -23,15 +23,26 @@ bool ReadStat(pid_t pid, ProcessEntry* out) {
   size_t close = line.rfind(')');
   if (close == std::string::npos) return false;
   std::istringstream rest(line.substr(close + 1));
-  // Fields after comm: 3 state, 4 ppid, 5 pgrp, 6 session, ..., 22 starttime.
+  // Fields after comm: 3 state, 4 ppid, 5 pgrp, 6 session, ..., 14 utime, 15 stime,
+  // 16 cutime, 17 cstime, ..., 22 starttime, 23 vsize, 24 rss.
   std::string state;
   long ppid = 0, pgrp = 0, session = 0;
   rest >> state >> ppid >> pgrp >> session;
   std::string skip;
-  for (int field = 7; field <= 21; ++field) rest >> skip;
-  uint64_t start = 0;
-  rest >> start;
+  for (int field = 7; field <= 13; ++field) rest >> skip;
+  long long utime = 0, stime = 0, cutime = 0, cstime = 0;
+  rest >> utime >> stime >> cutime >> cstime;
+  for (int field = 18; field <= 21; ++field) rest >> skip;
+  uint64_t start = 0, vsize = 0;
+  long long rss = 0;
+  rest >> start >> vsize >> rss;
   if (!rest || state.empty()) return false;
+  auto ticks = [](long long v) { return v > 0 ? static_cast<uint64_t>(v) : 0; };
+  out->utime = ticks(utime);
+  out->stime = ticks(stime);
+  out->cutime = ticks(cutime);
+  out->cstime = ticks(cstime);
+  out->rss_pages = ticks(rss);
   out->id = {pid, start};
   out->ppid = static_cast<pid_t>(ppid);
   out->pgid = static_cast<pid_t>(pgrp);

@@ -26,6 +26,10 @@ struct ProcessEntry {
   pid_t pgid = 0;
   pid_t sid = 0;
   char state = '?';  // 'Z' for zombies
+  // Resource use, fields 14-17 and 24 of /proc/PID/stat: CPU time in clock ticks (the process's
+  // own, and that of its children it has waited for) and resident set size in pages.
+  uint64_t utime = 0, stime = 0, cutime = 0, cstime = 0;
+  uint64_t rss_pages = 0;
 };
 
 // Every process visible in /proc (processes that vanish while scanning are skipped).

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include "agent/request_log.h"
+
 namespace agent {
 namespace {
 
@@ -38,10 +40,19 @@ HttpServerChannel::~HttpServerChannel() = default;
 common::Result<json> HttpServerChannel::PostJson(const std::string& path, const json& body) {
   // Log bytes are arbitrary; invalid UTF-8 is replaced rather than failing the heartbeat.
   std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  // The id lets an operator find this call in the server's log from the agent's.
+  std::string request_id = RequestIdFor("");
+  httplib::Headers headers{{kRequestIdHeader, request_id}};
   std::lock_guard<std::mutex> lock(mu_);
-  auto res = client_->Post(path, text, "application/json");
-  if (!res) return common::Unavailable("cannot reach server: " + httplib::to_string(res.error()));
-  if (res->status < 200 || res->status >= 300) return HttpError(res->status, res->body);
+  auto res = client_->Post(path, headers, text, "application/json");
+  if (!res) {
+    return common::Unavailable("cannot reach server: " + httplib::to_string(res.error()) +
+                               " (request " + request_id + ")");
+  }
+  if (res->status < 200 || res->status >= 300) {
+    Status st = HttpError(res->status, res->body);
+    return Status(st.code(), st.message() + " (request " + request_id + ")");
+  }
   json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (reply.is_discarded()) return common::Unavailable("server sent malformed JSON");
   return reply;

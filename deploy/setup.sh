@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  prometheus
 )
 
 missing=()
@@ -32,3 +33,9 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Only promtool and a Prometheus the tests start themselves are wanted: where apt just started
+# Debian's system service (systemd without a policy-rc.d refusing it), stop and disable it.
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null &&
+  systemctl is-active --quiet prometheus 2>/dev/null; then
+  $SUDO systemctl disable --now prometheus
+fi

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# ctest `prometheus_config_check`: the shipped Prometheus files pass promtool.
+#   1. deploy/prometheus_config.sh renders deploy/prometheus.yml (raw token and bootstrap JSON)
+#      and `promtool check config` accepts the result, rules included;
+#   2. the unrendered template and bad arguments are refused;
+#   3. `promtool check rules` accepts alerts.yml and `promtool test rules` passes alerts_test.yml.
+# Usage: check_test.sh WORK_DIR. Exits 77 (ctest: skipped) when promtool is not installed.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+deploy=$(dirname "$here")
+work=${1:?usage: check_test.sh WORK_DIR}
+if ! command -v promtool >/dev/null; then
+  echo "promtool not found (Debian package prometheus; deploy/setup.sh installs it): skipped"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 1. Render for a raw token file, check it.
+printf 'sd-token-raw\n' >"$work/token"
+"$deploy/prometheus_config.sh" --server http://127.0.0.1:18080/ --token-file "$work/token" \
+  --out "$work/raw" >/dev/null
+promtool check config "$work/raw/prometheus.yml"
+grep -q 'url: http://127.0.0.1:18080/v1/prometheus/targets$' "$work/raw/prometheus.yml" ||
+  fail "service discovery URL not rendered"
+grep -q "credentials_file: $work/token\$" "$work/raw/prometheus.yml" ||
+  fail "credentials_file not rendered"
+! grep -q '__EMBODY_' "$work/raw/prometheus.yml" || fail "placeholder left in the rendered file"
+cmp -s "$here/alerts.yml" "$work/raw/prometheus/alerts.yml" || fail "rules not copied"
+
+# ...and for the server's bootstrap JSON: the token is extracted into a 0600 file.
+printf '{"admin_token": "adm-123", "agent_token": "agt-456", "tenant": "default"}\n' \
+  >"$work/bootstrap.json"
+"$deploy/prometheus_config.sh" --server https://embody.example:443 \
+  --token-file "$work/bootstrap.json" --out "$work/json" >/dev/null
+promtool check config "$work/json/prometheus.yml"
+[ "$(cat "$work/json/sd_token")" = "adm-123" ] || fail "admin_token not extracted"
+[ "$(stat -c %a "$work/json/sd_token")" = "600" ] || fail "sd_token is not mode 0600"
+grep -q "credentials_file: $work/json/sd_token\$" "$work/json/prometheus.yml" ||
+  fail "credentials_file does not point at the extracted token"
+
+# 2. The template as shipped is not a usable config, and bad arguments are refused.
+mkdir -p "$work/template/prometheus"
+cp "$deploy/prometheus.yml" "$work/template/"
+cp "$here/alerts.yml" "$work/template/prometheus/"
+if promtool check config "$work/template/prometheus.yml" >/dev/null 2>&1; then
+  fail "promtool accepted the unrendered template: the check above proves nothing"
+fi
+for args in "--server 127.0.0.1:8080 --token-file $work/token --out $work/x" \
+            "--server http://h:1 --token-file $work/missing --out $work/x" \
+            "--server http://h:1 --out $work/x"; do
+  # shellcheck disable=SC2086
+  if "$deploy/prometheus_config.sh" $args >/dev/null 2>&1; then fail "accepted: $args"; fi
+done
+
+# 3. Rules: syntax, then behaviour on synthetic series.
+promtool check rules "$here/alerts.yml"
+promtool test rules "$here/alerts_test.yml"
+echo "prometheus_config_check: OK"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Renders deploy/prometheus.yml for one Embody deployment:
+#
+#   deploy/prometheus_config.sh --server http://HOST:PORT --token-file FILE --out DIR
+#
+# writes DIR/prometheus.yml and DIR/prometheus/alerts.yml; run `prometheus
+# --config.file=DIR/prometheus.yml`. FILE holds the bearer token for service discovery, alone or
+# as the server's bootstrap JSON ({"admin_token": ...}); from JSON the token is extracted into
+# DIR/sd_token (mode 0600), because Prometheus reads credentials files verbatim.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+usage() { echo "usage: $0 --server http://HOST:PORT --token-file FILE --out DIR" >&2; exit 2; }
+
+server="" token_file="" out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --server) server=${2:-}; shift 2 || usage ;;
+    --token-file) token_file=${2:-}; shift 2 || usage ;;
+    --out) out=${2:-}; shift 2 || usage ;;
+    *) usage ;;
+  esac
+done
+[ -n "$server" ] && [ -n "$token_file" ] && [ -n "$out" ] || usage
+case "$server" in
+  http://*|https://*) ;;
+  *) echo "$0: --server must be an http:// or https:// URL, got '$server'" >&2; exit 2 ;;
+esac
+server=${server%/}
+[ -r "$token_file" ] || { echo "$0: cannot read token file '$token_file'" >&2; exit 2; }
+
+mkdir -p "$out/prometheus"
+out=$(cd "$out" && pwd)
+token_file=$(cd "$(dirname "$token_file")" && pwd)/$(basename "$token_file")
+if grep -q '"admin_token"' "$token_file"; then
+  token=$(sed -n 's/.*"admin_token"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$token_file")
+  [ -n "$token" ] || { echo "$0: no admin_token in '$token_file'" >&2; exit 2; }
+  (umask 077 && printf '%s' "$token" >"$out/sd_token")
+  token_file=$out/sd_token
+fi
+
+# Escapes what is special in a sed replacement (with '|' as the delimiter).
+sed_escape() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
+sed -e "s|__EMBODY_SERVER_URL__|$(sed_escape "$server")|g" \
+  -e "s|__EMBODY_TOKEN_FILE__|$(sed_escape "$token_file")|g" \
+  "$here/prometheus.yml" >"$out/prometheus.yml"
+cp "$here/prometheus/alerts.yml" "$out/prometheus/alerts.yml"
+echo "$out/prometheus.yml"
