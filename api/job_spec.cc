@@ -75,6 +75,14 @@ class ObjectReader {
     return Status::Ok();
   }
 
+  Status GetBool(const std::string& key, bool* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) return InvalidArgument("must be true or false", PathOf(key));
+    *out = v.get<bool>();
+    return Status::Ok();
+  }
+
   Status GetUint64(const std::string& key, uint64_t* out) const {
     if (!Has(key)) return Status::Ok();
     const json& v = j_.at(key);
@@ -141,31 +149,74 @@ Status ParseResources(const json& j, const SpecLimits& limits, Resources* r) {
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
-  EMBODY_RETURN_IF_ERROR(o.CheckKeys(
-      {"model", "data", "optim", "checkpoint", "seed"},
-      {{"attention", "attention options arrive with the transformer engine; not available yet"},
-       {"fp8", "FP8 is not available yet"},
-       {"rl", "reinforcement learning is not available yet"}}));
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys({"model", "data", "attention", "optim", "checkpoint", "seed"},
+                                     {{"fp8", "FP8 is not available yet"},
+                                      {"rl", "reinforcement learning is not available yet"}}));
   EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
+  EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
   if (o.Has("model")) {
     ObjectReader m(o.At("model"), "engine.model");
     EMBODY_RETURN_IF_ERROR(m.CheckObject());
-    const std::string later = "the transformer policy is not available yet";
-    EMBODY_RETURN_IF_ERROR(m.CheckKeys({"d_model", "layers", "action_horizon", "action_dim"},
-                                       {{"heads", later}, {"mlp", later}, {"action_head", later}}));
+    EMBODY_RETURN_IF_ERROR(m.CheckKeys(
+        {"d_model", "layers", "heads", "mlp", "action_horizon", "action_dim", "action_head"}));
     EMBODY_RETURN_IF_ERROR(m.GetInt("d_model", 8, 4096, &e->model.d_model));
+    if (!m.Has("mlp")) e->model.mlp = 4 * e->model.d_model;
     EMBODY_RETURN_IF_ERROR(m.GetInt("layers", 1, 64, &e->model.layers));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("heads", 1, 256, &e->model.heads));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("mlp", 1, 65536, &e->model.mlp));
     EMBODY_RETURN_IF_ERROR(m.GetInt("action_horizon", 1, 256, &e->model.action_horizon));
     EMBODY_RETURN_IF_ERROR(m.GetInt("action_dim", 1, 64, &e->model.action_dim));
+    if (m.Has("action_head") && m.At("action_head") == "gaussian") {
+      return Status(Code::kUnimplemented,
+                    "the Gaussian action head arrives with reinforcement learning; not available "
+                    "yet (use \"flow\")",
+                    "engine.model.action_head");
+    }
+    EMBODY_RETURN_IF_ERROR(m.GetString("action_head", {"flow"}, &e->model.action_head));
+  }
+  const ModelOptions& mo = e->model;
+  if (mo.d_model % mo.heads != 0) {
+    return InvalidArgument("heads (" + std::to_string(mo.heads) + ") must divide d_model (" +
+                               std::to_string(mo.d_model) + ")",
+                           "engine.model.heads");
+  }
+  if (mo.d_model / mo.heads > kMaxHeadDim) {
+    return InvalidArgument("head dim d_model/heads = " + std::to_string(mo.d_model / mo.heads) +
+                               " exceeds " + std::to_string(kMaxHeadDim) + "; use more heads",
+                           "engine.model.heads");
+  }
+  const int longest_sample = kSimReachMaxContextTokens + mo.action_horizon;
+  if (longest_sample > kMaxPositions) {
+    return InvalidArgument("samples of up to " + std::to_string(kSimReachMaxContextTokens) +
+                               " context tokens plus the action chunk exceed the model's " +
+                               std::to_string(kMaxPositions) + " positions; at most " +
+                               std::to_string(kMaxPositions - kSimReachMaxContextTokens) +
+                               " actions",
+                           "engine.model.action_horizon");
   }
   if (o.Has("data")) {
     ObjectReader d(o.At("data"), "engine.data");
     EMBODY_RETURN_IF_ERROR(d.CheckObject());
-    const std::string later = "sequence packing is not available yet";
-    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"dataset", "rows_per_step"},
-                                       {{"packing", later}, {"tokens_per_row", later}}));
+    EMBODY_RETURN_IF_ERROR(
+        d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row"}));
     EMBODY_RETURN_IF_ERROR(d.GetString("dataset", {"sim:reach"}, &e->data.dataset));
     EMBODY_RETURN_IF_ERROR(d.GetInt("rows_per_step", 1, 1 << 20, &e->data.rows_per_step));
+    EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &e->data.packing));
+    EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &e->data.tokens_per_row));
+  }
+  if (e->data.tokens_per_row < longest_sample) {
+    return InvalidArgument("must hold the longest sample: " +
+                               std::to_string(kSimReachMaxContextTokens) + " context + " +
+                               std::to_string(mo.action_horizon) + " action tokens = " +
+                               std::to_string(longest_sample) + ", got " +
+                               std::to_string(e->data.tokens_per_row),
+                           "engine.data.tokens_per_row");
+  }
+  if (e->attention == "padded" && e->data.packing) {
+    return InvalidArgument(
+        "padded attention cannot keep packed samples apart; set engine.data.packing to false "
+        "or use \"varlen\"",
+        "engine.attention");
   }
   if (o.Has("optim")) {
     ObjectReader p(o.At("optim"), "engine.optim");
@@ -280,9 +331,17 @@ json ToJson(const JobSpec& s) {
         {"model",
          {{"d_model", e.model.d_model},
           {"layers", e.model.layers},
+          {"heads", e.model.heads},
+          {"mlp", e.model.mlp},
           {"action_horizon", e.model.action_horizon},
-          {"action_dim", e.model.action_dim}}},
-        {"data", {{"dataset", e.data.dataset}, {"rows_per_step", e.data.rows_per_step}}},
+          {"action_dim", e.model.action_dim},
+          {"action_head", e.model.action_head}}},
+        {"data",
+         {{"dataset", e.data.dataset},
+          {"rows_per_step", e.data.rows_per_step},
+          {"packing", e.data.packing},
+          {"tokens_per_row", e.data.tokens_per_row}}},
+        {"attention", e.attention},
         {"optim",
          {{"lr", e.optim.lr},
           {"steps", e.optim.steps},

@@ -32,14 +32,31 @@ struct Resources {
 // Options of the built-in engine (kind "train"). Names follow docs/api/openapi.yaml.
 struct ModelOptions {
   int d_model = 128;        // hidden width
-  int layers = 2;           // hidden layers of the policy network
+  int layers = 2;           // transformer blocks (hidden layers of the MLP policy)
+  int heads = 4;            // attention heads; must divide d_model, head dim ≤ 128
+  int mlp = 512;            // MLP width of a block; 4·d_model when the spec gives d_model only
   int action_horizon = 16;  // actions predicted per observation (an action chunk)
   int action_dim = 7;
+  std::string action_head = "flow";  // flow matching (the Gaussian RL head is not built yet)
 };
 struct DataOptions {
   std::string dataset = "sim:reach";  // built-in scripted task
-  int rows_per_step = 64;             // samples per rank per optimizer step
+  // Rows per rank per optimizer step (the MLP policy reads one sample per row).
+  int rows_per_step = 64;
+  // Pack several samples into each row of tokens_per_row tokens (best-fit decreasing); false:
+  // one sample per row, padded.
+  bool packing = true;
+  int tokens_per_row = 512;
 };
+
+// Limits the engine's model and data impose on a spec. Samples of the built-in dataset hold up
+// to kSimReachMaxContextTokens context tokens (engine/data/embodied_lengths.h, checked by the
+// engine's tests) plus action_horizon action tokens; positions restart per sample and the model
+// has kMaxPositions of them.
+inline constexpr int kSimReachMaxContextTokens = 285;
+inline constexpr int kMaxPositions = 512;
+inline constexpr int kMaxHeadDim = 128;
+
 struct OptimOptions {
   double lr = 1e-3;
   int steps = 200;
@@ -53,6 +70,9 @@ struct CheckpointOptions {
 struct EngineOptions {
   ModelOptions model;
   DataOptions data;
+  // "varlen": attention per sample over packed rows (cu_seqlens); "padded": the padded
+  // baseline (needs data.packing false).
+  std::string attention = "varlen";
   OptimOptions optim;
   CheckpointOptions checkpoint;
   uint64_t seed = 0;

@@ -31,6 +31,55 @@ TEST(JobSpecTest, ValidSpecFillsDefaultsAndRoundTrips) {
   EXPECT_EQ(ToJson(*again), ToJson(*r));
 }
 
+// The transformer options of docs/DESIGN.md §8 parse, fill in and round-trip.
+TEST(JobSpecTest, TransformerOptions) {
+  json j = Valid();
+  j["engine"]["model"] = {{"d_model", 256}, {"layers", 4},         {"heads", 8},
+                          {"mlp", 1024},    {"action_horizon", 16}, {"action_dim", 7},
+                          {"action_head", "flow"}};
+  j["engine"]["data"] = {{"dataset", "sim:reach"}, {"tokens_per_row", 512}, {"rows_per_step", 8},
+                         {"packing", true}};
+  j["engine"]["attention"] = "varlen";
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->engine.model.heads, 8);
+  EXPECT_EQ(r->engine.model.mlp, 1024);
+  EXPECT_EQ(r->engine.model.action_head, "flow");
+  EXPECT_EQ(r->engine.data.tokens_per_row, 512);
+  EXPECT_EQ(r->engine.data.rows_per_step, 8);
+  EXPECT_TRUE(r->engine.data.packing);
+  EXPECT_EQ(r->engine.attention, "varlen");
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+
+  // Defaults: varlen attention over packed 512-token rows; mlp follows d_model.
+  auto d = ParseJobSpec(Valid(), {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->engine.attention, "varlen");
+  EXPECT_TRUE(d->engine.data.packing);
+  EXPECT_EQ(d->engine.data.tokens_per_row, 512);
+  EXPECT_EQ(d->engine.model.mlp, 4 * d->engine.model.d_model);
+  j = Valid();
+  j["engine"]["model"] = {{"d_model", 64}};
+  EXPECT_EQ(ParseJobSpec(j, {})->engine.model.mlp, 256);
+
+  // The padded baseline: one sample per row.
+  j = Valid();
+  j["engine"]["attention"] = "padded";
+  j["engine"]["data"] = {{"packing", false}, {"tokens_per_row", 301}};  // 285 + 16 just fits
+  auto p = ParseJobSpec(j, {});
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(p->engine.data.packing);
+  EXPECT_EQ(p->engine.attention, "padded");
+  // Messages say what to do.
+  j["engine"]["data"]["packing"] = true;
+  EXPECT_NE(Err(j).message().find("packing to false"), std::string::npos) << Err(j).ToString();
+  j = Valid();
+  j["engine"]["model"] = {{"d_model", 96}, {"heads", 5}};
+  EXPECT_NE(Err(j).message().find("must divide d_model (96)"), std::string::npos);
+}
+
 TEST(JobSpecTest, CommandJob) {
   json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}},
             {"command", {"sh", "-c", "exit 3"}}};
@@ -96,8 +145,55 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
        "engine.speed"},
       {"fp8 not built", [](json& j) { j["engine"]["fp8"] = json::object(); },
        Code::kUnimplemented, "engine.fp8"},
-      {"packing not built", [](json& j) { j["engine"]["data"] = {{"packing", true}}; },
-       Code::kUnimplemented, "engine.data.packing"},
+      {"rl not built", [](json& j) { j["engine"]["rl"] = json::object(); },
+       Code::kUnimplemented, "engine.rl"},
+      {"heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 96}, {"heads", 5}}; },
+       Code::kInvalidArgument, "engine.model.heads"},
+      {"default heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 10}}; },
+       Code::kInvalidArgument, "engine.model.heads"},
+      {"head dim > 128", [](json& j) { j["engine"]["model"] = {{"d_model", 512}, {"heads", 2}}; },
+       Code::kInvalidArgument, "engine.model.heads"},
+      {"heads zero", [](json& j) { j["engine"]["model"] = {{"heads", 0}}; },
+       Code::kInvalidArgument, "engine.model.heads"},
+      {"heads string", [](json& j) { j["engine"]["model"] = {{"heads", "8"}}; },
+       Code::kInvalidArgument, "engine.model.heads"},
+      {"mlp zero", [](json& j) { j["engine"]["model"] = {{"mlp", 0}}; }, Code::kInvalidArgument,
+       "engine.model.mlp"},
+      {"mlp float", [](json& j) { j["engine"]["model"] = {{"mlp", 1.5}}; },
+       Code::kInvalidArgument, "engine.model.mlp"},
+      {"model unknown", [](json& j) { j["engine"]["model"] = {{"depth", 3}}; },
+       Code::kInvalidArgument, "engine.model.depth"},
+      {"action_head unknown", [](json& j) { j["engine"]["model"] = {{"action_head", "mse"}}; },
+       Code::kInvalidArgument, "engine.model.action_head"},
+      {"action_head type", [](json& j) { j["engine"]["model"] = {{"action_head", 1}}; },
+       Code::kInvalidArgument, "engine.model.action_head"},
+      {"gaussian head not built",
+       [](json& j) { j["engine"]["model"] = {{"action_head", "gaussian"}}; },
+       Code::kUnimplemented, "engine.model.action_head"},
+      {"action_horizon past positions",
+       [](json& j) { j["engine"]["model"] = {{"action_horizon", 228}}; },
+       Code::kInvalidArgument, "engine.model.action_horizon"},
+      {"attention unknown", [](json& j) { j["engine"]["attention"] = "flash"; },
+       Code::kInvalidArgument, "engine.attention"},
+      {"attention type", [](json& j) { j["engine"]["attention"] = true; },
+       Code::kInvalidArgument, "engine.attention"},
+      {"padded attention with packing", [](json& j) { j["engine"]["attention"] = "padded"; },
+       Code::kInvalidArgument, "engine.attention"},
+      {"packing type", [](json& j) { j["engine"]["data"] = {{"packing", "yes"}}; },
+       Code::kInvalidArgument, "engine.data.packing"},
+      {"packing number", [](json& j) { j["engine"]["data"] = {{"packing", 1}}; },
+       Code::kInvalidArgument, "engine.data.packing"},
+      {"tokens_per_row zero", [](json& j) { j["engine"]["data"] = {{"tokens_per_row", 0}}; },
+       Code::kInvalidArgument, "engine.data.tokens_per_row"},
+      {"tokens_per_row huge", [](json& j) { j["engine"]["data"] = {{"tokens_per_row", 1 << 20}}; },
+       Code::kInvalidArgument, "engine.data.tokens_per_row"},
+      {"tokens_per_row below the longest sample",
+       [](json& j) { j["engine"]["data"] = {{"tokens_per_row", 300}}; },
+       Code::kInvalidArgument, "engine.data.tokens_per_row"},
+      {"rows_per_step zero", [](json& j) { j["engine"]["data"] = {{"rows_per_step", 0}}; },
+       Code::kInvalidArgument, "engine.data.rows_per_step"},
+      {"data unknown", [](json& j) { j["engine"]["data"] = {{"shuffle", true}}; },
+       Code::kInvalidArgument, "engine.data.shuffle"},
       {"lr negative", [](json& j) { j["engine"]["optim"]["lr"] = -1; }, Code::kInvalidArgument,
        "engine.optim.lr"},
       {"lr string", [](json& j) { j["engine"]["optim"]["lr"] = "fast"; },

@@ -16,7 +16,11 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'D', 'C', 'K', 'P', 'T'};
-constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8;
+// magic, version, config_bytes, step, adam_t, param_count
+constexpr size_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 8 + 8;
+// ... then data_seed, data_next, data_epoch, rng_count, reserved
+constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 8 + 8 + 8 + 4 + 4;
+constexpr size_t kMaxRngNameBytes = 256;
 
 uint64_t Fnv1a64(const char* p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -36,19 +40,40 @@ void PutFloats(std::string* out, const std::vector<float>& v) {
   out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
 
-template <typename T>
-T Get(const std::string& in, size_t* off) {
-  T v;
-  std::memcpy(&v, in.data() + *off, sizeof(T));
-  *off += sizeof(T);
-  return v;
-}
+// Bounds-checked reads over the body (everything before the checksum).
+class Reader {
+ public:
+  Reader(const std::string& in, size_t limit) : in_(in), limit_(limit) {}
+  size_t left() const { return limit_ - off_; }
+  template <typename T>
+  bool Get(T* v) {
+    if (left() < sizeof(T)) return false;
+    std::memcpy(v, in_.data() + off_, sizeof(T));
+    off_ += sizeof(T);
+    return true;
+  }
+  bool GetBytes(size_t n, std::string* out) {
+    if (left() < n) return false;
+    out->assign(in_.data() + off_, n);
+    off_ += n;
+    return true;
+  }
+  bool GetFloats(uint64_t n, std::vector<float>* v) {
+    if (n > left() / sizeof(float)) return false;
+    v->resize(n);
+    std::memcpy(v->data(), in_.data() + off_, n * sizeof(float));
+    off_ += n * sizeof(float);
+    return true;
+  }
 
-std::vector<float> GetFloats(const std::string& in, size_t* off, uint64_t n) {
-  std::vector<float> v(n);
-  std::memcpy(v.data(), in.data() + *off, n * sizeof(float));
-  *off += n * sizeof(float);
-  return v;
+ private:
+  const std::string& in_;
+  size_t limit_;
+  size_t off_ = 0;
+};
+
+common::Status Truncated() {
+  return common::InvalidArgument("checkpoint size does not match its header (truncated?)");
 }
 
 }  // namespace
@@ -57,14 +82,24 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   const std::string config = d.config.dump();
   const uint64_t n = d.params.size();
   std::string out;
-  out.reserve(kHeaderBytes + config.size() + 3 * n * sizeof(float) + 8);
+  out.reserve(kHeaderBytesV2 + config.size() + 3 * n * sizeof(float) + 8 + 64 * d.rng.size());
   out.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(&out, kCheckpointVersion);
   Put<uint32_t>(&out, static_cast<uint32_t>(config.size()));
   Put<uint64_t>(&out, static_cast<uint64_t>(d.step));
   Put<uint64_t>(&out, static_cast<uint64_t>(d.adam_t));
   Put<uint64_t>(&out, n);
+  Put<uint64_t>(&out, d.data.seed);
+  Put<uint64_t>(&out, d.data.next_sample);
+  Put<uint64_t>(&out, d.data.epoch);
+  Put<uint32_t>(&out, static_cast<uint32_t>(d.rng.size()));
+  Put<uint32_t>(&out, 0);
   out.append(config);
+  for (const auto& [name, state] : d.rng) {
+    Put<uint32_t>(&out, static_cast<uint32_t>(name.size()));
+    out.append(name);
+    Put<uint64_t>(&out, state);
+  }
   PutFloats(&out, d.params);
   PutFloats(&out, d.adam_m);
   PutFloats(&out, d.adam_v);
@@ -73,39 +108,57 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
 }
 
 common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
-  if (in.size() < kHeaderBytes + 8 || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (in.size() < kHeaderBytesV1 + 8 || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) {
     return common::InvalidArgument("not an Embody checkpoint (bad magic or too short)");
   }
-  size_t off = sizeof(kMagic);
-  uint32_t version = Get<uint32_t>(in, &off);
-  if (version != kCheckpointVersion) {
-    return common::InvalidArgument("unsupported checkpoint version " + std::to_string(version));
-  }
-  uint32_t config_bytes = Get<uint32_t>(in, &off);
-  CheckpointData d;
-  d.step = static_cast<int64_t>(Get<uint64_t>(in, &off));
-  d.adam_t = static_cast<int64_t>(Get<uint64_t>(in, &off));
-  uint64_t n = Get<uint64_t>(in, &off);
-  // Check sizes before trusting n: a corrupt count must not trigger a huge allocation.
-  uint64_t body = in.size() - kHeaderBytes - 8;
-  if (config_bytes > body || n > (body - config_bytes) / (3 * sizeof(float)) ||
-      config_bytes + 3 * n * sizeof(float) != body) {
-    return common::InvalidArgument("checkpoint size does not match its header (truncated?)");
-  }
+  // Checksum first: nothing read from a corrupt file is trusted, sizes included.
   uint64_t want;
   std::memcpy(&want, in.data() + in.size() - 8, 8);
   if (Fnv1a64(in.data(), in.size() - 8) != want) {
-    return common::InvalidArgument("checkpoint checksum mismatch (corrupt file)");
+    return common::InvalidArgument("checkpoint checksum mismatch (corrupt or truncated file)");
   }
+  Reader r(in, in.size() - 8);
+  std::string magic;
+  uint32_t version = 0, config_bytes = 0;
+  r.GetBytes(sizeof(kMagic), &magic);
+  r.Get(&version);
+  if (version != 1 && version != kCheckpointVersion) {
+    return common::InvalidArgument("unsupported checkpoint version " + std::to_string(version));
+  }
+  CheckpointData d;
+  uint64_t step = 0, adam_t = 0, n = 0;
+  if (!r.Get(&config_bytes) || !r.Get(&step) || !r.Get(&adam_t) || !r.Get(&n)) return Truncated();
+  d.step = static_cast<int64_t>(step);
+  d.adam_t = static_cast<int64_t>(adam_t);
+  uint32_t rng_count = 0, reserved = 0;
+  if (version == 1) {
+    d.has_data_position = false;
+  } else if (!r.Get(&d.data.seed) || !r.Get(&d.data.next_sample) || !r.Get(&d.data.epoch) ||
+             !r.Get(&rng_count) || !r.Get(&reserved)) {
+    return Truncated();
+  }
+  std::string config;
+  if (!r.GetBytes(config_bytes, &config)) return Truncated();
   try {
-    d.config = nlohmann::json::parse(in.substr(off, config_bytes));
+    d.config = nlohmann::json::parse(config);
   } catch (const std::exception& e) {
     return common::InvalidArgument(std::string("checkpoint config is not JSON: ") + e.what());
   }
-  off += config_bytes;
-  d.params = GetFloats(in, &off, n);
-  d.adam_m = GetFloats(in, &off, n);
-  d.adam_v = GetFloats(in, &off, n);
+  for (uint32_t i = 0; i < rng_count; ++i) {
+    uint32_t name_bytes = 0;
+    std::string name;
+    uint64_t state = 0;
+    if (!r.Get(&name_bytes) || name_bytes > kMaxRngNameBytes || !r.GetBytes(name_bytes, &name) ||
+        !r.Get(&state)) {
+      return Truncated();
+    }
+    d.rng[name] = state;
+  }
+  // Check n against what is left before allocating: a bad count must not allocate gigabytes.
+  if (n > r.left() / (3 * sizeof(float)) || r.left() != 3 * n * sizeof(float)) return Truncated();
+  r.GetFloats(n, &d.params);
+  r.GetFloats(n, &d.adam_m);
+  r.GetFloats(n, &d.adam_v);
   return d;
 }
 

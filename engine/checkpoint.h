@@ -1,24 +1,40 @@
-// Engine checkpoints: model parameters and AdamW state in one self-describing file.
+// Engine checkpoints: everything needed to continue a run exactly, in one self-describing file:
+// model parameters, AdamW state (m, v, t), the training step, the data position and named RNG
+// states.
 //
-// File layout, little-endian (format version 1):
+// File layout, little-endian (format version 2):
 //   char[8]  magic "EMBDCKPT"
-//   u32      version
+//   u32      version         2
 //   u32      config_bytes
 //   u64      step            optimizer steps completed
 //   u64      adam_t          AdamW step count
 //   u64      param_count     n
-//   char[]   config          JSON (config_bytes): engine options and model shape
+//   u64      data_seed       seed of the sample stream
+//   u64      data_next       global index of the first sample not yet consumed
+//   u64      data_epoch      passes completed over a finite dataset (0 for the built-in stream)
+//   u32      rng_count
+//   u32      reserved        0
+//   char[]   config          JSON (config_bytes): engine options, model shape, world size
+//   rng_count × { u32 name_bytes, char[] name, u64 state }
 //   f32[n]   params
 //   f32[n]   adam m
 //   f32[n]   adam v
 //   u64      FNV-1a 64 of every byte before it
-// Files are written whole with common::WriteFileAtomic, so a reader sees either the old directory
-// contents or the complete new file. This is the engine's own format until storage/ owns
-// checkpoints (DESIGN §6); it does not carry data position or RNG state because data is a pure
-// function of (seed, rank, step).
+// Version 1 files (no data position, no RNG states) still decode, with has_data_position false;
+// the trainer refuses to resume from them, since their data stream was keyed by rank.
+//
+// The data position is rank-count independent (engine/data/loader.h): samples are a function of
+// (seed, global index), so a checkpoint written by W ranks resumes on any W'. The built-in trainer
+// draws nothing outside that stream, so its rng map is empty; a component with a generator that
+// carries state across steps (SplitMix64: one u64 word) records it under its own name.
+//
+// Files are written whole with common::WriteFileAtomic (temp file, fsync, rename), so a reader
+// sees either the old directory contents or the complete new file. This is the engine's own
+// format until storage/ owns checkpoints (DESIGN §6).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,7 +44,13 @@
 
 namespace engine {
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;
+
+struct DataPosition {
+  uint64_t seed = 0;
+  uint64_t next_sample = 0;
+  uint64_t epoch = 0;
+};
 
 struct CheckpointData {
   int64_t step = 0;
@@ -37,6 +59,9 @@ struct CheckpointData {
   std::vector<float> params;
   std::vector<float> adam_m;  // same size as params
   std::vector<float> adam_v;
+  DataPosition data;
+  bool has_data_position = true;  // false only for version 1 files
+  std::map<std::string, uint64_t> rng;
 };
 
 std::string EncodeCheckpoint(const CheckpointData& data);

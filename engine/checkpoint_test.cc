@@ -1,5 +1,6 @@
 #include "engine/checkpoint.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -32,6 +33,11 @@ class CheckpointTest : public ::testing::Test {
       d.adam_m.push_back(1e-3f * i);
       d.adam_v.push_back(1e-6f * i);
     }
+    d.data.seed = 7;
+    d.data.next_sample = 42 * 64;
+    d.data.epoch = 1;
+    d.rng["flow_noise"] = 0x0123456789abcdefULL;
+    d.rng["dropout"] = 99;
     return d;
   }
 
@@ -52,6 +58,61 @@ TEST_F(CheckpointTest, RoundTrip) {
   EXPECT_EQ(loaded->params, d.params);
   EXPECT_EQ(loaded->adam_m, d.adam_m);
   EXPECT_EQ(loaded->adam_v, d.adam_v);
+  EXPECT_TRUE(loaded->has_data_position);
+  EXPECT_EQ(loaded->data.seed, 7u);
+  EXPECT_EQ(loaded->data.next_sample, 42u * 64);
+  EXPECT_EQ(loaded->data.epoch, 1u);
+  EXPECT_EQ(loaded->rng, d.rng);
+}
+
+// Appends the FNV-1a 64 checksum the format ends with.
+std::string WithChecksum(std::string body) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : body) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  body.append(reinterpret_cast<const char*>(&h), 8);
+  return body;
+}
+
+template <typename T>
+void Append(std::string* s, T v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+TEST_F(CheckpointTest, DecodesVersion1WithoutDataPosition) {
+  std::string b = "EMBDCKPT";
+  const std::string config = R"({"model":{"d_model":8}})";
+  Append<uint32_t>(&b, 1);
+  Append<uint32_t>(&b, static_cast<uint32_t>(config.size()));
+  Append<uint64_t>(&b, 3);  // step
+  Append<uint64_t>(&b, 3);  // adam_t
+  Append<uint64_t>(&b, 2);  // n
+  b += config;
+  for (float f : {1.f, 2.f, 0.1f, 0.2f, 0.01f, 0.02f}) Append<float>(&b, f);
+  auto d = DecodeCheckpoint(WithChecksum(b));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE(d->has_data_position);
+  EXPECT_EQ(d->step, 3);
+  EXPECT_EQ(d->params, (std::vector<float>{1.f, 2.f}));
+  EXPECT_EQ(d->adam_v, (std::vector<float>{0.01f, 0.02f}));
+}
+
+TEST_F(CheckpointTest, RejectsLyingHeaderWithValidChecksum) {
+  // A header claiming 2^61 parameters, checksummed correctly: must fail cleanly, not allocate.
+  std::string bytes = EncodeCheckpoint(Sample(1));
+  std::string body = bytes.substr(0, bytes.size() - 8);
+  const uint64_t huge = uint64_t{1} << 61;
+  std::memcpy(body.data() + 8 + 4 + 4 + 8 + 8, &huge, 8);
+  auto d = DecodeCheckpoint(WithChecksum(body));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("truncated"), std::string::npos);
+  // An RNG name length past the end.
+  body = bytes.substr(0, bytes.size() - 8);
+  const uint32_t rng_count = 1000;
+  std::memcpy(body.data() + 8 + 4 + 4 + 8 + 8 + 8 + 24, &rng_count, 4);
+  EXPECT_FALSE(DecodeCheckpoint(WithChecksum(body)).ok());
 }
 
 TEST_F(CheckpointTest, DetectsCorruptionAndTruncation) {

@@ -1,7 +1,8 @@
 // embody-engine --spec job.json: runs one "train" job as one MPI rank (see docs/contracts.md).
 //
 // Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (step events go to the agent;
-// unset URL: no posting), EMBODY_CHECKPOINT_DIR (default ./checkpoints).
+// unset URL: no posting), EMBODY_CHECKPOINT_DIR (default ./checkpoints), EMBODY_RESUME_FROM (a
+// checkpoint file to continue from; the agent sets it when it restarts a job).
 // Exit status: 0 on success; 2 on a bad command line or spec; 1 on any other failure.
 #include <mpi.h>
 
@@ -25,7 +26,8 @@ constexpr const char* kUsage =
     "\n"
     "Trains the built-in policy as described by a JobSpec of kind \"train\"; run one process per\n"
     "rank under mpirun. Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step\n"
-    "events to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints).\n";
+    "events to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints),\n"
+    "EMBODY_RESUME_FROM (checkpoint file to continue from, on any number of ranks).\n";
 
 int Fail(int code, const std::string& msg) {
   std::fprintf(stderr, "embody-engine: %s\n", msg.c_str());
@@ -65,7 +67,14 @@ int main(int argc, char** argv) {
                        "\"; embody-engine runs only kind \"train\"");
   }
 
-  MPI_Init(&argc, &argv);
+  // The data loader runs threads that never call MPI: FUNNELED is the level that allows them.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();
+    return Fail(1,
+                "MPI does not support threads (provided level " + std::to_string(provided) + ")");
+  }
   int code = 0;
   {
     engine::MpiCommunicator comm;
@@ -81,6 +90,9 @@ int main(int argc, char** argv) {
     options.engine = spec->engine;
     const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
     options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
+    if (const char* resume = std::getenv("EMBODY_RESUME_FROM"); resume != nullptr) {
+      options.resume_from = resume;
+    }
     auto result = engine::Train(options, comm, reporter.get());
     if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
     if (!result.ok()) {

@@ -1,10 +1,18 @@
 // Trainer: the engine's training loop for kind "train" jobs.
 //
-// Each step every rank draws its own batch from the built-in task (different samples per rank),
-// runs forward and backward, averages gradients over ranks with one all-reduce of the flat
-// gradient buffer, and applies the same AdamW update; parameters start identical (same seed) and so
-// stay bitwise identical on every rank. Rank 0 alone reports step events, prints progress and
-// writes checkpoints.
+// Data: one global sample stream (engine/data/loader.h). Each step consumes the next
+// rows_per_step × world samples; each rank takes its contiguous slice, materialised from the
+// built-in task (ReachTask::SampleAt) by a background loader thread that keeps batches prefetched.
+// Each rank runs forward and backward; GradBuckets (engine/dist/grad_buckets.h) all-reduces the
+// flat gradient buffer in buckets, weighted by each rank's real tokens, so every rank holds the
+// gradient of the global per-token mean loss; every rank applies the same AdamW update.
+// Parameters start identical (same seed) and so stay bitwise identical on every rank. Rank 0 alone
+// reports step events, prints progress and writes checkpoints.
+//
+// Resume: with resume_from set, rank 0 reads the checkpoint and broadcasts it; every rank restores
+// parameters, AdamW state, the step and the data position, and the run continues to
+// engine.optim.steps. The checkpoint may come from a different number of ranks: the stream goes
+// on from the same global sample, split over the new ranks.
 //
 // Runs with any Communicator, so tests train in one process with LocalCommunicator.
 #pragma once
@@ -28,11 +36,19 @@ struct TrainerOptions {
   // 0 picks max(1, steps / 20).
   int log_every = 0;
   bool print_progress = true;
+  // A checkpoint file to continue from (main.cc: EMBODY_RESUME_FROM); empty: start fresh.
+  std::string resume_from;
+  // Gradient all-reduce bucket size, and batches the loader keeps ready.
+  size_t grad_bucket_bytes = size_t{2} << 20;
+  int prefetch = 2;
 };
 
 struct TrainResult {
-  std::vector<float> losses;  // mean loss over ranks, one per step (every rank has them)
-  std::vector<float> params;  // final parameters
+  int64_t first_step = 0;          // steps already done when this run started (from the checkpoint)
+  std::vector<float> losses;       // global per-token mean loss, one per step run (on every rank)
+  std::vector<float> params;       // final parameters
+  uint64_t next_sample = 0;        // data position at the end: global index of the next sample
+  double data_wait_seconds = 0.0;  // this rank's time waiting for the loader
   double mean_step_seconds = 0.0;
   double tokens_per_s = 0.0;    // global, over the whole run
   double samples_per_s = 0.0;   // global, over the whole run
@@ -42,7 +58,8 @@ struct TrainResult {
 // Trains for engine.optim.steps steps. `events` receives rank 0's step and checkpoint events and
 // may be null (also on other ranks, where it is ignored). Errors: bad options (invalid_argument),
 // checkpoint I/O (internal, rank 0 only: the caller must abort the other ranks, e.g. MPI_Abort),
-// a non-finite loss (internal, on every rank).
+// a non-finite loss (internal, on every rank), a checkpoint to resume from that cannot be read or
+// does not fit the options (invalid_argument / not_found, on every rank).
 common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& comm,
                                   EventSink* events);
 

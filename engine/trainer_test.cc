@@ -107,5 +107,87 @@ TEST(TrainerTest, CheckpointDirErrorIsReported) {
   EXPECT_FALSE(r.ok());
 }
 
+TEST(TrainerTest, ResumeFromHalfwayMatchesStraightRun) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("embody-trainer-resume-" +
+              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  TrainerOptions o = SmallRun(20);
+  o.checkpoint_dir = dir.string();
+  o.engine.checkpoint.every_steps = 10;
+  LocalCommunicator comm;
+  auto full = Train(o, comm, nullptr);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(full->next_sample, 20u * 32);
+
+  auto ck = LoadCheckpoint(CheckpointPath(dir.string(), 10));
+  ASSERT_TRUE(ck.ok());
+  EXPECT_EQ(ck->data.next_sample, 10u * 32);
+  EXPECT_EQ(ck->data.seed, 1u);
+  EXPECT_EQ(ck->config["world_size"], 1);
+
+  TrainerOptions r = SmallRun(20);
+  r.resume_from = CheckpointPath(dir.string(), 10);
+  RecordingSink sink;
+  auto resumed = Train(r, comm, &sink);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_EQ(resumed->first_step, 10);
+  ASSERT_EQ(resumed->losses.size(), 10u);
+  for (int i = 0; i < 10; ++i) EXPECT_NEAR(resumed->losses[i], full->losses[10 + i], 1e-6);
+  EXPECT_EQ(resumed->params, full->params);      // bitwise
+  EXPECT_EQ(sink.events().front()["step"], 11);  // step numbers continue
+
+  // A checkpoint already at the last step: nothing left to do, parameters as saved.
+  r.resume_from = CheckpointPath(dir.string(), 20);
+  auto done = Train(r, comm, nullptr);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(done->losses.empty());
+  EXPECT_EQ(done->params, full->params);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainerTest, ResumeRejectsMissingOrMismatchedCheckpoints) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("embody-trainer-resume-bad-" +
+              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  LocalCommunicator comm;
+  TrainerOptions o = SmallRun(4);
+  o.resume_from = (dir / "missing.ckpt").string();
+  auto missing = Train(o, comm, nullptr);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), common::Code::kNotFound);
+
+  o = SmallRun(4);
+  o.checkpoint_dir = dir.string();
+  ASSERT_TRUE(Train(o, comm, nullptr).ok());
+  const std::string path = CheckpointPath(dir.string(), 4);
+  TrainerOptions wider = SmallRun(8);
+  wider.engine.model.d_model = 32;
+  wider.resume_from = path;
+  auto r = Train(wider, comm, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("different model"), std::string::npos);
+
+  TrainerOptions other_seed = SmallRun(8);
+  other_seed.engine.seed = 2;
+  other_seed.resume_from = path;
+  EXPECT_FALSE(Train(other_seed, comm, nullptr).ok());
+
+  TrainerOptions fewer = SmallRun(2);  // checkpoint at step 4 of a 2-step job
+  fewer.resume_from = path;
+  EXPECT_FALSE(Train(fewer, comm, nullptr).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainerTest, ReportsDataWait) {
+  LocalCommunicator comm;
+  auto r = Train(SmallRun(5), comm, nullptr);
+  ASSERT_TRUE(r.ok());
+  EXPECT_GE(r->data_wait_seconds, 0.0);
+  EXPECT_EQ(r->next_sample, 5u * 32);
+}
+
 }  // namespace
 }  // namespace engine

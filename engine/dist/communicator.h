@@ -1,13 +1,20 @@
 // Communicator: the collective operations the trainer needs for data parallelism, behind one
 // small interface so the trainer runs (and is tested) in one process without MPI.
 //
-// Every rank must call the collectives in the same order with the same sizes. Implementations:
-// LocalCommunicator (world size 1, no-ops) here, MpiCommunicator in engine/dist/mpi_communicator.h.
+// Every rank must call the collectives in the same order with the same sizes; that holds for the
+// nonblocking ones too (they are matched by the order in which they are started, not finished).
+// Implementations: LocalCommunicator (world size 1, no-ops) here, MpiCommunicator in
+// engine/dist/mpi_communicator.h.
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace engine {
+
+// Handle of a nonblocking collective in flight. Valid from Start* until Test returns true or
+// Wait returns; after that the id may be reused.
+using CollectiveId = int;
 
 class Communicator {
  public:
@@ -21,9 +28,21 @@ class Communicator {
   virtual double AllreduceSum(double x) = 0;
   // Max of x over ranks, on every rank.
   virtual double AllreduceMax(double x) = 0;
+
+  // Nonblocking in-place sum over ranks of data (n). The buffer must not be read or written until
+  // the collective completes. Every rank receives bitwise the same sums. n < 2^31.
+  virtual CollectiveId StartAllreduceSum(float* data, size_t n) = 0;
+  virtual CollectiveId StartAllreduceSum(double* data, size_t n) = 0;
+  // Drives communication progress; true once `id` has completed (the id is then released).
+  virtual bool Test(CollectiveId id) = 0;
+  // Blocks until `id` completes, then releases it.
+  virtual void Wait(CollectiveId id) = 0;
+
+  // Replaces *bytes on every rank with root's *bytes (any length).
+  virtual void BroadcastBytes(std::string* bytes, int root) = 0;
 };
 
-// A world of one: collectives return their input.
+// A world of one: collectives return their input and complete at once.
 class LocalCommunicator final : public Communicator {
  public:
   int rank() const override { return 0; }
@@ -31,6 +50,11 @@ class LocalCommunicator final : public Communicator {
   void AllreduceMean(float*, size_t) override {}
   double AllreduceSum(double x) override { return x; }
   double AllreduceMax(double x) override { return x; }
+  CollectiveId StartAllreduceSum(float*, size_t) override { return 0; }
+  CollectiveId StartAllreduceSum(double*, size_t) override { return 0; }
+  bool Test(CollectiveId) override { return true; }
+  void Wait(CollectiveId) override {}
+  void BroadcastBytes(std::string*, int) override {}
 };
 
 }  // namespace engine

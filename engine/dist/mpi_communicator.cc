@@ -1,14 +1,28 @@
 #include "engine/dist/mpi_communicator.h"
 
-#include <mpi.h>
-
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 
 namespace engine {
 
 MpiCommunicator::MpiCommunicator() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  for (MPI_Request& r : requests_) {
+    if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+  }
+}
+
+int MpiCommunicator::ThreadLevel() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided;
 }
 
 void MpiCommunicator::AllreduceMean(float* data, size_t n) {
@@ -33,6 +47,55 @@ double MpiCommunicator::AllreduceMax(double x) {
   double out = x;
   MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   return out;
+}
+
+CollectiveId MpiCommunicator::Start(void* data, size_t n, MPI_Datatype type) {
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    std::fprintf(stderr, "MpiCommunicator: nonblocking all-reduce of %zu elements (max 2^31-1)\n",
+                 n);
+    std::abort();
+  }
+  auto free_slot = std::find(requests_.begin(), requests_.end(), MPI_REQUEST_NULL);
+  if (free_slot == requests_.end()) free_slot = requests_.insert(requests_.end(), MPI_REQUEST_NULL);
+  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD,
+                 &*free_slot);
+  return static_cast<CollectiveId>(free_slot - requests_.begin());
+}
+
+CollectiveId MpiCommunicator::StartAllreduceSum(float* data, size_t n) {
+  return Start(data, n, MPI_FLOAT);
+}
+
+CollectiveId MpiCommunicator::StartAllreduceSum(double* data, size_t n) {
+  return Start(data, n, MPI_DOUBLE);
+}
+
+MPI_Request& MpiCommunicator::Slot(CollectiveId id) {
+  if (id < 0 || static_cast<size_t>(id) >= requests_.size() || requests_[id] == MPI_REQUEST_NULL) {
+    std::fprintf(stderr, "MpiCommunicator: collective id %d is not in flight\n", id);
+    std::abort();
+  }
+  return requests_[id];
+}
+
+bool MpiCommunicator::Test(CollectiveId id) {
+  int done = 0;
+  MPI_Test(&Slot(id), &done, MPI_STATUS_IGNORE);  // sets the request to MPI_REQUEST_NULL when done
+  return done != 0;
+}
+
+void MpiCommunicator::Wait(CollectiveId id) { MPI_Wait(&Slot(id), MPI_STATUS_IGNORE); }
+
+void MpiCommunicator::BroadcastBytes(std::string* bytes, int root) {
+  if (world_size_ == 1) return;
+  uint64_t size = bytes->size();
+  MPI_Bcast(&size, 1, MPI_UINT64_T, root, MPI_COMM_WORLD);
+  bytes->resize(size);
+  constexpr uint64_t kMaxCount = uint64_t{1} << 30;
+  for (uint64_t off = 0; off < size; off += kMaxCount) {
+    const int count = static_cast<int>(std::min(kMaxCount, size - off));
+    MPI_Bcast(bytes->data() + off, count, MPI_CHAR, root, MPI_COMM_WORLD);
+  }
 }
 
 }  // namespace engine

@@ -1,10 +1,19 @@
-// MpiCommunicator: Communicator over MPI_COMM_WORLD. The caller owns MPI_Init/MPI_Finalize
-// (main.cc, or an MPI test's main); construct this only between them.
+// MpiCommunicator: Communicator over MPI_COMM_WORLD. The caller owns MPI_Init(_thread) and
+// MPI_Finalize (main.cc, or an MPI test's main); construct this only between them, and call it
+// from one thread (the engine asks for MPI_THREAD_FUNNELED: its data loader threads never call
+// MPI).
 //
 // AllreduceMean is MPI_Allreduce(SUM) in place over the whole flat buffer, then a divide by the
-// world size. MPI guarantees every rank receives the same reduced values, so parameters updated
-// from them stay bitwise identical. Bucketing and overlap with backward come later (DESIGN §5).
+// world size. The nonblocking collectives are MPI_Iallreduce; their requests live in a slot table
+// indexed by CollectiveId. Open MPI's nonblocking collectives only advance inside MPI calls, so a
+// caller overlapping them with compute must call Test now and then (GradBuckets does, between
+// layers). MPI guarantees every rank receives the same reduced values, so parameters updated from
+// them stay bitwise identical.
 #pragma once
+
+#include <mpi.h>
+
+#include <vector>
 
 #include "engine/dist/communicator.h"
 
@@ -13,15 +22,29 @@ namespace engine {
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator();
+  // Collectives still in flight at destruction are waited for: their buffers may be freed next.
+  ~MpiCommunicator() override;
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
   void AllreduceMean(float* data, size_t n) override;
   double AllreduceSum(double x) override;
   double AllreduceMax(double x) override;
+  CollectiveId StartAllreduceSum(float* data, size_t n) override;
+  CollectiveId StartAllreduceSum(double* data, size_t n) override;
+  bool Test(CollectiveId id) override;
+  void Wait(CollectiveId id) override;
+  void BroadcastBytes(std::string* bytes, int root) override;
+
+  // The thread support level MPI granted (MPI_Query_thread), e.g. MPI_THREAD_FUNNELED.
+  static int ThreadLevel();
 
  private:
+  CollectiveId Start(void* data, size_t n, MPI_Datatype type);
+  MPI_Request& Slot(CollectiveId id);
+
   int rank_ = 0;
   int world_size_ = 1;
+  std::vector<MPI_Request> requests_;  // MPI_REQUEST_NULL: free slot
 };
 
 }  // namespace engine

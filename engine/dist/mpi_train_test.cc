@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -79,7 +80,13 @@ TEST(MpiTrainTest, ParametersIdenticalOnAllRanksAndLossFalls) {
 }  // namespace engine
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // As embody-engine: loader threads exist but only the main thread calls MPI.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  if (provided < MPI_THREAD_FUNNELED) {
+    std::fprintf(stderr, "MPI provides thread level %d < MPI_THREAD_FUNNELED\n", provided);
+    return 1;
+  }
   ::testing::InitGoogleTest(&argc, argv);
   int rc = RUN_ALL_TESTS();
   MPI_Finalize();

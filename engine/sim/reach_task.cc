@@ -37,34 +37,45 @@ void ReachTask::ApplyAction(const double* action, double* c) const {
   }
 }
 
+// Tag in the first key slot of SampleAt's streams, so they never coincide with Sample's
+// (seed, rank, step, b) streams.
+constexpr uint64_t kGlobalStreamTag = 0x676c6f62616cULL;  // "global"
+
 void ReachTask::Sample(uint64_t rank, uint64_t step, int batch, float* obs, float* chunks) const {
-  const int n = action_dim_;
-  const int od = obs_dim();
-  std::vector<double> c(n), g(n), a(n);
   for (int b = 0; b < batch; ++b) {
-    Rng rng = Rng::ForKey(seed_, rank, step, static_cast<uint64_t>(b));
-    for (int j = 0; j < n; ++j) {
-      if (j < 3) {  // position in the workspace box
-        c[j] = rng.Uniform(-0.5, 0.5);
-        g[j] = rng.Uniform(-0.5, 0.5);
-      } else if (j == kGripper) {
-        c[j] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
-        g[j] = 1.0;
-      } else {  // orientation and auxiliary joints
-        c[j] = rng.Uniform(-1.0, 1.0);
-        g[j] = rng.Uniform(-1.0, 1.0);
-      }
+    SampleFrom(rank, step, static_cast<uint64_t>(b), obs + static_cast<size_t>(b) * obs_dim(),
+               chunks + static_cast<size_t>(b) * chunk_dim());
+  }
+}
+
+void ReachTask::SampleAt(uint64_t index, float* obs, float* chunk) const {
+  SampleFrom(kGlobalStreamTag, index, 0, obs, chunk);
+}
+
+void ReachTask::SampleFrom(uint64_t key_b, uint64_t key_c, uint64_t key_d, float* o,
+                           float* chunk) const {
+  const int n = action_dim_;
+  std::vector<double> c(n), g(n), a(n);
+  Rng rng = Rng::ForKey(seed_, key_b, key_c, key_d);
+  for (int j = 0; j < n; ++j) {
+    if (j < 3) {  // position in the workspace box
+      c[j] = rng.Uniform(-0.5, 0.5);
+      g[j] = rng.Uniform(-0.5, 0.5);
+    } else if (j == kGripper) {
+      c[j] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+      g[j] = 1.0;
+    } else {  // orientation and auxiliary joints
+      c[j] = rng.Uniform(-1.0, 1.0);
+      g[j] = rng.Uniform(-1.0, 1.0);
     }
-    float* o = obs + static_cast<size_t>(b) * od;
-    for (int j = 0; j < n; ++j) o[j] = static_cast<float>(c[j]);
-    for (int j = 0; j < n; ++j) o[n + j] = static_cast<float>(g[j]);
-    for (int d = 0; d < kDistractors; ++d) o[2 * n + d] = static_cast<float>(rng.Normal());
-    float* chunk = chunks + static_cast<size_t>(b) * chunk_dim();
-    for (int t = 0; t < horizon_; ++t) {
-      ExpertAction(c.data(), g.data(), a.data());
-      for (int j = 0; j < n; ++j) chunk[t * n + j] = static_cast<float>(a[j]);
-      ApplyAction(a.data(), c.data());
-    }
+  }
+  for (int j = 0; j < n; ++j) o[j] = static_cast<float>(c[j]);
+  for (int j = 0; j < n; ++j) o[n + j] = static_cast<float>(g[j]);
+  for (int d = 0; d < kDistractors; ++d) o[2 * n + d] = static_cast<float>(rng.Normal());
+  for (int t = 0; t < horizon_; ++t) {
+    ExpertAction(c.data(), g.data(), a.data());
+    for (int j = 0; j < n; ++j) chunk[t * n + j] = static_cast<float>(a[j]);
+    ApplyAction(a.data(), c.data());
   }
 }
 

@@ -22,9 +22,11 @@
 // the gripper's entry is +1, "grasp"), then distractors: standard normal noise the policy must
 // learn to ignore. Every action lies in [-1, 1].
 //
-// Samples are a pure function of (seed, rank, step, index): every rank draws different data for
-// data parallelism and a run can be replayed exactly. Not a physics simulator: no dynamics,
-// joint limits or collisions.
+// Samples are a pure function of (seed, global sample index) (SampleAt): the trainer's data stream
+// is one sequence of samples that ranks split between them, so a run can be replayed exactly and
+// resumed on a different number of ranks from the same position. The older (seed, rank, step,
+// index) keying (Sample) is kept for callers that want per-rank streams. Not a physics simulator:
+// no dynamics, joint limits or collisions.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +53,9 @@ class ReachTask {
   // Draws `batch` samples for (rank, step).
   // obs: (batch, obs_dim), chunks: (batch, horizon, action_dim); both row-major, caller-owned.
   void Sample(uint64_t rank, uint64_t step, int batch, float* obs, float* chunks) const;
+  // Draws the sample with global index `index` of this task's stream.
+  // obs: (obs_dim), chunk: (horizon, action_dim); caller-owned.
+  void SampleAt(uint64_t index, float* obs, float* chunk) const;
 
   // The expert's action (action_dim) in state c (action_dim) toward goal g (action_dim).
   void ExpertAction(const double* c, const double* g, double* action) const;
@@ -60,6 +65,8 @@ class ReachTask {
   double PositionError(const double* c, const double* g) const;
 
  private:
+  void SampleFrom(uint64_t key_b, uint64_t key_c, uint64_t key_d, float* obs, float* chunk) const;
+
   int action_dim_;
   int horizon_;
   uint64_t seed_;

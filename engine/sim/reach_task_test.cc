@@ -28,6 +28,27 @@ TEST(ReachTaskTest, DeterministicPerSeedRankAndStep) {
   EXPECT_NE(x.obs, Draw(other_seed, 0, 3, 8).obs);  // another seed
 }
 
+TEST(ReachTaskTest, SampleAtIsAFunctionOfSeedAndGlobalIndex) {
+  ReachTask a(7, 16, 5), b(7, 16, 5), other_seed(7, 16, 6);
+  auto at = [](const ReachTask& t, uint64_t i) {
+    Batch s{std::vector<float>(t.obs_dim()), std::vector<float>(t.chunk_dim())};
+    t.SampleAt(i, s.obs.data(), s.chunks.data());
+    return s;
+  };
+  EXPECT_EQ(at(a, 123).obs, at(b, 123).obs);
+  EXPECT_EQ(at(a, 123).chunks, at(b, 123).chunks);
+  EXPECT_NE(at(a, 123).obs, at(a, 124).obs);
+  EXPECT_NE(at(a, 123).obs, at(other_seed, 123).obs);
+  // Its stream is not one of the per-rank streams.
+  EXPECT_NE(at(a, 0).obs, Draw(a, 0, 0, 1).obs);
+  // Same expert: the chunk starts with the action the controller takes from the observed state.
+  Batch s = at(a, 7);
+  double c[7], g[7], act[7];
+  for (int j = 0; j < 7; ++j) c[j] = s.obs[j], g[j] = s.obs[7 + j];
+  a.ExpertAction(c, g, act);
+  for (int j = 0; j < 7; ++j) EXPECT_NEAR(s.chunks[j], act[j], 1e-6);
+}
+
 TEST(ReachTaskTest, ObservationLayout) {
   ReachTask task(7, 4, 1);
   EXPECT_EQ(task.obs_dim(), 2 * 7 + ReachTask::kDistractors);

@@ -1,0 +1,30 @@
+// The fast Linear layer: the same contract as LinearForward/LinearBackward in
+// engine/model/layers.h (which stay the plain-loop reference this is tested against), with the
+// matrix products done by Eigen's blocked GEMM over maps of the caller's flat buffers (no copies,
+// no allocation in the steady state). Single-threaded unless Eigen is built with OpenMP.
+//
+// Row-major, as everywhere in the engine: B = rows, C = input features, OC = output features.
+// This header does not include Eigen, so users stay light; only linear_fast.cc does.
+#pragma once
+
+namespace engine {
+
+// out (B, OC) = inp (B, C) · weight (OC, C)ᵀ + bias (OC) (bias may be nullptr).
+void LinearForwardFast(float* out, const float* inp, const float* weight, const float* bias, int B,
+                       int C, int OC);
+
+// Accumulates: dinp (B, C) += dout · weight (dinp may be nullptr), dweight (OC, C) += doutᵀ · inp,
+// dbias (OC) += column sums of dout (dbias may be nullptr). With overwrite_dinp, dinp = dout ·
+// weight instead: saves zeroing a scratch gradient that has no other contributor.
+void LinearBackwardFast(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, int B, int C, int OC,
+                        bool overwrite_dinp = false);
+
+// GELU (tanh approximation, as GeluForward/GeluBackward in layers.h) with Eigen's vectorised
+// tanh: out (N) = gelu(inp); dinp (N) += gelu'(inp) · dout.
+void GeluForwardFast(float* out, const float* inp, long N);
+void GeluBackwardFast(float* dinp, const float* inp, const float* dout, long N);
+// grad (N) *= gelu'(inp): the backward in place, for a gradient no one else accumulates into.
+void GeluGradInPlace(float* grad, const float* inp, long N);
+
+}  // namespace engine

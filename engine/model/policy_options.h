@@ -1,0 +1,17 @@
+// The policy transformer's configuration from a job's engine options (api/job_spec.h): the one
+// place that maps JobSpec fields onto PolicyConfig, so the trainer and tools agree.
+#pragma once
+
+#include "api/job_spec.h"
+#include "common/status.h"
+#include "engine/model/policy_transformer.h"
+
+namespace engine {
+
+// engine.model.{d_model, layers, heads, mlp, action_horizon, action_dim, action_head} and
+// engine.attention; vocab and positions keep PolicyConfig's defaults (512 each, matching
+// api::kMaxPositions). Errors: an action head or attention the model does not know, or a shape
+// PolicyConfig::Validate rejects (ParseJobSpec rejects both first).
+common::Result<PolicyConfig> PolicyConfigFromOptions(const api::EngineOptions& options);
+
+}  // namespace engine

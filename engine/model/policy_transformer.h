@@ -1,0 +1,148 @@
+// PolicyTransformer: the embodied policy of docs/DESIGN.md §5, a pre-norm transformer over one
+// token sequence per sample (language, image patches, proprio state, action chunk) with a
+// flow-matching action head (GR00T N1.5 / π0 style).
+//
+//   embed (N, C): per slot, by modality
+//     language  token[id]                    image   patch (192 → C) linear
+//     state     state (16 → C) linear         action  action (A → C) linear(x_t) + time(64 → C)
+//     linear(φ(t))
+//     + modality[m] + position[p]            (padding slots: all zeros)
+//   L × block:  x += proj(attn(qkv(rmsnorm1(x))))     attention within each sample's segment
+//               x += fc2(gelu(fc1(rmsnorm2(x))))
+//   rmsnorm_f, then on the action slots only: v = action_head(x) (A)
+//   loss = Σ_a w_a ‖v_a − (a − noise)_a‖² / (Σ_a w_a · A)       (see PackedBatch)
+// φ(t) is the sinusoidal time features of policy_layers.h (TimeFeatures). Attention is
+// bidirectional within a sample unless config.causal.
+//
+// Parameters live in one float allocation, gradients in a second with the same layout (names,
+// shapes and offsets in layout(); see param_layout.h). Activations live in a third allocation
+// sized for the largest batch seen (or reserved up front with Reserve) and reused, so steady-state
+// steps do not allocate or fault pages. Forward keeps a pointer to the batch: the batch must stay
+// alive and unchanged until the Backward that follows. Not thread-safe; single-threaded.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/kernels/attention_workspace.h"
+#include "engine/model/attention_layer.h"
+#include "engine/model/packed_batch.h"
+#include "engine/model/param_layout.h"
+
+namespace engine {
+
+struct PolicyConfig {
+  int d_model = 256;
+  int layers = 4;
+  int heads = 8;
+  int mlp = 1024;
+  int vocab = 512;
+  int max_positions = 512;  // learned position embeddings; positions restart per sample
+  int action_dim = 7;
+  int action_horizon = 16;
+  bool causal = false;
+  AttentionKind attention = AttentionKind::kVarlen;
+
+  int head_dim() const { return d_model / heads; }
+  // heads must divide d_model, head_dim ≤ 128, everything ≥ 1.
+  common::Status Validate() const;
+};
+
+class PolicyTransformer {
+ public:
+  static common::Result<std::unique_ptr<PolicyTransformer>> Create(const PolicyConfig& config);
+
+  // Deterministic from seed (same seed, bitwise same parameters on every rank): weights and
+  // embeddings N(0, 0.02), the two projections writing into the residual stream (attn.proj,
+  // mlp.fc2) N(0, 0.02/sqrt(2·layers)), biases 0, RMSNorm weights 1.
+  void Init(uint64_t seed);
+
+  // Grows the activation buffer for batches up to rows × T slots (and their action tokens and
+  // patches, bounded by the slots); Forward grows it on demand otherwise.
+  void Reserve(int rows, int tokens_per_row);
+
+  // Runs the model on batch and returns the flow-matching loss; velocities in velocity().
+  common::Result<float> Forward(const PackedBatch& batch);
+  // Accumulates d loss / d params into grads() for the last Forward's batch.
+  common::Status Backward();
+  void ZeroGrad();
+
+  // Inference: Euler integration of dx/dt = v(x, t) from x(0) = noise to t = 1 in `steps` equal
+  // steps. context's action slots give the chunk's place; its time and noisy_action are
+  // overwritten. noise and actions (num_actions, action_dim).
+  common::Status SampleActions(PackedBatch* context, const float* noise, int steps, float* actions);
+
+  const PolicyConfig& config() const { return config_; }
+  const ParamLayout& layout() const { return layout_; }
+  size_t num_params() const { return params_.size(); }  // floats of the flat buffer
+  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  const float* grads() const { return grads_.data(); }
+  // Tensor by name (nullptr if absent), in the parameter or gradient buffer.
+  float* param(std::string_view name);
+  const float* grad(std::string_view name) const;
+  // Predicted velocities of the last Forward, (num_actions, action_dim).
+  const float* velocity() const { return pred_; }
+  // Token embeddings (input of block 0) and the final RMSNorm's output of the last Forward,
+  // (N, d_model) each: for tests and debugging.
+  const float* embeddings() const { return resid_.empty() ? nullptr : resid_[0]; }
+  const float* final_hidden() const { return lnf_; }
+  // Activation floats currently allocated; grows only.
+  size_t activation_floats() const { return acts_.size(); }
+
+ private:
+  explicit PolicyTransformer(const PolicyConfig& config);
+
+  struct BlockParams {  // offsets into the flat buffers
+    size_t norm1, qkv_w, qkv_b, proj_w, proj_b, norm2, fc1_w, fc1_b, fc2_w, fc2_b;
+  };
+  struct BlockActs {
+    float* ln1;    // (N, C)
+    float* rstd1;  // (N)
+    AttentionActs attn;
+    float* mid;    // (N, C) residual after attention
+    float* ln2;    // (N, C)
+    float* rstd2;  // (N)
+    float* pre;    // (N, M)
+    float* act;    // (N, M)
+  };
+
+  common::Status PrepareBatch(const PackedBatch& batch);
+  void BindActivations(int N, int rows, int Na, int Np, int Ns);
+  common::Status RunForward();
+
+  PolicyConfig config_;
+  ParamLayout layout_;
+  // Offsets of the non-block tensors.
+  size_t tok_emb_, pos_emb_, mod_emb_, patch_w_, patch_b_, state_w_, state_b_, action_w_, action_b_,
+      time_w_, time_b_, norm_f_, head_w_, head_b_;
+  std::vector<BlockParams> blocks_;
+  std::vector<float> params_;
+  std::vector<float> grads_;
+
+  // The batch of the last Forward and its per-slot plan.
+  const PackedBatch* batch_ = nullptr;
+  std::vector<int32_t> lang_ids_, pos_ids_, mod_ids_;  // (N), -1 where not applicable
+  std::vector<int32_t> image_slots_, state_slots_,
+      action_slots_;                // slot of each patch/state/action
+  std::vector<float> action_time_;  // (Na)
+  std::vector<uint8_t> key_mask_;   // (N)
+  double normalizer_ = 1.0;
+
+  // Activations, carved from acts_.
+  std::vector<float> acts_;
+  std::vector<float*> resid_;  // layers + 1 of (N, C)
+  std::vector<BlockActs> block_acts_;
+  float *branch_, *lnf_ = nullptr, *rstdf_, *head_in_, *pred_ = nullptr, *tfeat_, *act_emb_,
+                  *patch_emb_, *state_emb_;
+  // Backward scratch.
+  float *dres_, *dln_, *dpre_, *dpred_, *dhead_in_, *dsmall_;
+  AttentionScratch attn_scratch_{};
+  kernels::AttentionWorkspace ws_;
+};
+
+}  // namespace engine

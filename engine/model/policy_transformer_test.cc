@@ -1,0 +1,286 @@
+// The whole policy transformer: parameter layout, finite differences through the full model,
+// packed == unpacked == padded training (loss and every gradient), Euler sampling, batch checks.
+#include "engine/model/policy_transformer.h"
+
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "api/job_spec.h"
+#include "engine/model/policy_options.h"
+#include "engine/model/sample_fixtures.h"
+#include "engine/testing/grad_check.h"
+
+namespace engine {
+namespace {
+
+constexpr int kHorizon = 3, kActionDim = 2;
+
+PolicyConfig TinyConfig() {
+  PolicyConfig c;
+  c.d_model = 16;
+  c.layers = 2;
+  c.heads = 2;
+  c.mlp = 24;
+  c.vocab = 32;
+  c.max_positions = 32;
+  c.action_dim = kActionDim;
+  c.action_horizon = kHorizon;
+  return c;
+}
+
+std::unique_ptr<PolicyTransformer> Make(const PolicyConfig& c, uint64_t seed = 5) {
+  auto m = PolicyTransformer::Create(c);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  (*m)->Init(seed);
+  // Larger weights than the init so every path carries a visible gradient.
+  Rng rng(99);
+  for (const ParamTensor& t : (*m)->layout().tensors()) {
+    float* p = (*m)->params() + t.offset;
+    for (size_t i = 0; i < t.size; ++i) p[i] += static_cast<float>(0.2 * rng.Normal());
+  }
+  return std::move(*m);
+}
+
+std::vector<PolicySample> Samples(uint64_t seed) {
+  Rng rng(seed);
+  return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}, {2, 1, 1}}, 32, kHorizon,
+                                kActionDim, /*patches_per_camera=*/2);
+}
+
+TEST(PolicyConfigTest, Validation) {
+  PolicyConfig c = TinyConfig();
+  EXPECT_TRUE(c.Validate().ok());
+  c.heads = 3;
+  EXPECT_EQ(c.Validate().field(), "heads");
+  c = TinyConfig();
+  c.d_model = 256;
+  c.heads = 1;
+  EXPECT_EQ(c.Validate().field(), "heads");  // head dim 256 > 128
+  c = TinyConfig();
+  c.mlp = 0;
+  EXPECT_FALSE(PolicyTransformer::Create(c).ok());
+}
+
+TEST(PolicyConfigTest, FromJobSpecOptions) {
+  auto spec = api::ParseJobSpec(nlohmann::json::parse(R"({"name":"p","kind":"train",
+      "resources":{"nodes":1},
+      "engine":{"model":{"d_model":64,"layers":3,"heads":2,"action_horizon":8,"action_dim":5},
+                "data":{"packing":false},"attention":"padded"}})"),
+                                {});
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto c = PolicyConfigFromOptions(spec->engine);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->d_model, 64);
+  EXPECT_EQ(c->layers, 3);
+  EXPECT_EQ(c->heads, 2);
+  EXPECT_EQ(c->mlp, 256);
+  EXPECT_EQ(c->action_horizon, 8);
+  EXPECT_EQ(c->action_dim, 5);
+  EXPECT_EQ(c->attention, AttentionKind::kPadded);
+  api::EngineOptions bad = spec->engine;
+  bad.model.heads = 3;  // what ParseJobSpec would have refused
+  EXPECT_EQ(PolicyConfigFromOptions(bad).status().field(), "engine.model.heads");
+  bad = spec->engine;
+  bad.attention = "flash";
+  EXPECT_EQ(PolicyConfigFromOptions(bad).status().field(), "engine.attention");
+}
+
+TEST(PolicyTransformerTest, LayoutNamesShapesAndOffsets) {
+  PolicyConfig c;  // reference size
+  auto m = PolicyTransformer::Create(c);
+  ASSERT_TRUE(m.ok());
+  const ParamLayout& L = (*m)->layout();
+  const ParamTensor* qkv = L.Find("blocks.3.attn.qkv.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->shape, (std::vector<int>{768, 256}));
+  EXPECT_EQ(qkv->offset % 16, 0u);
+  EXPECT_EQ(L.Find("blocks.4.attn.qkv.weight"), nullptr);
+  size_t expect = 512 * 256 + 512 * 256 + 4 * 256 + 256 * 192 + 256 + 256 * 16 + 256 + 256 * 7 +
+                  256 + 256 * 64 + 256 + 256 + 7 * 256 + 7;
+  expect +=
+      4 * (256 + 768 * 256 + 768 + 256 * 256 + 256 + 256 + 1024 * 256 + 1024 + 256 * 1024 + 256);
+  EXPECT_EQ(L.num_parameters(), expect);
+  EXPECT_GE((*m)->num_params(), expect);
+  // Tensors do not overlap and appear in order.
+  size_t end = 0;
+  for (const ParamTensor& t : L.tensors()) {
+    EXPECT_GE(t.offset, end) << t.name;
+    end = t.offset + t.size;
+  }
+  EXPECT_EQ(end, (*m)->num_params());
+  (*m)->Init(1);
+  EXPECT_EQ((*m)->param("norm_f.weight")[0], 1.0f);
+  EXPECT_EQ((*m)->param("blocks.0.mlp.fc1.bias")[3], 0.0f);
+  auto m2 = PolicyTransformer::Create(c);
+  (*m2)->Init(1);
+  EXPECT_EQ(std::vector<float>((*m)->params(), (*m)->params() + (*m)->num_params()),
+            std::vector<float>((*m2)->params(), (*m2)->params() + (*m2)->num_params()));
+}
+
+// Finite differences through the whole model, for a sample of entries of every tensor.
+void CheckModelGradients(const PolicyConfig& c, const PackedBatch& batch) {
+  auto m = Make(c);
+  m->ZeroGrad();
+  auto loss0 = m->Forward(batch);
+  ASSERT_TRUE(loss0.ok()) << loss0.status().ToString();
+  ASSERT_TRUE(m->Backward().ok());
+  std::vector<float> analytic(m->grads(), m->grads() + m->num_params());
+  auto loss = [&] { return static_cast<double>(m->Forward(batch).value()); };
+  Rng pick(3);
+  for (const ParamTensor& t : m->layout().tensors()) {
+    for (int k = 0; k < 6; ++k) {
+      const size_t i = t.offset + pick.NextU64() % t.size;
+      const double numeric = testing::NumericGrad(m->params() + i, loss, 1e-2f);
+      EXPECT_NEAR(analytic[i], numeric, 2e-4 + 3e-2 * std::fabs(numeric))
+          << t.name << "[" << i - t.offset << "]";
+    }
+  }
+}
+
+TEST(PolicyTransformerTest, GradientsMatchFiniteDifferencesPacked) {
+  auto samples = Samples(1);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  ASSERT_LT(b.rows, static_cast<int>(samples.size()));
+  CheckModelGradients(TinyConfig(), b);
+  PolicyConfig causal = TinyConfig();
+  causal.causal = true;
+  CheckModelGradients(causal, b);
+}
+
+TEST(PolicyTransformerTest, GradientsMatchFiniteDifferencesPadded) {
+  auto samples = Samples(2);
+  PolicyConfig c = TinyConfig();
+  c.attention = AttentionKind::kPadded;
+  CheckModelGradients(c, testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim));
+}
+
+struct Outcome {
+  float loss;
+  std::vector<float> grads;
+};
+
+Outcome Train(PolicyConfig c, AttentionKind kind, const PackedBatch& b) {
+  c.attention = kind;
+  auto m = Make(c);
+  m->ZeroGrad();
+  auto loss = m->Forward(b);
+  EXPECT_TRUE(loss.ok()) << loss.status().ToString();
+  EXPECT_TRUE(m->Backward().ok());
+  return {*loss, std::vector<float>(m->grads(), m->grads() + m->num_params())};
+}
+
+// The central property of packing: the same samples packed into shared rows, one per row with
+// the varlen kernel, and one per row with the padded kernel give the same loss and the same
+// gradient for every parameter tensor.
+TEST(PolicyTransformerTest, PackedAndUnpackedComputeTheSameFunction) {
+  for (bool causal : {false, true}) {
+    PolicyConfig c = TinyConfig();
+    c.causal = causal;
+    auto samples = Samples(3);
+    PackedBatch packed = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+    PackedBatch padded = testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim);
+    ASSERT_LT(packed.rows, padded.rows);
+    const Outcome a = Train(c, AttentionKind::kVarlen, packed);
+    const Outcome b = Train(c, AttentionKind::kVarlen, padded);
+    const Outcome p = Train(c, AttentionKind::kPadded, padded);
+    EXPECT_NEAR(a.loss, b.loss, 1e-6 * std::fabs(b.loss));
+    EXPECT_NEAR(a.loss, p.loss, 1e-6 * std::fabs(p.loss));
+    auto m = PolicyTransformer::Create(c);
+    for (const ParamTensor& t : (*m)->layout().tensors()) {
+      for (const Outcome* o : {&b, &p}) {
+        double diff = 0.0, norm = 0.0;
+        for (size_t i = t.offset; i < t.offset + t.size; ++i) {
+          diff += std::pow(static_cast<double>(a.grads[i]) - o->grads[i], 2);
+          norm += std::pow(static_cast<double>(o->grads[i]), 2);
+        }
+        EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm) + 1e-12)
+            << t.name << " causal " << causal;
+        if (t.name != "embed.token" && t.name != "embed.position") {
+          EXPECT_GT(norm, 0.0) << t.name << " has no gradient";
+        }
+      }
+    }
+  }
+}
+
+TEST(PolicyTransformerTest, LossNormalizerAndAccumulation) {
+  auto samples = Samples(4);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  auto m = Make(TinyConfig());
+  m->ZeroGrad();
+  const float l1 = m->Forward(b).value();
+  ASSERT_TRUE(m->Backward().ok());
+  std::vector<float> g1(m->grads(), m->grads() + m->num_params());
+  ASSERT_TRUE(m->Backward().ok());  // accumulates
+  for (size_t i = 0; i < g1.size(); i += 97) EXPECT_FLOAT_EQ(m->grads()[i], 2 * g1[i]);
+  // A global normaliser twice the local one halves the loss and the gradient.
+  b.loss_normalizer = 2.0 * b.WeightTotal();
+  m->ZeroGrad();
+  EXPECT_NEAR(m->Forward(b).value(), 0.5f * l1, 1e-6 * l1);
+  ASSERT_TRUE(m->Backward().ok());
+  for (size_t i = 0; i < g1.size(); i += 97) EXPECT_NEAR(m->grads()[i], 0.5f * g1[i], 1e-6);
+}
+
+TEST(PolicyTransformerTest, SampleActionsIntegratesTheVelocity) {
+  auto samples = Samples(5);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  auto m = Make(TinyConfig());
+  // A head that ignores its input predicts a constant velocity c: x(1) = noise + c, any steps.
+  float* w = m->param("action_head.weight");
+  float* bias = m->param("action_head.bias");
+  std::fill(w, w + kActionDim * 16, 0.0f);
+  bias[0] = 0.5f;
+  bias[1] = -2.0f;
+  const int n = b.num_actions() * kActionDim;
+  std::vector<float> noise(n), out(n);
+  Rng rng(6);
+  for (float& z : noise) z = static_cast<float>(rng.Normal());
+  for (int steps : {1, 4}) {
+    ASSERT_TRUE(m->SampleActions(&b, noise.data(), steps, out.data()).ok());
+    for (int i = 0; i < n; ++i) ASSERT_NEAR(out[i], noise[i] + bias[i % kActionDim], 1e-5);
+  }
+  EXPECT_FALSE(m->SampleActions(&b, noise.data(), 0, out.data()).ok());
+  EXPECT_FALSE(m->Backward().ok());  // sampling leaves nothing to differentiate
+  // With a real head, different step counts give different (finite) actions.
+  auto m2 = Make(TinyConfig());
+  std::vector<float> a1(n), a4(n);
+  ASSERT_TRUE(m2->SampleActions(&b, noise.data(), 1, a1.data()).ok());
+  ASSERT_TRUE(m2->SampleActions(&b, noise.data(), 4, a4.data()).ok());
+  EXPECT_NE(a1, a4);
+  for (float x : a4) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST(PolicyTransformerTest, RejectsBadBatches) {
+  auto samples = Samples(6);
+  PackedBatch packed = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PolicyConfig c = TinyConfig();
+  c.attention = AttentionKind::kPadded;
+  auto padded_model = Make(c);
+  EXPECT_FALSE(padded_model->Forward(packed).ok());  // several samples in one row
+  auto m = Make(TinyConfig());
+  PackedBatch bad = packed;
+  bad.action_dim = 3;
+  EXPECT_FALSE(m->Forward(bad).ok());
+  bad = packed;
+  bad.index[0] = 32;  // language id ≥ vocab
+  EXPECT_FALSE(m->Forward(bad).ok());
+}
+
+TEST(PolicyTransformerTest, ActivationsAreReusedAcrossSteps) {
+  auto m = Make(TinyConfig());
+  m->Reserve(4, 32);
+  const size_t reserved = m->activation_floats();
+  for (uint64_t s = 0; s < 3; ++s) {
+    auto samples = Samples(10 + s);
+    PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+    ASSERT_LE(b.rows, 4);
+    ASSERT_TRUE(m->Forward(b).ok());
+    ASSERT_TRUE(m->Backward().ok());
+    EXPECT_EQ(m->activation_floats(), reserved);
+  }
+}
+
+}  // namespace
+}  // namespace engine
