@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/crypto.h"
 #include "common/log.h"
 
 namespace agent {
@@ -14,16 +13,6 @@ namespace {
 thread_local std::chrono::steady_clock::time_point t_started;
 thread_local std::string t_route;
 
-bool SaneId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 common::LogLevel LevelFor(const std::string& route, int status) {
   if (status >= 500) return common::LogLevel::kError;
   if (status >= 400) return common::LogLevel::kWarn;
@@ -33,10 +22,7 @@ common::LogLevel LevelFor(const std::string& route, int status) {
 
 }  // namespace
 
-std::string RequestIdFor(const std::string& incoming) {
-  if (SaneId(incoming)) return incoming;
-  return common::RandomToken().substr(0, 16);
-}
+std::string RequestIdFor(const std::string& incoming) { return common::RequestIdFor(incoming); }
 
 void EnableRequestLog(httplib::Server& server) {
   server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -33,6 +33,7 @@ HttpServerChannel::HttpServerChannel(const std::string& server_url, const std::s
   client_->set_read_timeout(15, 0);
   client_->set_write_timeout(15, 0);
   client_->set_keep_alive(true);
+  client_->set_tcp_nodelay(true);  // else each call can wait ~40 ms (Nagle + delayed ACK)
 }
 
 HttpServerChannel::~HttpServerChannel() = default;

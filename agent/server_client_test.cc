@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/request_id.h"
+
 namespace agent {
 namespace {
 
@@ -17,6 +19,7 @@ class FakeHttpServer {
       last_path = req.path;
       last_auth = req.get_header_value("Authorization");
       last_body = req.body;
+      last_request_id = req.get_header_value("X-Request-Id");
       res.status = status;
       res.set_content(reply, "application/json");
     });
@@ -31,7 +34,7 @@ class FakeHttpServer {
 
   int status = 200;
   std::string reply;
-  std::string last_path, last_auth, last_body;
+  std::string last_path, last_auth, last_body, last_request_id;
 
  private:
   httplib::Server server_;
@@ -57,6 +60,11 @@ TEST(HttpServerChannelTest, RegisterAndHeartbeat) {
   ASSERT_EQ(reply->commands.size(), 1u);
   EXPECT_EQ(reply->commands[0].type, api::Command::Type::kKill);
   EXPECT_EQ(fake.last_path, "/v1/agents/12/heartbeat");
+  // Each call carries a fresh request id, which the server logs with its access line.
+  std::string first_id = fake.last_request_id;
+  EXPECT_TRUE(common::IsSafeRequestId(first_id)) << first_id;
+  ASSERT_TRUE(channel.Heartbeat(12, hb).ok());
+  EXPECT_NE(fake.last_request_id, first_id);
 }
 
 TEST(HttpServerChannelTest, MapsFailures) {

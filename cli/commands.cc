@@ -25,6 +25,8 @@ const char* kUsage = R"(usage: embody <command> [args]
   cancel ID                          cancel a job
   logs ID [-f] [--rank N]            logs of every rank (or one); -f follows until the job ends
   events ID [--type TYPE]            the job's events (state changes, steps, checkpoints)
+  metrics ID [--names a,b] [--since STEP] [--max-points N]
+                                     the job's step series (default: every field, 500 points)
   nodes                              nodes and their state
 
 The server and token come from EMBODY_URL / EMBODY_TOKEN, or from the .embody/env file that
@@ -186,6 +188,20 @@ int Events(ApiClient& api, const std::vector<std::string>& args) {
   return 0;
 }
 
+int Metrics(ApiClient& api, const std::vector<std::string>& args) {
+  std::string path = "/v1/jobs/" + args[1] + "/metrics?";
+  for (const auto& [flag, param] : {std::pair<const char*, const char*>{"--names", "names"},
+                                    {"--since", "since"},
+                                    {"--max-points", "max_points"}}) {
+    std::string v = Option(args, flag);
+    if (!v.empty()) path += std::string(param) + "=" + v + "&";
+  }
+  auto r = api.Get(path);
+  if (!r.ok()) return Fail(r.status());
+  std::fputs(MetricsTable(*r).c_str(), stdout);
+  return 0;
+}
+
 int Logs(ApiClient& api, const std::vector<std::string>& args) {
   std::string path = "/v1/jobs/" + args[1] + "/logs?";
   std::string rank = Option(args, "--rank");
@@ -207,7 +223,7 @@ int RunCli(const std::vector<std::string>& args) {
   }
   const std::string& cmd = args[0];
   bool needs_id = cmd == "show" || cmd == "watch" || cmd == "cancel" || cmd == "logs" ||
-                  cmd == "events";
+                  cmd == "events" || cmd == "metrics";
   if (needs_id && (args.size() < 2 || !IsId(args[1]))) {
     std::fprintf(stderr, "embody: %s needs a job id (a number)\n", cmd.c_str());
     return 2;
@@ -226,6 +242,7 @@ int RunCli(const std::vector<std::string>& args) {
   if (cmd == "nodes") return Nodes(api);
   if (cmd == "watch") return Watch(api, args[1]);
   if (cmd == "events") return Events(api, args);
+  if (cmd == "metrics") return Metrics(api, args);
   if (cmd == "logs") return Logs(api, args);
   if (cmd == "show") {
     auto r = api.Get("/v1/jobs/" + args[1]);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
+#include <map>
 
 namespace cli {
 
@@ -69,6 +71,41 @@ std::string ProgressLine(const nlohmann::json& job, int width) {
   std::string line = bar + " " + pct + "  " + state;
   if (!detail.empty()) line += "  " + detail;
   return line;
+}
+
+std::string MetricsTable(const nlohmann::json& reply) {
+  const nlohmann::json& series = reply.value("series", nlohmann::json::object());
+  std::vector<std::string> names;
+  // step -> (time_ms, value per column)
+  std::map<int64_t, std::pair<int64_t, std::vector<std::string>>> rows;
+  for (const auto& [name, points] : series.items()) {
+    const size_t col = names.size();
+    names.push_back(name);
+    for (const auto& p : points) {
+      if (!p.is_array() || p.size() != 3) continue;
+      auto& row = rows[p[0].get<int64_t>()];
+      row.first = p[1].get<int64_t>();
+      row.second.resize(col + 1, "-");
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.6g", p[2].get<double>());
+      row.second[col] = buf;
+    }
+  }
+  std::vector<std::vector<std::string>> table = {{"STEP", "TIME"}};
+  for (const auto& n : names) table[0].push_back(n);
+  for (auto& [step, row] : rows) {
+    row.second.resize(names.size(), "-");
+    std::vector<std::string> line = {std::to_string(step)};
+    const time_t secs = static_cast<time_t>(row.first / 1000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char t[32];
+    std::strftime(t, sizeof(t), "%H:%M:%S", &tm);
+    line.push_back(t);
+    line.insert(line.end(), row.second.begin(), row.second.end());
+    table.push_back(std::move(line));
+  }
+  return FormatTable(table);
 }
 
 }  // namespace cli

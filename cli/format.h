@@ -18,4 +18,8 @@ std::string HumanNumber(double v);
 // `job` is the Job JSON of GET /v1/jobs/{id}; `width` is the bar's width in characters.
 std::string ProgressLine(const nlohmann::json& job, int width = 30);
 
+// The series of GET /v1/jobs/{id}/metrics as a table: STEP, TIME and one column per series,
+// one row per step that any series has a point at ("-" where a series has none).
+std::string MetricsTable(const nlohmann::json& reply);
+
 }  // namespace cli

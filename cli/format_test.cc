@@ -9,6 +9,17 @@ TEST(FormatTest, Table) {
   EXPECT_EQ(FormatTable({{"ID", "NAME"}, {"10", "x"}}), "ID  NAME\n10  x\n");
 }
 
+TEST(FormatTest, MetricsTable) {
+  auto reply = nlohmann::json::parse(R"({"series": {
+      "loss": [[1, 1700000000000, 0.5], [2, 1700000001000, 0.25]],
+      "tokens_per_s": [[2, 1700000001000, 12345.5]]}})");
+  EXPECT_EQ(MetricsTable(reply),
+            "STEP  TIME      loss  tokens_per_s\n"
+            "1     22:13:20  0.5   -\n"
+            "2     22:13:21  0.25  12345.5\n");
+  EXPECT_EQ(MetricsTable(nlohmann::json::object()), "STEP  TIME\n");
+}
+
 TEST(FormatTest, HumanNumber) {
   EXPECT_EQ(HumanNumber(5), "5");
   EXPECT_EQ(HumanNumber(12345), "12.3k");

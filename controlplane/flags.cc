@@ -24,7 +24,10 @@ common::Result<int> ParseInt(const std::string& flag, const std::string& v, int 
 std::string ServerUsage() {
   return "usage: embody-server --listen HOST:PORT --db CONNINFO --data-dir DIR\n"
          "           [--port-file FILE] [--bootstrap-out FILE] [--heartbeat-interval-ms 1000]\n"
-         "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n";
+         "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n"
+         "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
+         "            server; default: the --listen address, or the discovery request's Host\n"
+         "            header when listening on all interfaces)\n";
 }
 
 common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& args) {
@@ -57,6 +60,16 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
          o.listen_host = v.substr(0, colon);
          o.listen_port = *port;
          have_listen = true;
+         return common::Status::Ok();
+       }},
+      {"--advertise",
+       [&](const std::string& flag, const std::string& v) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0 ||
+             !ParseInt(flag, v.substr(colon + 1), 1, 65535).ok()) {
+           return common::InvalidArgument("expects HOST:PORT", flag);
+         }
+         o.advertise = v;
          return common::Status::Ok();
        }},
       {"--db", str_flag(&o.db)},

@@ -12,6 +12,7 @@ namespace controlplane {
 struct ServerOptions {
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;  // 0: any free port
+  std::string advertise;  // --advertise HOST:PORT: where Prometheus scrapes this server
   std::string db;       // libpq conninfo
   std::string data_dir;
   std::string port_file;      // written with the bound port

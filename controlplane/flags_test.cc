@@ -9,7 +9,7 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   auto o = ParseServerFlags({"--listen", "0.0.0.0:8080", "--db", "host=x", "--data-dir", "/d",
                              "--port-file", "/p", "--bootstrap-out", "/b",
                              "--heartbeat-interval-ms=250", "--max-nodes-per-job", "8",
-                             "--max-ranks-per-job", "32"});
+                             "--max-ranks-per-job", "32", "--advertise", "10.0.0.5:8080"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->listen_host, "0.0.0.0");
   EXPECT_EQ(o->listen_port, 8080);
@@ -20,6 +20,7 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->heartbeat_interval_ms, 250);
   EXPECT_EQ(o->limits.max_nodes, 8);
   EXPECT_EQ(o->limits.max_ranks, 32);
+  EXPECT_EQ(o->advertise, "10.0.0.5:8080");
 }
 
 TEST(ServerFlagsTest, PortZeroMeansAnyPort) {
@@ -33,6 +34,9 @@ TEST(ServerFlagsTest, RejectsBadInputNamingTheFlag) {
   EXPECT_EQ(missing.status().field(), "--db");
   auto bad_port = ParseServerFlags({"--listen", "127.0.0.1:99999", "--db", "x", "--data-dir", "d"});
   EXPECT_EQ(bad_port.status().field(), "--listen");
+  auto bad_advertise = ParseServerFlags(
+      {"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d", "--advertise", "host"});
+  EXPECT_EQ(bad_advertise.status().field(), "--advertise");
   auto unknown = ParseServerFlags({"--bogus", "1"});
   EXPECT_EQ(unknown.status().field(), "--bogus");
   auto no_value = ParseServerFlags({"--listen"});

@@ -100,6 +100,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
   deps.max_body_bytes = opts.limits.max_body_bytes;
+  m->metrics->SetDbPoolSource([raw] {
+    db::PgPoolStats s = raw->pool->Stats();
+    return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
+  });
   deps.ready = [raw]() -> Status {
     auto v = db::CurrentSchemaVersion(*raw->pool);
     if (!v.ok()) return v.status();
@@ -112,6 +116,18 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto port = m->api->Bind(opts.listen_host, opts.listen_port);
   if (!port.ok()) return port.status();
   m->port = *port;
+  // Listening on every interface says nothing about where Prometheus reaches us: the route then
+  // answers with the address Prometheus itself used (ApiDeps::advertise_address).
+  const bool any_address = opts.listen_host == "0.0.0.0" || opts.listen_host == "::" ||
+                           opts.listen_host == "[::]";
+  if (!opts.advertise.empty()) {
+    m->api->SetAdvertiseAddress(opts.advertise);
+  } else if (!any_address) {
+    const bool v6 = opts.listen_host.find(':') != std::string::npos &&
+                    opts.listen_host.front() != '[';
+    m->api->SetAdvertiseAddress((v6 ? "[" + opts.listen_host + "]" : opts.listen_host) + ":" +
+                                std::to_string(m->port));
+  }
   if (!opts.port_file.empty()) {
     EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(opts.port_file, std::to_string(m->port) + "\n"));
   }

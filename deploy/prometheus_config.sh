@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
 # Renders deploy/prometheus.yml for one Embody deployment:
 #
-#   deploy/prometheus_config.sh --server http://HOST:PORT --token-file FILE --out DIR
+#   deploy/prometheus_config.sh --server http://HOST:PORT --token-file FILE --out DIR \
+#       [--scrape-interval 15s] [--sd-refresh-interval 30s]
 #
 # writes DIR/prometheus.yml and DIR/prometheus/alerts.yml; run `prometheus
 # --config.file=DIR/prometheus.yml`. FILE holds the bearer token for service discovery, alone or
 # as the server's bootstrap JSON ({"admin_token": ...}); from JSON the token is extracted into
 # DIR/sd_token (mode 0600), because Prometheus reads credentials files verbatim.
+# --scrape-interval sets how often targets are scraped and rules evaluated (global
+# scrape_interval and evaluation_interval), --sd-refresh-interval how often the target list is
+# fetched; both take Prometheus durations (500ms, 1s, 2m). Tests use 1s for both.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-usage() { echo "usage: $0 --server http://HOST:PORT --token-file FILE --out DIR" >&2; exit 2; }
+usage() {
+  echo "usage: $0 --server http://HOST:PORT --token-file FILE --out DIR" \
+    "[--scrape-interval DURATION] [--sd-refresh-interval DURATION]" >&2
+  exit 2
+}
 
-server="" token_file="" out=""
+server="" token_file="" out="" scrape_interval="" sd_refresh=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) server=${2:-}; shift 2 || usage ;;
     --token-file) token_file=${2:-}; shift 2 || usage ;;
     --out) out=${2:-}; shift 2 || usage ;;
+    --scrape-interval) scrape_interval=${2:-}; shift 2 || usage ;;
+    --sd-refresh-interval) sd_refresh=${2:-}; shift 2 || usage ;;
     *) usage ;;
   esac
 done
 [ -n "$server" ] && [ -n "$token_file" ] && [ -n "$out" ] || usage
+for d in "$scrape_interval" "$sd_refresh"; do
+  if [ -n "$d" ] && ! [[ "$d" =~ ^[1-9][0-9]*(ms|s|m|h)$ ]]; then
+    echo "$0: '$d' is not a duration such as 500ms, 1s or 2m" >&2
+    exit 2
+  fi
+done
 case "$server" in
   http://*|https://*) ;;
   *) echo "$0: --server must be an http:// or https:// URL, got '$server'" >&2; exit 2 ;;
@@ -41,8 +57,17 @@ fi
 
 # Escapes what is special in a sed replacement (with '|' as the delimiter).
 sed_escape() { printf '%s' "$1" | sed -e 's/[\\|&]/\\&/g'; }
+overrides=()
+if [ -n "$scrape_interval" ]; then
+  overrides+=(-e "s|^  scrape_interval: .*|  scrape_interval: $scrape_interval|"
+              -e "s|^  evaluation_interval: .*|  evaluation_interval: $scrape_interval|")
+fi
+if [ -n "$sd_refresh" ]; then
+  overrides+=(-e "s|^        refresh_interval: .*|        refresh_interval: $sd_refresh|")
+fi
 sed -e "s|__EMBODY_SERVER_URL__|$(sed_escape "$server")|g" \
   -e "s|__EMBODY_TOKEN_FILE__|$(sed_escape "$token_file")|g" \
+  ${overrides[@]+"${overrides[@]}"} \
   "$here/prometheus.yml" >"$out/prometheus.yml"
 cp "$here/prometheus/alerts.yml" "$out/prometheus/alerts.yml"
 echo "$out/prometheus.yml"

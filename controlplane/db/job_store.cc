@@ -128,11 +128,18 @@ Status PgJobStore::Update(const JobRecord& j) {
   return r.ok() ? Status::Ok() : r.status();
 }
 
-Result<std::map<std::string, int64_t>> PgJobStore::CountByState() {
-  auto r = tx_.Exec("SELECT state, count(*) AS n FROM jobs GROUP BY state");
+Result<std::map<std::pair<std::string, std::string>, int64_t>>
+PgJobStore::CountByStateAndTenant() {
+  // Grouped on tenant_id first and joined afterwards: the join then touches one row per group.
+  auto r = tx_.Exec("SELECT c.state, t.name AS tenant, c.n FROM"
+                    " (SELECT state, tenant_id, count(*) AS n FROM jobs"
+                    "  GROUP BY state, tenant_id) c"
+                    " JOIN tenants t ON t.id = c.tenant_id");
   if (!r.ok()) return r.status();
-  std::map<std::string, int64_t> out;
-  for (size_t i = 0; i < r->size(); ++i) out[r->Str(i, "state")] = r->Int(i, "n");
+  std::map<std::pair<std::string, std::string>, int64_t> out;
+  for (size_t i = 0; i < r->size(); ++i) {
+    out[{r->Str(i, "state"), r->Str(i, "tenant")}] = r->Int(i, "n");
+  }
   return out;
 }
 

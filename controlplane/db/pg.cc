@@ -132,12 +132,23 @@ Result<PgLease> PgPool::Acquire() {
   lock.unlock();
   auto conn = Connect();
   if (!conn.ok()) {
+    CountError();
     lock.lock();
     --open_;
     cv_.notify_one();
     return conn.status();
   }
   return PgLease(this, *conn);
+}
+
+PgPoolStats PgPool::Stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  PgPoolStats s;
+  s.size = size_;
+  s.idle = static_cast<int>(idle_.size());
+  s.in_use = open_ - s.idle;
+  s.errors = errors_.load(std::memory_order_relaxed);
+  return s;
 }
 
 void PgPool::Release(PGconn* conn) {
@@ -159,7 +170,10 @@ Result<std::unique_ptr<PgTx>> PgTx::Begin(PgPool& pool) {
   auto lease = pool.Acquire();
   if (!lease.ok()) return lease.status();
   auto r = db::Exec(lease->get(), "BEGIN");
-  if (!r.ok()) return r.status();
+  if (!r.ok()) {
+    pool.CountError();
+    return r.status();
+  }
   return std::unique_ptr<PgTx>(new PgTx(std::move(lease.value())));
 }
 
@@ -168,12 +182,15 @@ PgTx::~PgTx() {
 }
 
 Result<PgRows> PgTx::Exec(const std::string& sql, const Params& params) {
-  return db::Exec(lease_.get(), sql, params);
+  auto r = db::Exec(lease_.get(), sql, params);
+  if (!r.ok()) lease_.pool()->CountError();
+  return r;
 }
 
 Status PgTx::Commit() {
   open_ = false;
   auto r = db::Exec(lease_.get(), "COMMIT");
+  if (!r.ok()) lease_.pool()->CountError();
   return r.ok() ? Status::Ok() : r.status();
 }
 

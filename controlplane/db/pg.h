@@ -3,9 +3,12 @@
 //
 // This is the only place that includes libpq. Everything above it speaks Status and PgRows.
 // Connections are created lazily up to `size`; Acquire blocks on a condition variable while all
-// are in use. A connection that breaks is reset when it is returned.
+// are in use. A connection that breaks is reset when it is returned. The pool counts its
+// connections and the failed statements and connection attempts made through it (Stats(), for
+// the server's embody_db_* series).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -63,10 +66,18 @@ class PgLease {
   PgLease& operator=(const PgLease&) = delete;
   ~PgLease();
   PGconn* get() const { return conn_; }
+  PgPool* pool() const { return pool_; }
 
  private:
   PgPool* pool_;
   PGconn* conn_;
+};
+
+struct PgPoolStats {
+  int size = 0;     // the most connections the pool opens
+  int in_use = 0;   // lent out now
+  int idle = 0;     // open, waiting in the pool
+  uint64_t errors = 0;  // failed statements, commits and connection attempts so far
 };
 
 class PgPool {
@@ -80,6 +91,9 @@ class PgPool {
   common::Result<PGconn*> Connect();
   static void Close(PGconn* conn);
 
+  PgPoolStats Stats();
+  void CountError() { errors_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   friend class PgLease;
   PgPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
@@ -91,6 +105,7 @@ class PgPool {
   std::condition_variable cv_;
   std::vector<PGconn*> idle_;
   int open_ = 0;
+  std::atomic<uint64_t> errors_{0};
 };
 
 // One transaction on one pooled connection. Rolled back on destruction unless committed.

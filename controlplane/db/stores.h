@@ -27,7 +27,8 @@ class PgJobStore : public service::JobStore {
   common::Result<std::vector<service::JobRecord>> ListInStates(
       const std::vector<api::JobState>& states) override;
   common::Status Update(const service::JobRecord& job) override;
-  common::Result<std::map<std::string, int64_t>> CountByState() override;
+  common::Result<std::map<std::pair<std::string, std::string>, int64_t>>
+  CountByStateAndTenant() override;
 
  private:
   PgTx& tx_;
@@ -69,6 +70,11 @@ class PgEventStore : public service::EventStore {
   explicit PgEventStore(PgTx& tx) : tx_(tx) {}
   common::Result<int64_t> Append(int64_t job_id, int64_t time_ms, const std::string& type,
                                  const nlohmann::json& data) override;
+  common::Result<int64_t> AppendStep(int64_t job_id, int64_t time_ms, int64_t step,
+                                     const nlohmann::json& data, bool provisional) override;
+  common::Status DropProvisionalSteps(int64_t job_id) override;
+  common::Result<std::vector<service::StepSample>> SampleSteps(
+      int64_t job_id, const service::StepQuery& q) override;
   common::Result<std::vector<service::EventRecord>> List(int64_t job_id, int64_t after_id,
                                                          const std::string& type,
                                                          int limit) override;

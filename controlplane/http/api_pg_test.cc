@@ -309,10 +309,11 @@ TEST_F(ApiPgTest, MetricsCountRequestsByRoutePattern) {
   EXPECT_NE(text.find("embody_http_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\",status=\"404\"}"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("embody_http_request_duration_seconds_bucket{route=\"/v1/jobs/{id}\""),
+  EXPECT_NE(text.find("embody_http_request_duration_seconds_bucket{method=\"GET\","
+                      "route=\"/v1/jobs/{id}\""),
             std::string::npos);
   EXPECT_EQ(text.find("424242"), std::string::npos);  // raw paths never become labels
-  EXPECT_NE(text.find("embody_jobs{state=\"PENDING\"}"), std::string::npos);
+  // embody_jobs{state,tenant} and the other series: observability_pg_test.cc.
   EXPECT_NE(text.find("embody_nodes{state=\"UP\"}"), std::string::npos);
   EXPECT_NE(text.find("embody_scheduler_queue_depth"), std::string::npos);
   EXPECT_NE(text.find("embody_scheduler_cycle_seconds_count"), std::string::npos);

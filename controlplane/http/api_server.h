@@ -21,6 +21,9 @@ struct ApiDeps {
   service::NodeService* nodes = nullptr;
   ServerMetrics* metrics = nullptr;
   std::function<common::Status()> ready;  // /readyz: database reachable, schema current
+  // host:port Prometheus scrapes this server at, for /v1/prometheus/targets; empty: the Host
+  // header of the discovery request (Prometheus reached the server there).
+  std::string advertise_address;
   size_t max_body_bytes = 256 * 1024;     // POST /v1/jobs limit (answered with 400 by us)
 };
 
@@ -31,6 +34,8 @@ class ApiServer {
 
   // Binds host:port (port 0: any free port) and returns the bound port.
   common::Result<int> Bind(const std::string& host, int port);
+  // Sets ApiDeps::advertise_address; call before Serve().
+  void SetAdvertiseAddress(const std::string& host_port);
   // Serves until Stop(); call on its own thread.
   void Serve();
   // Blocks until Serve() is accepting (so that Stop() cannot be lost), up to `seconds`.

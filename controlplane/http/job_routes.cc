@@ -67,6 +67,19 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   for (const auto& e : *events) list.push_back(service::ToJson(e));
                   RespondJson(res, 200, {{"events", list}});
                 });
+
+  router.Handle("GET", R"(/v1/jobs/(\d+)/metrics)", "/v1/jobs/{id}/metrics", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto q = service::ParseMetricsRequest(req.get_param_value("names"),
+                                                        req.get_param_value("since"),
+                                                        req.get_param_value("max_points"));
+                  if (!q.ok()) return RespondError(res, q.status());
+                  auto series = jobs.Metrics(ctx.principal, *id, *q);
+                  if (!series.ok()) return RespondError(res, series.status());
+                  RespondJson(res, 200, *series);
+                });
 }
 
 }  // namespace controlplane::http

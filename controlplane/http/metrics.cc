@@ -2,7 +2,6 @@
 
 #include <prometheus/text_serializer.h>
 
-
 namespace controlplane::http {
 
 using prometheus::BuildCounter;
@@ -12,7 +11,12 @@ using prometheus::BuildHistogram;
 namespace {
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+prometheus::Gauge& OneGauge(prometheus::Registry& r, const std::string& name,
+                            const std::string& help, const prometheus::Labels& labels = {}) {
+  return BuildGauge().Name(name).Help(help).Register(r).Add(labels);
 }
+}  // namespace
 
 ServerMetrics::ServerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
@@ -22,49 +26,93 @@ ServerMetrics::ServerMetrics()
                     .Register(*registry_)),
       durations_(BuildHistogram()
                      .Name("embody_http_request_duration_seconds")
-                     .Help("Time to answer an HTTP request, by route pattern")
+                     .Help("Time to answer an HTTP request, by route pattern and method")
                      .Register(*registry_)),
-      jobs_(BuildGauge().Name("embody_jobs").Help("Jobs by state").Register(*registry_)),
+      jobs_(BuildGauge().Name("embody_jobs").Help("Jobs by state and tenant").Register(*registry_)),
       nodes_(BuildGauge().Name("embody_nodes").Help("Nodes by state").Register(*registry_)),
-      queue_depth_(BuildGauge()
-                       .Name("embody_scheduler_queue_depth")
-                       .Help("Jobs waiting in PENDING")
-                       .Register(*registry_)
-                       .Add({})),
+      queue_depth_(OneGauge(*registry_, "embody_scheduler_queue_depth",
+                            "Jobs waiting in PENDING, all tenants")),
       cycle_seconds_(BuildHistogram()
                          .Name("embody_scheduler_cycle_seconds")
-                         .Help("Duration of one scheduler cycle")
+                         .Help("Duration of one scheduler cycle run as leader")
                          .Register(*registry_)
-                         .Add({}, kLatencyBuckets)) {
-  for (const char* s : {"PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLING",
-                        "CANCELLED", "RESTARTING"}) {
-    jobs_.Add({{"state", s}}).Set(0);
-  }
+                         .Add({}, kLatencyBuckets)),
+      decisions_(BuildCounter()
+                     .Name("embody_scheduler_decisions_total")
+                     .Help("Scheduling decisions: a pending job placed (scheduled) or left "
+                           "waiting for room, counted once per job per cycle")
+                     .Register(*registry_)),
+      scheduled_(decisions_.Add({{"decision", "scheduled"}})),
+      waiting_(decisions_.Add({{"decision", "waiting"}})),
+      leader_(OneGauge(*registry_, "embody_scheduler_leader",
+                       "1 when this replica holds the scheduler lock")),
+      pool_connections_(BuildGauge()
+                            .Name("embody_db_pool_connections")
+                            .Help("PostgreSQL connections of the pool, by state")
+                            .Register(*registry_)),
+      pool_in_use_(pool_connections_.Add({{"state", "in_use"}})),
+      pool_idle_(pool_connections_.Add({{"state", "idle"}})),
+      pool_size_(OneGauge(*registry_, "embody_db_pool_size",
+                          "Most PostgreSQL connections the pool opens")),
+      db_errors_(BuildCounter()
+                     .Name("embody_db_errors_total")
+                     .Help("Failed PostgreSQL statements, commits and connection attempts")
+                     .Register(*registry_)
+                     .Add({})) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
 }
 
-void ServerMetrics::ObserveRequest(const std::string& route, const std::string& method,
-                                   int status, double seconds) {
+void ServerMetrics::ObserveRequest(const std::string& route, const std::string& method, int status,
+                                   double seconds) {
   requests_.Add({{"route", route}, {"method", method}, {"status", std::to_string(status)}})
       .Increment();
-  durations_.Add({{"route", route}}, kLatencyBuckets).Observe(seconds);
+  durations_.Add({{"route", route}, {"method", method}}, kLatencyBuckets).Observe(seconds);
 }
 
 void ServerMetrics::ObserveCycle(const service::CycleStats& stats) {
-  for (const char* s : {"PENDING", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLING",
-                        "CANCELLED", "RESTARTING"}) {
-    auto it = stats.jobs_by_state.find(s);
-    jobs_.Add({{"state", s}}).Set(it == stats.jobs_by_state.end() ? 0 : double(it->second));
+  std::lock_guard<std::mutex> lock(mu_);
+  leader_.Set(stats.leader ? 1 : 0);
+  if (stats.leader) {
+    cycle_seconds_.Observe(stats.seconds);
+    scheduled_.Increment(static_cast<double>(stats.scheduled));
+    waiting_.Increment(static_cast<double>(stats.waiting));
+  }
+  if (!stats.counted) return;
+  // A (state, tenant) pair that had jobs and has none now reads 0 rather than vanishing, so
+  // rate() and alerts over it see the drop.
+  for (const auto& key : job_series_) {
+    if (!stats.jobs.count(key)) jobs_.Add({{"state", key.first}, {"tenant", key.second}}).Set(0);
+  }
+  for (const auto& [key, n] : stats.jobs) {
+    jobs_.Add({{"state", key.first}, {"tenant", key.second}}).Set(static_cast<double>(n));
+    job_series_.insert(key);
   }
   for (const auto& [state, n] : stats.nodes_by_state) {
     nodes_.Add({{"state", state}}).Set(static_cast<double>(n));
   }
   queue_depth_.Set(static_cast<double>(stats.queue_depth));
-  if (stats.leader) cycle_seconds_.Observe(stats.seconds);
 }
 
-std::string ServerMetrics::Serialize() const {
+void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pool_source_ = std::move(source);
+}
+
+std::string ServerMetrics::Serialize() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pool_source_) {
+      DbPoolStats s = pool_source_();
+      pool_in_use_.Set(s.in_use);
+      pool_idle_.Set(s.idle);
+      pool_size_.Set(s.size);
+      if (s.errors > db_errors_seen_) {
+        db_errors_.Increment(static_cast<double>(s.errors - db_errors_seen_));
+        db_errors_seen_ = s.errors;
+      }
+    }
+  }
   return prometheus::TextSerializer().Serialize(registry_->Collect());
 }
 

@@ -1,13 +1,27 @@
 // The server's Prometheus series, kept in one prometheus-cpp registry and served at /metrics in
-// the text format:
-//   embody_http_requests_total{route,method,status}   route is the pattern ("/v1/jobs/{id}")
-//   embody_http_request_duration_seconds{route}        histogram
-//   embody_jobs{state}, embody_nodes{state}            gauges, refreshed every scheduler cycle
-//   embody_scheduler_queue_depth, embody_scheduler_cycle_seconds (histogram)
+// the text format (names and labels are listed in docs/contracts.md, "Server metrics"):
+//   embody_http_requests_total{route,method,status}    counter; route is the pattern
+//                                                       ("/v1/jobs/{id}"), never the raw path
+//   embody_http_request_duration_seconds{route,method}  histogram; no status label, so a route has
+//                                                       one set of buckets per method, not one per
+//                                                       status as well (the counter has status)
+//   embody_jobs{state,tenant}, embody_nodes{state}      gauges, refreshed by the scheduler loop
+//   embody_scheduler_queue_depth                        PENDING jobs, all tenants
+//   embody_scheduler_cycle_seconds                      histogram, cycles run as leader
+//   embody_scheduler_decisions_total{decision}          "scheduled" | "waiting", per job per cycle
+//   embody_scheduler_leader                             1 on the replica that schedules
+//   embody_db_pool_connections{state}                   "in_use" | "idle", read at scrape time
+//   embody_db_pool_size, embody_db_errors_total         read at scrape time
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -18,13 +32,23 @@
 
 namespace controlplane::http {
 
+// The connection pool as the metrics see it (filled from db::PgPool::Stats by the server).
+struct DbPoolStats {
+  int size = 0;
+  int in_use = 0;
+  int idle = 0;
+  uint64_t errors = 0;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
   void ObserveRequest(const std::string& route, const std::string& method, int status,
                       double seconds);
   void ObserveCycle(const service::CycleStats& stats);
-  std::string Serialize() const;
+  // Read at every Serialize(); unset: the db series stay at 0.
+  void SetDbPoolSource(std::function<DbPoolStats()> source);
+  std::string Serialize();
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -34,6 +58,20 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& nodes_;
   prometheus::Gauge& queue_depth_;
   prometheus::Histogram& cycle_seconds_;
+  prometheus::Family<prometheus::Counter>& decisions_;
+  prometheus::Counter& scheduled_;
+  prometheus::Counter& waiting_;
+  prometheus::Gauge& leader_;
+  prometheus::Family<prometheus::Gauge>& pool_connections_;
+  prometheus::Gauge& pool_in_use_;
+  prometheus::Gauge& pool_idle_;
+  prometheus::Gauge& pool_size_;
+  prometheus::Counter& db_errors_;
+
+  std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
+  std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
+  std::function<DbPoolStats()> pool_source_;
+  uint64_t db_errors_seen_ = 0;
 };
 
 }  // namespace controlplane::http

@@ -9,6 +9,20 @@ using A = Router::Auth;
 void AddNodeRoutes(Router& router, const ApiDeps& deps) {
   service::NodeService& nodes = *deps.nodes;
 
+  router.Handle("GET", "/v1/prometheus/targets", "/v1/prometheus/targets", A::kBearer,
+                [&nodes, &deps](const httplib::Request& req, httplib::Response& res,
+                                RequestContext& ctx) {
+                  std::string self = deps.advertise_address;
+                  if (self.empty()) self = req.get_header_value("Host");
+                  if (self.empty()) {
+                    return RespondError(res, common::InvalidArgument(
+                                                 "no Host header and no --advertise address"));
+                  }
+                  auto targets = nodes.ScrapeTargets(ctx.principal, self);
+                  if (!targets.ok()) return RespondError(res, targets.status());
+                  RespondJson(res, 200, *targets);
+                });
+
   router.Handle("GET", "/v1/nodes", "/v1/nodes", A::kBearer,
                 [&nodes](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
                   auto list = nodes.List(ctx.principal);

@@ -1,9 +1,7 @@
 #include "controlplane/http/router.h"
 
-#include <atomic>
-
-#include "common/crypto.h"
 #include "common/log.h"
+#include "common/request_id.h"
 #include "common/time_util.h"
 #include "controlplane/http/status_http.h"
 #include "controlplane/service/auth.h"
@@ -11,14 +9,14 @@
 namespace controlplane::http {
 
 namespace {
-std::string NewRequestId() { return common::RandomToken().substr(0, 16); }
-
-bool GoodRequestId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
-  for (char c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+// Scrapes and probes come every few seconds: logged only at debug level when they succeed, so
+// they do not drown the requests people make.
+common::LogLevel LevelFor(const std::string& route, int status) {
+  if (status >= 500) return common::LogLevel::kWarn;
+  if (status < 400 && (route == "/metrics" || route == "/healthz" || route == "/readyz")) {
+    return common::LogLevel::kDebug;
   }
-  return true;
+  return common::LogLevel::kInfo;
 }
 }  // namespace
 
@@ -38,9 +36,9 @@ void Router::Handle(const std::string& method, const std::string& regex,
                                                        httplib::Response& res) {
     const double start = common::MonotonicSeconds();
     RequestContext ctx;
-    std::string given = req.get_header_value("X-Request-Id");
-    ctx.request_id = GoodRequestId(given) ? given : NewRequestId();
-    res.set_header("X-Request-Id", ctx.request_id);
+    // The caller's id when it is safe to log (an agent's heartbeat, a CLI call), else a new one.
+    ctx.request_id = common::RequestIdFor(req.get_header_value(common::kRequestIdHeader));
+    res.set_header(common::kRequestIdHeader, ctx.request_id);
     try {
       bool allowed = true;
       if (auth == Auth::kBearer) {
@@ -60,7 +58,7 @@ void Router::Handle(const std::string& method, const std::string& regex,
     if (res.status == -1) res.status = 200;
     const double seconds = common::MonotonicSeconds() - start;
     metrics_.ObserveRequest(pattern, method, res.status, seconds);
-    common::Log(res.status >= 500 ? common::LogLevel::kWarn : common::LogLevel::kInfo, "request",
+    common::Log(LevelFor(pattern, res.status), "request",
                 {{"request_id", ctx.request_id},
                  {"method", method},
                  {"route", pattern},

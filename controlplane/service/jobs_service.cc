@@ -163,4 +163,13 @@ Result<LogSnapshot> JobsService::Logs(const Principal& p, int64_t id) {
   return LogSnapshot{api::IsTerminal(job.state), std::move(logs)};
 }
 
+Result<nlohmann::json> JobsService::Metrics(const Principal& p, int64_t id,
+                                            const MetricsRequest& req) {
+  EMBODY_RETURN_IF_ERROR(RequireReader(p));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
+  EMBODY_ASSIGN_OR_RETURN(samples, uow->events().SampleSteps(job.id, req.query));
+  return BuildSeries(req.names, samples);
+}
+
 }  // namespace controlplane::service

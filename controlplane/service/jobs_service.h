@@ -12,6 +12,7 @@
 
 #include "api/job_spec.h"
 #include "controlplane/service/job_view.h"
+#include "controlplane/service/metrics_history.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -49,6 +50,8 @@ class JobsService {
                                           const std::string& type, int limit);
   // The job's log files now, and whether the job has ended (for follow=1).
   Result<LogSnapshot> Logs(const Principal& p, int64_t id);
+  // The job's step series, downsampled (metrics_history.h): {"series": {...}}.
+  Result<nlohmann::json> Metrics(const Principal& p, int64_t id, const MetricsRequest& req);
 
  private:
   Database& db_;

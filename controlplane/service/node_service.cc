@@ -1,8 +1,13 @@
 #include "controlplane/service/node_service.h"
 
+#include <map>
+#include <set>
+
 #include "common/log.h"
 #include "controlplane/service/job_view.h"
+#include "controlplane/service/metrics_history.h"
 #include "controlplane/service/scheduler.h"
+#include "controlplane/service/scrape_targets.h"
 #include "controlplane/service/transitions.h"
 
 namespace controlplane::service {
@@ -55,10 +60,36 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
 }
 
 Status NodeService::StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& req, int64_t now) {
-  for (const api::JobEventReport& e : req.events) {
-    EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(e.job_id, std::nullopt, false));
-    if (!job || e.type.empty()) continue;  // a job this server never had: drop, do not fail
+  // The last step event of each job in this heartbeat is stored even when the thinning policy
+  // (metrics_history.h) does not keep its step: it is the job's latest step until the next one.
+  std::map<int64_t, size_t> last_step;
+  for (size_t i = 0; i < req.events.size(); ++i) {
+    const api::JobEventReport& e = req.events[i];
+    if (e.type == "step" && StepOf(e.data)) last_step[e.job_id] = i;
+  }
+  std::map<int64_t, bool> known;    // job id -> exists on this server
+  std::set<int64_t> provisional_dropped;
+  for (size_t i = 0; i < req.events.size(); ++i) {
+    const api::JobEventReport& e = req.events[i];
+    if (e.type.empty()) continue;
+    auto k = known.find(e.job_id);
+    if (k == known.end()) {
+      EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(e.job_id, std::nullopt, false));
+      k = known.emplace(e.job_id, job.has_value()).first;
+    }
+    if (!k->second) continue;  // a job this server never had: drop, do not fail
     const int64_t t = e.time_ms > 0 ? e.time_ms : now;
+    if (auto step = e.type == "step" ? StepOf(e.data) : std::nullopt) {
+      if (provisional_dropped.insert(e.job_id).second) {
+        EMBODY_RETURN_IF_ERROR(uow.events().DropProvisionalSteps(e.job_id));
+      }
+      const bool keep = KeepStep(*step);
+      if (keep || last_step[e.job_id] == i) {
+        EMBODY_ASSIGN_OR_RETURN(id, uow.events().AppendStep(e.job_id, t, *step, e.data, !keep));
+        (void)id;
+      }
+      continue;
+    }
     EMBODY_ASSIGN_OR_RETURN(id, uow.events().Append(e.job_id, t, e.type, e.data));
     (void)id;
     if (e.type == "checkpoint" && e.data.is_object()) {
@@ -167,6 +198,17 @@ Result<nlohmann::json> NodeService::List(const Principal& p) {
   nlohmann::json out = nlohmann::json::array();
   for (const NodeRecord& n : nodes) out.push_back(ToJson(n, SlotsUsed(n.id, allocs)));
   return nlohmann::json{{"nodes", out}};
+}
+
+Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,
+                                                  const std::string& server_address) {
+  if (!p.IsClusterAdmin()) {
+    return Status(common::Code::kPermissionDenied,
+                  "service discovery needs a cluster-admin token");
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  return service::ScrapeTargets(server_address, nodes);
 }
 
 }  // namespace controlplane::service

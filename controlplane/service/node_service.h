@@ -32,6 +32,9 @@ class NodeService {
                                            const api::HeartbeatRequest& req);
   // {"nodes":[...]} per docs/contracts.md.
   Result<nlohmann::json> List(const Principal& p);
+  // Prometheus service discovery (scrape_targets.h). Cluster-admin only: it names every node
+  // and where its agent listens. `server_address` is host:port of this server.
+  Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address);
 
  private:
   Status StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& req, int64_t now);

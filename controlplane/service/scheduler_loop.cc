@@ -47,7 +47,7 @@ Status SchedulerLoop::MarkLostNodes() {
   return uow->Commit();
 }
 
-Status SchedulerLoop::PlacePending() {
+Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   const int64_t now = now_();
   EMBODY_ASSIGN_OR_RETURN(pending, uow->jobs().ListInStates({JobState::kPending}));
@@ -88,24 +88,32 @@ Status SchedulerLoop::PlacePending() {
     job.updated_ms = now;
     EMBODY_RETURN_IF_ERROR(uow->jobs().Update(job));
   }
-  return uow->Commit();
-}
-
-Status SchedulerLoop::Observe(CycleStats& stats) {
-  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
-  EMBODY_ASSIGN_OR_RETURN(counts, uow->jobs().CountByState());
-  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
-  stats.jobs_by_state = std::move(counts);
-  stats.queue_depth = stats.jobs_by_state.count("PENDING") ? stats.jobs_by_state["PENDING"] : 0;
-  stats.nodes_by_state["UP"] = 0;
-  stats.nodes_by_state["DOWN"] = 0;
-  for (const NodeRecord& n : nodes) stats.nodes_by_state[n.state] += 1;
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  stats.scheduled += static_cast<int64_t>(d.placements.size());
+  stats.waiting += static_cast<int64_t>(d.waiting.size());
   return Status::Ok();
 }
 
-Status SchedulerLoop::RunOnce() {
+Status SchedulerLoop::Count(CycleStats& stats) {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(counts, uow->jobs().CountByStateAndTenant());
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  stats.jobs = std::move(counts);
+  stats.queue_depth = 0;
+  for (const auto& [key, n] : stats.jobs) {
+    if (key.first == "PENDING") stats.queue_depth += n;
+  }
+  stats.nodes_by_state["UP"] = 0;
+  stats.nodes_by_state["DOWN"] = 0;
+  for (const NodeRecord& n : nodes) stats.nodes_by_state[n.state] += 1;
+  stats.counted = true;
+  return Status::Ok();
+}
+
+Status SchedulerLoop::RunOnce(CycleStats* stats) {
+  CycleStats ignored;
   EMBODY_RETURN_IF_ERROR(MarkLostNodes());
-  return PlacePending();
+  return PlacePending(stats ? *stats : ignored);
 }
 
 void SchedulerLoop::Start() {
@@ -131,6 +139,7 @@ void SchedulerLoop::Wake() {
 
 void SchedulerLoop::Loop() {
   std::string last_error;
+  double last_count = -1e9;
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -142,9 +151,14 @@ void SchedulerLoop::Loop() {
     CycleStats stats;
     const double start = common::MonotonicSeconds();
     stats.leader = try_lead_ ? try_lead_() : true;
-    Status st = stats.leader ? RunOnce() : Status::Ok();
+    Status st = stats.leader ? RunOnce(&stats) : Status::Ok();
     stats.seconds = common::MonotonicSeconds() - start;
-    if (st.ok()) st = Observe(stats);
+    // Woken cycles can come many times a second under a burst of submits; counting every job
+    // each time would cost more than the scheduling.
+    if (st.ok() && start - last_count >= opts_.count_period_ms / 1000.0) {
+      st = Count(stats);
+      if (st.ok()) last_count = start;
+    }
     // Say it once per distinct error, so a database outage does not flood the log.
     if (!st.ok() && st.ToString() != last_error) {
       common::LogWarn("scheduler cycle failed", {{"error", st.ToString()}});

@@ -14,17 +14,24 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
 
+// What one cycle saw, for the server's metrics. Every replica reports cycles; only the leader's
+// carry decisions and a duration. The counts are refreshed at most once per `count_period_ms`
+// (they are a GROUP BY over all jobs), and `counted` says whether this cycle refreshed them.
 struct CycleStats {
   bool leader = false;
   double seconds = 0;
+  int64_t scheduled = 0;  // jobs placed this cycle
+  int64_t waiting = 0;    // pending jobs that did not fit this cycle
+  bool counted = false;
   int64_t queue_depth = 0;  // PENDING jobs after the cycle
-  std::map<std::string, int64_t> jobs_by_state;
+  std::map<std::pair<std::string, std::string>, int64_t> jobs;  // (state, tenant) -> count
   std::map<std::string, int64_t> nodes_by_state;
 };
 
@@ -33,6 +40,7 @@ class SchedulerLoop {
   struct Options {
     int heartbeat_interval_ms = 1000;
     int period_ms = 500;
+    int count_period_ms = 1000;  // how often jobs and nodes are counted for the metrics
   };
   SchedulerLoop(Database& db, Options opts, Clock now, std::function<bool()> try_lead,
                 std::function<void(const CycleStats&)> observe)
@@ -40,8 +48,8 @@ class SchedulerLoop {
         observe_(std::move(observe)) {}
   ~SchedulerLoop() { Stop(); }
 
-  // One cycle as leader (tests call this directly).
-  Status RunOnce();
+  // One cycle as leader (tests call this directly); `stats` (optional) gets its decisions.
+  Status RunOnce(CycleStats* stats = nullptr);
 
   void Start();
   void Stop();
@@ -49,8 +57,8 @@ class SchedulerLoop {
 
  private:
   Status MarkLostNodes();
-  Status PlacePending();
-  Status Observe(CycleStats& stats);
+  Status PlacePending(CycleStats& stats);
+  Status Count(CycleStats& stats);
   void Loop();
 
   Database& db_;

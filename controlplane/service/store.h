@@ -7,11 +7,13 @@
 // the unit of work that handed it out; nothing is visible to others before Commit.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -87,7 +89,9 @@ class JobStore {
   virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states) = 0;
   // Writes state, reason, attempt, exit_code, started/finished/updated times.
   virtual Status Update(const JobRecord& job) = 0;
-  virtual Result<std::map<std::string, int64_t>> CountByState() = 0;
+  // Number of jobs per (state, tenant name), for the embody_jobs gauge.
+  virtual Result<std::map<std::pair<std::string, std::string>, int64_t>>
+  CountByStateAndTenant() = 0;
 };
 
 struct AllocationRecord {
@@ -157,11 +161,33 @@ struct CheckpointRecord {
   int64_t bytes = 0;
 };
 
+// One step event as the metrics history reads it.
+struct StepSample {
+  int64_t step = 0;
+  int64_t time_ms = 0;
+  nlohmann::json data;
+};
+
+struct StepQuery {
+  int64_t since_step = INT64_MIN;  // steps >= this
+  int64_t since_ms = 0;            // and times >= this
+  int max_points = 500;
+};
+
 class EventStore {
  public:
   virtual ~EventStore() = default;
   virtual Result<int64_t> Append(int64_t job_id, int64_t time_ms, const std::string& type,
                                  const nlohmann::json& data) = 0;
+  // A `step` event with its step. `provisional`: the thinning policy does not keep this step;
+  // the row stands for the job's latest step until DropProvisionalSteps removes it.
+  virtual Result<int64_t> AppendStep(int64_t job_id, int64_t time_ms, int64_t step,
+                                     const nlohmann::json& data, bool provisional) = 0;
+  virtual Status DropProvisionalSteps(int64_t job_id) = 0;
+  // The job's step events matching `q`, bucketed by step: [first, last] step is cut into at most
+  // max_points buckets of equal width and each bucket answers with its latest event (highest
+  // step, then newest row, so a restarted job's newer attempt wins). Ordered by step.
+  virtual Result<std::vector<StepSample>> SampleSteps(int64_t job_id, const StepQuery& q) = 0;
   // Events with id > after_id, oldest first; `type` "" means every type.
   virtual Result<std::vector<EventRecord>> List(int64_t job_id, int64_t after_id,
                                                 const std::string& type, int limit) = 0;

@@ -41,6 +41,19 @@ promtool check config "$work/json/prometheus.yml"
 grep -q "credentials_file: $work/json/sd_token\$" "$work/json/prometheus.yml" ||
   fail "credentials_file does not point at the extracted token"
 
+# ...with the intervals overridden (what the real-Prometheus test does); defaults stay otherwise.
+"$deploy/prometheus_config.sh" --server http://127.0.0.1:18080 --token-file "$work/token" \
+  --out "$work/fast" --scrape-interval 1s --sd-refresh-interval 500ms >/dev/null
+promtool check config "$work/fast/prometheus.yml"
+[ "$(grep -c '^  scrape_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] || fail "scrape_interval"
+[ "$(grep -c '^  evaluation_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] ||
+  fail "evaluation_interval"
+[ "$(grep -c '^        refresh_interval: 500ms$' "$work/fast/prometheus.yml")" = 2 ] ||
+  fail "refresh_interval not set for both scrape jobs"
+grep -q '^  scrape_interval: 15s$' "$work/raw/prometheus.yml" || fail "default scrape_interval"
+[ "$(grep -c '^        refresh_interval: 30s$' "$work/raw/prometheus.yml")" = 2 ] ||
+  fail "default refresh_interval"
+
 # 2. The template as shipped is not a usable config, and bad arguments are refused.
 mkdir -p "$work/template/prometheus"
 cp "$deploy/prometheus.yml" "$work/template/"
@@ -50,7 +63,10 @@ if promtool check config "$work/template/prometheus.yml" >/dev/null 2>&1; then
 fi
 for args in "--server 127.0.0.1:8080 --token-file $work/token --out $work/x" \
             "--server http://h:1 --token-file $work/missing --out $work/x" \
-            "--server http://h:1 --out $work/x"; do
+            "--server http://h:1 --out $work/x" \
+            "--server http://h:1 --token-file $work/token --out $work/x --scrape-interval 1" \
+            "--server http://h:1 --token-file $work/token --out $work/x --sd-refresh-interval 0s" \
+            "--server http://h:1 --token-file $work/token --out $work/x --scrape-interval"; do
   # shellcheck disable=SC2086
   if "$deploy/prometheus_config.sh" $args >/dev/null 2>&1; then fail "accepted: $args"; fi
 done

@@ -39,6 +39,13 @@ class LocalStack {
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
   const std::string& admin_token() const { return admin_token_; }
+  // The server's bootstrap JSON ({"admin_token", "agent_token", "tenant"}), mode 0600.
+  std::string bootstrap_file() const { return dir_ + "/bootstrap.json"; }
+  // Where each process writes its output (JSON log lines).
+  std::string server_log() const { return dir_ + "/server.log"; }
+  std::string agent_log(int i) const {
+    return dir_ + "/agent-node-" + std::string(1, static_cast<char>('a' + i)) + ".log";
+  }
 
  private:
   int agents_;

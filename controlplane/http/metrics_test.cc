@@ -1,0 +1,99 @@
+// The server's series as Prometheus reads them: names, labels, and gauges that follow the
+// scheduler's counts (a (state, tenant) pair that empties reads 0 rather than vanishing).
+#include "controlplane/http/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace controlplane::http {
+namespace {
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find(line + "\n") != std::string::npos;
+}
+
+TEST(ServerMetricsTest, RequestsByRouteMethodAndStatus) {
+  ServerMetrics m;
+  m.ObserveRequest("/v1/jobs/{id}", "GET", 404, 0.002);
+  m.ObserveRequest("/v1/jobs/{id}", "GET", 404, 0.002);
+  m.ObserveRequest("/v1/jobs", "POST", 201, 0.2);
+  std::string t = m.Serialize();
+  EXPECT_TRUE(
+      Has(t, R"(embody_http_requests_total{method="GET",route="/v1/jobs/{id}",status="404"} 2)"))
+      << t;
+  EXPECT_TRUE(
+      Has(t, R"(embody_http_request_duration_seconds_count{method="POST",route="/v1/jobs"} 1)"));
+  EXPECT_TRUE(Has(
+      t,
+      R"(embody_http_request_duration_seconds_bucket{method="POST",route="/v1/jobs",le="0.25"} 1)"));
+  EXPECT_TRUE(Has(
+      t,
+      R"(embody_http_request_duration_seconds_bucket{method="POST",route="/v1/jobs",le="0.1"} 0)"));
+}
+
+TEST(ServerMetricsTest, SchedulerJobsAndNodes) {
+  ServerMetrics m;
+  service::CycleStats s;
+  s.leader = true;
+  s.seconds = 0.003;
+  s.scheduled = 2;
+  s.waiting = 1;
+  s.counted = true;
+  s.queue_depth = 1;
+  s.jobs[{"PENDING", "acme"}] = 1;
+  s.jobs[{"RUNNING", "default"}] = 2;
+  s.nodes_by_state = {{"UP", 3}, {"DOWN", 1}};
+  m.ObserveCycle(s);
+  std::string t = m.Serialize();
+  EXPECT_TRUE(Has(t, R"(embody_jobs{state="PENDING",tenant="acme"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_jobs{state="RUNNING",tenant="default"} 2)"));
+  EXPECT_TRUE(Has(t, R"(embody_nodes{state="UP"} 3)"));
+  EXPECT_TRUE(Has(t, R"(embody_nodes{state="DOWN"} 1)"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_queue_depth 1"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_cycle_seconds_count 1"));
+  EXPECT_TRUE(Has(t, R"(embody_scheduler_decisions_total{decision="scheduled"} 2)"));
+  EXPECT_TRUE(Has(t, R"(embody_scheduler_decisions_total{decision="waiting"} 1)"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_leader 1"));
+
+  // Next cycle: acme's job was placed and finished; a follower's cycle and an uncounted one
+  // change neither the decisions nor the cycle histogram.
+  service::CycleStats next;
+  next.leader = true;
+  next.scheduled = 1;
+  next.counted = true;
+  next.jobs[{"RUNNING", "default"}] = 2;
+  next.jobs[{"SUCCEEDED", "acme"}] = 1;
+  next.nodes_by_state = {{"UP", 4}, {"DOWN", 0}};
+  m.ObserveCycle(next);
+  service::CycleStats follower;
+  follower.scheduled = 5;
+  m.ObserveCycle(follower);
+  t = m.Serialize();
+  EXPECT_TRUE(Has(t, R"(embody_jobs{state="PENDING",tenant="acme"} 0)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_jobs{state="SUCCEEDED",tenant="acme"} 1)"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_queue_depth 0"));
+  EXPECT_TRUE(Has(t, R"(embody_scheduler_decisions_total{decision="scheduled"} 3)"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_cycle_seconds_count 2"));
+  EXPECT_TRUE(Has(t, "embody_scheduler_leader 0"));
+  EXPECT_TRUE(Has(t, R"(embody_nodes{state="DOWN"} 0)"));
+}
+
+TEST(ServerMetricsTest, DatabasePoolIsReadAtScrapeTime) {
+  ServerMetrics m;
+  DbPoolStats pool{16, 3, 2, 0};
+  m.SetDbPoolSource([&pool] { return pool; });
+  std::string t = m.Serialize();
+  EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="in_use"} 3)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="idle"} 2)"));
+  EXPECT_TRUE(Has(t, "embody_db_pool_size 16"));
+  EXPECT_TRUE(Has(t, "embody_db_errors_total 0"));
+  pool = {16, 0, 5, 4};
+  t = m.Serialize();
+  EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="in_use"} 0)")) << t;
+  EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));
+  EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));  // read twice, counted once
+  t = m.Serialize();
+  EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));
+}
+
+}  // namespace
+}  // namespace controlplane::http

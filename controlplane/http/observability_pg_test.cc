@@ -1,0 +1,336 @@
+// The server's observability against a real PostgreSQL (label pg), over loopback HTTP: /metrics
+// series that follow what happens, Prometheus service discovery, the metrics history of a long
+// job (thinned when stored, downsampled when read, tenant-scoped), and request ids in the log.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include "common/crypto.h"
+#include "controlplane/server.h"
+#include "tests/support/pg_harness.h"
+
+namespace controlplane {
+namespace {
+
+using nlohmann::json;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string text;
+  std::string request_id;
+};
+
+class ObservabilityPgTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pg_ = new embody::testing::PgCluster;
+    common::Status st = pg_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    char tmpl[] = "/tmp/embody-cp-obs-XXXXXX";
+    dir_ = new std::string(mkdtemp(tmpl));
+    ServerOptions o;
+    o.db = pg_->conninfo();
+    o.data_dir = *dir_ + "/data";
+    o.heartbeat_interval_ms = 1000;
+    o.scheduler_period_ms = 100;
+    auto server = Server::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = server.value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete pg_;
+    pg_ = nullptr;
+    if (dir_) std::filesystem::remove_all(*dir_);
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  static std::string Admin() { return server_->bootstrap().admin_token; }
+  static std::string Agent() { return server_->bootstrap().agent_token; }
+
+  static Reply Call(const std::string& method, const std::string& path, const std::string& token,
+                    const std::string& body = "", httplib::Headers headers = {}) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(30, 0);
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = method == "GET" ? cli.Get(path.c_str(), headers)
+                               : cli.Post(path.c_str(), headers, body, "application/json");
+    Reply r;
+    if (!res) return r;
+    r.status = res->status;
+    r.text = res->body;
+    r.request_id = res->get_header_value("X-Request-Id");
+    r.body = json::parse(res->body, nullptr, false);
+    return r;
+  }
+
+  // A job that fits no node: it stays PENDING, which is all the events need.
+  static int64_t SubmitPending(const std::string& name) {
+    json spec = {{"name", name},
+                 {"kind", "command"},
+                 {"command", {"true"}},
+                 {"resources", {{"nodes", 64}, {"ranks_per_node", 1}}}};
+    Reply r = Call("POST", "/v1/jobs", Admin(), spec.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
+
+  static int64_t Register(const std::string& name, const std::string& agent_url) {
+    json req = {
+        {"name", name}, {"address", "127.0.0.1"}, {"agent_url", agent_url}, {"cpu_slots", 1}};
+    Reply r = Call("POST", "/v1/agents/register", Agent(), req.dump());
+    EXPECT_EQ(r.status, 200) << r.text;
+    return r.body.value("node_id", int64_t{0});
+  }
+
+  // The value of one sample line of /metrics (exact labels as serialised), or -1 when absent.
+  static double Sample(const std::string& series) {
+    std::string text = Call("GET", "/metrics", "").text;
+    size_t at = text.find("\n" + series + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(text.substr(at + series.size() + 2));
+  }
+
+  // Polls Sample(series) until pred holds (the counts refresh once a second).
+  template <typename Pred>
+  static double WaitForSample(const std::string& series, Pred pred, double timeout_s = 10) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    double v = Sample(series);
+    while (!pred(v) && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      v = Sample(series);
+    }
+    return v;
+  }
+
+  static int64_t SqlInt(const std::string& sql) {
+    auto r = pg_->Psql(sql);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? std::stoll(*r) : -1;
+  }
+
+  static embody::testing::PgCluster* pg_;
+  static std::string* dir_;
+  static Server* server_;
+};
+
+embody::testing::PgCluster* ObservabilityPgTest::pg_ = nullptr;
+std::string* ObservabilityPgTest::dir_ = nullptr;
+Server* ObservabilityPgTest::server_ = nullptr;
+
+TEST_F(ObservabilityPgTest, MetricsFollowJobsSchedulerAndDatabase) {
+  const std::string requests =
+      R"(embody_http_requests_total{method="GET",route="/v1/jobs/{id}",status="200"})";
+  const double gets_before = std::max(0.0, Sample(requests));
+  const std::string pending = R"(embody_jobs{state="PENDING",tenant="default"})";
+  const double pending_before = std::max(0.0, Sample(pending));
+  const std::string waiting = R"(embody_scheduler_decisions_total{decision="waiting"})";
+  const double waiting_before = Sample(waiting);
+  ASSERT_GE(waiting_before, 0);
+
+  int64_t id = SubmitPending("metrics-pending");
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id), Admin()).status, 200);
+  EXPECT_EQ(Sample(requests), gets_before + 1);
+  EXPECT_EQ(WaitForSample(pending, [&](double v) { return v == pending_before + 1; }),
+            pending_before + 1);
+  EXPECT_GE(WaitForSample("embody_scheduler_queue_depth", [](double v) { return v >= 1; }), 1);
+  // The job fits nowhere: every leader cycle counts it as waiting.
+  EXPECT_GT(WaitForSample(waiting, [&](double v) { return v > waiting_before; }), waiting_before);
+  EXPECT_GT(Sample("embody_scheduler_cycle_seconds_count"), 0);
+  EXPECT_EQ(Sample("embody_scheduler_leader"), 1);
+  EXPECT_EQ(Sample("embody_db_pool_size"), 16);
+  EXPECT_GE(Sample(R"(embody_db_pool_connections{state="idle"})"), 1);
+  EXPECT_GE(Sample(R"(embody_db_pool_connections{state="in_use"})"), 0);
+
+  // Cancelled: PENDING goes back down and CANCELLED goes up, for the same tenant.
+  const std::string cancelled = R"(embody_jobs{state="CANCELLED",tenant="default"})";
+  const double cancelled_before = std::max(0.0, Sample(cancelled));
+  ASSERT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin()).status, 200);
+  EXPECT_EQ(WaitForSample(cancelled, [&](double v) { return v == cancelled_before + 1; }),
+            cancelled_before + 1);
+  EXPECT_EQ(WaitForSample(pending, [&](double v) { return v == pending_before; }), pending_before);
+}
+
+TEST_F(ObservabilityPgTest, DatabaseErrorsAreCounted) {
+  int64_t id = SubmitPending("db-error");
+  const double before = Sample("embody_db_errors_total");
+  ASSERT_GE(before, 0);
+  // A table the job view reads is gone for a moment: the request fails inside PostgreSQL.
+  ASSERT_TRUE(pg_->Psql("ALTER TABLE checkpoints RENAME TO checkpoints_away").ok());
+  Reply broken = Call("GET", "/v1/jobs/" + std::to_string(id), Admin());
+  ASSERT_TRUE(pg_->Psql("ALTER TABLE checkpoints_away RENAME TO checkpoints").ok());
+  EXPECT_EQ(broken.status, 500) << broken.text;
+  EXPECT_GE(Sample("embody_db_errors_total"), before + 1);
+  EXPECT_GE(
+      Sample(R"(embody_http_requests_total{method="GET",route="/v1/jobs/{id}",status="500"})"), 1);
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id), Admin()).status, 200);
+  Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
+}
+
+TEST_F(ObservabilityPgTest, PrometheusServiceDiscoveryListsServerAndLiveAgents) {
+  int64_t a = Register("sd-node-a", "http://127.0.0.1:19101");
+  int64_t b = Register("sd-node-b", "http://127.0.0.1:19102/");
+  Reply r = Call("GET", "/v1/prometheus/targets", Admin());
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_TRUE(r.body.is_array()) << r.text;
+  ASSERT_GE(r.body.size(), 3u) << r.text;
+  EXPECT_EQ(r.body[0], (json{{"targets", {"127.0.0.1:" + std::to_string(server_->port())}},
+                             {"labels", {{"role", "server"}}}}));
+  auto group_of = [](const json& groups, const std::string& node) -> json {
+    for (const auto& g : groups) {
+      if (g["labels"].value("node", "") == node) return g;
+    }
+    return nullptr;
+  };
+  EXPECT_EQ(group_of(r.body, "sd-node-a"),
+            (json{{"targets", {"127.0.0.1:19101"}},
+                  {"labels",
+                   {{"role", "agent"}, {"node", "sd-node-a"}, {"node_id", std::to_string(a)}}}}));
+  EXPECT_EQ(group_of(r.body, "sd-node-b")["targets"], json({"127.0.0.1:19102"}));
+
+  // Only cluster admins see the cluster's layout.
+  EXPECT_EQ(Call("GET", "/v1/prometheus/targets", "").status, 401);
+  EXPECT_EQ(Call("GET", "/v1/prometheus/targets", Agent()).status, 403);
+
+  // A node that stops heartbeating becomes DOWN and leaves the targets.
+  ASSERT_TRUE(pg_->Psql("UPDATE nodes SET last_heartbeat = now() - interval '1 hour' WHERE id = " +
+                        std::to_string(b))
+                  .ok());
+  json after;
+  for (int i = 0; i < 100; ++i) {
+    after = Call("GET", "/v1/prometheus/targets", Admin()).body;
+    if (group_of(after, "sd-node-b").is_null()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(group_of(after, "sd-node-b").is_null()) << after.dump();
+  EXPECT_EQ(WaitForSample(R"(embody_nodes{state="DOWN"})", [](double v) { return v >= 1; }), 1);
+}
+
+TEST_F(ObservabilityPgTest, LongJobHistoryIsThinnedAndDownsampled) {
+  int64_t node = Register("history-node", "http://127.0.0.1:19200");
+  int64_t id = SubmitPending("long-history");
+  const std::string job = std::to_string(id);
+  constexpr int kSteps = 10000;
+  constexpr int kBatch = 333;  // batch ends fall on kept and on thinned steps alike
+  int provisional_seen = 0;
+  for (int first = 1; first <= kSteps; first += kBatch) {
+    const int last = std::min(kSteps, first + kBatch - 1);
+    json events = json::array();
+    for (int s = first; s <= last; ++s) {
+      events.push_back(
+          {{"job_id", id},
+           {"time_ms", 1700000000000LL + s},
+           {"type", "step"},
+           {"data",
+            {{"step", s}, {"steps", kSteps}, {"loss", 1.0 / s}, {"tokens_per_s", 1000.0 + s}}}});
+    }
+    Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(),
+                    json{{"events", events}}.dump());
+    ASSERT_EQ(hb.status, 200) << hb.text;
+    // The latest step is always on record, kept by the policy or not.
+    Reply j = Call("GET", "/v1/jobs/" + job, Admin());
+    ASSERT_EQ(j.body["last_step"]["step"], last) << j.text.substr(0, 300);
+    const int64_t provisional =
+        SqlInt("SELECT count(*) FROM job_events WHERE provisional AND job_id = " + job);
+    EXPECT_LE(provisional, 1);
+    provisional_seen += static_cast<int>(provisional);
+  }
+  EXPECT_GT(provisional_seen, 0) << "no batch ended on a thinned step: the test proves less";
+
+  // Stored rows: every step up to 1,000, then K/2 per doubling (2,625 for 10,000 steps).
+  const int64_t stored =
+      SqlInt("SELECT count(*) FROM job_events WHERE type = 'step' AND job_id = " + job);
+  EXPECT_GE(stored, 2600);
+  EXPECT_LE(stored, 2626);
+
+  Reply m = Call("GET", "/v1/jobs/" + job + "/metrics?names=loss,tokens_per_s", Admin());
+  ASSERT_EQ(m.status, 200) << m.text.substr(0, 300);
+  ASSERT_EQ(m.body["series"].size(), 2u);
+  for (const char* name : {"loss", "tokens_per_s"}) {
+    const json& points = m.body["series"][name];
+    ASSERT_LE(points.size(), 500u) << name;
+    ASSERT_GE(points.size(), 450u) << name;
+    EXPECT_LE(points.front()[0].get<int64_t>(), 1 + kSteps / 500) << name;
+    EXPECT_EQ(points.back()[0].get<int64_t>(), kSteps) << name;
+    for (size_t i = 1; i < points.size(); ++i) {
+      ASSERT_LT(points[i - 1][0].get<int64_t>(), points[i][0].get<int64_t>());
+      // No gap wider than two buckets: the whole range is covered.
+      ASSERT_LE(points[i][0].get<int64_t>() - points[i - 1][0].get<int64_t>(), 2 * kSteps / 500);
+    }
+    const json& p = points[10];
+    EXPECT_EQ(p[1].get<int64_t>(), 1700000000000LL + p[0].get<int64_t>());  // time_ms
+    const double want =
+        std::string(name) == "loss" ? 1.0 / p[0].get<double>() : 1000.0 + p[0].get<double>();
+    EXPECT_DOUBLE_EQ(p[2].get<double>(), want);
+  }
+
+  Reply few =
+      Call("GET", "/v1/jobs/" + job + "/metrics?names=loss&since=9000&max_points=50", Admin());
+  ASSERT_EQ(few.status, 200) << few.text;
+  const json& tail = few.body["series"]["loss"];
+  ASSERT_LE(tail.size(), 50u);
+  ASSERT_GE(tail.size(), 40u);
+  EXPECT_GE(tail.front()[0].get<int64_t>(), 9000);
+  EXPECT_EQ(tail.back()[0].get<int64_t>(), kSteps);
+
+  // By time: the last 100 steps were stamped in the last 100 ms of the run.
+  Reply recent = Call(
+      "GET", "/v1/jobs/" + job + "/metrics?names=loss&since=2023-11-14T22:13:29.900Z", Admin());
+  ASSERT_EQ(recent.status, 200) << recent.text;
+  for (const auto& p : recent.body["series"]["loss"]) EXPECT_GE(p[1].get<int64_t>(), 1700000009900);
+  EXPECT_FALSE(recent.body["series"]["loss"].empty());
+
+  // No names: every numeric field but the step.
+  Reply all = Call("GET", "/v1/jobs/" + job + "/metrics?max_points=5", Admin());
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.body["series"].size(), 3u) << all.text;  // loss, steps, tokens_per_s
+  EXPECT_LE(all.body["series"]["loss"].size(), 5u);
+
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + job + "/metrics?max_points=0", Admin()).status, 400);
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + job + "/metrics?names=a%20b", Admin()).status, 400);
+  EXPECT_EQ(Call("GET", "/v1/jobs/999999/metrics", Admin()).status, 404);
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + job + "/metrics", Agent()).status, 403);
+
+  // Another tenant's member cannot see the job (not found, never forbidden).
+  const std::string other_token = "obs-test-other-tenant-token";
+  ASSERT_TRUE(pg_->Psql("INSERT INTO tenants (name) VALUES ('other');"
+                        "INSERT INTO tokens (hash, tenant_id, role, name) SELECT '" +
+                        common::Sha256Hex(other_token) +
+                        "', id, 'member', 'test' FROM tenants WHERE name = 'other'")
+                  .ok());
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + job + "/metrics", other_token).status, 404);
+  Call("POST", "/v1/jobs/" + job + "/cancel", Admin());
+}
+
+TEST_F(ObservabilityPgTest, CallersRequestIdIsInTheServersLogLine) {
+  int64_t node = Register("request-id-node", "http://127.0.0.1:19300");
+  ::testing::internal::CaptureStderr();
+  Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(), "{}",
+                  {{"X-Request-Id", "agent-hb-7f3a.1"}});
+  Reply unsafe = Call("GET", "/healthz", "", "", {{"X-Request-Id", "two words\"}"}});
+  std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(hb.status, 200) << hb.text;
+  EXPECT_EQ(hb.request_id, "agent-hb-7f3a.1");
+  EXPECT_NE(unsafe.request_id, "two words\"}");
+  EXPECT_EQ(unsafe.request_id.size(), 16u);
+  // One JSON line for the heartbeat, with the agent's id and the route pattern.
+  std::regex line(R"(\{[^\n]*"request_id":"agent-hb-7f3a\.1"[^\n]*\})");
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(log, found, line)) << log;
+  json entry = json::parse(found.str(), nullptr, false);
+  ASSERT_FALSE(entry.is_discarded()) << found.str();
+  EXPECT_EQ(entry["route"], "/v1/agents/{id}/heartbeat");
+  EXPECT_EQ(entry["status"], "200");
+  EXPECT_EQ(entry["level"], "info");
+}
+
+}  // namespace
+}  // namespace controlplane

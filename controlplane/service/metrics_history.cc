@@ -1,0 +1,149 @@
+#include "controlplane/service/metrics_history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <set>
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+int64_t StepStride(int64_t step) {
+  int64_t stride = 1;
+  while (step > kKeepEveryStepUpTo * stride && stride < (int64_t{1} << 40)) stride *= 2;
+  return stride;
+}
+
+bool KeepStep(int64_t step) { return step % StepStride(step) == 0; }
+
+std::optional<int64_t> StepOf(const json& data) {
+  if (!data.is_object()) return std::nullopt;
+  auto it = data.find("step");
+  if (it == data.end() || !it->is_number()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double v = std::floor(it->get<double>());
+  if (!(v > -9e18 && v < 9e18)) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
+namespace {
+
+bool ValidName(const std::string& n) {
+  if (n.empty() || n.size() > kMaxSeriesNameLength) return false;
+  for (char c : n) {
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::optional<int64_t> ParseInteger(const std::string& s) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+// "YYYY-MM-DDTHH:MM:SS[.fff]Z" -> epoch milliseconds.
+std::optional<int64_t> ParseUtcTime(const std::string& s) {
+  std::tm tm{};
+  int used = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 ||
+      used != 19) {
+    return std::nullopt;
+  }
+  int64_t ms = 0;
+  size_t i = 19;
+  if (i < s.size() && s[i] == '.') {
+    int64_t scale = 100;
+    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      ms += (s[i] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  if (i + 1 != s.size() || (s[i] != 'Z' && s[i] != 'z')) return std::nullopt;
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+      tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
+}
+
+}  // namespace
+
+Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::string& since,
+                                           const std::string& max_points) {
+  MetricsRequest r;
+  size_t start = 0;
+  while (!names.empty() && start <= names.size()) {
+    size_t comma = names.find(',', start);
+    std::string n =
+        names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!ValidName(n)) {
+      return common::InvalidArgument("each name must be 1-64 characters of [A-Za-z0-9_]", "names");
+    }
+    if (std::find(r.names.begin(), r.names.end(), n) == r.names.end()) r.names.push_back(n);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (r.names.size() > kMaxSeriesNames) {
+    return common::InvalidArgument("at most 32 names", "names");
+  }
+  if (!since.empty()) {
+    if (auto step = ParseInteger(since)) {
+      r.query.since_step = *step;
+    } else if (auto ms = ParseUtcTime(since)) {
+      r.query.since_ms = *ms;
+    } else {
+      return common::InvalidArgument("must be a step or an RFC 3339 UTC time", "since");
+    }
+  }
+  r.query.max_points = kDefaultMaxPoints;
+  if (!max_points.empty()) {
+    auto n = ParseInteger(max_points);
+    if (!n || *n < 1 || *n > kMaxMaxPoints) {
+      return common::InvalidArgument("must be an integer in 1..5000", "max_points");
+    }
+    r.query.max_points = static_cast<int>(*n);
+  }
+  return r;
+}
+
+json BuildSeries(const std::vector<std::string>& names, const std::vector<StepSample>& samples) {
+  std::vector<std::string> wanted = names;
+  if (wanted.empty()) {
+    std::set<std::string> seen;
+    for (const StepSample& s : samples) {
+      if (!s.data.is_object()) continue;
+      for (const auto& [k, v] : s.data.items()) {
+        if (k == "step" || !v.is_number() || !ValidName(k) || seen.count(k)) continue;
+        if (seen.size() >= kMaxDefaultSeries) break;
+        seen.insert(k);
+      }
+    }
+    wanted.assign(seen.begin(), seen.end());
+  }
+  json series = json::object();
+  for (const std::string& name : wanted) {
+    json points = json::array();
+    for (const StepSample& s : samples) {
+      if (!s.data.is_object()) continue;
+      auto it = s.data.find(name);
+      if (it == s.data.end() || !it->is_number()) continue;
+      points.push_back({s.step, s.time_ms, it->get<double>()});
+    }
+    series[name] = std::move(points);
+  }
+  return {{"series", std::move(series)}};
+}
+
+}  // namespace controlplane::service

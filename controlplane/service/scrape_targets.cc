@@ -1,0 +1,48 @@
+#include "controlplane/service/scrape_targets.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+std::optional<AgentEndpoint> ParseAgentUrl(const std::string& url) {
+  AgentEndpoint e;
+  std::string rest;
+  for (const char* scheme : {"http", "https"}) {
+    const std::string prefix = std::string(scheme) + "://";
+    if (url.compare(0, prefix.size(), prefix) == 0) {
+      e.scheme = scheme;
+      rest = url.substr(prefix.size());
+    }
+  }
+  if (e.scheme.empty()) return std::nullopt;
+  e.address = rest.substr(0, rest.find('/'));
+  const size_t colon = e.address.rfind(':');
+  // A bracketed IPv6 literal keeps its colons inside the brackets.
+  if (colon == std::string::npos || colon == 0 || colon + 1 == e.address.size() ||
+      e.address.find(']', colon) != std::string::npos) {
+    return std::nullopt;
+  }
+  for (size_t i = colon + 1; i < e.address.size(); ++i) {
+    if (e.address[i] < '0' || e.address[i] > '9') return std::nullopt;
+  }
+  for (char c : e.address) {
+    if (c == '@' || c == ' ' || c == '?' || c == '#') return std::nullopt;  // not host:port
+  }
+  return e;
+}
+
+json ScrapeTargets(const std::string& server_address, const std::vector<NodeRecord>& nodes) {
+  json out = json::array();
+  out.push_back({{"targets", {server_address}}, {"labels", {{"role", "server"}}}});
+  for (const NodeRecord& n : nodes) {
+    if (n.state != "UP") continue;
+    auto endpoint = ParseAgentUrl(n.agent_url);
+    if (!endpoint) continue;
+    json labels = {{"role", "agent"}, {"node", n.name}, {"node_id", std::to_string(n.id)}};
+    if (endpoint->scheme == "https") labels["__scheme__"] = "https";
+    out.push_back({{"targets", {endpoint->address}}, {"labels", labels}});
+  }
+  return out;
+}
+
+}  // namespace controlplane::service

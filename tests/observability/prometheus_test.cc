@@ -1,0 +1,208 @@
+// A real Prometheus server against a running Embody stack: PostgreSQL + embody-server + two
+// agents (LocalStack), Prometheus configured by deploy/prometheus_config.sh from the shipped
+// deploy/prometheus.yml (intervals shortened to 1 s), targets found only through the server's
+// GET /v1/prometheus/targets. While a training job runs, Prometheus' HTTP API must show both
+// agents and the server discovered and up, the job's throughput under its job id, node series
+// for both nodes (labelled by discovery), and the server's request counter.
+//
+// Skipped where /usr/bin/prometheus is not installed (Debian package `prometheus`).
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "tests/e2e/local_stack.h"
+
+namespace embody_test {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kPrometheus = "/usr/bin/prometheus";
+
+class PrometheusServer {
+ public:
+  bool Start(const std::string& config, const std::string& dir) {
+    port_ = embody::testing::FreeLoopbackPort();
+    log_ = dir + "/prometheus.log";
+    common::Status st = child_.Start(
+        {kPrometheus, "--config.file=" + config, "--storage.tsdb.path=" + dir + "/tsdb",
+         "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
+        log_);
+    if (!st.ok()) return false;
+    for (int i = 0; i < 300; ++i) {
+      httplib::Client c("127.0.0.1", port_);
+      auto r = c.Get("/-/ready");
+      if (r && r->status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  int Stop() { return child_.Stop(20); }
+
+  json Api(const std::string& path, const httplib::Params& params = {}) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(10, 0);
+    auto r = c.Get(path, params, httplib::Headers{});
+    if (!r || r->status != 200) return nullptr;
+    json j = json::parse(r->body, nullptr, false);
+    return j.is_discarded() ? json(nullptr) : j;
+  }
+  // The result vector of an instant query (empty on any failure).
+  json Query(const std::string& promql) {
+    json j = Api("/api/v1/query", {{"query", promql}});
+    if (!j.is_object() || j.value("status", "") != "success") return json::array();
+    return j["data"]["result"];
+  }
+  const std::string& log() const { return log_; }
+
+ private:
+  embody::testing::ChildProcess child_;
+  int port_ = 0;
+  std::string log_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// What the test waits for, re-evaluated on every poll; `missing` says what is not there yet.
+struct Observed {
+  std::set<std::string> agents_up;  // node label of embody-agent targets with health "up"
+  bool server_up = false;
+  json throughput = json::array();
+  std::set<std::string> cpu_nodes, gpu_nodes;
+  json requests = json::array();
+  bool step_moved = false;
+  std::string missing;
+};
+
+Observed Observe(PrometheusServer& prom, const std::string& job_id) {
+  Observed o;
+  json targets = prom.Api("/api/v1/targets");
+  if (targets.is_object()) {
+    for (const auto& t : targets["data"]["activeTargets"]) {
+      const json& l = t["labels"];
+      if (t.value("health", "") != "up") continue;
+      if (l.value("job", "") == "embody-agent" && l.value("role", "") == "agent") {
+        o.agents_up.insert(l.value("node", ""));
+      }
+      if (l.value("job", "") == "embody-server" && l.value("role", "") == "server") {
+        o.server_up = true;
+      }
+    }
+  }
+  o.throughput = prom.Query("embody_job_tokens_per_second{job=\"" + job_id + "\"}");
+  for (const auto& s : prom.Query("embody_node_cpu_utilization_ratio")) {
+    o.cpu_nodes.insert(s["metric"].value("node", ""));
+  }
+  for (const auto& s : prom.Query("embody_node_gpus")) {
+    o.gpu_nodes.insert(s["metric"].value("node", ""));
+  }
+  o.requests = prom.Query("embody_http_requests_total{job=\"embody-server\"}");
+  // The step series moves between scrapes: the job is really being followed.
+  json moved = prom.Query("max_over_time(embody_job_step{job=\"" + job_id + "\"}[1m]) - " +
+                          "min_over_time(embody_job_step{job=\"" + job_id + "\"}[1m])");
+  o.step_moved = !moved.empty() && std::stod(moved[0]["value"][1].get<std::string>()) > 0;
+  const std::set<std::string> both = {"node-a", "node-b"};
+  if (o.agents_up != both) o.missing += " agents-up";
+  if (!o.server_up) o.missing += " server-up";
+  if (o.throughput.empty()) o.missing += " throughput";
+  if (o.cpu_nodes != both) o.missing += " cpu";
+  if (o.gpu_nodes != both) o.missing += " gpus";
+  if (o.requests.empty()) o.missing += " requests";
+  if (!o.step_moved) o.missing += " step-moving";
+  return o;
+}
+
+TEST(PrometheusTest, ScrapesServerAndAgentsFoundThroughServiceDiscovery) {
+  if (::access(kPrometheus, X_OK) != 0) {
+    GTEST_SKIP() << kPrometheus << " is not installed (Debian package prometheus; "
+                 << "deploy/setup.sh installs it)";
+  }
+  LocalStack stack(2, 1);
+  ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
+
+  // The shipped template, rendered for this stack; the token comes from the bootstrap JSON.
+  const std::string out = stack.dir() + "/prometheus";
+  embody::testing::CommandResult rendered = embody::testing::RunCommand(
+      {"bash", embody::testing::SourceDir() + "/deploy/prometheus_config.sh", "--server",
+       stack.url(), "--token-file", stack.bootstrap_file(), "--out", out, "--scrape-interval", "1s",
+       "--sd-refresh-interval", "1s"});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+
+  PrometheusServer prom;
+  ASSERT_TRUE(prom.Start(out + "/prometheus.yml", out)) << "Prometheus did not become ready:\n"
+                                                        << ReadFile(prom.log());
+
+  // Long enough (about 2 ms a step here) to be scraped many times; cancelled once seen.
+  json spec = {{"name", "prometheus-e2e"},
+               {"kind", "train"},
+               {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+               {"engine",
+                {{"optim", {{"steps", 30000}, {"lr", 0.001}, {"warmup_steps", 5}}},
+                 {"data", {{"rows_per_step", 64}}},
+                 {"model", {{"d_model", 128}}}}}};
+  HttpResult submitted = stack.Post("/v1/jobs", spec.dump());
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const std::string job_id = std::to_string(submitted.body["id"].get<int64_t>());
+  json job = stack.WaitForState(std::stoll(job_id), {"RUNNING", "SUCCEEDED", "FAILED"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+
+  Observed seen;
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  do {
+    seen = Observe(prom, job_id);
+    if (seen.missing.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  } while (std::chrono::steady_clock::now() < end);
+  job = stack.Get("/v1/jobs/" + job_id).body;
+  EXPECT_TRUE(seen.missing.empty())
+      << "not seen in Prometheus:" << seen.missing << "\njob state " << job.value("state", "")
+      << "\ntargets: " << prom.Api("/api/v1/targets").dump().substr(0, 3000)
+      << "\nprometheus log:\n"
+      << ReadFile(prom.log()).substr(0, 3000);
+
+  // The job's throughput carries its Embody id as `job` (honor_labels) and its tenant.
+  ASSERT_FALSE(seen.throughput.empty());
+  const json& tps = seen.throughput[0];
+  EXPECT_EQ(tps["metric"].value("job", ""), job_id);
+  EXPECT_EQ(tps["metric"].value("tenant", ""), "default");
+  EXPECT_GT(std::stod(tps["value"][1].get<std::string>()), 0.0);
+  // The server's series come from the server target: routes are patterns, never raw paths.
+  bool heartbeat_route = false;
+  for (const auto& s : seen.requests) {
+    EXPECT_EQ(s["metric"].value("role", ""), "server") << s.dump();
+    heartbeat_route |= s["metric"].value("route", "") == "/v1/agents/{id}/heartbeat";
+  }
+  EXPECT_TRUE(heartbeat_route);
+  // The alert rules loaded and evaluate without errors.
+  json rules = prom.Api("/api/v1/rules");
+  ASSERT_TRUE(rules.is_object());
+  int evaluated = 0;
+  for (const auto& g : rules["data"]["groups"]) {
+    for (const auto& r : g["rules"]) {
+      EXPECT_EQ(r.value("health", ""), "ok") << r.dump();
+      evaluated += r.value("health", "") == "ok";
+    }
+  }
+  EXPECT_GE(evaluated, 5);
+
+  HttpResult cancel = stack.Post("/v1/jobs/" + job_id + "/cancel", "{}");
+  EXPECT_EQ(cancel.status, 200) << cancel.text;
+  job = stack.WaitForState(std::stoll(job_id), {"CANCELLED", "SUCCEEDED", "FAILED"}, 60);
+  EXPECT_NE(job.value("state", ""), "FAILED") << job.dump(2);
+  EXPECT_EQ(prom.Stop(), 0) << ReadFile(prom.log()).substr(0, 3000);
+}
+
+}  // namespace
+}  // namespace embody_test
