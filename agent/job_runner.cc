@@ -107,6 +107,20 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.agent_url = options_.agent_url;
   in.job_token = common::RandomToken();
   in.as_root = options_.as_root;
+  // Checkpoints live on the disk of the node that wrote them: resume only from one this node can
+  // read, and say in the launcher log which way the attempt starts.
+  std::string start_note;
+  if (!launch.resume_from.empty()) {
+    if (::access(launch.resume_from.c_str(), R_OK) == 0) {
+      in.resume_from = launch.resume_from;
+      start_note = "embody-agent: resuming from " + launch.resume_from + "\n";
+    } else {
+      start_note = "embody-agent: checkpoint " + launch.resume_from +
+                   " is not readable on this node; starting from step 0\n";
+      common::LogWarn("checkpoint not readable here, starting from step 0",
+                      {{"job", id}, {"checkpoint", launch.resume_from}});
+    }
+  }
 
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
@@ -118,6 +132,10 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   if (st.ok()) st = common::MakeDirs(in.checkpoint_dir);
   if (st.ok()) st = common::WriteFileAtomic(in.job_dir + "/spec.json", launch.spec.dump(2) + "\n");
   if (st.ok()) st = common::WriteFileAtomic(plan->hostfile_path, plan->hostfile);
+  // The launcher log is opened for appending by the spawn below, after this note.
+  if (st.ok() && !start_note.empty()) {
+    st = common::WriteFileAtomic(RankLogs::RankLogPath(in.job_dir, -1), start_note);
+  }
   if (!st.ok()) return Finish(job, 1, "cannot prepare job directory: " + st.message());
 
   logs_->AddJob(job->id, in.job_dir);

@@ -58,12 +58,17 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.argv.push_back("-x");
     plan.argv.push_back(name);
   }
+  if (!in.resume_from.empty()) {
+    plan.argv.push_back("-x");
+    plan.argv.push_back("EMBODY_RESUME_FROM");
+  }
   plan.argv.insert(plan.argv.end(), program->begin(), program->end());
 
   plan.env = {{"EMBODY_AGENT_URL", in.agent_url},
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_JOB_TOKEN", in.job_token},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir}};
+  if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
   if (in.as_root) {
     // Open MPI 4 refuses to start as root without both of these.
     plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT", "1"});

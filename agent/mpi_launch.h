@@ -36,6 +36,7 @@ struct LaunchInput {
   std::string engine;     // embody-engine path, for engine kinds
   std::string agent_url;  // http://127.0.0.1:PORT
   std::string job_token;
+  std::string resume_from;  // checkpoint to resume from; empty: start at step 0
   bool as_root = false;
 };
 

@@ -63,6 +63,20 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   EXPECT_EQ(plan->env.size(), 4u);  // not root: no OMPI_ALLOW_RUN_AS_ROOT*
 }
 
+TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
+  LaunchInput in = BaseInput("train");
+  in.resume_from = "/data/checkpoints/job-42/step-100.ckpt";
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_RESUME_FROM", in.resume_from));
+  auto x = std::find(plan->argv.begin(), plan->argv.end(), "EMBODY_RESUME_FROM");
+  ASSERT_NE(x, plan->argv.end());
+  EXPECT_EQ(*(x - 1), "-x");
+  EXPECT_LT(x - plan->argv.begin(),
+            std::find(plan->argv.begin(), plan->argv.end(), "/opt/embody/bin/embody-engine") -
+                plan->argv.begin());
+}
+
 TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   LaunchInput in = BaseInput("command");
   in.as_root = true;

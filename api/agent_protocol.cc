@@ -49,6 +49,7 @@ json ToJson(const HeartbeatResponse& r) {
       j["tenant"] = c.tenant;
       j["attempt"] = c.attempt;
       j["spec"] = c.spec;
+      if (!c.resume_from.empty()) j["resume_from"] = c.resume_from;
       j["hosts"] = json::array();
       for (const auto& h : c.hosts) {
         j["hosts"].push_back(
@@ -127,6 +128,7 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
         cmd.tenant = c.value("tenant", "");
         cmd.attempt = c.value("attempt", 0);
         cmd.spec = c.at("spec");
+        cmd.resume_from = c.value("resume_from", "");
         for (const auto& h : c.at("hosts")) {
           cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
                                h.at("address").get<std::string>(), h.at("ranks").get<int>()});

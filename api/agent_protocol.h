@@ -88,6 +88,9 @@ struct Command {
   int attempt = 0;
   nlohmann::json spec;          // the job's JobSpec as ToJson wrote it
   std::vector<HostSlot> hosts;  // first entry is the head node
+  // The job's latest checkpoint when it has one (a restart after node loss): the engine resumes
+  // from it. Empty for a first start.
+  std::string resume_from;
 };
 
 struct HeartbeatResponse {

@@ -27,6 +27,7 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   launch.tenant = "default";
   launch.spec = {{"name", "x"}};
   launch.hosts = {{1, "n1", "127.0.0.1", 1}, {2, "n2", "127.0.0.1", 1}};
+  launch.resume_from = "/ckpt/step-100.ckpt";
   r.commands.push_back(launch);
   Command kill;
   kill.type = Command::Type::kKill;
@@ -36,6 +37,7 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   ASSERT_TRUE(p.ok());
   ASSERT_EQ(p->commands.size(), 2u);
   EXPECT_EQ(p->commands[0].hosts.size(), 2u);
+  EXPECT_EQ(p->commands[0].resume_from, "/ckpt/step-100.ckpt");
   EXPECT_EQ(p->commands[1].type, Command::Type::kKill);
 }
 

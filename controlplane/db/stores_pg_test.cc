@@ -213,7 +213,9 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   api::HeartbeatRequest report;
   report.running = {ok_job->job.job.id, restartable->job.job.id};
   report.events = {{ok_job->job.job.id, 0, "step", {{"step", 5}, {"loss", 0.5}}},
-                   {ok_job->job.job.id, 0, "checkpoint", {{"step", 5}, {"path", "/c"}, {"bytes", 9}}}};
+                   {ok_job->job.job.id, 0, "checkpoint", {{"step", 5}, {"path", "/c"}, {"bytes", 9}}},
+                   {restartable->job.job.id, 0, "checkpoint",
+                    {{"step", 7}, {"path", "/again/step-7.ckpt"}, {"bytes", 9}}}};
   report.logs = {{ok_job->job.job.id, 0, 0, "line\n"}};
   ASSERT_TRUE(nodes.Heartbeat(agent, node->node_id, report).ok());
   auto running = jobs.Get(a, ok_job->job.job.id);
@@ -247,6 +249,22 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   ASSERT_GE(ev->size(), 4u);
   EXPECT_EQ(ev->back().data["to"], "PENDING");
   EXPECT_EQ((*ev)[ev->size() - 2].data["to"], "RESTARTING");
+
+  // When a node is back, the restarted job is placed again and its launch resumes from the
+  // checkpoint the first attempt wrote; a first launch carries none.
+  EXPECT_TRUE(hb->commands[0].resume_from.empty());
+  ASSERT_TRUE(nodes.Register(agent, reg).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto relaunch = nodes.Heartbeat(agent, node->node_id, {});
+  ASSERT_TRUE(relaunch.ok()) << relaunch.status().ToString();
+  bool found = false;
+  for (const auto& c : relaunch->commands) {
+    if (c.type != api::Command::Type::kLaunch || c.job_id != restartable->job.job.id) continue;
+    found = true;
+    EXPECT_EQ(c.attempt, 1);
+    EXPECT_EQ(c.resume_from, "/again/step-7.ckpt");
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

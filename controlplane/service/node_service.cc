@@ -173,6 +173,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       for (const AllocationRecord& h : hosts) {
         c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks});
       }
+      // A restarted job continues from where its last attempt got to.
+      EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job->id));
+      if (ckpt) c.resume_from = ckpt->path;
       EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, node_id));
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling) {

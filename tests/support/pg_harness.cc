@@ -140,6 +140,14 @@ common::Status ChildProcess::Start(const std::vector<std::string>& argv,
   return common::Status::Ok();
 }
 
+void ChildProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
 int ChildProcess::Stop(double timeout_s) {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);

@@ -60,6 +60,8 @@ class ChildProcess {
   // Sends SIGTERM and waits up to `timeout_s`; returns the exit status (-1 on timeout, after
   // which the child is killed).
   int Stop(double timeout_s = 10);
+  // SIGKILL and reap, as if the machine it ran on had gone away: no clean-up of its own.
+  void Kill();
   pid_t pid() const { return pid_; }
 
  private:
