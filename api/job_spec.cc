@@ -158,7 +158,8 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
     ObjectReader m(o.At("model"), "engine.model");
     EMBODY_RETURN_IF_ERROR(m.CheckObject());
     EMBODY_RETURN_IF_ERROR(m.CheckKeys(
-        {"d_model", "layers", "heads", "mlp", "action_horizon", "action_dim", "action_head"}));
+        {"d_model", "layers", "heads", "mlp", "action_horizon", "action_dim", "action_head",
+         "inference_steps"}));
     EMBODY_RETURN_IF_ERROR(m.GetInt("d_model", 8, 4096, &e->model.d_model));
     if (!m.Has("mlp")) e->model.mlp = 4 * e->model.d_model;
     EMBODY_RETURN_IF_ERROR(m.GetInt("layers", 1, 64, &e->model.layers));
@@ -173,6 +174,7 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
                     "engine.model.action_head");
     }
     EMBODY_RETURN_IF_ERROR(m.GetString("action_head", {"flow"}, &e->model.action_head));
+    EMBODY_RETURN_IF_ERROR(m.GetInt("inference_steps", 1, 1000, &e->model.inference_steps));
   }
   const ModelOptions& mo = e->model;
   if (mo.d_model % mo.heads != 0) {
@@ -335,7 +337,8 @@ json ToJson(const JobSpec& s) {
           {"mlp", e.model.mlp},
           {"action_horizon", e.model.action_horizon},
           {"action_dim", e.model.action_dim},
-          {"action_head", e.model.action_head}}},
+          {"action_head", e.model.action_head},
+          {"inference_steps", e.model.inference_steps}}},
         {"data",
          {{"dataset", e.data.dataset},
           {"rows_per_step", e.data.rows_per_step},

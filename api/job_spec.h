@@ -32,21 +32,27 @@ struct Resources {
 // Options of the built-in engine (kind "train"). Names follow docs/api/openapi.yaml.
 struct ModelOptions {
   int d_model = 128;        // hidden width
-  int layers = 2;           // transformer blocks (hidden layers of the MLP policy)
+  int layers = 2;           // transformer blocks
   int heads = 4;            // attention heads; must divide d_model, head dim ≤ 128
   int mlp = 512;            // MLP width of a block; 4·d_model when the spec gives d_model only
   int action_horizon = 16;  // actions predicted per observation (an action chunk)
   int action_dim = 7;
   std::string action_head = "flow";  // flow matching (the Gaussian RL head is not built yet)
+  // Euler steps of the flow-matching sampler at inference (GR00T N1.5 uses 4, π0 10).
+  int inference_steps = 4;
 };
 struct DataOptions {
   std::string dataset = "sim:reach";  // built-in scripted task
-  // Rows per rank per optimizer step (the MLP policy reads one sample per row).
-  int rows_per_step = 64;
+  // Rows per rank per optimizer step. Packing: each rank takes the number of samples whose mean
+  // length (the built-in distribution's, action chunk included) fills rows_per_step rows of
+  // tokens_per_row, packed best-fit decreasing (so a step holds about rows_per_step rows, a few
+  // percent more when packing leaves gaps). No packing: rows_per_step samples, one per row, each
+  // row padded to the step's longest sample.
+  int rows_per_step = 8;
   // Pack several samples into each row of tokens_per_row tokens (best-fit decreasing); false:
   // one sample per row, padded.
   bool packing = true;
-  int tokens_per_row = 512;
+  int tokens_per_row = 512;  // packed row length; the longest row either way
 };
 
 // Limits the engine's model and data impose on a spec. Samples of the built-in dataset hold up

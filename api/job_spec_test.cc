@@ -36,7 +36,7 @@ TEST(JobSpecTest, TransformerOptions) {
   json j = Valid();
   j["engine"]["model"] = {{"d_model", 256}, {"layers", 4},         {"heads", 8},
                           {"mlp", 1024},    {"action_horizon", 16}, {"action_dim", 7},
-                          {"action_head", "flow"}};
+                          {"action_head", "flow"}, {"inference_steps", 10}};
   j["engine"]["data"] = {{"dataset", "sim:reach"}, {"tokens_per_row", 512}, {"rows_per_step", 8},
                          {"packing", true}};
   j["engine"]["attention"] = "varlen";
@@ -45,6 +45,7 @@ TEST(JobSpecTest, TransformerOptions) {
   EXPECT_EQ(r->engine.model.heads, 8);
   EXPECT_EQ(r->engine.model.mlp, 1024);
   EXPECT_EQ(r->engine.model.action_head, "flow");
+  EXPECT_EQ(r->engine.model.inference_steps, 10);
   EXPECT_EQ(r->engine.data.tokens_per_row, 512);
   EXPECT_EQ(r->engine.data.rows_per_step, 8);
   EXPECT_TRUE(r->engine.data.packing);
@@ -170,6 +171,8 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"gaussian head not built",
        [](json& j) { j["engine"]["model"] = {{"action_head", "gaussian"}}; },
        Code::kUnimplemented, "engine.model.action_head"},
+      {"inference_steps zero", [](json& j) { j["engine"]["model"] = {{"inference_steps", 0}}; },
+       Code::kInvalidArgument, "engine.model.inference_steps"},
       {"action_horizon past positions",
        [](json& j) { j["engine"]["model"] = {{"action_horizon", 228}}; },
        Code::kInvalidArgument, "engine.model.action_horizon"},

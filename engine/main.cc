@@ -24,10 +24,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: embody-engine --spec JOB.json\n"
     "\n"
-    "Trains the built-in policy as described by a JobSpec of kind \"train\"; run one process per\n"
-    "rank under mpirun. Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step\n"
-    "events to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints),\n"
-    "EMBODY_RESUME_FROM (checkpoint file to continue from, on any number of ranks).\n";
+    "Trains the built-in policy transformer as described by a JobSpec of kind \"train\", then\n"
+    "evaluates its sampled actions on held-out data; run one process per rank under mpirun.\n"
+    "Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step and eval events\n"
+    "to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints), EMBODY_RESUME_FROM\n"
+    "(checkpoint file to continue from, on any number of ranks).\n";
 
 int Fail(int code, const std::string& msg) {
   std::fprintf(stderr, "embody-engine: %s\n", msg.c_str());
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
     }
     engine::TrainerOptions options;
     options.engine = spec->engine;
+    options.measure_gemm_ceiling = true;  // step events report mfu against this machine's GEMMs
+    options.eval_samples = 64;            // the closing `eval` event: sampled vs expert actions
     const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
     options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
     if (const char* resume = std::getenv("EMBODY_RESUME_FROM"); resume != nullptr) {

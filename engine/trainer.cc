@@ -1,9 +1,12 @@
 #include "engine/trainer.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "common/file_util.h"
 #include "common/log.h"
@@ -11,40 +14,48 @@
 #include "engine/checkpoint.h"
 #include "engine/data/loader.h"
 #include "engine/dist/grad_buckets.h"
-#include "engine/model/mlp_policy.h"
+#include "engine/model/linear_fast.h"
+#include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
 #include "engine/sim/reach_task.h"
+#include "engine/train_batches.h"
 
 namespace engine {
 namespace {
 
-// The configuration stored in every checkpoint: the engine options as the JobSpec writes them,
-// plus the model shape they imply.
-nlohmann::json ModelJson(const MlpConfig& model) {
-  return {{"kind", "mlp"},
-          {"obs_dim", model.obs_dim},
-          {"d_model", model.d_model},
-          {"layers", model.layers},
-          {"out_dim", model.out_dim}};
+// The model shape stored in every checkpoint: a checkpoint resumes only into the same model.
+nlohmann::json ModelJson(const PolicyConfig& c, size_t num_params) {
+  return {{"kind", "policy_transformer"},
+          {"d_model", c.d_model},
+          {"layers", c.layers},
+          {"heads", c.heads},
+          {"mlp", c.mlp},
+          {"vocab", c.vocab},
+          {"max_positions", c.max_positions},
+          {"action_dim", c.action_dim},
+          {"action_horizon", c.action_horizon},
+          {"params", num_params}};
 }
 
-nlohmann::json CheckpointConfig(const api::EngineOptions& engine, const MlpConfig& model,
+nlohmann::json CheckpointConfig(const api::EngineOptions& engine, const nlohmann::json& model,
                                 int world_size) {
   api::JobSpec spec;
   spec.engine = engine;
   nlohmann::json j;
   j["engine"] = api::ToJson(spec)["engine"];
-  j["model"] = ModelJson(model);
+  j["model"] = model;
   j["world_size"] = world_size;
   return j;
 }
 
-// One rank's batch for the MLP: its slice of the step's samples, materialised in the loader.
-struct MlpBatch {
-  int rows = 0;
-  std::vector<float> obs;     // (rows, obs_dim)
-  std::vector<float> chunks;  // (rows, H * action_dim)
-};
+// Eigen's GEMMs allocate their packing buffers (hundreds of KiB) on every product; above glibc's
+// default mmap threshold (128 KiB, adaptive) each would be a fresh mmap whose pages fault in again
+// on every call, and freed heap tops would be returned to the kernel and faulted back. Keeping
+// such blocks in the heap makes steady-state steps fault-free. Process-wide and idempotent.
+void KeepLargeBlocksInHeap() {
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
 
 // Rank 0 reads the checkpoint and broadcasts it (other nodes may not see rank 0's disk); every
 // rank then decodes the same bytes, so every rank returns the same result, errors included.
@@ -71,17 +82,16 @@ common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path,
   return d;
 }
 
-common::Status CheckResumable(const CheckpointData& ck, const MlpConfig& mc, size_t n,
+common::Status CheckResumable(const CheckpointData& ck, const nlohmann::json& model_json, size_t n,
                               const api::EngineOptions& e, const std::string& path) {
   if (!ck.has_data_position) {
     return common::InvalidArgument(path + " is a version 1 checkpoint without a data position; " +
                                    "it cannot be resumed exactly");
   }
-  if (!ck.config.contains("model") || ck.config["model"] != ModelJson(mc) ||
-      ck.params.size() != n) {
+  if (!ck.config.contains("model") || ck.config["model"] != model_json || ck.params.size() != n) {
     return common::InvalidArgument(path + " holds a different model (" +
                                    ck.config.value("model", nlohmann::json()).dump() +
-                                   ") than the job's (" + ModelJson(mc).dump() + ")");
+                                   ") than the job's (" + model_json.dump() + ")");
   }
   if (ck.data.seed != e.seed) {
     return common::InvalidArgument(path + " continues data stream seed " +
@@ -96,35 +106,38 @@ common::Status CheckResumable(const CheckpointData& ck, const MlpConfig& mc, siz
 }
 
 }  // namespace
-
 common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& comm,
                                   EventSink* events) {
   const api::EngineOptions& e = options.engine;
   if (e.data.dataset != "sim:reach") {
     return common::InvalidArgument("unknown dataset " + e.data.dataset, "engine.data.dataset");
   }
+  KeepLargeBlocksInHeap();
   const int rank = comm.rank(), world = comm.world_size();
   const bool leader = rank == 0;
   if (!leader) events = nullptr;
   const int steps = e.optim.steps;
-  const int rows = e.data.rows_per_step;
   const int log_every = options.log_every > 0 ? options.log_every : std::max(1, steps / 20);
 
-  const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
-  MlpConfig mc{task.obs_dim(), e.model.d_model, e.model.layers, task.chunk_dim()};
-  MlpPolicy model(mc);
+  auto config = PolicyConfigFromOptions(e);
+  if (!config.ok()) return config.status();
+  auto created = PolicyTransformer::Create(*config);
+  if (!created.ok()) return created.status();
+  PolicyTransformer& model = **created;
   model.Init(e.seed);  // same seed on every rank: identical replicas
+  const size_t n = model.num_params();
+  const nlohmann::json model_json = ModelJson(*config, n);
+  const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
   AdamWConfig ac;
   ac.weight_decay = static_cast<float>(e.optim.weight_decay);
-  AdamW adam(model.num_params(), ac);
-  const size_t n = model.num_params();
+  AdamW adam(n, ac);
 
   TrainResult result;
   uint64_t next_sample = 0;
   if (!options.resume_from.empty()) {
     auto ck = ReadCheckpointOnAllRanks(options.resume_from, comm);
     if (!ck.ok()) return ck.status();
-    EMBODY_RETURN_IF_ERROR(CheckResumable(*ck, mc, n, e, options.resume_from));
+    EMBODY_RETURN_IF_ERROR(CheckResumable(*ck, model_json, n, e, options.resume_from));
     std::copy(ck->params.begin(), ck->params.end(), model.params());
     adam.Restore(ck->adam_t, std::move(ck->adam_m), std::move(ck->adam_v));
     result.first_step = ck->step;
@@ -145,61 +158,67 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     EMBODY_RETURN_IF_ERROR(common::MakeDirs(options.checkpoint_dir));
     ckpt_dir = std::filesystem::absolute(options.checkpoint_dir).lexically_normal().string();
   }
-  const nlohmann::json ckpt_config = CheckpointConfig(e, mc, world);
+  const nlohmann::json ckpt_config = CheckpointConfig(e, model_json, world);
   if (options.print_progress) {
     // Every rank says it is up, so each rank's log shows it took part.
     std::printf("embody-engine: rank %d of %d ready\n", rank, world);
     std::fflush(stdout);
   }
 
+  // The GEMM rate every rank measures on its own core at the same time (what the step will get),
+  // summed: the denominator of mfu.
+  if (options.measure_gemm_ceiling) {
+    result.gemm_gflops = comm.AllreduceSum(MeasureGemmGflops());
+  }
+
+  const int samples_per_rank = SamplesPerRank(e);
+  const int64_t global_samples = static_cast<int64_t>(samples_per_rank) * world;
   if (leader) {
     common::LogInfo("training", {{"world_size", std::to_string(world)},
-                                 {"params", std::to_string(n)},
-                                 {"obs_dim", std::to_string(mc.obs_dim)},
-                                 {"out_dim", std::to_string(mc.out_dim)},
+                                 {"params", std::to_string(model.layout().num_parameters())},
+                                 {"samples_per_rank", std::to_string(samples_per_rank)},
+                                 {"gemm_gflops", std::to_string(result.gemm_gflops)},
                                  {"config", ckpt_config["engine"].dump()}});
     if (options.print_progress) {
       std::printf(
-          "embody-engine: %d rank(s), mlp %d -> %dx%d -> %d (%zu params), steps %d..%d of %d "
-          "rows per rank\n",
-          world, mc.obs_dim, mc.layers, mc.d_model, mc.out_dim, n, first_step + 1, steps, rows);
+          "embody-engine: %d rank(s), policy transformer d_model %d x %d layers, %d heads, mlp "
+          "%d (%zu params), %s, %s attention, %d samples per rank per step, steps %d..%d\n",
+          world, config->d_model, config->layers, config->heads, config->mlp,
+          model.layout().num_parameters(), e.data.packing ? "packed" : "padded",
+          e.attention.c_str(), samples_per_rank, first_step + 1, steps);
       std::fflush(stdout);
     }
   }
 
-  // One sample is 1 observation token plus H action tokens (one per action of the chunk): the
-  // token count the transformer policy will see for the same data, so tokens/s stays comparable.
-  // It is also each sample's loss weight in the global token-weighted mean.
-  const double tokens_per_sample = 1.0 + e.model.action_horizon;
-  const int64_t global_samples = static_cast<int64_t>(rows) * world;
-
-  data::Loader<MlpBatch>::Options lo;
-  lo.plan.seed = e.seed;
-  lo.plan.samples_per_step = global_samples;
-  lo.plan.rank = rank;
-  lo.plan.world = world;
-  lo.plan.tokens_per_row = std::max(512, lo.plan.lengths.MaxTokens());
+  data::Loader<TrainBatch>::Options lo;
+  lo.plan = PlanConfigFor(e, rank, world);
   lo.first_step = first_step;
   lo.first_sample = next_sample;
   lo.num_steps = steps - first_step;
   lo.prefetch = options.prefetch;
-  // The MLP sees one observation and one chunk per sample; the plan's packing (for the
-  // transformer's token rows) is not used here.
-  auto fill = [&task, &mc](const data::PackedPlan& plan, MlpBatch* b) -> common::Status {
-    b->rows = plan.num_samples();
-    b->obs.resize(static_cast<size_t>(b->rows) * mc.obs_dim);
-    b->chunks.resize(static_cast<size_t>(b->rows) * mc.out_dim);
-    for (int i = 0; i < b->rows; ++i) {
-      task.SampleAt(plan.SampleId(i), b->obs.data() + static_cast<size_t>(i) * mc.obs_dim,
-                    b->chunks.data() + static_cast<size_t>(i) * mc.out_dim);
-    }
-    return common::Status::Ok();
+  const PolicyConfig model_config = *config;
+  const bool packing = e.data.packing;
+  auto fill = [&task, model_config, packing](const data::PackedPlan& plan,
+                                             TrainBatch* b) -> common::Status {
+    return FillTrainBatch(task, model_config, packing, plan, b);
   };
-  data::Loader<MlpBatch> loader(lo, fill);
+  // Activations for the largest batch expected up front (the model grows them if one is larger):
+  // packed rows come out a little above rows_per_step; padded rows are at most the longest sample.
+  if (packing) {
+    model.Reserve(e.data.rows_per_step + 2, e.data.tokens_per_row);
+  } else {
+    model.Reserve(samples_per_rank, lo.plan.lengths.MaxTokens() + e.model.action_horizon);
+  }
+  data::Loader<TrainBatch> loader(lo, fill);
   GradBuckets buckets(comm, model.grads(), n, GradBucketOptions{options.grad_bucket_bytes});
+  BackwardHooks hooks;
+  hooks.ready = buckets.ReadyCallback();
+  hooks.poll = [&buckets] { buckets.Poll(); };
 
   result.losses.reserve(steps - first_step);
+  result.real_tokens.reserve(steps - first_step);
   const double run_start = common::MonotonicSeconds();
+  double run_real = 0.0, run_slots = 0.0;
 
   auto save_checkpoint = [&](int done) -> common::Status {
     CheckpointData d;
@@ -229,14 +248,27 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     const double t0 = common::MonotonicSeconds();
     auto item = loader.Next();
     if (!item.ok()) return item.status();
-    const MlpBatch& batch = *item->batch;
+    const TrainBatch& tb = *item->batch;
+    // Global real tokens, slots and useful FLOPs: one small all-reduce, started first so it
+    // completes alongside the gradient buckets.
+    double stats[3] = {static_cast<double>(tb.real_tokens), static_cast<double>(tb.slots),
+                       tb.useful_flops};
+    const CollectiveId stats_id = comm.StartAllreduceSum(stats, 3);
     const double t_data = common::MonotonicSeconds();
+
     model.ZeroGrad();
-    const float local_loss = model.Forward(batch.obs.data(), batch.chunks.data(), batch.rows);
-    buckets.Begin(batch.rows * tokens_per_sample, local_loss);
-    model.Backward();  // the MLP has no per-layer callback: Finish launches every bucket
-    const double t_compute = common::MonotonicSeconds();
+    auto local_loss = model.Forward(tb.batch);
+    if (!local_loss.ok()) {
+      comm.Wait(stats_id);
+      return local_loss.status();
+    }
+    const double t_fwd = common::MonotonicSeconds();
+    buckets.Begin(tb.batch.WeightTotal(), *local_loss);
+    common::Status backward = model.Backward(&hooks);
+    const double t_bwd = common::MonotonicSeconds();
     const GlobalStepTotals totals = buckets.Finish();
+    comm.Wait(stats_id);
+    if (!backward.ok()) return backward;
     const double loss = totals.loss;
     const double t_comm = common::MonotonicSeconds();
     next_sample = item->plan.global_end;
@@ -245,8 +277,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       return common::Internal("loss is not finite at step " + std::to_string(step + 1) +
                               " (diverged; lower engine.optim.lr)");
     }
+    const float* g = model.grads();
     double sq = 0.0;
-    for (size_t i = 0; i < n; ++i) sq += static_cast<double>(model.grads()[i]) * model.grads()[i];
+    for (size_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
     const double grad_norm = std::sqrt(sq);
     const double lr = LearningRate(step, e.optim.lr, e.optim.warmup_steps, steps);
     adam.Step(model.params(), model.grads(), static_cast<float>(lr));
@@ -254,29 +287,40 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
 
     const int done = step + 1;
     const double step_seconds = t1 - t0;
+    const double real = stats[0], slots = stats[1], flops = stats[2];
+    run_real += real;
+    run_slots += slots;
+    const double tokens_per_s = real / step_seconds;
     const double samples_per_s = static_cast<double>(global_samples) / step_seconds;
-    const double tokens_per_s = totals.weight / step_seconds;
     result.losses.push_back(static_cast<float>(loss));
+    result.real_tokens.push_back(static_cast<int64_t>(real));
     if (events != nullptr) {
-      events->Post({{"type", "step"},
-                    {"step", done},
-                    {"steps", steps},
-                    {"loss", loss},
-                    {"tokens_per_s", tokens_per_s},
-                    {"samples_per_s", samples_per_s},
-                    {"step_seconds", step_seconds},
-                    {"lr", lr},
-                    {"grad_norm", grad_norm},
-                    {"data_seconds", t_data - t0},
-                    {"compute_seconds", t_compute - t_data},
-                    {"allreduce_seconds", t_comm - t_compute},
-                    {"world_size", world}});
+      nlohmann::json ev = {{"type", "step"},
+                           {"step", done},
+                           {"steps", steps},
+                           {"loss", loss},
+                           {"lr", lr},
+                           {"grad_norm", grad_norm},
+                           {"tokens_per_s", tokens_per_s},
+                           {"samples_per_s", samples_per_s},
+                           {"step_seconds", step_seconds},
+                           {"data_wait_seconds", t_data - t0},
+                           {"forward_seconds", t_fwd - t_data},
+                           {"backward_seconds", t_bwd - t_fwd},
+                           {"allreduce_seconds", t_comm - t_bwd},
+                           {"optimizer_seconds", t1 - t_comm},
+                           {"padding_ratio", slots > 0 ? 1.0 - real / slots : 0.0},
+                           {"packing_efficiency", slots > 0 ? real / slots : 1.0},
+                           {"world_size", world}};
+      if (result.gemm_gflops > 0.0) ev["mfu"] = flops / step_seconds / (result.gemm_gflops * 1e9);
+      events->Post(std::move(ev));
     }
     if (leader && options.print_progress && (done % log_every == 0 || done == steps)) {
       std::printf(
-          "step %d/%d loss %.4f lr %.2e grad_norm %.3f step %.2f ms tokens/s %.3g "
-          "samples/s %.3g\n",
-          done, steps, loss, lr, grad_norm, step_seconds * 1e3, tokens_per_s, samples_per_s);
+          "step %d/%d loss %.4f lr %.2e grad_norm %.3f step %.1f ms tokens/s %.4g "
+          "samples/s %.3g padding %.1f%%\n",
+          done, steps, loss, lr, grad_norm, step_seconds * 1e3, tokens_per_s, samples_per_s,
+          slots > 0 ? 100.0 * (1.0 - real / slots) : 0.0);
       std::fflush(stdout);
     }
     const bool periodic = e.checkpoint.every_steps > 0 && done % e.checkpoint.every_steps == 0;
@@ -289,21 +333,45 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const double total = common::MonotonicSeconds() - run_start;
   result.mean_step_seconds = ran > 0 ? total / ran : 0.0;
   result.samples_per_s = ran > 0 ? static_cast<double>(global_samples) * ran / total : 0.0;
-  result.tokens_per_s = result.samples_per_s * tokens_per_sample;
+  result.tokens_per_s = ran > 0 ? run_real / total : 0.0;
+  result.padding_ratio = run_slots > 0 ? 1.0 - run_real / run_slots : 0.0;
   result.params.assign(model.params(), model.params() + n);
   result.next_sample = next_sample;
   result.data_wait_seconds = loader.data_wait_seconds();
   if (leader && options.print_progress) {
     if (ran > 0) {
       std::printf(
-          "done: %d steps in %.3f s (%.3f ms/step incl. checkpoints), loss %.4f -> %.4f, "
-          "tokens/s %.3g, samples/s %.3g, data wait %.3f s\n",
+          "done: %d steps in %.3f s (%.1f ms/step incl. checkpoints), loss %.4f -> %.4f, "
+          "real tokens/s %.4g, samples/s %.3g, padding %.1f%%, data wait %.3f s\n",
           ran, total, result.mean_step_seconds * 1e3, result.losses.front(), result.losses.back(),
-          result.tokens_per_s, result.samples_per_s, result.data_wait_seconds);
+          result.tokens_per_s, result.samples_per_s, 100.0 * result.padding_ratio,
+          result.data_wait_seconds);
     } else {
       std::printf("done: the checkpoint is already at step %d of %d\n", first_step, steps);
     }
     std::fflush(stdout);
+  }
+
+  if (leader && options.eval_samples > 0) {
+    auto ev = EvaluateHeldOut(model, task, e, options.eval_samples);
+    if (!ev.ok()) return ev.status();
+    result.evaluated = true;
+    result.eval = *ev;
+    if (events != nullptr) {
+      events->Post({{"type", "eval"},
+                    {"step", steps},
+                    {"samples", ev->samples},
+                    {"euler_steps", ev->euler_steps},
+                    {"action_mse", ev->action_mse},
+                    {"zero_action_mse", ev->zero_action_mse}});
+    }
+    if (options.print_progress) {
+      std::printf(
+          "eval: %d held-out samples, %d Euler steps: action MSE %.4f (predicting zeros: "
+          "%.4f)\n",
+          ev->samples, ev->euler_steps, ev->action_mse, ev->zero_action_mse);
+      std::fflush(stdout);
+    }
   }
   return result;
 }

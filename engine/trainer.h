@@ -1,13 +1,23 @@
 // Trainer: the engine's training loop for kind "train" jobs.
 //
+// Model: the policy transformer (engine/model/policy_transformer.h) with the flow-matching action
+// head, shaped by engine.model and engine.attention (PolicyConfigFromOptions).
+//
 // Data: one global sample stream (engine/data/loader.h). Each step consumes the next
-// rows_per_step × world samples; each rank takes its contiguous slice, materialised from the
-// built-in task (ReachTask::SampleAt) by a background loader thread that keeps batches prefetched.
-// Each rank runs forward and backward; GradBuckets (engine/dist/grad_buckets.h) all-reduces the
-// flat gradient buffer in buckets, weighted by each rank's real tokens, so every rank holds the
-// gradient of the global per-token mean loss; every rank applies the same AdamW update.
-// Parameters start identical (same seed) and so stay bitwise identical on every rank. Rank 0 alone
-// reports step events, prints progress and writes checkpoints.
+// SamplesPerRank × world samples; each rank takes its contiguous slice, and a background loader
+// thread turns it into the model's PackedBatch (engine/train_batches.h: multimodal samples of the
+// scripted reach task, packed best-fit decreasing or padded one per row), keeping batches
+// prefetched and recycling their buffers.
+//
+// Step: forward; GradBuckets (engine/dist/grad_buckets.h) starts with this rank's loss weight
+// (Σ action-token weights × action_dim); backward reports each layer's gradients as final in
+// reverse layer order and each report starts the bucketed MPI_Iallreduce of finished buckets while
+// backward goes on with earlier layers; Finish leaves every rank with the gradient of the global
+// per-token mean loss; every rank applies the same AdamW update. Parameters start identical (same
+// seed) and so stay bitwise identical on every rank. Rank 0 alone reports step events (loss,
+// real tokens/s, padding, phase times, MFU against a GEMM rate measured at start-up), prints
+// progress, writes checkpoints and, at the end, evaluates sampled actions on held-out data
+// (engine/policy_eval.h) and reports an `eval` event.
 //
 // Resume: with resume_from set, rank 0 reads the checkpoint and broadcasts it; every rank restores
 // parameters, AdamW state, the step and the data position, and the run continues to
@@ -24,6 +34,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/dist/communicator.h"
+#include "engine/policy_eval.h"
 #include "engine/report/event_sink.h"
 
 namespace engine {
@@ -41,18 +52,30 @@ struct TrainerOptions {
   // Gradient all-reduce bucket size, and batches the loader keeps ready.
   size_t grad_bucket_bytes = size_t{2} << 20;
   int prefetch = 2;
+  // Measure this machine's GEMM rate at start-up (~0.25 s per rank) and report mfu in step
+  // events; without it step events carry no mfu.
+  bool measure_gemm_ceiling = false;
+  // Held-out samples rank 0 evaluates with the flow-matching sampler after the last step; 0: no
+  // evaluation.
+  int eval_samples = 0;
 };
 
 struct TrainResult {
-  int64_t first_step = 0;          // steps already done when this run started (from the checkpoint)
-  std::vector<float> losses;       // global per-token mean loss, one per step run (on every rank)
+  int64_t first_step = 0;     // steps already done when this run started (from the checkpoint)
+  std::vector<float> losses;  // global per-token mean loss, one per step run (on every rank)
+  // Global step totals, one per step run (on every rank).
+  std::vector<int64_t> real_tokens;
   std::vector<float> params;       // final parameters
   uint64_t next_sample = 0;        // data position at the end: global index of the next sample
   double data_wait_seconds = 0.0;  // this rank's time waiting for the loader
   double mean_step_seconds = 0.0;
-  double tokens_per_s = 0.0;    // global, over the whole run
+  double tokens_per_s = 0.0;    // global real tokens per second, over the whole run
   double samples_per_s = 0.0;   // global, over the whole run
+  double padding_ratio = 0.0;   // global padding slots / slots, over the whole run
+  double gemm_gflops = 0.0;     // the measured GEMM rate summed over ranks (0: not measured)
   std::string last_checkpoint;  // absolute path on rank 0; empty elsewhere or without checkpoints
+  bool evaluated = false;       // rank 0 with eval_samples > 0
+  EvalResult eval;
 };
 
 // Trains for engine.optim.steps steps. `events` receives rank 0's step and checkpoint events and

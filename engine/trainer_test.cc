@@ -1,53 +1,132 @@
 #include "engine/trainer.h"
 
 #include <filesystem>
+#include <numeric>
 
 #include <gtest/gtest.h>
 
 #include "engine/checkpoint.h"
+#include "engine/model/policy_options.h"
+#include "engine/policy_eval.h"
 #include "engine/report/recording_sink.h"
+#include "engine/train_batches.h"
 
 namespace engine {
 namespace {
 
+// A tiny policy transformer on two packed rows of 512 tokens per step (13 samples).
 TrainerOptions SmallRun(int steps) {
   TrainerOptions o;
-  o.engine.model.d_model = 64;
+  o.engine.model.d_model = 48;
   o.engine.model.layers = 2;
-  o.engine.model.action_horizon = 8;
+  o.engine.model.heads = 4;
+  o.engine.model.mlp = 96;
+  o.engine.model.action_horizon = 4;
   o.engine.model.action_dim = 7;
-  o.engine.data.rows_per_step = 32;
-  o.engine.optim.lr = 2e-3;
+  o.engine.data.rows_per_step = 2;
+  o.engine.data.tokens_per_row = 512;
+  o.engine.optim.lr = 4e-3;
   o.engine.optim.steps = steps;
   o.engine.optim.warmup_steps = 10;
   o.engine.seed = 1;
   o.print_progress = false;
   return o;
 }
+constexpr uint64_t kSmallSamples = 13;  // floor(2 · 512 / (72 + 4))
+
+double Mean(const std::vector<float>& v, size_t begin, size_t end) {
+  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
+}
 
 TEST(TrainerTest, LossFallsSingleProcess) {
   LocalCommunicator comm;
   RecordingSink sink;
-  auto r = Train(SmallRun(100), comm, &sink);
+  TrainerOptions o = SmallRun(150);
+  o.measure_gemm_ceiling = true;
+  auto r = Train(o, comm, &sink);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->losses.size(), 100u);
-  float first = r->losses.front(), last = r->losses.back();
-  EXPECT_LT(last, 0.5f * first) << "first " << first << " last " << last;
+  ASSERT_EQ(r->losses.size(), 150u);
+  const double first = Mean(r->losses, 0, 10), last = Mean(r->losses, 140, 150);
+  EXPECT_LT(last, 0.7 * first) << "first " << first << " last " << last;
   EXPECT_GT(r->tokens_per_s, 0.0);
+  EXPECT_GT(r->gemm_gflops, 0.0);
 
   auto events = sink.events();
-  ASSERT_EQ(events.size(), 100u);  // one step event per step, no checkpoint dir
+  ASSERT_EQ(events.size(), 150u);  // one step event per step, no checkpoint dir, no eval
   const auto& e = events.back();
   EXPECT_EQ(e["type"], "step");
-  EXPECT_EQ(e["step"], 100);
-  EXPECT_EQ(e["steps"], 100);
+  EXPECT_EQ(e["step"], 150);
+  EXPECT_EQ(e["steps"], 150);
   for (const char* k :
-       {"loss", "tokens_per_s", "samples_per_s", "step_seconds", "lr", "grad_norm"}) {
+       {"loss", "lr", "grad_norm", "tokens_per_s", "samples_per_s", "step_seconds",
+        "data_wait_seconds", "forward_seconds", "backward_seconds", "allreduce_seconds",
+        "optimizer_seconds", "padding_ratio", "packing_efficiency", "mfu", "world_size"}) {
     EXPECT_TRUE(e.contains(k) && e[k].is_number()) << k;
   }
-  // tokens = samples * (1 observation token + H action tokens)
-  EXPECT_NEAR(e["tokens_per_s"].get<double>(), e["samples_per_s"].get<double>() * 9,
-              1e-6 * e["tokens_per_s"].get<double>());
+  // Real tokens: the step's samples' tokens, not slots.
+  const double real = static_cast<double>(r->real_tokens.back());
+  EXPECT_NEAR(e["tokens_per_s"].get<double>() * e["step_seconds"].get<double>(), real, 1e-6 * real);
+  EXPECT_NEAR(e["padding_ratio"].get<double>() + e["packing_efficiency"].get<double>(), 1.0, 1e-12);
+  EXPECT_GT(e["packing_efficiency"].get<double>(), 0.5);
+  EXPECT_GT(e["mfu"].get<double>(), 0.0);
+  EXPECT_LT(e["mfu"].get<double>(), 1.0);
+  const double phases = e["data_wait_seconds"].get<double>() + e["forward_seconds"].get<double>() +
+                        e["backward_seconds"].get<double>() + e["allreduce_seconds"].get<double>() +
+                        e["optimizer_seconds"].get<double>();
+  EXPECT_NEAR(phases, e["step_seconds"].get<double>(), 1e-6);
+}
+
+// The closed loop: the sampler (4 Euler steps) on held-out samples gets closer to the expert
+// after training than before it.
+TEST(TrainerTest, TrainedModelSamplesCloserActionsThanUntrained) {
+  LocalCommunicator comm;
+  RecordingSink sink;
+  TrainerOptions o = SmallRun(150);
+  o.eval_samples = 32;
+  auto r = Train(o, comm, &sink);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->evaluated);
+  EXPECT_EQ(r->eval.samples, 32);
+  EXPECT_EQ(r->eval.euler_steps, 4);
+  const auto events = sink.events();
+  ASSERT_EQ(events.back()["type"], "eval");
+  EXPECT_DOUBLE_EQ(events.back()["action_mse"].get<double>(), r->eval.action_mse);
+
+  auto untrained = PolicyTransformer::Create(PolicyConfigFromOptions(o.engine).value()).value();
+  untrained->Init(o.engine.seed);
+  const ReachTask task(o.engine.model.action_dim, o.engine.model.action_horizon, o.engine.seed);
+  auto before = EvaluateHeldOut(*untrained, task, o.engine, 32);
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_DOUBLE_EQ(before->zero_action_mse, r->eval.zero_action_mse);  // same held-out samples
+  EXPECT_LT(r->eval.action_mse, 0.7 * before->action_mse)
+      << "trained " << r->eval.action_mse << " untrained " << before->action_mse;
+}
+
+// Packing changes the layout, not the function: the same samples, packed into rows (varlen
+// attention) or one per padded row (padded attention), give the same losses and parameters up to
+// float rounding.
+TEST(TrainerTest, PackedAndPaddedTrainTheSameFunction) {
+  LocalCommunicator comm;
+  TrainerOptions packed = SmallRun(4);
+  TrainerOptions padded = SmallRun(4);
+  padded.engine.data.packing = false;
+  padded.engine.attention = "padded";
+  padded.engine.data.rows_per_step = static_cast<int>(kSmallSamples);
+  ASSERT_EQ(SamplesPerRank(packed.engine), SamplesPerRank(padded.engine));
+  auto a = Train(packed, comm, nullptr);
+  auto b = Train(padded, comm, nullptr);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_GT(b->padding_ratio, 0.0);
+  EXPECT_EQ(a->real_tokens, b->real_tokens);
+  for (size_t i = 0; i < a->losses.size(); ++i) {
+    EXPECT_NEAR(a->losses[i], b->losses[i], 1e-5 * a->losses[i]) << "step " << i;
+  }
+  double max_diff = 0.0;
+  for (size_t i = 0; i < a->params.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(a->params[i] - b->params[i])));
+  }
+  EXPECT_LT(max_diff, 1e-4);
 }
 
 TEST(TrainerTest, SameSeedGivesSameRun) {
@@ -94,8 +173,9 @@ TEST(TrainerTest, WritesCheckpointsKeepsNewestAndReports) {
   EXPECT_EQ(ck->step, 25);
   EXPECT_EQ(ck->adam_t, 25);
   EXPECT_EQ(ck->params, r->params);
-  EXPECT_EQ(ck->config["engine"]["model"]["d_model"], 64);
-  EXPECT_EQ(ck->config["model"]["out_dim"], 8 * 7);
+  EXPECT_EQ(ck->config["engine"]["model"]["d_model"], 48);
+  EXPECT_EQ(ck->config["model"]["kind"], "policy_transformer");
+  EXPECT_EQ(ck->config["model"]["action_horizon"], 4);
   std::filesystem::remove_all(dir);
 }
 
@@ -118,11 +198,11 @@ TEST(TrainerTest, ResumeFromHalfwayMatchesStraightRun) {
   LocalCommunicator comm;
   auto full = Train(o, comm, nullptr);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
-  EXPECT_EQ(full->next_sample, 20u * 32);
+  EXPECT_EQ(full->next_sample, 20u * kSmallSamples);
 
   auto ck = LoadCheckpoint(CheckpointPath(dir.string(), 10));
   ASSERT_TRUE(ck.ok());
-  EXPECT_EQ(ck->data.next_sample, 10u * 32);
+  EXPECT_EQ(ck->data.next_sample, 10u * kSmallSamples);
   EXPECT_EQ(ck->data.seed, 1u);
   EXPECT_EQ(ck->config["world_size"], 1);
 
@@ -186,7 +266,7 @@ TEST(TrainerTest, ReportsDataWait) {
   auto r = Train(SmallRun(5), comm, nullptr);
   ASSERT_TRUE(r.ok());
   EXPECT_GE(r->data_wait_seconds, 0.0);
-  EXPECT_EQ(r->next_sample, 5u * 32);
+  EXPECT_EQ(r->next_sample, 5u * kSmallSamples);
 }
 
 }  // namespace

@@ -12,6 +12,15 @@ int EmbodiedLengthConfig::MinTokens() const {
   return min_language_tokens + min_cameras * patch_tokens_per_camera + state_tokens_per_frame;
 }
 
+double EmbodiedLengthConfig::MeanTokens() const {
+  // Language, cameras and frames are drawn independently, so E[frames·per_frame] factorises.
+  const double language = 0.5 * (min_language_tokens + max_language_tokens);
+  const double cameras = 0.5 * (min_cameras + max_cameras);
+  const double frames = (1.0 - long_history_fraction) +
+                        long_history_fraction * 0.5 * (min_history_frames + max_history_frames);
+  return language + frames * (cameras * patch_tokens_per_camera + state_tokens_per_frame);
+}
+
 EmbodiedLengthSampler::EmbodiedLengthSampler(uint64_t seed, EmbodiedLengthConfig config)
     : state_(seed), config_(config) {}
 

@@ -30,6 +30,8 @@ struct EmbodiedLengthConfig {
   int MaxTokens() const;
   // Shortest sample (22 for the defaults).
   int MinTokens() const;
+  // Expected tokens of a sample (72 for the defaults).
+  double MeanTokens() const;
 };
 
 // The token layout of one sample: language first, then `frames` frames, each holding `cameras`

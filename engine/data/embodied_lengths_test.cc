@@ -38,6 +38,7 @@ TEST(EmbodiedLengthSamplerTest, CompositionAndLengthRange) {
   }
   // Expected mean: 22.5 + 33 · (0.8 · 1 + 0.2 · 3.5) = 72.0.
   EXPECT_NEAR(sum / samples.size(), 72.0, 1.0);
+  EXPECT_DOUBLE_EQ(cfg.MeanTokens(), 72.0);
   EXPECT_NEAR(long_history / 50000.0, 0.2, 0.01);
   EXPECT_EQ(lo, 22);   // reached with 50k draws (p ≈ 1/108 per draw)
   EXPECT_GT(hi, 250);  // 285 itself is rare (p ≈ 1/2160)

@@ -14,9 +14,11 @@
 #include "engine/data/loader.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/dist/mpi_communicator.h"
-#include "engine/model/mlp_policy.h"
+#include "engine/model/policy_options.h"
+#include "engine/model/policy_transformer.h"
 #include "engine/sim/reach_task.h"
 #include "engine/sim/rng.h"
+#include "engine/train_batches.h"
 
 namespace engine {
 namespace {
@@ -81,75 +83,77 @@ TEST(GradBucketsMpiTest, EqualsPlainAllreduceOfWeightedGradientsBitwise) {
 TEST(GradBucketsMpiTest, EqualsGradientOfGlobalMeanOverAllData) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.world_size(), 2);
-  // 13 samples per step split 6 / 7: the ranks hold different numbers of real tokens.
-  const ReachTask task(/*action_dim=*/7, /*horizon=*/4, /*seed=*/9);
-  const MlpConfig mc{task.obs_dim(), 32, 2, task.chunk_dim()};
+  // The trainer's own data path and model, tiny: 13 samples per step split 6 / 7, so the ranks
+  // hold different numbers of real tokens.
+  api::EngineOptions e;
+  e.model.d_model = 32;
+  e.model.layers = 2;
+  e.model.heads = 4;
+  e.model.mlp = 64;
+  e.model.action_horizon = 4;
+  e.seed = 9;
+  const PolicyConfig pc = PolicyConfigFromOptions(e).value();
+  const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
   const int64_t global = 13;
-  auto sample = [&](uint64_t first, uint64_t end, std::vector<float>* obs,
-                    std::vector<float>* chunks) {
-    const int b = static_cast<int>(end - first);
-    obs->resize(static_cast<size_t>(b) * mc.obs_dim);
-    chunks->resize(static_cast<size_t>(b) * mc.out_dim);
-    for (int i = 0; i < b; ++i) {
-      task.SampleAt(first + i, obs->data() + static_cast<size_t>(i) * mc.obs_dim,
-                    chunks->data() + static_cast<size_t>(i) * mc.out_dim);
-    }
-    return b;
+  auto batch_of = [&](int rank, int world, TrainBatch* tb) {
+    data::PlanConfig plan_config = PlanConfigFor(e, rank, world);
+    plan_config.samples_per_step = global;
+    auto plan = data::MakePlan(plan_config, 0, 0).value();
+    ASSERT_TRUE(FillTrainBatch(task, pc, /*packing=*/true, plan, tb).ok());
   };
 
-  // This rank's share, all-reduced with weights = local samples × tokens per sample.
-  uint64_t begin = 0, end = 0;
-  data::RankSlice(0, global, comm.rank(), comm.world_size(), &begin, &end);
-  EXPECT_EQ(end - begin, comm.rank() == 0 ? 6u : 7u);
-  std::vector<float> obs, chunks;
-  const int b = sample(begin, end, &obs, &chunks);
-  MlpPolicy model(mc);
-  model.Init(3);
-  GradBuckets buckets(comm, model.grads(), model.num_params(), GradBucketOptions{4096});
-  model.ZeroGrad();
-  const float local_loss = model.Forward(obs.data(), chunks.data(), b);
-  const double tokens_per_sample = 1 + task.horizon();
-  buckets.Begin(b * tokens_per_sample, local_loss);
-  model.Backward();
-  buckets.MarkReady(0, model.num_params());
+  // This rank's share, all-reduced with weights = its loss weight, overlapped with backward.
+  TrainBatch mine;
+  batch_of(comm.rank(), comm.world_size(), &mine);
+  EXPECT_EQ(mine.batch.num_samples(), comm.rank() == 0 ? 6 : 7);
+  auto model = PolicyTransformer::Create(pc).value();
+  model->Init(3);
+  GradBuckets buckets(comm, model->grads(), model->num_params(), GradBucketOptions{4096});
+  model->ZeroGrad();
+  const float local_loss = model->Forward(mine.batch).value();
+  buckets.Begin(mine.batch.WeightTotal(), local_loss);
+  BackwardHooks hooks;
+  hooks.ready = buckets.ReadyCallback();
+  hooks.poll = [&] { buckets.Poll(); };
+  ASSERT_TRUE(model->Backward(&hooks).ok());
   const GlobalStepTotals t = buckets.Finish();
 
   // One rank, all 13 samples: the gradient of the global mean directly.
-  MlpPolicy whole(mc);
-  whole.Init(3);
-  const int all = sample(0, global, &obs, &chunks);
-  whole.ZeroGrad();
-  const float whole_loss = whole.Forward(obs.data(), chunks.data(), all);
-  whole.Backward();
+  TrainBatch all;
+  batch_of(0, 1, &all);
+  auto whole = PolicyTransformer::Create(pc).value();
+  whole->Init(3);
+  whole->ZeroGrad();
+  const float whole_loss = whole->Forward(all.batch).value();
+  ASSERT_TRUE(whole->Backward().ok());
 
-  EXPECT_EQ(t.weight, global * tokens_per_sample);
-  EXPECT_NEAR(t.loss, whole_loss, 1e-6 * std::fabs(whole_loss));
+  EXPECT_EQ(t.weight, all.batch.WeightTotal());
+  EXPECT_NEAR(t.loss, whole_loss, 1e-5 * std::fabs(whole_loss));
+  const size_t n = model->num_params();
   double max_abs = 0.0, max_err = 0.0;
-  for (size_t i = 0; i < model.num_params(); ++i) {
-    max_abs = std::max(max_abs, static_cast<double>(std::fabs(whole.grads()[i])));
+  for (size_t i = 0; i < n; ++i) {
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(whole->grads()[i])));
     max_err =
-        std::max(max_err, static_cast<double>(std::fabs(whole.grads()[i] - model.grads()[i])));
+        std::max(max_err, static_cast<double>(std::fabs(whole->grads()[i] - model->grads()[i])));
   }
   EXPECT_GT(max_abs, 1e-3);
-  EXPECT_LT(max_err, 1e-5 * max_abs) << "max |g| " << max_abs;
+  EXPECT_LT(max_err, 1e-4 * max_abs) << "max |g| " << max_abs;
 
   // Without token weighting (plain mean of rank means) the result is measurably different:
   // the test can tell the two apart.
-  std::vector<float> unweighted(model.num_params());
-  MlpPolicy again(mc);
-  again.Init(3);
-  const int b2 = sample(begin, end, &obs, &chunks);
-  again.ZeroGrad();
-  again.Forward(obs.data(), chunks.data(), b2);
-  again.Backward();
-  std::copy(again.grads(), again.grads() + again.num_params(), unweighted.begin());
+  auto again = PolicyTransformer::Create(pc).value();
+  again->Init(3);
+  again->ZeroGrad();
+  ASSERT_TRUE(again->Forward(mine.batch).ok());
+  ASSERT_TRUE(again->Backward().ok());
+  std::vector<float> unweighted(again->grads(), again->grads() + n);
   comm.AllreduceMean(unweighted.data(), unweighted.size());
   double unweighted_err = 0.0;
-  for (size_t i = 0; i < model.num_params(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     unweighted_err =
-        std::max(unweighted_err, static_cast<double>(std::fabs(whole.grads()[i] - unweighted[i])));
+        std::max(unweighted_err, static_cast<double>(std::fabs(whole->grads()[i] - unweighted[i])));
   }
-  EXPECT_GT(unweighted_err, 100 * max_err);
+  EXPECT_GT(unweighted_err, 10 * max_err);
 }
 
 // Buckets really do go out during backward: with MPI progress driven between layers, the earlier

@@ -13,21 +13,25 @@
 
 #include "engine/checkpoint.h"
 #include "engine/dist/mpi_communicator.h"
+#include "engine/train_batches.h"
 #include "engine/trainer.h"
 
 namespace engine {
 namespace {
 
 constexpr int kSteps = 20;
-constexpr int kRows = 16;  // per rank, on 2 ranks
+constexpr int kRows = 2;      // packed rows of 512 per rank, on 2 ranks
+constexpr int kSamples = 13;  // per rank: floor(2 · 512 / (72 + 4)); 4 rows hold exactly 26
 
 TrainerOptions SmallRun(int rows) {
   TrainerOptions o;
-  o.engine.model.d_model = 48;
+  o.engine.model.d_model = 32;
   o.engine.model.layers = 2;
-  o.engine.model.action_horizon = 8;
+  o.engine.model.heads = 4;
+  o.engine.model.mlp = 64;
+  o.engine.model.action_horizon = 4;
   o.engine.data.rows_per_step = rows;
-  o.engine.optim.lr = 2e-3;
+  o.engine.optim.lr = 3e-3;
   o.engine.optim.steps = kSteps;
   o.engine.optim.warmup_steps = 3;
   o.engine.checkpoint.every_steps = kSteps / 2;
@@ -38,12 +42,15 @@ TrainerOptions SmallRun(int rows) {
   return o;
 }
 
-double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0.0;
+// ‖a − b‖ / ‖b‖. (Not per element: AdamW normalises each update, so entries whose gradients are
+// rounding noise move by about lr whichever way the noise falls.)
+double RelDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0.0, nb = 0.0;
   for (size_t i = 0; i < a.size(); ++i) {
-    m = std::max(m, std::fabs(a[i] - b[i]) / std::max(1e-6, std::fabs(static_cast<double>(b[i]))));
+    d += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    nb += static_cast<double>(b[i]) * b[i];
   }
-  return m;
+  return std::sqrt(d / nb);
 }
 
 class MpiResumeTest : public ::testing::Test {
@@ -77,7 +84,9 @@ TEST_F(MpiResumeTest, HalfwayCheckpointResumesExactlyAndOnOtherRankCounts) {
   auto full = Train(straight, comm, nullptr);
   ASSERT_TRUE(full.ok()) << full.status().ToString();
   const std::string half = CheckpointPath(Dir("straight"), kSteps / 2);
-  ASSERT_EQ(full->next_sample, uint64_t{kSteps} * kRows * 2);
+  ASSERT_EQ(SamplesPerRank(straight.engine), kSamples);
+  ASSERT_EQ(SamplesPerRank(SmallRun(2 * kRows).engine), 2 * kSamples);
+  ASSERT_EQ(full->next_sample, uint64_t{kSteps} * kSamples * 2);
 
   // Same two ranks: bitwise the straight run.
   TrainerOptions resumed = SmallRun(kRows);
@@ -105,7 +114,7 @@ TEST_F(MpiResumeTest, HalfwayCheckpointResumesExactlyAndOnOtherRankCounts) {
       EXPECT_NEAR(r1->losses[i], full->losses[kSteps / 2 + i], 1e-4 * full->losses[kSteps / 2 + i])
           << "step " << i;
     }
-    EXPECT_LT(MaxRelDiff(r1->params, full->params), 1e-2);
+    EXPECT_LT(RelDiff(r1->params, full->params), 1e-3);
     EXPECT_EQ(r1->next_sample, full->next_sample);
 
     // One rank with the same rows per rank: half the global batch, continuing the stream from
@@ -114,7 +123,8 @@ TEST_F(MpiResumeTest, HalfwayCheckpointResumesExactlyAndOnOtherRankCounts) {
     same_rows.resume_from = half;
     auto r1b = Train(same_rows, one, nullptr);
     ASSERT_TRUE(r1b.ok()) << r1b.status().ToString();
-    EXPECT_EQ(r1b->next_sample, uint64_t{kSteps / 2} * kRows * 2 + uint64_t{kSteps / 2} * kRows);
+    EXPECT_EQ(r1b->next_sample,
+              uint64_t{kSteps / 2} * kSamples * 2 + uint64_t{kSteps / 2} * kSamples);
     for (float l : r1b->losses) EXPECT_TRUE(std::isfinite(l));
     EXPECT_LT(r1b->losses.back(), full->losses.front());
   }

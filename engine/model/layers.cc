@@ -62,18 +62,4 @@ void GeluBackward(float* dinp, const float* inp, const float* dout, int N) {
   }
 }
 
-float MseForward(const float* pred, const float* target, int N) {
-  double acc = 0.0;  // double: N can be large and the loss is reported
-  for (int i = 0; i < N; ++i) {
-    double d = static_cast<double>(pred[i]) - target[i];
-    acc += d * d;
-  }
-  return static_cast<float>(acc / N);
-}
-
-void MseBackward(float* dpred, const float* pred, const float* target, int N, float dloss) {
-  const float scale = 2.0f * dloss / static_cast<float>(N);
-  for (int i = 0; i < N; ++i) dpred[i] += scale * (pred[i] - target[i]);
-}
-
 }  // namespace engine

@@ -1,6 +1,7 @@
-// Layers of the engine's networks as plain Forward/Backward function pairs over float arrays
-// (llm.c style). Each backward *accumulates* (+=) into its gradient outputs, so gradients of a
-// tensor used twice add up; callers zero gradient buffers once per step.
+// Plain-loop reference Linear and GELU layers as Forward/Backward function pairs over float
+// arrays (llm.c style): the reference the fast Eigen versions (linear_fast.h) are tested against.
+// Each backward *accumulates* (+=) into its gradient outputs, so gradients of a tensor used twice
+// add up; callers zero gradient buffers once per step.
 //
 // Shapes are given in comments as (rows, cols), row-major. B = batch rows, C = input features,
 // OC = output features. No allocation, no shape checks inside: callers check once at entry.
@@ -21,11 +22,5 @@ void LinearBackward(float* dinp, float* dweight, float* dbias, const float* dout
 // out, inp (N)
 void GeluForward(float* out, const float* inp, int N);
 void GeluBackward(float* dinp, const float* inp, const float* dout, int N);
-
-// Mean squared error over all N elements: loss = sum((pred - target)^2) / N.
-// pred, target (N). Returns the loss.
-float MseForward(const float* pred, const float* target, int N);
-// dpred (N) += d loss / d pred, scaled by dloss (1 for the loss itself).
-void MseBackward(float* dpred, const float* pred, const float* target, int N, float dloss = 1.0f);
 
 }  // namespace engine

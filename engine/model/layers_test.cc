@@ -85,17 +85,5 @@ TEST(GeluTest, BackwardMatchesFiniteDifferences) {
   testing::ExpectGradientsMatch("dinp", inp.data(), dinp.data(), N, loss, 1e-3f);
 }
 
-TEST(MseTest, ForwardAndBackward) {
-  float pred[] = {1.0f, 2.0f, 0.0f}, target[] = {0.0f, 2.0f, 2.0f};
-  EXPECT_FLOAT_EQ(MseForward(pred, target, 3), (1.0f + 0.0f + 4.0f) / 3.0f);
-  const int N = 20;
-  Rng rng(3);
-  auto p = RandomVec(rng, N), t = RandomVec(rng, N);
-  std::vector<float> dp(N, 0.0f);
-  MseBackward(dp.data(), p.data(), t.data(), N);
-  auto loss = [&] { return static_cast<double>(MseForward(p.data(), t.data(), N)); };
-  testing::ExpectGradientsMatch("dpred", p.data(), dp.data(), N, loss, 1e-2f);
-}
-
 }  // namespace
 }  // namespace engine

@@ -1,6 +1,7 @@
 #include "engine/model/linear_fast.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <Eigen/Core>
 
@@ -93,6 +94,22 @@ void GeluGradInPlace(float* grad, const float* inp, long N) {
     g *= 0.5f * (1.0f + t) +
          0.5f * x * (1.0f - t.square()) * kGeluScale * (1.0f + 3.0f * 0.044715f * x.square());
   }
+}
+
+double MeasureGemmGflops(double seconds) {
+  constexpr int kM = 4096, kK = 256, kN = 1024;
+  RowMatrix x = RowMatrix::Random(kM, kK), w = RowMatrix::Random(kN, kK), y(kM, kN);
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  double best = 1e30;
+  for (int rep = 0;
+       rep < 3 || std::chrono::duration<double>(Clock::now() - start).count() < seconds; ++rep) {
+    const auto t0 = Clock::now();
+    y.noalias() = x * w.transpose();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    if (rep > 1000) break;
+  }
+  return 2.0 * kM * kK * kN / best / 1e9;
 }
 
 }  // namespace engine

@@ -28,3 +28,12 @@ void GeluBackwardFast(float* dinp, const float* inp, const float* dout, long N);
 void GeluGradInPlace(float* grad, const float* inp, long N);
 
 }  // namespace engine
+
+namespace engine {
+
+// This thread's float32 GEMM rate through the same Eigen path, in GFLOP/s: the best of repeated
+// (4096 × 256) · (256 × 1024) products (the reference policy's MLP-up shape) over about `seconds`.
+// The trainer's honest denominator for model FLOP utilisation: measured, not a datasheet peak.
+double MeasureGemmGflops(double seconds = 0.25);
+
+}  // namespace engine

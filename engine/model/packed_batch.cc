@@ -132,15 +132,16 @@ common::Result<data::PackedRows> OneSamplePerRow(std::span<const int32_t> length
   return plan;
 }
 
-common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> samples,
-                                             const data::PackedRows& plan, int action_horizon,
-                                             int action_dim) {
+common::Status BuildPackedBatchInto(std::span<const PolicySample> samples,
+                                    const data::PackedRows& plan, int action_horizon,
+                                    int action_dim, PackedBatch* out) {
   using common::InvalidArgument;
   const int T = plan.budget;
   if (T < 1 || action_horizon < 1 || action_dim < 1) {
     return InvalidArgument("budget, action_horizon and action_dim must be ≥ 1");
   }
-  std::vector<int32_t> lengths(samples.size());
+  std::vector<int32_t>& lengths = out->scratch_lengths;
+  lengths.resize(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
     const PolicySample& s = samples[i];
     const std::string name = "sample " + std::to_string(i);
@@ -148,18 +149,21 @@ common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> sampl
     if (s.frames < 0 || s.cameras < 0 || s.patches_per_camera < 0 ||
         s.patches.size() != num_patches * kPatchDim ||
         s.states.size() != static_cast<size_t>(s.frames) * kStateDim) {
-      return InvalidArgument(name + ": patches/states do not match frames × cameras");
+      return InvalidArgument("sample " + std::to_string(i) +
+                             ": patches/states do not match frames × cameras");
     }
     const size_t chunk = static_cast<size_t>(action_horizon) * action_dim;
     if ((!s.actions.empty() || !s.noise.empty()) &&
         (s.actions.size() != chunk || s.noise.size() != chunk)) {
-      return InvalidArgument(name + ": actions and noise must be (action_horizon, action_dim)");
+      return InvalidArgument("sample " + std::to_string(i) +
+                             ": actions and noise must be (action_horizon, action_dim)");
     }
     lengths[i] = s.NumTokens(action_horizon);
   }
   EMBODY_RETURN_IF_ERROR(data::ValidatePacking(plan, lengths));
 
-  PackedBatch b;
+  // Every buffer is cleared, not freed: a recycled batch refills without allocating.
+  PackedBatch& b = *out;
   b.rows = plan.num_rows();
   b.tokens_per_row = T;
   b.action_dim = action_dim;
@@ -168,8 +172,15 @@ common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> sampl
   b.position.assign(N, 0);
   b.sample.assign(N, -1);
   b.index.assign(N, -1);
-  b.row_begin = plan.row_begin;
-  b.cu_seqlens = plan.cu_seqlens;
+  b.row_begin.assign(plan.row_begin.begin(), plan.row_begin.end());
+  b.cu_seqlens.assign(plan.cu_seqlens.begin(), plan.cu_seqlens.end());
+  b.patches.clear();
+  b.states.clear();
+  b.time.clear();
+  b.noisy_action.clear();
+  b.target_velocity.clear();
+  b.loss_weight.clear();
+  b.loss_normalizer = 0.0;
   for (int r = 0; r < b.rows; ++r) {
     int slot = r * T;
     for (int k = plan.row_begin[r]; k < plan.row_begin[r + 1]; ++k) {
@@ -208,6 +219,14 @@ common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> sampl
       }
     }
   }
+  return common::Status::Ok();
+}
+
+common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> samples,
+                                             const data::PackedRows& plan, int action_horizon,
+                                             int action_dim) {
+  PackedBatch b;
+  EMBODY_RETURN_IF_ERROR(BuildPackedBatchInto(samples, plan, action_horizon, action_dim, &b));
   return b;
 }
 

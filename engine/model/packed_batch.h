@@ -75,6 +75,9 @@ struct PackedBatch {
   // ranks' gradients add up to the gradient of one global mean.
   double loss_normalizer = 0.0;
 
+  // BuildPackedBatchInto's scratch (sample lengths), kept so a reused batch does not allocate.
+  std::vector<int32_t> scratch_lengths;
+
   int num_samples() const { return row_begin.back(); }
   int num_slots() const { return rows * tokens_per_row; }
   int num_actions() const { return static_cast<int>(loss_weight.size()); }
@@ -120,6 +123,12 @@ struct PolicySample {
 common::Result<PackedBatch> BuildPackedBatch(std::span<const PolicySample> samples,
                                              const data::PackedRows& plan, int action_horizon,
                                              int action_dim);
+// The same into an existing batch, reusing its buffers: once a batch has held the largest batch
+// of a run, refilling it allocates nothing (what the loader's recycled batches rely on). On error
+// *out is left partly filled.
+common::Status BuildPackedBatchInto(std::span<const PolicySample> samples,
+                                    const data::PackedRows& plan, int action_horizon,
+                                    int action_dim, PackedBatch* out);
 
 // The padded layout's plan: sample i alone in row i, every row T slots long.
 common::Result<data::PackedRows> OneSamplePerRow(std::span<const int32_t> lengths, int T);

@@ -287,8 +287,14 @@ common::Status PolicyTransformer::RunForward() {
   return common::Status::Ok();
 }
 
-common::Status PolicyTransformer::Backward() {
+common::Status PolicyTransformer::Backward(const BackwardHooks* hooks) {
   if (batch_ == nullptr) return common::FailedPrecondition("Backward without a Forward");
+  auto ready = [hooks](size_t begin, size_t end) {
+    if (hooks != nullptr && hooks->ready) hooks->ready(begin, end);
+  };
+  auto poll = [hooks] {
+    if (hooks != nullptr && hooks->poll) hooks->poll();
+  };
   const PackedBatch& b = *batch_;
   const float* P = params_.data();
   float* G = grads_.data();
@@ -306,6 +312,7 @@ common::Status PolicyTransformer::Backward() {
                      action_slots_.data(), P + head_w_, Na, C, A);
   std::memset(dres_, 0, sizeof(float) * NC);
   RmsNormBackward(dres_, G + norm_f_, dln_, resid_[config_.layers], P + norm_f_, rstdf_, N, C);
+  ready(norm_f_, layout_.total_floats());  // final norm and action head
 
   // Blocks in reverse. A residual's backward passes dres through unchanged (ResidualBackward
   // with the identity branch folded in): each branch's input gradient is added into dres.
@@ -317,12 +324,16 @@ common::Status PolicyTransformer::Backward() {
     std::memset(dln_, 0, sizeof(float) * NC);
     GeluMlpBackward(dln_, G + bp.fc1_w, G + bp.fc1_b, G + bp.fc2_w, G + bp.fc2_b, dpre_, dres_,
                     ba.ln2, ba.pre, ba.act, P + bp.fc1_w, P + bp.fc2_w, N, C, M);
+    poll();
     RmsNormBackward(dres_, G + bp.norm2, dln_, ba.mid, P + bp.norm2, ba.rstd2, N, C);
     std::memset(dln_, 0, sizeof(float) * NC);
+    poll();
     EMBODY_RETURN_IF_ERROR(SelfAttentionBackward(dln_, G + bp.qkv_w, G + bp.qkv_b, G + bp.proj_w,
                                                  G + bp.proj_b, attn_scratch_, dres_, ba.attn,
                                                  ba.ln1, P + bp.qkv_w, P + bp.proj_w, grid, &ws_));
     RmsNormBackward(dres_, G + bp.norm1, dln_, resid_[l], P + bp.norm1, ba.rstd1, N, C);
+    // Block l's tensors are contiguous: from its norm1 to the next block's (or norm_f).
+    ready(bp.norm1, l + 1 < config_.layers ? blocks_[l + 1].norm1 : norm_f_);
   }
 
   // Embeddings: dres = d x (N, C).
@@ -340,6 +351,7 @@ common::Status PolicyTransformer::Backward() {
                      P + action_w_, Na, A, C);
   LinearBackwardFast(nullptr, G + time_w_, G + time_b_, dsmall_, tfeat_, P + time_w_, Na,
                      kTimeFeatures, C);
+  ready(0, blocks_[0].norm1);  // the embeddings come first in the layout
   return common::Status::Ok();
 }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -51,6 +52,19 @@ struct PolicyConfig {
   common::Status Validate() const;
 };
 
+// What Backward tells its caller while it runs, so a data-parallel gradient all-reduce
+// (engine/dist/grad_buckets.h) can start on finished layers while earlier ones are still being
+// differentiated. Either callback may be empty.
+struct BackwardHooks {
+  // Gradient entries [begin, end) of grads() are final for this step. Called once per range, in
+  // reverse parameter order: the action head and final norm, then each block from the last to
+  // the first, then the embeddings; the ranges tile [0, num_params()) exactly (alignment gaps
+  // included), so every entry is reported once.
+  std::function<void(size_t, size_t)> ready;
+  // Called between the matrix products of a block's backward (communication progress).
+  std::function<void()> poll;
+};
+
 class PolicyTransformer {
  public:
   static common::Result<std::unique_ptr<PolicyTransformer>> Create(const PolicyConfig& config);
@@ -66,8 +80,9 @@ class PolicyTransformer {
 
   // Runs the model on batch and returns the flow-matching loss; velocities in velocity().
   common::Result<float> Forward(const PackedBatch& batch);
-  // Accumulates d loss / d params into grads() for the last Forward's batch.
-  common::Status Backward();
+  // Accumulates d loss / d params into grads() for the last Forward's batch, reporting finished
+  // gradient ranges to hooks (may be null) as it goes.
+  common::Status Backward(const BackwardHooks* hooks = nullptr);
   void ZeroGrad();
 
   // Inference: Euler integration of dx/dt = v(x, t) from x(0) = noise to t = 1 in `steps` equal

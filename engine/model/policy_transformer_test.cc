@@ -2,6 +2,7 @@
 // packed == unpacked == padded training (loss and every gradient), Euler sampling, batch checks.
 #include "engine/model/policy_transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -221,6 +222,41 @@ TEST(PolicyTransformerTest, LossNormalizerAndAccumulation) {
   EXPECT_NEAR(m->Forward(b).value(), 0.5f * l1, 1e-6 * l1);
   ASSERT_TRUE(m->Backward().ok());
   for (size_t i = 0; i < g1.size(); i += 97) EXPECT_NEAR(m->grads()[i], 0.5f * g1[i], 1e-6);
+}
+
+// The backward's ready hook reports every gradient entry exactly once, last layers first, and
+// each range is final when reported (nothing later in backward writes it).
+TEST(PolicyTransformerTest, BackwardReportsFinalGradientRangesInReverseOrder) {
+  auto samples = Samples(6);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  auto m = Make(TinyConfig());
+  m->ZeroGrad();
+  ASSERT_TRUE(m->Forward(b).ok());
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::vector<std::vector<float>> snapshots;
+  int polls = 0;
+  BackwardHooks hooks;
+  hooks.ready = [&](size_t begin, size_t end) {
+    ranges.push_back({begin, end});
+    snapshots.emplace_back(m->grads() + begin, m->grads() + end);
+  };
+  hooks.poll = [&] { ++polls; };
+  ASSERT_TRUE(m->Backward(&hooks).ok());
+  ASSERT_EQ(ranges.size(), static_cast<size_t>(TinyConfig().layers + 2));
+  EXPECT_EQ(ranges.front().second, m->num_params());
+  EXPECT_EQ(ranges.back().first, 0u);
+  for (size_t i = 1; i < ranges.size(); ++i) EXPECT_EQ(ranges[i].second, ranges[i - 1].first);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    EXPECT_TRUE(std::equal(snapshots[i].begin(), snapshots[i].end(), m->grads() + ranges[i].first))
+        << "range " << i << " changed after it was reported final";
+  }
+  EXPECT_GE(polls, TinyConfig().layers);
+  // Hooks do not change the gradients.
+  std::vector<float> with_hooks(m->grads(), m->grads() + m->num_params());
+  m->ZeroGrad();
+  ASSERT_TRUE(m->Forward(b).ok());
+  ASSERT_TRUE(m->Backward().ok());
+  EXPECT_TRUE(std::equal(with_hooks.begin(), with_hooks.end(), m->grads()));
 }
 
 TEST(PolicyTransformerTest, SampleActionsIntegratesTheVelocity) {

@@ -1,6 +1,9 @@
 #include "tests/e2e/local_stack.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -43,6 +46,37 @@ LocalStack::LocalStack(int agents, int slots_per_agent) : agents_(agents), slots
   dir_ = ::mkdtemp(tmpl);
   fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                             fs::perms::others_read | fs::perms::others_exec);
+}
+
+std::vector<int> ProcessesWith(const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    for (const char* file : {"environ", "cmdline"}) {
+      // A zombie has an empty environ and cmdline: it is not counted as left behind.
+      std::string s = ReadAll("/proc/" + std::to_string(pid) + "/" + file);
+      for (char& c : s) c = c == '\0' ? '\n' : c;
+      if (s.find(needle) != std::string::npos) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+void LocalStack::LoseNode(int i) {
+  agent_procs_.at(i)->Kill();
+  std::string name = std::string("node-") + static_cast<char>('a' + i);
+  std::string needle = "EMBODY_CHECKPOINT_DIR=" + dir_ + "/agents/" + name + "/";
+  for (int round = 0; round < 3; ++round) {
+    for (int pid : ProcessesWith(needle)) ::kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 LocalStack::~LocalStack() {

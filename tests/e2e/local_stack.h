@@ -21,6 +21,9 @@ struct HttpResult {
   std::string text;
 };
 
+// Pids of live processes whose environment or command line contains `needle`.
+std::vector<int> ProcessesWith(const std::string& needle);
+
 class LocalStack {
  public:
   explicit LocalStack(int agents = 2, int slots_per_agent = 1);
@@ -35,6 +38,10 @@ class LocalStack {
   // Polls GET /v1/jobs/{id} until its state is one of `states` or `timeout_s` passes.
   nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states,
                               double timeout_s);
+
+  // Node loss: SIGKILLs agent `i` (node-a is 0) and every process of the jobs it ran, so the
+  // server hears nothing more from that node.
+  void LoseNode(int i);
 
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }

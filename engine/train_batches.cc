@@ -1,0 +1,87 @@
+#include "engine/train_batches.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/model/policy_layers.h"
+#include "engine/sim/reach_samples.h"
+
+namespace engine {
+
+int SamplesPerRank(const api::EngineOptions& e) {
+  if (!e.data.packing) return e.data.rows_per_step;
+  const double mean = data::EmbodiedLengthConfig{}.MeanTokens() + e.model.action_horizon;
+  const double fit = static_cast<double>(e.data.rows_per_step) * e.data.tokens_per_row / mean;
+  return std::max(1, static_cast<int>(std::floor(fit)));
+}
+
+data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world) {
+  data::PlanConfig p;
+  p.seed = e.seed;
+  p.samples_per_step = static_cast<int64_t>(SamplesPerRank(e)) * world;
+  p.rank = rank;
+  p.world = world;
+  p.tokens_per_row = e.data.tokens_per_row;
+  p.action_tokens = e.model.action_horizon;
+  return p;
+}
+
+common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
+                              const data::PackedPlan& plan, TrainBatch* out) {
+  const int n = plan.num_samples();
+  out->samples.resize(n);
+  out->lengths.resize(n);
+  int longest = 1;
+  for (int i = 0; i < n; ++i) {
+    MakeReachSample(task, plan.SampleId(i), plan.sample_seeds[i], plan.compositions[i], model.vocab,
+                    &out->samples[i]);
+    out->lengths[i] = out->samples[i].NumTokens(model.action_horizon);
+    longest = std::max(longest, out->lengths[i]);
+  }
+  const data::PackedRows* rows = &plan.rows;
+  if (!packing) {
+    data::PackedRows& p = out->padded_rows;
+    p.budget = longest;
+    p.row_begin.assign(1, 0);
+    p.sample_index.clear();
+    p.cu_seqlens.clear();
+    p.real_tokens = 0;
+    for (int i = 0; i < n; ++i) {
+      p.sample_index.push_back(i);
+      p.row_begin.push_back(i + 1);
+      p.cu_seqlens.push_back(0);
+      p.cu_seqlens.push_back(out->lengths[i]);
+      p.real_tokens += out->lengths[i];
+    }
+    rows = &p;
+  }
+  EMBODY_RETURN_IF_ERROR(BuildPackedBatchInto(out->samples, *rows, model.action_horizon,
+                                              model.action_dim, &out->batch));
+  out->real_tokens = rows->real_tokens;
+  out->slots = static_cast<int64_t>(out->batch.num_slots());
+  out->useful_flops = StepFlops(model, out->batch);
+  return common::Status::Ok();
+}
+
+double StepFlops(const PolicyConfig& m, const PackedBatch& b) {
+  const double C = m.d_model, M = m.mlp, A = m.action_dim;
+  double real = 0.0, attention = 0.0;
+  for (int r = 0; r < b.rows; ++r) {
+    auto cu = b.CuSeqlens(r);
+    for (size_t s = 0; s + 1 < cu.size(); ++s) {
+      const double len = cu[s + 1] - cu[s];
+      real += len;
+      attention += 4.0 * len * len * C;
+    }
+  }
+  if (m.causal) attention *= 0.5;
+  const double patches = static_cast<double>(b.patches.size() / kPatchDim);
+  const double states = static_cast<double>(b.states.size() / kStateDim);
+  const double actions = b.num_actions();
+  const double forward = m.layers * (2.0 * real * (4.0 * C * C + 2.0 * C * M) + attention) +
+                         2.0 * patches * kPatchDim * C + 2.0 * states * kStateDim * C +
+                         2.0 * actions * (A + kTimeFeatures) * C + 2.0 * actions * C * A;
+  return 3.0 * forward;
+}
+
+}  // namespace engine
