@@ -107,11 +107,14 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.agent_url = options_.agent_url;
   in.job_token = common::RandomToken();
   in.as_root = options_.as_root;
-  // Checkpoints live on the disk of the node that wrote them: resume only from one this node can
-  // read, and say in the launcher log which way the attempt starts.
+  // Checkpoints live on the disk of the node that wrote them: resume only where this node can
+  // read them (the file, or its directory when the run has since written newer ones and pruned
+  // it; the engine then takes the newest), and say in the launcher log which way it starts.
   std::string start_note;
   if (!launch.resume_from.empty()) {
-    if (::access(launch.resume_from.c_str(), R_OK) == 0) {
+    const std::string dir = std::filesystem::path(launch.resume_from).parent_path().string();
+    if (::access(launch.resume_from.c_str(), R_OK) == 0 ||
+        (!dir.empty() && ::access(dir.c_str(), R_OK | X_OK) == 0)) {
       in.resume_from = launch.resume_from;
       start_note = "embody-agent: resuming from " + launch.resume_from + "\n";
     } else {

@@ -204,6 +204,21 @@ common::Result<std::vector<int64_t>> ListCheckpointSteps(const std::string& dir)
   return steps;
 }
 
+std::string NewestCheckpointFrom(const std::string& path) {
+  std::filesystem::path p(path);
+  auto steps = ListCheckpointSteps(p.parent_path().string());
+  if (!steps.ok() || steps->empty()) return path;
+  const int64_t newest = steps->back();
+  // The step the name asks for; a name that is not step-N.ckpt asks for nothing newer.
+  int64_t named = newest + 1;
+  const std::string name = p.filename().string();
+  if (name.starts_with("step-") && name.ends_with(".ckpt")) {
+    std::from_chars(name.data() + 5, name.data() + name.size() - 5, named);
+  }
+  if (newest < named) return path;
+  return CheckpointPath(p.parent_path().string(), newest);
+}
+
 common::Status PruneCheckpoints(const std::string& dir, int keep) {
   auto steps = ListCheckpointSteps(dir);
   if (!steps.ok()) return steps.status();

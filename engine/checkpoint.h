@@ -78,5 +78,10 @@ std::string CheckpointPath(const std::string& dir, int64_t step);
 common::Result<std::vector<int64_t>> ListCheckpointSteps(const std::string& dir);
 // Deletes all but the newest `keep` step-<N>.ckpt files in dir.
 common::Status PruneCheckpoints(const std::string& dir, int keep);
+// The checkpoint to resume from when asked for `path`: the newest checkpoint in path's directory
+// whose step is at least path's. The control plane learns of checkpoints a heartbeat late, so by
+// the time a lost job restarts the run may have written newer ones and pruned the one it named.
+// Returns `path` itself when the directory holds nothing newer (or cannot be listed).
+std::string NewestCheckpointFrom(const std::string& path);
 
 }  // namespace engine

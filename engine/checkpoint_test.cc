@@ -143,5 +143,21 @@ TEST_F(CheckpointTest, PruneKeepsNewest) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "step-x.ckpt"));
 }
 
+TEST_F(CheckpointTest, ResumeTakesTheNewestCheckpointAtOrAfterTheNamedOne) {
+  const std::string dir = dir_.string();
+  // Named one gone (pruned), newer ones present: the newest.
+  for (int64_t s : {150, 175}) {
+    ASSERT_TRUE(SaveCheckpoint(CheckpointPath(dir, s), Sample(s)).ok());
+  }
+  EXPECT_EQ(NewestCheckpointFrom(CheckpointPath(dir, 125)), CheckpointPath(dir, 175));
+  EXPECT_EQ(NewestCheckpointFrom(CheckpointPath(dir, 150)), CheckpointPath(dir, 175));
+  // Nothing newer than the named one: the named one, present or not.
+  EXPECT_EQ(NewestCheckpointFrom(CheckpointPath(dir, 175)), CheckpointPath(dir, 175));
+  EXPECT_EQ(NewestCheckpointFrom(CheckpointPath(dir, 200)), CheckpointPath(dir, 200));
+  // Not a step-N name, or no such directory: asked for exactly that file.
+  EXPECT_EQ(NewestCheckpointFrom(dir + "/final.ckpt"), dir + "/final.ckpt");
+  EXPECT_EQ(NewestCheckpointFrom("/nonexistent/step-3.ckpt"), "/nonexistent/step-3.ckpt");
+}
+
 }  // namespace
 }  // namespace engine

@@ -63,7 +63,12 @@ common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path,
                                                         Communicator& comm) {
   std::string msg;
   if (comm.rank() == 0) {
-    auto bytes = common::ReadFile(path);
+    const std::string chosen = NewestCheckpointFrom(path);
+    if (chosen != path) {
+      common::LogInfo("a newer checkpoint of this run exists; resuming from it",
+                      {{"asked", path}, {"resuming_from", chosen}});
+    }
+    auto bytes = common::ReadFile(chosen);
     if (bytes.ok()) {
       msg.reserve(bytes->size() + 1);
       msg = "K";
