@@ -54,9 +54,9 @@ constexpr const char* kToken = "bench-job-token";
 struct Options {
   std::string engine = EMBODY_BIN_DIR "/embody-engine";
   int runs = 8;  // per mode
-  int steps = 3000;
+  int steps = 300;
   int d_model = 128;
-  int rows = 64;
+  int rows = 1;
 };
 
 struct Run {

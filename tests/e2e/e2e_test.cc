@@ -1,7 +1,5 @@
 // End to end: PostgreSQL + embody-server + two agents, all real processes on loopback; jobs go
 // in over HTTP exactly as a user would send them.
-#include <dirent.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,31 +33,6 @@ class EndToEndTest : public ::testing::Test {
 };
 
 LocalStack* EndToEndTest::stack_ = nullptr;
-
-// Pids of live processes whose environment or command line mentions `needle`.
-std::vector<int> ProcessesWith(const std::string& needle) {
-  std::vector<int> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0 || pid == ::getpid()) continue;
-    for (const char* file : {"environ", "cmdline"}) {
-      std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      std::string s = ss.str();
-      for (char& c : s) c = c == '\0' ? '\n' : c;
-      if (s.find(needle) != std::string::npos) {
-        // Zombies already gone are not "left"; a zombie has an empty cmdline.
-        out.push_back(pid);
-        break;
-      }
-    }
-  }
-  ::closedir(d);
-  return out;
-}
 
 TEST_F(EndToEndTest, TwoRankTrainingJobSucceedsWithEventsLogsAndCheckpoint) {
   json spec = {{"name", "e2e-train"},
