@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
     options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
     if (const char* resume = std::getenv("EMBODY_RESUME_FROM"); resume != nullptr) {
       options.resume_from = resume;
+      options.resume_newest = true;  // set by the agent for a restart: see docs/contracts.md
     }
     auto result = engine::Train(options, comm, reporter.get());
     if (reporter != nullptr) reporter->Close();  // flush the last events before exiting

@@ -59,11 +59,11 @@ void KeepLargeBlocksInHeap() {
 
 // Rank 0 reads the checkpoint and broadcasts it (other nodes may not see rank 0's disk); every
 // rank then decodes the same bytes, so every rank returns the same result, errors included.
-common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path,
+common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path, bool newest,
                                                         Communicator& comm) {
   std::string msg;
   if (comm.rank() == 0) {
-    const std::string chosen = NewestCheckpointFrom(path);
+    const std::string chosen = newest ? NewestCheckpointFrom(path) : path;
     if (chosen != path) {
       common::LogInfo("a newer checkpoint of this run exists; resuming from it",
                       {{"asked", path}, {"resuming_from", chosen}});
@@ -140,7 +140,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   TrainResult result;
   uint64_t next_sample = 0;
   if (!options.resume_from.empty()) {
-    auto ck = ReadCheckpointOnAllRanks(options.resume_from, comm);
+    auto ck = ReadCheckpointOnAllRanks(options.resume_from, options.resume_newest, comm);
     if (!ck.ok()) return ck.status();
     EMBODY_RETURN_IF_ERROR(CheckResumable(*ck, model_json, n, e, options.resume_from));
     std::copy(ck->params.begin(), ck->params.end(), model.params());

@@ -49,6 +49,10 @@ struct TrainerOptions {
   bool print_progress = true;
   // A checkpoint file to continue from (main.cc: EMBODY_RESUME_FROM); empty: start fresh.
   std::string resume_from;
+  // Continue from the newest checkpoint in resume_from's directory at or after it instead of
+  // exactly resume_from: a restart after node loss names the latest checkpoint the control plane
+  // heard of, and the run may have written (and pruned down to) newer ones since.
+  bool resume_newest = false;
   // Gradient all-reduce bucket size, and batches the loader keeps ready.
   size_t grad_bucket_bytes = size_t{2} << 20;
   int prefetch = 2;
