@@ -131,6 +131,15 @@ int Watch(ApiClient& api, const std::string& id) {
       if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
         std::printf("checkpoint: %s\n", Str(job["latest_checkpoint"], "path").c_str());
       }
+      // The engine closes a training run by sampling actions on held-out demonstrations.
+      auto eval = api.Get("/v1/jobs/" + id + "/events?type=eval&limit=1");
+      if (eval.ok() && (*eval)["events"].is_array() && !(*eval)["events"].empty()) {
+        const json& d = (*eval)["events"][0]["data"];
+        std::printf("evaluation: action MSE %.4f vs %.4f for zero actions (%d held-out samples, "
+                    "%d Euler steps)\n",
+                    d.value("action_mse", 0.0), d.value("zero_action_mse", 0.0),
+                    d.value("samples", 0), d.value("euler_steps", 0));
+      }
       if (state != "SUCCEEDED" && job.contains("reason")) {
         std::printf("reason: %s\n", Str(job, "reason").c_str());
       }
