@@ -8,69 +8,16 @@
 #include <filesystem>
 #include <thread>
 
-#include "controlplane/server.h"
-#include "tests/support/pg_harness.h"
+#include "controlplane/http/server_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using nlohmann::json;
 
-struct Reply {
-  int status = 0;
-  json body;
-  std::string text;
-  std::string request_id;
-};
-
-class ApiPgTest : public ::testing::Test {
+class ApiPgTest : public InProcessServerTest {
  protected:
-  static void SetUpTestSuite() {
-    pg_ = new embody::testing::PgCluster;
-    common::Status st = pg_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    char tmpl[] = "/tmp/embody-cp-api-XXXXXX";
-    dir_ = new std::string(mkdtemp(tmpl));
-    ServerOptions o;
-    o.db = pg_->conninfo();
-    o.data_dir = *dir_ + "/data";
-    o.bootstrap_out = *dir_ + "/bootstrap.json";
-    o.port_file = *dir_ + "/port";
-    o.heartbeat_interval_ms = 1000;
-    o.scheduler_period_ms = 100;
-    auto server = Server::Start(o);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
-    server_ = server.value().release();
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-    delete pg_;
-    pg_ = nullptr;
-    if (dir_) std::filesystem::remove_all(*dir_);
-    delete dir_;
-    dir_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(server_, nullptr); }
-
-  static std::string Admin() { return server_->bootstrap().admin_token; }
-  static std::string Agent() { return server_->bootstrap().agent_token; }
-
-  static Reply Call(const std::string& method, const std::string& path, const std::string& token,
-                    const std::string& body = "", httplib::Headers headers = {}) {
-    httplib::Client cli("127.0.0.1", server_->port());
-    cli.set_read_timeout(20, 0);
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    auto res = method == "GET" ? cli.Get(path.c_str(), headers)
-                               : cli.Post(path.c_str(), headers, body, "application/json");
-    Reply r;
-    if (!res) return r;
-    r.status = res->status;
-    r.text = res->body;
-    r.request_id = res->get_header_value("X-Request-Id");
-    r.body = json::parse(res->body, nullptr, false);
-    return r;
-  }
+  static void SetUpTestSuite() { StartServer("api"); }
 
   static json Spec(const std::string& name, int nodes = 1) {
     return {{"name", name},
@@ -120,14 +67,7 @@ class ApiPgTest : public ::testing::Test {
     return Call("GET", "/v1/jobs?limit=500", Admin()).body["jobs"].size();
   }
 
-  static embody::testing::PgCluster* pg_;
-  static std::string* dir_;
-  static Server* server_;
 };
-
-embody::testing::PgCluster* ApiPgTest::pg_ = nullptr;
-std::string* ApiPgTest::dir_ = nullptr;
-Server* ApiPgTest::server_ = nullptr;
 
 TEST_F(ApiPgTest, BootstrapWroteTokensOnceWithMode0600) {
   ASSERT_TRUE(server_->bootstrap().created);

@@ -1,0 +1,81 @@
+// Test fixture for the pg suites of the HTTP layer: one embody-server in-process on port 0
+// against a private PostgreSQL, started once per test binary, and a loopback client for it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "controlplane/server.h"
+#include "tests/support/pg_harness.h"
+
+namespace controlplane {
+
+struct Reply {
+  int status = 0;  // 0: no connection
+  nlohmann::json body;
+  std::string text;
+  std::string request_id;
+};
+
+class InProcessServerTest : public ::testing::Test {
+ protected:
+  // Call from the suite's SetUpTestSuite; `name` labels the temp directory.
+  static void StartServer(const std::string& name) {
+    pg_ = new embody::testing::PgCluster;
+    common::Status st = pg_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    std::string tmpl = "/tmp/embody-cp-" + name + "-XXXXXX";
+    dir_ = new std::string(mkdtemp(tmpl.data()));
+    ServerOptions o;
+    o.db = pg_->conninfo();
+    o.data_dir = *dir_ + "/data";
+    o.bootstrap_out = *dir_ + "/bootstrap.json";
+    o.port_file = *dir_ + "/port";
+    o.heartbeat_interval_ms = 1000;
+    o.scheduler_period_ms = 100;
+    auto server = Server::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = server.value().release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete pg_;
+    pg_ = nullptr;
+    if (dir_) std::filesystem::remove_all(*dir_);
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  static std::string Admin() { return server_->bootstrap().admin_token; }
+  static std::string Agent() { return server_->bootstrap().agent_token; }
+
+  static Reply Call(const std::string& method, const std::string& path, const std::string& token,
+                    const std::string& body = "", httplib::Headers headers = {}) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(30, 0);
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = method == "GET" ? cli.Get(path.c_str(), headers)
+                               : cli.Post(path.c_str(), headers, body, "application/json");
+    Reply r;
+    if (!res) return r;
+    r.status = res->status;
+    r.text = res->body;
+    r.request_id = res->get_header_value("X-Request-Id");
+    r.body = nlohmann::json::parse(res->body, nullptr, false);
+    return r;
+  }
+
+  static inline embody::testing::PgCluster* pg_ = nullptr;
+  static inline std::string* dir_ = nullptr;
+  static inline Server* server_ = nullptr;
+};
+
+}  // namespace controlplane
