@@ -71,29 +71,40 @@ struct Timing {
   double total() const { return forward_s + backward_s; }
 };
 
-Timing TimeVarlen(const engine::data::PackedRows& rows, const Flags& f, Tensors* t,
-                  AttentionWorkspace* ws) {
+// Best of `reps` passes over `n` units (rows or batches); `run(i, &fwd_s, &bwd_s)` runs unit i's
+// forward and backward and adds their times.
+template <typename RunUnit>
+Timing BestOf(int reps, int n, RunUnit run) {
   Timing best;
-  for (int rep = 0; rep < f.reps; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     double fwd = 0, bwd = 0;
-    for (int r = 0; r < rows.num_rows(); ++r) {
-      const auto cu = rows.CuSeqlens(r);
-      const engine::kernels::VarlenShape shape{cu.back(), f.heads, f.head_dim, f.causal};
-      const auto t0 = Clock::now();
-      Check(engine::kernels::AttentionVarlenForward(t->out.data(), t->lse.data(), t->q.data(),
-                                                    t->k.data(), t->v.data(), cu, shape, ws));
-      const auto t1 = Clock::now();
-      Check(engine::kernels::AttentionVarlenBackward(
-          t->dq.data(), t->dk.data(), t->dv.data(), t->dout.data(), t->q.data(), t->k.data(),
-          t->v.data(), t->out.data(), t->lse.data(), cu, shape, ws));
-      const auto t2 = Clock::now();
-      fwd += std::chrono::duration<double>(t1 - t0).count();
-      bwd += std::chrono::duration<double>(t2 - t1).count();
-    }
+    for (int i = 0; i < n; ++i) run(i, &fwd, &bwd);
     best.forward_s = std::min(best.forward_s, fwd);
     best.backward_s = std::min(best.backward_s, bwd);
   }
   return best;
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+Timing TimeVarlen(const engine::data::PackedRows& rows, const Flags& f, Tensors* t,
+                  AttentionWorkspace* ws) {
+  return BestOf(f.reps, rows.num_rows(), [&](int r, double* fwd, double* bwd) {
+    const auto cu = rows.CuSeqlens(r);
+    const engine::kernels::VarlenShape shape{cu.back(), f.heads, f.head_dim, f.causal};
+    const auto t0 = Clock::now();
+    Check(engine::kernels::AttentionVarlenForward(t->out.data(), t->lse.data(), t->q.data(),
+                                                  t->k.data(), t->v.data(), cu, shape, ws));
+    const auto t1 = Clock::now();
+    Check(engine::kernels::AttentionVarlenBackward(
+        t->dq.data(), t->dk.data(), t->dv.data(), t->dout.data(), t->q.data(), t->k.data(),
+        t->v.data(), t->out.data(), t->lse.data(), cu, shape, ws));
+    const auto t2 = Clock::now();
+    *fwd += Seconds(t0, t1);
+    *bwd += Seconds(t1, t2);
+  });
 }
 
 Timing TimePadded(const engine::data::PaddedBatches& batches, const std::vector<int32_t>& lengths,
@@ -108,29 +119,22 @@ Timing TimePadded(const engine::data::PaddedBatches& batches, const std::vector<
                   lengths[s], 1);
     }
   }
-  Timing best;
-  for (int rep = 0; rep < f.reps; ++rep) {
-    double fwd = 0, bwd = 0;
-    for (int b = 0; b < batches.num_batches(); ++b) {
-      const engine::kernels::PaddedShape shape{batches.BatchEnd(b) - batches.BatchBegin(b),
-                                               batches.pad_length[b], f.heads, f.head_dim,
-                                               f.causal};
-      const uint8_t* mask = masks[b].data();
-      const auto t0 = Clock::now();
-      Check(engine::kernels::AttentionPaddedForward(t->out.data(), t->lse.data(), t->q.data(),
-                                                    t->k.data(), t->v.data(), mask, shape, ws));
-      const auto t1 = Clock::now();
-      Check(engine::kernels::AttentionPaddedBackward(
-          t->dq.data(), t->dk.data(), t->dv.data(), t->dout.data(), t->q.data(), t->k.data(),
-          t->v.data(), t->out.data(), t->lse.data(), mask, shape, ws));
-      const auto t2 = Clock::now();
-      fwd += std::chrono::duration<double>(t1 - t0).count();
-      bwd += std::chrono::duration<double>(t2 - t1).count();
-    }
-    best.forward_s = std::min(best.forward_s, fwd);
-    best.backward_s = std::min(best.backward_s, bwd);
-  }
-  return best;
+  return BestOf(f.reps, batches.num_batches(), [&](int b, double* fwd, double* bwd) {
+    const engine::kernels::PaddedShape shape{batches.BatchEnd(b) - batches.BatchBegin(b),
+                                             batches.pad_length[b], f.heads, f.head_dim,
+                                             f.causal};
+    const uint8_t* mask = masks[b].data();
+    const auto t0 = Clock::now();
+    Check(engine::kernels::AttentionPaddedForward(t->out.data(), t->lse.data(), t->q.data(),
+                                                  t->k.data(), t->v.data(), mask, shape, ws));
+    const auto t1 = Clock::now();
+    Check(engine::kernels::AttentionPaddedBackward(
+        t->dq.data(), t->dk.data(), t->dv.data(), t->dout.data(), t->q.data(), t->k.data(),
+        t->v.data(), t->out.data(), t->lse.data(), mask, shape, ws));
+    const auto t2 = Clock::now();
+    *fwd += Seconds(t0, t1);
+    *bwd += Seconds(t1, t2);
+  });
 }
 
 }  // namespace
