@@ -7,7 +7,7 @@
 // it has everything the job wrote. Commands in the reply (launch, kill) go to the JobRunner.
 //
 // Failures back off exponentially (with jitter) up to a cap; a 404 means the server forgot this
-// node (database reset) and the agent registers again at once.
+// node (database reset) and the agent registers again after a short back-off.
 #pragma once
 
 #include <chrono>

@@ -99,7 +99,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
-  deps.max_body_bytes = opts.limits.max_body_bytes;
   m->metrics->SetDbPoolSource([raw] {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};

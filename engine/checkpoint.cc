@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 
 #include "common/file_util.h"
 
@@ -183,21 +185,28 @@ std::string CheckpointPath(const std::string& dir, int64_t step) {
   return (std::filesystem::path(dir) / ("step-" + std::to_string(step) + ".ckpt")).string();
 }
 
+namespace {
+// The step of a checkpoint file name written by CheckpointPath ("step-N.ckpt"), if it is one.
+std::optional<int64_t> ParseCheckpointStep(std::string_view name) {
+  constexpr std::string_view kPrefix = "step-", kSuffix = ".ckpt";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+      !name.ends_with(kSuffix)) {
+    return std::nullopt;
+  }
+  const char* first = name.data() + kPrefix.size();
+  const char* last = name.data() + name.size() - kSuffix.size();
+  int64_t step = 0;
+  auto [ptr, err] = std::from_chars(first, last, step);
+  if (err != std::errc() || ptr != last) return std::nullopt;
+  return step;
+}
+}  // namespace
+
 common::Result<std::vector<int64_t>> ListCheckpointSteps(const std::string& dir) {
   std::vector<int64_t> steps;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    constexpr std::string_view kPrefix = "step-", kSuffix = ".ckpt";
-    if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
-        !name.ends_with(kSuffix)) {
-      continue;
-    }
-    const char* first = name.data() + kPrefix.size();
-    const char* last = name.data() + name.size() - kSuffix.size();
-    int64_t step = 0;
-    auto [ptr, err] = std::from_chars(first, last, step);
-    if (err == std::errc() && ptr == last) steps.push_back(step);
+    if (auto step = ParseCheckpointStep(entry.path().filename().string())) steps.push_back(*step);
   }
   if (ec) return common::Internal("list " + dir + ": " + ec.message());
   std::sort(steps.begin(), steps.end());
@@ -210,11 +219,7 @@ std::string NewestCheckpointFrom(const std::string& path) {
   if (!steps.ok() || steps->empty()) return path;
   const int64_t newest = steps->back();
   // The step the name asks for; a name that is not step-N.ckpt asks for nothing newer.
-  int64_t named = newest + 1;
-  const std::string name = p.filename().string();
-  if (name.starts_with("step-") && name.ends_with(".ckpt")) {
-    std::from_chars(name.data() + 5, name.data() + name.size() - 5, named);
-  }
+  const int64_t named = ParseCheckpointStep(p.filename().string()).value_or(newest + 1);
   if (newest < named) return path;
   return CheckpointPath(p.parent_path().string(), newest);
 }

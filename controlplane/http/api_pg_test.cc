@@ -157,6 +157,20 @@ TEST_F(ApiPgTest, JobThatFitsNoNodeStaysPendingWithReason) {
   Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
 }
 
+// A line longer than one read of the log file comes back whole, prefixed once. The job waits
+// (it fits nowhere) and the logging node has no slots, so no other test's job lands here.
+TEST_F(ApiPgTest, LongLinesStayWholeInMergedLogs) {
+  int64_t node = Register("node-logs", 0);
+  int64_t id = Submit(Spec("long", 64));
+  const std::string long_line(1500 * 1024, 'x');
+  Heartbeat(node, {{"logs", {{{"job_id", id}, {"rank", 0}, {"offset", 0},
+                              {"data", long_line + "\nend\n"}}}}});
+  std::string text = Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", Admin()).text;
+  EXPECT_EQ(text.size(), long_line.size() + 23);
+  EXPECT_TRUE(text == "[rank 0] " + long_line + "\n[rank 0] end\n") << text.substr(0, 40) << "...";
+  EXPECT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin(), "{}").status, 200);
+}
+
 TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
   int64_t node = Register("node-run", 2);
   int64_t id = Submit(Spec("run"));

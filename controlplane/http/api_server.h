@@ -24,7 +24,6 @@ struct ApiDeps {
   // host:port Prometheus scrapes this server at, for /v1/prometheus/targets; empty: the Host
   // header of the discovery request (Prometheus reached the server there).
   std::string advertise_address;
-  size_t max_body_bytes = 256 * 1024;     // POST /v1/jobs limit (answered with 400 by us)
 };
 
 class ApiServer {

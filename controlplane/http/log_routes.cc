@@ -62,13 +62,17 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
         const bool follow = req.get_param_value("follow") == "1";
         bool terminal = false;
         if (!follow) {
-          // Whole logs at once; loop because one read returns at most kReadChunk per rank.
+          // Whole logs at once; loop because one read returns a bounded chunk per rank. Only the
+          // last read flushes partial lines, so a line across a chunk boundary stays one line.
           std::string all;
-          while (true) {
-            auto text = cursor->Next(jobs, &terminal, /*final=*/true);
+          for (bool final = false;;) {
+            auto text = cursor->Next(jobs, &terminal, final);
             if (!text.ok()) return RespondError(res, text.status());
-            if (text->empty()) break;
             all += *text;
+            if (text->empty()) {
+              if (final) break;
+              final = true;
+            }
           }
           res.status = 200;
           res.set_content(all, "text/plain");

@@ -127,7 +127,8 @@ class Loader {
     space_.notify_one();
     return item;
   }
-  // Gives a consumed batch back for reuse, so steady-state loading allocates nothing.
+  // Gives a consumed batch back for reuse, so batch buffers are refilled rather than reallocated
+  // (the small per-step plan is still built afresh).
   void Recycle(std::unique_ptr<Batch> batch) {
     if (batch == nullptr) return;
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,12 +19,6 @@ MpiCommunicator::~MpiCommunicator() {
   }
 }
 
-int MpiCommunicator::ThreadLevel() {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  return provided;
-}
-
 void MpiCommunicator::AllreduceMean(float* data, size_t n) {
   if (world_size_ == 1) return;
   // MPI counts are int: reduce very large buffers in pieces.

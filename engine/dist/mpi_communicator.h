@@ -35,9 +35,6 @@ class MpiCommunicator final : public Communicator {
   void Wait(CollectiveId id) override;
   void BroadcastBytes(std::string* bytes, int root) override;
 
-  // The thread support level MPI granted (MPI_Query_thread), e.g. MPI_THREAD_FUNNELED.
-  static int ThreadLevel();
-
  private:
   CollectiveId Start(void* data, size_t n, MPI_Datatype type);
   MPI_Request& Slot(CollectiveId id);

@@ -162,16 +162,6 @@ inline float MaxOf(const float* x, int n) {
   return m;
 }
 
-inline float SumOf(const float* x, int n) {
-  Vec sv{};
-  int j = 0;
-  for (; j + kVecWidth <= n; j += kVecWidth) sv += LoadVec(x + j);
-  float s = 0.0f;
-  for (int l = 0; l < kVecWidth; ++l) s += sv[l];
-  for (; j < n; ++j) s += x[j];
-  return s;
-}
-
 // x[j] = exp(x[j] - shift) for j in [0, n); returns Σ x.
 inline float ExpShiftedSum(float* __restrict x, int n, float shift) {
   Vec sv{};

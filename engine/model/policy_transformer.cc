@@ -120,7 +120,8 @@ void PolicyTransformer::Reserve(int rows, int tokens_per_row) {
 void PolicyTransformer::BindActivations(int N, int rows, int Na, int Np, int Ns) {
   const long C = config_.d_model, M = config_.mlp, H = config_.heads, L = config_.layers;
   const long T = rows > 0 ? N / rows : 0;
-  std::vector<std::pair<float**, long>> slices;
+  std::vector<std::pair<float**, long>>& slices = bind_slices_;  // keeps its capacity
+  slices.clear();
   auto add = [&](float** p, long n) { slices.push_back({p, (n + 15) / 16 * 16}); };
   resid_.assign(L + 1, nullptr);
   block_acts_.assign(L, BlockActs{});

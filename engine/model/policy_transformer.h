@@ -25,6 +25,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -152,6 +153,7 @@ class PolicyTransformer {
   std::vector<float> acts_;
   std::vector<float*> resid_;  // layers + 1 of (N, C)
   std::vector<BlockActs> block_acts_;
+  std::vector<std::pair<float**, long>> bind_slices_;  // BindActivations' scratch list
   float *branch_, *lnf_ = nullptr, *rstdf_, *head_in_, *pred_ = nullptr, *tfeat_, *act_emb_,
                   *patch_emb_, *state_emb_;
   // Backward scratch.
