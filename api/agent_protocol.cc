@@ -13,11 +13,17 @@ json ToJson(const RegisterRequest& r) {
   }
   return {{"name", r.name},           {"address", r.address},
           {"agent_url", r.agent_url}, {"cpu_slots", r.cpu_slots},
-          {"memory_bytes", r.memory_bytes}, {"gpus", gpus}};
+          {"memory_bytes", r.memory_bytes}, {"gpus", gpus},
+          {"isolation",
+           {{"unprivileged_uid", r.isolation.unprivileged_uid},
+            {"cgroup", r.isolation.cgroup},
+            {"rlimits", r.isolation.rlimits}}}};
 }
 
 json ToJson(const RegisterResponse& r) {
-  return {{"node_id", r.node_id}, {"heartbeat_interval_ms", r.heartbeat_interval_ms}};
+  json j{{"node_id", r.node_id}, {"heartbeat_interval_ms", r.heartbeat_interval_ms}};
+  if (!r.node_token.empty()) j["node_token"] = r.node_token;
+  return j;
 }
 
 json ToJson(const HeartbeatRequest& r) {
@@ -74,6 +80,21 @@ Result<RegisterRequest> ParseRegisterRequest(const json& j) {
       r.gpus.push_back({g.at("index").get<int>(), g.value("name", ""),
                         g.value("memory_bytes", int64_t{0})});
     }
+    if (j.contains("isolation")) {
+      const json& iso = j.at("isolation");
+      r.isolation.unprivileged_uid = iso.value("unprivileged_uid", false);
+      r.isolation.cgroup = iso.value("cgroup", "none");
+      r.isolation.rlimits = iso.value("rlimits", false);
+      if (r.isolation.cgroup != "v2" && r.isolation.cgroup != "v1" &&
+          r.isolation.cgroup != "none") {
+        return InvalidArgument("must be v2, v1 or none", "isolation.cgroup");
+      }
+    }
+    if (r.gpus.size() > 1024) return InvalidArgument("too many GPUs", "gpus");
+    if (r.address.empty() || r.address.size() > 255) {
+      return InvalidArgument("must be 1-255 characters", "address");
+    }
+    if (r.agent_url.size() > 1024) return InvalidArgument("too long", "agent_url");
     if (r.name.empty() || r.name.size() > 128) return InvalidArgument("bad node name", "name");
     if (r.cpu_slots < 0) return InvalidArgument("must be >= 0", "cpu_slots");
     return r;
@@ -87,6 +108,7 @@ Result<RegisterResponse> ParseRegisterResponse(const json& j) {
     RegisterResponse r;
     r.node_id = j.at("node_id").get<int64_t>();
     r.heartbeat_interval_ms = j.value("heartbeat_interval_ms", 1000);
+    r.node_token = j.value("node_token", "");
     return r;
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("bad register response: ") + e.what());

@@ -6,7 +6,8 @@
 //   POST /v1/agents/register          RegisterRequest  -> RegisterResponse
 //   POST /v1/agents/{node_id}/heartbeat  HeartbeatRequest -> HeartbeatResponse
 //
-// Both are authenticated with a bearer token of role "agent".
+// Register takes the cluster join token or the node's own credential; heartbeats take the node's
+// credential only, and act only for the node it was issued to (a mismatch is 403).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ struct GpuInfo {
   int64_t memory_bytes = 0;
 };
 
+// How this node keeps jobs apart from the agent and from each other (agent/sandbox.h).
+struct NodeIsolation {
+  bool unprivileged_uid = false;  // jobs run as a uid of their own, not the agent's
+  std::string cgroup = "none";    // "v2", "v1" or "none": where CPU and memory limits are enforced
+  bool rlimits = false;           // per-rank rlimits (address space, processes, core files)
+};
+
 struct RegisterRequest {
   std::string name;       // node name, unique in the cluster; re-registering keeps the node id
   std::string address;    // IP or host name other nodes reach this node at
@@ -32,11 +40,18 @@ struct RegisterRequest {
   int cpu_slots = 0;
   int64_t memory_bytes = 0;
   std::vector<GpuInfo> gpus;
+  NodeIsolation isolation;
 };
 
+// An agent registers with the cluster's join token (first start, or a node the server holds
+// DOWN) or with its own node credential (a restart). The server answers with the node's id and,
+// when it issued one, a new node credential: the agent keeps it (0600 in its data directory) and
+// uses it for every later call. A node credential acts for its node only; a join token can only
+// register.
 struct RegisterResponse {
   int64_t node_id = 0;
   int heartbeat_interval_ms = 1000;
+  std::string node_token;  // empty: keep the credential used for this registration
 };
 
 // A job that ended on this node, reported once by its head agent (repeated until acknowledged by

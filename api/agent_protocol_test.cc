@@ -48,5 +48,32 @@ TEST(AgentProtocolTest, BadInputIsAnError) {
   EXPECT_TRUE(ok.ok());
 }
 
+TEST(AgentProtocolTest, RegisterCarriesIsolationAndCredential) {
+  RegisterRequest r;
+  r.name = "n1";
+  r.address = "10.0.0.2";
+  r.cpu_slots = 4;
+  r.isolation = {true, "v2", true};
+  auto p = ParseRegisterRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->isolation.unprivileged_uid);
+  EXPECT_EQ(p->isolation.cgroup, "v2");
+  EXPECT_TRUE(p->isolation.rlimits);
+  auto bad = ToJson(r);
+  bad["isolation"]["cgroup"] = "v9";
+  EXPECT_EQ(ParseRegisterRequest(bad).status().field(), "isolation.cgroup");
+  // An agent that says nothing about isolation has none.
+  auto old = ParseRegisterRequest({{"name", "n"}, {"address", "a"}, {"cpu_slots", 1}});
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->isolation.cgroup, "none");
+  EXPECT_FALSE(old->isolation.unprivileged_uid);
+
+  RegisterResponse resp{7, 500, "secret"};
+  auto q = ParseRegisterResponse(ToJson(resp));
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->node_token, "secret");
+  EXPECT_FALSE(ToJson(RegisterResponse{7, 500, ""}).contains("node_token"));
+}
+
 }  // namespace
 }  // namespace api

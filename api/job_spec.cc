@@ -75,6 +75,25 @@ class ObjectReader {
     return Status::Ok();
   }
 
+  Status GetInt64(const std::string& key, int64_t lo, int64_t hi, int64_t* out) const {
+    if (!Has(key)) return Status::Ok();
+    const json& v = j_.at(key);
+    if (!v.is_number_integer()) return InvalidArgument("must be an integer", PathOf(key));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) {
+      return InvalidArgument("must be between " + std::to_string(lo) + " and " +
+                                 std::to_string(hi) + ", got " + v.dump(),
+                             PathOf(key));
+    }
+    int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi) {
+      return InvalidArgument("must be between " + std::to_string(lo) + " and " +
+                                 std::to_string(hi) + ", got " + v.dump(),
+                             PathOf(key));
+    }
+    *out = x;
+    return Status::Ok();
+  }
+
   Status GetBool(const std::string& key, bool* out) const {
     if (!Has(key)) return Status::Ok();
     const json& v = j_.at(key);
@@ -130,12 +149,20 @@ class ObjectReader {
 Status ParseResources(const json& j, const SpecLimits& limits, Resources* r) {
   ObjectReader o(j, "resources");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
-  EMBODY_RETURN_IF_ERROR(o.CheckKeys({"nodes", "ranks_per_node", "slot_type", "slots_per_rank"}));
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys(
+      {"nodes", "ranks_per_node", "slot_type", "slots_per_rank", "memory_per_rank_bytes"}));
   EMBODY_RETURN_IF_ERROR(o.GetInt("nodes", 1, limits.max_nodes, &r->nodes));
   EMBODY_RETURN_IF_ERROR(o.GetInt("ranks_per_node", 1, limits.max_ranks, &r->ranks_per_node));
   EMBODY_RETURN_IF_ERROR(o.GetString("slot_type", {"cpu", "gpu"}, &r->slot_type));
   EMBODY_RETURN_IF_ERROR(
       o.GetInt("slots_per_rank", 1, limits.max_slots_per_rank, &r->slots_per_rank));
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("memory_per_rank_bytes", 0, kMaxMemoryPerRankBytes,
+                                    &r->memory_per_rank_bytes));
+  if (r->memory_per_rank_bytes != 0 && r->memory_per_rank_bytes < kMinMemoryPerRankBytes) {
+    return InvalidArgument("must be 0 (no limit) or at least " +
+                               std::to_string(kMinMemoryPerRankBytes) + " bytes",
+                           "resources.memory_per_rank_bytes");
+  }
   if (static_cast<int64_t>(r->nodes) * r->ranks_per_node > limits.max_ranks) {
     return InvalidArgument("nodes x ranks_per_node = " +
                                std::to_string(static_cast<int64_t>(r->nodes) * r->ranks_per_node) +
@@ -256,7 +283,8 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   ObjectReader o(j, "");
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
-      {"name", "kind", "resources", "priority", "max_restarts", "engine", "command"}));
+      {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
+       "command"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -279,6 +307,8 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   EMBODY_RETURN_IF_ERROR(ParseResources(o.At("resources"), limits, &spec.resources));
   EMBODY_RETURN_IF_ERROR(o.GetInt("priority", 0, 100, &spec.priority));
   EMBODY_RETURN_IF_ERROR(o.GetInt("max_restarts", 0, 100, &spec.max_restarts));
+  EMBODY_RETURN_IF_ERROR(
+      o.GetInt64("time_limit_seconds", 0, kMaxTimeLimitSeconds, &spec.time_limit_seconds));
 
   if (spec.kind == JobKind::kCommand) {
     if (o.Has("engine")) return InvalidArgument("not allowed for kind \"command\"", "engine");
@@ -322,9 +352,11 @@ json ToJson(const JobSpec& s) {
   j["resources"] = {{"nodes", s.resources.nodes},
                     {"ranks_per_node", s.resources.ranks_per_node},
                     {"slot_type", s.resources.slot_type},
-                    {"slots_per_rank", s.resources.slots_per_rank}};
+                    {"slots_per_rank", s.resources.slots_per_rank},
+                    {"memory_per_rank_bytes", s.resources.memory_per_rank_bytes}};
   j["priority"] = s.priority;
   j["max_restarts"] = s.max_restarts;
+  j["time_limit_seconds"] = s.time_limit_seconds;
   if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
   } else {

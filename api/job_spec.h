@@ -24,6 +24,9 @@ struct Resources {
   int ranks_per_node = 1;
   std::string slot_type = "cpu";  // "cpu" | "gpu"
   int slots_per_rank = 1;
+  // Memory limit of each rank in bytes, enforced by the node (cgroup memory.max where the node
+  // delegates cgroups, RLIMIT_AS otherwise); 0: no limit beyond the node's.
+  int64_t memory_per_rank_bytes = 0;
 
   int TotalRanks() const { return nodes * ranks_per_node; }
   int SlotsPerNode() const { return ranks_per_node * slots_per_rank; }
@@ -62,6 +65,9 @@ struct DataOptions {
 inline constexpr int kSimReachMaxContextTokens = 285;
 inline constexpr int kMaxPositions = 512;
 inline constexpr int kMaxHeadDim = 128;
+inline constexpr int64_t kMinMemoryPerRankBytes = 16LL << 20;   // 16 MiB
+inline constexpr int64_t kMaxMemoryPerRankBytes = 16LL << 40;   // 16 TiB
+inline constexpr int64_t kMaxTimeLimitSeconds = 365LL * 24 * 3600;
 
 struct OptimOptions {
   double lr = 1e-3;
@@ -90,6 +96,9 @@ struct JobSpec {
   Resources resources;
   int priority = 50;     // 0..100, higher runs first
   int max_restarts = 0;  // restarts after node loss
+  // Wall-clock limit of one attempt; the job is cancelled when it runs longer. 0: none. The
+  // scheduler backfills only jobs that have one (it needs to know when their slots come back).
+  int64_t time_limit_seconds = 0;
   EngineOptions engine;               // kind train
   std::vector<std::string> command;   // kind command: argv run under mpirun
 };
