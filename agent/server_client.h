@@ -30,7 +30,9 @@ class ServerChannel {
 
 class HttpServerChannel : public ServerChannel {
  public:
-  // `server_url` like "http://127.0.0.1:8080"; `token` is the agent bearer token.
+  // `server_url` like "http://127.0.0.1:8080"; `token` is the cluster join token. Register
+  // trades it for the node's own credential, which every later call uses; when the server
+  // refuses that credential (401), the next call registers again with the join token.
   HttpServerChannel(const std::string& server_url, const std::string& token);
   ~HttpServerChannel() override;
 
@@ -43,6 +45,8 @@ class HttpServerChannel : public ServerChannel {
 
   std::mutex mu_;
   std::unique_ptr<httplib::Client> client_;
+  const std::string join_token_;
+  std::string node_token_;  // guarded by mu_
 };
 
 }  // namespace agent

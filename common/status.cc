@@ -14,6 +14,8 @@ const char* CodeName(Code code) {
     case Code::kPermissionDenied: return "permission_denied";
     case Code::kResourceExhausted: return "resource_exhausted";
     case Code::kUnavailable: return "unavailable";
+    case Code::kUnprocessable: return "unprocessable";
+    case Code::kPreconditionFailed: return "precondition_failed";
     case Code::kInternal: return "internal";
   }
   return "internal";

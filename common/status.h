@@ -23,6 +23,10 @@ enum class Code {
   kPermissionDenied,
   kResourceExhausted,
   kUnavailable,
+  // A valid request the server can never satisfy as asked (a job larger than the cluster).
+  kUnprocessable,
+  // A conditional write whose precondition (If-Match version) no longer holds.
+  kPreconditionFailed,
   kInternal,
 };
 
@@ -77,6 +81,7 @@ class Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() { return value(); }
+  const T& operator*() const { return value(); }
 
  private:
   std::variant<T, Status> v_;
@@ -89,3 +94,9 @@ class Result {
     ::common::Status _st = (expr);            \
     if (!_st.ok()) return _st;                \
   } while (0)
+
+// Evaluates a Result-returning expression; returns its Status on failure, else binds the value.
+#define EMBODY_ASSIGN_OR_RETURN(lhs, expr)          \
+  auto lhs##_result = (expr);                       \
+  if (!lhs##_result.ok()) return lhs##_result.status(); \
+  auto lhs = std::move(lhs##_result.value())

@@ -25,6 +25,8 @@ std::string ServerUsage() {
   return "usage: embody-server --listen HOST:PORT --db CONNINFO --data-dir DIR\n"
          "           [--port-file FILE] [--bootstrap-out FILE] [--heartbeat-interval-ms 1000]\n"
          "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n"
+         "           [--rate-limit-per-s 0] [--rate-limit-burst 0]   (per token; 0: none)\n"
+         "           [--audit 1]   (0: no audit rows; for measuring what they cost)\n"
          "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
          "            server; default: the --listen address, or the discovery request's Host\n"
          "            header when listening on all interfaces)\n";
@@ -81,6 +83,15 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       {"--max-ranks-per-job", int_flag(&o.limits.max_ranks, 1, 10000000)},
       {"--scheduler-period-ms", int_flag(&o.scheduler_period_ms, 10, 600000)},
       {"--db-pool-size", int_flag(&o.db_pool_size, 1, 1000)},
+      {"--rate-limit-per-s", int_flag(&o.rate_limit_per_s, 0, 1000000)},
+      {"--rate-limit-burst", int_flag(&o.rate_limit_burst, 0, 1000000)},
+      {"--audit",
+       [&](const std::string& flag, const std::string& v) {
+         auto n = ParseInt(flag, v, 0, 1);
+         if (!n.ok()) return n.status();
+         o.audit = *n == 1;
+         return common::Status::Ok();
+       }},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;

@@ -20,6 +20,9 @@ struct ServerOptions {
   int heartbeat_interval_ms = 1000;
   int scheduler_period_ms = 500;
   int db_pool_size = 16;
+  int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
+  int rate_limit_burst = 0;  // 0: the per-second rate
+  bool audit = true;         // an audit row per mutating call
   api::SpecLimits limits;
 };
 

@@ -31,6 +31,8 @@ struct Server::Impl {
   std::unique_ptr<service::SchedulerLoop> scheduler;
   std::unique_ptr<service::JobsService> jobs;
   std::unique_ptr<service::NodeService> nodes;
+  std::unique_ptr<service::TenantsService> tenants;
+  std::unique_ptr<service::TokensService> tokens;
   std::unique_ptr<http::ApiServer> api;
   std::thread serve_thread;
   service::BootstrapResult bootstrap;
@@ -66,7 +68,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (!applied.ok()) return applied.status();
   m->database = std::make_unique<db::PgDatabase>(*m->pool);
 
-  auto boot = service::Bootstrap(*m->database);
+  auto boot = service::Bootstrap(*m->database, common::NowMillis());
   if (!boot.ok()) return boot.status();
   m->bootstrap = *boot;
   if (boot->created) {
@@ -94,8 +96,18 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->nodes = std::make_unique<service::NodeService>(*m->database, *m->log_files,
                                                     opts.heartbeat_interval_ms, now, wake);
 
+  m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
+  m->tokens = std::make_unique<service::TokensService>(*m->database, now);
+
   http::ApiDeps deps;
   deps.db = m->database.get();
+  deps.tenants = m->tenants.get();
+  deps.tokens = m->tokens.get();
+  deps.now_ms = now;
+  deps.router.rate_limit_per_s = opts.rate_limit_per_s;
+  deps.router.rate_limit_burst =
+      opts.rate_limit_burst > 0 ? opts.rate_limit_burst : opts.rate_limit_per_s;
+  deps.router.audit = opts.audit;
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();

@@ -11,7 +11,8 @@ using service::JobRecord;
 namespace {
 
 constexpr char kSelectJob[] =
-    "SELECT j.id, j.tenant_id, t.name AS tenant, j.name, j.kind, j.state, j.reason, j.priority,"
+    "SELECT j.id, j.tenant_id, COALESCE(j.token_id, 0) AS token_id,"
+    " COALESCE(j.request_sha256, '') AS request_sha256, t.name AS tenant, j.name, j.kind, j.state, j.reason, j.priority,"
     " j.spec::text AS spec, j.attempt, j.exit_code,"
     " " EMBODY_SQL_MS("j.created_at") " AS created_ms,"
     " " EMBODY_SQL_MS("j.updated_at") " AS updated_ms,"
@@ -21,9 +22,9 @@ constexpr char kSelectJob[] =
 
 constexpr char kInsertJob[] =
     "INSERT INTO jobs (tenant_id, name, kind, state, priority, spec, idempotency_key,"
-    " created_at, updated_at)"
+    " created_at, updated_at, token_id, request_sha256)"
     " VALUES ($1, $2, $3, 'PENDING', $4, $5::jsonb, $6, " EMBODY_SQL_TS("$7") ", "
-    EMBODY_SQL_TS("$7") ")"
+    EMBODY_SQL_TS("$7") ", $8, $9)"
     " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id";
 
 constexpr char kUpdateJob[] =
@@ -38,6 +39,8 @@ std::vector<JobRecord> ToJobs(const PgRows& r) {
     JobRecord j;
     j.id = r.Int(i, "id");
     j.tenant_id = r.Int(i, "tenant_id");
+    j.token_id = r.Int(i, "token_id");
+    j.request_sha256 = r.Str(i, "request_sha256");
     j.tenant = r.Str(i, "tenant");
     j.name = r.Str(i, "name");
     j.kind = r.Str(i, "kind");
@@ -67,7 +70,10 @@ nlohmann::json ParseJsonColumn(const std::string& text) {
 Result<int64_t> PgJobStore::Insert(const service::NewJob& job) {
   Param key = job.idempotency_key.empty() ? std::nullopt : P(job.idempotency_key);
   auto r = tx_.Exec(kInsertJob, {P(job.tenant_id), P(job.name), P(job.kind), P(job.priority),
-                                 P(job.spec.dump()), key, P(job.now_ms)});
+                                 P(job.spec.dump()), key, P(job.now_ms),
+                                 job.token_id ? P(job.token_id) : std::nullopt,
+                                 job.request_sha256.empty() ? std::nullopt
+                                                            : P(job.request_sha256)});
   if (!r.ok()) return r.status();
   if (r->empty()) return Status(common::Code::kAlreadyExists, "idempotency key already used");
   return r->Int(0, "id");
@@ -99,10 +105,12 @@ Result<std::vector<JobRecord>> PgJobStore::List(const service::JobQuery& q) {
                     "WHERE ($1::bigint IS NULL OR j.tenant_id = $1)"
                     " AND ($2::text IS NULL OR j.state = $2)"
                     " AND ($3::bigint IS NULL OR j.id < $3)"
+                    " AND ($5::text IS NULL OR strpos(lower(j.name), lower($5)) > 0)"
                     " ORDER BY j.id DESC LIMIT $4";
   auto r = tx_.Exec(sql, {q.tenant_id ? P(*q.tenant_id) : std::nullopt,
                           q.state ? P(api::JobStateName(*q.state)) : std::nullopt,
-                          q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit)});
+                          q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit),
+                          q.name_contains.empty() ? std::nullopt : P(q.name_contains)});
   if (!r.ok()) return r.status();
   return ToJobs(*r);
 }
@@ -126,6 +134,19 @@ Status PgJobStore::Update(const JobRecord& j) {
                                  P(j.attempt), j.exit_code ? P(*j.exit_code) : std::nullopt,
                                  P(j.updated_ms), OptMs(j.started_ms), OptMs(j.finished_ms)});
   return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<int64_t> PgJobStore::CountForTenant(int64_t tenant_id,
+                                           const std::vector<api::JobState>& states) {
+  std::string list = "{";
+  for (size_t i = 0; i < states.size(); ++i) {
+    list += (i ? "," : "") + std::string(api::JobStateName(states[i]));
+  }
+  list += "}";
+  auto r = tx_.Exec("SELECT count(*) AS n FROM jobs WHERE tenant_id = $1 AND state = ANY($2::text[])",
+                    {P(tenant_id), P(list)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "n");
 }
 
 Result<std::map<std::pair<std::string, std::string>, int64_t>>

@@ -12,15 +12,17 @@ namespace {
 
 constexpr char kUpsertNode[] =
     "INSERT INTO nodes (name, address, agent_url, cpu_slots, memory_bytes, gpus, last_heartbeat,"
-    " state) VALUES ($1, $2, $3, $4, $5, $6::jsonb, " EMBODY_SQL_TS("$7") ", 'UP')"
+    " state, isolation) VALUES ($1, $2, $3, $4, $5, $6::jsonb, " EMBODY_SQL_TS("$7") ", 'UP',"
+    " $8::jsonb)"
     " ON CONFLICT (name) DO UPDATE SET address = EXCLUDED.address,"
     " agent_url = EXCLUDED.agent_url, cpu_slots = EXCLUDED.cpu_slots,"
-    " memory_bytes = EXCLUDED.memory_bytes, gpus = EXCLUDED.gpus,"
+    " memory_bytes = EXCLUDED.memory_bytes, gpus = EXCLUDED.gpus, isolation = EXCLUDED.isolation,"
     " last_heartbeat = EXCLUDED.last_heartbeat, state = 'UP' RETURNING id";
 
 constexpr char kSelectNode[] =
     "SELECT id, name, address, agent_url, cpu_slots, memory_bytes, gpus::text AS gpus,"
-    " " EMBODY_SQL_MS("last_heartbeat") " AS last_heartbeat_ms, state FROM nodes ";
+    " " EMBODY_SQL_MS("last_heartbeat") " AS last_heartbeat_ms, state, draining,"
+    " isolation::text AS isolation FROM nodes ";
 
 constexpr char kSelectAllocation[] =
     "SELECT a.job_id, a.node_id, n.name AS node_name, n.address AS node_address, a.ranks,"
@@ -40,6 +42,8 @@ std::vector<NodeRecord> ToNodes(const PgRows& r) {
     n.gpus = ParseJsonColumn(r.Str(i, "gpus"));
     n.last_heartbeat_ms = r.Int(i, "last_heartbeat_ms");
     n.state = r.Str(i, "state");
+    n.draining = r.Bool(i, "draining");
+    n.isolation = ParseJsonColumn(r.Str(i, "isolation"));
     out.push_back(std::move(n));
   }
   return out;
@@ -50,10 +54,10 @@ Status OkOr(const Result<PgRows>& r) { return r.ok() ? Status::Ok() : r.status()
 }  // namespace
 
 Result<int64_t> PgNodeStore::Upsert(const api::RegisterRequest& req, int64_t now_ms) {
-  nlohmann::json gpus = api::ToJson(req)["gpus"];
+  nlohmann::json wire = api::ToJson(req);
   auto r = tx_.Exec(kUpsertNode, {P(req.name), P(req.address), P(req.agent_url),
-                                  P(req.cpu_slots), P(req.memory_bytes), P(gpus.dump()),
-                                  P(now_ms)});
+                                  P(req.cpu_slots), P(req.memory_bytes), P(wire["gpus"].dump()),
+                                  P(now_ms), P(wire["isolation"].dump())});
   if (!r.ok()) return r.status();
   return r->Int(0, "id");
 }
@@ -64,6 +68,18 @@ Result<std::optional<NodeRecord>> PgNodeStore::Get(int64_t id) {
   auto nodes = ToNodes(*r);
   if (nodes.empty()) return std::optional<NodeRecord>();
   return std::optional<NodeRecord>(std::move(nodes[0]));
+}
+
+Result<std::optional<NodeRecord>> PgNodeStore::GetByName(const std::string& name) {
+  auto r = tx_.Exec(std::string(kSelectNode) + "WHERE name = $1 FOR UPDATE", {P(name)});
+  if (!r.ok()) return r.status();
+  auto nodes = ToNodes(*r);
+  if (nodes.empty()) return std::optional<NodeRecord>();
+  return std::optional<NodeRecord>(std::move(nodes[0]));
+}
+
+Status PgNodeStore::SetDraining(int64_t id, bool draining) {
+  return OkOr(tx_.Exec("UPDATE nodes SET draining = $2 WHERE id = $1", {P(id), P(draining)}));
 }
 
 Result<std::vector<NodeRecord>> PgNodeStore::List() {

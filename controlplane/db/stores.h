@@ -27,6 +27,8 @@ class PgJobStore : public service::JobStore {
   common::Result<std::vector<service::JobRecord>> ListInStates(
       const std::vector<api::JobState>& states) override;
   common::Status Update(const service::JobRecord& job) override;
+  common::Result<int64_t> CountForTenant(int64_t tenant_id,
+                                         const std::vector<api::JobState>& states) override;
   common::Result<std::map<std::pair<std::string, std::string>, int64_t>>
   CountByStateAndTenant() override;
 
@@ -57,6 +59,8 @@ class PgNodeStore : public service::NodeStore {
   explicit PgNodeStore(PgTx& tx) : tx_(tx) {}
   common::Result<int64_t> Upsert(const api::RegisterRequest& r, int64_t now_ms) override;
   common::Result<std::optional<service::NodeRecord>> Get(int64_t id) override;
+  common::Result<std::optional<service::NodeRecord>> GetByName(const std::string& name) override;
+  common::Status SetDraining(int64_t id, bool draining) override;
   common::Result<std::vector<service::NodeRecord>> List() override;
   common::Status Touch(int64_t id, int64_t now_ms) override;
   common::Status SetState(int64_t id, const std::string& state) override;
@@ -104,11 +108,32 @@ class PgTenantStore : public service::TenantStore {
   explicit PgTenantStore(PgTx& tx) : tx_(tx) {}
   common::Status LockBootstrap() override;
   common::Result<int64_t> CountTenants() override;
-  common::Result<int64_t> CreateTenant(const std::string& name) override;
-  common::Status CreateToken(const std::string& sha256_hex, int64_t tenant_id,
-                             const std::string& role, const std::string& name) override;
-  common::Result<std::optional<service::Principal>> FindToken(
+  common::Result<int64_t> CreateTenant(const service::TenantRecord& t, int64_t now_ms) override;
+  common::Result<std::optional<service::TenantRecord>> GetTenant(int64_t id,
+                                                                 bool for_update) override;
+  common::Result<std::vector<service::TenantRecord>> ListTenants(
+      std::optional<int64_t> only) override;
+  common::Status UpdateTenant(const service::TenantRecord& t, int64_t now_ms) override;
+  common::Result<service::TenantUsageNow> UsageNow(int64_t tenant_id) override;
+  common::Result<int64_t> CreateToken(const service::NewToken& t) override;
+  common::Result<std::vector<service::TokenRecord>> ListTokens(
+      std::optional<int64_t> tenant_id) override;
+  common::Result<std::optional<service::TokenRecord>> GetToken(
+      int64_t id, std::optional<int64_t> tenant_id) override;
+  common::Status RevokeToken(int64_t id, int64_t now_ms) override;
+  common::Status RevokeNodeTokens(int64_t node_id, int64_t now_ms) override;
+  common::Result<std::optional<service::TokenMatch>> FindToken(
       const std::string& sha256_hex) override;
+
+ private:
+  PgTx& tx_;
+};
+
+class PgAuditStore : public service::AuditStore {
+ public:
+  explicit PgAuditStore(PgTx& tx) : tx_(tx) {}
+  common::Status Append(const service::AuditRecord& r) override;
+  common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
 
  private:
   PgTx& tx_;
@@ -118,13 +143,14 @@ class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
       : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_) {}
+        logs_(*tx_), tenants_(*tx_), audit_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
   service::EventStore& events() override { return events_; }
   service::LogIndex& logs() override { return logs_; }
   service::TenantStore& tenants() override { return tenants_; }
+  service::AuditStore& audit() override { return audit_; }
   common::Status Commit() override { return tx_->Commit(); }
 
  private:
@@ -135,6 +161,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgEventStore events_;
   PgLogIndex logs_;
   PgTenantStore tenants_;
+  PgAuditStore audit_;
 };
 
 class PgDatabase : public service::Database {

@@ -8,6 +8,7 @@
 
 #include "controlplane/db/migrations.h"
 #include "controlplane/db/stores.h"
+#include "controlplane/service/auth.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
@@ -46,16 +47,43 @@ class StoresPgTest : public ::testing::Test {
     database_ = std::make_unique<db::PgDatabase>(*pool_);
     char tmpl[] = "/tmp/embody-cp-data-XXXXXX";
     data_dir_ = mkdtemp(tmpl);
+    // A draining node large enough for every job here: submissions are admitted (the cluster
+    // could run them) and none is placed on it.
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    api::RegisterRequest parked{"parked", "127.0.0.9", "", 64, 0, {}};
+    auto id = (*uow)->nodes().Upsert(parked, now_.load());
+    ASSERT_TRUE(id.ok());
+    ASSERT_TRUE((*uow)->nodes().SetDraining(*id, true).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
   }
   void TearDown() override { std::filesystem::remove_all(data_dir_); }
+
+  static Principal Person(int64_t tenant_id, const std::string& tenant, const std::string& role) {
+    Principal p;
+    p.tenant_id = tenant_id;
+    p.tenant = tenant;
+    p.role = role;
+    p.token_name = role;
+    return p;
+  }
 
   Principal MakeTenant(const std::string& name, const std::string& role = "member") {
     auto uow = database_->Begin();
     EXPECT_TRUE(uow.ok());
-    auto id = (*uow)->tenants().CreateTenant(name);
+    service::TenantRecord t;
+    t.name = name;
+    auto id = (*uow)->tenants().CreateTenant(t, now_.load());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE((*uow)->Commit().ok());
-    return Principal{*id, name, role};
+    return Person(*id, name, role);
+  }
+
+  // A principal as the server would resolve it from `token`.
+  Principal Resolve(const std::string& token) {
+    auto p = service::Authenticate(*database_, "Bearer " + token, now_.load());
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? *p : Principal{};
   }
 
   service::JobsService Jobs() {
@@ -122,7 +150,7 @@ TEST_F(StoresPgTest, ListPaginatesNewestFirstWithinTenant) {
   auto other = jobs.Get(b, a_ids[0]);
   EXPECT_EQ(other.status().code(), common::Code::kNotFound);
   EXPECT_EQ(jobs.Cancel(b, a_ids[0]).status().code(), common::Code::kNotFound);
-  Principal admin{a.tenant_id, "a", "cluster-admin"};
+  Principal admin = Person(a.tenant_id, "a", "cluster-admin");
   auto all = jobs.List(admin, 100, "", "");
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->jobs.size(), 10u);
@@ -180,7 +208,7 @@ TEST_F(StoresPgTest, TransitionsWriteStateEventsAndRejectIllegalMoves) {
 
 TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   Principal a = MakeTenant("a");
-  Principal agent{a.tenant_id, "a", "agent"};
+  Principal join = Person(a.tenant_id, "a", "agent");
   auto jobs = Jobs();
   service::LogFiles files(data_dir_);
   auto clock = [this] { return now_.load(); };
@@ -188,9 +216,24 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   service::SchedulerLoop loop(*database_, {1000, 500}, clock, nullptr, nullptr);
 
   api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
-  auto node = nodes.Register(agent, reg);
+  auto node = nodes.Register(join, reg);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
+  ASSERT_FALSE(node->node_token.empty());
+  Principal agent = Resolve(node->node_token);
+  EXPECT_EQ(agent.role, "node");
+  EXPECT_EQ(agent.node_id, node->node_id);
   EXPECT_EQ(nodes.Register(a, reg).status().code(), common::Code::kPermissionDenied);
+  // The join token cannot take the name of a live node; its own credential re-registers it.
+  EXPECT_EQ(nodes.Register(join, reg).status().code(), common::Code::kAlreadyExists);
+  auto again = nodes.Register(agent, reg);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->node_id, node->node_id);
+  EXPECT_TRUE(again->node_token.empty());
+  // The join token is no node credential, and a credential acts for its own node only.
+  EXPECT_EQ(nodes.Heartbeat(join, node->node_id, {}).status().code(),
+            common::Code::kPermissionDenied);
+  EXPECT_EQ(nodes.Heartbeat(agent, node->node_id + 1000, {}).status().code(),
+            common::Code::kPermissionDenied);
   auto ok_job = jobs.Submit(a, Spec("ok"), "");
   auto too_big = jobs.Submit(a, Spec("big", 2), "");
   auto restartable = jobs.Submit(a, Spec("again", 1, 1), "");
@@ -253,7 +296,15 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   // When a node is back, the restarted job is placed again and its launch resumes from the
   // checkpoint the first attempt wrote; a first launch carries none.
   EXPECT_TRUE(hb->commands[0].resume_from.empty());
-  ASSERT_TRUE(nodes.Register(agent, reg).ok());
+  // DOWN, the node may be claimed again by the join token: a new credential, the old one revoked.
+  auto rejoined = nodes.Register(join, reg);
+  ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString();
+  EXPECT_EQ(rejoined->node_id, node->node_id);
+  EXPECT_EQ(service::Authenticate(*database_, "Bearer " + node->node_token, now_.load())
+                .status()
+                .message(),
+            "token revoked");
+  agent = Resolve(rejoined->node_token);
   ASSERT_TRUE(loop.RunOnce().ok());
   auto relaunch = nodes.Heartbeat(agent, node->node_id, {});
   ASSERT_TRUE(relaunch.ok()) << relaunch.status().ToString();

@@ -36,15 +36,10 @@ class ApiPgTest : public InProcessServerTest {
     return Call("GET", "/v1/jobs/" + std::to_string(id), Admin()).body;
   }
 
-  static int64_t Register(const std::string& name, int slots) {
-    json req = {{"name", name}, {"address", "127.0.0.1"}, {"cpu_slots", slots}};
-    Reply r = Call("POST", "/v1/agents/register", Agent(), req.dump());
-    EXPECT_EQ(r.status, 200) << r.text;
-    return r.body.value("node_id", int64_t{0});
-  }
+  static int64_t Register(const std::string& name, int slots) { return RegisterNode(name, slots); }
 
   static json Heartbeat(int64_t node, const json& body = json::object()) {
-    Reply r = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(),
+    Reply r = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", NodeToken(node),
                    body.dump());
     EXPECT_EQ(r.status, 200) << r.text;
     return r.body;
@@ -129,17 +124,37 @@ TEST_F(ApiPgTest, RejectedSubmissionsStoreNothing) {
 
 TEST_F(ApiPgTest, IdempotencyKeyReturnsTheSameJob) {
   httplib::Headers key = {{"Idempotency-Key", "retry-1"}};
-  Reply first = Call("POST", "/v1/jobs", Admin(), Spec("idem", 64).dump(), key);
-  Reply again = Call("POST", "/v1/jobs", Admin(), Spec("idem", 64).dump(), key);
+  Reply first = Call("POST", "/v1/jobs", Admin(), PendingSpec("idem").dump(), key);
+  Reply again = Call("POST", "/v1/jobs", Admin(), PendingSpec("idem").dump(), key);
   EXPECT_EQ(first.status, 201);
   EXPECT_EQ(again.status, 200);
   EXPECT_EQ(first.body["id"], again.body["id"]);
+  // The same key with another body is a client bug, not a retry: 409, nothing new stored.
+  const size_t before = JobCount();
+  Reply other = Call("POST", "/v1/jobs", Admin(), PendingSpec("idem-2").dump(), key);
+  EXPECT_EQ(other.status, 409) << other.text;
+  EXPECT_EQ(other.body["error"]["field"], "Idempotency-Key");
+  EXPECT_EQ(JobCount(), before);
   Reply cancel = Call("POST", "/v1/jobs/" + first.body["id"].dump() + "/cancel", Admin());
   EXPECT_EQ(cancel.body["state"], "CANCELLED");  // it was PENDING
 }
 
-TEST_F(ApiPgTest, JobThatFitsNoNodeStaysPendingWithReason) {
-  int64_t id = Submit(Spec("too-big", 64));
+TEST_F(ApiPgTest, JobThatCanNeverFitIsRefusedAtSubmit) {
+  const size_t before = JobCount();
+  Reply r = Call("POST", "/v1/jobs", Admin(), Spec("too-many-nodes", 64).dump());
+  EXPECT_EQ(r.status, 422) << r.text;
+  EXPECT_EQ(r.body["error"]["code"], "unprocessable");
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("needs 64 node(s)"),
+            std::string::npos)
+      << r.text;
+  json wide = PendingSpec("too-wide");
+  wide["resources"]["ranks_per_node"] = 65;
+  EXPECT_EQ(Call("POST", "/v1/jobs", Admin(), wide.dump()).status, 422);
+  EXPECT_EQ(JobCount(), before);
+}
+
+TEST_F(ApiPgTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
+  int64_t id = Submit(PendingSpec("too-big"));
   json job;
   for (int i = 0; i < 100; ++i) {
     job = GetJob(id);
@@ -147,7 +162,7 @@ TEST_F(ApiPgTest, JobThatFitsNoNodeStaysPendingWithReason) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(job["state"], "PENDING");
-  EXPECT_NE(job["reason"].get<std::string>().find("waiting for 64 nodes with 1 free cpu slots"),
+  EXPECT_NE(job["reason"].get<std::string>().find("waiting for 1 nodes with 64 free cpu slots"),
             std::string::npos)
       << job.dump();
   EXPECT_TRUE(job["allocation"].empty());
@@ -157,18 +172,23 @@ TEST_F(ApiPgTest, JobThatFitsNoNodeStaysPendingWithReason) {
   Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
 }
 
-// A line longer than one read of the log file comes back whole, prefixed once. The job waits
-// (it fits nowhere) and the logging node has no slots, so no other test's job lands here.
+// A line longer than one read of the log file comes back whole, prefixed once. The logging
+// node is the only free one when this test runs (tests run in the order written).
 TEST_F(ApiPgTest, LongLinesStayWholeInMergedLogs) {
-  int64_t node = Register("node-logs", 0);
-  int64_t id = Submit(Spec("long", 64));
+  int64_t node = Register("node-logs", 1);
+  int64_t id = Submit(Spec("long"));
+  WaitForCommand(node, id, "launch");
   const std::string long_line(1500 * 1024, 'x');
   Heartbeat(node, {{"logs", {{{"job_id", id}, {"rank", 0}, {"offset", 0},
-                              {"data", long_line + "\nend\n"}}}}});
+                              {"data", long_line + "\nend\n"}}}},
+                   {"finished", {{{"job_id", id}, {"exit_code", 0}}}}});
   std::string text = Call("GET", "/v1/jobs/" + std::to_string(id) + "/logs", Admin()).text;
   EXPECT_EQ(text.size(), long_line.size() + 23);
-  EXPECT_TRUE(text == "[rank 0] " + long_line + "\n[rank 0] end\n") << text.substr(0, 40) << "...";
-  EXPECT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin(), "{}").status, 200);
+  EXPECT_TRUE(text == "[rank 0] " + long_line + "\n[rank 0] end\n")
+      << text.substr(0, 40) << "..." << text.substr(text.size() - 40);
+  EXPECT_EQ(GetJob(id)["state"], "SUCCEEDED");
+  // Out of the way of the tests after this one.
+  EXPECT_EQ(Call("POST", "/v1/nodes/" + std::to_string(node) + "/drain", Admin()).status, 200);
 }
 
 TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
@@ -259,7 +279,7 @@ TEST_F(ApiPgTest, CancelRunningJobKillsItUntilReportedFinished) {
 
 TEST_F(ApiPgTest, MetricsCountRequestsByRoutePattern) {
   Call("GET", "/v1/jobs/424242", Admin());
-  std::string text = Call("GET", "/metrics", "").text;
+  std::string text = Call("GET", "/metrics", Admin()).text;
   EXPECT_NE(text.find("embody_http_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\",status=\"404\"}"),
             std::string::npos)
       << text;

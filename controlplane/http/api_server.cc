@@ -19,7 +19,9 @@ constexpr size_t kHttpThreads = 32;
 }  // namespace
 
 struct ApiServer::Impl {
-  explicit Impl(ApiDeps d) : deps(std::move(d)), router(server, *deps.db, *deps.metrics) {}
+  explicit Impl(ApiDeps d)
+      : deps(std::move(d)),
+        router(server, *deps.db, *deps.metrics, deps.router, deps.now_ms) {}
   ApiDeps deps;
   httplib::Server server;
   Router router;
@@ -48,13 +50,17 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
              if (!st.ok()) return RespondError(res, common::Unavailable(st.message()));
              RespondJson(res, 200, {{"status", "ready"}});
            });
-  r.Handle("GET", "/metrics", "/metrics", A::kNone,
-           [&m](const httplib::Request&, httplib::Response& res, RequestContext&) {
+  // Open to any scraper, but the series that name tenants only to a cluster-admin's token.
+  r.Handle("GET", "/metrics", "/metrics", A::kOptional,
+           [&m](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
              res.status = 200;
-             res.set_content(m.deps.metrics->Serialize(), "text/plain; version=0.0.4");
+             res.set_content(m.deps.metrics->Serialize(ctx.authenticated &&
+                                                       ctx.principal.IsClusterAdmin()),
+                             "text/plain; version=0.0.4");
            });
   AddJobRoutes(r, m.deps);
   AddNodeRoutes(r, m.deps);
+  AddTenantRoutes(r, m.deps);
   AddLogRoutes(r, m.deps, m.stopping);
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {

@@ -11,7 +11,10 @@
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/http/router.h"
 #include "controlplane/service/node_service.h"
+#include "controlplane/service/tenants_service.h"
+#include "controlplane/service/tokens_service.h"
 
 namespace controlplane::http {
 
@@ -19,6 +22,10 @@ struct ApiDeps {
   service::Database* db = nullptr;
   service::JobsService* jobs = nullptr;
   service::NodeService* nodes = nullptr;
+  service::TenantsService* tenants = nullptr;
+  service::TokensService* tokens = nullptr;
+  RouterOptions router;
+  std::function<int64_t()> now_ms;  // epoch milliseconds: token expiry, audit times
   ServerMetrics* metrics = nullptr;
   std::function<common::Status()> ready;  // /readyz: database reachable, schema current
   // host:port Prometheus scrapes this server at, for /v1/prometheus/targets; empty: the Host

@@ -15,6 +15,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   auto r = jobs.Submit(ctx.principal, req.body,
                                        req.get_header_value("Idempotency-Key"));
                   if (!r.ok()) return RespondError(res, r.status());
+                  ctx.audit_target = "job " + std::to_string(r->job.job.id);
                   RespondJson(res, r->created ? 201 : 200, service::ToJson(r->job));
                 });
 
@@ -22,9 +23,12 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto limit = QueryInt(req, "limit", 50);
                   if (!limit.ok()) return RespondError(res, limit.status());
+                  auto tenant = QueryInt(req, "tenant_id", 0);
+                  if (!tenant.ok()) return RespondError(res, tenant.status());
                   auto page = jobs.List(ctx.principal, static_cast<int>(*limit),
                                         req.get_param_value("cursor"),
-                                        req.get_param_value("state"));
+                                        req.get_param_value("state"), *tenant,
+                                        req.get_param_value("q"));
                   if (!page.ok()) return RespondError(res, page.status());
                   json list = json::array();
                   for (const auto& v : page->jobs) list.push_back(service::ToJson(v));
@@ -47,7 +51,9 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
+                  ctx.audit_target = "job " + std::to_string(*id);
                   auto v = jobs.Cancel(ctx.principal, *id);
+                  if (v.ok()) ctx.audit_target_tenant = v->job.tenant_id;
                   if (!v.ok()) return RespondError(res, v.status());
                   RespondJson(res, 200, service::ToJson(*v));
                 });

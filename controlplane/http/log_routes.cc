@@ -28,7 +28,9 @@ struct LogCursor {
     auto snap = jobs.Logs(principal, job_id);
     if (!snap.ok()) return snap.status();
     *terminal = snap->terminal;
-    if (!one_rank) return merger.Poll(snap->logs, final || snap->terminal);
+    // Partial last lines are flushed only on the final read: a finished job's long line may
+    // still span several reads, and must come back as one line.
+    if (!one_rank) return merger.Poll(snap->logs, final);
     for (const auto& log : snap->logs) {
       if (log.rank != rank) continue;
       auto data = service::LogFiles::Read(log.path, offset, kReadChunk);
@@ -93,8 +95,15 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
                   return sink.write(text->data(), text->size());
                 }
                 // The job's last bytes arrive with (or before) its exit report, so once it is
-                // terminal and nothing new was read, the log is complete.
-                if (terminal) break;
+                // terminal and nothing new was read, the log is complete but for a last line
+                // without its newline, flushed now.
+                if (terminal) {
+                  auto rest = cursor->Next(jobs, &terminal, true);
+                  if (rest.ok() && !rest->empty() && !sink.write(rest->data(), rest->size())) {
+                    return false;
+                  }
+                  break;
+                }
                 std::this_thread::sleep_for(kFollowPoll);
               }
               sink.done();

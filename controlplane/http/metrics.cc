@@ -20,6 +20,7 @@ prometheus::Gauge& OneGauge(prometheus::Registry& r, const std::string& name,
 
 ServerMetrics::ServerMetrics()
     : registry_(std::make_shared<prometheus::Registry>()),
+      tenant_registry_(std::make_shared<prometheus::Registry>()),
       requests_(BuildCounter()
                     .Name("embody_http_requests_total")
                     .Help("HTTP requests served, by route pattern, method and status")
@@ -28,7 +29,10 @@ ServerMetrics::ServerMetrics()
                      .Name("embody_http_request_duration_seconds")
                      .Help("Time to answer an HTTP request, by route pattern and method")
                      .Register(*registry_)),
-      jobs_(BuildGauge().Name("embody_jobs").Help("Jobs by state and tenant").Register(*registry_)),
+      jobs_(BuildGauge()
+                .Name("embody_jobs")
+                .Help("Jobs by state and tenant")
+                .Register(*tenant_registry_)),
       nodes_(BuildGauge().Name("embody_nodes").Help("Nodes by state").Register(*registry_)),
       queue_depth_(OneGauge(*registry_, "embody_scheduler_queue_depth",
                             "Jobs waiting in PENDING, all tenants")),
@@ -99,7 +103,7 @@ void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
   pool_source_ = std::move(source);
 }
 
-std::string ServerMetrics::Serialize() {
+std::string ServerMetrics::Serialize(bool with_tenant_series) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (pool_source_) {
@@ -113,7 +117,12 @@ std::string ServerMetrics::Serialize() {
       }
     }
   }
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  auto families = registry_->Collect();
+  if (with_tenant_series) {
+    auto more = tenant_registry_->Collect();
+    families.insert(families.end(), more.begin(), more.end());
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace controlplane::http

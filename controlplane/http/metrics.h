@@ -5,7 +5,9 @@
 //   embody_http_request_duration_seconds{route,method}  histogram; no status label, so a route has
 //                                                       one set of buckets per method, not one per
 //                                                       status as well (the counter has status)
-//   embody_jobs{state,tenant}, embody_nodes{state}      gauges, refreshed by the scheduler loop
+//   embody_jobs{state,tenant}, embody_nodes{state}      gauges, refreshed by the scheduler loop;
+//                                                       embody_jobs names tenants, so it is
+//                                                       served only to a cluster-admin's scrape
 //   embody_scheduler_queue_depth                        PENDING jobs, all tenants
 //   embody_scheduler_cycle_seconds                      histogram, cycles run as leader
 //   embody_scheduler_decisions_total{decision}          "scheduled" | "waiting", per job per cycle
@@ -48,10 +50,12 @@ class ServerMetrics {
   void ObserveCycle(const service::CycleStats& stats);
   // Read at every Serialize(); unset: the db series stay at 0.
   void SetDbPoolSource(std::function<DbPoolStats()> source);
-  std::string Serialize();
+  // `with_tenant_series`: include the series that name tenants (a cluster-admin's scrape).
+  std::string Serialize(bool with_tenant_series);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Registry> tenant_registry_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& durations_;
   prometheus::Family<prometheus::Gauge>& jobs_;

@@ -16,7 +16,7 @@ TEST(ServerMetricsTest, RequestsByRouteMethodAndStatus) {
   m.ObserveRequest("/v1/jobs/{id}", "GET", 404, 0.002);
   m.ObserveRequest("/v1/jobs/{id}", "GET", 404, 0.002);
   m.ObserveRequest("/v1/jobs", "POST", 201, 0.2);
-  std::string t = m.Serialize();
+  std::string t = m.Serialize(true);
   EXPECT_TRUE(
       Has(t, R"(embody_http_requests_total{method="GET",route="/v1/jobs/{id}",status="404"} 2)"))
       << t;
@@ -43,7 +43,7 @@ TEST(ServerMetricsTest, SchedulerJobsAndNodes) {
   s.jobs[{"RUNNING", "default"}] = 2;
   s.nodes_by_state = {{"UP", 3}, {"DOWN", 1}};
   m.ObserveCycle(s);
-  std::string t = m.Serialize();
+  std::string t = m.Serialize(true);
   EXPECT_TRUE(Has(t, R"(embody_jobs{state="PENDING",tenant="acme"} 1)")) << t;
   EXPECT_TRUE(Has(t, R"(embody_jobs{state="RUNNING",tenant="default"} 2)"));
   EXPECT_TRUE(Has(t, R"(embody_nodes{state="UP"} 3)"));
@@ -53,6 +53,11 @@ TEST(ServerMetricsTest, SchedulerJobsAndNodes) {
   EXPECT_TRUE(Has(t, R"(embody_scheduler_decisions_total{decision="scheduled"} 2)"));
   EXPECT_TRUE(Has(t, R"(embody_scheduler_decisions_total{decision="waiting"} 1)"));
   EXPECT_TRUE(Has(t, "embody_scheduler_leader 1"));
+  // A scrape without a cluster-admin's token sees no tenant, by name or otherwise.
+  const std::string anonymous = m.Serialize(false);
+  EXPECT_FALSE(Has(anonymous, "acme")) << anonymous;
+  EXPECT_FALSE(Has(anonymous, "tenant=")) << anonymous;
+  EXPECT_TRUE(Has(anonymous, R"(embody_nodes{state="UP"} 3)"));
 
   // Next cycle: acme's job was placed and finished; a follower's cycle and an uncounted one
   // change neither the decisions nor the cycle histogram.
@@ -67,7 +72,7 @@ TEST(ServerMetricsTest, SchedulerJobsAndNodes) {
   service::CycleStats follower;
   follower.scheduled = 5;
   m.ObserveCycle(follower);
-  t = m.Serialize();
+  t = m.Serialize(true);
   EXPECT_TRUE(Has(t, R"(embody_jobs{state="PENDING",tenant="acme"} 0)")) << t;
   EXPECT_TRUE(Has(t, R"(embody_jobs{state="SUCCEEDED",tenant="acme"} 1)"));
   EXPECT_TRUE(Has(t, "embody_scheduler_queue_depth 0"));
@@ -81,17 +86,17 @@ TEST(ServerMetricsTest, DatabasePoolIsReadAtScrapeTime) {
   ServerMetrics m;
   DbPoolStats pool{16, 3, 2, 0};
   m.SetDbPoolSource([&pool] { return pool; });
-  std::string t = m.Serialize();
+  std::string t = m.Serialize(true);
   EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="in_use"} 3)")) << t;
   EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="idle"} 2)"));
   EXPECT_TRUE(Has(t, "embody_db_pool_size 16"));
   EXPECT_TRUE(Has(t, "embody_db_errors_total 0"));
   pool = {16, 0, 5, 4};
-  t = m.Serialize();
+  t = m.Serialize(true);
   EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="in_use"} 0)")) << t;
   EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));
   EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));  // read twice, counted once
-  t = m.Serialize();
+  t = m.Serialize(true);
   EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));
 }
 

@@ -30,6 +30,20 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, *list);
                 });
 
+  for (const bool drain : {true, false}) {
+    const std::string verb = drain ? "drain" : "undrain";
+    router.Handle("POST", R"(/v1/nodes/(\d+)/)" + verb, "/v1/nodes/{id}/" + verb, A::kBearer,
+                  [&nodes, drain](const httplib::Request& req, httplib::Response& res,
+                                  RequestContext& ctx) {
+                    auto id = PathId(req, 1, "node");
+                    if (!id.ok()) return RespondError(res, id.status());
+                    ctx.audit_target = "node " + std::to_string(*id);
+                    auto node = nodes.SetDraining(ctx.principal, *id, drain);
+                    if (!node.ok()) return RespondError(res, node.status());
+                    RespondJson(res, 200, *node);
+                  });
+  }
+
   router.Handle("POST", "/v1/agents/register", "/v1/agents/register", A::kBearer,
                 [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto body = ParseJsonBody(req);

@@ -21,28 +21,21 @@ class ObservabilityPgTest : public InProcessServerTest {
  protected:
   static void SetUpTestSuite() { StartServer("obs"); }
 
-  // A job that fits no node: it stays PENDING, which is all the events need.
+  // A job that fits no free node: it stays PENDING, which is all the events need.
   static int64_t SubmitPending(const std::string& name) {
-    json spec = {{"name", name},
-                 {"kind", "command"},
-                 {"command", {"true"}},
-                 {"resources", {{"nodes", 64}, {"ranks_per_node", 1}}}};
-    Reply r = Call("POST", "/v1/jobs", Admin(), spec.dump());
+    Reply r = Call("POST", "/v1/jobs", Admin(), PendingSpec(name).dump());
     EXPECT_EQ(r.status, 201) << r.text;
     return r.body.value("id", int64_t{0});
   }
 
   static int64_t Register(const std::string& name, const std::string& agent_url) {
-    json req = {
-        {"name", name}, {"address", "127.0.0.1"}, {"agent_url", agent_url}, {"cpu_slots", 1}};
-    Reply r = Call("POST", "/v1/agents/register", Agent(), req.dump());
-    EXPECT_EQ(r.status, 200) << r.text;
-    return r.body.value("node_id", int64_t{0});
+    return RegisterNode(name, 1, agent_url);
   }
 
   // The value of one sample line of /metrics (exact labels as serialised), or -1 when absent.
+  // Scraped as a cluster-admin: the per-tenant series are served to no one else.
   static double Sample(const std::string& series) {
-    std::string text = Call("GET", "/metrics", "").text;
+    std::string text = Call("GET", "/metrics", Admin()).text;
     size_t at = text.find("\n" + series + " ");
     if (at == std::string::npos) return -1;
     return std::stod(text.substr(at + series.size() + 2));
@@ -161,9 +154,19 @@ TEST_F(ObservabilityPgTest, PrometheusServiceDiscoveryListsServerAndLiveAgents) 
 }
 
 TEST_F(ObservabilityPgTest, LongJobHistoryIsThinnedAndDownsampled) {
-  int64_t node = Register("history-node", "http://127.0.0.1:19200");
-  int64_t id = SubmitPending("long-history");
+  // The only node with two free slots: the job is placed there, so its events are accepted.
+  int64_t node = RegisterNode("history-node", 2, "http://127.0.0.1:19200");
+  json spec = PendingSpec("long-history");
+  spec["resources"]["ranks_per_node"] = 2;
+  Reply submitted = Call("POST", "/v1/jobs", Admin(), spec.dump());
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const int64_t id = submitted.body["id"];
   const std::string job = std::to_string(id);
+  for (int i = 0; i < 100 && Call("GET", "/v1/jobs/" + job, Admin()).body["state"] == "PENDING";
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(Call("GET", "/v1/jobs/" + job, Admin()).body["state"], "SCHEDULED");
   constexpr int kSteps = 10000;
   constexpr int kBatch = 333;  // batch ends fall on kept and on thinned steps alike
   int provisional_seen = 0;
@@ -178,7 +181,7 @@ TEST_F(ObservabilityPgTest, LongJobHistoryIsThinnedAndDownsampled) {
            {"data",
             {{"step", s}, {"steps", kSteps}, {"loss", 1.0 / s}, {"tokens_per_s", 1000.0 + s}}}});
     }
-    Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(),
+    Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", NodeToken(node),
                     json{{"events", events}}.dump());
     ASSERT_EQ(hb.status, 200) << hb.text;
     // The latest step is always on record, kept by the policy or not.
@@ -259,7 +262,7 @@ TEST_F(ObservabilityPgTest, LongJobHistoryIsThinnedAndDownsampled) {
 TEST_F(ObservabilityPgTest, CallersRequestIdIsInTheServersLogLine) {
   int64_t node = Register("request-id-node", "http://127.0.0.1:19300");
   ::testing::internal::CaptureStderr();
-  Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", Agent(), "{}",
+  Reply hb = Call("POST", "/v1/agents/" + std::to_string(node) + "/heartbeat", NodeToken(node), "{}",
                   {{"X-Request-Id", "agent-hb-7f3a.1"}});
   Reply unsafe = Call("GET", "/healthz", "", "", {{"X-Request-Id", "two words\"}"}});
   std::string log = ::testing::internal::GetCapturedStderr();

@@ -41,13 +41,23 @@ void Router::Handle(const std::string& method, const std::string& regex,
     res.set_header(common::kRequestIdHeader, ctx.request_id);
     try {
       bool allowed = true;
-      if (auth == Auth::kBearer) {
-        auto p = service::Authenticate(db_, req.get_header_value("Authorization"));
+      if (auth != Auth::kNone && (auth == Auth::kBearer || req.has_header("Authorization"))) {
+        auto p = service::Authenticate(db_, req.get_header_value("Authorization"), now_ms_());
         if (p.ok()) {
           ctx.principal = *p;
-        } else {
+          ctx.authenticated = true;
+        } else if (auth == Auth::kBearer) {
           allowed = false;
           RespondError(res, p.status());
+        }
+      }
+      if (allowed && ctx.authenticated && limiter_.enabled()) {
+        const double wait = limiter_.Take(ctx.principal.token_id, start);
+        if (wait > 0) {
+          allowed = false;
+          res.set_header("Retry-After", std::to_string(static_cast<int64_t>(wait) + 1));
+          RespondError(res, common::Status(common::Code::kResourceExhausted,
+                                           "rate limit: too many requests for this token"));
         }
       }
       if (allowed) handler(req, res, ctx);
@@ -56,6 +66,7 @@ void Router::Handle(const std::string& method, const std::string& regex,
       RespondError(res, common::Internal("internal error"));
     }
     if (res.status == -1) res.status = 200;
+    if (options_.audit && IsAuditedRoute(method, pattern)) Audit(method, pattern, req, res, ctx);
     const double seconds = common::MonotonicSeconds() - start;
     metrics_.ObserveRequest(pattern, method, res.status, seconds);
     common::Log(LevelFor(pattern, res.status), "request",
@@ -65,6 +76,7 @@ void Router::Handle(const std::string& method, const std::string& regex,
                  {"path", req.path},
                  {"status", std::to_string(res.status)},
                  {"tenant", ctx.principal.tenant},
+                 {"token_id", std::to_string(ctx.principal.token_id)},
                  {"ms", std::to_string(static_cast<int64_t>(seconds * 1000))}});
   };
   if (method == "GET") {
@@ -77,6 +89,45 @@ void Router::Handle(const std::string& method, const std::string& regex,
     server_.Delete(regex, wrapped);
   } else if (method == "PATCH") {
     server_.Patch(regex, wrapped);
+  }
+}
+
+bool IsAuditedRoute(const std::string& method, const std::string& pattern) {
+  if (method == "GET" || method == "HEAD" || method == "OPTIONS") return false;
+  return pattern != "/v1/agents/{id}/heartbeat";
+}
+
+void Router::Audit(const std::string& method, const std::string& pattern,
+                   const httplib::Request& req, const httplib::Response& res,
+                   const RequestContext& ctx) {
+  service::AuditRecord a;
+  a.time_ms = now_ms_();
+  a.token_id = ctx.principal.token_id;
+  a.actor = ctx.authenticated ? ctx.principal.token_name : "anonymous";
+  a.role = ctx.authenticated ? ctx.principal.role : "";
+  a.tenant_id = ctx.principal.tenant_id;
+  a.target_tenant_id = ctx.audit_target_tenant ? ctx.audit_target_tenant : ctx.principal.tenant_id;
+  a.method = method;
+  a.route = pattern;
+  // Paths are bounded by httplib; a long one is cut rather than stored whole.
+  a.path = req.path.substr(0, 512);
+  a.target = ctx.audit_target.empty() ? a.path : ctx.audit_target;
+  a.status = res.status;
+  a.outcome = res.status < 400 ? "ok" : "error";
+  if (res.status >= 400) {
+    auto body = nlohmann::json::parse(res.body, nullptr, false);
+    if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+      a.outcome = body["error"].value("code", "error");
+    }
+  }
+  a.request_id = ctx.request_id;
+  auto uow = db_.Begin();
+  common::Status st = uow.ok() ? (*uow)->audit().Append(a) : uow.status();
+  if (st.ok()) st = (*uow)->Commit();
+  if (!st.ok()) {
+    // The call itself has happened; a lost audit row is reported loudly, not silently dropped.
+    common::LogError("audit row not written",
+                     {{"request_id", ctx.request_id}, {"route", pattern}, {"error", st.ToString()}});
   }
 }
 

@@ -1,6 +1,8 @@
 // Route registration with the cross-cutting parts every request gets: a request id (echoed or
-// generated, returned as X-Request-Id), bearer authentication where the route needs it,
-// exceptions turned into 500, metrics by route pattern, and one structured log line.
+// generated, returned as X-Request-Id), bearer authentication where the route needs it, a
+// per-token rate limit (429 + Retry-After), exceptions turned into 500, metrics by route pattern,
+// one structured log line, and an audit row for every mutating call (who, tenant, route,
+// target, outcome), written whatever the outcome, refusals included.
 #pragma once
 
 #include <functional>
@@ -11,13 +13,25 @@
 
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
+#include "controlplane/http/rate_limiter.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::http {
 
 struct RequestContext {
   std::string request_id;
-  service::Principal principal;  // set when the route is authenticated
+  bool authenticated = false;
+  service::Principal principal;  // set when authenticated
+  // For the audit row: what the call acted on ("job 12") and that target's tenant, when the
+  // handler knows them better than the path does. Defaults: the path, the caller's tenant.
+  std::string audit_target;
+  int64_t audit_target_tenant = 0;
+};
+
+struct RouterOptions {
+  double rate_limit_per_s = 0;  // per token; 0: no limit
+  double rate_limit_burst = 0;
+  bool audit = true;
 };
 
 using RouteHandler =
@@ -25,18 +39,28 @@ using RouteHandler =
 
 class Router {
  public:
-  Router(httplib::Server& server, service::Database& db, ServerMetrics& metrics)
-      : server_(server), db_(db), metrics_(metrics) {}
+  Router(httplib::Server& server, service::Database& db, ServerMetrics& metrics,
+         RouterOptions options, std::function<int64_t()> now_ms)
+      : server_(server), db_(db), metrics_(metrics), options_(options),
+        limiter_(options.rate_limit_per_s, options.rate_limit_burst), now_ms_(std::move(now_ms)) {}
 
-  enum class Auth { kNone, kBearer };
+  // kNone: no token looked at. kBearer: a valid token is required (401 otherwise). kOptional: a
+  // valid token is used when present; none or a bad one proceeds unauthenticated.
+  enum class Auth { kNone, kBearer, kOptional };
   // `regex` is what httplib matches; `pattern` is the name in logs and metrics.
   void Handle(const std::string& method, const std::string& regex, const std::string& pattern,
               Auth auth, RouteHandler handler);
 
  private:
+  void Audit(const std::string& method, const std::string& pattern, const httplib::Request& req,
+             const httplib::Response& res, const RequestContext& ctx);
+
   httplib::Server& server_;
   service::Database& db_;
   ServerMetrics& metrics_;
+  const RouterOptions options_;
+  RateLimiter limiter_;
+  std::function<int64_t()> now_ms_;
 };
 
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body);
@@ -47,5 +71,9 @@ common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string&
                                  int64_t fallback);
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what);
 common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req);
+
+// Routes whose calls are not audited although they are POSTs: an agent's heartbeat every second
+// per node would drown the log, and is itself the record of the node's liveness.
+bool IsAuditedRoute(const std::string& method, const std::string& pattern);
 
 }  // namespace controlplane::http

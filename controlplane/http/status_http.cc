@@ -15,6 +15,8 @@ int HttpStatusFor(common::Code code) {
     case Code::kPermissionDenied: return 403;
     case Code::kResourceExhausted: return 429;
     case Code::kUnavailable: return 503;
+    case Code::kUnprocessable: return 422;
+    case Code::kPreconditionFailed: return 412;
     case Code::kInternal: return 500;
   }
   return 500;

@@ -1,32 +1,51 @@
 #include "controlplane/service/auth.h"
 
 #include "common/crypto.h"
+#include "controlplane/service/roles.h"
 
 namespace controlplane::service {
 
-Result<Principal> Authenticate(Database& db, const std::string& header) {
+namespace {
+constexpr size_t kMaxTokenChars = 256;
+}  // namespace
+
+Result<Principal> Authenticate(Database& db, const std::string& header, int64_t now_ms) {
   const std::string kPrefix = "Bearer ";
   if (header.size() <= kPrefix.size() || header.compare(0, kPrefix.size(), kPrefix) != 0) {
     return Status(common::Code::kUnauthenticated, "missing bearer token");
   }
   const std::string token = header.substr(kPrefix.size());
+  if (token.size() > kMaxTokenChars) return Status(common::Code::kUnauthenticated, "unknown token");
+  const std::string digest = common::Sha256Hex(token);
   EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
-  EMBODY_ASSIGN_OR_RETURN(p, uow->tenants().FindToken(common::Sha256Hex(token)));
-  if (!p) return Status(common::Code::kUnauthenticated, "unknown token");
-  return *p;
+  EMBODY_ASSIGN_OR_RETURN(m, uow->tenants().FindToken(digest));
+  if (!m || !common::ConstantTimeEquals(m->sha256_hex, digest)) {
+    return Status(common::Code::kUnauthenticated, "unknown token");
+  }
+  if (m->revoked_ms) return Status(common::Code::kUnauthenticated, "token revoked");
+  if (m->expires_ms && *m->expires_ms <= now_ms) {
+    return Status(common::Code::kUnauthenticated, "token expired");
+  }
+  return m->principal;
 }
 
-Result<BootstrapResult> Bootstrap(Database& db) {
+Result<BootstrapResult> Bootstrap(Database& db, int64_t now_ms) {
   EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
   EMBODY_RETURN_IF_ERROR(uow->tenants().LockBootstrap());
   EMBODY_ASSIGN_OR_RETURN(n, uow->tenants().CountTenants());
   if (n > 0) return BootstrapResult{};
   BootstrapResult r{true, "default", common::RandomToken(), common::RandomToken()};
-  EMBODY_ASSIGN_OR_RETURN(tenant_id, uow->tenants().CreateTenant(r.tenant));
-  EMBODY_RETURN_IF_ERROR(uow->tenants().CreateToken(common::Sha256Hex(r.admin_token), tenant_id,
-                                                    "cluster-admin", "bootstrap admin"));
-  EMBODY_RETURN_IF_ERROR(uow->tenants().CreateToken(common::Sha256Hex(r.agent_token), tenant_id,
-                                                    "agent", "bootstrap agent"));
+  TenantRecord t;
+  t.name = r.tenant;
+  EMBODY_ASSIGN_OR_RETURN(tenant_id, uow->tenants().CreateTenant(t, now_ms));
+  NewToken admin{common::Sha256Hex(r.admin_token), tenant_id, kClusterAdmin, "bootstrap admin"};
+  admin.now_ms = now_ms;
+  NewToken join{common::Sha256Hex(r.agent_token), tenant_id, kJoinRole, "cluster join"};
+  join.now_ms = now_ms;
+  EMBODY_ASSIGN_OR_RETURN(admin_id, uow->tenants().CreateToken(admin));
+  EMBODY_ASSIGN_OR_RETURN(join_id, uow->tenants().CreateToken(join));
+  (void)admin_id;
+  (void)join_id;
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   return r;
 }

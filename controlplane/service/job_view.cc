@@ -37,6 +37,7 @@ json ToJson(const JobView& v) {
             {"bytes", v.latest_checkpoint->bytes}};
   }
   return {{"id", j.id},
+          {"tenant_id", j.tenant_id},
           {"tenant", j.tenant},
           {"name", j.name},
           {"kind", j.kind},
@@ -65,6 +66,8 @@ json ToJson(const NodeRecord& n, int slots_used) {
           {"gpus", n.gpus},
           {"memory_bytes", n.memory_bytes},
           {"slots_used", slots_used},
+          {"draining", n.draining},
+          {"isolation", n.isolation},
           {"last_heartbeat", common::FormatTimeMillis(n.last_heartbeat_ms)}};
 }
 

@@ -1,5 +1,7 @@
 #include "controlplane/service/jobs_service.h"
 
+#include "common/crypto.h"
+#include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
 
 namespace controlplane::service {
@@ -18,15 +20,50 @@ Result<JobRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, boo
 }
 }  // namespace
 
-Status RequireWriter(const Principal& p) {
-  if (p.role == "cluster-admin" || p.role == "tenant-admin" || p.role == "member") {
-    return Status::Ok();
-  }
-  return Status(common::Code::kPermissionDenied, "role " + p.role + " may not change jobs");
-}
+Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "changing jobs"); }
 
-Status RequireReader(const Principal& p) {
-  if (p.role == "agent") return Status(common::Code::kPermissionDenied, "agents may not read jobs");
+Status RequireReader(const Principal& p) { return RequireAtLeast(p, kViewer, "reading jobs"); }
+
+Status CheckAdmission(const TenantRecord& tenant, const TenantUsageNow& usage,
+                      const std::vector<NodeRecord>& nodes, const api::Resources& r) {
+  const int per_node = r.SlotsPerNode();
+  const int64_t total = static_cast<int64_t>(r.nodes) * per_node;
+  if (tenant.quota.nodes_per_job && r.nodes > *tenant.quota.nodes_per_job) {
+    return Status(common::Code::kUnprocessable,
+                  "tenant quota: nodes per job " + std::to_string(*tenant.quota.nodes_per_job) +
+                      "; the job asks for " + std::to_string(r.nodes),
+                  "resources.nodes");
+  }
+  if (tenant.quota.slots && total > *tenant.quota.slots) {
+    return Status(common::Code::kUnprocessable,
+                  "tenant quota: slots " + std::to_string(*tenant.quota.slots) +
+                      "; the job needs " + std::to_string(total) + " " + r.slot_type + " slots",
+                  "resources");
+  }
+  if (tenant.quota.running_jobs && *tenant.quota.running_jobs == 0) {
+    return Status(common::Code::kUnprocessable, "tenant quota: running jobs 0", "resources");
+  }
+  // Every registered node counts, DOWN and draining ones too: they may come back.
+  int big_enough = 0;
+  for (const NodeRecord& n : nodes) {
+    const int slots = r.slot_type == "gpu" ? (n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0)
+                                           : n.cpu_slots;
+    if (slots >= per_node) ++big_enough;
+  }
+  if (big_enough < r.nodes) {
+    return Status(common::Code::kUnprocessable,
+                  "can never fit: the job needs " + std::to_string(r.nodes) + " node(s) with " +
+                      std::to_string(per_node) + " " + r.slot_type +
+                      " slots each; the cluster has " + std::to_string(big_enough) +
+                      " such node(s) of " + std::to_string(nodes.size()),
+                  "resources");
+  }
+  if (tenant.quota.pending_jobs && usage.pending_jobs >= *tenant.quota.pending_jobs) {
+    return Status(common::Code::kResourceExhausted,
+                  "tenant quota: pending jobs " + std::to_string(usage.pending_jobs) + "/" +
+                      std::to_string(*tenant.quota.pending_jobs),
+                  "quota.pending_jobs");
+  }
   return Status::Ok();
 }
 
@@ -38,17 +75,43 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                                    "Idempotency-Key");
   }
   EMBODY_ASSIGN_OR_RETURN(spec, api::ParseJobSpecText(body, limits_));
+  const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
+  // The same key answers with the first job only for the same request.
+  auto replay = [&](JobRecord existing) -> Result<JobRecord> {
+    if (existing.request_sha256 != digest) {
+      return Status(common::Code::kAlreadyExists,
+                    "Idempotency-Key already used for job " + std::to_string(existing.id) +
+                        " with a different request body",
+                    "Idempotency-Key");
+    }
+    return existing;
+  };
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   if (!idempotency_key.empty()) {
     EMBODY_ASSIGN_OR_RETURN(existing, uow->jobs().GetByIdempotencyKey(p.tenant_id, idempotency_key));
     if (existing) {
-      EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(*existing)));
+      EMBODY_ASSIGN_OR_RETURN(same, replay(std::move(*existing)));
+      EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(same)));
       return SubmitResult{std::move(view), false};
     }
   }
+  // Admission: serialised per tenant so two submits cannot both take the last pending slot.
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
+  if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
+  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(p.tenant_id));
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, usage, nodes, spec.resources));
   const int64_t now = now_();
-  NewJob nj{p.tenant_id, spec.name, api::JobKindName(spec.kind), spec.priority,
-            api::ToJson(spec), idempotency_key, now};
+  NewJob nj;
+  nj.tenant_id = p.tenant_id;
+  nj.token_id = p.token_id;
+  nj.request_sha256 = digest;
+  nj.name = spec.name;
+  nj.kind = api::JobKindName(spec.kind);
+  nj.priority = spec.priority;
+  nj.spec = api::ToJson(spec);
+  nj.idempotency_key = idempotency_key;
+  nj.now_ms = now;
   auto id = uow->jobs().Insert(nj);
   if (!id.ok()) {
     // A concurrent request with the same key won the race: answer with its job.
@@ -57,14 +120,15 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     EMBODY_ASSIGN_OR_RETURN(again, db_.Begin());
     EMBODY_ASSIGN_OR_RETURN(winner, again->jobs().GetByIdempotencyKey(p.tenant_id, idempotency_key));
     if (!winner) return common::Unavailable("idempotency key conflict, retry");
-    EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*again, std::move(*winner)));
+    EMBODY_ASSIGN_OR_RETURN(same, replay(std::move(*winner)));
+    EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*again, std::move(same)));
     return SubmitResult{std::move(view), false};
   }
   EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(*id, now, "state",
                                                    {{"from", nullptr},
                                                     {"to", "PENDING"},
                                                     {"reason", "submitted"},
-                                                    {"actor", p.tenant + "/" + p.role}}));
+                                                    {"actor", p.tenant + "/" + p.token_name}}));
   (void)ev;
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, *id, false));
   EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
@@ -81,13 +145,20 @@ Result<JobView> JobsService::Get(const Principal& p, int64_t id) {
 }
 
 Result<JobPage> JobsService::List(const Principal& p, int limit, const std::string& cursor,
-                                  const std::string& state) {
+                                  const std::string& state, int64_t tenant_id,
+                                  const std::string& name_contains) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   if (limit <= 0 || limit > kMaxListLimit) {
     return common::InvalidArgument("limit must be in 1..500", "limit");
   }
   JobQuery q;
   q.tenant_id = p.TenantScope();
+  if (tenant_id > 0) {
+    // Only a cluster-admin chooses; anyone else asking for another tenant gets an empty page.
+    q.tenant_id = p.IsClusterAdmin() || tenant_id == p.tenant_id ? tenant_id : -1;
+  }
+  if (name_contains.size() > 128) return common::InvalidArgument("at most 128 characters", "q");
+  q.name_contains = name_contains;
   q.limit = limit + 1;  // one more tells whether another page exists
   if (!state.empty()) {
     q.state = api::ParseJobState(state);
@@ -120,7 +191,7 @@ Result<JobView> JobsService::Cancel(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireWriter(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, true));
-  const std::string actor = p.tenant + "/" + p.role;
+  const std::string actor = p.tenant + "/" + p.token_name;
   const int64_t now = now_();
   switch (job.state) {
     case JobState::kPending:

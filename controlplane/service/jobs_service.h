@@ -43,8 +43,11 @@ class JobsService {
   Result<SubmitResult> Submit(const Principal& p, const std::string& body,
                               const std::string& idempotency_key);
   Result<JobView> Get(const Principal& p, int64_t id);
+  // `tenant_id` > 0 narrows a cluster-admin's list to one tenant; `name_contains` filters by
+  // name (case-insensitive substring).
   Result<JobPage> List(const Principal& p, int limit, const std::string& cursor,
-                       const std::string& state);
+                       const std::string& state, int64_t tenant_id = 0,
+                       const std::string& name_contains = "");
   Result<JobView> Cancel(const Principal& p, int64_t id);
   Result<std::vector<EventRecord>> Events(const Principal& p, int64_t id, int64_t after_id,
                                           const std::string& type, int limit);
@@ -60,8 +63,15 @@ class JobsService {
   std::function<void()> wake_;
 };
 
-// Roles allowed to change jobs; every role but "agent" may read them.
+// Members and above change jobs; viewers and above read them; machine credentials do neither.
 Status RequireWriter(const Principal& p);
 Status RequireReader(const Principal& p);
+
+// Whether a tenant may submit a job of these resources now: 422 (unprocessable) for a job that
+// can never run (past a per-job quota, or larger than every registered node together could
+// hold), 429 (resource_exhausted) when its pending-jobs quota is full. Slot and running-job
+// quotas that are merely full make the job wait instead (the scheduler says why).
+Status CheckAdmission(const TenantRecord& tenant, const TenantUsageNow& usage,
+                      const std::vector<NodeRecord>& nodes, const api::Resources& r);
 
 }  // namespace controlplane::service

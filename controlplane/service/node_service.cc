@@ -3,7 +3,9 @@
 #include <map>
 #include <set>
 
+#include "common/crypto.h"
 #include "common/log.h"
+#include "controlplane/service/roles.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
 #include "controlplane/service/scheduler.h"
@@ -21,36 +23,142 @@ bool HasAllocationOn(const std::vector<AllocationRecord>& allocs, int64_t node_i
   }
   return false;
 }
+
+// What one heartbeat may carry; anything past it is refused whole (400), nothing stored.
+constexpr size_t kMaxReportsPerHeartbeat = 10'000;
+constexpr size_t kMaxEventTypeChars = 64;
+constexpr size_t kMaxEventDataBytes = 64 * 1024;
+constexpr size_t kMaxLogChunkBytes = 4 * 1024 * 1024;
+constexpr size_t kMaxReasonChars = 1024;
+
+Status CheckBounds(const api::HeartbeatRequest& req) {
+  if (req.running.size() > kMaxReportsPerHeartbeat || req.finished.size() > kMaxReportsPerHeartbeat ||
+      req.events.size() > kMaxReportsPerHeartbeat || req.logs.size() > kMaxReportsPerHeartbeat) {
+    return common::InvalidArgument("too many reports in one heartbeat");
+  }
+  for (const auto& e : req.events) {
+    if (e.type.size() > kMaxEventTypeChars) return common::InvalidArgument("event type too long", "events");
+    if (e.data.dump().size() > kMaxEventDataBytes) {
+      return common::InvalidArgument("event data over 64 KiB", "events");
+    }
+  }
+  for (const auto& l : req.logs) {
+    if (l.data.size() > kMaxLogChunkBytes) return common::InvalidArgument("log chunk over 4 MiB", "logs");
+  }
+  for (const auto& f : req.finished) {
+    if (f.reason.size() > kMaxReasonChars) return common::InvalidArgument("reason too long", "finished");
+  }
+  return Status::Ok();
+}
 }  // namespace
 
-Status RequireAgent(const Principal& p) {
-  if (p.role == "agent" || p.role == "cluster-admin") return Status::Ok();
-  return Status(common::Code::kPermissionDenied, "agent endpoints need role agent");
+Status RequireNode(const Principal& p, int64_t node_id) {
+  if (p.role != kNodeRole) {
+    return Status(common::Code::kPermissionDenied,
+                  "agent calls need the node's own credential (from registration)");
+  }
+  if (p.node_id != node_id) {
+    return Status(common::Code::kPermissionDenied,
+                  "this credential belongs to node " + std::to_string(p.node_id) + ", not node " +
+                      std::to_string(node_id));
+  }
+  return Status::Ok();
 }
 
 Result<api::RegisterResponse> NodeService::Register(const Principal& p,
                                                     const api::RegisterRequest& req) {
-  EMBODY_RETURN_IF_ERROR(RequireAgent(p));
+  if (p.role != kJoinRole && p.role != kNodeRole) {
+    return Status(common::Code::kPermissionDenied,
+                  "registering a node needs the cluster join token or the node's credential");
+  }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
-  EMBODY_ASSIGN_OR_RETURN(id, uow->nodes().Upsert(req, now_()));
+  const int64_t now = now_();
+  EMBODY_ASSIGN_OR_RETURN(existing, uow->nodes().GetByName(req.name));
+  api::RegisterResponse reply{0, heartbeat_interval_ms_, ""};
+  if (p.role == kNodeRole) {
+    // A node credential re-registers its own node and no other.
+    if (!existing || existing->id != p.node_id) {
+      return Status(common::Code::kPermissionDenied,
+                    "this credential belongs to node " + std::to_string(p.node_id) +
+                        ", not to a node named \"" + req.name + "\"",
+                    "name");
+    }
+  } else if (existing) {
+    // The join token may take over a name only from a node that is gone (DOWN) or that never had
+    // a credential: a live node keeps its identity.
+    EMBODY_ASSIGN_OR_RETURN(live, HasLiveCredential(*uow, existing->id));
+    if (existing->state == "UP" && live) {
+      return Status(common::Code::kAlreadyExists,
+                    "node \"" + req.name + "\" is registered and up; register with its own "
+                    "credential, or wait until it is DOWN",
+                    "name");
+    }
+  }
+  EMBODY_ASSIGN_OR_RETURN(id, uow->nodes().Upsert(req, now));
+  reply.node_id = id;
+  if (p.role == kJoinRole) {
+    EMBODY_RETURN_IF_ERROR(uow->tenants().RevokeNodeTokens(id, now));
+    const std::string secret = common::RandomToken();
+    NewToken t;
+    t.sha256_hex = common::Sha256Hex(secret);
+    t.tenant_id = p.tenant_id;
+    t.role = kNodeRole;
+    t.name = "node " + req.name;
+    t.node_id = id;
+    t.created_by = p.token_id;
+    t.now_ms = now;
+    EMBODY_ASSIGN_OR_RETURN(token_id, uow->tenants().CreateToken(t));
+    (void)token_id;
+    reply.node_token = secret;
+  }
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   common::LogInfo("node registered", {{"node", req.name}, {"node_id", std::to_string(id)},
-                                      {"cpu_slots", std::to_string(req.cpu_slots)}});
+                                      {"cpu_slots", std::to_string(req.cpu_slots)},
+                                      {"credential", reply.node_token.empty() ? "kept" : "issued"}});
   if (wake_) wake_();
-  return api::RegisterResponse{id, heartbeat_interval_ms_};
+  return reply;
+}
+
+Result<bool> NodeService::HasLiveCredential(UnitOfWork& uow, int64_t node_id) {
+  EMBODY_ASSIGN_OR_RETURN(tokens, uow.tenants().ListTokens(std::nullopt));
+  const int64_t now = now_();
+  for (const TokenRecord& t : tokens) {
+    if (t.node_id == node_id && !t.revoked_ms && (!t.expires_ms || *t.expires_ms > now)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node_id,
+                                                bool draining) {
+  if (!p.IsClusterAdmin()) {
+    return Status(common::Code::kPermissionDenied, "draining nodes needs role cluster-admin");
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(node, uow->nodes().Get(node_id));
+  if (!node) return common::NotFound("node " + std::to_string(node_id) + " not found");
+  EMBODY_RETURN_IF_ERROR(uow->nodes().SetDraining(node_id, draining));
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().ForNode(node_id));
+  node->draining = draining;
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  common::LogInfo(draining ? "node draining" : "node undrained", {{"node", node->name}});
+  if (!draining && wake_) wake_();
+  return ToJson(*node, SlotsUsed(node_id, allocs));
 }
 
 Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_t node_id,
                                                       const api::HeartbeatRequest& req) {
-  EMBODY_RETURN_IF_ERROR(RequireAgent(p));
+  EMBODY_RETURN_IF_ERROR(RequireNode(p, node_id));
+  EMBODY_RETURN_IF_ERROR(CheckBounds(req));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(node, uow->nodes().Get(node_id));
   if (!node) return common::NotFound("node " + std::to_string(node_id) + " not registered");
   const int64_t now = now_();
   EMBODY_RETURN_IF_ERROR(uow->nodes().Touch(node_id, now));
   // Events and logs first: a job's last words arrive in the same heartbeat as its exit.
-  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, req, now));
-  EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, req));
+  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, now));
+  EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, node_id, req));
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, now));
   EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, now));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
@@ -59,7 +167,15 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   return reply;
 }
 
-Status NodeService::StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& req, int64_t now) {
+Result<bool> NodeService::RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id) {
+  EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(job_id, std::nullopt, false));
+  if (!job) return false;
+  EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().PlacementForJob(job_id));
+  return HasAllocationOn(placement, node_id, false);
+}
+
+Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
+                                int64_t now) {
   // The last step event of each job in this heartbeat is stored even when the thinning policy
   // (metrics_history.h) does not keep its step: it is the job's latest step until the next one.
   std::map<int64_t, size_t> last_step;
@@ -67,17 +183,21 @@ Status NodeService::StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& re
     const api::JobEventReport& e = req.events[i];
     if (e.type == "step" && StepOf(e.data)) last_step[e.job_id] = i;
   }
-  std::map<int64_t, bool> known;    // job id -> exists on this server
+  std::map<int64_t, bool> known;    // job id -> placed on this node by this server
   std::set<int64_t> provisional_dropped;
   for (size_t i = 0; i < req.events.size(); ++i) {
     const api::JobEventReport& e = req.events[i];
     if (e.type.empty()) continue;
     auto k = known.find(e.job_id);
     if (k == known.end()) {
-      EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(e.job_id, std::nullopt, false));
-      k = known.emplace(e.job_id, job.has_value()).first;
+      EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, e.job_id, node_id));
+      k = known.emplace(e.job_id, here).first;
+      if (!here) {
+        common::LogWarn("events refused: job not placed on this node",
+                        {{"job_id", std::to_string(e.job_id)}, {"node_id", std::to_string(node_id)}});
+      }
     }
-    if (!k->second) continue;  // a job this server never had: drop, do not fail
+    if (!k->second) continue;  // not this node's job (or none at all): dropped, nothing stored
     const int64_t t = e.time_ms > 0 ? e.time_ms : now;
     if (auto step = e.type == "step" ? StepOf(e.data) : std::nullopt) {
       if (provisional_dropped.insert(e.job_id).second) {
@@ -105,11 +225,21 @@ Status NodeService::StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& re
   return Status::Ok();
 }
 
-Status NodeService::StoreLogs(UnitOfWork& uow, const api::HeartbeatRequest& req) {
+Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req) {
+  std::map<int64_t, bool> known;
   for (const api::LogChunk& chunk : req.logs) {
-    if (chunk.offset < 0 || chunk.rank < -1) continue;
-    EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(chunk.job_id, std::nullopt, false));
-    if (!job) continue;
+    if (chunk.offset < 0 || chunk.rank < -1 || chunk.rank > 1'000'000) continue;
+    auto k = known.find(chunk.job_id);
+    if (k == known.end()) {
+      EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, chunk.job_id, node_id));
+      k = known.emplace(chunk.job_id, here).first;
+      if (!here) {
+        common::LogWarn("logs refused: job not placed on this node",
+                        {{"job_id", std::to_string(chunk.job_id)},
+                         {"node_id", std::to_string(node_id)}});
+      }
+    }
+    if (!k->second) continue;
     EMBODY_ASSIGN_OR_RETURN(size, log_files_.Append(chunk));
     EMBODY_RETURN_IF_ERROR(
         uow.logs().Upsert(chunk.job_id, {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.rank),
@@ -195,6 +325,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
 }
 
 Result<nlohmann::json> NodeService::List(const Principal& p) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "listing nodes"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());

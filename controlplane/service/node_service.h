@@ -30,15 +30,22 @@ class NodeService {
   Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
   Result<api::HeartbeatResponse> Heartbeat(const Principal& p, int64_t node_id,
                                            const api::HeartbeatRequest& req);
-  // {"nodes":[...]} per docs/contracts.md.
+  // {"nodes":[...]} per docs/contracts.md. Names no tenant and no job.
   Result<nlohmann::json> List(const Principal& p);
+  // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
+  // runs on. Cluster-admin only.
+  Result<nlohmann::json> SetDraining(const Principal& p, int64_t node_id, bool draining);
   // Prometheus service discovery (scrape_targets.h). Cluster-admin only: it names every node
   // and where its agent listens. `server_address` is host:port of this server.
   Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address);
 
  private:
-  Status StoreEvents(UnitOfWork& uow, const api::HeartbeatRequest& req, int64_t now);
-  Status StoreLogs(UnitOfWork& uow, const api::HeartbeatRequest& req);
+  // Events and logs are kept only for jobs whose latest placement includes the reporting node.
+  Status StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
+                     int64_t now);
+  Status StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
+  Result<bool> RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id);
+  Result<bool> HasLiveCredential(UnitOfWork& uow, int64_t node_id);
   Status ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
                       const api::HeartbeatRequest& req, int64_t now);
   Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id, int64_t now);
@@ -50,6 +57,7 @@ class NodeService {
   std::function<void()> wake_;
 };
 
-Status RequireAgent(const Principal& p);
+// permission_denied unless `p` is the credential of node `node_id`.
+Status RequireNode(const Principal& p, int64_t node_id);
 
 }  // namespace controlplane::service

@@ -49,7 +49,7 @@ std::vector<NodeCapacity> FreeCapacity(const std::vector<NodeRecord>& nodes,
                                        const std::vector<AllocationRecord>& allocations) {
   std::vector<NodeCapacity> out;
   for (const NodeRecord& n : nodes) {
-    if (n.state != "UP") continue;
+    if (n.state != "UP" || n.draining) continue;  // a draining node takes no new jobs
     NodeCapacity c{n.id, n.name, n.cpu_slots,
                    n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0};
     for (const AllocationRecord& a : allocations) {

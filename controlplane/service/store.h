@@ -27,11 +27,16 @@ namespace controlplane::service {
 using common::Result;
 using common::Status;
 
-// Who is calling: resolved from a bearer token.
+// Who is calling: resolved from a bearer token (roles.h says what each role may do).
 struct Principal {
+  int64_t token_id = 0;
+  std::string token_name;
   int64_t tenant_id = 0;
   std::string tenant;
-  std::string role;  // "cluster-admin", "tenant-admin", "member", "viewer", "agent"
+  // "cluster-admin", "tenant-admin", "member", "viewer" (people); "agent" (the cluster join
+  // token: registers nodes); "node" (one node's credential).
+  std::string role;
+  int64_t node_id = 0;  // role "node": the node this credential acts for
   bool IsClusterAdmin() const { return role == "cluster-admin"; }
   // Scope of tenant-owned queries: nullopt means every tenant.
   std::optional<int64_t> TenantScope() const {
@@ -42,6 +47,8 @@ struct Principal {
 struct JobRecord {
   int64_t id = 0;
   int64_t tenant_id = 0;
+  int64_t token_id = 0;        // the token that submitted it (0: unknown)
+  std::string request_sha256;  // digest of the submitted body when it had an Idempotency-Key
   std::string tenant;
   std::string name;
   std::string kind;
@@ -59,6 +66,8 @@ struct JobRecord {
 
 struct NewJob {
   int64_t tenant_id = 0;
+  int64_t token_id = 0;
+  std::string request_sha256;
   std::string name;
   std::string kind;
   int priority = 0;
@@ -70,6 +79,7 @@ struct NewJob {
 struct JobQuery {
   std::optional<int64_t> tenant_id;  // nullopt: all tenants
   std::optional<api::JobState> state;
+  std::string name_contains;  // "" : any name
   std::optional<int64_t> before_id;  // pagination cursor: ids strictly below
   int limit = 50;
 };
@@ -89,6 +99,9 @@ class JobStore {
   virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states) = 0;
   // Writes state, reason, attempt, exit_code, started/finished/updated times.
   virtual Status Update(const JobRecord& job) = 0;
+  // Jobs of one tenant in any of `states`.
+  virtual Result<int64_t> CountForTenant(int64_t tenant_id,
+                                         const std::vector<api::JobState>& states) = 0;
   // Number of jobs per (state, tenant name), for the embody_jobs gauge.
   virtual Result<std::map<std::pair<std::string, std::string>, int64_t>>
   CountByStateAndTenant() = 0;
@@ -133,14 +146,19 @@ struct NodeRecord {
   nlohmann::json gpus = nlohmann::json::array();
   int64_t last_heartbeat_ms = 0;
   std::string state;  // "UP" | "DOWN"
+  bool draining = false;
+  nlohmann::json isolation = nlohmann::json::object();  // api::NodeIsolation as JSON
 };
 
 class NodeStore {
  public:
   virtual ~NodeStore() = default;
   // Creates the node or refreshes the one with the same name (keeping its id); marks it UP.
+  // Who may do so is the service's decision (node credentials), not the store's.
   virtual Result<int64_t> Upsert(const api::RegisterRequest& r, int64_t now_ms) = 0;
   virtual Result<std::optional<NodeRecord>> Get(int64_t id) = 0;
+  virtual Result<std::optional<NodeRecord>> GetByName(const std::string& name) = 0;
+  virtual Status SetDraining(int64_t id, bool draining) = 0;
   virtual Result<std::vector<NodeRecord>> List() = 0;  // by id
   // Records a heartbeat and marks the node UP.
   virtual Status Touch(int64_t id, int64_t now_ms) = 0;
@@ -209,16 +227,118 @@ class LogIndex {
   virtual Result<std::vector<LogRecord>> ForJob(int64_t job_id) = 0;  // by rank
 };
 
+// A tenant's limits; nullopt: no limit.
+struct Quota {
+  std::optional<int> slots;          // slots its running jobs may hold at once
+  std::optional<int> running_jobs;   // jobs SCHEDULED or RUNNING at once
+  std::optional<int> pending_jobs;   // jobs waiting (PENDING); past it a submit is refused (429)
+  std::optional<int> nodes_per_job;  // nodes one job may ask for; past it a submit is refused (422)
+};
+
+struct TenantRecord {
+  int64_t id = 0;
+  std::string name;
+  double weight = 1.0;  // fair-share weight, > 0
+  Quota quota;
+  int64_t version = 1;  // bumped by every update; the ETag of PATCH /v1/tenants/{id}
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+};
+
+// What a tenant holds right now.
+struct TenantUsageNow {
+  int64_t slots_in_use = 0;
+  int64_t running_jobs = 0;  // SCHEDULED, RUNNING, CANCELLING
+  int64_t pending_jobs = 0;
+};
+
+struct TokenRecord {
+  int64_t id = 0;
+  int64_t tenant_id = 0;
+  std::string tenant;
+  std::string role;
+  std::string name;
+  int64_t node_id = 0;     // role "node"
+  int64_t created_by = 0;  // token id, 0: bootstrap
+  int64_t created_ms = 0;
+  std::optional<int64_t> expires_ms;
+  std::optional<int64_t> revoked_ms;
+};
+
+struct NewToken {
+  std::string sha256_hex;
+  int64_t tenant_id = 0;
+  std::string role;
+  std::string name;
+  std::optional<int64_t> expires_ms;
+  int64_t node_id = 0;
+  int64_t created_by = 0;
+  int64_t now_ms = 0;
+};
+
+// A token looked up by digest, whatever its state: the caller decides what expired and revoked
+// tokens mean (401 with a reason).
+struct TokenMatch {
+  Principal principal;
+  std::string sha256_hex;  // as stored, compared again in constant time by the caller
+  std::optional<int64_t> expires_ms;
+  std::optional<int64_t> revoked_ms;
+};
+
 class TenantStore {
  public:
   virtual ~TenantStore() = default;
   // Serialises bootstraps of replicas starting together (held until the unit of work ends).
   virtual Status LockBootstrap() = 0;
   virtual Result<int64_t> CountTenants() = 0;
-  virtual Result<int64_t> CreateTenant(const std::string& name) = 0;
-  virtual Status CreateToken(const std::string& sha256_hex, int64_t tenant_id,
-                             const std::string& role, const std::string& name) = 0;
-  virtual Result<std::optional<Principal>> FindToken(const std::string& sha256_hex) = 0;
+  // already_exists when the name is taken.
+  virtual Result<int64_t> CreateTenant(const TenantRecord& t, int64_t now_ms) = 0;
+  virtual Result<std::optional<TenantRecord>> GetTenant(int64_t id, bool for_update) = 0;
+  // Every tenant, or only `only`; by id.
+  virtual Result<std::vector<TenantRecord>> ListTenants(std::optional<int64_t> only) = 0;
+  // Writes name, weight and quota and bumps the version. already_exists for a taken name.
+  virtual Status UpdateTenant(const TenantRecord& t, int64_t now_ms) = 0;
+  virtual Result<TenantUsageNow> UsageNow(int64_t tenant_id) = 0;
+
+  virtual Result<int64_t> CreateToken(const NewToken& t) = 0;
+  // Tokens of one tenant (or all: nullopt), by id; never node credentials of other tenants.
+  virtual Result<std::vector<TokenRecord>> ListTokens(std::optional<int64_t> tenant_id) = 0;
+  virtual Result<std::optional<TokenRecord>> GetToken(int64_t id, std::optional<int64_t> tenant_id) = 0;
+  virtual Status RevokeToken(int64_t id, int64_t now_ms) = 0;
+  // Revokes every live credential of a node (it is registering anew).
+  virtual Status RevokeNodeTokens(int64_t node_id, int64_t now_ms) = 0;
+  virtual Result<std::optional<TokenMatch>> FindToken(const std::string& sha256_hex) = 0;
+};
+
+struct AuditRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  int64_t token_id = 0;
+  std::string actor;  // token name, "anonymous" without a valid token
+  std::string role;
+  int64_t tenant_id = 0;         // caller's tenant (0: none)
+  std::string tenant;            // filled on reads
+  int64_t target_tenant_id = 0;  // tenant of the target, when the route names one (0: none)
+  std::string method;
+  std::string route;  // pattern, e.g. /v1/jobs/{id}/cancel
+  std::string path;
+  std::string target;  // e.g. "job 12", "token 4"
+  int status = 0;
+  std::string outcome;  // "ok" or the error code
+  std::string request_id;
+};
+
+struct AuditQuery {
+  std::optional<int64_t> tenant_id;  // rows by or about this tenant; nullopt: all
+  std::optional<int64_t> before_id;
+  int limit = 100;
+};
+
+class AuditStore {
+ public:
+  virtual ~AuditStore() = default;
+  virtual Status Append(const AuditRecord& r) = 0;
+  virtual Result<std::vector<AuditRecord>> List(const AuditQuery& q) = 0;  // newest first
 };
 
 // One transaction. Rolled back when destroyed without Commit.
@@ -231,6 +351,7 @@ class UnitOfWork {
   virtual EventStore& events() = 0;
   virtual LogIndex& logs() = 0;
   virtual TenantStore& tenants() = 0;
+  virtual AuditStore& audit() = 0;
   virtual Status Commit() = 0;
 };
 
@@ -241,9 +362,3 @@ class Database {
 };
 
 }  // namespace controlplane::service
-
-// Evaluates a Result-returning expression; returns its Status on failure, else binds the value.
-#define EMBODY_ASSIGN_OR_RETURN(lhs, expr)          \
-  auto lhs##_result = (expr);                       \
-  if (!lhs##_result.ok()) return lhs##_result.status(); \
-  auto lhs = std::move(lhs##_result.value())

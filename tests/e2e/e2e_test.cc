@@ -146,10 +146,26 @@ TEST_F(EndToEndTest, CommandJobExitCodeIsRecorded) {
   EXPECT_NE(logs.text.find("failing on purpose"), std::string::npos) << logs.text;
 }
 
-TEST_F(EndToEndTest, JobThatFitsNoNodeStaysPendingWithReason) {
+TEST_F(EndToEndTest, JobThatCanNeverFitIsRefusedWithWhatIsShort) {
   json spec = {{"name", "e2e-too-big"},
                {"kind", "command"},
                {"resources", {{"nodes", 3}, {"ranks_per_node", 1}}},
+               {"command", {"true"}}};
+  HttpResult r = stack_->Post("/v1/jobs", spec.dump());
+  EXPECT_EQ(r.status, 422) << r.text;
+  EXPECT_NE(r.text.find("the cluster has 2 such node(s)"), std::string::npos) << r.text;
+}
+
+TEST_F(EndToEndTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
+  // Both nodes together could hold it, but not while they are drained.
+  json nodes = stack_->Get("/v1/nodes").body["nodes"];
+  ASSERT_EQ(nodes.size(), 2u);
+  for (const auto& n : nodes) {
+    ASSERT_EQ(stack_->Post("/v1/nodes/" + n["id"].dump() + "/drain", "{}").status, 200);
+  }
+  json spec = {{"name", "e2e-waits"},
+               {"kind", "command"},
+               {"resources", {{"nodes", 2}, {"ranks_per_node", 1}}},
                {"command", {"true"}}};
   int64_t id = Submit(spec);
   ASSERT_GT(id, 0);
@@ -159,6 +175,9 @@ TEST_F(EndToEndTest, JobThatFitsNoNodeStaysPendingWithReason) {
   EXPECT_FALSE(r.body.value("reason", "").empty()) << r.text;
   EXPECT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}").status, 200);
   EXPECT_EQ(stack_->WaitForState(id, {"CANCELLED"}, 10).value("state", ""), "CANCELLED");
+  for (const auto& n : nodes) {
+    EXPECT_EQ(stack_->Post("/v1/nodes/" + n["id"].dump() + "/undrain", "{}").status, 200);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,105 @@
+// Tenants, tokens, the caller's identity and the audit log.
+#include "controlplane/http/routes.h"
+
+#include "controlplane/service/tenants_service.h"
+#include "controlplane/service/tokens_service.h"
+
+namespace controlplane::http {
+
+using nlohmann::json;
+using A = Router::Auth;
+
+namespace {
+
+// Responds with `r` (status `ok_status`) and, for a tenant, its version as the ETag.
+void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
+  if (!r.ok()) return RespondError(res, r.status());
+  if (r->is_object() && r->contains("version") && r->contains("quota")) {
+    res.set_header("ETag", "\"" + std::to_string((*r)["version"].get<int64_t>()) + "\"");
+  }
+  RespondJson(res, ok_status, *r);
+}
+
+}  // namespace
+
+void AddTenantRoutes(Router& router, const ApiDeps& deps) {
+  service::TenantsService& tenants = *deps.tenants;
+  service::TokensService& tokens = *deps.tokens;
+
+  router.Handle("GET", "/v1/whoami", "/v1/whoami", A::kBearer,
+                [&tokens](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
+                  RespondJson(res, 200, tokens.WhoAmI(ctx.principal));
+                });
+
+  router.Handle("POST", "/v1/tenants", "/v1/tenants", A::kBearer,
+                [&tenants](const httplib::Request& req, httplib::Response& res,
+                           RequestContext& ctx) {
+                  auto r = tenants.Create(ctx.principal, req.body);
+                  if (r.ok()) {
+                    ctx.audit_target = "tenant " + (*r)["id"].dump();
+                    ctx.audit_target_tenant = (*r)["id"].get<int64_t>();
+                  }
+                  Respond(res, r, 201);
+                });
+  router.Handle("GET", "/v1/tenants", "/v1/tenants", A::kBearer,
+                [&tenants](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
+                  Respond(res, tenants.List(ctx.principal));
+                });
+  router.Handle("GET", R"(/v1/tenants/(\d+))", "/v1/tenants/{id}", A::kBearer,
+                [&tenants](const httplib::Request& req, httplib::Response& res,
+                           RequestContext& ctx) {
+                  auto id = PathId(req, 1, "tenant");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  Respond(res, tenants.Get(ctx.principal, *id));
+                });
+  router.Handle("PATCH", R"(/v1/tenants/(\d+))", "/v1/tenants/{id}", A::kBearer,
+                [&tenants](const httplib::Request& req, httplib::Response& res,
+                           RequestContext& ctx) {
+                  auto id = PathId(req, 1, "tenant");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  ctx.audit_target = "tenant " + std::to_string(*id);
+                  ctx.audit_target_tenant = *id;
+                  Respond(res, tenants.Patch(ctx.principal, *id, req.body,
+                                             req.get_header_value("If-Match")));
+                });
+
+  router.Handle("POST", "/v1/tokens", "/v1/tokens", A::kBearer,
+                [&tokens](const httplib::Request& req, httplib::Response& res,
+                          RequestContext& ctx) {
+                  auto r = tokens.Create(ctx.principal, req.body);
+                  if (r.ok()) {
+                    ctx.audit_target = "token " + (*r)["id"].dump() + " (" +
+                                       (*r)["role"].get<std::string>() + ")";
+                    ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  }
+                  Respond(res, r, 201);
+                });
+  router.Handle("GET", "/v1/tokens", "/v1/tokens", A::kBearer,
+                [&tokens](const httplib::Request& req, httplib::Response& res,
+                          RequestContext& ctx) {
+                  auto tenant = QueryInt(req, "tenant_id", 0);
+                  if (!tenant.ok()) return RespondError(res, tenant.status());
+                  Respond(res, tokens.List(ctx.principal, *tenant));
+                });
+  router.Handle("DELETE", R"(/v1/tokens/(\d+))", "/v1/tokens/{id}", A::kBearer,
+                [&tokens](const httplib::Request& req, httplib::Response& res,
+                          RequestContext& ctx) {
+                  auto id = PathId(req, 1, "token");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  ctx.audit_target = "token " + std::to_string(*id);
+                  auto r = tokens.Revoke(ctx.principal, *id);
+                  if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  Respond(res, r);
+                });
+
+  router.Handle("GET", "/v1/audit", "/v1/audit", A::kBearer,
+                [&tokens](const httplib::Request& req, httplib::Response& res,
+                          RequestContext& ctx) {
+                  auto limit = QueryInt(req, "limit", 100);
+                  if (!limit.ok()) return RespondError(res, limit.status());
+                  Respond(res, tokens.Audit(ctx.principal, static_cast<int>(*limit),
+                                            req.get_param_value("cursor")));
+                });
+}
+
+}  // namespace controlplane::http

@@ -1,0 +1,191 @@
+#include "controlplane/service/tenants_service.h"
+
+#include <cmath>
+#include <regex>
+
+#include "common/time_util.h"
+#include "controlplane/service/roles.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxQuota = 1'000'000'000;
+constexpr double kMaxWeight = 1e6;
+
+bool ValidTenantName(const std::string& s) {
+  static const std::regex re("[a-z0-9][a-z0-9._-]{0,62}");
+  return std::regex_match(s, re);
+}
+
+Status ParseQuotaField(const json& q, const char* key, std::optional<int>* out) {
+  if (!q.contains(key)) return Status::Ok();
+  const json& v = q.at(key);
+  const std::string field = std::string("quota.") + key;
+  if (v.is_null()) {
+    out->reset();
+    return Status::Ok();
+  }
+  if (!v.is_number_integer()) return common::InvalidArgument("must be an integer or null", field);
+  if (v.is_number_unsigned() ? v.get<uint64_t>() > static_cast<uint64_t>(kMaxQuota)
+                             : (v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxQuota)) {
+    return common::InvalidArgument("must be between 0 and 1000000000, or null for no limit",
+                                   field);
+  }
+  *out = static_cast<int>(v.get<int64_t>());
+  return Status::Ok();
+}
+
+json OptJson(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+
+Result<json> ParseBody(const std::string& body) {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return common::InvalidArgument("request body is not valid JSON");
+  if (!j.is_object()) return common::InvalidArgument("request body must be a JSON object");
+  return j;
+}
+
+}  // namespace
+
+Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (it.key() != "name" && it.key() != "weight" && it.key() != "quota") {
+      return common::InvalidArgument("unknown field", it.key());
+    }
+  }
+  if (body.contains("name")) {
+    if (!body["name"].is_string() || !ValidTenantName(body["name"].get<std::string>())) {
+      return common::InvalidArgument(
+          "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+          "name");
+    }
+    t->name = body["name"].get<std::string>();
+  } else if (require_name) {
+    return common::InvalidArgument("is required", "name");
+  }
+  if (body.contains("weight")) {
+    const json& w = body["weight"];
+    if (!w.is_number() || !std::isfinite(w.get<double>()) || w.get<double>() <= 0 ||
+        w.get<double>() > kMaxWeight) {
+      return common::InvalidArgument("must be a number > 0 and <= 1000000", "weight");
+    }
+    t->weight = w.get<double>();
+  }
+  if (body.contains("quota")) {
+    const json& q = body["quota"];
+    if (!q.is_object()) return common::InvalidArgument("must be an object", "quota");
+    for (auto it = q.begin(); it != q.end(); ++it) {
+      if (it.key() != "slots" && it.key() != "running_jobs" && it.key() != "pending_jobs" &&
+          it.key() != "nodes_per_job") {
+        return common::InvalidArgument("unknown field", "quota." + it.key());
+      }
+    }
+    EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "slots", &t->quota.slots));
+    EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "running_jobs", &t->quota.running_jobs));
+    EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "pending_jobs", &t->quota.pending_jobs));
+    EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "nodes_per_job", &t->quota.nodes_per_job));
+  }
+  return Status::Ok();
+}
+
+json ToJson(const TenantRecord& t, const TenantUsageNow& u) {
+  return {{"id", t.id},
+          {"name", t.name},
+          {"weight", t.weight},
+          {"quota",
+           {{"slots", OptJson(t.quota.slots)},
+            {"running_jobs", OptJson(t.quota.running_jobs)},
+            {"pending_jobs", OptJson(t.quota.pending_jobs)},
+            {"nodes_per_job", OptJson(t.quota.nodes_per_job)}}},
+          {"usage",
+           {{"slots_in_use", u.slots_in_use},
+            {"running_jobs", u.running_jobs},
+            {"pending_jobs", u.pending_jobs}}},
+          {"version", t.version},
+          {"created_at", common::FormatTimeMillis(t.created_ms)},
+          {"updated_at", common::FormatTimeMillis(t.updated_ms)}};
+}
+
+Result<json> TenantsService::Create(const Principal& p, const std::string& body) {
+  if (!p.IsClusterAdmin()) {
+    return Status(common::Code::kPermissionDenied, "creating tenants needs role cluster-admin");
+  }
+  EMBODY_ASSIGN_OR_RETURN(j, ParseBody(body));
+  TenantRecord t;
+  EMBODY_RETURN_IF_ERROR(ParseTenantFields(j, /*require_name=*/true, &t));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(id, uow->tenants().CreateTenant(t, now_()));
+  EMBODY_ASSIGN_OR_RETURN(created, uow->tenants().GetTenant(id, false));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  return ToJson(*created, TenantUsageNow{});
+}
+
+Result<json> TenantsService::List(const Principal& p) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading tenants"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(all, uow->tenants().ListTenants(p.TenantScope()));
+  json out = json::array();
+  for (const TenantRecord& t : all) {
+    EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(t.id));
+    out.push_back(ToJson(t, usage));
+  }
+  return json{{"tenants", out}};
+}
+
+Result<json> TenantsService::Get(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading tenants"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(t, uow->tenants().GetTenant(id, false));
+  if (!t || (!p.IsClusterAdmin() && t->id != p.tenant_id)) {
+    return common::NotFound("tenant " + std::to_string(id) + " not found");
+  }
+  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(t->id));
+  return ToJson(*t, usage);
+}
+
+Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::string& body,
+                                   const std::string& if_match) {
+  if (!p.IsClusterAdmin()) {
+    // Not even its own: quotas and weights are the operator's to set.
+    if (PersonRank(p.role) > 0 && id == p.tenant_id) {
+      return Status(common::Code::kPermissionDenied, "changing tenants needs role cluster-admin");
+    }
+    if (PersonRank(p.role) == 0) {
+      return Status(common::Code::kPermissionDenied, "changing tenants needs role cluster-admin");
+    }
+    return common::NotFound("tenant " + std::to_string(id) + " not found");
+  }
+  std::optional<int64_t> expected;
+  if (!if_match.empty() && if_match != "*") {
+    std::string v = if_match;
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    try {
+      size_t used = 0;
+      expected = std::stoll(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      return common::InvalidArgument("If-Match must be a version as returned in ETag", "If-Match");
+    }
+  }
+  EMBODY_ASSIGN_OR_RETURN(j, ParseBody(body));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(t, uow->tenants().GetTenant(id, /*for_update=*/true));
+  if (!t) return common::NotFound("tenant " + std::to_string(id) + " not found");
+  if (expected && *expected != t->version) {
+    return Status(common::Code::kPreconditionFailed,
+                  "tenant " + std::to_string(id) + " is at version " + std::to_string(t->version) +
+                      ", not " + std::to_string(*expected) + "; read it again",
+                  "If-Match");
+  }
+  TenantRecord updated = *t;
+  EMBODY_RETURN_IF_ERROR(ParseTenantFields(j, /*require_name=*/false, &updated));
+  EMBODY_RETURN_IF_ERROR(uow->tenants().UpdateTenant(updated, now_()));
+  EMBODY_ASSIGN_OR_RETURN(after, uow->tenants().GetTenant(id, false));
+  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(id));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  return ToJson(*after, usage);
+}
+
+}  // namespace controlplane::service

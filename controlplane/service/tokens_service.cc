@@ -1,0 +1,208 @@
+#include "controlplane/service/tokens_service.h"
+
+#include "common/crypto.h"
+#include "common/time_util.h"
+#include "controlplane/service/roles.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxAuditLimit = 500;
+
+json OptTime(const std::optional<int64_t>& ms) {
+  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+}
+
+bool ValidTokenName(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return false;
+  }
+  return true;
+}
+
+Result<int64_t> ParseCursor(const std::string& cursor) {
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(cursor, &used);
+    if (used == cursor.size() && v > 0) return v;
+  } catch (const std::exception&) {
+  }
+  return common::InvalidArgument("bad cursor", "cursor");
+}
+
+}  // namespace
+
+json ToJson(const TokenRecord& t) {
+  json j{{"id", t.id},
+         {"tenant_id", t.tenant_id},
+         {"tenant", t.tenant},
+         {"role", t.role},
+         {"name", t.name},
+         {"created_at", common::FormatTimeMillis(t.created_ms)},
+         {"expires_at", OptTime(t.expires_ms)},
+         {"revoked_at", OptTime(t.revoked_ms)}};
+  if (t.node_id) j["node_id"] = t.node_id;
+  return j;
+}
+
+json ToJson(const AuditRecord& a) {
+  return {{"id", a.id},
+          {"time", common::FormatTimeMillis(a.time_ms)},
+          {"token_id", a.token_id ? json(a.token_id) : json(nullptr)},
+          {"actor", a.actor},
+          {"role", a.role},
+          {"tenant_id", a.tenant_id ? json(a.tenant_id) : json(nullptr)},
+          {"tenant", a.tenant},
+          {"method", a.method},
+          {"route", a.route},
+          {"path", a.path},
+          {"target", a.target},
+          {"status", a.status},
+          {"outcome", a.outcome},
+          {"request_id", a.request_id}};
+}
+
+Result<json> TokensService::Create(const Principal& p, const std::string& body) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "creating tokens"));
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return common::InvalidArgument("request body must be a JSON object");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "role" && it.key() != "name" && it.key() != "tenant_id" &&
+        it.key() != "expires_at") {
+      return common::InvalidArgument("unknown field", it.key());
+    }
+  }
+  if (!j.contains("role") || !j["role"].is_string()) {
+    return common::InvalidArgument("is required: one of tenant-admin, member, viewer", "role");
+  }
+  if (!j.contains("name") || !j["name"].is_string() ||
+      !ValidTokenName(j["name"].get<std::string>())) {
+    return common::InvalidArgument("is required: 1-128 printable characters", "name");
+  }
+  NewToken t;
+  t.role = j["role"].get<std::string>();
+  t.name = j["name"].get<std::string>();
+  t.tenant_id = p.tenant_id;
+  if (j.contains("tenant_id")) {
+    if (!j["tenant_id"].is_number_integer() || j["tenant_id"].get<int64_t>() <= 0) {
+      return common::InvalidArgument("must be a tenant id", "tenant_id");
+    }
+    t.tenant_id = j["tenant_id"].get<int64_t>();
+  }
+  const int64_t now = now_();
+  if (j.contains("expires_at") && !j["expires_at"].is_null()) {
+    auto at = j["expires_at"].is_string() ? common::ParseUtcTime(j["expires_at"].get<std::string>())
+                                          : std::nullopt;
+    if (!at) {
+      return common::InvalidArgument("must be an RFC 3339 time in UTC, e.g. 2027-01-01T00:00:00Z",
+                                     "expires_at");
+    }
+    if (*at <= now) return common::InvalidArgument("must be in the future", "expires_at");
+    t.expires_ms = *at;
+  }
+  // Another tenant is named only to a cluster-admin; to anyone else it does not exist.
+  if (!p.IsClusterAdmin() && t.tenant_id != p.tenant_id) {
+    return Status(common::Code::kNotFound, "tenant " + std::to_string(t.tenant_id) + " not found", "tenant_id");
+  }
+  EMBODY_RETURN_IF_ERROR(CheckGrant(p, t.role, t.tenant_id));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(t.tenant_id, false));
+  if (!tenant) {
+    return Status(common::Code::kNotFound, "tenant " + std::to_string(t.tenant_id) + " not found", "tenant_id");
+  }
+  const std::string secret = common::RandomToken();
+  t.sha256_hex = common::Sha256Hex(secret);
+  t.created_by = p.token_id;
+  t.now_ms = now;
+  EMBODY_ASSIGN_OR_RETURN(id, uow->tenants().CreateToken(t));
+  EMBODY_ASSIGN_OR_RETURN(record, uow->tenants().GetToken(id, std::nullopt));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  json out = ToJson(*record);
+  out["token"] = secret;
+  return out;
+}
+
+Result<json> TokensService::List(const Principal& p, int64_t tenant_id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "listing tokens"));
+  std::optional<int64_t> scope = p.TenantScope();
+  if (tenant_id > 0) {
+    if (scope && *scope != tenant_id) return json{{"tokens", json::array()}};
+    scope = tenant_id;
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(tokens, uow->tenants().ListTokens(scope));
+  json out = json::array();
+  for (const TokenRecord& t : tokens) {
+    // A tenant-admin's tenant may hold machine and operator credentials (the bootstrap tenant
+    // does): they are the operator's, not listed to the tenant.
+    if (!p.IsClusterAdmin() && PersonRank(t.role) > PersonRank(p.role)) continue;
+    if (!p.IsClusterAdmin() && PersonRank(t.role) == 0) continue;
+    out.push_back(ToJson(t));
+  }
+  return json{{"tokens", out}};
+}
+
+Result<json> TokensService::Revoke(const Principal& p, int64_t id) {
+  if (PersonRank(p.role) == 0) {
+    return Status(common::Code::kPermissionDenied, "revoking tokens needs a person's token");
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(t, uow->tenants().GetToken(id, p.TenantScope()));
+  if (!t) return common::NotFound("token " + std::to_string(id) + " not found");
+  // Anyone may revoke their own token; otherwise the rules of granting apply.
+  if (t->id != p.token_id) {
+    if (!p.IsClusterAdmin() && PersonRank(t->role) == 0) {
+      return common::NotFound("token " + std::to_string(id) + " not found");
+    }
+    if (p.IsClusterAdmin() && t->role == kNodeRole) {
+      // A node credential is revoked like any other: its agent registers again with the join
+      // token, which the server allows once the node is DOWN.
+    } else {
+      EMBODY_RETURN_IF_ERROR(CheckGrant(p, t->role, t->tenant_id));
+    }
+  }
+  const int64_t now = now_();
+  EMBODY_RETURN_IF_ERROR(uow->tenants().RevokeToken(id, now));
+  EMBODY_ASSIGN_OR_RETURN(after, uow->tenants().GetToken(id, std::nullopt));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  return ToJson(*after);
+}
+
+json TokensService::WhoAmI(const Principal& p) const {
+  json j{{"token_id", p.token_id}, {"name", p.token_name}, {"tenant_id", p.tenant_id},
+         {"tenant", p.tenant},     {"role", p.role}};
+  if (p.node_id) j["node_id"] = p.node_id;
+  return j;
+}
+
+Result<json> TokensService::Audit(const Principal& p, int limit, const std::string& cursor) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "reading the audit log"));
+  if (limit <= 0 || limit > kMaxAuditLimit) {
+    return common::InvalidArgument("limit must be in 1..500", "limit");
+  }
+  AuditQuery q;
+  q.tenant_id = p.TenantScope();
+  q.limit = limit + 1;
+  if (!cursor.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(before, ParseCursor(cursor));
+    q.before_id = before;
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(rows, uow->audit().List(q));
+  json next = nullptr;
+  if (static_cast<int>(rows.size()) > limit) {
+    rows.resize(limit);
+    next = std::to_string(rows.back().id);
+  }
+  json out = json::array();
+  for (const AuditRecord& a : rows) out.push_back(ToJson(a));
+  return json{{"entries", out}, {"next_cursor", next}};
+}
+
+}  // namespace controlplane::service

@@ -1,0 +1,41 @@
+// Bearer tokens as people manage them, the caller's own identity, and the audit log.
+//
+// A token's secret (256 random bits, hex) is returned once, by Create; only its SHA-256 digest is
+// stored. Tenant-admins manage tokens of their own tenant, never granting a role above their own;
+// cluster-admins manage all, and alone create cluster join tokens (role "agent"). Node
+// credentials are issued by registration only (NodeService) and appear here read-only.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::service {
+
+class TokensService {
+ public:
+  TokensService(Database& db, Clock now) : db_(db), now_(std::move(now)) {}
+
+  // {"role", "name", "tenant_id"? (default: the caller's), "expires_at"? (RFC 3339, future)}
+  // -> the token record plus "token": the secret.
+  Result<nlohmann::json> Create(const Principal& p, const std::string& body);
+  // `tenant_id` 0: every tenant the caller may see.
+  Result<nlohmann::json> List(const Principal& p, int64_t tenant_id);
+  Result<nlohmann::json> Revoke(const Principal& p, int64_t id);
+  nlohmann::json WhoAmI(const Principal& p) const;
+
+  // Audit rows the caller may read: cluster-admins all, tenant-admins their tenant's.
+  Result<nlohmann::json> Audit(const Principal& p, int limit, const std::string& cursor);
+
+ private:
+  Database& db_;
+  Clock now_;
+};
+
+nlohmann::json ToJson(const TokenRecord& t);
+nlohmann::json ToJson(const AuditRecord& a);
+
+}  // namespace controlplane::service
