@@ -1,0 +1,486 @@
+// Multi-tenancy against a real server and PostgreSQL (label pg): the isolation matrix (every route
+// x every kind of caller x own or other tenant -> the expected status, from one table) and the
+// attacks an operator must be safe from: a node credential acting as another node, events and
+// logs for jobs not on the reporting node, token grants above one's own role, leaks of tenant
+// names through /v1/nodes and /metrics.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/time_util.h"
+#include "controlplane/http/server_fixture.h"
+
+namespace controlplane {
+namespace {
+
+using nlohmann::json;
+
+// The callers of the matrix.
+enum Caller {
+  kClusterAdmin,
+  kTenantAdmin,
+  kMember,
+  kViewer,
+  kNodeAllocated,  // credential of the node the own-tenant job runs on
+  kNodeOther,      // credential of another node
+  kJobToken,       // a job's token is for its agent's local API, never the server
+  kNoToken,
+  kExpired,
+  kRevoked,
+  kCallers
+};
+const char* const kCallerNames[] = {"cluster-admin", "tenant-admin", "member",  "viewer",
+                                    "node(alloc)",   "node(other)",  "job",     "none",
+                                    "expired",       "revoked"};
+
+class TenancyPgTest : public InProcessServerTest {
+ protected:
+  static void SetUpTestSuite() {
+    StartServer("tenancy");
+    ids_ = new std::map<std::string, int64_t>;
+    tokens_ = new std::map<Caller, std::string>;
+    Ids()["acme"] = CreateTenant("acme");
+    Ids()["globex"] = CreateTenant("globex");
+    (*tokens_)[kClusterAdmin] = Admin();
+    (*tokens_)[kTenantAdmin] = CreateToken(Ids()["acme"], "tenant-admin", "acme-admin");
+    (*tokens_)[kMember] = CreateToken(Ids()["acme"], "member", "acme-member");
+    (*tokens_)[kViewer] = CreateToken(Ids()["acme"], "viewer", "acme-viewer");
+    (*tokens_)[kJobToken] = "4f1c0ffee0ddba11deadbeef4f1c0ffee0ddba11deadbeef4f1c0ffee0ddba11";
+    (*tokens_)[kNoToken] = "";
+    globex_member_ = new std::string(CreateToken(Ids()["globex"], "member", "globex-member"));
+    // Expires a second from now; the matrix runs after it has.
+    json exp = {{"tenant_id", Ids()["acme"]},
+                {"role", "member"},
+                {"name", "short-lived"},
+                {"expires_at", common::FormatTimeMillis(common::NowMillis() + 1000)}};
+    Reply e = Call("POST", "/v1/tokens", Admin(), exp.dump());
+    ASSERT_EQ(e.status, 201) << e.text;
+    (*tokens_)[kExpired] = e.body["token"];
+    Reply r = Call("POST", "/v1/tokens", Admin(),
+                   json{{"tenant_id", Ids()["acme"]}, {"role", "member"}, {"name", "revoked"}}.dump());
+    ASSERT_EQ(r.status, 201);
+    (*tokens_)[kRevoked] = r.body["token"];
+    ASSERT_EQ(Call("DELETE", "/v1/tokens/" + r.body["id"].dump(), Admin()).status, 200);
+
+    // The acme job runs on node-alloc, the only node with a free slot when it is submitted.
+    Ids()["node_alloc"] = RegisterNode("node-alloc", 1);
+    Reply j = Call("POST", "/v1/jobs", Token(kMember), Spec("acme-job").dump());
+    ASSERT_EQ(j.status, 201) << j.text;
+    Ids()["acme_job"] = j.body["id"];
+    WaitForState(Ids()["acme_job"], "SCHEDULED");
+    Ids()["node_other"] = RegisterNode("node-other", 1);
+    ASSERT_EQ(Call("POST", "/v1/nodes/" + std::to_string(Ids()["node_other"]) + "/drain", Admin())
+                  .status, 200);
+    Ids()["spare"] = RegisterNode("spare", 0);
+    (*tokens_)[kNodeAllocated] = NodeToken(Ids()["node_alloc"]);
+    (*tokens_)[kNodeOther] = NodeToken(Ids()["node_other"]);
+    Reply g = Call("POST", "/v1/jobs", *globex_member_, PendingSpec("globex-job").dump());
+    ASSERT_EQ(g.status, 201) << g.text;
+    Ids()["globex_job"] = g.body["id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  static void TearDownTestSuite() {
+    delete ids_;
+    delete tokens_;
+    delete globex_member_;
+    InProcessServerTest::TearDownTestSuite();
+  }
+
+  static std::map<std::string, int64_t>& Ids() { return *ids_; }
+  static std::string Token(Caller c) { return (*tokens_)[c]; }
+
+  static json Spec(const std::string& name) {
+    return {{"name", name}, {"kind", "command"}, {"command", {"true"}},
+            {"resources", {{"nodes", 1}}}};
+  }
+  static int64_t CreateTenant(const std::string& name) {
+    Reply r = Call("POST", "/v1/tenants", Admin(), json{{"name", name}}.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
+  static std::string CreateToken(int64_t tenant, const std::string& role, const std::string& name) {
+    Reply r = Call("POST", "/v1/tokens", Admin(),
+                   json{{"tenant_id", tenant}, {"role", role}, {"name", name}}.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("token", "");
+  }
+  static void WaitForState(int64_t job, const std::string& state) {
+    for (int i = 0; i < 100; ++i) {
+      if (Call("GET", "/v1/jobs/" + std::to_string(job), Admin()).body["state"] == state) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "job " << job << " never " << state;
+  }
+
+  static inline std::map<std::string, int64_t>* ids_ = nullptr;
+  static inline std::map<Caller, std::string>* tokens_ = nullptr;
+  static inline std::string* globex_member_ = nullptr;
+};
+
+// One row of the matrix: a call made against the own tenant (acme) or the other (globex), and
+// the status each caller must get for each.
+struct Row {
+  std::string name;
+  // Makes the call for `caller` against tenant `own` ? acme : globex; returns the status.
+  std::function<int(Caller caller, bool own)> call;
+  std::vector<int> own;    // by Caller
+  std::vector<int> other;  // by Caller
+};
+
+TEST_F(TenancyPgTest, IsolationMatrix) {
+  auto tenant = [](bool own) { return Ids()[own ? "acme" : "globex"]; };
+  auto job = [](bool own) { return std::to_string(Ids()[own ? "acme_job" : "globex_job"]); };
+  // A job made for one cell of a mutating row, so cells do not change each other's state.
+  auto fresh_job = [](bool own) {
+    Reply r = Call("POST", "/v1/jobs", own ? Token(kMember) : *globex_member_,
+                   PendingSpec("cell").dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body["id"].dump();
+  };
+  auto fresh_token = [&](bool own) {
+    Reply r = Call("POST", "/v1/tokens", Admin(),
+                   json{{"tenant_id", tenant(own)}, {"role", "viewer"}, {"name", "cell"}}.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body["id"].dump();
+  };
+  auto get = [](const std::string& path) {
+    return [path](Caller c, bool) { return Call("GET", path, Token(c)).status; };
+  };
+  const int N = 401, F = 403, X = 404;
+  // Callers:          admin tadmin member viewer nodeA nodeB  job none exp  rev
+  const std::vector<int> read_job_own{200, 200, 200, 200, F, F, N, N, N, N};
+  const std::vector<int> read_job_other{200, X, X, X, F, F, N, N, N, N};
+  const std::vector<int> people_read{200, 200, 200, 200, F, F, N, N, N, N};
+  const std::vector<int> admins_only{200, F, F, F, F, F, N, N, N, N};
+  const std::vector<int> tenant_admins{200, 200, F, F, F, F, N, N, N, N};
+
+  std::vector<Row> rows = {
+      {"GET /v1/jobs/{id}",
+       [&](Caller c, bool own) { return Call("GET", "/v1/jobs/" + job(own), Token(c)).status; },
+       read_job_own, read_job_other},
+      {"GET /v1/jobs/{id}/events",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/jobs/" + job(own) + "/events", Token(c)).status;
+       },
+       read_job_own, read_job_other},
+      {"GET /v1/jobs/{id}/logs",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/jobs/" + job(own) + "/logs", Token(c)).status;
+       },
+       read_job_own, read_job_other},
+      {"GET /v1/jobs/{id}/metrics",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/jobs/" + job(own) + "/metrics", Token(c)).status;
+       },
+       read_job_own, read_job_other},
+      {"POST /v1/jobs/{id}/cancel",
+       [&](Caller c, bool own) {
+         return Call("POST", "/v1/jobs/" + fresh_job(own) + "/cancel", Token(c)).status;
+       },
+       {200, 200, 200, F, F, F, N, N, N, N}, {200, X, X, F, F, F, N, N, N, N}},
+      {"POST /v1/jobs",
+       [&](Caller c, bool) {
+         return Call("POST", "/v1/jobs", Token(c), PendingSpec("matrix").dump()).status;
+       },
+       {201, 201, 201, F, F, F, N, N, N, N}, {201, 201, 201, F, F, F, N, N, N, N}},
+      {"GET /v1/jobs", get("/v1/jobs"), people_read, people_read},
+      {"GET /v1/tenants/{id}",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/tenants/" + std::to_string(tenant(own)), Token(c)).status;
+       },
+       {200, 200, 200, 200, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      {"PATCH /v1/tenants/{id}",
+       [&](Caller c, bool own) {
+         return Call("PATCH", "/v1/tenants/" + std::to_string(tenant(own)), Token(c),
+                     json{{"weight", 1}}.dump())
+             .status;
+       },
+       {200, F, F, F, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      {"POST /v1/tenants",
+       [&](Caller c, bool own) {
+         static int n = 0;
+         return Call("POST", "/v1/tenants", Token(c),
+                     json{{"name", "t" + std::to_string(++n) + (own ? "a" : "b")}}.dump())
+             .status;
+       },
+       {201, F, F, F, F, F, N, N, N, N}, {201, F, F, F, F, F, N, N, N, N}},
+      {"GET /v1/tenants", get("/v1/tenants"), people_read, people_read},
+      {"POST /v1/tokens (viewer)",
+       [&](Caller c, bool own) {
+         return Call("POST", "/v1/tokens", Token(c),
+                     json{{"tenant_id", tenant(own)}, {"role", "viewer"}, {"name", "m"}}.dump())
+             .status;
+       },
+       {201, 201, F, F, F, F, N, N, N, N}, {201, X, F, F, F, F, N, N, N, N}},
+      {"POST /v1/tokens (cluster-admin)",
+       [&](Caller c, bool own) {
+         return Call("POST", "/v1/tokens", Token(c),
+                     json{{"tenant_id", tenant(own)}, {"role", "cluster-admin"}, {"name", "m"}}.dump())
+             .status;
+       },
+       {201, F, F, F, F, F, N, N, N, N}, {201, X, F, F, F, F, N, N, N, N}},
+      {"GET /v1/tokens", get("/v1/tokens"), tenant_admins, tenant_admins},
+      {"DELETE /v1/tokens/{id}",
+       [&](Caller c, bool own) {
+         return Call("DELETE", "/v1/tokens/" + fresh_token(own), Token(c)).status;
+       },
+       {200, 200, F, F, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      {"GET /v1/audit", get("/v1/audit"), tenant_admins, tenant_admins},
+      {"GET /v1/whoami", get("/v1/whoami"),
+       {200, 200, 200, 200, 200, 200, N, N, N, N}, {200, 200, 200, 200, 200, 200, N, N, N, N}},
+      {"GET /v1/nodes", get("/v1/nodes"), people_read, people_read},
+      {"POST /v1/nodes/{id}/drain",
+       [&](Caller c, bool) {
+         return Call("POST", "/v1/nodes/" + std::to_string(Ids()["spare"]) + "/drain", Token(c))
+             .status;
+       },
+       admins_only, admins_only},
+      {"GET /v1/prometheus/targets", get("/v1/prometheus/targets"), admins_only, admins_only},
+      {"POST /v1/agents/{id}/heartbeat (the allocated node)",
+       [&](Caller c, bool) {
+         return Call("POST", "/v1/agents/" + std::to_string(Ids()["node_alloc"]) + "/heartbeat",
+                     Token(c), "{}")
+             .status;
+       },
+       {F, F, F, F, 200, F, N, N, N, N}, {F, F, F, F, 200, F, N, N, N, N}},
+      {"POST /v1/agents/register (the allocated node's name)",
+       [&](Caller c, bool) {
+         json req = {{"name", "node-alloc"}, {"address", "127.0.0.1"}, {"cpu_slots", 1}};
+         return Call("POST", "/v1/agents/register", Token(c), req.dump()).status;
+       },
+       {F, F, F, F, 200, F, N, N, N, N}, {F, F, F, F, 200, F, N, N, N, N}},
+  };
+
+  int cells = 0, wrong = 0;
+  std::string report;
+  for (const Row& row : rows) {
+    for (bool own : {true, false}) {
+      const std::vector<int>& want = own ? row.own : row.other;
+      ASSERT_EQ(want.size(), static_cast<size_t>(kCallers)) << row.name;
+      for (int c = 0; c < kCallers; ++c) {
+        const int got = row.call(static_cast<Caller>(c), own);
+        ++cells;
+        if (got != want[c]) {
+          ++wrong;
+          report += row.name + (own ? " [own] " : " [other] ") + kCallerNames[c] + ": got " +
+                    std::to_string(got) + ", want " + std::to_string(want[c]) + "\n";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0) << wrong << " of " << cells << " cells differ:\n" << report;
+  EXPECT_GE(cells, 400);
+}
+
+TEST_F(TenancyPgTest, ListsShowOnlyTheCallersTenant) {
+  for (Caller c : {kTenantAdmin, kMember, kViewer}) {
+    json jobs = Call("GET", "/v1/jobs?limit=500", Token(c)).body["jobs"];
+    ASSERT_FALSE(jobs.empty());
+    for (const auto& j : jobs) EXPECT_EQ(j["tenant"], "acme") << j.dump();
+    json tenants = Call("GET", "/v1/tenants", Token(c)).body["tenants"];
+    ASSERT_EQ(tenants.size(), 1u);
+    EXPECT_EQ(tenants[0]["name"], "acme");
+  }
+  // A cluster-admin narrows to one tenant with tenant_id; anyone else asking for another gets none.
+  json globex = Call("GET", "/v1/jobs?tenant_id=" + std::to_string(Ids()["globex"]), Admin()).body;
+  ASSERT_FALSE(globex["jobs"].empty());
+  for (const auto& j : globex["jobs"]) EXPECT_EQ(j["tenant"], "globex");
+  EXPECT_TRUE(Call("GET", "/v1/jobs?tenant_id=" + std::to_string(Ids()["globex"]), Token(kMember))
+                  .body["jobs"]
+                  .empty());
+  // A tenant-admin sees its tenant's people tokens, never the operator's or a node's.
+  for (const auto& t : Call("GET", "/v1/tokens", Token(kTenantAdmin)).body["tokens"]) {
+    EXPECT_EQ(t["tenant"], "acme");
+    EXPECT_NE(t["role"], "cluster-admin");
+    EXPECT_NE(t["role"], "node");
+  }
+  // The audit log of a tenant-admin holds its tenant's calls only.
+  json audit = Call("GET", "/v1/audit?limit=500", Token(kTenantAdmin)).body;
+  ASSERT_FALSE(audit["entries"].empty());
+  for (const auto& a : audit["entries"]) {
+    EXPECT_TRUE(a["tenant"] == "acme" || a["tenant"] == "default") << a.dump();
+    EXPECT_EQ(a["path"].get<std::string>().find(std::to_string(Ids()["globex_job"]) + "/"),
+              std::string::npos)
+        << a.dump();
+  }
+}
+
+TEST_F(TenancyPgTest, NodeCredentialActsForItsNodeOnly) {
+  const std::string alloc = std::to_string(Ids()["node_alloc"]);
+  const int64_t acme_job = Ids()["acme_job"], globex_job = Ids()["globex_job"];
+  // Another node's credential heartbeating as node-alloc: 403, and no launch handed out.
+  Reply hijack = Call("POST", "/v1/agents/" + alloc + "/heartbeat", Token(kNodeOther),
+                      json{{"finished", {{{"job_id", acme_job}, {"exit_code", 0}}}}}.dump());
+  EXPECT_EQ(hijack.status, 403) << hijack.text;
+  EXPECT_FALSE(hijack.body.contains("commands"));
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(acme_job), Admin()).body["state"],
+            "SCHEDULED");
+  // The other node reporting the acme job's events, logs and exit in its own heartbeat: none of
+  // it is stored, nothing changes.
+  json forged = {{"running", {acme_job}},
+                 {"finished", {{{"job_id", acme_job}, {"exit_code", 0}}}},
+                 {"events", {{{"job_id", acme_job}, {"type", "step"}, {"data", {{"step", 1}}}},
+                             {{"job_id", globex_job}, {"type", "note"}, {"data", {{"x", 1}}}}}},
+                 {"logs", {{{"job_id", acme_job}, {"rank", 0}, {"offset", 0}, {"data", "forged\n"}},
+                           {{"job_id", globex_job}, {"rank", 0}, {"offset", 0}, {"data", "x\n"}}}}};
+  Reply other = Call("POST", "/v1/agents/" + std::to_string(Ids()["node_other"]) + "/heartbeat",
+                     Token(kNodeOther), forged.dump());
+  EXPECT_EQ(other.status, 200) << other.text;
+  for (int64_t id : {acme_job, globex_job}) {
+    const std::string j = std::to_string(id);
+    EXPECT_EQ(Call("GET", "/v1/jobs/" + j + "/logs", Admin()).text, "") << j;
+    EXPECT_TRUE(Call("GET", "/v1/jobs/" + j + "/events?type=step", Admin()).body["events"].empty());
+    EXPECT_TRUE(Call("GET", "/v1/jobs/" + j + "/events?type=note", Admin()).body["events"].empty());
+  }
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(acme_job), Admin()).body["state"], "SCHEDULED");
+  // The allocated node itself: its job's events are stored, the other tenant's job's are not.
+  forged.erase("finished");
+  forged.erase("running");
+  Reply mine = Call("POST", "/v1/agents/" + alloc + "/heartbeat", Token(kNodeAllocated), forged.dump());
+  EXPECT_EQ(mine.status, 200);
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(acme_job) + "/events?type=step", Admin())
+                .body["events"].size(), 1u);
+  EXPECT_TRUE(Call("GET", "/v1/jobs/" + std::to_string(globex_job) + "/events?type=note", Admin())
+                  .body["events"].empty());
+  EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(globex_job) + "/logs", Admin()).text, "");
+  // Registering under another node's name with a node credential: 403. The join token may not
+  // take a live node's name either: 409.
+  json as_alloc = {{"name", "node-alloc"}, {"address", "127.0.0.1"}, {"cpu_slots", 8}};
+  EXPECT_EQ(Call("POST", "/v1/agents/register", Token(kNodeOther), as_alloc.dump()).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/agents/register", Agent(), as_alloc.dump()).status, 409);
+  // A cluster-admin token is not an agent credential.
+  EXPECT_EQ(Call("POST", "/v1/agents/register", Admin(), as_alloc.dump()).status, 403);
+}
+
+TEST_F(TenancyPgTest, NothingNamesAnotherTenant) {
+  const std::string nodes = Call("GET", "/v1/nodes", Token(kViewer)).text;
+  const std::string metrics = Call("GET", "/metrics", "").text;
+  for (const std::string& secret : {std::string("globex"), std::string("acme"),
+                                    std::string("acme-job"), std::string("globex-job")}) {
+    EXPECT_EQ(nodes.find(secret), std::string::npos) << secret << " in " << nodes;
+    EXPECT_EQ(metrics.find(secret), std::string::npos) << secret << " in /metrics";
+  }
+  // Only a cluster-admin's scrape gets the per-tenant series.
+  EXPECT_NE(Call("GET", "/metrics", Admin()).text.find("tenant=\"globex\""), std::string::npos);
+  EXPECT_EQ(Call("GET", "/metrics", Token(kTenantAdmin)).text.find("tenant="), std::string::npos);
+}
+
+TEST_F(TenancyPgTest, GrantsStayAtOrBelowTheGrantersRole) {
+  const std::string acme = std::to_string(Ids()["acme"]);
+  auto create = [&](Caller c, const std::string& role) {
+    return Call("POST", "/v1/tokens", Token(c),
+                json{{"role", role}, {"name", "g"}}.dump());
+  };
+  EXPECT_EQ(create(kTenantAdmin, "tenant-admin").status, 201);
+  EXPECT_EQ(create(kTenantAdmin, "cluster-admin").status, 403);
+  EXPECT_EQ(create(kTenantAdmin, "agent").status, 403);
+  EXPECT_EQ(create(kTenantAdmin, "node").status, 403);
+  EXPECT_EQ(create(kMember, "viewer").status, 403);
+  EXPECT_EQ(create(kClusterAdmin, "node").status, 400);
+  // The secret is returned once and only its digest is kept: the list never shows it.
+  Reply made = create(kTenantAdmin, "viewer");
+  ASSERT_EQ(made.status, 201);
+  const std::string secret = made.body["token"];
+  ASSERT_EQ(secret.size(), 64u);
+  EXPECT_EQ(Call("GET", "/v1/tokens", Admin()).text.find(secret), std::string::npos);
+  // It works at once; revoked, it stops at the next request.
+  EXPECT_EQ(Call("GET", "/v1/whoami", secret).body["role"], "viewer");
+  EXPECT_EQ(Call("DELETE", "/v1/tokens/" + made.body["id"].dump(), Token(kTenantAdmin)).status, 200);
+  Reply after = Call("GET", "/v1/whoami", secret);
+  EXPECT_EQ(after.status, 401);
+  EXPECT_EQ(after.body["error"]["message"], "token revoked");
+  EXPECT_EQ(Call("GET", "/v1/whoami", Token(kExpired)).body["error"]["message"], "token expired");
+  // Bad input: clear 400s naming the field, nothing created.
+  const size_t before = Call("GET", "/v1/tokens", Admin()).body["tokens"].size();
+  EXPECT_EQ(Call("POST", "/v1/tokens", Admin(), R"({"role":"viewer"})").body["error"]["field"], "name");
+  EXPECT_EQ(Call("POST", "/v1/tokens", Admin(),
+                 R"({"role":"viewer","name":"x","expires_at":"2001-01-01T00:00:00Z"})")
+                .body["error"]["field"], "expires_at");
+  EXPECT_EQ(Call("POST", "/v1/tokens", Admin(), R"({"role":"viewer","name":"x","colour":1})")
+                .body["error"]["field"], "colour");
+  EXPECT_EQ(Call("POST", "/v1/tokens", Admin(), R"({"role":"viewer","name":"x","tenant_id":99999})")
+                .status, 404);
+  EXPECT_EQ(Call("GET", "/v1/tokens", Admin()).body["tokens"].size(), before);
+}
+
+TEST_F(TenancyPgTest, TenantPatchRefusesStaleVersions) {
+  const std::string path = "/v1/tenants/" + std::to_string(Ids()["globex"]);
+  Reply got = Call("GET", path, Admin());
+  ASSERT_EQ(got.status, 200);
+  auto found = got.headers.find("ETag");
+  const std::string etag = found == got.headers.end() ? "" : found->second;
+  ASSERT_EQ(etag, "\"" + got.body["version"].dump() + "\"");
+  Reply first = Call("PATCH", path, Admin(), R"({"weight": 3, "quota": {"pending_jobs": 50}})",
+                     {{"If-Match", etag}});
+  ASSERT_EQ(first.status, 200) << first.text;
+  EXPECT_EQ(first.body["weight"], 3.0);
+  EXPECT_EQ(first.body["quota"]["pending_jobs"], 50);
+  EXPECT_TRUE(first.body["quota"]["slots"].is_null());
+  // A second writer with the same (now stale) version is refused, and changes nothing.
+  Reply stale = Call("PATCH", path, Admin(), R"({"weight": 9})", {{"If-Match", etag}});
+  EXPECT_EQ(stale.status, 412) << stale.text;
+  EXPECT_EQ(Call("GET", path, Admin()).body["weight"], 3.0);
+  EXPECT_EQ(Call("PATCH", path, Admin(), R"({"weight": -1})").body["error"]["field"], "weight");
+  EXPECT_EQ(Call("PATCH", path, Admin(), R"({"quota": {"slots": "8"}})").body["error"]["field"],
+            "quota.slots");
+  EXPECT_EQ(Call("PATCH", path, Admin(), R"({"name": "acme"})").status, 409);
+  EXPECT_EQ(Call("POST", "/v1/tenants", Admin(), R"({"name": "Bad Name"})").status, 400);
+}
+
+TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
+  // A tenant allowed 2 pending jobs and 2-node jobs.
+  Reply t = Call("POST", "/v1/tenants", Admin(),
+                 R"({"name": "quota-co", "quota": {"pending_jobs": 2, "nodes_per_job": 2}})");
+  ASSERT_EQ(t.status, 201) << t.text;
+  const std::string member = CreateToken(t.body["id"], "member", "quota-member");
+  EXPECT_EQ(Call("POST", "/v1/jobs", member, PendingSpec("q1").dump()).status, 201);
+  EXPECT_EQ(Call("POST", "/v1/jobs", member, PendingSpec("q2").dump()).status, 201);
+  Reply third = Call("POST", "/v1/jobs", member, PendingSpec("q3").dump());
+  EXPECT_EQ(third.status, 429) << third.text;
+  EXPECT_EQ(third.body["error"]["message"], "tenant quota: pending jobs 2/2");
+  json wide = PendingSpec("wide");
+  wide["resources"] = {{"nodes", 3}};
+  Reply w = Call("POST", "/v1/jobs", member, wide.dump());
+  EXPECT_EQ(w.status, 422) << w.text;
+  EXPECT_NE(w.text.find("nodes per job 2"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/tenants/" + t.body["id"].dump(), Admin()).body["usage"]["pending_jobs"],
+            2);
+}
+
+TEST_F(TenancyPgTest, EveryMutatingCallIsAudited) {
+  const std::string rid = "audit-check-1";
+  Call("POST", "/v1/jobs/" + std::to_string(Ids()["globex_job"]) + "/cancel", Token(kMember), "",
+       {{"X-Request-Id", rid}});
+  Call("POST", "/v1/tenants", "", R"({"name":"anon"})", {{"X-Request-Id", rid + "-anon"}});
+  json entries = Call("GET", "/v1/audit?limit=50", Admin()).body["entries"];
+  json refused, anonymous;
+  for (const auto& e : entries) {
+    if (e["request_id"] == rid) refused = e;
+    if (e["request_id"] == rid + "-anon") anonymous = e;
+  }
+  ASSERT_FALSE(refused.is_null()) << entries.dump();
+  EXPECT_EQ(refused["actor"], "acme-member");
+  EXPECT_EQ(refused["role"], "member");
+  EXPECT_EQ(refused["tenant"], "acme");
+  EXPECT_EQ(refused["route"], "/v1/jobs/{id}/cancel");
+  EXPECT_EQ(refused["status"], 404);
+  EXPECT_EQ(refused["outcome"], "not_found");
+  ASSERT_FALSE(anonymous.is_null());
+  EXPECT_EQ(anonymous["actor"], "anonymous");
+  EXPECT_EQ(anonymous["status"], 401);
+  // Paginated, newest first.
+  json page = Call("GET", "/v1/audit?limit=2", Admin()).body;
+  ASSERT_EQ(page["entries"].size(), 2u);
+  ASSERT_TRUE(page["next_cursor"].is_string());
+  json next = Call("GET", "/v1/audit?limit=2&cursor=" + page["next_cursor"].get<std::string>(),
+                   Admin()).body;
+  EXPECT_LT(next["entries"][0]["id"].get<int64_t>(), page["entries"][1]["id"].get<int64_t>() + 1);
+}
+
+}  // namespace
+}  // namespace controlplane
