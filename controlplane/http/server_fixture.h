@@ -30,7 +30,8 @@ struct Reply {
 class InProcessServerTest : public ::testing::Test {
  protected:
   // Call from the suite's SetUpTestSuite; `name` labels the temp directory.
-  static void StartServer(const std::string& name) {
+  // `heartbeat_interval_ms`: nodes the test registers and never heartbeats go DOWN after three.
+  static void StartServer(const std::string& name, int heartbeat_interval_ms = 1000) {
     pg_ = new embody::testing::PgCluster;
     common::Status st = pg_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -41,7 +42,7 @@ class InProcessServerTest : public ::testing::Test {
     o.data_dir = *dir_ + "/data";
     o.bootstrap_out = *dir_ + "/bootstrap.json";
     o.port_file = *dir_ + "/port";
-    o.heartbeat_interval_ms = 1000;
+    o.heartbeat_interval_ms = heartbeat_interval_ms;
     o.scheduler_period_ms = 100;
     auto server = Server::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();

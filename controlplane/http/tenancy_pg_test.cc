@@ -41,7 +41,8 @@ const char* const kCallerNames[] = {"cluster-admin", "tenant-admin", "member",  
 class TenancyPgTest : public InProcessServerTest {
  protected:
   static void SetUpTestSuite() {
-    StartServer("tenancy");
+    // Nodes here heartbeat only when a test says so: they must not go DOWN meanwhile.
+    StartServer("tenancy", /*heartbeat_interval_ms=*/60'000);
     ids_ = new std::map<std::string, int64_t>;
     tokens_ = new std::map<Caller, std::string>;
     Ids()["acme"] = CreateTenant("acme");
