@@ -6,6 +6,8 @@
 // Exit status: 0 on success; 2 on a bad command line or spec; 1 on any other failure.
 #include <mpi.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +37,12 @@ int Fail(int code, const std::string& msg) {
   return code;
 }
 
+}  // namespace
+
+namespace {
+// Set by SIGTERM; the trainer checks it once per step (TrainerOptions::stop_requested).
+std::atomic<bool> g_stop_requested{false};
+extern "C" void OnSigterm(int) { g_stop_requested.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +79,12 @@ int main(int argc, char** argv) {
   // The data loader runs threads that never call MPI: FUNNELED is the level that allows them.
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // After MPI_Init, so that ours is the handler in place: a SIGTERM (preemption, cancel) finishes
+  // the step in flight and writes a checkpoint instead of losing the work since the last one.
+  struct sigaction on_term {};
+  on_term.sa_handler = OnSigterm;
+  sigemptyset(&on_term.sa_mask);
+  sigaction(SIGTERM, &on_term, nullptr);
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();
     return Fail(1,
@@ -97,6 +111,7 @@ int main(int argc, char** argv) {
       options.resume_from = resume;
       options.resume_newest = true;  // set by the agent for a restart: see docs/contracts.md
     }
+    options.stop_requested = &g_stop_requested;
     auto result = engine::Train(options, comm, reporter.get());
     if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
     if (!result.ok()) {
@@ -104,6 +119,16 @@ int main(int argc, char** argv) {
       // A failure on one rank (checkpoint I/O) would leave the others blocked in a collective.
       if (comm.world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
       code = 1;
+    } else if (result->stopped) {
+      // Asked to stop (preemption, cancel): the checkpoint is written, the run can resume from
+      // it. 128 + SIGTERM says how it ended.
+      if (comm.rank() == 0) {
+        std::printf("stopped on SIGTERM after step %lld; checkpoint %s\n",
+                    static_cast<long long>(result->first_step + result->losses.size()),
+                    result->last_checkpoint.c_str());
+        std::fflush(stdout);
+      }
+      code = 128 + SIGTERM;
     }
   }
   MPI_Finalize();

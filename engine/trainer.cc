@@ -121,7 +121,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const int rank = comm.rank(), world = comm.world_size();
   const bool leader = rank == 0;
   if (!leader) events = nullptr;
-  const int steps = e.optim.steps;
+  int steps = e.optim.steps;  // lowered to the last step run when stopped early
   const int log_every = options.log_every > 0 ? options.log_every : std::max(1, steps / 20);
 
   auto config = PolicyConfigFromOptions(e);
@@ -256,9 +256,11 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     const TrainBatch& tb = *item->batch;
     // Global real tokens, slots and useful FLOPs: one small all-reduce, started first so it
     // completes alongside the gradient buckets.
-    double stats[3] = {static_cast<double>(tb.real_tokens), static_cast<double>(tb.slots),
-                       tb.useful_flops};
-    const CollectiveId stats_id = comm.StartAllreduceSum(stats, 3);
+    // The fourth counts ranks asked to stop: every rank learns it in the same step.
+    const bool stop_here = options.stop_requested != nullptr && options.stop_requested->load();
+    double stats[4] = {static_cast<double>(tb.real_tokens), static_cast<double>(tb.slots),
+                       tb.useful_flops, stop_here ? 1.0 : 0.0};
+    const CollectiveId stats_id = comm.StartAllreduceSum(stats, 4);
     const double t_data = common::MonotonicSeconds();
 
     model.ZeroGrad();
@@ -329,8 +331,18 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       std::fflush(stdout);
     }
     const bool periodic = e.checkpoint.every_steps > 0 && done % e.checkpoint.every_steps == 0;
-    if (!ckpt_dir.empty() && (periodic || done == steps)) {
+    const bool stopping = stats[3] > 0 && done < steps;
+    if (!ckpt_dir.empty() && (periodic || done == steps || stopping)) {
       EMBODY_RETURN_IF_ERROR(save_checkpoint(done));
+    }
+    if (stopping) {
+      result.stopped = true;
+      steps = done;  // the summary below covers the steps run
+      if (leader) {
+        common::LogInfo("stopping early on request", {{"step", std::to_string(done)},
+                                                      {"checkpoint", result.last_checkpoint}});
+      }
+      break;
     }
   }
 
@@ -357,7 +369,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     std::fflush(stdout);
   }
 
-  if (leader && options.eval_samples > 0) {
+  if (leader && options.eval_samples > 0 && !result.stopped) {
     auto ev = EvaluateHeldOut(model, task, e, options.eval_samples);
     if (!ev.ok()) return ev.status();
     result.evaluated = true;

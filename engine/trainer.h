@@ -27,6 +27,8 @@
 // Runs with any Communicator, so tests train in one process with LocalCommunicator.
 #pragma once
 
+#include <atomic>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +64,10 @@ struct TrainerOptions {
   // Held-out samples rank 0 evaluates with the flow-matching sampler after the last step; 0: no
   // evaluation.
   int eval_samples = 0;
+  // Set (from a signal handler: main.cc on SIGTERM) to stop early: the ranks agree at the end of
+  // the step in which any of them saw it, write a checkpoint of that step, skip the evaluation
+  // and return with TrainResult::stopped. Null: never.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 struct TrainResult {
@@ -79,6 +85,7 @@ struct TrainResult {
   double gemm_gflops = 0.0;     // the measured GEMM rate summed over ranks (0: not measured)
   std::string last_checkpoint;  // absolute path on rank 0; empty elsewhere or without checkpoints
   bool evaluated = false;       // rank 0 with eval_samples > 0
+  bool stopped = false;         // ended early on stop_requested, after a checkpoint
   EvalResult eval;
 };
 

@@ -1,5 +1,6 @@
 #include "engine/trainer.h"
 
+#include <atomic>
 #include <filesystem>
 #include <numeric>
 
@@ -223,6 +224,56 @@ TEST(TrainerTest, ResumeFromHalfwayMatchesStraightRun) {
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_TRUE(done->losses.empty());
   EXPECT_EQ(done->params, full->params);
+  std::filesystem::remove_all(dir);
+}
+
+// Asks the run to stop once it has seen step `at` (as SIGTERM does in main.cc).
+class StopAtStep final : public EventSink {
+ public:
+  StopAtStep(int at, std::atomic<bool>* flag) : at_(at), flag_(flag) {}
+  void Post(nlohmann::json event) override {
+    if (event["type"] == "step" && event["step"] == at_) flag_->store(true);
+  }
+
+ private:
+  const int at_;
+  std::atomic<bool>* flag_;
+};
+
+TEST(TrainerTest, StopRequestCheckpointsTheStepAndResumesToTheSameRun) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("embody-trainer-stop-" +
+              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  LocalCommunicator comm;
+  TrainerOptions straight = SmallRun(20);
+  auto full = Train(straight, comm, nullptr);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+
+  std::atomic<bool> stop{false};
+  TrainerOptions o = SmallRun(20);
+  o.checkpoint_dir = dir.string();
+  o.engine.checkpoint.every_steps = 100;  // no periodic checkpoint before the stop
+  o.eval_samples = 8;
+  o.stop_requested = &stop;
+  StopAtStep sink(7, &stop);
+  auto stopped = Train(o, comm, &sink);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  // Seen after step 7, agreed in step 8: that step finishes and is checkpointed; no evaluation.
+  EXPECT_TRUE(stopped->stopped);
+  EXPECT_EQ(stopped->losses.size(), 8u);
+  EXPECT_FALSE(stopped->evaluated);
+  EXPECT_EQ(stopped->last_checkpoint, CheckpointPath(dir.string(), 8));
+  EXPECT_EQ(*ListCheckpointSteps(dir.string()), (std::vector<int64_t>{8}));
+
+  TrainerOptions r = SmallRun(20);
+  r.checkpoint_dir = dir.string();
+  r.resume_from = stopped->last_checkpoint;
+  auto resumed = Train(r, comm, nullptr);
+  ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
+  EXPECT_FALSE(resumed->stopped);
+  EXPECT_EQ(resumed->first_step, 8);
+  EXPECT_EQ(resumed->params, full->params);  // bitwise: the stop lost nothing
   std::filesystem::remove_all(dir);
 }
 
