@@ -318,5 +318,51 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   EXPECT_TRUE(found);
 }
 
+TEST_F(StoresPgTest, RunningJobPastItsTimeLimitIsCancelled) {
+  Principal a = MakeTenant("a");
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(*database_, {1000, 500}, clock, nullptr, nullptr);
+  auto reg = nodes.Register(Person(a.tenant_id, "a", "agent"),
+                            {"node-t", "127.0.0.1", "", 2, 0, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  Principal node = Resolve(reg->node_token);
+  std::string limited = Spec("limited");
+  limited.insert(limited.size() - 1, R"(,"time_limit_seconds":5)");
+  auto job = jobs.Submit(a, limited, "");
+  auto unlimited = jobs.Submit(a, Spec("unlimited"), "");
+  ASSERT_TRUE(job.ok() && unlimited.ok()) << job.status().ToString();
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const int64_t id = job->job.job.id, other = unlimited->job.job.id;
+  auto launches = nodes.Heartbeat(node, reg->node_id, {});
+  ASSERT_TRUE(launches.ok());
+  ASSERT_EQ(launches->commands.size(), 2u);
+  api::HeartbeatRequest running;
+  running.running = {id, other};
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, running).ok());
+  now_ += 4000;
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, running).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kRunning);  // 4 s of 5
+  now_ += 1500;
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, running).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto over = jobs.Get(a, id);
+  EXPECT_EQ(over->job.state, api::JobState::kCancelling);
+  EXPECT_EQ(over->job.reason, "time limit 5 s reached");
+  EXPECT_EQ(jobs.Get(a, other)->job.state, api::JobState::kRunning);
+  // Its node is told to kill it; once it reports the exit, the job is CANCELLED.
+  auto hb = nodes.Heartbeat(node, reg->node_id, running);
+  ASSERT_TRUE(hb.ok());
+  ASSERT_EQ(hb->commands.size(), 1u);
+  EXPECT_EQ(hb->commands[0].type, api::Command::Type::kKill);
+  api::HeartbeatRequest ended;
+  ended.finished = {{id, 143, "killed"}};
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, ended).ok());
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kCancelled);
+}
+
 }  // namespace
 }  // namespace controlplane

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/scheduler.h"
+#include "controlplane/service/time_limits.h"
 #include "controlplane/service/transitions.h"
 
 namespace controlplane::service {
@@ -110,9 +111,17 @@ Status SchedulerLoop::Count(CycleStats& stats) {
   return Status::Ok();
 }
 
+Status SchedulerLoop::CancelOverdue() {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(n, EnforceTimeLimits(*uow, now_()));
+  if (n == 0) return Status::Ok();
+  return uow->Commit();
+}
+
 Status SchedulerLoop::RunOnce(CycleStats* stats) {
   CycleStats ignored;
   EMBODY_RETURN_IF_ERROR(MarkLostNodes());
+  EMBODY_RETURN_IF_ERROR(CancelOverdue());
   return PlacePending(stats ? *stats : ignored);
 }
 

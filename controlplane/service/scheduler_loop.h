@@ -2,7 +2,8 @@
 // allocation) the leader replica runs one cycle:
 //   1. nodes silent for 3 heartbeat intervals become DOWN; their jobs restart (RESTARTING ->
 //      PENDING with attempt+1) while restarts are left, else FAILED "node X lost";
-//   2. PENDING jobs are placed by Schedule() onto UP nodes; allocations and PENDING -> SCHEDULED
+//   2. RUNNING jobs past their time limit are cancelled (time_limits.h);
+//   3. PENDING jobs are placed by Schedule() onto UP nodes; allocations and PENDING -> SCHEDULED
 //      are written in one transaction; jobs that do not fit get their `reason` updated.
 // Leadership is decided outside (a PostgreSQL advisory lock); replicas that are not the leader
 // only observe.
@@ -57,6 +58,7 @@ class SchedulerLoop {
 
  private:
   Status MarkLostNodes();
+  Status CancelOverdue();  // time_limits.h
   Status PlacePending(CycleStats& stats);
   Status Count(CycleStats& stats);
   void Loop();
