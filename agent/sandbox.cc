@@ -127,7 +127,13 @@ std::set<uid_t> ProcessUids() {
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     struct stat st;
-    if (::fstatat(::dirfd(d), e->d_name, &st, 0) == 0) out.insert(st.st_uid);
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0) continue;
+    // A zombie (state Z, after the command in /proc/PID/stat) runs nothing any more.
+    auto stat = common::ReadFile(std::string("/proc/") + e->d_name + "/stat");
+    if (!stat.ok()) continue;
+    size_t paren = stat->rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z') continue;
+    out.insert(st.st_uid);
   }
   ::closedir(d);
   return out;

@@ -49,8 +49,9 @@ struct SandboxOptions {
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
 };
 
-// The rlimits every process of a job gets at spawn: no core files, bounded descriptors and
-// processes. The address-space limit is per rank (agent/rank_exec.h), not here.
+// The rlimits every process of a job gets at spawn: no core files, bounded descriptors and, with
+// the uid switch (RLIMIT_NPROC counts every process of the real uid), bounded processes. The
+// address-space limit is per rank (agent/rank_exec.h), not here.
 std::vector<ResourceLimit> JobRlimits(const SandboxOptions& options);
 
 // Hands out job uids: job_id mod uid_count first, then the next ones, skipping uids held by a
@@ -96,7 +97,7 @@ bool CanReadAs(const JobCredentials& creds, const std::string& path, bool dir);
 // which catches processes that left the job's tree. Returns once the signal is sent.
 void KillAllOfUid(uid_t uid);
 
-// Uids of live processes in /proc.
+// Uids of live (not zombie) processes in /proc.
 std::set<uid_t> ProcessUids();
 
 // Whether this process can switch to `creds` (root, and the uid exists in its user namespace).
