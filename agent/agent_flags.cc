@@ -51,7 +51,10 @@ std::string AgentUsage() {
   return "usage: embody-agent --server URL (--token TOKEN | --token-file FILE) --data-dir DIR\n"
          "                    [--name NODE] [--listen 127.0.0.1:0] [--address 127.0.0.1]\n"
          "                    [--slots N] [--engine PATH] [--mpirun PATH] [--port-file FILE]\n"
-         "                    [--kill-grace-ms 5000] [--nvml-library PATH] [--verbose]\n";
+         "                    [--kill-grace-ms 5000] [--nvml-library PATH] [--verbose]\n"
+         "                    [--job-uid-base 200000] [--job-uid-count 65536]\n"
+         "                    [--run-jobs-as-agent] [--job-max-processes 4096]\n"
+         "                    [--job-max-open-files 65536] [--no-cgroups] [--job-path PATH]\n";
 }
 
 common::Result<std::string> ParseTokenFile(const std::string& contents) {
@@ -79,6 +82,12 @@ std::string DefaultEnginePath() {
   return (exe.parent_path() / "embody-engine").string();
 }
 
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("embody-agent") : exe.string();
+}
+
 common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentConfig c;
   std::string token_file;
@@ -102,6 +111,26 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
       {"mpirun", str(&c.mpirun)},
       {"port-file", str(&c.port_file)},
       {"nvml-library", str(&c.nvml_library)},
+      {"job-uid-base",
+       [&c](const std::string& v) {
+         int base = 0;
+         EMBODY_RETURN_IF_ERROR(ParseInt("job-uid-base", v, 1000, 2000000000, &base));
+         c.job_uid_base = base;
+         return common::Status::Ok();
+       }},
+      {"job-uid-count",
+       [&c](const std::string& v) {
+         return ParseInt("job-uid-count", v, 1, 1 << 24, &c.job_uid_count);
+       }},
+      {"job-max-processes",
+       [&c](const std::string& v) {
+         return ParseInt("job-max-processes", v, 16, 1 << 22, &c.job_max_processes);
+       }},
+      {"job-max-open-files",
+       [&c](const std::string& v) {
+         return ParseInt("job-max-open-files", v, 64, 1 << 24, &c.job_max_open_files);
+       }},
+      {"job-path", str(&c.job_path)},
       {"kill-grace-ms",
        [&c](const std::string& v) {
          int ms = 0;
@@ -116,6 +145,14 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
     std::string name = a.substr(2);
     if (name == "verbose") {
       c.verbose = true;
+      continue;
+    }
+    if (name == "run-jobs-as-agent") {
+      c.run_jobs_as_agent = true;
+      continue;
+    }
+    if (name == "no-cgroups") {
+      c.no_cgroups = true;
       continue;
     }
     std::string value;
@@ -146,6 +183,10 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
     c.token = *token;
   }
   if (c.token.empty()) return InvalidArgument("--token or --token-file is required", "token");
+  if (c.job_uid_base + c.job_uid_count > 2000000000LL) {
+    return InvalidArgument("--job-uid-base + --job-uid-count must stay below 2000000000",
+                           "job-uid-count");
+  }
   if (c.name.empty()) {
     char host[256] = {};
     if (::gethostname(host, sizeof(host) - 1) == 0) c.name = host;

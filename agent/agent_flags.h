@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,14 @@ struct AgentConfig {
   std::chrono::milliseconds kill_grace{5000};      // --kill-grace-ms: SIGTERM -> SIGKILL
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml-library
   bool verbose = false;                            // --verbose: debug logs
+  // The job sandbox (agent/sandbox.h).
+  int64_t job_uid_base = 200000;      // --job-uid-base: first job uid (gid the same)
+  int job_uid_count = 65536;          // --job-uid-count: how many job uids
+  bool run_jobs_as_agent = false;     // --run-jobs-as-agent: no uid switch even as root
+  int job_max_processes = 4096;       // --job-max-processes: RLIMIT_NPROC, cgroup pids.max
+  int job_max_open_files = 65536;     // --job-max-open-files: RLIMIT_NOFILE
+  bool no_cgroups = false;            // --no-cgroups: rlimits only
+  std::string job_path = "/usr/local/bin:/usr/bin:/bin";  // --job-path: PATH of every job
 };
 
 // `args` excludes argv[0]. Accepts "--flag value" and "--flag=value". Returns invalid_argument
@@ -37,5 +46,7 @@ common::Result<std::string> ParseTokenFile(const std::string& contents);
 
 // "embody-engine" in the directory of the running executable (/proc/self/exe).
 std::string DefaultEnginePath();
+// The running executable's path (the ranks run it as `exec-rank`).
+std::string SelfExecutable();
 
 }  // namespace agent

@@ -10,10 +10,12 @@
 
 namespace agent {
 
-HeartbeatLoop::HeartbeatLoop(HeartbeatOptions options, ServerChannel* server, JobRunner* runner,
-                             RankLogs* logs, EventQueue* events, AgentMetrics* metrics)
+HeartbeatLoop::HeartbeatLoop(HeartbeatOptions options, ServerChannel* server,
+                             NodeCredential* credential, JobRunner* runner, RankLogs* logs,
+                             EventQueue* events, AgentMetrics* metrics)
     : options_(std::move(options)),
       server_(server),
+      credential_(credential),
       runner_(runner),
       logs_(logs),
       events_(events),
@@ -32,16 +34,30 @@ std::chrono::milliseconds HeartbeatLoop::interval() const {
 
 HeartbeatLoop::Outcome HeartbeatLoop::Register() {
   auto r = server_->Register(options_.node);
+  if (!r.ok() && r.status().code() == common::Code::kUnauthenticated &&
+      credential_->HasNodeToken()) {
+    common::LogWarn("the server refused the node credential; registering with the join token",
+                    {{"error", r.status().ToString()}});
+    credential_->Forget();
+    r = server_->Register(options_.node);
+  }
   if (!r.ok()) {
     metrics_->HeartbeatFailed();
     common::LogWarn("register failed", {{"error", r.status().ToString()}});
     return Outcome::kFailed;
   }
+  if (!r->node_token.empty()) {
+    if (auto st = credential_->Adopt(r->node_token); !st.ok()) {
+      common::LogError("cannot keep the node credential", {{"error", st.ToString()}});
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   node_id_ = r->node_id;
   interval_ = std::chrono::milliseconds(std::max(50, r->heartbeat_interval_ms));
-  common::LogInfo("registered", {{"node_id", std::to_string(node_id_)},
-                                 {"heartbeat_interval_ms", std::to_string(interval_.count())}});
+  common::LogInfo("registered",
+                  {{"node_id", std::to_string(node_id_)},
+                   {"heartbeat_interval_ms", std::to_string(interval_.count())},
+                   {"credential", credential_->HasNodeToken() ? "node" : "join token"}});
   return Outcome::kOk;
 }
 
@@ -74,6 +90,14 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
     if (reply.status().code() == common::Code::kNotFound) {
       common::LogWarn("server does not know this node; registering again",
                       {{"node_id", std::to_string(node_id)}});
+      std::lock_guard<std::mutex> lock(mu_);
+      node_id_ = 0;
+      return Outcome::kReregister;
+    }
+    if (reply.status().code() == common::Code::kUnauthenticated && credential_->HasNodeToken()) {
+      common::LogWarn("the server refused the node credential; registering with the join token",
+                      {{"node_id", std::to_string(node_id)}});
+      credential_->Forget();
       std::lock_guard<std::mutex> lock(mu_);
       node_id_ = 0;
       return Outcome::kReregister;

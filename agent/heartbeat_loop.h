@@ -8,6 +8,11 @@
 //
 // Failures back off exponentially (with jitter) up to a cap; a 404 means the server forgot this
 // node (database reset) and the agent registers again after a short back-off.
+//
+// Credentials (agent/node_credential.h): a node credential in a registration reply is stored and
+// used from then on. A 401 to a call made with the node credential means the server no longer
+// accepts it: the agent forgets it and registers with the join token (at once for a refused
+// registration, at the next round for a refused heartbeat).
 #pragma once
 
 #include <chrono>
@@ -19,6 +24,7 @@
 #include "agent/agent_metrics.h"
 #include "agent/event_queue.h"
 #include "agent/job_runner.h"
+#include "agent/node_credential.h"
 #include "agent/rank_logs.h"
 #include "agent/server_client.h"
 
@@ -33,8 +39,9 @@ struct HeartbeatOptions {
 
 class HeartbeatLoop {
  public:
-  HeartbeatLoop(HeartbeatOptions options, ServerChannel* server, JobRunner* runner, RankLogs* logs,
-                EventQueue* events, AgentMetrics* metrics);
+  // `credential` is the one `server` sends; everything must outlive the loop.
+  HeartbeatLoop(HeartbeatOptions options, ServerChannel* server, NodeCredential* credential,
+                JobRunner* runner, RankLogs* logs, EventQueue* events, AgentMetrics* metrics);
 
   // Loops until Stop().
   void Run();
@@ -57,6 +64,7 @@ class HeartbeatLoop {
 
   HeartbeatOptions options_;
   ServerChannel* server_;
+  NodeCredential* credential_;
   JobRunner* runner_;
   RankLogs* logs_;
   EventQueue* events_;

@@ -1,5 +1,8 @@
 #include "agent/heartbeat_loop.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <deque>
 
 #include <gtest/gtest.h>
@@ -14,11 +17,19 @@ class FakeServer : public ServerChannel {
  public:
   common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) override {
     registers.push_back(req);
-    return api::RegisterResponse{next_node_id++, 20};
+    bearers.push_back("register " + credential->Bearer());
+    if (!refuse_bearer.empty() && credential->Bearer() == refuse_bearer) {
+      return common::Status(common::Code::kUnauthenticated, "unknown token");
+    }
+    return api::RegisterResponse{next_node_id++, 20, issue_node_token};
   }
   common::Result<api::HeartbeatResponse> Heartbeat(int64_t node_id,
                                                    const api::HeartbeatRequest& req) override {
     heartbeats.push_back({node_id, req});
+    bearers.push_back("heartbeat " + credential->Bearer());
+    if (!refuse_bearer.empty() && credential->Bearer() == refuse_bearer) {
+      return common::Status(common::Code::kUnauthenticated, "unknown token");
+    }
     if (!fail_with.empty()) {
       common::Status st = fail_with.front();
       fail_with.pop_front();
@@ -30,6 +41,10 @@ class FakeServer : public ServerChannel {
     return r;
   }
 
+  const NodeCredential* credential = nullptr;  // what the real channel would send
+  std::string issue_node_token;                // node_token in register replies
+  std::string refuse_bearer;                   // answered 401
+  std::vector<std::string> bearers;            // "register TOKEN" / "heartbeat TOKEN"
   int64_t next_node_id = 7;
   std::vector<api::RegisterRequest> registers;
   std::vector<std::pair<int64_t, api::HeartbeatRequest>> heartbeats;
@@ -40,18 +55,24 @@ class FakeServer : public ServerChannel {
 class HeartbeatLoopTest : public ::testing::Test {
  protected:
   HeartbeatLoopTest()
-      : runner_(Options(), &logs_),
-        loop_(HeartbeatOptions{{"node-a", "127.0.0.1", "http://127.0.0.1:1", 4, 0, {}}}, &server_,
-              &runner_, &logs_, &events_, &metrics_) {}
+      : credential_("join-token", dir_.path() + "/node.token"),
+        runner_(Options(), &logs_),
+        loop_(HeartbeatOptions{{"node-a", "127.0.0.1", "http://127.0.0.1:1", 4, 0, {}, {}}},
+              &server_, &credential_, &runner_, &logs_, &events_, &metrics_) {
+    server_.credential = &credential_;
+  }
 
   JobRunnerOptions Options() {
     JobRunnerOptions o;
     o.data_dir = dir_.path();
     o.mpirun = "/nonexistent/mpirun";
+    o.rank_exec = "/nonexistent/embody-agent";
+    o.sandbox.switch_uid = false;
     return o;
   }
 
   TempDir dir_;
+  NodeCredential credential_;
   FakeServer server_;
   RankLogs logs_;
   EventQueue events_;
@@ -78,6 +99,79 @@ TEST_F(HeartbeatLoopTest, ReregistersWhenTheServerForgotTheNode) {
   EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
   EXPECT_EQ(server_.registers.size(), 2u);
   EXPECT_EQ(loop_.node_id(), 8);
+}
+
+TEST_F(HeartbeatLoopTest, KeepsTheNodeCredentialAndUsesItFromThenOn) {
+  server_.issue_node_token = "node-token-1";
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.bearers, (std::vector<std::string>{"register join-token",
+                                                       "heartbeat node-token-1",
+                                                       "heartbeat node-token-1"}));
+  // Stored for the next start: 0600, and read back by a fresh credential.
+  struct stat st;
+  ASSERT_EQ(::stat((dir_.path() + "/node.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  NodeCredential restarted("join-token", dir_.path() + "/node.token");
+  ASSERT_TRUE(restarted.Load().ok());
+  EXPECT_EQ(restarted.Bearer(), "node-token-1");
+}
+
+TEST_F(HeartbeatLoopTest, ServerWithoutNodeCredentialsKeepsTheJoinToken) {
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.bearers, (std::vector<std::string>{"register join-token",
+                                                       "heartbeat join-token",
+                                                       "heartbeat join-token"}));
+  EXPECT_FALSE(credential_.HasNodeToken());
+  EXPECT_NE(::access((dir_.path() + "/node.token").c_str(), F_OK), 0);
+}
+
+TEST_F(HeartbeatLoopTest, RefusedNodeCredentialFallsBackToTheJoinToken) {
+  server_.issue_node_token = "node-token-1";
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  // The server revokes it: the heartbeat's 401 sends the agent back to the join token.
+  server_.refuse_bearer = "node-token-1";
+  server_.issue_node_token = "node-token-2";
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kReregister);
+  EXPECT_FALSE(credential_.HasNodeToken());
+  EXPECT_EQ(loop_.node_id(), 0);
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.bearers, (std::vector<std::string>{"register join-token",
+                                                       "heartbeat node-token-1",
+                                                       "heartbeat node-token-1",
+                                                       "register join-token",
+                                                       "heartbeat node-token-2"}));
+  EXPECT_EQ(ReadAll(dir_.path() + "/node.token"), "node-token-2\n");
+
+  // A restart that registers with a revoked stored credential retries with the join token at
+  // once; a 401 to the join token itself is a plain failure.
+  server_.refuse_bearer = "node-token-2";
+  server_.issue_node_token = "";
+  server_.bearers.clear();
+  NodeCredential restarted("join-token", dir_.path() + "/node.token");
+  ASSERT_TRUE(restarted.Load().ok());
+  server_.credential = &restarted;
+  HeartbeatLoop again(HeartbeatOptions{{"node-a", "127.0.0.1", "http://x", 4, 0, {}, {}}},
+                      &server_, &restarted, &runner_, &logs_, &events_, &metrics_);
+  ASSERT_EQ(again.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.bearers, (std::vector<std::string>{"register node-token-2",
+                                                       "register join-token",
+                                                       "heartbeat join-token"}));
+  server_.refuse_bearer = "join-token";
+  EXPECT_EQ(again.RunOnce(), HeartbeatLoop::Outcome::kFailed);
+  EXPECT_EQ(again.node_id(), 9);  // still registered; retried after a back-off
+}
+
+TEST_F(HeartbeatLoopTest, MalformedNodeCredentialsAreRefused) {
+  EXPECT_FALSE(credential_.Adopt("two words").ok());
+  EXPECT_FALSE(credential_.Adopt("line\r\nX-Injected: 1").ok());
+  EXPECT_FALSE(credential_.Adopt(std::string(NodeCredential::kMaxTokenBytes + 1, 'a')).ok());
+  EXPECT_FALSE(credential_.HasNodeToken());
+  AppendTo(dir_.path() + "/node.token", "bad token\n");
+  NodeCredential loaded("join-token", dir_.path() + "/node.token");
+  EXPECT_FALSE(loaded.Load().ok());
+  EXPECT_EQ(loaded.Bearer(), "join-token");
 }
 
 TEST_F(HeartbeatLoopTest, EventsAndFinishedJobsAreResentUntilAcknowledged) {

@@ -16,18 +16,10 @@
 #include "common/file_util.h"
 #include "common/log.h"
 
-extern char** environ;
-
 namespace agent {
 namespace {
 
 constexpr size_t kRememberAcknowledged = 1024;
-
-std::vector<std::string> CurrentEnvironment() {
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
-  return env;
-}
 
 // Live processes of `ids` together with everything still descending from them.
 std::vector<ProcessId> WithDescendants(const std::vector<ProcessEntry>& table,
@@ -44,6 +36,37 @@ std::vector<ProcessId> WithDescendants(const std::vector<ProcessEntry>& table,
   return out;
 }
 
+// What the launch needs from the JobSpec's resources (the server validated them; anything odd
+// here falls back to the defaults).
+struct LocalResources {
+  bool gpu = false;
+  int slots_per_rank = 1;
+  int64_t memory_per_rank_bytes = 0;
+};
+
+LocalResources ResourcesOf(const nlohmann::json& spec) {
+  LocalResources r;
+  if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return r;
+  const auto& res = spec["resources"];
+  auto str = res.find("slot_type");
+  r.gpu = str != res.end() && str->is_string() && str->get<std::string>() == "gpu";
+  auto slots = res.find("slots_per_rank");
+  if (slots != res.end() && slots->is_number_integer()) {
+    r.slots_per_rank = std::clamp<int64_t>(slots->get<int64_t>(), 1, 1 << 16);
+  }
+  auto mem = res.find("memory_per_rank_bytes");
+  if (mem != res.end() && mem->is_number_integer()) {
+    r.memory_per_rank_bytes = std::max<int64_t>(0, mem->get<int64_t>());
+  }
+  return r;
+}
+
+std::string JoinInts(const std::vector<int>& v) {
+  std::string out;
+  for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
+}
+
 }  // namespace
 
 ExitDescription DescribeWaitStatus(int status) {
@@ -56,7 +79,7 @@ ExitDescription DescribeWaitStatus(int status) {
 }
 
 JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
-    : options_(std::move(options)), logs_(logs) {}
+    : options_(std::move(options)), logs_(logs), uids_(options_.sandbox) {}
 
 JobRunner::~JobRunner() {
   KillAllAndWait("agent shutting down");
@@ -92,75 +115,192 @@ void JobRunner::Launch(const api::Command& launch) {
   Start(j, launch);
 }
 
-// mu_ held. Prepares the job directory and starts mpirun, or records why it could not.
+std::string JobRunner::JobDir(int64_t job_id) const {
+  return options_.data_dir + "/jobs/job-" + std::to_string(job_id);
+}
+
+std::string JobRunner::LogDir(int64_t job_id) const {
+  return options_.data_dir + "/logs/job-" + std::to_string(job_id);
+}
+
+std::vector<int> JobRunner::GpusInUse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {gpus_in_use_.begin(), gpus_in_use_.end()};
+}
+
+// mu_ held. Gives the job its uid, GPUs, directories and cgroup and starts mpirun, or records
+// why it could not.
 void JobRunner::Start(Job* job, const api::Command& launch) {
   std::string id = std::to_string(job->id);
+  const LocalResources res = ResourcesOf(launch.spec);
+  int local_ranks = 0;
+  for (const auto& h : launch.hosts) local_ranks += std::max(0, h.ranks);
+
   LaunchInput in;
   in.job_id = job->id;
   in.spec = launch.spec;
   in.hosts = launch.hosts;
   in.local_address = options_.address;
-  in.job_dir = options_.data_dir + "/jobs/job-" + id;
+  in.job_dir = JobDir(job->id);
   in.checkpoint_dir = options_.data_dir + "/checkpoints/job-" + id;
   in.mpirun = options_.mpirun;
   in.engine = options_.engine;
+  in.rank_exec = options_.rank_exec;
   in.agent_url = options_.agent_url;
   in.job_token = common::RandomToken();
-  in.as_root = options_.as_root;
-  // Checkpoints live on the disk of the node that wrote them: resume only where this node can
-  // read them (the file, or its directory when the run has since written newer ones and pruned
-  // it; the engine then takes the newest), and say in the launcher log which way it starts.
-  std::string start_note;
-  if (!launch.resume_from.empty()) {
-    const std::string dir = std::filesystem::path(launch.resume_from).parent_path().string();
-    if (::access(launch.resume_from.c_str(), R_OK) == 0 ||
-        (!dir.empty() && ::access(dir.c_str(), R_OK | X_OK) == 0)) {
-      in.resume_from = launch.resume_from;
-      start_note = "embody-agent: resuming from " + launch.resume_from + "\n";
-    } else {
-      start_note = "embody-agent: checkpoint " + launch.resume_from +
-                   " is not readable on this node; starting from step 0\n";
-      common::LogWarn("checkpoint not readable here, starting from step 0",
-                      {{"job", id}, {"checkpoint", launch.resume_from}});
-    }
-  }
-
+  in.path = options_.sandbox.path;
+  in.mpi_settings = options_.mpi_settings;
+  in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
 
-  // A new attempt starts from an empty job directory: its logs restart at offset 0.
-  std::error_code ec;
-  std::filesystem::remove_all(in.job_dir, ec);
-  common::Status st = common::MakeDirs(plan->ranks_dir);
-  if (st.ok()) st = common::MakeDirs(in.checkpoint_dir);
-  if (st.ok()) st = common::WriteFileAtomic(in.job_dir + "/spec.json", launch.spec.dump(2) + "\n");
-  if (st.ok()) st = common::WriteFileAtomic(plan->hostfile_path, plan->hostfile);
-  // The launcher log is opened for appending by the spawn below, after this note.
-  if (st.ok() && !start_note.empty()) {
-    st = common::WriteFileAtomic(RankLogs::RankLogPath(in.job_dir, -1), start_note);
+  std::optional<JobCredentials> creds;
+  if (options_.sandbox.switch_uid) {
+    auto uid = uids_.Acquire(job->id);
+    if (!uid.ok()) return Finish(job, 1, uid.status().message());
+    job->uid = *uid;
+    creds = JobCredentials{*uid, static_cast<gid_t>(*uid)};
   }
-  if (!st.ok()) return Finish(job, 1, "cannot prepare job directory: " + st.message());
+  if (!options_.gpus.empty()) {
+    // A cpu job sees no GPU; a gpu job sees the ones it was given, no other job's.
+    int want = res.gpu ? local_ranks * res.slots_per_rank : 0;
+    for (int g : options_.gpus) {
+      if (static_cast<int>(job->gpus.size()) == want) break;
+      if (!gpus_in_use_.count(g)) job->gpus.push_back(g);
+    }
+    if (static_cast<int>(job->gpus.size()) < want) {
+      std::string why = "the job needs " + std::to_string(want) + " GPUs and " +
+                        std::to_string(job->gpus.size()) + " are free on this node";
+      job->gpus.clear();
+      ReleaseResources(job);
+      return Finish(job, 1, why);
+    }
+    gpus_in_use_.insert(job->gpus.begin(), job->gpus.end());
+    in.cuda_visible_devices = JoinInts(job->gpus);
+  }
+  CgroupLimits limits;
+  if (res.memory_per_rank_bytes > 0) {
+    if (options_.cgroups.version != CgroupVersion::kNone) {
+      limits.memory_bytes = res.memory_per_rank_bytes * local_ranks;
+      job->memory_limit_bytes = limits.memory_bytes;
+    } else {
+      in.address_space_bytes = res.memory_per_rank_bytes;
+    }
+  }
+  if (!res.gpu) limits.cpus = local_ranks * res.slots_per_rank;
+  limits.max_pids = options_.sandbox.max_processes;
+  plan = BuildLaunchPlan(in);  // again, with the GPUs and limits now known
+  if (!plan.ok()) {
+    ReleaseResources(job);
+    return Finish(job, 1, plan.status().message());
+  }
 
-  logs_->AddJob(job->id, in.job_dir);
+  common::Status st = PrepareDirs(job, launch, *plan, creds);
+  if (!st.ok()) {
+    ReleaseResources(job);
+    return Finish(job, 1, "cannot prepare job directory: " + st.message());
+  }
+  if (!launch.resume_from.empty()) {
+    // Checkpoints live on the disk of the node that wrote them: resume only where the job can
+    // read them (the file, or its directory when the run has since written newer ones and pruned
+    // it; the engine then takes the newest), and say in the launcher log which way it starts.
+    const std::string& file = launch.resume_from;
+    const std::string dir = std::filesystem::path(file).parent_path().string();
+    auto readable = [&](const std::string& path, bool is_dir) {
+      if (creds) return CanReadAs(*creds, path, is_dir);
+      return ::access(path.c_str(), R_OK | (is_dir ? X_OK : 0)) == 0;
+    };
+    std::string note;
+    if (readable(file, false) || (!dir.empty() && readable(dir, true))) {
+      in.resume_from = file;
+      note = "embody-agent: resuming from " + file + "\n";
+      plan = BuildLaunchPlan(in);
+    } else {
+      note = "embody-agent: checkpoint " + file +
+             " is not readable on this node; starting from step 0\n";
+      common::LogWarn("checkpoint not readable here, starting from step 0",
+                      {{"job", id}, {"checkpoint", file}});
+    }
+    // The launcher log is opened for appending by the spawn below, after this note.
+    st = plan.ok() ? common::WriteFileAtomic(RankLogs::RankLogPath(LogDir(job->id), -1), note, 0640)
+                   : plan.status();
+    if (!st.ok()) {
+      ReleaseResources(job);
+      return Finish(job, 1, "cannot prepare job directory: " + st.message());
+    }
+  }
+
+  if (options_.cgroups.version != CgroupVersion::kNone) {
+    auto cg = JobCgroup::Create(options_.cgroups, job->id, limits);
+    if (!cg.ok()) {
+      ReleaseResources(job);
+      return Finish(job, 1, "cannot create the job's cgroup: " + cg.status().message());
+    }
+    job->cgroup = std::move(*cg);
+  }
+
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid);
   SpawnRequest req;
   req.argv = plan->argv;
-  req.env = MergeEnvironment(CurrentEnvironment(), plan->env);
+  req.env = EnvironmentStrings(plan->env);
   req.cwd = in.job_dir;
-  req.output_path = RankLogs::RankLogPath(in.job_dir, -1);
+  req.output_path = RankLogs::RankLogPath(LogDir(job->id), -1);
+  if (job->cgroup) req.cgroup_procs = job->cgroup->ProcsFiles();
+  req.limits = JobRlimits(options_.sandbox);
+  req.no_new_privs = true;
+  req.credentials = creds;
   auto pid = SpawnInNewSession(req);
   if (!pid.ok()) {
     logs_->Collect(job->id, /*final=*/true);
     logs_->MarkFinished(job->id);
+    ReleaseResources(job);
     return Finish(job, 127, pid.status().message());
   }
   job->pid = *pid;
   job->token = in.job_token;
   job->running = true;
-  common::LogInfo("job launched", {{"job", id},
-                                   {"attempt", std::to_string(job->attempt)},
-                                   {"pid", std::to_string(job->pid)},
-                                   {"ranks", std::to_string(plan->total_ranks)}});
+  common::LogInfo("job launched",
+                  {{"job", id},
+                   {"attempt", std::to_string(job->attempt)},
+                   {"pid", std::to_string(job->pid)},
+                   {"ranks", std::to_string(plan->total_ranks)},
+                   {"uid", job->uid ? std::to_string(*job->uid) : "agent's"},
+                   {"cgroup", job->cgroup ? job->cgroup->dirs().front() : "none"},
+                   {"gpus", in.cuda_visible_devices.value_or("none")}});
   job->waiter = std::thread([this, job] { Wait(job); });
+}
+
+common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
+                                      const LaunchPlan& plan,
+                                      const std::optional<JobCredentials>& creds) {
+  // A new attempt starts from an empty job directory: its logs restart at offset 0. The files the
+  // agent writes there stay root's (readable); what the job writes is its own.
+  const std::string job_dir = JobDir(job->id);
+  EMBODY_RETURN_IF_ERROR(MakePrivateDir(job_dir, creds));
+  EMBODY_RETURN_IF_ERROR(MakePrivateDir(job_dir + "/tmp", creds));
+  EMBODY_RETURN_IF_ERROR(MakePrivateDir(plan.ranks_dir, creds));
+  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(job_dir + "/spec.json", launch.spec.dump(2) + "\n"));
+  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.hostfile_path, plan.hostfile));
+  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.command_path, plan.command));
+  EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
+  const std::string checkpoints = options_.data_dir + "/checkpoints/job-" + std::to_string(job->id);
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(checkpoints));
+  if (creds) return AdoptTree(checkpoints, *creds, uids_);
+  return common::Status::Ok();
+}
+
+void JobRunner::ReleaseResources(Job* job) {
+  if (job->uid) uids_.Release(*job->uid);
+  job->uid.reset();
+  for (int g : job->gpus) gpus_in_use_.erase(g);
+  job->gpus.clear();
+  if (job->cgroup) {
+    if (auto st = job->cgroup->Remove(); !st.ok()) {
+      common::LogWarn("cannot remove the job's cgroup",
+                      {{"job", std::to_string(job->id)}, {"error", st.message()}});
+    }
+    job->cgroup.reset();
+  }
 }
 
 void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
@@ -192,16 +332,31 @@ void JobRunner::Wait(Job* job) {
     if (left.empty() || SignalAll(left, SIGKILL) == 0) break;
     ::usleep(20 * 1000);
   }
+  // What left the tree (a daemon that double-forked) is still in the job's cgroup and still
+  // runs as the job's uid. Only this waiter touches job->uid and job->cgroup while it runs.
+  if (job->cgroup) job->cgroup->KillAll();
+  if (job->uid) KillAllOfUid(*job->uid);
   int status = 0;
   while (::waitpid(job->pid, &status, 0) < 0 && errno == EINTR) {
   }
+  bool memory_limit_hit = job->cgroup && job->cgroup->MemoryLimitHit();
   logs_->Collect(job->id, /*final=*/true);
   logs_->MarkFinished(job->id);
+  // The finished job's directories are nobody's until its next attempt: the next job given the
+  // same uid finds nothing.
+  if (job->uid) {
+    LockDir(JobDir(job->id));
+    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id));
+  }
 
   ExitDescription d = DescribeWaitStatus(status);
+  if (memory_limit_hit) {
+    d.reason += " (memory limit of " + std::to_string(job->memory_limit_bytes) + " bytes reached)";
+  }
   std::function<void(int64_t)> on_finish;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ReleaseResources(job);
     Finish(job, d.exit_code, job->kill_requested ? job->kill_reason : d.reason);
     on_finish = on_finish_;
   }
@@ -249,6 +404,7 @@ void JobRunner::KillTree(Job* job) {
   common::LogWarn("job survived SIGTERM; sending SIGKILL",
                   {{"job", std::to_string(job->id)}, {"processes", std::to_string(all.size())}});
   SignalAll(all, SIGKILL);
+  // Processes that left the tree die when mpirun has exited (Wait): cgroup and uid sweep.
 }
 
 void JobRunner::KillAllAndWait(const std::string& reason) {

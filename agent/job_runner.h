@@ -4,8 +4,14 @@
 // Launch never fails to the caller: a job that cannot start is recorded as finished with a reason
 // (exit code 1 for a launch the agent refuses, 127 when mpirun cannot be executed). Each job has a
 // waiter thread (waitpid on mpirun) and, once killed, a killer thread (SIGTERM to the whole tree,
-// SIGKILL after the grace period). When mpirun exits, anything left of its tree is SIGKILLed before
-// the job is reported finished, so a finished job never leaves orphans behind.
+// SIGKILL after the grace period). When mpirun exits, anything left of its tree, of its cgroup and
+// of its uid is SIGKILLed before the job is reported finished, so a finished job never leaves
+// orphans behind.
+//
+// Every job runs in the sandbox of agent/sandbox.h: its own uid (from the UidPool), a clean
+// environment (agent/mpi_launch.h), its private directory, rlimits, a cgroup where the node has
+// them (agent/cgroup.h), and on a node with GPUs the GPUs the agent gave it (CUDA_VISIBLE_DEVICES:
+// distinct from those of the node's other running jobs; none for a cpu job).
 //
 // Finished jobs stay listed by Unreported() until Acknowledge() (after a heartbeat carrying them
 // succeeded). Thread-safe.
@@ -22,12 +28,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "agent/cgroup.h"
+#include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
 #include "agent/rank_logs.h"
+#include "agent/sandbox.h"
 #include "api/agent_protocol.h"
 
 namespace agent {
@@ -37,9 +47,15 @@ struct JobRunnerOptions {
   std::string address = "127.0.0.1";  // this node's address; hosts elsewhere are refused
   std::string agent_url;              // EMBODY_AGENT_URL given to the ranks
   std::string mpirun = "mpirun";
-  std::string engine;  // embody-engine path
+  std::string engine;     // embody-engine path
+  std::string rank_exec;  // the embody-agent binary (`exec-rank`), run by every rank
   std::chrono::milliseconds kill_grace{5000};
-  bool as_root = false;
+  // sandbox.switch_uid must be false when the agent is not root (main.cc decides).
+  SandboxOptions sandbox;
+  CgroupSetup cgroups;    // version kNone: no cgroups, RLIMIT_AS enforces memory
+  std::vector<int> gpus;  // NVML indices of this node's GPUs
+  // Operator's Open MPI settings passed to mpirun (OpenMpiSettings of the agent's environment).
+  std::vector<std::pair<std::string, std::string>> mpi_settings;
 };
 
 // What the job-local API needs to know about a running job.
@@ -83,6 +99,9 @@ class JobRunner {
 
   // For tests and diagnostics.
   pid_t LauncherPid(int64_t job_id) const;
+  std::string JobDir(int64_t job_id) const;  // <data-dir>/jobs/job-<id>
+  std::string LogDir(int64_t job_id) const;  // <data-dir>/logs/job-<id>
+  std::vector<int> GpusInUse() const;
   std::optional<api::FinishedJob> WaitFinished(int64_t job_id, std::chrono::milliseconds timeout);
 
  private:
@@ -92,6 +111,10 @@ class JobRunner {
     std::string tenant;
     std::string token;
     pid_t pid = 0;
+    std::optional<uid_t> uid;  // the job's own uid while it runs
+    std::vector<int> gpus;
+    std::unique_ptr<JobCgroup> cgroup;
+    int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
     bool kill_requested = false;
     std::string kill_reason;
@@ -102,17 +125,23 @@ class JobRunner {
   };
 
   void Start(Job* job, const api::Command& launch);
+  // mu_ held. Prepares the job's directories; the start note opens its launcher log.
+  common::Status PrepareDirs(Job* job, const api::Command& launch, const LaunchPlan& plan,
+                             const std::optional<JobCredentials>& creds);
   void Finish(Job* job, int exit_code, const std::string& reason);  // mu_ held
+  void ReleaseResources(Job* job);                                  // mu_ held
   void Wait(Job* job);
   void KillTree(Job* job);
   static void JoinThreads(Job* job);
 
   const JobRunnerOptions options_;
   RankLogs* const logs_;
+  UidPool uids_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;
   std::deque<int64_t> recently_acknowledged_;  // to ignore late duplicate kills
+  std::set<int> gpus_in_use_;
   std::function<void(int64_t)> on_finish_;
 };
 

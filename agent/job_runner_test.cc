@@ -19,12 +19,17 @@ using std::chrono::seconds;
 
 class JobRunnerTest : public ::testing::Test {
  protected:
+  JobRunnerTest() { EXPECT_TRUE(PrepareDataDir(dir_.path(), ::geteuid() == 0).ok()); }
+
   JobRunnerOptions Options() {
     JobRunnerOptions o;
     o.data_dir = dir_.path();
     o.agent_url = "http://127.0.0.1:1";
     o.kill_grace = milliseconds(1500);
-    o.as_root = ::geteuid() == 0;
+    o.rank_exec = EMBODY_AGENT_BINARY;
+    o.sandbox.switch_uid = ::geteuid() == 0;
+    o.sandbox.uid_base = 400000 + static_cast<uid_t>(::getpid() % 5000) * 100;
+    o.sandbox.uid_count = 100;
     return o;
   }
 
@@ -58,7 +63,7 @@ TEST_F(JobRunnerTest, ReportsTheRanksExitCodeAndCapturesEveryRank) {
   EXPECT_EQ(done->reason, "exited with code 3");
   EXPECT_TRUE(runner.Running().empty());
   for (int rank : {0, 1}) {
-    std::string log = ReadAll(RankLogs::RankLogPath(JobDir(11), rank));
+    std::string log = ReadAll(RankLogs::RankLogPath(runner.LogDir(11), rank));
     std::string r = std::to_string(rank);
     EXPECT_NE(log.find("out " + r + " job=11 ckpt=" + dir_.path() + "/checkpoints/job-11\n"),
               std::string::npos)
@@ -66,7 +71,7 @@ TEST_F(JobRunnerTest, ReportsTheRanksExitCodeAndCapturesEveryRank) {
     EXPECT_NE(log.find("err " + r + " token=64\n"), std::string::npos) << log;
   }
   // The rank output is not duplicated into mpirun's own log (":nocopy").
-  std::string launcher = ReadAll(RankLogs::RankLogPath(JobDir(11), -1));
+  std::string launcher = ReadAll(RankLogs::RankLogPath(runner.LogDir(11), -1));
   EXPECT_EQ(launcher.find("out 0"), std::string::npos) << launcher;
   EXPECT_NE(ReadAll(JobDir(11) + "/spec.json").find("\"command\""), std::string::npos);
   EXPECT_EQ(ReadAll(JobDir(11) + "/hostfile"), "127.0.0.1 slots=2\n");

@@ -17,12 +17,18 @@
 #include "agent/job_runner.h"
 #include "agent/local_api.h"
 #include "agent/node_collector.h"
+#include "agent/node_credential.h"
 #include "agent/node_probe.h"
 #include "agent/nvml_probe.h"
+#include "agent/rank_exec.h"
 #include "agent/rank_logs.h"
+#include "agent/sandbox.h"
 #include "agent/server_client.h"
+#include "common/crypto.h"
 #include "common/file_util.h"
 #include "common/log.h"
+
+extern char** environ;
 
 namespace {
 
@@ -38,6 +44,11 @@ bool AnyAddress(const std::string& host) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `exec-rank` runs in every rank of a job (agent/rank_exec.h): before anything below, which
+  // would hand the job a blocked signal mask through exec.
+  if (argc >= 2 && std::string(argv[1]) == "exec-rank") {
+    return agent::RankExecMain(std::vector<std::string>(argv + 2, argv + argc));
+  }
   // Signals are blocked before any thread exists so every thread inherits the mask and only the
   // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
   sigset_t stop_signals;
@@ -65,7 +76,48 @@ int main(int argc, char** argv) {
 
   std::error_code ec;
   cfg.data_dir = std::filesystem::absolute(cfg.data_dir, ec).lexically_normal().string();
-  if (auto st = common::MakeDirs(cfg.data_dir + "/jobs"); !st.ok()) return Fail(st.message());
+  while (cfg.data_dir.size() > 1 && cfg.data_dir.back() == '/') cfg.data_dir.pop_back();
+
+  // The job sandbox: what this node can do is probed once and reported at registration.
+  agent::SandboxOptions sandbox;
+  sandbox.uid_base = static_cast<uid_t>(cfg.job_uid_base);
+  sandbox.uid_count = cfg.job_uid_count;
+  sandbox.max_processes = cfg.job_max_processes;
+  sandbox.max_open_files = cfg.job_max_open_files;
+  sandbox.path = cfg.job_path;
+  sandbox.switch_uid = false;
+  if (cfg.run_jobs_as_agent) {
+    common::LogWarn("--run-jobs-as-agent: jobs run as the agent's own uid");
+  } else if (::geteuid() != 0) {
+    common::LogWarn("not root: jobs run as the agent's own uid",
+                    {{"uid", std::to_string(::geteuid())}});
+  } else if (!agent::CanSwitchTo({sandbox.uid_base, static_cast<gid_t>(sandbox.uid_base)})) {
+    common::LogWarn("cannot switch to job uids: jobs run as the agent's own uid",
+                    {{"uid_base", std::to_string(sandbox.uid_base)}});
+  } else {
+    sandbox.switch_uid = true;
+  }
+  if (auto st = agent::PrepareDataDir(cfg.data_dir, sandbox.switch_uid); !st.ok()) {
+    return Fail(st.message());
+  }
+  agent::CgroupSetup cgroups;
+  if (cfg.no_cgroups) {
+    cgroups.note = "--no-cgroups";
+  } else {
+    // Named after the data directory: two agents on one machine never share job cgroups.
+    cgroups = agent::SetUpCgroups(common::Sha256Hex(cfg.data_dir).substr(0, 12));
+  }
+  api::NodeIsolation isolation = agent::DescribeIsolation(sandbox.switch_uid, cgroups.version);
+  common::LogInfo("job isolation",
+                  {{"unprivileged_uid", isolation.unprivileged_uid ? "true" : "false"},
+                   {"cgroup", isolation.cgroup},
+                   {"cgroup_note", cgroups.note},
+                   {"rlimits", isolation.rlimits ? "true" : "false"}});
+
+  agent::NodeCredential credential(cfg.token, cfg.data_dir + "/node.token");
+  if (auto st = credential.Load(); !st.ok()) {
+    common::LogWarn("ignoring the stored node credential", {{"error", st.message()}});
+  }
 
   agent::NodeResources node = agent::ProbeNode(cfg.slots, cfg.nvml_library);
   // Kept open for the agent's life: the GPU series are read from it at every scrape.
@@ -114,7 +166,15 @@ int main(int argc, char** argv) {
   run_opts.mpirun = cfg.mpirun;
   run_opts.engine = cfg.engine;
   run_opts.kill_grace = cfg.kill_grace;
-  run_opts.as_root = ::geteuid() == 0;
+  run_opts.rank_exec = agent::SelfExecutable();
+  run_opts.sandbox = sandbox;
+  run_opts.cgroups = cgroups;
+  for (const auto& g : node.gpus) run_opts.gpus.push_back(g.index);
+  {
+    std::vector<std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+    run_opts.mpi_settings = agent::OpenMpiSettings(env);
+  }
   auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
   runner_ptr.store(runner.get());
 
@@ -125,8 +185,10 @@ int main(int argc, char** argv) {
   hb_opts.node.cpu_slots = node.cpu_slots;
   hb_opts.node.memory_bytes = node.memory_bytes;
   hb_opts.node.gpus = node.gpus;
-  agent::HttpServerChannel channel(cfg.server, cfg.token);
-  agent::HeartbeatLoop loop(hb_opts, &channel, runner.get(), &logs, &events, &metrics);
+  hb_opts.node.isolation = isolation;
+  agent::HttpServerChannel channel(cfg.server, &credential);
+  agent::HeartbeatLoop loop(hb_opts, &channel, &credential, runner.get(), &logs, &events,
+                            &metrics);
   runner->SetOnFinish([&metrics, &loop](int64_t id) {
     metrics.RemoveJob(id);
     loop.Wake();
@@ -149,6 +211,7 @@ int main(int argc, char** argv) {
   runner_ptr.store(nullptr);
   local_api.Stop();
   runner.reset();
+  agent::TearDownCgroups(cgroups);
   common::LogInfo("stopped");
   return 0;
 }

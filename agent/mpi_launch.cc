@@ -1,7 +1,5 @@
 #include "agent/mpi_launch.h"
 
-#include <map>
-
 namespace agent {
 namespace {
 
@@ -25,6 +23,7 @@ common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
     if (!a.is_string()) return common::InvalidArgument("command must be strings", "command");
     argv.push_back(a.get<std::string>());
   }
+  if (argv[0].empty()) return common::InvalidArgument("command starts with an empty word", "command");
   return argv;
 }
 
@@ -32,6 +31,7 @@ common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
 
 common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   if (in.hosts.empty()) return common::InvalidArgument("launch without hosts");
+  if (in.rank_exec.empty()) return common::InvalidArgument("no exec-rank binary configured");
   LaunchPlan plan;
   for (const auto& h : in.hosts) {
     if (h.address != in.local_address) {
@@ -46,6 +46,8 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   plan.hostfile_path = in.job_dir + "/hostfile";
   plan.hostfile = in.local_address + " slots=" + std::to_string(plan.total_ranks) + "\n";
   plan.ranks_dir = in.job_dir + "/ranks";
+  plan.command_path = in.job_dir + "/command.json";
+  plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
   plan.argv = {in.mpirun,
                "--hostfile",
                plan.hostfile_path,
@@ -62,13 +64,31 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.argv.push_back("-x");
     plan.argv.push_back("EMBODY_RESUME_FROM");
   }
-  plan.argv.insert(plan.argv.end(), program->begin(), program->end());
+  plan.argv.push_back("--");
+  plan.argv.push_back(in.rank_exec);
+  plan.argv.push_back("exec-rank");
+  if (in.address_space_bytes > 0) {
+    plan.argv.push_back("--address-space");
+    plan.argv.push_back(std::to_string(in.address_space_bytes));
+  }
+  plan.argv.push_back(plan.command_path);
 
-  plan.env = {{"EMBODY_AGENT_URL", in.agent_url},
+  plan.env = {{"PATH", in.path},
+              {"LANG", "C.UTF-8"},
+              {"HOME", in.job_dir},
+              {"TMPDIR", in.job_dir + "/tmp"},
+              {"EMBODY_AGENT_URL", in.agent_url},
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_JOB_TOKEN", in.job_token},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir}};
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
+  if (in.cuda_visible_devices) {
+    // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
+    // from) numbers them by PCI bus.
+    plan.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
+    plan.env.push_back({"CUDA_VISIBLE_DEVICES", *in.cuda_visible_devices});
+  }
+  for (const auto& kv : in.mpi_settings) plan.env.push_back(kv);
   if (in.as_root) {
     // Open MPI 4 refuses to start as root without both of these.
     plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT", "1"});
@@ -77,28 +97,22 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   return plan;
 }
 
-std::vector<std::string> MergeEnvironment(
-    const std::vector<std::string>& base,
-    const std::vector<std::pair<std::string, std::string>>& add) {
-  std::map<std::string, size_t> index;
+std::vector<std::string> EnvironmentStrings(
+    const std::vector<std::pair<std::string, std::string>>& env) {
   std::vector<std::string> out;
-  for (const auto& kv : base) {
-    std::string key = kv.substr(0, kv.find('='));
-    auto it = index.find(key);
-    if (it != index.end()) {
-      out[it->second] = kv;
-    } else {
-      index[key] = out.size();
-      out.push_back(kv);
-    }
-  }
-  for (const auto& [k, v] : add) {
-    auto it = index.find(k);
-    if (it != index.end()) {
-      out[it->second] = k + "=" + v;
-    } else {
-      index[k] = out.size();
-      out.push_back(k + "=" + v);
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> OpenMpiSettings(
+    const std::vector<std::string>& environ) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : environ) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    if (kv.rfind("OMPI_MCA_", 0) == 0 || kv.rfind("PMIX_MCA_", 0) == 0) {
+      out.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
     }
   }
   return out;

@@ -1,4 +1,4 @@
-// How a job becomes an `mpirun` command line: the hostfile, the argv and the environment.
+// How a job becomes an `mpirun` command line: the hostfile, the argv and the whole environment.
 //
 // This is the one place that knows Open MPI's launcher options and environment variables
 // (Open MPI 5 renames the run-as-root variables to PRTE_MCA_*; change them here only). It is a
@@ -11,9 +11,19 @@
 //    DIR/1/rank.N/; without `nocopy` every line is duplicated into mpirun's output).
 //  - mpirun exits with the exit code of the first rank that exited non-zero, and with 128+N when
 //    a rank was killed by signal N, so its own exit status is the job's exit code.
+//  - `--` ends mpirun's options (the next word is the program even when it starts with '-'), but
+//    a ":" anywhere after the program still starts another application context with options of
+//    its own (`prog : -np 64 --host x other`). So a job's argv never reaches mpirun's command
+//    line: the agent writes it to <job>/command.json and every rank runs
+//    `embody-agent exec-rank [--address-space N] <job>/command.json` (agent/rank_exec.h), which
+//    execs it. mpirun sees only words the agent wrote.
+//  - As a uid with no /etc/passwd entry mpirun needs only a writable TMPDIR (its session
+//    directory, ompi.<host>.<uid>, and PMIx's rendezvous files go there) and a HOME; the
+//    run-as-root variables are set only when the job's processes really are root.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,22 +40,31 @@ struct LaunchInput {
   nlohmann::json spec;               // the JobSpec JSON from the launch command
   std::vector<api::HostSlot> hosts;  // first is the head (this node)
   std::string local_address;         // this agent's --address
-  std::string job_dir;               // <data-dir>/jobs/job-<id>
+  std::string job_dir;               // <data-dir>/jobs/job-<id>: cwd, HOME, TMPDIR of the job
   std::string checkpoint_dir;        // <data-dir>/checkpoints/job-<id>
   std::string mpirun = "mpirun";
   std::string engine;     // embody-engine path, for engine kinds
+  std::string rank_exec;  // the embody-agent binary every rank runs as `exec-rank`
   std::string agent_url;  // http://127.0.0.1:PORT
   std::string job_token;
   std::string resume_from;  // checkpoint to resume from; empty: start at step 0
-  bool as_root = false;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
+  int64_t address_space_bytes = 0;  // RLIMIT_AS of each rank; 0: none
+  // CUDA_VISIBLE_DEVICES on a node with GPUs ("" hides them all); unset on a node without.
+  std::optional<std::string> cuda_visible_devices;
+  // Operator's Open MPI settings (OMPI_MCA_*, PMIX_MCA_* from the agent's environment).
+  std::vector<std::pair<std::string, std::string>> mpi_settings;
+  bool as_root = false;  // the job's processes run as root (Open MPI must be told it may)
 };
 
 struct LaunchPlan {
   std::string hostfile_path;
   std::string hostfile;           // contents
   std::string ranks_dir;          // --output-filename target
+  std::string command_path;       // <job>/command.json, read by exec-rank
+  std::string command;            // its contents: {"argv": [...]}
   std::vector<std::string> argv;  // argv[0] is the mpirun path
-  // Variables added to (or overriding) the agent's own environment for mpirun.
+  // mpirun's complete environment: nothing else of the agent's reaches the job.
   std::vector<std::pair<std::string, std::string>> env;
   int total_ranks = 0;
 };
@@ -54,9 +73,12 @@ struct LaunchPlan {
 // invalid_argument for a spec the agent cannot run (no hosts, empty command, ...).
 common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in);
 
-// `base` (KEY=VALUE strings, e.g. from environ) with `add` applied; later keys win.
-std::vector<std::string> MergeEnvironment(
-    const std::vector<std::string>& base,
-    const std::vector<std::pair<std::string, std::string>>& add);
+// KEY=VALUE strings for execve.
+std::vector<std::string> EnvironmentStrings(
+    const std::vector<std::pair<std::string, std::string>>& env);
+
+// The OMPI_MCA_* and PMIX_MCA_* entries of `environ` (KEY=VALUE strings).
+std::vector<std::pair<std::string, std::string>> OpenMpiSettings(
+    const std::vector<std::string>& environ);
 
 }  // namespace agent

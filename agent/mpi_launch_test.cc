@@ -1,5 +1,7 @@
 #include "agent/mpi_launch.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 
 #include <gtest/gtest.h>
@@ -20,6 +22,7 @@ LaunchInput BaseInput(const std::string& kind) {
   in.engine = "/opt/embody/bin/embody-engine";
   in.agent_url = "http://127.0.0.1:9999";
   in.job_token = "tok";
+  in.rank_exec = "/opt/embody/bin/embody-agent";
   return in;
 }
 
@@ -42,6 +45,19 @@ std::vector<std::string> Prefix() {
           "EMBODY_CHECKPOINT_DIR"};
 }
 
+// What follows the options: the agent's own words only; the job's argv is in command.json.
+std::vector<std::string> RankExec(std::vector<std::string> extra = {}) {
+  std::vector<std::string> v = {"--", "/opt/embody/bin/embody-agent", "exec-rank"};
+  v.insert(v.end(), extra.begin(), extra.end());
+  v.push_back("/data/jobs/job-42/command.json");
+  return v;
+}
+
+std::vector<std::string> CommandArgv(const LaunchPlan& p) {
+  auto j = nlohmann::json::parse(p.command);
+  return j.at("argv").get<std::vector<std::string>>();
+}
+
 bool HasEnv(const LaunchPlan& p, const std::string& k, const std::string& v) {
   return std::find(p.env.begin(), p.env.end(), std::make_pair(k, v)) != p.env.end();
 }
@@ -50,9 +66,13 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   auto plan = BuildLaunchPlan(BaseInput("train"));
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto want = Prefix();
-  want.insert(want.end(),
-              {"/opt/embody/bin/embody-engine", "--spec", "/data/jobs/job-42/spec.json"});
+  auto tail = RankExec();
+  want.insert(want.end(), tail.begin(), tail.end());
   EXPECT_EQ(plan->argv, want);
+  EXPECT_EQ(plan->command_path, "/data/jobs/job-42/command.json");
+  EXPECT_EQ(CommandArgv(*plan), (std::vector<std::string>{"/opt/embody/bin/embody-engine",
+                                                          "--spec",
+                                                          "/data/jobs/job-42/spec.json"}));
   EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=2\n");
   EXPECT_EQ(plan->hostfile_path, "/data/jobs/job-42/hostfile");
   EXPECT_EQ(plan->total_ranks, 2);
@@ -60,7 +80,12 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   EXPECT_TRUE(HasEnv(*plan, "EMBODY_JOB_ID", "42"));
   EXPECT_TRUE(HasEnv(*plan, "EMBODY_JOB_TOKEN", "tok"));
   EXPECT_TRUE(HasEnv(*plan, "EMBODY_CHECKPOINT_DIR", "/data/checkpoints/job-42"));
-  EXPECT_EQ(plan->env.size(), 4u);  // not root: no OMPI_ALLOW_RUN_AS_ROOT*
+  EXPECT_TRUE(HasEnv(*plan, "PATH", "/usr/local/bin:/usr/bin:/bin"));
+  EXPECT_TRUE(HasEnv(*plan, "LANG", "C.UTF-8"));
+  EXPECT_TRUE(HasEnv(*plan, "HOME", "/data/jobs/job-42"));
+  EXPECT_TRUE(HasEnv(*plan, "TMPDIR", "/data/jobs/job-42/tmp"));
+  // The whole environment: not root, no GPUs, no operator settings.
+  EXPECT_EQ(plan->env.size(), 8u);
 }
 
 TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
@@ -73,8 +98,7 @@ TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
   ASSERT_NE(x, plan->argv.end());
   EXPECT_EQ(*(x - 1), "-x");
   EXPECT_LT(x - plan->argv.begin(),
-            std::find(plan->argv.begin(), plan->argv.end(), "/opt/embody/bin/embody-engine") -
-                plan->argv.begin());
+            std::find(plan->argv.begin(), plan->argv.end(), "--") - plan->argv.begin());
 }
 
 TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
@@ -85,12 +109,71 @@ TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto want = Prefix();
   want[4] = "4";
-  want.insert(want.end(), {"python3", "train.py", "--epochs", "1"});
+  auto tail = RankExec();
+  want.insert(want.end(), tail.begin(), tail.end());
   EXPECT_EQ(plan->argv, want);
+  EXPECT_EQ(CommandArgv(*plan), (std::vector<std::string>{"python3", "train.py", "--epochs", "1"}));
   EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=4\n");
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT", "1"));
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  EXPECT_EQ(plan->env.size(), 6u);
+  EXPECT_EQ(plan->env.size(), 10u);
+}
+
+TEST(MpiLaunchTest, ArgvThatLooksLikeMpirunOptionsNeverReachesMpirun) {
+  LaunchInput in = BaseInput("command");
+  std::vector<std::string> hostile = {"--allow-run-as-root", "-x", "LD_PRELOAD=/tmp/evil.so",
+                                      ":",  "-np", "64", "--host", "10.9.9.9", "evil"};
+  in.spec["command"] = hostile;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto want = Prefix();
+  auto tail = RankExec();
+  want.insert(want.end(), tail.begin(), tail.end());
+  EXPECT_EQ(plan->argv, want);
+  auto prefix = Prefix();
+  for (const auto& word : hostile) {
+    if (std::count(prefix.begin(), prefix.end(), word)) continue;  // "-x", "-np": the agent's
+    EXPECT_EQ(std::count(plan->argv.begin(), plan->argv.end(), word), 0) << word;
+  }
+  EXPECT_EQ(CommandArgv(*plan), hostile);
+}
+
+TEST(MpiLaunchTest, EnvironmentIsBuiltFromNothingButTheJobsOwn) {
+  // Whatever the agent's environment holds (its token, its HOME, LD_PRELOAD) is not an input.
+  ::setenv("EMBODY_AGENT_SECRET_MARKER", "agent-token-4f1c", 1);
+  LaunchInput in = BaseInput("train");
+  in.mpi_settings = OpenMpiSettings({"OMPI_MCA_btl=self,vader", "PMIX_MCA_gds=hash",
+                                     "EMBODY_TOKEN=agent-token-4f1c", "HOME=/root",
+                                     "LD_PRELOAD=/x.so", "OMPI_ALLOW_RUN_AS_ROOT=1"});
+  in.cuda_visible_devices = "1,3";
+  in.address_space_bytes = 1 << 30;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ::unsetenv("EMBODY_AGENT_SECRET_MARKER");
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : plan->env) {
+    keys.push_back(k);
+    EXPECT_EQ(v.find("agent-token-4f1c"), std::string::npos) << k;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"PATH", "LANG", "HOME", "TMPDIR", "EMBODY_AGENT_URL",
+                                            "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
+                                            "EMBODY_CHECKPOINT_DIR", "CUDA_DEVICE_ORDER",
+                                            "CUDA_VISIBLE_DEVICES", "OMPI_MCA_btl",
+                                            "PMIX_MCA_gds"}));
+  EXPECT_TRUE(HasEnv(*plan, "CUDA_VISIBLE_DEVICES", "1,3"));
+  EXPECT_TRUE(HasEnv(*plan, "CUDA_DEVICE_ORDER", "PCI_BUS_ID"));
+  for (const auto& a : plan->argv) EXPECT_EQ(a.find("agent-token-4f1c"), std::string::npos) << a;
+  EXPECT_EQ(plan->command.find("agent-token-4f1c"), std::string::npos);
+  // The per-rank memory limit goes to exec-rank, in the agent's part of the command line.
+  auto want = Prefix();
+  auto tail = RankExec({"--address-space", std::to_string(1 << 30)});
+  want.insert(want.end(), tail.begin(), tail.end());
+  EXPECT_EQ(plan->argv, want);
+  // A cpu job on a GPU node sees no GPU at all.
+  in.cuda_visible_devices = "";
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(HasEnv(*plan, "CUDA_VISIBLE_DEVICES", ""));
 }
 
 TEST(MpiLaunchTest, RefusesRanksOnOtherHosts) {
@@ -117,11 +200,9 @@ TEST(MpiLaunchTest, RejectsUnrunnableSpecs) {
   EXPECT_FALSE(BuildLaunchPlan(in).ok());
 }
 
-TEST(MpiLaunchTest, MergeEnvironmentOverridesAndAppends) {
-  auto env = MergeEnvironment({"PATH=/bin", "EMBODY_JOB_ID=1", "HOME=/root"},
-                              {{"EMBODY_JOB_ID", "2"}, {"NEW", "x=y"}});
-  EXPECT_EQ(env,
-            (std::vector<std::string>{"PATH=/bin", "EMBODY_JOB_ID=2", "HOME=/root", "NEW=x=y"}));
+TEST(MpiLaunchTest, EnvironmentStringsForExec) {
+  EXPECT_EQ(EnvironmentStrings({{"A", "1"}, {"B", "x=y"}, {"C", ""}}),
+            (std::vector<std::string>{"A=1", "B=x=y", "C="}));
 }
 
 }  // namespace

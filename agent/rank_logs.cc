@@ -1,5 +1,6 @@
 #include "agent/rank_logs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +11,6 @@
 namespace agent {
 namespace {
 
-namespace fs = std::filesystem;
 
 // Most bytes read from one stream in one Collect, so a flood of output cannot exhaust memory.
 constexpr size_t kMaxFoldBytes = 4 * 1024 * 1024;
@@ -19,6 +19,50 @@ int64_t FileSize(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return 0;
   return static_cast<int64_t>(st.st_size);
+}
+
+std::string ReadRangeFd(int fd, int64_t offset, size_t n) {
+  std::string out;
+  out.resize(n);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, out.data() + got, n - got, offset + static_cast<int64_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  out.resize(got);
+  return out;
+}
+
+// Opens `rel` (a path below `root` without "..") component by component, following no symbolic
+// link; the last component must be of `type` (S_IFREG, S_IFDIR) and, given `owner`, owned by
+// it. -1 otherwise.
+int OpenBeneath(const std::string& root, const std::string& rel, mode_t type,
+                std::optional<uid_t> owner) {
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  size_t start = 0;
+  while (fd >= 0 && start <= rel.size()) {
+    size_t slash = rel.find('/', start);
+    bool last = slash == std::string::npos;
+    std::string part = rel.substr(start, last ? std::string::npos : slash - start);
+    start = last ? rel.size() + 1 : slash + 1;
+    if (part.empty() || part == "." || part == "..") {
+      ::close(fd);
+      return -1;
+    }
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (last ? 0 : O_DIRECTORY);
+    int next = ::openat(fd, part.c_str(), flags);
+    ::close(fd);
+    fd = next;
+  }
+  if (fd < 0) return -1;
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || (st.st_mode & S_IFMT) != type || (owner && st.st_uid != *owner)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 std::string ReadRange(const std::string& path, int64_t offset, size_t n) {
@@ -39,7 +83,7 @@ std::string ReadRange(const std::string& path, int64_t offset, size_t n) {
 }
 
 bool AppendFile(const std::string& path, const std::string& data) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd < 0) return false;
   size_t off = 0;
   while (off < data.size()) {
@@ -69,49 +113,78 @@ size_t Utf8SafePrefix(const std::string& s) {
 
 RankLogs::RankLogs(size_t max_batch_bytes) : max_batch_bytes_(max_batch_bytes) {}
 
-std::string RankLogs::RankLogPath(const std::string& job_dir, int rank) {
-  if (rank < 0) return job_dir + "/launcher.log";
-  return job_dir + "/rank-" + std::to_string(rank) + ".log";
+std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
+  if (rank < 0) return log_dir + "/launcher.log";
+  return log_dir + "/rank-" + std::to_string(rank) + ".log";
 }
 
-void RankLogs::AddJob(int64_t job_id, const std::string& job_dir) {
+void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
+                      std::optional<uid_t> owner) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[job_id];
   job = Job{};
   job.dir = job_dir;
-  job.ranks[-1].path = RankLogPath(job_dir, -1);
+  job.log_dir = log_dir;
+  job.owner = owner;
+  job.ranks[-1].path = RankLogPath(log_dir, -1);
+}
+
+// Directory entries of `rel` below the job directory (subdirectories only).
+static std::vector<std::string> SubdirsBeneath(const std::string& root, const std::string& rel,
+                                               std::optional<uid_t> owner) {
+  std::vector<std::string> out;
+  int fd = OpenBeneath(root, rel, S_IFDIR, owner);
+  if (fd < 0) return out;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return out;
+  }
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+      out.push_back(e->d_name);
+    }
+  }
+  ::closedir(d);
+  return out;
 }
 
 // Finds <dir>/ranks/rank.N (and <dir>/ranks/<jobid>/rank.N, the layout without `nojobid`).
 void RankLogs::DiscoverRanks(Job* job) {
-  std::error_code ec;
-  fs::path root = fs::path(job->dir) / "ranks";
-  if (!fs::is_directory(root, ec)) return;
-  auto consider = [&](const fs::path& p) {
-    std::string name = p.filename().string();
+  auto consider = [&](const std::string& rel, const std::string& name) {
     if (name.rfind("rank.", 0) != 0) return;
     char* end = nullptr;
     long rank = std::strtol(name.c_str() + 5, &end, 10);
-    if (end == name.c_str() + 5 || *end != '\0' || rank < 0) return;
+    if (end == name.c_str() + 5 || *end != '\0' || rank < 0 || rank > (1 << 24)) return;
     RankFile& rf = job->ranks[static_cast<int>(rank)];
     if (!rf.sources.empty()) return;
-    rf.path = RankLogPath(job->dir, static_cast<int>(rank));
-    rf.sources = {{(p / "stdout").string(), 0}, {(p / "stderr").string(), 0}};
+    rf.path = RankLogPath(job->log_dir, static_cast<int>(rank));
+    rf.sources = {{rel + "/stdout", 0}, {rel + "/stderr", 0}};
   };
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    if (!e.is_directory(ec)) continue;
-    consider(e.path());
-    for (const auto& inner : fs::directory_iterator(e.path(), ec)) {
-      if (inner.is_directory(ec)) consider(inner.path());
+  for (const auto& name : SubdirsBeneath(job->dir, "ranks", job->owner)) {
+    consider("ranks/" + name, name);
+    if (name.rfind("rank.", 0) == 0) continue;
+    for (const auto& inner : SubdirsBeneath(job->dir, "ranks/" + name, job->owner)) {
+      consider("ranks/" + name + "/" + inner, inner);
     }
   }
 }
 
-void RankLogs::FoldSource(const std::string& dest, Source* src, bool final) {
-  int64_t size = FileSize(src->path);
+void RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
+  int fd = OpenBeneath(job.dir, src->path, S_IFREG, job.owner);
+  if (fd < 0) return;
+  struct stat st;
+  int64_t size = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+  FoldFrom(fd, size, dest, src, final);
+  ::close(fd);
+}
+
+void RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
   while (size > src->consumed) {
     size_t n = static_cast<size_t>(std::min<int64_t>(size - src->consumed, kMaxFoldBytes));
-    std::string data = ReadRange(src->path, src->consumed, n);
+    std::string data = ReadRangeFd(fd, src->consumed, n);
     if (data.empty()) return;
     size_t take = data.size();
     if (!final) {
@@ -136,7 +209,7 @@ void RankLogs::Collect(int64_t job_id, bool final) {
   Job& job = it->second;
   DiscoverRanks(&job);
   for (auto& [rank, rf] : job.ranks) {
-    for (auto& src : rf.sources) FoldSource(rf.path, &src, final);
+    for (auto& src : rf.sources) FoldSource(job, rf.path, &src, final);
   }
 }
 

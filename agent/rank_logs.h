@@ -1,10 +1,15 @@
 // Per-rank log capture and the bookkeeping of what the server already has.
 //
 // Open MPI writes each rank's output to <job>/ranks/rank.N/{stdout,stderr}. The agent folds the
-// two streams of rank N into one file, <job>/rank-N.log, whole lines at a time in the order it
+// two streams of rank N into one file, <logs>/rank-N.log, whole lines at a time in the order it
 // sees them (so a line is never cut in half by a line of the other stream), and ships that file;
-// mpirun's own output, <job>/launcher.log, is shipped as rank -1. The server sees one byte stream
+// mpirun's own output, <logs>/launcher.log, is shipped as rank -1. The server sees one byte stream
 // per (job, rank) and the offset of every chunk.
+//
+// <job> belongs to the job (tenant code, another uid), <logs> to the agent. The agent opens
+// nothing under <job> through a symbolic link, opens only regular files (never a FIFO it would
+// block on) and, given the job's uid, only files that uid owns: a job cannot make the agent
+// read (and ship to it) a file it could not read itself.
 //
 // Shipping is two-phase: NextBatch() reads new bytes from the acknowledged offsets without moving
 // them; Commit() moves them once a heartbeat carrying the batch succeeded, so a failed heartbeat
@@ -12,10 +17,13 @@
 // Thread-safe.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,8 +40,10 @@ class RankLogs {
 
   explicit RankLogs(size_t max_batch_bytes = kDefaultBatchBytes);
 
-  // Starts tracking a job whose files live in `job_dir`.
-  void AddJob(int64_t job_id, const std::string& job_dir);
+  // Starts tracking a job whose Open MPI output lives in `job_dir`/ranks, folding it into
+  // `log_dir`; `owner`: the job's uid, when it has one of its own.
+  void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
+              std::optional<uid_t> owner = std::nullopt);
   // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
   // (the job's processes are gone, so no line will be completed later).
   void Collect(int64_t job_id, bool final);
@@ -50,12 +60,12 @@ class RankLogs {
   void Commit(const std::vector<api::LogChunk>& shipped);
 
   bool Tracking(int64_t job_id) const;
-  // Path of the combined log of `rank` (-1: launcher).
-  static std::string RankLogPath(const std::string& job_dir, int rank);
+  // Path of the combined log of `rank` (-1: launcher) in a job's log directory.
+  static std::string RankLogPath(const std::string& log_dir, int rank);
 
  private:
   struct Source {
-    std::string path;
+    std::string path;  // relative to the job directory
     int64_t consumed = 0;
   };
   struct RankFile {
@@ -65,12 +75,15 @@ class RankLogs {
   };
   struct Job {
     std::string dir;
+    std::string log_dir;
+    std::optional<uid_t> owner;
     bool finished = false;
     std::map<int, RankFile> ranks;
   };
 
   void DiscoverRanks(Job* job);
-  void FoldSource(const std::string& dest, Source* src, bool final);
+  void FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
+  static void FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
 
   const size_t max_batch_bytes_;
   mutable std::mutex mu_;

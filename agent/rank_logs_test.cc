@@ -23,7 +23,7 @@ class RankLogsTest : public ::testing::Test {
 
 TEST_F(RankLogsTest, FoldsWholeLinesOfBothStreams) {
   RankLogs logs;
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   AppendTo(Out(0), "out line\npartial");
   AppendTo(Err(0), "err line\n");
   logs.Collect(1, false);
@@ -39,7 +39,7 @@ TEST_F(RankLogsTest, FoldsWholeLinesOfBothStreams) {
 
 TEST_F(RankLogsTest, ShipsFromAcknowledgedOffsetsAndResendsOnFailure) {
   RankLogs logs;
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   AppendTo(Out(0), "a0\n");
   AppendTo(Out(1), "b1\n");
   AppendTo(RankLogs::RankLogPath(job_dir_, -1), "launcher\n");
@@ -67,7 +67,7 @@ TEST_F(RankLogsTest, ShipsFromAcknowledgedOffsetsAndResendsOnFailure) {
 
 TEST_F(RankLogsTest, BatchIsBoundedAndShared) {
   RankLogs logs(/*max_batch_bytes=*/100);
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   AppendTo(Out(0), std::string(300, 'x') + "\n");
   AppendTo(Out(1), "short\n");
   logs.CollectAll();
@@ -94,7 +94,7 @@ TEST_F(RankLogsTest, BatchIsBoundedAndShared) {
 
 TEST_F(RankLogsTest, FinishedJobIsCompleteOnlyWhenAllBytesAreInTheBatch) {
   RankLogs logs(/*max_batch_bytes=*/10);
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   AppendTo(Out(0), "0123456789abcdef\n");
   logs.Collect(1, true);
   logs.MarkFinished(1);
@@ -109,7 +109,7 @@ TEST_F(RankLogsTest, FinishedJobIsCompleteOnlyWhenAllBytesAreInTheBatch) {
 
 TEST_F(RankLogsTest, NeverSplitsAUtf8Character) {
   RankLogs logs(/*max_batch_bytes=*/4);
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   AppendTo(Out(0), "ab\xC3\xA9\xC3\xA9\n");  // "abéé\n"
   logs.Collect(1, false);
   auto b = logs.NextBatch();
@@ -124,7 +124,7 @@ TEST_F(RankLogsTest, FindsRanksUnderAJobIdDirectoryToo) {
   ASSERT_TRUE(common::MakeDirs(job_dir_ + "/ranks/1/rank.3").ok());
   AppendTo(job_dir_ + "/ranks/1/rank.3/stdout", "deep\n");
   RankLogs logs;
-  logs.AddJob(1, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_);
   logs.CollectAll();
   EXPECT_EQ(ReadAll(RankLogs::RankLogPath(job_dir_, 3)), "deep\n");
 }

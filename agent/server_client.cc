@@ -26,9 +26,9 @@ Status HttpError(int status, const std::string& body) {
 
 }  // namespace
 
-HttpServerChannel::HttpServerChannel(const std::string& server_url, const std::string& token)
-    : client_(std::make_unique<httplib::Client>(server_url)), join_token_(token) {
-  client_->set_bearer_token_auth(token);
+HttpServerChannel::HttpServerChannel(const std::string& server_url,
+                                     const NodeCredential* credential)
+    : credential_(credential), client_(std::make_unique<httplib::Client>(server_url)) {
   client_->set_connection_timeout(3, 0);
   client_->set_read_timeout(15, 0);
   client_->set_write_timeout(15, 0);
@@ -45,17 +45,11 @@ common::Result<json> HttpServerChannel::PostJson(const std::string& path, const 
   std::string request_id = RequestIdFor("");
   httplib::Headers headers{{kRequestIdHeader, request_id}};
   std::lock_guard<std::mutex> lock(mu_);
-  client_->set_bearer_token_auth(node_token_.empty() ? join_token_ : node_token_);
+  client_->set_bearer_token_auth(credential_->Bearer());
   auto res = client_->Post(path, headers, text, "application/json");
   if (!res) {
     return common::Unavailable("cannot reach server: " + httplib::to_string(res.error()) +
                                " (request " + request_id + ")");
-  }
-  if (res->status == 401 && !node_token_.empty()) {
-    // The node's credential is gone (revoked, or a new database): join again.
-    node_token_.clear();
-    return Status(Code::kNotFound, "server refused this node's credential (request " +
-                                       request_id + "); registering again");
   }
   if (res->status < 200 || res->status >= 300) {
     Status st = HttpError(res->status, res->body);
@@ -68,16 +62,8 @@ common::Result<json> HttpServerChannel::PostJson(const std::string& path, const 
 
 common::Result<api::RegisterResponse> HttpServerChannel::Register(const api::RegisterRequest& req) {
   auto reply = PostJson("/v1/agents/register", api::ToJson(req));
-  if (!reply.ok() && reply.status().code() == Code::kNotFound) {
-    reply = PostJson("/v1/agents/register", api::ToJson(req));  // now with the join token
-  }
   if (!reply.ok()) return reply.status();
-  auto r = api::ParseRegisterResponse(*reply);
-  if (r.ok() && !r->node_token.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    node_token_ = r->node_token;
-  }
-  return r;
+  return api::ParseRegisterResponse(*reply);
 }
 
 common::Result<api::HeartbeatResponse> HttpServerChannel::Heartbeat(

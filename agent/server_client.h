@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "agent/node_credential.h"
 #include "api/agent_protocol.h"
 #include "common/status.h"
 
@@ -30,10 +31,9 @@ class ServerChannel {
 
 class HttpServerChannel : public ServerChannel {
  public:
-  // `server_url` like "http://127.0.0.1:8080"; `token` is the cluster join token. Register
-  // trades it for the node's own credential, which every later call uses; when the server
-  // refuses that credential (401), the next call registers again with the join token.
-  HttpServerChannel(const std::string& server_url, const std::string& token);
+  // `server_url` like "http://127.0.0.1:8080"; every call carries `credential`'s current bearer
+  // token. `credential` must outlive the channel.
+  HttpServerChannel(const std::string& server_url, const NodeCredential* credential);
   ~HttpServerChannel() override;
 
   common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) override;
@@ -43,10 +43,9 @@ class HttpServerChannel : public ServerChannel {
  private:
   common::Result<nlohmann::json> PostJson(const std::string& path, const nlohmann::json& body);
 
+  const NodeCredential* const credential_;
   std::mutex mu_;
   std::unique_ptr<httplib::Client> client_;
-  const std::string join_token_;
-  std::string node_token_;  // guarded by mu_
 };
 
 }  // namespace agent

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/test_util.h"
 #include "common/request_id.h"
 
 namespace agent {
@@ -44,9 +45,10 @@ class FakeHttpServer {
 
 TEST(HttpServerChannelTest, RegisterAndHeartbeat) {
   FakeHttpServer fake;
-  HttpServerChannel channel(fake.url(), "agent-token");
+  NodeCredential credential("agent-token", "/nonexistent/node.token");
+  HttpServerChannel channel(fake.url(), &credential);
   fake.reply = R"({"node_id": 12, "heartbeat_interval_ms": 500})";
-  auto reg = channel.Register({"n1", "127.0.0.1", "http://127.0.0.1:1", 4, 1024, {}});
+  auto reg = channel.Register({"n1", "127.0.0.1", "http://127.0.0.1:1", 4, 1024, {}, {}});
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
   EXPECT_EQ(reg->node_id, 12);
   EXPECT_EQ(fake.last_path, "/v1/agents/register");
@@ -67,9 +69,26 @@ TEST(HttpServerChannelTest, RegisterAndHeartbeat) {
   EXPECT_NE(fake.last_request_id, first_id);
 }
 
+TEST(HttpServerChannelTest, EachCallCarriesTheCurrentCredential) {
+  FakeHttpServer fake;
+  TempDir dir;
+  NodeCredential credential("join-token", dir.path() + "/node.token");
+  HttpServerChannel channel(fake.url(), &credential);
+  fake.reply = R"({"commands": []})";
+  ASSERT_TRUE(channel.Heartbeat(12, {}).ok());
+  EXPECT_EQ(fake.last_auth, "Bearer join-token");
+  ASSERT_TRUE(credential.Adopt("node-token-1").ok());
+  ASSERT_TRUE(channel.Heartbeat(12, {}).ok());
+  EXPECT_EQ(fake.last_auth, "Bearer node-token-1");
+  credential.Forget();
+  ASSERT_TRUE(channel.Heartbeat(12, {}).ok());
+  EXPECT_EQ(fake.last_auth, "Bearer join-token");
+}
+
 TEST(HttpServerChannelTest, MapsFailures) {
   FakeHttpServer fake;
-  HttpServerChannel channel(fake.url(), "t");
+  NodeCredential credential("t", "/nonexistent/node.token");
+  HttpServerChannel channel(fake.url(), &credential);
   fake.status = 404;
   fake.reply = R"({"error": {"code": "not_found", "message": "no node 12"}})";
   auto r = channel.Heartbeat(12, {});
@@ -81,7 +100,7 @@ TEST(HttpServerChannelTest, MapsFailures) {
   fake.status = 401;
   EXPECT_EQ(channel.Heartbeat(12, {}).status().code(), common::Code::kUnauthenticated);
 
-  HttpServerChannel nowhere("http://127.0.0.1:1", "t");
+  HttpServerChannel nowhere("http://127.0.0.1:1", &credential);
   EXPECT_EQ(nowhere.Heartbeat(1, {}).status().code(), common::Code::kUnavailable);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <string>
@@ -10,12 +11,14 @@
 
 namespace agent {
 
-// A fresh directory under /tmp, removed with everything in it when the object goes away.
+// A fresh directory under /tmp, removed with everything in it when the object goes away. Mode
+// 0711, as an agent's data directory needs to be for job uids to reach their directories.
 class TempDir {
  public:
   TempDir() {
     std::string tmpl = "/tmp/embody_agent_test_XXXXXX";
     path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
+    if (!path_.empty()) ::chmod(path_.c_str(), 0711);
   }
   ~TempDir() {
     std::error_code ec;

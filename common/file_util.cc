@@ -1,6 +1,7 @@
 #include "common/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,12 +12,14 @@
 
 namespace common {
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents) {
+Status WriteFileAtomic(const std::string& path, const std::string& contents, int mode) {
   std::filesystem::path p(path);
   std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                  static_cast<mode_t>(mode));
   if (fd < 0) return Internal("open " + tmp + ": " + std::strerror(errno));
+  ::fchmod(fd, static_cast<mode_t>(mode));  // a stale temp file would keep its old mode
   size_t off = 0;
   while (off < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + off, contents.size() - off);

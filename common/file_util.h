@@ -8,7 +8,8 @@
 
 namespace common {
 
-Status WriteFileAtomic(const std::string& path, const std::string& contents);
+// The file gets `mode` (before the umask) from its first byte on, so a secret is never readable.
+Status WriteFileAtomic(const std::string& path, const std::string& contents, int mode = 0644);
 Result<std::string> ReadFile(const std::string& path);
 // mkdir -p
 Status MakeDirs(const std::string& path);

@@ -118,6 +118,9 @@ bool LocalStack::Start() {
   }
   admin_token_ = b["admin_token"].get<std::string>();
 
+  // Job uids of this stack's own (stacks of tests running side by side never share one), the
+  // same on every agent, as on nodes that share checkpoint storage.
+  const std::string uid_base = std::to_string(200000 + (::getpid() % 5000) * 1000);
   for (int i = 0; i < agents_; ++i) {
     std::string name = std::string("node-") + static_cast<char>('a' + i);
     agent_procs_.push_back(std::make_unique<ChildProcess>());
@@ -125,7 +128,8 @@ bool LocalStack::Start() {
         std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file",
                                  bootstrap, "--name", name, "--data-dir",
                                  dir_ + "/agents/" + name, "--slots", std::to_string(slots_),
-                                 "--address", "127.0.0.1"},
+                                 "--address", "127.0.0.1", "--job-uid-base", uid_base,
+                                 "--job-uid-count", "1000"},
         dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());

@@ -1,0 +1,300 @@
+// Jobs in their sandbox, launched by the JobRunner through the real mpirun: each runs as a uid of
+// its own, sees none of the agent's environment, cannot read another job's directory or
+// /proc/<pid>/environ, nor the agent's files; its argv never becomes mpirun options; its memory
+// limit holds; its cgroup comes and goes with it. Needs root (CI runs as root): skipped otherwise.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "agent/job_runner.h"
+#include "agent/test_util.h"
+#include "common/crypto.h"
+
+namespace agent {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Stands for the agent's server token: in the runner's environment and in the data directory.
+const char kAgentMarker[] = "agent-secret-7c41d2e9";
+
+class JobSandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to give jobs uids of their own";
+    ASSERT_TRUE(PrepareDataDir(dir_.path(), true).ok());
+    ::setenv("EMBODY_AGENT_TOKEN_FOR_TEST", kAgentMarker, 1);
+    ASSERT_TRUE(common::WriteFileAtomic(dir_.path() + "/node.token", kAgentMarker, 0600).ok());
+    cgroups_ = SetUpCgroups(common::Sha256Hex(dir_.path()).substr(0, 12));
+  }
+  void TearDown() override {
+    runner_.reset();
+    TearDownCgroups(cgroups_);
+    ::unsetenv("EMBODY_AGENT_TOKEN_FOR_TEST");
+  }
+
+  JobRunner& Runner(bool cgroups = true, std::vector<int> gpus = {}) {
+    JobRunnerOptions o;
+    o.data_dir = dir_.path();
+    o.agent_url = "http://127.0.0.1:1";
+    o.kill_grace = milliseconds(1000);
+    o.rank_exec = EMBODY_AGENT_BINARY;
+    o.sandbox.switch_uid = true;
+    o.sandbox.uid_base = 500000 + static_cast<uid_t>(::getpid() % 5000) * 100;
+    o.sandbox.uid_count = 100;
+    if (cgroups) o.cgroups = cgroups_;
+    o.gpus = std::move(gpus);
+    runner_ = std::make_unique<JobRunner>(o, &logs_);
+    return *runner_;
+  }
+
+  static api::Command Job(int64_t id, std::vector<std::string> argv, int ranks = 1,
+                          nlohmann::json resources = nlohmann::json::object()) {
+    api::Command c;
+    c.type = api::Command::Type::kLaunch;
+    c.job_id = id;
+    c.tenant = "default";
+    c.spec = {{"name", "t"}, {"kind", "command"}, {"command", argv}, {"resources", resources}};
+    c.hosts = {{1, "node-a", "127.0.0.1", ranks}};
+    return c;
+  }
+
+  // Everything the job wrote, launcher included.
+  std::string Logs(int64_t id, int ranks = 1) {
+    std::string all = ReadAll(RankLogs::RankLogPath(runner_->LogDir(id), -1));
+    for (int r = 0; r < ranks; ++r) all += ReadAll(RankLogs::RankLogPath(runner_->LogDir(id), r));
+    return all;
+  }
+
+  // Waits until rank 0 of `id` printed `text`.
+  bool WaitForOutput(int64_t id, const std::string& text) {
+    for (int i = 0; i < 300; ++i) {
+      logs_.Collect(id, false);
+      if (Logs(id).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  }
+
+  // A live process of job `id` running `comm` (its rank, not mpirun).
+  pid_t RankPid(int64_t id, const std::string& comm) {
+    pid_t mpirun = runner_->LauncherPid(id);
+    for (int i = 0; i < 200; ++i) {
+      for (const auto& p : JobTree(ListProcesses(), mpirun, mpirun)) {
+        if (ReadAll("/proc/" + std::to_string(p.pid) + "/comm") == comm + "\n") return p.pid;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return 0;
+  }
+
+  static constexpr const char* kDaemon =
+      "(setsid sleep 987 </dev/null >/dev/null 2>&1 &); echo started; exit 0";
+  static void ExpectNoDaemonLeft() {
+    for (const auto& p : ListProcesses()) {
+      if (p.state == 'Z') continue;
+      std::string cmdline = ReadAll("/proc/" + std::to_string(p.id.pid) + "/cmdline");
+      if (cmdline == std::string("sleep\0" "987\0", 10)) {
+        ADD_FAILURE() << "pid " << p.id.pid << " survived";
+        ::kill(p.id.pid, SIGKILL);
+      }
+    }
+  }
+
+  TempDir dir_;
+  RankLogs logs_;
+  CgroupSetup cgroups_;
+  std::unique_ptr<JobRunner> runner_;
+};
+
+TEST_F(JobSandboxTest, JobRunsAsItsOwnUidWithOnlyItsOwnEnvironment) {
+  JobRunner& runner = Runner();
+  runner.Launch(Job(21, {"sh", "-c",
+                         "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); env; "
+                         "echo pwd=$(pwd) home=$HOME tmp=$TMPDIR; touch $TMPDIR/x && echo tmp-ok; "
+                         "stat -c 'dir=%a %u' .; stat -c 'mpirun-uid=%u' /proc/$PPID"}));
+  auto done = runner.WaitFinished(21, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  std::string log = Logs(21);
+  EXPECT_EQ(done->exit_code, 0) << log;
+  std::string job_dir = runner.JobDir(21);
+  uid_t uid = 0;
+  size_t at = log.find("uid=");
+  ASSERT_NE(at, std::string::npos) << log;
+  uid = static_cast<uid_t>(std::stoul(log.substr(at + 4)));
+  EXPECT_GE(uid, 500000u) << log;
+  std::string u = std::to_string(uid);
+  EXPECT_NE(log.find("uid=" + u + " gid=" + u + " groups=" + u + "\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("mpirun-uid=" + u), std::string::npos) << log;  // the launcher too
+  EXPECT_NE(log.find("dir=700 " + u), std::string::npos) << log;
+  EXPECT_NE(log.find("pwd=" + job_dir + " home=" + job_dir + " tmp=" + job_dir + "/tmp"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("tmp-ok"), std::string::npos) << log;
+  EXPECT_NE(log.find("EMBODY_JOB_ID=21"), std::string::npos) << log;
+  EXPECT_EQ(log.find(kAgentMarker), std::string::npos) << log;
+  EXPECT_EQ(log.find("EMBODY_AGENT_TOKEN_FOR_TEST"), std::string::npos) << log;
+  EXPECT_EQ(log.find("OMPI_ALLOW_RUN_AS_ROOT"), std::string::npos) << log;
+  // Once finished, the job's directory is root's again.
+  struct stat st;
+  ASSERT_EQ(::stat(job_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
+TEST_F(JobSandboxTest, AJobCannotReachAnotherJobOrTheAgent) {
+  JobRunner& runner = Runner();
+  runner.Launch(Job(31, {"sh", "-c", "echo secret-of-b > $HOME/b.txt; echo b-ready; sleep 60"}));
+  ASSERT_TRUE(WaitForOutput(31, "b-ready"));
+  pid_t b_rank = RankPid(31, "sleep");
+  ASSERT_GT(b_rank, 0);
+  auto b = runner.Identity(31);
+  ASSERT_TRUE(b.has_value());
+  std::string b_dir = runner.JobDir(31);
+  std::string probe =
+      "cat " + b_dir + "/b.txt; ls " + b_dir + "; cat /proc/" + std::to_string(b_rank) +
+      "/environ; cat " + dir_.path() + "/node.token; ls " + dir_.path() + "/logs; cat /proc/" +
+      std::to_string(::getpid()) + "/environ; kill -STOP " + std::to_string(b_rank) +
+      "; echo probe-done";
+  runner.Launch(Job(32, {"sh", "-c", probe}));
+  auto a = runner.WaitFinished(32, seconds(30));
+  ASSERT_TRUE(a.has_value());
+  std::string log = Logs(32);
+  EXPECT_NE(log.find("probe-done"), std::string::npos) << log;
+  EXPECT_NE(log.find("Permission denied"), std::string::npos) << log;
+  EXPECT_EQ(log.find("secret-of-b"), std::string::npos) << log;
+  EXPECT_EQ(log.find(b->token), std::string::npos) << log;
+  EXPECT_EQ(log.find(kAgentMarker), std::string::npos) << log;
+  EXPECT_EQ(log.find("EMBODY_JOB_TOKEN="), std::string::npos) << log;  // no environ was read
+  // Job B was neither stopped nor disturbed.
+  EXPECT_EQ(ReadAll("/proc/" + std::to_string(b_rank) + "/stat").find(") T "), std::string::npos);
+  EXPECT_EQ(runner.Running(), std::vector<int64_t>{31});
+  runner.Kill(31);
+  ASSERT_TRUE(runner.WaitFinished(31, seconds(20)).has_value());
+}
+
+TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {
+  JobRunner& runner = Runner();
+  // Read by mpirun, these would let the job run as root and set any variable in its ranks.
+  runner.Launch(Job(41, {"--allow-run-as-root", "-x", "LD_PRELOAD=/tmp/x.so", "true"}));
+  auto first = runner.WaitFinished(41, seconds(30));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NE(first->exit_code, 0);
+  EXPECT_NE(Logs(41).find("cannot execute --allow-run-as-root"), std::string::npos) << Logs(41);
+  // ":" after the program starts another application context in Open MPI, even after "--".
+  runner.Launch(Job(42, {"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE",
+                         "x", ":", "-np", "3", "sh", "-c", "echo extra-app"}));
+  auto second = runner.WaitFinished(42, seconds(30));
+  ASSERT_TRUE(second.has_value());
+  std::string log = Logs(42, 4);
+  EXPECT_EQ(second->exit_code, 0) << log;
+  EXPECT_NE(log.find("rank 0 of 1"), std::string::npos) << log;
+  EXPECT_EQ(log.find("extra-app"), std::string::npos) << log;
+}
+
+TEST_F(JobSandboxTest, MemoryLimitIsEnforced) {
+  const char* kAllocate = "import sys; b = bytearray(int(sys.argv[1]) << 20); b[::4096] = "
+                          "b'x' * len(b[::4096]); print('allocated', sys.argv[1])";
+  nlohmann::json res = {{"memory_per_rank_bytes", 64 << 20}};
+  for (bool cgroups : {true, false}) {
+    if (cgroups && cgroups_.version == CgroupVersion::kNone) continue;
+    SCOPED_TRACE(cgroups ? "cgroup" : "RLIMIT_AS");
+    JobRunner& runner = Runner(cgroups);
+    int64_t base = cgroups ? 50 : 60;
+    runner.Launch(Job(base, {"/usr/bin/python3", "-c", kAllocate, "8"}, 1, res));
+    auto small = runner.WaitFinished(base, seconds(30));
+    ASSERT_TRUE(small.has_value());
+    EXPECT_EQ(small->exit_code, 0) << Logs(base);
+    runner.Launch(Job(base + 1, {"/usr/bin/python3", "-c", kAllocate, "512"}, 1, res));
+    auto big = runner.WaitFinished(base + 1, seconds(30));
+    ASSERT_TRUE(big.has_value());
+    std::string log = Logs(base + 1);
+    EXPECT_NE(big->exit_code, 0) << log;
+    EXPECT_EQ(log.find("allocated 512"), std::string::npos) << log;
+    if (cgroups) {
+      EXPECT_NE(big->reason.find("memory limit of 67108864 bytes reached"), std::string::npos)
+          << big->reason;
+    } else {
+      EXPECT_NE(log.find("MemoryError"), std::string::npos) << log;
+    }
+  }
+}
+
+TEST_F(JobSandboxTest, CgroupComesAndGoesWithTheJobAndCatchesEscapees) {
+  if (cgroups_.version == CgroupVersion::kNone) GTEST_SKIP() << "no cgroups: " << cgroups_.note;
+  JobRunner& runner = Runner();
+  // The daemon leaves the job's session and process tree (and lets go of the rank's output, or
+  // mpirun would wait for it); only the cgroup and the uid still know it.
+  runner.Launch(Job(71, {"sh", "-c", kDaemon}, 1, {{"memory_per_rank_bytes", 256 << 20}}));
+  std::vector<std::string> cg_dirs;
+  for (const auto& [controller, parent] : cgroups_.parents) cg_dirs.push_back(parent + "/job-71");
+  pid_t mpirun = runner.LauncherPid(71);
+  std::string mpirun_cgroup = ReadAll("/proc/" + std::to_string(mpirun) + "/cgroup");
+  for (const auto& d : cg_dirs) EXPECT_EQ(::access(d.c_str(), F_OK), 0) << d;
+  auto done = runner.WaitFinished(71, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 0) << Logs(71);
+  EXPECT_NE(mpirun_cgroup.find("/job-71"), std::string::npos) << mpirun_cgroup;
+  for (const auto& d : cg_dirs) EXPECT_NE(::access(d.c_str(), F_OK), 0) << d << " was not removed";
+  ExpectNoDaemonLeft();
+}
+
+TEST_F(JobSandboxTest, WithoutCgroupsTheUidSweepCatchesEscapees) {
+  JobRunner& runner = Runner(/*cgroups=*/false);
+  runner.Launch(Job(72, {"sh", "-c", kDaemon}));
+  auto done = runner.WaitFinished(72, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 0) << Logs(72);
+  ExpectNoDaemonLeft();
+}
+
+TEST_F(JobSandboxTest, TheAgentReadsNoFileForTheJob) {
+  JobRunner& runner = Runner();
+  // Rank 0 swaps its own output file for a link to the agent's credential, and a FIFO the agent
+  // would block on for the output of rank 1.
+  runner.Launch(Job(81, {"sh", "-c",
+                         "echo before; if [ $OMPI_COMM_WORLD_RANK = 0 ]; then "
+                         "rm -f ranks/rank.0/stdout; ln -s " + dir_.path() + "/node.token "
+                         "ranks/rank.0/stdout; rm -f ranks/rank.1/stderr; mkfifo ranks/rank.1/stderr; "
+                         "fi; sleep 1"},
+                    2));
+  auto done = runner.WaitFinished(81, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  auto batch = logs_.NextBatch();
+  std::string shipped;
+  for (const auto& c : batch.chunks) shipped += c.data;
+  EXPECT_EQ(shipped.find(kAgentMarker), std::string::npos) << shipped;
+  EXPECT_EQ(Logs(81, 2).find(kAgentMarker), std::string::npos);
+}
+
+TEST_F(JobSandboxTest, GpusAreSharedOutWithoutOverlap) {
+  JobRunner& runner = Runner(true, {0, 1, 2});
+  nlohmann::json gpu = {{"slot_type", "gpu"}, {"slots_per_rank", 1}};
+  const std::string kShow = "echo gpus=[$CUDA_VISIBLE_DEVICES] order=$CUDA_DEVICE_ORDER; sleep 30";
+  runner.Launch(Job(91, {"sh", "-c", kShow}, 2, gpu));
+  runner.Launch(Job(92, {"sh", "-c", kShow}, 1, gpu));
+  runner.Launch(Job(93, {"sh", "-c", kShow}, 1, {{"slot_type", "cpu"}}));
+  runner.Launch(Job(94, {"sh", "-c", kShow}, 1, gpu));  // none left
+  EXPECT_TRUE(WaitForOutput(91, "gpus=[0,1] order=PCI_BUS_ID")) << Logs(91, 2);
+  EXPECT_TRUE(WaitForOutput(92, "gpus=[2]")) << Logs(92);
+  EXPECT_TRUE(WaitForOutput(93, "gpus=[]")) << Logs(93);
+  auto refused = runner.WaitFinished(94, seconds(5));
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->reason, "the job needs 1 GPUs and 0 are free on this node");
+  runner.Kill(91);
+  ASSERT_TRUE(runner.WaitFinished(91, seconds(20)).has_value());
+  EXPECT_EQ(runner.GpusInUse(), std::vector<int>{2});
+  runner.Launch(Job(95, {"sh", "-c", kShow}, 1, gpu));
+  EXPECT_TRUE(WaitForOutput(95, "gpus=[0]")) << Logs(95);
+  runner.KillAllAndWait("test over");
+  EXPECT_TRUE(runner.GpusInUse().empty());
+}
+
+}  // namespace
+}  // namespace agent

@@ -1,0 +1,227 @@
+#include "agent/sandbox.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "common/file_util.h"
+#include "common/log.h"
+
+namespace agent {
+namespace {
+
+constexpr int kMaxTreeDepth = 64;
+
+// What a short-lived child does after switching to a job's credentials.
+enum class AsJob { kNothing, kAccess, kKillAll };
+
+// Forks a child that drops to `c` (raw syscalls: the child of a threaded process) and does `op`;
+// returns its exit code, or -1.
+int RunAsJob(const JobCredentials& c, AsJob op, const char* path = nullptr, int mode = 0) {
+  pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+        ::syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0 ||
+        ::syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) {
+      ::_exit(2);
+    }
+    switch (op) {
+      case AsJob::kAccess: ::_exit(::access(path, mode) == 0 ? 0 : 1);
+      case AsJob::kKillAll: ::_exit(::kill(-1, SIGKILL) == 0 || errno == ESRCH ? 0 : 1);
+      default: ::_exit(0);
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+common::Status SetMode(const std::string& path, mode_t mode) {
+  if (::chmod(path.c_str(), mode) != 0) {
+    return common::Internal("chmod " + path + ": " + std::strerror(errno));
+  }
+  return common::Status::Ok();
+}
+
+void AdoptEntries(int dir_fd, const JobCredentials& owner, const UidPool& pool, int depth) {
+  if (depth > kMaxTreeDepth) return;
+  int list_fd = ::dup(dir_fd);
+  DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+  if (d == nullptr) {
+    if (list_fd >= 0) ::close(list_fd);
+    return;
+  }
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    struct stat st;
+    if (::fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!pool.InRange(st.st_uid)) continue;
+    if (S_ISDIR(st.st_mode)) {
+      int sub = ::openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) continue;
+      if (::fchown(sub, owner.uid, owner.gid) == 0) AdoptEntries(sub, owner, pool, depth + 1);
+      ::close(sub);
+    } else if (S_ISREG(st.st_mode) && st.st_nlink == 1) {
+      ::fchownat(dir_fd, e->d_name, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW);
+    }
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
+std::vector<ResourceLimit> JobRlimits(const SandboxOptions& options) {
+  std::vector<ResourceLimit> out = {
+      {RLIMIT_CORE, 0},
+      {RLIMIT_NOFILE, static_cast<uint64_t>(options.max_open_files)},
+  };
+  // Counted per real uid: only meaningful when the uid is the job's alone.
+  if (options.switch_uid) out.push_back({RLIMIT_NPROC, static_cast<uint64_t>(options.max_processes)});
+  return out;
+}
+
+UidPool::UidPool(const SandboxOptions& options)
+    : base_(options.uid_base), count_(std::max(1, options.uid_count)) {}
+
+bool UidPool::InRange(uid_t uid) const {
+  return uid >= base_ && uid - base_ < static_cast<uid_t>(count_);
+}
+
+common::Result<uid_t> UidPool::Acquire(int64_t job_id) {
+  std::set<uid_t> busy = ProcessUids();
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t first = job_id % count_;
+  if (first < 0) first += count_;
+  for (int i = 0; i < count_; ++i) {
+    uid_t uid = base_ + static_cast<uid_t>((first + i) % count_);
+    if (held_.count(uid) || busy.count(uid)) continue;
+    held_.insert(uid);
+    return uid;
+  }
+  return common::Unavailable("every job uid in [" + std::to_string(base_) + ", " +
+                             std::to_string(base_ + count_) + ") is in use");
+}
+
+void UidPool::Release(uid_t uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  held_.erase(uid);
+}
+
+std::set<uid_t> ProcessUids() {
+  std::set<uid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, 0) != 0) continue;
+    // A zombie (state Z, after the command in /proc/PID/stat) runs nothing any more.
+    auto stat = common::ReadFile(std::string("/proc/") + e->d_name + "/stat");
+    if (!stat.ok()) continue;
+    size_t paren = stat->rfind(')');
+    if (paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] == 'Z') continue;
+    out.insert(st.st_uid);
+  }
+  ::closedir(d);
+  return out;
+}
+
+common::Status PrepareDataDir(const std::string& data_dir, bool switch_uid) {
+  namespace fs = std::filesystem;
+  const mode_t pass = switch_uid ? 0711 : 0700;
+  for (const auto& [sub, mode] : std::vector<std::pair<std::string, mode_t>>{
+           {"", pass}, {"/jobs", pass}, {"/checkpoints", pass}, {"/logs", 0700}}) {
+    std::string dir = data_dir + sub;
+    EMBODY_RETURN_IF_ERROR(common::MakeDirs(dir));
+    EMBODY_RETURN_IF_ERROR(SetMode(dir, mode));
+  }
+  if (!switch_uid) return common::Status::Ok();
+  for (fs::path p = fs::path(data_dir).parent_path(); !p.empty(); p = p.parent_path()) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) {
+      return common::Internal("stat " + p.string() + ": " + std::strerror(errno));
+    }
+    if ((st.st_mode & S_IXOTH) == 0) {
+      return common::FailedPrecondition(
+          "job uids cannot reach --data-dir " + data_dir + ": " + p.string() +
+          " is not searchable by others (chmod o+x it, or give another --data-dir)");
+    }
+    if (p == p.root_path()) break;
+  }
+  // Directories of jobs an earlier agent ran: nobody's until a job of that id runs here again.
+  for (const char* sub : {"/jobs", "/checkpoints"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(data_dir + sub, ec)) LockDir(e.path().string());
+  }
+  return common::Status::Ok();
+}
+
+common::Status MakePrivateDir(const std::string& path, const std::optional<JobCredentials>& owner) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return common::Internal("remove " + path + ": " + ec.message());
+  if (::mkdir(path.c_str(), 0700) != 0) {
+    return common::Internal("mkdir " + path + ": " + std::strerror(errno));
+  }
+  if (owner && ::chown(path.c_str(), owner->uid, owner->gid) != 0) {
+    return common::Internal("chown " + path + ": " + std::strerror(errno));
+  }
+  return common::Status::Ok();
+}
+
+common::Status AdoptTree(const std::string& path, const JobCredentials& owner,
+                         const UidPool& pool) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return common::Internal("open " + path + ": " + std::strerror(errno));
+  common::Status st;
+  if (::fchown(fd, owner.uid, owner.gid) != 0 || ::fchmod(fd, 0700) != 0) {
+    st = common::Internal("chown " + path + ": " + std::strerror(errno));
+  } else {
+    AdoptEntries(fd, owner, pool, 0);
+  }
+  ::close(fd);
+  return st;
+}
+
+void LockDir(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::fchown(fd, ::geteuid(), ::getegid()) != 0 || ::fchmod(fd, 0700) != 0) {
+    common::LogWarn("cannot lock a job directory", {{"dir", path}, {"error", std::strerror(errno)}});
+  }
+  ::close(fd);
+}
+
+bool CanReadAs(const JobCredentials& creds, const std::string& path, bool dir) {
+  return RunAsJob(creds, AsJob::kAccess, path.c_str(), R_OK | (dir ? X_OK : 0)) == 0;
+}
+
+bool CanSwitchTo(const JobCredentials& creds) { return RunAsJob(creds, AsJob::kNothing) == 0; }
+
+void KillAllOfUid(uid_t uid) {
+  if (uid == 0 || uid == ::geteuid()) return;  // never the agent's own processes
+  RunAsJob({uid, static_cast<gid_t>(uid)}, AsJob::kKillAll);
+}
+
+api::NodeIsolation DescribeIsolation(bool switch_uid, CgroupVersion cgroups) {
+  api::NodeIsolation iso;
+  iso.unprivileged_uid = switch_uid;
+  iso.cgroup = CgroupVersionName(cgroups);
+  iso.rlimits = true;
+  return iso;
+}
+
+}  // namespace agent

@@ -1,0 +1,109 @@
+// The sandbox a job runs in on its node, and the node's probe of which parts of it it has.
+//
+// A job is tenant code. On a node whose agent runs as root, each running job gets a uid of its
+// own (and the same gid) from a configured range, never shared with another running job and
+// never one that still has processes; mpirun and every rank run as that uid with no
+// supplementary groups and no_new_privs (agent/spawn.h does the switch). So a job cannot read
+// another job's files or /proc/<pid>/environ (where job tokens live), cannot signal or ptrace
+// it, and cannot read the agent's files: the data directory is
+//
+//   <data-dir>/              0711 root   (job uids may pass through, not list)
+//     node.token             0600 root
+//     jobs/                  0711 root
+//       job-<id>/            0700 job uid: the job's cwd, HOME, TMPDIR, Open MPI output
+//     checkpoints/           0711 root
+//       job-<id>/            0700 job uid while the job runs
+//     logs/                  0700 root: the rank logs the agent folds and ships
+//
+// and every ancestor of <data-dir> must be searchable by others. When a job ends its two
+// directories go back to root (0700), so the next job given the same uid finds nothing.
+//
+// Limits come on top (rlimits on every process, agent/cgroup.h where the node has cgroups).
+// An agent that is not root cannot switch uid: it runs jobs as itself and reports
+// unprivileged_uid false at registration, as does one started with --run-jobs-as-agent.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/cgroup.h"
+#include "agent/spawn.h"
+#include "api/agent_protocol.h"
+#include "common/status.h"
+
+namespace agent {
+
+struct SandboxOptions {
+  bool switch_uid = true;  // off: jobs run as the agent (always so when the agent is not root)
+  uid_t uid_base = 200000;
+  int uid_count = 65536;             // job uids are uid_base .. uid_base + uid_count - 1
+  int64_t max_processes = 4096;      // RLIMIT_NPROC of the job's uid, pids.max of its cgroup
+  int64_t max_open_files = 65536;    // RLIMIT_NOFILE of every process
+  std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
+};
+
+// The rlimits every process of a job gets at spawn: no core files, bounded descriptors and, with
+// the uid switch (RLIMIT_NPROC counts every process of the real uid), bounded processes. The
+// address-space limit is per rank (agent/rank_exec.h), not here.
+std::vector<ResourceLimit> JobRlimits(const SandboxOptions& options);
+
+// Hands out job uids: job_id mod uid_count first, then the next ones, skipping uids held by a
+// running job of this agent and uids that own live processes (another agent's jobs on the same
+// machine, leftovers). Thread-safe.
+class UidPool {
+ public:
+  explicit UidPool(const SandboxOptions& options);
+  common::Result<uid_t> Acquire(int64_t job_id);
+  void Release(uid_t uid);
+  // Whether `uid` is in the configured range (files it owns were written by some job).
+  bool InRange(uid_t uid) const;
+
+ private:
+  const uid_t base_;
+  const int count_;
+  std::mutex mu_;
+  std::set<uid_t> held_;
+};
+
+// Creates the layout above (modes included; owner root when `switch_uid`) and, with
+// `switch_uid`, checks that every ancestor of `data_dir` is searchable by others.
+common::Status PrepareDataDir(const std::string& data_dir, bool switch_uid);
+
+// A fresh directory owned by `owner` with mode 0700 (removed first with all it held).
+common::Status MakePrivateDir(const std::string& path, const std::optional<JobCredentials>& owner);
+
+// Gives a job's existing directory tree to `owner` again (its next attempt may have another uid):
+// the top directory always, entries below only when a job uid (per `pool`) owns them and, for
+// files, only with a single link, so a link planted by a job never hands it someone else's file.
+// Symbolic links are never followed.
+common::Status AdoptTree(const std::string& path, const JobCredentials& owner,
+                         const UidPool& pool);
+
+// The top of a finished job's directory back to root, mode 0700 (no-op for a missing path).
+void LockDir(const std::string& path);
+
+// Whether `creds` may read `path` (access(2) in a child that switched to them); `dir` adds
+// X_OK, for a directory to look into.
+bool CanReadAs(const JobCredentials& creds, const std::string& path, bool dir);
+
+// SIGKILLs every process whose real or saved uid is `uid` (kill(-1) from a child running as it),
+// which catches processes that left the job's tree. Returns once the signal is sent.
+void KillAllOfUid(uid_t uid);
+
+// Uids of live (not zombie) processes in /proc.
+std::set<uid_t> ProcessUids();
+
+// Whether this process can switch to `creds` (root, and the uid exists in its user namespace).
+bool CanSwitchTo(const JobCredentials& creds);
+
+// What the node reports at registration (api::RegisterRequest::isolation).
+api::NodeIsolation DescribeIsolation(bool switch_uid, CgroupVersion cgroups);
+
+}  // namespace agent
