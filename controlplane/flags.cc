@@ -1,5 +1,6 @@
 #include "controlplane/flags.h"
 
+#include <filesystem>
 #include <functional>
 #include <map>
 
@@ -21,12 +22,24 @@ common::Result<int> ParseInt(const std::string& flag, const std::string& v, int 
 
 }  // namespace
 
+std::string DefaultWebDir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto installed = exe.parent_path().parent_path() / "share" / "embody" / "web";
+    if (std::filesystem::exists(installed / "index.html", ec)) return installed.string();
+  }
+  return EMBODY_BUILD_WEB_DIR;
+}
+
 std::string ServerUsage() {
   return "usage: embody-server --listen HOST:PORT --db CONNINFO --data-dir DIR\n"
          "           [--port-file FILE] [--bootstrap-out FILE] [--heartbeat-interval-ms 1000]\n"
          "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n"
          "           [--rate-limit-per-s 0] [--rate-limit-burst 0]   (per token; 0: none)\n"
          "           [--audit 1]   (0: no audit rows; for measuring what they cost)\n"
+         "           [--web-dir DIR]   (the dashboard's files; default: " +
+         DefaultWebDir() + ")\n"
          "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
          "            server; default: the --listen address, or the discovery request's Host\n"
          "            header when listening on all interfaces)\n";
@@ -76,6 +89,7 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
        }},
       {"--db", str_flag(&o.db)},
       {"--data-dir", str_flag(&o.data_dir)},
+      {"--web-dir", str_flag(&o.web_dir)},
       {"--port-file", str_flag(&o.port_file)},
       {"--bootstrap-out", str_flag(&o.bootstrap_out)},
       {"--heartbeat-interval-ms", int_flag(&o.heartbeat_interval_ms, 50, 600000)},

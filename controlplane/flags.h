@@ -9,6 +9,10 @@
 
 namespace controlplane {
 
+// Where the dashboard's files are: share/embody/web beside the installed binary's bin/ when
+// that holds an index.html, else the build tree's web/dist.
+std::string DefaultWebDir();
+
 struct ServerOptions {
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;  // 0: any free port
@@ -23,6 +27,7 @@ struct ServerOptions {
   int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call
+  std::string web_dir = DefaultWebDir();  // the dashboard's built files
   api::SpecLimits limits;
 };
 

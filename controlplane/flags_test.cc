@@ -23,6 +23,17 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->advertise, "10.0.0.5:8080");
 }
 
+TEST(ServerFlagsTest, WebDirDefaultsToTheBuiltDashboard) {
+  auto o = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->web_dir, DefaultWebDir());
+  EXPECT_FALSE(o->web_dir.empty());
+  auto set = ParseServerFlags(
+      {"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d", "--web-dir", "/srv/web"});
+  ASSERT_TRUE(set.ok());
+  EXPECT_EQ(set->web_dir, "/srv/web");
+}
+
 TEST(ServerFlagsTest, PortZeroMeansAnyPort) {
   auto o = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
   ASSERT_TRUE(o.ok());

@@ -111,6 +111,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
+  deps.web_dir = opts.web_dir;
   m->metrics->SetDbPoolSource([raw] {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};

@@ -31,6 +31,7 @@ struct ApiDeps {
   // host:port Prometheus scrapes this server at, for /v1/prometheus/targets; empty: the Host
   // header of the discovery request (Prometheus reached the server there).
   std::string advertise_address;
+  std::string web_dir;  // the dashboard's built files (web_files.h)
 };
 
 class ApiServer {

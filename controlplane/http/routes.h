@@ -16,5 +16,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or
 // until `stopping` is set.
 void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping);
+// The dashboard at / (web_files.h); registered after the API's routes.
+void AddWebRoutes(Router& router, const ApiDeps& deps);
 
 }  // namespace controlplane::http

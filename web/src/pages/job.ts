@@ -1,0 +1,214 @@
+// One job: what it is (spec), where it stands (state, why it waits, restarts), how it trains
+// (live charts of every reported series), what it prints (logs of every rank), what it left
+// (checkpoints, evaluation), and cancel for roles that may.
+import { ApiError, get, post, withQuery } from "../api";
+import { JobCharts } from "../charts";
+import { h, replace } from "../dom";
+import { bytes, duration, num, time } from "../format";
+import { LogPanel } from "../logs";
+import { poll } from "../poll";
+import type { Page } from "../router";
+import { can } from "../session";
+import { kTerminal, type Job, type JobEvent, type SeriesMap } from "../types";
+import { card, emptyRow, messageBox, progress, stat, stateBadge, table } from "../ui";
+
+export function jobPage(params: Record<string, string>): Page {
+  const id = Number(params.id);
+  const msg = messageBox();
+  let job: Job | null = null;
+
+  const title = h("h1", null, "Job #" + id);
+  const badges = h("div", { class: "badges" });
+  const actions = h("div", { class: "actions" });
+  const stats = h("div", { class: "stats" });
+  const reason = h("div", { class: "reason-box", hidden: true });
+  const specPre = h("pre", { class: "json", id: "spec" });
+  const charts = new JobCharts();
+  const timeline = table(["Time", "Change", "Reason", "By"], "timeline");
+  const checkpoints = table(["Step", "Path", "Size", "Written"], "checkpoints");
+  const evalBox = h("div", { id: "evaluation" }, h("p", { class: "muted" }, "No evaluation reported."));
+  const events = { state: [] as JobEvent[], checkpoint: [] as JobEvent[], eval: [] as JobEvent[] };
+  const after = { state: 0, checkpoint: 0, eval: 0 };
+  const cancelMsg = messageBox();
+
+  const isTerminal = () => !!job && kTerminal.has(job.state);
+
+  async function refreshJob(): Promise<void> {
+    job = await get<Job>("/v1/jobs/" + id);
+    renderJob(job);
+  }
+
+  async function refreshEvents(): Promise<void> {
+    for (const type of ["state", "checkpoint", "eval"] as const) {
+      for (;;) {
+        const r = await get<{ events: JobEvent[] }>(withQuery(`/v1/jobs/${id}/events`, { type, after: after[type], limit: 500 }));
+        if (r.events.length === 0) break;
+        events[type].push(...r.events);
+        after[type] = r.events[r.events.length - 1].id;
+        if (r.events.length < 500) break;
+      }
+    }
+    renderEvents();
+  }
+
+  async function refreshMetrics(): Promise<void> {
+    const last = charts.lastStep();
+    const r = await get<{ series: SeriesMap }>(
+      withQuery(`/v1/jobs/${id}/metrics`, last === null ? { max_points: 2000 } : { since: last + 1, max_points: 1000 }),
+    );
+    charts.add(r.series);
+  }
+
+  function renderJob(j: Job): void {
+    replace(title, j.name || "(unnamed)", h("span", { class: "muted id" }, " #" + j.id));
+    replace(badges, stateBadge(j.state), h("span", { class: "chip" }, j.tenant), h("span", { class: "chip" }, j.kind), h("span", { class: "chip" }, "priority " + j.priority));
+    const end = j.finished_at ? Date.parse(j.finished_at) : Date.now();
+    const runtime = j.started_at ? duration((end - Date.parse(j.started_at)) / 1000) : "—";
+    replace(
+      stats,
+      stat("Progress", progress(j.last_step?.step, j.last_step?.steps)),
+      stat("Tokens / s", num(j.last_step?.tokens_per_s)),
+      stat("Loss", num(j.last_step?.loss)),
+      stat("Runtime", runtime),
+      stat("Attempt", String(j.attempt + 1)),
+      stat("Exit code", j.exit_code === null ? "—" : String(j.exit_code)),
+      stat("Nodes", j.allocation.length ? j.allocation.map((a) => `${a.node} ×${a.ranks}`).join(", ") : "—"),
+      stat("Created", time(j.created_at)),
+    );
+    reason.hidden = !j.reason;
+    replace(reason, h("strong", null, isTerminal() ? "Outcome: " : j.state === "PENDING" ? "Waiting: " : "Note: "), j.reason);
+    reason.className = "reason-box state-" + j.state.toLowerCase();
+    const text = JSON.stringify(j.spec, null, 2);
+    if (specPre.textContent !== text) specPre.textContent = text;
+    replace(
+      actions,
+      can.submit() && !isTerminal() && j.state !== "CANCELLING"
+        ? h("button", { class: "btn danger", id: "cancel-job", onclick: () => confirmCancel() }, "Cancel job")
+        : null,
+      can.submit() ? h("a", { class: "btn", href: "/submit?from=" + j.id, id: "resubmit" }, "Submit a copy") : null,
+    );
+  }
+
+  function confirmCancel(): void {
+    replace(
+      actions,
+      h("span", null, "Cancel this job?"),
+      h("button", { class: "btn danger", id: "confirm-cancel", onclick: () => void cancel() }, "Yes, cancel"),
+      h("button", { class: "btn", onclick: () => job && renderJob(job) }, "Keep running"),
+    );
+  }
+
+  async function cancel(): Promise<void> {
+    try {
+      cancelMsg.show(null);
+      job = await post<Job>(`/v1/jobs/${id}/cancel`);
+      renderJob(job);
+      poller.now();
+    } catch (e) {
+      cancelMsg.show(e);
+      if (job) renderJob(job);
+    }
+  }
+
+  function renderEvents(): void {
+    replace(
+      timeline.body,
+      events.state.length === 0
+        ? emptyRow(4, "No state changes yet.")
+        : events.state
+            .slice()
+            .reverse()
+            .map((e) => {
+              const d = e.data as { from?: string; to?: string; reason?: string; actor?: string };
+              return h(
+                "tr",
+                null,
+                h("td", { class: "nowrap" }, time(e.time)),
+                h("td", { class: "nowrap" }, d.from ? [stateBadge(d.from), " → "] : null, d.to ? stateBadge(d.to) : null),
+                h("td", null, d.reason ?? ""),
+                h("td", null, d.actor ?? ""),
+              );
+            }),
+    );
+    replace(
+      checkpoints.body,
+      events.checkpoint.length === 0
+        ? emptyRow(4, "No checkpoints yet.")
+        : events.checkpoint
+            .slice()
+            .reverse()
+            .map((e) =>
+              h(
+                "tr",
+                null,
+                h("td", { class: "num" }, String(e.data.step ?? "—")),
+                h("td", { class: "path" }, String(e.data.path ?? "")),
+                h("td", { class: "num" }, bytes(e.data.bytes)),
+                h("td", { class: "nowrap" }, time(e.time)),
+              ),
+            ),
+    );
+    if (events.eval.length) {
+      replace(
+        evalBox,
+        events.eval.map((e) =>
+          h(
+            "dl",
+            { class: "kv" },
+            Object.entries(e.data).flatMap(([k, v]) => [h("dt", null, k.replace(/_/g, " ")), h("dd", null, typeof v === "number" ? num(v) : JSON.stringify(v))]),
+          ),
+        ),
+      );
+    }
+  }
+
+  // The job first (its state decides what else is still moving), then events and metrics; once
+  // the job has ended one last round reads what arrived with the end, and polling stops.
+  let finalRound = false;
+  const poller = poll(
+    2000,
+    async () => {
+      await refreshJob();
+      await Promise.all([refreshEvents(), refreshMetrics()]);
+      if (isTerminal()) {
+        if (finalRound) poller.stop();
+        finalRound = true;
+      }
+    },
+    (e) => {
+      if (e instanceof ApiError && e.status === 404) poller.stop();
+      msg.show(e);
+    },
+  );
+  const logs = new LogPanel(id, async () => {
+    try {
+      return kTerminal.has((await get<Job>("/v1/jobs/" + id)).state);
+    } catch {
+      return false;
+    }
+  });
+
+  const el = h(
+    "div",
+    { class: "page job" },
+    h("div", { class: "crumbs" }, h("a", { href: "/jobs" }, "Jobs"), " / #" + id),
+    h("div", { class: "page-head" }, h("div", null, title, badges), actions),
+    msg.el,
+    cancelMsg.el,
+    reason,
+    stats,
+    card("Metrics", charts.el),
+    card("Logs", logs.el),
+    h("div", { class: "two" }, card("State timeline", timeline.el), card("Checkpoints", checkpoints.el)),
+    h("div", { class: "two" }, card("Evaluation", evalBox), card("Spec", specPre)),
+  );
+  return {
+    title: "Job #" + id,
+    el,
+    dispose() {
+      poller.stop();
+      logs.dispose();
+      charts.dispose();
+    },
+  };
+}
