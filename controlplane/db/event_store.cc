@@ -54,19 +54,27 @@ Status PgEventStore::DropProvisionalSteps(int64_t job_id) {
 
 Result<std::vector<service::StepSample>> PgEventStore::SampleSteps(int64_t job_id,
                                                                    const service::StepQuery& q) {
-  // Bucket b of n covers steps [lo + b*(hi-lo+1)/n, lo + (b+1)*(hi-lo+1)/n). `r` is
-  // MATERIALIZED: on a table without statistics yet the planner may otherwise put the
-  // aggregate inside the join and recompute it for every row (seen: 230 ms for 1,500 rows).
+  // Bucket b of n covers steps [lo + b*(hi-lo+1)/n, lo + (b+1)*(hi-lo+1)/n); with fewer steps
+  // than buckets each step is its own bucket (n = hi-lo+1 gives the same rows). Each bucket is
+  // one backward probe of the (job_id, step) index for its latest row, so a read costs
+  // O(buckets · log rows), not a sort of every stored row: 300 ms became a few ms for a job with
+  // 100,000 stored steps. `r` is MATERIALIZED so the bounds are computed once.
+  const std::string kInRange =
+      "job_id = $1 AND type = 'step' AND step IS NOT NULL AND step >= $2 AND time >= " EMBODY_SQL_TS(
+          "$3");
   auto r = tx_.Exec(
-      "WITH s AS (SELECT id, step, time, data FROM job_events"
-      "   WHERE job_id = $1 AND type = 'step' AND step IS NOT NULL AND step >= $2"
-      "     AND time >= " EMBODY_SQL_TS("$3") "),"
-      " r AS MATERIALIZED (SELECT min(step) AS lo, max(step) AS hi FROM s),"
-      " b AS (SELECT DISTINCT ON (bucket) s.step, " EMBODY_SQL_MS("s.time") " AS time_ms,"
-      "   s.data::text AS data,"
-      "   floor((s.step - r.lo)::numeric * $4 / (r.hi - r.lo + 1)) AS bucket"
-      "   FROM s, r ORDER BY bucket, s.step DESC, s.id DESC)"
-      " SELECT step, time_ms, data FROM b ORDER BY step",
+      "WITH r AS MATERIALIZED (SELECT lo, hi, (hi - lo + 1)::numeric AS w,"
+      "   least($4::bigint, hi - lo + 1) AS n FROM (SELECT"
+      "   (SELECT step FROM job_events WHERE " + kInRange + " ORDER BY step LIMIT 1) AS lo,"
+      "   (SELECT step FROM job_events WHERE " + kInRange + " ORDER BY step DESC LIMIT 1) AS hi)"
+      "   bounds WHERE lo IS NOT NULL)"
+      " SELECT e.step, " EMBODY_SQL_MS("e.time") " AS time_ms, e.data::text AS data"
+      " FROM r, generate_series(0, r.n - 1) AS b, LATERAL (SELECT step, time, data FROM job_events"
+      "   WHERE " + kInRange +
+      "     AND step >= (r.lo + ceil(b * r.w / r.n))::bigint"
+      "     AND step < (r.lo + ceil((b + 1) * r.w / r.n))::bigint"
+      "   ORDER BY step DESC, id DESC LIMIT 1) e"
+      " ORDER BY e.step",
       {P(job_id), P(q.since_step), P(q.since_ms), P(q.max_points)});
   if (!r.ok()) return r.status();
   std::vector<service::StepSample> out;

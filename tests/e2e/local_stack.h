@@ -46,6 +46,8 @@ class LocalStack {
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
   const std::string& admin_token() const { return admin_token_; }
+  // The stack's PostgreSQL, for tests that seed rows directly (after Start()).
+  const PgCluster& pg() const { return *pg_; }
   // The server's bootstrap JSON ({"admin_token", "agent_token", "tenant"}), mode 0600.
   std::string bootstrap_file() const { return dir_ + "/bootstrap.json"; }
   // Where each process writes its output (JSON log lines).

@@ -78,6 +78,8 @@ export interface RequestOptions {
   body?: unknown; // serialised as JSON unless already a string
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  // A 401 is the caller's to handle (checking a token at sign-in), not a sign-out.
+  probe?: boolean;
 }
 
 export async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
@@ -98,7 +100,7 @@ export async function request<T>(method: string, path: string, opts: RequestOpti
   if (!res.ok) {
     const err = await errorFrom(res);
     setReachable(!err.unreachable);
-    if (res.status === 401 && token()) for (const l of unauthorizedListeners) l();
+    if (res.status === 401 && token() && !opts.probe) for (const l of unauthorizedListeners) l();
     throw err;
   }
   setReachable(true);

@@ -71,7 +71,8 @@ export class JobCharts {
   add(map: SeriesMap): void {
     let changed = false;
     for (const [name, pts] of Object.entries(map)) {
-      if (!Array.isArray(pts) || pts.length === 0) continue;
+      // `steps` is the job's planned total, the same number at every step: not a series.
+      if (name === "steps" || !Array.isArray(pts) || pts.length === 0) continue;
       let s = this.series.get(name);
       if (!s) this.series.set(name, (s = { steps: [], values: [] }));
       const last = s.steps.length ? s.steps[s.steps.length - 1] : -Infinity;

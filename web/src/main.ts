@@ -54,7 +54,9 @@ function renderNav(): void {
   const path = location.pathname;
   replace(
     nav,
-    links
+    !whoami()
+      ? null
+      : links
       .filter(([, , shown]) => shown)
       .map(([href, text]) => {
         const active = href === "/" ? path === "/" : path === href || path.startsWith(href + "/");

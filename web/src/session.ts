@@ -1,7 +1,7 @@
 // Who is signed in: the token (kept in sessionStorage by api.ts, so it lasts as long as the tab)
 // and what GET /v1/whoami says about it. What a role may do decides which controls are offered;
 // the server still decides what is allowed, and its refusals are shown as they come.
-import { ApiError, get, setToken, token } from "./api";
+import { ApiError, request, setToken, token } from "./api";
 import type { Whoami } from "./types";
 
 let me: Whoami | null = null;
@@ -37,12 +37,12 @@ export function signOut(): void {
 
 async function loadWhoami(): Promise<Whoami> {
   try {
-    return await get<Whoami>("/v1/whoami");
+    return await request<Whoami>("GET", "/v1/whoami", { probe: true });
   } catch (e) {
     // A server without /v1/whoami: the token is checked on a route every role reads, and the
     // role stays unknown (every control is offered; the server refuses what the role may not do).
     if (e instanceof ApiError && e.status === 404) {
-      await get("/v1/jobs?limit=1");
+      await request("GET", "/v1/jobs?limit=1", { probe: true });
       return { token_id: null, tenant_id: null, tenant: "", role: "unknown", name: "" };
     }
     throw e;

@@ -1,0 +1,345 @@
+// Drives Embody's dashboard in headless chromium (playwright-core from web/node_modules) against
+// a running stack. Run by tests/browser/browser_test.cc, which starts the stack and seeds it;
+// every step prints one line, failures throw, and the last line is the timings as JSON.
+//
+// Environment: EMBODY_URL, EMBODY_ADMIN_TOKEN, EMBODY_VIEWER_TOKEN, EMBODY_BIG_JOB (a job with
+// 100,000 step events), EMBODY_SCREENSHOTS (directory), EMBODY_WEB_DIR, EMBODY_CHROMIUM.
+import { createRequire } from "node:module";
+
+const env = (k) => {
+  if (!process.env[k]) throw new Error("missing " + k);
+  return process.env[k];
+};
+const url = env("EMBODY_URL");
+const admin = env("EMBODY_ADMIN_TOKEN");
+const viewer = env("EMBODY_VIEWER_TOKEN");
+const bigJob = env("EMBODY_BIG_JOB");
+const shots = env("EMBODY_SCREENSHOTS");
+const require = createRequire(env("EMBODY_WEB_DIR") + "/package.json");
+const { chromium } = require("playwright-core");
+
+const figures = {};
+const skipped = [];
+const t0 = Date.now();
+const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+function check(cond, what) {
+  if (!cond) throw new Error("check failed: " + what);
+  log("ok:", what);
+}
+// Whole-run limit: a hung step must fail the test, not ctest's timeout.
+setTimeout(() => {
+  console.error("dashboard.mjs: timed out after 480 s");
+  process.exit(3);
+}, 480_000).unref();
+
+async function api(method, path, token, body) {
+  const res = await fetch(url + path, {
+    method,
+    headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { status: res.status, json, text };
+}
+const hasRoute = async (path) => (await api("GET", path, admin)).status !== 404;
+
+const browser = await chromium.launch({
+  executablePath: env("EMBODY_CHROMIUM"),
+  headless: true,
+  args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+});
+let page;
+const errors = [];
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const p = await context.newPage();
+  p.on("pageerror", (e) => errors.push(String(e)));
+  p.on("console", (m) => m.type() === "error" && !/Failed to load resource|ERR_INTERNET_DISCONNECTED|net::ERR/.test(m.text()) && errors.push(m.text()));
+  p.setDefaultTimeout(20_000);
+  return p;
+}
+const shot = async (name) => {
+  await page.screenshot({ path: `${shots}/${name}.png` });
+  log("screenshot", `${shots}/${name}.png`);
+};
+const text = (sel) => page.locator(sel).first().innerText();
+
+async function signIn(token) {
+  await page.goto(url + "/");
+  await page.waitForSelector("#token");
+  await page.fill("#token", token);
+  await page.click("#sign-in");
+  await page.waitForSelector("#sign-out");
+}
+
+async function waitForJobState(states, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = (await page.locator(".page-head .badge").first().innerText().catch(() => "")).trim();
+    if (states.includes(s)) return s;
+    if (Date.now() > deadline) throw new Error(`job stayed ${s}, wanted ${states.join("|")}`);
+    await page.waitForTimeout(250);
+  }
+}
+
+try {
+  const whoamiThere = await hasRoute("/v1/whoami");
+
+  // --- Sign in: a wrong token is refused with a message, the admin's is accepted.
+  page = await newPage();
+  await page.goto(url + "/jobs");
+  await page.waitForSelector("#token");
+  check(page.url().includes("/signin?next=%2Fjobs"), "an unsigned visit goes to the sign-in page");
+  await page.fill("#token", "not-a-token");
+  await page.click("#sign-in");
+  await page.waitForSelector(".signin .message.error");
+  check((await text(".signin .message")).includes("does not accept"), "a wrong token is refused with a message");
+  await shot("01-sign-in");
+  await page.fill("#token", admin);
+  await page.click("#sign-in");
+  await page.waitForSelector("table.jobs[data-ready]");
+  check(new URL(page.url()).pathname === "/jobs", "signing in returns to the page asked for");
+
+  // --- Jobs page with 10,000 jobs: first load in a fresh tab, measured in the browser.
+  {
+    const token = admin;
+    const times = [];
+    for (let i = 0; i < 3; i++) {
+      const p = await newPage();
+      await p.goto(url + "/");
+      await p.evaluate((t) => sessionStorage.setItem("embody.token", t), token);
+      const start = Date.now();
+      await p.goto(url + "/jobs");
+      await p.waitForSelector("table.jobs[data-ready] tbody tr[data-job]");
+      const inPage = await p.evaluate(() => performance.now());
+      times.push({ wall: Date.now() - start, inPage: Math.round(inPage) });
+      if (i === 2) {
+        // Interactive: the next page of 50 comes from the server's cursor.
+        const first = await p.locator("tbody tr[data-job]").first().getAttribute("data-job");
+        const s = Date.now();
+        await p.click("#older");
+        await p.waitForFunction((f) => document.querySelector("tbody tr[data-job]")?.getAttribute("data-job") !== f, first);
+        figures.jobs_next_page_ms = Date.now() - s;
+        const rows = await p.locator("tbody tr[data-job]").count();
+        check(rows === 50, "the second page holds 50 jobs");
+      }
+      await p.context().close();
+    }
+    figures.jobs_first_load_ms = Math.min(...times.map((t) => t.inPage));
+    figures.jobs_first_load_wall_ms = Math.min(...times.map((t) => t.wall));
+    log("jobs page first load (ms, navigation start to rows shown):", JSON.stringify(times));
+    check(figures.jobs_first_load_ms < 1000, `jobs page with 10,000 jobs interactive in ${figures.jobs_first_load_ms} ms (< 1000)`);
+    // The list route itself, deep in the 10,000.
+    const lat = [];
+    for (let i = 0; i < 60; i++) {
+      const cursor = 10 + Math.floor(Math.random() * 10000);
+      const s = performance.now();
+      const r = await api("GET", `/v1/jobs?limit=50&cursor=${cursor}`, admin);
+      lat.push(performance.now() - s);
+      if (r.status !== 200) throw new Error("list: " + r.text);
+    }
+    lat.sort((a, b) => a - b);
+    figures.list_route_p50_ms = +lat[30].toFixed(1);
+    figures.list_route_p95_ms = +lat[57].toFixed(1);
+    log("GET /v1/jobs?limit=50&cursor=<random> over 10,000 jobs: p50", figures.list_route_p50_ms, "ms, p95", figures.list_route_p95_ms, "ms");
+  }
+  await shot("02-jobs");
+
+  // --- A job with 100,000 step events: charts drawn.
+  {
+    const times = [];
+    for (let i = 0; i < 3; i++) {
+      const s = Date.now();
+      await page.goto(url + "/jobs/" + bigJob);
+      await page.waitForFunction(() => Number(document.querySelector('.chart[data-series="loss"]')?.dataset.points) > 0 && document.querySelector('.chart[data-series="loss"] canvas'));
+      times.push(Date.now() - s);
+      const d = await page.evaluate(() => ({ ...document.querySelector(".chart")?.parentElement?.parentElement?.dataset }));
+      log("  in page: since navigation", d.drawnAtMs, "ms; metrics fetch", d.fetchMs, "ms; drawing", d.drawMs, "ms");
+    }
+    for (const q of ["max_points=2000", "max_points=500", "names=loss&max_points=2000"]) {
+      const s = performance.now();
+      const r = await api("GET", `/v1/jobs/${bigJob}/metrics?${q}`, admin);
+      figures["metrics_route_ms_" + q.replace(/[=&]/g, "_")] = Math.round(performance.now() - s);
+      if (r.status !== 200) throw new Error("metrics: " + r.text);
+    }
+    log("metrics route over 100,000 step events:", JSON.stringify(figures));
+    const points = await page.evaluate(() => [...document.querySelectorAll(".chart[data-points]")].reduce((n, c) => n + Number(c.dataset.points), 0));
+    figures.job_100k_charts_ms = Math.min(...times);
+    log("job page with 100,000 step events: charts drawn in (ms)", JSON.stringify(times), "points charted", points);
+    check(figures.job_100k_charts_ms < 500 || process.env.EMBODY_RELAXED_TIMING, `charts of a 100,000-step job rendered in ${figures.job_100k_charts_ms} ms (< 500)`);
+    check(points >= 2000, "the 100,000-step job's charts hold the downsampled points");
+    await shot("03-job-100k-steps");
+  }
+
+  // --- Submit through the form: a bad field first, its error next to it.
+  await page.click('nav a[href="/submit"]');
+  await page.waitForSelector("#f-resources-nodes");
+  await page.fill("#f-name", "browser-train");
+  await page.fill("#f-resources-nodes", "0");
+  await page.click("#submit-job");
+  await page.waitForSelector('[data-error-for="resources.nodes"]:not(:empty)');
+  const fieldError = await text('[data-error-for="resources.nodes"]');
+  const direct = await api("POST", "/v1/jobs", admin, { name: "x", kind: "command", command: ["true"], resources: { nodes: 0 } });
+  check(direct.status === 400 && direct.json.error.field === "resources.nodes" && fieldError === direct.json.error.message, `the server's error is shown next to resources.nodes: "${fieldError}"`);
+  check(await page.locator("#f-resources-nodes.invalid").count() === 1, "the bad field is marked");
+  await shot("04-submit-bad-field");
+  // The JSON editor names the field too.
+  await page.click("#mode-json");
+  const spec = JSON.parse(await page.inputValue("#spec-json"));
+  check(spec.resources.nodes === 0 && spec.name === "browser-train", "the JSON editor shows the form's spec");
+  spec.resources.nodes = 2;
+  spec.resources.ranks_per_node = 1;
+  spec.engine.model = { d_model: 48, layers: 2, heads: 4, mlp: 96, action_horizon: 4 };
+  spec.engine.data = { rows_per_step: 2, tokens_per_row: 512 };
+  spec.engine.optim = { steps: 150, lr: 0.004, warmup_steps: 10 };
+  spec.engine.checkpoint = { every_steps: 50, keep: 2 };
+  spec.engine.bogus_option = 1;
+  await page.fill("#spec-json", JSON.stringify(spec, null, 2));
+  await page.click("#submit-job");
+  await page.waitForSelector('[data-error-for="json"]:not(:empty)');
+  check((await text('[data-error-for="json"]')).startsWith("engine.bogus_option"), "a bad field in the JSON editor is named under it");
+  delete spec.engine.bogus_option;
+  await page.fill("#spec-json", JSON.stringify(spec, null, 2));
+  await page.click("#mode-form");
+  check((await page.inputValue("#f-resources-nodes")) === "2" && (await page.inputValue("#f-engine-optim-steps")) === "150", "the form takes the JSON back");
+  await shot("05-submit-form");
+  await page.click("#submit-job");
+  await page.waitForURL(/\/jobs\/\d+$/);
+  const trainId = page.url().split("/").pop();
+  log("submitted job", trainId);
+
+  // --- Watch it: running, then SUCCEEDED; charts with points; logs of both ranks.
+  await waitForJobState(["RUNNING", "SUCCEEDED"], 60_000);
+  await page.waitForFunction(() => Number(document.querySelector('.chart[data-series="loss"]')?.dataset.points) > 5, null, { timeout: 90_000 });
+  await shot("06-job-running");
+  const final = await waitForJobState(["SUCCEEDED", "FAILED", "CANCELLED"], 240_000);
+  check(final === "SUCCEEDED", "the submitted job reached SUCCEEDED");
+  await page.waitForFunction(() => document.querySelector("#log-status")?.textContent?.startsWith("End of logs"), null, { timeout: 30_000 });
+  const series = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll(".chart[data-series]")].map((c) => [c.dataset.series, Number(c.dataset.points)])));
+  log("charts:", JSON.stringify(series));
+  for (const s of ["loss", "tokens_per_s", "time", "ratio"]) check(series[s] > 0, `chart ${s} holds data points`);
+  check(series.loss >= 100, "the loss chart holds every step (>= 100 points)");
+  const ranks = await page.evaluate(() => [...new Set([...document.querySelectorAll("#logs .line")].map((l) => l.dataset.rank))]);
+  check(ranks.includes("0") && ranks.includes("1"), "the logs panel shows rank 0 and rank 1 (" + ranks.join(",") + ")");
+  await page.selectOption("#log-rank", "1");
+  check((await page.locator("#logs .line").evaluateAll((ls) => ls.every((l) => l.dataset.rank === "1"))), "the rank filter shows rank 1 only");
+  await page.selectOption("#log-rank", "");
+  check((await page.locator(".timeline tbody tr").count()) >= 3, "the state timeline lists the transitions");
+  check((await page.locator(".checkpoints tbody tr").count()) >= 1, "checkpoints are listed");
+  check((await page.locator("#evaluation dl").count()) >= 1, "the evaluation result is shown");
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await shot("07-job-succeeded");
+  await page.evaluate(() => document.querySelector(".two")?.scrollIntoView());
+  await shot("08-job-timeline");
+
+  // --- Cancel a running job from its page.
+  const long = await api("POST", "/v1/jobs", admin, {
+    name: "browser-cancel",
+    kind: "command",
+    resources: { nodes: 1, ranks_per_node: 1 },
+    command: ["sh", "-c", "echo started; sleep 300"],
+  });
+  check(long.status === 201, "a long job is submitted");
+  await page.goto(url + "/jobs/" + long.json.id);
+  await waitForJobState(["RUNNING"], 60_000);
+  await page.click("#cancel-job");
+  await page.click("#confirm-cancel");
+  check((await waitForJobState(["CANCELLED"], 60_000)) === "CANCELLED", "cancel from the job page ends the running job");
+  check((await page.locator("#cancel-job").count()) === 0, "a cancelled job offers no cancel");
+  await shot("09-job-cancelled");
+
+  // --- The other pages, with screenshots.
+  await page.goto(url + "/jobs?state=SUCCEEDED");
+  await page.waitForSelector("table.jobs[data-ready] tbody tr[data-job]");
+  const states = await page.locator("table.jobs tbody .badge").allInnerTexts();
+  check(states.length === 50 && states.every((s) => s === "SUCCEEDED"), "the state filter shows SUCCEEDED jobs only");
+  if ((await api("GET", "/v1/jobs?q=browser-train", admin)).json?.jobs?.length === 1) {
+    await page.fill("#filter-q", "browser-tr");
+    await page.waitForFunction(() => document.querySelectorAll("table.jobs tbody tr[data-job]").length === 1);
+    check((await text("table.jobs tbody td.name")) === "browser-train", "search by name finds the job");
+  } else skipped.push("search by name (the server has no q filter yet)");
+  await page.goto(url + "/");
+  await page.waitForFunction(() => document.querySelectorAll("#job-counts .stat").length > 0 && document.querySelectorAll("#capacity .stat").length > 0);
+  check(/succeeded/i.test(await text("#job-counts")), "the overview counts jobs by state");
+  await shot("10-overview");
+  await page.goto(url + "/nodes");
+  await page.waitForSelector('tr[data-node="node-a"]');
+  check((await page.locator("table.nodes tbody tr[data-node]").count()) === 2, "the nodes page lists both nodes");
+  await shot("11-nodes");
+  for (const [path, name, sel, route] of [
+    ["/tenants", "12-tenants", "table.tenants tbody tr[data-tenant]", "/v1/tenants"],
+    ["/tokens", "13-tokens", "table.tokens tbody tr[data-token]", "/v1/tokens"],
+    ["/audit", "14-audit", "table.audit tbody tr", "/v1/audit"],
+  ]) {
+    if (!(await hasRoute(route))) {
+      skipped.push(`${path} (the server has no ${route} yet)`);
+      continue;
+    }
+    await page.goto(url + path);
+    await page.waitForSelector(sel);
+    await shot(name);
+  }
+
+  // --- Reconnects: the banner comes and goes, without a reload.
+  await page.goto(url + "/jobs");
+  await page.waitForSelector("table.jobs[data-ready]");
+  await page.evaluate(() => (window.__sameDocument = true));
+  await page.context().setOffline(true);
+  await page.waitForSelector(".banner:not([hidden])", { timeout: 20_000 });
+  await shot("15-reconnecting");
+  await page.context().setOffline(false);
+  await page.waitForSelector(".banner", { state: "hidden", timeout: 30_000 });
+  check(await page.evaluate(() => window.__sameDocument === true), "the page reconnects after a lost connection without a reload");
+
+  // --- A viewer: no submit or cancel offered, and the API refuses them if forced.
+  await page.click("#sign-out");
+  await page.waitForSelector("#token");
+  await page.fill("#token", viewer);
+  await page.click("#sign-in");
+  await page.waitForSelector("#sign-out");
+  const running = await api("POST", "/v1/jobs", admin, {
+    name: "viewer-sees-me",
+    kind: "command",
+    resources: { nodes: 1, ranks_per_node: 1 },
+    command: ["sh", "-c", "sleep 300"],
+  });
+  await page.goto(url + "/jobs/" + running.json.id);
+  await waitForJobState(["PENDING", "SCHEDULED", "RUNNING"], 30_000);
+  await page.waitForSelector(".stats .stat");
+  if (whoamiThere) {
+    check((await page.locator('nav a[href="/submit"]').count()) === 0, "a viewer is offered no Submit link");
+    check((await page.locator("#cancel-job, #resubmit").count()) === 0, "a viewer is offered no cancel on a live job");
+    await page.goto(url + "/jobs");
+    await page.waitForSelector("table.jobs[data-ready]");
+    check((await page.locator("#new-job").count()) === 0, "a viewer's jobs page offers no submit");
+    await page.goto(url + "/submit");
+    await page.waitForSelector(".message.error");
+    check((await page.locator("#submit-job").count()) === 0, "the submit page, reached by URL, refuses a viewer with a message");
+  } else skipped.push("viewer sees no submit/cancel controls (the server has no /v1/whoami yet)");
+  const forced = await page.evaluate(async (id) => {
+    const h = { Authorization: "Bearer " + sessionStorage.getItem("embody.token"), "Content-Type": "application/json" };
+    const a = await fetch("/v1/jobs", { method: "POST", headers: h, body: JSON.stringify({ name: "nope", kind: "command", command: ["true"] }) });
+    const b = await fetch(`/v1/jobs/${id}/cancel`, { method: "POST", headers: h });
+    return [a.status, b.status];
+  }, running.json.id);
+  check(forced[0] === 403 && forced[1] === 403, `the API refuses a viewer's forced submit and cancel (${forced})`);
+  await page.goto(url + "/jobs/" + running.json.id);
+  await page.waitForSelector(".stats .stat");
+  await shot("16-viewer-job");
+  await api("POST", `/v1/jobs/${running.json.id}/cancel`, admin);
+
+  check(errors.length === 0, "no script errors in the pages" + (errors.length ? ": " + errors.join(" | ") : ""));
+  for (const s of skipped) log("SKIPPED:", s);
+  console.log(JSON.stringify({ figures, skipped }));
+  await browser.close();
+} catch (e) {
+  console.error("FAILED:", e?.stack ?? e);
+  if (page) await page.screenshot({ path: `${shots}/failure.png` }).catch(() => {});
+  if (errors.length) console.error("page errors:", errors.join("\n"));
+  await browser.close();
+  process.exit(1);
+}
