@@ -63,7 +63,8 @@ say "Installing packages (deploy/setup.sh)"
 say "Building (Release) in $build"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
   die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
-cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody
+cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody \
+  embody-web
 
 # A second run restarts what the first one left running.
 stop_stack
@@ -133,6 +134,7 @@ else
 fi
 cat <<MSG
   checkpoint:  ${ckpt:-none}
+  dashboard:   $url/   (sign in with the admin token)
   API:         $url
   admin token: $admin_token
   CLI:         $bin/embody ls   (reads $EMBODY_HOME/env)

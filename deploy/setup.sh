@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what Embody needs to build and test on Debian 12, from Debian's packages only.
+# Installs what Embody needs to build and test on Debian 12, from Debian's packages only (the
+# dashboard's npm packages come from web/package-lock.json at build time).
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
 set -euo pipefail
@@ -13,7 +14,11 @@ packages=(
   libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   prometheus
+  chromium
 )
+# The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
+# Node) keeps its own.
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -4,7 +4,7 @@
 import { ApiError, get, post, withQuery } from "../api";
 import { JobCharts } from "../charts";
 import { h, replace } from "../dom";
-import { bytes, duration, num, time } from "../format";
+import { age, bytes, duration, num, time } from "../format";
 import { LogPanel } from "../logs";
 import { poll } from "../poll";
 import type { Page } from "../router";
@@ -80,8 +80,8 @@ export function jobPage(params: Record<string, string>): Page {
       stat("Runtime", runtime),
       stat("Attempt", String(j.attempt + 1)),
       stat("Exit code", j.exit_code === null ? "—" : String(j.exit_code)),
-      stat("Nodes", j.allocation.length ? j.allocation.map((a) => `${a.node} ×${a.ranks}`).join(", ") : "—"),
-      stat("Created", time(j.created_at)),
+      stat("Nodes", j.allocation.length ? j.allocation.map((a) => a.node).join(", ") : "—"),
+      stat("Created", age(j.created_at) + " ago"),
     );
     reason.hidden = !j.reason;
     replace(reason, h("strong", null, isTerminal() ? "Outcome: " : j.state === "PENDING" ? "Waiting: " : "Note: "), j.reason);
@@ -163,7 +163,7 @@ export function jobPage(params: Record<string, string>): Page {
           h(
             "dl",
             { class: "kv" },
-            Object.entries(e.data).flatMap(([k, v]) => [h("dt", null, k.replace(/_/g, " ")), h("dd", null, typeof v === "number" ? num(v) : JSON.stringify(v))]),
+            Object.entries(e.data).filter(([k]) => k !== "type" && k !== "time_ms").flatMap(([k, v]) => [h("dt", null, k.replace(/_/g, " ")), h("dd", null, typeof v === "number" ? num(v) : JSON.stringify(v))]),
           ),
         ),
       );

@@ -44,8 +44,8 @@ export function nodesPage(): Page {
                 null,
                 h("div", { class: "slots" }, h("div", { class: "bar" }, h("div", { class: "fill", style: `width:${slots ? (100 * n.slots_used) / slots : 0}%` })), `${n.slots_used} used · ${Math.max(0, slots - n.slots_used)} free`),
               ),
-              h("td", null, `${n.cpu_slots} cores`, h("div", { class: "muted small" }, "util " + percent(n.cpu_utilization))),
-              h("td", null, n.gpus.length ? `${n.gpus.length} × ${n.gpus[0].name ?? "GPU"}` : "none", n.gpus.length ? h("div", { class: "muted small" }, "util " + percent(gpuUtil)) : null),
+              h("td", null, `${n.cpu_slots} ${n.cpu_slots === 1 ? "core" : "cores"}`, n.cpu_utilization !== undefined ? h("div", { class: "muted small" }, percent(n.cpu_utilization) + " busy") : null),
+              h("td", null, n.gpus.length ? `${n.gpus.length} × ${n.gpus[0].name ?? "GPU"}` : "none", gpuUtil !== undefined ? h("div", { class: "muted small" }, percent(gpuUtil) + " busy") : null),
               h("td", null, bytes(n.memory_bytes)),
               h("td", null, jobs.length ? jobs.map((j) => h("div", null, h("a", { href: "/jobs/" + j.id }, `#${j.id} ${j.name}`))) : h("span", { class: "muted" }, "—")),
               h("td", { title: n.last_heartbeat }, age(n.last_heartbeat, now) + " ago"),
@@ -75,7 +75,15 @@ export function nodesPage(): Page {
   }
 
   const poller = poll(3000, refresh, (e) => msg.show(e));
-  const el = h("div", { class: "page" }, h("div", { class: "page-head" }, h("h1", null, "Nodes"), summary), msg.el, actionMsg.el, t.el);
+  const el = h(
+    "div",
+    { class: "page" },
+    h("div", { class: "page-head" }, h("h1", null, "Nodes"), summary),
+    msg.el,
+    actionMsg.el,
+    t.el,
+    h("p", { class: "muted small" }, "CPU and GPU utilisation appear under each node where its agent reports them."),
+  );
   return { title: "Nodes", el, dispose: () => poller.stop() };
 }
 

@@ -48,27 +48,27 @@ export function overviewPage(): Page {
       states,
       kJobStates
         .filter((s) => ["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"].includes(s) || (counts.get(s) ?? 0) > 0)
-        .map((s) => stat(s.toLowerCase(), h("a", { href: "/jobs?state=" + s }, String(counts.get(s) ?? 0)), "state-" + s.toLowerCase())),
+        .map((s) => stat(s.charAt(0) + s.slice(1).toLowerCase(), h("a", { href: "/jobs?state=" + s }, String(counts.get(s) ?? 0)), "state-" + s.toLowerCase())),
     );
   }
 
   async function refreshCluster(): Promise<void> {
-    const [{ nodes }, running, page] = await Promise.all([get<{ nodes: NodeInfo[] }>("/v1/nodes"), runningJobs(), get<JobPage>("/v1/jobs?limit=8")]);
+    const [{ nodes }, running, page] = await Promise.all([get<{ nodes: NodeInfo[] }>("/v1/nodes"), runningJobs(), get<JobPage>("/v1/jobs?limit=50")]);
     let slots = 0;
     let used = 0;
     for (const n of nodes) if (n.state === "UP") ((slots += slotsOf(n)), (used += n.slots_used));
     const tput = running.reduce((s, j) => s + (typeof j.last_step?.tokens_per_s === "number" && j.state === "RUNNING" ? j.last_step.tokens_per_s : 0), 0);
     replace(
       capacity,
-      stat("slots in use", `${used} / ${slots}`),
-      stat("nodes up", `${nodes.filter((n) => n.state === "UP").length} / ${nodes.length}`),
-      stat("tokens / s now", num(tput)),
+      stat("Slots in use", `${used} / ${slots}`),
+      stat("Nodes up", `${nodes.filter((n) => n.state === "UP").length} / ${nodes.length}`),
+      stat("Tokens / s now", num(tput)),
     );
     replace(
       recent.body,
       page.jobs.length === 0
         ? emptyRow(7, "No jobs yet.")
-        : page.jobs.map((j) =>
+        : page.jobs.slice(0, 8).map((j) =>
             h(
               "tr",
               null,
@@ -82,7 +82,11 @@ export function overviewPage(): Page {
             ),
           ),
     );
-    await refreshThroughput(running.filter((j) => j.state === "RUNNING").slice(0, 20).map((j) => j.id));
+    // Running jobs, and the newest that ran within the window.
+    const since = Date.now() - kWindowMs;
+    const ids = new Set(running.filter((j) => j.state === "RUNNING").map((j) => j.id));
+    for (const j of page.jobs) if (j.started_at && (!j.finished_at || Date.parse(j.finished_at) > since)) ids.add(j.id);
+    await refreshThroughput([...ids].slice(0, 20));
   }
 
   // Each running job's tokens/s over the window, latest value per bucket, summed over jobs.
@@ -111,7 +115,7 @@ export function overviewPage(): Page {
     }
     const points = ys.filter((y) => y !== null).length;
     chartEl.dataset.points = String(points);
-    replace(chartNote, points ? "" : "No job has reported throughput in the last 30 minutes.");
+    replace(chartNote, points ? "Summed over running jobs and those that ran in the last 30 minutes." : "No job has reported throughput in the last 30 minutes.");
     const data: uPlot.AlignedData = [xs, ys];
     if (plot) plot.setData(data);
     else
