@@ -11,7 +11,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -24,18 +23,6 @@ namespace {
 using nlohmann::json;
 
 constexpr char kChromium[] = "/usr/bin/chromium";
-
-std::string RandomHex(size_t bytes) {
-  std::random_device rd;
-  std::string out;
-  const char* hex = "0123456789abcdef";
-  for (size_t i = 0; i < bytes; ++i) {
-    unsigned v = rd() & 0xff;
-    out += hex[v >> 4];
-    out += hex[v & 15];
-  }
-  return out;
-}
 
 class BrowserTest : public ::testing::Test {
  protected:
@@ -127,11 +114,6 @@ TEST_F(BrowserTest, ServesTheDashboardsFilesWithTypesAndCaching) {
 }
 
 TEST_F(BrowserTest, DashboardInChromium) {
-  // A viewer of the default tenant (tokens are stored as SHA-256 digests).
-  const std::string viewer = RandomHex(32);
-  Sql("INSERT INTO tokens (hash, tenant_id, role, name) SELECT encode(sha256(convert_to('" +
-      viewer + "', 'UTF8')), 'hex'), id, 'viewer', 'browser-viewer' FROM tenants "
-      "WHERE name = 'default'");
   // 10,000 finished jobs, for the jobs page and its pagination.
   Sql("INSERT INTO jobs (tenant_id, name, kind, state, reason, priority, spec, created_at, "
       "updated_at, started_at, finished_at, exit_code) "
@@ -159,7 +141,7 @@ TEST_F(BrowserTest, DashboardInChromium) {
   const std::string script = std::string(EMBODY_SOURCE_DIR) + "/tests/browser/dashboard.mjs";
   auto r = embody::testing::RunCommand(
       {"/usr/bin/env", "EMBODY_URL=" + stack_->url(), "EMBODY_ADMIN_TOKEN=" + stack_->admin_token(),
-       "EMBODY_VIEWER_TOKEN=" + viewer, "EMBODY_BIG_JOB=" + big_id,
+       "EMBODY_BIG_JOB=" + big_id,
        "EMBODY_SCREENSHOTS=" + shots, "EMBODY_WEB_DIR=" + std::string(EMBODY_SOURCE_DIR) + "/web",
        "EMBODY_CHROMIUM=" + std::string(kChromium), EMBODY_NODE, script});
   std::printf("%s\n", r.output.c_str());

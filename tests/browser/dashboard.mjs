@@ -2,7 +2,7 @@
 // a running stack. Run by tests/browser/browser_test.cc, which starts the stack and seeds it;
 // every step prints one line, failures throw, and the last line is the timings as JSON.
 //
-// Environment: EMBODY_URL, EMBODY_ADMIN_TOKEN, EMBODY_VIEWER_TOKEN, EMBODY_BIG_JOB (a job with
+// Environment: EMBODY_URL, EMBODY_ADMIN_TOKEN, EMBODY_BIG_JOB (a job with
 // 100,000 step events), EMBODY_SCREENSHOTS (directory), EMBODY_WEB_DIR, EMBODY_CHROMIUM.
 import { createRequire } from "node:module";
 
@@ -12,7 +12,6 @@ const env = (k) => {
 };
 const url = env("EMBODY_URL");
 const admin = env("EMBODY_ADMIN_TOKEN");
-const viewer = env("EMBODY_VIEWER_TOKEN");
 const bigJob = env("EMBODY_BIG_JOB");
 const shots = env("EMBODY_SCREENSHOTS");
 const require = createRequire(env("EMBODY_WEB_DIR") + "/package.json");
@@ -276,7 +275,6 @@ try {
   await shot("11-nodes");
   for (const [path, name, sel, route] of [
     ["/tenants", "12-tenants", "table.tenants tbody tr[data-tenant]", "/v1/tenants"],
-    ["/tokens", "13-tokens", "table.tokens tbody tr[data-token]", "/v1/tokens"],
     ["/audit", "14-audit", "table.audit tbody tr", "/v1/audit"],
   ]) {
     if (!(await hasRoute(route))) {
@@ -286,6 +284,32 @@ try {
     await page.goto(url + path);
     await page.waitForSelector(sel);
     await shot(name);
+  }
+
+  // --- A viewer's token, made on the tokens page: its secret is shown once.
+  let viewer = "";
+  if (await hasRoute("/v1/tokens")) {
+    await page.goto(url + "/tokens");
+    await page.waitForSelector("table.tokens tbody tr[data-token]");
+    await page.fill("#token-name", "browser-viewer");
+    await page.selectOption("#token-role", "viewer");
+    await page.click("#create-token");
+    await page.waitForSelector("#new-token:not([hidden]) .token-value");
+    viewer = (await text("#new-token .token-value")).trim();
+    check(/^[0-9a-f]{32,}$/.test(viewer), "the tokens page shows the new viewer token once");
+    await page.waitForSelector('table.tokens tbody tr:has-text("browser-viewer")');
+    await shot("13-tokens");
+  } else {
+    throw new Error("the server has no /v1/tokens: no viewer token can be made");
+  }
+  if (await hasRoute("/v1/tenants")) {
+    const tenants = (await api("GET", "/v1/tenants", admin)).json.tenants;
+    await page.goto(url + "/jobs");
+    await page.waitForSelector("#filter-tenant option:nth-child(2)", { state: "attached" });
+    await page.selectOption("#filter-tenant", String(tenants[0].id));
+    await page.waitForFunction(() => location.search.includes("tenant_id="));
+    await page.waitForSelector("table.jobs[data-ready] tbody tr[data-job]");
+    check(new URL(page.url()).searchParams.get("tenant_id") === String(tenants[0].id), "the tenant filter is applied and kept in the URL");
   }
 
   // --- Reconnects: the banner comes and goes, without a reload.

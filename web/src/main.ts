@@ -49,7 +49,7 @@ function renderNav(): void {
     ["/nodes", "Nodes", true],
     ["/tenants", "Tenants", can.operate()],
     ["/tokens", "Tokens", can.manageTokens()],
-    ["/audit", "Audit", can.operate()],
+    ["/audit", "Audit", can.manageTokens()],
   ];
   const path = location.pathname;
   replace(

@@ -1,4 +1,4 @@
-// Jobs: newest first, filtered by state, tenant (operators) and name, paged by the server's
+// Jobs: newest first, filtered by state, tenant (operators: tenant_id) and name (q), paged by the server's
 // cursor (GET /v1/jobs?limit&cursor: ids below the cursor), refreshed every few seconds. The URL
 // holds the filters and the page's cursor, so a reload or a shared link shows the same page.
 import { get, withQuery } from "../api";
@@ -16,7 +16,7 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
   const msg = messageBox();
   const filters = {
     state: query.get("state") ?? "",
-    tenant: query.get("tenant") ?? "",
+    tenant_id: query.get("tenant_id") ?? "",
     q: query.get("q") ?? "",
   };
   let cursor = query.get("cursor") ?? "";
@@ -47,8 +47,8 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
     },
   });
   let searchTimer: number | undefined;
-  const tenant = h("select", { id: "filter-tenant", onchange: () => setFilter("tenant", tenant.value) }, h("option", { value: "" }, "All tenants"));
-  if (filters.tenant) tenant.append(h("option", { value: filters.tenant, selected: true }, filters.tenant));
+  const tenant = h("select", { id: "filter-tenant", onchange: () => setFilter("tenant_id", tenant.value) }, h("option", { value: "" }, "All tenants"));
+  if (filters.tenant_id) tenant.append(h("option", { value: filters.tenant_id, selected: true }, "tenant " + filters.tenant_id));
 
   function syncUrl(): void {
     const q = new URLSearchParams();
@@ -72,7 +72,7 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
     const mine = ++seq;
     const started = performance.now();
     const page = await get<JobPage>(
-      withQuery("/v1/jobs", { limit: kPageSize, cursor, state: filters.state, tenant: filters.tenant, q: filters.q }),
+      withQuery("/v1/jobs", { limit: kPageSize, cursor, state: filters.state, tenant_id: filters.tenant_id, q: filters.q }),
     );
     if (mine !== seq) return; // a newer request (filter change) owns the table
     next = page.next_cursor;
@@ -111,7 +111,7 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
         replace(
           tenant,
           h("option", { value: "" }, "All tenants"),
-          r.tenants.map((x) => h("option", { value: x.name, selected: x.name === filters.tenant }, x.name)),
+          r.tenants.map((x) => h("option", { value: x.id, selected: String(x.id) === filters.tenant_id }, x.name)),
         ),
       )
       .catch(() => {
