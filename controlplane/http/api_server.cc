@@ -77,7 +77,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   AddWebRoutes(r, m.deps);
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
-    r.Handle(method, ".*", "unmatched", A::kNone,
+    r.Handle(method, ".*", kUnmatchedRoute, A::kNone,
              [](const httplib::Request& req, httplib::Response& res, RequestContext&) {
                RespondError(res, common::NotFound("no route for " + req.path));
              });
@@ -97,6 +97,10 @@ common::Result<int> ApiServer::Bind(const std::string& host, int port) {
 
 void ApiServer::SetAdvertiseAddress(const std::string& host_port) {
   impl_->deps.advertise_address = host_port;
+}
+
+const std::vector<Router::RouteInfo>& ApiServer::Routes() const {
+  return impl_->router.Routes();
 }
 
 void ApiServer::Serve() { impl_->server.listen_after_bind(); }

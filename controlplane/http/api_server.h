@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
@@ -48,6 +49,9 @@ class ApiServer {
   // Blocks until Serve() is accepting (so that Stop() cannot be lost), up to `seconds`.
   bool WaitUntilServing(double seconds);
   void Stop();
+
+  // Every route this server answers (method + pattern), as registered; no bind needed.
+  const std::vector<Router::RouteInfo>& Routes() const;
 
  private:
   struct Impl;

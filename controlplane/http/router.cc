@@ -32,6 +32,7 @@ void RespondError(httplib::Response& res, const common::Status& status) {
 
 void Router::Handle(const std::string& method, const std::string& regex,
                     const std::string& pattern, Auth auth, RouteHandler handler) {
+  routes_.push_back({method, pattern, auth});
   auto wrapped = [this, method, pattern, auth, handler](const httplib::Request& req,
                                                        httplib::Response& res) {
     const double start = common::MonotonicSeconds();

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,15 @@ class Router {
   void Handle(const std::string& method, const std::string& regex, const std::string& pattern,
               Auth auth, RouteHandler handler);
 
+  // What Handle registered, in order: the API's route table as served (docs/api/openapi.yaml is
+  // checked against it). The catch-all 404 routes appear under kUnmatchedRoute.
+  struct RouteInfo {
+    std::string method;
+    std::string pattern;
+    Auth auth;
+  };
+  const std::vector<RouteInfo>& Routes() const { return routes_; }
+
  private:
   void Audit(const std::string& method, const std::string& pattern, const httplib::Request& req,
              const httplib::Response& res, const RequestContext& ctx);
@@ -61,7 +71,11 @@ class Router {
   const RouterOptions options_;
   RateLimiter limiter_;
   std::function<int64_t()> now_ms_;
+  std::vector<RouteInfo> routes_;
 };
+
+// The pattern under which requests that match no route are answered (404) and counted.
+inline constexpr const char* kUnmatchedRoute = "unmatched";
 
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body);
 void RespondError(httplib::Response& res, const common::Status& status);
