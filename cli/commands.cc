@@ -5,10 +5,14 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 #include "cli/api_client.h"
+#include "cli/command_line.h"
 #include "cli/format.h"
+#include "cli/requests.h"
+#include "cli/tenancy_format.h"
 #include "common/file_util.h"
 
 namespace cli {
@@ -16,254 +20,298 @@ namespace {
 
 using nlohmann::json;
 
-const char* kUsage = R"(usage: embody <command> [args]
+constexpr int kMaxAuditPage = 500;
 
-  ls [--state STATE] [--limit N]     list jobs, newest first
-  submit FILE|- [--watch]            submit a JobSpec (JSON); prints the job id
-  show ID                            the job as JSON
-  watch ID                           progress bar until the job ends (exit 0 if it succeeded)
-  cancel ID                          cancel a job
-  logs ID [-f] [--rank N]            logs of every rank (or one); -f follows until the job ends
-  events ID [--type TYPE]            the job's events (state changes, steps, checkpoints)
-  metrics ID [--names a,b] [--since STEP] [--max-points N]
-                                     the job's step series (default: every field, 500 points)
-  nodes                              nodes and their state
-
-The server and token come from EMBODY_URL / EMBODY_TOKEN, or from the .embody/env file that
-./deploy/quickstart.sh writes.
-)";
-
-int Fail(const common::Status& s) {
-  std::string msg = s.message();
-  if (!s.field().empty()) msg += " (field " + s.field() + ")";
-  std::fprintf(stderr, "embody: %s\n", msg.c_str());
-  return 1;
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
-int Usage() {
-  std::fputs(kUsage, stderr);
-  return 2;
-}
+class Commands {
+ public:
+  Commands(Io& io, ApiClient& api, const Invocation& inv) : io_(io), api_(api), inv_(inv) {}
 
-std::string StepOf(const json& job) {
-  if (job.contains("last_step") && job["last_step"].is_object()) {
-    return std::to_string(job["last_step"].value("step", 0)) + "/" +
-           std::to_string(job["last_step"].value("steps", 0));
-  }
-  return "-";
-}
-
-std::string Str(const json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return "-";
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
-}
-
-// Reads "--flag value" options after the positional arguments.
-std::string Option(const std::vector<std::string>& args, const std::string& flag,
-                   const std::string& fallback = "") {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == flag) return args[i + 1];
-  }
-  return fallback;
-}
-
-bool HasFlag(const std::vector<std::string>& args, const std::string& flag) {
-  for (const auto& a : args) {
-    if (a == flag) return true;
-  }
-  return false;
-}
-
-bool IsId(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-int List(ApiClient& api, const std::vector<std::string>& args) {
-  std::string path = "/v1/jobs?limit=" + Option(args, "--limit", "50");
-  std::string state = Option(args, "--state");
-  if (!state.empty()) path += "&state=" + state;
-  auto r = api.Get(path);
-  if (!r.ok()) return Fail(r.status());
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "KIND", "STATE", "STEP", "CREATED", "REASON"}};
-  for (const auto& j : (*r)["jobs"]) {
-    rows.push_back({Str(j, "id"), Str(j, "name"), Str(j, "kind"), Str(j, "state"), StepOf(j),
-                    Str(j, "created_at"), Str(j, "reason")});
-  }
-  std::fputs(FormatTable(rows).c_str(), stdout);
-  return 0;
-}
-
-int Watch(ApiClient& api, const std::string& id) {
-  bool tty = ::isatty(STDOUT_FILENO);
-  std::string last_line;
-  auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  int failures = 0;
-  for (;;) {
-    auto r = api.Get("/v1/jobs/" + id);
-    if (!r.ok()) {
-      if (r.status().code() == common::Code::kUnavailable && ++failures < 20) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        continue;
-      }
-      return Fail(r.status());
+  int Run() {
+    const std::string& c = inv_.command;
+    const std::string id = std::to_string(inv_.id);
+    if (c == "ls") return Print(api_.Get(JobsPath(inv_)), JobsTable);
+    if (c == "submit") return Submit();
+    if (c == "show") {
+      auto r = api_.Get("/v1/jobs/" + id);
+      if (!r.ok()) return Fail(r.status());
+      io_.out << (inv_.json ? r->dump() : r->dump(2)) << "\n";
+      return 0;
     }
-    failures = 0;
-    const json& job = *r;
-    std::string line = ProgressLine(job);
-    std::string state = job.value("state", "");
-    bool done = state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
-    auto now = std::chrono::steady_clock::now();
-    if (tty) {
-      std::printf("\r\033[K%s", line.c_str());
-      std::fflush(stdout);
-    } else if (line != last_line && (done || now - last_print > std::chrono::seconds(2))) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-      last_print = now;
+    if (c == "watch") return Watch(id);
+    if (c == "cancel") {
+      return Print(api_.Post("/v1/jobs/" + id + "/cancel", "{}"),
+                   [](const json& j) { return Cell(j, "id") + " " + Cell(j, "state") + "\n"; });
     }
-    last_line = line;
-    if (done) {
-      if (tty) std::printf("\n");
-      if (job.contains("exit_code") && !job["exit_code"].is_null()) {
-        std::printf("exit code: %d\n", job["exit_code"].get<int>());
+    if (c == "logs") return Logs(id);
+    if (c == "events") return Events(id);
+    if (c == "metrics") return Metrics(id);
+    if (c == "nodes") return Print(api_.Get("/v1/nodes"), NodesTable);
+    if (c == "nodes drain" || c == "nodes undrain") {
+      const bool drain = c == "nodes drain";
+      return Print(
+          api_.Post("/v1/nodes/" + id + (drain ? "/drain" : "/undrain"), "{}"),
+          [drain](const json& n) {
+            return "node " + Cell(n, "id") + " (" + Cell(n, "name") + ") " +
+                   (drain ? "draining: no new jobs are placed on it\n" : "back in service\n");
+          });
+    }
+    if (c == "tenants") return Print(api_.Get("/v1/tenants"), TenantsTable);
+    if (c == "tenants create") {
+      return Print(api_.Post("/v1/tenants", TenantBody(inv_).dump()), TenantDetail);
+    }
+    if (c == "tenants show") return Print(api_.Get("/v1/tenants/" + id), TenantDetail);
+    if (c == "tenants set") return SetTenant(id);
+    if (c == "tokens create") return CreateToken();
+    if (c == "tokens ls") {
+      std::string path = "/v1/tokens";
+      if (inv_.tenant) path += "?tenant_id=" + std::to_string(*inv_.tenant);
+      return Print(api_.Get(path), [](const json& j) { return TokensTable(j, NowMs()); });
+    }
+    if (c == "tokens revoke") {
+      auto r = api_.Send("DELETE", "/v1/tokens/" + id);
+      if (!r.ok()) return Fail(r.status());
+      return Print(r->body, [](const json& t) {
+        return "revoked token " + Cell(t, "id") + " (" + Cell(t, "name") + ")\n";
+      });
+    }
+    if (c == "whoami") return Print(api_.Get("/v1/whoami"), WhoAmIText);
+    if (c == "audit") return Audit();
+    io_.err << "embody: command \"" << c << "\" is not implemented\n";
+    return kExitUsage;
+  }
+
+ private:
+  int Fail(const common::Status& s) {
+    std::string msg = s.message();
+    if (!s.field().empty()) msg += " (field " + s.field() + ")";
+    io_.err << "embody: " << msg << "\n";
+    return kExitRefused;
+  }
+
+  // The server's JSON with --output json, else `table` of it.
+  int Print(const common::Result<json>& r, const std::function<std::string(const json&)>& table) {
+    if (!r.ok()) return Fail(r.status());
+    if (inv_.json) {
+      io_.out << r->dump() << "\n";
+    } else {
+      io_.out << table(*r);
+    }
+    return 0;
+  }
+
+  static std::string StepOf(const json& job) {
+    if (job.contains("last_step") && job["last_step"].is_object()) {
+      return std::to_string(job["last_step"].value("step", 0)) + "/" +
+             std::to_string(job["last_step"].value("steps", 0));
+    }
+    return "-";
+  }
+
+  static std::string JobsTable(const json& reply) {
+    std::vector<std::vector<std::string>> rows = {
+        {"ID", "NAME", "KIND", "STATE", "STEP", "CREATED", "REASON"}};
+    for (const auto& j : reply.value("jobs", json::array())) {
+      rows.push_back({Cell(j, "id"), Cell(j, "name"), Cell(j, "kind"), Cell(j, "state"), StepOf(j),
+                      Cell(j, "created_at"), Cell(j, "reason")});
+    }
+    return FormatTable(rows);
+  }
+
+  int Submit() {
+    std::string body;
+    if (inv_.file == "-") {
+      body.assign(std::istreambuf_iterator<char>(io_.in), std::istreambuf_iterator<char>());
+    } else {
+      auto text = common::ReadFile(inv_.file);
+      if (!text.ok()) return Fail(text.status());
+      body = *text;
+    }
+    auto r = api_.Post("/v1/jobs", body);
+    if (!r.ok()) return Fail(r.status());
+    const std::string id = Cell(*r, "id");
+    io_.out << id << "\n" << std::flush;
+    return inv_.watch ? Watch(id) : 0;
+  }
+
+  int Watch(const std::string& id) {
+    std::string last_line;
+    auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
+    int failures = 0;
+    for (;;) {
+      auto r = api_.Get("/v1/jobs/" + id);
+      if (!r.ok()) {
+        if (r.status().code() == common::Code::kUnavailable && ++failures < 20) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          continue;
+        }
+        return Fail(r.status());
       }
-      if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
-        std::printf("checkpoint: %s\n", Str(job["latest_checkpoint"], "path").c_str());
+      failures = 0;
+      const json& job = *r;
+      const std::string line = ProgressLine(job);
+      const std::string state = job.value("state", "");
+      const bool done = state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
+      const auto now = std::chrono::steady_clock::now();
+      if (io_.tty) {
+        io_.out << "\r\033[K" << line << std::flush;
+      } else if (line != last_line && (done || now - last_print > std::chrono::seconds(2))) {
+        io_.out << line << "\n" << std::flush;
+        last_print = now;
       }
-      // The engine closes a training run by sampling actions on held-out demonstrations.
-      auto eval = api.Get("/v1/jobs/" + id + "/events?type=eval&limit=1");
-      if (eval.ok() && (*eval)["events"].is_array() && !(*eval)["events"].empty()) {
-        const json& d = (*eval)["events"][0]["data"];
-        std::printf("evaluation: action MSE %.4f vs %.4f for zero actions (%d held-out samples, "
+      last_line = line;
+      if (done) return Finished(id, job, state);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+
+  int Finished(const std::string& id, const json& job, const std::string& state) {
+    if (io_.tty) io_.out << "\n";
+    if (job.contains("exit_code") && job["exit_code"].is_number_integer()) {
+      io_.out << "exit code: " << job["exit_code"].get<int>() << "\n";
+    }
+    if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
+      io_.out << "checkpoint: " << Cell(job["latest_checkpoint"], "path") << "\n";
+    }
+    // The engine closes a training run by sampling actions on held-out demonstrations.
+    auto eval = api_.Get("/v1/jobs/" + id + "/events?type=eval&limit=1");
+    if (eval.ok() && (*eval)["events"].is_array() && !(*eval)["events"].empty()) {
+      const json& d = (*eval)["events"][0]["data"];
+      char buf[256];
+      std::snprintf(buf, sizeof(buf),
+                    "evaluation: action MSE %.4f vs %.4f for zero actions (%d held-out samples, "
                     "%d Euler steps)\n",
                     d.value("action_mse", 0.0), d.value("zero_action_mse", 0.0),
                     d.value("samples", 0), d.value("euler_steps", 0));
-      }
-      if (state != "SUCCEEDED" && job.contains("reason")) {
-        std::printf("reason: %s\n", Str(job, "reason").c_str());
-      }
-      return state == "SUCCEEDED" ? 0 : 1;
+      io_.out << buf;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (state != "SUCCEEDED" && job.contains("reason")) {
+      io_.out << "reason: " << Cell(job, "reason") << "\n";
+    }
+    io_.out << std::flush;
+    return state == "SUCCEEDED" ? 0 : 1;
   }
-}
 
-int Submit(ApiClient& api, const std::vector<std::string>& args) {
-  if (args.size() < 2) return Usage();
-  std::string body;
-  if (args[1] == "-") {
-    body.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    auto text = common::ReadFile(args[1]);
-    if (!text.ok()) return Fail(text.status());
-    body = *text;
+  int Events(const std::string& id) {
+    std::string path = "/v1/jobs/" + id + "/events?limit=1000";
+    if (!inv_.type.empty()) path += "&type=" + QueryValue(inv_.type);
+    return Print(api_.Get(path), [](const json& reply) {
+      std::string out;
+      for (const auto& e : reply.value("events", json::array())) {
+        out += Cell(e, "time") + "  " + Cell(e, "type") + "  " +
+               e.value("data", json::object()).dump() + "\n";
+      }
+      return out;
+    });
   }
-  auto r = api.Post("/v1/jobs", body);
-  if (!r.ok()) return Fail(r.status());
-  std::string id = Str(*r, "id");
-  std::printf("%s\n", id.c_str());
-  std::fflush(stdout);
-  if (HasFlag(args, "--watch")) return Watch(api, id);
-  return 0;
-}
 
-int Nodes(ApiClient& api) {
-  auto r = api.Get("/v1/nodes");
-  if (!r.ok()) return Fail(r.status());
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "ADDRESS", "STATE", "CPU", "GPUS", "USED", "LAST HEARTBEAT"}};
-  for (const auto& n : (*r)["nodes"]) {
-    std::string gpus = n.contains("gpus") && n["gpus"].is_array()
-                           ? std::to_string(n["gpus"].size())
-                           : Str(n, "gpus");
-    rows.push_back({Str(n, "id"), Str(n, "name"), Str(n, "address"), Str(n, "state"),
-                    Str(n, "cpu_slots"), gpus, Str(n, "slots_used"), Str(n, "last_heartbeat")});
+  int Metrics(const std::string& id) {
+    std::string path = "/v1/jobs/" + id + "/metrics?";
+    if (!inv_.names.empty()) path += "names=" + QueryValue(inv_.names) + "&";
+    if (!inv_.since.empty()) path += "since=" + QueryValue(inv_.since) + "&";
+    if (inv_.max_points) path += "max_points=" + std::to_string(*inv_.max_points) + "&";
+    return Print(api_.Get(path), MetricsTable);
   }
-  std::fputs(FormatTable(rows).c_str(), stdout);
-  return 0;
-}
 
-int Events(ApiClient& api, const std::vector<std::string>& args) {
-  std::string path = "/v1/jobs/" + args[1] + "/events?limit=1000";
-  std::string type = Option(args, "--type");
-  if (!type.empty()) path += "&type=" + type;
-  auto r = api.Get(path);
-  if (!r.ok()) return Fail(r.status());
-  for (const auto& e : (*r)["events"]) {
-    std::printf("%s  %-10s %s\n", Str(e, "time").c_str(), Str(e, "type").c_str(),
-                e.value("data", json::object()).dump().c_str());
+  int Logs(const std::string& id) {
+    std::string path = "/v1/jobs/" + id + "/logs?";
+    if (inv_.rank) path += "rank=" + std::to_string(*inv_.rank) + "&";
+    if (inv_.follow) path += "follow=1";
+    common::Status s = api_.Stream(path, [this](const char* d, size_t n) {
+      io_.out.write(d, static_cast<std::streamsize>(n));
+      io_.out.flush();
+    });
+    return s.ok() ? 0 : Fail(s);
   }
-  return 0;
-}
 
-int Metrics(ApiClient& api, const std::vector<std::string>& args) {
-  std::string path = "/v1/jobs/" + args[1] + "/metrics?";
-  for (const auto& [flag, param] : {std::pair<const char*, const char*>{"--names", "names"},
-                                    {"--since", "since"},
-                                    {"--max-points", "max_points"}}) {
-    std::string v = Option(args, flag);
-    if (!v.empty()) path += std::string(param) + "=" + v + "&";
+  // PATCH with If-Match: the version given, or the one a GET reads now. A change in between is
+  // refused by the server (412) and reported, never overwritten.
+  int SetTenant(const std::string& id) {
+    const json body = TenantBody(inv_);
+    if (body.empty()) {
+      io_.err
+          << "embody: tenants set: nothing to change (give --name, --weight or a --quota-* flag)\n";
+      return kExitUsage;
+    }
+    std::string version;
+    if (inv_.if_match) {
+      version = "\"" + std::to_string(*inv_.if_match) + "\"";
+    } else {
+      auto current = api_.Send("GET", "/v1/tenants/" + id);
+      if (!current.ok()) return Fail(current.status());
+      version = current->etag;
+      if (version.empty()) {
+        io_.err << "embody: the server sent no version (ETag) for tenant " << id << "\n";
+        return kExitRefused;
+      }
+    }
+    auto r = api_.Send("PATCH", "/v1/tenants/" + id, body.dump(), {{"If-Match", version}});
+    if (!r.ok()) return Fail(r.status());
+    return Print(r->body, TenantDetail);
   }
-  auto r = api.Get(path);
-  if (!r.ok()) return Fail(r.status());
-  std::fputs(MetricsTable(*r).c_str(), stdout);
-  return 0;
-}
 
-int Logs(ApiClient& api, const std::vector<std::string>& args) {
-  std::string path = "/v1/jobs/" + args[1] + "/logs?";
-  std::string rank = Option(args, "--rank");
-  if (!rank.empty()) path += "rank=" + rank + "&";
-  if (HasFlag(args, "-f") || HasFlag(args, "--follow")) path += "follow=1";
-  common::Status s = api.Stream(path, [](const char* d, size_t n) {
-    std::fwrite(d, 1, n, stdout);
-    std::fflush(stdout);
-  });
-  return s.ok() ? 0 : Fail(s);
-}
+  int CreateToken() {
+    auto r = api_.Post("/v1/tokens", TokenBody(inv_).dump());
+    if (!r.ok()) return Fail(r.status());
+    int code = Print(*r, TokenDetail);
+    io_.err << "embody: this is the only time the token's secret is shown; store it now\n";
+    return code;
+  }
+
+  // Newest first, --limit entries in all (pages of at most 500), or every entry with --all.
+  int Audit() {
+    json entries = json::array();
+    json next = nullptr;
+    std::string cursor;
+    for (;;) {
+      int want = kMaxAuditPage;
+      if (!inv_.all)
+        want = std::min<int>(kMaxAuditPage, inv_.limit - static_cast<int>(entries.size()));
+      auto page = api_.Get(AuditPath(want, cursor));
+      if (!page.ok()) return Fail(page.status());
+      for (const json& e : (*page)["entries"]) entries.push_back(e);
+      next = (*page)["next_cursor"];
+      if (!next.is_string()) break;
+      if (!inv_.all && static_cast<int>(entries.size()) >= inv_.limit) break;
+      cursor = next.get<std::string>();
+    }
+    if (inv_.json) {
+      io_.out << json{{"entries", entries}, {"next_cursor", next}}.dump() << "\n";
+    } else {
+      io_.out << AuditTable(entries);
+    }
+    return 0;
+  }
+
+  Io& io_;
+  ApiClient& api_;
+  const Invocation& inv_;
+};
 
 }  // namespace
 
-int RunCli(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? 2 : 0;
+int RunCli(const std::vector<std::string>& args, Io& io) {
+  auto parsed = ParseCommandLine(args, io.out, io.err);
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  const Invocation& inv = std::get<Invocation>(parsed);
+  auto config = io.config();
+  if (!config.ok()) {
+    // Nothing was sent: where the server is, is the caller's to say.
+    io.err << "embody: " << config.status().message() << "\n";
+    return kExitUsage;
   }
-  const std::string& cmd = args[0];
-  bool needs_id = cmd == "show" || cmd == "watch" || cmd == "cancel" || cmd == "logs" ||
-                  cmd == "events" || cmd == "metrics";
-  if (needs_id && (args.size() < 2 || !IsId(args[1]))) {
-    std::fprintf(stderr, "embody: %s needs a job id (a number)\n", cmd.c_str());
-    return 2;
-  }
-  bool known = needs_id || cmd == "ls" || cmd == "submit" || cmd == "nodes";
-  if (!known) {
-    std::fprintf(stderr, "embody: unknown command \"%s\"\n", cmd.c_str());
-    return Usage();
-  }
-  auto config = LoadConfig();
-  if (!config.ok()) return Fail(config.status());
   ApiClient api(*config);
+  return Commands(io, api, inv).Run();
+}
 
-  if (cmd == "ls") return List(api, args);
-  if (cmd == "submit") return Submit(api, args);
-  if (cmd == "nodes") return Nodes(api);
-  if (cmd == "watch") return Watch(api, args[1]);
-  if (cmd == "events") return Events(api, args);
-  if (cmd == "metrics") return Metrics(api, args);
-  if (cmd == "logs") return Logs(api, args);
-  if (cmd == "show") {
-    auto r = api.Get("/v1/jobs/" + args[1]);
-    if (!r.ok()) return Fail(r.status());
-    std::printf("%s\n", r->dump(2).c_str());
-    return 0;
-  }
-  // cancel
-  auto r = api.Post("/v1/jobs/" + args[1] + "/cancel", "{}");
-  if (!r.ok()) return Fail(r.status());
-  std::printf("%s %s\n", Str(*r, "id").c_str(), Str(*r, "state").c_str());
-  return 0;
+int RunCli(const std::vector<std::string>& args) {
+  Io io{std::cout, std::cerr, std::cin, static_cast<bool>(::isatty(STDOUT_FILENO))};
+  return RunCli(args, io);
 }
 
 }  // namespace cli

@@ -21,6 +21,13 @@ const char* CodeName(Code code) {
   return "internal";
 }
 
+std::optional<Code> CodeFromName(const std::string& name) {
+  for (int c = static_cast<int>(Code::kOk); c <= static_cast<int>(Code::kInternal); ++c) {
+    if (name == CodeName(static_cast<Code>(c))) return static_cast<Code>(c);
+  }
+  return std::nullopt;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   std::string s = CodeName(code_);

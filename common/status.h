@@ -32,6 +32,8 @@ enum class Code {
 
 // Stable lower-case name of a code, used in JSON error bodies ("invalid_argument").
 const char* CodeName(Code code);
+// The inverse of CodeName, for clients decoding an error body; nullopt for a name it never gives.
+std::optional<Code> CodeFromName(const std::string& name);
 
 class Status {
  public:

@@ -14,6 +14,14 @@ TEST(StatusTest, OkAndError) {
   EXPECT_EQ(s.ToString(), "invalid_argument: must be positive (field resources.nodes)");
 }
 
+TEST(StatusTest, CodeFromNameInvertsCodeName) {
+  for (int c = static_cast<int>(Code::kOk); c <= static_cast<int>(Code::kInternal); ++c) {
+    EXPECT_EQ(CodeFromName(CodeName(static_cast<Code>(c))), static_cast<Code>(c));
+  }
+  EXPECT_EQ(CodeFromName("no_such_code"), std::nullopt);
+  EXPECT_EQ(CodeFromName(""), std::nullopt);
+}
+
 TEST(StatusTest, ResultHoldsValueOrStatus) {
   Result<int> r = 7;
   ASSERT_TRUE(r.ok());

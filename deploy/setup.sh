@@ -13,6 +13,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  libcli11-dev libyaml-cpp-dev
   prometheus
   chromium
 )

@@ -106,8 +106,8 @@ TEST(OpenApiTest, EveryOperationNamesItsRolesAndShowsASuccess) {
       const json* resp = embody::testing::Deref(Document(), r);
       ASSERT_NE(resp, nullptr) << name << " " << status;
       for (const auto& [type, media] : Member(*resp, "content").items()) {
-        success_example = success_example || media.contains("example") ||
-                          media.contains("examples");
+        success_example =
+            success_example || media.contains("example") || media.contains("examples");
       }
     }
     EXPECT_TRUE(success_example) << name << ": no example of a successful response";
@@ -145,8 +145,8 @@ TEST(OpenApiTest, ErrorExamplesCarryACodeOfTheirStatus) {
     if (e.status < 400) continue;
     const std::string code = e.value["error"].value("code", "");
     ASSERT_TRUE(status_of.count(code)) << e.where << ": unknown code " << code;
-    EXPECT_EQ(status_of[code], e.status) << e.where << ": " << code << " is HTTP "
-                                         << status_of[code];
+    EXPECT_EQ(status_of[code], e.status)
+        << e.where << ": " << code << " is HTTP " << status_of[code];
     ++checked;
   }
   EXPECT_GT(checked, 20);
@@ -170,7 +170,8 @@ TEST(OpenApiTest, CompatibilityCheckCatchesBreaks) {
 
   json gone = doc;
   gone["paths"].erase("/v1/audit");
-  EXPECT_EQ(CompatibilityBreaks(doc, gone), std::vector<std::string>{"GET /v1/audit: route removed"});
+  EXPECT_EQ(CompatibilityBreaks(doc, gone),
+            std::vector<std::string>{"GET /v1/audit: route removed"});
 
   json no_field = doc;
   no_field["components"]["schemas"]["Tenant"]["properties"].erase("weight");
@@ -219,17 +220,16 @@ TEST(JsonSchemaTest, RefusesWhatTheSchemaForbids) {
   bad["spec"]["resources"]["nodes"] = 0;
   bad["spec"]["surprise"] = 1;
   bad["allocation"][0]["ranks"] = 1.5;
-  bad["last_step"] = nullptr;  // nullable: fine
+  bad["last_step"] = nullptr;   // nullable: fine
   bad["created_at"] = nullptr;  // not nullable
   const auto errors = ValidateJson(bad, job_ref, doc);
   const std::string all = Lines(errors);
   EXPECT_EQ(errors.size(), 7u) << all;
-  for (const char* want : {"$.state: \"SLEEPING\" is not one of", "$.attempt: string where integer",
-                           "required field \"tenant\" is missing",
-                           "$.spec.resources.nodes: 0 is below the minimum 1",
-                           "$.spec.surprise: field not allowed here",
-                           "$.allocation[0].ranks: number where integer",
-                           "$.created_at: null where string"}) {
+  for (const char* want :
+       {"$.state: \"SLEEPING\" is not one of", "$.attempt: string where integer",
+        "required field \"tenant\" is missing", "$.spec.resources.nodes: 0 is below the minimum 1",
+        "$.spec.surprise: field not allowed here", "$.allocation[0].ranks: number where integer",
+        "$.created_at: null where string"}) {
     EXPECT_NE(all.find(want), std::string::npos) << want << "\n" << all;
   }
   EXPECT_FALSE(ValidateJson(1, {{"$ref", "#/components/schemas/Nope"}}, doc).empty());

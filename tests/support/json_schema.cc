@@ -10,9 +10,9 @@ namespace {
 
 const std::set<std::string>& KnownKeywords() {
   static const std::set<std::string> k = {
-      "type",    "nullable", "enum",        "properties", "required", "additionalProperties",
-      "items",   "minimum",  "maximum",     "$ref",       "description", "format",
-      "default", "example",  "title",       "readOnly",   "writeOnly",   "deprecated"};
+      "type",    "nullable", "enum",    "properties", "required",    "additionalProperties",
+      "items",   "minimum",  "maximum", "$ref",       "description", "format",
+      "default", "example",  "title",   "readOnly",   "writeOnly",   "deprecated"};
   return k;
 }
 
@@ -32,8 +32,8 @@ std::string Kind(const json& v) {
   return v.type_name();
 }
 
-void Validate(const json& v, const json& schema, const json& root, const std::string& at,
-              int depth, std::vector<std::string>* errors) {
+void Validate(const json& v, const json& schema, const json& root, const std::string& at, int depth,
+              std::vector<std::string>* errors) {
   if (depth > 64) {
     errors->push_back(at + ": schema nests too deep (a $ref cycle?)");
     return;
@@ -123,8 +123,8 @@ const json* ResolvePointer(const json& root, const std::string& ref) {
   size_t start = 2;
   while (start <= ref.size()) {
     size_t slash = ref.find('/', start);
-    std::string token = ref.substr(start, slash == std::string::npos ? std::string::npos
-                                                                     : slash - start);
+    std::string token =
+        ref.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
     // JSON pointer escapes: ~1 is '/', ~0 is '~'.
     for (size_t p; (p = token.find("~1")) != std::string::npos;) token.replace(p, 2, "/");
     for (size_t p; (p = token.find("~0")) != std::string::npos;) token.replace(p, 2, "~");

@@ -40,8 +40,10 @@ json ScalarToJson(const YAML::Node& n) {
 
 json ToJson(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Null: return nullptr;
-    case YAML::NodeType::Scalar: return ScalarToJson(n);
+    case YAML::NodeType::Null:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return ScalarToJson(n);
     case YAML::NodeType::Sequence: {
       json a = json::array();
       for (const auto& item : n) a.push_back(ToJson(item));
@@ -52,7 +54,8 @@ json ToJson(const YAML::Node& n) {
       for (const auto& kv : n) o[kv.first.Scalar()] = ToJson(kv.second);
       return o;
     }
-    case YAML::NodeType::Undefined: break;
+    case YAML::NodeType::Undefined:
+      break;
   }
   return nullptr;
 }
@@ -71,10 +74,12 @@ const json& Or(const json* p) {
 void MediaExamples(const json& doc, const json& media, const std::string& where, int status,
                    std::vector<Example>* out) {
   if (!media.is_object() || !media.contains("schema")) return;
-  if (media.contains("example")) out->push_back({where + " example", media["example"], media["schema"], status});
+  if (media.contains("example"))
+    out->push_back({where + " example", media["example"], media["schema"], status});
   for (const auto& [name, ex] : Member(media, "examples").items()) {
     const json& e = Or(Deref(doc, ex));
-    out->push_back({where + " examples." + name, e.value("value", json()), media["schema"], status});
+    out->push_back(
+        {where + " examples." + name, e.value("value", json()), media["schema"], status});
   }
 }
 
@@ -214,8 +219,8 @@ std::vector<Example> Examples(const json& doc) {
     for (const json& p : o.op.value("parameters", json::array())) {
       const json& param = Or(Deref(doc, p));
       if (param.contains("example") && param.contains("schema")) {
-        out.push_back({name + " parameter " + param.value("name", ""), param["example"],
-                       param["schema"], 0});
+        out.push_back(
+            {name + " parameter " + param.value("name", ""), param["example"], param["schema"], 0});
       }
     }
     if (o.op.contains("requestBody")) {
@@ -245,7 +250,7 @@ std::vector<Example> Examples(const json& doc) {
 }
 
 const json* ResponseSchema(const json& doc, const Operation& op, int status) {
-  const json responses = op.op.value("responses", json::object());
+  const json& responses = Member(op.op, "responses");
   const std::string key = std::to_string(status);
   if (!responses.contains(key)) return nullptr;
   const json* media = JsonMedia(doc, responses[key]);
@@ -290,14 +295,15 @@ std::vector<std::string> CompatibilityBreaks(const json& baseline, const json& c
       const json* bm = JsonMedia(baseline, b.op["requestBody"]);
       const json* cm = JsonMedia(current, c["requestBody"]);
       if (bm && cm && bm->contains("schema") && cm->contains("schema")) {
-        CompareRequest(baseline, current, (*bm)["schema"], (*cm)["schema"], name + " request $",
-                       0, &breaks);
+        CompareRequest(baseline, current, (*bm)["schema"], (*cm)["schema"], name + " request $", 0,
+                       &breaks);
       }
     }
     const auto b_params = Params(baseline, b.op);
     for (const auto& [key, p] : Params(current, c)) {
       const auto it = b_params.find(key);
-      if (p.value("required", false) && (it == b_params.end() || !it->second.value("required", false))) {
+      if (p.value("required", false) &&
+          (it == b_params.end() || !it->second.value("required", false))) {
         breaks.push_back(name + " parameter " + key + ": newly required");
       }
       if (it != b_params.end() && it->second.contains("schema") && p.contains("schema")) {

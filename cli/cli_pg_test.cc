@@ -1,0 +1,305 @@
+// The `embody` CLI against an in-process embody-server and a private PostgreSQL (label pg):
+// tenants, tokens, whoami, audit and node drain as a person types them, with --output json
+// checked against the response schemas of docs/api/openapi.yaml.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/command_line.h"
+#include "cli/commands.h"
+#include "controlplane/http/server_fixture.h"
+#include "tests/support/json_schema.h"
+#include "tests/support/openapi_document.h"
+
+namespace controlplane {
+namespace {
+
+using nlohmann::json;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+  json Json() const { return json::parse(out, nullptr, false); }
+};
+
+class CliPgTest : public InProcessServerTest {
+ protected:
+  static void SetUpTestSuite() {
+    StartServer("cli");
+    auto doc =
+        embody::testing::LoadYamlFile(std::string(EMBODY_SOURCE_DIR) + "/docs/api/openapi.yaml");
+    ASSERT_TRUE(doc.ok()) << doc.status().ToString();
+    doc_ = new json(std::move(*doc));
+  }
+  static void TearDownTestSuite() {
+    delete doc_;
+    doc_ = nullptr;
+    InProcessServerTest::TearDownTestSuite();
+  }
+
+  static CliRun Cli(const std::vector<std::string>& args, const std::string& token = Admin()) {
+    std::ostringstream out, err;
+    std::istringstream in;
+    cli::Io io{out, err, in};
+    io.config = [token]() -> common::Result<cli::Config> {
+      return cli::Config{"http://127.0.0.1:" + std::to_string(server_->port()), token, "test"};
+    };
+    CliRun r;
+    r.code = cli::RunCli(args, io);
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+  }
+
+  // `value` follows the documented schema of `method path`'s `status` response.
+  static void ExpectDocumented(const json& value, const std::string& method,
+                               const std::string& path, int status = 200) {
+    for (const auto& op : embody::testing::Operations(*doc_)) {
+      if (op.method != method || op.path != path) continue;
+      const json* schema = embody::testing::ResponseSchema(*doc_, op, status);
+      ASSERT_NE(schema, nullptr) << method << " " << path << " " << status;
+      const auto errors = embody::testing::ValidateJson(value, *schema, *doc_);
+      std::string all;
+      for (const auto& e : errors) all += "  " + e + "\n";
+      EXPECT_TRUE(errors.empty()) << method << " " << path << " answered, against the document:\n"
+                                  << all << value.dump();
+      return;
+    }
+    ADD_FAILURE() << method << " " << path << " is not documented";
+  }
+
+  static inline json* doc_ = nullptr;
+};
+
+TEST_F(CliPgTest, WhoAmI) {
+  CliRun r = Cli({"whoami"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("role:   cluster-admin"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tenant: default"), std::string::npos) << r.out;
+  r = Cli({"whoami", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.Json()["role"], "cluster-admin");
+  ExpectDocumented(r.Json(), "GET", "/v1/whoami");
+}
+
+TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
+  CliRun r = Cli({"tenants", "create", "robotics", "--weight", "2", "--quota-slots", "8",
+                  "--quota-pending-jobs", "100", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json created = r.Json();
+  ExpectDocumented(created, "POST", "/v1/tenants", 201);
+  EXPECT_EQ(created["name"], "robotics");
+  EXPECT_EQ(created["weight"], 2.0);
+  EXPECT_EQ(created["quota"]["slots"], 8);
+  EXPECT_TRUE(created["quota"]["running_jobs"].is_null());
+  const std::string id = created["id"].dump();
+
+  r = Cli({"tenants"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("robotics"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0/8"), std::string::npos) << r.out;
+  r = Cli({"tenants", "-o", "json"});
+  ASSERT_EQ(r.code, 0);
+  ExpectDocumented(r.Json(), "GET", "/v1/tenants");
+
+  r = Cli({"tenants", "show", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/tenants/{id}");
+  const int64_t version = r.Json()["version"].get<int64_t>();
+
+  // Without --if-version: the version a fresh GET reads.
+  r = Cli({"tenants", "set", id, "--quota-slots", "16", "--quota-pending-jobs", "none"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("slots:         0/16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pending jobs:  0/-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("version:       " + std::to_string(version + 1)), std::string::npos);
+
+  // A change made since the caller read the tenant is reported, and nothing is written.
+  r = Cli({"tenants", "set", id, "--weight", "5", "--if-version", std::to_string(version)});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("read it again (field If-Match)"), std::string::npos) << r.err;
+  r = Cli({"tenants", "show", id, "-o", "json"});
+  EXPECT_EQ(r.Json()["weight"], 2.0);
+  r = Cli({"tenants", "set", id, "--weight", "5", "--if-version", std::to_string(version + 1), "-o",
+           "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "PATCH", "/v1/tenants/{id}");
+  EXPECT_EQ(r.Json()["weight"], 5.0);
+
+  // The server's message and field, exit 1; a usage error never reaches it, exit 2.
+  r = Cli({"tenants", "create", "Bad Name"});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("(field name)"), std::string::npos) << r.err;
+  r = Cli({"tenants", "set", id});
+  EXPECT_EQ(r.code, cli::kExitUsage);
+  r = Cli({"tenants", "show", "999999"});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("tenant 999999 not found"), std::string::npos) << r.err;
+}
+
+TEST_F(CliPgTest, TokensCreateListRevoke) {
+  CliRun r = Cli({"tenants", "create", "vision", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string tenant = r.Json()["id"].dump();
+
+  r = Cli(
+      {"tokens", "create", "--role", "tenant-admin", "--name", "vision admin", "--tenant", tenant});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("only time the token's secret is shown"), std::string::npos) << r.err;
+  const size_t at = r.out.find("token:   ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string admin = r.out.substr(at + 9, 64);
+
+  r = Cli({"whoami", "-o", "json"}, admin);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.Json()["role"], "tenant-admin");
+  EXPECT_EQ(r.Json()["tenant"], "vision");
+
+  // The tenant-admin makes a member token; -o json carries the secret once.
+  r = Cli({"tokens", "create", "--role", "member", "--name", "ci", "--expires",
+           "2099-01-01T00:00:00Z", "-o", "json"},
+          admin);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "POST", "/v1/tokens", 201);
+  const std::string member = r.Json()["token"];
+  const std::string member_id = r.Json()["id"].dump();
+
+  r = Cli({"tokens", "ls", "-o", "json"}, admin);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/tokens");
+  ASSERT_EQ(r.Json()["tokens"].size(), 2u) << r.out;
+  for (const json& t : r.Json()["tokens"]) {
+    EXPECT_FALSE(t.contains("token")) << "a secret listed: " << t.dump();
+    EXPECT_EQ(t["tenant"], "vision");
+  }
+  r = Cli({"tokens", "ls"}, admin);
+  EXPECT_NE(r.out.find("ci"), std::string::npos);
+  EXPECT_NE(r.out.find("2099-01-01T00:00:00.000Z  active"), std::string::npos) << r.out;
+
+  // A member may not make tokens, nor create tenants: the server's refusal, exit 1.
+  r = Cli({"tokens", "create", "--role", "viewer", "--name", "x"}, member);
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("creating tokens needs role tenant-admin"), std::string::npos) << r.err;
+  r = Cli({"tenants", "create", "mine"}, member);
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("needs role cluster-admin"), std::string::npos) << r.err;
+  // Nor grant a role above its own.
+  r = Cli({"tokens", "create", "--role", "cluster-admin", "--name", "up"}, admin);
+  EXPECT_EQ(r.code, cli::kExitRefused);
+
+  r = Cli({"tokens", "revoke", member_id, "-o", "json"}, admin);
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "DELETE", "/v1/tokens/{id}");
+  EXPECT_TRUE(r.Json()["revoked_at"].is_string());
+  r = Cli({"whoami"}, member);
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("token revoked"), std::string::npos) << r.err;
+  r = Cli({"tokens", "ls"}, admin);
+  EXPECT_NE(r.out.find("revoked"), std::string::npos) << r.out;
+}
+
+TEST_F(CliPgTest, AuditFollowsPages) {
+  // More refusals than one page holds (500): each is an audit row.
+  httplib::Client http("127.0.0.1", server_->port());
+  for (int i = 0; i < 510; ++i) {
+    auto res = http.Post("/v1/tenants", {{"Authorization", "Bearer not-a-token"}}, "{}",
+                         "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 401);
+  }
+  CliRun r = Cli({"audit", "--limit", "3", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/audit");
+  ASSERT_EQ(r.Json()["entries"].size(), 3u);
+  EXPECT_EQ(r.Json()["entries"][0]["outcome"], "unauthenticated");
+  EXPECT_EQ(r.Json()["entries"][0]["actor"], "anonymous");
+  EXPECT_TRUE(r.Json()["next_cursor"].is_string());
+
+  r = Cli({"audit", "--all", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json all = r.Json();
+  EXPECT_TRUE(all["next_cursor"].is_null());
+  ASSERT_GT(all["entries"].size(), 510u);
+  int64_t last = INT64_MAX;
+  for (const json& e : all["entries"]) {  // newest first, each once, across pages
+    EXPECT_LT(e["id"].get<int64_t>(), last);
+    last = e["id"].get<int64_t>();
+  }
+
+  r = Cli({"audit", "--limit", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("TIME"), std::string::npos);
+  EXPECT_NE(r.out.find("unauthenticated"), std::string::npos) << r.out;
+
+  // A member reads no audit log.
+  r = Cli({"tokens", "create", "--role", "member", "--name", "m", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = Cli({"audit"}, r.Json()["token"]);
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("audit log"), std::string::npos) << r.err;
+}
+
+TEST_F(CliPgTest, NodesDrainAndUndrain) {
+  CliRun r = Cli({"nodes", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/nodes");
+  ASSERT_FALSE(r.Json()["nodes"].empty());
+  const json parked = r.Json()["nodes"][0];
+  ASSERT_EQ(parked["name"], "parked");
+  ASSERT_EQ(parked["draining"], true);
+  const std::string id = parked["id"].dump();
+
+  r = Cli({"nodes", "undrain", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "POST", "/v1/nodes/{id}/undrain");
+  EXPECT_EQ(r.Json()["draining"], false);
+  r = Cli({"nodes", "drain", id});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "node " + id + " (parked) draining: no new jobs are placed on it\n");
+  r = Cli({"nodes"});
+  EXPECT_NE(r.out.find("parked"), std::string::npos);
+  EXPECT_NE(r.out.find("yes"), std::string::npos) << r.out;
+  r = Cli({"nodes", "drain", "999999"});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+}
+
+TEST_F(CliPgTest, JobsListAndShowAsJson) {
+  Reply sub = Call("POST", "/v1/jobs", Admin(), PendingSpec("cli-json").dump());
+  ASSERT_EQ(sub.status, 201) << sub.text;
+  const std::string id = sub.body["id"].dump();
+  CliRun r = Cli({"ls", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/jobs");
+  EXPECT_EQ(r.Json()["jobs"][0]["name"], "cli-json");
+  r = Cli({"show", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/jobs/{id}");
+  r = Cli({"events", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/jobs/{id}/events");
+  r = Cli({"metrics", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/jobs/{id}/metrics");
+  r = Cli({"cancel", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "POST", "/v1/jobs/{id}/cancel");
+  EXPECT_EQ(r.Json()["state"], "CANCELLED");
+}
+
+TEST_F(CliPgTest, UsageErrorsSendNothing) {
+  std::ostringstream out, err;
+  std::istringstream in;
+  cli::Io io{out, err, in};
+  bool asked = false;
+  io.config = [&asked]() -> common::Result<cli::Config> {
+    asked = true;
+    return common::Unavailable("not to be called");
+  };
+  EXPECT_EQ(cli::RunCli({"tokens", "revoke", "x"}, io), cli::kExitUsage);
+  EXPECT_FALSE(asked);
+  EXPECT_EQ(cli::RunCli({"whoami"}, io), cli::kExitUsage);  // no server configured
+  EXPECT_TRUE(asked);
+}
+
+}  // namespace
+}  // namespace controlplane

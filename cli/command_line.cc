@@ -1,0 +1,249 @@
+#include "cli/command_line.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <ostream>
+
+namespace cli {
+
+namespace {
+
+const char* kFooter = R"(
+The server and token come from EMBODY_URL / EMBODY_TOKEN, or from the .embody/env file that
+./deploy/quickstart.sh writes. Exit status: 0 done, 1 refused by the server (its message is
+printed) or server unreachable, 2 usage error.)";
+
+// The quota flags of `tenants create` and `tenants set`, and the quota field each one sets.
+const std::pair<const char*, const char*> kQuotaFlags[] = {
+    {"--quota-slots", "slots"},
+    {"--quota-running-jobs", "running_jobs"},
+    {"--quota-pending-jobs", "pending_jobs"},
+    {"--quota-nodes-per-job", "nodes_per_job"},
+};
+
+// A quota value: a non-negative integer, or "none" for no limit.
+const CLI::Validator kQuotaValue(
+    [](std::string& s) -> std::string {
+      if (s == "none") return "";
+      if (!s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), ::isdigit)) return "";
+      return "must be a non-negative integer or none";
+    },
+    "N|none");
+
+// What every parsed value lands in before it becomes an Invocation: CLI11 fills plain values,
+// and the Option pointers say which optional flags were given.
+struct Parsed {
+  Invocation inv;
+  std::string output = "table";
+  int rank = 0;
+  int max_points = 0;
+  double weight = 0;
+  int64_t if_match = 0;
+  int64_t tenant = 0;
+  std::map<std::string, std::string> quota;
+  std::vector<std::pair<CLI::App*, std::string>> commands;  // subcommand -> its name
+  std::map<std::string, CLI::Option*> given;                // optional flags by name
+  std::map<std::string, std::vector<CLI::Option*>> quota_opts;
+};
+
+void AddOutput(CLI::App* sub, Parsed* p) {
+  sub->add_option("-o,--output", p->output, "table (default) or json: the server's JSON")
+      ->check(CLI::IsMember({"table", "json"}));
+}
+
+void AddId(CLI::App* sub, Parsed* p, const std::string& what) {
+  sub->add_option("ID", p->inv.id, what + " id")->required()->check(CLI::PositiveNumber);
+}
+
+CLI::App* Command(CLI::App& parent, Parsed* p, const std::string& name, const std::string& help,
+                  const std::string& full_name = "") {
+  CLI::App* sub = parent.add_subcommand(name, help);
+  p->commands.push_back({sub, full_name.empty() ? name : full_name});
+  return sub;
+}
+
+void AddQuotaFlags(CLI::App* sub, Parsed* p) {
+  for (const auto& [flag, key] : kQuotaFlags) {
+    const std::string k = key;
+    std::string words = k;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    p->quota_opts[k].push_back(
+        sub->add_option(flag, p->quota[k], "quota: at most N " + words + " (none: no limit)")
+            ->check(kQuotaValue));
+  }
+}
+
+void Build(CLI::App& app, Parsed* p) {
+  Invocation& inv = p->inv;
+  app.require_subcommand(1);
+  app.footer(kFooter);
+  app.get_formatter()->column_width(34);
+
+  CLI::App* ls = Command(app, p, "ls", "list jobs, newest first");
+  ls->add_option("--state", inv.state, "only jobs in this state (PENDING, RUNNING, ...)");
+  ls->add_option("--limit", inv.limit, "at most N jobs (1-500)")->check(CLI::Range(1, 500));
+  AddOutput(ls, p);
+
+  CLI::App* submit = Command(app, p, "submit", "submit a JobSpec (JSON); prints the job id");
+  submit->add_option("FILE", inv.file, "the JobSpec file, or - for standard input")->required();
+  submit->add_flag("--watch", inv.watch, "then watch it until it ends");
+
+  CLI::App* show = Command(app, p, "show", "the job as JSON");
+  AddId(show, p, "job");
+  AddOutput(show, p);
+
+  CLI::App* watch =
+      Command(app, p, "watch", "progress bar until the job ends (exit 0 if it succeeded)");
+  AddId(watch, p, "job");
+
+  CLI::App* cancel = Command(app, p, "cancel", "cancel a job");
+  AddId(cancel, p, "job");
+  AddOutput(cancel, p);
+
+  CLI::App* logs = Command(app, p, "logs", "logs of every rank (or one)");
+  AddId(logs, p, "job");
+  logs->add_flag("-f,--follow", inv.follow, "follow until the job ends");
+  p->given["rank"] = logs->add_option("--rank", p->rank, "only this rank (-1: the launcher)");
+
+  CLI::App* events =
+      Command(app, p, "events", "the job's events (state changes, steps, checkpoints)");
+  AddId(events, p, "job");
+  events->add_option("--type", inv.type,
+                     "only events of this type (state, step, checkpoint, eval)");
+  AddOutput(events, p);
+
+  CLI::App* metrics =
+      Command(app, p, "metrics", "the job's step series (default: every field, 500 points)");
+  AddId(metrics, p, "job");
+  metrics->add_option("--names", inv.names, "series, comma-separated (loss,tokens_per_s)");
+  metrics->add_option("--since", inv.since, "from this step, or this RFC 3339 time");
+  p->given["max_points"] =
+      metrics->add_option("--max-points", p->max_points, "at most N points (1-5000)")
+          ->check(CLI::Range(1, 5000));
+  AddOutput(metrics, p);
+
+  CLI::App* nodes = Command(app, p, "nodes", "nodes and their state; drain or undrain one");
+  nodes->require_subcommand(0, 1);
+  AddOutput(nodes, p);
+  for (const char* verb : {"drain", "undrain"}) {
+    CLI::App* sub = Command(*nodes, p, verb,
+                            std::string(verb) == "drain"
+                                ? "place no new job on the node (cluster-admin)"
+                                : "put a drained node back into service (cluster-admin)",
+                            std::string("nodes ") + verb);
+    AddId(sub, p, "node");
+    AddOutput(sub, p);
+  }
+
+  CLI::App* tenants = Command(app, p, "tenants", "list tenants; create, show or change one");
+  tenants->require_subcommand(0, 1);
+  AddOutput(tenants, p);
+  CLI::App* tc =
+      Command(*tenants, p, "create", "create a tenant (cluster-admin)", "tenants create");
+  tc->add_option("NAME", inv.name, "1-63 characters of a-z, 0-9, '.', '_', '-'")->required();
+  p->given["weight"] = tc->add_option("--weight", p->weight, "fair-share weight (> 0; default 1)");
+  AddQuotaFlags(tc, p);
+  AddOutput(tc, p);
+  CLI::App* ts = Command(*tenants, p, "show", "one tenant: quota, usage, version", "tenants show");
+  AddId(ts, p, "tenant");
+  AddOutput(ts, p);
+  CLI::App* tset = Command(
+      *tenants, p, "set",
+      "change a tenant (cluster-admin); refused if it changed since it was read", "tenants set");
+  AddId(tset, p, "tenant");
+  tset->add_option("--name", inv.name, "new name");
+  p->given["weight_set"] = tset->add_option("--weight", p->weight, "fair-share weight (> 0)");
+  AddQuotaFlags(tset, p);
+  p->given["if_match"] =
+      tset->add_option("--if-version", p->if_match,
+                       "only if the tenant is still at this version (default: as read now)");
+  AddOutput(tset, p);
+
+  CLI::App* tokens = Command(app, p, "tokens", "create, list and revoke tokens");
+  tokens->require_subcommand(1);
+  CLI::App* tk =
+      Command(*tokens, p, "create", "create a token; prints its secret once", "tokens create");
+  tk->add_option("--role", inv.role, "cluster-admin, tenant-admin, member, viewer or agent")
+      ->required()
+      ->check(CLI::IsMember({"cluster-admin", "tenant-admin", "member", "viewer", "agent"}));
+  tk->add_option("--name", inv.name, "what the token is for (1-128 characters)")->required();
+  p->given["tenant"] = tk->add_option("--tenant", p->tenant, "tenant id (default: yours)")
+                           ->check(CLI::PositiveNumber);
+  tk->add_option("--expires", inv.expires, "expiry, RFC 3339 UTC (2027-01-01T00:00:00Z)");
+  AddOutput(tk, p);
+  CLI::App* tl =
+      Command(*tokens, p, "ls", "list tokens (secrets are never shown again)", "tokens ls");
+  p->given["tenant_ls"] = tl->add_option("--tenant", p->tenant, "only this tenant's tokens")
+                              ->check(CLI::PositiveNumber);
+  AddOutput(tl, p);
+  CLI::App* tr = Command(*tokens, p, "revoke", "revoke a token", "tokens revoke");
+  AddId(tr, p, "token");
+  AddOutput(tr, p);
+
+  CLI::App* whoami = Command(app, p, "whoami", "the token in use: its name, role and tenant");
+  AddOutput(whoami, p);
+
+  CLI::App* audit =
+      Command(app, p, "audit", "the audit log, newest first (tenant-admin, cluster-admin)");
+  audit->add_option("--limit", inv.limit, "at most N entries (default 50)")
+      ->check(CLI::PositiveNumber);
+  audit->add_flag("--all", inv.all, "every entry, following the pages");
+  AddOutput(audit, p);
+}
+
+}  // namespace
+
+std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& args,
+                                               std::ostream& out, std::ostream& err) {
+  CLI::App app("embody: the command-line client of an Embody control plane", "embody");
+  Parsed p;
+  Build(app, &p);
+  // CLI11 would say only that a subcommand is required.
+  if (!args.empty() && !args[0].empty() && args[0][0] != '-') {
+    bool known = false;
+    for (const auto& [sub, name] : p.commands) known = known || name == args[0];
+    if (!known) {
+      err << "embody: unknown command \"" << args[0] << "\"\nRun 'embody --help' for usage.\n";
+      return kExitUsage;
+    }
+  }
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    out << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string cmd;
+    for (const auto& [sub, name] : p.commands) {
+      if (sub->parsed()) cmd = name;
+    }
+    err << "embody: " << (cmd.empty() ? "" : cmd + ": ") << e.what() << "\n"
+        << "Run 'embody " << (cmd.empty() ? "" : cmd + " ") << "--help' for usage.\n";
+    return kExitUsage;
+  }
+  Invocation inv = std::move(p.inv);
+  // The deepest parsed subcommand names the command ("tenants create", not "tenants").
+  for (const auto& [sub, name] : p.commands) {
+    if (sub->parsed()) inv.command = name;
+  }
+  inv.json = p.output == "json";
+  auto given = [&](const char* name) { return p.given.count(name) && p.given[name]->count() > 0; };
+  if (given("rank")) inv.rank = p.rank;
+  if (given("max_points")) inv.max_points = p.max_points;
+  if (given("weight") || given("weight_set")) inv.weight = p.weight;
+  if (given("if_match")) inv.if_match = p.if_match;
+  if (given("tenant") || given("tenant_ls")) inv.tenant = p.tenant;
+  for (const auto& [key, opts] : p.quota_opts) {
+    for (CLI::Option* o : opts) {
+      if (o->count() > 0) inv.quota[key] = p.quota[key];
+    }
+  }
+  return inv;
+}
+
+}  // namespace cli

@@ -1,0 +1,54 @@
+// The `embody` command line: one table of subcommands and flags (CLI11), from which the usage
+// text of every command is generated. Parsing only; what each command does is in commands.cc.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cli {
+
+// Exit codes: 0 done, 1 the server refused or could not be reached (its message printed),
+// 2 a usage error (nothing was sent).
+inline constexpr int kExitRefused = 1;
+inline constexpr int kExitUsage = 2;
+
+struct Invocation {
+  std::string command;  // "ls", "show", "tenants create", "nodes drain", ...
+  bool json = false;    // --output json: print the server's JSON as it came
+  int64_t id = 0;       // the ID argument (job, node, tenant or token)
+  // submit
+  std::string file;
+  bool watch = false;
+  // ls, audit
+  std::string state;
+  int limit = 50;
+  bool all = false;  // audit: every page
+  // logs, events, metrics
+  bool follow = false;
+  std::optional<int> rank;
+  std::string type;
+  std::string names;
+  std::string since;
+  std::optional<int> max_points;
+  // tenants create / set, tokens create
+  std::string name;
+  std::optional<double> weight;
+  std::map<std::string, std::string> quota;  // "slots" -> "8" or "none"
+  std::optional<int64_t> if_match;           // tenants set: the version read earlier
+  std::string role;
+  std::optional<int64_t> tenant;
+  std::string expires;
+};
+
+// Parses `args` (without the program name) into an invocation, or returns the exit code to end
+// with: 0 after printing the requested help to `out`, kExitUsage after printing the error and a
+// pointer to --help to `err`.
+std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& args,
+                                               std::ostream& out, std::ostream& err);
+
+}  // namespace cli

@@ -1,0 +1,165 @@
+#include "cli/command_line.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "cli/requests.h"
+
+namespace cli {
+namespace {
+
+struct Outcome {
+  std::optional<Invocation> inv;
+  int code = -1;
+  std::string out, err;
+};
+
+Outcome Parse(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  auto r = ParseCommandLine(args, out, err);
+  Outcome o;
+  o.out = out.str();
+  o.err = err.str();
+  if (auto* inv = std::get_if<Invocation>(&r)) {
+    o.inv = *inv;
+  } else {
+    o.code = std::get<int>(r);
+  }
+  return o;
+}
+
+TEST(CommandLineTest, ListsAndShowsTakeOutputJson) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"ls", "-o", "json"},
+                                             {"show", "7", "--output", "json"},
+                                             {"events", "7", "-o", "json"},
+                                             {"metrics", "7", "-o", "json"},
+                                             {"nodes", "-o", "json"},
+                                             {"tenants", "-o", "json"},
+                                             {"tenants", "show", "2", "-o", "json"},
+                                             {"tokens", "ls", "-o", "json"},
+                                             {"whoami", "-o", "json"},
+                                             {"audit", "-o", "json"}}) {
+    Outcome o = Parse(args);
+    ASSERT_TRUE(o.inv) << args[0] << ": " << o.err;
+    EXPECT_TRUE(o.inv->json) << args[0];
+  }
+  Outcome table = Parse({"tenants"});
+  ASSERT_TRUE(table.inv);
+  EXPECT_FALSE(table.inv->json);
+  EXPECT_EQ(table.inv->command, "tenants");
+}
+
+TEST(CommandLineTest, NestedCommandsAndTheirValues) {
+  Outcome o = Parse({"tenants", "create", "robotics", "--weight", "2.5", "--quota-slots", "64",
+                     "--quota-pending-jobs", "none"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "tenants create");
+  EXPECT_EQ(o.inv->name, "robotics");
+  ASSERT_TRUE(o.inv->weight);
+  EXPECT_EQ(*o.inv->weight, 2.5);
+  EXPECT_EQ(o.inv->quota,
+            (std::map<std::string, std::string>{{"slots", "64"}, {"pending_jobs", "none"}}));
+  EXPECT_EQ(TenantBody(*o.inv).dump(),
+            R"({"name":"robotics","quota":{"pending_jobs":null,"slots":64},"weight":2.5})");
+
+  o = Parse({"tenants", "set", "3", "--quota-running-jobs", "4", "--if-version", "9"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "tenants set");
+  EXPECT_EQ(o.inv->id, 3);
+  EXPECT_FALSE(o.inv->weight);
+  EXPECT_EQ(o.inv->if_match, 9);
+  EXPECT_EQ(TenantBody(*o.inv).dump(), R"({"quota":{"running_jobs":4}})");
+
+  o = Parse({"tokens", "create", "--role", "member", "--name", "ci bot", "--tenant", "2",
+             "--expires", "2027-01-01T00:00:00Z"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "tokens create");
+  EXPECT_EQ(
+      TokenBody(*o.inv).dump(),
+      R"({"expires_at":"2027-01-01T00:00:00Z","name":"ci bot","role":"member","tenant_id":2})");
+  o = Parse({"tokens", "create", "--role", "viewer", "--name", "x"});
+  ASSERT_TRUE(o.inv);
+  EXPECT_EQ(TokenBody(*o.inv).dump(), R"({"name":"x","role":"viewer"})");
+
+  o = Parse({"nodes", "drain", "4"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "nodes drain");
+  EXPECT_EQ(o.inv->id, 4);
+
+  o = Parse({"audit", "--all", "--limit", "20"});
+  ASSERT_TRUE(o.inv);
+  EXPECT_TRUE(o.inv->all);
+  EXPECT_EQ(o.inv->limit, 20);
+
+  o = Parse({"logs", "5", "-f", "--rank", "-1"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_TRUE(o.inv->follow);
+  EXPECT_EQ(o.inv->rank, -1);
+  o = Parse({"logs", "5"});
+  ASSERT_TRUE(o.inv);
+  EXPECT_FALSE(o.inv->rank);
+}
+
+TEST(CommandLineTest, UsageErrorsExitTwoAndSayWhy) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{}, "A subcommand is required"},
+           {{"frobnicate"}, "frobnicate"},
+           {{"show"}, "ID is required"},
+           {{"show", "abc"}, "ID"},
+           {{"show", "0"}, "ID"},
+           {{"ls", "-o", "yaml"}, "yaml"},
+           {{"ls", "--limit", "0"}, "--limit"},
+           {{"tenants", "create"}, "NAME is required"},
+           {{"tenants", "create", "x", "--quota-slots", "-3"}, "non-negative integer or none"},
+           {{"tenants", "create", "x", "--weight", "heavy"}, "--weight"},
+           {{"tokens"}, "A subcommand is required"},
+           {{"tokens", "create", "--name", "x"}, "--role is required"},
+           {{"tokens", "create", "--role", "root", "--name", "x"}, "root"},
+           {{"tokens", "revoke"}, "ID is required"},
+           {{"nodes", "drain"}, "ID is required"},
+           {{"whoami", "extra"}, "extra"},
+       }) {
+    Outcome o = Parse(c.args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    EXPECT_FALSE(o.inv) << joined;
+    EXPECT_EQ(o.code, kExitUsage) << joined;
+    EXPECT_NE(o.err.find(c.says), std::string::npos) << joined << "\n" << o.err;
+    EXPECT_NE(o.err.find("--help"), std::string::npos) << joined;
+    EXPECT_EQ(o.out, "") << joined;
+  }
+}
+
+TEST(CommandLineTest, HelpIsGeneratedFromTheFlagTable) {
+  Outcome o = Parse({"--help"});
+  EXPECT_EQ(o.code, 0);
+  for (const char* cmd : {"ls", "submit", "tenants", "tokens", "whoami", "audit", "nodes",
+                          "EMBODY_URL", "Exit status"}) {
+    EXPECT_NE(o.out.find(cmd), std::string::npos) << cmd << "\n" << o.out;
+  }
+  o = Parse({"tenants", "set", "--help"});
+  EXPECT_EQ(o.code, 0);
+  for (const char* flag : {"--quota-slots", "--quota-running-jobs", "--quota-pending-jobs",
+                           "--quota-nodes-per-job", "--weight", "--if-version", "--output"}) {
+    EXPECT_NE(o.out.find(flag), std::string::npos) << flag << "\n" << o.out;
+  }
+}
+
+TEST(RequestsTest, PathsEncodeTheirValues) {
+  Invocation inv;
+  inv.limit = 20;
+  inv.state = "RUNNING&x=1";
+  EXPECT_EQ(JobsPath(inv), "/v1/jobs?limit=20&state=RUNNING%26x%3D1");
+  EXPECT_EQ(AuditPath(500, ""), "/v1/audit?limit=500");
+  EXPECT_EQ(AuditPath(10, "123"), "/v1/audit?limit=10&cursor=123");
+  EXPECT_EQ(QueryValue("2026-01-02T03:04:05Z"), "2026-01-02T03%3A04%3A05Z");
+}
+
+}  // namespace
+}  // namespace cli

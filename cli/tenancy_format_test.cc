@@ -1,0 +1,98 @@
+#include "cli/tenancy_format.h"
+
+#include <gtest/gtest.h>
+
+#include "common/time_util.h"
+
+namespace cli {
+namespace {
+
+using nlohmann::json;
+
+TEST(TenancyFormatTest, TenantsShowUsageAgainstQuota) {
+  json reply = json::parse(R"({"tenants":[
+    {"id":1,"name":"default","weight":1.0,
+     "quota":{"slots":null,"running_jobs":null,"pending_jobs":null,"nodes_per_job":null},
+     "usage":{"slots_in_use":0,"running_jobs":0,"pending_jobs":0},"version":1},
+    {"id":2,"name":"robotics","weight":2.5,
+     "quota":{"slots":64,"running_jobs":4,"pending_jobs":null,"nodes_per_job":8},
+     "usage":{"slots_in_use":8,"running_jobs":2,"pending_jobs":5},"version":4}]})");
+  EXPECT_EQ(TenantsTable(reply),
+            "ID  NAME      WEIGHT  SLOTS  RUNNING  PENDING  NODES/JOB  VERSION\n"
+            "1   default   1.0     0/-    0/-      0/-      -          1\n"
+            "2   robotics  2.5     8/64   2/4      5/-      8          4\n");
+  EXPECT_EQ(TenantDetail(reply["tenants"][1]),
+            "id:            2\n"
+            "name:          robotics\n"
+            "weight:        2.5\n"
+            "slots:         8/64 in use/quota\n"
+            "running jobs:  2/4\n"
+            "pending jobs:  5/-\n"
+            "nodes per job: 8\n"
+            "version:       4\n"
+            "created:       -\n"
+            "updated:       -\n");
+}
+
+TEST(TenancyFormatTest, TokensSayWhetherTheyStillWork) {
+  const int64_t now = *common::ParseUtcTime("2026-06-01T00:00:00Z");
+  json reply = json::parse(R"({"tokens":[
+    {"id":1,"tenant":"default","role":"cluster-admin","name":"bootstrap admin",
+     "created_at":"2026-01-01T00:00:00.000Z","expires_at":null,"revoked_at":null},
+    {"id":2,"tenant":"robotics","role":"member","name":"ci",
+     "created_at":"2026-01-01T00:00:00.000Z","expires_at":"2026-02-01T00:00:00.000Z","revoked_at":null},
+    {"id":3,"tenant":"robotics","role":"viewer","name":"old",
+     "created_at":"2026-01-01T00:00:00.000Z","expires_at":"2027-01-01T00:00:00.000Z",
+     "revoked_at":"2026-03-01T00:00:00.000Z"}]})");
+  EXPECT_EQ(TokensTable(reply, now),
+            "ID  TENANT    ROLE           NAME             CREATED                   EXPIRES       "
+            "            STATE\n"
+            "1   default   cluster-admin  bootstrap admin  2026-01-01T00:00:00.000Z  never         "
+            "            active\n"
+            "2   robotics  member         ci               2026-01-01T00:00:00.000Z  "
+            "2026-02-01T00:00:00.000Z  expired\n"
+            "3   robotics  viewer         old              2026-01-01T00:00:00.000Z  "
+            "2027-01-01T00:00:00.000Z  revoked\n");
+}
+
+TEST(TenancyFormatTest, CreatedTokenShowsItsSecret) {
+  json t = json::parse(R"({"id":5,"tenant_id":2,"tenant":"robotics","role":"member","name":"ci",
+    "created_at":"2026-01-01T00:00:00.000Z","expires_at":null,"revoked_at":null,"token":"abc123"})");
+  EXPECT_EQ(TokenDetail(t),
+            "id:      5\n"
+            "tenant:  robotics (2)\n"
+            "role:    member\n"
+            "name:    ci\n"
+            "created: 2026-01-01T00:00:00.000Z\n"
+            "expires: never\n"
+            "token:   abc123\n");
+}
+
+TEST(TenancyFormatTest, WhoAmIAndAudit) {
+  EXPECT_EQ(WhoAmIText(json::parse(
+                R"({"token_id":3,"name":"ci","tenant_id":2,"tenant":"robotics","role":"member"})")),
+            "token:  ci (id 3)\n"
+            "role:   member\n"
+            "tenant: robotics (id 2)\n");
+  json entries = json::parse(R"([{"time":"2026-01-01T00:00:00.000Z","actor":"anonymous","role":"",
+    "tenant":"","method":"POST","route":"/v1/tenants","target":"/v1/tenants","status":401,
+    "outcome":"unauthenticated"}])");
+  EXPECT_EQ(AuditTable(entries),
+            "TIME                      ACTOR      ROLE  TENANT  METHOD  ROUTE        TARGET       "
+            "STATUS  OUTCOME\n"
+            "2026-01-01T00:00:00.000Z  anonymous                POST    /v1/tenants  /v1/tenants  "
+            "401     unauthenticated\n");
+}
+
+TEST(TenancyFormatTest, Nodes) {
+  json reply = json::parse(R"({"nodes":[{"id":1,"name":"a","address":"10.0.0.1","state":"UP",
+    "cpu_slots":8,"gpus":[{"index":0}],"slots_used":2,"draining":true,
+    "last_heartbeat":"2026-01-01T00:00:00.000Z"}]})");
+  EXPECT_EQ(NodesTable(reply),
+            "ID  NAME  ADDRESS   STATE  CPU  GPUS  USED  DRAINING  LAST HEARTBEAT\n"
+            "1   a     10.0.0.1  UP     8    1     2     yes       2026-01-01T00:00:00.000Z\n");
+  EXPECT_EQ(Cell(json::object(), "x"), "-");
+}
+
+}  // namespace
+}  // namespace cli
