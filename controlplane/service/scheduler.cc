@@ -1,61 +1,36 @@
 #include "controlplane/service/scheduler.h"
 
-#include <algorithm>
+#include <unordered_map>
+
+#include "controlplane/service/scheduler_cycle.h"
 
 namespace controlplane::service {
 
-namespace {
-int& FreeOf(NodeCapacity& n, const std::string& slot_type) {
-  return slot_type == "gpu" ? n.free_gpu : n.free_cpu;
-}
-}  // namespace
-
-ScheduleDecision Schedule(std::vector<PendingJob> jobs, std::vector<NodeCapacity> nodes) {
-  std::stable_sort(jobs.begin(), jobs.end(), [](const PendingJob& a, const PendingJob& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.created_ms != b.created_ms) return a.created_ms < b.created_ms;
-    return a.job_id < b.job_id;
-  });
-  ScheduleDecision out;
-  for (const PendingJob& job : jobs) {
-    const api::Resources& r = job.resources;
-    const int need = r.SlotsPerNode();
-    std::vector<NodeCapacity*> fit;
-    for (NodeCapacity& n : nodes) {
-      if (FreeOf(n, r.slot_type) >= need) fit.push_back(&n);
-    }
-    if (static_cast<int>(fit.size()) < r.nodes) {
-      out.waiting[job.job_id] = "waiting for " + std::to_string(r.nodes) + " nodes with " +
-                                std::to_string(need) + " free " + r.slot_type +
-                                " slots each (" + std::to_string(fit.size()) + " fit)";
-      continue;
-    }
-    std::stable_sort(fit.begin(), fit.end(), [&](NodeCapacity* a, NodeCapacity* b) {
-      int fa = FreeOf(*a, r.slot_type), fb = FreeOf(*b, r.slot_type);
-      if (fa != fb) return fa < fb;
-      return a->node_id < b->node_id;
-    });
-    Placement p{job.job_id, r.slot_type, {}};
-    for (int i = 0; i < r.nodes; ++i) {
-      FreeOf(*fit[i], r.slot_type) -= need;
-      p.nodes.push_back({fit[i]->node_id, r.ranks_per_node, need});
-    }
-    out.placements.push_back(std::move(p));
-  }
-  return out;
+ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions& options) {
+  return sched_internal::Cycle(snapshot, options).Run();
 }
 
-std::vector<NodeCapacity> FreeCapacity(const std::vector<NodeRecord>& nodes,
-                                       const std::vector<AllocationRecord>& allocations) {
-  std::vector<NodeCapacity> out;
+std::optional<std::string> WhyNeverFits(const api::Resources& resources,
+                                        const std::vector<SchedNode>& nodes,
+                                        const TenantLimits& limits) {
+  return sched_internal::NeverFits(resources, sched_internal::NodeTotals(nodes), limits);
+}
+
+std::vector<SchedNode> SchedNodes(const std::vector<NodeRecord>& nodes,
+                                  const std::vector<AllocationRecord>& allocations) {
+  std::unordered_map<int64_t, size_t> index;
+  std::vector<SchedNode> out;
   for (const NodeRecord& n : nodes) {
-    if (n.state != "UP" || n.draining) continue;  // a draining node takes no new jobs
-    NodeCapacity c{n.id, n.name, n.cpu_slots,
-                   n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0};
-    for (const AllocationRecord& a : allocations) {
-      if (a.node_id == n.id) FreeOf(c, a.slot_type) -= a.slots;
-    }
-    out.push_back(c);
+    if (n.state != "UP") continue;
+    const int gpus = n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0;
+    index[n.id] = out.size();
+    out.push_back({n.id, n.name, n.cpu_slots, gpus, n.cpu_slots, gpus, false});
+  }
+  for (const AllocationRecord& a : allocations) {
+    auto it = index.find(a.node_id);
+    if (it == index.end()) continue;
+    SchedNode& n = out[it->second];
+    (a.slot_type == "gpu" ? n.free_gpu : n.free_cpu) -= a.slots;
   }
   return out;
 }

@@ -1,36 +1,69 @@
-// The scheduling decision as a pure function: pending jobs and free node capacity in, gang
-// allocations and "why not" reasons out. No I/O, no clock; the scheduler loop feeds it from the
+// The scheduling decision as one pure function: a snapshot of the cluster (nodes, tenants,
+// running jobs), the queue and the options in; placements, reservations, preemptions and a "why
+// not" for every job that waits out. No I/O, no clock: the scheduler loop feeds it from the
 // database and writes its answer back in one transaction.
 //
-// Policy: jobs are considered by priority (higher first), then submit time, then id. A job gets
-// `nodes` distinct nodes, each with ranks_per_node * slots_per_rank free slots of its slot type,
-// or nothing at all (gang, all-or-nothing). A job that does not fit does not block smaller jobs
-// behind it (greedy backfill, no reservations yet). Among nodes that fit, the fullest are taken
-// first (best fit) to keep large holes for large jobs.
+// Policy, in the order it applies to each pending job:
+//  - Order: priority (higher first); among equal priorities, the tenant with the lowest weighted
+//    dominant share (fair_share.h) goes next, its shares updated as this cycle places its jobs;
+//    then age (submit time), then id.
+//  - A job that could never fit (WhyNeverFits) waits with a reason starting "never fits:".
+//  - Quotas: a job whose tenant would exceed its slot or running-job quota waits
+//    ("tenant quota: slots 8/8", "tenant quota: running jobs 4/4").
+//  - Gang placement: `nodes` distinct nodes that are not draining, each with ranks_per_node *
+//    slots_per_rank free slots of the slot type, or nothing; the fullest nodes that fit first
+//    (best fit). The first node is the head.
+//  - Backfill: starting a job now must not delay any reservation (slot_timeline.h): it fits in
+//    slots no reservation needs, or its time limit ends before the reservation starts. Jobs
+//    without a time limit therefore backfill only where no reservation waits.
+//  - Reservations: each of the first `max_reservations` jobs that cannot start reserves the
+//    nodes that will have room soonest (from running jobs' start + time limit; jobs without a
+//    limit never free their slots in this model), from the time the last of them has room.
+//  - Preemption (opt-in): a job with priority >= preempt_min_priority that cannot start may
+//    preempt strictly lower-priority running jobs, lowest priority first, then the youngest
+//    (latest start), keeping the fewest that make it fit. Victims are expected to have
+//    checkpointed and exited `preempt_grace_ms` from now; nothing is placed over them in this
+//    cycle, and a reservation holds their nodes for the job, which waits with the reason
+//    "preempting jobs 12, 14" until they are gone.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/job_spec.h"
+#include "controlplane/service/fair_share.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
 
-struct NodeCapacity {
-  int64_t node_id = 0;
+struct SchedNode {
+  int64_t id = 0;
   std::string name;
-  int free_cpu = 0;  // free cpu slots
-  int free_gpu = 0;  // free gpu slots
+  int total_cpu = 0;
+  int total_gpu = 0;
+  int free_cpu = 0;
+  int free_gpu = 0;
+  bool draining = false;  // takes no new jobs
 };
 
-struct PendingJob {
-  int64_t job_id = 0;
-  int priority = 0;
-  int64_t created_ms = 0;
-  api::Resources resources;
+// A tenant's limits as the scheduler applies them; nullopt: no limit.
+struct TenantLimits {
+  std::optional<int64_t> slots;          // slots its jobs may hold at once
+  std::optional<int64_t> running_jobs;   // jobs holding slots at once
+  std::optional<int64_t> nodes_per_job;  // nodes one job may ask for
+};
+
+struct SchedTenant {
+  int64_t id = 0;
+  std::string name;
+  double weight = 1;  // > 0
+  TenantLimits limits;
+  int64_t slots_in_use = 0;  // by its jobs that hold allocations now
+  int64_t running_jobs = 0;  // its jobs that hold allocations now
+  SlotSeconds usage{};       // decayed slot-seconds (fair_share.h)
 };
 
 struct NodeShare {
@@ -39,22 +72,79 @@ struct NodeShare {
   int slots = 0;
 };
 
+struct RunningJob {
+  int64_t job_id = 0;
+  int64_t tenant_id = 0;
+  int priority = 0;
+  int64_t start_ms = 0;
+  int64_t time_limit_seconds = 0;  // 0: none (never expected to end)
+  std::string slot_type;
+  std::vector<NodeShare> nodes;
+  bool preempting = false;  // already told to leave by an earlier cycle's preemption
+};
+
+struct PendingJob {
+  int64_t job_id = 0;
+  int64_t tenant_id = 0;
+  int priority = 0;
+  int64_t submit_ms = 0;
+  api::Resources resources;
+  int64_t time_limit_seconds = 0;  // 0: none
+};
+
+struct ClusterSnapshot {
+  int64_t now_ms = 0;
+  std::vector<SchedNode> nodes;
+  std::vector<SchedTenant> tenants;  // a job's tenant missing here: weight 1, no limits
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+};
+
+struct ScheduleOptions {
+  std::optional<int> preempt_min_priority;  // nullopt: no preemption
+  double fair_share_half_life_seconds = 24 * 3600.0;
+  int max_reservations = 16;
+  int64_t preempt_grace_ms = 60'000;  // expected time for a victim to checkpoint and exit
+};
+
 struct Placement {
   int64_t job_id = 0;
   std::string slot_type;
   std::vector<NodeShare> nodes;  // the first is the head node
 };
 
-struct ScheduleDecision {
-  std::vector<Placement> placements;
-  std::map<int64_t, std::string> waiting;  // job id -> human reason
+struct Reservation {
+  int64_t job_id = 0;
+  std::vector<int64_t> node_ids;
+  int64_t start_ms = 0;  // when the last of them is expected to have room
 };
 
-ScheduleDecision Schedule(std::vector<PendingJob> jobs, std::vector<NodeCapacity> nodes);
+struct Preemption {
+  int64_t job_id = 0;              // the job they make room for
+  std::vector<int64_t> victims;    // running jobs to checkpoint and stop, ascending ids
+};
 
-// Free capacity of the UP nodes given every current allocation.
-std::vector<NodeCapacity> FreeCapacity(const std::vector<NodeRecord>& nodes,
-                                       const std::vector<AllocationRecord>& allocations);
+struct ScheduleDecision {
+  std::vector<Placement> placements;
+  std::map<int64_t, std::string> waiting;  // job id -> human reason, for every job not placed
+  std::vector<Reservation> reservations;
+  std::vector<Preemption> preemptions;
+  std::vector<int64_t> order;  // every pending job id, in the order it was considered
+};
+
+ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions& options);
+
+// Why a job with these resources could never run in this cluster under these limits (more nodes
+// with enough slots of its type than the cluster has, or more than the tenant's quota allows),
+// starting "never fits:"; nullopt when it could. The server refuses such a job at submit (422).
+// Draining nodes count: they are expected back.
+std::optional<std::string> WhyNeverFits(const api::Resources& resources,
+                                        const std::vector<SchedNode>& nodes,
+                                        const TenantLimits& limits);
+
+// The scheduler's view of the UP nodes given every current allocation.
+std::vector<SchedNode> SchedNodes(const std::vector<NodeRecord>& nodes,
+                                  const std::vector<AllocationRecord>& allocations);
 
 // Slots of `node` in use by `allocations` (any slot type), for the nodes listing.
 int SlotsUsed(int64_t node_id, const std::vector<AllocationRecord>& allocations);

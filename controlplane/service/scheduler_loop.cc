@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/scheduler.h"
+#include "controlplane/service/scheduler_snapshot.h"
 #include "controlplane/service/time_limits.h"
 #include "controlplane/service/transitions.h"
 
@@ -51,23 +52,18 @@ Status SchedulerLoop::MarkLostNodes() {
 Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   const int64_t now = now_();
-  EMBODY_ASSIGN_OR_RETURN(pending, uow->jobs().ListInStates({JobState::kPending}));
-  if (pending.empty()) return Status::Ok();
+  // Pending jobs and the jobs that hold slots, locked in one pass in id order.
+  EMBODY_ASSIGN_OR_RETURN(jobs, uow->jobs().ListInStates({JobState::kPending, JobState::kScheduled,
+                                                          JobState::kRunning,
+                                                          JobState::kCancelling}));
+  std::map<int64_t, JobRecord*> by_id;
+  for (JobRecord& j : jobs) {
+    if (j.state == JobState::kPending) by_id[j.id] = &j;
+  }
+  if (by_id.empty()) return Status::Ok();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
-  std::vector<PendingJob> jobs;
-  std::map<int64_t, JobRecord*> by_id;
-  for (JobRecord& j : pending) {
-    PendingJob pj{j.id, j.priority, j.created_ms, {}};
-    const auto& r = j.spec.value("resources", nlohmann::json::object());
-    pj.resources.nodes = r.value("nodes", 1);
-    pj.resources.ranks_per_node = r.value("ranks_per_node", 1);
-    pj.resources.slot_type = r.value("slot_type", "cpu");
-    pj.resources.slots_per_rank = r.value("slots_per_rank", 1);
-    jobs.push_back(pj);
-    by_id[j.id] = &j;
-  }
-  ScheduleDecision d = Schedule(std::move(jobs), FreeCapacity(nodes, allocs));
+  ScheduleDecision d = Schedule(BuildSnapshot(now, nodes, allocs, jobs, {}), opts_.schedule);
   for (const Placement& p : d.placements) {
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       AllocationRecord a;

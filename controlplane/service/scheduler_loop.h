@@ -3,8 +3,8 @@
 //   1. nodes silent for 3 heartbeat intervals become DOWN; their jobs restart (RESTARTING ->
 //      PENDING with attempt+1) while restarts are left, else FAILED "node X lost";
 //   2. RUNNING jobs past their time limit are cancelled (time_limits.h);
-//   3. PENDING jobs are placed by Schedule() onto UP nodes; allocations and PENDING -> SCHEDULED
-//      are written in one transaction; jobs that do not fit get their `reason` updated.
+//   3. PENDING jobs are placed by Schedule() (scheduler.h) onto UP nodes; allocations and
+//      PENDING -> SCHEDULED are written in one transaction; jobs that wait get their `reason`.
 // Leadership is decided outside (a PostgreSQL advisory lock); replicas that are not the leader
 // only observe.
 #pragma once
@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/scheduler.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -42,6 +43,7 @@ class SchedulerLoop {
     int heartbeat_interval_ms = 1000;
     int period_ms = 500;
     int count_period_ms = 1000;  // how often jobs and nodes are counted for the metrics
+    ScheduleOptions schedule;
   };
   SchedulerLoop(Database& db, Options opts, Clock now, std::function<bool()> try_lead,
                 std::function<void(const CycleStats&)> observe)

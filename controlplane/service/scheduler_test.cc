@@ -1,32 +1,52 @@
+// Table tests of the scheduling decision, one rule at a time: gang placement, order, fair share,
+// quotas, never-fit detection, reservations and backfill. Preemption: scheduler_preempt_test.cc.
 #include "controlplane/service/scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
+#include "controlplane/testing/scheduler_builders.h"
+
 namespace controlplane::service {
 namespace {
 
-PendingJob Job(int64_t id, int nodes, int ranks_per_node = 1, int priority = 50,
-               int64_t created_ms = 0, const std::string& slot_type = "cpu",
-               int slots_per_rank = 1) {
-  PendingJob j;
-  j.job_id = id;
-  j.priority = priority;
-  j.created_ms = created_ms == 0 ? id : created_ms;
-  j.resources.nodes = nodes;
-  j.resources.ranks_per_node = ranks_per_node;
-  j.resources.slot_type = slot_type;
-  j.resources.slots_per_rank = slots_per_rank;
-  return j;
+using testing::Job;
+using testing::kNowMs;
+using testing::Node;
+using testing::Running;
+using testing::Tenant;
+
+ScheduleDecision Decide(std::vector<SchedNode> nodes, std::vector<PendingJob> pending,
+                        std::vector<RunningJob> running = {}, std::vector<SchedTenant> tenants = {},
+                        ScheduleOptions opts = {}) {
+  ClusterSnapshot s;
+  s.now_ms = kNowMs;
+  s.nodes = std::move(nodes);
+  s.pending = std::move(pending);
+  s.running = std::move(running);
+  s.tenants = std::move(tenants);
+  return Schedule(s, opts);
 }
 
-NodeCapacity Node(int64_t id, int cpu, int gpu = 0) {
-  return {id, "node-" + std::to_string(id), cpu, gpu};
+std::vector<int64_t> PlacedIds(const ScheduleDecision& d) {
+  std::vector<int64_t> ids;
+  for (const Placement& p : d.placements) ids.push_back(p.job_id);
+  return ids;
 }
 
-TEST(SchedulerTest, SingleJobFits) {
-  auto d = Schedule({Job(1, 1, 2)}, {Node(10, 4)});
+std::vector<int64_t> NodesOf(const ScheduleDecision& d, int64_t job) {
+  for (const Placement& p : d.placements) {
+    if (p.job_id != job) continue;
+    std::vector<int64_t> ids;
+    for (const NodeShare& n : p.nodes) ids.push_back(n.node_id);
+    return ids;
+  }
+  return {};
+}
+
+TEST(ScheduleTest, SingleJobFits) {
+  auto d = Decide({Node(10, 4)}, {Job(1, {.ranks_per_node = 2})});
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_TRUE(d.waiting.empty());
   const Placement& p = d.placements[0];
@@ -38,91 +58,234 @@ TEST(SchedulerTest, SingleJobFits) {
   EXPECT_EQ(p.nodes[0].slots, 2);
 }
 
-TEST(SchedulerTest, GangIsAllOrNothing) {
-  // Needs 3 nodes with 2 slots; only 2 such nodes exist: nothing is allocated at all.
-  auto d = Schedule({Job(1, 3, 2)}, {Node(1, 2), Node(2, 4), Node(3, 1)});
+TEST(ScheduleTest, GangIsAllOrNothing) {
+  // Three nodes could hold 2 slots each, but one holds a job without a time limit: nothing at
+  // all is allocated, and no reservation can be made.
+  std::vector<SchedNode> nodes{Node(1, 2), Node(2, 2), Node(3, 2)};
+  auto r = Running(nodes, 100, {3}, 1);
+  auto d = Decide(nodes, {Job(1, {.nodes = 3, .ranks_per_node = 2})}, {r});
   EXPECT_TRUE(d.placements.empty());
-  ASSERT_EQ(d.waiting.count(1), 1u);
-  EXPECT_EQ(d.waiting[1], "waiting for 3 nodes with 2 free cpu slots each (2 fit)");
+  EXPECT_TRUE(d.reservations.empty());
+  EXPECT_EQ(d.waiting[1],
+            "waiting for 3 nodes with 2 free cpu slots each (2 fit); no reservation: too few "
+            "nodes are expected to free up (jobs without a time limit, or reserved for jobs "
+            "ahead)");
 }
 
-TEST(SchedulerTest, MultiNodeUsesDistinctNodes) {
-  auto d = Schedule({Job(1, 3, 1)}, {Node(1, 8), Node(2, 1), Node(3, 1)});
+TEST(ScheduleTest, MultiNodeUsesDistinctNodesFullestFirst) {
+  auto d = Decide({Node(1, 8), Node(2, 1), Node(3, 1)}, {Job(1, {.nodes = 3})});
   ASSERT_EQ(d.placements.size(), 1u);
-  std::set<int64_t> ids;
-  for (const auto& n : d.placements[0].nodes) ids.insert(n.node_id);
-  EXPECT_EQ(ids, (std::set<int64_t>{1, 2, 3}));
+  EXPECT_EQ(NodesOf(d, 1), (std::vector<int64_t>{2, 3, 1}));  // head: the fullest, by id
 }
 
-TEST(SchedulerTest, HigherPriorityFirstThenOlder) {
-  // One node with room for one job: priority wins over age, and age over id.
-  auto d = Schedule({Job(1, 1, 4, 10, 100), Job(2, 1, 4, 90, 200), Job(3, 1, 4, 90, 150)},
-                    {Node(1, 4)});
-  ASSERT_EQ(d.placements.size(), 1u);
-  EXPECT_EQ(d.placements[0].job_id, 3);
-  EXPECT_EQ(d.waiting.size(), 2u);
-  EXPECT_EQ(d.waiting[2], "waiting for 1 nodes with 4 free cpu slots each (0 fit)");
+TEST(ScheduleTest, PriorityThenAgeThenId) {
+  auto d = Decide({Node(1, 4)}, {Job(1, {.ranks_per_node = 4, .priority = 10, .submit_ms = 100}),
+                                 Job(2, {.ranks_per_node = 4, .priority = 90, .submit_ms = 200}),
+                                 Job(4, {.ranks_per_node = 4, .priority = 90, .submit_ms = 150}),
+                                 Job(3, {.ranks_per_node = 4, .priority = 90, .submit_ms = 150})});
+  EXPECT_EQ(d.order, (std::vector<int64_t>{3, 4, 2, 1}));
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{3}));
+  EXPECT_EQ(d.waiting.size(), 3u);
 }
 
-TEST(SchedulerTest, EarlierPlacementsConsumeCapacity) {
-  auto d = Schedule({Job(1, 1, 3), Job(2, 1, 3), Job(3, 1, 1)}, {Node(1, 4), Node(2, 3)});
-  // Job 1 takes node 2 (best fit, 3 free), job 2 node 1 (4 free -> 1), job 3 the last slot.
-  ASSERT_EQ(d.placements.size(), 3u);
-  EXPECT_EQ(d.placements[0].nodes[0].node_id, 2);
-  EXPECT_EQ(d.placements[1].nodes[0].node_id, 1);
-  EXPECT_EQ(d.placements[2].nodes[0].node_id, 1);
+TEST(ScheduleTest, BestFitKeepsLargeHoles) {
+  auto d = Decide({Node(1, 4), Node(2, 3)},
+                  {Job(1, {.ranks_per_node = 3}), Job(2, {.ranks_per_node = 3}), Job(3)});
+  EXPECT_EQ(NodesOf(d, 1), (std::vector<int64_t>{2}));
+  EXPECT_EQ(NodesOf(d, 2), (std::vector<int64_t>{1}));
+  EXPECT_EQ(NodesOf(d, 3), (std::vector<int64_t>{1}));
 }
 
-TEST(SchedulerTest, SmallerJobBackfillsBehindOneThatDoesNotFit) {
-  auto d = Schedule({Job(1, 2, 1, 90), Job(2, 1, 1, 10)}, {Node(1, 1)});
-  ASSERT_EQ(d.placements.size(), 1u);
-  EXPECT_EQ(d.placements[0].job_id, 2);
-  EXPECT_EQ(d.waiting[1], "waiting for 2 nodes with 1 free cpu slots each (1 fit)");
-}
-
-TEST(SchedulerTest, SlotTypesAreSeparate) {
-  auto d = Schedule({Job(1, 1, 1, 50, 0, "gpu", 2), Job(2, 1, 4, 50, 0, "cpu")},
-                    {Node(1, 4, 1), Node(2, 2, 2)});
+TEST(ScheduleTest, SlotTypesAreSeparate) {
+  auto d = Decide({Node(1, 4, 1), Node(2, 2, 2)},
+                  {Job(1, {.slots_per_rank = 2, .slot_type = "gpu"}), Job(2, {.ranks_per_node = 4})});
   ASSERT_EQ(d.placements.size(), 2u);
-  EXPECT_EQ(d.placements[0].job_id, 1);
   EXPECT_EQ(d.placements[0].slot_type, "gpu");
-  EXPECT_EQ(d.placements[0].nodes[0].node_id, 2);
-  EXPECT_EQ(d.placements[1].nodes[0].node_id, 1);
+  EXPECT_EQ(NodesOf(d, 1), (std::vector<int64_t>{2}));
+  EXPECT_EQ(NodesOf(d, 2), (std::vector<int64_t>{1}));
 }
 
-TEST(SchedulerTest, GpuJobOnCpuOnlyClusterWaits) {
-  auto d = Schedule({Job(1, 1, 1, 50, 0, "gpu")}, {Node(1, 64)});
+TEST(ScheduleTest, DrainingNodesTakeNoNewJobsButCountForNeverFits) {
+  SchedNode draining = Node(1, 4);
+  draining.draining = true;
+  auto d = Decide({draining, Node(2, 4)}, {Job(1, {.ranks_per_node = 4}),
+                                           Job(2, {.ranks_per_node = 4}),
+                                           Job(3, {.nodes = 2, .ranks_per_node = 4})});
+  EXPECT_EQ(NodesOf(d, 1), (std::vector<int64_t>{2}));
+  EXPECT_EQ(d.waiting[2].rfind("waiting for 1 nodes with 4 free cpu slots each (0 fit)", 0), 0u);
+  EXPECT_EQ(d.waiting[3].rfind("waiting for 2 nodes", 0), 0u);
+}
+
+TEST(ScheduleTest, LowerFairShareGoesFirstAtEqualPriority) {
+  SchedTenant busy = Tenant(1);
+  busy.usage[kCpuSlots] = 1e6;  // a long history of use
+  auto d = Decide({Node(1, 1)}, {Job(1, {.tenant = 1}), Job(2, {.tenant = 2})}, {},
+                  {busy, Tenant(2)});
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{2}));
+}
+
+TEST(ScheduleTest, WhatTenantsHoldNowCountsInTheirShare) {
+  std::vector<SchedNode> nodes{Node(1, 2), Node(2, 2)};
+  auto held = Running(nodes, 100, {1}, 2, 0, 0, 0, /*tenant=*/1);
+  auto d = Decide(nodes, {Job(1, {.tenant = 1}), Job(2, {.tenant = 2})}, {held});
+  EXPECT_EQ(d.order, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(ScheduleTest, WeightsSplitTheClusterWithinOneCycle) {
+  std::vector<SchedNode> nodes;
+  for (int i = 1; i <= 8; ++i) nodes.push_back(Node(i, 1));
+  std::vector<PendingJob> jobs;
+  for (int i = 1; i <= 8; ++i) {
+    jobs.push_back(Job(i, {.tenant = 1}));
+    jobs.push_back(Job(10 + i, {.tenant = 2}));
+  }
+  auto d = Decide(nodes, jobs, {}, {Tenant(1, 1), Tenant(2, 3)});
+  int per_tenant[3] = {0, 0, 0};
+  for (int64_t id : PlacedIds(d)) per_tenant[id > 10 ? 2 : 1] += 1;
+  EXPECT_EQ(per_tenant[1], 2);
+  EXPECT_EQ(per_tenant[2], 6);
+}
+
+TEST(ScheduleTest, PriorityBeatsFairShare) {
+  SchedTenant busy = Tenant(1);
+  busy.usage[kCpuSlots] = 1e6;
+  auto d = Decide({Node(1, 1)}, {Job(1, {.tenant = 1, .priority = 60}),
+                                 Job(2, {.tenant = 2, .priority = 50})},
+                  {}, {busy, Tenant(2)});
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{1}));
+}
+
+TEST(ScheduleTest, SlotQuotaHoldsWithinTheCycle) {
+  SchedTenant t = Tenant(1);
+  t.limits.slots = 8;
+  auto d = Decide({Node(1, 16)}, {Job(1, {.ranks_per_node = 4}), Job(2, {.ranks_per_node = 4}),
+                                  Job(3, {.ranks_per_node = 4})},
+                  {}, {t});
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(d.waiting[3], "tenant quota: slots 8/8");
+  EXPECT_TRUE(d.reservations.empty());  // a job held back by its quota reserves nothing
+}
+
+TEST(ScheduleTest, SlotQuotaSaysWhatTheJobNeeds) {
+  SchedTenant t = Tenant(1);
+  t.limits.slots = 8;
+  t.slots_in_use = 6;
+  auto d = Decide({Node(1, 16)}, {Job(1, {.ranks_per_node = 4})}, {}, {t});
+  EXPECT_EQ(d.waiting[1], "tenant quota: slots 6/8, the job needs 4");
+}
+
+TEST(ScheduleTest, RunningJobQuota) {
+  SchedTenant t = Tenant(1);
+  t.limits.running_jobs = 2;
+  t.running_jobs = 1;
+  auto d = Decide({Node(1, 16)}, {Job(1), Job(2)}, {}, {t, Tenant(2)});
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{1}));
+  EXPECT_EQ(d.waiting[2], "tenant quota: running jobs 2/2");
+}
+
+TEST(ScheduleTest, NeverFitsSaysWhatIsShort) {
+  SchedTenant t = Tenant(1);
+  t.limits.nodes_per_job = 2;
+  t.limits.slots = 6;
+  auto d = Decide({Node(1, 4), Node(2, 4)},
+                  {Job(1, {.nodes = 3}), Job(2, {.nodes = 2, .ranks_per_node = 4}),
+                   Job(3, {.tenant = 2, .nodes = 3}), Job(4, {.tenant = 2, .ranks_per_node = 8}),
+                   Job(5, {.tenant = 2, .slot_type = "gpu"}),
+                   Job(6, {.tenant = 2, .slot_type = "tpu"})},
+                  {}, {t});
   EXPECT_TRUE(d.placements.empty());
-  EXPECT_EQ(d.waiting[1], "waiting for 1 nodes with 1 free gpu slots each (0 fit)");
+  EXPECT_EQ(d.waiting[1], "never fits: asks for 3 nodes, the tenant's quota allows 2 per job");
+  EXPECT_EQ(d.waiting[2], "never fits: needs 8 slots, the tenant's quota allows 6");
+  EXPECT_EQ(d.waiting[3], "never fits: needs 3 nodes with 1 cpu slots each, the cluster has 2");
+  EXPECT_EQ(d.waiting[4], "never fits: needs 1 nodes with 8 cpu slots each, the cluster has 0");
+  EXPECT_EQ(d.waiting[5], "never fits: needs 1 nodes with 1 gpu slots each, the cluster has 0");
+  EXPECT_EQ(d.waiting[6], "never fits: unknown slot type \"tpu\"");
 }
 
-TEST(SchedulerTest, NothingFitsOnEmptyCluster) {
-  auto d = Schedule({Job(1, 1), Job(2, 2)}, {});
-  EXPECT_TRUE(d.placements.empty());
-  EXPECT_EQ(d.waiting.size(), 2u);
+TEST(ScheduleTest, WhyNeverFitsForTheSubmitCheck) {
+  SchedNode busy = Node(1, 8);
+  busy.free_cpu = 0;  // in use now: still could fit later
+  busy.draining = true;
+  api::Resources r;
+  r.ranks_per_node = 8;
+  EXPECT_EQ(WhyNeverFits(r, {busy}, {}), std::nullopt);
+  r.nodes = 2;
+  EXPECT_EQ(WhyNeverFits(r, {busy}, {}),
+            "never fits: needs 2 nodes with 8 cpu slots each, the cluster has 1");
+  TenantLimits one_node;
+  one_node.nodes_per_job = 1;
+  EXPECT_EQ(WhyNeverFits(r, {busy, Node(2, 8)}, one_node),
+            "never fits: asks for 2 nodes, the tenant's quota allows 1 per job");
 }
 
-TEST(SchedulerTest, FreeCapacitySubtractsAllocationsAndSkipsDownNodes) {
-  NodeRecord up;
-  up.id = 1;
-  up.state = "UP";
-  up.cpu_slots = 8;
-  up.gpus = nlohmann::json::array({{{"index", 0}}, {{"index", 1}}});
-  NodeRecord down = up;
-  down.id = 2;
-  down.state = "DOWN";
-  AllocationRecord a;
-  a.node_id = 1;
-  a.slots = 3;
-  a.slot_type = "cpu";
-  AllocationRecord g = a;
-  g.slots = 1;
-  g.slot_type = "gpu";
-  auto caps = FreeCapacity({up, down}, {a, g});
-  ASSERT_EQ(caps.size(), 1u);
-  EXPECT_EQ(caps[0].free_cpu, 5);
-  EXPECT_EQ(caps[0].free_gpu, 1);
-  EXPECT_EQ(SlotsUsed(1, {a, g}), 4);
+// The case that motivated reservations: a 3-node job at priority 50 behind a stream of 1-node
+// jobs at priority 0. It reserves the nodes that free up soonest; the small jobs start now only
+// where they end before the reservation starts.
+TEST(ScheduleTest, ReservationForTheFirstJobThatCannotStartAndBackfillAroundIt) {
+  std::vector<SchedNode> nodes{Node(1, 1), Node(2, 1), Node(3, 1), Node(4, 1)};
+  std::vector<RunningJob> running{Running(nodes, 101, {1}, 1, 0, 0, 100),
+                                  Running(nodes, 102, {2}, 1, 0, 0, 200),
+                                  Running(nodes, 103, {3}, 1, 0, 0, 300)};
+  ScheduleOptions one;
+  one.max_reservations = 1;
+  auto d = Decide(nodes,
+                  {Job(1, {.nodes = 3, .priority = 50}), Job(2, {.priority = 0}),
+                   Job(3, {.priority = 0, .limit_s = 250}), Job(4, {.priority = 0, .limit_s = 150})},
+                  running, {}, one);
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].job_id, 1);
+  EXPECT_EQ(d.reservations[0].node_ids, (std::vector<int64_t>{4, 1, 2}));
+  EXPECT_EQ(d.reservations[0].start_ms, kNowMs + 200'000);
+  EXPECT_EQ(d.waiting[1].rfind("waiting for 3 nodes with 1 free cpu slots each (1 fit); reserved 3 "
+                               "nodes from ", 0),
+            0u);
+  EXPECT_EQ(d.waiting[2], "waiting for 1 nodes with 1 free cpu slots each (1 fit, but a job "
+                          "without a time limit there would delay reserved jobs)");
+  EXPECT_EQ(d.waiting[3], "waiting for 1 nodes with 1 free cpu slots each (1 fit, but the job "
+                          "would run into the start of reserved jobs there)");
+  EXPECT_EQ(PlacedIds(d), (std::vector<int64_t>{4}));  // ends before the reservation starts
+  EXPECT_EQ(NodesOf(d, 4), (std::vector<int64_t>{4}));
+}
+
+TEST(ScheduleTest, JobsWithoutLimitUseRoomTheReservationDoesNotNeed) {
+  std::vector<SchedNode> nodes{Node(1, 4), Node(2, 2)};
+  std::vector<RunningJob> running{Running(nodes, 101, {2}, 2, 0, 0, 100)};
+  auto d = Decide(nodes,
+                  {Job(1, {.nodes = 2, .ranks_per_node = 2}),
+                   Job(2, {.ranks_per_node = 2, .priority = 0}), Job(3, {.priority = 0})},
+                  running);
+  ASSERT_GE(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].node_ids, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(NodesOf(d, 2), (std::vector<int64_t>{1}));  // node 1 has 4: 2 reserved, 2 spare
+  EXPECT_TRUE(d.waiting.count(3));                      // and nothing more
+}
+
+TEST(ScheduleTest, SeveralReservationsOnDifferentNodes) {
+  std::vector<SchedNode> nodes{Node(1, 1), Node(2, 1), Node(3, 1), Node(4, 1)};
+  std::vector<RunningJob> running{
+      Running(nodes, 101, {1}, 1, 0, 0, 100), Running(nodes, 102, {2}, 1, 0, 0, 200),
+      Running(nodes, 103, {3}, 1, 0, 0, 300), Running(nodes, 104, {4}, 1, 0, 0, 400)};
+  std::vector<PendingJob> jobs{Job(1, {.nodes = 2}), Job(2, {.nodes = 2})};
+  auto d = Decide(nodes, jobs, running);
+  ASSERT_EQ(d.reservations.size(), 2u);
+  EXPECT_EQ(d.reservations[0].node_ids, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(d.reservations[0].start_ms, kNowMs + 200'000);
+  EXPECT_EQ(d.reservations[1].node_ids, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(d.reservations[1].start_ms, kNowMs + 400'000);
+
+  ScheduleOptions one;
+  one.max_reservations = 1;
+  d = Decide(nodes, jobs, running, {}, one);
+  EXPECT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.waiting[2], "waiting for 2 nodes with 1 free cpu slots each (0 fit)");
+}
+
+TEST(ScheduleTest, OverdueJobsAreExpectedToEndAtOnce) {
+  std::vector<SchedNode> nodes{Node(1, 1)};
+  std::vector<RunningJob> running{Running(nodes, 101, {1}, 1, 0, /*age_s=*/500, /*limit_s=*/100)};
+  auto d = Decide(nodes, {Job(1)}, running);
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].start_ms, kNowMs + 1);
 }
 
 }  // namespace

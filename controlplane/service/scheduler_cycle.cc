@@ -1,0 +1,267 @@
+// One scheduling cycle: the model built from the snapshot, the order jobs are considered in,
+// quotas, and placement with backfill. Reservations and preemptions: scheduler_reserve.cc.
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <tuple>
+
+#include "controlplane/service/scheduler_cycle.h"
+
+namespace controlplane::service::sched_internal {
+
+NodeTotals::NodeTotals(const std::vector<SchedNode>& nodes) {
+  for (const SchedNode& n : nodes) {
+    sorted[kCpuSlots].push_back(n.total_cpu);
+    sorted[kGpuSlots].push_back(n.total_gpu);
+  }
+  for (auto& v : sorted) std::sort(v.begin(), v.end());
+}
+
+int64_t NodeTotals::CountAtLeast(int kind, int slots) const {
+  const auto& v = sorted[kind];
+  return v.end() - std::lower_bound(v.begin(), v.end(), slots);
+}
+
+std::optional<std::string> NeverFits(const api::Resources& r, const NodeTotals& totals,
+                                     const TenantLimits& limits) {
+  const int kind = SlotKindOf(r.slot_type);
+  if (kind < 0) return "never fits: unknown slot type \"" + r.slot_type + "\"";
+  if (r.nodes < 1 || r.ranks_per_node < 1 || r.slots_per_rank < 1) {
+    return std::string("never fits: asks for no slots");
+  }
+  if (limits.nodes_per_job && r.nodes > *limits.nodes_per_job) {
+    return "never fits: asks for " + std::to_string(r.nodes) +
+           " nodes, the tenant's quota allows " + std::to_string(*limits.nodes_per_job) +
+           " per job";
+  }
+  const int64_t slots = static_cast<int64_t>(r.nodes) * r.SlotsPerNode();
+  if (limits.slots && slots > *limits.slots) {
+    return "never fits: needs " + std::to_string(slots) + " slots, the tenant's quota allows " +
+           std::to_string(*limits.slots);
+  }
+  const int64_t have = totals.CountAtLeast(kind, r.SlotsPerNode());
+  if (have < r.nodes) {
+    return "never fits: needs " + std::to_string(r.nodes) + " nodes with " +
+           std::to_string(r.SlotsPerNode()) + " " + r.slot_type + " slots each, the cluster has " +
+           std::to_string(have);
+  }
+  return std::nullopt;
+}
+
+Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
+    : in_(in), opt_(opt), now_(in.now_ms), totals_(in.nodes) {
+  std::unordered_map<int64_t, int> node_index;
+  lanes_.resize(in.nodes.size() * kSlotKinds);
+  for (int k = 0; k < kSlotKinds; ++k) {
+    free_hist_[k].assign(totals_.sorted[k].empty() ? 1 : totals_.sorted[k].back() + 1, 0);
+  }
+  for (size_t i = 0; i < in.nodes.size(); ++i) {
+    const SchedNode& n = in.nodes[i];
+    node_index[n.id] = static_cast<int>(i);
+    const std::array<int, kSlotKinds> total{n.total_cpu, n.total_gpu};
+    const std::array<int, kSlotKinds> free{n.free_cpu, n.free_gpu};
+    for (int k = 0; k < kSlotKinds; ++k) {
+      if (total[k] <= 0) continue;
+      const int lane = static_cast<int>(i) * kSlotKinds + k;
+      const int f = std::clamp(free[k], 0, total[k]);
+      lanes_[lane] = SlotTimeline(f);
+      cluster_total_[k] += total[k];
+      if (n.draining) continue;
+      usable_[k].push_back(lane);
+      free_hist_[k][f] += 1;
+    }
+  }
+  for (const SchedTenant& t : in.tenants) {
+    tenant_index_[t.id] = static_cast<int>(tenants_.size());
+    tenants_.push_back({t, {}});
+  }
+  // A job told to leave is expected gone a grace period from now; an overdue one, at once.
+  const int64_t preempted_gone = now_ + std::max<int64_t>(opt.preempt_grace_ms, 1);
+  running_.reserve(in.running.size());
+  for (const RunningJob& j : in.running) {
+    RunRecord r;
+    r.job = &j;
+    r.kind = SlotKindOf(j.slot_type);
+    if (r.kind < 0) continue;
+    r.release = EndOf(j.start_ms, j.time_limit_seconds);
+    if (r.release != kForever) r.release = std::max(r.release, now_ + 1);
+    if (j.preempting) r.release = std::min(r.release, preempted_gone);
+    TenantRun& tenant = tenants_[TenantIndex(j.tenant_id)];
+    for (const NodeShare& s : j.nodes) {
+      tenant.held[r.kind] += s.slots;
+      auto it = node_index.find(s.node_id);
+      if (it == node_index.end()) continue;  // a node no longer in the cluster
+      const int lane = it->second * kSlotKinds + r.kind;
+      r.lanes.push_back({lane, s.slots});
+      if (r.release != kForever) lanes_[lane].Step(r.release, s.slots);
+    }
+    running_.push_back(std::move(r));
+  }
+}
+
+int Cycle::TenantIndex(int64_t tenant_id) {
+  auto [it, added] = tenant_index_.try_emplace(tenant_id, static_cast<int>(tenants_.size()));
+  if (added) {
+    SchedTenant t;
+    t.id = tenant_id;
+    tenants_.push_back({t, {}});
+  }
+  return it->second;
+}
+
+double Cycle::Share(const TenantRun& t) const {
+  return DominantShare(t.t.usage, t.held, cluster_total_, t.t.weight,
+                       opt_.fair_share_half_life_seconds);
+}
+
+ScheduleDecision Cycle::Run() {
+  // Sorted by priority, then tenant, then age: each tenant's jobs of one priority are a run.
+  std::vector<std::pair<int, const PendingJob*>> queue;  // (tenant index, job)
+  queue.reserve(in_.pending.size());
+  for (const PendingJob& j : in_.pending) queue.push_back({TenantIndex(j.tenant_id), &j});
+  std::sort(queue.begin(), queue.end(), [](const auto& a, const auto& b) {
+    const PendingJob &x = *a.second, &y = *b.second;
+    return std::tuple(-x.priority, a.first, x.submit_ms, x.job_id) <
+           std::tuple(-y.priority, b.first, y.submit_ms, y.job_id);
+  });
+  auto same_run = [&](size_t i, size_t j) {
+    return queue[i].first == queue[j].first &&
+           queue[i].second->priority == queue[j].second->priority;
+  };
+  std::vector<size_t> run_end(queue.size());
+  for (size_t i = queue.size(); i-- > 0;) {
+    run_end[i] = i + 1 < queue.size() && same_run(i, i + 1) ? run_end[i + 1] : i + 1;
+  }
+  // Within one priority the tenant whose share is lowest goes next; its share grows with every
+  // job placed, so tenants interleave in proportion to their weights.
+  using Turn = std::tuple<double, int64_t, int64_t, size_t>;  // share, head's submit, id, where
+  std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> turns;
+  auto push = [&](size_t at) {
+    const PendingJob& head = *queue[at].second;
+    turns.push({Share(tenants_[queue[at].first]), head.submit_ms, head.job_id, at});
+  };
+  out_.order.reserve(queue.size());
+  for (size_t level = 0; level < queue.size();) {
+    size_t next = level;
+    while (next < queue.size() && queue[next].second->priority == queue[level].second->priority) {
+      push(next);
+      next = run_end[next];
+    }
+    while (!turns.empty()) {
+      const size_t at = std::get<3>(turns.top());
+      turns.pop();
+      Consider(*queue[at].second);
+      if (at + 1 < run_end[at]) push(at + 1);
+    }
+    level = next;
+  }
+  return std::move(out_);
+}
+
+void Cycle::Consider(const PendingJob& job) {
+  out_.order.push_back(job.job_id);
+  TenantRun& tenant = tenants_[TenantIndex(job.tenant_id)];
+  const TenantLimits& limits = tenant.t.limits;
+  if (auto why = NeverFits(job.resources, totals_, limits)) {
+    out_.waiting[job.job_id] = std::move(*why);
+    return;
+  }
+  const int kind = SlotKindOf(job.resources.slot_type);
+  const int64_t slots = static_cast<int64_t>(job.resources.nodes) * job.resources.SlotsPerNode();
+  if (limits.slots && tenant.t.slots_in_use + slots > *limits.slots) {
+    std::string why = "tenant quota: slots " + std::to_string(tenant.t.slots_in_use) + "/" +
+                      std::to_string(*limits.slots);
+    if (tenant.t.slots_in_use < *limits.slots) why += ", the job needs " + std::to_string(slots);
+    out_.waiting[job.job_id] = std::move(why);
+    return;
+  }
+  if (limits.running_jobs && tenant.t.running_jobs + 1 > *limits.running_jobs) {
+    out_.waiting[job.job_id] = "tenant quota: running jobs " +
+                               std::to_string(tenant.t.running_jobs) + "/" +
+                               std::to_string(*limits.running_jobs);
+    return;
+  }
+  const int64_t end = EndOf(now_, job.time_limit_seconds);
+  if (TryPlace(job, tenant, kind, end)) return;
+  std::string reason;
+  if (reservations_ < opt_.max_reservations) {
+    const bool may_preempt =
+        opt_.preempt_min_priority && job.priority >= *opt_.preempt_min_priority;
+    if ((may_preempt && TryPreempt(job, kind, &reason)) || TryReserve(job, kind, &reason)) {
+      out_.waiting[job.job_id] = std::move(reason);
+      return;
+    }
+  }
+  out_.waiting[job.job_id] = WaitReason(job, kind, end) + reason;
+}
+
+int64_t Cycle::FitNow(int kind, int slots) const {
+  const auto& hist = free_hist_[kind];
+  int64_t n = 0;
+  for (size_t f = std::max(slots, 0); f < hist.size(); ++f) n += hist[f];
+  return n;
+}
+
+void Cycle::TakeNow(int lane, int slots, int64_t end) {
+  const int kind = lane % kSlotKinds;
+  free_hist_[kind][lanes_[lane].free_now()] -= 1;
+  lanes_[lane].Take(slots, end);
+  free_hist_[kind][lanes_[lane].free_now()] += 1;
+}
+
+void Cycle::ForgetFailures() {
+  failed_place_.clear();
+  failed_reserve_.clear();
+  failed_preempt_.clear();
+}
+
+bool Cycle::TryPlace(const PendingJob& job, TenantRun& tenant, int kind, int64_t end) {
+  const api::Resources& r = job.resources;
+  const int slots = r.SlotsPerNode();
+  if (FitNow(kind, slots) < r.nodes) return false;
+  for (const Shape& f : failed_place_) {
+    if (f.kind == kind && f.slots <= slots && f.nodes <= r.nodes && f.end <= end) return false;
+  }
+  scratch_.clear();
+  for (int lane : usable_[kind]) {
+    if (lanes_[lane].CanTake(slots, end)) scratch_.push_back(lane);
+  }
+  if (static_cast<int>(scratch_.size()) < r.nodes) {
+    if (failed_place_.size() < 64) failed_place_.push_back({kind, slots, r.nodes, end, 0});
+    return false;
+  }
+  // Best fit: the fullest nodes that fit, so large holes stay for large jobs.
+  auto fuller = [&](int a, int b) {
+    const int fa = lanes_[a].free_now(), fb = lanes_[b].free_now();
+    return fa != fb ? fa < fb : NodeIdOfLane(a) < NodeIdOfLane(b);
+  };
+  const auto chosen_end = scratch_.begin() + r.nodes;
+  std::nth_element(scratch_.begin(), chosen_end - 1, scratch_.end(), fuller);
+  std::sort(scratch_.begin(), chosen_end, fuller);
+  Placement p{job.job_id, r.slot_type, {}};
+  for (auto it = scratch_.begin(); it != chosen_end; ++it) {
+    TakeNow(*it, slots, end);
+    p.nodes.push_back({NodeIdOfLane(*it), r.ranks_per_node, slots});
+  }
+  const int64_t total = static_cast<int64_t>(slots) * r.nodes;
+  tenant.t.slots_in_use += total;
+  tenant.t.running_jobs += 1;
+  tenant.held[kind] += total;
+  out_.placements.push_back(std::move(p));
+  return true;
+}
+
+std::string Cycle::WaitReason(const PendingJob& job, int kind, int64_t end) const {
+  const api::Resources& r = job.resources;
+  const int64_t fit = FitNow(kind, r.SlotsPerNode());
+  std::string why = "waiting for " + std::to_string(r.nodes) + " nodes with " +
+                    std::to_string(r.SlotsPerNode()) + " free " + r.slot_type + " slots each (" +
+                    std::to_string(fit) + " fit";
+  if (fit >= r.nodes) {
+    why += end == kForever ? ", but a job without a time limit there would delay reserved jobs"
+                           : ", but the job would run into the start of reserved jobs there";
+  }
+  return why + ")";
+}
+
+}  // namespace controlplane::service::sched_internal

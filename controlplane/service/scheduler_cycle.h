@@ -1,0 +1,104 @@
+// The inside of one Schedule() call (scheduler.h says what it decides): a Cycle holds the
+// working state while the pending jobs are considered one by one. Not an interface; only
+// scheduler.cc constructs it. scheduler_cycle.cc orders and places jobs, scheduler_reserve.cc
+// makes reservations and preemptions for the ones that cannot start.
+//
+// The model: every node has one SlotTimeline per slot type it has (a "lane"), built from what is
+// free now plus the running jobs' expected ends. Placing a job takes slots on its lanes until the
+// job's end; reserving holds slots from the reservation's start for good.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "controlplane/service/scheduler.h"
+#include "controlplane/service/slot_timeline.h"
+
+namespace controlplane::service::sched_internal {
+
+inline constexpr int64_t kForever = SlotTimeline::kForever;
+
+inline int64_t EndOf(int64_t start_ms, int64_t limit_seconds) {
+  return limit_seconds > 0 ? start_ms + limit_seconds * 1000 : kForever;
+}
+
+// Slots per node of each type, sorted: how many nodes could ever hold a job's share.
+struct NodeTotals {
+  std::array<std::vector<int>, kSlotKinds> sorted;
+
+  explicit NodeTotals(const std::vector<SchedNode>& nodes);
+  int64_t CountAtLeast(int kind, int slots) const;
+};
+
+// WhyNeverFits with the totals already counted.
+std::optional<std::string> NeverFits(const api::Resources& r, const NodeTotals& totals,
+                                     const TenantLimits& limits);
+
+struct TenantRun {
+  SchedTenant t;  // slots_in_use and running_jobs advance as this cycle places its jobs
+  SlotCounts held{};
+};
+
+// A running job as the model sees it: where it holds slots and when they come back.
+struct RunRecord {
+  const RunningJob* job = nullptr;
+  int kind = 0;
+  int64_t release = kForever;
+  std::vector<std::pair<int, int>> lanes;  // (lane, slots) on nodes in the snapshot
+  bool victim = false;                     // preempted in this cycle
+};
+
+// Something that could not be done, remembered for the rest of the cycle: within a cycle the
+// room on every lane only shrinks (until a preemption moves releases earlier, which forgets them
+// all), so a job asking for at least as much fails too.
+struct Shape {
+  int kind = 0;
+  int slots = 0;
+  int nodes = 0;
+  int64_t end = 0;   // placements: the job's end
+  int priority = 0;  // preemptions: the job's priority
+};
+
+class Cycle {
+ public:
+  Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt);
+  ScheduleDecision Run();
+
+ private:
+  int TenantIndex(int64_t tenant_id);
+  double Share(const TenantRun& t) const;
+  void Consider(const PendingJob& job);
+  bool TryPlace(const PendingJob& job, TenantRun& tenant, int kind, int64_t end);
+  bool TryPreempt(const PendingJob& job, int kind, std::string* reason);
+  bool TryReserve(const PendingJob& job, int kind, std::string* reason);
+  // Reserves `lanes` for `job` from `start` and records it.
+  void Hold(const PendingJob& job, const std::vector<int>& lanes, int64_t start);
+  void TakeNow(int lane, int slots, int64_t end);
+  int64_t FitNow(int kind, int slots) const;
+  std::string WaitReason(const PendingJob& job, int kind, int64_t end) const;
+  int64_t NodeIdOfLane(int lane) const { return in_.nodes[lane / kSlotKinds].id; }
+  void ForgetFailures();
+
+  const ClusterSnapshot& in_;
+  const ScheduleOptions& opt_;
+  const int64_t now_;
+  std::vector<SlotTimeline> lanes_;                          // node index * kSlotKinds + kind
+  std::array<std::vector<int>, kSlotKinds> usable_;          // lanes of nodes not draining
+  std::array<std::vector<int64_t>, kSlotKinds> free_hist_;   // usable lanes by free slots now
+  NodeTotals totals_;
+  SlotCounts cluster_total_{};
+  std::vector<TenantRun> tenants_;
+  std::unordered_map<int64_t, int> tenant_index_;
+  std::vector<RunRecord> running_;
+  std::vector<Shape> failed_place_, failed_reserve_, failed_preempt_;
+  int reservations_ = 0;
+  std::vector<int> scratch_;
+  ScheduleDecision out_;
+};
+
+}  // namespace controlplane::service::sched_internal

@@ -1,0 +1,185 @@
+// Reservations and preemptions for jobs that cannot start now (scheduler.h states the rules;
+// scheduler_cycle.h the model they work on).
+#include <algorithm>
+#include <tuple>
+
+#include "common/time_util.h"
+#include "controlplane/service/scheduler_cycle.h"
+
+namespace controlplane::service::sched_internal {
+
+namespace {
+
+bool Dominated(const std::vector<Shape>& failed, int kind, int slots, int nodes, int priority) {
+  for (const Shape& f : failed) {
+    if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.priority >= priority) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string JoinIds(const std::vector<int64_t>& ids) {
+  std::string s;
+  for (int64_t id : ids) s += (s.empty() ? "" : ", ") + std::to_string(id);
+  return s;
+}
+
+}  // namespace
+
+void Cycle::Hold(const PendingJob& job, const std::vector<int>& lanes, int64_t start) {
+  Reservation res{job.job_id, {}, start};
+  for (int lane : lanes) {
+    lanes_[lane].Step(start, -job.resources.SlotsPerNode());
+    res.node_ids.push_back(NodeIdOfLane(lane));
+  }
+  out_.reservations.push_back(std::move(res));
+  reservations_ += 1;
+}
+
+bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
+  const api::Resources& r = job.resources;
+  const int slots = r.SlotsPerNode();
+  const std::string cannot =
+      "; no reservation: too few nodes are expected to free up (jobs without a time limit, or "
+      "reserved for jobs ahead)";
+  if (Dominated(failed_reserve_, kind, slots, r.nodes, 0)) {
+    *reason = cannot;
+    return false;
+  }
+  std::vector<std::pair<int64_t, int>> ready;  // (time the lane has room for good, lane)
+  for (int lane : usable_[kind]) {
+    const int64_t t = lanes_[lane].ReadyTime(slots, now_);
+    if (t != kForever) ready.push_back({t, lane});
+  }
+  if (static_cast<int>(ready.size()) < r.nodes) {
+    if (failed_reserve_.size() < 64) failed_reserve_.push_back({kind, slots, r.nodes, 0, 0});
+    *reason = cannot;
+    return false;
+  }
+  auto sooner = [&](const std::pair<int64_t, int>& a, const std::pair<int64_t, int>& b) {
+    return std::tuple(a.first, NodeIdOfLane(a.second)) < std::tuple(b.first, NodeIdOfLane(b.second));
+  };
+  const auto last = ready.begin() + (r.nodes - 1);
+  std::nth_element(ready.begin(), last, ready.end(), sooner);
+  std::sort(ready.begin(), last, sooner);
+  std::vector<int> lanes;
+  for (auto it = ready.begin(); it <= last; ++it) lanes.push_back(it->second);
+  Hold(job, lanes, last->first);
+  *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
+            std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(last->first);
+  return true;
+}
+
+bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
+  const api::Resources& r = job.resources;
+  const int slots = r.SlotsPerNode();
+  if (Dominated(failed_preempt_, kind, slots, r.nodes, job.priority)) return false;
+  // Victims are expected gone by `deadline`; a lane is ready when it has room for good by then.
+  const int64_t deadline = now_ + std::max<int64_t>(opt_.preempt_grace_ms, 1);
+  std::vector<char> usable(lanes_.size(), 0), ready(lanes_.size(), 0);
+  int64_t ready_count = 0;
+  auto refresh = [&](int lane) {
+    if (!usable[lane]) return;
+    const bool now_ready = lanes_[lane].ReadyTime(slots, now_) <= deadline;
+    if (now_ready != static_cast<bool>(ready[lane])) {
+      ready_count += now_ready ? 1 : -1;
+      ready[lane] = now_ready;
+    }
+  };
+  for (int lane : usable_[kind]) usable[lane] = 1;
+  for (int lane : usable_[kind]) refresh(lane);
+
+  std::vector<int> candidates;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const RunRecord& v = running_[i];
+    if (v.victim || v.job->preempting || v.kind != kind || v.job->priority >= job.priority ||
+        v.release <= deadline) {
+      continue;
+    }
+    if (std::any_of(v.lanes.begin(), v.lanes.end(), [&](auto& l) { return usable[l.first]; })) {
+      candidates.push_back(static_cast<int>(i));
+    }
+  }
+  // Lowest priority first, then the youngest (it loses the least work).
+  std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+    const RunningJob &x = *running_[a].job, &y = *running_[b].job;
+    return std::tuple(x.priority, -x.start_ms, -x.job_id) <
+           std::tuple(y.priority, -y.start_ms, -y.job_id);
+  });
+  // Preempting a victim moves its release to the deadline (and back when undone).
+  auto preempt = [&](int i, bool on) {
+    const RunRecord& v = running_[i];
+    for (const auto& [lane, s] : v.lanes) {
+      if (v.release != kForever) lanes_[lane].Step(v.release, on ? -s : s);
+      lanes_[lane].Step(deadline, on ? s : -s);
+      refresh(lane);
+    }
+  };
+  std::vector<int> chosen;
+  for (size_t c = 0; c < candidates.size() && ready_count < r.nodes; ++c) {
+    preempt(candidates[c], true);
+    chosen.push_back(candidates[c]);
+  }
+  if (ready_count < r.nodes) {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) preempt(*it, false);
+    if (failed_preempt_.size() < 64) {
+      failed_preempt_.push_back({kind, slots, r.nodes, 0, job.priority});
+    }
+    return false;
+  }
+  // The fewest: spare every victim the job can do without, the most valuable first.
+  for (size_t c = chosen.size(); c-- > 0;) {
+    preempt(chosen[c], false);
+    if (ready_count < r.nodes) {
+      preempt(chosen[c], true);
+    } else {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(c));
+    }
+  }
+  std::vector<std::pair<int64_t, int>> pick;  // (ready time, lane)
+  for (int lane : usable_[kind]) {
+    if (ready[lane]) pick.push_back({lanes_[lane].ReadyTime(slots, now_), lane});
+  }
+  std::sort(pick.begin(), pick.end(), [&](const auto& a, const auto& b) {
+    return std::tuple(a.first, NodeIdOfLane(a.second)) < std::tuple(b.first, NodeIdOfLane(b.second));
+  });
+  pick.resize(r.nodes);
+  std::vector<int> lanes;
+  std::vector<char> picked(lanes_.size(), 0);
+  for (const auto& [t, lane] : pick) {
+    lanes.push_back(lane);
+    picked[lane] = 1;
+  }
+  Hold(job, lanes, pick.back().first);
+
+  std::vector<int64_t> victims, leaving;
+  for (int c : chosen) {
+    running_[c].victim = true;
+    running_[c].release = deadline;
+    victims.push_back(running_[c].job->job_id);
+  }
+  std::sort(victims.begin(), victims.end());
+  leaving = victims;
+  for (const RunRecord& v : running_) {  // told to leave by an earlier cycle, on these nodes
+    if (!v.job->preempting || v.kind != kind) continue;
+    if (std::any_of(v.lanes.begin(), v.lanes.end(), [&](auto& l) { return picked[l.first]; })) {
+      leaving.push_back(v.job->job_id);
+    }
+  }
+  std::sort(leaving.begin(), leaving.end());
+  if (!victims.empty()) {
+    out_.preemptions.push_back({job.job_id, victims});
+    ForgetFailures();  // slots come back sooner than the failures assumed
+  }
+  if (leaving.empty()) {
+    *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
+              std::to_string(r.nodes) + " nodes from " +
+              common::FormatTimeMillis(pick.back().first);
+  } else {
+    *reason = "preempting jobs " + JoinIds(leaving);
+  }
+  return true;
+}
+
+}  // namespace controlplane::service::sched_internal
