@@ -3,6 +3,7 @@
 //   PENDING -> SCHEDULED -> RUNNING -> SUCCEEDED | FAILED
 //   any live state -> CANCELLING -> CANCELLED   (PENDING goes straight to CANCELLED)
 //   SCHEDULED | RUNNING -> RESTARTING -> PENDING (node lost, restarts left) | FAILED
+//   SCHEDULED | RUNNING -> RESTARTING -> PENDING (preempted: killed, then requeued when it ends)
 //
 // Every transition the server makes goes through CanTransition and is written as a row of
 // job_events.

@@ -270,6 +270,12 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     if (job->state == JobState::kCancelling) {
       to = JobState::kCancelled;
       if (reason.empty()) reason = "cancelled";
+    } else if (job->state == JobState::kRestarting) {
+      // Preempted: whatever the exit code (a job that checkpoints on SIGTERM may exit 0), it
+      // goes back to the queue with its submit time, and resumes from its latest checkpoint.
+      reason = job->reason.empty() ? "preempted" : job->reason;
+      reason += ", requeued";
+      to = JobState::kPending;
     } else if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
       to = f.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed;
       if (reason.empty() && f.exit_code != 0) {
@@ -308,11 +314,16 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       if (ckpt) c.resume_from = ckpt->path;
       EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, node_id));
       reply.commands.push_back(std::move(c));
-    } else if (job->state == JobState::kCancelling) {
+    } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !a.launched) {
         // Never started anywhere: nothing to kill, nobody will report it finished.
-        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kCancelled,
-                                          "cancelled before launch", "server", now));
+        if (job->state == JobState::kCancelling) {
+          EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kCancelled,
+                                            "cancelled before launch", "server", now));
+        } else {
+          EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kPending,
+                                            job->reason + ", requeued", "server", now));
+        }
         continue;
       }
       api::Command c;

@@ -1,5 +1,6 @@
 #include "controlplane/service/scheduler_loop.h"
 
+#include <algorithm>
 #include <set>
 
 #include "common/log.h"
@@ -33,6 +34,12 @@ Status SchedulerLoop::MarkLostNodes() {
         EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kCancelled, why, "scheduler", now));
         continue;
       }
+      if (job->state == JobState::kRestarting) {  // preempted: it was going back to the queue
+        EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kPending,
+                                          job->reason + ", requeued (" + why + ")", "scheduler",
+                                          now));
+        continue;
+      }
       if (job->state != JobState::kScheduled && job->state != JobState::kRunning) continue;
       EMBODY_RETURN_IF_ERROR(Transition(*uow, *job, JobState::kRestarting, why, "scheduler", now));
       const int max_restarts = job->spec.value("max_restarts", 0);
@@ -49,18 +56,48 @@ Status SchedulerLoop::MarkLostNodes() {
   return uow->Commit();
 }
 
+namespace {
+
+// Asks a running job to make room for `for_job`. RESTARTING keeps its slots until its head agent
+// reports it gone (the heartbeat sends the kill, the agent SIGTERMs it with a grace period);
+// then it goes back to PENDING with its submit time and attempt, to resume from its latest
+// checkpoint. A job that never launched goes back at once.
+Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job,
+               const std::vector<AllocationRecord>& allocs, int64_t now) {
+  if (victim.state != JobState::kScheduled && victim.state != JobState::kRunning) {
+    return Status::Ok();
+  }
+  const std::string why = "preempted by job " + std::to_string(for_job);
+  EMBODY_RETURN_IF_ERROR(Transition(uow, victim, JobState::kRestarting, why, "scheduler", now));
+  const bool launched = std::any_of(allocs.begin(), allocs.end(), [&](const AllocationRecord& a) {
+    return a.job_id == victim.id && a.is_head && a.launched;
+  });
+  if (!launched) {
+    EMBODY_RETURN_IF_ERROR(
+        Transition(uow, victim, JobState::kPending, why + ", requeued", "scheduler", now));
+  }
+  common::LogInfo("job preempted", {{"job", std::to_string(victim.id)},
+                                    {"for_job", std::to_string(for_job)},
+                                    {"launched", launched ? "true" : "false"}});
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   const int64_t now = now_();
   // Pending jobs and the jobs that hold slots, locked in one pass in id order.
-  EMBODY_ASSIGN_OR_RETURN(jobs, uow->jobs().ListInStates({JobState::kPending, JobState::kScheduled,
-                                                          JobState::kRunning,
-                                                          JobState::kCancelling}));
+  EMBODY_ASSIGN_OR_RETURN(
+      jobs, uow->jobs().ListInStates({JobState::kPending, JobState::kScheduled, JobState::kRunning,
+                                      JobState::kCancelling, JobState::kRestarting}));
   std::map<int64_t, JobRecord*> by_id;
+  bool any_pending = false;
   for (JobRecord& j : jobs) {
-    if (j.state == JobState::kPending) by_id[j.id] = &j;
+    by_id[j.id] = &j;
+    any_pending = any_pending || j.state == JobState::kPending;
   }
-  if (by_id.empty()) return Status::Ok();
+  if (!any_pending) return Status::Ok();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
   ScheduleDecision d = Schedule(BuildSnapshot(now, nodes, allocs, jobs, {}), opts_.schedule);
@@ -75,11 +112,16 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       a.is_head = i == 0;
       EMBODY_RETURN_IF_ERROR(uow->allocations().Insert(a));
     }
-    JobRecord& job = *by_id[p.job_id];
+    JobRecord& job = *by_id.at(p.job_id);
     EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kScheduled, "", "scheduler", now));
   }
+  for (const Preemption& p : d.preemptions) {
+    for (int64_t victim : p.victims) {
+      EMBODY_RETURN_IF_ERROR(Preempt(*uow, *by_id.at(victim), p.job_id, allocs, now));
+    }
+  }
   for (const auto& [id, reason] : d.waiting) {
-    JobRecord& job = *by_id[id];
+    JobRecord& job = *by_id.at(id);
     if (job.reason == reason) continue;
     job.reason = reason;
     job.updated_ms = now;

@@ -4,7 +4,9 @@
 //      PENDING with attempt+1) while restarts are left, else FAILED "node X lost";
 //   2. RUNNING jobs past their time limit are cancelled (time_limits.h);
 //   3. PENDING jobs are placed by Schedule() (scheduler.h) onto UP nodes; allocations and
-//      PENDING -> SCHEDULED are written in one transaction; jobs that wait get their `reason`.
+//      PENDING -> SCHEDULED are written in one transaction; jobs that wait get their `reason`;
+//      jobs preempted to make room become RESTARTING (they keep their slots, the heartbeat sends
+//      them a kill, and when their head reports them gone they return to PENDING).
 // Leadership is decided outside (a PostgreSQL advisory lock); replicas that are not the leader
 // only observe.
 #pragma once

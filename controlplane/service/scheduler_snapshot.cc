@@ -40,7 +40,7 @@ ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nod
       continue;
     }
     if (j.state != api::JobState::kScheduled && j.state != api::JobState::kRunning &&
-        j.state != api::JobState::kCancelling) {
+        j.state != api::JobState::kCancelling && j.state != api::JobState::kRestarting) {
       continue;
     }
     auto it = held.find(j.id);
@@ -52,6 +52,8 @@ ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nod
     r.start_ms = j.started_ms.value_or(j.updated_ms);
     r.time_limit_seconds = TimeLimitSecondsOf(j.spec);
     r.slot_type = it->second.front()->slot_type;
+    // Being cancelled or preempted: told to stop already, expected gone within the grace period.
+    r.preempting = j.state == api::JobState::kCancelling || j.state == api::JobState::kRestarting;
     int64_t slots = 0;
     for (const AllocationRecord* a : it->second) {
       r.nodes.push_back({a->node_id, a->ranks, a->slots});

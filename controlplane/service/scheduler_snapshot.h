@@ -19,7 +19,8 @@ api::Resources ResourcesOf(const nlohmann::json& spec);
 int64_t TimeLimitSecondsOf(const nlohmann::json& spec);
 
 // `jobs`: every PENDING job and every job that may hold allocations (SCHEDULED, RUNNING,
-// CANCELLING); jobs of other states are ignored, and so are holders without live allocations.
+// CANCELLING, RESTARTING); jobs of other states are ignored, and so are holders without live
+// allocations. CANCELLING and RESTARTING (preempted) jobs are marked as leaving.
 // `tenants` carry weight, limits and usage; their slots_in_use and running_jobs are recounted
 // here from the allocations. A job whose tenant is missing counts as weight 1, no limits.
 ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nodes,

@@ -130,7 +130,7 @@ class AllocationStore {
   virtual Result<std::vector<AllocationRecord>> ForNode(int64_t node_id) = 0;
   virtual Result<std::vector<AllocationRecord>> All() = 0;
   virtual Status MarkLaunched(int64_t job_id, int64_t node_id) = 0;
-  // Frees the slots but keeps the record (terminal states, RESTARTING).
+  // Frees the slots but keeps the record (terminal states).
   virtual Status ReleaseForJob(int64_t job_id) = 0;
   // Forgets the placement (a job back in PENDING gets a new one).
   virtual Status DeleteForJob(int64_t job_id) = 0;

@@ -29,10 +29,11 @@ Status Transition(UnitOfWork& uow, JobRecord& job, JobState to, const std::strin
                                {"actor", actor}}));
   (void)id;
   // Allocations hold slots only while the job may hold processes: SCHEDULED, RUNNING,
-  // CANCELLING. A finished job keeps the record of where it ran; a requeued one gets a new one.
+  // CANCELLING, RESTARTING (a preempted job keeps its slots until its processes are gone). A
+  // finished job keeps the record of where it ran; a requeued one gets a new one.
   if (to == JobState::kPending) {
     EMBODY_RETURN_IF_ERROR(uow.allocations().DeleteForJob(job.id));
-  } else if (api::IsTerminal(to) || to == JobState::kRestarting) {
+  } else if (api::IsTerminal(to)) {
     EMBODY_RETURN_IF_ERROR(uow.allocations().ReleaseForJob(job.id));
   }
   return Status::Ok();

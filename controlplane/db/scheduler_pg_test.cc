@@ -1,0 +1,178 @@
+// The scheduler loop against a real PostgreSQL (label pg): preemption carried out end to end
+// (the victim is killed through its agent's heartbeat and requeued with its place and its
+// checkpoint), and reasons written back. The decision itself is tested without a database
+// (service/scheduler_test.cc and friends).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "controlplane/db/migrations.h"
+#include "controlplane/db/stores.h"
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/node_service.h"
+#include "controlplane/service/scheduler_loop.h"
+#include "tests/support/pg_harness.h"
+
+namespace controlplane {
+namespace {
+
+using api::JobState;
+using service::Principal;
+
+embody::testing::PgCluster* g_pg = nullptr;
+
+class SchedulerPgTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    g_pg = new embody::testing::PgCluster;
+    common::Status st = g_pg->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete g_pg;
+    g_pg = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(g_pg, nullptr);
+    static int counter = 0;
+    auto info = g_pg->CreateDatabase("sched_" + std::to_string(++counter));
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    auto pool = db::PgPool::Open(*info, 4);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    pool_ = std::move(pool.value());
+    auto n = db::ApplyMigrations(*pool_, db::EmbeddedMigrations());
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    database_ = std::make_unique<db::PgDatabase>(*pool_);
+    char tmpl[] = "/tmp/embody-sched-data-XXXXXX";
+    data_dir_ = mkdtemp(tmpl);
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    auto id = (*uow)->tenants().CreateTenant("a");
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_TRUE((*uow)->Commit().ok());
+    tenant_ = Principal{*id, "a", "member"};
+    agent_ = Principal{*id, "a", "agent"};
+  }
+  void TearDown() override { std::filesystem::remove_all(data_dir_); }
+
+  service::JobsService Jobs() {
+    return service::JobsService(*database_, api::SpecLimits{}, [this] { return now_.load(); },
+                                nullptr);
+  }
+
+  static std::string Spec(const std::string& name, int slots, int priority) {
+    return R"({"name":")" + name + R"(","kind":"command","command":["true"],"priority":)" +
+           std::to_string(priority) + R"(,"resources":{"ranks_per_node":)" +
+           std::to_string(slots) + "}}";
+  }
+
+  std::unique_ptr<db::PgPool> pool_;
+  std::unique_ptr<db::PgDatabase> database_;
+  std::string data_dir_;
+  Principal tenant_, agent_;
+  std::atomic<int64_t> now_{1'700'000'000'000};
+};
+
+TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoint) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop::Options opts;
+  opts.schedule.preempt_min_priority = 80;
+  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+
+  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
+  auto node = nodes.Register(agent_, reg);
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+
+  // A low-priority job takes the node and writes a checkpoint.
+  auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
+  ASSERT_TRUE(low.ok()) << low.status().ToString();
+  const int64_t low_id = low->job.job.id;
+  const int64_t low_submitted = low->job.job.created_ms;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto launch = nodes.Heartbeat(agent_, node->node_id, {});
+  ASSERT_TRUE(launch.ok() && launch->commands.size() == 1u);
+  api::HeartbeatRequest running;
+  running.running = {low_id};
+  running.events = {{low_id, 0, "checkpoint", {{"step", 40}, {"path", "/ck/step-40"}, {"bytes", 1}}}};
+  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, running).ok());
+  ASSERT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kRunning);
+
+  // A job at priority 90 arrives: the low one is preempted, keeping its slots until it is gone.
+  now_ += 1000;
+  auto high = jobs.Submit(tenant_, Spec("high", 2, 90), "");
+  ASSERT_TRUE(high.ok());
+  const int64_t high_id = high->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto victim = jobs.Get(tenant_, low_id);
+  EXPECT_EQ(victim->job.state, JobState::kRestarting);
+  EXPECT_EQ(victim->job.reason, "preempted by job " + std::to_string(high_id));
+  auto waiting = jobs.Get(tenant_, high_id);
+  EXPECT_EQ(waiting->job.state, JobState::kPending);
+  EXPECT_EQ(waiting->job.reason, "preempting jobs " + std::to_string(low_id));
+  // Nothing is placed over it while it is leaving, and it is not preempted twice.
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, high_id)->job.state, JobState::kPending);
+  EXPECT_EQ(jobs.Get(tenant_, high_id)->job.reason, "preempting jobs " + std::to_string(low_id));
+
+  // Its agent is told to kill it, and reports it gone: back to PENDING, same place and attempt.
+  auto kill = nodes.Heartbeat(agent_, node->node_id, running);
+  ASSERT_TRUE(kill.ok());
+  ASSERT_EQ(kill->commands.size(), 1u);
+  EXPECT_EQ(kill->commands[0].type, api::Command::Type::kKill);
+  EXPECT_EQ(kill->commands[0].job_id, low_id);
+  api::HeartbeatRequest gone;
+  gone.finished = {{low_id, 143, "killed"}};
+  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, gone).ok());
+  auto requeued = jobs.Get(tenant_, low_id);
+  EXPECT_EQ(requeued->job.state, JobState::kPending);
+  EXPECT_EQ(requeued->job.reason, "preempted by job " + std::to_string(high_id) + ", requeued");
+  EXPECT_EQ(requeued->job.attempt, 0);
+  EXPECT_EQ(requeued->job.created_ms, low_submitted);
+  EXPECT_FALSE(requeued->job.exit_code.has_value());
+
+  // The high job starts; when it ends, the preempted one resumes from its checkpoint.
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, high_id)->job.state, JobState::kScheduled);
+  EXPECT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kPending);
+  ASSERT_EQ(nodes.Heartbeat(agent_, node->node_id, {})->commands.size(), 1u);
+  api::HeartbeatRequest high_done;
+  high_done.finished = {{high_id, 0, ""}};
+  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, high_done).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto relaunch = nodes.Heartbeat(agent_, node->node_id, {});
+  ASSERT_TRUE(relaunch.ok());
+  ASSERT_EQ(relaunch->commands.size(), 1u);
+  EXPECT_EQ(relaunch->commands[0].job_id, low_id);
+  EXPECT_EQ(relaunch->commands[0].resume_from, "/ck/step-40");
+}
+
+TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop::Options opts;
+  opts.schedule.preempt_min_priority = 80;
+  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
+  auto node = nodes.Register(agent_, reg);
+  ASSERT_TRUE(node.ok());
+  auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
+  ASSERT_TRUE(loop.RunOnce().ok());  // scheduled, not yet launched
+  auto high = jobs.Submit(tenant_, Spec("high", 2, 90), "");
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, low->job.job.id)->job.state, JobState::kPending);
+  ASSERT_TRUE(loop.RunOnce().ok());  // its slots are free at once: the next cycle places high
+  EXPECT_EQ(jobs.Get(tenant_, high->job.job.id)->job.state, JobState::kScheduled);
+  auto launch = nodes.Heartbeat(agent_, node->node_id, {});
+  ASSERT_EQ(launch->commands.size(), 1u);
+  EXPECT_EQ(launch->commands[0].job_id, high->job.job.id);
+}
+
+}  // namespace
+}  // namespace controlplane
