@@ -40,6 +40,9 @@ std::string ServerUsage() {
          "           [--audit 1]   (0: no audit rows; for measuring what they cost)\n"
          "           [--web-dir DIR]   (the dashboard's files; default: " +
          DefaultWebDir() + ")\n"
+         "           [--preempt-min-priority -1]   (jobs at this priority or above may preempt\n"
+         "            lower ones; -1: no preemption) [--preempt-grace-ms 30000]\n"
+         "           [--fair-share-half-life-s 86400] [--max-reservations 16]\n"
          "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
          "            server; default: the --listen address, or the discovery request's Host\n"
          "            header when listening on all interfaces)\n";
@@ -99,6 +102,10 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       {"--db-pool-size", int_flag(&o.db_pool_size, 1, 1000)},
       {"--rate-limit-per-s", int_flag(&o.rate_limit_per_s, 0, 1000000)},
       {"--rate-limit-burst", int_flag(&o.rate_limit_burst, 0, 1000000)},
+      {"--preempt-min-priority", int_flag(&o.preempt_min_priority, -1, 100)},
+      {"--preempt-grace-ms", int_flag(&o.preempt_grace_ms, 0, 3600 * 1000)},
+      {"--fair-share-half-life-s", int_flag(&o.fair_share_half_life_s, 0, 365 * 86400)},
+      {"--max-reservations", int_flag(&o.max_reservations, 0, 10000)},
       {"--audit",
        [&](const std::string& flag, const std::string& v) {
          auto n = ParseInt(flag, v, 0, 1);

@@ -28,6 +28,11 @@ struct ServerOptions {
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call
   std::string web_dir = DefaultWebDir();  // the dashboard's built files
+  // Scheduling (controlplane/service/scheduler.h).
+  int preempt_min_priority = -1;  // jobs at this priority or above may preempt; -1: never
+  int preempt_grace_ms = 30'000;  // how long a preempted job is expected to take to exit
+  int fair_share_half_life_s = 86'400;
+  int max_reservations = 16;
   api::SpecLimits limits;
 };
 

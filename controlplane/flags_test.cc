@@ -9,7 +9,9 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   auto o = ParseServerFlags({"--listen", "0.0.0.0:8080", "--db", "host=x", "--data-dir", "/d",
                              "--port-file", "/p", "--bootstrap-out", "/b",
                              "--heartbeat-interval-ms=250", "--max-nodes-per-job", "8",
-                             "--max-ranks-per-job", "32", "--advertise", "10.0.0.5:8080"});
+                             "--max-ranks-per-job", "32", "--advertise", "10.0.0.5:8080",
+                             "--preempt-min-priority", "90", "--preempt-grace-ms", "5000",
+                             "--fair-share-half-life-s", "3600", "--max-reservations", "4"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->listen_host, "0.0.0.0");
   EXPECT_EQ(o->listen_port, 8080);
@@ -21,6 +23,10 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->limits.max_nodes, 8);
   EXPECT_EQ(o->limits.max_ranks, 32);
   EXPECT_EQ(o->advertise, "10.0.0.5:8080");
+  EXPECT_EQ(o->preempt_min_priority, 90);
+  EXPECT_EQ(o->preempt_grace_ms, 5000);
+  EXPECT_EQ(o->fair_share_half_life_s, 3600);
+  EXPECT_EQ(o->max_reservations, 4);
 }
 
 TEST(ServerFlagsTest, WebDirDefaultsToTheBuiltDashboard) {

@@ -86,9 +86,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->log_files = std::make_unique<service::LogFiles>(opts.data_dir);
   m->metrics = std::make_unique<http::ServerMetrics>();
   Impl* raw = m.get();
+  service::SchedulerLoop::Options loop_opts;
+  loop_opts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
+  loop_opts.period_ms = opts.scheduler_period_ms;
+  if (opts.preempt_min_priority >= 0) {
+    loop_opts.schedule.preempt_min_priority = opts.preempt_min_priority;
+  }
+  loop_opts.schedule.preempt_grace_ms = opts.preempt_grace_ms;
+  loop_opts.schedule.fair_share_half_life_seconds = opts.fair_share_half_life_s;
+  loop_opts.schedule.max_reservations = opts.max_reservations;
   m->scheduler = std::make_unique<service::SchedulerLoop>(
-      *m->database,
-      service::SchedulerLoop::Options{opts.heartbeat_interval_ms, opts.scheduler_period_ms}, now,
+      *m->database, loop_opts, now,
       [raw] { return raw->leader->TryAcquire(); },
       [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
   auto wake = [raw] { raw->scheduler->Wake(); };

@@ -9,6 +9,8 @@
 
 #include "controlplane/db/migrations.h"
 #include "controlplane/db/stores.h"
+#include "controlplane/service/auth.h"
+#include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
@@ -49,17 +51,48 @@ class SchedulerPgTest : public ::testing::Test {
     data_dir_ = mkdtemp(tmpl);
     auto uow = database_->Begin();
     ASSERT_TRUE(uow.ok());
-    auto id = (*uow)->tenants().CreateTenant("a");
+    service::TenantRecord t;
+    t.name = "a";
+    auto id = (*uow)->tenants().CreateTenant(t, now_.load());
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     ASSERT_TRUE((*uow)->Commit().ok());
-    tenant_ = Principal{*id, "a", "member"};
-    agent_ = Principal{*id, "a", "agent"};
+    tenant_.tenant_id = *id;
+    tenant_.tenant = "a";
+    tenant_.role = "member";
+    tenant_.token_name = "member";
+    join_ = tenant_;
+    join_.role = "agent";
+  }
+
+  // Registers node-a with 2 cpu slots and returns its credential as the server resolves it.
+  Principal RegisterNode(service::NodeService& nodes, int64_t* node_id) {
+    api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
+    auto node = nodes.Register(join_, reg);
+    EXPECT_TRUE(node.ok()) << node.status().ToString();
+    if (!node.ok()) return {};
+    *node_id = node->node_id;
+    auto p = service::Authenticate(*database_, "Bearer " + node->node_token, now_.load());
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    return p.ok() ? *p : Principal{};
   }
   void TearDown() override { std::filesystem::remove_all(data_dir_); }
 
   service::JobsService Jobs() {
     return service::JobsService(*database_, api::SpecLimits{}, [this] { return now_.load(); },
                                 nullptr);
+  }
+
+  Principal AddTenant(const std::string& name) {
+    auto uow = database_->Begin();
+    EXPECT_TRUE(uow.ok());
+    service::TenantRecord t;
+    t.name = name;
+    auto id = (*uow)->tenants().CreateTenant(t, now_.load());
+    EXPECT_TRUE(id.ok() && (*uow)->Commit().ok());
+    Principal p = tenant_;
+    p.tenant_id = id.ok() ? *id : 0;
+    p.tenant = name;
+    return p;
   }
 
   static std::string Spec(const std::string& name, int slots, int priority) {
@@ -71,7 +104,7 @@ class SchedulerPgTest : public ::testing::Test {
   std::unique_ptr<db::PgPool> pool_;
   std::unique_ptr<db::PgDatabase> database_;
   std::string data_dir_;
-  Principal tenant_, agent_;
+  Principal tenant_, join_;
   std::atomic<int64_t> now_{1'700'000'000'000};
 };
 
@@ -84,9 +117,8 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   opts.schedule.preempt_min_priority = 80;
   service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
 
-  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
-  auto node = nodes.Register(agent_, reg);
-  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  int64_t node_id = 0;
+  const Principal agent = RegisterNode(nodes, &node_id);
 
   // A low-priority job takes the node and writes a checkpoint.
   auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
@@ -94,12 +126,12 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   const int64_t low_id = low->job.job.id;
   const int64_t low_submitted = low->job.job.created_ms;
   ASSERT_TRUE(loop.RunOnce().ok());
-  auto launch = nodes.Heartbeat(agent_, node->node_id, {});
+  auto launch = nodes.Heartbeat(agent, node_id, {});
   ASSERT_TRUE(launch.ok() && launch->commands.size() == 1u);
   api::HeartbeatRequest running;
   running.running = {low_id};
   running.events = {{low_id, 0, "checkpoint", {{"step", 40}, {"path", "/ck/step-40"}, {"bytes", 1}}}};
-  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, running).ok());
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, running).ok());
   ASSERT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kRunning);
 
   // A job at priority 90 arrives: the low one is preempted, keeping its slots until it is gone.
@@ -120,14 +152,14 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   EXPECT_EQ(jobs.Get(tenant_, high_id)->job.reason, "preempting jobs " + std::to_string(low_id));
 
   // Its agent is told to kill it, and reports it gone: back to PENDING, same place and attempt.
-  auto kill = nodes.Heartbeat(agent_, node->node_id, running);
+  auto kill = nodes.Heartbeat(agent, node_id, running);
   ASSERT_TRUE(kill.ok());
   ASSERT_EQ(kill->commands.size(), 1u);
   EXPECT_EQ(kill->commands[0].type, api::Command::Type::kKill);
   EXPECT_EQ(kill->commands[0].job_id, low_id);
   api::HeartbeatRequest gone;
   gone.finished = {{low_id, 143, "killed"}};
-  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, gone).ok());
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, gone).ok());
   auto requeued = jobs.Get(tenant_, low_id);
   EXPECT_EQ(requeued->job.state, JobState::kPending);
   EXPECT_EQ(requeued->job.reason, "preempted by job " + std::to_string(high_id) + ", requeued");
@@ -139,12 +171,12 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   ASSERT_TRUE(loop.RunOnce().ok());
   EXPECT_EQ(jobs.Get(tenant_, high_id)->job.state, JobState::kScheduled);
   EXPECT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kPending);
-  ASSERT_EQ(nodes.Heartbeat(agent_, node->node_id, {})->commands.size(), 1u);
+  ASSERT_EQ(nodes.Heartbeat(agent, node_id, {})->commands.size(), 1u);
   api::HeartbeatRequest high_done;
   high_done.finished = {{high_id, 0, ""}};
-  ASSERT_TRUE(nodes.Heartbeat(agent_, node->node_id, high_done).ok());
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, high_done).ok());
   ASSERT_TRUE(loop.RunOnce().ok());
-  auto relaunch = nodes.Heartbeat(agent_, node->node_id, {});
+  auto relaunch = nodes.Heartbeat(agent, node_id, {});
   ASSERT_TRUE(relaunch.ok());
   ASSERT_EQ(relaunch->commands.size(), 1u);
   EXPECT_EQ(relaunch->commands[0].job_id, low_id);
@@ -159,9 +191,8 @@ TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
   service::SchedulerLoop::Options opts;
   opts.schedule.preempt_min_priority = 80;
   service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
-  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
-  auto node = nodes.Register(agent_, reg);
-  ASSERT_TRUE(node.ok());
+  int64_t node_id = 0;
+  const Principal agent = RegisterNode(nodes, &node_id);
   auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
   ASSERT_TRUE(loop.RunOnce().ok());  // scheduled, not yet launched
   auto high = jobs.Submit(tenant_, Spec("high", 2, 90), "");
@@ -169,9 +200,97 @@ TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
   EXPECT_EQ(jobs.Get(tenant_, low->job.job.id)->job.state, JobState::kPending);
   ASSERT_TRUE(loop.RunOnce().ok());  // its slots are free at once: the next cycle places high
   EXPECT_EQ(jobs.Get(tenant_, high->job.job.id)->job.state, JobState::kScheduled);
-  auto launch = nodes.Heartbeat(agent_, node->node_id, {});
+  auto launch = nodes.Heartbeat(agent, node_id, {});
   ASSERT_EQ(launch->commands.size(), 1u);
   EXPECT_EQ(launch->commands[0].job_id, high->job.job.id);
+}
+
+TEST_F(SchedulerPgTest, QuotasComeFromTheTenantRecord) {
+  {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    auto t = (*uow)->tenants().GetTenant(tenant_.tenant_id, true);
+    ASSERT_TRUE(t.ok() && t->has_value());
+    (*t)->quota.running_jobs = 1;
+    ASSERT_TRUE((*uow)->tenants().UpdateTenant(**t, now_.load()).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
+  }
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(*database_, {}, clock, nullptr, nullptr);
+  int64_t node_id = 0;
+  RegisterNode(nodes, &node_id);
+  auto first = jobs.Submit(tenant_, Spec("first", 1, 50), "");
+  auto second = jobs.Submit(tenant_, Spec("second", 1, 50), "");
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, first->job.job.id)->job.state, JobState::kScheduled);
+  auto waiting = jobs.Get(tenant_, second->job.job.id);
+  EXPECT_EQ(waiting->job.state, JobState::kPending);
+  EXPECT_EQ(waiting->job.reason, "tenant quota: running jobs 1/1");
+}
+
+TEST_F(SchedulerPgTest, UsageAccruesIntoTheFairShareHistoryAndDailyTotals) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop::Options opts;
+  opts.accrue_period_ms = 5000;
+  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  int64_t node_id = 0;
+  const Principal agent = RegisterNode(nodes, &node_id);
+  auto job = jobs.Submit(tenant_, Spec("holder", 2, 50), "");
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(loop.RunOnce().ok());  // starts the clock and places the job
+  EXPECT_EQ(jobs.Get(tenant_, job->job.job.id)->job.state, JobState::kScheduled);
+  now_ += 10'000;
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, {}).ok());  // the node stays UP
+  ASSERT_TRUE(loop.RunOnce().ok());  // 2 slots held for 10 s
+  now_ += 1'000;
+  ASSERT_TRUE(loop.RunOnce().ok());  // too soon: nothing more
+
+  auto uow = database_->Begin();
+  ASSERT_TRUE(uow.ok());
+  auto state = (*uow)->fair_share().Load();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ(state->accrued_ms, now_.load() - 1'000);
+  EXPECT_NEAR(state->usage[tenant_.tenant_id][service::kCpuSlots], 20.0, 0.01);
+  const std::string day = service::UtcDay(now_.load());
+  auto daily = (*uow)->fair_share().ListDailyUsage(tenant_.tenant_id, day, day);
+  ASSERT_TRUE(daily.ok()) << daily.status().ToString();
+  ASSERT_EQ(daily->size(), 1u);
+  EXPECT_EQ((*daily)[0], (service::DailyUsage{tenant_.tenant_id, 0, day, "cpu", 20.0}));
+  EXPECT_TRUE((*uow)->fair_share().ListDailyUsage(tenant_.tenant_id + 1, day, day)->empty());
+}
+
+TEST_F(SchedulerPgTest, TheTenantWithLessHistoryGoesFirst) {
+  const Principal b = AddTenant("b");
+  {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    service::FairShareState s;
+    s.accrued_ms = now_.load();
+    s.usage[tenant_.tenant_id] = {1e7, 0};
+    ASSERT_TRUE((*uow)->fair_share().Save(s).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
+  }
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(*database_, {}, clock, nullptr, nullptr);
+  int64_t node_id = 0;
+  RegisterNode(nodes, &node_id);
+  auto older = jobs.Submit(tenant_, Spec("a-older", 2, 50), "");
+  now_ += 1000;
+  auto newer = jobs.Submit(b, Spec("b-newer", 2, 50), "");
+  ASSERT_TRUE(older.ok() && newer.ok()) << newer.status().ToString();
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(b, newer->job.job.id)->job.state, JobState::kScheduled);
+  EXPECT_EQ(jobs.Get(tenant_, older->job.job.id)->job.state, JobState::kPending);
 }
 
 }  // namespace

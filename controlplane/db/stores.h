@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "controlplane/db/pg.h"
+#include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::db {
@@ -139,11 +140,25 @@ class PgAuditStore : public service::AuditStore {
   PgTx& tx_;
 };
 
+class PgFairShareStore : public service::FairShareStore {
+ public:
+  explicit PgFairShareStore(PgTx& tx) : tx_(tx) {}
+  common::Result<service::FairShareState> Load() override;
+  common::Status Save(const service::FairShareState& state) override;
+  common::Status AddDailyUsage(const std::vector<service::DailyUsage>& rows) override;
+  common::Result<std::vector<service::DailyUsage>> ListDailyUsage(
+      std::optional<int64_t> tenant_id, const std::string& from_day,
+      const std::string& to_day) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
       : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_), audit_(*tx_) {}
+        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -151,6 +166,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::LogIndex& logs() override { return logs_; }
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
+  service::FairShareStore& fair_share() override { return fair_share_; }
   common::Status Commit() override { return tx_->Commit(); }
 
  private:
@@ -162,6 +178,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgLogIndex logs_;
   PgTenantStore tenants_;
   PgAuditStore audit_;
+  PgFairShareStore fair_share_;
 };
 
 class PgDatabase : public service::Database {

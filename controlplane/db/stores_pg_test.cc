@@ -243,7 +243,9 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
   EXPECT_EQ(jobs.Get(a, restartable->job.job.id)->job.state, api::JobState::kScheduled);
   auto big = jobs.Get(a, too_big->job.job.id);
   EXPECT_EQ(big->job.state, api::JobState::kPending);
-  EXPECT_EQ(big->job.reason, "never fits: needs 2 nodes with 1 cpu slots each, the cluster has 1");
+  EXPECT_EQ(big->job.reason,
+            "waiting for 2 nodes with 1 free cpu slots each (1 fit); no reservation: too few nodes "
+            "are expected to free up (jobs without a time limit, or reserved for jobs ahead)");
 
   // The head agent gets each launch exactly once.
   auto hb = nodes.Heartbeat(agent, node->node_id, {});

@@ -36,7 +36,7 @@ constexpr char kUsageNow[] =
     " (SELECT COALESCE(sum(a.slots), 0) FROM job_allocations a JOIN jobs j ON j.id = a.job_id"
     "   WHERE j.tenant_id = $1 AND NOT a.released) AS slots,"
     " (SELECT count(*) FROM jobs WHERE tenant_id = $1"
-    "   AND state IN ('SCHEDULED', 'RUNNING', 'CANCELLING')) AS running,"
+    "   AND state IN ('SCHEDULED', 'RUNNING', 'CANCELLING', 'RESTARTING')) AS running,"
     " (SELECT count(*) FROM jobs WHERE tenant_id = $1 AND state = 'PENDING') AS pending";
 
 constexpr char kSelectToken[] =

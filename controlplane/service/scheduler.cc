@@ -24,7 +24,7 @@ std::vector<SchedNode> SchedNodes(const std::vector<NodeRecord>& nodes,
     if (n.state != "UP") continue;
     const int gpus = n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0;
     index[n.id] = out.size();
-    out.push_back({n.id, n.name, n.cpu_slots, gpus, n.cpu_slots, gpus, false});
+    out.push_back({n.id, n.name, n.cpu_slots, gpus, n.cpu_slots, gpus, n.draining});
   }
   for (const AllocationRecord& a : allocations) {
     auto it = index.find(a.node_id);

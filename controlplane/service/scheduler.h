@@ -142,7 +142,8 @@ std::optional<std::string> WhyNeverFits(const api::Resources& resources,
                                         const std::vector<SchedNode>& nodes,
                                         const TenantLimits& limits);
 
-// The scheduler's view of the UP nodes given every current allocation.
+// The scheduler's view of the UP nodes (draining ones included, marked) given every current
+// allocation.
 std::vector<SchedNode> SchedNodes(const std::vector<NodeRecord>& nodes,
                                   const std::vector<AllocationRecord>& allocations);
 

@@ -5,10 +5,12 @@
 
 #include "common/log.h"
 #include "common/time_util.h"
+#include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/scheduler.h"
 #include "controlplane/service/scheduler_snapshot.h"
 #include "controlplane/service/time_limits.h"
 #include "controlplane/service/transitions.h"
+#include "controlplane/service/usage_accounting.h"
 
 namespace controlplane::service {
 
@@ -97,10 +99,21 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
     by_id[j.id] = &j;
     any_pending = any_pending || j.state == JobState::kPending;
   }
-  if (!any_pending) return Status::Ok();
-  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
-  ScheduleDecision d = Schedule(BuildSnapshot(now, nodes, allocs, jobs, {}), opts_.schedule);
+  EMBODY_ASSIGN_OR_RETURN(fair_share, uow->fair_share().Load());
+  Accrual accrual = Accrue(fair_share, HoldingsOf(jobs, allocs), now,
+                           opts_.schedule.fair_share_half_life_seconds, opts_.accrue_period_ms,
+                           opts_.accrue_max_gap_ms);
+  if (accrual.due) {
+    EMBODY_RETURN_IF_ERROR(uow->fair_share().Save(accrual.state));
+    EMBODY_RETURN_IF_ERROR(uow->fair_share().AddDailyUsage(accrual.daily));
+  }
+  if (!any_pending) return uow->Commit();
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
+  EMBODY_ASSIGN_OR_RETURN(tenants, uow->tenants().ListTenants(std::nullopt));
+  ScheduleDecision d =
+      Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, accrual.state.usage)),
+               opts_.schedule);
   for (const Placement& p : d.placements) {
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       AllocationRecord a;

@@ -3,7 +3,9 @@
 //   1. nodes silent for 3 heartbeat intervals become DOWN; their jobs restart (RESTARTING ->
 //      PENDING with attempt+1) while restarts are left, else FAILED "node X lost";
 //   2. RUNNING jobs past their time limit are cancelled (time_limits.h);
-//   3. PENDING jobs are placed by Schedule() (scheduler.h) onto UP nodes; allocations and
+//   3. usage is accounted (usage_accounting.h): the tenants' fair-share history and daily
+//      slot-seconds advance by what their jobs hold;
+//   4. PENDING jobs are placed by Schedule() (scheduler.h) onto UP nodes; allocations and
 //      PENDING -> SCHEDULED are written in one transaction; jobs that wait get their `reason`;
 //      jobs preempted to make room become RESTARTING (they keep their slots, the heartbeat sends
 //      them a kill, and when their head reports them gone they return to PENDING).
@@ -46,6 +48,10 @@ class SchedulerLoop {
     int period_ms = 500;
     int count_period_ms = 1000;  // how often jobs and nodes are counted for the metrics
     ScheduleOptions schedule;
+    // Fair-share history and usage_daily are advanced at most this often (usage_accounting.h),
+    // and after a gap (no leader, server down) by at most `accrue_max_gap_ms` of holding.
+    int accrue_period_ms = 5000;
+    int accrue_max_gap_ms = 60'000;
   };
   SchedulerLoop(Database& db, Options opts, Clock now, std::function<bool()> try_lead,
                 std::function<void(const CycleStats&)> observe)

@@ -18,6 +18,24 @@ int64_t TimeLimitSecondsOf(const nlohmann::json& spec) {
   return spec.value("time_limit_seconds", int64_t{0});
 }
 
+std::vector<SchedTenant> SchedTenantsOf(const std::vector<TenantRecord>& tenants,
+                                        const std::map<int64_t, SlotSeconds>& usage) {
+  std::vector<SchedTenant> out;
+  for (const TenantRecord& r : tenants) {
+    SchedTenant t;
+    t.id = r.id;
+    t.name = r.name;
+    t.weight = r.weight;
+    if (r.quota.slots) t.limits.slots = *r.quota.slots;
+    if (r.quota.running_jobs) t.limits.running_jobs = *r.quota.running_jobs;
+    if (r.quota.nodes_per_job) t.limits.nodes_per_job = *r.quota.nodes_per_job;
+    auto u = usage.find(r.id);
+    if (u != usage.end()) t.usage = u->second;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nodes,
                               const std::vector<AllocationRecord>& allocations,
                               const std::vector<JobRecord>& jobs,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,11 @@ int64_t TimeLimitSecondsOf(const nlohmann::json& spec);
 // allocations. CANCELLING and RESTARTING (preempted) jobs are marked as leaving.
 // `tenants` carry weight, limits and usage; their slots_in_use and running_jobs are recounted
 // here from the allocations. A job whose tenant is missing counts as weight 1, no limits.
+// The scheduler's view of the tenants: weight and quota from their records, usage history from
+// `usage` (none for a tenant missing there).
+std::vector<SchedTenant> SchedTenantsOf(const std::vector<TenantRecord>& tenants,
+                                        const std::map<int64_t, SlotSeconds>& usage);
+
 ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nodes,
                               const std::vector<AllocationRecord>& allocations,
                               const std::vector<JobRecord>& jobs,

@@ -248,7 +248,7 @@ struct TenantRecord {
 // What a tenant holds right now.
 struct TenantUsageNow {
   int64_t slots_in_use = 0;
-  int64_t running_jobs = 0;  // SCHEDULED, RUNNING, CANCELLING
+  int64_t running_jobs = 0;  // SCHEDULED, RUNNING, CANCELLING, RESTARTING
   int64_t pending_jobs = 0;
 };
 
@@ -341,6 +341,8 @@ class AuditStore {
   virtual Result<std::vector<AuditRecord>> List(const AuditQuery& q) = 0;  // newest first
 };
 
+class FairShareStore;  // fair_share_store.h
+
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
  public:
@@ -352,6 +354,7 @@ class UnitOfWork {
   virtual LogIndex& logs() = 0;
   virtual TenantStore& tenants() = 0;
   virtual AuditStore& audit() = 0;
+  virtual FairShareStore& fair_share() = 0;
   virtual Status Commit() = 0;
 };
 
