@@ -48,7 +48,8 @@ bool CanTransition(JobState from, JobState to) {
     case S::kCancelling:
       return to == S::kCancelled;
     case S::kRestarting:
-      return to == S::kPending || to == S::kFailed || to == S::kCancelled;
+      // CANCELLING: a preempted job cancelled before its processes are gone.
+      return to == S::kPending || to == S::kFailed || to == S::kCancelled || to == S::kCancelling;
     case S::kSucceeded:
     case S::kFailed:
     case S::kCancelled:

@@ -29,6 +29,8 @@ TEST(JobStateTest, Cancel) {
   EXPECT_TRUE(CanTransition(JobState::kRunning, JobState::kCancelling));
   EXPECT_TRUE(CanTransition(JobState::kCancelling, JobState::kCancelled));
   EXPECT_FALSE(CanTransition(JobState::kCancelling, JobState::kSucceeded));
+  // A preempted job still stopping is cancelled like a running one.
+  EXPECT_TRUE(CanTransition(JobState::kRestarting, JobState::kCancelling));
 }
 
 TEST(JobStateTest, TerminalStatesAreFinal) {

@@ -205,6 +205,36 @@ TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
   EXPECT_EQ(launch->commands[0].job_id, high->job.job.id);
 }
 
+TEST_F(SchedulerPgTest, APreemptedJobCancelledWhileStoppingEndsCancelled) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop::Options opts;
+  opts.schedule.preempt_min_priority = 80;
+  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  int64_t node_id = 0;
+  const Principal agent = RegisterNode(nodes, &node_id);
+  auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(nodes.Heartbeat(agent, node_id, {})->commands.size(), 1u);  // launched
+  auto high = jobs.Submit(tenant_, Spec("high", 2, 90), "");
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(jobs.Get(tenant_, low->job.job.id)->job.state, JobState::kRestarting);
+  auto cancelled = jobs.Cancel(tenant_, low->job.job.id);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().ToString();
+  EXPECT_EQ(cancelled->job.state, JobState::kCancelling);
+  auto kill = nodes.Heartbeat(agent, node_id, {});
+  ASSERT_EQ(kill->commands.size(), 1u);
+  EXPECT_EQ(kill->commands[0].type, api::Command::Type::kKill);
+  api::HeartbeatRequest gone;
+  gone.finished = {{low->job.job.id, 143, "killed"}};
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, gone).ok());
+  EXPECT_EQ(jobs.Get(tenant_, low->job.job.id)->job.state, JobState::kCancelled);
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, high->job.job.id)->job.state, JobState::kScheduled);
+}
+
 TEST_F(SchedulerPgTest, QuotasComeFromTheTenantRecord) {
   {
     auto uow = database_->Begin();

@@ -195,11 +195,11 @@ Result<JobView> JobsService::Cancel(const Principal& p, int64_t id) {
   const int64_t now = now_();
   switch (job.state) {
     case JobState::kPending:
-    case JobState::kRestarting:
       EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kCancelled, "cancelled", actor, now));
       break;
     case JobState::kScheduled:
     case JobState::kRunning:
+    case JobState::kRestarting:  // preempted, its processes may still run: kill them as usual
       EMBODY_RETURN_IF_ERROR(
           Transition(*uow, job, JobState::kCancelling, "cancel requested", actor, now));
       break;
