@@ -115,7 +115,8 @@ Result<std::vector<JobRecord>> PgJobStore::List(const service::JobQuery& q) {
   return ToJobs(*r);
 }
 
-Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::JobState>& states) {
+Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::JobState>& states,
+                                                        bool for_update) {
   std::string list = "{";
   for (size_t i = 0; i < states.size(); ++i) {
     if (i) list += ",";
@@ -123,7 +124,8 @@ Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::J
   }
   list += "}";
   auto r = tx_.Exec(std::string(kSelectJob) +
-                        "WHERE j.state = ANY($1::text[]) ORDER BY j.id FOR UPDATE OF j",
+                        "WHERE j.state = ANY($1::text[]) ORDER BY j.id" +
+                        (for_update ? " FOR UPDATE OF j" : ""),
                     {P(list)});
   if (!r.ok()) return r.status();
   return ToJobs(*r);

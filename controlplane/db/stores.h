@@ -26,7 +26,7 @@ class PgJobStore : public service::JobStore {
       int64_t tenant_id, const std::string& key) override;
   common::Result<std::vector<service::JobRecord>> List(const service::JobQuery& q) override;
   common::Result<std::vector<service::JobRecord>> ListInStates(
-      const std::vector<api::JobState>& states) override;
+      const std::vector<api::JobState>& states, bool for_update) override;
   common::Status Update(const service::JobRecord& job) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;

@@ -64,16 +64,17 @@ namespace {
 // reports it gone (the heartbeat sends the kill, the agent SIGTERMs it with a grace period);
 // then it goes back to PENDING with its submit time and attempt, to resume from its latest
 // checkpoint. A job that never launched goes back at once.
-Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job,
-               const std::vector<AllocationRecord>& allocs, int64_t now) {
+Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, int64_t now) {
+  // Read again under its lock: it may have ended or been cancelled since the cycle read it.
   if (victim.state != JobState::kScheduled && victim.state != JobState::kRunning) {
     return Status::Ok();
   }
   const std::string why = "preempted by job " + std::to_string(for_job);
-  EMBODY_RETURN_IF_ERROR(Transition(uow, victim, JobState::kRestarting, why, "scheduler", now));
-  const bool launched = std::any_of(allocs.begin(), allocs.end(), [&](const AllocationRecord& a) {
-    return a.job_id == victim.id && a.is_head && a.launched;
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().ForJob(victim.id));
+  const bool launched = std::any_of(allocs.begin(), allocs.end(), [](const AllocationRecord& a) {
+    return a.is_head && a.launched;
   });
+  EMBODY_RETURN_IF_ERROR(Transition(uow, victim, JobState::kRestarting, why, "scheduler", now));
   if (!launched) {
     EMBODY_RETURN_IF_ERROR(
         Transition(uow, victim, JobState::kPending, why + ", requeued", "scheduler", now));
@@ -89,15 +90,20 @@ Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job,
 Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   const int64_t now = now_();
-  // Pending jobs and the jobs that hold slots, locked in one pass in id order.
-  EMBODY_ASSIGN_OR_RETURN(
-      jobs, uow->jobs().ListInStates({JobState::kPending, JobState::kScheduled, JobState::kRunning,
-                                      JobState::kCancelling, JobState::kRestarting}));
-  std::map<int64_t, JobRecord*> by_id;
-  bool any_pending = false;
+  // Pending jobs are locked (this cycle changes them); the jobs holding slots are only read, so
+  // heartbeats that lock them one by one never wait on a cycle in a different order. A victim
+  // is locked on its own before it is preempted.
+  EMBODY_ASSIGN_OR_RETURN(jobs, uow->jobs().ListInStates({JobState::kPending}, true));
+  const bool any_pending = !jobs.empty();
+  EMBODY_ASSIGN_OR_RETURN(holders,
+                          uow->jobs().ListInStates({JobState::kScheduled, JobState::kRunning,
+                                                    JobState::kCancelling, JobState::kRestarting},
+                                                   false));
+  jobs.insert(jobs.end(), std::make_move_iterator(holders.begin()),
+              std::make_move_iterator(holders.end()));
+  std::map<int64_t, JobRecord*> pending;
   for (JobRecord& j : jobs) {
-    by_id[j.id] = &j;
-    any_pending = any_pending || j.state == JobState::kPending;
+    if (j.state == JobState::kPending) pending[j.id] = &j;
   }
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
   EMBODY_ASSIGN_OR_RETURN(fair_share, uow->fair_share().Load());
@@ -125,16 +131,17 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       a.is_head = i == 0;
       EMBODY_RETURN_IF_ERROR(uow->allocations().Insert(a));
     }
-    JobRecord& job = *by_id.at(p.job_id);
+    JobRecord& job = *pending.at(p.job_id);
     EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kScheduled, "", "scheduler", now));
   }
   for (const Preemption& p : d.preemptions) {
     for (int64_t victim : p.victims) {
-      EMBODY_RETURN_IF_ERROR(Preempt(*uow, *by_id.at(victim), p.job_id, allocs, now));
+      EMBODY_ASSIGN_OR_RETURN(locked, uow->jobs().Get(victim, std::nullopt, true));
+      if (locked) EMBODY_RETURN_IF_ERROR(Preempt(*uow, *locked, p.job_id, now));
     }
   }
   for (const auto& [id, reason] : d.waiting) {
-    JobRecord& job = *by_id.at(id);
+    JobRecord& job = *pending.at(id);
     if (job.reason == reason) continue;
     job.reason = reason;
     job.updated_ms = now;

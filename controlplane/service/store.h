@@ -95,8 +95,9 @@ class JobStore {
   virtual Result<std::optional<JobRecord>> GetByIdempotencyKey(int64_t tenant_id,
                                                                const std::string& key) = 0;
   virtual Result<std::vector<JobRecord>> List(const JobQuery& q) = 0;  // newest first
-  // Jobs in any of `states`, oldest first, locked for update.
-  virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states) = 0;
+  // Jobs in any of `states`, oldest first; for_update locks them until the unit of work ends.
+  virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states,
+                                                      bool for_update) = 0;
   // Writes state, reason, attempt, exit_code, started/finished/updated times.
   virtual Status Update(const JobRecord& job) = 0;
   // Jobs of one tenant in any of `states`.

@@ -14,7 +14,7 @@ int64_t TimeLimitMillis(const JobRecord& job) {
 }
 
 Result<int> EnforceTimeLimits(UnitOfWork& uow, int64_t now_ms) {
-  EMBODY_ASSIGN_OR_RETURN(live, uow.jobs().ListInStates({api::JobState::kRunning}));
+  EMBODY_ASSIGN_OR_RETURN(live, uow.jobs().ListInStates({api::JobState::kRunning}, true));
   int cancelled = 0;
   for (JobRecord& job : live) {
     const int64_t limit = TimeLimitMillis(job);
