@@ -14,12 +14,21 @@ int64_t TimeLimitMillis(const JobRecord& job) {
 }
 
 Result<int> EnforceTimeLimits(UnitOfWork& uow, int64_t now_ms) {
-  EMBODY_ASSIGN_OR_RETURN(live, uow.jobs().ListInStates({api::JobState::kRunning}, true));
+  // Read without locks (heartbeats lock jobs one at a time, in their own order); an overdue job
+  // is locked on its own and checked again before it changes.
+  EMBODY_ASSIGN_OR_RETURN(live, uow.jobs().ListInStates({api::JobState::kRunning}, false));
   int cancelled = 0;
-  for (JobRecord& job : live) {
+  auto overdue = [now_ms](const JobRecord& job) {
     const int64_t limit = TimeLimitMillis(job);
     // started_ms: when this attempt's head agent reported it running.
-    if (limit == 0 || !job.started_ms || now_ms - *job.started_ms <= limit) continue;
+    return limit > 0 && job.started_ms && now_ms - *job.started_ms > limit;
+  };
+  for (const JobRecord& seen : live) {
+    if (!overdue(seen)) continue;
+    EMBODY_ASSIGN_OR_RETURN(locked, uow.jobs().Get(seen.id, std::nullopt, /*for_update=*/true));
+    if (!locked || locked->state != api::JobState::kRunning || !overdue(*locked)) continue;
+    JobRecord& job = *locked;
+    const int64_t limit = TimeLimitMillis(job);
     const std::string why =
         "time limit " + std::to_string(limit / 1000) + " s reached";
     EMBODY_RETURN_IF_ERROR(
