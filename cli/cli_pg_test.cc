@@ -82,6 +82,17 @@ TEST_F(CliPgTest, WhoAmI) {
   ExpectDocumented(r.Json(), "GET", "/v1/whoami");
 }
 
+TEST_F(CliPgTest, UsageOfTheCallersTenant) {
+  ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily VALUES (1, 0, '2026-11-20', 'cpu', 7200)").ok());
+  CliRun r = Cli({"usage", "--from", "2026-11-01", "--to", "2026-11-30"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("total: 2.00 cpu slot-hours"), std::string::npos) << r.out;
+  r = Cli({"usage", "1", "--from", "2026-11-01", "--to", "2026-11-30", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/tenants/{id}/usage");
+  EXPECT_EQ(Cli({"usage", "--from", "November"}).code, cli::kExitRefused);
+}
+
 TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
   CliRun r = Cli({"tenants", "create", "robotics", "--weight", "2", "--quota-slots", "8",
                   "--quota-pending-jobs", "100", "-o", "json"});

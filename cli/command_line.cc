@@ -181,6 +181,15 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(tr, p, "token");
   AddOutput(tr, p);
 
+  CLI::App* usage = Command(app, p, "usage",
+                            "slot-hours (GPU-hours on GPU nodes) per day and token of a tenant");
+  p->given["tenant_usage"] =
+      usage->add_option("TENANT", p->tenant, "tenant id (default: yours)")
+          ->check(CLI::PositiveNumber);
+  usage->add_option("--from", inv.from, "first UTC day, YYYY-MM-DD (default: 30 days ago)");
+  usage->add_option("--to", inv.to, "last UTC day, YYYY-MM-DD (default: today)");
+  AddOutput(usage, p);
+
   CLI::App* whoami = Command(app, p, "whoami", "the token in use: its name, role and tenant");
   AddOutput(whoami, p);
 
@@ -237,7 +246,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   if (given("max_points")) inv.max_points = p.max_points;
   if (given("weight") || given("weight_set")) inv.weight = p.weight;
   if (given("if_match")) inv.if_match = p.if_match;
-  if (given("tenant") || given("tenant_ls")) inv.tenant = p.tenant;
+  if (given("tenant") || given("tenant_ls") || given("tenant_usage")) inv.tenant = p.tenant;
   for (const auto& [key, opts] : p.quota_opts) {
     for (CLI::Option* o : opts) {
       if (o->count() > 0) inv.quota[key] = p.quota[key];

@@ -43,6 +43,8 @@ struct Invocation {
   std::string role;
   std::optional<int64_t> tenant;
   std::string expires;
+  // usage
+  std::string from, to;
 };
 
 // Parses `args` (without the program name) into an invocation, or returns the exit code to end

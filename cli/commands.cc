@@ -81,12 +81,27 @@ class Commands {
       });
     }
     if (c == "whoami") return Print(api_.Get("/v1/whoami"), WhoAmIText);
+    if (c == "usage") return Usage();
     if (c == "audit") return Audit();
     io_.err << "embody: command \"" << c << "\" is not implemented\n";
     return kExitUsage;
   }
 
  private:
+  int Usage() {
+    int64_t tenant = inv_.tenant.value_or(0);
+    if (tenant == 0) {
+      auto me = api_.Get("/v1/whoami");
+      if (!me.ok()) return Fail(me.status());
+      tenant = me->value("tenant_id", int64_t{0});
+    }
+    std::string path = "/v1/tenants/" + std::to_string(tenant) + "/usage";
+    std::string sep = "?";
+    if (!inv_.from.empty()) path += sep + "from=" + inv_.from, sep = "&";
+    if (!inv_.to.empty()) path += sep + "to=" + inv_.to;
+    return Print(api_.Get(path), UsageTable);
+  }
+
   int Fail(const common::Status& s) {
     std::string msg = s.message();
     if (!s.field().empty()) msg += " (field " + s.field() + ")";

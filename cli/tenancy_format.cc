@@ -1,5 +1,7 @@
 #include "cli/tenancy_format.h"
 
+#include <cstdio>
+
 #include <vector>
 
 #include "cli/format.h"
@@ -104,6 +106,25 @@ std::string WhoAmIText(const json& w) {
       {"tenant", Cell(w, "tenant") + " (id " + Cell(w, "tenant_id") + ")"}};
   if (!At(w, "node_id").is_null()) lines.push_back({"node", Cell(w, "node_id")});
   return Block(lines);
+}
+
+std::string UsageTable(const json& u) {
+  char buf[64];
+  auto hours = [&buf](double seconds) {
+    std::snprintf(buf, sizeof(buf), "%.2f", seconds / 3600);
+    return std::string(buf);
+  };
+  std::vector<std::vector<std::string>> rows = {{"DAY", "SLOT", "TOKEN", "SLOT-HOURS"}};
+  for (const json& d : At(u, "days")) {
+    const json& name = At(d, "token_name");
+    rows.push_back({Cell(d, "day"), Cell(d, "slot_type"),
+                    name.is_string() ? name.get<std::string>() : "-",
+                    hours(d.value("slot_seconds", 0.0))});
+  }
+  const json& h = At(u, "slot_hours");
+  return "tenant " + Cell(u, "tenant") + ", " + Cell(u, "from") + " to " + Cell(u, "to") + "\n" +
+         FormatTable(rows) + "total: " + hours(3600 * h.value("cpu", 0.0)) + " cpu slot-hours, " +
+         hours(3600 * h.value("gpu", 0.0)) + " GPU-hours\n";
 }
 
 std::string AuditTable(const json& entries) {

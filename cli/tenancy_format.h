@@ -23,6 +23,8 @@ std::string TokensTable(const nlohmann::json& reply, int64_t now_ms);
 std::string TokenDetail(const nlohmann::json& token);
 
 std::string WhoAmIText(const nlohmann::json& whoami);
+// GET /v1/tenants/{id}/usage: one line per day, slot type and token, then the totals in hours.
+std::string UsageTable(const nlohmann::json& usage);
 
 // Audit entries (the "entries" of GET /v1/audit): TIME ACTOR ROLE TENANT METHOD ROUTE TARGET
 // STATUS OUTCOME.

@@ -84,6 +84,20 @@ TEST(TenancyFormatTest, WhoAmIAndAudit) {
             "401     unauthenticated\n");
 }
 
+TEST(TenancyFormatTest, UsageInHours) {
+  json u = {{"tenant", "acme"}, {"from", "2026-11-01"}, {"to", "2026-11-30"},
+            {"days", {{{"day", "2026-11-20"}, {"slot_type", "cpu"}, {"token_id", 4},
+                       {"token_name", "ci"}, {"slot_seconds", 5400}},
+                      {{"day", "2026-11-21"}, {"slot_type", "gpu"}, {"token_id", nullptr},
+                       {"token_name", nullptr}, {"slot_seconds", 3600}}}},
+            {"total_slot_seconds", 9000}, {"slot_hours", {{"cpu", 1.5}, {"gpu", 1.0}}}};
+  const std::string t = UsageTable(u);
+  EXPECT_NE(t.find("tenant acme, 2026-11-01 to 2026-11-30"), std::string::npos) << t;
+  EXPECT_NE(t.find("ci"), std::string::npos);
+  EXPECT_NE(t.find("1.50"), std::string::npos);
+  EXPECT_NE(t.find("total: 1.50 cpu slot-hours, 1.00 GPU-hours"), std::string::npos) << t;
+}
+
 TEST(TenancyFormatTest, Nodes) {
   json reply = json::parse(R"({"nodes":[{"id":1,"name":"a","address":"10.0.0.1","state":"UP",
     "cpu_slots":8,"gpus":[{"index":0}],"slots_used":2,"draining":true,

@@ -195,6 +195,12 @@ TEST_F(TenancyPgTest, IsolationMatrix) {
          return Call("GET", "/v1/tenants/" + std::to_string(tenant(own)), Token(c)).status;
        },
        {200, 200, 200, 200, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      {"GET /v1/tenants/{id}/usage",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/tenants/" + std::to_string(tenant(own)) + "/usage", Token(c))
+             .status;
+       },
+       {200, 200, 200, 200, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
       {"PATCH /v1/tenants/{id}",
        [&](Caller c, bool own) {
          return Call("PATCH", "/v1/tenants/" + std::to_string(tenant(own)), Token(c),
@@ -451,6 +457,34 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
   EXPECT_NE(w.text.find("nodes per job 2"), std::string::npos);
   EXPECT_EQ(Call("GET", "/v1/tenants/" + t.body["id"].dump(), Admin()).body["usage"]["pending_jobs"],
             2);
+}
+
+TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
+  const std::string acme = std::to_string(Ids()["acme"]);
+  // What the scheduler leader accounts (usage_accounting.h), written here directly.
+  ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily (tenant_id, token_id, day, slot_type, slot_seconds)"
+                        " SELECT " + acme + ", id, '2026-11-20', 'cpu', 7200 FROM tokens"
+                        " WHERE name = 'acme-member';"
+                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2026-11-21', 'gpu', 3600);"
+                        "INSERT INTO usage_daily SELECT " + std::to_string(Ids()["globex"]) +
+                        ", 0, '2026-11-20', 'cpu', 99")
+                  .ok());
+  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-01&to=2026-11-30",
+                 Token(kViewer));
+  ASSERT_EQ(r.status, 200) << r.text;
+  ASSERT_EQ(r.body["days"].size(), 2u) << r.text;
+  EXPECT_EQ(r.body["days"][0]["token_name"], "acme-member");
+  EXPECT_EQ(r.body["days"][0]["slot_seconds"], 7200.0);
+  EXPECT_TRUE(r.body["days"][1]["token_id"].is_null());
+  EXPECT_EQ(r.body["total_slot_seconds"], 10800.0);
+  EXPECT_EQ(r.body["slot_hours"]["gpu"], 1.0);
+  // Outside the range: nothing. Bad dates: 400 naming the parameter.
+  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-12-01&to=2026-12-02",
+                   Token(kViewer)).body["days"].empty());
+  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-02-30", Token(kViewer))
+                .body["error"]["field"], "from");
+  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-05&to=2026-11-01",
+                 Token(kViewer)).status, 400);
 }
 
 TEST_F(TenancyPgTest, EveryMutatingCallIsAudited) {

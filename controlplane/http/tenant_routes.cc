@@ -52,6 +52,14 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   Respond(res, tenants.Get(ctx.principal, *id));
                 });
+  router.Handle("GET", R"(/v1/tenants/(\d+)/usage)", "/v1/tenants/{id}/usage", A::kBearer,
+                [&tenants](const httplib::Request& req, httplib::Response& res,
+                           RequestContext& ctx) {
+                  auto id = PathId(req, 1, "tenant");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  Respond(res, tenants.Usage(ctx.principal, *id, req.get_param_value("from"),
+                                             req.get_param_value("to")));
+                });
   router.Handle("PATCH", R"(/v1/tenants/(\d+))", "/v1/tenants/{id}", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
                            RequestContext& ctx) {

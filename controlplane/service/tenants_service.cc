@@ -1,9 +1,11 @@
 #include "controlplane/service/tenants_service.h"
 
 #include <cmath>
+#include <map>
 #include <regex>
 
 #include "common/time_util.h"
+#include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/roles.h"
 
 namespace controlplane::service {
@@ -39,6 +41,12 @@ Status ParseQuotaField(const json& q, const char* key, std::optional<int>* out) 
 }
 
 json OptJson(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+
+// "YYYY-MM-DD" of a real date, else nullopt.
+std::optional<std::string> ParseDay(const std::string& s) {
+  if (s.size() != 10 || !common::ParseUtcTime(s + "T00:00:00Z")) return std::nullopt;
+  return s;
+}
 
 Result<json> ParseBody(const std::string& body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -143,6 +151,54 @@ Result<json> TenantsService::Get(const Principal& p, int64_t id) {
   }
   EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(t->id));
   return ToJson(*t, usage);
+}
+
+Result<json> TenantsService::Usage(const Principal& p, int64_t id, const std::string& from,
+                                   const std::string& to) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading usage"));
+  const int64_t now = now_();
+  std::string to_day = common::FormatTimeMillis(now).substr(0, 10);
+  std::string from_day = common::FormatTimeMillis(now - 29LL * 86'400'000).substr(0, 10);
+  if (!from.empty()) {
+    auto d = ParseDay(from);
+    if (!d) return common::InvalidArgument("must be a date, YYYY-MM-DD", "from");
+    from_day = *d;
+  }
+  if (!to.empty()) {
+    auto d = ParseDay(to);
+    if (!d) return common::InvalidArgument("must be a date, YYYY-MM-DD", "to");
+    to_day = *d;
+  }
+  if (from_day > to_day) return common::InvalidArgument("must not be after `to`", "from");
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(t, uow->tenants().GetTenant(id, false));
+  if (!t || (!p.IsClusterAdmin() && t->id != p.tenant_id)) {
+    return common::NotFound("tenant " + std::to_string(id) + " not found");
+  }
+  EMBODY_ASSIGN_OR_RETURN(rows, uow->fair_share().ListDailyUsage(id, from_day, to_day));
+  EMBODY_ASSIGN_OR_RETURN(tokens, uow->tenants().ListTokens(id));
+  std::map<int64_t, std::string> names;
+  for (const TokenRecord& k : tokens) names[k.id] = k.name;
+  json days = json::array();
+  std::map<std::string, double> by_type;
+  double total = 0;
+  for (const DailyUsage& r : rows) {
+    auto name = names.find(r.token_id);
+    days.push_back({{"day", r.day},
+                    {"slot_type", r.slot_type},
+                    {"token_id", r.token_id ? json(r.token_id) : json(nullptr)},
+                    {"token_name", name != names.end() ? json(name->second) : json(nullptr)},
+                    {"slot_seconds", r.slot_seconds}});
+    by_type[r.slot_type] += r.slot_seconds;
+    total += r.slot_seconds;
+  }
+  return json{{"tenant_id", t->id},
+              {"tenant", t->name},
+              {"from", from_day},
+              {"to", to_day},
+              {"days", days},
+              {"total_slot_seconds", total},
+              {"slot_hours", {{"cpu", by_type["cpu"] / 3600}, {"gpu", by_type["gpu"] / 3600}}}};
 }
 
 Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::string& body,

@@ -26,6 +26,10 @@ class TenantsService {
   // `if_match`: the version the client read ("" or "*": unconditional); a stale one is 412.
   Result<nlohmann::json> Patch(const Principal& p, int64_t id, const std::string& body,
                                const std::string& if_match);
+  // Slot-seconds the tenant's jobs held per UTC day, submitting token and slot type (GPU-hours
+  // where nodes have GPUs), for days in [from, to] ("YYYY-MM-DD"; "" : the 30 days to today).
+  Result<nlohmann::json> Usage(const Principal& p, int64_t id, const std::string& from,
+                               const std::string& to);
 
  private:
   Database& db_;
