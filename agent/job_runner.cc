@@ -151,6 +151,8 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.path = options_.sandbox.path;
   in.mpi_settings = options_.mpi_settings;
   in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
+  in.kill_grace_s = std::max<int>(
+      1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
 
@@ -392,7 +394,14 @@ void JobRunner::KillTree(Job* job) {
   }
   common::LogInfo("killing job",
                   {{"job", std::to_string(job->id)}, {"processes", std::to_string(tree.size())}});
-  SignalAll(tree, SIGTERM);
+  // The ranks get SIGTERM, mpirun does not: signalled, mpirun aborts the job and SIGKILLs the
+  // ranks a second later (odls_base_sigkill_timeout), before a rank that is writing its
+  // checkpoint (the engine's answer to SIGTERM) has finished. Left alone, it exits with them.
+  std::vector<ProcessId> ranks;
+  for (const ProcessId& p : tree) {
+    if (p.pid != job->pid) ranks.push_back(p);
+  }
+  SignalAll(ranks.empty() ? tree : ranks, SIGTERM);
   std::unique_lock<std::mutex> lock(mu_);
   if (changed_.wait_for(lock, options_.kill_grace, [job] { return !job->running; })) return;
   lock.unlock();

@@ -88,6 +88,9 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
     plan.env.push_back({"CUDA_VISIBLE_DEVICES", *in.cuda_visible_devices});
   }
+  // Should mpirun itself be signalled (a rank died, the agent's SIGKILL), the ranks still get
+  // the agent's grace period to end on their own before Open MPI SIGKILLs them (default 1 s).
+  plan.env.push_back({"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)});
   for (const auto& kv : in.mpi_settings) plan.env.push_back(kv);
   if (in.as_root) {
     // Open MPI 4 refuses to start as root without both of these.

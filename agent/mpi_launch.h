@@ -55,6 +55,7 @@ struct LaunchInput {
   // Operator's Open MPI settings (OMPI_MCA_*, PMIX_MCA_* from the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
   bool as_root = false;  // the job's processes run as root (Open MPI must be told it may)
+  int kill_grace_s = 5;  // seconds a killed job's ranks get to end on their own
 };
 
 struct LaunchPlan {

@@ -85,7 +85,7 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   EXPECT_TRUE(HasEnv(*plan, "HOME", "/data/jobs/job-42"));
   EXPECT_TRUE(HasEnv(*plan, "TMPDIR", "/data/jobs/job-42/tmp"));
   // The whole environment: not root, no GPUs, no operator settings.
-  EXPECT_EQ(plan->env.size(), 8u);
+  EXPECT_EQ(plan->env.size(), 9u);
 }
 
 TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
@@ -116,7 +116,7 @@ TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=4\n");
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT", "1"));
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  EXPECT_EQ(plan->env.size(), 10u);
+  EXPECT_EQ(plan->env.size(), 11u);
 }
 
 TEST(MpiLaunchTest, ArgvThatLooksLikeMpirunOptionsNeverReachesMpirun) {
@@ -158,7 +158,7 @@ TEST(MpiLaunchTest, EnvironmentIsBuiltFromNothingButTheJobsOwn) {
   EXPECT_EQ(keys, (std::vector<std::string>{"PATH", "LANG", "HOME", "TMPDIR", "EMBODY_AGENT_URL",
                                             "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
                                             "EMBODY_CHECKPOINT_DIR", "CUDA_DEVICE_ORDER",
-                                            "CUDA_VISIBLE_DEVICES", "OMPI_MCA_btl",
+                                            "CUDA_VISIBLE_DEVICES", "OMPI_MCA_odls_base_sigkill_timeout", "OMPI_MCA_btl",
                                             "PMIX_MCA_gds"}));
   EXPECT_TRUE(HasEnv(*plan, "CUDA_VISIBLE_DEVICES", "1,3"));
   EXPECT_TRUE(HasEnv(*plan, "CUDA_DEVICE_ORDER", "PCI_BUS_ID"));

@@ -99,12 +99,12 @@ bool LocalStack::Start() {
   std::string port_file = dir_ + "/server.port";
   std::string bootstrap = dir_ + "/bootstrap.json";
   server_ = std::make_unique<ChildProcess>();
-  common::Status started = server_->Start(
-      std::vector<std::string>{bin + "/embody-server", "--listen", "127.0.0.1:0", "--db",
-                               pg_->conninfo(), "--data-dir", dir_ + "/server", "--port-file",
-                               port_file, "--bootstrap-out", bootstrap,
-                               "--heartbeat-interval-ms", "300"},
-      dir_ + "/server.log");
+  std::vector<std::string> server_argv{bin + "/embody-server", "--listen", "127.0.0.1:0", "--db",
+                                      pg_->conninfo(), "--data-dir", dir_ + "/server",
+                                      "--port-file", port_file, "--bootstrap-out", bootstrap,
+                                      "--heartbeat-interval-ms", "300"};
+  server_argv.insert(server_argv.end(), server_flags_.begin(), server_flags_.end());
+  common::Status started = server_->Start(server_argv, dir_ + "/server.log");
   if (!started.ok() || !WaitForFile(port_file, 30) || !WaitForFile(bootstrap, 10)) {
     std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(dir_ + "/server.log").c_str());
     return false;

@@ -29,6 +29,11 @@ class LocalStack {
   explicit LocalStack(int agents = 2, int slots_per_agent = 1);
   ~LocalStack();
 
+  // More embody-server flags (e.g. {"--preempt-min-priority", "90"}); call before Start().
+  void AddServerFlags(const std::vector<std::string>& flags) {
+    server_flags_.insert(server_flags_.end(), flags.begin(), flags.end());
+  }
+
   // Starts everything and waits until every agent is UP. Returns false (with details logged to
   // stderr) if something does not come up.
   bool Start();
@@ -59,6 +64,7 @@ class LocalStack {
  private:
   int agents_;
   int slots_;
+  std::vector<std::string> server_flags_;
   std::string dir_;
   std::string url_;
   std::string admin_token_;
