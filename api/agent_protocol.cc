@@ -1,10 +1,44 @@
 #include "api/agent_protocol.h"
 
+#include <limits>
+#include <stdexcept>
+
 namespace api {
 
 using common::InvalidArgument;
 using common::Result;
 using nlohmann::json;
+
+namespace {
+
+// Every integer an agent sends is read through these. nlohmann's get<int>() casts a float
+// (undefined behaviour out of range: 1e30) and wraps a large unsigned into a negative number;
+// here anything but an integer in T's range is refused (the parsers turn the exception into
+// invalid_argument).
+template <typename T>
+T IntOf(const json& v) {
+  if (!v.is_number_integer()) {
+    throw std::invalid_argument(std::string("expected an integer, got ") + v.type_name());
+  }
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+      throw std::out_of_range("integer out of range: " + v.dump());
+    }
+    return static_cast<T>(v.get<uint64_t>());
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) {
+    throw std::out_of_range("integer out of range: " + v.dump());
+  }
+  return static_cast<T>(x);
+}
+
+template <typename T>
+T IntOr(const json& obj, const char* key, T fallback) {
+  return obj.contains(key) ? IntOf<T>(obj.at(key)) : fallback;
+}
+
+}  // namespace
 
 json ToJson(const RegisterRequest& r) {
   json gpus = json::array();
@@ -74,11 +108,11 @@ Result<RegisterRequest> ParseRegisterRequest(const json& j) {
     r.name = j.at("name").get<std::string>();
     r.address = j.at("address").get<std::string>();
     r.agent_url = j.value("agent_url", "");
-    r.cpu_slots = j.at("cpu_slots").get<int>();
-    r.memory_bytes = j.value("memory_bytes", int64_t{0});
+    r.cpu_slots = IntOf<int>(j.at("cpu_slots"));
+    r.memory_bytes = IntOr<int64_t>(j, "memory_bytes", 0);
     for (const auto& g : j.value("gpus", json::array())) {
-      r.gpus.push_back({g.at("index").get<int>(), g.value("name", ""),
-                        g.value("memory_bytes", int64_t{0})});
+      r.gpus.push_back(
+          {IntOf<int>(g.at("index")), g.value("name", ""), IntOr<int64_t>(g, "memory_bytes", 0)});
     }
     if (j.contains("isolation")) {
       const json& iso = j.at("isolation");
@@ -118,18 +152,20 @@ Result<RegisterResponse> ParseRegisterResponse(const json& j) {
 Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
   try {
     HeartbeatRequest r;
-    for (const auto& id : j.value("running", json::array())) r.running.push_back(id.get<int64_t>());
+    for (const auto& id : j.value("running", json::array())) {
+      r.running.push_back(IntOf<int64_t>(id));
+    }
     for (const auto& f : j.value("finished", json::array())) {
       r.finished.push_back(
-          {f.at("job_id").get<int64_t>(), f.at("exit_code").get<int>(), f.value("reason", "")});
+          {IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")), f.value("reason", "")});
     }
     for (const auto& e : j.value("events", json::array())) {
-      r.events.push_back({e.at("job_id").get<int64_t>(), e.value("time_ms", int64_t{0}),
+      r.events.push_back({IntOf<int64_t>(e.at("job_id")), IntOr<int64_t>(e, "time_ms", 0),
                           e.at("type").get<std::string>(), e.value("data", json::object())});
     }
     for (const auto& l : j.value("logs", json::array())) {
-      r.logs.push_back({l.at("job_id").get<int64_t>(), l.at("rank").get<int>(),
-                        l.at("offset").get<int64_t>(), l.at("data").get<std::string>()});
+      r.logs.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("rank")),
+                        IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>()});
     }
     return r;
   } catch (const std::exception& e) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace api {
 namespace {
 
@@ -46,6 +48,39 @@ TEST(AgentProtocolTest, BadInputIsAnError) {
   EXPECT_FALSE(ParseHeartbeatRequest({{"running", {"x"}}}).ok());
   auto ok = ParseRegisterRequest({{"name", "n"}, {"address", "127.0.0.1"}, {"cpu_slots", 2}});
   EXPECT_TRUE(ok.ok());
+}
+
+// Integers are integers in range: a float was cast with undefined behaviour (1e30 into an int,
+// found by tests/fuzz under UBSan) and a large unsigned wrapped to a negative number.
+TEST(AgentProtocolTest, IntegersMustBeIntegersInRange) {
+  using nlohmann::json;
+  const json reg = {{"name", "n"}, {"address", "a"}, {"cpu_slots", 1}};
+  for (const json& bad : {json(1e30), json(2.5), json(4294967296LL), json(UINT64_MAX), json("4")}) {
+    json r = reg;
+    r["cpu_slots"] = bad;
+    EXPECT_FALSE(ParseRegisterRequest(r).ok()) << bad.dump();
+    r = reg;
+    r["gpus"] = {{{"index", bad}}};
+    EXPECT_FALSE(ParseRegisterRequest(r).ok()) << bad.dump();
+  }
+  json r = reg;
+  r["memory_bytes"] = 1e300;
+  EXPECT_FALSE(ParseRegisterRequest(r).ok());
+  EXPECT_FALSE(ParseHeartbeatRequest({{"running", {1e300}}}).ok());
+  EXPECT_FALSE(ParseHeartbeatRequest({{"running", {UINT64_MAX}}}).ok());
+  EXPECT_FALSE(ParseHeartbeatRequest({{"finished", {{{"job_id", 1}, {"exit_code", 1e20}}}}}).ok());
+  EXPECT_FALSE(
+      ParseHeartbeatRequest(
+          {{"logs", {{{"job_id", 1}, {"rank", 4294967296LL}, {"offset", 0}, {"data", ""}}}}})
+          .ok());
+  EXPECT_FALSE(
+      ParseHeartbeatRequest({{"events", {{{"job_id", 1}, {"type", "step"}, {"time_ms", 0.5}}}}})
+          .ok());
+  auto fine = ParseHeartbeatRequest(
+      {{"running", {INT64_MAX}}, {"finished", {{{"job_id", 2}, {"exit_code", -1}}}}});
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ(fine->running[0], INT64_MAX);
+  EXPECT_EQ(fine->finished[0].exit_code, -1);
 }
 
 TEST(AgentProtocolTest, RegisterCarriesIsolationAndCredential) {

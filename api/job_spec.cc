@@ -318,9 +318,12 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
       return InvalidArgument("must be a non-empty array of at most 256 strings", "command");
     }
     for (size_t i = 0; i < c.size(); ++i) {
+      // An argv entry is a C string: a NUL would cut it short (and PostgreSQL's jsonb refuses
+      // \u0000 outright).
       if (!c[i].is_string() || c[i].get<std::string>().empty() ||
-          c[i].get<std::string>().size() > 4096) {
-        return InvalidArgument("must be a non-empty string of at most 4096 bytes",
+          c[i].get<std::string>().size() > 4096 ||
+          c[i].get<std::string>().find('\0') != std::string::npos) {
+        return InvalidArgument("must be a non-empty string of at most 4096 bytes, without NUL",
                                "command[" + std::to_string(i) + "]");
       }
       spec.command.push_back(c[i].get<std::string>());

@@ -240,6 +240,9 @@ TEST(JobSpecTest, CommandRules) {
   EXPECT_EQ(Err(j).field(), "command[1]");
   j["command"] = {"ls", ""};
   EXPECT_EQ(Err(j).field(), "command[1]");
+  // argv entries are C strings (found by tests/fuzz: PostgreSQL's jsonb refused it with a 500).
+  j["command"] = {"ls", std::string("a\0b", 3)};
+  EXPECT_EQ(Err(j).field(), "command[1]");
   j["command"] = {"ls"};
   j["engine"] = json::object();
   EXPECT_EQ(Err(j).field(), "engine");

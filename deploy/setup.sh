@@ -16,6 +16,7 @@ packages=(
   libcli11-dev libyaml-cpp-dev
   prometheus
   chromium
+  clang libclang-rt-dev
 )
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.

@@ -67,6 +67,12 @@ Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) 
     if (PQstatus(conn) != CONNECTION_OK) return common::Unavailable("database: " + msg);
     if (code == "23505") return Status(common::Code::kAlreadyExists, "database: " + msg);
     if (code == "40001" || code == "40P01") return common::Unavailable("database: " + msg);
+    // Text from a request that PostgreSQL cannot store: bytes that are not UTF-8 (22021), or a
+    // NUL, which neither text nor jsonb (\u0000) holds (22P05). The request is at fault; the
+    // database's message is not repeated to the client.
+    if (code == "22021" || code == "22P05") {
+      return common::InvalidArgument("text must be valid UTF-8 without NUL characters");
+    }
     return common::Internal("database: " + msg);
   }
   PgRows rows;

@@ -8,6 +8,7 @@
 
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
+#include "controlplane/http/status_http.h"
 
 namespace controlplane::http {
 
@@ -49,6 +50,21 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // httplib answers some requests itself, before any route runs: a request it cannot read
+  // (400), a URI over its limit (414), a body over the transport limit (413). Those get a JSON
+  // error as well; an error a handler wrote is left as it is.
+  m.server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        const std::string what = res.status == 413   ? "request body too large"
+                                 : res.status == 414 ? "request URI too long"
+                                                     : "HTTP " + std::to_string(res.status);
+        const common::Code code = res.status == 404   ? common::Code::kNotFound
+                                  : res.status >= 500 ? common::Code::kInternal
+                                                      : common::Code::kInvalidArgument;
+        RespondJson(res, res.status, ErrorBody(common::Status(code, what)));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   using A = Router::Auth;
   Router& r = m.router;
 
@@ -76,8 +92,9 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   AddLogRoutes(r, m.deps, m.stopping);
   AddWebRoutes(r, m.deps);
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
+  // [\s\S], not '.': a decoded path may hold a newline (%0a), which '.' does not match.
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
-    r.Handle(method, ".*", kUnmatchedRoute, A::kNone,
+    r.Handle(method, R"([\s\S]*)", kUnmatchedRoute, A::kNone,
              [](const httplib::Request& req, httplib::Response& res, RequestContext&) {
                RespondError(res, common::NotFound("no route for " + req.path));
              });

@@ -18,6 +18,47 @@ common::LogLevel LevelFor(const std::string& route, int status) {
   }
   return common::LogLevel::kInfo;
 }
+
+// Text from the request as the audit log can store it: PostgreSQL text holds UTF-8 without NUL
+// only, and a path decoded from %XX may hold any byte, so a row written as it came would be
+// refused and the call would go unaudited. Bytes outside valid UTF-8 characters and control
+// characters are written as %XX; the result is cut at `max` bytes between characters.
+std::string AuditText(const std::string& s, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    const unsigned char c = byte(0);
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xe  ? 3
+                 : (c >> 3) == 0x1e ? 4
+                                    : 0;
+    bool valid = len > 0 && i + len <= s.size() && c >= 0x20 && c != 0x7f;
+    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    for (size_t k = 1; valid && k < len; ++k) {
+      valid = (byte(k) & 0xc0) == 0x80;
+      cp = (cp << 6) | (byte(k) & 0x3f);
+    }
+    // No overlong forms, no surrogates, nothing above U+10FFFF.
+    if (valid && len > 1) {
+      valid = (len == 2 && cp >= 0x80) ||
+              (len == 3 && cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff)) ||
+              (len == 4 && cp >= 0x10000 && cp <= 0x10ffff);
+    }
+    std::string piece;
+    if (valid) {
+      piece = s.substr(i, len);
+    } else {
+      static const char* kHex = "0123456789ABCDEF";
+      piece = {'%', kHex[c >> 4], kHex[c & 15]};
+      len = 1;
+    }
+    if (out.size() + piece.size() > max) break;
+    out += piece;
+    i += len;
+  }
+  return out;
+}
 }  // namespace
 
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -111,8 +152,8 @@ void Router::Audit(const std::string& method, const std::string& pattern,
   a.method = method;
   a.route = pattern;
   // Paths are bounded by httplib; a long one is cut rather than stored whole.
-  a.path = req.path.substr(0, 512);
-  a.target = ctx.audit_target.empty() ? a.path : ctx.audit_target;
+  a.path = AuditText(req.path, 512);
+  a.target = ctx.audit_target.empty() ? a.path : AuditText(ctx.audit_target, 512);
   a.status = res.status;
   a.outcome = res.status < 400 ? "ok" : "error";
   if (res.status >= 400) {

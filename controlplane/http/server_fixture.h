@@ -31,7 +31,9 @@ class InProcessServerTest : public ::testing::Test {
  protected:
   // Call from the suite's SetUpTestSuite; `name` labels the temp directory.
   // `heartbeat_interval_ms`: nodes the test registers and never heartbeats go DOWN after three.
-  static void StartServer(const std::string& name, int heartbeat_interval_ms = 1000) {
+  // `web_dir`: the dashboard's files ("": the build's, which may not be built).
+  static void StartServer(const std::string& name, int heartbeat_interval_ms = 1000,
+                          const std::string& web_dir = "") {
     pg_ = new embody::testing::PgCluster;
     common::Status st = pg_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -44,6 +46,7 @@ class InProcessServerTest : public ::testing::Test {
     o.port_file = *dir_ + "/port";
     o.heartbeat_interval_ms = heartbeat_interval_ms;
     o.scheduler_period_ms = 100;
+    if (!web_dir.empty()) o.web_dir = web_dir;
     auto server = Server::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = server.value().release();

@@ -74,6 +74,13 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     return common::InvalidArgument("Idempotency-Key longer than 200 characters",
                                    "Idempotency-Key");
   }
+  // A structured-field string (RFC 8941): printable ASCII. Other bytes would reach the database
+  // as text that is not UTF-8.
+  for (unsigned char c : idempotency_key) {
+    if (c < 0x20 || c > 0x7e) {
+      return common::InvalidArgument("Idempotency-Key must be printable ASCII", "Idempotency-Key");
+    }
+  }
   EMBODY_ASSIGN_OR_RETURN(spec, api::ParseJobSpecText(body, limits_));
   const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
   // The same key answers with the first job only for the same request.

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <ctime>
 #include <set>
+
+#include "common/time_util.h"
 
 namespace controlplane::service {
 
@@ -50,34 +50,6 @@ std::optional<int64_t> ParseInteger(const std::string& s) {
   return std::nullopt;
 }
 
-// "YYYY-MM-DDTHH:MM:SS[.fff]Z" -> epoch milliseconds.
-std::optional<int64_t> ParseUtcTime(const std::string& s) {
-  std::tm tm{};
-  int used = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 ||
-      used != 19) {
-    return std::nullopt;
-  }
-  int64_t ms = 0;
-  size_t i = 19;
-  if (i < s.size() && s[i] == '.') {
-    int64_t scale = 100;
-    for (++i; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-      ms += (s[i] - '0') * scale;
-      scale /= 10;
-    }
-  }
-  if (i + 1 != s.size() || (s[i] != 'Z' && s[i] != 'z')) return std::nullopt;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-      tm.tm_min > 59 || tm.tm_sec > 60) {
-    return std::nullopt;
-  }
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm)) * 1000 + ms;
-}
-
 }  // namespace
 
 Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::string& since,
@@ -101,7 +73,7 @@ Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::
   if (!since.empty()) {
     if (auto step = ParseInteger(since)) {
       r.query.since_step = *step;
-    } else if (auto ms = ParseUtcTime(since)) {
+    } else if (auto ms = common::ParseUtcTime(since)) {
       r.query.since_ms = *ms;
     } else {
       return common::InvalidArgument("must be a step or an RFC 3339 UTC time", "since");

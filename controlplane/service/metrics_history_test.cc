@@ -69,6 +69,10 @@ TEST(MetricsHistoryTest, ParsesTheQuery) {
   EXPECT_EQ(ParseMetricsRequest("a b", "", "").status().field(), "names");
   EXPECT_EQ(ParseMetricsRequest("", "yesterday", "").status().field(), "since");
   EXPECT_EQ(ParseMetricsRequest("", "2026-01-02 03:04:05Z", "").status().field(), "since");
+  // Times are read as everywhere else (common::ParseUtcTime; found by tests/fuzz): no date
+  // before 1970, no 31 February.
+  EXPECT_EQ(ParseMetricsRequest("", "1013-01-02T03:04:05.5z", "").status().field(), "since");
+  EXPECT_EQ(ParseMetricsRequest("", "2026-02-31T00:00:00Z", "").status().field(), "since");
   EXPECT_EQ(ParseMetricsRequest("", "", "0").status().field(), "max_points");
   EXPECT_EQ(ParseMetricsRequest("", "", "5001").status().field(), "max_points");
   std::string many;

@@ -66,8 +66,7 @@ json ToJson(const AuditRecord& a) {
           {"request_id", a.request_id}};
 }
 
-Result<json> TokensService::Create(const Principal& p, const std::string& body) {
-  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "creating tokens"));
+Result<NewToken> ParseNewToken(const std::string& body, int64_t default_tenant, int64_t now_ms) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return common::InvalidArgument("request body must be a JSON object");
@@ -88,14 +87,13 @@ Result<json> TokensService::Create(const Principal& p, const std::string& body) 
   NewToken t;
   t.role = j["role"].get<std::string>();
   t.name = j["name"].get<std::string>();
-  t.tenant_id = p.tenant_id;
+  t.tenant_id = default_tenant;
   if (j.contains("tenant_id")) {
     if (!j["tenant_id"].is_number_integer() || j["tenant_id"].get<int64_t>() <= 0) {
       return common::InvalidArgument("must be a tenant id", "tenant_id");
     }
     t.tenant_id = j["tenant_id"].get<int64_t>();
   }
-  const int64_t now = now_();
   if (j.contains("expires_at") && !j["expires_at"].is_null()) {
     auto at = j["expires_at"].is_string() ? common::ParseUtcTime(j["expires_at"].get<std::string>())
                                           : std::nullopt;
@@ -103,9 +101,16 @@ Result<json> TokensService::Create(const Principal& p, const std::string& body) 
       return common::InvalidArgument("must be an RFC 3339 time in UTC, e.g. 2027-01-01T00:00:00Z",
                                      "expires_at");
     }
-    if (*at <= now) return common::InvalidArgument("must be in the future", "expires_at");
+    if (*at <= now_ms) return common::InvalidArgument("must be in the future", "expires_at");
     t.expires_ms = *at;
   }
+  t.now_ms = now_ms;
+  return t;
+}
+
+Result<json> TokensService::Create(const Principal& p, const std::string& body) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "creating tokens"));
+  EMBODY_ASSIGN_OR_RETURN(t, ParseNewToken(body, p.tenant_id, now_()));
   // Another tenant is named only to a cluster-admin; to anyone else it does not exist.
   if (!p.IsClusterAdmin() && t.tenant_id != p.tenant_id) {
     return Status(common::Code::kNotFound, "tenant " + std::to_string(t.tenant_id) + " not found", "tenant_id");
@@ -119,7 +124,6 @@ Result<json> TokensService::Create(const Principal& p, const std::string& body) 
   const std::string secret = common::RandomToken();
   t.sha256_hex = common::Sha256Hex(secret);
   t.created_by = p.token_id;
-  t.now_ms = now;
   EMBODY_ASSIGN_OR_RETURN(id, uow->tenants().CreateToken(t));
   EMBODY_ASSIGN_OR_RETURN(record, uow->tenants().GetToken(id, std::nullopt));
   EMBODY_RETURN_IF_ERROR(uow->Commit());

@@ -35,6 +35,11 @@ class TokensService {
   Clock now_;
 };
 
+// Parses the body of a token create: {"role", "name", "tenant_id"? (default: `default_tenant`),
+// "expires_at"? (RFC 3339 UTC, after `now_ms`)}. Unknown fields, wrong types and bad values are
+// invalid_argument naming the field. Whether the caller may grant the role is not decided here.
+Result<NewToken> ParseNewToken(const std::string& body, int64_t default_tenant, int64_t now_ms);
+
 nlohmann::json ToJson(const TokenRecord& t);
 nlohmann::json ToJson(const AuditRecord& a);
 

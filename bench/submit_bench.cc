@@ -1,0 +1,363 @@
+// Submissions per second through the real HTTP server: what tenancy's guards cost POST /v1/jobs.
+//
+//   submit_bench [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1] [--scheduler-period-ms N]
+//                [--guarded-audit 1] [--guarded-rate-limit 1] [--guarded-quota 1]
+//
+// One private PostgreSQL cluster (tests/support/pg_harness.h), two databases in it, and two
+// embody-servers in this process, one per database:
+//   guarded: audit on, a per-token rate limit set high (--rate-limit-per-s 1000000, burst the
+//            same) and the tenant's pending-jobs quota set high (1e9);
+//   bare:    audit off, no rate limit, no quota.
+// Both authenticate every request (a member token of the default tenant) and validate and store
+// the job as always. Each server has one node with 64 slots, drained, so every job is admissible
+// and stays PENDING: what is measured is admission and storage, not the scheduler, whose loop is
+// slowed to one pass per --scheduler-period-ms (default 600 s) on both.
+//
+// N client threads, each with its own keep-alive connection, POST jobs back to back for
+// --seconds; the servers take turns in ABBA order (guarded, bare, bare, guarded, ...) so a drift
+// of the machine's load hits both alike, after a --warmup round on each. Printed: per round and
+// per server the submissions/s and the p50/p99 latency over all its rounds, the ratio guarded /
+// bare (goal: at least 0.9), and one JSON line. The servers' log lines go to a file in the temp
+// directory, as a real server's go to its journal.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/time_util.h"
+#include "controlplane/server.h"
+#include "tests/support/pg_harness.h"
+
+namespace {
+
+using nlohmann::json;
+
+struct Options {
+  int clients = 8;
+  double seconds = 5;
+  int pairs = 2;
+  double warmup = 1;
+  int scheduler_period_ms = 600'000;
+  int rate_limit_per_s = 1'000'000;
+  // Which guards the guarded server has (all by default): to see what each one costs.
+  bool guarded_audit = true;
+  bool guarded_rate_limit = true;
+  bool guarded_quota = true;
+};
+
+// CPU seconds used so far by this process (servers and clients) and by the PostgreSQL cluster
+// (the postmaster's children: backends, WAL writer, checkpointer). Unlike throughput these do
+// not move when other processes share the machine.
+struct Cpu {
+  double self_s = 0;
+  double pg_s = 0;
+};
+
+struct Target {
+  std::string name;
+  std::unique_ptr<controlplane::Server> server;
+  std::string token;                // a member of the default tenant
+  std::vector<double> latencies_s;  // every timed request
+  double busy_s = 0;                // time under load
+  Cpu cpu;                          // used under load
+  int64_t submitted = 0;
+  int64_t failed = 0;
+  std::string first_failure;  // status and body of the first failed request
+};
+
+double ProcessCpuSeconds(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 2));
+  std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
+                             std::istream_iterator<std::string>());
+  // After "pid (comm) ": state ppid ... utime is field 14 of the line, index 11 here.
+  if (f.size() < 13) return 0;
+  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+int64_t ParentOf(const std::string& stat_path) {
+  std::ifstream in(stat_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string state;
+  int64_t ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+Cpu SampleCpu(int64_t postmaster) {
+  Cpu c;
+  c.self_s = ProcessCpuSeconds("/proc/self/stat");
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::string stat = e.path().string() + "/stat";
+    if (std::stoll(name) == postmaster || ParentOf(stat) == postmaster) {
+      c.pg_s += ProcessCpuSeconds(stat);
+    }
+  }
+  return c;
+}
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "submit_bench: %s\n", what.c_str());
+  return 1;
+}
+
+httplib::Result Call(int port, const std::string& method, const std::string& path,
+                     const std::string& token, const std::string& body,
+                     httplib::Headers headers = {}) {
+  httplib::Client cli("127.0.0.1", port);
+  headers.emplace("Authorization", "Bearer " + token);
+  if (method == "PATCH") return cli.Patch(path, headers, body, "application/json");
+  return cli.Post(path, headers, body, "application/json");
+}
+
+// Starts a server on its own database and prepares what every submission needs.
+common::Status Start(const embody::testing::PgCluster& pg, const std::string& dir, const Options& o,
+                     bool guarded, Target* t) {
+  t->name = guarded ? "guarded" : "bare";
+  auto db = pg.CreateDatabase("bench_" + t->name);
+  if (!db.ok()) return db.status();
+  controlplane::ServerOptions so;
+  so.db = *db;
+  so.data_dir = dir + "/" + t->name;
+  so.bootstrap_out = dir + "/" + t->name + "-bootstrap.json";
+  so.scheduler_period_ms = o.scheduler_period_ms;
+  so.audit = guarded && o.guarded_audit;
+  so.rate_limit_per_s = guarded && o.guarded_rate_limit ? o.rate_limit_per_s : 0;
+  so.rate_limit_burst = so.rate_limit_per_s;
+  auto server = controlplane::Server::Start(so);
+  if (!server.ok()) return server.status();
+  t->server = std::move(*server);
+  const int port = t->server->port();
+  const std::string admin = t->server->bootstrap().admin_token;
+
+  auto reg = Call(port, "POST", "/v1/agents/register", t->server->bootstrap().agent_token,
+                  json{{"name", "parked"}, {"address", "127.0.0.1"}, {"cpu_slots", 64}}.dump());
+  if (!reg || reg->status != 200) return common::Internal("register failed");
+  const int64_t node = json::parse(reg->body).value("node_id", int64_t{0});
+  auto drain = Call(port, "POST", "/v1/nodes/" + std::to_string(node) + "/drain", admin, "");
+  if (!drain || drain->status != 200) return common::Internal("drain failed");
+
+  auto tok =
+      Call(port, "POST", "/v1/tokens", admin, json{{"role", "member"}, {"name", "bench"}}.dump());
+  if (!tok || tok->status != 201) return common::Internal("token failed");
+  const json tj = json::parse(tok->body);
+  t->token = tj.value("token", "");
+  if (guarded && o.guarded_quota) {
+    const std::string tenant = std::to_string(tj.value("tenant_id", int64_t{0}));
+    auto patch =
+        Call(port, "PATCH", "/v1/tenants/" + tenant, admin,
+             json{{"quota", {{"pending_jobs", 1'000'000'000}}}}.dump(), {{"If-Match", "*"}});
+    if (!patch || patch->status != 200) {
+      return common::Internal("quota failed: " + (patch ? patch->body : std::string("no answer")));
+    }
+  }
+  return common::Status::Ok();
+}
+
+// One round: `clients` threads submit back to back for `seconds`. Returns submissions/s.
+double Round(const Options& o, double seconds, bool timed, int64_t postmaster, Target* t) {
+  const std::string body = json{{"name", "bench"},
+                                {"kind", "command"},
+                                {"command", {"true"}},
+                                {"resources", {{"nodes", 1}, {"ranks_per_node", 64}}}}
+                               .dump();
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> lat(o.clients);
+  std::vector<int64_t> ok(o.clients, 0), bad(o.clients, 0);
+  std::mutex mu;
+  std::string first_failure;
+  std::vector<std::thread> threads;
+  const Cpu cpu0 = SampleCpu(postmaster);
+  const double start = common::MonotonicSeconds();
+  for (int c = 0; c < o.clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli("127.0.0.1", t->server->port());
+      cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);
+      const httplib::Headers h = {{"Authorization", "Bearer " + t->token}};
+      while (!stop.load(std::memory_order_relaxed)) {
+        const double t0 = common::MonotonicSeconds();
+        auto res = cli.Post("/v1/jobs", h, body, "application/json");
+        const double dt = common::MonotonicSeconds() - t0;
+        if (res && res->status == 201) {
+          ++ok[c];
+          lat[c].push_back(dt);
+        } else {
+          ++bad[c];
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_failure.empty()) {
+            first_failure = res ? std::to_string(res->status) + " " + res->body
+                                : "no answer: " + httplib::to_string(res.error());
+          }
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& th : threads) th.join();
+  const double elapsed = common::MonotonicSeconds() - start;
+  const Cpu cpu1 = SampleCpu(postmaster);
+  int64_t n = 0;
+  for (int c = 0; c < o.clients; ++c) {
+    n += ok[c];
+    if (timed) {
+      t->latencies_s.insert(t->latencies_s.end(), lat[c].begin(), lat[c].end());
+      t->failed += bad[c];
+    }
+  }
+  if (timed && t->first_failure.empty()) t->first_failure = first_failure;
+  if (timed) {
+    t->submitted += n;
+    t->busy_s += elapsed;
+    t->cpu.self_s += cpu1.self_s - cpu0.self_s;
+    t->cpu.pg_s += cpu1.pg_s - cpu0.pg_s;
+  }
+  return n / elapsed;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Submissions/s through embody-server: audit, rate limit and quota on vs off"};
+  app.add_option("--clients", o.clients, "concurrent clients")->check(CLI::Range(1, 256));
+  app.add_option("--seconds", o.seconds, "length of one timed round")->check(CLI::PositiveNumber);
+  app.add_option("--pairs", o.pairs, "ABBA pairs of timed rounds per server")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--warmup", o.warmup, "seconds of untimed load per server first");
+  app.add_option("--scheduler-period-ms", o.scheduler_period_ms, "scheduler pass period")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rate-limit-per-s", o.rate_limit_per_s, "the guarded server's rate limit")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--guarded-audit", o.guarded_audit, "the guarded server writes audit rows");
+  app.add_option("--guarded-rate-limit", o.guarded_rate_limit, "the guarded server rate-limits");
+  app.add_option("--guarded-quota", o.guarded_quota, "the guarded tenant has a pending quota");
+  CLI11_PARSE(app, argc, argv);
+
+  embody::testing::PgCluster pg;
+  if (common::Status st = pg.Start(); !st.ok()) return Fail(st.ToString());
+  std::string tmpl = "/tmp/embody-submit-bench-XXXXXX";
+  const std::string dir = mkdtemp(tmpl.data());
+  // The servers log every request, as in production, to a file rather than over this output.
+  const std::string log_path = dir + "/server.log";
+  const int saved_stderr = dup(STDERR_FILENO);
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(log_fd, STDERR_FILENO);
+
+  Target guarded, bare;
+  common::Status st = Start(pg, dir, o, true, &guarded);
+  if (st.ok()) st = Start(pg, dir, o, false, &bare);
+  dup2(saved_stderr, STDERR_FILENO);  // our own messages
+  if (!st.ok()) return Fail(st.ToString());
+  dup2(log_fd, STDERR_FILENO);
+
+  std::printf(
+      "submit_bench: %d clients, %.1f s rounds, %d ABBA pairs, %u CPUs; guarded: audit %d,"
+      " rate limit %d, quota %d; server log %s\n",
+      o.clients, o.seconds, o.pairs, std::thread::hardware_concurrency(), o.guarded_audit,
+      o.guarded_rate_limit, o.guarded_quota, log_path.c_str());
+  int64_t postmaster = -1;
+  {
+    std::ifstream pid_file(pg.dir() + "/pgdata/postmaster.pid");
+    pid_file >> postmaster;
+  }
+  if (postmaster <= 0) return Fail("no postmaster.pid under " + pg.dir());
+  Round(o, o.warmup, false, postmaster, &guarded);
+  Round(o, o.warmup, false, postmaster, &bare);
+  std::vector<double> ratios;
+  for (int p = 0; p < o.pairs; ++p) {
+    // ABBA: guarded first in even pairs, bare first in odd ones.
+    Target* first = p % 2 == 0 ? &guarded : &bare;
+    Target* second = p % 2 == 0 ? &bare : &guarded;
+    const double a = Round(o, o.seconds, true, postmaster, first);
+    const double b = Round(o, o.seconds, true, postmaster, second);
+    const double g = first == &guarded ? a : b;
+    const double r = first == &guarded ? b : a;
+    ratios.push_back(g / r);
+    std::printf("pair %d: guarded %.0f/s, bare %.0f/s, ratio %.3f\n", p + 1, g, r, g / r);
+    std::fflush(stdout);
+  }
+
+  auto report = [&](const Target& t) {
+    const double rate = t.submitted / t.busy_s;
+    std::printf(
+        "%-8s %6.0f submissions/s  p50 %6.2f ms  p99 %6.2f ms  CPU/submission: "
+        "%.3f ms here + %.3f ms PostgreSQL  (%lld jobs, %lld failed)\n",
+        t.name.c_str(), rate, 1e3 * Percentile(t.latencies_s, 0.5),
+        1e3 * Percentile(t.latencies_s, 0.99), 1e3 * t.cpu.self_s / t.submitted,
+        1e3 * t.cpu.pg_s / t.submitted, static_cast<long long>(t.submitted),
+        static_cast<long long>(t.failed));
+    if (!t.first_failure.empty()) std::printf("  first failure: %s\n", t.first_failure.c_str());
+    return rate;
+  };
+  const double g = report(guarded);
+  const double b = report(bare);
+  auto cpu_per = [](const Target& t) { return (t.cpu.self_s + t.cpu.pg_s) / t.submitted; };
+  const double cpu_ratio = cpu_per(guarded) / cpu_per(bare);
+  std::sort(ratios.begin(), ratios.end());
+  const double ratio = g / b;
+  const double median_pair = ratios[ratios.size() / 2];
+  std::printf("guarded / bare throughput: %.3f (pairs %.3f..%.3f, median %.3f); goal >= 0.90: %s\n",
+              ratio, ratios.front(), ratios.back(), median_pair, ratio >= 0.9 ? "met" : "NOT met");
+  std::printf("CPU per submission (this process + PostgreSQL), guarded / bare: %.3f\n", cpu_ratio);
+  json line = {{"bench", "submit_bench"},
+               {"clients", o.clients},
+               {"seconds_per_round", o.seconds},
+               {"pairs", o.pairs},
+               {"cpus", static_cast<int>(std::thread::hardware_concurrency())},
+               {"guarded_per_s", g},
+               {"bare_per_s", b},
+               {"ratio", ratio},
+               {"median_pair_ratio", median_pair},
+               {"guarded_p50_ms", 1e3 * Percentile(guarded.latencies_s, 0.5)},
+               {"guarded_p99_ms", 1e3 * Percentile(guarded.latencies_s, 0.99)},
+               {"bare_p50_ms", 1e3 * Percentile(bare.latencies_s, 0.5)},
+               {"bare_p99_ms", 1e3 * Percentile(bare.latencies_s, 0.99)},
+               {"guarded_cpu_ms", 1e3 * cpu_per(guarded)},
+               {"bare_cpu_ms", 1e3 * cpu_per(bare)},
+               {"cpu_ratio", cpu_ratio},
+               {"guarded_audit", o.guarded_audit},
+               {"guarded_rate_limit", o.guarded_rate_limit},
+               {"guarded_quota", o.guarded_quota},
+               {"failed", guarded.failed + bare.failed}};
+  std::printf("%s\n", line.dump().c_str());
+  std::fflush(stdout);
+  guarded.server.reset();
+  bare.server.reset();
+  dup2(saved_stderr, STDERR_FILENO);
+  close(log_fd);
+  std::filesystem::remove_all(dir);
+  return guarded.failed + bare.failed == 0 ? 0 : 1;
+}
