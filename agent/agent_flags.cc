@@ -84,9 +84,9 @@ common::Result<std::string> ParseMetricsTokenFile(const std::string& contents) {
     return InvalidArgument("metrics token file holds more than one word", "metrics-token-file");
   }
   if (text.size() < kMinMetricsTokenLength) {
-    return InvalidArgument("metrics token is shorter than " +
-                               std::to_string(kMinMetricsTokenLength) + " characters",
-                           "metrics-token-file");
+    return InvalidArgument(
+        "metrics token is shorter than " + std::to_string(kMinMetricsTokenLength) + " characters",
+        "metrics-token-file");
   }
   return text;
 }

@@ -154,9 +154,9 @@ TEST(AgentMetricsTest, AnyoneGetsThePublicSetOnly) {
   m.ObserveStep(7, "acme-private", json{{"step", 3}, {"loss", 0.5}, {"tokens_per_s", 100}});
 
   std::string anyone = m.Serialize(MetricsAudience::kAnyone);
-  for (const char* s : {"embody_agent_heartbeats_total 1", "embody_node_cpu_slots 8",
-                        "embody_agent_jobs_running 2", "embody_agent_job_series_dropped_total 0",
-                        R"(embody_test_value{k="v"} 2.5)"}) {
+  for (const char* s :
+       {"embody_agent_heartbeats_total 1", "embody_node_cpu_slots 8", "embody_agent_jobs_running 2",
+        "embody_agent_job_series_dropped_total 0", R"(embody_test_value{k="v"} 2.5)"}) {
     EXPECT_TRUE(Has(anyone, s)) << s << "\n" << anyone;
   }
   for (const char* s : {"job=", "tenant=", "acme-private", "globex-private", "embody_job_"}) {

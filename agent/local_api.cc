@@ -102,12 +102,11 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                   res.status = r.http_status;
                   res.set_content(r.body, "application/json");
                 }));
-  server_->Get("/metrics",
-               Routed("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-                 MetricsAudience audience =
-                     MetricsAudienceFor(req.get_header_value("Authorization"));
-                 res.set_content(metrics_->Serialize(audience), "text/plain; version=0.0.4");
-               }));
+  server_->Get(
+      "/metrics", Routed("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+        MetricsAudience audience = MetricsAudienceFor(req.get_header_value("Authorization"));
+        res.set_content(metrics_->Serialize(audience), "text/plain; version=0.0.4");
+      }));
   server_->Get("/healthz", Routed("/healthz", [](const httplib::Request&, httplib::Response& res) {
                  res.set_content("ok\n", "text/plain");
                }));

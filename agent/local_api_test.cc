@@ -134,10 +134,14 @@ TEST_F(LocalApiTest, PerJobSeriesOnlyWithTheScrapeSecret) {
   metrics_.SetNode(8, 0);
   ASSERT_EQ(Post(7, "secret-7", R"({"type":"step","step":4,"loss":0.25})")->status, 202);
   const std::string secret = kScrapeSecret;
-  const std::vector<std::string> refused = {
-      "", "Bearer wrong-secret-0123456789abcdef", "Bearer " + secret + "x",
-      "Bearer " + secret.substr(0, secret.size() - 1), "Bearer ", "Basic " + secret, secret,
-      "Bearer secret-7"};
+  const std::vector<std::string> refused = {"",
+                                            "Bearer wrong-secret-0123456789abcdef",
+                                            "Bearer " + secret + "x",
+                                            "Bearer " + secret.substr(0, secret.size() - 1),
+                                            "Bearer ",
+                                            "Basic " + secret,
+                                            secret,
+                                            "Bearer secret-7"};
   for (const std::string& authorization : refused) {
     auto m = Scrape(authorization);
     ASSERT_TRUE(m) << authorization;
