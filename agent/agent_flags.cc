@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/crypto.h"
 #include "common/file_util.h"
 
 namespace agent {
@@ -54,7 +55,8 @@ std::string AgentUsage() {
          "                    [--kill-grace-ms 5000] [--nvml-library PATH] [--verbose]\n"
          "                    [--job-uid-base 200000] [--job-uid-count 65536]\n"
          "                    [--run-jobs-as-agent] [--job-max-processes 4096]\n"
-         "                    [--job-max-open-files 65536] [--no-cgroups] [--job-path PATH]\n";
+         "                    [--job-max-open-files 65536] [--no-cgroups] [--job-path PATH]\n"
+         "                    [--metrics-token-file FILE]\n";
 }
 
 common::Result<std::string> ParseTokenFile(const std::string& contents) {
@@ -71,6 +73,20 @@ common::Result<std::string> ParseTokenFile(const std::string& contents) {
   if (text.empty()) return InvalidArgument("token file is empty", "token-file");
   if (text.find_first_of(" \t\r\n") != std::string::npos) {
     return InvalidArgument("token file holds more than one word", "token-file");
+  }
+  return text;
+}
+
+common::Result<std::string> ParseMetricsTokenFile(const std::string& contents) {
+  std::string text = Trim(contents);
+  if (text.empty()) return InvalidArgument("metrics token file is empty", "metrics-token-file");
+  if (text.find_first_of(" \t\r\n") != std::string::npos) {
+    return InvalidArgument("metrics token file holds more than one word", "metrics-token-file");
+  }
+  if (text.size() < kMinMetricsTokenLength) {
+    return InvalidArgument(
+        "metrics token is shorter than " + std::to_string(kMinMetricsTokenLength) + " characters",
+        "metrics-token-file");
   }
   return text;
 }
@@ -131,6 +147,7 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
          return ParseInt("job-max-open-files", v, 64, 1 << 24, &c.job_max_open_files);
        }},
       {"job-path", str(&c.job_path)},
+      {"metrics-token-file", str(&c.metrics_token_file)},
       {"kill-grace-ms",
        [&c](const std::string& v) {
          int ms = 0;
@@ -183,6 +200,20 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
     c.token = *token;
   }
   if (c.token.empty()) return InvalidArgument("--token or --token-file is required", "token");
+  if (!c.metrics_token_file.empty()) {
+    auto contents = common::ReadFile(c.metrics_token_file);
+    if (!contents.ok()) {
+      return InvalidArgument("cannot read " + c.metrics_token_file, "metrics-token-file");
+    }
+    auto secret = ParseMetricsTokenFile(*contents);
+    if (!secret.ok()) return secret.status();
+    // Prometheus sends the scrape secret to every agent: it must never be the join token.
+    if (*secret == c.token) {
+      return InvalidArgument("the metrics token must differ from the agent's token",
+                             "metrics-token-file");
+    }
+    c.metrics_token_sha256 = common::Sha256Hex(*secret);
+  }
   if (c.job_uid_base + c.job_uid_count > 2000000000LL) {
     return InvalidArgument("--job-uid-base + --job-uid-count must stay below 2000000000",
                            "job-uid-count");

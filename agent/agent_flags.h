@@ -33,6 +33,10 @@ struct AgentConfig {
   int job_max_open_files = 65536;     // --job-max-open-files: RLIMIT_NOFILE
   bool no_cgroups = false;            // --no-cgroups: rlimits only
   std::string job_path = "/usr/local/bin:/usr/bin:/bin";  // --job-path: PATH of every job
+  // --metrics-token-file: the scrape secret shared with Prometheus, kept only as its hex SHA-256
+  // (empty: none, and /metrics serves the public series only; local_api.h).
+  std::string metrics_token_sha256;
+  std::string metrics_token_file;  // the file it was read from, for the start-up checks
 };
 
 // `args` excludes argv[0]. Accepts "--flag value" and "--flag=value". Returns invalid_argument
@@ -43,6 +47,12 @@ std::string AgentUsage();
 // A token file holds the token alone (surrounding whitespace ignored) or the server's bootstrap
 // JSON, {"agent_token": "..."}.
 common::Result<std::string> ParseTokenFile(const std::string& contents);
+
+// A metrics token file holds the scrape secret alone, one word of at least
+// kMinMetricsTokenLength characters (surrounding whitespace ignored): a short one could be
+// guessed by a job trying it against the agent's port.
+inline constexpr size_t kMinMetricsTokenLength = 16;
+common::Result<std::string> ParseMetricsTokenFile(const std::string& contents);
 
 // "embody-engine" in the directory of the running executable (/proc/self/exe).
 std::string DefaultEnginePath();

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "common/file_util.h"
 
 namespace agent {
@@ -106,6 +107,38 @@ TEST(AgentFlagsTest, Errors) {
   auto missing = ParseAgentFlags({"--server"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().field(), "server");
+}
+
+TEST(AgentFlagsTest, MetricsTokenFileIsKeptOnlyAsItsDigest) {
+  char dir[] = "/tmp/agent_flags_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d(dir);
+  auto parse = [&](const std::string& contents) {
+    EXPECT_TRUE(common::WriteFileAtomic(d + "/metrics.token", contents).ok());
+    return ParseAgentFlags({"--server", "http://s", "--token", "join-token-0123456789",
+                            "--data-dir", "d", "--metrics-token-file", d + "/metrics.token"});
+  };
+  auto c = parse("  scrape-secret-0123456789\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->metrics_token_sha256, common::Sha256Hex("scrape-secret-0123456789"));
+  EXPECT_EQ(c->metrics_token_file, d + "/metrics.token");
+
+  // Without the flag there is no secret: every scrape gets the public series only.
+  auto none = ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->metrics_token_sha256.empty());
+
+  for (const char* bad : {"", " \n", "two words-0123456789", "short-secret",
+                          R"({"admin_token": "0123456789abcdef0123"})", "join-token-0123456789"}) {
+    auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().field(), "metrics-token-file") << bad;
+  }
+  auto missing = ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d",
+                                  "--metrics-token-file", d + "/none"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().field(), "metrics-token-file");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -110,9 +110,14 @@ void AgentMetrics::RemoveJob(int64_t job_id) {
   jobs_.erase(job_id);
 }
 
-void AgentMetrics::AddCollector(const prometheus::Collectable* collector) {
+void AgentMetrics::AddNodeCollector(const prometheus::Collectable* collector) {
   std::lock_guard<std::mutex> lock(mu_);
-  collectors_.push_back(collector);
+  node_collectors_.push_back(collector);
+}
+
+void AgentMetrics::AddJobCollector(const prometheus::Collectable* collector) {
+  std::lock_guard<std::mutex> lock(mu_);
+  job_collectors_.push_back(collector);
 }
 
 std::vector<prometheus::MetricFamily> AgentMetrics::JobFamilies() const {
@@ -140,13 +145,17 @@ std::vector<prometheus::MetricFamily> AgentMetrics::JobFamilies() const {
   return out;
 }
 
-std::string AgentMetrics::Serialize() const {
+std::string AgentMetrics::Serialize(MetricsAudience audience) const {
+  const bool per_job = audience == MetricsAudience::kScraper;
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::vector<const prometheus::Collectable*> collectors;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& f : JobFamilies()) families.push_back(std::move(f));
-    collectors = collectors_;
+    collectors = node_collectors_;
+    if (per_job) {
+      for (auto& f : JobFamilies()) families.push_back(std::move(f));
+      collectors.insert(collectors.end(), job_collectors_.begin(), job_collectors_.end());
+    }
   }
   // Outside the lock: collectors read /proc and NVML, which can take milliseconds.
   for (const auto* c : collectors) {

@@ -2,6 +2,12 @@
 // the latest `step` event of each job (labels `job` and `tenant`; removed when the job ends).
 // Thread-safe; Serialize() renders the text exposition format for GET /metrics.
 //
+// Two sets, kept apart by construction rather than by filtering text: the public set (the
+// agent's health counters, and node and GPU collectors) names no job and no tenant and is served
+// to anyone, since every job on the node can reach the agent's port; the per-job set (step
+// series and job collectors) names jobs and tenants and is served only to the scraper holding
+// the cluster's metrics secret (local_api.h), so one tenant's job cannot list another's.
+//
 // Every numeric top-level field of a step event becomes a gauge named by NameJobSeries
 // (job_series.h), so a job's further series appear without code changes; `step` also feeds
 // embody_job_steps_total. A job gets at most kMaxSeriesPerJob names besides embody_job_step
@@ -9,7 +15,8 @@
 // names are refused, are counted in embody_agent_job_series_dropped_total and not exported, so a
 // buggy job cannot blow up the cardinality Prometheus stores.
 //
-// Collectors added with AddCollector (node, GPUs, job processes) are read at each Serialize().
+// Collectors added with AddNodeCollector (node, GPUs) and AddJobCollector (job processes) are
+// read at each Serialize() that serves them.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +35,12 @@
 
 namespace agent {
 
+// Who a scrape is served to.
+enum class MetricsAudience {
+  kAnyone,   // the public set only: series that name no job and no tenant
+  kScraper,  // the holder of the metrics secret: the public set and the per-job set
+};
+
 class AgentMetrics {
  public:
   static constexpr size_t kMaxSeriesPerJob = 64;
@@ -45,9 +58,12 @@ class AgentMetrics {
   void RemoveJob(int64_t job_id);
 
   // `collector` must outlive every later Serialize() call; its families are appended as they are.
-  void AddCollector(const prometheus::Collectable* collector);
+  // A node collector's families go to anyone and must name no job and no tenant; a job
+  // collector's go to the scraper only.
+  void AddNodeCollector(const prometheus::Collectable* collector);
+  void AddJobCollector(const prometheus::Collectable* collector);
 
-  std::string Serialize() const;
+  std::string Serialize(MetricsAudience audience) const;
 
  private:
   struct JobSteps {
@@ -59,7 +75,7 @@ class AgentMetrics {
 
   std::vector<prometheus::MetricFamily> JobFamilies() const;  // mu_ held
 
-  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<prometheus::Registry> registry_;  // public: the agent's own health
   prometheus::Counter& heartbeats_;
   prometheus::Counter& heartbeat_failures_;
   prometheus::Gauge& cpu_slots_;
@@ -71,7 +87,8 @@ class AgentMetrics {
   mutable std::mutex mu_;  // guards everything below
   uint64_t events_dropped_seen_ = 0;
   std::map<int64_t, JobSteps> jobs_;
-  std::vector<const prometheus::Collectable*> collectors_;
+  std::vector<const prometheus::Collectable*> node_collectors_;
+  std::vector<const prometheus::Collectable*> job_collectors_;
 };
 
 }  // namespace agent

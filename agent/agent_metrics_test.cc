@@ -38,7 +38,7 @@ TEST(AgentMetricsTest, EveryNumericStepFieldBecomesAJobGauge) {
                      {"note", "text is not a series"},
                      {"ok", true},
                      {"phases", {{"x", 1}}}});
-  std::string text = m.Serialize();
+  std::string text = m.Serialize(MetricsAudience::kScraper);
   const std::string l = R"({job="3",tenant="acme"} )";
   for (const std::string& line :
        {"embody_job_step" + l + "12", "embody_job_target_steps" + l + "100",
@@ -64,7 +64,7 @@ TEST(AgentMetricsTest, EveryNumericStepFieldBecomesAJobGauge) {
 
   // Later events update the values; fields a later event leaves out keep their last value.
   m.ObserveStep(3, "acme", json{{"step", 13}, {"loss", 0.5}});
-  text = m.Serialize();
+  text = m.Serialize(MetricsAudience::kScraper);
   EXPECT_TRUE(Has(text, "embody_job_loss" + l + "0.5"));
   EXPECT_TRUE(Has(text, "embody_job_steps_total" + l + "13"));
   EXPECT_TRUE(Has(text, "embody_job_mfu_ratio" + l + "0.42"));
@@ -78,7 +78,7 @@ TEST(AgentMetricsTest, SeriesNamesPerJobAreBoundedAndDropsCounted) {
   }
   step["steps_total"] = 5;  // refused name: counted too
   m.ObserveStep(1, "t", step);
-  std::string text = m.Serialize();
+  std::string text = m.Serialize(MetricsAudience::kScraper);
   size_t gauges = 0;
   for (size_t at = text.find("{job=\"1\""); at != std::string::npos;
        at = text.find("{job=\"1\"", at + 1)) {
@@ -94,7 +94,7 @@ TEST(AgentMetricsTest, SeriesNamesPerJobAreBoundedAndDropsCounted) {
   step = json{{"field_1000", 42.0}, {"field_1073", 1.0}};
   m.ObserveStep(1, "t", step);
   m.ObserveStep(2, "t", json{{"loss", 1}});
-  text = m.Serialize();
+  text = m.Serialize(MetricsAudience::kScraper);
   EXPECT_TRUE(Has(text, R"(embody_job_field_1000{job="1",tenant="t"} 42)"));
   EXPECT_FALSE(Has(text, "embody_job_field_1073"));
   EXPECT_TRUE(Has(text, R"(embody_job_loss{job="2",tenant="t"} 1)"));
@@ -106,11 +106,11 @@ TEST(AgentMetricsTest, RemoveJobDropsAllItsSeries) {
   m.ObserveStep(7, "a", json{{"step", 1}, {"loss", 2}, {"custom_thing", 3}});
   m.ObserveStep(8, "b", json{{"step", 4}, {"custom_thing", 5}});
   m.RemoveJob(7);
-  std::string text = m.Serialize();
+  std::string text = m.Serialize(MetricsAudience::kScraper);
   EXPECT_FALSE(Has(text, R"(job="7")")) << text;
   EXPECT_TRUE(Has(text, R"(embody_job_custom_thing{job="8",tenant="b"} 5)"));
   m.RemoveJob(8);
-  text = m.Serialize();
+  text = m.Serialize(MetricsAudience::kScraper);
   EXPECT_FALSE(Has(text, "embody_job_")) << text;  // no empty families left behind either
 }
 
@@ -123,11 +123,53 @@ class FixedCollector : public prometheus::Collectable {
   }
 };
 
+class JobCollector : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    auto f = MakeFamily("embody_job_process_test", "test", prometheus::MetricType::Gauge);
+    AddSample(f, {{"job", "9"}, {"tenant", "globex-private"}}, 1);
+    return {f};
+  }
+};
+
 TEST(AgentMetricsTest, CollectorsAreReadAtEachScrape) {
   AgentMetrics m;
   FixedCollector c;
-  m.AddCollector(&c);
-  EXPECT_TRUE(Has(m.Serialize(), R"(embody_test_value{k="v"} 2.5)"));
+  m.AddNodeCollector(&c);
+  EXPECT_TRUE(Has(m.Serialize(MetricsAudience::kScraper), R"(embody_test_value{k="v"} 2.5)"));
+  EXPECT_TRUE(Has(m.Serialize(MetricsAudience::kAnyone), R"(embody_test_value{k="v"} 2.5)"));
+}
+
+// What any job on the node can read: the agent's and the node's series, and nothing that names
+// a job or a tenant; the scraper with the secret gets those too.
+TEST(AgentMetricsTest, AnyoneGetsThePublicSetOnly) {
+  AgentMetrics m;
+  FixedCollector node;
+  JobCollector jobs;
+  m.AddNodeCollector(&node);
+  m.AddJobCollector(&jobs);
+  m.SetNode(8, 0);
+  m.SetJobsRunning(2);
+  m.HeartbeatSucceeded();
+  m.ObserveStep(7, "acme-private", json{{"step", 3}, {"loss", 0.5}, {"tokens_per_s", 100}});
+
+  std::string anyone = m.Serialize(MetricsAudience::kAnyone);
+  for (const char* s :
+       {"embody_agent_heartbeats_total 1", "embody_node_cpu_slots 8", "embody_agent_jobs_running 2",
+        "embody_agent_job_series_dropped_total 0", R"(embody_test_value{k="v"} 2.5)"}) {
+    EXPECT_TRUE(Has(anyone, s)) << s << "\n" << anyone;
+  }
+  for (const char* s : {"job=", "tenant=", "acme-private", "globex-private", "embody_job_"}) {
+    EXPECT_FALSE(Has(anyone, s)) << s << "\n" << anyone;
+  }
+
+  std::string scraper = m.Serialize(MetricsAudience::kScraper);
+  for (const char* s : {R"(embody_job_loss{job="7",tenant="acme-private"} 0.5)",
+                        R"(embody_job_steps_total{job="7",tenant="acme-private"} 3)",
+                        R"(embody_job_process_test{job="9",tenant="globex-private"} 1)",
+                        "embody_node_cpu_slots 8", R"(embody_test_value{k="v"} 2.5)"}) {
+    EXPECT_TRUE(Has(scraper, s)) << s << "\n" << scraper;
+  }
 }
 
 }  // namespace

@@ -53,7 +53,7 @@ TEST(GpuCollectorTest, MetricsEndpointCarriesTheStandInsGpus) {
   GpuCollector gpus(nvml.get(), "node-a");
   AgentMetrics metrics;
   metrics.SetNode(4, 2);
-  metrics.AddCollector(&gpus);
+  metrics.AddNodeCollector(&gpus);
   EventQueue events;
   LocalApi api([](int64_t) { return std::nullopt; }, &events, &metrics);
   auto port = api.Start("127.0.0.1", 0);

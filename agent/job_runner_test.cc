@@ -112,7 +112,7 @@ TEST_F(JobRunnerTest, KillLeavesNoProcessBehind) {
   EXPECT_EQ(running[0].job_id, 12);
   EXPECT_EQ(running[0].tenant, "default");
   EXPECT_EQ(running[0].launcher_pid, mpirun);
-  NodeCollector collector([&] { return std::vector<JobRoot>{{12, "default", mpirun}}; });
+  JobProcessCollector collector([&] { return std::vector<JobRoot>{{12, "default", mpirun}}; });
   std::string metrics = prometheus::TextSerializer().Serialize(collector.Collect());
   const std::string kRss =
       "\nembody_job_process_resident_memory_bytes{job=\"12\",tenant=\"default\"} ";

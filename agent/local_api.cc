@@ -18,10 +18,21 @@ LocalReply Error(int http_status, const char* code, const std::string& message) 
   return {http_status, json{{"error", {{"code", code}, {"message", message}}}}.dump()};
 }
 
+// The credential of an `Authorization: Bearer <credential>` value; empty when it is not one.
+std::string BearerCredential(const std::string& authorization) {
+  const std::string kBearer = "Bearer ";
+  if (authorization.rfind(kBearer, 0) != 0) return "";
+  return authorization.substr(kBearer.size());
+}
+
 }  // namespace
 
-LocalApi::LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics)
-    : lookup_(std::move(lookup)), events_(events), metrics_(metrics) {}
+LocalApi::LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics,
+                   std::string metrics_token_sha256)
+    : lookup_(std::move(lookup)),
+      events_(events),
+      metrics_(metrics),
+      metrics_token_sha256_(std::move(metrics_token_sha256)) {}
 
 LocalApi::~LocalApi() { Stop(); }
 
@@ -30,9 +41,8 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
   auto job = lookup_(job_id);
   if (!job)
     return Error(404, "not_found", "job " + std::to_string(job_id) + " is not running here");
-  const std::string kBearer = "Bearer ";
-  if (authorization.rfind(kBearer, 0) != 0 ||
-      !common::ConstantTimeEquals(authorization.substr(kBearer.size()), job->token)) {
+  std::string token = BearerCredential(authorization);
+  if (token.empty() || !common::ConstantTimeEquals(token, job->token)) {
     return Error(401, "unauthenticated", "missing or wrong job token");
   }
   if (body.size() > kMaxBodyBytes) return Error(400, "invalid_argument", "body too large");
@@ -60,6 +70,18 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
   return {202, json{{"accepted", list.size()}}.dump()};
 }
 
+MetricsAudience LocalApi::MetricsAudienceFor(const std::string& authorization) const {
+  if (metrics_token_sha256_.empty()) return MetricsAudience::kAnyone;
+  std::string secret = BearerCredential(authorization);
+  // Digests of equal length, compared in constant time: the time taken says nothing of how much
+  // of a guess was right.
+  if (secret.empty() ||
+      !common::ConstantTimeEquals(common::Sha256Hex(secret), metrics_token_sha256_)) {
+    return MetricsAudience::kAnyone;
+  }
+  return MetricsAudience::kScraper;
+}
+
 common::Result<int> LocalApi::Start(const std::string& host, int port) {
   server_ = std::make_unique<httplib::Server>();
   // httplib writes a request's headers and body separately: without TCP_NODELAY on both ends,
@@ -80,10 +102,11 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                   res.status = r.http_status;
                   res.set_content(r.body, "application/json");
                 }));
-  server_->Get("/metrics",
-               Routed("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-                 res.set_content(metrics_->Serialize(), "text/plain; version=0.0.4");
-               }));
+  server_->Get(
+      "/metrics", Routed("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+        MetricsAudience audience = MetricsAudienceFor(req.get_header_value("Authorization"));
+        res.set_content(metrics_->Serialize(audience), "text/plain; version=0.0.4");
+      }));
   server_->Get("/healthz", Routed("/healthz", [](const httplib::Request&, httplib::Response& res) {
                  res.set_content("ok\n", "text/plain");
                }));

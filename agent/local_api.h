@@ -3,7 +3,10 @@
 //   POST /v1/local/jobs/{id}/events   Authorization: Bearer <EMBODY_JOB_TOKEN of job id>
 //        body {"events":[{...}, ...]} or one event object; each event needs a string "type".
 //        -> 202 {"accepted": N}; 401 wrong/missing token; 404 job not running here; 400 bad body.
-//   GET  /metrics                     Prometheus text format
+//   GET  /metrics                     Prometheus text format. With `Authorization: Bearer
+//        <metrics secret>` (--metrics-token-file) every series; otherwise (no header, a wrong
+//        secret, or an agent without one) only those that name no job and no tenant
+//        (agent_metrics.h). Never 401: the node's series stay public.
 //   GET  /healthz                     "ok"
 //
 // Every request carries an X-Request-Id back and is access-logged (request_log.h).
@@ -42,11 +45,16 @@ class LocalApi {
   static constexpr size_t kMaxBodyBytes = 1024 * 1024;
   static constexpr size_t kMaxEventsPerPost = 1000;
 
-  LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics);
+  // `metrics_token_sha256`: hex SHA-256 of the metrics secret; empty for an agent without one,
+  // which serves every scrape the public series only.
+  LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics,
+           std::string metrics_token_sha256 = "");
   ~LocalApi();
 
   // `authorization` is the raw header value.
   LocalReply PostEvents(int64_t job_id, const std::string& authorization, const std::string& body);
+  // Who a GET /metrics with this Authorization header value is served to.
+  MetricsAudience MetricsAudienceFor(const std::string& authorization) const;
 
   // Binds host:port (port 0: any free port) and serves on a background thread.
   common::Result<int> Start(const std::string& host, int port);
@@ -56,6 +64,7 @@ class LocalApi {
   JobLookup lookup_;
   EventQueue* events_;
   AgentMetrics* metrics_;
+  const std::string metrics_token_sha256_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

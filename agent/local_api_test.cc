@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include "agent/request_log.h"
+#include "common/crypto.h"
 
 namespace agent {
 namespace {
+
+constexpr const char* kScrapeSecret = "scrape-secret-0123456789abcdef";
 
 class LocalApiTest : public ::testing::Test {
  protected:
@@ -17,7 +20,7 @@ class LocalApiTest : public ::testing::Test {
           if (id == 7) return JobIdentity{"secret-7", "acme"};
           return std::nullopt;
         },
-        &events_, &metrics_);
+        &events_, &metrics_, common::Sha256Hex(kScrapeSecret));
     auto port = api_->Start("127.0.0.1", 0);
     ASSERT_TRUE(port.ok()) << port.status().ToString();
     client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
@@ -28,6 +31,12 @@ class LocalApiTest : public ::testing::Test {
     if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
     return client_->Post("/v1/local/jobs/" + std::to_string(job) + "/events", h, body,
                          "application/json");
+  }
+  // GET /metrics with `authorization` as the header value (none when empty).
+  httplib::Result Scrape(const std::string& authorization) {
+    httplib::Headers h;
+    if (!authorization.empty()) h.emplace("Authorization", authorization);
+    return client_->Get("/metrics", h);
   }
 
   EventQueue events_;
@@ -56,7 +65,7 @@ TEST_F(LocalApiTest, AcceptsEventsWithTheJobToken) {
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(events_.size(), 3u);
 
-  auto m = client_->Get("/metrics");
+  auto m = Scrape(std::string("Bearer ") + kScrapeSecret);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
   EXPECT_NE(m->body.find(R"(embody_job_loss{job="7",tenant="acme"} 0.25)"), std::string::npos)
@@ -65,7 +74,7 @@ TEST_F(LocalApiTest, AcceptsEventsWithTheJobToken) {
   EXPECT_NE(m->body.find(R"(embody_job_tokens_per_second{job="7",tenant="acme"} 1000)"),
             std::string::npos);
   metrics_.RemoveJob(7);
-  m = client_->Get("/metrics");
+  m = Scrape(std::string("Bearer ") + kScrapeSecret);
   EXPECT_EQ(m->body.find(R"(job="7")"), std::string::npos);
 }
 
@@ -116,6 +125,49 @@ TEST_F(LocalApiTest, HealthAndNodeMetrics) {
        {"embody_agent_heartbeats_total", "embody_agent_heartbeat_failures_total",
         "embody_node_cpu_slots 8", "embody_node_gpus 0", "embody_agent_jobs_running"}) {
     EXPECT_NE(m->body.find(name), std::string::npos) << name;
+  }
+}
+
+// A job on the node can reach this port: without the scrape secret it learns no job id and no
+// tenant, yet it is not refused (the node's series are public).
+TEST_F(LocalApiTest, PerJobSeriesOnlyWithTheScrapeSecret) {
+  metrics_.SetNode(8, 0);
+  ASSERT_EQ(Post(7, "secret-7", R"({"type":"step","step":4,"loss":0.25})")->status, 202);
+  const std::string secret = kScrapeSecret;
+  const std::vector<std::string> refused = {"",
+                                            "Bearer wrong-secret-0123456789abcdef",
+                                            "Bearer " + secret + "x",
+                                            "Bearer " + secret.substr(0, secret.size() - 1),
+                                            "Bearer ",
+                                            "Basic " + secret,
+                                            secret,
+                                            "Bearer secret-7"};
+  for (const std::string& authorization : refused) {
+    auto m = Scrape(authorization);
+    ASSERT_TRUE(m) << authorization;
+    EXPECT_EQ(m->status, 200) << authorization;
+    EXPECT_NE(m->body.find("embody_node_cpu_slots 8"), std::string::npos) << authorization;
+    for (const char* leak : {"job=", "tenant=", "acme", "embody_job_"}) {
+      EXPECT_EQ(m->body.find(leak), std::string::npos) << authorization << ": " << leak;
+    }
+    EXPECT_EQ(api_->MetricsAudienceFor(authorization), MetricsAudience::kAnyone) << authorization;
+  }
+  auto m = Scrape("Bearer " + secret);
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find(R"(embody_job_loss{job="7",tenant="acme"} 0.25)"), std::string::npos)
+      << m->body;
+  EXPECT_NE(m->body.find("embody_node_cpu_slots 8"), std::string::npos);
+  EXPECT_EQ(api_->MetricsAudienceFor("Bearer " + secret), MetricsAudience::kScraper);
+}
+
+TEST(LocalApiNoSecretTest, AnAgentWithoutAScrapeSecretServesThePublicSetToEveryone) {
+  EventQueue events;
+  AgentMetrics metrics;
+  LocalApi api([](int64_t) { return JobIdentity{"t", "acme"}; }, &events, &metrics);
+  metrics.ObserveStep(7, "acme", nlohmann::json{{"step", 1}});
+  for (const char* authorization :
+       {"", "Bearer ", "Bearer x", "Bearer scrape-secret-0123456789abcdef"}) {
+    EXPECT_EQ(api.MetricsAudienceFor(authorization), MetricsAudience::kAnyone) << authorization;
   }
 }
 

@@ -2,6 +2,7 @@
 // mpirun, ships their logs and events, and serves the job-local API and /metrics.
 // SIGTERM/SIGINT: stop heartbeating, kill the running jobs (whole trees), report, exit.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
   agent::RankLogs logs;
 
   std::atomic<agent::JobRunner*> runner_ptr{nullptr};
-  agent::NodeCollector node_collector([&runner_ptr] {
+  agent::NodeCollector node_collector;
+  agent::JobProcessCollector job_collector([&runner_ptr] {
     std::vector<agent::JobRoot> roots;
     if (agent::JobRunner* r = runner_ptr.load()) {
       for (const auto& job : r->RunningJobs()) {
@@ -139,14 +141,23 @@ int main(int argc, char** argv) {
     return roots;
   });
   agent::GpuCollector gpu_collector(nvml.get(), node.hostname);
-  metrics.AddCollector(&node_collector);
-  metrics.AddCollector(&gpu_collector);
+  metrics.AddNodeCollector(&node_collector);
+  metrics.AddNodeCollector(&gpu_collector);
+  metrics.AddJobCollector(&job_collector);
+  if (cfg.metrics_token_sha256.empty()) {
+    common::LogInfo("no --metrics-token-file: /metrics serves no per-job series");
+  } else if (struct stat st{}; ::stat(cfg.metrics_token_file.c_str(), &st) == 0 &&
+                               (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    // Jobs run as other uids: a file they can read hands them every tenant's series.
+    common::LogWarn("the metrics token file is readable by other users",
+                    {{"file", cfg.metrics_token_file}});
+  }
   agent::LocalApi local_api(
       [&runner_ptr](int64_t id) -> std::optional<agent::JobIdentity> {
         agent::JobRunner* r = runner_ptr.load();
         return r ? r->Identity(id) : std::nullopt;
       },
-      &events, &metrics);
+      &events, &metrics, cfg.metrics_token_sha256);
   auto port = local_api.Start(cfg.listen_host, cfg.listen_port);
   if (!port.ok()) return Fail(port.status().message());
   std::string port_text = std::to_string(*port);

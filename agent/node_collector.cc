@@ -80,11 +80,6 @@ ProcessUsage SumUsage(const std::vector<ProcessEntry>& table, const std::vector<
   return u;
 }
 
-NodeCollector::NodeCollector(JobRootsFn jobs)
-    : jobs_(std::move(jobs)),
-      ticks_per_second_(std::max(1L, ::sysconf(_SC_CLK_TCK))),
-      page_bytes_(std::max(1L, ::sysconf(_SC_PAGESIZE))) {}
-
 double NodeCollector::CpuRatio() const {
   auto text = common::ReadFile("/proc/stat");
   std::optional<CpuTimes> now = text.ok() ? ParseCpuTimes(*text) : std::nullopt;
@@ -119,7 +114,17 @@ std::vector<prometheus::MetricFamily> NodeCollector::Collect() const {
     AddSample(used, {}, static_cast<double>(mem->used_bytes));
     out.push_back(std::move(used));
   }
+  return out;
+}
 
+JobProcessCollector::JobProcessCollector(JobRootsFn jobs)
+    : jobs_(std::move(jobs)),
+      ticks_per_second_(std::max(1L, ::sysconf(_SC_CLK_TCK))),
+      page_bytes_(std::max(1L, ::sysconf(_SC_PAGESIZE))) {}
+
+std::vector<prometheus::MetricFamily> JobProcessCollector::Collect() const {
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> out;
   std::vector<JobRoot> roots = jobs_ ? jobs_() : std::vector<JobRoot>{};
   if (roots.empty()) return out;
   auto cpu_seconds = MakeFamily("embody_job_process_cpu_seconds_total",

@@ -1,8 +1,10 @@
 // Node and per-job process series, read from /proc each time Prometheus scrapes the agent:
 //
+//   NodeCollector (public: names no job and no tenant)
 //   embody_node_cpu_utilization_ratio      busy share of all CPUs since the previous reading
 //   embody_node_memory_total_bytes         MemTotal
 //   embody_node_memory_used_bytes          MemTotal - MemAvailable
+//   JobProcessCollector (for the scraper holding the metrics secret only: agent_metrics.h)
 //   embody_job_process_cpu_seconds_total   {job,tenant} CPU time of the job's process tree
 //   embody_job_process_resident_memory_bytes {job,tenant} summed RSS of the tree
 //
@@ -69,19 +71,26 @@ class NodeCollector : public prometheus::Collectable {
  public:
   static constexpr std::chrono::milliseconds kMinCpuInterval{1000};
 
-  explicit NodeCollector(JobRootsFn jobs);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   double CpuRatio() const;
 
-  const JobRootsFn jobs_;
-  const long ticks_per_second_;
-  const long page_bytes_;
   mutable std::mutex mu_;  // guards the CPU reading below
   mutable std::optional<CpuTimes> last_cpu_;
   mutable std::chrono::steady_clock::time_point last_cpu_at_;
   mutable double last_ratio_ = 0;
+};
+
+class JobProcessCollector : public prometheus::Collectable {
+ public:
+  explicit JobProcessCollector(JobRootsFn jobs);
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  const JobRootsFn jobs_;
+  const long ticks_per_second_;
+  const long page_bytes_;
 };
 
 }  // namespace agent

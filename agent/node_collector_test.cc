@@ -89,14 +89,15 @@ TEST(NodeCollectorTest, ReportsNodeAndJobProcessSeries) {
     ::pause();
     ::_exit(0);
   }
-  NodeCollector collector([leader] { return std::vector<JobRoot>{{42, "acme", leader}}; });
+  NodeCollector node;
+  JobProcessCollector jobs([leader] { return std::vector<JobRoot>{{42, "acme", leader}}; });
 
   std::string text;
   double cpu = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   const std::string kJob = R"({job="42",tenant="acme"})";
   while (std::chrono::steady_clock::now() < deadline) {
-    text = prometheus::TextSerializer().Serialize(collector.Collect());
+    text = prometheus::TextSerializer().Serialize(jobs.Collect());
     cpu = Value(text, "embody_job_process_cpu_seconds_total" + kJob);
     if (cpu >= 0.3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -109,6 +110,11 @@ TEST(NodeCollectorTest, ReportsNodeAndJobProcessSeries) {
   EXPECT_TRUE(Has(text, "# TYPE embody_job_process_cpu_seconds_total counter"));
   // Two processes of a forked test binary: at least a few hundred kB resident.
   EXPECT_GT(Value(text, "embody_job_process_resident_memory_bytes" + kJob), 100e3) << text;
+  EXPECT_FALSE(Has(text, "embody_node_")) << text;
+  // The node's series name no job: they are what anyone may scrape (agent_metrics.h).
+  text = prometheus::TextSerializer().Serialize(node.Collect());
+  EXPECT_FALSE(Has(text, "job=")) << text;
+  EXPECT_FALSE(Has(text, "acme")) << text;
   double ratio = Value(text, "embody_node_cpu_utilization_ratio");
   EXPECT_GE(ratio, 0.0) << text;
   EXPECT_LE(ratio, 1.0);
@@ -120,10 +126,8 @@ TEST(NodeCollectorTest, ReportsNodeAndJobProcessSeries) {
 }
 
 TEST(NodeCollectorTest, NoJobsNoJobSeries) {
-  NodeCollector collector([] { return std::vector<JobRoot>{}; });
-  std::string text = prometheus::TextSerializer().Serialize(collector.Collect());
-  EXPECT_TRUE(Has(text, "embody_node_cpu_utilization_ratio"));
-  EXPECT_FALSE(Has(text, "embody_job_process"));
+  JobProcessCollector collector([] { return std::vector<JobRoot>{}; });
+  EXPECT_TRUE(collector.Collect().empty());
 }
 
 }  // namespace

@@ -101,10 +101,20 @@ export EMBODY_TOKEN=$admin_token
 ENV
 chmod 600 "$EMBODY_HOME/env"
 
+# The scrape secret the agents serve their per-job series to (Prometheus holds the same file):
+# 256 random bits, kept across runs, readable by this user only (jobs run as other uids).
+metrics_token=$EMBODY_HOME/metrics.token
+if [ ! -s "$metrics_token" ]; then
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$metrics_token.tmp" &&
+    mv "$metrics_token.tmp" "$metrics_token")
+fi
+chmod 600 "$metrics_token"
+
 say "Starting two agents (node-a, node-b)"
 slots=$(( $(nproc) / 2 )); [ "$slots" -ge 1 ] || slots=1
 for node in node-a node-b; do
   nohup "$bin/embody-agent" --server "$url" --token-file "$EMBODY_HOME/bootstrap.json" \
+    --metrics-token-file "$metrics_token" \
     --name "$node" --data-dir "$EMBODY_HOME/agents/$node" --slots "$slots" \
     --address 127.0.0.1 >"$EMBODY_HOME/logs/agent-$node.log" 2>&1 &
   echo "agent-$node $!" >>"$pids_file"
@@ -138,6 +148,9 @@ cat <<MSG
   API:         $url
   admin token: $admin_token
   CLI:         $bin/embody ls   (reads $EMBODY_HOME/env)
+  Prometheus:  deploy/prometheus_config.sh --server $url \\
+                 --token-file $EMBODY_HOME/bootstrap.json \\
+                 --metrics-token-file $metrics_token --out $EMBODY_HOME/prometheus
   logs:        $EMBODY_HOME/logs/
   stop:        ./deploy/quickstart.sh stop
 MSG

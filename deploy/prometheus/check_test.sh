@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest `prometheus_config_check`: the shipped Prometheus files pass promtool.
 #   1. deploy/prometheus_config.sh renders deploy/prometheus.yml (raw token and bootstrap JSON)
-#      and `promtool check config` accepts the result, rules included;
+#      and `promtool check config` accepts the result, rules included; the agents are scraped
+#      with the scrape secret, never with the admin token;
 #   2. the unrendered template and bad arguments are refused;
 #   3. `promtool check rules` accepts alerts.yml and `promtool test rules` passes alerts_test.yml.
 # Usage: check_test.sh WORK_DIR. Exits 77 (ctest: skipped) when promtool is not installed.
@@ -20,13 +21,23 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # 1. Render for a raw token file, check it.
 printf 'sd-token-raw\n' >"$work/token"
+printf 'scrape-secret-0123456789' >"$work/metrics.token"
+m=(--metrics-token-file "$work/metrics.token")
 "$deploy/prometheus_config.sh" --server http://127.0.0.1:18080/ --token-file "$work/token" \
-  --out "$work/raw" >/dev/null
+  "${m[@]}" --out "$work/raw" >/dev/null
 promtool check config "$work/raw/prometheus.yml"
 grep -q 'url: http://127.0.0.1:18080/v1/prometheus/targets$' "$work/raw/prometheus.yml" ||
   fail "service discovery URL not rendered"
 grep -q "credentials_file: $work/token\$" "$work/raw/prometheus.yml" ||
   fail "credentials_file not rendered"
+# The server job sends the admin token; the agent job (everything after its name) the secret.
+agent_job=$(sed -n '/job_name: embody-agent/,$p' "$work/raw/prometheus.yml")
+server_job=$(sed -n '/job_name: embody-server/,/job_name: embody-agent/p' "$work/raw/prometheus.yml")
+[ "$(grep -c "credentials_file: $work/metrics.token\$" <<<"$agent_job")" = 1 ] ||
+  fail "the agent scrape job does not send the scrape secret"
+[ "$(grep -c "credentials_file: $work/token\$" <<<"$agent_job")" = 1 ] ||
+  fail "the agent scrape job sends the admin token for more than service discovery"
+! grep -q "metrics.token" <<<"$server_job" || fail "the server scrape job sends the scrape secret"
 ! grep -q '__EMBODY_' "$work/raw/prometheus.yml" || fail "placeholder left in the rendered file"
 cmp -s "$here/alerts.yml" "$work/raw/prometheus/alerts.yml" || fail "rules not copied"
 
@@ -34,7 +45,7 @@ cmp -s "$here/alerts.yml" "$work/raw/prometheus/alerts.yml" || fail "rules not c
 printf '{"admin_token": "adm-123", "agent_token": "agt-456", "tenant": "default"}\n' \
   >"$work/bootstrap.json"
 "$deploy/prometheus_config.sh" --server https://embody.example:443 \
-  --token-file "$work/bootstrap.json" --out "$work/json" >/dev/null
+  --token-file "$work/bootstrap.json" "${m[@]}" --out "$work/json" >/dev/null
 promtool check config "$work/json/prometheus.yml"
 [ "$(cat "$work/json/sd_token")" = "adm-123" ] || fail "admin_token not extracted"
 [ "$(stat -c %a "$work/json/sd_token")" = "600" ] || fail "sd_token is not mode 0600"
@@ -43,7 +54,7 @@ grep -q "credentials_file: $work/json/sd_token\$" "$work/json/prometheus.yml" ||
 
 # ...with the intervals overridden (what the real-Prometheus test does); defaults stay otherwise.
 "$deploy/prometheus_config.sh" --server http://127.0.0.1:18080 --token-file "$work/token" \
-  --out "$work/fast" --scrape-interval 1s --sd-refresh-interval 500ms >/dev/null
+  "${m[@]}" --out "$work/fast" --scrape-interval 1s --sd-refresh-interval 500ms >/dev/null
 promtool check config "$work/fast/prometheus.yml"
 [ "$(grep -c '^  scrape_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] || fail "scrape_interval"
 [ "$(grep -c '^  evaluation_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] ||
@@ -61,12 +72,20 @@ cp "$here/alerts.yml" "$work/template/prometheus/"
 if promtool check config "$work/template/prometheus.yml" >/dev/null 2>&1; then
   fail "promtool accepted the unrendered template: the check above proves nothing"
 fi
-for args in "--server 127.0.0.1:8080 --token-file $work/token --out $work/x" \
-            "--server http://h:1 --token-file $work/missing --out $work/x" \
-            "--server http://h:1 --out $work/x" \
-            "--server http://h:1 --token-file $work/token --out $work/x --scrape-interval 1" \
-            "--server http://h:1 --token-file $work/token --out $work/x --sd-refresh-interval 0s" \
-            "--server http://h:1 --token-file $work/token --out $work/x --scrape-interval"; do
+printf 'sd-token-raw' >"$work/same.token"
+printf 'two words\n' >"$work/two.token"
+mt="--metrics-token-file $work/metrics.token"
+for args in "--server 127.0.0.1:8080 --token-file $work/token $mt --out $work/x" \
+            "--server http://h:1 --token-file $work/missing $mt --out $work/x" \
+            "--server http://h:1 $mt --out $work/x" \
+            "--server http://h:1 --token-file $work/token --out $work/x" \
+            "--server http://h:1 --token-file $work/token --metrics-token-file $work/none --out $work/x" \
+            "--server http://h:1 --token-file $work/token --metrics-token-file $work/same.token --out $work/x" \
+            "--server http://h:1 --token-file $work/bootstrap.json --metrics-token-file $work/json/sd_token --out $work/x" \
+            "--server http://h:1 --token-file $work/token --metrics-token-file $work/two.token --out $work/x" \
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --scrape-interval 1" \
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --sd-refresh-interval 0s" \
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --scrape-interval"; do
   # shellcheck disable=SC2086
   if "$deploy/prometheus_config.sh" $args >/dev/null 2>&1; then fail "accepted: $args"; fi
 done

@@ -14,6 +14,8 @@
 
 #include <httplib.h>
 
+#include "common/crypto.h"
+#include "common/file_util.h"
 
 namespace embody_test {
 
@@ -121,15 +123,21 @@ bool LocalStack::Start() {
   // Job uids of this stack's own (stacks of tests running side by side never share one), the
   // same on every agent, as on nodes that share checkpoint storage.
   const std::string uid_base = std::to_string(200000 + (::getpid() % 5000) * 1000);
+  metrics_token_ = common::RandomToken();
+  if (common::Status st = common::WriteFileAtomic(metrics_token_file(), metrics_token_, 0600);
+      !st.ok()) {
+    std::fprintf(stderr, "cannot write the metrics token: %s\n", st.ToString().c_str());
+    return false;
+  }
   for (int i = 0; i < agents_; ++i) {
     std::string name = std::string("node-") + static_cast<char>('a' + i);
     agent_procs_.push_back(std::make_unique<ChildProcess>());
     common::Status st = agent_procs_.back()->Start(
-        std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file",
-                                 bootstrap, "--name", name, "--data-dir",
-                                 dir_ + "/agents/" + name, "--slots", std::to_string(slots_),
-                                 "--address", "127.0.0.1", "--job-uid-base", uid_base,
-                                 "--job-uid-count", "1000"},
+        std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file", bootstrap,
+                                 "--name", name, "--data-dir", dir_ + "/agents/" + name, "--slots",
+                                 std::to_string(slots_), "--address", "127.0.0.1", "--job-uid-base",
+                                 uid_base, "--job-uid-count", "1000", "--metrics-token-file",
+                                 metrics_token_file()},
         dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());
@@ -146,7 +154,8 @@ bool LocalStack::Start() {
     if (up == agents_) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  std::fprintf(stderr, "agents did not come up:\n%s\n", ReadAll(dir_ + "/agent-node-a.log").c_str());
+  std::fprintf(stderr, "agents did not come up:\n%s\n",
+               ReadAll(dir_ + "/agent-node-a.log").c_str());
   return false;
 }
 
@@ -163,9 +172,10 @@ HttpResult LocalStack::Get(const std::string& path) {
   return out;
 }
 
-HttpResult LocalStack::Post(const std::string& path, const std::string& body) {
+HttpResult LocalStack::Post(const std::string& path, const std::string& body,
+                            const std::string& token) {
   httplib::Client c(url_);
-  c.set_bearer_token_auth(admin_token_.c_str());
+  c.set_bearer_token_auth(token.empty() ? admin_token_.c_str() : token.c_str());
   c.set_read_timeout(30, 0);
   HttpResult out;
   auto res = c.Post(path.c_str(), body, "application/json");

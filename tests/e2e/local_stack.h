@@ -39,7 +39,8 @@ class LocalStack {
   bool Start();
 
   HttpResult Get(const std::string& path);
-  HttpResult Post(const std::string& path, const std::string& body);
+  // With the admin token, or with `token` where one is given.
+  HttpResult Post(const std::string& path, const std::string& body, const std::string& token = "");
   // Polls GET /v1/jobs/{id} until its state is one of `states` or `timeout_s` passes.
   nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states,
                               double timeout_s);
@@ -55,6 +56,10 @@ class LocalStack {
   const PgCluster& pg() const { return *pg_; }
   // The server's bootstrap JSON ({"admin_token", "agent_token", "tenant"}), mode 0600.
   std::string bootstrap_file() const { return dir_ + "/bootstrap.json"; }
+  // The agents' scrape secret (--metrics-token-file), random per stack, mode 0600: what
+  // Prometheus sends to read the agents' per-job series.
+  std::string metrics_token_file() const { return dir_ + "/metrics.token"; }
+  const std::string& metrics_token() const { return metrics_token_; }
   // Where each process writes its output (JSON log lines).
   std::string server_log() const { return dir_ + "/server.log"; }
   std::string agent_log(int i) const {
@@ -68,6 +73,7 @@ class LocalStack {
   std::string dir_;
   std::string url_;
   std::string admin_token_;
+  std::string metrics_token_;
   std::unique_ptr<PgCluster> pg_;
   std::unique_ptr<ChildProcess> server_;
   std::vector<std::unique_ptr<ChildProcess>> agent_procs_;

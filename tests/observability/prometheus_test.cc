@@ -1,9 +1,11 @@
 // A real Prometheus server against a running Embody stack: PostgreSQL + embody-server + two
 // agents (LocalStack), Prometheus configured by deploy/prometheus_config.sh from the shipped
 // deploy/prometheus.yml (intervals shortened to 1 s), targets found only through the server's
-// GET /v1/prometheus/targets. While a training job runs, Prometheus' HTTP API must show both
-// agents and the server discovered and up, the job's throughput under its job id, node series
-// for both nodes (labelled by discovery), and the server's request counter.
+// GET /v1/prometheus/targets. While a training job of a tenant of its own runs, Prometheus' HTTP
+// API must show both agents and the server discovered and up, the job's throughput under its job
+// id and tenant (Prometheus holds the agents' scrape secret), node series for both nodes
+// (labelled by discovery), and the server's request counter; and what a job on a node sees of its
+// agent's /metrics without the secret must name no job and no tenant.
 //
 // Skipped where /usr/bin/prometheus is not installed (Debian package `prometheus`).
 #include <unistd.h>
@@ -124,6 +126,21 @@ Observed Observe(PrometheusServer& prom, const std::string& job_id) {
   return o;
 }
 
+// GET http://<agent>/metrics with `authorization` as the header value (none when empty).
+std::string ScrapeAgent(const std::string& host_port, const std::string& authorization) {
+  httplib::Client c("http://" + host_port);
+  c.set_read_timeout(10, 0);
+  httplib::Headers h;
+  if (!authorization.empty()) h.emplace("Authorization", authorization);
+  auto r = c.Get("/metrics", h);
+  if (!r || r->status != 200) return "(no 200 from " + host_port + ")";
+  return r->body;
+}
+
+bool Has(const std::string& text, const std::string& s) {
+  return text.find(s) != std::string::npos;
+}
+
 TEST(PrometheusTest, ScrapesServerAndAgentsFoundThroughServiceDiscovery) {
   if (::access(kPrometheus, X_OK) != 0) {
     GTEST_SKIP() << kPrometheus << " is not installed (Debian package prometheus; "
@@ -136,13 +153,25 @@ TEST(PrometheusTest, ScrapesServerAndAgentsFoundThroughServiceDiscovery) {
   const std::string out = stack.dir() + "/prometheus";
   embody::testing::CommandResult rendered = embody::testing::RunCommand(
       {"bash", embody::testing::SourceDir() + "/deploy/prometheus_config.sh", "--server",
-       stack.url(), "--token-file", stack.bootstrap_file(), "--out", out, "--scrape-interval", "1s",
-       "--sd-refresh-interval", "1s"});
+       stack.url(), "--token-file", stack.bootstrap_file(), "--metrics-token-file",
+       stack.metrics_token_file(), "--out", out, "--scrape-interval", "1s", "--sd-refresh-interval",
+       "1s"});
   ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
 
   PrometheusServer prom;
   ASSERT_TRUE(prom.Start(out + "/prometheus.yml", out)) << "Prometheus did not become ready:\n"
                                                         << ReadFile(prom.log());
+
+  // The job belongs to a tenant whose name appears nowhere else in the stack.
+  const std::string tenant = "observed-tenant-" + std::to_string(::getpid());
+  HttpResult created = stack.Post("/v1/tenants", json{{"name", tenant}}.dump());
+  ASSERT_EQ(created.status, 201) << created.text;
+  HttpResult member = stack.Post(
+      "/v1/tokens",
+      json{{"tenant_id", created.body["id"]}, {"role", "member"}, {"name", "prometheus-test"}}
+          .dump());
+  ASSERT_EQ(member.status, 201) << member.text;
+  const std::string member_token = member.body.value("token", "");
 
   // Long enough (about 2 ms a step here) to be scraped many times; cancelled once seen.
   json spec = {{"name", "prometheus-e2e"},
@@ -152,7 +181,7 @@ TEST(PrometheusTest, ScrapesServerAndAgentsFoundThroughServiceDiscovery) {
                 {{"optim", {{"steps", 30000}, {"lr", 0.001}, {"warmup_steps", 5}}},
                  {"data", {{"rows_per_step", 64}}},
                  {"model", {{"d_model", 128}}}}}};
-  HttpResult submitted = stack.Post("/v1/jobs", spec.dump());
+  HttpResult submitted = stack.Post("/v1/jobs", spec.dump(), member_token);
   ASSERT_EQ(submitted.status, 201) << submitted.text;
   const std::string job_id = std::to_string(submitted.body["id"].get<int64_t>());
   json job = stack.WaitForState(std::stoll(job_id), {"RUNNING", "SUCCEEDED", "FAILED"}, 60);
@@ -176,8 +205,36 @@ TEST(PrometheusTest, ScrapesServerAndAgentsFoundThroughServiceDiscovery) {
   ASSERT_FALSE(seen.throughput.empty());
   const json& tps = seen.throughput[0];
   EXPECT_EQ(tps["metric"].value("job", ""), job_id);
-  EXPECT_EQ(tps["metric"].value("tenant", ""), "default");
+  EXPECT_EQ(tps["metric"].value("tenant", ""), tenant);
   EXPECT_GT(std::stod(tps["value"][1].get<std::string>()), 0.0);
+
+  // Each agent's /metrics as a job on its node reads it (no secret, or a guessed one): the node's
+  // series and nothing that names a job or a tenant. With the secret, the agent running the job
+  // names both.
+  HttpResult targets = stack.Get("/v1/prometheus/targets");
+  ASSERT_EQ(targets.status, 200) << targets.text;
+  int agents = 0, authorised_with_job = 0;
+  for (const auto& group : targets.body) {
+    if (group["labels"].value("role", "") != "agent") continue;
+    const std::string agent = group["targets"][0].get<std::string>();
+    ++agents;
+    for (const std::string& authorization :
+         {std::string(), "Bearer " + member_token, "Bearer " + stack.admin_token()}) {
+      std::string body = ScrapeAgent(agent, authorization);
+      EXPECT_TRUE(Has(body, "embody_node_cpu_utilization_ratio")) << agent << "\n" << body;
+      for (const std::string& leak : {std::string("job="), std::string("tenant="), tenant}) {
+        EXPECT_FALSE(Has(body, leak)) << agent << " leaks " << leak << "\n" << body;
+      }
+    }
+    std::string body = ScrapeAgent(agent, "Bearer " + stack.metrics_token());
+    EXPECT_TRUE(Has(body, "embody_node_cpu_utilization_ratio")) << agent << "\n" << body;
+    if (Has(body,
+            "embody_job_tokens_per_second{job=\"" + job_id + "\",tenant=\"" + tenant + "\"}")) {
+      ++authorised_with_job;
+    }
+  }
+  EXPECT_EQ(agents, 2) << targets.text;
+  EXPECT_EQ(authorised_with_job, 1) << "the job's agent with the scrape secret";
   // The server's series come from the server target: routes are patterns, never raw paths.
   bool heartbeat_route = false;
   for (const auto& s : seen.requests) {
