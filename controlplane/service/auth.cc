@@ -38,10 +38,17 @@ Result<BootstrapResult> Bootstrap(Database& db, int64_t now_ms) {
   TenantRecord t;
   t.name = r.tenant;
   EMBODY_ASSIGN_OR_RETURN(tenant_id, uow->tenants().CreateTenant(t, now_ms));
-  NewToken admin{common::Sha256Hex(r.admin_token), tenant_id, kClusterAdmin, "bootstrap admin"};
-  admin.now_ms = now_ms;
-  NewToken join{common::Sha256Hex(r.agent_token), tenant_id, kJoinRole, "cluster join"};
-  join.now_ms = now_ms;
+  auto token = [&](const std::string& secret, const char* role, const char* name) {
+    NewToken t;
+    t.sha256_hex = common::Sha256Hex(secret);
+    t.tenant_id = tenant_id;
+    t.role = role;
+    t.name = name;
+    t.now_ms = now_ms;
+    return t;
+  };
+  const NewToken admin = token(r.admin_token, kClusterAdmin, "bootstrap admin");
+  const NewToken join = token(r.agent_token, kJoinRole, "cluster join");
   EMBODY_ASSIGN_OR_RETURN(admin_id, uow->tenants().CreateToken(admin));
   EMBODY_ASSIGN_OR_RETURN(join_id, uow->tenants().CreateToken(join));
   (void)admin_id;
