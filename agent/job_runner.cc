@@ -241,7 +241,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     job->cgroup = std::move(*cg);
   }
 
-  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid);
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, launch.log_bytes);
   SpawnRequest req;
   req.argv = plan->argv;
   req.env = EnvironmentStrings(plan->env);
@@ -285,6 +285,15 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.hostfile_path, plan.hostfile));
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.command_path, plan.command));
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
+  // A new attempt on this node writes its logs afresh: what an earlier attempt wrote is on the
+  // server, and the launch says how many bytes (api::Command::log_bytes), which this attempt's
+  // bytes follow.
+  {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(LogDir(job->id), ec)) {
+      if (entry.is_regular_file(ec)) std::filesystem::remove(entry.path(), ec);
+    }
+  }
   const std::string checkpoints = options_.data_dir + "/checkpoints/job-" + std::to_string(job->id);
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(checkpoints));
   if (creds) return AdoptTree(checkpoints, *creds, uids_);

@@ -90,6 +90,11 @@ json ToJson(const HeartbeatResponse& r) {
       j["attempt"] = c.attempt;
       j["spec"] = c.spec;
       if (!c.resume_from.empty()) j["resume_from"] = c.resume_from;
+      if (!c.log_bytes.empty()) {
+        json bytes = json::object();
+        for (const auto& [rank, n] : c.log_bytes) bytes[std::to_string(rank)] = n;
+        j["log_bytes"] = bytes;
+      }
       j["hosts"] = json::array();
       for (const auto& h : c.hosts) {
         j["hosts"].push_back(
@@ -187,6 +192,16 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
         cmd.attempt = c.value("attempt", 0);
         cmd.spec = c.at("spec");
         cmd.resume_from = c.value("resume_from", "");
+        if (c.contains("log_bytes")) {
+          for (const auto& [rank, n] : c.at("log_bytes").items()) {
+            size_t used = 0;
+            const int r = std::stoi(rank, &used);
+            if (used != rank.size() || r < -1 || !n.is_number_integer() || n.get<int64_t>() < 0) {
+              return InvalidArgument("bad log_bytes", "log_bytes");
+            }
+            cmd.log_bytes[r] = n.get<int64_t>();
+          }
+        }
         for (const auto& h : c.at("hosts")) {
           cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
                                h.at("address").get<std::string>(), h.at("ranks").get<int>()});

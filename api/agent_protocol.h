@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,9 @@ struct Command {
   // The job's latest checkpoint when it has one (a restart after node loss): the engine resumes
   // from it. Empty for a first start.
   std::string resume_from;
+  // Bytes of each rank's log (-1: the launcher) the server already holds from earlier attempts:
+  // this attempt's log bytes continue after them. Empty for a first start.
+  std::map<int, int64_t> log_bytes;
 };
 
 struct HeartbeatResponse {

@@ -312,6 +312,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // A restarted job continues from where its last attempt got to.
       EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job->id));
       if (ckpt) c.resume_from = ckpt->path;
+      // An earlier attempt's log bytes stay; this attempt's continue after them.
+      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
+      for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
       EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, node_id));
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
