@@ -123,6 +123,7 @@ class PgTenantStore : public service::TenantStore {
       int64_t id, std::optional<int64_t> tenant_id) override;
   common::Status RevokeToken(int64_t id, int64_t now_ms) override;
   common::Status RevokeNodeTokens(int64_t node_id, int64_t now_ms) override;
+  common::Result<bool> HasLiveNodeToken(int64_t node_id, int64_t now_ms) override;
   common::Result<std::optional<service::TokenMatch>> FindToken(
       const std::string& sha256_hex) override;
 

@@ -193,6 +193,15 @@ Status PgTenantStore::RevokeToken(int64_t id, int64_t now_ms) {
                        {P(id), P(now_ms)}));
 }
 
+Result<bool> PgTenantStore::HasLiveNodeToken(int64_t node_id, int64_t now_ms) {
+  // tokens_live_node_idx: at most one unrevoked credential per node.
+  auto r = tx_.Exec("SELECT count(*) AS n FROM tokens WHERE node_id = $1 AND revoked_at IS NULL"
+                    " AND (expires_at IS NULL OR expires_at > " EMBODY_SQL_TS("$2") ")",
+                    {P(node_id), P(now_ms)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "n") > 0;
+}
+
 Status PgTenantStore::RevokeNodeTokens(int64_t node_id, int64_t now_ms) {
   return OkOr(tx_.Exec("UPDATE tokens SET revoked_at = " EMBODY_SQL_TS("$2") " WHERE node_id = $1"
                        " AND revoked_at IS NULL",

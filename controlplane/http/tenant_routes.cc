@@ -11,13 +11,16 @@ using A = Router::Auth;
 
 namespace {
 
-// Responds with `r` (status `ok_status`) and, for a tenant, its version as the ETag.
+// Responds with `r` (status `ok_status`).
 void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
   if (!r.ok()) return RespondError(res, r.status());
-  if (r->is_object() && r->contains("version") && r->contains("quota")) {
-    res.set_header("ETag", "\"" + std::to_string((*r)["version"].get<int64_t>()) + "\"");
-  }
   RespondJson(res, ok_status, *r);
+}
+
+// Responds with a tenant, its version as the ETag (the If-Match of a later PATCH).
+void RespondTenant(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
+  if (r.ok()) res.set_header("ETag", "\"" + std::to_string((*r)["version"].get<int64_t>()) + "\"");
+  Respond(res, r, ok_status);
 }
 
 }  // namespace
@@ -39,7 +42,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                     ctx.audit_target = "tenant " + (*r)["id"].dump();
                     ctx.audit_target_tenant = (*r)["id"].get<int64_t>();
                   }
-                  Respond(res, r, 201);
+                  RespondTenant(res, r, 201);
                 });
   router.Handle("GET", "/v1/tenants", "/v1/tenants", A::kBearer,
                 [&tenants](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
@@ -50,7 +53,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                            RequestContext& ctx) {
                   auto id = PathId(req, 1, "tenant");
                   if (!id.ok()) return RespondError(res, id.status());
-                  Respond(res, tenants.Get(ctx.principal, *id));
+                  RespondTenant(res, tenants.Get(ctx.principal, *id));
                 });
   router.Handle("GET", R"(/v1/tenants/(\d+)/usage)", "/v1/tenants/{id}/usage", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
@@ -67,8 +70,8 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "tenant " + std::to_string(*id);
                   ctx.audit_target_tenant = *id;
-                  Respond(res, tenants.Patch(ctx.principal, *id, req.body,
-                                             req.get_header_value("If-Match")));
+                  RespondTenant(res, tenants.Patch(ctx.principal, *id, req.body,
+                                                   req.get_header_value("If-Match")));
                 });
 
   router.Handle("POST", "/v1/tokens", "/v1/tokens", A::kBearer,

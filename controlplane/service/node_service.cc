@@ -86,7 +86,7 @@ Result<api::RegisterResponse> NodeService::Register(const Principal& p,
   } else if (existing) {
     // The join token may take over a name only from a node that is gone (DOWN) or that never had
     // a credential: a live node keeps its identity.
-    EMBODY_ASSIGN_OR_RETURN(live, HasLiveCredential(*uow, existing->id));
+    EMBODY_ASSIGN_OR_RETURN(live, uow->tenants().HasLiveNodeToken(existing->id, now));
     if (existing->state == "UP" && live) {
       return Status(common::Code::kAlreadyExists,
                     "node \"" + req.name + "\" is registered and up; register with its own "
@@ -117,17 +117,6 @@ Result<api::RegisterResponse> NodeService::Register(const Principal& p,
                                       {"credential", reply.node_token.empty() ? "kept" : "issued"}});
   if (wake_) wake_();
   return reply;
-}
-
-Result<bool> NodeService::HasLiveCredential(UnitOfWork& uow, int64_t node_id) {
-  EMBODY_ASSIGN_OR_RETURN(tokens, uow.tenants().ListTokens(std::nullopt));
-  const int64_t now = now_();
-  for (const TokenRecord& t : tokens) {
-    if (t.node_id == node_id && !t.revoked_ms && (!t.expires_ms || *t.expires_ms > now)) {
-      return true;
-    }
-  }
-  return false;
 }
 
 Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node_id,

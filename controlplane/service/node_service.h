@@ -45,7 +45,6 @@ class NodeService {
                      int64_t now);
   Status StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
   Result<bool> RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id);
-  Result<bool> HasLiveCredential(UnitOfWork& uow, int64_t node_id);
   Status ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
                       const api::HeartbeatRequest& req, int64_t now);
   Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id, int64_t now);

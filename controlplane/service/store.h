@@ -306,6 +306,8 @@ class TenantStore {
   virtual Result<std::vector<TokenRecord>> ListTokens(std::optional<int64_t> tenant_id) = 0;
   virtual Result<std::optional<TokenRecord>> GetToken(int64_t id, std::optional<int64_t> tenant_id) = 0;
   virtual Status RevokeToken(int64_t id, int64_t now_ms) = 0;
+  // Whether the node holds a credential neither revoked nor expired at `now_ms`.
+  virtual Result<bool> HasLiveNodeToken(int64_t node_id, int64_t now_ms) = 0;
   // Revokes every live credential of a node (it is registering anew).
   virtual Status RevokeNodeTokens(int64_t node_id, int64_t now_ms) = 0;
   virtual Result<std::optional<TokenMatch>> FindToken(const std::string& sha256_hex) = 0;

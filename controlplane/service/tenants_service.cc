@@ -204,14 +204,12 @@ Result<json> TenantsService::Usage(const Principal& p, int64_t id, const std::st
 Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::string& body,
                                    const std::string& if_match) {
   if (!p.IsClusterAdmin()) {
-    // Not even its own: quotas and weights are the operator's to set.
-    if (PersonRank(p.role) > 0 && id == p.tenant_id) {
-      return Status(common::Code::kPermissionDenied, "changing tenants needs role cluster-admin");
+    // Not even its own (quotas and weights are the operator's to set); another tenant does not
+    // exist for a person of it.
+    if (PersonRank(p.role) > 0 && id != p.tenant_id) {
+      return common::NotFound("tenant " + std::to_string(id) + " not found");
     }
-    if (PersonRank(p.role) == 0) {
-      return Status(common::Code::kPermissionDenied, "changing tenants needs role cluster-admin");
-    }
-    return common::NotFound("tenant " + std::to_string(id) + " not found");
+    return Status(common::Code::kPermissionDenied, "changing tenants needs role cluster-admin");
   }
   std::optional<int64_t> expected;
   if (!if_match.empty() && if_match != "*") {

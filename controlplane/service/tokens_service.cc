@@ -164,10 +164,9 @@ Result<json> TokensService::Revoke(const Principal& p, int64_t id) {
     if (!p.IsClusterAdmin() && PersonRank(t->role) == 0) {
       return common::NotFound("token " + std::to_string(id) + " not found");
     }
-    if (p.IsClusterAdmin() && t->role == kNodeRole) {
-      // A node credential is revoked like any other: its agent registers again with the join
-      // token, which the server allows once the node is DOWN.
-    } else {
+    // A cluster-admin may also revoke a node credential (CheckGrant covers grantable roles
+    // only): its agent registers again with the join token once the node is DOWN.
+    if (!(p.IsClusterAdmin() && t->role == kNodeRole)) {
       EMBODY_RETURN_IF_ERROR(CheckGrant(p, t->role, t->tenant_id));
     }
   }
