@@ -14,7 +14,7 @@
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
-#include "tests/support/pg_harness.h"
+#include "controlplane/testing/pg_database_fixture.h"
 
 namespace controlplane {
 namespace {
@@ -22,33 +22,11 @@ namespace {
 using api::JobState;
 using service::Principal;
 
-embody::testing::PgCluster* g_pg = nullptr;
-
-class SchedulerPgTest : public ::testing::Test {
+class SchedulerPgTest : public testing::PgDatabaseTest {
  protected:
-  static void SetUpTestSuite() {
-    g_pg = new embody::testing::PgCluster;
-    common::Status st = g_pg->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete g_pg;
-    g_pg = nullptr;
-  }
-
   void SetUp() override {
-    ASSERT_NE(g_pg, nullptr);
-    static int counter = 0;
-    auto info = g_pg->CreateDatabase("sched_" + std::to_string(++counter));
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
-    auto pool = db::PgPool::Open(*info, 4);
-    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
-    pool_ = std::move(pool.value());
-    auto n = db::ApplyMigrations(*pool_, db::EmbeddedMigrations());
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    database_ = std::make_unique<db::PgDatabase>(*pool_);
-    char tmpl[] = "/tmp/embody-sched-data-XXXXXX";
-    data_dir_ = mkdtemp(tmpl);
+    OpenFreshDatabase("sched");
+    if (HasFatalFailure()) return;
     auto uow = database_->Begin();
     ASSERT_TRUE(uow.ok());
     service::TenantRecord t;
@@ -75,7 +53,6 @@ class SchedulerPgTest : public ::testing::Test {
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return p.ok() ? *p : Principal{};
   }
-  void TearDown() override { std::filesystem::remove_all(data_dir_); }
 
   service::JobsService Jobs() {
     return service::JobsService(*database_, api::SpecLimits{}, [this] { return now_.load(); },
@@ -101,11 +78,7 @@ class SchedulerPgTest : public ::testing::Test {
            std::to_string(slots) + "}}";
   }
 
-  std::unique_ptr<db::PgPool> pool_;
-  std::unique_ptr<db::PgDatabase> database_;
-  std::string data_dir_;
   Principal tenant_, join_;
-  std::atomic<int64_t> now_{1'700'000'000'000};
 };
 
 TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoint) {

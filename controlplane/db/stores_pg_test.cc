@@ -13,40 +13,18 @@
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
 #include "controlplane/service/transitions.h"
-#include "tests/support/pg_harness.h"
+#include "controlplane/testing/pg_database_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using service::Principal;
 
-embody::testing::PgCluster* g_pg = nullptr;
-
-class StoresPgTest : public ::testing::Test {
+class StoresPgTest : public testing::PgDatabaseTest {
  protected:
-  static void SetUpTestSuite() {
-    g_pg = new embody::testing::PgCluster;
-    common::Status st = g_pg->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-  }
-  static void TearDownTestSuite() {
-    delete g_pg;
-    g_pg = nullptr;
-  }
-
   void SetUp() override {
-    ASSERT_NE(g_pg, nullptr);
-    static int counter = 0;
-    auto info = g_pg->CreateDatabase("stores_" + std::to_string(++counter));
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
-    auto pool = db::PgPool::Open(*info, 4);
-    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
-    pool_ = std::move(pool.value());
-    auto n = db::ApplyMigrations(*pool_, db::EmbeddedMigrations());
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    database_ = std::make_unique<db::PgDatabase>(*pool_);
-    char tmpl[] = "/tmp/embody-cp-data-XXXXXX";
-    data_dir_ = mkdtemp(tmpl);
+    OpenFreshDatabase("stores");
+    if (HasFatalFailure()) return;
     // A draining node large enough for every job here: submissions are admitted (the cluster
     // could run them) and none is placed on it.
     auto uow = database_->Begin();
@@ -57,7 +35,6 @@ class StoresPgTest : public ::testing::Test {
     ASSERT_TRUE((*uow)->nodes().SetDraining(*id, true).ok());
     ASSERT_TRUE((*uow)->Commit().ok());
   }
-  void TearDown() override { std::filesystem::remove_all(data_dir_); }
 
   static Principal Person(int64_t tenant_id, const std::string& tenant, const std::string& role) {
     Principal p;
@@ -97,10 +74,6 @@ class StoresPgTest : public ::testing::Test {
            "}}";
   }
 
-  std::unique_ptr<db::PgPool> pool_;
-  std::unique_ptr<db::PgDatabase> database_;
-  std::string data_dir_;
-  std::atomic<int64_t> now_{1'700'000'000'000};
 };
 
 TEST_F(StoresPgTest, MigrationsApplyOnceAndReapplyAsNoOp) {
@@ -108,7 +81,7 @@ TEST_F(StoresPgTest, MigrationsApplyOnceAndReapplyAsNoOp) {
   auto again = db::ApplyMigrations(*pool_, db::EmbeddedMigrations());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*again, 0);
-  auto fresh = g_pg->CreateDatabase("fresh_schema");
+  auto fresh = pg_->CreateDatabase("fresh_schema");
   ASSERT_TRUE(fresh.ok());
   auto pool = db::PgPool::Open(*fresh, 1);
   ASSERT_TRUE(pool.ok());
