@@ -12,6 +12,7 @@
 
 #include "agent/mpi_launch.h"
 #include "agent/spawn.h"
+#include "agent/uid_scrub.h"
 #include "common/crypto.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -316,7 +317,7 @@ void JobRunner::ReleaseResources(Job* job) {
 
 void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
   job->running = false;
-  job->result = {job->id, exit_code, reason};
+  job->result = {job->id, exit_code, reason, job->kill_requested};
   common::LogInfo("job finished", {{"job", std::to_string(job->id)},
                                    {"exit_code", std::to_string(exit_code)},
                                    {"reason", reason}});
@@ -358,6 +359,15 @@ void JobRunner::Wait(Job* job) {
   if (job->uid) {
     LockDir(JobDir(job->id));
     LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id));
+    // Nor what it left in /tmp, /dev/shm and System V IPC (every process of the uid is gone).
+    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true);
+    if (scrub.removed > 0 || scrub.errors > 0) {
+      common::LogInfo("removed what the job left in shared scratch places",
+                      {{"job", std::to_string(job->id)},
+                       {"removed", std::to_string(scrub.removed)},
+                       {"kept_as_root", std::to_string(scrub.given_to_root)},
+                       {"errors", std::to_string(scrub.errors)}});
+    }
   }
 
   ExitDescription d = DescribeWaitStatus(status);

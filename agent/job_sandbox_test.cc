@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -243,6 +244,23 @@ TEST_F(JobSandboxTest, CgroupComesAndGoesWithTheJobAndCatchesEscapees) {
   EXPECT_NE(mpirun_cgroup.find("/job-71"), std::string::npos) << mpirun_cgroup;
   for (const auto& d : cg_dirs) EXPECT_NE(::access(d.c_str(), F_OK), 0) << d << " was not removed";
   ExpectNoDaemonLeft();
+}
+
+TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
+  JobRunner& runner = Runner();
+  const std::string tag = "embody-leftover-" + std::to_string(::getpid());
+  const std::vector<std::string> paths = {"/tmp/" + tag, "/var/tmp/" + tag, "/dev/shm/" + tag};
+  std::string script;
+  for (const auto& p : paths) script += "echo secret > " + p + "; ";
+  script += "mkdir /tmp/" + tag + "-dir && echo secret > /tmp/" + tag + "-dir/f; ls " + paths[0] +
+            " " + paths[2] + " && echo written";
+  runner.Launch(Job(81, {"sh", "-c", script}));
+  auto done = runner.WaitFinished(81, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 0) << Logs(81);
+  EXPECT_NE(Logs(81).find("written"), std::string::npos) << Logs(81);
+  for (const auto& p : paths) EXPECT_FALSE(std::filesystem::exists(p)) << p;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/" + tag + "-dir"));
 }
 
 TEST_F(JobSandboxTest, WithoutCgroupsTheUidSweepCatchesEscapees) {

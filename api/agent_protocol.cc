@@ -65,7 +65,10 @@ json ToJson(const HeartbeatRequest& r) {
   j["running"] = r.running;
   j["finished"] = json::array();
   for (const auto& f : r.finished) {
-    j["finished"].push_back({{"job_id", f.job_id}, {"exit_code", f.exit_code}, {"reason", f.reason}});
+    j["finished"].push_back({{"job_id", f.job_id},
+                             {"exit_code", f.exit_code},
+                             {"reason", f.reason},
+                             {"killed", f.killed}});
   }
   j["events"] = json::array();
   for (const auto& e : r.events) {
@@ -161,8 +164,10 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
       r.running.push_back(IntOf<int64_t>(id));
     }
     for (const auto& f : j.value("finished", json::array())) {
-      r.finished.push_back(
-          {IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")), f.value("reason", "")});
+      FinishedJob done{IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")),
+                       f.value("reason", "")};
+      if (f.contains("killed")) done.killed = f.at("killed").get<bool>();
+      r.finished.push_back(std::move(done));
     }
     for (const auto& e : j.value("events", json::array())) {
       r.events.push_back({IntOf<int64_t>(e.at("job_id")), IntOr<int64_t>(e, "time_ms", 0),

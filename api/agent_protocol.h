@@ -61,6 +61,10 @@ struct FinishedJob {
   int64_t job_id = 0;
   int exit_code = 0;     // process exit code; 128+N when killed by signal N
   std::string reason;    // human-readable, e.g. "exited with code 3", "killed on cancel"
+  // Whether the agent had signalled the job (a kill command) before it exited. A job that ended
+  // on its own while a kill was on its way finished its work; one that was signalled stopped.
+  // Absent on the wire (older agents): true.
+  bool killed = true;
 };
 
 // An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the

@@ -17,9 +17,25 @@ TEST(AgentProtocolTest, HeartbeatRoundTrip) {
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->running, r.running);
   EXPECT_EQ(p->finished[0].exit_code, 3);
+  EXPECT_TRUE(p->finished[0].killed);
   EXPECT_EQ(p->events[0].data["loss"], 0.5);
   EXPECT_EQ(p->logs[0].offset, 10);
   EXPECT_EQ(p->logs[0].data, "hello\n");
+}
+
+TEST(AgentProtocolTest, FinishedJobsSayWhetherTheAgentSignalledThem) {
+  HeartbeatRequest r;
+  r.finished.push_back({3, 0, "", /*killed=*/false});
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(p->finished[0].killed);
+  // An agent that does not say (older ones) is taken to have signalled it.
+  auto older = ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}}}}});
+  ASSERT_TRUE(older.ok());
+  EXPECT_TRUE(older->finished[0].killed);
+  EXPECT_FALSE(
+      ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"killed", "no"}}}}})
+          .ok());
 }
 
 TEST(AgentProtocolTest, CommandsRoundTrip) {

@@ -48,8 +48,10 @@ bool CanTransition(JobState from, JobState to) {
     case S::kCancelling:
       return to == S::kCancelled;
     case S::kRestarting:
-      // CANCELLING: a preempted job cancelled before its processes are gone.
-      return to == S::kPending || to == S::kFailed || to == S::kCancelled || to == S::kCancelling;
+      // CANCELLING: a preempted job cancelled before its processes are gone. SUCCEEDED: one that
+      // finished its work on its own before the kill reached it.
+      return to == S::kPending || to == S::kFailed || to == S::kCancelled ||
+             to == S::kCancelling || to == S::kSucceeded;
     case S::kSucceeded:
     case S::kFailed:
     case S::kCancelled:

@@ -43,6 +43,7 @@ TEST(JobStateTest, TerminalStatesAreFinal) {
   EXPECT_FALSE(CanTransition(JobState::kPending, JobState::kRunning));
   EXPECT_TRUE(CanTransition(JobState::kRunning, JobState::kRestarting));
   EXPECT_TRUE(CanTransition(JobState::kRestarting, JobState::kPending));
+  EXPECT_TRUE(CanTransition(JobState::kRestarting, JobState::kSucceeded));
 }
 
 }  // namespace

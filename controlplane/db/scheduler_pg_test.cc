@@ -156,6 +156,41 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   EXPECT_EQ(relaunch->commands[0].resume_from, "/ck/step-40");
 }
 
+TEST_F(SchedulerPgTest, APreemptedJobThatEndedOnItsOwnBeforeItsKillSucceeds) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  auto clock = [this] { return now_.load(); };
+  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
+  service::SchedulerLoop::Options opts;
+  opts.schedule.preempt_min_priority = 80;
+  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  int64_t node_id = 0;
+  const Principal agent = RegisterNode(nodes, &node_id);
+  auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
+  ASSERT_TRUE(low.ok());
+  const int64_t low_id = low->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(nodes.Heartbeat(agent, node_id, {})->commands.size(), 1u);
+  api::HeartbeatRequest running;
+  running.running = {low_id};
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, running).ok());
+  now_ += 1000;
+  auto high = jobs.Submit(tenant_, Spec("high", 2, 90), "");
+  ASSERT_TRUE(high.ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kRestarting);
+  // Its last step ends before the kill reaches it: the agent reports it exited 0, unsignalled.
+  api::HeartbeatRequest done;
+  done.finished = {{low_id, 0, "", /*killed=*/false}};
+  ASSERT_TRUE(nodes.Heartbeat(agent, node_id, done).ok());
+  auto finished = jobs.Get(tenant_, low_id);
+  EXPECT_EQ(finished->job.state, JobState::kSucceeded);
+  EXPECT_EQ(finished->job.exit_code, 0);
+  // Its slots are free: the preempting job is placed.
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(jobs.Get(tenant_, high->job.job.id)->job.state, JobState::kScheduled);
+}
+
 TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
   auto jobs = Jobs();
   service::LogFiles files(data_dir_);

@@ -461,15 +461,16 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
 
 TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   const std::string acme = std::to_string(Ids()["acme"]);
-  // What the scheduler leader accounts (usage_accounting.h), written here directly.
+  // What the scheduler leader accounts (usage_accounting.h), written here directly, on days long
+  // past: the stack's own scheduler accounts today's usage of the jobs it runs.
   ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily (tenant_id, token_id, day, slot_type, slot_seconds)"
-                        " SELECT " + acme + ", id, '2026-11-20', 'cpu', 7200 FROM tokens"
+                        " SELECT " + acme + ", id, '2020-03-20', 'cpu', 7200 FROM tokens"
                         " WHERE name = 'acme-member';"
-                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2026-11-21', 'gpu', 3600);"
+                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2020-03-21', 'gpu', 3600);"
                         "INSERT INTO usage_daily SELECT " + std::to_string(Ids()["globex"]) +
-                        ", 0, '2026-11-20', 'cpu', 99")
+                        ", 0, '2020-03-20', 'cpu', 99")
                   .ok());
-  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-01&to=2026-11-30",
+  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2020-03-01&to=2020-03-30",
                  Token(kViewer));
   ASSERT_EQ(r.status, 200) << r.text;
   ASSERT_EQ(r.body["days"].size(), 2u) << r.text;
@@ -479,11 +480,11 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   EXPECT_EQ(r.body["total_slot_seconds"], 10800.0);
   EXPECT_EQ(r.body["slot_hours"]["gpu"], 1.0);
   // Outside the range: nothing. Bad dates: 400 naming the parameter.
-  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-12-01&to=2026-12-02",
+  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2020-04-01&to=2020-04-02",
                    Token(kViewer)).body["days"].empty());
-  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-02-30", Token(kViewer))
+  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2020-02-30", Token(kViewer))
                 .body["error"]["field"], "from");
-  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-05&to=2026-11-01",
+  EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2020-03-05&to=2020-03-01",
                  Token(kViewer)).status, 400);
 }
 

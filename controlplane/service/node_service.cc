@@ -259,6 +259,9 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     if (job->state == JobState::kCancelling) {
       to = JobState::kCancelled;
       if (reason.empty()) reason = "cancelled";
+    } else if (job->state == JobState::kRestarting && !f.killed && f.exit_code == 0) {
+      // Preempted, but it ended on its own before the kill reached it: its work is done.
+      to = JobState::kSucceeded;
     } else if (job->state == JobState::kRestarting) {
       // Preempted: whatever the exit code (a job that checkpoints on SIGTERM may exit 0), it
       // goes back to the queue with its submit time, and resumes from its latest checkpoint.
