@@ -47,9 +47,9 @@ common::Status DatasetWriter::CloseShard() {
   ShardInfo& info = manifest_.shards.back();
   info.episodes = shard_->episodes();
   info.frames = shard_->frames();
+  info.bytes = shard_->size();  // the final size, index and footer included
   EMBODY_ASSIGN_OR_RETURN(crc, shard_->Finish());
   info.index_crc = crc;
-  info.bytes = shard_->size();
   finished_bytes_ += info.bytes;
   shard_.reset();
   return common::Status::Ok();
