@@ -115,7 +115,8 @@ ReadResult ReadOpeningPerSample(const std::string& dir, int ranks, int horizon) 
           uint32_t frames = (*shard)->index().episodes[0].frames;
           for (size_t k = 0; k < schema.size(); ++k) {
             // One frame per chunk; the action key also reads the chunk that follows.
-            uint64_t end = schema[k].name == "actions" ? std::min<uint64_t>(frames, t + horizon) : t + 1;
+            uint64_t end =
+                schema[k].name == "actions" ? std::min<uint64_t>(frames, t + horizon) : t + 1;
             for (uint64_t c = t; c < end; ++c) {
               auto chunk = (*shard)->ReadChunk(0, k, c);
               Check(chunk.status(), "read chunk");
@@ -158,14 +159,16 @@ int main(int argc, char** argv) {
   Check(storage::testing::WriteRobomimicFile(h5, spec).status(), "write hdf5");
   double gen_s = Seconds(t0);
   uint64_t h5_bytes = fs::file_size(h5);
-  std::fprintf(stderr, "generated %s: %.1f MiB in %.1f s\n", h5.c_str(), h5_bytes / 1048576.0, gen_s);
+  std::fprintf(stderr, "generated %s: %.1f MiB in %.1f s\n", h5.c_str(), h5_bytes / 1048576.0,
+               gen_s);
 
   storage::Hdf5ImportOptions io;
   DropCache(dir);
   auto imported = storage::ImportHdf5(h5, shards, io);
   Check(imported.status(), "import");
   double import_mbs = imported->bytes / 1e6 / imported->seconds;
-  std::fprintf(stderr, "import: %llu episodes, %llu frames, %.1f MB in %.2f s = %.1f MB/s (%zu shards)\n",
+  std::fprintf(stderr,
+               "import: %llu episodes, %llu frames, %.1f MB in %.2f s = %.1f MB/s (%zu shards)\n",
                static_cast<unsigned long long>(imported->episodes),
                static_cast<unsigned long long>(imported->frames), imported->bytes / 1e6,
                imported->seconds, import_mbs, imported->manifest.shards.size());
@@ -193,7 +196,8 @@ int main(int argc, char** argv) {
     const char* name;
     ReadResult cold, warm;
   };
-  std::vector<Mode> modes = {{"shards", {}, {}}, {"per_episode", {}, {}}, {"per_episode_open_per_sample", {}, {}}};
+  std::vector<Mode> modes = {
+      {"shards", {}, {}}, {"per_episode", {}, {}}, {"per_episode_open_per_sample", {}, {}}};
   auto run = [&](int m) {
     if (m == 0) return ReadWithDataset(shards, readers);
     if (m == 1) return ReadWithDataset(episodes, readers);

@@ -30,10 +30,10 @@ struct DatasetReaderOptions {
 
 // One training sample: every key at frame t, and the action chunk that follows it.
 struct Sample {
-  uint64_t index = 0;    // global sample number
-  uint64_t episode = 0;  // global episode number
-  uint32_t frame = 0;    // t
-  uint32_t tokens = 0;   // from the index
+  uint64_t index = 0;         // global sample number
+  uint64_t episode = 0;       // global episode number
+  uint32_t frame = 0;         // t
+  uint32_t tokens = 0;        // from the index
   std::vector<Array> values;  // one row (frames = 1) per key, schema order
   // Rows t .. min(T, t+H)-1 of the action key (frames = how many exist; fewer near the end).
   Array action_chunk;
@@ -69,7 +69,9 @@ class Dataset {
 
  private:
   Dataset(std::string dir, DatasetManifest m, DatasetReaderOptions o)
-      : dir_(std::move(dir)), manifest_(std::move(m)), options_(std::move(o)),
+      : dir_(std::move(dir)),
+        manifest_(std::move(m)),
+        options_(std::move(o)),
         cache_(options_.cache_bytes) {}
   // Rows [begin, end) of key `key` of an episode into `out`, through the cache.
   common::Status ReadRows(uint64_t episode, size_t key, uint32_t begin, uint32_t end,

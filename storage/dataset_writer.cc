@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 common::Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& dir,
                                                                      DatasetWriterOptions options) {
   EMBODY_RETURN_IF_ERROR(options.mapping.Validate());
-  if (options.shard_bytes == 0) return common::InvalidArgument("shard size must be > 0", "shard_bytes");
+  if (options.shard_bytes == 0)
+    return common::InvalidArgument("shard size must be > 0", "shard_bytes");
   std::string out = dir;
   while (out.size() > 1 && out.back() == '/') out.pop_back();  // "out/" names "out"
   std::error_code ec;
@@ -63,8 +64,7 @@ common::Status DatasetWriter::Add(const Episode& episode, const std::string& wha
       manifest_.schema, episode.frames(), episode.Attribute(kAttrLanguage), options_.mapping);
   uint64_t episode_bytes = 0;
   for (const Array& a : episode.arrays) episode_bytes += a.data.size();
-  if (shard_ && shard_->episodes() > 0 &&
-      shard_->size() + episode_bytes > options_.shard_bytes) {
+  if (shard_ && shard_->episodes() > 0 && shard_->size() + episode_bytes > options_.shard_bytes) {
     EMBODY_RETURN_IF_ERROR(CloseShard());
   }
   if (!shard_) {

@@ -4,20 +4,28 @@ namespace storage {
 
 size_t DTypeSize(DType t) {
   switch (t) {
-    case DType::kU8: return 1;
-    case DType::kI32: return 4;
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
+    case DType::kU8:
+      return 1;
+    case DType::kI32:
+      return 4;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
   }
   return 0;
 }
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kU8: return "u8";
-    case DType::kI32: return "i32";
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
+    case DType::kU8:
+      return "u8";
+    case DType::kI32:
+      return "i32";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
   }
   return "?";
 }

@@ -100,16 +100,19 @@ int main(int argc, char** argv) {
   imp->add_option("IN", in, "input .hdf5 file")->required()->check(CLI::ExistingFile);
   imp->add_option("OUT_DIR", out, "output dataset directory (must not exist)")->required();
   imp->add_option("--filter", options.filter, "import only the demos listed in mask/<F>");
-  imp->add_option("--shard-mib", shard_mib, "target shard size in MiB")->check(CLI::Range(1, 1 << 20));
+  imp->add_option("--shard-mib", shard_mib, "target shard size in MiB")
+      ->check(CLI::Range(1, 1 << 20));
   imp->add_option("--language", options.language, "language instruction (overrides the file's)");
   imp->add_option("--patch", options.writer.mapping.patch_size, "image patch size P (tokens)")
       ->check(CLI::Range(1, 4096));
   imp->add_option("--action-horizon", options.writer.mapping.action_horizon,
-                  "actions per sample (tokens)")->check(CLI::Range(0, 4096));
+                  "actions per sample (tokens)")
+      ->check(CLI::Range(0, 4096));
   imp->add_option("--history", options.writer.mapping.history_frames,
-                  "observation frames per sample")->check(CLI::Range(1, 1024));
-  imp->add_option("--max-episode-frames", options.max_episode_frames,
-                  "refuse longer episodes")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+                  "observation frames per sample")
+      ->check(CLI::Range(1, 1024));
+  imp->add_option("--max-episode-frames", options.max_episode_frames, "refuse longer episodes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   imp->add_option("--nan", nan, "NaN/Inf in actions: refuse the file or skip the demo")
       ->check(CLI::IsMember({"skip", "refuse"}));
 

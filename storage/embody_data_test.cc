@@ -23,7 +23,8 @@ struct ToolRun {
 };
 
 ToolRun Tool(const std::string& dir, const std::string& args) {
-  std::string cmd = std::string(EMBODY_DATA_BIN) + " " + args + " >" + dir + "/stdout 2>" + dir + "/stderr";
+  std::string cmd =
+      std::string(EMBODY_DATA_BIN) + " " + args + " >" + dir + "/stdout 2>" + dir + "/stderr";
   int rc = std::system(cmd.c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, testing::ReadAll(dir + "/stdout"),
           testing::ReadAll(dir + "/stderr")};
@@ -37,8 +38,9 @@ TEST(EmbodyDataTest, ImportInspectVerifyAndCatchDamage) {
   spec.masks = {{"train", {"demo_1", "demo_2"}}};
   ASSERT_TRUE(testing::WriteRobomimicFile(in, spec).ok());
 
-  ToolRun imp = Tool(root, "import-hdf5 " + in + " " + out +
-                           " --filter train --shard-mib 1 --patch 8 --language 'lift the cube'");
+  ToolRun imp =
+      Tool(root, "import-hdf5 " + in + " " + out +
+                     " --filter train --shard-mib 1 --patch 8 --language 'lift the cube'");
   ASSERT_EQ(imp.exit_code, 0) << imp.err;
   EXPECT_NE(imp.err.find("import: 2/2 demos (100%)"), std::string::npos) << imp.err;
   auto line = nlohmann::json::parse(imp.out);

@@ -48,7 +48,9 @@ common::Status Episode::Validate(const std::string& what) const {
       return common::InvalidArgument(what + ": key " + a.spec.name + " appears twice");
     }
     for (int64_t d : a.spec.frame_shape) {
-      if (d <= 0) return common::InvalidArgument(what + ": key " + a.spec.ToString() + " has a dimension <= 0");
+      if (d <= 0)
+        return common::InvalidArgument(what + ": key " + a.spec.ToString() +
+                                       " has a dimension <= 0");
     }
     if (a.frames != frames()) {
       return common::InvalidArgument(what + ": key " + a.spec.name + " has " +

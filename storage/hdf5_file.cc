@@ -9,14 +9,30 @@ namespace storage {
 void H5Handle::Reset() {
   if (id_ < 0) return;
   switch (H5Iget_type(id_)) {
-    case H5I_FILE: H5Fclose(id_); break;
-    case H5I_GROUP: H5Gclose(id_); break;
-    case H5I_DATASET: H5Dclose(id_); break;
-    case H5I_DATASPACE: H5Sclose(id_); break;
-    case H5I_DATATYPE: H5Tclose(id_); break;
-    case H5I_ATTR: H5Aclose(id_); break;
-    case H5I_GENPROP_LST: H5Pclose(id_); break;
-    default: H5Idec_ref(id_); break;
+    case H5I_FILE:
+      H5Fclose(id_);
+      break;
+    case H5I_GROUP:
+      H5Gclose(id_);
+      break;
+    case H5I_DATASET:
+      H5Dclose(id_);
+      break;
+    case H5I_DATASPACE:
+      H5Sclose(id_);
+      break;
+    case H5I_DATATYPE:
+      H5Tclose(id_);
+      break;
+    case H5I_ATTR:
+      H5Aclose(id_);
+      break;
+    case H5I_GENPROP_LST:
+      H5Pclose(id_);
+      break;
+    default:
+      H5Idec_ref(id_);
+      break;
   }
   id_ = -1;
 }
@@ -85,13 +101,15 @@ common::Result<std::vector<int64_t>> Hdf5File::Dims(const std::string& dataset) 
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   std::vector<int64_t> out;
   for (hsize_t d : dims) {
-    if (d > (1ull << 40)) return common::InvalidArgument(path_ + ": " + dataset + ": dimension too large");
+    if (d > (1ull << 40))
+      return common::InvalidArgument(path_ + ": " + dataset + ": dimension too large");
     out.push_back(static_cast<int64_t>(d));
   }
   return out;
 }
 
-common::Result<Array> Hdf5File::ReadArray(const std::string& dataset, const std::string& key) const {
+common::Result<Array> Hdf5File::ReadArray(const std::string& dataset,
+                                          const std::string& key) const {
   std::string where = path_ + ": " + dataset;
   EMBODY_ASSIGN_OR_RETURN(dims, Dims(dataset));
   if (dims.empty()) return common::InvalidArgument(where + " is a scalar, not one value per frame");
@@ -164,7 +182,8 @@ bool Hdf5File::HasAttribute(const std::string& object, const std::string& name) 
 common::Result<std::string> Hdf5File::ReadStringAttribute(const std::string& object,
                                                           const std::string& name) const {
   std::string where = path_ + ": attribute " + name + " of " + object;
-  H5Handle attr(H5Aopen_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  H5Handle attr(
+      H5Aopen_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   if (!attr.valid()) return common::NotFound(where + " not found");
   H5Handle type(H5Aget_type(attr.get()));
   H5Handle space(H5Aget_space(attr.get()));
@@ -176,7 +195,8 @@ common::Result<std::string> Hdf5File::ReadStringAttribute(const std::string& obj
     H5Tset_size(mem.get(), H5T_VARIABLE);
     H5Tset_cset(mem.get(), H5Tget_cset(type.get()));
     char* buf = nullptr;
-    if (H5Aread(attr.get(), mem.get(), &buf) < 0) return common::InvalidArgument(where + ": read failed");
+    if (H5Aread(attr.get(), mem.get(), &buf) < 0)
+      return common::InvalidArgument(where + ": read failed");
     std::string out = buf ? buf : "";
     H5free_memory(buf);
     return out;
@@ -194,7 +214,8 @@ common::Result<std::string> Hdf5File::ReadStringAttribute(const std::string& obj
 common::Result<int64_t> Hdf5File::ReadIntAttribute(const std::string& object,
                                                    const std::string& name) const {
   std::string where = path_ + ": attribute " + name + " of " + object;
-  H5Handle attr(H5Aopen_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  H5Handle attr(
+      H5Aopen_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
   if (!attr.valid()) return common::NotFound(where + " not found");
   H5Handle type(H5Aget_type(attr.get()));
   H5Handle space(H5Aget_space(attr.get()));
@@ -202,11 +223,13 @@ common::Result<int64_t> Hdf5File::ReadIntAttribute(const std::string& object,
     return common::InvalidArgument(where + " is not a single integer");
   }
   int64_t v = 0;
-  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0) return common::InvalidArgument(where + ": read failed");
+  if (H5Aread(attr.get(), H5T_NATIVE_INT64, &v) < 0)
+    return common::InvalidArgument(where + ": read failed");
   return v;
 }
 
-common::Result<std::vector<std::string>> Hdf5File::ReadStringList(const std::string& dataset) const {
+common::Result<std::vector<std::string>> Hdf5File::ReadStringList(
+    const std::string& dataset) const {
   std::string where = path_ + ": " + dataset;
   H5Handle ds(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT));
   if (!ds.valid()) return common::NotFound(where + " not found");

@@ -65,7 +65,8 @@ class Hdf5File {
   bool HasAttribute(const std::string& object, const std::string& name) const;
   common::Result<std::string> ReadStringAttribute(const std::string& object,
                                                   const std::string& name) const;
-  common::Result<int64_t> ReadIntAttribute(const std::string& object, const std::string& name) const;
+  common::Result<int64_t> ReadIntAttribute(const std::string& object,
+                                           const std::string& name) const;
   // A 1-D dataset of strings (fixed-length or variable-length), e.g. mask/<filter>.
   common::Result<std::vector<std::string>> ReadStringList(const std::string& dataset) const;
 

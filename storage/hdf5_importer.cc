@@ -78,7 +78,8 @@ common::Result<DemoResult> ReadDemo(const Hdf5File& f, const std::string& demo,
     } else if (m.kind == Hdf5File::Kind::kGroup && m.name == "obs") {
       EMBODY_ASSIGN_OR_RETURN(obs, f.List(group + "/obs"));
       for (const auto& o : obs) {
-        if (o.kind == Hdf5File::Kind::kDataset) keys.emplace_back(group + "/obs/" + o.name, "obs/" + o.name);
+        if (o.kind == Hdf5File::Kind::kDataset)
+          keys.emplace_back(group + "/obs/" + o.name, "obs/" + o.name);
       }
     }
   }
@@ -127,14 +128,14 @@ common::Result<DemoResult> ReadDemo(const Hdf5File& f, const std::string& demo,
     if ((key == "rewards" || key == "dones") && dims.size() != 1) {
       return bad("key " + key + " must be (T), found rank " + std::to_string(dims.size()));
     }
-    if (IsImageName(key) &&
-        (dims.size() != 4 || (dims[3] != 1 && dims[3] != 3 && dims[3] != 4))) {
+    if (IsImageName(key) && (dims.size() != 4 || (dims[3] != 1 && dims[3] != 3 && dims[3] != 4))) {
       return bad("image key " + key + " must be (T, H, W, C) with C in {1,3,4}");
     }
     uint64_t frame_elems = 1;
     for (size_t i = 1; i < dims.size(); ++i) {
       frame_elems *= static_cast<uint64_t>(dims[i]);
-      if (dims[i] <= 0 || frame_elems > (1u << 28)) return bad("key " + key + " has a bad frame shape");
+      if (dims[i] <= 0 || frame_elems > (1u << 28))
+        return bad("key " + key + " has a bad frame shape");
     }
   }
 
@@ -150,7 +151,8 @@ common::Result<DemoResult> ReadDemo(const Hdf5File& f, const std::string& demo,
       auto it = std::find_if(first->begin(), first->end(),
                              [&](const KeySpec& k) { return k.name == key; });
       if (!(*it == a->spec)) {
-        return bad("key " + a->spec.ToString() + " differs from the first demo's " + it->ToString());
+        return bad("key " + a->spec.ToString() + " differs from the first demo's " +
+                   it->ToString());
       }
     }
     ep.arrays.push_back(std::move(*a));
@@ -235,7 +237,8 @@ common::Result<ImportResult> ImportHdf5(const std::string& input, const std::str
                                         const Hdf5ImportOptions& options) {
   auto start = std::chrono::steady_clock::now();
   EMBODY_ASSIGN_OR_RETURN(f, Hdf5File::Open(input));
-  if (!f.Exists("data")) return common::InvalidArgument(input + ": no 'data' group (not a robomimic/LIBERO file)");
+  if (!f.Exists("data"))
+    return common::InvalidArgument(input + ": no 'data' group (not a robomimic/LIBERO file)");
 
   nlohmann::json source = {{"type", "hdf5"}, {"path", input}};
   if (f.HasAttribute("data", "env_args")) {
@@ -269,8 +272,8 @@ common::Result<ImportResult> ImportHdf5(const std::string& input, const std::str
           for (const auto& m : *filters) known += (known.empty() ? "" : ", ") + m.name;
         }
       }
-      return common::InvalidArgument(input + ": no filter key " + mask + " (filters: " +
-                                     (known.empty() ? "none" : known) + ")");
+      return common::InvalidArgument(input + ": no filter key " + mask +
+                                     " (filters: " + (known.empty() ? "none" : known) + ")");
     }
     EMBODY_ASSIGN_OR_RETURN(selected, f.ReadStringList(mask));
     std::set<std::string> in_file(demos.begin(), demos.end()), wanted;
@@ -322,8 +325,7 @@ common::Result<ImportResult> ImportHdf5(const std::string& input, const std::str
   result.bytes = writer->bytes();
   EMBODY_ASSIGN_OR_RETURN(manifest, writer->Finish(std::move(source)));
   result.manifest = std::move(manifest);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

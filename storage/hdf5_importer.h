@@ -48,7 +48,7 @@ struct ImportResult {
   DatasetManifest manifest;
   uint64_t episodes = 0;
   uint64_t frames = 0;
-  uint64_t bytes = 0;       // dataset bytes written
+  uint64_t bytes = 0;        // dataset bytes written
   uint64_t skipped_nan = 0;  // demos skipped under NanPolicy::kSkip
   double seconds = 0;
 };

@@ -135,7 +135,8 @@ TEST_F(Hdf5ImporterTest, DemosComeInNumericOrder) {
 
 TEST_F(Hdf5ImporterTest, LiberoLanguageFromProblemInfoOrFromTheCaller) {
   RobomimicFileSpec spec;
-  spec.problem_info = R"({"problem_name": "kitchen", "language_instruction": "open the top drawer"})";
+  spec.problem_info =
+      R"({"problem_name": "kitchen", "language_instruction": "open the top drawer"})";
   auto want = Make(spec);
   Hdf5ImportOptions o;
   o.writer.mapping.patch_size = 8;  // 16x16 images: 4 patches each
@@ -214,14 +215,23 @@ TEST_F(Hdf5ImporterTest, RefusesMisshapedKeys) {
   };
   std::vector<Case> cases = {
       {"data/demo_1/actions", {12}, Hdf5Writer::Type::kF64, "actions must be (T, action_dim)"},
-      {"data/demo_1/obs/agentview_image", {12, 16, 16}, Hdf5Writer::Type::kU8,
+      {"data/demo_1/obs/agentview_image",
+       {12, 16, 16},
+       Hdf5Writer::Type::kU8,
        "image key obs/agentview_image must be (T, H, W, C)"},
-      {"data/demo_1/obs/agentview_image", {12, 16, 16, 3}, Hdf5Writer::Type::kF32,
+      {"data/demo_1/obs/agentview_image",
+       {12, 16, 16, 3},
+       Hdf5Writer::Type::kF32,
        "image key obs/agentview_image must be uint8"},
       {"data/demo_1/dones", {12, 2}, Hdf5Writer::Type::kI64, "dones must be (T)"},
-      {"data/demo_1/obs/robot0_eef_pos", {12, 4}, Hdf5Writer::Type::kF64,
+      {"data/demo_1/obs/robot0_eef_pos",
+       {12, 4},
+       Hdf5Writer::Type::kF64,
        "differs from the first demo's obs/robot0_eef_pos f64 (3)"},
-      {"data/demo_1/obs/extra", {12, 2}, Hdf5Writer::Type::kF64, "obs/extra is not in the first demo"},
+      {"data/demo_1/obs/extra",
+       {12, 2},
+       Hdf5Writer::Type::kF64,
+       "obs/extra is not in the first demo"},
       {"data/demo_0/obs/scalar", {}, Hdf5Writer::Type::kF64, "obs/scalar is a scalar"},
   };
   for (const Case& c : cases) {
@@ -261,7 +271,8 @@ TEST_F(Hdf5ImporterTest, NonFiniteActionsAreRefusedOrTheDemoSkipped) {
     ASSERT_TRUE(w.Delete("data/demo_1/actions").ok());
     std::vector<double> a(12 * 7, 0.5);
     a[3 * 7 + 2] = std::numeric_limits<double>::quiet_NaN();
-    ASSERT_TRUE(w.WriteDataset("data/demo_1/actions", Hdf5Writer::Type::kF64, {12, 7}, a.data()).ok());
+    ASSERT_TRUE(
+        w.WriteDataset("data/demo_1/actions", Hdf5Writer::Type::kF64, {12, 7}, a.data()).ok());
   }
   ExpectRefused("demo_1", "actions frame 3 element 2 is NaN or Inf");
   Hdf5ImportOptions o;

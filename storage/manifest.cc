@@ -72,8 +72,9 @@ common::Result<DatasetManifest> DatasetManifest::FromJson(const nlohmann::json& 
         return common::InvalidArgument("manifest: bad shard file name " + si.file, "shards.file");
       }
       if (si.first_episode != next_episode || si.episodes == 0) {
-        return common::InvalidArgument("manifest: shard " + si.file + " episode range is not contiguous",
-                                       "shards.first_episode");
+        return common::InvalidArgument(
+            "manifest: shard " + si.file + " episode range is not contiguous",
+            "shards.first_episode");
       }
       next_episode += si.episodes;
       frames += si.frames;
@@ -82,7 +83,8 @@ common::Result<DatasetManifest> DatasetManifest::FromJson(const nlohmann::json& 
     EMBODY_ASSIGN_OR_RETURN(stats, DatasetStats::FromJson(j.at("stats")));
     m.stats = std::move(stats);
     if (m.stats.episodes != next_episode || m.stats.frames != frames) {
-      return common::InvalidArgument("manifest: shard counts do not add up to the statistics", "stats");
+      return common::InvalidArgument("manifest: shard counts do not add up to the statistics",
+                                     "stats");
     }
     if (j.contains("source")) m.source = j.at("source");
   } catch (const nlohmann::json::exception& e) {

@@ -16,8 +16,8 @@ TEST(PartitionTest, DisjointCoveringAndBalancedForSeveralWorldSizes) {
         std::vector<int> seen(count, 0);
         size_t lo = SIZE_MAX, hi = 0;
         for (int rank = 0; rank < world; ++rank) {
-          auto part = Partition(count, {.seed = 3, .epoch = 2, .world = world, .rank = rank,
-                                        .shuffle = shuffle});
+          auto part = Partition(
+              count, {.seed = 3, .epoch = 2, .world = world, .rank = rank, .shuffle = shuffle});
           ASSERT_TRUE(part.ok());
           lo = std::min(lo, part->size());
           hi = std::max(hi, part->size());

@@ -34,7 +34,8 @@ class ReadAhead {
   ReadAhead(uint64_t count, std::function<common::Result<T>(uint64_t)> read,
             ReadAheadOptions options = {})
       : count_(count), read_(std::move(read)), capacity_(std::max<size_t>(1, options.capacity)) {
-    for (int i = 0; i < std::max(1, options.threads); ++i) workers_.emplace_back([this] { Work(); });
+    for (int i = 0; i < std::max(1, options.threads); ++i)
+      workers_.emplace_back([this] { Work(); });
   }
   ~ReadAhead() { Stop(); }
   ReadAhead(const ReadAhead&) = delete;

@@ -19,13 +19,13 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(ReadAheadTest, DeliversInOrderFromManyThreads) {
-  ReadAhead<uint64_t> ra(
-      500,
-      [](uint64_t i) -> common::Result<uint64_t> {
-        if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-        return i * i;
-      },
-      {.threads = 4, .capacity = 8});
+  ReadAhead<uint64_t> ra(500,
+                         [](uint64_t i) -> common::Result<uint64_t> {
+                           if (i % 7 == 0)
+                             std::this_thread::sleep_for(std::chrono::microseconds(200));
+                           return i * i;
+                         },
+                         {.threads = 4, .capacity = 8});
   for (uint64_t i = 0; i < 500; ++i) {
     auto v = ra.Next();
     ASSERT_TRUE(v.ok());
@@ -39,9 +39,9 @@ TEST(ReadAheadTest, DeliversInOrderFromManyThreads) {
 
 TEST(ReadAheadTest, ReadsAtMostCapacityAheadOfTheConsumer) {
   std::atomic<int> reads{0};
-  ReadAhead<int> ra(
-      1000, [&](uint64_t i) -> common::Result<int> { return ++reads, static_cast<int>(i); },
-      {.threads = 3, .capacity = 5});
+  ReadAhead<int> ra(1000,
+                    [&](uint64_t i) -> common::Result<int> { return ++reads, static_cast<int>(i); },
+                    {.threads = 3, .capacity = 5});
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(reads.load(), 5);  // filled the buffer, then waited
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(ra.Next().ok());
@@ -51,22 +51,21 @@ TEST(ReadAheadTest, ReadsAtMostCapacityAheadOfTheConsumer) {
 }
 
 TEST(ReadAheadTest, ConsumerDoesNotWaitWhenReadsKeepUp) {
-  ReadAhead<int> ra(
-      50, [](uint64_t i) -> common::Result<int> { return static_cast<int>(i); },
-      {.threads = 2, .capacity = 50});
+  ReadAhead<int> ra(50, [](uint64_t i) -> common::Result<int> { return static_cast<int>(i); },
+                    {.threads = 2, .capacity = 50});
   std::this_thread::sleep_for(50ms);
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(ra.Next().ok());
   EXPECT_EQ(ra.waits(), 0u);
 }
 
 TEST(ReadAheadTest, ErrorArrivesInItsPlaceAndEndsTheStream) {
-  ReadAhead<int> ra(
-      100,
-      [](uint64_t i) -> common::Result<int> {
-        if (i == 20) return common::FailedPrecondition("shard-00000.embs: checksum mismatch");
-        return static_cast<int>(i);
-      },
-      {.threads = 4, .capacity = 16});
+  ReadAhead<int> ra(100,
+                    [](uint64_t i) -> common::Result<int> {
+                      if (i == 20)
+                        return common::FailedPrecondition("shard-00000.embs: checksum mismatch");
+                      return static_cast<int>(i);
+                    },
+                    {.threads = 4, .capacity = 16});
   for (int i = 0; i < 20; ++i) {
     auto v = ra.Next();
     ASSERT_TRUE(v.ok());

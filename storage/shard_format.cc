@@ -69,7 +69,8 @@ class Decoder {
 
 uint64_t GetU64(std::string_view b, size_t at) {
   uint64_t x = 0;
-  for (size_t i = 0; i < 8; ++i) x |= static_cast<uint64_t>(static_cast<uint8_t>(b[at + i])) << (8 * i);
+  for (size_t i = 0; i < 8; ++i)
+    x |= static_cast<uint64_t>(static_cast<uint8_t>(b[at + i])) << (8 * i);
   return x;
 }
 uint32_t GetU32(std::string_view b, size_t at) { return static_cast<uint32_t>(GetU64(b, at)); }
@@ -234,7 +235,8 @@ common::Result<ShardIndex> DecodeIndex(std::string_view bytes, uint64_t data_end
       // Data of consecutive keys and episodes lies in order, inside the data region: this
       // both bounds every read and refuses overlapping chunks.
       uint64_t size = uint64_t{ep.frames} * frame_bytes[k];  // < 2^24 · 2^30, no overflow
-      if (kc.data_offset < prev_end || kc.data_offset > data_end || size > data_end - kc.data_offset) {
+      if (kc.data_offset < prev_end || kc.data_offset > data_end ||
+          size > data_end - kc.data_offset) {
         return bad(where + " key " + index.schema[k].name + ": data outside the data region");
       }
       prev_end = kc.data_offset + size;

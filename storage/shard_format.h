@@ -75,7 +75,7 @@ struct KeyChunks {
 struct EpisodeEntry {
   uint32_t frames = 0;
   std::vector<std::pair<std::string, std::string>> attributes;
-  std::vector<KeyChunks> keys;         // schema order
+  std::vector<KeyChunks> keys;          // schema order
   std::vector<uint32_t> sample_tokens;  // one per frame
 };
 

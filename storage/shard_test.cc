@@ -77,8 +77,8 @@ TEST_F(ShardTest, EveryTruncationIsRefusedAtOpenNamingTheFile) {
   std::vector<Episode> episodes;
   std::string path = WriteShard(&episodes);
   std::string bytes = testing::ReadAll(path);
-  for (size_t cut : {size_t{0}, size_t{10}, size_t{47}, bytes.size() / 2, bytes.size() - 33,
-                     bytes.size() - 1}) {
+  for (size_t cut :
+       {size_t{0}, size_t{10}, size_t{47}, bytes.size() / 2, bytes.size() - 33, bytes.size() - 1}) {
     std::string t = dir_ + "/cut.embs";
     {
       std::ofstream out(t, std::ios::binary | std::ios::trunc);

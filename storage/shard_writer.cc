@@ -5,10 +5,11 @@
 namespace storage {
 
 common::Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& path,
-                                                                  Schema schema,
-                                                                  ShardWriterOptions options) {
+                                                                 Schema schema,
+                                                                 ShardWriterOptions options) {
   if (schema.empty() || schema.size() > kMaxKeys) {
-    return common::InvalidArgument(path + ": a shard needs 1.." + std::to_string(kMaxKeys) + " keys");
+    return common::InvalidArgument(path + ": a shard needs 1.." + std::to_string(kMaxKeys) +
+                                   " keys");
   }
   for (const KeySpec& k : schema) {
     if (k.name.empty() || k.name.size() > UINT16_MAX || k.frame_shape.size() > kMaxRank ||
@@ -38,7 +39,8 @@ common::Status ShardWriter::Add(const Episode& episode, std::vector<uint32_t> sa
   const Schema& schema = index_.schema;
   if (episode.arrays.size() != schema.size()) {
     return common::InvalidArgument(what + ": has " + std::to_string(episode.arrays.size()) +
-                                   " keys, the shard's schema has " + std::to_string(schema.size()));
+                                   " keys, the shard's schema has " +
+                                   std::to_string(schema.size()));
   }
   for (size_t k = 0; k < schema.size(); ++k) {
     if (!(episode.arrays[k].spec == schema[k])) {
@@ -47,7 +49,8 @@ common::Status ShardWriter::Add(const Episode& episode, std::vector<uint32_t> sa
     }
   }
   if (episode.frames() > kMaxEpisodeFrames) {
-    return common::InvalidArgument(what + ": more than " + std::to_string(kMaxEpisodeFrames) + " frames");
+    return common::InvalidArgument(what + ": more than " + std::to_string(kMaxEpisodeFrames) +
+                                   " frames");
   }
   if (sample_tokens.size() != static_cast<size_t>(episode.frames())) {
     return common::InvalidArgument(what + ": one token count per frame is needed");

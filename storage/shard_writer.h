@@ -25,8 +25,7 @@ struct ShardWriterOptions {
 class ShardWriter {
  public:
   // Every episode added must have exactly `schema` (names, order, dtypes, frame shapes).
-  static common::Result<std::unique_ptr<ShardWriter>> Create(const std::string& path,
-                                                             Schema schema,
+  static common::Result<std::unique_ptr<ShardWriter>> Create(const std::string& path, Schema schema,
                                                              ShardWriterOptions options = {});
 
   // `sample_tokens` has one count per frame. `what` names the episode in errors.

@@ -147,12 +147,12 @@ nlohmann::json DatasetStats::ToJson() const {
       return a;
     };
     key_list.push_back({{"name", k.spec.name},
-                    {"dtype", DTypeName(k.spec.dtype)},
-                    {"shape", k.spec.frame_shape},
-                    {"min", finite(k.min)},
-                    {"max", finite(k.max)},
-                    {"mean", finite(k.mean)},
-                    {"std", finite(k.std)}});
+                        {"dtype", DTypeName(k.spec.dtype)},
+                        {"shape", k.spec.frame_shape},
+                        {"min", finite(k.min)},
+                        {"max", finite(k.max)},
+                        {"mean", finite(k.mean)},
+                        {"std", finite(k.std)}});
   }
   j["keys"] = key_list;
   return j;

@@ -24,8 +24,8 @@ struct KeyStats {
 
 struct DatasetStats {
   uint64_t episodes = 0;
-  uint64_t frames = 0;  // = samples: one sample per frame
-  uint64_t tokens = 0;  // Σ sample token counts
+  uint64_t frames = 0;                           // = samples: one sample per frame
+  uint64_t tokens = 0;                           // Σ sample token counts
   std::map<uint32_t, uint64_t> token_histogram;  // sample token count -> samples
   std::vector<KeyStats> keys;
 

@@ -35,9 +35,10 @@ TEST(StatsTest, MomentsPerElementOfTheLastDimensionMatchADirectComputation) {
       for (const Episode& e : eps) {
         const Array& a = e.arrays[key];
         for (int64_t i = g; i < a.frames * spec.FrameElements(); i += groups) {
-          double x = spec.dtype == DType::kU8    ? a.data[i]
-                     : spec.dtype == DType::kF32 ? reinterpret_cast<const float*>(a.data.data())[i]
-                                                 : reinterpret_cast<const double*>(a.data.data())[i];
+          double x = spec.dtype == DType::kU8 ? a.data[i]
+                     : spec.dtype == DType::kF32
+                         ? reinterpret_cast<const float*>(a.data.data())[i]
+                         : reinterpret_cast<const double*>(a.data.data())[i];
           sum += x, sq += x * x, n += 1, mn = std::min(mn, x), mx = std::max(mx, x);
         }
       }

@@ -26,10 +26,10 @@
 namespace storage {
 
 struct TokenMapping {
-  int patch_size = 14;              // P: images become ⌈H/P⌉·⌈W/P⌉ patch tokens
+  int patch_size = 14;               // P: images become ⌈H/P⌉·⌈W/P⌉ patch tokens
   int proprio_tokens_per_frame = 1;  // all low-dim obs keys of a frame together
-  int history_frames = 1;           // observation frames per sample, ending at t
-  int action_horizon = 16;          // actions per sample, one token each
+  int history_frames = 1;            // observation frames per sample, ending at t
+  int action_horizon = 16;           // actions per sample, one token each
   int max_language_tokens = 64;
 
   common::Status Validate() const;

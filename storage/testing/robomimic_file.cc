@@ -14,22 +14,32 @@ namespace {
 
 hid_t FileType(Hdf5Writer::Type t) {
   switch (t) {
-    case Hdf5Writer::Type::kU8: return H5T_STD_U8LE;
-    case Hdf5Writer::Type::kI32: return H5T_STD_I32LE;
-    case Hdf5Writer::Type::kI64: return H5T_STD_I64LE;
-    case Hdf5Writer::Type::kF32: return H5T_IEEE_F32LE;
-    case Hdf5Writer::Type::kF64: return H5T_IEEE_F64LE;
+    case Hdf5Writer::Type::kU8:
+      return H5T_STD_U8LE;
+    case Hdf5Writer::Type::kI32:
+      return H5T_STD_I32LE;
+    case Hdf5Writer::Type::kI64:
+      return H5T_STD_I64LE;
+    case Hdf5Writer::Type::kF32:
+      return H5T_IEEE_F32LE;
+    case Hdf5Writer::Type::kF64:
+      return H5T_IEEE_F64LE;
   }
   return -1;
 }
 
 hid_t MemType(Hdf5Writer::Type t) {
   switch (t) {
-    case Hdf5Writer::Type::kU8: return H5T_NATIVE_UINT8;
-    case Hdf5Writer::Type::kI32: return H5T_NATIVE_INT32;
-    case Hdf5Writer::Type::kI64: return H5T_NATIVE_INT64;
-    case Hdf5Writer::Type::kF32: return H5T_NATIVE_FLOAT;
-    case Hdf5Writer::Type::kF64: return H5T_NATIVE_DOUBLE;
+    case Hdf5Writer::Type::kU8:
+      return H5T_NATIVE_UINT8;
+    case Hdf5Writer::Type::kI32:
+      return H5T_NATIVE_INT32;
+    case Hdf5Writer::Type::kI64:
+      return H5T_NATIVE_INT64;
+    case Hdf5Writer::Type::kF32:
+      return H5T_NATIVE_FLOAT;
+    case Hdf5Writer::Type::kF64:
+      return H5T_NATIVE_DOUBLE;
   }
   return -1;
 }
@@ -133,7 +143,8 @@ common::Status Hdf5Writer::WriteStringList(const std::string& path,
   size_t width = 1;
   for (const auto& v : values) width = std::max(width, v.size());
   std::vector<char> buf(values.size() * width, '\0');
-  for (size_t i = 0; i < values.size(); ++i) std::memcpy(&buf[i * width], values[i].data(), values[i].size());
+  for (size_t i = 0; i < values.size(); ++i)
+    std::memcpy(&buf[i * width], values[i].data(), values[i].size());
   H5Handle type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), width);
   H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
@@ -142,8 +153,8 @@ common::Status Hdf5Writer::WriteStringList(const std::string& path,
   H5Handle lcpl = IntermediateGroups();
   H5Handle ds(H5Dcreate2(file_.get(), path.c_str(), type.get(), space.get(), lcpl.get(),
                          H5P_DEFAULT, H5P_DEFAULT));
-  if (!ds.valid() || (n > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                        buf.data()) < 0)) {
+  if (!ds.valid() ||
+      (n > 0 && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)) {
     return common::Internal("cannot write string list " + path);
   }
   return common::Status::Ok();
@@ -194,7 +205,9 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
     auto floats = [&](int64_t n, uint64_t k) {
       std::vector<double> v(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
-        v[i] = static_cast<double>(Mix(salt ^ (k << 40) ^ static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53 * 2 - 1;
+        v[i] = static_cast<double>(Mix(salt ^ (k << 40) ^ static_cast<uint64_t>(i)) >> 11) *
+                   0x1.0p-53 * 2 -
+               1;
       }
       return v;
     };
@@ -202,9 +215,11 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
     std::vector<double> actions = floats(T * spec.action_dim, 1);
     if (spec.f32_actions) {
       std::vector<float> f(actions.begin(), actions.end());
-      EMBODY_RETURN_IF_ERROR(add("actions", Type::kF32, {T, spec.action_dim}, DType::kF32, f.data(), f.size() * 4));
+      EMBODY_RETURN_IF_ERROR(
+          add("actions", Type::kF32, {T, spec.action_dim}, DType::kF32, f.data(), f.size() * 4));
     } else {
-      EMBODY_RETURN_IF_ERROR(add("actions", Type::kF64, {T, spec.action_dim}, DType::kF64, actions.data(), actions.size() * 8));
+      EMBODY_RETURN_IF_ERROR(add("actions", Type::kF64, {T, spec.action_dim}, DType::kF64,
+                                 actions.data(), actions.size() * 8));
     }
     // dones: int64 in robomimic, imported as i32
     std::vector<int64_t> dones(static_cast<size_t>(T), 0);
@@ -230,7 +245,8 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
         uint64_t r = Mix(x + i);
         std::memcpy(&img[i], &r, std::min<size_t>(8, img.size() - i));
       }
-      EMBODY_RETURN_IF_ERROR(add(cams[c], Type::kU8, {T, S, S, 3}, DType::kU8, img.data(), img.size()));
+      EMBODY_RETURN_IF_ERROR(
+          add(cams[c], Type::kU8, {T, S, S, 3}, DType::kU8, img.data(), img.size()));
     }
     EMBODY_RETURN_IF_ERROR(add("obs/robot0_eef_pos", Type::kF64, {T, 3}, DType::kF64,
                                low_dim[0].second.data(), low_dim[0].second.size() * 8));
@@ -241,7 +257,8 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
                                           low_dim[0].second.data()));
     std::vector<double> rewards(static_cast<size_t>(T), 0.0);
     if (T > 0) rewards.back() = 1.0;
-    EMBODY_RETURN_IF_ERROR(add("rewards", Type::kF64, {T}, DType::kF64, rewards.data(), rewards.size() * 8));
+    EMBODY_RETURN_IF_ERROR(
+        add("rewards", Type::kF64, {T}, DType::kF64, rewards.data(), rewards.size() * 8));
     EMBODY_RETURN_IF_ERROR(w.WriteIntAttribute(g, "num_samples", T));
     std::sort(ep.arrays.begin(), ep.arrays.end(),
               [](const Array& a, const Array& b) { return a.spec.name < b.spec.name; });
@@ -256,7 +273,8 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
   for (const auto& [name, demos] : spec.masks) {
     EMBODY_RETURN_IF_ERROR(w.WriteStringList("mask/" + name, demos));
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Episode> episodes;
   for (auto& [n, ep] : out) episodes.push_back(std::move(ep));
   return episodes;

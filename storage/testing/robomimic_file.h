@@ -31,7 +31,8 @@ class Hdf5Writer {
   common::Status CreateGroup(const std::string& path);
   common::Status WriteStringAttribute(const std::string& object, const std::string& name,
                                       const std::string& value);
-  common::Status WriteIntAttribute(const std::string& object, const std::string& name, int64_t value);
+  common::Status WriteIntAttribute(const std::string& object, const std::string& name,
+                                   int64_t value);
   // A 1-D dataset of fixed-length strings, as h5py writes np.array([...], dtype="S").
   common::Status WriteStringList(const std::string& path, const std::vector<std::string>& values);
   common::Status Delete(const std::string& path);
