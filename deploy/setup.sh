@@ -14,6 +14,7 @@ packages=(
   libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libcli11-dev libyaml-cpp-dev
+  libhdf5-dev
   prometheus
   chromium
   clang libclang-rt-dev
