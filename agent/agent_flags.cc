@@ -2,42 +2,23 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
 #include "common/file_util.h"
+#include "common/parse_int.h"
 
 namespace agent {
 namespace {
 
 using common::InvalidArgument;
-
-common::Status ParseInt(const std::string& flag, const std::string& v, int lo, int hi, int* out) {
-  try {
-    size_t used = 0;
-    long n = std::stol(v, &used);
-    if (used != v.size() || n < lo || n > hi) throw std::out_of_range(v);
-    *out = static_cast<int>(n);
-    return common::Status::Ok();
-  } catch (const std::exception&) {
-    return InvalidArgument("--" + flag + " wants an integer in [" + std::to_string(lo) + ", " +
-                               std::to_string(hi) + "], got \"" + v + "\"",
-                           flag);
-  }
-}
-
-common::Status ParseListen(const std::string& v, AgentConfig* c) {
-  size_t colon = v.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return InvalidArgument("--listen wants HOST:PORT, got \"" + v + "\"", "listen");
-  }
-  c->listen_host = v.substr(0, colon);
-  return ParseInt("listen", v.substr(colon + 1), 0, 65535, &c->listen_port);
-}
 
 std::string Trim(const std::string& s) {
   const char* ws = " \t\r\n";
@@ -47,17 +28,6 @@ std::string Trim(const std::string& s) {
 }
 
 }  // namespace
-
-std::string AgentUsage() {
-  return "usage: embody-agent --server URL (--token TOKEN | --token-file FILE) --data-dir DIR\n"
-         "                    [--name NODE] [--listen 127.0.0.1:0] [--address 127.0.0.1]\n"
-         "                    [--slots N] [--engine PATH] [--mpirun PATH] [--port-file FILE]\n"
-         "                    [--kill-grace-ms 5000] [--nvml-library PATH] [--verbose]\n"
-         "                    [--job-uid-base 200000] [--job-uid-count 65536]\n"
-         "                    [--run-jobs-as-agent] [--job-max-processes 4096]\n"
-         "                    [--job-max-open-files 65536] [--no-cgroups] [--job-path PATH]\n"
-         "                    [--metrics-token-file FILE]\n";
-}
 
 common::Result<std::string> ParseTokenFile(const std::string& contents) {
   std::string text = Trim(contents);
@@ -104,89 +74,206 @@ std::string SelfExecutable() {
   return ec ? std::string("embody-agent") : exe.string();
 }
 
+namespace {
+
+// The command line as one table: each flag's name, how its value is written, help text, and how
+// its value lands in AgentConfig. --help prints this table (CLI11's formatter), so the usage and
+// the parser cannot disagree. CLI11 splits "--flag value" / "--flag=value" and finds unknown
+// flags; each value is checked here, the Status naming the flag without its dashes ("slots").
+struct Flag {
+  const char* name;   // without the leading "--"
+  const char* value;  // how the value is written in the usage; nullptr: a switch
+  const char* help;
+  // Sets the flag's value in the config; for a switch, called with "" when given.
+  std::function<common::Status(const std::string& v, AgentConfig& c)> set;
+  // The default shown in the usage, from a default-constructed config; empty: none shown.
+  std::function<std::string(const AgentConfig& c)> shown = nullptr;
+};
+
+std::function<common::Status(const std::string&, AgentConfig&)> Text(std::string AgentConfig::*f) {
+  return [f](const std::string& v, AgentConfig& c) {
+    c.*f = v;
+    return common::Status::Ok();
+  };
+}
+
+template <typename T>
+std::function<common::Status(const std::string&, AgentConfig&)> Int(const char* name,
+                                                                     T AgentConfig::*f, int64_t min,
+                                                                     int64_t max) {
+  return [=](const std::string& v, AgentConfig& c) {
+    auto n = common::ParseInt64(v, min, max, name);
+    if (!n.ok()) return InvalidArgument("--" + std::string(name) + " " + n.status().message(), name);
+    c.*f = static_cast<T>(*n);
+    return common::Status::Ok();
+  };
+}
+
+template <typename T>
+std::function<std::string(const AgentConfig&)> Shown(T AgentConfig::*f) {
+  return [f](const AgentConfig& c) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return c.*f;
+    } else {
+      return std::to_string(c.*f);
+    }
+  };
+}
+
+// Written to by the --token-file flag; read by ParseAgentFlags after all flags are set.
+struct Files {
+  std::string token_file;
+};
+
+std::vector<Flag> AgentFlags(Files* files) {
+  return {
+      {"server", "URL", "embody-server's URL, http://HOST:PORT (required)", Text(&AgentConfig::server)},
+      {"token", "TOKEN", "the join token (this or --token-file is required)",
+       Text(&AgentConfig::token)},
+      {"token-file", "FILE",
+       "file holding the join token, alone or as the server's bootstrap JSON {\"agent_token\"}",
+       [files](const std::string& v, AgentConfig&) {
+         files->token_file = v;
+         return common::Status::Ok();
+       }},
+      {"data-dir", "DIR", "the agent's state and job directories (required)",
+       Text(&AgentConfig::data_dir)},
+      {"name", "NODE", "the node's name (default: the host name)", Text(&AgentConfig::name)},
+      {"listen", "HOST:PORT", "the job-local API and /metrics; port 0: any free port",
+       [](const std::string& v, AgentConfig& c) {
+         size_t colon = v.rfind(':');
+         if (colon == std::string::npos || colon == 0) {
+           return InvalidArgument("--listen wants HOST:PORT, got \"" + v + "\"", "listen");
+         }
+         auto port = common::ParseInt(v.substr(colon + 1), 0, 65535, "listen");
+         if (!port.ok()) return InvalidArgument("--listen port " + port.status().message(), "listen");
+         c.listen_host = v.substr(0, colon);
+         c.listen_port = *port;
+         return common::Status::Ok();
+       },
+       [](const AgentConfig& c) { return c.listen_host + ":" + std::to_string(c.listen_port); }},
+      {"address", "HOST", "where other nodes reach this one", Text(&AgentConfig::address),
+       Shown(&AgentConfig::address)},
+      {"slots", "N", "slots to offer (default: detected GPUs, else CPU cores)",
+       Int("slots", &AgentConfig::slots, 1, 1 << 20)},
+      {"engine", "PATH", "embody-engine (default: beside this binary)", Text(&AgentConfig::engine)},
+      {"mpirun", "PATH", "Open MPI's launcher", Text(&AgentConfig::mpirun),
+       Shown(&AgentConfig::mpirun)},
+      {"port-file", "FILE", "written with the local API's port", Text(&AgentConfig::port_file)},
+      {"kill-grace-ms", "MS", "SIGTERM to SIGKILL when a job is killed",
+       [](const std::string& v, AgentConfig& c) {
+         auto ms = common::ParseInt(v, 0, 3600 * 1000, "kill-grace-ms");
+         if (!ms.ok()) {
+           return InvalidArgument("--kill-grace-ms " + ms.status().message(), "kill-grace-ms");
+         }
+         c.kill_grace = std::chrono::milliseconds(*ms);
+         return common::Status::Ok();
+       },
+       [](const AgentConfig& c) { return std::to_string(c.kill_grace.count()); }},
+      {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentConfig::nvml_library),
+       Shown(&AgentConfig::nvml_library)},
+      {"verbose", nullptr, "debug logs",
+       [](const std::string&, AgentConfig& c) {
+         c.verbose = true;
+         return common::Status::Ok();
+       }},
+      {"job-uid-base", "UID", "first job uid (gid the same)",
+       Int("job-uid-base", &AgentConfig::job_uid_base, 1000, 2000000000),
+       Shown(&AgentConfig::job_uid_base)},
+      {"job-uid-count", "N", "how many job uids",
+       Int("job-uid-count", &AgentConfig::job_uid_count, 1, 1 << 24),
+       Shown(&AgentConfig::job_uid_count)},
+      {"run-jobs-as-agent", nullptr, "no uid switch for jobs, even as root",
+       [](const std::string&, AgentConfig& c) {
+         c.run_jobs_as_agent = true;
+         return common::Status::Ok();
+       }},
+      {"job-max-processes", "N", "RLIMIT_NPROC and cgroup pids.max of a job",
+       Int("job-max-processes", &AgentConfig::job_max_processes, 16, 1 << 22),
+       Shown(&AgentConfig::job_max_processes)},
+      {"job-max-open-files", "N", "RLIMIT_NOFILE of a job",
+       Int("job-max-open-files", &AgentConfig::job_max_open_files, 64, 1 << 24),
+       Shown(&AgentConfig::job_max_open_files)},
+      {"no-cgroups", nullptr, "rlimits only, even where cgroups are available",
+       [](const std::string&, AgentConfig& c) {
+         c.no_cgroups = true;
+         return common::Status::Ok();
+       }},
+      {"job-path", "PATH", "PATH of every job", Text(&AgentConfig::job_path),
+       Shown(&AgentConfig::job_path)},
+      {"metrics-token-file", "FILE",
+       "the scrape secret shared with Prometheus; without it /metrics serves the node's series only",
+       Text(&AgentConfig::metrics_token_file)},
+  };
+}
+
+constexpr const char* kSubcommands =
+    "\nSub-command, run by mpirun in every rank of a job (not for people):\n"
+    "  embody-agent exec-rank [--address-space BYTES] FILE\n";
+
+// Every flag on `app`, values kept as text in `raw` (by flag name) until the table's setters
+// check them; switches are counted in `options`.
+void Define(CLI::App& app, const std::vector<Flag>& flags, std::map<std::string, std::string>* raw,
+            std::map<std::string, CLI::Option*>* options) {
+  app.allow_extras(true);  // unknown flags are reported by ParseAgentFlags, naming the flag
+  app.footer(kSubcommands);
+  const AgentConfig defaults;
+  for (const Flag& f : flags) {
+    const std::string name = std::string("--") + f.name;
+    CLI::Option* opt = f.value == nullptr
+                           ? app.add_flag(name, f.help)
+                           : app.add_option(name, (*raw)[f.name], f.help)->type_name(f.value);
+    if (f.shown) opt->default_str(f.shown(defaults));
+    (*options)[f.name] = opt;
+  }
+}
+
+}  // namespace
+
+std::string AgentUsage() {
+  CLI::App app("embody-agent: one per node; runs the jobs embody-server allocates to it",
+               "embody-agent");
+  Files files;
+  std::map<std::string, std::string> raw;
+  std::map<std::string, CLI::Option*> options;
+  Define(app, AgentFlags(&files), &raw, &options);
+  return app.help();
+}
+
 common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args) {
   AgentConfig c;
-  std::string token_file;
-  using Setter = std::function<common::Status(const std::string&)>;
-  auto str = [](std::string* dst) -> Setter {
-    return [dst](const std::string& v) {
-      *dst = v;
-      return common::Status::Ok();
-    };
-  };
-  std::map<std::string, Setter> flags = {
-      {"server", str(&c.server)},
-      {"token", str(&c.token)},
-      {"token-file", str(&token_file)},
-      {"name", str(&c.name)},
-      {"data-dir", str(&c.data_dir)},
-      {"listen", [&c](const std::string& v) { return ParseListen(v, &c); }},
-      {"address", str(&c.address)},
-      {"slots", [&c](const std::string& v) { return ParseInt("slots", v, 1, 1 << 20, &c.slots); }},
-      {"engine", str(&c.engine)},
-      {"mpirun", str(&c.mpirun)},
-      {"port-file", str(&c.port_file)},
-      {"nvml-library", str(&c.nvml_library)},
-      {"job-uid-base",
-       [&c](const std::string& v) {
-         int base = 0;
-         EMBODY_RETURN_IF_ERROR(ParseInt("job-uid-base", v, 1000, 2000000000, &base));
-         c.job_uid_base = base;
-         return common::Status::Ok();
-       }},
-      {"job-uid-count",
-       [&c](const std::string& v) {
-         return ParseInt("job-uid-count", v, 1, 1 << 24, &c.job_uid_count);
-       }},
-      {"job-max-processes",
-       [&c](const std::string& v) {
-         return ParseInt("job-max-processes", v, 16, 1 << 22, &c.job_max_processes);
-       }},
-      {"job-max-open-files",
-       [&c](const std::string& v) {
-         return ParseInt("job-max-open-files", v, 64, 1 << 24, &c.job_max_open_files);
-       }},
-      {"job-path", str(&c.job_path)},
-      {"metrics-token-file", str(&c.metrics_token_file)},
-      {"kill-grace-ms",
-       [&c](const std::string& v) {
-         int ms = 0;
-         EMBODY_RETURN_IF_ERROR(ParseInt("kill-grace-ms", v, 0, 3600 * 1000, &ms));
-         c.kill_grace = std::chrono::milliseconds(ms);
-         return common::Status::Ok();
-       }},
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) return InvalidArgument("unexpected argument \"" + a + "\"");
-    std::string name = a.substr(2);
-    if (name == "verbose") {
-      c.verbose = true;
-      continue;
+  Files files;
+  const std::vector<Flag> flags = AgentFlags(&files);
+  CLI::App app("embody-agent", "embody-agent");
+  std::map<std::string, std::string> raw;
+  std::map<std::string, CLI::Option*> options;
+  Define(app, flags, &raw, &options);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    // The flag the error is about: the longest of our flag names the message mentions.
+    std::string field;
+    for (const Flag& f : flags) {
+      const std::string name = std::string("--") + f.name;
+      if (std::string(e.what()).find(name) != std::string::npos && name.size() > field.size() + 2) {
+        field = f.name;
+      }
     }
-    if (name == "run-jobs-as-agent") {
-      c.run_jobs_as_agent = true;
-      continue;
-    }
-    if (name == "no-cgroups") {
-      c.no_cgroups = true;
-      continue;
-    }
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    auto it = flags.find(name);
-    if (it == flags.end()) return InvalidArgument("unknown flag --" + name, name);
-    if (!has_value) {
-      if (i + 1 >= args.size()) return InvalidArgument("--" + name + " needs a value", name);
-      value = args[++i];
-    }
-    EMBODY_RETURN_IF_ERROR(it->second(value));
+    return InvalidArgument(e.what(), field);
   }
+  for (const std::string& extra : app.remaining()) {
+    if (extra.rfind("--", 0) == 0) {
+      const std::string name = extra.substr(2, extra.find('=') - 2);
+      return InvalidArgument("unknown flag --" + name, name);
+    }
+    return InvalidArgument("unexpected argument \"" + extra + "\"");
+  }
+  for (const Flag& f : flags) {
+    if (options.at(f.name)->count() == 0) continue;
+    EMBODY_RETURN_IF_ERROR(f.set(f.value == nullptr ? "" : raw[f.name], c));
+  }
+  const std::string& token_file = files.token_file;
   if (c.server.empty()) return InvalidArgument("--server is required", "server");
   if (c.data_dir.empty()) return InvalidArgument("--data-dir is required", "data-dir");
   if (!token_file.empty()) {

@@ -141,5 +141,52 @@ TEST(AgentFlagsTest, MetricsTokenFileIsKeptOnlyAsItsDigest) {
   std::filesystem::remove_all(dir);
 }
 
+// --help is printed from the table the parser reads: every flag is in it, with its default.
+TEST(AgentFlagsTest, UsageListsEveryFlagAndTheSubcommand) {
+  const std::string usage = AgentUsage();
+  for (const char* flag :
+       {"--server", "--token", "--token-file", "--data-dir", "--name", "--listen", "--address",
+        "--slots", "--engine", "--mpirun", "--port-file", "--kill-grace-ms", "--nvml-library",
+        "--verbose", "--job-uid-base", "--job-uid-count", "--run-jobs-as-agent",
+        "--job-max-processes", "--job-max-open-files", "--no-cgroups", "--job-path",
+        "--metrics-token-file", "exec-rank"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
+  }
+  for (const char* shown : {"200000", "65536", "4096", "5000", "/usr/local/bin:/usr/bin:/bin"}) {
+    EXPECT_NE(usage.find(shown), std::string::npos) << shown << "\n" << usage;
+  }
+}
+
+TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
+  const std::vector<std::string> base = {"--server", "http://s", "--token", "t", "--data-dir", "d"};
+  struct Case {
+    const char* flag;
+    const char* value;
+  } cases[] = {{"--slots", " 8"},           {"--slots", "8 "},
+               {"--slots", "+8"},           {"--slots", "0x10"},
+               {"--slots", "0"},            {"--slots", "99999999999999999999"},
+               {"--kill-grace-ms", "1e3"},  {"--job-uid-base", "999"},
+               {"--job-max-processes", "-1"}, {"--listen", "h:+80"},
+               {"--listen", "h:65536"}};
+  for (const auto& c : cases) {
+    auto args = base;
+    args.push_back(c.flag);
+    args.push_back(c.value);
+    auto r = ParseAgentFlags(args);
+    ASSERT_FALSE(r.ok()) << c.flag << " " << c.value;
+    EXPECT_EQ(r.status().field(), std::string(c.flag).substr(2)) << c.flag << " " << c.value;
+  }
+  auto unknown = ParseAgentFlags({"--server", "s", "--bogus=1"});
+  EXPECT_EQ(unknown.status().field(), "bogus");
+  EXPECT_FALSE(ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d", "x"}).ok());
+  auto flags = ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d",
+                                "--no-cgroups", "--run-jobs-as-agent", "--job-uid-base=300000"});
+  ASSERT_TRUE(flags.ok()) << flags.status().ToString();
+  EXPECT_TRUE(flags->no_cgroups);
+  EXPECT_TRUE(flags->run_jobs_as_agent);
+  EXPECT_FALSE(flags->verbose);
+  EXPECT_EQ(flags->job_uid_base, 300000);
+}
+
 }  // namespace
 }  // namespace agent

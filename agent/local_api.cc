@@ -4,9 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/request_log.h"
 #include "common/crypto.h"
+#include "common/http/access_log.h"
+#include "common/http/route_pattern.h"
+#include "common/http/status_http.h"
 #include "common/log.h"
+#include "common/parse_int.h"
 #include "common/time_util.h"
 
 namespace agent {
@@ -14,8 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-LocalReply Error(int http_status, const char* code, const std::string& message) {
-  return {http_status, json{{"error", {{"code", code}, {"message", message}}}}.dump()};
+// The same wire form as embody-server's errors, so one decoder reads both.
+LocalReply Error(const common::Status& status) {
+  return {common::http::HttpStatusFor(status.code()), common::http::ErrorBodyText(status)};
 }
 
 // The credential of an `Authorization: Bearer <credential>` value; empty when it is not one.
@@ -40,24 +44,24 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
                                 const std::string& body) {
   auto job = lookup_(job_id);
   if (!job)
-    return Error(404, "not_found", "job " + std::to_string(job_id) + " is not running here");
+    return Error(common::NotFound("job " + std::to_string(job_id) + " is not running here"));
   std::string token = BearerCredential(authorization);
   if (token.empty() || !common::ConstantTimeEquals(token, job->token)) {
-    return Error(401, "unauthenticated", "missing or wrong job token");
+    return Error(common::Status(common::Code::kUnauthenticated, "missing or wrong job token"));
   }
-  if (body.size() > kMaxBodyBytes) return Error(400, "invalid_argument", "body too large");
+  if (body.size() > kMaxBodyBytes) return Error(common::InvalidArgument("body too large"));
   json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    return Error(400, "invalid_argument", "body must be a JSON object");
+    return Error(common::InvalidArgument("body must be a JSON object"));
   }
   json list = parsed.contains("events") ? parsed["events"] : json::array({parsed});
-  if (!list.is_array()) return Error(400, "invalid_argument", "events must be an array");
-  if (list.size() > kMaxEventsPerPost) return Error(400, "invalid_argument", "too many events");
+  if (!list.is_array()) return Error(common::InvalidArgument("events must be an array"));
+  if (list.size() > kMaxEventsPerPost) return Error(common::InvalidArgument("too many events"));
   for (const auto& e : list) {
     auto type = e.is_object() ? e.find("type") : e.end();
     if (!e.is_object() || type == e.end() || !type->is_string() ||
         type->get_ref<const std::string&>().empty()) {
-      return Error(400, "invalid_argument", "every event must be an object with a string type");
+      return Error(common::InvalidArgument("every event must be an object with a string type"));
     }
   }
   int64_t now = common::NowMillis();
@@ -88,28 +92,49 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   // Nagle's algorithm and the delayed ACK hold every post for about 40 ms.
   server_->set_tcp_nodelay(true);
   server_->set_payload_max_length(kMaxBodyBytes + 1);
-  EnableRequestLog(*server_);
-  server_->Post(R"(/v1/local/jobs/(\d+)/events)",
-                Routed("/v1/local/jobs/{id}/events", [this](const httplib::Request& req,
-                                                            httplib::Response& res) {
-                  int64_t id = 0;
-                  try {
-                    id = std::stoll(req.matches[1].str());
-                  } catch (const std::exception&) {
-                    id = -1;
-                  }
-                  LocalReply r = PostEvents(id, req.get_header_value("Authorization"), req.body);
-                  res.status = r.http_status;
-                  res.set_content(r.body, "application/json");
-                }));
-  server_->Get(
-      "/metrics", Routed("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
-        MetricsAudience audience = MetricsAudienceFor(req.get_header_value("Authorization"));
-        res.set_content(metrics_->Serialize(audience), "text/plain; version=0.0.4");
-      }));
-  server_->Get("/healthz", Routed("/healthz", [](const httplib::Request&, httplib::Response& res) {
-                 res.set_content("ok\n", "text/plain");
-               }));
+  using common::http::ServedCall;
+  using common::http::WithAccessLog;
+  const std::string events_route = "/v1/local/jobs/{id}/events";
+  server_->Post(common::http::PatternRegex(events_route),
+                WithAccessLog("POST", events_route,
+                              [this](const httplib::Request& req, httplib::Response& res,
+                                     ServedCall&) {
+                                // An id too large for any job is a job not running here.
+                                auto id = common::ParseInt64(req.matches[1].str(), 1);
+                                LocalReply r = PostEvents(id.ok() ? *id : -1,
+                                                          req.get_header_value("Authorization"),
+                                                          req.body);
+                                res.status = r.http_status;
+                                res.set_content(r.body, "application/json");
+                              }));
+  server_->Get("/metrics", WithAccessLog("GET", "/metrics",
+                                         [this](const httplib::Request& req,
+                                                httplib::Response& res, ServedCall&) {
+                                           MetricsAudience audience = MetricsAudienceFor(
+                                               req.get_header_value("Authorization"));
+                                           res.set_content(metrics_->Serialize(audience),
+                                                           "text/plain; version=0.0.4");
+                                         }));
+  server_->Get("/healthz",
+               WithAccessLog("GET", "/healthz",
+                             [](const httplib::Request&, httplib::Response& res, ServedCall&) {
+                               res.set_content("ok\n", "text/plain");
+                             }));
+  // Anything else: a JSON 404, logged under one route name so raw paths never become fields.
+  // [\s\S], not '.': a decoded path may hold a newline (%0a), which '.' does not match.
+  auto unmatched = [](const std::string& method) {
+    return WithAccessLog(method, "unmatched",
+                         [](const httplib::Request& req, httplib::Response& res, ServedCall&) {
+                           LocalReply r = Error(common::NotFound("no route for " + req.path));
+                           res.status = r.http_status;
+                           res.set_content(r.body, "application/json");
+                         });
+  };
+  server_->Get(R"([\s\S]*)", unmatched("GET"));
+  server_->Post(R"([\s\S]*)", unmatched("POST"));
+  server_->Put(R"([\s\S]*)", unmatched("PUT"));
+  server_->Delete(R"([\s\S]*)", unmatched("DELETE"));
+  server_->Patch(R"([\s\S]*)", unmatched("PATCH"));
   int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {

@@ -9,7 +9,8 @@
 //        (agent_metrics.h). Never 401: the node's series stay public.
 //   GET  /healthz                     "ok"
 //
-// Every request carries an X-Request-Id back and is access-logged (request_log.h).
+// Every request carries an X-Request-Id back and is access-logged (common/http/access_log.h,
+// the middleware embody-server uses too); errors have the server's body, {"error":{...}}.
 //
 // Events are stamped with the agent's clock and queued for the next heartbeat; `step` events also
 // update the job's gauges. Handling is split from serving so the rules are testable without HTTP.

@@ -4,8 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/request_log.h"
 #include "common/crypto.h"
+#include "common/http/status_http.h"
+#include "common/request_id.h"
 
 namespace agent {
 namespace {
@@ -110,8 +111,29 @@ TEST_F(LocalApiTest, EchoesOrAssignsRequestIds) {
   EXPECT_EQ(other->status, 404);
   EXPECT_EQ(other->get_header_value("X-Request-Id").size(), 16u);
   EXPECT_NE(other->get_header_value("X-Request-Id"), id);
-  EXPECT_EQ(RequestIdFor(std::string(129, 'a')).size(), 16u);
-  EXPECT_EQ(RequestIdFor(std::string(128, 'a')), std::string(128, 'a'));
+  EXPECT_EQ(common::RequestIdFor(std::string(129, 'a')).size(), 16u);
+  EXPECT_EQ(common::RequestIdFor(std::string(128, 'a')), std::string(128, 'a'));
+}
+
+// Errors have embody-server's wire form, so the shared decoder gives the job its code back.
+TEST_F(LocalApiTest, ErrorsDecodeWithTheSharedDecoder) {
+  auto wrong = Post(7, "not-the-token", R"({"type":"step"})");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(common::http::StatusFromResponse(wrong->status, wrong->body).code(),
+            common::Code::kUnauthenticated);
+  auto gone = Post(99, "secret-7", R"({"type":"step"})");
+  ASSERT_TRUE(gone);
+  common::Status st = common::http::StatusFromResponse(gone->status, gone->body);
+  EXPECT_EQ(st.code(), common::Code::kNotFound);
+  EXPECT_EQ(st.message(), "job 99 is not running here");
+  auto bad = Post(7, "secret-7", "[]");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(common::http::StatusFromResponse(bad->status, bad->body).code(),
+            common::Code::kInvalidArgument);
+  auto none = client_->Post("/v1/local/nothing", "{}", "application/json");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(common::http::StatusFromResponse(none->status, none->body).code(),
+            common::Code::kNotFound);
 }
 
 TEST_F(LocalApiTest, HealthAndNodeMetrics) {

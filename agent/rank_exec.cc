@@ -6,10 +6,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
+#include "common/parse_int.h"
 
 namespace agent {
 namespace {
@@ -22,20 +25,27 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int RankExecMain(const std::vector<std::string>& args) {
-  long long address_space = 0;
-  std::string file;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--address-space" && i + 1 < args.size()) {
-      char* end = nullptr;
-      address_space = std::strtoll(args[++i].c_str(), &end, 10);
-      if (*end != '\0' || address_space <= 0) return Fail("bad --address-space " + args[i]);
-    } else if (file.empty() && args[i].rfind("--", 0) != 0) {
-      file = args[i];
-    } else {
-      return Fail("usage: embody-agent exec-rank [--address-space BYTES] FILE");
-    }
+  // mpirun writes this command line (mpi_launch.cc); it is still checked as strictly as any.
+  int64_t address_space = 0;
+  std::string address_space_text, file;
+  CLI::App app("embody-agent exec-rank: run one rank of a job from its command file",
+               "embody-agent exec-rank");
+  app.add_option("--address-space", address_space_text, "RLIMIT_AS of the rank, in bytes")
+      ->type_name("BYTES");
+  app.add_option("FILE", file, "the job's command.json")->required();
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return Fail(std::string(e.what()) +
+                "\nusage: embody-agent exec-rank [--address-space BYTES] FILE");
   }
-  if (file.empty()) return Fail("usage: embody-agent exec-rank [--address-space BYTES] FILE");
+  if (!address_space_text.empty()) {
+    auto n = common::ParseInt64(address_space_text, 1, std::numeric_limits<int64_t>::max(),
+                                "--address-space");
+    if (!n.ok()) return Fail("bad --address-space: " + n.status().message());
+    address_space = *n;
+  }
   auto text = common::ReadFile(file);
   if (!text.ok()) return Fail("cannot read " + file);
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);

@@ -1,59 +1,51 @@
 #include "agent/server_client.h"
 
-#include <httplib.h>
-
-#include "agent/request_log.h"
+#include "common/request_id.h"
 
 namespace agent {
 namespace {
 
-using common::Code;
 using common::Status;
 using nlohmann::json;
 
-Status HttpError(int status, const std::string& body) {
-  std::string message = "server answered " + std::to_string(status);
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_object() && j.contains("error") && j["error"].is_object()) {
-    message += ": " + j["error"].value("message", "");
-  }
-  if (status == 404) return Status(Code::kNotFound, message);
-  if (status == 401) return Status(Code::kUnauthenticated, message);
-  if (status == 403) return Status(Code::kPermissionDenied, message);
-  if (status == 429 || status >= 500) return Status(Code::kUnavailable, message);
-  return Status(Code::kInvalidArgument, message);
-}
+// Heartbeats are short and frequent: a server that does not answer within these is treated as
+// down for this beat, and the next beat tries again.
+constexpr double kConnectTimeoutS = 3;
+constexpr double kIoTimeoutS = 15;
 
 }  // namespace
 
 HttpServerChannel::HttpServerChannel(const std::string& server_url,
                                      const NodeCredential* credential)
-    : credential_(credential), client_(std::make_unique<httplib::Client>(server_url)) {
-  client_->set_connection_timeout(3, 0);
-  client_->set_read_timeout(15, 0);
-  client_->set_write_timeout(15, 0);
-  client_->set_keep_alive(true);
-  client_->set_tcp_nodelay(true);  // else each call can wait ~40 ms (Nagle + delayed ACK)
+    : credential_(credential) {
+  auto client = common::http::Client::Create(
+      {server_url, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, /*bearer_token=*/""});
+  if (client.ok()) {
+    client_ = std::move(*client);
+  } else {
+    bad_url_ = client.status();
+  }
 }
 
 HttpServerChannel::~HttpServerChannel() = default;
 
 common::Result<json> HttpServerChannel::PostJson(const std::string& path, const json& body) {
+  if (!client_) return bad_url_;
+  common::http::Request req;
+  req.method = "POST";
+  req.path = path;
   // Log bytes are arbitrary; invalid UTF-8 is replaced rather than failing the heartbeat.
-  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  req.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
   // The id lets an operator find this call in the server's log from the agent's.
-  std::string request_id = RequestIdFor("");
-  httplib::Headers headers{{kRequestIdHeader, request_id}};
+  req.request_id = common::RequestIdFor("");
   std::lock_guard<std::mutex> lock(mu_);
-  client_->set_bearer_token_auth(credential_->Bearer());
-  auto res = client_->Post(path, headers, text, "application/json");
-  if (!res) {
-    return common::Unavailable("cannot reach server: " + httplib::to_string(res.error()) +
-                               " (request " + request_id + ")");
-  }
-  if (res->status < 200 || res->status >= 300) {
-    Status st = HttpError(res->status, res->body);
-    return Status(st.code(), st.message() + " (request " + request_id + ")");
+  client_->SetBearerToken(credential_->Bearer());
+  auto res = client_->Call(req);
+  if (!res.ok()) {
+    const Status& st = res.status();
+    if (st.message().find(req.request_id) != std::string::npos) return st;
+    return Status(st.code(), "server answered: " + st.message() + " (request " + req.request_id +
+                                 ")", st.field());
   }
   json reply = json::parse(res->body, nullptr, /*allow_exceptions=*/false);
   if (reply.is_discarded()) return common::Unavailable("server sent malformed JSON");

@@ -1,9 +1,11 @@
 // The agent's channel to embody-server: register and heartbeat, as in api/agent_protocol.h.
 //
 // ServerChannel is an interface only so the heartbeat loop can be tested against a fake; the
-// real one is HttpServerChannel. HTTP outcomes map onto Status codes the loop acts on:
-// 404 -> not_found (the server no longer knows this node: register again), a connection failure
-// or 5xx -> unavailable (retry with backoff), 401/403 -> unauthenticated/permission_denied.
+// real one is HttpServerChannel, over the shared client (common/http/client.h). The server's
+// errors are decoded into its Status (common/http/status_http.h), and the loop acts on the code:
+// not_found (the server no longer knows this node: register again), unauthenticated (the node
+// credential was refused: fall back to the join token), anything else (no answer is unavailable)
+// -> retry at the next beat. Every message names the call's request id, which the server logs.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,8 @@
 
 #include "agent/node_credential.h"
 #include "api/agent_protocol.h"
+#include "common/http/client.h"
 #include "common/status.h"
-
-namespace httplib {
-class Client;
-}
 
 namespace agent {
 
@@ -32,7 +31,8 @@ class ServerChannel {
 class HttpServerChannel : public ServerChannel {
  public:
   // `server_url` like "http://127.0.0.1:8080"; every call carries `credential`'s current bearer
-  // token. `credential` must outlive the channel.
+  // token. `credential` must outlive the channel. A URL that is not http(s) makes every call
+  // fail with invalid_argument (the agent's flags refuse one before it gets here).
   HttpServerChannel(const std::string& server_url, const NodeCredential* credential);
   ~HttpServerChannel() override;
 
@@ -44,8 +44,9 @@ class HttpServerChannel : public ServerChannel {
   common::Result<nlohmann::json> PostJson(const std::string& path, const nlohmann::json& body);
 
   const NodeCredential* const credential_;
-  std::mutex mu_;
-  std::unique_ptr<httplib::Client> client_;
+  std::mutex mu_;  // one call at a time, with the token current when it starts
+  std::unique_ptr<common::http::Client> client_;
+  common::Status bad_url_;
 };
 
 }  // namespace agent

@@ -3,6 +3,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "common/parse_int.h"
+
 namespace api {
 
 using common::InvalidArgument;
@@ -199,12 +201,11 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
         cmd.resume_from = c.value("resume_from", "");
         if (c.contains("log_bytes")) {
           for (const auto& [rank, n] : c.at("log_bytes").items()) {
-            size_t used = 0;
-            const int r = std::stoi(rank, &used);
-            if (used != rank.size() || r < -1 || !n.is_number_integer() || n.get<int64_t>() < 0) {
+            auto r = common::ParseInt(rank, -1, std::numeric_limits<int>::max());
+            if (!r.ok() || !n.is_number_integer() || n.get<int64_t>() < 0) {
               return InvalidArgument("bad log_bytes", "log_bytes");
             }
-            cmd.log_bytes[r] = n.get<int64_t>();
+            cmd.log_bytes[*r] = n.get<int64_t>();
           }
         }
         for (const auto& h : c.at("hosts")) {

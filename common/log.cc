@@ -29,7 +29,9 @@ void InitLog(std::string component, LogLevel min_level) {
   g_min = min_level;
 }
 
-void Log(LogLevel level, const std::string& msg, std::initializer_list<LogField> fields) {
+namespace {
+template <typename Fields>
+void Write(LogLevel level, const std::string& msg, const Fields& fields) {
   if (level < g_min) return;
   nlohmann::json j;
   j["ts"] = FormatTimeMillis(NowMillis());
@@ -41,6 +43,16 @@ void Log(LogLevel level, const std::string& msg, std::initializer_list<LogField>
   std::lock_guard<std::mutex> lock(g_mu);
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+}
+}  // namespace
+
+void Log(LogLevel level, const std::string& msg, std::initializer_list<LogField> fields) {
+  Write(level, msg, fields);
+}
+
+void LogFields(LogLevel level, const std::string& msg,
+               const std::vector<std::pair<std::string, std::string>>& fields) {
+  Write(level, msg, fields);
 }
 
 }  // namespace common

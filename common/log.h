@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace common {
 
@@ -16,6 +17,9 @@ void InitLog(std::string component, LogLevel min_level = LogLevel::kInfo);
 
 using LogField = std::pair<const char*, std::string>;
 void Log(LogLevel level, const std::string& msg, std::initializer_list<LogField> fields = {});
+// The same with fields assembled at run time (the access log adds a handler's fields).
+void LogFields(LogLevel level, const std::string& msg,
+               const std::vector<std::pair<std::string, std::string>>& fields);
 
 inline void LogInfo(const std::string& m, std::initializer_list<LogField> f = {}) {
   Log(LogLevel::kInfo, m, f);

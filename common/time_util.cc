@@ -27,39 +27,62 @@ std::string FormatTimeMillis(int64_t ms) {
   return buf;
 }
 
+namespace {
+
+// Days from 1970-01-01 to the given civil date (proleptic Gregorian), after H. Hinnant's
+// days_from_civil: exact for every year the 4-digit format can hold.
+int64_t DaysFromCivil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int DaysInMonth(int y, int m) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
+}  // namespace
+
 std::optional<int64_t> ParseUtcTime(const std::string& text) {
-  int y, mo, d, h, mi, s, used = 0;
-  if (text.size() < 20 || text.size() > 40 ||
-      std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &used) != 6 ||
-      used != 19) {
-    return std::nullopt;
+  // The layout FormatTimeMillis writes, with the milliseconds optional:
+  //   YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DDTHH:MM:SS.fffZ
+  //   0123456789012345678901234
+  static constexpr char kShape[] = "dddd-dd-ddTdd:dd:dd";
+  if (text.size() != 20 && text.size() != 24) return std::nullopt;
+  for (size_t i = 0; i < 19; ++i) {
+    const char c = text[i];
+    const bool ok = kShape[i] == 'd' ? (c >= '0' && c <= '9') : c == kShape[i];
+    if (!ok) return std::nullopt;
   }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 || y < 1970) {
-    return std::nullopt;
-  }
-  size_t i = 19;
-  int64_t ms = 0;
-  if (text[i] == '.') {
-    int digits = 0;
-    for (++i; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) {
-      if (digits < 3) ms = ms * 10 + (text[i] - '0');
+  if (text.back() != 'Z') return std::nullopt;
+  int ms = 0;
+  if (text.size() == 24) {
+    if (text[19] != '.') return std::nullopt;
+    for (size_t i = 20; i < 23; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      ms = ms * 10 + (text[i] - '0');
     }
-    if (digits == 0) return std::nullopt;
-    for (int k = digits; k < 3; ++k) ms *= 10;
   }
-  const std::string zone = text.substr(i);
-  if (zone != "Z" && zone != "z" && zone != "+00:00") return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = s;
-  const std::time_t secs = timegm(&tm);
-  // timegm normalises 31 February into March: a date that moved was not a date.
-  if (tm.tm_mday != d || tm.tm_mon != mo - 1) return std::nullopt;
-  return static_cast<int64_t>(secs) * 1000 + ms;
+  auto number = [&](size_t at, size_t len) {
+    int v = 0;
+    for (size_t i = at; i < at + len; ++i) v = v * 10 + (text[i] - '0');
+    return v;
+  };
+  const int y = number(0, 4), mo = number(5, 2), d = number(8, 2);
+  const int h = number(11, 2), mi = number(14, 2), s = number(17, 2);
+  // Before 1970 is no time this system ever recorded; leap seconds (:60) are not written by
+  // FormatTimeMillis either, so they would not round-trip.
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > DaysInMonth(y, mo) || h > 23 || mi > 59 ||
+      s > 59) {
+    return std::nullopt;
+  }
+  const int64_t secs = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+  return secs * 1000 + ms;
 }
 
 }  // namespace common

@@ -13,8 +13,10 @@ int64_t NowMillis();
 double MonotonicSeconds();
 // "2026-11-22T00:38:49.123Z"
 std::string FormatTimeMillis(int64_t ms);
-// The inverse for RFC 3339 times in UTC ("Z" or "+00:00"), with or without fractional seconds
-// (milliseconds kept): nullopt for anything else.
+// The inverse, and nothing looser: exactly YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DDTHH:MM:SS.fffZ
+// (ASCII digits only, a real calendar date from 1970 on, hours 0-23, minutes and seconds 0-59).
+// nullopt for anything else: other offsets, other fraction lengths, blanks, signs.
+// FormatTimeMillis and this are the only two places that know the layout.
 std::optional<int64_t> ParseUtcTime(const std::string& text);
 
 }  // namespace common

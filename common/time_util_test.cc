@@ -6,19 +6,36 @@ namespace common {
 namespace {
 
 TEST(TimeUtilTest, ParseIsTheInverseOfFormat) {
-  for (int64_t ms : {int64_t{0}, int64_t{1795394329123}, int64_t{1700000000000}}) {
+  for (int64_t ms : {int64_t{0}, int64_t{1795394329123}, int64_t{1700000000000},
+                     int64_t{951782400000} /* 2000-02-29 */, int64_t{253402300799999}}) {
     auto back = ParseUtcTime(FormatTimeMillis(ms));
     ASSERT_TRUE(back.has_value()) << FormatTimeMillis(ms);
     EXPECT_EQ(*back, ms);
   }
-  EXPECT_EQ(ParseUtcTime("2026-11-23T10:00:00Z"), ParseUtcTime("2026-11-23T10:00:00.000+00:00"));
-  EXPECT_EQ(*ParseUtcTime("1970-01-01T00:00:01.5Z"), 1500);
+  EXPECT_EQ(ParseUtcTime("2026-11-23T10:00:00Z"), ParseUtcTime("2026-11-23T10:00:00.000Z"));
+  EXPECT_EQ(*ParseUtcTime("1970-01-01T00:00:01.500Z"), 1500);
+  EXPECT_EQ(*ParseUtcTime("2024-02-29T23:59:59Z"), 1709251199000);
+  EXPECT_EQ(*ParseUtcTime("9999-12-31T23:59:59.999Z"), 253402300799999);
 }
 
 TEST(TimeUtilTest, RejectsWhatIsNotAUtcTime) {
-  for (const char* bad : {"", "2026-11-23", "2026-11-23T10:00:00", "2026-11-23T10:00:00+01:00",
-                          "2026-02-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-23T10:00:00.Z",
-                          "2026-11-23 10:00:00Z", "2026-11-23T10:00:00Zjunk", "tomorrow"}) {
+  for (const char* bad : {
+           "", "2026-11-23", "2026-11-23T10:00:00", "2026-11-23T10:00:00+01:00",
+           "2026-02-31T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-23T10:00:00.Z",
+           "2026-11-23 10:00:00Z", "2026-11-23T10:00:00Zjunk", "tomorrow",
+           // What sscanf's %d used to let through: blanks and signs inside fields.
+           "2026- 1-01T00:00:00Z", "2026-1-01T00:00:00Z", "2026-01- 1T00:00:00Z",
+           "2026-+1-01T00:00:00Z", "+2026-01-01T00:00:00Z", " 2026-01-01T00:00:00Z",
+           "2026-01-01T 0:00:00Z", "2026-01-01T00:-0:00Z", "2026-01-01T00:00:00Z ",
+           // Other offsets and fraction lengths, lower-case letters.
+           "2026-11-23T10:00:00.000+00:00", "2026-11-23T10:00:00+00:00", "2026-11-23T10:00:00z",
+           "2026-11-23t10:00:00Z", "1970-01-01T00:00:01.5Z", "1970-01-01T00:00:01.50Z",
+           "1970-01-01T00:00:01.5000Z", "1970-01-01T00:00:01.-50Z", "1970-01-01T00:00:01,500Z",
+           // Field ranges.
+           "2025-02-29T00:00:00Z", "2100-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+           "2026-00-10T00:00:00Z", "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z",
+           "2026-01-01T00:60:00Z", "2026-01-01T00:00:60Z", "1969-12-31T23:59:59Z",
+           "0000-01-01T00:00:00Z"}) {
     EXPECT_FALSE(ParseUtcTime(bad).has_value()) << bad;
   }
 }

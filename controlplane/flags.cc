@@ -1,23 +1,135 @@
 #include "controlplane/flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include <filesystem>
 #include <functional>
-#include <map>
+
+#include "common/parse_int.h"
 
 namespace controlplane {
 
 namespace {
 
-common::Result<int> ParseInt(const std::string& flag, const std::string& v, int lo, int hi) {
-  try {
-    size_t used = 0;
-    long long n = std::stoll(v, &used);
-    if (used == v.size() && n >= lo && n <= hi) return static_cast<int>(n);
-  } catch (const std::exception&) {
+// The command line as one table: each flag's name, value, help text and the field of
+// ServerOptions it sets. --help prints this table (CLI11's formatter), so the usage text and the
+// parser cannot disagree. CLI11 splits "--flag value" / "--flag=value" and finds unknown flags;
+// values are checked here, each naming its flag in the Status.
+struct IntFlag {
+  const char* name;
+  int min, max;
+  const char* help;
+  std::function<int*(ServerOptions&)> field;
+};
+
+const std::vector<IntFlag>& IntFlags() {
+  static const std::vector<IntFlag> kFlags = {
+      {"--heartbeat-interval-ms", 50, 600000, "how often agents heartbeat",
+       [](ServerOptions& o) { return &o.heartbeat_interval_ms; }},
+      {"--max-nodes-per-job", 1, 100000, "largest job, in nodes",
+       [](ServerOptions& o) { return &o.limits.max_nodes; }},
+      {"--max-ranks-per-job", 1, 10000000, "largest job, in ranks",
+       [](ServerOptions& o) { return &o.limits.max_ranks; }},
+      {"--scheduler-period-ms", 10, 600000, "how often the scheduler runs",
+       [](ServerOptions& o) { return &o.scheduler_period_ms; }},
+      {"--db-pool-size", 1, 1000, "PostgreSQL connections",
+       [](ServerOptions& o) { return &o.db_pool_size; }},
+      {"--rate-limit-per-s", 0, 1000000, "requests per second per token (0: no limit)",
+       [](ServerOptions& o) { return &o.rate_limit_per_s; }},
+      {"--rate-limit-burst", 0, 1000000, "burst per token (0: the per-second rate)",
+       [](ServerOptions& o) { return &o.rate_limit_burst; }},
+      {"--preempt-min-priority", -1, 100,
+       "jobs at this priority or above may preempt lower ones (-1: no preemption)",
+       [](ServerOptions& o) { return &o.preempt_min_priority; }},
+      {"--preempt-grace-ms", 0, 3600 * 1000, "how long a preempted job may take to exit",
+       [](ServerOptions& o) { return &o.preempt_grace_ms; }},
+      {"--fair-share-half-life-s", 0, 365 * 86400, "half-life of past usage in fair share",
+       [](ServerOptions& o) { return &o.fair_share_half_life_s; }},
+      {"--max-reservations", 0, 10000, "jobs the scheduler reserves slots for ahead of backfill",
+       [](ServerOptions& o) { return &o.max_reservations; }},
+  };
+  return kFlags;
+}
+
+struct TextFlag {
+  const char* name;
+  const char* value;  // how the value is written in the usage
+  const char* help;
+  std::function<std::string*(ServerOptions&)> field;
+};
+
+const std::vector<TextFlag>& TextFlags() {
+  static const std::vector<TextFlag> kFlags = {
+      {"--db", "CONNINFO", "libpq connection string (required)",
+       [](ServerOptions& o) { return &o.db; }},
+      {"--data-dir", "DIR", "where logs and blobs are kept (required)",
+       [](ServerOptions& o) { return &o.data_dir; }},
+      {"--port-file", "FILE", "written with the bound port",
+       [](ServerOptions& o) { return &o.port_file; }},
+      {"--bootstrap-out", "FILE", "written (0600) with the tokens made at first start",
+       [](ServerOptions& o) { return &o.bootstrap_out; }},
+      {"--web-dir", "DIR", "the dashboard's built files",
+       [](ServerOptions& o) { return &o.web_dir; }},
+  };
+  return kFlags;
+}
+
+// "HOST:PORT" with a port in [min_port, 65535].
+common::Status ParseHostPort(const std::string& flag, const std::string& v, int min_port,
+                             std::string* host, int* port) {
+  const size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return common::InvalidArgument("expects HOST:PORT, got '" + v + "'", flag);
   }
-  return common::InvalidArgument("expects an integer in " + std::to_string(lo) + ".." +
-                                     std::to_string(hi) + ", got '" + v + "'",
-                                 flag);
+  auto p = common::ParseInt(v.substr(colon + 1), min_port, 65535, flag);
+  if (!p.ok()) return common::InvalidArgument("expects HOST:PORT; port " + p.status().message(), flag);
+  *host = v.substr(0, colon);
+  *port = *p;
+  return common::Status::Ok();
+}
+
+// Every flag's raw value as CLI11 found it; checked and converted after parsing.
+struct RawFlags {
+  std::string listen, advertise, audit;
+  std::map<std::string, std::string> values;  // by flag name
+  std::map<std::string, CLI::Option*> options;
+};
+
+void Define(CLI::App& app, RawFlags& raw, const ServerOptions& defaults) {
+  app.allow_extras(true);  // unknown flags are reported by ParseServerFlags, naming the flag
+  auto add = [&](const std::string& name, std::string& dst, const std::string& value,
+                 const std::string& help, const std::string& default_text) {
+    CLI::Option* opt = app.add_option(name, dst, help)->type_name(value);
+    if (!default_text.empty()) opt->default_str(default_text);
+    raw.options[name] = opt;
+  };
+  add("--listen", raw.listen, "HOST:PORT", "where the API listens; port 0: any free port (required)",
+      "");
+  for (const TextFlag& f : TextFlags()) {
+    ServerOptions d = defaults;
+    add(f.name, raw.values[f.name], f.value, f.help, *f.field(d));
+  }
+  for (const IntFlag& f : IntFlags()) {
+    ServerOptions d = defaults;
+    add(f.name, raw.values[f.name], "N",
+        std::string(f.help) + " [" + std::to_string(f.min) + ", " + std::to_string(f.max) + "]",
+        std::to_string(*f.field(d)));
+  }
+  add("--audit", raw.audit, "0|1", "an audit row per mutating call (0: none, to measure the cost)",
+      "1");
+  add("--advertise", raw.advertise, "HOST:PORT",
+      "what Prometheus service discovery lists for this server (default: the --listen address, "
+      "or the discovery request's Host header when listening on all interfaces)",
+      "");
+}
+
+// The flag a CLI11 error is about: the longest of our flag names its message mentions.
+std::string FlagNamedIn(const std::string& message, const RawFlags& raw) {
+  std::string best;
+  for (const auto& [name, opt] : raw.options) {
+    if (message.find(name) != std::string::npos && name.size() > best.size()) best = name;
+  }
+  return best;
 }
 
 }  // namespace
@@ -33,103 +145,51 @@ std::string DefaultWebDir() {
 }
 
 std::string ServerUsage() {
-  return "usage: embody-server --listen HOST:PORT --db CONNINFO --data-dir DIR\n"
-         "           [--port-file FILE] [--bootstrap-out FILE] [--heartbeat-interval-ms 1000]\n"
-         "           [--max-nodes-per-job 64] [--max-ranks-per-job 1024]\n"
-         "           [--rate-limit-per-s 0] [--rate-limit-burst 0]   (per token; 0: none)\n"
-         "           [--audit 1]   (0: no audit rows; for measuring what they cost)\n"
-         "           [--web-dir DIR]   (the dashboard's files; default: " +
-         DefaultWebDir() + ")\n"
-         "           [--preempt-min-priority -1]   (jobs at this priority or above may preempt\n"
-         "            lower ones; -1: no preemption) [--preempt-grace-ms 30000]\n"
-         "           [--fair-share-half-life-s 86400] [--max-reservations 16]\n"
-         "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
-         "            server; default: the --listen address, or the discovery request's Host\n"
-         "            header when listening on all interfaces)\n";
+  CLI::App app("embody-server: the Embody control plane (REST API, scheduler, dashboard)",
+               "embody-server");
+  RawFlags raw;
+  Define(app, raw, ServerOptions{});
+  return app.help();
 }
 
 common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& args) {
   ServerOptions o;
-  bool have_listen = false;
-  using Setter = std::function<common::Status(const std::string& flag, const std::string& v)>;
-  auto int_flag = [](int* dst, int lo, int hi) -> Setter {
-    return [dst, lo, hi](const std::string& flag, const std::string& v) {
-      auto n = ParseInt(flag, v, lo, hi);
-      if (!n.ok()) return n.status();
-      *dst = *n;
-      return common::Status::Ok();
-    };
-  };
-  auto str_flag = [](std::string* dst) -> Setter {
-    return [dst](const std::string&, const std::string& v) {
-      *dst = v;
-      return common::Status::Ok();
-    };
-  };
-  std::map<std::string, Setter> flags = {
-      {"--listen",
-       [&](const std::string& flag, const std::string& v) {
-         size_t colon = v.rfind(':');
-         if (colon == std::string::npos || colon == 0) {
-           return common::InvalidArgument("expects HOST:PORT", flag);
-         }
-         auto port = ParseInt(flag, v.substr(colon + 1), 0, 65535);
-         if (!port.ok()) return port.status();
-         o.listen_host = v.substr(0, colon);
-         o.listen_port = *port;
-         have_listen = true;
-         return common::Status::Ok();
-       }},
-      {"--advertise",
-       [&](const std::string& flag, const std::string& v) {
-         size_t colon = v.rfind(':');
-         if (colon == std::string::npos || colon == 0 ||
-             !ParseInt(flag, v.substr(colon + 1), 1, 65535).ok()) {
-           return common::InvalidArgument("expects HOST:PORT", flag);
-         }
-         o.advertise = v;
-         return common::Status::Ok();
-       }},
-      {"--db", str_flag(&o.db)},
-      {"--data-dir", str_flag(&o.data_dir)},
-      {"--web-dir", str_flag(&o.web_dir)},
-      {"--port-file", str_flag(&o.port_file)},
-      {"--bootstrap-out", str_flag(&o.bootstrap_out)},
-      {"--heartbeat-interval-ms", int_flag(&o.heartbeat_interval_ms, 50, 600000)},
-      {"--max-nodes-per-job", int_flag(&o.limits.max_nodes, 1, 100000)},
-      {"--max-ranks-per-job", int_flag(&o.limits.max_ranks, 1, 10000000)},
-      {"--scheduler-period-ms", int_flag(&o.scheduler_period_ms, 10, 600000)},
-      {"--db-pool-size", int_flag(&o.db_pool_size, 1, 1000)},
-      {"--rate-limit-per-s", int_flag(&o.rate_limit_per_s, 0, 1000000)},
-      {"--rate-limit-burst", int_flag(&o.rate_limit_burst, 0, 1000000)},
-      {"--preempt-min-priority", int_flag(&o.preempt_min_priority, -1, 100)},
-      {"--preempt-grace-ms", int_flag(&o.preempt_grace_ms, 0, 3600 * 1000)},
-      {"--fair-share-half-life-s", int_flag(&o.fair_share_half_life_s, 0, 365 * 86400)},
-      {"--max-reservations", int_flag(&o.max_reservations, 0, 10000)},
-      {"--audit",
-       [&](const std::string& flag, const std::string& v) {
-         auto n = ParseInt(flag, v, 0, 1);
-         if (!n.ok()) return n.status();
-         o.audit = *n == 1;
-         return common::Status::Ok();
-       }},
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i], value;
-    size_t eq = flag.find('=');
-    if (eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return common::InvalidArgument("needs a value", flag);
-    }
-    auto it = flags.find(flag);
-    if (it == flags.end()) return common::InvalidArgument("unknown flag", flag);
-    EMBODY_RETURN_IF_ERROR(it->second(flag, value));
+  CLI::App app("embody-server", "embody-server");
+  RawFlags raw;
+  Define(app, raw, o);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return common::InvalidArgument(e.what(), FlagNamedIn(e.what(), raw));
   }
-  if (!have_listen) return common::InvalidArgument("is required", "--listen");
+  for (const std::string& extra : app.remaining()) {
+    if (extra.rfind("-", 0) == 0) {
+      return common::InvalidArgument("unknown flag", extra.substr(0, extra.find('=')));
+    }
+    return common::InvalidArgument("unexpected argument '" + extra + "'");
+  }
+  auto given = [&](const std::string& name) { return raw.options.at(name)->count() > 0; };
+  if (!given("--listen")) return common::InvalidArgument("is required", "--listen");
+  EMBODY_RETURN_IF_ERROR(ParseHostPort("--listen", raw.listen, 0, &o.listen_host, &o.listen_port));
+  if (given("--advertise")) {
+    std::string host;
+    int port = 0;
+    EMBODY_RETURN_IF_ERROR(ParseHostPort("--advertise", raw.advertise, 1, &host, &port));
+    o.advertise = raw.advertise;
+  }
+  for (const TextFlag& f : TextFlags()) {
+    if (given(f.name)) *f.field(o) = raw.values[f.name];
+  }
+  for (const IntFlag& f : IntFlags()) {
+    if (!given(f.name)) continue;
+    EMBODY_ASSIGN_OR_RETURN(n, common::ParseInt(raw.values[f.name], f.min, f.max, f.name));
+    *f.field(o) = n;
+  }
+  if (given("--audit")) {
+    EMBODY_ASSIGN_OR_RETURN(audit, common::ParseInt(raw.audit, 0, 1, "--audit"));
+    o.audit = audit == 1;
+  }
   if (o.db.empty()) return common::InvalidArgument("is required", "--db");
   if (o.data_dir.empty()) return common::InvalidArgument("is required", "--data-dir");
   return o;

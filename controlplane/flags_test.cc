@@ -65,3 +65,49 @@ TEST(ServerFlagsTest, RejectsBadInputNamingTheFlag) {
 
 }  // namespace
 }  // namespace controlplane
+
+namespace controlplane {
+namespace {
+
+// --help is printed from the same table the parser reads: every flag is in it, with its default.
+TEST(ServerFlagsTest, UsageListsEveryFlagWithItsDefault) {
+  const std::string usage = ServerUsage();
+  for (const char* flag :
+       {"--listen", "--db", "--data-dir", "--port-file", "--bootstrap-out", "--web-dir",
+        "--heartbeat-interval-ms", "--max-nodes-per-job", "--max-ranks-per-job",
+        "--scheduler-period-ms", "--db-pool-size", "--rate-limit-per-s", "--rate-limit-burst",
+        "--preempt-min-priority", "--preempt-grace-ms", "--fair-share-half-life-s",
+        "--max-reservations", "--audit", "--advertise"}) {
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
+  }
+  EXPECT_NE(usage.find("30000"), std::string::npos) << usage;  // --preempt-grace-ms
+  EXPECT_NE(usage.find("86400"), std::string::npos) << usage;  // --fair-share-half-life-s
+}
+
+TEST(ServerFlagsTest, NumbersAreStrict) {
+  const std::vector<std::string> base = {"--listen", "h:1", "--db", "x", "--data-dir", "d"};
+  for (const char* bad : {" 250", "250 ", "+250", "0x10", "1e3", "49", "600001",
+                          "99999999999999999999"}) {
+    auto args = base;
+    args.push_back("--heartbeat-interval-ms");
+    args.push_back(bad);
+    auto r = ParseServerFlags(args);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().field(), "--heartbeat-interval-ms") << bad;
+  }
+  for (const char* listen : {"h:+1", "h: 1", "h:0x10", "h:", ":80"}) {
+    auto r = ParseServerFlags({"--listen", listen, "--db", "x", "--data-dir", "d"});
+    EXPECT_EQ(r.status().field(), "--listen") << listen;
+  }
+  auto audit = ParseServerFlags({"--listen", "h:1", "--db", "x", "--data-dir", "d", "--audit=0"});
+  ASSERT_TRUE(audit.ok()) << audit.status().ToString();
+  EXPECT_FALSE(audit->audit);
+  EXPECT_EQ(ParseServerFlags({"--listen", "h:1", "--db", "x", "--data-dir", "d", "--audit", "2"})
+                .status()
+                .field(),
+            "--audit");
+  EXPECT_FALSE(ParseServerFlags({"--listen", "h:1", "--db", "x", "--data-dir", "d", "stray"}).ok());
+}
+
+}  // namespace
+}  // namespace controlplane

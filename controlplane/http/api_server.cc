@@ -6,9 +6,9 @@
 
 #include <httplib.h>
 
+#include "common/http/status_http.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
-#include "controlplane/http/status_http.h"
 
 namespace controlplane::http {
 
@@ -62,24 +62,24 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
         const common::Code code = res.status == 404   ? common::Code::kNotFound
                                   : res.status >= 500 ? common::Code::kInternal
                                                       : common::Code::kInvalidArgument;
-        RespondJson(res, res.status, ErrorBody(common::Status(code, what)));
+        RespondJson(res, res.status, common::http::ErrorBody(common::Status(code, what)));
         return httplib::Server::HandlerResponse::Handled;
       }));
   using A = Router::Auth;
   Router& r = m.router;
 
-  r.Handle("GET", "/healthz", "/healthz", A::kNone,
+  r.Handle("GET", "/healthz", A::kNone,
            [](const httplib::Request&, httplib::Response& res, RequestContext&) {
              RespondJson(res, 200, {{"status", "ok"}});
            });
-  r.Handle("GET", "/readyz", "/readyz", A::kNone,
+  r.Handle("GET", "/readyz", A::kNone,
            [&m](const httplib::Request&, httplib::Response& res, RequestContext&) {
              common::Status st = m.deps.ready ? m.deps.ready() : common::Status::Ok();
              if (!st.ok()) return RespondError(res, common::Unavailable(st.message()));
              RespondJson(res, 200, {{"status", "ready"}});
            });
   // Open to any scraper, but the series that name tenants only to a cluster-admin's token.
-  r.Handle("GET", "/metrics", "/metrics", A::kOptional,
+  r.Handle("GET", "/metrics", A::kOptional,
            [&m](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
              res.status = 200;
              res.set_content(m.deps.metrics->Serialize(ctx.authenticated &&
@@ -94,7 +94,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
   // [\s\S], not '.': a decoded path may hold a newline (%0a), which '.' does not match.
   for (const char* method : {"GET", "POST", "PUT", "DELETE", "PATCH"}) {
-    r.Handle(method, R"([\s\S]*)", kUnmatchedRoute, A::kNone,
+    r.HandleRegex(method, R"([\s\S]*)", kUnmatchedRoute, A::kNone,
              [](const httplib::Request& req, httplib::Response& res, RequestContext&) {
                RespondError(res, common::NotFound("no route for " + req.path));
              });

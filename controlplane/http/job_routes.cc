@@ -10,7 +10,7 @@ using A = Router::Auth;
 void AddJobRoutes(Router& router, const ApiDeps& deps) {
   service::JobsService& jobs = *deps.jobs;
 
-  router.Handle("POST", "/v1/jobs", "/v1/jobs", A::kBearer,
+  router.Handle("POST", "/v1/jobs", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto r = jobs.Submit(ctx.principal, req.body,
                                        req.get_header_value("Idempotency-Key"));
@@ -19,7 +19,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, r->created ? 201 : 200, service::ToJson(r->job));
                 });
 
-  router.Handle("GET", "/v1/jobs", "/v1/jobs", A::kBearer,
+  router.Handle("GET", "/v1/jobs", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto limit = QueryInt(req, "limit", 50);
                   if (!limit.ok()) return RespondError(res, limit.status());
@@ -38,7 +38,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                                                                  : json(nullptr)}});
                 });
 
-  router.Handle("GET", R"(/v1/jobs/(\d+))", "/v1/jobs/{id}", A::kBearer,
+  router.Handle("GET", "/v1/jobs/{id}", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
@@ -47,7 +47,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, service::ToJson(*v));
                 });
 
-  router.Handle("POST", R"(/v1/jobs/(\d+)/cancel)", "/v1/jobs/{id}/cancel", A::kBearer,
+  router.Handle("POST", "/v1/jobs/{id}/cancel", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
@@ -58,7 +58,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, service::ToJson(*v));
                 });
 
-  router.Handle("GET", R"(/v1/jobs/(\d+)/events)", "/v1/jobs/{id}/events", A::kBearer,
+  router.Handle("GET", "/v1/jobs/{id}/events", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
@@ -74,7 +74,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, {{"events", list}});
                 });
 
-  router.Handle("GET", R"(/v1/jobs/(\d+)/metrics)", "/v1/jobs/{id}/metrics", A::kBearer,
+  router.Handle("GET", "/v1/jobs/{id}/metrics", A::kBearer,
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());

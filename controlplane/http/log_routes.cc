@@ -46,8 +46,7 @@ struct LogCursor {
 
 void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping) {
   service::JobsService& jobs = *deps.jobs;
-  router.Handle(
-      "GET", R"(/v1/jobs/(\d+)/logs)", "/v1/jobs/{id}/logs", A::kBearer,
+  router.Handle("GET", "/v1/jobs/{id}/logs", A::kBearer,
       [&jobs, &stopping](const httplib::Request& req, httplib::Response& res,
                          RequestContext& ctx) {
         auto id = PathId(req, 1, "job");

@@ -9,7 +9,7 @@ using A = Router::Auth;
 void AddNodeRoutes(Router& router, const ApiDeps& deps) {
   service::NodeService& nodes = *deps.nodes;
 
-  router.Handle("GET", "/v1/prometheus/targets", "/v1/prometheus/targets", A::kBearer,
+  router.Handle("GET", "/v1/prometheus/targets", A::kBearer,
                 [&nodes, &deps](const httplib::Request& req, httplib::Response& res,
                                 RequestContext& ctx) {
                   std::string self = deps.advertise_address;
@@ -23,7 +23,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, *targets);
                 });
 
-  router.Handle("GET", "/v1/nodes", "/v1/nodes", A::kBearer,
+  router.Handle("GET", "/v1/nodes", A::kBearer,
                 [&nodes](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
                   auto list = nodes.List(ctx.principal);
                   if (!list.ok()) return RespondError(res, list.status());
@@ -32,7 +32,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
 
   for (const bool drain : {true, false}) {
     const std::string verb = drain ? "drain" : "undrain";
-    router.Handle("POST", R"(/v1/nodes/(\d+)/)" + verb, "/v1/nodes/{id}/" + verb, A::kBearer,
+    router.Handle("POST", "/v1/nodes/{id}/" + verb, A::kBearer,
                   [&nodes, drain](const httplib::Request& req, httplib::Response& res,
                                   RequestContext& ctx) {
                     auto id = PathId(req, 1, "node");
@@ -44,7 +44,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   });
   }
 
-  router.Handle("POST", "/v1/agents/register", "/v1/agents/register", A::kBearer,
+  router.Handle("POST", "/v1/agents/register", A::kBearer,
                 [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto body = ParseJsonBody(req);
                   if (!body.ok()) return RespondError(res, body.status());
@@ -55,7 +55,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, api::ToJson(*reply));
                 });
 
-  router.Handle("POST", R"(/v1/agents/(\d+)/heartbeat)", "/v1/agents/{id}/heartbeat", A::kBearer,
+  router.Handle("POST", "/v1/agents/{id}/heartbeat", A::kBearer,
                 [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "node");
                   if (!id.ok()) return RespondError(res, id.status());

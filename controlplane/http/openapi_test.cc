@@ -9,7 +9,7 @@
 #include <string>
 
 #include "controlplane/http/api_server.h"
-#include "controlplane/http/status_http.h"
+#include "common/http/status_http.h"
 #include "tests/support/json_schema.h"
 #include "tests/support/openapi_document.h"
 
@@ -139,7 +139,7 @@ TEST(OpenApiTest, ErrorExamplesCarryACodeOfTheirStatus) {
   for (int c = static_cast<int>(common::Code::kInvalidArgument);
        c <= static_cast<int>(common::Code::kInternal); ++c) {
     const auto code = static_cast<common::Code>(c);
-    status_of[common::CodeName(code)] = HttpStatusFor(code);
+    status_of[common::CodeName(code)] = common::http::HttpStatusFor(code);
     EXPECT_TRUE(documented_codes.count(common::CodeName(code)))
         << common::CodeName(code) << " is not in ErrorCode";
   }

@@ -1,23 +1,16 @@
 #include "controlplane/http/router.h"
 
+#include "common/http/access_log.h"
+#include "common/http/route_pattern.h"
+#include "common/http/status_http.h"
 #include "common/log.h"
-#include "common/request_id.h"
+#include "common/parse_int.h"
 #include "common/time_util.h"
-#include "controlplane/http/status_http.h"
 #include "controlplane/service/auth.h"
 
 namespace controlplane::http {
 
 namespace {
-// Scrapes and probes come every few seconds: logged only at debug level when they succeed, so
-// they do not drown the requests people make.
-common::LogLevel LevelFor(const std::string& route, int status) {
-  if (status >= 500) return common::LogLevel::kWarn;
-  if (status < 400 && (route == "/metrics" || route == "/healthz" || route == "/readyz")) {
-    return common::LogLevel::kDebug;
-  }
-  return common::LogLevel::kInfo;
-}
 
 // Text from the request as the audit log can store it: PostgreSQL text holds UTF-8 without NUL
 // only, and a path decoded from %XX may hold any byte, so a row written as it came would be
@@ -68,19 +61,25 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
 }
 
 void RespondError(httplib::Response& res, const common::Status& status) {
-  RespondJson(res, HttpStatusFor(status.code()), ErrorBody(status));
+  RespondJson(res, common::http::HttpStatusFor(status.code()), common::http::ErrorBody(status));
 }
 
-void Router::Handle(const std::string& method, const std::string& regex,
-                    const std::string& pattern, Auth auth, RouteHandler handler) {
+void Router::Handle(const std::string& method, const std::string& pattern, Auth auth,
+                    RouteHandler handler) {
+  HandleRegex(method, common::http::PatternRegex(pattern), pattern, auth, std::move(handler));
+}
+
+void Router::HandleRegex(const std::string& method, const std::string& regex,
+                         const std::string& pattern, Auth auth, RouteHandler handler) {
   routes_.push_back({method, pattern, auth});
-  auto wrapped = [this, method, pattern, auth, handler](const httplib::Request& req,
-                                                       httplib::Response& res) {
-    const double start = common::MonotonicSeconds();
+  auto routed = [this, method, pattern, auth, handler](
+                    const httplib::Request& req, httplib::Response& res,
+                    common::http::ServedCall& call) {
     RequestContext ctx;
     // The caller's id when it is safe to log (an agent's heartbeat, a CLI call), else a new one.
-    ctx.request_id = common::RequestIdFor(req.get_header_value(common::kRequestIdHeader));
-    res.set_header(common::kRequestIdHeader, ctx.request_id);
+    ctx.request_id = call.request_id;
+    // Caught here as well as in the access log's guard, so the audit row and the metrics below
+    // see the 500 the caller gets.
     try {
       bool allowed = true;
       if (auth != Auth::kNone && (auth == Auth::kBearer || req.has_header("Authorization"))) {
@@ -94,7 +93,7 @@ void Router::Handle(const std::string& method, const std::string& regex,
         }
       }
       if (allowed && ctx.authenticated && limiter_.enabled()) {
-        const double wait = limiter_.Take(ctx.principal.token_id, start);
+        const double wait = limiter_.Take(ctx.principal.token_id, call.start_s);
         if (wait > 0) {
           allowed = false;
           res.set_header("Retry-After", std::to_string(static_cast<int64_t>(wait) + 1));
@@ -109,18 +108,12 @@ void Router::Handle(const std::string& method, const std::string& regex,
     }
     if (res.status == -1) res.status = 200;
     if (options_.audit && IsAuditedRoute(method, pattern)) Audit(method, pattern, req, res, ctx);
-    const double seconds = common::MonotonicSeconds() - start;
-    metrics_.ObserveRequest(pattern, method, res.status, seconds);
-    common::Log(LevelFor(pattern, res.status), "request",
-                {{"request_id", ctx.request_id},
-                 {"method", method},
-                 {"route", pattern},
-                 {"path", req.path},
-                 {"status", std::to_string(res.status)},
-                 {"tenant", ctx.principal.tenant},
-                 {"token_id", std::to_string(ctx.principal.token_id)},
-                 {"ms", std::to_string(static_cast<int64_t>(seconds * 1000))}});
+    metrics_.ObserveRequest(pattern, method, res.status, call.ElapsedSeconds());
+    call.log_fields = {{"path", req.path},
+                       {"tenant", ctx.principal.tenant},
+                       {"token_id", std::to_string(ctx.principal.token_id)}};
   };
+  auto wrapped = common::http::WithAccessLog(method, pattern, routed);
   if (method == "GET") {
     server_.Get(regex, wrapped);
   } else if (method == "POST") {
@@ -174,24 +167,15 @@ void Router::Audit(const std::string& method, const std::string& pattern,
 }
 
 common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string& name,
-                                 int64_t fallback) {
+                                 int64_t fallback, int64_t min, int64_t max) {
   if (!req.has_param(name.c_str())) return fallback;
-  const std::string v = req.get_param_value(name.c_str());
-  try {
-    size_t used = 0;
-    int64_t n = std::stoll(v, &used);
-    if (used == v.size()) return n;
-  } catch (const std::exception&) {
-  }
-  return common::InvalidArgument("must be an integer", name);
+  return common::ParseInt64(req.get_param_value(name.c_str()), min, max, name);
 }
 
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what) {
-  try {
-    return std::stoll(req.matches[index].str());
-  } catch (const std::exception&) {
-    return common::NotFound(what + " not found");
-  }
+  auto id = common::ParseInt64(req.matches[index].str(), 1);
+  if (!id.ok()) return common::NotFound(what + " not found");
+  return *id;
 }
 
 common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req) {

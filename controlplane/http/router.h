@@ -1,11 +1,13 @@
 // Route registration with the cross-cutting parts every request gets: a request id (echoed or
-// generated, returned as X-Request-Id), bearer authentication where the route needs it, a
+// generated, returned as X-Request-Id) and one access-log line (both from common/http/
+// access_log.h, shared with the agent), bearer authentication where the route needs it, a
 // per-token rate limit (429 + Retry-After), exceptions turned into 500, metrics by route pattern,
-// one structured log line, and an audit row for every mutating call (who, tenant, route,
-// target, outcome), written whatever the outcome, refusals included.
+// and an audit row for every mutating call (who, tenant, route, target, outcome), written
+// whatever the outcome, refusals included.
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,9 +50,15 @@ class Router {
   // kNone: no token looked at. kBearer: a valid token is required (401 otherwise). kOptional: a
   // valid token is used when present; none or a bad one proceeds unauthenticated.
   enum class Auth { kNone, kBearer, kOptional };
-  // `regex` is what httplib matches; `pattern` is the name in logs and metrics.
-  void Handle(const std::string& method, const std::string& regex, const std::string& pattern,
-              Auth auth, RouteHandler handler);
+  // `pattern` is the route as docs/api/openapi.yaml writes it ("/v1/jobs/{id}/cancel") and its
+  // name in logs, metrics and the audit log; the regex httplib matches is derived from it
+  // (common/http/route_pattern.h). Path parameters are req.matches[1], [2], ... in order.
+  void Handle(const std::string& method, const std::string& pattern, Auth auth,
+              RouteHandler handler);
+  // For the few routes no pattern describes (the dashboard's catch-all, the JSON 404): httplib
+  // matches `regex`, `name` stands for it in logs and metrics.
+  void HandleRegex(const std::string& method, const std::string& regex, const std::string& name,
+                   Auth auth, RouteHandler handler);
 
   // What Handle registered, in order: the API's route table as served (docs/api/openapi.yaml is
   // checked against it). The catch-all 404 routes appear under kUnmatchedRoute.
@@ -80,9 +88,14 @@ inline constexpr const char* kUnmatchedRoute = "unmatched";
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body);
 void RespondError(httplib::Response& res, const common::Status& status);
 
-// Query parameter helpers: a malformed number is invalid_argument naming the parameter.
+// Query parameter helpers (common::ParseInt64: strict decimal): a malformed or out-of-range
+// number is invalid_argument naming the parameter.
 common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string& name,
-                                 int64_t fallback);
+                                 int64_t fallback,
+                                 int64_t min = std::numeric_limits<int64_t>::min(),
+                                 int64_t max = std::numeric_limits<int64_t>::max());
+// The `index`th path parameter as a positive id; one that is not (too large for an id) is
+// not_found, as no such `what` can exist.
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what);
 common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 

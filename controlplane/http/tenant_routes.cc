@@ -29,12 +29,12 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
   service::TenantsService& tenants = *deps.tenants;
   service::TokensService& tokens = *deps.tokens;
 
-  router.Handle("GET", "/v1/whoami", "/v1/whoami", A::kBearer,
+  router.Handle("GET", "/v1/whoami", A::kBearer,
                 [&tokens](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
                   RespondJson(res, 200, tokens.WhoAmI(ctx.principal));
                 });
 
-  router.Handle("POST", "/v1/tenants", "/v1/tenants", A::kBearer,
+  router.Handle("POST", "/v1/tenants", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
                            RequestContext& ctx) {
                   auto r = tenants.Create(ctx.principal, req.body);
@@ -44,18 +44,18 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   }
                   RespondTenant(res, r, 201);
                 });
-  router.Handle("GET", "/v1/tenants", "/v1/tenants", A::kBearer,
+  router.Handle("GET", "/v1/tenants", A::kBearer,
                 [&tenants](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
                   Respond(res, tenants.List(ctx.principal));
                 });
-  router.Handle("GET", R"(/v1/tenants/(\d+))", "/v1/tenants/{id}", A::kBearer,
+  router.Handle("GET", "/v1/tenants/{id}", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
                            RequestContext& ctx) {
                   auto id = PathId(req, 1, "tenant");
                   if (!id.ok()) return RespondError(res, id.status());
                   RespondTenant(res, tenants.Get(ctx.principal, *id));
                 });
-  router.Handle("GET", R"(/v1/tenants/(\d+)/usage)", "/v1/tenants/{id}/usage", A::kBearer,
+  router.Handle("GET", "/v1/tenants/{id}/usage", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
                            RequestContext& ctx) {
                   auto id = PathId(req, 1, "tenant");
@@ -63,7 +63,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   Respond(res, tenants.Usage(ctx.principal, *id, req.get_param_value("from"),
                                              req.get_param_value("to")));
                 });
-  router.Handle("PATCH", R"(/v1/tenants/(\d+))", "/v1/tenants/{id}", A::kBearer,
+  router.Handle("PATCH", "/v1/tenants/{id}", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
                            RequestContext& ctx) {
                   auto id = PathId(req, 1, "tenant");
@@ -74,7 +74,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                                                    req.get_header_value("If-Match")));
                 });
 
-  router.Handle("POST", "/v1/tokens", "/v1/tokens", A::kBearer,
+  router.Handle("POST", "/v1/tokens", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
                           RequestContext& ctx) {
                   auto r = tokens.Create(ctx.principal, req.body);
@@ -85,14 +85,14 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   }
                   Respond(res, r, 201);
                 });
-  router.Handle("GET", "/v1/tokens", "/v1/tokens", A::kBearer,
+  router.Handle("GET", "/v1/tokens", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
                           RequestContext& ctx) {
                   auto tenant = QueryInt(req, "tenant_id", 0);
                   if (!tenant.ok()) return RespondError(res, tenant.status());
                   Respond(res, tokens.List(ctx.principal, *tenant));
                 });
-  router.Handle("DELETE", R"(/v1/tokens/(\d+))", "/v1/tokens/{id}", A::kBearer,
+  router.Handle("DELETE", "/v1/tokens/{id}", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
                           RequestContext& ctx) {
                   auto id = PathId(req, 1, "token");
@@ -103,7 +103,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   Respond(res, r);
                 });
 
-  router.Handle("GET", "/v1/audit", "/v1/audit", A::kBearer,
+  router.Handle("GET", "/v1/audit", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
                           RequestContext& ctx) {
                   auto limit = QueryInt(req, "limit", 100);

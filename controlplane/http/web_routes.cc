@@ -11,8 +11,7 @@ using A = Router::Auth;
 
 void AddWebRoutes(Router& router, const ApiDeps& deps) {
   // The API's own paths stay out of this route so that their unknown sub-paths get the JSON 404.
-  router.Handle(
-      "GET", R"(/(?!v1(?:/|$)|metrics$|healthz$|readyz$).*)", "web", A::kNone,
+  router.HandleRegex("GET", R"(/(?!v1(?:/|$)|metrics$|healthz$|readyz$).*)", "web", A::kNone,
       [web_dir = deps.web_dir](const httplib::Request& req, httplib::Response& res,
                                RequestContext&) {
         auto file = ResolveWebPath(web_dir, req.path);

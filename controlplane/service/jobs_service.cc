@@ -1,6 +1,7 @@
 #include "controlplane/service/jobs_service.h"
 
 #include "common/crypto.h"
+#include "common/parse_int.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
 
@@ -172,13 +173,9 @@ Result<JobPage> JobsService::List(const Principal& p, int limit, const std::stri
     if (!q.state) return common::InvalidArgument("unknown state " + state, "state");
   }
   if (!cursor.empty()) {
-    try {
-      size_t used = 0;
-      q.before_id = std::stoll(cursor, &used);
-      if (used != cursor.size()) throw std::invalid_argument(cursor);
-    } catch (const std::exception&) {
-      return common::InvalidArgument("bad cursor", "cursor");
-    }
+    auto before = common::ParseInt64(cursor, 1);
+    if (!before.ok()) return common::InvalidArgument("bad cursor", "cursor");
+    q.before_id = *before;
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(jobs, uow->jobs().List(q));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/parse_int.h"
 #include "common/time_util.h"
 
 namespace controlplane::service {
@@ -40,16 +41,6 @@ bool ValidName(const std::string& n) {
   return true;
 }
 
-std::optional<int64_t> ParseInteger(const std::string& s) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(s, &used);
-    if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::string& since,
@@ -71,7 +62,7 @@ Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::
     return common::InvalidArgument("at most 32 names", "names");
   }
   if (!since.empty()) {
-    if (auto step = ParseInteger(since)) {
+    if (auto step = common::ParseInt64(since); step.ok()) {
       r.query.since_step = *step;
     } else if (auto ms = common::ParseUtcTime(since)) {
       r.query.since_ms = *ms;
@@ -81,10 +72,8 @@ Result<MetricsRequest> ParseMetricsRequest(const std::string& names, const std::
   }
   r.query.max_points = kDefaultMaxPoints;
   if (!max_points.empty()) {
-    auto n = ParseInteger(max_points);
-    if (!n || *n < 1 || *n > kMaxMaxPoints) {
-      return common::InvalidArgument("must be an integer in 1..5000", "max_points");
-    }
+    auto n = common::ParseInt64(max_points, 1, kMaxMaxPoints, "max_points");
+    if (!n.ok()) return n.status();
     r.query.max_points = static_cast<int>(*n);
   }
   return r;

@@ -4,6 +4,7 @@
 #include <map>
 #include <regex>
 
+#include "common/parse_int.h"
 #include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/roles.h"
@@ -215,13 +216,11 @@ Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::st
   if (!if_match.empty() && if_match != "*") {
     std::string v = if_match;
     if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
-    try {
-      size_t used = 0;
-      expected = std::stoll(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-    } catch (const std::exception&) {
+    auto version = common::ParseInt64(v, 0);
+    if (!version.ok()) {
       return common::InvalidArgument("If-Match must be a version as returned in ETag", "If-Match");
     }
+    expected = *version;
   }
   EMBODY_ASSIGN_OR_RETURN(j, ParseBody(body));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());

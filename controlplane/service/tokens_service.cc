@@ -1,6 +1,7 @@
 #include "controlplane/service/tokens_service.h"
 
 #include "common/crypto.h"
+#include "common/parse_int.h"
 #include "common/time_util.h"
 #include "controlplane/service/roles.h"
 
@@ -25,13 +26,9 @@ bool ValidTokenName(const std::string& s) {
 }
 
 Result<int64_t> ParseCursor(const std::string& cursor) {
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(cursor, &used);
-    if (used == cursor.size() && v > 0) return v;
-  } catch (const std::exception&) {
-  }
-  return common::InvalidArgument("bad cursor", "cursor");
+  auto v = common::ParseInt64(cursor, 1);
+  if (!v.ok()) return common::InvalidArgument("bad cursor", "cursor");
+  return *v;
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #include "engine/report/event_reporter.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <utility>
 
+#include "common/http/client.h"
 #include "common/log.h"
 #include "common/time_util.h"
 
@@ -26,14 +25,8 @@ std::optional<ReporterConfig> ReporterConfig::FromEnv() {
 }
 
 HttpEventReporter::HttpEventReporter(ReporterConfig config) : config_(std::move(config)) {
-  // Split "http://host:port/prefix" into the client's base and the request path.
-  std::string url = config_.agent_url;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  size_t scheme_end = url.find("://");
-  size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-  host_ = url.substr(0, path_start);
-  std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
-  path_ = prefix + "/v1/local/jobs/" + config_.job_id + "/events";
+  // The client puts the URL's path prefix, if any, before this.
+  path_ = "/v1/local/jobs/" + config_.job_id + "/events";
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -67,22 +60,15 @@ void HttpEventReporter::Run() {
   const auto interval = std::chrono::duration<double>(config_.flush_interval_s);
   // One client for the reporter's life: it keeps the connection to the agent alive between posts.
   // A URL httplib cannot use (bad scheme) makes every event a dropped one, logged once.
-  std::unique_ptr<httplib::Client> client;
-  try {
-    client = std::make_unique<httplib::Client>(host_);
-    auto usec = [](double s) { return static_cast<time_t>(s * 1e6); };
-    client->set_connection_timeout(0, usec(config_.connect_timeout_s));
-    client->set_read_timeout(0, usec(config_.io_timeout_s));
-    client->set_write_timeout(0, usec(config_.io_timeout_s));
-    // httplib writes headers and body apart: without this, Nagle's algorithm and the agent's
-    // delayed ACK hold every post for ~40 ms.
-    client->set_tcp_nodelay(true);
-    client->set_bearer_token_auth(config_.token);
-    client->set_keep_alive(true);
-  } catch (const std::exception& e) {
+  std::unique_ptr<common::http::Client> client;
+  auto made = common::http::Client::Create({config_.agent_url, config_.connect_timeout_s,
+                                            config_.io_timeout_s, config_.io_timeout_s,
+                                            config_.token});
+  if (made.ok()) {
+    client = std::move(*made);
+  } else {
     common::LogError("cannot post job events: bad EMBODY_AGENT_URL",
-                     {{"url", config_.agent_url}, {"error", e.what()}});
-    client.reset();
+                     {{"url", config_.agent_url}, {"error", made.status().ToString()}});
   }
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -104,17 +90,17 @@ void HttpEventReporter::Run() {
   }
 }
 
-void HttpEventReporter::Send(httplib::Client& client, nlohmann::json events) {
+void HttpEventReporter::Send(common::http::Client& client, nlohmann::json events) {
   const size_t n = events.size();
-  std::string body = nlohmann::json{{"events", std::move(events)}}.dump();
+  common::http::Request req;
+  req.method = "POST";
+  req.path = path_;
+  req.body = nlohmann::json{{"events", std::move(events)}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string error;
   try {
-    auto res = client.Post(path_, body, "application/json");
-    if (!res) {
-      error = "request failed: " + httplib::to_string(res.error());
-    } else if (res->status < 200 || res->status >= 300) {
-      error = "agent answered " + std::to_string(res->status) + ": " + res->body.substr(0, 200);
-    }
+    auto res = client.Call(req);
+    if (!res.ok()) error = res.status().ToString();
   } catch (const std::exception& e) {
     error = std::string("exception: ") + e.what();
   }
@@ -130,7 +116,7 @@ void HttpEventReporter::Send(httplib::Client& client, nlohmann::json events) {
   double now = common::MonotonicSeconds();
   if (now - last_error_log_s_ >= 60.0) {
     common::LogWarn("posting job events to the agent failed; training continues",
-                    {{"url", host_ + path_},
+                    {{"url", config_.agent_url + path_},
                      {"error", error},
                      {"failures_since_last_log", std::to_string(failures_since_log_)}});
     last_error_log_s_ = now;

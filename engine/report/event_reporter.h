@@ -7,7 +7,8 @@
 // Post() only appends to a queue. The background thread sends whatever is queued as one request,
 // at most once per flush interval, and once more when the reporter is closed, so a training step
 // never waits for the network. A full queue drops its oldest events. Failed posts are logged at
-// most once per minute and never stop training; their events are dropped (step events are
+// most once per minute and never stop training; the client and the error decoding are the shared
+// ones (common/http/), kept out of every translation unit that includes Eigen; their events are dropped (step events are
 // samples, the next ones supersede them).
 #pragma once
 
@@ -21,7 +22,7 @@
 
 #include "engine/report/event_sink.h"
 
-namespace httplib {
+namespace common::http {
 class Client;
 }
 
@@ -62,11 +63,10 @@ class HttpEventReporter final : public EventSink {
 
  private:
   void Run();
-  void Send(httplib::Client& client, nlohmann::json events);
+  void Send(common::http::Client& client, nlohmann::json events);
 
   const ReporterConfig config_;
-  std::string host_;  // scheme://host:port for httplib::Client
-  std::string path_;  // full request path
+  std::string path_;  // request path below the agent URL
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

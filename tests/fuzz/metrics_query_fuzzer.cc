@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/parse_int.h"
 #include "common/time_util.h"
 #include "controlplane/service/metrics_history.h"
 
@@ -24,16 +25,8 @@ std::string Take(std::string& rest) {
   return head;
 }
 
-// since= is a step when it is a whole integer (std::stoll reads all of it).
-bool IsInteger(const std::string& s) {
-  try {
-    size_t used = 0;
-    std::stoll(s, &used);
-    return used == s.size();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
+// since= is a step when it is a strict decimal integer (common::ParseInt64).
+bool IsInteger(const std::string& s) { return common::ParseInt64(s).ok(); }
 
 }  // namespace
 

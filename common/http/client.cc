@@ -1,0 +1,157 @@
+#include "common/http/client.h"
+
+#include <httplib.h>
+
+#include <strings.h>
+
+#include "common/http/status_http.h"
+#include "common/request_id.h"
+
+namespace common::http {
+
+namespace {
+
+void SetTimeout(double seconds, const std::function<void(time_t, time_t)>& set) {
+  const auto usec = static_cast<int64_t>(seconds * 1e6);
+  set(static_cast<time_t>(usec / 1000000), static_cast<time_t>(usec % 1000000));
+}
+
+HeaderList ToList(const httplib::Headers& headers) {
+  return HeaderList(headers.begin(), headers.end());
+}
+
+}  // namespace
+
+std::string Response::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (strcasecmp(k.c_str(), name.c_str()) == 0) return v;
+  }
+  return "";
+}
+
+Result<std::pair<std::string, std::string>> SplitBaseUrl(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    return InvalidArgument("'" + url + "' is not an http:// or https:// URL", "url");
+  }
+  const size_t host_start = scheme_end + 3;
+  const size_t path_start = url.find('/', host_start);
+  std::string origin = url.substr(0, path_start);
+  if (origin.size() == host_start || origin[host_start] == ':') {
+    return InvalidArgument("'" + url + "' names no host", "url");
+  }
+  std::string prefix = path_start == std::string::npos ? "" : url.substr(path_start);
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return std::make_pair(std::move(origin), std::move(prefix));
+}
+
+Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  auto split = SplitBaseUrl(options.base_url);
+  if (!split.ok()) return split.status();
+  std::unique_ptr<httplib::Client> http;
+  try {
+    http = std::make_unique<httplib::Client>(split->first);
+  } catch (const std::exception& e) {
+    return InvalidArgument("cannot use '" + options.base_url + "': " + e.what(), "url");
+  }
+  if (!http->is_valid()) {
+    return InvalidArgument("cannot use '" + options.base_url + "'", "url");
+  }
+  SetTimeout(options.connect_timeout_s,
+             [&](time_t s, time_t us) { http->set_connection_timeout(s, us); });
+  SetTimeout(options.read_timeout_s, [&](time_t s, time_t us) { http->set_read_timeout(s, us); });
+  SetTimeout(options.write_timeout_s,
+             [&](time_t s, time_t us) { http->set_write_timeout(s, us); });
+  http->set_tcp_nodelay(true);
+  http->set_keep_alive(true);
+  if (!options.bearer_token.empty()) http->set_bearer_token_auth(options.bearer_token);
+  std::string prefix = split->second;
+  return std::unique_ptr<Client>(new Client(std::move(options), std::move(prefix), std::move(http)));
+}
+
+Client::Client(ClientOptions options, std::string prefix, std::unique_ptr<httplib::Client> http)
+    : options_(std::move(options)), prefix_(std::move(prefix)), http_(std::move(http)) {}
+
+Client::~Client() = default;
+
+void Client::SetBearerToken(const std::string& token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  http_->set_bearer_token_auth(token);
+}
+
+Status Client::Unreachable(int error, const std::string& request_id) const {
+  return Unavailable("cannot reach " + options_.base_url + ": " +
+                     httplib::to_string(static_cast<httplib::Error>(error)) + " (request " +
+                     request_id + ")");
+}
+
+Result<Response> Client::Send(const Request& request) {
+  const std::string id = RequestIdFor(request.request_id);
+  httplib::Headers headers(request.headers.begin(), request.headers.end());
+  headers.emplace(kRequestIdHeader, id);
+  const std::string path = prefix_ + request.path;
+  const std::string& m = request.method;
+  const char* type = request.content_type.c_str();
+  httplib::Result res{nullptr, httplib::Error::Unknown};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (m == "GET") {
+      res = http_->Get(path, headers);
+    } else if (m == "POST") {
+      res = http_->Post(path, headers, request.body, type);
+    } else if (m == "PUT") {
+      res = http_->Put(path, headers, request.body, type);
+    } else if (m == "PATCH") {
+      res = http_->Patch(path, headers, request.body, type);
+    } else if (m == "DELETE") {
+      res = http_->Delete(path, headers, request.body, type);
+    } else {
+      return InvalidArgument("unsupported HTTP method '" + m + "'", "method");
+    }
+  }
+  if (!res) return Unreachable(static_cast<int>(res.error()), id);
+  Response out;
+  out.status = res->status;
+  out.body = std::move(res->body);
+  out.headers = ToList(res->headers);
+  out.request_id = id;
+  return out;
+}
+
+Result<Response> Client::Call(const Request& request) {
+  auto r = Send(request);
+  if (r.ok() && !r->ok()) return StatusFromResponse(r->status, r->body);
+  return r;
+}
+
+Status Client::Stream(const std::string& path,
+                      const std::function<void(const char*, size_t)>& sink, double read_timeout_s,
+                      const std::string& request_id) {
+  const std::string id = RequestIdFor(request_id);
+  httplib::Headers headers{{kRequestIdHeader, id}};
+  int status = 0;
+  std::string error_body;
+  std::lock_guard<std::mutex> lock(mu_);
+  SetTimeout(read_timeout_s, [&](time_t s, time_t us) { http_->set_read_timeout(s, us); });
+  auto res = http_->Get(
+      prefix_ + path, headers,
+      [&](const httplib::Response& r) {
+        status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t n) {
+        if (status >= 200 && status <= 299) {
+          sink(data, n);
+        } else if (error_body.size() < 64 * 1024) {  // an error body is short; bound it anyway
+          error_body.append(data, n);
+        }
+        return true;
+      });
+  SetTimeout(options_.read_timeout_s, [&](time_t s, time_t us) { http_->set_read_timeout(s, us); });
+  if (!res) return Unreachable(static_cast<int>(res.error()), id);
+  if (status < 200 || status > 299) return StatusFromResponse(status, error_body);
+  return Status::Ok();
+}
+
+}  // namespace common::http
