@@ -121,8 +121,16 @@ std::string TenantName(const MemoryTables& t, int64_t id) {
 class MemoryUnitOfWork : public service::UnitOfWork {
  public:
   MemoryUnitOfWork(MemoryDatabase& db, std::unique_lock<std::mutex> lock)
-      : db_(db), lock_(std::move(lock)), tx_(*db.committed_, *db.sequences_), jobs_(tx_),
-        allocations_(tx_), nodes_(tx_), events_(tx_), logs_(tx_), tenants_(tx_), audit_(tx_),
+      : db_(db),
+        lock_(std::move(lock)),
+        tx_(*db.committed_, *db.sequences_),
+        jobs_(tx_),
+        allocations_(tx_),
+        nodes_(tx_),
+        events_(tx_),
+        logs_(tx_),
+        tenants_(tx_),
+        audit_(tx_),
         fair_share_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 

@@ -42,8 +42,8 @@ class MemoryDatabase : public service::Database {
 
  private:
   friend class MemoryUnitOfWork;
-  std::mutex mu_;                        // held by the open unit of work, if any
-  std::atomic<std::thread::id> owner_;   // the thread holding mu_
+  std::mutex mu_;                       // held by the open unit of work, if any
+  std::atomic<std::thread::id> owner_;  // the thread holding mu_
   std::unique_ptr<MemoryTables> committed_;
   std::unique_ptr<MemorySequences> sequences_;  // outside transactions, as PostgreSQL's are
 };

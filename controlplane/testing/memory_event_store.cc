@@ -119,8 +119,7 @@ Result<std::optional<EventRecord>> MemoryEventStore::Latest(int64_t job_id,
   return std::optional<EventRecord>();
 }
 
-Status MemoryEventStore::AddCheckpoint(int64_t job_id, const CheckpointRecord& c,
-                                       int64_t time_ms) {
+Status MemoryEventStore::AddCheckpoint(int64_t job_id, const CheckpointRecord& c, int64_t time_ms) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   EMBODY_RETURN_IF_ERROR(tx_.Text(c.path));
   const int64_t id = ++tx_.seq.checkpoints;

@@ -64,18 +64,20 @@ Status MemoryFairShareStore::AddDailyUsage(const std::vector<DailyUsage>& rows) 
   if (rows.empty()) return Status::Ok();
   for (const DailyUsage& u : rows) {
     // Refused before any statement runs: the transaction goes on, as with PostgreSQL.
-    if (service::SlotKindOf(u.slot_type) < 0) return common::Internal("bad slot type " + u.slot_type);
+    if (service::SlotKindOf(u.slot_type) < 0)
+      return common::Internal("bad slot type " + u.slot_type);
   }
   for (const DailyUsage& u : rows) {
     if (!IsoDay(u.day)) {
-      return tx_.Fail(common::Internal("memory database: invalid input syntax for type date: " +
-                                       u.day));
+      return tx_.Fail(
+          common::Internal("memory database: invalid input syntax for type date: " + u.day));
     }
     EMBODY_RETURN_IF_ERROR(
         tx_.Reference(tx_.tables.tenants.get().count(u.tenant_id) > 0, "usage_daily.tenant_id"));
   }
   auto& table = tx_.tables.usage_daily.mut();
-  for (const DailyUsage& u : rows) table[{u.day, u.tenant_id, u.token_id, u.slot_type}] += u.slot_seconds;
+  for (const DailyUsage& u : rows)
+    table[{u.day, u.tenant_id, u.token_id, u.slot_type}] += u.slot_seconds;
   return Status::Ok();
 }
 
@@ -84,7 +86,8 @@ Result<std::vector<DailyUsage>> MemoryFairShareStore::ListDailyUsage(
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   for (const std::string* d : {&from_day, &to_day}) {
     if (!IsoDay(*d)) {
-      return tx_.Fail(common::Internal("memory database: invalid input syntax for type date: " + *d));
+      return tx_.Fail(
+          common::Internal("memory database: invalid input syntax for type date: " + *d));
     }
   }
   std::vector<DailyUsage> out;

@@ -47,8 +47,8 @@ Result<int64_t> MemoryJobStore::Insert(const service::NewJob& job) {
       }
     }
   }
-  EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.tenants.get().count(job.tenant_id) > 0,
-                                       "jobs.tenant_id"));
+  EMBODY_RETURN_IF_ERROR(
+      tx_.Reference(tx_.tables.tenants.get().count(job.tenant_id) > 0, "jobs.tenant_id"));
   EMBODY_RETURN_IF_ERROR(tx_.Reference(
       job.token_id == 0 || tx_.tables.tokens.get().count(job.token_id) > 0, "jobs.token_id"));
   JobRow row;
@@ -188,10 +188,10 @@ Status MemoryAllocationStore::Insert(const AllocationRecord& a) {
     return tx_.Fail(Status(common::Code::kAlreadyExists,
                            "memory database: duplicate key value violates job_allocations_pkey"));
   }
-  EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.jobs.get().count(a.job_id) > 0,
-                                       "job_allocations.job_id"));
-  EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.nodes.get().count(a.node_id) > 0,
-                                       "job_allocations.node_id"));
+  EMBODY_RETURN_IF_ERROR(
+      tx_.Reference(tx_.tables.jobs.get().count(a.job_id) > 0, "job_allocations.job_id"));
+  EMBODY_RETURN_IF_ERROR(
+      tx_.Reference(tx_.tables.nodes.get().count(a.node_id) > 0, "job_allocations.node_id"));
   AllocationRow row;
   row.a = a;
   row.a.node_name.clear();
@@ -243,8 +243,8 @@ Status MemoryAllocationStore::ReleaseForJob(int64_t job_id) {
   auto first = all.lower_bound({job_id, INT64_MIN});
   if (first == all.end() || first->first.first != job_id) return Status::Ok();
   auto& rows = tx_.tables.allocations.mut();
-  for (auto it = rows.lower_bound({job_id, INT64_MIN}); it != rows.end() && it->first.first == job_id;
-       ++it) {
+  for (auto it = rows.lower_bound({job_id, INT64_MIN});
+       it != rows.end() && it->first.first == job_id; ++it) {
     it->second.released = true;
   }
   return Status::Ok();

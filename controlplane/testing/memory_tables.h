@@ -134,8 +134,8 @@ class MemoryJobStore : public service::JobStore {
   common::Status Update(const service::JobRecord& job) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
-  common::Result<std::map<std::pair<std::string, std::string>, int64_t>>
-  CountByStateAndTenant() override;
+  common::Result<std::map<std::pair<std::string, std::string>, int64_t>> CountByStateAndTenant()
+      override;
 
  private:
   service::JobRecord Read(const JobRow& row) const;

@@ -46,8 +46,7 @@ Result<int64_t> MemoryTenantStore::CreateTenant(const TenantRecord& t, int64_t n
   return id;
 }
 
-Result<std::optional<TenantRecord>> MemoryTenantStore::GetTenant(int64_t id,
-                                                                 bool /*for_update*/) {
+Result<std::optional<TenantRecord>> MemoryTenantStore::GetTenant(int64_t id, bool /*for_update*/) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   const auto& all = tx_.tables.tenants.get();
   auto it = all.find(id);
@@ -137,8 +136,8 @@ Result<int64_t> MemoryTenantStore::CreateToken(const service::NewToken& t) {
       tx_.Reference(tx_.tables.tenants.get().count(t.tenant_id) > 0, "tokens.tenant_id"));
   EMBODY_RETURN_IF_ERROR(tx_.Reference(
       t.node_id == 0 || tx_.tables.nodes.get().count(t.node_id) > 0, "tokens.node_id"));
-  EMBODY_RETURN_IF_ERROR(tx_.Reference(t.created_by == 0 || tokens.count(t.created_by) > 0,
-                                       "tokens.created_by"));
+  EMBODY_RETURN_IF_ERROR(
+      tx_.Reference(t.created_by == 0 || tokens.count(t.created_by) > 0, "tokens.created_by"));
   TokenRow row;
   row.hash = t.sha256_hex;
   row.token.id = id;

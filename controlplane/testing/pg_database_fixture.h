@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -24,17 +25,20 @@ class PgBackend {
  public:
   static constexpr const char* kName = "pg";
 
-  // Once per test binary (a typed suite's SetUpTestSuite).
+  // Starts the binary's cluster on the first call; every suite of the binary shares it, and it
+  // stops when the binary exits (starting and stopping one costs many seconds).
   static void SetUpSuite() {
     if (cluster_ != nullptr) return;
-    cluster_ = new embody::testing::PgCluster;
-    common::Status st = cluster_->Start();
+    auto cluster = std::make_unique<embody::testing::PgCluster>();
+    common::Status st = cluster->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
+    cluster_ = cluster.release();
+    std::atexit([] {
+      delete cluster_;
+      cluster_ = nullptr;
+    });
   }
-  static void TearDownSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
+  static void TearDownSuite() {}
   static embody::testing::PgCluster* cluster() { return cluster_; }
 
   // Opens database `<prefix>_<n>` (n counts up per binary), migrated to the current schema.
@@ -65,10 +69,6 @@ class PgDatabaseTest : public ::testing::Test {
   static void SetUpTestSuite() {
     PgBackend::SetUpSuite();
     pg_ = PgBackend::cluster();
-  }
-  static void TearDownTestSuite() {
-    PgBackend::TearDownSuite();
-    pg_ = nullptr;
   }
 
   void OpenFreshDatabase(const std::string& prefix) {

@@ -79,7 +79,8 @@ class ServiceFlowTest : public ::testing::Test {
   }
 
   service::JobsService Jobs() {
-    return service::JobsService(db(), api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
+    return service::JobsService(
+        db(), api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
   }
 
   static std::string Spec(const std::string& name, int nodes = 1, int max_restarts = 0) {
@@ -234,10 +235,13 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
 
   api::HeartbeatRequest report;
   report.running = {ok_job->job.job.id, restartable->job.job.id};
-  report.events = {{ok_job->job.job.id, 0, "step", {{"step", 5}, {"loss", 0.5}}},
-                   {ok_job->job.job.id, 0, "checkpoint", {{"step", 5}, {"path", "/c"}, {"bytes", 9}}},
-                   {restartable->job.job.id, 0, "checkpoint",
-                    {{"step", 7}, {"path", "/again/step-7.ckpt"}, {"bytes", 9}}}};
+  report.events = {
+      {ok_job->job.job.id, 0, "step", {{"step", 5}, {"loss", 0.5}}},
+      {ok_job->job.job.id, 0, "checkpoint", {{"step", 5}, {"path", "/c"}, {"bytes", 9}}},
+      {restartable->job.job.id,
+       0,
+       "checkpoint",
+       {{"step", 7}, {"path", "/again/step-7.ckpt"}, {"bytes", 9}}}};
   report.logs = {{ok_job->job.job.id, 0, 0, "line\n"}};
   ASSERT_TRUE(nodes.Heartbeat(agent, node->node_id, report).ok());
   auto running = jobs.Get(a, ok_job->job.job.id);

@@ -50,8 +50,8 @@ class StoreConformanceTest : public ::testing::Test {
 
   int64_t AddNode(const std::string& name, int cpu = 4) {
     auto uow = Begin();
-    api::RegisterRequest r{name, "10.0.0." + std::to_string(name.size()), "http://" + name, cpu,
-                           1 << 20, {}};
+    api::RegisterRequest r{
+        name, "10.0.0." + std::to_string(name.size()), "http://" + name, cpu, 1 << 20, {}};
     auto id = uow->nodes().Upsert(r, kNow);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE(uow->Commit().ok());
@@ -259,8 +259,7 @@ TYPED_TEST_P(StoreConformanceTest, JobListsAreNewestFirstWithCursorsFiltersAndLi
             (std::vector<int64_t>{ids[0], ids[2], ids[3], theirs}));  // oldest first
   EXPECT_TRUE(uow->jobs().ListInStates({api::JobState::kRunning}, false)->empty());
   EXPECT_EQ(*uow->jobs().CountForTenant(a, {api::JobState::kPending}), 3);
-  EXPECT_EQ(*uow->jobs().CountForTenant(
-                a, {api::JobState::kPending, api::JobState::kSucceeded}),
+  EXPECT_EQ(*uow->jobs().CountForTenant(a, {api::JobState::kPending, api::JobState::kSucceeded}),
             4);
   auto counts = *uow->jobs().CountByStateAndTenant();
   EXPECT_EQ(counts, (std::map<std::pair<std::string, std::string>, int64_t>{
@@ -298,7 +297,7 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   EXPECT_TRUE((*allocs.ForJob(job))[0].launched);
   EXPECT_FALSE((*allocs.ForJob(job))[1].launched);
   ASSERT_TRUE(allocs.ReleaseForJob(job).ok());
-  EXPECT_TRUE(allocs.ForJob(job)->empty());  // no slots held
+  EXPECT_TRUE(allocs.ForJob(job)->empty());            // no slots held
   EXPECT_EQ(allocs.PlacementForJob(job)->size(), 2u);  // where it ran is kept
   EXPECT_EQ(allocs.ForNode(n1)->size(), 1u);
   EXPECT_EQ(allocs.All()->size(), 1u);
@@ -664,12 +663,11 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
                             JobsRoundTripAndAreScopedByTenant, AnIdempotencyKeyIsUniquePerTenant,
                             JobListsAreNewestFirstWithCursorsFiltersAndLimits,
                             AllocationsAreHeadFirstReleasedThenDeleted,
-                            NodesUpsertByNameKeepingIdAndDraining,
-                            EventsCheckpointsAndLogsOfAJob,
+                            NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
                             StepsAreBucketedByStepWithTheLatestRowWinning,
                             TenantsHaveUniqueNamesAndVersionedUpdates,
                             TokensAreFoundByDigestScopedAndRevokedOnce,
-                            TheAuditLogIsNewestFirstByOrAboutATenant,
-                            FairShareHistoryAndDailyUsage, BadTextAndBrokenReferencesAreRefused);
+                            TheAuditLogIsNewestFirstByOrAboutATenant, FairShareHistoryAndDailyUsage,
+                            BadTextAndBrokenReferencesAreRefused);
 
 }  // namespace controlplane::testing
