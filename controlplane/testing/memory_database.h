@@ -4,7 +4,9 @@
 // scoping, limits and cursors, the same codes (already_exists for a taken unique key,
 // invalid_argument for text PostgreSQL cannot store, internal for a broken reference), and
 // ids that are never reused, even after a rollback. store_conformance.h runs one suite of store
-// contracts against both.
+// contracts against both. One known difference: text holding a NUL byte is refused here
+// (invalid_argument), while libpq passes parameters as C strings and PostgreSQL stores the text
+// cut at the NUL; jsonb refuses a NUL on both.
 //
 // Transactions are real: Begin() hands out a unit of work over a copy-on-write view of the
 // committed tables (the first write to a table copies that table), Commit() publishes the view
