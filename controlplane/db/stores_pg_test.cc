@@ -8,6 +8,7 @@
 #include "controlplane/testing/pg_database_fixture.h"
 #include "controlplane/testing/service_flow_suite.h"
 #include "controlplane/testing/store_conformance.h"
+#include "controlplane/testing/tenant_store_conformance.h"
 
 namespace controlplane {
 namespace {
@@ -36,6 +37,7 @@ TEST_F(StoresPgTest, MigrationsApplyOnceAndReapplyAsNoOp) {
 
 namespace testing {
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, StoreConformanceTest, PgBackend);
+INSTANTIATE_TYPED_TEST_SUITE_P(pg, TenantStoreConformanceTest, PgBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, ServiceFlowTest, PgBackend);
 }  // namespace testing
 

@@ -49,7 +49,7 @@ class NodeServiceTest : public testing::MemoryServiceTest {
 };
 
 TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {
-  EXPECT_EQ(nodes_->Register(member_, {"n1", "127.0.0.1", "", 2, 0, {}}).status().code(),
+  EXPECT_EQ(nodes_->Register(member_, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
             Code::kPermissionDenied);
   int64_t n1 = 0, n2 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
@@ -58,14 +58,14 @@ TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {
   EXPECT_EQ(cred1.node_id, n1);
   EXPECT_NE(n1, n2);
   // Its own credential re-registers it, keeping id and credential; no other node's does.
-  auto again = nodes_->Register(cred1, {"n1", "127.0.0.2", "", 4, 0, {}});
+  auto again = nodes_->Register(cred1, {"n1", "127.0.0.2", "", 4, 0, {}, {}});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->node_id, n1);
   EXPECT_TRUE(again->node_token.empty());
-  EXPECT_EQ(nodes_->Register(cred2, {"n1", "127.0.0.1", "", 2, 0, {}}).status().code(),
+  EXPECT_EQ(nodes_->Register(cred2, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
             Code::kPermissionDenied);
   // The join token cannot take the name of a live node.
-  EXPECT_EQ(nodes_->Register(join_, {"n1", "127.0.0.1", "", 2, 0, {}}).status().code(),
+  EXPECT_EQ(nodes_->Register(join_, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
             Code::kAlreadyExists);
   auto list = nodes_->List(member_);
   ASSERT_TRUE(list.ok());

@@ -8,6 +8,7 @@
 
 #include "controlplane/testing/service_flow_suite.h"
 #include "controlplane/testing/store_conformance.h"
+#include "controlplane/testing/tenant_store_conformance.h"
 
 namespace controlplane::testing {
 
@@ -24,6 +25,7 @@ class MemoryBackend {
 };
 
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, StoreConformanceTest, MemoryBackend);
+INSTANTIATE_TYPED_TEST_SUITE_P(memory, TenantStoreConformanceTest, MemoryBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, ServiceFlowTest, MemoryBackend);
 
 namespace {

@@ -80,7 +80,7 @@ class MemoryServiceTest : public ::testing::Test {
   // Registers a node through the join token of `join` and returns its credential's principal.
   service::Principal AddNode(service::NodeService& nodes, const service::Principal& join,
                              const std::string& name, int cpu, int64_t* node_id) {
-    auto reg = nodes.Register(join, {name, "127.0.0.1", "http://" + name, cpu, 0, {}});
+    auto reg = nodes.Register(join, {name, "127.0.0.1", "http://" + name, cpu, 0, {}, {}});
     EXPECT_TRUE(reg.ok()) << reg.status().ToString();
     if (!reg.ok()) return {};
     *node_id = reg->node_id;
@@ -91,7 +91,7 @@ class MemoryServiceTest : public ::testing::Test {
   // it are admitted, and none is placed on it.
   int64_t ParkNode(const std::string& name, int cpu, bool draining = true) {
     auto uow = Begin();
-    auto id = uow->nodes().Upsert({name, "127.0.0.9", "", cpu, 0, {}}, now_.load());
+    auto id = uow->nodes().Upsert({name, "127.0.0.9", "", cpu, 0, {}, {}}, now_.load());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE(uow->nodes().SetDraining(*id, draining).ok());
     EXPECT_TRUE(uow->Commit().ok());

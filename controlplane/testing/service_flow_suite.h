@@ -39,7 +39,7 @@ class ServiceFlowTest : public ::testing::Test {
     // could run them) and none is placed on it.
     auto uow = db().Begin();
     ASSERT_TRUE(uow.ok());
-    api::RegisterRequest parked{"parked", "127.0.0.9", "", 64, 0, {}};
+    api::RegisterRequest parked{"parked", "127.0.0.9", "", 64, 0, {}, {}};
     auto id = (*uow)->nodes().Upsert(parked, now_.load());
     ASSERT_TRUE(id.ok());
     ASSERT_TRUE((*uow)->nodes().SetDraining(*id, true).ok());
@@ -191,9 +191,9 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
   service::LogFiles files(this->data_dir_);
   auto clock = [this] { return this->now_.load(); };
   service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(this->db(), {1000, 500}, clock, nullptr, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
 
-  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}};
+  api::RegisterRequest reg{"node-a", "127.0.0.1", "http://127.0.0.1:1", 2, 0, {}, {}};
   auto node = nodes.Register(join, reg);
   ASSERT_TRUE(node.ok()) << node.status().ToString();
   ASSERT_FALSE(node->node_token.empty());
@@ -307,9 +307,9 @@ TYPED_TEST_P(ServiceFlowTest, RunningJobPastItsTimeLimitIsCancelled) {
   service::LogFiles files(this->data_dir_);
   auto clock = [this] { return this->now_.load(); };
   service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(this->db(), {1000, 500}, clock, nullptr, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
   auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
-                            {"node-t", "127.0.0.1", "", 2, 0, {}});
+                            {"node-t", "127.0.0.1", "", 2, 0, {}, {}});
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
   Principal node = this->Resolve(reg->node_token);
   std::string limited = this->Spec("limited");
