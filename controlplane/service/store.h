@@ -3,8 +3,10 @@
 // is one database transaction.
 //
 // service/ holds the business rules and sees only these interfaces; controlplane/db implements
-// them over PostgreSQL, and tests may implement them in memory. Every method of a store runs in
-// the unit of work that handed it out; nothing is visible to others before Commit.
+// them over PostgreSQL, and controlplane/testing/memory_database.h is their in-memory twin, on
+// which the service unit tests run (testing/store_conformance.h holds both to one contract).
+// Every method of a store runs in the unit of work that handed it out; nothing is visible to
+// others before Commit.
 #pragma once
 
 #include <climits>

@@ -1,0 +1,156 @@
+// NodeService on the in-memory twin (label unit): registration with the join token issues a
+// credential bound to the node; heartbeats act for that node only; events and logs for jobs not
+// placed on the reporting node are dropped with nothing stored; a heartbeat that fails part-way
+// stores nothing at all.
+#include "controlplane/service/node_service.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "controlplane/testing/memory_service_fixture.h"
+
+namespace controlplane::service {
+namespace {
+
+using api::JobState;
+using common::Code;
+
+class NodeServiceTest : public testing::MemoryServiceTest {
+ protected:
+  void SetUp() override {
+    MemoryServiceTest::SetUp();
+    a_ = AddTenant("a");
+    join_ = AddPerson(a_, "agent");
+    member_ = AddPerson(a_, "member");
+    files_ = std::make_unique<LogFiles>(data_dir_);
+    nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr);
+  }
+
+  // A job placed on `node_id` (SCHEDULED, head there).
+  int64_t PlacedJob(int64_t node_id) {
+    auto jobs = Jobs();
+    auto sub = jobs.Submit(member_, Spec("placed"), "");
+    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+    auto uow = Begin();
+    const int64_t id = sub->job.job.id;
+    EXPECT_TRUE(uow->allocations().Insert({id, node_id, "", "", 1, 1, "cpu", true, false}).ok());
+    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
+    j.state = JobState::kScheduled;
+    EXPECT_TRUE(uow->jobs().Update(j).ok());
+    EXPECT_TRUE(uow->Commit().ok());
+    return id;
+  }
+
+  int64_t a_ = 0;
+  Principal join_, member_;
+  std::unique_ptr<LogFiles> files_;
+  std::unique_ptr<NodeService> nodes_;
+};
+
+TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {
+  EXPECT_EQ(nodes_->Register(member_, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
+            Code::kPermissionDenied);
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal cred2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  EXPECT_EQ(cred1.role, "node");
+  EXPECT_EQ(cred1.node_id, n1);
+  EXPECT_NE(n1, n2);
+  // Its own credential re-registers it, keeping id and credential; no other node's does.
+  auto again = nodes_->Register(cred1, {"n1", "127.0.0.2", "", 4, 0, {}, {}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->node_id, n1);
+  EXPECT_TRUE(again->node_token.empty());
+  EXPECT_EQ(nodes_->Register(cred2, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
+            Code::kPermissionDenied);
+  // The join token cannot take the name of a live node.
+  EXPECT_EQ(nodes_->Register(join_, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).status().code(),
+            Code::kAlreadyExists);
+  auto list = nodes_->List(member_);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ((*list)["nodes"][0]["cpu_slots"], 4);
+  EXPECT_EQ((*list)["nodes"][0]["address"], "127.0.0.2");
+}
+
+TEST_F(NodeServiceTest, AHeartbeatActsForItsOwnNodeOnly) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  AddNode(*nodes_, join_, "n2", 2, &n2);
+  EXPECT_EQ(nodes_->Heartbeat(join_, n1, {}).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(nodes_->Heartbeat(member_, n1, {}).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(nodes_->Heartbeat(cred1, n2, {}).status().code(), Code::kPermissionDenied);
+  now_ += 500;
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, {}).ok());
+  auto uow = Begin();
+  EXPECT_EQ((**uow->nodes().Get(n1)).last_heartbeat_ms, now_.load());
+  EXPECT_EQ((**uow->nodes().Get(n2)).last_heartbeat_ms, now_.load() - 500);
+}
+
+TEST_F(NodeServiceTest, EventsAndLogsOfJobsNotOnTheNodeAreDroppedAndNothingIsStored) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal cred2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  const int64_t job = PlacedJob(n1);
+  const size_t before = EventsOf(job).size();
+  api::HeartbeatRequest forged;
+  forged.running = {job};
+  forged.finished = {{job, 0, ""}};
+  forged.events = {{job, 0, "step", {{"step", 1}, {"loss", 0.1}}},
+                   {job, 0, "checkpoint", {{"step", 1}, {"path", "/evil"}, {"bytes", 1}}},
+                   {job + 100, 0, "note", {{"x", 1}}}};
+  forged.logs = {{job, 0, 0, "forged\n"}, {job + 100, 0, 0, "none\n"}};
+  ASSERT_TRUE(nodes_->Heartbeat(cred2, n2, forged).ok());
+  EXPECT_EQ(EventsOf(job).size(), before);
+  EXPECT_EQ(JobRow(job).state, JobState::kScheduled);  // neither running nor finished
+  {
+    auto uow = Begin();
+    EXPECT_TRUE(uow->logs().ForJob(job)->empty());
+    EXPECT_FALSE(uow->events().LatestCheckpoint(job)->has_value());
+  }
+  EXPECT_FALSE(std::filesystem::exists(files_->PathFor(job, 0)));
+
+  // The same reports from the node it runs on are kept.
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, forged).ok());
+  EXPECT_EQ(EventsOf(job, "step").size(), 1u);
+  EXPECT_EQ(JobRow(job).state, JobState::kSucceeded);
+  auto uow = Begin();
+  EXPECT_EQ(uow->logs().ForJob(job)->size(), 1u);
+  EXPECT_EQ((**uow->events().LatestCheckpoint(job)).path, "/evil");
+}
+
+TEST_F(NodeServiceTest, AHeartbeatThatFailsPartWayStoresNothing) {
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t job = PlacedJob(n1);
+  const size_t before = EventsOf(job).size();
+  const int64_t seen = now_.load();
+  now_ += 700;
+  api::HeartbeatRequest bad;
+  bad.running = {job};
+  bad.events = {{job, 0, "note", {{"ok", true}}},
+                {job, 0, "note", {{"text", std::string("nul\0inside", 10)}}}};
+  EXPECT_EQ(nodes_->Heartbeat(cred1, n1, bad).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(EventsOf(job).size(), before);  // not even the first event
+  EXPECT_EQ(JobRow(job).state, JobState::kScheduled);
+  auto uow = Begin();
+  EXPECT_EQ((**uow->nodes().Get(n1)).last_heartbeat_ms, seen);  // the touch is undone too
+  uow.reset();
+  api::HeartbeatRequest oversized;
+  oversized.events = {{job, 0, std::string(65, 't'), {}}};
+  EXPECT_EQ(nodes_->Heartbeat(cred1, n1, oversized).status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(NodeServiceTest, DrainingIsForClusterAdmins) {
+  int64_t n1 = 0;
+  AddNode(*nodes_, join_, "n1", 2, &n1);
+  EXPECT_EQ(nodes_->SetDraining(member_, n1, true).status().code(), Code::kPermissionDenied);
+  const Principal root = AddPerson(a_, "cluster-admin");
+  auto drained = nodes_->SetDraining(root, n1, true);
+  ASSERT_TRUE(drained.ok());
+  EXPECT_EQ((*drained)["draining"], true);
+  EXPECT_EQ(nodes_->SetDraining(root, n1 + 100, true).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace controlplane::service

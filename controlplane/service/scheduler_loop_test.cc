@@ -1,0 +1,221 @@
+// Scheduling cycles end to end on the in-memory twin (label unit): SchedulerLoop::RunOnce reads
+// the stores, Schedule() (scheduler_cycle.cc) decides, and the loop writes allocations, states and
+// reasons back; agents see the outcome through their heartbeats. The decision's own rules are
+// table-tested without stores in scheduler_test.cc; the same loop on PostgreSQL is
+// db/scheduler_pg_test.cc.
+#include "controlplane/service/scheduler_loop.h"
+
+#include <gtest/gtest.h>
+
+#include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/usage_accounting.h"
+#include "controlplane/testing/memory_service_fixture.h"
+
+namespace controlplane::service {
+namespace {
+
+using api::JobState;
+
+class SchedulerLoopTest : public testing::MemoryServiceTest {
+ protected:
+  void SetUp() override {
+    MemoryServiceTest::SetUp();
+    a_ = AddTenant("a");
+    member_ = AddPerson(a_, "member");
+    join_ = AddPerson(a_, "agent");
+    files_ = std::make_unique<LogFiles>(data_dir_);
+    nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr);
+  }
+
+  SchedulerLoop Loop(SchedulerLoop::Options opts = {}) {
+    opts.heartbeat_interval_ms = 1000;
+    return SchedulerLoop(db_, opts, clock(), nullptr, nullptr);
+  }
+
+  int64_t Submit(const std::string& spec) {
+    auto r = Jobs().Submit(member_, spec, "");
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->job.job.id : 0;
+  }
+
+  std::vector<AllocationRecord> Placement(int64_t job) {
+    auto uow = Begin();
+    return *uow->allocations().ForJob(job);
+  }
+
+  int64_t a_ = 0;
+  Principal member_, join_;
+  std::unique_ptr<LogFiles> files_;
+  std::unique_ptr<NodeService> nodes_;
+};
+
+TEST_F(SchedulerLoopTest, AGangGetsAllItsNodesAtOnceAndItsHeadLaunchesIt) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal c2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  const int64_t gang = Submit(Spec("gang", 2, 2));
+  const int64_t single = Submit(Spec("single"));
+  auto loop = Loop();
+  CycleStats stats;
+  ASSERT_TRUE(loop.RunOnce(&stats).ok());
+  EXPECT_EQ(stats.scheduled, 1);
+  EXPECT_EQ(stats.waiting, 1);
+  EXPECT_EQ(JobRow(gang).state, JobState::kScheduled);
+  const JobRecord waiting = JobRow(single);
+  EXPECT_EQ(waiting.state, JobState::kPending);
+  EXPECT_EQ(waiting.reason.rfind("waiting for 1 nodes with 1 free cpu slots each (0 fit", 0), 0u)
+      << waiting.reason;
+  auto placed = Placement(gang);
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_TRUE(placed[0].is_head);
+  EXPECT_EQ(placed[0].slots, 2);
+  EXPECT_EQ(placed[0].ranks, 2);
+  EXPECT_NE(placed[0].node_id, placed[1].node_id);
+
+  // Only the head's agent is told to launch, once, with every host.
+  const bool head_is_n1 = placed[0].node_id == n1;
+  const Principal& head = head_is_n1 ? c1 : c2;
+  const Principal& other = head_is_n1 ? c2 : c1;
+  auto none = nodes_->Heartbeat(other, other.node_id, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->commands.empty());
+  auto launch = nodes_->Heartbeat(head, head.node_id, {});
+  ASSERT_TRUE(launch.ok());
+  ASSERT_EQ(launch->commands.size(), 1u);
+  EXPECT_EQ(launch->commands[0].job_id, gang);
+  ASSERT_EQ(launch->commands[0].hosts.size(), 2u);
+  EXPECT_EQ(launch->commands[0].hosts[0].node_id, head.node_id);
+  EXPECT_TRUE(nodes_->Heartbeat(head, head.node_id, {})->commands.empty());
+
+  // When it ends its slots come back and the waiting job is placed.
+  api::HeartbeatRequest done;
+  done.finished = {{gang, 0, ""}};
+  ASSERT_TRUE(nodes_->Heartbeat(head, head.node_id, done).ok());
+  EXPECT_EQ(JobRow(gang).state, JobState::kSucceeded);
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(single).state, JobState::kScheduled);
+  EXPECT_EQ(JobRow(single).reason, "");
+}
+
+TEST_F(SchedulerLoopTest, PriorityGoesFirstAndDrainingOrLostNodesTakeNothing) {
+  int64_t n1 = 0, n2 = 0, n3 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal c2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  AddNode(*nodes_, join_, "n3", 2, &n3);
+  ASSERT_TRUE(nodes_->SetDraining(AddPerson(a_, "cluster-admin"), n2, true).ok());
+  auto loop = Loop();
+  now_ += 3500;  // n3 stays silent: DOWN after 3 intervals
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, {}).ok());
+  ASSERT_TRUE(nodes_->Heartbeat(c2, n2, {}).ok());
+  const int64_t low = Submit(Spec("low", 1, 2, R"(,"priority":10)"));
+  const int64_t high = Submit(Spec("high", 1, 2, R"(,"priority":90)"));
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(high).state, JobState::kScheduled);
+  EXPECT_EQ(Placement(high).at(0).node_id, n1);
+  EXPECT_EQ(JobRow(low).state, JobState::kPending);
+  auto uow = Begin();
+  EXPECT_EQ((**uow->nodes().Get(n3)).state, "DOWN");
+  EXPECT_EQ((**uow->nodes().Get(n2)).state, "UP");
+}
+
+TEST_F(SchedulerLoopTest, ANodeLostRestartsItsJobsWhileRestartsAreLeft) {
+  int64_t n1 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t again = Submit(Spec("again", 1, 1, R"(,"max_restarts":1)"));
+  const int64_t once = Submit(Spec("once"));
+  auto loop = Loop();
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(nodes_->Heartbeat(c1, n1, {})->commands.size(), 2u);
+  api::HeartbeatRequest running;
+  running.running = {again, once};
+  running.events = {{again, 0, "checkpoint", {{"step", 7}, {"path", "/ck/7"}, {"bytes", 1}}}};
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, running).ok());
+  now_ += 3001;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const JobRecord restarted = JobRow(again);
+  EXPECT_EQ(restarted.state, JobState::kPending);
+  EXPECT_EQ(restarted.attempt, 1);
+  // Its requeue says why; the cycle then says why it waits (no node is up).
+  auto states = EventsOf(again, "state");
+  ASSERT_GE(states.size(), 2u);
+  EXPECT_EQ(states[states.size() - 2].data["to"], "RESTARTING");
+  EXPECT_EQ(states.back().data["reason"], "node n1 lost, restart 1");
+  EXPECT_EQ(restarted.reason.rfind("never fits", 0), 0u) << restarted.reason;
+  EXPECT_FALSE(restarted.started_ms);
+  EXPECT_TRUE(Placement(again).empty());
+  const JobRecord failed = JobRow(once);
+  EXPECT_EQ(failed.state, JobState::kFailed);
+  EXPECT_EQ(failed.reason, "node n1 lost");
+  // The node comes back: the restarted job is placed again and resumes from its checkpoint.
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, {}).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto relaunch = nodes_->Heartbeat(c1, n1, {});
+  ASSERT_EQ(relaunch->commands.size(), 1u);
+  EXPECT_EQ(relaunch->commands[0].job_id, again);
+  EXPECT_EQ(relaunch->commands[0].attempt, 1);
+  EXPECT_EQ(relaunch->commands[0].resume_from, "/ck/7");
+}
+
+TEST_F(SchedulerLoopTest, APreemptedJobIsKilledThenRequeuedWithItsPlace) {
+  int64_t n1 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  SchedulerLoop::Options opts;
+  opts.schedule.preempt_min_priority = 80;
+  auto loop = Loop(opts);
+  const int64_t low = Submit(Spec("low", 1, 2, R"(,"priority":10)"));
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(nodes_->Heartbeat(c1, n1, {})->commands.size(), 1u);  // launched
+  now_ += 1000;
+  const int64_t high = Submit(Spec("high", 1, 2, R"(,"priority":90)"));
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(low).state, JobState::kRestarting);
+  EXPECT_EQ(JobRow(high).reason, "preempting jobs " + std::to_string(low));
+  auto kill = nodes_->Heartbeat(c1, n1, {});
+  ASSERT_EQ(kill->commands.size(), 1u);
+  EXPECT_EQ(kill->commands[0].type, api::Command::Type::kKill);
+  api::HeartbeatRequest gone;
+  gone.finished = {{low, 143, "killed"}};
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, gone).ok());
+  EXPECT_EQ(JobRow(low).state, JobState::kPending);
+  EXPECT_EQ(JobRow(low).attempt, 0);
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(high).state, JobState::kScheduled);
+  EXPECT_EQ(JobRow(low).state, JobState::kPending);
+}
+
+TEST_F(SchedulerLoopTest, UsageAccruesAndTheTenantWithLessHistoryGoesFirst) {
+  const int64_t b = AddTenant("b");
+  const Principal b_member = AddPerson(b, "member");
+  int64_t n1 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  auto loop = Loop();
+  const int64_t holder = Submit(Spec("holder", 1, 2));
+  ASSERT_TRUE(loop.RunOnce().ok());  // starts the clock, places the job
+  now_ += 10'000;
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, {}).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());  // 2 slots for 10 s
+  {
+    auto uow = Begin();
+    auto state = *uow->fair_share().Load();
+    EXPECT_NEAR(state.usage[a_][kCpuSlots], 20.0, 0.01);
+    const std::string day = UtcDay(now_.load());
+    auto daily = *uow->fair_share().ListDailyUsage(a_, day, day);
+    ASSERT_EQ(daily.size(), 1u);
+    EXPECT_EQ(daily[0].token_id, member_.token_id);
+    EXPECT_NEAR(daily[0].slot_seconds, 20.0, 1e-9);
+  }
+  // With the node free again, a's older job waits behind b's newer one.
+  api::HeartbeatRequest done;
+  done.finished = {{holder, 0, ""}};
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, done).ok());
+  const int64_t a_job = Submit(Spec("a-older", 1, 2));
+  now_ += 1000;
+  auto b_job = Jobs().Submit(b_member, Spec("b-newer", 1, 2), "");
+  ASSERT_TRUE(b_job.ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(b_job->job.job.id).state, JobState::kScheduled);
+  EXPECT_EQ(JobRow(a_job).state, JobState::kPending);
+}
+
+}  // namespace
+}  // namespace controlplane::service
