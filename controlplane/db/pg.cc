@@ -98,6 +98,15 @@ std::vector<const char*> Values(const Params& params) {
   return values;
 }
 
+// Prepared statements keep PostgreSQL from parsing and analysing the same text again, but by
+// default it may also switch a statement to one generic plan for all parameter values after a
+// few executions. Our optional filters are written `($1 IS NULL OR tenant_id = $1)`, which only
+// a plan for the actual values reduces to an index condition; a generic plan would scan. Every
+// execution is therefore planned for its values, as it was before statements were prepared.
+void SetUpSession(PGconn* conn) {
+  PQclear(PQexec(conn, "SET plan_cache_mode = force_custom_plan"));
+}
+
 }  // namespace
 
 Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) {
@@ -163,6 +172,7 @@ Result<PGconn*> PgPool::Connect() {
   }
   // Server notices ("relation already exists, skipping") are not errors; keep stderr for logs.
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  SetUpSession(conn);
   return conn;
 }
 
@@ -204,6 +214,7 @@ void PgPool::Release(PGconn* conn) {
   if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
     // A broken session, or one left inside a transaction: start it over.
     PQreset(conn);
+    if (PQstatus(conn) == CONNECTION_OK) SetUpSession(conn);
     reset = true;
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -68,6 +68,16 @@ class StoresPgTest : public testing::PgDatabaseTest {
                                 nullptr);
   }
 
+  // The kept pending count of a tenant (tenant_pending_jobs) against a count of its jobs.
+  void ExpectPendingCountKept(int64_t tenant_id) {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    auto kept = (*uow)->jobs().PendingCount(tenant_id);
+    auto counted = (*uow)->jobs().CountForTenant(tenant_id, {api::JobState::kPending});
+    ASSERT_TRUE(kept.ok() && counted.ok());
+    EXPECT_EQ(*kept, *counted) << "tenant " << tenant_id;
+  }
+
   static std::string Spec(const std::string& name, int nodes = 1, int max_restarts = 0) {
     return R"({"name":")" + name + R"(","kind":"command","command":["true"],"max_restarts":)" +
            std::to_string(max_restarts) + R"(,"resources":{"nodes":)" + std::to_string(nodes) +
@@ -291,6 +301,73 @@ TEST_F(StoresPgTest, ScheduleLaunchFinishAndNodeLoss) {
     EXPECT_EQ(c.resume_from, "/again/step-7.ckpt");
   }
   EXPECT_TRUE(found);
+  // Through placement, node loss, requeue and placement again, the kept count stayed true.
+  ExpectPendingCountKept(a.tenant_id);
+}
+
+// The pending count a submission checks its quota against is kept, not counted: by inserts,
+// by every way out of PENDING and back, by nothing a rolled-back unit of work did, and as a
+// unit of work sees its own changes.
+TEST_F(StoresPgTest, PendingCountIsKeptThroughEveryChange) {
+  Principal a = MakeTenant("a");
+  Principal b = MakeTenant("b");
+  auto jobs = Jobs();
+  std::vector<int64_t> ids;
+  for (const Principal& p : {a, a, a, b}) {
+    auto r = jobs.Submit(p, Spec("p"), "");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ids.push_back(r->job.job.id);
+  }
+  ExpectPendingCountKept(a.tenant_id);
+  ASSERT_TRUE(jobs.Cancel(a, ids[0]).ok());
+  {
+    // Changes of two tenants in one unit of work, rolled back: nothing kept.
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    auto job = (*uow)->jobs().Get(ids[1], std::nullopt, true);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    ASSERT_TRUE(service::Transition(**uow, **job, api::JobState::kCancelled, "test", "test",
+                                    now_.load()).ok());
+    service::NewJob nj;
+    nj.tenant_id = b.tenant_id;
+    nj.name = "rolled-back";
+    nj.kind = "command";
+    nj.spec = nlohmann::json::object();
+    nj.now_ms = now_.load();
+    ASSERT_TRUE((*uow)->jobs().Insert(nj).ok());
+    EXPECT_EQ(*(*uow)->jobs().PendingCount(a.tenant_id), 1);
+    EXPECT_EQ(*(*uow)->jobs().PendingCount(b.tenant_id), 2);
+  }
+  ExpectPendingCountKept(a.tenant_id);
+  ExpectPendingCountKept(b.tenant_id);
+  auto uow = database_->Begin();
+  ASSERT_TRUE(uow.ok());
+  EXPECT_EQ(*(*uow)->jobs().PendingCount(a.tenant_id), 2);
+  EXPECT_EQ(*(*uow)->jobs().PendingCount(b.tenant_id), 1);
+  EXPECT_EQ(*(*uow)->jobs().PendingCount(b.tenant_id + 100), 0);
+}
+
+// A statement's text is prepared once per connection and survives a rolled-back transaction.
+TEST_F(StoresPgTest, StatementsArePreparedOncePerConnection) {
+  const std::string sql = "SELECT $1::bigint + 1 AS n";
+  auto prepared = [&](db::PgTx& tx) {
+    auto r = tx.Exec("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = $1",
+                     {db::P(sql)});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->Int(0, "n") : -1;
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto tx = db::PgTx::Begin(*pool_);  // the idle connection used last, again
+    ASSERT_TRUE(tx.ok());
+    for (int64_t i = 0; i < 3; ++i) {
+      auto r = (*tx)->Exec(sql, {db::P(i)});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->Int(0, "n"), i + 1);
+    }
+    EXPECT_EQ(prepared(**tx), 1);
+    // A failed statement aborts the transaction; it is rolled back, the statements stay.
+    EXPECT_FALSE((*tx)->Exec("SELECT 1/0").ok());
+  }
 }
 
 TEST_F(StoresPgTest, RunningJobPastItsTimeLimitIsCancelled) {

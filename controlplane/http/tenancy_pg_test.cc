@@ -460,11 +460,11 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
   // Larger than any registered node (DOWN and draining ones count): the same words as a
   // pending job's reason, from the same function (job_fit.h).
   json huge = PendingSpec("huge");
-  huge["resources"] = {{"nodes", 1}, {"ranks_per_node", 100000}};
+  huge["resources"] = {{"nodes", 1}, {"ranks_per_node", 1000}};
   Reply h = Call("POST", "/v1/jobs", member, huge.dump());
   EXPECT_EQ(h.status, 422) << h.text;
   EXPECT_EQ(h.body["error"]["message"].get<std::string>().rfind(
-                "never fits: needs 1 nodes with 100000 cpu slots each; the cluster has 0 such "
+                "never fits: needs 1 nodes with 1000 cpu slots each; the cluster has 0 such "
                 "nodes of ", 0),
             0u)
       << h.text;
@@ -501,7 +501,8 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
 }
 
 // A call that commits writes its audit row in its own transaction (service/audit_scope.h): the
-// row and the job it records were created by one transaction id. The first submission of the
+// row and the job's first state event were created by one transaction id (the job row itself
+// is rewritten by the scheduler with its waiting reason). The first submission of the
 // server may be drafted with another status and amended (a later transaction); from then on
 // the route's status is known and the row is final as committed.
 TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
@@ -524,7 +525,8 @@ TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
       " FROM audit_log WHERE request_id = 'in-tx-2'");
   EXPECT_EQ(row, "201 ok job " + std::to_string(job) + " " + std::to_string(Ids()["acme"]));
   EXPECT_EQ(one("SELECT xmin FROM audit_log WHERE request_id = 'in-tx-2'"),
-            one("SELECT xmin FROM jobs WHERE id = " + std::to_string(job)));
+            one("SELECT xmin FROM job_events WHERE type = 'state' AND job_id = " +
+                std::to_string(job) + " ORDER BY id LIMIT 1"));
   EXPECT_EQ(one("SELECT count(*) FROM audit_log WHERE request_id = 'in-tx-2'"), "1");
   // A refusal before any transaction still gets its row, with its error code.
   Reply bad = Call("POST", "/v1/jobs", Token(kMember), "{", {{"X-Request-Id", "in-tx-bad"}});
