@@ -153,7 +153,10 @@ TEST_F(EndToEndTest, JobThatCanNeverFitIsRefusedWithWhatIsShort) {
                {"command", {"true"}}};
   HttpResult r = stack_->Post("/v1/jobs", spec.dump());
   EXPECT_EQ(r.status, 422) << r.text;
-  EXPECT_NE(r.text.find("the cluster has 2 such node(s)"), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("never fits: needs 3 nodes with 1 cpu slots each; the cluster has 2 such "
+                        "nodes of 2"),
+            std::string::npos)
+      << r.text;
 }
 
 TEST_F(EndToEndTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
