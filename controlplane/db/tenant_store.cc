@@ -37,7 +37,8 @@ constexpr char kUsageNow[] =
     "   WHERE j.tenant_id = $1 AND NOT a.released) AS slots,"
     " (SELECT count(*) FROM jobs WHERE tenant_id = $1"
     "   AND state IN ('SCHEDULED', 'RUNNING', 'CANCELLING', 'RESTARTING')) AS running,"
-    " (SELECT count(*) FROM jobs WHERE tenant_id = $1 AND state = 'PENDING') AS pending";
+    // Kept by the job store (job_store.cc), the same number admission checks the quota with.
+    " COALESCE((SELECT jobs FROM tenant_pending_jobs WHERE tenant_id = $1), 0) AS pending";
 
 constexpr char kSelectToken[] =
     "SELECT k.id, k.hash, k.tenant_id, t.name AS tenant, k.role, k.name, COALESCE(k.node_id, 0) AS node_id,"

@@ -474,15 +474,16 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
 
 TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   const std::string acme = std::to_string(Ids()["acme"]);
-  // What the scheduler leader accounts (usage_accounting.h), written here directly.
+  // What the scheduler leader accounts (usage_accounting.h), written here directly, on days
+  // long past: the leader accounts today's usage of the running acme job meanwhile.
   ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily (tenant_id, token_id, day, slot_type, slot_seconds)"
-                        " SELECT " + acme + ", id, '2026-11-20', 'cpu', 7200 FROM tokens"
+                        " SELECT " + acme + ", id, '2019-11-20', 'cpu', 7200 FROM tokens"
                         " WHERE name = 'acme-member';"
-                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2026-11-21', 'gpu', 3600);"
+                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2019-11-21', 'gpu', 3600);"
                         "INSERT INTO usage_daily SELECT " + std::to_string(Ids()["globex"]) +
-                        ", 0, '2026-11-20', 'cpu', 99")
+                        ", 0, '2019-11-20', 'cpu', 99")
                   .ok());
-  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-01&to=2026-11-30",
+  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-11-01&to=2019-11-30",
                  Token(kViewer));
   ASSERT_EQ(r.status, 200) << r.text;
   ASSERT_EQ(r.body["days"].size(), 2u) << r.text;
@@ -492,7 +493,7 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   EXPECT_EQ(r.body["total_slot_seconds"], 10800.0);
   EXPECT_EQ(r.body["slot_hours"]["gpu"], 1.0);
   // Outside the range: nothing. Bad dates: 400 naming the parameter.
-  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-12-01&to=2026-12-02",
+  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-12-01&to=2019-12-02",
                    Token(kViewer)).body["days"].empty());
   EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-02-30", Token(kViewer))
                 .body["error"]["field"], "from");
@@ -528,6 +529,15 @@ TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
             one("SELECT xmin FROM job_events WHERE type = 'state' AND job_id = " +
                 std::to_string(job) + " ORDER BY id LIMIT 1"));
   EXPECT_EQ(one("SELECT count(*) FROM audit_log WHERE request_id = 'in-tx-2'"), "1");
+  // A row drafted otherwise than answered is amended, not doubled: the token route's handler
+  // names its target only from the answer.
+  Reply tok = Call("POST", "/v1/tokens", Admin(),
+                   json{{"tenant_id", Ids()["acme"]}, {"role", "viewer"}, {"name", "amended"}}.dump(),
+                   {{"X-Request-Id", "in-tx-token"}});
+  ASSERT_EQ(tok.status, 201) << tok.text;
+  EXPECT_EQ(one("SELECT count(*) || ' ' || min(status) || ' ' || min(target) FROM audit_log"
+                " WHERE request_id = 'in-tx-token'"),
+            "1 201 token " + tok.body["id"].dump() + " (viewer)");
   // A refusal before any transaction still gets its row, with its error code.
   Reply bad = Call("POST", "/v1/jobs", Token(kMember), "{", {{"X-Request-Id", "in-tx-bad"}});
   ASSERT_EQ(bad.status, 400);
