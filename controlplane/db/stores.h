@@ -169,8 +169,15 @@ class PgFairShareStore : public service::FairShareStore {
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
-      : tx_(std::move(tx)), jobs_(*tx_, pending_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_) {}
+      : tx_(std::move(tx)),
+        jobs_(*tx_, pending_),
+        allocations_(*tx_),
+        nodes_(*tx_),
+        events_(*tx_),
+        logs_(*tx_),
+        tenants_(*tx_),
+        audit_(*tx_),
+        fair_share_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }

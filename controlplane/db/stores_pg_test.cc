@@ -326,8 +326,9 @@ TEST_F(StoresPgTest, PendingCountIsKeptThroughEveryChange) {
     ASSERT_TRUE(uow.ok());
     auto job = (*uow)->jobs().Get(ids[1], std::nullopt, true);
     ASSERT_TRUE(job.ok() && job->has_value());
-    ASSERT_TRUE(service::Transition(**uow, **job, api::JobState::kCancelled, "test", "test",
-                                    now_.load()).ok());
+    ASSERT_TRUE(
+        service::Transition(**uow, **job, api::JobState::kCancelled, "test", "test", now_.load())
+            .ok());
     service::NewJob nj;
     nj.tenant_id = b.tenant_id;
     nj.name = "rolled-back";

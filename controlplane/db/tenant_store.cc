@@ -244,11 +244,11 @@ Result<int64_t> PgAuditStore::Append(const service::AuditRecord& a) {
 }
 
 Status PgAuditStore::Amend(int64_t id, const service::AuditRecord& a) {
-  return OkOr(tx_.Exec(
-      "UPDATE audit_log SET status = $2, outcome = $3, target = $4, target_tenant_id = $5"
-      " WHERE id = $1",
-      {P(id), P(a.status), P(a.outcome), P(a.target),
-       a.target_tenant_id ? P(a.target_tenant_id) : std::nullopt}));
+  return OkOr(
+      tx_.Exec("UPDATE audit_log SET status = $2, outcome = $3, target = $4, target_tenant_id = $5"
+               " WHERE id = $1",
+               {P(id), P(a.status), P(a.outcome), P(a.target),
+                a.target_tenant_id ? P(a.target_tenant_id) : std::nullopt}));
 }
 
 Result<std::vector<service::AuditRecord>> PgAuditStore::List(const service::AuditQuery& q) {

@@ -145,8 +145,9 @@ void Router::Handle(const std::string& method, const std::string& regex,
     }
     if (res.status == -1) res.status = 200;
     if (audited) {
-      const std::string outcome =
-          res.status < 400 ? "ok" : ctx.error_code.empty() ? "error" : ctx.error_code;
+      const std::string outcome = res.status < 400         ? "ok"
+                                  : ctx.error_code.empty() ? "error"
+                                                           : ctx.error_code;
       const service::AuditRecord final =
           AuditRow(method, pattern, req, ctx, scope ? &*scope : nullptr, res.status, outcome);
       std::optional<service::AuditRecord> written;
@@ -231,9 +232,9 @@ void Router::Audit(const service::AuditRecord& final,
   if (st.ok()) st = (*uow)->Commit();
   if (!st.ok()) {
     // The call itself has happened; a lost audit row is reported loudly, not silently dropped.
-    common::LogError("audit row not written", {{"request_id", final.request_id},
-                                               {"route", final.route},
-                                               {"error", st.ToString()}});
+    common::LogError(
+        "audit row not written",
+        {{"request_id", final.request_id}, {"route", final.route}, {"error", st.ToString()}});
   }
 }
 

@@ -465,7 +465,8 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
   EXPECT_EQ(h.status, 422) << h.text;
   EXPECT_EQ(h.body["error"]["message"].get<std::string>().rfind(
                 "never fits: needs 1 nodes with 1000 cpu slots each; the cluster has 0 such "
-                "nodes of ", 0),
+                "nodes of ",
+                0),
             0u)
       << h.text;
   EXPECT_EQ(Call("GET", "/v1/tenants/" + t.body["id"].dump(), Admin()).body["usage"]["pending_jobs"],
@@ -476,15 +477,20 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   const std::string acme = std::to_string(Ids()["acme"]);
   // What the scheduler leader accounts (usage_accounting.h), written here directly, on days
   // long past: the leader accounts today's usage of the running acme job meanwhile.
-  ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily (tenant_id, token_id, day, slot_type, slot_seconds)"
-                        " SELECT " + acme + ", id, '2019-11-20', 'cpu', 7200 FROM tokens"
-                        " WHERE name = 'acme-member';"
-                        "INSERT INTO usage_daily VALUES (" + acme + ", 0, '2019-11-21', 'gpu', 3600);"
-                        "INSERT INTO usage_daily SELECT " + std::to_string(Ids()["globex"]) +
-                        ", 0, '2019-11-20', 'cpu', 99")
-                  .ok());
-  Reply r = Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-11-01&to=2019-11-30",
-                 Token(kViewer));
+  ASSERT_TRUE(
+      pg_->Psql("INSERT INTO usage_daily (tenant_id, token_id, day, slot_type, slot_seconds)"
+                " SELECT " +
+                acme +
+                ", id, '2019-11-20', 'cpu', 7200 FROM tokens"
+                " WHERE name = 'acme-member';"
+                "INSERT INTO usage_daily VALUES (" +
+                acme +
+                ", 0, '2019-11-21', 'gpu', 3600);"
+                "INSERT INTO usage_daily SELECT " +
+                std::to_string(Ids()["globex"]) + ", 0, '2019-11-20', 'cpu', 99")
+          .ok());
+  Reply r =
+      Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-11-01&to=2019-11-30", Token(kViewer));
   ASSERT_EQ(r.status, 200) << r.text;
   ASSERT_EQ(r.body["days"].size(), 2u) << r.text;
   EXPECT_EQ(r.body["days"][0]["token_name"], "acme-member");
@@ -493,8 +499,10 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   EXPECT_EQ(r.body["total_slot_seconds"], 10800.0);
   EXPECT_EQ(r.body["slot_hours"]["gpu"], 1.0);
   // Outside the range: nothing. Bad dates: 400 naming the parameter.
-  EXPECT_TRUE(Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-12-01&to=2019-12-02",
-                   Token(kViewer)).body["days"].empty());
+  EXPECT_TRUE(
+      Call("GET", "/v1/tenants/" + acme + "/usage?from=2019-12-01&to=2019-12-02", Token(kViewer))
+          .body["days"]
+          .empty());
   EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-02-30", Token(kViewer))
                 .body["error"]["field"], "from");
   EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2026-11-05&to=2026-11-01",
@@ -521,9 +529,9 @@ TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
     while (!v.empty() && v.back() == '\n') v.pop_back();
     return v;
   };
-  const std::string row = one(
-      "SELECT status || ' ' || outcome || ' ' || target || ' ' || target_tenant_id"
-      " FROM audit_log WHERE request_id = 'in-tx-2'");
+  const std::string row =
+      one("SELECT status || ' ' || outcome || ' ' || target || ' ' || target_tenant_id"
+          " FROM audit_log WHERE request_id = 'in-tx-2'");
   EXPECT_EQ(row, "201 ok job " + std::to_string(job) + " " + std::to_string(Ids()["acme"]));
   EXPECT_EQ(one("SELECT xmin FROM audit_log WHERE request_id = 'in-tx-2'"),
             one("SELECT xmin FROM job_events WHERE type = 'state' AND job_id = " +
@@ -531,9 +539,10 @@ TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
   EXPECT_EQ(one("SELECT count(*) FROM audit_log WHERE request_id = 'in-tx-2'"), "1");
   // A row drafted otherwise than answered is amended, not doubled: the token route's handler
   // names its target only from the answer.
-  Reply tok = Call("POST", "/v1/tokens", Admin(),
-                   json{{"tenant_id", Ids()["acme"]}, {"role", "viewer"}, {"name", "amended"}}.dump(),
-                   {{"X-Request-Id", "in-tx-token"}});
+  Reply tok =
+      Call("POST", "/v1/tokens", Admin(),
+           json{{"tenant_id", Ids()["acme"]}, {"role", "viewer"}, {"name", "amended"}}.dump(),
+           {{"X-Request-Id", "in-tx-token"}});
   ASSERT_EQ(tok.status, 201) << tok.text;
   EXPECT_EQ(one("SELECT count(*) || ' ' || min(status) || ' ' || min(target) FROM audit_log"
                 " WHERE request_id = 'in-tx-token'"),

@@ -13,7 +13,8 @@ class AuditedUnitOfWork : public UnitOfWork {
  public:
   AuditedUnitOfWork(std::unique_ptr<UnitOfWork> inner, std::function<Status()> before_commit,
                     std::function<void()> after_commit)
-      : inner_(std::move(inner)), before_commit_(std::move(before_commit)),
+      : inner_(std::move(inner)),
+        before_commit_(std::move(before_commit)),
         after_commit_(std::move(after_commit)) {}
   JobStore& jobs() override { return inner_->jobs(); }
   AllocationStore& allocations() override { return inner_->allocations(); }

@@ -78,7 +78,7 @@ class Cycle {
   std::vector<SlotTimeline> lanes_;                          // node index * kSlotKinds + kind
   std::array<std::vector<int>, kSlotKinds> usable_;          // lanes of nodes not draining
   std::array<std::vector<int64_t>, kSlotKinds> free_hist_;   // usable lanes by free slots now
-  const NodeSizes registered_;  // for "never fits" (job_fit.h)
+  const NodeSizes registered_;                               // for "never fits" (job_fit.h)
   SlotCounts cluster_total_{};
   std::vector<TenantRun> tenants_;
   std::unordered_map<int64_t, int> tenant_index_;
