@@ -357,10 +357,11 @@ void JobRunner::Wait(Job* job) {
   // The finished job's directories are nobody's until its next attempt: the next job given the
   // same uid finds nothing.
   if (job->uid) {
-    LockDir(JobDir(job->id));
-    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id));
+    LockDir(JobDir(job->id), &uids_);
+    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), &uids_);
     // Nor what it left in /tmp, /dev/shm and System V IPC (every process of the uid is gone).
-    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true);
+    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true,
+                                 /*keep=*/{options_.data_dir});
     if (scrub.removed > 0 || scrub.errors > 0) {
       common::LogInfo("removed what the job left in shared scratch places",
                       {{"job", std::to_string(job->id)},

@@ -196,11 +196,13 @@ common::Status AdoptTree(const std::string& path, const JobCredentials& owner,
   return st;
 }
 
-void LockDir(const std::string& path) {
+void LockDir(const std::string& path, const UidPool* pool) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   if (::fchown(fd, ::geteuid(), ::getegid()) != 0 || ::fchmod(fd, 0700) != 0) {
     common::LogWarn("cannot lock a job directory", {{"dir", path}, {"error", std::strerror(errno)}});
+  } else if (pool != nullptr) {
+    AdoptEntries(fd, {::geteuid(), ::getegid()}, *pool, 0);
   }
   ::close(fd);
 }

@@ -86,8 +86,11 @@ common::Status MakePrivateDir(const std::string& path, const std::optional<JobCr
 common::Status AdoptTree(const std::string& path, const JobCredentials& owner,
                          const UidPool& pool);
 
-// The top of a finished job's directory back to root, mode 0700 (no-op for a missing path).
-void LockDir(const std::string& path);
+// A finished job's directory back to root, mode 0700, and with `pool`, everything in it that job
+// uids own (as AdoptTree, so no link is followed): nothing in the agent's data directory stays
+// owned by a uid that another job will be given, and nothing there is what agent/uid_scrub.h
+// removes. No-op for a missing path.
+void LockDir(const std::string& path, const UidPool* pool = nullptr);
 
 // Whether `creds` may read `path` (access(2) in a child that switched to them); `dir` adds
 // X_OK, for a directory to look into.

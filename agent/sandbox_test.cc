@@ -206,8 +206,11 @@ TEST(SandboxTest, AdoptTreeTakesOnlyWhatJobsWrote) {
   EXPECT_EQ(owner(top + "/root.txt"), 0u);          // not a job's
   EXPECT_EQ(owner(top + "/linked"), old_uid);       // two links: could be anyone's file
   EXPECT_EQ(owner("/etc/shadow"), 0u);              // links are not followed
-  LockDir(top);
+  LockDir(top, &pool);
   EXPECT_EQ(owner(top), 0u);
+  EXPECT_EQ(owner(top + "/sub"), 0u);
+  EXPECT_EQ(owner(top + "/sub/a.ckpt"), 0u);
+  EXPECT_EQ(owner(top + "/linked"), old_uid);
   EXPECT_FALSE(CanReadAs({new_uid, new_uid}, top, true));
 }
 

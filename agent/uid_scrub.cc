@@ -14,7 +14,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 
 #include "common/log.h"
 
@@ -22,6 +24,9 @@ namespace agent {
 namespace {
 
 constexpr int kMaxDepth = 64;
+
+// Directories never entered, by identity (device, inode): a path could be swapped, these cannot.
+using KeepSet = std::set<std::pair<dev_t, ino_t>>;
 
 void Warn(const std::string& what, const std::string& name, int err, ScrubReport* r) {
   ++r->errors;
@@ -33,7 +38,7 @@ void Warn(const std::string& what, const std::string& name, int err, ScrubReport
 // directory is walked, whoever owns it, since the uid's files may sit in anyone's world-writable
 // directory; one the uid owns is removed once emptied, or given to root when others' entries
 // remain in it.
-void ScrubDir(int dir_fd, dev_t dev, uid_t uid, int depth, ScrubReport* r) {
+void ScrubDir(int dir_fd, dev_t dev, uid_t uid, const KeepSet& keep, int depth, ScrubReport* r) {
   if (depth > kMaxDepth) return;
   int list_fd = ::dup(dir_fd);
   DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
@@ -57,11 +62,12 @@ void ScrubDir(int dir_fd, dev_t dev, uid_t uid, int depth, ScrubReport* r) {
       if (sub < 0) continue;
       struct stat opened;
       // The entry may have been swapped between fstatat and openat: walk what was opened.
-      if (::fstat(sub, &opened) != 0 || opened.st_dev != dev) {
+      if (::fstat(sub, &opened) != 0 || opened.st_dev != dev ||
+          keep.count({opened.st_dev, opened.st_ino})) {
         ::close(sub);
         continue;
       }
-      ScrubDir(sub, dev, uid, depth + 1, r);
+      ScrubDir(sub, dev, uid, keep, depth + 1, r);
       if (opened.st_uid == uid) {
         if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0) {
           ++r->removed;
@@ -152,14 +158,20 @@ std::vector<std::string> SharedScratchRoots() {
   return roots;
 }
 
-ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v) {
+ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
+                     const std::vector<std::string>& keep) {
   ScrubReport report;
   if (uid == 0 || uid == ::geteuid()) return report;
+  KeepSet kept;
+  for (const auto& k : keep) {
+    struct stat st;
+    if (::stat(k.c_str(), &st) == 0) kept.insert({st.st_dev, st.st_ino});
+  }
   for (const auto& root : roots) {
     int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st;
-    if (::fstat(fd, &st) == 0) ScrubDir(fd, st.st_dev, uid, 0, &report);
+    if (::fstat(fd, &st) == 0) ScrubDir(fd, st.st_dev, uid, kept, 0, &report);
     ::close(fd);
   }
   if (system_v) ScrubSystemV(uid, &report);

@@ -32,7 +32,10 @@ struct ScrubReport {
 
 // Removes what `uid` owns under `roots` (the roots themselves are never removed) and, with
 // `system_v`, the System V shared memory segments, message queues and semaphore sets it owns or
-// created. Refuses uid 0 and the agent's own uid. Meant for a uid with no live process.
-ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v);
+// created. Directories in `keep` (the agent's data directory, which may sit under /tmp and holds
+// the job's checkpoints, owned by its uid) are never entered. Refuses uid 0 and the agent's own
+// uid. Meant for a uid with no live process.
+ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
+                     const std::vector<std::string>& keep = {});
 
 }  // namespace agent

@@ -91,6 +91,17 @@ TEST_F(UidScrubTest, RemovesWhatTheUidOwnsAndNothingElse) {
   EXPECT_TRUE(fs::exists(root_));
 }
 
+TEST_F(UidScrubTest, KeptDirectoriesAreNeverEntered) {
+  // The agent's data directory under a scratch root: the job's checkpoints there are its uid's.
+  Dir(root_ / "agent-data" / "checkpoints", 0);
+  Write(root_ / "agent-data" / "checkpoints" / "step-120.ckpt", kJob);
+  Write(root_ / "job-file", kJob);
+  ScrubReport r = ScrubUid(kJob, {root_.string()}, false, {(root_ / "agent-data").string()});
+  EXPECT_TRUE(fs::exists(root_ / "agent-data" / "checkpoints" / "step-120.ckpt"));
+  EXPECT_FALSE(fs::exists(root_ / "job-file"));
+  EXPECT_EQ(r.removed, 1);
+}
+
 TEST_F(UidScrubTest, RefusesRootAndItsOwnUid) {
   Write(root_ / "root-file", 0);
   EXPECT_EQ(ScrubUid(0, {root_.string()}, false).removed, 0);

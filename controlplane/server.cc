@@ -13,6 +13,7 @@
 #include "controlplane/db/migrations.h"
 #include "controlplane/db/stores.h"
 #include "controlplane/http/api_server.h"
+#include "controlplane/service/audit_scope.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/scheduler_loop.h"
 
@@ -24,7 +25,10 @@ using common::Status;
 struct Server::Impl {
   ServerOptions opts;
   std::unique_ptr<db::PgPool> pool;
-  std::unique_ptr<db::PgDatabase> database;
+  std::unique_ptr<db::PgDatabase> pg_database;
+  // What every service and the router use: the database whose units of work write the audit
+  // row of the call they commit for (service/audit_scope.h).
+  std::unique_ptr<service::AuditedDatabase> database;
   std::unique_ptr<db::LeaderLock> leader;
   std::unique_ptr<service::LogFiles> log_files;
   std::unique_ptr<http::ServerMetrics> metrics;
@@ -66,7 +70,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->pool = std::move(pool.value());
   auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
   if (!applied.ok()) return applied.status();
-  m->database = std::make_unique<db::PgDatabase>(*m->pool);
+  m->pg_database = std::make_unique<db::PgDatabase>(*m->pool);
+  m->database = std::make_unique<service::AuditedDatabase>(*m->pg_database);
 
   auto boot = service::Bootstrap(*m->database, common::NowMillis());
   if (!boot.ok()) return boot.status();

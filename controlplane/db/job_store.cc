@@ -27,10 +27,18 @@ constexpr char kInsertJob[] =
     EMBODY_SQL_TS("$7") ", $8, $9)"
     " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id";
 
+// Returns the state the job had, for the tenant's pending count: read under the row's lock, so
+// it is the state this update replaces even when another transaction changed it meanwhile.
 constexpr char kUpdateJob[] =
-    "UPDATE jobs SET state = $2, reason = $3, attempt = $4, exit_code = $5,"
+    "WITH old AS (SELECT id, tenant_id, state FROM jobs WHERE id = $1 FOR UPDATE)"
+    " UPDATE jobs j SET state = $2, reason = $3, attempt = $4, exit_code = $5,"
     " updated_at = " EMBODY_SQL_TS("$6") ", started_at = " EMBODY_SQL_TS("$7") ","
-    " finished_at = " EMBODY_SQL_TS("$8") " WHERE id = $1";
+    " finished_at = " EMBODY_SQL_TS("$8") " FROM old WHERE j.id = old.id"
+    " RETURNING old.tenant_id, old.state AS old_state";
+
+constexpr char kAddPending[] =
+    "INSERT INTO tenant_pending_jobs (tenant_id, jobs) VALUES ($1, $2)"
+    " ON CONFLICT (tenant_id) DO UPDATE SET jobs = tenant_pending_jobs.jobs + EXCLUDED.jobs";
 
 std::vector<JobRecord> ToJobs(const PgRows& r) {
   std::vector<JobRecord> out;
@@ -76,6 +84,7 @@ Result<int64_t> PgJobStore::Insert(const service::NewJob& job) {
                                                             : P(job.request_sha256)});
   if (!r.ok()) return r.status();
   if (r->empty()) return Status(common::Code::kAlreadyExists, "idempotency key already used");
+  pending_[job.tenant_id] += 1;  // inserted PENDING
   return r->Int(0, "id");
 }
 
@@ -135,7 +144,20 @@ Status PgJobStore::Update(const JobRecord& j) {
   auto r = tx_.Exec(kUpdateJob, {P(j.id), P(api::JobStateName(j.state)), P(j.reason),
                                  P(j.attempt), j.exit_code ? P(*j.exit_code) : std::nullopt,
                                  P(j.updated_ms), OptMs(j.started_ms), OptMs(j.finished_ms)});
-  return r.ok() ? Status::Ok() : r.status();
+  if (!r.ok()) return r.status();
+  if (!r->empty()) {
+    const bool was = r->Str(0, "old_state") == api::JobStateName(api::JobState::kPending);
+    const bool is = j.state == api::JobState::kPending;
+    if (was != is) pending_[r->Int(0, "tenant_id")] += is ? 1 : -1;
+  }
+  return Status::Ok();
+}
+
+Result<int64_t> PgJobStore::PendingCount(int64_t tenant_id) {
+  auto r = tx_.Exec("SELECT jobs FROM tenant_pending_jobs WHERE tenant_id = $1", {P(tenant_id)});
+  if (!r.ok()) return r.status();
+  auto own = pending_.find(tenant_id);  // this unit of work's changes, not yet written
+  return (r->empty() ? 0 : r->Int(0, "jobs")) + (own == pending_.end() ? 0 : own->second);
 }
 
 Result<int64_t> PgJobStore::CountForTenant(int64_t tenant_id,
@@ -164,6 +186,16 @@ PgJobStore::CountByStateAndTenant() {
     out[{r->Str(i, "state"), r->Str(i, "tenant")}] = r->Int(i, "n");
   }
   return out;
+}
+
+Status PgUnitOfWork::Commit() {
+  for (const auto& [tenant_id, delta] : pending_) {  // in tenant order: see PendingDeltas
+    if (delta == 0) continue;
+    auto r = tx_->Exec(kAddPending, {P(tenant_id), P(delta)});
+    if (!r.ok()) return r.status();
+  }
+  pending_.clear();
+  return tx_->Commit();
 }
 
 Result<std::unique_ptr<service::UnitOfWork>> PgDatabase::Begin() {

@@ -88,6 +88,19 @@ Result<std::vector<NodeRecord>> PgNodeStore::List() {
   return ToNodes(*r);
 }
 
+Result<std::vector<service::NodeShape>> PgNodeStore::Shapes() {
+  auto r = tx_.Exec(
+      "SELECT cpu_slots, CASE jsonb_typeof(gpus) WHEN 'array' THEN jsonb_array_length(gpus)"
+      " ELSE 0 END AS gpus, count(*) AS n FROM nodes GROUP BY 1, 2 ORDER BY 1, 2");
+  if (!r.ok()) return r.status();
+  std::vector<service::NodeShape> out;
+  for (size_t i = 0; i < r->size(); ++i) {
+    out.push_back({static_cast<int>(r->Int(i, "cpu_slots")), static_cast<int>(r->Int(i, "gpus")),
+                   r->Int(i, "n")});
+  }
+  return out;
+}
+
 Status PgNodeStore::Touch(int64_t id, int64_t now_ms) {
   return OkOr(tx_.Exec("UPDATE nodes SET last_heartbeat = " EMBODY_SQL_TS("$2") ", state = 'UP'"
                        " WHERE id = $1",

@@ -51,12 +51,10 @@ Status ExecScript(PGconn* conn, const std::string& sql) {
   return common::Internal("database: " + msg);
 }
 
-Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) {
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
-  PGresult* res = PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
+namespace {
+
+// A statement's result as PgRows, or its error as a Status; frees `res`.
+Result<PgRows> Collect(PGconn* conn, PGresult* res) {
   ExecStatusType st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     std::string msg = PQresultErrorMessage(res);
@@ -93,9 +91,55 @@ Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) 
   return rows;
 }
 
+std::vector<const char*> Values(const Params& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const Param& p : params) values.push_back(p ? p->c_str() : nullptr);
+  return values;
+}
+
+// Prepared statements keep PostgreSQL from parsing and analysing the same text again, but by
+// default it may also switch a statement to one generic plan for all parameter values after a
+// few executions. Our optional filters are written `($1 IS NULL OR tenant_id = $1)`, which only
+// a plan for the actual values reduces to an index condition; a generic plan would scan. Every
+// execution is therefore planned for its values, as it was before statements were prepared.
+void SetUpSession(PGconn* conn) {
+  PQclear(PQexec(conn, "SET plan_cache_mode = force_custom_plan"));
+}
+
+}  // namespace
+
+Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params) {
+  const std::vector<const char*> values = Values(params);
+  return Collect(conn, PQexecParams(conn, sql.c_str(), static_cast<int>(values.size()), nullptr,
+                                    values.data(), nullptr, nullptr, 0));
+}
+
+Result<PgRows> ExecPrepared(PGconn* conn, PreparedStatements& prepared, const std::string& sql,
+                            const Params& params) {
+  auto it = prepared.names.find(sql);
+  if (it == prepared.names.end()) {
+    if (prepared.names.size() >= PreparedStatements::kMax) return Exec(conn, sql, params);
+    std::string name = "embody_" + std::to_string(prepared.names.size() + 1);
+    PGresult* res =
+        PQprepare(conn, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
+    const bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    // Not prepared (a bad statement, an aborted transaction, a lost connection): run it as it
+    // is, which reports the error as Exec always has.
+    if (!ok) return Exec(conn, sql, params);
+    it = prepared.names.emplace(sql, std::move(name)).first;
+  }
+  const std::vector<const char*> values = Values(params);
+  return Collect(conn, PQexecPrepared(conn, it->second.c_str(), static_cast<int>(values.size()),
+                                      values.data(), nullptr, nullptr, 0));
+}
+
 PgLease::~PgLease() {
   if (conn_) pool_->Release(conn_);
 }
+
+PreparedStatements& PgLease::prepared() const { return pool_->PreparedFor(conn_); }
 
 Result<std::unique_ptr<PgPool>> PgPool::Open(const std::string& conninfo, int size) {
   std::unique_ptr<PgPool> pool(new PgPool(conninfo, size));
@@ -111,6 +155,13 @@ PgPool::~PgPool() {
   for (PGconn* c : idle_) PQfinish(c);
 }
 
+PreparedStatements& PgPool::PreparedFor(PGconn* conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<PreparedStatements>& p = prepared_[conn];
+  if (!p) p = std::make_unique<PreparedStatements>();
+  return *p;
+}
+
 Result<PGconn*> PgPool::Connect() {
   PGconn* conn = PQconnectdb(conninfo_.c_str());
   if (PQstatus(conn) != CONNECTION_OK) {
@@ -121,6 +172,7 @@ Result<PGconn*> PgPool::Connect() {
   }
   // Server notices ("relation already exists, skipping") are not errors; keep stderr for logs.
   PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+  SetUpSession(conn);
   return conn;
 }
 
@@ -158,12 +210,18 @@ PgPoolStats PgPool::Stats() {
 }
 
 void PgPool::Release(PGconn* conn) {
+  bool reset = false;
   if (PQstatus(conn) != CONNECTION_OK || PQtransactionStatus(conn) != PQTRANS_IDLE) {
     // A broken session, or one left inside a transaction: start it over.
     PQreset(conn);
+    if (PQstatus(conn) == CONNECTION_OK) SetUpSession(conn);
+    reset = true;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  // A new session has none of the old one's prepared statements.
+  if (reset) prepared_.erase(conn);
   if (PQstatus(conn) != CONNECTION_OK) {
+    prepared_.erase(conn);
     PQfinish(conn);
     --open_;
   } else {
@@ -188,7 +246,7 @@ PgTx::~PgTx() {
 }
 
 Result<PgRows> PgTx::Exec(const std::string& sql, const Params& params) {
-  auto r = db::Exec(lease_.get(), sql, params);
+  auto r = db::ExecPrepared(lease_.get(), prepared_, sql, params);
   if (!r.ok()) lease_.pool()->CountError();
   return r;
 }

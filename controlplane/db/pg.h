@@ -1,5 +1,6 @@
 // PostgreSQL access through libpq: a fixed-size connection pool, query results as strings, and
-// a transaction helper with $1-style parameters.
+// a transaction helper with $1-style parameters whose statements are prepared once per
+// connection.
 //
 // This is the only place that includes libpq. Everything above it speaks Status and PgRows.
 // Connections are created lazily up to `size`; Acquire blocks on a condition variable while all
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -52,6 +54,19 @@ class PgRows {
 
 // Runs one statement on a raw connection (used by the pool, transactions and the leader lock).
 common::Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params = {});
+
+// The statements prepared on one connection, by their text. The SQL of the stores is a fixed
+// set of texts with $n parameters, so a statement is parsed and analysed once per connection
+// instead of at every call (PostgreSQL re-plans it with the parameters' values where that
+// pays). Bounded all the same: past kMax texts the rest run unprepared.
+struct PreparedStatements {
+  static constexpr size_t kMax = 256;
+  std::unordered_map<std::string, std::string> names;  // text -> statement name
+};
+
+// Exec through the connection's prepared statements, preparing `sql` on first use.
+common::Result<PgRows> ExecPrepared(PGconn* conn, PreparedStatements& prepared,
+                                    const std::string& sql, const Params& params = {});
 // Runs several statements separated by ';' (no parameters), e.g. a migration file.
 common::Status ExecScript(PGconn* conn, const std::string& sql);
 
@@ -67,6 +82,8 @@ class PgLease {
   ~PgLease();
   PGconn* get() const { return conn_; }
   PgPool* pool() const { return pool_; }
+  // The statements prepared on this connection; only the lease's holder uses them.
+  PreparedStatements& prepared() const;
 
  private:
   PgPool* pool_;
@@ -98,12 +115,15 @@ class PgPool {
   friend class PgLease;
   PgPool(std::string conninfo, int size) : conninfo_(std::move(conninfo)), size_(size) {}
   void Release(PGconn* conn);
+  PreparedStatements& PreparedFor(PGconn* conn);
 
   const std::string conninfo_;
   const int size_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<PGconn*> idle_;
+  // Per open connection; an entry is dropped when its session is reset or closed.
+  std::unordered_map<PGconn*, std::unique_ptr<PreparedStatements>> prepared_;
   int open_ = 0;
   std::atomic<uint64_t> errors_{0};
 };
@@ -118,8 +138,9 @@ class PgTx {
   common::Status Commit();
 
  private:
-  explicit PgTx(PgLease lease) : lease_(std::move(lease)) {}
+  explicit PgTx(PgLease lease) : lease_(std::move(lease)), prepared_(lease_.prepared()) {}
   PgLease lease_;
+  PreparedStatements& prepared_;  // the lease's, looked up once
   bool open_ = true;
 };
 

@@ -3,6 +3,7 @@
 // and one instance of each store.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "controlplane/db/pg.h"
@@ -15,9 +16,15 @@ namespace controlplane::db {
 #define EMBODY_SQL_MS(col) "(extract(epoch from " col ") * 1000)::bigint"
 #define EMBODY_SQL_TS(param) "to_timestamp(" param "::bigint / 1000.0)"
 
+// Changes to each tenant's number of PENDING jobs made by one unit of work, by tenant id:
+// applied to tenant_pending_jobs just before the COMMIT, in tenant order, so that units of work
+// that change several tenants' numbers (the scheduler's, a node's heartbeat) always lock those
+// rows in the same order and cannot deadlock on them.
+using PendingDeltas = std::map<int64_t, int64_t>;
+
 class PgJobStore : public service::JobStore {
  public:
-  explicit PgJobStore(PgTx& tx) : tx_(tx) {}
+  PgJobStore(PgTx& tx, PendingDeltas& pending) : tx_(tx), pending_(pending) {}
   common::Result<int64_t> Insert(const service::NewJob& job) override;
   common::Result<std::optional<service::JobRecord>> Get(int64_t id,
                                                         std::optional<int64_t> tenant_id,
@@ -30,11 +37,13 @@ class PgJobStore : public service::JobStore {
   common::Status Update(const service::JobRecord& job) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
+  common::Result<int64_t> PendingCount(int64_t tenant_id) override;
   common::Result<std::map<std::pair<std::string, std::string>, int64_t>>
   CountByStateAndTenant() override;
 
  private:
   PgTx& tx_;
+  PendingDeltas& pending_;
 };
 
 class PgAllocationStore : public service::AllocationStore {
@@ -63,6 +72,7 @@ class PgNodeStore : public service::NodeStore {
   common::Result<std::optional<service::NodeRecord>> GetByName(const std::string& name) override;
   common::Status SetDraining(int64_t id, bool draining) override;
   common::Result<std::vector<service::NodeRecord>> List() override;
+  common::Result<std::vector<service::NodeShape>> Shapes() override;
   common::Status Touch(int64_t id, int64_t now_ms) override;
   common::Status SetState(int64_t id, const std::string& state) override;
 
@@ -134,7 +144,8 @@ class PgTenantStore : public service::TenantStore {
 class PgAuditStore : public service::AuditStore {
  public:
   explicit PgAuditStore(PgTx& tx) : tx_(tx) {}
-  common::Status Append(const service::AuditRecord& r) override;
+  common::Result<int64_t> Append(const service::AuditRecord& r) override;
+  common::Status Amend(int64_t id, const service::AuditRecord& r) override;
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
 
  private:
@@ -158,8 +169,15 @@ class PgFairShareStore : public service::FairShareStore {
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
-      : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_) {}
+      : tx_(std::move(tx)),
+        jobs_(*tx_, pending_),
+        allocations_(*tx_),
+        nodes_(*tx_),
+        events_(*tx_),
+        logs_(*tx_),
+        tenants_(*tx_),
+        audit_(*tx_),
+        fair_share_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -168,10 +186,11 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
-  common::Status Commit() override { return tx_->Commit(); }
+  common::Status Commit() override;
 
  private:
   std::unique_ptr<PgTx> tx_;
+  PendingDeltas pending_;  // before jobs_, which holds a reference to it
   PgJobStore jobs_;
   PgAllocationStore allocations_;
   PgNodeStore nodes_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "controlplane/db/migrations.h"
+#include "controlplane/db/pg.h"
 #include "controlplane/db/stores.h"
 #include "controlplane/testing/pg_database_fixture.h"
 #include "controlplane/testing/service_flow_suite.h"
@@ -31,6 +32,29 @@ TEST_F(StoresPgTest, MigrationsApplyOnceAndReapplyAsNoOp) {
   EXPECT_EQ(*db::ApplyMigrations(**pool, db::EmbeddedMigrations()),
             static_cast<int>(db::EmbeddedMigrations().size()));
   EXPECT_EQ(*db::ApplyMigrations(**pool, db::EmbeddedMigrations()), 0);
+}
+
+// A statement's text is prepared once per connection and survives a rolled-back transaction.
+TEST_F(StoresPgTest, StatementsArePreparedOncePerConnection) {
+  const std::string sql = "SELECT $1::bigint + 1 AS n";
+  auto prepared = [&](db::PgTx& tx) {
+    auto r = tx.Exec("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = $1",
+                     {db::P(sql)});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? r->Int(0, "n") : -1;
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto tx = db::PgTx::Begin(*pool_);  // the idle connection used last, again
+    ASSERT_TRUE(tx.ok());
+    for (int64_t i = 0; i < 3; ++i) {
+      auto r = (*tx)->Exec(sql, {db::P(i)});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->Int(0, "n"), i + 1);
+    }
+    EXPECT_EQ(prepared(**tx), 1);
+    // A failed statement aborts the transaction; it is rolled back, the statements stay.
+    EXPECT_FALSE((*tx)->Exec("SELECT 1/0").ok());
+  }
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ constexpr char kUsageNow[] =
     "   WHERE j.tenant_id = $1 AND NOT a.released) AS slots,"
     " (SELECT count(*) FROM jobs WHERE tenant_id = $1"
     "   AND state IN ('SCHEDULED', 'RUNNING', 'CANCELLING', 'RESTARTING')) AS running,"
-    " (SELECT count(*) FROM jobs WHERE tenant_id = $1 AND state = 'PENDING') AS pending";
+    // Kept by the job store (job_store.cc), the same number admission checks the quota with.
+    " COALESCE((SELECT jobs FROM tenant_pending_jobs WHERE tenant_id = $1), 0) AS pending";
 
 constexpr char kSelectToken[] =
     "SELECT k.id, k.hash, k.tenant_id, t.name AS tenant, k.role, k.name, COALESCE(k.node_id, 0) AS node_id,"
@@ -229,15 +230,25 @@ Result<std::optional<service::TokenMatch>> PgTenantStore::FindToken(const std::s
 
 // --- audit -------------------------------------------------------------------------------------
 
-Status PgAuditStore::Append(const service::AuditRecord& a) {
-  return OkOr(tx_.Exec(
+Result<int64_t> PgAuditStore::Append(const service::AuditRecord& a) {
+  auto r = tx_.Exec(
       "INSERT INTO audit_log (time, token_id, actor, role, tenant_id, target_tenant_id, method,"
       " route, path, target, status, outcome, request_id) VALUES (" EMBODY_SQL_TS("$1") ", $2, $3,"
-      " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+      " $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
       {P(a.time_ms), a.token_id ? P(a.token_id) : std::nullopt, P(a.actor), P(a.role),
        a.tenant_id ? P(a.tenant_id) : std::nullopt,
        a.target_tenant_id ? P(a.target_tenant_id) : std::nullopt, P(a.method), P(a.route),
-       P(a.path), P(a.target), P(a.status), P(a.outcome), P(a.request_id)}));
+       P(a.path), P(a.target), P(a.status), P(a.outcome), P(a.request_id)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "id");
+}
+
+Status PgAuditStore::Amend(int64_t id, const service::AuditRecord& a) {
+  return OkOr(
+      tx_.Exec("UPDATE audit_log SET status = $2, outcome = $3, target = $4, target_tenant_id = $5"
+               " WHERE id = $1",
+               {P(id), P(a.status), P(a.outcome), P(a.target),
+                a.target_tenant_id ? P(a.target_tenant_id) : std::nullopt}));
 }
 
 Result<std::vector<service::AuditRecord>> PgAuditStore::List(const service::AuditQuery& q) {

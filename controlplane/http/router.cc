@@ -1,5 +1,9 @@
 #include "controlplane/http/router.h"
 
+#include <atomic>
+#include <memory>
+#include <optional>
+
 #include "common/http/access_log.h"
 #include "common/http/route_pattern.h"
 #include "common/http/status_http.h"
@@ -52,6 +56,25 @@ std::string AuditText(const std::string& s, size_t max) {
   }
   return out;
 }
+
+// The context of the request this thread serves, so that RespondError can note its code there.
+thread_local RequestContext* current_request = nullptr;
+
+class CurrentRequest {
+ public:
+  explicit CurrentRequest(RequestContext* ctx) : outer_(current_request) { current_request = ctx; }
+  ~CurrentRequest() { current_request = outer_; }
+  CurrentRequest(const CurrentRequest&) = delete;
+  CurrentRequest& operator=(const CurrentRequest&) = delete;
+
+ private:
+  RequestContext* outer_;
+};
+
+bool SameResult(const service::AuditRecord& a, const service::AuditRecord& b) {
+  return a.status == b.status && a.outcome == b.outcome && a.target == b.target &&
+         a.target_tenant_id == b.target_tenant_id;
+}
 }  // namespace
 
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body) {
@@ -61,6 +84,7 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
 }
 
 void RespondError(httplib::Response& res, const common::Status& status) {
+  if (current_request) current_request->error_code = common::CodeName(status.code());
   RespondJson(res, common::http::HttpStatusFor(status.code()), common::http::ErrorBody(status));
 }
 
@@ -72,12 +96,18 @@ void Router::Handle(const std::string& method, const std::string& pattern, Auth 
 void Router::HandleRegex(const std::string& method, const std::string& regex,
                          const std::string& pattern, Auth auth, RouteHandler handler) {
   routes_.push_back({method, pattern, auth});
-  auto routed = [this, method, pattern, auth, handler](
+  const bool audited = options_.audit && IsAuditedRoute(method, pattern);
+  // What this route answers when its call succeeds, for rows drafted at commit: learnt from the
+  // answers sent (201 for a creation), so a mismatch costs one amended row per route, once.
+  auto success_status = std::make_shared<std::atomic<int>>(200);
+  auto routed = [this, method, pattern, auth, handler, audited, success_status](
                     const httplib::Request& req, httplib::Response& res,
                     common::http::ServedCall& call) {
     RequestContext ctx;
+    CurrentRequest current(&ctx);
     // The caller's id when it is safe to log (an agent's heartbeat, a CLI call), else a new one.
     ctx.request_id = call.request_id;
+    std::optional<service::AuditScope> scope;
     // Caught here as well as in the access log's guard, so the audit row and the metrics below
     // see the 500 the caller gets.
     try {
@@ -101,13 +131,33 @@ void Router::HandleRegex(const std::string& method, const std::string& regex,
                                            "rate limit: too many requests for this token"));
         }
       }
-      if (allowed) handler(req, res, ctx);
+      if (allowed) {
+        if (audited) {
+          scope.emplace([&](const service::AuditScope& s) {
+            return AuditRow(method, pattern, req, ctx, &s, success_status->load(), "ok");
+          });
+        }
+        handler(req, res, ctx);
+      }
     } catch (const std::exception& e) {
       common::LogError("handler threw", {{"request_id", ctx.request_id}, {"error", e.what()}});
       RespondError(res, common::Internal("internal error"));
     }
     if (res.status == -1) res.status = 200;
-    if (options_.audit && IsAuditedRoute(method, pattern)) Audit(method, pattern, req, res, ctx);
+    if (audited) {
+      const std::string outcome = res.status < 400         ? "ok"
+                                  : ctx.error_code.empty() ? "error"
+                                                           : ctx.error_code;
+      const service::AuditRecord final =
+          AuditRow(method, pattern, req, ctx, scope ? &*scope : nullptr, res.status, outcome);
+      std::optional<service::AuditRecord> written;
+      if (scope) written = scope->written();
+      scope.reset();  // the router's own unit of work below is not the call's
+      if (written && res.status < 400 && written->status != res.status) {
+        success_status->store(res.status);
+      }
+      Audit(final, written);
+    }
     metrics_.ObserveRequest(pattern, method, res.status, call.ElapsedSeconds());
     call.log_fields = {{"path", req.path},
                        {"tenant", ctx.principal.tenant},
@@ -132,37 +182,53 @@ bool IsAuditedRoute(const std::string& method, const std::string& pattern) {
   return pattern != "/v1/agents/{id}/heartbeat";
 }
 
-void Router::Audit(const std::string& method, const std::string& pattern,
-                   const httplib::Request& req, const httplib::Response& res,
-                   const RequestContext& ctx) {
+service::AuditRecord Router::AuditRow(const std::string& method, const std::string& pattern,
+                                      const httplib::Request& req, const RequestContext& ctx,
+                                      const service::AuditScope* scope, int status,
+                                      const std::string& outcome) const {
   service::AuditRecord a;
   a.time_ms = now_ms_();
   a.token_id = ctx.principal.token_id;
   a.actor = ctx.authenticated ? ctx.principal.token_name : "anonymous";
   a.role = ctx.authenticated ? ctx.principal.role : "";
   a.tenant_id = ctx.principal.tenant_id;
-  a.target_tenant_id = ctx.audit_target_tenant ? ctx.audit_target_tenant : ctx.principal.tenant_id;
+  // What the handler says, else what the service noted, else the path and the caller's tenant.
+  const std::string noted = scope ? scope->noted_target() : "";
+  const int64_t noted_tenant = scope ? scope->noted_target_tenant() : 0;
+  a.target_tenant_id = ctx.audit_target_tenant ? ctx.audit_target_tenant
+                       : noted_tenant          ? noted_tenant
+                                               : ctx.principal.tenant_id;
   a.method = method;
   a.route = pattern;
   // Paths are bounded by httplib; a long one is cut rather than stored whole.
   a.path = AuditText(req.path, 512);
-  a.target = ctx.audit_target.empty() ? a.path : AuditText(ctx.audit_target, 512);
-  a.status = res.status;
-  a.outcome = res.status < 400 ? "ok" : "error";
-  if (res.status >= 400) {
-    auto body = nlohmann::json::parse(res.body, nullptr, false);
-    if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-      a.outcome = body["error"].value("code", "error");
-    }
-  }
+  a.target = !ctx.audit_target.empty() ? AuditText(ctx.audit_target, 512)
+             : !noted.empty()          ? AuditText(noted, 512)
+                                       : a.path;
+  a.status = status;
+  a.outcome = outcome;
   a.request_id = ctx.request_id;
+  return a;
+}
+
+void Router::Audit(const service::AuditRecord& final,
+                   const std::optional<service::AuditRecord>& written) {
+  if (written && SameResult(*written, final)) return;  // the usual case: nothing more to do
   auto uow = db_.Begin();
-  common::Status st = uow.ok() ? (*uow)->audit().Append(a) : uow.status();
+  common::Status st = uow.ok() ? common::Status::Ok() : uow.status();
+  if (st.ok() && written) {
+    // The call committed, then answered otherwise than drafted (failed after its commit, or a
+    // status not seen before on this route): the row is corrected to what was answered.
+    st = (*uow)->audit().Amend(written->id, final);
+  } else if (st.ok()) {
+    st = (*uow)->audit().Append(final).status();
+  }
   if (st.ok()) st = (*uow)->Commit();
   if (!st.ok()) {
     // The call itself has happened; a lost audit row is reported loudly, not silently dropped.
-    common::LogError("audit row not written",
-                     {{"request_id", ctx.request_id}, {"route", pattern}, {"error", st.ToString()}});
+    common::LogError(
+        "audit row not written",
+        {{"request_id", final.request_id}, {"route", final.route}, {"error", st.ToString()}});
   }
 }
 

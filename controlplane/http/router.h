@@ -3,11 +3,13 @@
 // access_log.h, shared with the agent), bearer authentication where the route needs it, a
 // per-token rate limit (429 + Retry-After), exceptions turned into 500, metrics by route pattern,
 // and an audit row for every mutating call (who, tenant, route, target, outcome), written
-// whatever the outcome, refusals included.
+// whatever the outcome, refusals included: inside the call's own transaction when it commits one
+// (service/audit_scope.h), in one of its own otherwise.
 #pragma once
 
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
 #include "controlplane/http/rate_limiter.h"
+#include "controlplane/service/audit_scope.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::http {
@@ -29,6 +32,8 @@ struct RequestContext {
   // handler knows them better than the path does. Defaults: the path, the caller's tenant.
   std::string audit_target;
   int64_t audit_target_tenant = 0;
+  // The code of the error the response carries ("not_found"), as RespondError wrote it.
+  std::string error_code;
 };
 
 struct RouterOptions {
@@ -70,8 +75,15 @@ class Router {
   const std::vector<RouteInfo>& Routes() const { return routes_; }
 
  private:
-  void Audit(const std::string& method, const std::string& pattern, const httplib::Request& req,
-             const httplib::Response& res, const RequestContext& ctx);
+  // The audit row of a call as it stands: `status` and `outcome` are the answer's, or what the
+  // call is expected to answer when drafted before it is built.
+  service::AuditRecord AuditRow(const std::string& method, const std::string& pattern,
+                                const httplib::Request& req, const RequestContext& ctx,
+                                const service::AuditScope* scope, int status,
+                                const std::string& outcome) const;
+  // Makes the stored row say `final`: amends the row the call's transaction wrote when it
+  // differs, or appends one in a transaction of its own when none was written.
+  void Audit(const service::AuditRecord& final, const std::optional<service::AuditRecord>& written);
 
   httplib::Server& server_;
   service::Database& db_;
@@ -86,6 +98,8 @@ class Router {
 inline constexpr const char* kUnmatchedRoute = "unmatched";
 
 void RespondJson(httplib::Response& res, int status, const nlohmann::json& body);
+// Also records the error's code in the RequestContext of the request this thread serves, for
+// its audit row.
 void RespondError(httplib::Response& res, const common::Status& status);
 
 // Query parameter helpers (common::ParseInt64: strict decimal): a malformed or out-of-range

@@ -454,7 +454,21 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
   wide["resources"] = {{"nodes", 3}};
   Reply w = Call("POST", "/v1/jobs", member, wide.dump());
   EXPECT_EQ(w.status, 422) << w.text;
-  EXPECT_NE(w.text.find("nodes per job 2"), std::string::npos);
+  EXPECT_EQ(w.body["error"]["message"],
+            "never fits: asks for 3 nodes, the tenant's quota allows 2 nodes per job");
+  EXPECT_EQ(w.body["error"]["field"], "resources.nodes");
+  // Larger than any registered node (DOWN and draining ones count): the same words as a
+  // pending job's reason, from the same function (job_fit.h).
+  json huge = PendingSpec("huge");
+  huge["resources"] = {{"nodes", 1}, {"ranks_per_node", 1000}};
+  Reply h = Call("POST", "/v1/jobs", member, huge.dump());
+  EXPECT_EQ(h.status, 422) << h.text;
+  EXPECT_EQ(h.body["error"]["message"].get<std::string>().rfind(
+                "never fits: needs 1 nodes with 1000 cpu slots each; the cluster has 0 such "
+                "nodes of ",
+                0),
+            0u)
+      << h.text;
   EXPECT_EQ(Call("GET", "/v1/tenants/" + t.body["id"].dump(), Admin()).body["usage"]["pending_jobs"],
             2);
 }
@@ -486,6 +500,51 @@ TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
                 .body["error"]["field"], "from");
   EXPECT_EQ(Call("GET", "/v1/tenants/" + acme + "/usage?from=2020-03-05&to=2020-03-01",
                  Token(kViewer)).status, 400);
+}
+
+// A call that commits writes its audit row in its own transaction (service/audit_scope.h): the
+// row and the job's first state event were created by one transaction id (the job row itself
+// is rewritten by the scheduler with its waiting reason). The first submission of the
+// server may be drafted with another status and amended (a later transaction); from then on
+// the route's status is known and the row is final as committed.
+TEST_F(TenancyPgTest, TheAuditRowCommitsWithTheChange) {
+  int64_t job = 0;
+  for (int i = 0; i < 3; ++i) {
+    Reply j = Call("POST", "/v1/jobs", Token(kMember), PendingSpec("audited").dump(),
+                   {{"X-Request-Id", "in-tx-" + std::to_string(i)}});
+    ASSERT_EQ(j.status, 201) << j.text;
+    job = j.body["id"];
+  }
+  auto one = [](const std::string& sql) {
+    auto out = pg_->Psql(sql);
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    std::string v = out.ok() ? *out : "";
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+  };
+  const std::string row =
+      one("SELECT status || ' ' || outcome || ' ' || target || ' ' || target_tenant_id"
+          " FROM audit_log WHERE request_id = 'in-tx-2'");
+  EXPECT_EQ(row, "201 ok job " + std::to_string(job) + " " + std::to_string(Ids()["acme"]));
+  EXPECT_EQ(one("SELECT xmin FROM audit_log WHERE request_id = 'in-tx-2'"),
+            one("SELECT xmin FROM job_events WHERE type = 'state' AND job_id = " +
+                std::to_string(job) + " ORDER BY id LIMIT 1"));
+  EXPECT_EQ(one("SELECT count(*) FROM audit_log WHERE request_id = 'in-tx-2'"), "1");
+  // A row drafted otherwise than answered is amended, not doubled: the token route's handler
+  // names its target only from the answer.
+  Reply tok =
+      Call("POST", "/v1/tokens", Admin(),
+           json{{"tenant_id", Ids()["acme"]}, {"role", "viewer"}, {"name", "amended"}}.dump(),
+           {{"X-Request-Id", "in-tx-token"}});
+  ASSERT_EQ(tok.status, 201) << tok.text;
+  EXPECT_EQ(one("SELECT count(*) || ' ' || min(status) || ' ' || min(target) FROM audit_log"
+                " WHERE request_id = 'in-tx-token'"),
+            "1 201 token " + tok.body["id"].dump() + " (viewer)");
+  // A refusal before any transaction still gets its row, with its error code.
+  Reply bad = Call("POST", "/v1/jobs", Token(kMember), "{", {{"X-Request-Id", "in-tx-bad"}});
+  ASSERT_EQ(bad.status, 400);
+  EXPECT_EQ(one("SELECT status || ' ' || outcome FROM audit_log WHERE request_id = 'in-tx-bad'"),
+            "400 invalid_argument");
 }
 
 TEST_F(TenancyPgTest, EveryMutatingCallIsAudited) {

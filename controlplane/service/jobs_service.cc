@@ -2,6 +2,7 @@
 
 #include "common/crypto.h"
 #include "common/parse_int.h"
+#include "controlplane/service/audit_scope.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
 
@@ -25,43 +26,14 @@ Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "ch
 
 Status RequireReader(const Principal& p) { return RequireAtLeast(p, kViewer, "reading jobs"); }
 
-Status CheckAdmission(const TenantRecord& tenant, const TenantUsageNow& usage,
-                      const std::vector<NodeRecord>& nodes, const api::Resources& r) {
-  const int per_node = r.SlotsPerNode();
-  const int64_t total = static_cast<int64_t>(r.nodes) * per_node;
-  if (tenant.quota.nodes_per_job && r.nodes > *tenant.quota.nodes_per_job) {
-    return Status(common::Code::kUnprocessable,
-                  "tenant quota: nodes per job " + std::to_string(*tenant.quota.nodes_per_job) +
-                      "; the job asks for " + std::to_string(r.nodes),
-                  "resources.nodes");
+Status CheckAdmission(const TenantRecord& tenant, int64_t pending_jobs, const NodeSizes& nodes,
+                      const api::Resources& r) {
+  if (auto no = WhyNeverFits(r, LimitsOf(tenant.quota), nodes)) {
+    return Status(common::Code::kUnprocessable, no->reason, no->field);
   }
-  if (tenant.quota.slots && total > *tenant.quota.slots) {
-    return Status(common::Code::kUnprocessable,
-                  "tenant quota: slots " + std::to_string(*tenant.quota.slots) +
-                      "; the job needs " + std::to_string(total) + " " + r.slot_type + " slots",
-                  "resources");
-  }
-  if (tenant.quota.running_jobs && *tenant.quota.running_jobs == 0) {
-    return Status(common::Code::kUnprocessable, "tenant quota: running jobs 0", "resources");
-  }
-  // Every registered node counts, DOWN and draining ones too: they may come back.
-  int big_enough = 0;
-  for (const NodeRecord& n : nodes) {
-    const int slots = r.slot_type == "gpu" ? (n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0)
-                                           : n.cpu_slots;
-    if (slots >= per_node) ++big_enough;
-  }
-  if (big_enough < r.nodes) {
-    return Status(common::Code::kUnprocessable,
-                  "can never fit: the job needs " + std::to_string(r.nodes) + " node(s) with " +
-                      std::to_string(per_node) + " " + r.slot_type +
-                      " slots each; the cluster has " + std::to_string(big_enough) +
-                      " such node(s) of " + std::to_string(nodes.size()),
-                  "resources");
-  }
-  if (tenant.quota.pending_jobs && usage.pending_jobs >= *tenant.quota.pending_jobs) {
+  if (tenant.quota.pending_jobs && pending_jobs >= *tenant.quota.pending_jobs) {
     return Status(common::Code::kResourceExhausted,
-                  "tenant quota: pending jobs " + std::to_string(usage.pending_jobs) + "/" +
+                  "tenant quota: pending jobs " + std::to_string(pending_jobs) + "/" +
                       std::to_string(*tenant.quota.pending_jobs),
                   "quota.pending_jobs");
   }
@@ -106,9 +78,15 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   // Admission: serialised per tenant so two submits cannot both take the last pending slot.
   EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
   if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
-  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(p.tenant_id));
-  EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
-  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, usage, nodes, spec.resources));
+  // The node sizes, not the node list: a few rows however many nodes there are. The pending
+  // jobs are looked up only against a quota on them.
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
+  int64_t pending = 0;
+  if (tenant->quota.pending_jobs) {
+    EMBODY_ASSIGN_OR_RETURN(n, uow->jobs().PendingCount(p.tenant_id));
+    pending = n;
+  }
+  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), spec.resources));
   const int64_t now = now_();
   NewJob nj;
   nj.tenant_id = p.tenant_id;
@@ -138,6 +116,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                                                     {"reason", "submitted"},
                                                     {"actor", p.tenant + "/" + p.token_name}}));
   (void)ev;
+  AuditScope::NoteTarget("job " + std::to_string(*id), p.tenant_id);
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, *id, false));
   EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
@@ -195,6 +174,7 @@ Result<JobView> JobsService::Cancel(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireWriter(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, true));
+  AuditScope::NoteTarget("job " + std::to_string(id), job.tenant_id);
   const std::string actor = p.tenant + "/" + p.token_name;
   const int64_t now = now_();
   switch (job.state) {

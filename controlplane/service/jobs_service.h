@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "controlplane/service/job_fit.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
 #include "controlplane/service/store.h"
@@ -68,10 +69,11 @@ Status RequireWriter(const Principal& p);
 Status RequireReader(const Principal& p);
 
 // Whether a tenant may submit a job of these resources now: 422 (unprocessable) for a job that
-// can never run (past a per-job quota, or larger than every registered node together could
-// hold), 429 (resource_exhausted) when its pending-jobs quota is full. Slot and running-job
-// quotas that are merely full make the job wait instead (the scheduler says why).
-Status CheckAdmission(const TenantRecord& tenant, const TenantUsageNow& usage,
-                      const std::vector<NodeRecord>& nodes, const api::Resources& r);
+// can never run (job_fit.h: past a per-job quota, or larger than the registered nodes could
+// ever hold), 429 (resource_exhausted) when its pending-jobs quota is full (`pending_jobs`: the
+// tenant's jobs waiting now; only looked at when the tenant has that quota). Slot and
+// running-job quotas that are merely full make the job wait instead (the scheduler says why).
+Status CheckAdmission(const TenantRecord& tenant, int64_t pending_jobs, const NodeSizes& nodes,
+                      const api::Resources& r);
 
 }  // namespace controlplane::service

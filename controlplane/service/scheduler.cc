@@ -10,10 +10,11 @@ ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions
   return sched_internal::Cycle(snapshot, options).Run();
 }
 
-std::optional<std::string> WhyNeverFits(const api::Resources& resources,
-                                        const std::vector<SchedNode>& nodes,
-                                        const TenantLimits& limits) {
-  return sched_internal::NeverFits(resources, sched_internal::NodeTotals(nodes), limits);
+NodeSizes RegisteredSizes(const ClusterSnapshot& snapshot) {
+  if (snapshot.registered) return NodeSizes(*snapshot.registered);
+  std::vector<NodeShape> shapes;
+  for (const SchedNode& n : snapshot.nodes) shapes.push_back({n.total_cpu, n.total_gpu, 1});
+  return NodeSizes(shapes);
 }
 
 std::vector<SchedNode> SchedNodes(const std::vector<NodeRecord>& nodes,

@@ -7,7 +7,8 @@
 //  - Order: priority (higher first); among equal priorities, the tenant with the lowest weighted
 //    dominant share (fair_share.h) goes next, its shares updated as this cycle places its jobs;
 //    then age (submit time), then id.
-//  - A job that could never fit (WhyNeverFits) waits with a reason starting "never fits:".
+//  - A job that could never fit (job_fit.h, on the registered nodes) waits with a reason
+//    starting "never fits:".
 //  - Quotas: a job whose tenant would exceed its slot or running-job quota waits
 //    ("tenant quota: slots 8/8", "tenant quota: running jobs 4/4").
 //  - Gang placement: `nodes` distinct nodes that are not draining, each with ranks_per_node *
@@ -35,6 +36,7 @@
 
 #include "api/job_spec.h"
 #include "controlplane/service/fair_share.h"
+#include "controlplane/service/job_fit.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -47,13 +49,6 @@ struct SchedNode {
   int free_cpu = 0;
   int free_gpu = 0;
   bool draining = false;  // takes no new jobs
-};
-
-// A tenant's limits as the scheduler applies them; nullopt: no limit.
-struct TenantLimits {
-  std::optional<int64_t> slots;          // slots its jobs may hold at once
-  std::optional<int64_t> running_jobs;   // jobs holding slots at once
-  std::optional<int64_t> nodes_per_job;  // nodes one job may ask for
 };
 
 struct SchedTenant {
@@ -95,6 +90,9 @@ struct PendingJob {
 struct ClusterSnapshot {
   int64_t now_ms = 0;
   std::vector<SchedNode> nodes;
+  // Every registered node (UP, DOWN, draining), for "never fits" (job_fit.h); nullopt: the
+  // nodes above are all there are.
+  std::optional<std::vector<NodeShape>> registered;
   std::vector<SchedTenant> tenants;  // a job's tenant missing here: weight 1, no limits
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
@@ -134,13 +132,8 @@ struct ScheduleDecision {
 
 ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions& options);
 
-// Why a job with these resources could never run in this cluster under these limits (more nodes
-// with enough slots of its type than the cluster has, or more than the tenant's quota allows),
-// starting "never fits:"; nullopt when it could. The server refuses such a job at submit (422).
-// Draining nodes count: they are expected back.
-std::optional<std::string> WhyNeverFits(const api::Resources& resources,
-                                        const std::vector<SchedNode>& nodes,
-                                        const TenantLimits& limits);
+// The registered nodes of a snapshot by size: what WhyNeverFits is asked about for its jobs.
+NodeSizes RegisteredSizes(const ClusterSnapshot& snapshot);
 
 // The scheduler's view of the UP nodes (draining ones included, marked) given every current
 // allocation.

@@ -9,52 +9,16 @@
 
 namespace controlplane::service::sched_internal {
 
-NodeTotals::NodeTotals(const std::vector<SchedNode>& nodes) {
-  for (const SchedNode& n : nodes) {
-    sorted[kCpuSlots].push_back(n.total_cpu);
-    sorted[kGpuSlots].push_back(n.total_gpu);
-  }
-  for (auto& v : sorted) std::sort(v.begin(), v.end());
-}
-
-int64_t NodeTotals::CountAtLeast(int kind, int slots) const {
-  const auto& v = sorted[kind];
-  return v.end() - std::lower_bound(v.begin(), v.end(), slots);
-}
-
-std::optional<std::string> NeverFits(const api::Resources& r, const NodeTotals& totals,
-                                     const TenantLimits& limits) {
-  const int kind = SlotKindOf(r.slot_type);
-  if (kind < 0) return "never fits: unknown slot type \"" + r.slot_type + "\"";
-  if (r.nodes < 1 || r.ranks_per_node < 1 || r.slots_per_rank < 1) {
-    return std::string("never fits: asks for no slots");
-  }
-  if (limits.nodes_per_job && r.nodes > *limits.nodes_per_job) {
-    return "never fits: asks for " + std::to_string(r.nodes) +
-           " nodes, the tenant's quota allows " + std::to_string(*limits.nodes_per_job) +
-           " per job";
-  }
-  const int64_t slots = static_cast<int64_t>(r.nodes) * r.SlotsPerNode();
-  if (limits.slots && slots > *limits.slots) {
-    return "never fits: needs " + std::to_string(slots) + " slots, the tenant's quota allows " +
-           std::to_string(*limits.slots);
-  }
-  const int64_t have = totals.CountAtLeast(kind, r.SlotsPerNode());
-  if (have < r.nodes) {
-    return "never fits: needs " + std::to_string(r.nodes) + " nodes with " +
-           std::to_string(r.SlotsPerNode()) + " " + r.slot_type + " slots each, the cluster has " +
-           std::to_string(have);
-  }
-  return std::nullopt;
-}
-
 Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
-    : in_(in), opt_(opt), now_(in.now_ms), totals_(in.nodes) {
+    : in_(in), opt_(opt), now_(in.now_ms), registered_(RegisteredSizes(in)) {
   std::unordered_map<int64_t, int> node_index;
   lanes_.resize(in.nodes.size() * kSlotKinds);
-  for (int k = 0; k < kSlotKinds; ++k) {
-    free_hist_[k].assign(totals_.sorted[k].empty() ? 1 : totals_.sorted[k].back() + 1, 0);
+  std::array<int, kSlotKinds> most{0, 0};  // slots of the largest node, per kind
+  for (const SchedNode& n : in.nodes) {
+    most[kCpuSlots] = std::max(most[kCpuSlots], n.total_cpu);
+    most[kGpuSlots] = std::max(most[kGpuSlots], n.total_gpu);
   }
+  for (int k = 0; k < kSlotKinds; ++k) free_hist_[k].assign(most[k] + 1, 0);
   for (size_t i = 0; i < in.nodes.size(); ++i) {
     const SchedNode& n = in.nodes[i];
     node_index[n.id] = static_cast<int>(i);
@@ -162,8 +126,8 @@ void Cycle::Consider(const PendingJob& job) {
   out_.order.push_back(job.job_id);
   TenantRun& tenant = tenants_[TenantIndex(job.tenant_id)];
   const TenantLimits& limits = tenant.t.limits;
-  if (auto why = NeverFits(job.resources, totals_, limits)) {
-    out_.waiting[job.job_id] = std::move(*why);
+  if (auto why = WhyNeverFits(job.resources, limits, registered_)) {
+    out_.waiting[job.job_id] = std::move(why->reason);
     return;
   }
   const int kind = SlotKindOf(job.resources.slot_type);

@@ -27,18 +27,6 @@ inline int64_t EndOf(int64_t start_ms, int64_t limit_seconds) {
   return limit_seconds > 0 ? start_ms + limit_seconds * 1000 : kForever;
 }
 
-// Slots per node of each type, sorted: how many nodes could ever hold a job's share.
-struct NodeTotals {
-  std::array<std::vector<int>, kSlotKinds> sorted;
-
-  explicit NodeTotals(const std::vector<SchedNode>& nodes);
-  int64_t CountAtLeast(int kind, int slots) const;
-};
-
-// WhyNeverFits with the totals already counted.
-std::optional<std::string> NeverFits(const api::Resources& r, const NodeTotals& totals,
-                                     const TenantLimits& limits);
-
 struct TenantRun {
   SchedTenant t;  // slots_in_use and running_jobs advance as this cycle places its jobs
   SlotCounts held{};
@@ -90,7 +78,7 @@ class Cycle {
   std::vector<SlotTimeline> lanes_;                          // node index * kSlotKinds + kind
   std::array<std::vector<int>, kSlotKinds> usable_;          // lanes of nodes not draining
   std::array<std::vector<int64_t>, kSlotKinds> free_hist_;   // usable lanes by free slots now
-  NodeTotals totals_;
+  const NodeSizes registered_;                               // for "never fits" (job_fit.h)
   SlotCounts cluster_total_{};
   std::vector<TenantRun> tenants_;
   std::unordered_map<int64_t, int> tenant_index_;

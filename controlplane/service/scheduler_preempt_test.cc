@@ -140,7 +140,8 @@ TEST(PreemptTest, TheQuotaStillApplies) {
   s.pending = {Job(1, {.ranks_per_node = 2, .priority = 90})};
   auto d = Schedule(s, Preempting());
   EXPECT_TRUE(d.preemptions.empty());
-  EXPECT_EQ(d.waiting[1], "tenant quota: running jobs 0/0");
+  // A quota of no running jobs at all is "never fits" (job_fit.h), as at submit.
+  EXPECT_EQ(d.waiting[1], "never fits: the tenant's quota allows no running jobs");
 }
 
 }  // namespace

@@ -183,7 +183,7 @@ void CheckDecision(const World& w, const ScheduleDecision& d) {
     tenant_jobs[j.tenant_id] += 1;
     const TenantLimits limits = tenants.count(j.tenant_id) ? tenants.at(j.tenant_id)->limits
                                                            : TenantLimits{};
-    EXPECT_EQ(WhyNeverFits(r, s.nodes, limits), std::nullopt) << "job " << p.job_id;
+    EXPECT_FALSE(WhyNeverFits(r, limits, RegisteredSizes(s)).has_value()) << "job " << p.job_id;
   }
   for (const auto& [lane, n] : used) {
     const SchedNode& node = *nodes.at(lane.first);
@@ -202,7 +202,7 @@ void CheckDecision(const World& w, const ScheduleDecision& d) {
     const PendingJob& j = *pending.at(id);
     const TenantLimits limits = tenants.count(j.tenant_id) ? tenants.at(j.tenant_id)->limits
                                                            : TenantLimits{};
-    EXPECT_EQ(WhyNeverFits(j.resources, s.nodes, limits).has_value(),
+    EXPECT_EQ(WhyNeverFits(j.resources, limits, RegisteredSizes(s)).has_value(),
               why.rfind("never fits:", 0) == 0)
         << "job " << id << ": " << why;
   }

@@ -26,9 +26,7 @@ std::vector<SchedTenant> SchedTenantsOf(const std::vector<TenantRecord>& tenants
     t.id = r.id;
     t.name = r.name;
     t.weight = r.weight;
-    if (r.quota.slots) t.limits.slots = *r.quota.slots;
-    if (r.quota.running_jobs) t.limits.running_jobs = *r.quota.running_jobs;
-    if (r.quota.nodes_per_job) t.limits.nodes_per_job = *r.quota.nodes_per_job;
+    t.limits = LimitsOf(r.quota);
     auto u = usage.find(r.id);
     if (u != usage.end()) t.usage = u->second;
     out.push_back(std::move(t));
@@ -43,6 +41,7 @@ ClusterSnapshot BuildSnapshot(int64_t now_ms, const std::vector<NodeRecord>& nod
   ClusterSnapshot s;
   s.now_ms = now_ms;
   s.nodes = SchedNodes(nodes, allocations);
+  s.registered = NodeShapesOf(nodes);
   std::unordered_map<int64_t, std::vector<const AllocationRecord*>> held;
   for (const AllocationRecord& a : allocations) held[a.job_id].push_back(&a);
   std::unordered_map<int64_t, size_t> tenant_index;

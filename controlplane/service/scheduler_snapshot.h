@@ -1,7 +1,7 @@
 // The scheduler's input built from the records the scheduler loop reads in its transaction:
-// UP nodes with what is free on them, the jobs that hold allocations (with their expected
-// ends), the pending queue, and the tenants with what their jobs hold now. Pure; the loop does
-// the reading and writing.
+// UP nodes with what is free on them (and every registered node's size, for "never fits"), the jobs
+// that hold allocations (with their expected ends), the pending queue, and the tenants with what
+// their jobs hold now. Pure; the loop does the reading and writing.
 #pragma once
 
 #include <cstdint>

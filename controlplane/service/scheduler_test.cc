@@ -194,28 +194,43 @@ TEST(ScheduleTest, NeverFitsSaysWhatIsShort) {
                    Job(6, {.tenant = 2, .slot_type = "tpu"})},
                   {}, {t});
   EXPECT_TRUE(d.placements.empty());
-  EXPECT_EQ(d.waiting[1], "never fits: asks for 3 nodes, the tenant's quota allows 2 per job");
-  EXPECT_EQ(d.waiting[2], "never fits: needs 8 slots, the tenant's quota allows 6");
-  EXPECT_EQ(d.waiting[3], "never fits: needs 3 nodes with 1 cpu slots each, the cluster has 2");
-  EXPECT_EQ(d.waiting[4], "never fits: needs 1 nodes with 8 cpu slots each, the cluster has 0");
-  EXPECT_EQ(d.waiting[5], "never fits: needs 1 nodes with 1 gpu slots each, the cluster has 0");
+  // The wording is job_fit.h's, the same as a submission's 422 (job_fit_test.cc has the rules).
+  EXPECT_EQ(d.waiting[1],
+            "never fits: asks for 3 nodes, the tenant's quota allows 2 nodes per job");
+  EXPECT_EQ(d.waiting[2], "never fits: needs 8 cpu slots, the tenant's quota allows 6");
+  EXPECT_EQ(d.waiting[3],
+            "never fits: needs 3 nodes with 1 cpu slots each; the cluster has 2 such nodes of 2");
+  EXPECT_EQ(d.waiting[4],
+            "never fits: needs 1 nodes with 8 cpu slots each; the cluster has 0 such nodes of 2");
+  EXPECT_EQ(d.waiting[5],
+            "never fits: needs 1 nodes with 1 gpu slots each; the cluster has 0 such nodes of 2");
   EXPECT_EQ(d.waiting[6], "never fits: unknown slot type \"tpu\"");
 }
 
-TEST(ScheduleTest, WhyNeverFitsForTheSubmitCheck) {
+// "Never fits" is decided on every registered node, as at submit: a node that is DOWN (absent
+// from the snapshot's UP nodes) is expected back, so a job only it could hold waits for it.
+TEST(ScheduleTest, NeverFitsCountsRegisteredNodesNotOnlyUpOnes) {
   SchedNode busy = Node(1, 8);
   busy.free_cpu = 0;  // in use now: still could fit later
   busy.draining = true;
-  api::Resources r;
-  r.ranks_per_node = 8;
-  EXPECT_EQ(WhyNeverFits(r, {busy}, {}), std::nullopt);
-  r.nodes = 2;
-  EXPECT_EQ(WhyNeverFits(r, {busy}, {}),
-            "never fits: needs 2 nodes with 8 cpu slots each, the cluster has 1");
-  TenantLimits one_node;
-  one_node.nodes_per_job = 1;
-  EXPECT_EQ(WhyNeverFits(r, {busy, Node(2, 8)}, one_node),
-            "never fits: asks for 2 nodes, the tenant's quota allows 1 per job");
+  ClusterSnapshot s;
+  s.now_ms = kNowMs;
+  s.nodes = {busy};
+  s.pending = {Job(1, {.ranks_per_node = 8}), Job(2, {.nodes = 2, .ranks_per_node = 8}),
+               Job(3, {.ranks_per_node = 16})};
+  auto d = Schedule(s, {});
+  EXPECT_TRUE(d.placements.empty());
+  EXPECT_EQ(d.waiting[1].rfind("waiting for", 0), 0u) << d.waiting[1];
+  EXPECT_EQ(d.waiting[2],
+            "never fits: needs 2 nodes with 8 cpu slots each; the cluster has 1 such nodes of 1");
+  // A DOWN node of 16 slots and a DOWN node of 8: the 2-node and 16-slot jobs wait instead.
+  s.registered = std::vector<NodeShape>{{8, 0, 2}, {16, 0, 1}};
+  d = Schedule(s, {});
+  EXPECT_TRUE(d.placements.empty());
+  for (int64_t id : {1, 2, 3}) {
+    EXPECT_EQ(d.waiting[id].rfind("waiting for", 0), 0u) << id << ": " << d.waiting[id];
+  }
+  EXPECT_EQ(RegisteredSizes(s).nodes(), 3);
 }
 
 // The case that motivated reservations: a 3-node job at priority 50 behind a stream of 1-node

@@ -105,6 +105,9 @@ class JobStore {
   // Jobs of one tenant in any of `states`.
   virtual Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) = 0;
+  // The tenant's PENDING jobs, as this unit of work sees them; cheap however long the queue
+  // (the pending-jobs quota is checked at every submission).
+  virtual Result<int64_t> PendingCount(int64_t tenant_id) = 0;
   // Number of jobs per (state, tenant name), for the embody_jobs gauge.
   virtual Result<std::map<std::pair<std::string, std::string>, int64_t>>
   CountByStateAndTenant() = 0;
@@ -153,6 +156,13 @@ struct NodeRecord {
   nlohmann::json isolation = nlohmann::json::object();  // api::NodeIsolation as JSON
 };
 
+// `count` nodes with these many cpu slots and gpus.
+struct NodeShape {
+  int cpu_slots = 0;
+  int gpus = 0;
+  int64_t count = 0;
+};
+
 class NodeStore {
  public:
   virtual ~NodeStore() = default;
@@ -163,6 +173,8 @@ class NodeStore {
   virtual Result<std::optional<NodeRecord>> GetByName(const std::string& name) = 0;
   virtual Status SetDraining(int64_t id, bool draining) = 0;
   virtual Result<std::vector<NodeRecord>> List() = 0;  // by id
+  // Every registered node counted by size (cpu slots, gpus), whatever its state.
+  virtual Result<std::vector<NodeShape>> Shapes() = 0;
   // Records a heartbeat and marks the node UP.
   virtual Status Touch(int64_t id, int64_t now_ms) = 0;
   virtual Status SetState(int64_t id, const std::string& state) = 0;
@@ -342,7 +354,11 @@ struct AuditQuery {
 class AuditStore {
  public:
   virtual ~AuditStore() = default;
-  virtual Status Append(const AuditRecord& r) = 0;
+  // Returns the new row's id.
+  virtual Result<int64_t> Append(const AuditRecord& r) = 0;
+  // Rewrites what a row says of the call's result (status, outcome, target, target tenant): for
+  // a row written inside the call's transaction before its answer was final (audit_scope.h).
+  virtual Status Amend(int64_t id, const AuditRecord& r) = 0;
   virtual Result<std::vector<AuditRecord>> List(const AuditQuery& q) = 0;  // newest first
 };
 

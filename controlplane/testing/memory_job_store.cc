@@ -144,6 +144,11 @@ Result<int64_t> MemoryJobStore::CountForTenant(int64_t tenant_id,
   return n;
 }
 
+// PostgreSQL keeps this count in a table; here counting is the same answer.
+Result<int64_t> MemoryJobStore::PendingCount(int64_t tenant_id) {
+  return CountForTenant(tenant_id, {api::JobState::kPending});
+}
+
 Result<std::map<std::pair<std::string, std::string>, int64_t>>
 MemoryJobStore::CountByStateAndTenant() {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());

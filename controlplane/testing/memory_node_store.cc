@@ -70,6 +70,17 @@ Result<std::vector<NodeRecord>> MemoryNodeStore::List() {
   return out;
 }
 
+Result<std::vector<service::NodeShape>> MemoryNodeStore::Shapes() {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::map<std::pair<int, int>, int64_t> counts;  // (cpu slots, gpus) in the order SQL sorts
+  for (const auto& [id, n] : tx_.tables.nodes.get()) {
+    ++counts[{n.cpu_slots, n.gpus.is_array() ? static_cast<int>(n.gpus.size()) : 0}];
+  }
+  std::vector<service::NodeShape> out;
+  for (const auto& [shape, n] : counts) out.push_back({shape.first, shape.second, n});
+  return out;
+}
+
 Status MemoryNodeStore::Touch(int64_t id, int64_t now_ms) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   if (tx_.tables.nodes.get().count(id) == 0) return Status::Ok();

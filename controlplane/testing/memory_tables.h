@@ -134,6 +134,7 @@ class MemoryJobStore : public service::JobStore {
   common::Status Update(const service::JobRecord& job) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
+  common::Result<int64_t> PendingCount(int64_t tenant_id) override;
   common::Result<std::map<std::pair<std::string, std::string>, int64_t>> CountByStateAndTenant()
       override;
 
@@ -168,6 +169,7 @@ class MemoryNodeStore : public service::NodeStore {
   common::Result<std::optional<service::NodeRecord>> GetByName(const std::string& name) override;
   common::Status SetDraining(int64_t id, bool draining) override;
   common::Result<std::vector<service::NodeRecord>> List() override;
+  common::Result<std::vector<service::NodeShape>> Shapes() override;
   common::Status Touch(int64_t id, int64_t now_ms) override;
   common::Status SetState(int64_t id, const std::string& state) override;
 
@@ -242,7 +244,8 @@ class MemoryTenantStore : public service::TenantStore {
 class MemoryAuditStore : public service::AuditStore {
  public:
   explicit MemoryAuditStore(MemoryTx& tx) : tx_(tx) {}
-  common::Status Append(const service::AuditRecord& r) override;
+  common::Result<int64_t> Append(const service::AuditRecord& r) override;
+  common::Status Amend(int64_t id, const service::AuditRecord& r) override;
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
 
  private:

@@ -227,7 +227,7 @@ Result<std::optional<service::TokenMatch>> MemoryTenantStore::FindToken(
 
 // --- audit -------------------------------------------------------------------------------------
 
-Status MemoryAuditStore::Append(const service::AuditRecord& r) {
+Result<int64_t> MemoryAuditStore::Append(const service::AuditRecord& r) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   for (const std::string* s :
        {&r.actor, &r.role, &r.method, &r.route, &r.path, &r.target, &r.outcome, &r.request_id}) {
@@ -236,7 +236,20 @@ Status MemoryAuditStore::Append(const service::AuditRecord& r) {
   service::AuditRecord row = r;
   row.id = ++tx_.seq.audit;
   row.tenant.clear();  // filled on reads
-  tx_.tables.audit.mut().emplace(row.id, std::move(row));
+  const int64_t id = row.id;
+  tx_.tables.audit.mut().emplace(id, std::move(row));
+  return id;
+}
+
+Status MemoryAuditStore::Amend(int64_t id, const service::AuditRecord& r) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  for (const std::string* s : {&r.outcome, &r.target}) EMBODY_RETURN_IF_ERROR(tx_.Text(*s));
+  if (tx_.tables.audit.get().count(id) == 0) return Status::Ok();  // UPDATE of no row
+  service::AuditRecord& row = tx_.tables.audit.mut().at(id);
+  row.status = r.status;
+  row.outcome = r.outcome;
+  row.target = r.target;
+  row.target_tenant_id = r.target_tenant_id;
   return Status::Ok();
 }
 

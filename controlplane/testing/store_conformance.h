@@ -432,12 +432,79 @@ TYPED_TEST_P(StoreConformanceTest, StepsAreBucketedByStepWithTheLatestRowWinning
   EXPECT_EQ(ev.SampleSteps(job + 1000, q)->size(), 0u);
 }
 
+// The pending count a submission checks its quota against (kept in a table on PostgreSQL):
+// inserts, every way out of PENDING and back, nothing of a rolled-back unit of work, and a unit
+// of work sees its own changes.
+TYPED_TEST_P(StoreConformanceTest, PendingCountFollowsEveryChange) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  const int64_t j1 = this->AddJob(a, "j1"), j2 = this->AddJob(a, "j2");
+  this->AddJob(a, "j3");
+  this->AddJob(b, "k1");
+  auto count = [&](service::UnitOfWork& uow, int64_t tenant) {
+    auto n = uow.jobs().PendingCount(tenant);
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    return n.ok() ? *n : -1;
+  };
+  auto set_state = [&](service::UnitOfWork& uow, int64_t id, api::JobState s) {
+    auto job = uow.jobs().Get(id, std::nullopt, true);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    (*job)->state = s;
+    ASSERT_TRUE(uow.jobs().Update(**job).ok());
+  };
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(count(*uow, a), 3);
+    set_state(*uow, j1, api::JobState::kScheduled);
+    ASSERT_TRUE(uow->jobs().Insert(this->Job(b, "k2")).ok());
+    EXPECT_EQ(count(*uow, a), 2);
+    EXPECT_EQ(count(*uow, b), 2);
+    // Not committed: rolled back.
+  }
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(count(*uow, a), 3);
+    EXPECT_EQ(count(*uow, b), 1);
+    set_state(*uow, j1, api::JobState::kScheduled);
+    set_state(*uow, j2, api::JobState::kCancelled);
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(count(*uow, a), 1);
+    set_state(*uow, j1, api::JobState::kPending);  // requeued
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto uow = this->Begin();
+  EXPECT_EQ(count(*uow, a), 2);
+  EXPECT_EQ(count(*uow, a), *uow->jobs().CountForTenant(a, {api::JobState::kPending}));
+  EXPECT_EQ(count(*uow, b + 1000), 0);
+}
+
+// Nodes counted by size, whatever their state, in (cpu slots, gpus) order.
+TYPED_TEST_P(StoreConformanceTest, NodeShapesCountEveryNodeBySize) {
+  this->AddNode("n1", 8);
+  this->AddNode("n2", 4);
+  const int64_t n3 = this->AddNode("n3", 8);
+  auto uow = this->Begin();
+  ASSERT_TRUE(uow->nodes().SetState(n3, "DOWN").ok());
+  ASSERT_TRUE(uow->nodes().SetDraining(n3, true).ok());
+  auto shapes = uow->nodes().Shapes();
+  ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
+  ASSERT_EQ(shapes->size(), 2u);
+  EXPECT_EQ((*shapes)[0].cpu_slots, 4);
+  EXPECT_EQ((*shapes)[0].gpus, 0);
+  EXPECT_EQ((*shapes)[0].count, 1);
+  EXPECT_EQ((*shapes)[1].cpu_slots, 8);
+  EXPECT_EQ((*shapes)[1].count, 2);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
                             IdsAreNeverReusedAfterARollback, ARowReadForUpdateWaitsForItsHolder,
                             JobsRoundTripAndAreScopedByTenant, AnIdempotencyKeyIsUniquePerTenant,
                             JobListsAreNewestFirstWithCursorsFiltersAndLimits,
                             AllocationsAreHeadFirstReleasedThenDeleted,
                             NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
-                            StepsAreBucketedByStepWithTheLatestRowWinning);
+                            StepsAreBucketedByStepWithTheLatestRowWinning,
+                            PendingCountFollowsEveryChange, NodeShapesCountEveryNodeBySize);
 
 }  // namespace controlplane::testing

@@ -174,6 +174,26 @@ TYPED_TEST_P(TenantStoreConformanceTest, TheAuditLogIsNewestFirstByOrAboutATenan
   EXPECT_EQ(anon[0].tenant, "");
   EXPECT_EQ(anon[0].tenant_id, 0);
   EXPECT_EQ(anon[0].token_id, 0);
+  // A row is amended to the call's final result; nothing else of it changes.
+  const int64_t first = rows[1].id;
+  service::AuditRecord final = rows[1];
+  final.status = 500;
+  final.outcome = "internal";
+  final.target = "job 2";
+  final.target_tenant_id = b;
+  final.path = "/changed";
+  ASSERT_TRUE(uow->audit().Amend(first, final).ok());
+  q = {};
+  q.before_id = first + 1;
+  q.limit = 1;
+  auto amended = *uow->audit().List(q);
+  ASSERT_EQ(amended.size(), 1u);
+  EXPECT_EQ(amended[0].id, first);
+  EXPECT_EQ(amended[0].status, 500);
+  EXPECT_EQ(amended[0].outcome, "internal");
+  EXPECT_EQ(amended[0].target, "job 2");
+  EXPECT_EQ(amended[0].target_tenant_id, b);
+  EXPECT_EQ(amended[0].path, "/1");
 }
 
 TYPED_TEST_P(TenantStoreConformanceTest, FairShareHistoryAndDailyUsage) {
