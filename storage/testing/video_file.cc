@@ -71,6 +71,8 @@ common::Status Encode(AVFormatContext* oc, AVStream* st, AVCodecContext* c, AVFr
 
 }  // namespace
 
+void QuietVideoLogs() { av_log_set_level(AV_LOG_ERROR); }
+
 bool HasVideoEncoder(const std::string& codec) {
   return avcodec_find_encoder_by_name(codec.c_str()) != nullptr;
 }

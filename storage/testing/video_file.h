@@ -23,6 +23,10 @@ struct VideoWriteOptions {
   bool faststart = false;
 };
 
+// Libav* messages below errors are dropped from here on, process-wide (x264 prints a line per
+// file it encodes; a benchmark encodes hundreds).
+void QuietVideoLogs();
+
 // Whether this libavcodec has the named encoder (H.264 needs libx264 linked in).
 bool HasVideoEncoder(const std::string& codec);
 
