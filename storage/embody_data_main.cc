@@ -79,8 +79,8 @@ int ImportVideo(const std::string& in, const std::string& out,
   if (!resize.empty()) {
     unsigned h = 0, w = 0;
     char end = 0;
-    if (std::sscanf(resize.c_str(), "%ux%u%c", &h, &w, &end) != 2 || h < 1 || w < 1 ||
-        h > 16384 || w > 16384) {
+    if (std::sscanf(resize.c_str(), "%ux%u%c", &h, &w, &end) != 2 || h < 1 || w < 1 || h > 16384 ||
+        w > 16384) {
       std::cerr << "embody-data: --resize must be HxW, e.g. 224x224\n";
       return 2;
     }
@@ -90,12 +90,9 @@ int ImportVideo(const std::string& in, const std::string& out,
   options.progress = ProgressPrinter("episodes");
   auto result = storage::ImportVideoEpisodes(in, out, options);
   if (!result.ok()) return Fail(result.status());
-  nlohmann::json line = {{"episodes", result->episodes},
-                         {"frames", result->frames},
-                         {"bytes", result->bytes},
-                         {"shards", result->manifest.shards.size()},
-                         {"seconds", result->seconds},
-                         {"out", out}};
+  nlohmann::json line = {{"episodes", result->episodes}, {"frames", result->frames},
+                         {"bytes", result->bytes},       {"shards", result->manifest.shards.size()},
+                         {"seconds", result->seconds},   {"out", out}};
   std::cout << line.dump() << std::endl;
   return 0;
 }
@@ -180,8 +177,7 @@ int main(int argc, char** argv) {
   vid->add_option("--action-horizon", video.writer.mapping.action_horizon,
                   "actions per sample (tokens)")
       ->check(CLI::Range(0, 4096));
-  vid->add_option("--history", video.writer.mapping.history_frames,
-                  "observation frames per sample")
+  vid->add_option("--history", video.writer.mapping.history_frames, "observation frames per sample")
       ->check(CLI::Range(1, 1024));
   vid->add_option("--max-episode-frames", video.max_episode_frames, "refuse longer episodes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));

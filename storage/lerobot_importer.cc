@@ -42,8 +42,8 @@ struct Camera {
 bool PlainName(const std::string& s) {
   if (s.empty() || s.size() > 128 || s[0] == '.') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
@@ -193,14 +193,15 @@ common::Result<LowDimEpisode> ParseLine(const std::string& text, int64_t line_no
       return common::InvalidArgument(what + ": tasks must be a list of strings");
     }
     for (const auto& t : j["tasks"]) {
-      if (!t.is_string()) return common::InvalidArgument(what + ": tasks must be a list of strings");
+      if (!t.is_string())
+        return common::InvalidArgument(what + ": tasks must be a list of strings");
       if (!ep.task.empty()) ep.task += "; ";
       ep.task += t.get<std::string>();
     }
   }
   if (ep.task.size() > kMaxTaskBytes) {
-    return common::InvalidArgument(what + ": task is longer than " +
-                                   std::to_string(kMaxTaskBytes) + " bytes");
+    return common::InvalidArgument(what + ": task is longer than " + std::to_string(kMaxTaskBytes) +
+                                   " bytes");
   }
   if (!j.contains("action")) return common::InvalidArgument(what + ": no action field");
   ep.action_dim = first ? first->action_dim : 0;
@@ -232,8 +233,8 @@ common::Result<std::vector<LowDimEpisode>> ReadEpisodesFile(
     if (!line) break;
     if (line->find_first_not_of(" \t\r") == std::string::npos) continue;
     if (static_cast<int64_t>(eps.size()) >= options.max_episodes) {
-      return common::InvalidArgument(path + ": more than " +
-                                     std::to_string(options.max_episodes) + " episodes");
+      return common::InvalidArgument(path + ": more than " + std::to_string(options.max_episodes) +
+                                     " episodes");
     }
     EMBODY_ASSIGN_OR_RETURN(
         ep, ParseLine(*line, line_no, path, options, eps.empty() ? nullptr : &eps.front()));

@@ -41,7 +41,7 @@ struct VideoEpisodesImportOptions {
   std::string language;  // overrides every episode's task when set
   int64_t max_episode_frames = 100000;
   int64_t max_episodes = 1000000;
-  int max_low_dim = 4096;                     // elements per row of action / observation.state
+  int max_low_dim = 4096;                       // elements per row of action / observation.state
   uint64_t max_line_bytes = uint64_t{1} << 28;  // one line of episodes.jsonl
   // Resize target and decoding bounds; max_frames is also capped by each episode's length.
   VideoDecodeOptions video;
@@ -51,8 +51,7 @@ struct VideoEpisodesImportOptions {
   std::function<void(const ImportProgress&)> progress;  // after each episode, caller's thread
 };
 
-common::Result<ImportResult> ImportVideoEpisodes(const std::string& dir,
-                                                 const std::string& out_dir,
+common::Result<ImportResult> ImportVideoEpisodes(const std::string& dir, const std::string& out_dir,
                                                  const VideoEpisodesImportOptions& options);
 
 }  // namespace storage

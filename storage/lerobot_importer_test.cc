@@ -189,8 +189,8 @@ TEST_F(LerobotImporterTest, VideoFrameCountMustMatchTheEpisodeLength) {
   Make();
   auto short_frames = testing::BlockFrames(3, 10, 48, 64);
   ASSERT_TRUE(testing::WriteVideo(VideoPath("wrist", 0), short_frames.data(), 10, 48, 64).ok());
-  ExpectRefused({in_ + " episode 0", VideoPath("wrist", 0), "has 10 frames",
-                 "the episode's length is 12"});
+  ExpectRefused(
+      {in_ + " episode 0", VideoPath("wrist", 0), "has 10 frames", "the episode's length is 12"});
 
   auto long_frames = testing::BlockFrames(3, 9, 48, 64);
   Make();
@@ -216,7 +216,8 @@ TEST_F(LerobotImporterTest, FrameSizeMustStayTheSameUnlessResized) {
   Make();
   auto small = testing::BlockFrames(3, 7, 32, 32);
   ASSERT_TRUE(testing::WriteVideo(VideoPath("top", 1), small.data(), 7, 32, 32).ok());
-  ExpectRefused({in_ + " episode 1", VideoPath("top", 1), "is 32x32, the first episode's is 64x48"});
+  ExpectRefused(
+      {in_ + " episode 1", VideoPath("top", 1), "is 32x32, the first episode's is 64x48"});
   VideoEpisodesImportOptions o;
   o.video.width = 16;
   o.video.height = 16;
@@ -264,8 +265,7 @@ TEST_F(LerobotImporterTest, BadEpisodesFileLinesAreRefusedNamingTheLineAndEpisod
   Make();
   VideoEpisodesImportOptions short_episodes;
   short_episodes.max_episode_frames = 15;
-  ExpectRefused({file + "3 (episode 2)", "20 frames, more than the maximum of 15"},
-                short_episodes);
+  ExpectRefused({file + "3 (episode 2)", "20 frames, more than the maximum of 15"}, short_episodes);
 
   Make();
   std::ofstream(in_ + "/episodes.jsonl", std::ios::app) << "{\"episode_index\": 3,\n";

@@ -105,8 +105,8 @@ struct VideoFrameReader::State {
     if (r < 0) return Fail("bad codec parameters (" + AvError(r) + ")");
     codec->thread_count = std::max(1, options.threads);
     r = avcodec_open2(codec.get(), decoder, nullptr);
-    if (r < 0) return Fail(std::string("cannot open decoder ") + decoder->name + " (" +
-                           AvError(r) + ")");
+    if (r < 0)
+      return Fail(std::string("cannot open decoder ") + decoder->name + " (" + AvError(r) + ")");
     frame.reset(av_frame_alloc());
     packet.reset(av_packet_alloc());
     if (!frame || !packet) return common::Internal("av_frame_alloc/av_packet_alloc failed");

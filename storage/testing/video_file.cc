@@ -126,9 +126,9 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   frame->height = height;
   r = av_frame_get_buffer(frame.get(), 0);
   if (r < 0) return common::Internal("av_frame_get_buffer: " + AvError(r));
-  std::unique_ptr<SwsContext, SwsFree> sws(
-      sws_getContext(width, height, AV_PIX_FMT_RGB24, width, height, AV_PIX_FMT_YUV420P,
-                     SWS_BILINEAR, nullptr, nullptr, nullptr));
+  std::unique_ptr<SwsContext, SwsFree> sws(sws_getContext(width, height, AV_PIX_FMT_RGB24, width,
+                                                          height, AV_PIX_FMT_YUV420P, SWS_BILINEAR,
+                                                          nullptr, nullptr, nullptr));
   if (!sws) return common::Internal("sws_getContext failed");
   const size_t frame_bytes = static_cast<size_t>(width) * height * 3;
   for (int64_t i = 0; i < frames; ++i) {
@@ -157,8 +157,8 @@ std::vector<uint8_t> BlockFrames(uint64_t seed, int64_t frames, int height, int 
         for (int ch = 0; ch < 3; ++ch) {
           // Consecutive frames differ by 29 levels per channel, so a frame out of place fails
           // any tolerance that lossy coding passes.
-          uint64_t v = base + static_cast<uint64_t>(f) * 29 + (x / 16) * 53 + (y / 16) * 71 +
-                       ch * 37;
+          uint64_t v =
+              base + static_cast<uint64_t>(f) * 29 + (x / 16) * 53 + (y / 16) * 71 + ch * 37;
           p[ch] = static_cast<uint8_t>(24 + v % 208);
         }
       }
@@ -179,7 +179,8 @@ FrameDiff CompareBlockFrames(const uint8_t* a, const uint8_t* b, int64_t frames,
       for (int x = 8; x < width; x += 16) {
         size_t at = static_cast<size_t>(((f * height + y) * width + x) * 3);
         for (int ch = 0; ch < 3; ++ch) {
-          d.max_block_centre = std::max(d.max_block_centre, std::abs(int{a[at + ch]} - int{b[at + ch]}));
+          d.max_block_centre =
+              std::max(d.max_block_centre, std::abs(int{a[at + ch]} - int{b[at + ch]}));
         }
       }
     }
