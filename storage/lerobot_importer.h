@@ -42,7 +42,7 @@ struct VideoEpisodesImportOptions {
   int64_t max_episode_frames = 100000;
   int64_t max_episodes = 1000000;
   int max_low_dim = 4096;                       // elements per row of action / observation.state
-  uint64_t max_line_bytes = uint64_t{1} << 28;  // one line of episodes.jsonl
+  uint64_t max_line_bytes = uint64_t{1} << 26;  // one line of episodes.jsonl
   // Resize target and decoding bounds; max_frames is also capped by each episode's length.
   VideoDecodeOptions video;
   // Episodes decoded at once, ahead of the writer (one decoder thread each).
