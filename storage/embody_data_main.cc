@@ -2,7 +2,7 @@
 //
 //   embody-data import-hdf5 IN.hdf5 OUT_DIR [--filter F] [--shard-mib N] [--language TEXT]
 //                           [--patch N] [--max-episode-frames N] [--nan skip|refuse]
-//   embody-data import-video DIR OUT_DIR [--resize HxW] [--threads N] [--shard-mib N] ...
+//   embody-data import-video DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
 //                           LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)
 //   embody-data inspect DIR     the manifest and statistics, as JSON
 //   embody-data verify DIR      reads every chunk and checks its checksum
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"skip", "refuse"}));
 
   std::string video_in, video_out, resize;
-  uint64_t video_shard_mib = 256;
+  uint64_t video_shard_mib = 256, video_chunk_kib = 1024;
   storage::VideoEpisodesImportOptions video;
   auto* vid = app.add_subcommand(
       "import-video", "import LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)");
@@ -170,6 +170,9 @@ int main(int argc, char** argv) {
   vid->add_option("--threads", video.threads, "episodes decoded at once")
       ->check(CLI::Range(1, 256));
   vid->add_option("--shard-mib", video_shard_mib, "target shard size in MiB")
+      ->check(CLI::Range(1, 1 << 20));
+  vid->add_option("--chunk-kib", video_chunk_kib,
+                  "checksummed chunk size in KiB (smaller: cheaper shuffled sample reads)")
       ->check(CLI::Range(1, 1 << 20));
   vid->add_option("--language", video.language, "language instruction (overrides the tasks)");
   vid->add_option("--patch", video.writer.mapping.patch_size, "image patch size P (tokens)")
@@ -193,6 +196,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan);
+  video.writer.shard.chunk_bytes = video_chunk_kib << 10;
   if (vid->parsed()) return ImportVideo(video_in, video_out, video, video_shard_mib, resize);
   if (inspect->parsed()) return Inspect(dir);
   return Verify(dir);
