@@ -83,7 +83,8 @@ TEST(EmbodyDataTest, ImportVideoEpisodes) {
   spec.lengths = {6, 9};
   ASSERT_TRUE(testing::WriteVideoEpisodes(in, spec).ok());
 
-  ToolRun imp = Tool(root, "import-video " + in + " " + out + " --resize 24x32 --threads 1 --chunk-kib 8");
+  ToolRun imp =
+      Tool(root, "import-video " + in + " " + out + " --resize 24x32 --threads 1 --chunk-kib 8");
   ASSERT_EQ(imp.exit_code, 0) << imp.err;
   EXPECT_NE(imp.err.find("import: 2/2 episodes (100%)"), std::string::npos) << imp.err;
   auto line = nlohmann::json::parse(imp.out);
