@@ -1,5 +1,6 @@
-// Storage benchmark: HDF5 import throughput, and reading the same samples from shards vs from
-// one file per episode (docs/benchmarks.md, "Storage").
+// Storage benchmark: HDF5 and mp4 import throughput, reading the same samples from shards vs
+// from one file per episode, and the video decoding a training step avoids by reading frames
+// decoded at import (docs/benchmarks.md, "Storage").
 //
 // A robomimic-layout HDF5 file is generated (default 200 demos × 150 frames, two 84×84×3
 // cameras, two low-dim obs keys, 7-D actions) and imported into 256 MiB shards (import MB/s).
@@ -14,7 +15,17 @@
 //                index, reads its rows and closes it (a map-style loader without handle cache)
 // each cold (the files dropped from the page cache with posix_fadvise DONTNEED first) and warm.
 //
+// Video: the same number of episodes, frames and cameras at the same resolution are written as
+// LeRobot-style episodes (episodes.jsonl + one mp4 per camera per episode, H.264 where libx264
+// is linked, else MPEG-4 Part 2; key frame every --gop frames) and imported into shards
+// (ImportVideoEpisodes: frames decoded at import; import MB/s as for HDF5). Then a shuffled
+// part of the samples per rank is read two ways, warm: decoding each sample's camera frames
+// from the mp4s at read time (seek to the key frame, decode forward, convert to RGB: a decoder
+// opened per sample as LeRobot's loader does, and decoders kept open per file), vs reading the
+// whole sample (every key, checksums verified) from the video import's shards.
+//
 //   storage_bench [--demos N] [--frames T] [--image S] [--readers R] [--dir D] [--keep]
+//                 [--video-codec C] [--gop G] [--decode-samples N]
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +33,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,9 +45,12 @@
 #include "storage/dataset_reader.h"
 #include "storage/dataset_writer.h"
 #include "storage/hdf5_importer.h"
+#include "storage/lerobot_importer.h"
 #include "storage/partition.h"
 #include "storage/shard_reader.h"
 #include "storage/testing/robomimic_file.h"
+#include "storage/testing/video_file.h"
+#include "storage/video_import.h"
 
 namespace {
 
@@ -60,6 +76,25 @@ void DropCache(const std::string& dir) {
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
   }
+}
+
+// The same for every file under `dir`, recursively.
+void DropCacheTree(const std::string& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    int fd = ::open(e.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+uint64_t TreeBytes(const std::string& dir) {
+  uint64_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) n += e.file_size();
+  }
+  return n;
 }
 
 struct ReadResult {
@@ -132,20 +167,127 @@ ReadResult ReadOpeningPerSample(const std::string& dir, int ranks, int horizon) 
   return {Seconds(t0), samples, bytes, opened};
 }
 
+// Copies a dataset into shards of the default size with `chunk_bytes` chunks.
+void Rechunk(const std::string& from, const std::string& to, uint64_t chunk_bytes) {
+  auto ds = storage::Dataset::Open(from);
+  Check(ds.status(), "open for rechunking");
+  storage::DatasetWriterOptions o;
+  o.shard.chunk_bytes = chunk_bytes;
+  o.mapping = (*ds)->manifest().mapping;
+  auto w = storage::DatasetWriter::Create(to, o);
+  Check(w.status(), "rechunk writer");
+  for (uint64_t e = 0; e < (*ds)->episodes(); ++e) {
+    auto ep = (*ds)->ReadEpisode(e);
+    Check(ep.status(), "read episode");
+    Check((*w)->Add(*ep, "episode " + std::to_string(e)), "write episode");
+  }
+  Check((*w)->Finish((*ds)->manifest().source).status(), "finish rechunked");
+}
+
+// This rank's first `per_rank` samples of its shuffled part (seed 0, epoch 0).
+std::vector<uint64_t> SampleSlice(uint64_t samples, int ranks, int rank, uint64_t per_rank) {
+  auto part = storage::Partition(samples, {.seed = 0, .world = ranks, .rank = rank});
+  Check(part.status(), "partition");
+  if (part->size() > per_rank) part->resize(per_rank);
+  return *part;
+}
+
+// R ranks reading whole samples (every key, verified) of a shuffled slice from shards.
+ReadResult ReadSlicesFromShards(const std::string& dir, int ranks, uint64_t per_rank) {
+  std::atomic<uint64_t> samples{0}, bytes{0}, opened{0};
+  auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      auto ds = storage::Dataset::Open(dir);
+      Check(ds.status(), "open dataset");
+      opened += (*ds)->files_opened();
+      for (uint64_t s : SampleSlice((*ds)->samples(), ranks, r, per_rank)) {
+        auto sample = (*ds)->ReadSample(s);
+        Check(sample.status(), "read sample");
+        for (const auto& a : sample->values) bytes += a.data.size();
+        ++samples;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return {Seconds(t0), samples, bytes, opened};
+}
+
+// R ranks decoding the camera frames of the same slices from the episodes' mp4s at read time.
+// Only the frames are decoded (the low-dim keys are not read at all), so this is the least a
+// video-backed loader pays per sample. keep_open: one decoder per file, opened on first use
+// and kept; otherwise opened per sample.
+ReadResult DecodeSlicesFromVideo(const std::string& video_dir, const storage::Dataset& ds,
+                                 const std::vector<std::string>& cameras, int ranks,
+                                 uint64_t per_rank, bool keep_open) {
+  std::atomic<uint64_t> samples{0}, bytes{0}, opened{0};
+  auto t0 = Clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      std::map<std::string, std::unique_ptr<storage::VideoFrameReader>> open;
+      std::vector<uint8_t> frame;
+      for (uint64_t s : SampleSlice(ds.samples(), ranks, r, per_rank)) {
+        auto [episode, t] = ds.Locate(s);
+        char name[32];
+        std::snprintf(name, sizeof(name), "episode_%06llu.mp4",
+                      static_cast<unsigned long long>(episode));
+        for (const std::string& cam : cameras) {
+          const std::string path = video_dir + "/videos/" + cam + "/" + name;
+          std::unique_ptr<storage::VideoFrameReader> fresh;
+          storage::VideoFrameReader* reader = nullptr;
+          if (keep_open && open.count(path)) {
+            reader = open[path].get();
+          } else {
+            auto v = storage::VideoFrameReader::Open(path);
+            Check(v.status(), "open video");
+            ++opened;
+            fresh = std::move(*v);
+            reader = fresh.get();
+            if (keep_open) open[path] = std::move(fresh);
+          }
+          frame.resize(static_cast<size_t>(reader->height()) * reader->width() * 3);
+          Check(reader->ReadFrame(t, frame.data()), "decode frame");
+          bytes += frame.size();
+        }
+        ++samples;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return {Seconds(t0), samples, bytes, opened};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"storage_bench: HDF5 import MB/s; shards vs one file per episode"};
+  CLI::App app{
+      "storage_bench: HDF5 and mp4 import MB/s; shards vs one file per episode; decoding video "
+      "at read time vs frames decoded at import"};
   int demos = 200, frames = 150, image = 84, readers = 2;
   std::string dir = "/tmp/embody_storage_bench";
+  std::string video_codec = storage::testing::HasVideoEncoder("libx264") ? "libx264" : "mpeg4";
+  int gop = 2;
+  uint64_t decode_samples = 2000;
+  uint64_t small_chunk_kib = 64;
   bool keep = false;
   app.add_option("--demos", demos)->check(CLI::Range(2, 100000));
   app.add_option("--frames", frames)->check(CLI::Range(1, 100000));
   app.add_option("--image", image)->check(CLI::Range(8, 1024));
   app.add_option("--readers", readers)->check(CLI::Range(1, 64));
   app.add_option("--dir", dir, "work directory (removed at the end unless --keep)");
+  app.add_option("--video-codec", video_codec, "encoder for the mp4 episodes");
+  app.add_option("--gop", gop, "frames from one key frame to the next (LeRobot encodes with 2)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--decode-samples", decode_samples, "samples per rank for the decode comparison")
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--small-chunk-kib", small_chunk_kib,
+                 "chunk size of the second copy of the video shards, for shuffled reads")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--keep", keep);
   CLI11_PARSE(app, argc, argv);
+  storage::testing::QuietVideoLogs();
 
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -209,6 +351,47 @@ int main(int argc, char** argv) {
     modes[m].warm = run(m);
   }
 
+  // The same episodes as video: mp4 cameras, low-dim data in episodes.jsonl.
+  const std::string video_in = dir + "/video_episodes", video_shards = dir + "/video_shards";
+  storage::testing::VideoEpisodesSpec vspec;
+  vspec.lengths.assign(demos, frames);
+  vspec.cameras = {"agentview_image", "robot0_eye_in_hand_image"};
+  vspec.height = vspec.width = image;
+  vspec.state_dim = 5;  // robot0_eef_pos (3) + robot0_gripper_qpos (2), as in the HDF5 file
+  vspec.video.codec = video_codec;
+  vspec.video.gop = gop;
+  t0 = Clock::now();
+  Check(storage::testing::WriteVideoEpisodes(video_in, vspec).status(), "write video episodes");
+  const double encode_s = Seconds(t0);
+  const uint64_t video_in_bytes = TreeBytes(video_in);
+  std::fprintf(stderr, "encoded %d episodes × 2 cameras (%s, gop %d): %.1f MiB in %.1f s\n", demos,
+               video_codec.c_str(), gop, video_in_bytes / 1048576.0, encode_s);
+  DropCacheTree(video_in);
+  storage::VideoEpisodesImportOptions vo;  // 2 decoding threads, 256 MiB shards
+  auto vimported = storage::ImportVideoEpisodes(video_in, video_shards, vo);
+  Check(vimported.status(), "video import");
+  const double video_import_mbs = vimported->bytes / 1e6 / vimported->seconds;
+  std::fprintf(stderr, "video import: %llu episodes, %.1f MB in %.2f s = %.1f MB/s\n",
+               static_cast<unsigned long long>(vimported->episodes), vimported->bytes / 1e6,
+               vimported->seconds, video_import_mbs);
+
+  // A shuffled sample touches one chunk per key: with 1 MiB chunks that is ~50 frames read and
+  // checksummed for one. The same shards with small chunks show what the layout costs.
+  const std::string video_small = dir + "/video_shards_small_chunks";
+  Rechunk(video_shards, video_small, small_chunk_kib << 10);
+  auto vds = storage::Dataset::Open(video_shards);
+  Check(vds.status(), "open video shards");
+  // Warm for all: what is compared is decoding, not the disk.
+  ReadSlicesFromShards(video_shards, readers, decode_samples);
+  ReadSlicesFromShards(video_small, readers, decode_samples);
+  DecodeSlicesFromVideo(video_in, **vds, vspec.cameras, readers, decode_samples, false);
+  const ReadResult from_shards = ReadSlicesFromShards(video_shards, readers, decode_samples);
+  const ReadResult from_small = ReadSlicesFromShards(video_small, readers, decode_samples);
+  const ReadResult decode_per_sample =
+      DecodeSlicesFromVideo(video_in, **vds, vspec.cameras, readers, decode_samples, false);
+  const ReadResult decode_kept_open =
+      DecodeSlicesFromVideo(video_in, **vds, vspec.cameras, readers, decode_samples, true);
+
   std::printf("\nHDF5 import: %.1f MB of episode data (%.1f MiB file) in %.2f s: %.1f MB/s\n",
               imported->bytes / 1e6, h5_bytes / 1048576.0, imported->seconds, import_mbs);
   std::printf("\nreading all %llu samples with %d reader ranks\n",
@@ -238,6 +421,54 @@ int main(int argc, char** argv) {
     line[std::string("shards_over_") + m.name + "_warm"] = warm_ratio;
   }
   std::printf("(ratio = shards' samples/s over the layout's)\n");
+
+  std::printf(
+      "\nvideo import (%s, gop %d, %.1f MiB of mp4 + jsonl): %.1f MB of episode data in "
+      "%.2f s: %.1f MB/s (HDF5 above: %.1f MB/s; HDF5 over video %.2fx)\n",
+      video_codec.c_str(), gop, video_in_bytes / 1048576.0, vimported->bytes / 1e6,
+      vimported->seconds, video_import_mbs, import_mbs, import_mbs / video_import_mbs);
+  std::printf("\nshuffled samples, %llu per rank, %d reader ranks, warm\n",
+              static_cast<unsigned long long>(decode_samples), readers);
+  std::printf("%-52s %12s %10s %14s %14s\n", "source of a sample's camera frames", "files opened",
+              "samples/s", "1 MiB shards'", "small shards'");
+  char small_name[64];
+  std::snprintf(small_name, sizeof(small_name), "shards, %llu KiB chunks (same, all keys)",
+                static_cast<unsigned long long>(small_chunk_kib));
+  struct Row {
+    const char* name;
+    const ReadResult& r;
+  };
+  for (const Row& row :
+       {Row{"shards, 1 MiB chunks (decoded at import, all keys)", from_shards},
+        Row{small_name, from_small}, Row{"mp4 at read time, decoder per sample", decode_per_sample},
+        Row{"mp4 at read time, decoders kept open", decode_kept_open}}) {
+    std::printf("%-52s %12llu %10.0f %13.2fx %13.2fx\n", row.name,
+                static_cast<unsigned long long>(row.r.files_opened), row.r.SamplesPerSecond(),
+                from_shards.SamplesPerSecond() / row.r.SamplesPerSecond(),
+                from_small.SamplesPerSecond() / row.r.SamplesPerSecond());
+  }
+  std::printf("(ratio = that copy of the shards' samples/s over the row's)\n");
+  line["video_codec"] = video_codec;
+  line["video_gop"] = gop;
+  line["video_input_bytes"] = video_in_bytes;
+  line["video_import_mb_per_s"] = video_import_mbs;
+  line["video_import_seconds"] = vimported->seconds;
+  line["video_dataset_bytes"] = vimported->bytes;
+  line["hdf5_over_video_import"] = import_mbs / video_import_mbs;
+  line["decode_samples_per_rank"] = decode_samples;
+  line["video_shards_samples_per_s"] = from_shards.SamplesPerSecond();
+  line["small_chunk_kib"] = small_chunk_kib;
+  line["video_small_chunk_shards_samples_per_s"] = from_small.SamplesPerSecond();
+  line["small_chunks_over_decode_per_sample"] =
+      from_small.SamplesPerSecond() / decode_per_sample.SamplesPerSecond();
+  line["small_chunks_over_decode_kept_open"] =
+      from_small.SamplesPerSecond() / decode_kept_open.SamplesPerSecond();
+  line["video_decode_per_sample_samples_per_s"] = decode_per_sample.SamplesPerSecond();
+  line["video_decode_kept_open_samples_per_s"] = decode_kept_open.SamplesPerSecond();
+  line["shards_over_decode_per_sample"] =
+      from_shards.SamplesPerSecond() / decode_per_sample.SamplesPerSecond();
+  line["shards_over_decode_kept_open"] =
+      from_shards.SamplesPerSecond() / decode_kept_open.SamplesPerSecond();
   std::printf("%s\n", line.dump().c_str());
   if (!keep) fs::remove_all(dir);
   return 0;

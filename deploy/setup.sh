@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libcli11-dev libyaml-cpp-dev
   libhdf5-dev
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   prometheus
   chromium
   clang libclang-rt-dev

@@ -2,6 +2,8 @@
 //
 //   embody-data import-hdf5 IN.hdf5 OUT_DIR [--filter F] [--shard-mib N] [--language TEXT]
 //                           [--patch N] [--max-episode-frames N] [--nan skip|refuse]
+//   embody-data import-video DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
+//                           LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)
 //   embody-data inspect DIR     the manifest and statistics, as JSON
 //   embody-data verify DIR      reads every chunk and checks its checksum
 //
@@ -9,8 +11,10 @@
 // success, 1 on a data or I/O error (the message names the file and the episode), 2 on usage.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -19,6 +23,7 @@
 
 #include "storage/dataset_reader.h"
 #include "storage/hdf5_importer.h"
+#include "storage/lerobot_importer.h"
 
 namespace {
 
@@ -50,6 +55,44 @@ int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5Impor
                          {"skipped_nan", result->skipped_nan},
                          {"seconds", result->seconds},
                          {"out", out}};
+  std::cout << line.dump() << std::endl;
+  return 0;
+}
+
+// Progress on stderr every 5% and at the end.
+std::function<void(const storage::ImportProgress&)> ProgressPrinter(const char* unit) {
+  return [unit, last_pct = -1](const storage::ImportProgress& p) mutable {
+    int pct = static_cast<int>(100 * p.demos_done / std::max<uint64_t>(1, p.demos_total));
+    if (pct / 5 == last_pct / 5 && p.demos_done != p.demos_total) return;
+    last_pct = pct;
+    std::fprintf(stderr, "import: %llu/%llu %s (%d%%), %llu frames, %.1f MiB\n",
+                 static_cast<unsigned long long>(p.demos_done),
+                 static_cast<unsigned long long>(p.demos_total), unit, pct,
+                 static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0);
+  };
+}
+
+int ImportVideo(const std::string& in, const std::string& out,
+                storage::VideoEpisodesImportOptions options, uint64_t shard_mib,
+                const std::string& resize) {
+  options.writer.shard_bytes = shard_mib << 20;
+  if (!resize.empty()) {
+    unsigned h = 0, w = 0;
+    char end = 0;
+    if (std::sscanf(resize.c_str(), "%ux%u%c", &h, &w, &end) != 2 || h < 1 || w < 1 || h > 16384 ||
+        w > 16384) {
+      std::cerr << "embody-data: --resize must be HxW, e.g. 224x224\n";
+      return 2;
+    }
+    options.video.height = static_cast<int>(h);
+    options.video.width = static_cast<int>(w);
+  }
+  options.progress = ProgressPrinter("episodes");
+  auto result = storage::ImportVideoEpisodes(in, out, options);
+  if (!result.ok()) return Fail(result.status());
+  nlohmann::json line = {{"episodes", result->episodes}, {"frames", result->frames},
+                         {"bytes", result->bytes},       {"shards", result->manifest.shards.size()},
+                         {"seconds", result->seconds},   {"out", out}};
   std::cout << line.dump() << std::endl;
   return 0;
 }
@@ -116,6 +159,32 @@ int main(int argc, char** argv) {
   imp->add_option("--nan", nan, "NaN/Inf in actions: refuse the file or skip the demo")
       ->check(CLI::IsMember({"skip", "refuse"}));
 
+  std::string video_in, video_out, resize;
+  uint64_t video_shard_mib = 256, video_chunk_kib = 1024;
+  storage::VideoEpisodesImportOptions video;
+  auto* vid = app.add_subcommand(
+      "import-video", "import LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)");
+  vid->add_option("DIR", video_in, "episode directory")->required()->check(CLI::ExistingDirectory);
+  vid->add_option("OUT_DIR", video_out, "output dataset directory (must not exist)")->required();
+  vid->add_option("--resize", resize, "decode every camera to HxW (e.g. 224x224)");
+  vid->add_option("--threads", video.threads, "episodes decoded at once")
+      ->check(CLI::Range(1, 256));
+  vid->add_option("--shard-mib", video_shard_mib, "target shard size in MiB")
+      ->check(CLI::Range(1, 1 << 20));
+  vid->add_option("--chunk-kib", video_chunk_kib,
+                  "checksummed chunk size in KiB (smaller: cheaper shuffled sample reads)")
+      ->check(CLI::Range(1, 1 << 20));
+  vid->add_option("--language", video.language, "language instruction (overrides the tasks)");
+  vid->add_option("--patch", video.writer.mapping.patch_size, "image patch size P (tokens)")
+      ->check(CLI::Range(1, 4096));
+  vid->add_option("--action-horizon", video.writer.mapping.action_horizon,
+                  "actions per sample (tokens)")
+      ->check(CLI::Range(0, 4096));
+  vid->add_option("--history", video.writer.mapping.history_frames, "observation frames per sample")
+      ->check(CLI::Range(1, 1024));
+  vid->add_option("--max-episode-frames", video.max_episode_frames, "refuse longer episodes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+
   auto* inspect = app.add_subcommand("inspect", "print a dataset's manifest and statistics");
   inspect->add_option("DIR", dir, "dataset directory")->required();
   auto* verify = app.add_subcommand("verify", "check every chunk's checksum");
@@ -127,6 +196,8 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan);
+  video.writer.shard.chunk_bytes = video_chunk_kib << 10;
+  if (vid->parsed()) return ImportVideo(video_in, video_out, video, video_shard_mib, resize);
   if (inspect->parsed()) return Inspect(dir);
   return Verify(dir);
 }

@@ -1,5 +1,5 @@
 // The embody-data tool end to end: import a robomimic file, inspect, verify, and a damaged
-// shard found by verify with the file named.
+// shard found by verify with the file named; import video episodes and refuse a cut video.
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -11,6 +11,7 @@
 #include "storage/manifest.h"
 #include "storage/testing/episodes.h"
 #include "storage/testing/robomimic_file.h"
+#include "storage/testing/video_file.h"
 
 namespace storage {
 namespace {
@@ -71,6 +72,46 @@ TEST(EmbodyDataTest, ImportInspectVerifyAndCatchDamage) {
   // Importing onto an existing directory is refused; a bad flag is a usage error.
   EXPECT_EQ(Tool(root, "import-hdf5 " + in + " " + out).exit_code, 1);
   EXPECT_EQ(Tool(root, "import-hdf5 " + in + " " + root + "/x --nan maybe").exit_code, 2);
+  EXPECT_FALSE(fs::exists(root + "/x"));
+  fs::remove_all(root);
+}
+
+TEST(EmbodyDataTest, ImportVideoEpisodes) {
+  std::string root = testing::MakeTempDir("embody_data_test");
+  std::string in = root + "/in", out = root + "/ds";
+  testing::VideoEpisodesSpec spec;
+  spec.lengths = {6, 9};
+  ASSERT_TRUE(testing::WriteVideoEpisodes(in, spec).ok());
+
+  ToolRun imp =
+      Tool(root, "import-video " + in + " " + out + " --resize 24x32 --threads 1 --chunk-kib 8");
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  EXPECT_NE(imp.err.find("import: 2/2 episodes (100%)"), std::string::npos) << imp.err;
+  auto line = nlohmann::json::parse(imp.out);
+  EXPECT_EQ(line["episodes"], 2);
+  EXPECT_EQ(line["frames"], 15);
+  ToolRun inspect = Tool(root, "inspect " + out);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  auto manifest = nlohmann::json::parse(inspect.out);
+  EXPECT_EQ(manifest["source"]["type"], "video");
+  bool found = false;
+  for (const auto& k : manifest["keys"]) {
+    if (k["name"] == "obs/top") {
+      found = true;
+      EXPECT_EQ(k["shape"], nlohmann::json({24, 32, 3}));
+    }
+  }
+  EXPECT_TRUE(found) << inspect.out;
+  EXPECT_EQ(Tool(root, "verify " + out).exit_code, 0);
+
+  // A video cut short: exit 1, the file named, nothing written.
+  std::string video = in + "/videos/wrist/episode_000001.mp4";
+  fs::resize_file(video, fs::file_size(video) / 2);
+  ToolRun bad = Tool(root, "import-video " + in + " " + root + "/x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find(video), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(root + "/x"));
+  EXPECT_EQ(Tool(root, "import-video " + in + " " + root + "/x --resize 24").exit_code, 2);
   EXPECT_FALSE(fs::exists(root + "/x"));
   fs::remove_all(root);
 }
