@@ -8,8 +8,7 @@ common::Result<DatasetRef> ParseDatasetRef(const std::string& text, const std::s
   const std::string prefix = kDirDatasetPrefix;
   if (text.rfind(prefix, 0) != 0) {
     return common::InvalidArgument(
-        "must be \"sim:reach\" or \"dir:/absolute/path\" (a directory made by embody-data)",
-        field);
+        "must be \"sim:reach\" or \"dir:/absolute/path\" (a directory made by embody-data)", field);
   }
   std::string path = text.substr(prefix.size());
   if (path.empty() || path[0] != '/') {
@@ -17,8 +16,7 @@ common::Result<DatasetRef> ParseDatasetRef(const std::string& text, const std::s
   }
   if (path.size() > kMaxDatasetPathBytes) {
     return common::InvalidArgument("dataset path is " + std::to_string(path.size()) +
-                                       " bytes, more than " +
-                                       std::to_string(kMaxDatasetPathBytes),
+                                       " bytes, more than " + std::to_string(kMaxDatasetPathBytes),
                                    field);
   }
   for (unsigned char c : path) {

@@ -16,7 +16,7 @@ TEST(DatasetRefTest, BuiltInAndDirectory) {
   auto dir = ParseDatasetRef("dir:/data/lift/");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   EXPECT_TRUE(dir->is_directory());
-  EXPECT_EQ(dir->path, "/data/lift");  // trailing slash dropped
+  EXPECT_EQ(dir->path, "/data/lift");                      // trailing slash dropped
   auto dotted = ParseDatasetRef("dir:/data/v1.2/..lift");  // dots inside names are fine
   ASSERT_TRUE(dotted.ok());
   EXPECT_EQ(dotted->path, "/data/v1.2/..lift");
@@ -24,9 +24,9 @@ TEST(DatasetRefTest, BuiltInAndDirectory) {
 
 TEST(DatasetRefTest, RefusesWhatIsNotAPlainAbsoluteDirectory) {
   for (const std::string& bad : std::vector<std::string>{
-       "", "sim:other", "s3://bucket/x", "dataset:lift", "dir:", "dir:relative/path", "dir:/a/../b",
-        "dir:/a/./b", "dir:/..", "dir:/a/..", std::string("dir:/a\nb"), std::string("dir:/a\0b", 8),
-        "dir:/" + std::string(kMaxDatasetPathBytes, 'x')}) {
+           "", "sim:other", "s3://bucket/x", "dataset:lift", "dir:", "dir:relative/path",
+           "dir:/a/../b", "dir:/a/./b", "dir:/..", "dir:/a/..", std::string("dir:/a\nb"),
+           std::string("dir:/a\0b", 8), "dir:/" + std::string(kMaxDatasetPathBytes, 'x')}) {
     auto r = ParseDatasetRef(bad);
     EXPECT_FALSE(r.ok()) << "accepted: " << bad;
     if (!r.ok()) {

@@ -132,14 +132,14 @@ int main(int argc, char** argv) {
       std::printf(
           "dataset_train_bench: %d rank(s); %d demos x %d frames, %dx%d camera (write + import "
           "%.1f s); reference model, %d rows x %d tokens, %d timed steps, %d read threads\n",
-          comm.world_size(), a.demos, a.frames, a.image, a.image, import_seconds, a.rows,
-          a.tokens, a.steps, a.read_threads);
+          comm.world_size(), a.demos, a.frames, a.image, a.image, import_seconds, a.rows, a.tokens,
+          a.steps, a.read_threads);
       auto print = [](const char* name, const Figures& f) {
         std::printf(
             "%-10s data wait %7.2f ms/step of %7.1f ms/step = %5.2f%%  real tokens/s %8.0f  "
             "samples/s %6.1f\n",
-            name, 1e3 * f.wait / f.steps, 1e3 * f.step / f.steps, 100 * f.share(),
-            f.tokens_per_s, f.samples_per_s);
+            name, 1e3 * f.wait / f.steps, 1e3 * f.step / f.steps, 100 * f.share(), f.tokens_per_s,
+            f.samples_per_s);
       };
       print("shards", shards);
       print("generated", generated);

@@ -143,9 +143,8 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
   } else if (!r.Get(&d.data.seed) || !r.Get(&d.data.next_sample) || !r.Get(&d.data.epoch) ||
              !r.Get(&rng_count) || !r.Get(&reserved)) {
     return Truncated();
-  } else if (version >= 3 &&
-             (!r.Get(&d.data.in_epoch) || !r.Get(&d.data.dataset_samples) ||
-              !r.Get(&d.data.dataset_fingerprint))) {
+  } else if (version >= 3 && (!r.Get(&d.data.in_epoch) || !r.Get(&d.data.dataset_samples) ||
+                              !r.Get(&d.data.dataset_fingerprint))) {
     return Truncated();
   }
   // Version 2 files come from the built-in stream only: no dataset, no position in an epoch.

@@ -27,7 +27,8 @@ uint64_t Fnv1a(uint64_t h, const void* data, size_t n) {
 // Element i of a row of `dtype` as a double.
 double ElementAt(storage::DType dtype, const uint8_t* row, int64_t i) {
   switch (dtype) {
-    case storage::DType::kU8: return row[i];
+    case storage::DType::kU8:
+      return row[i];
     case storage::DType::kI32: {
       int32_t v;
       std::memcpy(&v, row + 4 * i, 4);
@@ -133,7 +134,8 @@ std::vector<int32_t> HashLanguage(const std::string& text, int max_tokens, int v
     if (i == text.size()) break;
     uint64_t h = 0xcbf29ce484222325ULL;
     while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) {
-      const unsigned char c = static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(text[i])));
+      const unsigned char c =
+          static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(text[i])));
       h = Fnv1a(h, &c, 1);
       ++i;
     }
@@ -211,12 +213,11 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
                                    act->ToString());
   }
   if (act->frame_shape[0] != model.action_dim) {
-    return common::InvalidArgument(dir_ + ": the dataset's actions have " +
-                                       std::to_string(act->frame_shape[0]) +
-                                       " dimensions but engine.model.action_dim is " +
-                                       std::to_string(model.action_dim) + "; set it to " +
-                                       std::to_string(act->frame_shape[0]),
-                                   "engine.model.action_dim");
+    return common::InvalidArgument(
+        dir_ + ": the dataset's actions have " + std::to_string(act->frame_shape[0]) +
+            " dimensions but engine.model.action_dim is " + std::to_string(model.action_dim) +
+            "; set it to " + std::to_string(act->frame_shape[0]),
+        "engine.model.action_dim");
   }
   Normalisation(m, *act, &action_mean_, &action_inv_std_);
 
@@ -238,9 +239,9 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
     }
     const int64_t ch = k->frame_shape[2];
     if (ch != 1 && ch != 3 && ch != 4) {
-      return common::InvalidArgument(dir_ + ": camera " + k->ToString() +
-                                         " must have 1, 3 or 4 channels",
-                                     "engine.data.cameras");
+      return common::InvalidArgument(
+          dir_ + ": camera " + k->ToString() + " must have 1, 3 or 4 channels",
+          "engine.data.cameras");
     }
     cameras_.push_back(index);
     camera_names_.push_back(name);
@@ -265,7 +266,8 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
     l.offset = width;
     Normalisation(m, *k, &l.mean, &l.inv_std);
     width += static_cast<int>(k->FrameElements());
-    widths += (widths.empty() ? "" : " + ") + name + " (" + std::to_string(k->FrameElements()) + ")";
+    widths +=
+        (widths.empty() ? "" : " + ") + name + " (" + std::to_string(k->FrameElements()) + ")";
     proprio_.push_back(std::move(l));
     proprio_names_.push_back(name);
   }
@@ -290,9 +292,9 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
     if (storage::IsImageKey(k)) {
       ++image_keys;
       const int64_t p = m.mapping.patch_size;
-      same_mapping = same_mapping && ((k.frame_shape[0] + p - 1) / p) *
-                                             ((k.frame_shape[1] + p - 1) / p) ==
-                                         per_camera;
+      same_mapping =
+          same_mapping &&
+          ((k.frame_shape[0] + p - 1) / p) * ((k.frame_shape[1] + p - 1) / p) == per_camera;
     }
     any_low_dim = any_low_dim || storage::IsLowDimObsKey(k);
   }
@@ -316,21 +318,20 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
               std::to_string(language_[e].size()) + " language + " +
               std::to_string(cameras_.size()) + " cameras x " + std::to_string(per_camera) +
               " patches + 1 state + " + std::to_string(horizon_) +
-              " actions), more than engine.data.tokens_per_row " +
-              std::to_string(tokens_per_row) + " or the model's " +
-              std::to_string(model.max_positions) + " positions",
+              " actions), more than engine.data.tokens_per_row " + std::to_string(tokens_per_row) +
+              " or the model's " + std::to_string(model.max_positions) + " positions",
           "engine.data.tokens_per_row");
     }
     const uint64_t first = ds.EpisodeFirstSample(e);
     const uint32_t frames = ds.EpisodeFrames(e);
     for (uint32_t t = 0; t < frames; ++t) {
       tokens_[first + t] = tokens;
-      if (same_mapping && own == text && ds.SampleTokens(first + t) != static_cast<uint32_t>(tokens)) {
-        return common::InvalidArgument(ds.DescribeEpisode(e) + " frame " + std::to_string(t) +
-                                       ": the shard index counts " +
-                                       std::to_string(ds.SampleTokens(first + t)) +
-                                       " tokens for this sample, the loader makes " +
-                                       std::to_string(tokens));
+      if (same_mapping && own == text &&
+          ds.SampleTokens(first + t) != static_cast<uint32_t>(tokens)) {
+        return common::InvalidArgument(
+            ds.DescribeEpisode(e) + " frame " + std::to_string(t) + ": the shard index counts " +
+            std::to_string(ds.SampleTokens(first + t)) +
+            " tokens for this sample, the loader makes " + std::to_string(tokens));
       }
     }
   }

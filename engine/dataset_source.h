@@ -66,9 +66,9 @@ class DatasetSource {
   common::Status MakeSample(uint64_t sample, uint64_t sample_seed, PolicySample* out) const;
 
  private:
-  struct Lowdim {  // one proprio key's place in the state token
-    size_t key;    // schema index
-    int offset;    // first state element
+  struct Lowdim {                       // one proprio key's place in the state token
+    size_t key;                         // schema index
+    int offset;                         // first state element
     std::vector<double> mean, inv_std;  // per element
   };
   DatasetSource() = default;

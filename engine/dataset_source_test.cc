@@ -95,7 +95,7 @@ TEST_F(DatasetSourceTest, SamplesCarryNormalisedStateActionsAndPatches) {
   const DatasetSource& s = **src;
   EXPECT_EQ(s.camera_keys(), std::vector<std::string>{"obs/agentview_image"});
   EXPECT_EQ(s.proprio_keys(), (std::vector<std::string>{"obs/robot0_eef_pos", "obs/robot0_eef_quat",
-                                                         "obs/robot0_gripper_qpos"}));
+                                                        "obs/robot0_gripper_qpos"}));
   // The import counted 84/14 = 6×6 patches and 16 actions; the loader makes 4×4 and 4: recomputed.
   EXPECT_FALSE(s.index_counts_checked());
   ASSERT_EQ(s.sample_tokens().size(), 30u);
@@ -164,8 +164,7 @@ TEST_F(DatasetSourceTest, IndexCountsAreCheckedWhenTheMappingsAgree) {
   ASSERT_TRUE(src.ok()) << src.status().ToString();
   EXPECT_TRUE((*src)->index_counts_checked());
   for (uint64_t i = 0; i < 12; ++i) {
-    EXPECT_EQ(static_cast<uint32_t>((*src)->sample_tokens()[i]),
-              (*src)->dataset().SampleTokens(i));
+    EXPECT_EQ(static_cast<uint32_t>((*src)->sample_tokens()[i]), (*src)->dataset().SampleTokens(i));
   }
 }
 

@@ -88,9 +88,9 @@ common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, 
   return LayOutTrainBatch(model, packing, plan, out);
 }
 
-DatasetSampleReader::DatasetSampleReader(const DatasetSource& source,
-                                         const data::PlanConfig& plan, uint64_t first_sample,
-                                         int64_t num_steps, storage::ReadAheadOptions options) {
+DatasetSampleReader::DatasetSampleReader(const DatasetSource& source, const data::PlanConfig& plan,
+                                         uint64_t first_sample, int64_t num_steps,
+                                         storage::ReadAheadOptions options) {
   uint64_t begin = 0, end = 0;
   data::RankSlice(0, plan.samples_per_step, plan.rank, plan.world, &begin, &end);
   const uint64_t per_step = end - begin;
@@ -104,9 +104,8 @@ DatasetSampleReader::DatasetSampleReader(const DatasetSource& source,
        seed](uint64_t i) -> common::Result<Item> {
         Item item;
         item.global = first_sample + (i / per_step) * global_step + begin + i % per_step;
-        EMBODY_RETURN_IF_ERROR(source.MakeSample(stream->SampleAt(item.global),
-                                                 data::SampleSeed(seed, item.global),
-                                                 &item.sample));
+        EMBODY_RETURN_IF_ERROR(source.MakeSample(
+            stream->SampleAt(item.global), data::SampleSeed(seed, item.global), &item.sample));
         return item;
       },
       options);
@@ -127,7 +126,8 @@ common::Status FillDatasetBatch(DatasetSampleReader& reader, const PolicyConfig&
                                 bool packing, const data::PackedPlan& plan, TrainBatch* out) {
   const int n = plan.num_samples();
   out->samples.resize(n);
-  for (int i = 0; i < n; ++i) EMBODY_RETURN_IF_ERROR(reader.Next(plan.SampleId(i), &out->samples[i]));
+  for (int i = 0; i < n; ++i)
+    EMBODY_RETURN_IF_ERROR(reader.Next(plan.SampleId(i), &out->samples[i]));
   return LayOutTrainBatch(model, packing, plan, out);
 }
 

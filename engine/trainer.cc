@@ -13,8 +13,8 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "engine/checkpoint.h"
-#include "engine/dataset_source.h"
 #include "engine/data/loader.h"
+#include "engine/dataset_source.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
@@ -232,14 +232,14 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       std::string cams, props;
       for (const auto& k : source->camera_keys()) cams += (cams.empty() ? "" : ",") + k;
       for (const auto& k : source->proprio_keys()) props += (props.empty() ? "" : ",") + k;
-      common::LogInfo("dataset", {{"path", dataset_ref.path},
-                                  {"episodes", std::to_string(source->dataset().episodes())},
-                                  {"samples", std::to_string(stream->samples())},
-                                  {"mean_sample_tokens", std::to_string(stream->MeanTokens())},
-                                  {"cameras", cams},
-                                  {"proprio", props},
-                                  {"index_counts_checked",
-                                   source->index_counts_checked() ? "true" : "false"}});
+      common::LogInfo(
+          "dataset", {{"path", dataset_ref.path},
+                      {"episodes", std::to_string(source->dataset().episodes())},
+                      {"samples", std::to_string(stream->samples())},
+                      {"mean_sample_tokens", std::to_string(stream->MeanTokens())},
+                      {"cameras", cams},
+                      {"proprio", props},
+                      {"index_counts_checked", source->index_counts_checked() ? "true" : "false"}});
     }
     if (options.print_progress) {
       std::printf(
@@ -277,9 +277,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (packing) {
     model.Reserve(e.data.rows_per_step + 2, e.data.tokens_per_row);
   } else {
-    model.Reserve(samples_per_rank, stream != nullptr ? stream->MaxTokens()
-                                                      : lo.plan.lengths.MaxTokens() +
-                                                            e.model.action_horizon);
+    model.Reserve(samples_per_rank, stream != nullptr
+                                        ? stream->MaxTokens()
+                                        : lo.plan.lengths.MaxTokens() + e.model.action_horizon);
   }
   data::Loader<TrainBatch> loader(lo, fill);
   GradBuckets buckets(comm, model.grads(), n, GradBucketOptions{options.grad_bucket_bytes});
@@ -326,8 +326,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     const double t0 = common::MonotonicSeconds();
     auto item = loader.Next();
     if (world > 1) {
-      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(item.status(), comm,
-                                            "to load step " + std::to_string(step + 1) + "'s data"));
+      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(
+          item.status(), comm, "to load step " + std::to_string(step + 1) + "'s data"));
     } else if (!item.ok()) {
       return item.status();
     }
@@ -423,8 +423,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       result.stopped = true;
       steps = done;  // the summary below covers the steps run
       if (leader) {
-        common::LogInfo("stopping early on request", {{"step", std::to_string(done)},
-                                                      {"checkpoint", result.last_checkpoint}});
+        common::LogInfo("stopping early on request",
+                        {{"step", std::to_string(done)}, {"checkpoint", result.last_checkpoint}});
       }
       break;
     }

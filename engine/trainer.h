@@ -86,10 +86,10 @@ struct TrainResult {
   std::vector<float> losses;  // global per-token mean loss, one per step run (on every rank)
   // Global step totals, one per step run (on every rank).
   std::vector<int64_t> real_tokens;
-  std::vector<float> params;       // final parameters
-  uint64_t next_sample = 0;        // data position at the end: global index of the next sample
+  std::vector<float> params;         // final parameters
+  uint64_t next_sample = 0;          // data position at the end: global index of the next sample
   uint64_t epoch = 0, in_epoch = 0;  // the same position on a dataset (0 for the built-in stream)
-  double data_wait_seconds = 0.0;  // this rank's time waiting for the loader
+  double data_wait_seconds = 0.0;    // this rank's time waiting for the loader
   double mean_step_seconds = 0.0;
   double tokens_per_s = 0.0;    // global real tokens per second, over the whole run
   double samples_per_s = 0.0;   // global, over the whole run

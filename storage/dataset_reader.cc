@@ -98,9 +98,9 @@ common::Status Dataset::ReadKeyRows(uint64_t episode, size_t key, uint32_t begin
                                     uint8_t* out) const {
   if (episode >= episodes() || key >= manifest_.schema.size() || begin > end ||
       end > EpisodeFrames(episode)) {
-    return common::InvalidArgument(
-        dir_ + ": rows [" + std::to_string(begin) + ", " + std::to_string(end) + ") of key " +
-        std::to_string(key) + " of episode " + std::to_string(episode) + " do not exist");
+    return common::InvalidArgument(dir_ + ": rows [" + std::to_string(begin) + ", " +
+                                   std::to_string(end) + ") of key " + std::to_string(key) +
+                                   " of episode " + std::to_string(episode) + " do not exist");
   }
   return ReadRows(episode, key, begin, end, out);
 }

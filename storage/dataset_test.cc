@@ -124,9 +124,9 @@ TEST_F(DatasetTest, ReadKeyRowsReadsOneKeysRowsAndRefusesOthers) {
     }
   }
   uint8_t buf[64];
-  EXPECT_FALSE((*ds)->ReadKeyRows(12, 0, 0, 1, buf).ok());                 // no such episode
+  EXPECT_FALSE((*ds)->ReadKeyRows(12, 0, 0, 1, buf).ok());  // no such episode
   EXPECT_FALSE((*ds)->ReadKeyRows(0, episodes[0].arrays.size(), 0, 1, buf).ok());  // no such key
-  EXPECT_FALSE((*ds)->ReadKeyRows(0, 0, 0, 4, buf).ok());                  // episode 0 has 3 frames
+  EXPECT_FALSE((*ds)->ReadKeyRows(0, 0, 0, 4, buf).ok());  // episode 0 has 3 frames
   EXPECT_FALSE((*ds)->ReadKeyRows(0, 0, 2, 1, buf).ok());
 }
 

@@ -67,7 +67,8 @@ TEST(DatasetStreamTest, RankPartsAreDisjointAndCoverEveryEpoch) {
         ASSERT_EQ(p->dataset_samples.size(), static_cast<size_t>(p->num_samples()));
         for (int i = 0; i < p->num_samples(); ++i) {
           EXPECT_EQ(p->lengths[i], s->Tokens(p->dataset_samples[i]));
-          auto [it, fresh] = seen.emplace(p->SampleId(i), std::make_pair(rank, p->dataset_samples[i]));
+          auto [it, fresh] =
+              seen.emplace(p->SampleId(i), std::make_pair(rank, p->dataset_samples[i]));
           EXPECT_TRUE(fresh) << "global index " << p->SampleId(i) << " on two ranks";
         }
       }

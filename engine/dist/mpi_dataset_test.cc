@@ -131,8 +131,8 @@ TEST_F(MpiDatasetTest, FlippedByteEndsTheRunOnEveryRank) {
   EXPECT_TRUE(on_every_rank);
   // Whichever rank read the chunk names it; the other says which rank failed.
   const std::string msg = r.status().message();
-  const bool names_file = msg.find(shard) != std::string::npos &&
-                          msg.find("episode 0 (demo_5)") != std::string::npos;
+  const bool names_file =
+      msg.find(shard) != std::string::npos && msg.find("episode 0 (demo_5)") != std::string::npos;
   const bool names_rank = msg.find("stopped: rank ") != std::string::npos;
   EXPECT_TRUE(names_file || names_rank) << msg;
   const double named = comm.AllreduceSum(names_file ? 1.0 : 0.0);

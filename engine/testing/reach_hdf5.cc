@@ -54,8 +54,8 @@ common::Status WriteReachHdf5(const std::string& path, const ReachHdf5Spec& spec
     const double radius = S * (0.08 + 0.04 * (goal[2] + 1));
     for (int y = 0; y < S; ++y) {
       for (int x = 0; x < S; ++x) {
-        const double r2 = ((x + 0.5 - cx) * (x + 0.5 - cx) + (y + 0.5 - cy) * (y + 0.5 - cy)) /
-                          (radius * radius);
+        const double r2 =
+            ((x + 0.5 - cx) * (x + 0.5 - cx) + (y + 0.5 - cy) * (y + 0.5 - cy)) / (radius * radius);
         const double v = std::exp(-r2);
         uint8_t* px = &frame[(static_cast<size_t>(y) * S + x) * 3];
         px[0] = static_cast<uint8_t>(std::lround(20 + 235 * v));
