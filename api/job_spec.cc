@@ -214,7 +214,9 @@ Status ParseData(const json& j, DataOptions* data) {
   EMBODY_RETURN_IF_ERROR(d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row",
                                       "cameras", "proprio", "image_size", "language"}));
   if (d.Has("dataset")) {
-    if (!d.At("dataset").is_string()) return InvalidArgument("must be a string", "engine.data.dataset");
+    if (!d.At("dataset").is_string()) {
+      return InvalidArgument("must be a string", "engine.data.dataset");
+    }
     data->dataset = d.At("dataset").get<std::string>();
   }
   EMBODY_ASSIGN_OR_RETURN(dataset, ParseDatasetRef(data->dataset));
