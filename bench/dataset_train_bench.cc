@@ -29,7 +29,6 @@
 #include "engine/report/recording_sink.h"
 #include "engine/testing/reach_hdf5.h"
 #include "engine/trainer.h"
-#include "storage/testing/robomimic_file.h"
 
 namespace {
 
@@ -109,13 +108,16 @@ int main(int argc, char** argv) {
     std::string root, dataset;
     double import_seconds = 0;
     if (leader) {
-      root = storage::testing::MakeTempDir(a.dir + "/dataset_train_bench");
+      std::string tmpl = a.dir + "/dataset_train_benchXXXXXX";
+      if (::mkdtemp(tmpl.data()) != nullptr) root = tmpl;
       engine::testing::ReachHdf5Spec spec;
       spec.demos = a.demos;
       spec.frames = a.frames;
       spec.image_size = a.image;
       const double t0 = common::MonotonicSeconds();
-      auto made = engine::testing::MakeReachDataset(root, spec, 256 << 10, 1 << 20);
+      auto made = root.empty() ? common::Result<std::string>(common::Internal(
+                                     "cannot make a directory under " + a.dir))
+                               : engine::testing::MakeReachDataset(root, spec, 256 << 10, 1 << 20);
       import_seconds = common::MonotonicSeconds() - t0;
       if (made.ok()) {
         dataset = *made;
