@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "api/dataset_ref.h"
+
 namespace api {
 
 using common::Code;
@@ -173,6 +175,82 @@ Status ParseResources(const json& j, const SpecLimits& limits, Resources* r) {
   return Status::Ok();
 }
 
+// An obs key list: at most kMaxDatasetKeys names of 1-128 characters of letters, digits, '_',
+// '-', '.' and '/'; a bare name gets the "obs/" prefix.
+Status GetObsKeys(const ObjectReader& d, const std::string& key, std::vector<std::string>* out) {
+  if (!d.Has(key)) return Status::Ok();
+  const json& v = d.At(key);
+  if (!v.is_array() || v.size() > static_cast<size_t>(kMaxDatasetKeys)) {
+    return InvalidArgument("must be an array of at most " + std::to_string(kMaxDatasetKeys) +
+                               " obs key names",
+                           d.PathOf(key));
+  }
+  out->clear();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string path = d.PathOf(key) + "[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) return InvalidArgument("must be a string", path);
+    std::string name = v[i].get<std::string>();
+    bool ok = !name.empty() && name.size() <= 128;
+    for (char c : name) {
+      ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '-' || c == '.' || c == '/');
+    }
+    if (!ok) {
+      return InvalidArgument("must be 1-128 characters of letters, digits, '_', '-', '.', '/'",
+                             path);
+    }
+    if (name.rfind("obs/", 0) != 0) name = "obs/" + name;
+    for (const auto& seen : *out) {
+      if (seen == name) return InvalidArgument("names " + name + " twice", path);
+    }
+    out->push_back(std::move(name));
+  }
+  return Status::Ok();
+}
+
+Status ParseData(const json& j, DataOptions* data) {
+  ObjectReader d(j, "engine.data");
+  EMBODY_RETURN_IF_ERROR(d.CheckObject());
+  EMBODY_RETURN_IF_ERROR(d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row",
+                                      "cameras", "proprio", "image_size", "language"}));
+  if (d.Has("dataset")) {
+    if (!d.At("dataset").is_string()) {
+      return InvalidArgument("must be a string", "engine.data.dataset");
+    }
+    data->dataset = d.At("dataset").get<std::string>();
+  }
+  EMBODY_ASSIGN_OR_RETURN(dataset, ParseDatasetRef(data->dataset));
+  if (dataset.is_directory()) data->dataset = kDirDatasetPrefix + dataset.path;
+  EMBODY_RETURN_IF_ERROR(d.GetInt("rows_per_step", 1, 1 << 20, &data->rows_per_step));
+  EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &data->packing));
+  EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &data->tokens_per_row));
+  for (const char* key : {"cameras", "proprio", "image_size", "language"}) {
+    if (d.Has(key) && !dataset.is_directory()) {
+      return InvalidArgument("only applies to a \"dir:\" dataset", d.PathOf(key));
+    }
+  }
+  EMBODY_RETURN_IF_ERROR(GetObsKeys(d, "cameras", &data->cameras));
+  EMBODY_RETURN_IF_ERROR(GetObsKeys(d, "proprio", &data->proprio));
+  EMBODY_RETURN_IF_ERROR(d.GetInt("image_size", kMinImageSize, kMaxImageSize, &data->image_size));
+  if (data->image_size % 8 != 0) {
+    return InvalidArgument("must be a multiple of 8 (the model's patches are 8x8)",
+                           "engine.data.image_size");
+  }
+  if (d.Has("language")) {
+    const json& v = d.At("language");
+    if (!v.is_string()) return InvalidArgument("must be a string", "engine.data.language");
+    data->language = v.get<std::string>();
+    bool ok = data->language.size() <= kMaxLanguageBytes;
+    for (unsigned char c : data->language) ok = ok && c >= 0x20 && c != 0x7f;
+    if (!ok) {
+      return InvalidArgument("must be at most " + std::to_string(kMaxLanguageBytes) +
+                                 " bytes without control characters",
+                             "engine.data.language");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
@@ -214,32 +292,32 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
                                " exceeds " + std::to_string(kMaxHeadDim) + "; use more heads",
                            "engine.model.heads");
   }
-  const int longest_sample = kSimReachMaxContextTokens + mo.action_horizon;
-  if (longest_sample > kMaxPositions) {
-    return InvalidArgument("samples of up to " + std::to_string(kSimReachMaxContextTokens) +
-                               " context tokens plus the action chunk exceed the model's " +
-                               std::to_string(kMaxPositions) + " positions; at most " +
-                               std::to_string(kMaxPositions - kSimReachMaxContextTokens) +
-                               " actions",
+  if (o.Has("data")) EMBODY_RETURN_IF_ERROR(ParseData(o.At("data"), &e->data));
+  EMBODY_ASSIGN_OR_RETURN(dataset, ParseDatasetRef(e->data.dataset));
+  if (!dataset.is_directory()) {
+    // The built-in stream's longest sample is known here; a dataset's is checked by the engine
+    // against the dataset's own token counts when it opens it.
+    const int longest_sample = kSimReachMaxContextTokens + mo.action_horizon;
+    if (longest_sample > kMaxPositions) {
+      return InvalidArgument("samples of up to " + std::to_string(kSimReachMaxContextTokens) +
+                                 " context tokens plus the action chunk exceed the model's " +
+                                 std::to_string(kMaxPositions) + " positions; at most " +
+                                 std::to_string(kMaxPositions - kSimReachMaxContextTokens) +
+                                 " actions",
+                             "engine.model.action_horizon");
+    }
+    if (e->data.tokens_per_row < longest_sample) {
+      return InvalidArgument("must hold the longest sample: " +
+                                 std::to_string(kSimReachMaxContextTokens) + " context + " +
+                                 std::to_string(mo.action_horizon) + " action tokens = " +
+                                 std::to_string(longest_sample) + ", got " +
+                                 std::to_string(e->data.tokens_per_row),
+                             "engine.data.tokens_per_row");
+    }
+  } else if (mo.action_horizon + 1 > kMaxPositions) {
+    return InvalidArgument("the action chunk alone exceeds the model's " +
+                               std::to_string(kMaxPositions) + " positions",
                            "engine.model.action_horizon");
-  }
-  if (o.Has("data")) {
-    ObjectReader d(o.At("data"), "engine.data");
-    EMBODY_RETURN_IF_ERROR(d.CheckObject());
-    EMBODY_RETURN_IF_ERROR(
-        d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row"}));
-    EMBODY_RETURN_IF_ERROR(d.GetString("dataset", {"sim:reach"}, &e->data.dataset));
-    EMBODY_RETURN_IF_ERROR(d.GetInt("rows_per_step", 1, 1 << 20, &e->data.rows_per_step));
-    EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &e->data.packing));
-    EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &e->data.tokens_per_row));
-  }
-  if (e->data.tokens_per_row < longest_sample) {
-    return InvalidArgument("must hold the longest sample: " +
-                               std::to_string(kSimReachMaxContextTokens) + " context + " +
-                               std::to_string(mo.action_horizon) + " action tokens = " +
-                               std::to_string(longest_sample) + ", got " +
-                               std::to_string(e->data.tokens_per_row),
-                           "engine.data.tokens_per_row");
   }
   if (e->attention == "padded" && e->data.packing) {
     return InvalidArgument(
@@ -348,6 +426,25 @@ Result<JobSpec> ParseJobSpecText(const std::string& body, const SpecLimits& limi
   return ParseJobSpec(j, limits);
 }
 
+namespace {
+
+json DataJson(const DataOptions& d) {
+  json j = {{"dataset", d.dataset},
+            {"rows_per_step", d.rows_per_step},
+            {"packing", d.packing},
+            {"tokens_per_row", d.tokens_per_row}};
+  // The dataset options exist only for a dataset directory (ParseData refuses them otherwise).
+  if (d.dataset.rfind(kDirDatasetPrefix, 0) == 0) {
+    j["cameras"] = d.cameras;
+    j["proprio"] = d.proprio;
+    j["image_size"] = d.image_size;
+    j["language"] = d.language;
+  }
+  return j;
+}
+
+}  // namespace
+
 json ToJson(const JobSpec& s) {
   json j;
   j["name"] = s.name;
@@ -374,11 +471,7 @@ json ToJson(const JobSpec& s) {
           {"action_dim", e.model.action_dim},
           {"action_head", e.model.action_head},
           {"inference_steps", e.model.inference_steps}}},
-        {"data",
-         {{"dataset", e.data.dataset},
-          {"rows_per_step", e.data.rows_per_step},
-          {"packing", e.data.packing},
-          {"tokens_per_row", e.data.tokens_per_row}}},
+        {"data", DataJson(e.data)},
         {"attention", e.attention},
         {"optim",
          {{"lr", e.optim.lr},

@@ -45,7 +45,9 @@ struct ModelOptions {
   int inference_steps = 4;
 };
 struct DataOptions {
-  std::string dataset = "sim:reach";  // built-in scripted task
+  // "sim:reach" (built-in scripted task) or "dir:/abs/path" (a dataset made by embody-data);
+  // parsed by api/dataset_ref.h.
+  std::string dataset = "sim:reach";
   // Rows per rank per optimizer step. Packing: each rank takes the number of samples whose mean
   // length (the built-in distribution's, action chunk included) fills rows_per_step rows of
   // tokens_per_row, packed best-fit decreasing (so a step holds about rows_per_step rows, a few
@@ -56,7 +58,28 @@ struct DataOptions {
   // one sample per row, padded.
   bool packing = true;
   int tokens_per_row = 512;  // packed row length; the longest row either way
+
+  // How a "dir:" dataset's episodes become policy samples (docs/engine.md, "Training on a
+  // dataset"); not allowed with "sim:reach". Keys are obs keys, written "obs/<name>" (a bare
+  // name gets the prefix).
+  // Camera keys (u8, (H, W, C)) in token order; empty: every image key of the dataset.
+  std::vector<std::string> cameras;
+  // Low-dimensional keys concatenated into the state token (normalised by the dataset's
+  // statistics, zero-padded to 16); empty: robomimic's eef pos/quat + gripper qpos, or LIBERO's
+  // joint + gripper states, or else every low-dim obs key.
+  std::vector<std::string> proprio;
+  // Cameras are resized to image_size × image_size (a multiple of 8: the model's 8×8 patches),
+  // i.e. (image_size/8)² patch tokens per camera.
+  int image_size = 32;
+  // Instruction for episodes that carry none (robomimic files have none; LIBERO's come from the
+  // file). Empty: such samples have no language tokens.
+  std::string language;
 };
+
+inline constexpr int kMaxDatasetKeys = 16;
+inline constexpr int kMinImageSize = 8;
+inline constexpr int kMaxImageSize = 128;
+inline constexpr size_t kMaxLanguageBytes = 1024;
 
 // Limits the engine's model and data impose on a spec. Samples of the built-in dataset hold up
 // to kSimReachMaxContextTokens context tokens (engine/data/embodied_lengths.h, checked by the

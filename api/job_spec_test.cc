@@ -231,6 +231,73 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
   }
 }
 
+// A dataset directory with the options that map its keys to the model's modalities.
+TEST(JobSpecTest, DatasetDirectoryOptions) {
+  json j = Valid();
+  j["engine"]["data"] = {{"dataset", "dir:/data/lift/"},
+                         {"cameras", {"agentview_image", "obs/robot0_eye_in_hand_image"}},
+                         {"proprio", {"robot0_eef_pos"}},
+                         {"image_size", 64},
+                         {"language", "lift the cube"},
+                         {"tokens_per_row", 256}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->engine.data.dataset, "dir:/data/lift");
+  EXPECT_EQ(r->engine.data.cameras,
+            (std::vector<std::string>{"obs/agentview_image", "obs/robot0_eye_in_hand_image"}));
+  EXPECT_EQ(r->engine.data.proprio, std::vector<std::string>{"obs/robot0_eef_pos"});
+  EXPECT_EQ(r->engine.data.image_size, 64);
+  EXPECT_EQ(r->engine.data.language, "lift the cube");
+  // tokens_per_row below the built-in stream's longest sample is fine: the engine checks it
+  // against the dataset.
+  EXPECT_EQ(r->engine.data.tokens_per_row, 256);
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+  // Defaults for a directory.
+  json d = Valid();
+  d["engine"]["data"] = {{"dataset", "dir:/data/lift"}};
+  auto rd = ParseJobSpec(d, {});
+  ASSERT_TRUE(rd.ok()) << rd.status().ToString();
+  EXPECT_EQ(rd->engine.data.image_size, 32);
+  EXPECT_TRUE(rd->engine.data.cameras.empty());
+  // The built-in stream's JSON carries no dataset options.
+  EXPECT_FALSE(ToJson(*ParseJobSpec(Valid(), {}))["engine"]["data"].contains("cameras"));
+
+  struct Case {
+    const char* what;
+    json data;
+    const char* field;
+  };
+  const std::vector<Case> cases = {
+      {"relative", {{"dataset", "dir:data/lift"}}, "engine.data.dataset"},
+      {"dotdot", {{"dataset", "dir:/data/../etc"}}, "engine.data.dataset"},
+      {"not a string", {{"dataset", 3}}, "engine.data.dataset"},
+      {"options with sim", {{"image_size", 32}}, "engine.data.image_size"},
+      {"image size not x8", {{"dataset", "dir:/d"}, {"image_size", 36}}, "engine.data.image_size"},
+      {"image size huge", {{"dataset", "dir:/d"}, {"image_size", 4096}}, "engine.data.image_size"},
+      {"camera not string", {{"dataset", "dir:/d"}, {"cameras", {1}}}, "engine.data.cameras[0]"},
+      {"camera odd chars", {{"dataset", "dir:/d"}, {"cameras", {"a b"}}}, "engine.data.cameras[0]"},
+      {"camera twice",
+       {{"dataset", "dir:/d"}, {"cameras", {"a", "obs/a"}}},
+       "engine.data.cameras[1]"},
+      {"too many keys",
+       {{"dataset", "dir:/d"}, {"proprio", json(std::vector<std::string>(17, "k"))}},
+       "engine.data.proprio"},
+      {"language control", {{"dataset", "dir:/d"}, {"language", "a\nb"}}, "engine.data.language"},
+      {"language long",
+       {{"dataset", "dir:/d"}, {"language", std::string(kMaxLanguageBytes + 1, 'a')}},
+       "engine.data.language"},
+  };
+  for (const auto& c : cases) {
+    json bad = Valid();
+    bad["engine"]["data"] = c.data;
+    common::Status s = Err(bad);
+    EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << c.what << ": " << s.ToString();
+    EXPECT_EQ(s.field(), c.field) << c.what << ": " << s.ToString();
+  }
+}
+
 TEST(JobSpecTest, CommandRules) {
   json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}}};
   EXPECT_EQ(Err(j).field(), "command");

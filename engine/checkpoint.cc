@@ -22,6 +22,8 @@ constexpr char kMagic[8] = {'E', 'M', 'B', 'D', 'C', 'K', 'P', 'T'};
 constexpr size_t kHeaderBytesV1 = 8 + 4 + 4 + 8 + 8 + 8;
 // ... then data_seed, data_next, data_epoch, rng_count, reserved
 constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 8 + 8 + 8 + 4 + 4;
+// ... then data_in_epoch, dataset_samples, dataset_fingerprint
+constexpr size_t kHeaderBytesV3 = kHeaderBytesV2 + 8 + 8 + 8;
 constexpr size_t kMaxRngNameBytes = 256;
 
 uint64_t Fnv1a64(const char* p, size_t n) {
@@ -84,7 +86,7 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   const std::string config = d.config.dump();
   const uint64_t n = d.params.size();
   std::string out;
-  out.reserve(kHeaderBytesV2 + config.size() + 3 * n * sizeof(float) + 8 + 64 * d.rng.size());
+  out.reserve(kHeaderBytesV3 + config.size() + 3 * n * sizeof(float) + 8 + 64 * d.rng.size());
   out.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(&out, kCheckpointVersion);
   Put<uint32_t>(&out, static_cast<uint32_t>(config.size()));
@@ -96,6 +98,9 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   Put<uint64_t>(&out, d.data.epoch);
   Put<uint32_t>(&out, static_cast<uint32_t>(d.rng.size()));
   Put<uint32_t>(&out, 0);
+  Put<uint64_t>(&out, d.data.in_epoch);
+  Put<uint64_t>(&out, d.data.dataset_samples);
+  Put<uint64_t>(&out, d.data.dataset_fingerprint);
   out.append(config);
   for (const auto& [name, state] : d.rng) {
     Put<uint32_t>(&out, static_cast<uint32_t>(name.size()));
@@ -124,7 +129,7 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
   uint32_t version = 0, config_bytes = 0;
   r.GetBytes(sizeof(kMagic), &magic);
   r.Get(&version);
-  if (version != 1 && version != kCheckpointVersion) {
+  if (version < 1 || version > kCheckpointVersion) {
     return common::InvalidArgument("unsupported checkpoint version " + std::to_string(version));
   }
   CheckpointData d;
@@ -138,7 +143,11 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
   } else if (!r.Get(&d.data.seed) || !r.Get(&d.data.next_sample) || !r.Get(&d.data.epoch) ||
              !r.Get(&rng_count) || !r.Get(&reserved)) {
     return Truncated();
+  } else if (version >= 3 && (!r.Get(&d.data.in_epoch) || !r.Get(&d.data.dataset_samples) ||
+                              !r.Get(&d.data.dataset_fingerprint))) {
+    return Truncated();
   }
+  // Version 2 files come from the built-in stream only: no dataset, no position in an epoch.
   std::string config;
   if (!r.GetBytes(config_bytes, &config)) return Truncated();
   try {

@@ -2,9 +2,9 @@
 // model parameters, AdamW state (m, v, t), the training step, the data position and named RNG
 // states.
 //
-// File layout, little-endian (format version 2):
+// File layout, little-endian (format version 3):
 //   char[8]  magic "EMBDCKPT"
-//   u32      version         2
+//   u32      version         3
 //   u32      config_bytes
 //   u64      step            optimizer steps completed
 //   u64      adam_t          AdamW step count
@@ -14,6 +14,9 @@
 //   u64      data_epoch      passes completed over a finite dataset (0 for the built-in stream)
 //   u32      rng_count
 //   u32      reserved        0
+//   u64      data_in_epoch   samples of the current epoch consumed (v3; 0 for the built-in stream)
+//   u64      dataset_samples samples per epoch of the dataset trained on (v3; 0: built-in stream)
+//   u64      dataset_fingerprint  identity of that dataset's shards (v3; 0: built-in stream)
 //   char[]   config          JSON (config_bytes): engine options, model shape, world size
 //   rng_count × { u32 name_bytes, char[] name, u64 state }
 //   f32[n]   params
@@ -21,10 +24,15 @@
 //   f32[n]   adam v
 //   u64      FNV-1a 64 of every byte before it
 // Version 1 files (no data position, no RNG states) still decode, with has_data_position false;
-// the trainer refuses to resume from them, since their data stream was keyed by rank.
+// the trainer refuses to resume from them, since their data stream was keyed by rank. Version 2
+// files (written before the engine trained on datasets) decode with the v3 fields 0: the
+// built-in stream.
 //
 // The data position is rank-count independent (engine/data/loader.h): samples are a function of
-// (seed, global index), so a checkpoint written by W ranks resumes on any W'. The built-in trainer
+// (seed, global index), so a checkpoint written by W ranks resumes on any W'. On a dataset the
+// global index runs through the epochs' shuffled orders (engine/data/dataset_stream.h):
+// next_sample = data_epoch · dataset_samples + data_in_epoch; the fingerprint ties the position to
+// the dataset it counts in. The built-in trainer
 // draws nothing outside that stream, so its rng map is empty; a component with a generator that
 // carries state across steps (SplitMix64: one u64 word) records it under its own name.
 //
@@ -44,12 +52,15 @@
 
 namespace engine {
 
-inline constexpr uint32_t kCheckpointVersion = 2;
+inline constexpr uint32_t kCheckpointVersion = 3;
 
 struct DataPosition {
   uint64_t seed = 0;
-  uint64_t next_sample = 0;
+  uint64_t next_sample = 0;  // global index into the stream, over all ranks and epochs
   uint64_t epoch = 0;
+  uint64_t in_epoch = 0;
+  uint64_t dataset_samples = 0;      // 0: the built-in stream
+  uint64_t dataset_fingerprint = 0;  // 0: the built-in stream
 };
 
 struct CheckpointData {

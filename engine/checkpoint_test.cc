@@ -36,6 +36,9 @@ class CheckpointTest : public ::testing::Test {
     d.data.seed = 7;
     d.data.next_sample = 42 * 64;
     d.data.epoch = 1;
+    d.data.in_epoch = 42 * 64 - 2000;
+    d.data.dataset_samples = 2000;
+    d.data.dataset_fingerprint = 0xfeedf00dULL;
     d.rng["flow_noise"] = 0x0123456789abcdefULL;
     d.rng["dropout"] = 99;
     return d;
@@ -62,6 +65,9 @@ TEST_F(CheckpointTest, RoundTrip) {
   EXPECT_EQ(loaded->data.seed, 7u);
   EXPECT_EQ(loaded->data.next_sample, 42u * 64);
   EXPECT_EQ(loaded->data.epoch, 1u);
+  EXPECT_EQ(loaded->data.in_epoch, 42u * 64 - 2000);
+  EXPECT_EQ(loaded->data.dataset_samples, 2000u);
+  EXPECT_EQ(loaded->data.dataset_fingerprint, 0xfeedf00dULL);
   EXPECT_EQ(loaded->rng, d.rng);
 }
 
@@ -97,6 +103,43 @@ TEST_F(CheckpointTest, DecodesVersion1WithoutDataPosition) {
   EXPECT_EQ(d->step, 3);
   EXPECT_EQ(d->params, (std::vector<float>{1.f, 2.f}));
   EXPECT_EQ(d->adam_v, (std::vector<float>{0.01f, 0.02f}));
+}
+
+// A version 2 file (before datasets): the same header without the three v3 words; it decodes
+// as the built-in stream.
+TEST_F(CheckpointTest, DecodesVersion2AsTheBuiltInStream) {
+  std::string b = "EMBDCKPT";
+  const std::string config = R"({"model":{"d_model":8}})";
+  Append<uint32_t>(&b, 2);
+  Append<uint32_t>(&b, static_cast<uint32_t>(config.size()));
+  Append<uint64_t>(&b, 5);    // step
+  Append<uint64_t>(&b, 5);    // adam_t
+  Append<uint64_t>(&b, 1);    // n
+  Append<uint64_t>(&b, 9);    // data_seed
+  Append<uint64_t>(&b, 320);  // data_next
+  Append<uint64_t>(&b, 0);    // data_epoch
+  Append<uint32_t>(&b, 1);    // rng_count
+  Append<uint32_t>(&b, 0);    // reserved
+  b += config;
+  Append<uint32_t>(&b, 4);
+  b += "flow";
+  Append<uint64_t>(&b, 77);
+  for (float f : {1.f, 0.1f, 0.01f}) Append<float>(&b, f);
+  auto d = DecodeCheckpoint(WithChecksum(b));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->has_data_position);
+  EXPECT_EQ(d->data.seed, 9u);
+  EXPECT_EQ(d->data.next_sample, 320u);
+  EXPECT_EQ(d->data.in_epoch, 0u);
+  EXPECT_EQ(d->data.dataset_samples, 0u);
+  EXPECT_EQ(d->data.dataset_fingerprint, 0u);
+  EXPECT_EQ(d->rng.at("flow"), 77u);
+  EXPECT_EQ(d->params, std::vector<float>{1.f});
+  // A version from the future is refused.
+  std::string future = b;
+  const uint32_t v4 = 4;
+  std::memcpy(future.data() + 8, &v4, 4);
+  EXPECT_FALSE(DecodeCheckpoint(WithChecksum(future)).ok());
 }
 
 TEST_F(CheckpointTest, RejectsLyingHeaderWithValidChecksum) {

@@ -112,12 +112,15 @@ int main(int argc, char** argv) {
       options.resume_newest = true;  // set by the agent for a restart: see docs/contracts.md
     }
     options.stop_requested = &g_stop_requested;
-    auto result = engine::Train(options, comm, reporter.get());
+    bool failed_on_every_rank = false;
+    auto result = engine::Train(options, comm, reporter.get(), &failed_on_every_rank);
     if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
     if (!result.ok()) {
       Fail(1, "rank " + std::to_string(comm.rank()) + ": " + result.status().ToString());
-      // A failure on one rank (checkpoint I/O) would leave the others blocked in a collective.
-      if (comm.world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+      // A failure on one rank alone would leave the others blocked in a collective; one that every
+      // rank returned together (bad data, checkpoint I/O) ends each of them normally, so every
+      // rank's message reaches its log.
+      if (comm.world_size() > 1 && !failed_on_every_rank) MPI_Abort(MPI_COMM_WORLD, 1);
       code = 1;
     } else if (result->stopped) {
       // Asked to stop (preemption, cancel): the checkpoint is written, the run can resume from

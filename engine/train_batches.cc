@@ -9,16 +9,23 @@
 namespace engine {
 
 int SamplesPerRank(const api::EngineOptions& e) {
+  return SamplesPerRank(e, data::EmbodiedLengthConfig{}.MeanTokens() + e.model.action_horizon);
+}
+
+int SamplesPerRank(const api::EngineOptions& e, double mean) {
   if (!e.data.packing) return e.data.rows_per_step;
-  const double mean = data::EmbodiedLengthConfig{}.MeanTokens() + e.model.action_horizon;
   const double fit = static_cast<double>(e.data.rows_per_step) * e.data.tokens_per_row / mean;
   return std::max(1, static_cast<int>(std::floor(fit)));
 }
 
-data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world) {
+data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world,
+                               std::shared_ptr<const data::DatasetStream> dataset) {
   data::PlanConfig p;
   p.seed = e.seed;
-  p.samples_per_step = static_cast<int64_t>(SamplesPerRank(e)) * world;
+  const int per_rank =
+      dataset != nullptr ? SamplesPerRank(e, dataset->MeanTokens()) : SamplesPerRank(e);
+  p.samples_per_step = static_cast<int64_t>(per_rank) * world;
+  p.dataset = std::move(dataset);
   p.rank = rank;
   p.world = world;
   p.tokens_per_row = e.data.tokens_per_row;
@@ -26,16 +33,21 @@ data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world)
   return p;
 }
 
-common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
-                              const data::PackedPlan& plan, TrainBatch* out) {
+namespace {
+
+// Lays out out->samples (filled by the caller) packed or padded, and builds the model's batch.
+common::Status LayOutTrainBatch(const PolicyConfig& model, bool packing,
+                                const data::PackedPlan& plan, TrainBatch* out) {
   const int n = plan.num_samples();
-  out->samples.resize(n);
   out->lengths.resize(n);
   int longest = 1;
   for (int i = 0; i < n; ++i) {
-    MakeReachSample(task, plan.SampleId(i), plan.sample_seeds[i], plan.compositions[i], model.vocab,
-                    &out->samples[i]);
     out->lengths[i] = out->samples[i].NumTokens(model.action_horizon);
+    if (out->lengths[i] != plan.lengths[i]) {
+      return common::Internal("sample " + std::to_string(plan.SampleId(i)) + " has " +
+                              std::to_string(out->lengths[i]) + " tokens, its plan says " +
+                              std::to_string(plan.lengths[i]));
+    }
     longest = std::max(longest, out->lengths[i]);
   }
   const data::PackedRows* rows = &plan.rows;
@@ -61,6 +73,62 @@ common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, 
   out->slots = static_cast<int64_t>(out->batch.num_slots());
   out->useful_flops = StepFlops(model, out->batch);
   return common::Status::Ok();
+}
+
+}  // namespace
+
+common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
+                              const data::PackedPlan& plan, TrainBatch* out) {
+  const int n = plan.num_samples();
+  out->samples.resize(n);
+  for (int i = 0; i < n; ++i) {
+    MakeReachSample(task, plan.SampleId(i), plan.sample_seeds[i], plan.compositions[i], model.vocab,
+                    &out->samples[i]);
+  }
+  return LayOutTrainBatch(model, packing, plan, out);
+}
+
+DatasetSampleReader::DatasetSampleReader(const DatasetSource& source, const data::PlanConfig& plan,
+                                         uint64_t first_sample, int64_t num_steps,
+                                         storage::ReadAheadOptions options) {
+  uint64_t begin = 0, end = 0;
+  data::RankSlice(0, plan.samples_per_step, plan.rank, plan.world, &begin, &end);
+  const uint64_t per_step = end - begin;
+  const uint64_t count = per_step * static_cast<uint64_t>(std::max<int64_t>(0, num_steps));
+  const uint64_t global_step = static_cast<uint64_t>(plan.samples_per_step);
+  const uint64_t seed = plan.seed;
+  std::shared_ptr<const data::DatasetStream> stream = plan.dataset;
+  ahead_ = std::make_unique<storage::ReadAhead<Item>>(
+      count,
+      [&source, stream, first_sample, per_step, global_step, begin,
+       seed](uint64_t i) -> common::Result<Item> {
+        Item item;
+        item.global = first_sample + (i / per_step) * global_step + begin + i % per_step;
+        EMBODY_RETURN_IF_ERROR(source.MakeSample(
+            stream->SampleAt(item.global), data::SampleSeed(seed, item.global), &item.sample));
+        return item;
+      },
+      options);
+}
+
+common::Status DatasetSampleReader::Next(uint64_t global_index, PolicySample* out) {
+  EMBODY_ASSIGN_OR_RETURN(item, ahead_->Next());
+  if (!item.has_value()) return common::Internal("dataset reader: no more samples");
+  if (item->global != global_index) {
+    return common::Internal("dataset reader: sample " + std::to_string(item->global) +
+                            " read where the plan wants " + std::to_string(global_index));
+  }
+  *out = std::move(item->sample);
+  return common::Status::Ok();
+}
+
+common::Status FillDatasetBatch(DatasetSampleReader& reader, const PolicyConfig& model,
+                                bool packing, const data::PackedPlan& plan, TrainBatch* out) {
+  const int n = plan.num_samples();
+  out->samples.resize(n);
+  for (int i = 0; i < n; ++i)
+    EMBODY_RETURN_IF_ERROR(reader.Next(plan.SampleId(i), &out->samples[i]));
+  return LayOutTrainBatch(model, packing, plan, out);
 }
 
 double StepFlops(const PolicyConfig& m, const PackedBatch& b) {

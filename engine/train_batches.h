@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/data/loader.h"
+#include "engine/dataset_source.h"
 #include "engine/model/packed_batch.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/sim/reach_task.h"
@@ -34,16 +36,45 @@ struct TrainBatch {
   double useful_flops = 0.0;  // forward + backward FLOPs on real tokens (StepFlops)
 };
 
-// Samples each rank takes per step (see api::DataOptions::rows_per_step).
+// Samples each rank takes per step (see api::DataOptions::rows_per_step), for samples of the
+// built-in stream, or of a dataset whose mean packed length is `mean_sample_tokens`.
 int SamplesPerRank(const api::EngineOptions& e);
+int SamplesPerRank(const api::EngineOptions& e, double mean_sample_tokens);
 
-// The loader's plan configuration for `rank` of `world`.
-data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world);
+// The loader's plan configuration for `rank` of `world`: the built-in stream, or `dataset`'s.
+data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world,
+                               std::shared_ptr<const data::DatasetStream> dataset = nullptr);
 
 // Materialises `plan` into *out: each sample from the task (MakeReachSample), laid out packed
 // or padded as `packing` says; language ids stay below model.vocab.
 common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
                               const data::PackedPlan& plan, TrainBatch* out);
+
+// This rank's dataset samples for the steps a Loader will plan (first_sample, num_steps and
+// `plan` as given to it), read from the shards and decoded (DatasetSource::MakeSample) ahead of
+// the loader by background threads (storage::ReadAhead), and handed out in plan order. The read
+// order is known in advance because a plan is a pure function of its step.
+class DatasetSampleReader {
+ public:
+  DatasetSampleReader(const DatasetSource& source, const data::PlanConfig& plan,
+                      uint64_t first_sample, int64_t num_steps, storage::ReadAheadOptions options);
+  // Moves the next sample into *out. `global_index` is the plan's index for it; a mismatch is an
+  // internal error. A read error (naming the shard file and episode) ends the stream.
+  common::Status Next(uint64_t global_index, PolicySample* out);
+  // Times the loader found its sample not yet decoded.
+  uint64_t waits() const { return ahead_->waits(); }
+
+ private:
+  struct Item {
+    uint64_t global = 0;
+    PolicySample sample;
+  };
+  std::unique_ptr<storage::ReadAhead<Item>> ahead_;
+};
+
+// Materialises a dataset plan: its samples from `reader`, laid out as FillTrainBatch does.
+common::Status FillDatasetBatch(DatasetSampleReader& reader, const PolicyConfig& model,
+                                bool packing, const data::PackedPlan& plan, TrainBatch* out);
 
 // Useful FLOPs of one training step (forward + backward = 3 × forward) of `model` on the real
 // tokens of `batch`: every matrix product (embeddings' linears, the blocks' QKV, output

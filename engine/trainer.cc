@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <memory>
 
+#include "api/dataset_ref.h"
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/time_util.h"
 #include "engine/checkpoint.h"
 #include "engine/data/loader.h"
+#include "engine/dataset_source.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
@@ -87,8 +89,23 @@ common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path,
   return d;
 }
 
+// Every rank learns whether any rank failed; a rank that did returns its own error, the others
+// say which rank to look at. So a failure that only some ranks see (a corrupt chunk only one
+// rank reads) ends the run on all of them at the same point instead of leaving the rest blocked
+// in the next collective.
+common::Status AgreeOnFailure(const common::Status& mine, Communicator& comm,
+                              const std::string& what) {
+  const double failed_rank = mine.ok() ? -1.0 : static_cast<double>(comm.rank());
+  const double first = comm.AllreduceMax(failed_rank);
+  if (!mine.ok()) return mine;
+  if (first < 0) return common::Status::Ok();
+  return common::FailedPrecondition("stopped: rank " + std::to_string(static_cast<int>(first)) +
+                                    " failed " + what + " (its log says why)");
+}
+
 common::Status CheckResumable(const CheckpointData& ck, const nlohmann::json& model_json, size_t n,
-                              const api::EngineOptions& e, const std::string& path) {
+                              const api::EngineOptions& e, const std::string& path,
+                              const DatasetSource* source) {
   if (!ck.has_data_position) {
     return common::InvalidArgument(path + " is a version 1 checkpoint without a data position; " +
                                    "it cannot be resumed exactly");
@@ -103,6 +120,18 @@ common::Status CheckResumable(const CheckpointData& ck, const nlohmann::json& mo
                                    std::to_string(ck.data.seed) + " but the job's seed is " +
                                    std::to_string(e.seed));
   }
+  const uint64_t samples = source != nullptr ? source->dataset().samples() : 0;
+  const uint64_t fingerprint = source != nullptr ? source->fingerprint() : 0;
+  if (ck.data.dataset_samples != samples || ck.data.dataset_fingerprint != fingerprint) {
+    auto describe = [](uint64_t n, uint64_t f) {
+      return n == 0 ? std::string("the built-in stream")
+                    : "a dataset of " + std::to_string(n) + " samples (fingerprint " +
+                          std::to_string(f) + ")";
+    };
+    return common::InvalidArgument(path + " continues " +
+                                   describe(ck.data.dataset_samples, ck.data.dataset_fingerprint) +
+                                   " but the job trains on " + describe(samples, fingerprint));
+  }
   if (ck.step > e.optim.steps) {
     return common::InvalidArgument(path + " is at step " + std::to_string(ck.step) +
                                    ", past the job's " + std::to_string(e.optim.steps) + " steps");
@@ -112,11 +141,12 @@ common::Status CheckResumable(const CheckpointData& ck, const nlohmann::json& mo
 
 }  // namespace
 common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& comm,
-                                  EventSink* events) {
+                                  EventSink* events, bool* failed_on_every_rank) {
+  bool ignored = false;
+  if (failed_on_every_rank == nullptr) failed_on_every_rank = &ignored;
+  *failed_on_every_rank = true;  // until the loop: every check before it is made on every rank
   const api::EngineOptions& e = options.engine;
-  if (e.data.dataset != "sim:reach") {
-    return common::InvalidArgument("unknown dataset " + e.data.dataset, "engine.data.dataset");
-  }
+  EMBODY_ASSIGN_OR_RETURN(dataset_ref, api::ParseDatasetRef(e.data.dataset));
   KeepLargeBlocksInHeap();
   const int rank = comm.rank(), world = comm.world_size();
   const bool leader = rank == 0;
@@ -133,6 +163,18 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
   const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
+
+  // A dataset directory: every rank opens it (it must be readable where every rank runs) and
+  // computes the same token counts from its indexes.
+  std::unique_ptr<DatasetSource> source;
+  std::shared_ptr<const data::DatasetStream> stream;
+  if (dataset_ref.is_directory()) {
+    auto opened = DatasetSource::Open(dataset_ref.path, e.data, *config, e.data.tokens_per_row);
+    EMBODY_RETURN_IF_ERROR(
+        AgreeOnFailure(opened.status(), comm, "to open dataset " + dataset_ref.path));
+    source = std::move(opened).value();
+    stream = std::make_shared<const data::DatasetStream>(e.seed, source->sample_tokens());
+  }
   AdamWConfig ac;
   ac.weight_decay = static_cast<float>(e.optim.weight_decay);
   AdamW adam(n, ac);
@@ -142,7 +184,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (!options.resume_from.empty()) {
     auto ck = ReadCheckpointOnAllRanks(options.resume_from, options.resume_newest, comm);
     if (!ck.ok()) return ck.status();
-    EMBODY_RETURN_IF_ERROR(CheckResumable(*ck, model_json, n, e, options.resume_from));
+    EMBODY_RETURN_IF_ERROR(
+        CheckResumable(*ck, model_json, n, e, options.resume_from, source.get()));
     std::copy(ck->params.begin(), ck->params.end(), model.params());
     adam.Restore(ck->adam_t, std::move(ck->adam_m), std::move(ck->adam_v));
     result.first_step = ck->step;
@@ -176,14 +219,28 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     result.gemm_gflops = comm.AllreduceSum(MeasureGemmGflops());
   }
 
-  const int samples_per_rank = SamplesPerRank(e);
-  const int64_t global_samples = static_cast<int64_t>(samples_per_rank) * world;
+  const data::PlanConfig plan_config = PlanConfigFor(e, rank, world, stream);
+  const int64_t global_samples = plan_config.samples_per_step;
+  const int samples_per_rank = static_cast<int>(global_samples / world);
   if (leader) {
     common::LogInfo("training", {{"world_size", std::to_string(world)},
                                  {"params", std::to_string(model.layout().num_parameters())},
                                  {"samples_per_rank", std::to_string(samples_per_rank)},
                                  {"gemm_gflops", std::to_string(result.gemm_gflops)},
                                  {"config", ckpt_config["engine"].dump()}});
+    if (source != nullptr) {
+      std::string cams, props;
+      for (const auto& k : source->camera_keys()) cams += (cams.empty() ? "" : ",") + k;
+      for (const auto& k : source->proprio_keys()) props += (props.empty() ? "" : ",") + k;
+      common::LogInfo(
+          "dataset", {{"path", dataset_ref.path},
+                      {"episodes", std::to_string(source->dataset().episodes())},
+                      {"samples", std::to_string(stream->samples())},
+                      {"mean_sample_tokens", std::to_string(stream->MeanTokens())},
+                      {"cameras", cams},
+                      {"proprio", props},
+                      {"index_counts_checked", source->index_counts_checked() ? "true" : "false"}});
+    }
     if (options.print_progress) {
       std::printf(
           "embody-engine: %d rank(s), policy transformer d_model %d x %d layers, %d heads, mlp "
@@ -196,15 +253,23 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   }
 
   data::Loader<TrainBatch>::Options lo;
-  lo.plan = PlanConfigFor(e, rank, world);
+  lo.plan = plan_config;
   lo.first_step = first_step;
   lo.first_sample = next_sample;
   lo.num_steps = steps - first_step;
   lo.prefetch = options.prefetch;
   const PolicyConfig model_config = *config;
   const bool packing = e.data.packing;
-  auto fill = [&task, model_config, packing](const data::PackedPlan& plan,
-                                             TrainBatch* b) -> common::Status {
+  std::unique_ptr<DatasetSampleReader> reader;
+  if (source != nullptr) {
+    reader = std::make_unique<DatasetSampleReader>(
+        *source, lo.plan, next_sample, lo.num_steps,
+        storage::ReadAheadOptions{options.read_threads,
+                                  static_cast<size_t>(2 * samples_per_rank + 1)});
+  }
+  auto fill = [&task, &reader, model_config, packing](const data::PackedPlan& plan,
+                                                      TrainBatch* b) -> common::Status {
+    if (reader != nullptr) return FillDatasetBatch(*reader, model_config, packing, plan, b);
     return FillTrainBatch(task, model_config, packing, plan, b);
   };
   // Activations for the largest batch expected up front (the model grows them if one is larger):
@@ -212,7 +277,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (packing) {
     model.Reserve(e.data.rows_per_step + 2, e.data.tokens_per_row);
   } else {
-    model.Reserve(samples_per_rank, lo.plan.lengths.MaxTokens() + e.model.action_horizon);
+    model.Reserve(samples_per_rank, stream != nullptr
+                                        ? stream->MaxTokens()
+                                        : lo.plan.lengths.MaxTokens() + e.model.action_horizon);
   }
   data::Loader<TrainBatch> loader(lo, fill);
   GradBuckets buckets(comm, model.grads(), n, GradBucketOptions{options.grad_bucket_bytes});
@@ -235,6 +302,12 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     d.adam_v = adam.v();
     d.data.seed = e.seed;
     d.data.next_sample = next_sample;
+    if (stream != nullptr) {
+      d.data.epoch = stream->Epoch(next_sample);
+      d.data.in_epoch = stream->InEpoch(next_sample);
+      d.data.dataset_samples = stream->samples();
+      d.data.dataset_fingerprint = source->fingerprint();
+    }
     const std::string path = CheckpointPath(ckpt_dir, done);
     auto bytes = SaveCheckpoint(path, d);
     if (!bytes.ok()) return bytes.status();
@@ -252,7 +325,12 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   for (int step = first_step; step < steps; ++step) {
     const double t0 = common::MonotonicSeconds();
     auto item = loader.Next();
-    if (!item.ok()) return item.status();
+    if (world > 1) {
+      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(
+          item.status(), comm, "to load step " + std::to_string(step + 1) + "'s data"));
+    } else if (!item.ok()) {
+      return item.status();
+    }
     const TrainBatch& tb = *item->batch;
     // Global real tokens, slots and useful FLOPs: one small all-reduce, started first so it
     // completes alongside the gradient buckets.
@@ -267,6 +345,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     auto local_loss = model.Forward(tb.batch);
     if (!local_loss.ok()) {
       comm.Wait(stats_id);
+      *failed_on_every_rank = false;  // a batch this rank built; the others go on
       return local_loss.status();
     }
     const double t_fwd = common::MonotonicSeconds();
@@ -275,7 +354,10 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     const double t_bwd = common::MonotonicSeconds();
     const GlobalStepTotals totals = buckets.Finish();
     comm.Wait(stats_id);
-    if (!backward.ok()) return backward;
+    if (!backward.ok()) {
+      *failed_on_every_rank = false;
+      return backward;
+    }
     const double loss = totals.loss;
     const double t_comm = common::MonotonicSeconds();
     next_sample = item->plan.global_end;
@@ -332,15 +414,17 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     }
     const bool periodic = e.checkpoint.every_steps > 0 && done % e.checkpoint.every_steps == 0;
     const bool stopping = stats[3] > 0 && done < steps;
-    if (!ckpt_dir.empty() && (periodic || done == steps || stopping)) {
-      EMBODY_RETURN_IF_ERROR(save_checkpoint(done));
+    if (!options.checkpoint_dir.empty() && (periodic || done == steps || stopping)) {
+      // Only rank 0 writes; all ranks learn whether it could.
+      const common::Status saved = leader ? save_checkpoint(done) : common::Status::Ok();
+      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(saved, comm, "to write a checkpoint"));
     }
     if (stopping) {
       result.stopped = true;
       steps = done;  // the summary below covers the steps run
       if (leader) {
-        common::LogInfo("stopping early on request", {{"step", std::to_string(done)},
-                                                      {"checkpoint", result.last_checkpoint}});
+        common::LogInfo("stopping early on request",
+                        {{"step", std::to_string(done)}, {"checkpoint", result.last_checkpoint}});
       }
       break;
     }
@@ -354,6 +438,10 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   result.padding_ratio = run_slots > 0 ? 1.0 - run_real / run_slots : 0.0;
   result.params.assign(model.params(), model.params() + n);
   result.next_sample = next_sample;
+  if (stream != nullptr) {
+    result.epoch = stream->Epoch(next_sample);
+    result.in_epoch = stream->InEpoch(next_sample);
+  }
   result.data_wait_seconds = loader.data_wait_seconds();
   if (leader && options.print_progress) {
     if (ran > 0) {
@@ -369,7 +457,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     std::fflush(stdout);
   }
 
-  if (leader && options.eval_samples > 0 && !result.stopped) {
+  *failed_on_every_rank = false;  // the evaluation runs on rank 0 alone
+  if (leader && options.eval_samples > 0 && !result.stopped && source == nullptr) {
     auto ev = EvaluateHeldOut(model, task, e, options.eval_samples);
     if (!ev.ok()) return ev.status();
     result.evaluated = true;

@@ -7,7 +7,11 @@
 // SamplesPerRank × world samples; each rank takes its contiguous slice, and a background loader
 // thread turns it into the model's PackedBatch (engine/train_batches.h: multimodal samples of the
 // scripted reach task, packed best-fit decreasing or padded one per row), keeping batches
-// prefetched and recycling their buffers.
+// prefetched and recycling their buffers. With engine.data.dataset "dir:/path" the stream is the
+// dataset's epochs, each shuffled by the seed (engine/data/dataset_stream.h); packing plans from
+// the token counts alone, and background threads read and decode the rank's samples ahead of the
+// loader (DatasetSampleReader). A read error on any rank (a checksum mismatch names the shard
+// file and episode) ends the run on every rank at the same step.
 //
 // Step: forward; GradBuckets (engine/dist/grad_buckets.h) starts with this rank's loss weight
 // (Σ action-token weights × action_dim); backward reports each layer's gradients as final in
@@ -22,7 +26,12 @@
 // Resume: with resume_from set, rank 0 reads the checkpoint and broadcasts it; every rank restores
 // parameters, AdamW state, the step and the data position, and the run continues to
 // engine.optim.steps. The checkpoint may come from a different number of ranks: the stream goes
-// on from the same global sample, split over the new ranks.
+// on from the same global sample, split over the new ranks. On a dataset that means the same
+// epoch, at the same place in its shuffled order: with the same global batch (samples per rank
+// × ranks) the resumed run takes exactly the batches the interrupted one would have; with a
+// different global batch it takes the same samples in the same order, cut into steps
+// differently. The checkpoint also names the dataset (its sample count and a fingerprint of its
+// shards), and a resume on another dataset is refused.
 //
 // Runs with any Communicator, so tests train in one process with LocalCommunicator.
 #pragma once
@@ -58,11 +67,13 @@ struct TrainerOptions {
   // Gradient all-reduce bucket size, and batches the loader keeps ready.
   size_t grad_bucket_bytes = size_t{2} << 20;
   int prefetch = 2;
+  // Threads that read and decode dataset samples ahead of the loader (dataset jobs only).
+  int read_threads = 2;
   // Measure this machine's GEMM rate at start-up (~0.25 s per rank) and report mfu in step
   // events; without it step events carry no mfu.
   bool measure_gemm_ceiling = false;
   // Held-out samples rank 0 evaluates with the flow-matching sampler after the last step; 0: no
-  // evaluation.
+  // evaluation. Built-in stream only: held-out reach tasks come from the simulator.
   int eval_samples = 0;
   // Set (from a signal handler: main.cc on SIGTERM) to stop early: the ranks agree at the end of
   // the step in which any of them saw it, write a checkpoint of that step, skip the evaluation
@@ -75,9 +86,10 @@ struct TrainResult {
   std::vector<float> losses;  // global per-token mean loss, one per step run (on every rank)
   // Global step totals, one per step run (on every rank).
   std::vector<int64_t> real_tokens;
-  std::vector<float> params;       // final parameters
-  uint64_t next_sample = 0;        // data position at the end: global index of the next sample
-  double data_wait_seconds = 0.0;  // this rank's time waiting for the loader
+  std::vector<float> params;         // final parameters
+  uint64_t next_sample = 0;          // data position at the end: global index of the next sample
+  uint64_t epoch = 0, in_epoch = 0;  // the same position on a dataset (0 for the built-in stream)
+  double data_wait_seconds = 0.0;    // this rank's time waiting for the loader
   double mean_step_seconds = 0.0;
   double tokens_per_s = 0.0;    // global real tokens per second, over the whole run
   double samples_per_s = 0.0;   // global, over the whole run
@@ -91,10 +103,17 @@ struct TrainResult {
 
 // Trains for engine.optim.steps steps. `events` receives rank 0's step and checkpoint events and
 // may be null (also on other ranks, where it is ignored). Errors: bad options (invalid_argument),
-// checkpoint I/O (internal, rank 0 only: the caller must abort the other ranks, e.g. MPI_Abort),
+// checkpoint I/O (rank 0 returns it, the others failed_precondition),
 // a non-finite loss (internal, on every rank), a checkpoint to resume from that cannot be read or
-// does not fit the options (invalid_argument / not_found, on every rank).
+// does not fit the options (invalid_argument / not_found, on every rank), a dataset that cannot be
+// opened or read (the failing rank returns the error naming the file; the others
+// failed_precondition naming that rank). Rank 0 alone evaluates at the end; its errors are rank
+// 0's only.
+//
+// *failed_on_every_rank (when given) says, on failure, whether every rank returned an error at
+// the same point (nothing is left waiting in a collective: each can exit normally) or only this
+// one did (a batch the model refused, the evaluation), so the caller must abort the others.
 common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& comm,
-                                  EventSink* events);
+                                  EventSink* events, bool* failed_on_every_rank = nullptr);
 
 }  // namespace engine

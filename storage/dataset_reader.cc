@@ -94,6 +94,17 @@ common::Status Dataset::ReadRows(uint64_t episode, size_t key, uint32_t begin, u
   return common::Status::Ok();
 }
 
+common::Status Dataset::ReadKeyRows(uint64_t episode, size_t key, uint32_t begin, uint32_t end,
+                                    uint8_t* out) const {
+  if (episode >= episodes() || key >= manifest_.schema.size() || begin > end ||
+      end > EpisodeFrames(episode)) {
+    return common::InvalidArgument(dir_ + ": rows [" + std::to_string(begin) + ", " +
+                                   std::to_string(end) + ") of key " + std::to_string(key) +
+                                   " of episode " + std::to_string(episode) + " do not exist");
+  }
+  return ReadRows(episode, key, begin, end, out);
+}
+
 common::Result<Sample> Dataset::ReadSample(uint64_t sample) const {
   if (sample >= samples()) {
     return common::NotFound(dir_ + ": no sample " + std::to_string(sample) + " (dataset has " +

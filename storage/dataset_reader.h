@@ -60,6 +60,10 @@ class Dataset {
 
   common::Result<Episode> ReadEpisode(uint64_t episode) const;
   common::Result<Sample> ReadSample(uint64_t sample) const;
+  // Rows [begin, end) of schema key `key` of an episode into out (FrameBytes() per row), verified
+  // and cached like every read: what a loader uses to read only the keys it needs.
+  common::Status ReadKeyRows(uint64_t episode, size_t key, uint32_t begin, uint32_t end,
+                             uint8_t* out) const;
   // Reads every chunk of every shard and checks its checksum; `progress` gets bytes checked.
   common::Status Verify(const std::function<void(uint64_t)>& progress = nullptr) const;
 

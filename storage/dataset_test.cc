@@ -108,6 +108,28 @@ TEST_F(DatasetTest, SamplesAreFrameRowsWithTheFollowingActionChunk) {
   EXPECT_FALSE((*ds)->ReadSample((*ds)->samples()).ok());
 }
 
+TEST_F(DatasetTest, ReadKeyRowsReadsOneKeysRowsAndRefusesOthers) {
+  std::vector<Episode> episodes;
+  std::string dir = Write(&episodes);
+  auto ds = Dataset::Open(dir);
+  ASSERT_TRUE(ds.ok());
+  for (uint64_t e : {0u, 5u, 11u}) {
+    for (size_t k = 0; k < episodes[e].arrays.size(); ++k) {
+      const Array& a = episodes[e].arrays[k];
+      const size_t fb = static_cast<size_t>(a.spec.FrameBytes());
+      const uint32_t frames = static_cast<uint32_t>(a.frames);
+      std::vector<uint8_t> got((frames - 1) * fb);
+      ASSERT_TRUE((*ds)->ReadKeyRows(e, k, 1, frames, got.data()).ok());
+      EXPECT_EQ(got, std::vector<uint8_t>(a.data.begin() + fb, a.data.end())) << a.spec.name;
+    }
+  }
+  uint8_t buf[64];
+  EXPECT_FALSE((*ds)->ReadKeyRows(12, 0, 0, 1, buf).ok());  // no such episode
+  EXPECT_FALSE((*ds)->ReadKeyRows(0, episodes[0].arrays.size(), 0, 1, buf).ok());  // no such key
+  EXPECT_FALSE((*ds)->ReadKeyRows(0, 0, 0, 4, buf).ok());  // episode 0 has 3 frames
+  EXPECT_FALSE((*ds)->ReadKeyRows(0, 0, 2, 1, buf).ok());
+}
+
 TEST_F(DatasetTest, WriterDestroyedBeforeFinishLeavesNothing) {
   {
     auto w = DatasetWriter::Create(root_ + "/ds", {});

@@ -38,7 +38,11 @@ common::Status ValidatePlanConfig(const PlanConfig& c) {
   if (c.action_tokens < 0) {
     return common::InvalidArgument("action_tokens must be >= 0", "action_tokens");
   }
-  const int longest = c.lengths.MaxTokens() + c.action_tokens;
+  if (c.dataset != nullptr && c.dataset->samples() == 0) {
+    return common::InvalidArgument("the dataset has no samples", "dataset");
+  }
+  const int longest =
+      c.dataset != nullptr ? c.dataset->MaxTokens() : c.lengths.MaxTokens() + c.action_tokens;
   if (c.tokens_per_row < longest) {
     return common::InvalidArgument("tokens_per_row " + std::to_string(c.tokens_per_row) +
                                        " is below the longest sample (" + std::to_string(longest) +
@@ -58,9 +62,17 @@ common::Result<PackedPlan> MakePlan(const PlanConfig& config, int64_t step, uint
             &p.local_end);
   const size_t n = p.local_end - p.local_begin;
   p.sample_seeds.resize(n);
-  p.compositions.resize(n);
   p.lengths.resize(n);
-  for (size_t i = 0; i < n; ++i) {
+  if (config.dataset != nullptr) {
+    p.dataset_samples.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      p.sample_seeds[i] = SampleSeed(config.seed, p.local_begin + i);
+      p.dataset_samples[i] = config.dataset->SampleAt(p.local_begin + i);
+      p.lengths[i] = config.dataset->Tokens(p.dataset_samples[i]);
+    }
+  }
+  if (config.dataset == nullptr) p.compositions.resize(n);
+  for (size_t i = 0; config.dataset == nullptr && i < n; ++i) {
     p.sample_seeds[i] = SampleSeed(config.seed, p.local_begin + i);
     // One sampler per sample, seeded by the sample: the composition depends on the index alone,
     // not on which samples came before it on this rank.

@@ -13,6 +13,10 @@
 // stream goes on unchanged and only its split over ranks differs. Ranks hold different numbers
 // of real tokens per step; the gradient all-reduce weights by them (engine/dist/grad_buckets.h).
 //
+// With PlanConfig::dataset set, the stream is a finite dataset's epochs instead
+// (dataset_stream.h): global index g is dataset sample dataset->SampleAt(g), whose length comes
+// from the dataset's token counts (no data read); the slicing, packing and position are the same.
+//
 // PackedPlan is model-agnostic (ids, seeds, compositions, cu_seqlens). The model's batch struct
 // is built from it by a user-supplied fill function that runs in the loader thread; the loader is
 // a template over that batch type so it can be written before the model and reused by any.
@@ -29,6 +33,7 @@
 
 #include "common/status.h"
 #include "common/time_util.h"
+#include "engine/data/dataset_stream.h"
 #include "engine/data/embodied_lengths.h"
 #include "engine/data/packing.h"
 
@@ -44,6 +49,9 @@ struct PlanConfig {
   // action, action_horizon of them), counted in its packed length.
   int action_tokens = 0;
   EmbodiedLengthConfig lengths;
+  // A finite dataset instead of the built-in stream; its lengths include the action tokens
+  // (action_tokens and lengths are then unused).
+  std::shared_ptr<const DatasetStream> dataset;
 };
 
 // One rank's share of one step, before materialisation.
@@ -55,7 +63,10 @@ struct PackedPlan {
   uint64_t local_end = 0;
   // Per local sample i (global index local_begin + i):
   std::vector<uint64_t> sample_seeds;  // SampleSeed(seed, local_begin + i)
+  // Built-in stream: the drawn composition. Dataset: the dataset sample number (compositions
+  // stay empty).
   std::vector<SampleComposition> compositions;
+  std::vector<uint64_t> dataset_samples;
   std::vector<int32_t> lengths;  // compositions[i].NumTokens() + action_tokens
   // Rows of tokens_per_row; rows.sample_index holds local sample positions i.
   PackedRows rows;

@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/testing/reach_hdf5.h"
+#include "storage/manifest.h"
+#include "storage/testing/episodes.h"
+#include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
 
 namespace embody_test {
@@ -106,6 +110,88 @@ TEST_F(EndToEndTest, TwoRankTrainingJobSucceedsWithEventsLogsAndCheckpoint) {
   EXPECT_EQ(job["latest_checkpoint"]["step"], 120);
   EXPECT_TRUE(std::filesystem::exists(path)) << path;
   EXPECT_GT(std::filesystem::file_size(path), 0u);
+}
+
+// A robomimic-layout HDF5 file made here, imported through storage's importer (what
+// `embody-data import-hdf5` runs) into a directory the jobs' users can read.
+std::string MakeReadableDataset(const std::string& name) {
+  std::string dir = storage::testing::MakeTempDir("e2e_dataset_" + name);
+  EXPECT_FALSE(dir.empty());
+  auto made = engine::testing::MakeReachDataset(dir, engine::testing::ReachHdf5Spec{});
+  EXPECT_TRUE(made.ok()) << made.status().ToString();
+  namespace fs = std::filesystem;
+  // Jobs run as unprivileged users: the dataset must be readable by them (mkdtemp makes 0700).
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    fs::permissions(entry.path(),
+                    fs::perms::group_read | fs::perms::others_read |
+                        (entry.is_directory() ? fs::perms::group_exec | fs::perms::others_exec
+                                              : fs::perms::none),
+                    fs::perm_options::add);
+  }
+  return made.ok() ? *made : "";
+}
+
+json DatasetJob(const std::string& name, const std::string& dataset) {
+  return {{"name", name},
+          {"kind", "train"},
+          {"resources", {{"nodes", 2}, {"ranks_per_node", 1}}},
+          {"engine",
+           {{"optim", {{"steps", 120}, {"lr", 0.003}, {"warmup_steps", 10}}},
+            {"data",
+             {{"dataset", "dir:" + dataset},
+              {"language", "reach the red blob"},
+              {"rows_per_step", 2},
+              {"tokens_per_row", 256}}},
+            {"model",
+             {{"d_model", 48}, {"layers", 2}, {"heads", 4}, {"mlp", 96}, {"action_horizon", 4}}},
+            {"seed", 5}}}};
+}
+
+TEST_F(EndToEndTest, TrainingOnAnImportedRobomimicDatasetSucceedsWithTheLossFalling) {
+  const std::string dataset = MakeReadableDataset("ok");
+  ASSERT_FALSE(dataset.empty());
+  int64_t id = Submit(DatasetJob("e2e-dataset", dataset));
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
+  EXPECT_EQ(job["spec"]["engine"]["data"]["dataset"], "dir:" + dataset);
+  HttpResult ev = stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=step&limit=1000");
+  ASSERT_EQ(ev.status, 200) << ev.text;
+  const json& steps = ev.body["events"];
+  ASSERT_EQ(steps.size(), 120u) << ev.text.substr(0, 500);
+  auto mean_loss = [&](size_t begin, size_t end) {
+    double s = 0.0;
+    for (size_t i = begin; i < end; ++i) s += steps[i]["data"]["loss"].get<double>();
+    return s / static_cast<double>(end - begin);
+  };
+  const double first = mean_loss(0, 10), last = mean_loss(110, 120);
+  EXPECT_LT(last, 0.6 * first) << "mean loss of the first 10 steps " << first
+                               << ", of the last 10 " << last;
+  EXPECT_EQ(steps.back()["data"]["world_size"], 2);
+  std::filesystem::remove_all(std::filesystem::path(dataset).parent_path());
+}
+
+TEST_F(EndToEndTest, CorruptDatasetFailsTheJobNamingTheShard) {
+  const std::string dataset = MakeReadableDataset("bad");
+  ASSERT_FALSE(dataset.empty());
+  auto m = storage::ReadManifest(dataset);
+  ASSERT_TRUE(m.ok());
+  const std::string shard = dataset + "/" + m->shards[2].file;
+  storage::testing::FlipByte(shard, 64 + 10);  // the actions of demo_2
+  int64_t id = Submit(DatasetJob("e2e-dataset-bad", dataset));
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
+  ASSERT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
+  std::string logs;
+  for (int rank : {0, 1}) {
+    logs += stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
+                .text;
+  }
+  EXPECT_NE(logs.find(shard + " episode 0 (demo_2): checksum mismatch"), std::string::npos)
+      << logs.substr(0, 4000);
+  std::filesystem::remove_all(std::filesystem::path(dataset).parent_path());
 }
 
 TEST_F(EndToEndTest, CancelStopsEveryProcess) {
