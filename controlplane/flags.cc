@@ -43,6 +43,9 @@ std::string ServerUsage() {
          "           [--preempt-min-priority -1]   (jobs at this priority or above may preempt\n"
          "            lower ones; -1: no preemption) [--preempt-grace-ms 30000]\n"
          "           [--fair-share-half-life-s 86400] [--max-reservations 16]\n"
+         "           [--checkpoint-max-mib 16384] [--checkpoint-max-per-job 64]\n"
+         "           [--checkpoint-quota-gib 256]   (per tenant: checkpoint bytes uploading or\n"
+         "            stored) [--checkpoint-upload-ttl-s 3600]   (an untouched upload is swept)\n"
          "           [--advertise HOST:PORT]   (what Prometheus service discovery lists for this\n"
          "            server; default: the --listen address, or the discovery request's Host\n"
          "            header when listening on all interfaces)\n";
@@ -106,6 +109,10 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       {"--preempt-grace-ms", int_flag(&o.preempt_grace_ms, 0, 3600 * 1000)},
       {"--fair-share-half-life-s", int_flag(&o.fair_share_half_life_s, 0, 365 * 86400)},
       {"--max-reservations", int_flag(&o.max_reservations, 0, 10000)},
+      {"--checkpoint-max-mib", int_flag(&o.checkpoint_max_mib, 1, 1 << 20)},
+      {"--checkpoint-quota-gib", int_flag(&o.checkpoint_quota_gib, 0, 1 << 20)},
+      {"--checkpoint-max-per-job", int_flag(&o.checkpoint_max_per_job, 1, 10000)},
+      {"--checkpoint-upload-ttl-s", int_flag(&o.checkpoint_upload_ttl_s, 10, 30 * 86400)},
       {"--audit",
        [&](const std::string& flag, const std::string& v) {
          auto n = ParseInt(flag, v, 0, 1);

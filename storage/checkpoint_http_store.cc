@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "storage/atomic_file.h"

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
-#include <openssl/evp.h>
 
 namespace storage {
 
@@ -93,29 +93,6 @@ Result<std::string> CheckpointSource::Sha256Hex() {
   }
   sha256_ = h.FinalHex();
   return sha256_;
-}
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
-
-void Sha256::Update(const void* data, size_t n) {
-  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
-}
-
-std::string Sha256::FinalHex() {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
 }
 
 }  // namespace storage

@@ -8,14 +8,13 @@
 // check and the open does not redirect it), O_NONBLOCK (a FIFO cannot hang the opener), and its
 // size is fixed at open time and bounded. Reads past that size are not made: a file the job keeps
 // writing to is read as it was when opened, and its digest is checked against those bytes.
-//
-// Sha256 is a streaming SHA-256 (OpenSSL EVP) shared by the backends.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "common/crypto.h"
 #include "common/status.h"
 
 namespace storage {
@@ -47,17 +46,7 @@ class CheckpointSource {
   std::string sha256_;
 };
 
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(const void* data, size_t n);
-  std::string FinalHex();  // once
-
- private:
-  void* ctx_;  // EVP_MD_CTX
-};
+// The streaming SHA-256 the backends use.
+using Sha256 = common::Sha256;
 
 }  // namespace storage

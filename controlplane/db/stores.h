@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "controlplane/db/pg.h"
+#include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -155,11 +156,31 @@ class PgFairShareStore : public service::FairShareStore {
   PgTx& tx_;
 };
 
+class PgCheckpointIndex : public service::CheckpointIndex {
+ public:
+  explicit PgCheckpointIndex(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> InsertUpload(const service::CheckpointBlob& c, int64_t now_ms) override;
+  common::Result<std::optional<service::CheckpointBlob>> Get(int64_t id, bool for_update) override;
+  common::Status SetReceived(int64_t id, int64_t received_bytes, int64_t now_ms) override;
+  common::Status MarkReady(int64_t id, int64_t now_ms) override;
+  common::Status Delete(int64_t id) override;
+  common::Result<std::vector<service::CheckpointBlob>> ListReady(int64_t job_id) override;
+  common::Result<std::optional<service::CheckpointBlob>> LatestReady(int64_t job_id) override;
+  common::Result<int64_t> CountForJob(int64_t job_id) override;
+  common::Result<int64_t> BytesForTenant(int64_t tenant_id) override;
+  common::Result<std::vector<service::CheckpointBlob>> StaleUploads(int64_t before_ms,
+                                                                    int limit) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
       : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_) {}
+        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_),
+        checkpoints_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -168,6 +189,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
+  service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   common::Status Commit() override { return tx_->Commit(); }
 
  private:
@@ -180,6 +202,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgTenantStore tenants_;
   PgAuditStore audit_;
   PgFairShareStore fair_share_;
+  PgCheckpointIndex checkpoints_;
 };
 
 class PgDatabase : public service::Database {

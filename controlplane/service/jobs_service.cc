@@ -1,5 +1,7 @@
 #include "controlplane/service/jobs_service.h"
 
+#include "controlplane/service/checkpoints_service.h"
+
 #include "common/crypto.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
@@ -108,6 +110,8 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(p.tenant_id));
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, usage, nodes, spec.resources));
+  // A checkpoint of another tenant is not found, as its job would not be.
+  if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
   const int64_t now = now_();
   NewJob nj;
   nj.tenant_id = p.tenant_id;
