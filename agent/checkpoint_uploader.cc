@@ -69,6 +69,9 @@ void CheckpointUploader::Observe(int64_t job_id, const nlohmann::json& event) {
              it != last_step_.end() && it->second.value("step", int64_t{-1}) == p.step) {
     p.metrics = CheckpointMetrics(it->second);
   }
+  // A newer checkpoint of the job supersedes one still waiting: the engine keeps only its newest
+  // few on disk, so the older file is likely gone by the time its turn comes.
+  std::erase_if(queue_, [&](const Pending& q) { return q.job_id == job_id && q.step < p.step; });
   if (queue_.size() >= options_.max_pending) {
     common::LogWarn("checkpoint upload queue full; dropping the oldest",
                     {{"job", std::to_string(queue_.front().job_id)},

@@ -8,8 +8,8 @@
 // checkpoint are the numbers of the job's step event at the same step (or the event's own
 // "metrics" object), so the server's retention can keep the best one.
 //
-// One worker thread; the queue holds at most `max_pending` checkpoints (the oldest is dropped
-// past it: a newer checkpoint of a job supersedes an older one). The file is opened when its
+// One worker thread; a newer checkpoint of a job replaces an older one still waiting, and the
+// queue holds at most `max_pending` checkpoints (the oldest is dropped past it). The file is opened when its
 // upload starts; the engine may have pruned it by then, which is logged and skipped. Thread-safe.
 #pragma once
 
