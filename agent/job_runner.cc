@@ -126,18 +126,15 @@ void JobRunner::Launch(const api::Command& launch) {
 bool JobRunner::NeedsFetch(const api::Command& launch) const {
   const api::CheckpointRef& ref = launch.resume_checkpoint;
   if (ref.id == 0 || !options_.fetch_checkpoint) return false;
-  // The same node restarting its own job: its checkpoint directory is still here.
-  const std::string own = options_.data_dir + "/checkpoints/job-" + std::to_string(launch.job_id);
-  const std::filesystem::path file(launch.resume_from);
+  // The job's own checkpoint at resume_from, still readable here (the same node, or storage
+  // both nodes see) and at least as new as the uploaded one (uploads trail the engine), wins;
+  // Start checks again that the job's uid can read it.
+  if (ref.job_id != launch.job_id || launch.resume_from.empty()) return true;
   static const std::regex kStep(R"(step-(\d{1,18})\.ckpt)");
   std::smatch m;
-  const std::string name = file.filename().string();
-  if (ref.job_id == launch.job_id && file.parent_path() == std::filesystem::path(own) &&
-      std::regex_match(name, m, kStep) && std::stoll(m[1].str()) >= ref.step &&
-      ::access(file.c_str(), R_OK) == 0) {
-    return false;
-  }
-  return true;
+  const std::string name = std::filesystem::path(launch.resume_from).filename().string();
+  return !(std::regex_match(name, m, kStep) && std::stoll(m[1].str()) >= ref.step &&
+           ::access(launch.resume_from.c_str(), R_OK) == 0);
 }
 
 void JobRunner::FetchThenStart(Job* job, api::Command launch) {

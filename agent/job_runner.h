@@ -137,8 +137,8 @@ class JobRunner {
   };
 
   void Start(Job* job, const api::Command& launch);
-  // Whether the launch needs its resume_checkpoint fetched first: not when this node still holds
-  // the job's own checkpoint at resume_from, at least as new.
+  // Whether the launch needs its resume_checkpoint fetched first: not when the job's own
+  // checkpoint at resume_from is readable here and at least as new.
   bool NeedsFetch(const api::Command& launch) const;
   // On the preparer thread: fetches the checkpoint, then starts the job (or records why not).
   void FetchThenStart(Job* job, api::Command launch);
