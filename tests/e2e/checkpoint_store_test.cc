@@ -1,7 +1,8 @@
 // Node loss without a shared file system: a job whose node dies together with its disk resumes
 // on the other node from the latest checkpoint its agent uploaded to the server's blob store, and
 // ends at the same step and loss as the same job run undisturbed. The two agents have separate
-// data directories; the lost one's is deleted, so nothing on node A can be read by node B.
+// data directories; the lost one's is deleted, so nothing on node A can be read by node B. Then a
+// new job on two ranks starts (init_from) from the last checkpoint the one-rank job uploaded.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -29,7 +30,8 @@ json Spec(const std::string& name) {
 }
 
 TEST(CheckpointStoreTest, JobResumesOnAnotherNodeFromTheBlobStoreAfterNodeAndDiskLoss) {
-  LocalStack stack(2, 1);
+  // Two slots per node: after node A is gone, node B alone runs the two-rank init_from job.
+  LocalStack stack(2, 2);
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
 
   // The undisturbed run, for the final step and loss.
@@ -97,6 +99,29 @@ TEST(CheckpointStoreTest, JobResumesOnAnotherNodeFromTheBlobStoreAfterNodeAndDis
   EXPECT_NEAR(job["last_step"]["loss"].get<double>(), final_loss,
               1e-6 * std::max(1.0, std::fabs(final_loss)))
       << "undisturbed " << final_loss << ", resumed " << job["last_step"]["loss"];
+
+  // init_from: a new job on two ranks starts from the last checkpoint the one-rank job uploaded.
+  HttpResult ckpts = stack.Get(path + "/checkpoints");
+  ASSERT_EQ(ckpts.status, 200) << ckpts.text;
+  ASSERT_FALSE(ckpts.body["checkpoints"].empty()) << ckpts.text;
+  const json from = ckpts.body["checkpoints"].back();
+  json wide = Spec("from-checkpoint");
+  wide["resources"] = {{"nodes", 1}, {"ranks_per_node", 2}};
+  wide["engine"]["optim"]["steps"] = from["step"].get<int64_t>() + 40;
+  wide["init_from"] = from["id"];
+  HttpResult sub2 = stack.Post("/v1/jobs", wide.dump());
+  ASSERT_EQ(sub2.status, 201) << sub2.text;
+  const std::string path2 = "/v1/jobs/" + sub2.body["id"].dump();
+  json job2 = stack.WaitForState(sub2.body["id"], {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
+  ASSERT_EQ(job2.value("state", ""), "SUCCEEDED") << job2.dump(2)
+      << stack.Get(path2 + "/logs?rank=-1").text;
+  EXPECT_NE(stack.Get(path2 + "/logs?rank=-1").text.find("fetched from the server"),
+            std::string::npos);
+  HttpResult first = stack.Get(path2 + "/events?type=step&limit=1");
+  ASSERT_EQ(first.body["events"].size(), 1u) << first.text;
+  EXPECT_EQ(first.body["events"][0]["data"]["step"], from["step"].get<int64_t>() + 1);
+  EXPECT_EQ(first.body["events"][0]["data"]["world_size"], 2);
+  EXPECT_EQ(job2["last_step"]["step"], from["step"].get<int64_t>() + 40);
 }
 
 }  // namespace
