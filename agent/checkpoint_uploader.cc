@@ -94,9 +94,8 @@ common::Status CheckpointUploader::UploadNow(int64_t job_id, int64_t step, const
     return common::InvalidArgument("checkpoint path " + path + " is not in the job's directory " +
                                    dir.string());
   }
-  EMBODY_ASSIGN_OR_RETURN(
-      src, storage::CheckpointSource::OpenInDir(dir.string(), file.filename().string(),
-                                                options_.max_bytes));
+  EMBODY_ASSIGN_OR_RETURN(src, storage::CheckpointSource::OpenInDir(
+                                   dir.string(), file.filename().string(), options_.max_bytes));
   EMBODY_ASSIGN_OR_RETURN(info, store_->Put(job_id, step, metrics, *src));
   common::LogInfo("checkpoint uploaded", {{"job", std::to_string(job_id)},
                                           {"step", std::to_string(step)},
@@ -117,8 +116,8 @@ void CheckpointUploader::Run() {
     common::Status st = UploadNow(p.job_id, p.step, p.path, p.metrics);
     if (!st.ok()) {
       common::LogWarn("checkpoint not uploaded", {{"job", std::to_string(p.job_id)},
-                                                   {"step", std::to_string(p.step)},
-                                                   {"error", st.ToString()}});
+                                                  {"step", std::to_string(p.step)},
+                                                  {"error", st.ToString()}});
     }
     lock.lock();
     busy_ = false;

@@ -9,8 +9,9 @@
 // "metrics" object), so the server's retention can keep the best one.
 //
 // One worker thread; a newer checkpoint of a job replaces an older one still waiting, and the
-// queue holds at most `max_pending` checkpoints (the oldest is dropped past it). The file is opened when its
-// upload starts; the engine may have pruned it by then, which is logged and skipped. Thread-safe.
+// queue holds at most `max_pending` checkpoints (the oldest is dropped past it). The file is opened
+// when its upload starts; the engine may have pruned it by then, which is logged and skipped.
+// Thread-safe.
 #pragma once
 
 #include <chrono>

@@ -59,13 +59,13 @@ TEST_F(CheckpointUploaderTest, RefusesPathsOutsideTheJobsDirectoryAndLinks) {
   ASSERT_TRUE(common::MakeDirs(Dir(7) + "/sub").ok());
   ASSERT_TRUE(common::WriteFileAtomic(Dir(7) + "/sub/step-3.ckpt", "nested").ok());
   const std::vector<std::string> bad = {
-      root_ + "/node.token",            // outside
-      Dir(8) + "/step-1.ckpt",          // another job's
+      root_ + "/node.token",             // outside
+      Dir(8) + "/step-1.ckpt",           // another job's
       Dir(7) + "/../job-8/step-1.ckpt",  // the same, by ..
-      Dir(7) + "/step-2.ckpt",          // a link to a secret
-      Dir(7) + "/sub/step-3.ckpt",      // not directly in the directory
-      "step-1.ckpt",                    // relative
-      Dir(7),                           // the directory itself
+      Dir(7) + "/step-2.ckpt",           // a link to a secret
+      Dir(7) + "/sub/step-3.ckpt",       // not directly in the directory
+      "step-1.ckpt",                     // relative
+      Dir(7),                            // the directory itself
   };
   for (const auto& path : bad) {
     EXPECT_FALSE(up.UploadNow(7, 1, path, json::object()).ok()) << path;

@@ -19,8 +19,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -91,10 +91,14 @@ int main(int argc, char** argv) {
                       "application/json");
   if (!reg || reg->status != 200) return Fail("register failed");
   const std::string node_token = json::parse(reg->body).value("node_token", "");
-  const httplib::Headers admin = {{"Authorization", "Bearer " + (*server)->bootstrap().admin_token}};
+  const httplib::Headers admin = {
+      {"Authorization", "Bearer " + (*server)->bootstrap().admin_token}};
   auto sub = cli.Post("/v1/jobs", admin,
-                      json{{"name", "bench"}, {"kind", "train"}, {"resources", {{"nodes", 1}}},
-                           {"engine", {{"checkpoint", {{"keep", 1}}}}}}.dump(),
+                      json{{"name", "bench"},
+                           {"kind", "train"},
+                           {"resources", {{"nodes", 1}}},
+                           {"engine", {{"checkpoint", {{"keep", 1}}}}}}
+                          .dump(),
                       "application/json");
   if (!sub || sub->status != 201) return Fail("submit failed");
   const int64_t job = json::parse(sub->body).value("id", int64_t{0});

@@ -18,9 +18,7 @@ using common::Status;
 namespace {
 constexpr size_t kCopyBlock = 4 << 20;
 
-std::string StepName(int64_t step, const char* ext) {
-  return "step-" + std::to_string(step) + ext;
-}
+std::string StepName(int64_t step, const char* ext) { return "step-" + std::to_string(step) + ext; }
 
 Status CheckKey(int64_t job_id, int64_t step) {
   if (job_id <= 0) return common::InvalidArgument("job id must be positive");
@@ -67,8 +65,10 @@ Result<CheckpointInfo> DirCheckpointStore::Put(int64_t job_id, int64_t step,
   info.sha256 = sha;
   info.metrics = metrics_object;
   info.created_ms = common::NowMillis();
-  nlohmann::json meta = {{"step", step},           {"bytes", info.bytes},
-                         {"sha256", sha},          {"metrics", metrics_object},
+  nlohmann::json meta = {{"step", step},
+                         {"bytes", info.bytes},
+                         {"sha256", sha},
+                         {"metrics", metrics_object},
                          {"created_ms", info.created_ms}};
   EMBODY_RETURN_IF_ERROR(
       common::WriteFileAtomic(dir + "/" + StepName(step, ".json"), meta.dump() + "\n"));

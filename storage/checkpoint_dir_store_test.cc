@@ -67,7 +67,8 @@ TEST_F(DirStoreTest, TornWritesAreNeverListed) {
   ASSERT_TRUE(common::WriteFileAtomic(store.JobDir(1) + "/step-30.ckpt", "no meta").ok());
   ASSERT_TRUE(common::WriteFileAtomic(store.JobDir(1) + "/step-40.ckpt", "short").ok());
   ASSERT_TRUE(common::WriteFileAtomic(store.JobDir(1) + "/step-40.json",
-                                      R"({"step":40,"bytes":99,"sha256":""})").ok());
+                                      R"({"step":40,"bytes":99,"sha256":""})")
+                  .ok());
   auto list = store.List(1);
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 1u);

@@ -32,7 +32,9 @@ Status StatusOf(int http_status, const std::string& body) {
 
 bool Retryable(const Status& st) { return st.code() == common::Code::kUnavailable; }
 
-std::string JobPath(int64_t job_id) { return "/v1/jobs/" + std::to_string(job_id) + "/checkpoints"; }
+std::string JobPath(int64_t job_id) {
+  return "/v1/jobs/" + std::to_string(job_id) + "/checkpoints";
+}
 
 }  // namespace
 
@@ -44,9 +46,8 @@ struct HttpCheckpointStore::Reply {
 };
 
 Result<CheckpointInfo> CheckpointInfoFromJson(const json& j) {
-  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer() ||
-      !j.contains("step") || !j["step"].is_number_integer() || !j.contains("bytes") ||
-      !j["bytes"].is_number_integer()) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_integer() || !j.contains("step") ||
+      !j["step"].is_number_integer() || !j.contains("bytes") || !j["bytes"].is_number_integer()) {
     return common::Internal("malformed checkpoint entry from the server");
   }
   CheckpointInfo c;
@@ -124,8 +125,9 @@ Status HttpCheckpointStore::UploadChunks(int64_t job_id, int64_t id, CheckpointS
     // a chunk damaged on the way, an offset the server does not hold) resumes from what the
     // server says it has.
     const common::Code c = r.error.code();
-    const bool resumable = Retryable(r.error) || c == common::Code::kFailedPrecondition ||
-                           (c == common::Code::kInvalidArgument && r.error.field() == "X-Content-Sha256");
+    const bool resumable =
+        Retryable(r.error) || c == common::Code::kFailedPrecondition ||
+        (c == common::Code::kInvalidArgument && r.error.field() == "X-Content-Sha256");
     if (!resumable || ++failures > options_.max_retries) return r.error;
     Backoff(failures - 1);
     auto entry = Entry(job_id, id);
@@ -142,15 +144,16 @@ Status HttpCheckpointStore::UploadChunks(int64_t job_id, int64_t id, CheckpointS
   return Status::Ok();
 }
 
-Result<CheckpointInfo> HttpCheckpointStore::Put(int64_t job_id, int64_t step,
-                                                const json& metrics, CheckpointSource& file) {
+Result<CheckpointInfo> HttpCheckpointStore::Put(int64_t job_id, int64_t step, const json& metrics,
+                                                CheckpointSource& file) {
   // null ({} in a call) means no metrics.
   if (!metrics.is_object() && !metrics.is_null()) {
     return common::InvalidArgument("metrics must be an object");
   }
   const nlohmann::json metrics_object = metrics.is_null() ? nlohmann::json::object() : metrics;
   EMBODY_ASSIGN_OR_RETURN(sha, file.Sha256Hex());
-  json start = {{"step", step}, {"bytes", file.size()}, {"sha256", sha}, {"metrics", metrics_object}};
+  json start = {
+      {"step", step}, {"bytes", file.size()}, {"sha256", sha}, {"metrics", metrics_object}};
   Reply r;
   for (int attempt = 0;; ++attempt) {
     r = Call("POST", JobPath(job_id), start.dump(), "application/json", {});
@@ -240,14 +243,15 @@ Result<CheckpointInfo> HttpCheckpointStore::Get(int64_t job_id, int64_t id,
     }
     // The receiver turned the reply away (an error status): its body was not read, so the
     // status alone says what happened.
-    Status st = status == 0 ? common::Unavailable("download of checkpoint " + std::to_string(id) +
-                                                  " interrupted")
-                : status == 404 ? common::NotFound("checkpoint " + std::to_string(id) + " not found")
-                : status == 401 ? Status(common::Code::kUnauthenticated, "download refused (401)")
-                : status == 403 ? Status(common::Code::kPermissionDenied, "download refused (403)")
-                : status >= 500 || whole
-                    ? common::Unavailable("download failed with HTTP " + std::to_string(status))
-                    : common::Internal("download failed with HTTP " + std::to_string(status));
+    Status st =
+        status == 0
+            ? common::Unavailable("download of checkpoint " + std::to_string(id) + " interrupted")
+        : status == 404 ? common::NotFound("checkpoint " + std::to_string(id) + " not found")
+        : status == 401 ? Status(common::Code::kUnauthenticated, "download refused (401)")
+        : status == 403 ? Status(common::Code::kPermissionDenied, "download refused (403)")
+        : status >= 500 || whole
+            ? common::Unavailable("download failed with HTTP " + std::to_string(status))
+            : common::Internal("download failed with HTTP " + std::to_string(status));
     if (!Retryable(st) || ++failures > options_.max_retries) return st;
     Backoff(failures - 1);
   }

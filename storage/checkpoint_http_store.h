@@ -55,7 +55,8 @@ class HttpCheckpointStore : public CheckpointStore {
  private:
   struct Reply;
   Reply Call(const std::string& method, const std::string& path, const std::string& body,
-             const std::string& content_type, const std::vector<std::pair<std::string, std::string>>& headers);
+             const std::string& content_type,
+             const std::vector<std::pair<std::string, std::string>>& headers);
   common::Status UploadChunks(int64_t job_id, int64_t id, CheckpointSource& file);
   void Backoff(int attempt) const;
 

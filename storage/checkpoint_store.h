@@ -31,7 +31,7 @@ struct CheckpointInfo {
   int64_t job_id = 0;  // the key the checkpoint is filed under
   int64_t step = 0;
   int64_t bytes = 0;
-  std::string sha256;  // lower-case hex of the whole file
+  std::string sha256;                                 // lower-case hex of the whole file
   nlohmann::json metrics = nlohmann::json::object();  // e.g. {"loss": 0.31}
   int64_t created_ms = 0;
 };

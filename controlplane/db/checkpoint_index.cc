@@ -47,8 +47,8 @@ Result<int64_t> PgCheckpointIndex::InsertUpload(const CheckpointBlob& c, int64_t
   auto r = tx_.Exec(
       "INSERT INTO checkpoints (job_id, tenant_id, step, path, bytes, sha256, metrics, state,"
       " received_bytes, created_at, updated_at)"
-      " VALUES ($1, $2, $3, '', $4, $5, $6::jsonb, 'uploading', 0, " EMBODY_SQL_TS("$7") ", "
-      EMBODY_SQL_TS("$7") ") RETURNING id",
+      " VALUES ($1, $2, $3, '', $4, $5, $6::jsonb, 'uploading', 0, " EMBODY_SQL_TS(
+          "$7") ", " EMBODY_SQL_TS("$7") ") RETURNING id",
       {P(c.job_id), P(c.tenant_id), P(c.step), P(c.bytes), P(c.sha256), P(c.metrics.dump()),
        P(now_ms)});
   if (!r.ok()) return r.status();
@@ -62,15 +62,15 @@ Result<std::optional<CheckpointBlob>> PgCheckpointIndex::Get(int64_t id, bool fo
 }
 
 Status PgCheckpointIndex::SetReceived(int64_t id, int64_t received_bytes, int64_t now_ms) {
-  auto r = tx_.Exec("UPDATE checkpoints SET received_bytes = $2, updated_at = " EMBODY_SQL_TS("$3")
-                    " WHERE id = $1 AND state = 'uploading'",
+  auto r = tx_.Exec("UPDATE checkpoints SET received_bytes = $2, updated_at = " EMBODY_SQL_TS(
+                        "$3") " WHERE id = $1 AND state = 'uploading'",
                     {P(id), P(received_bytes), P(now_ms)});
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Status PgCheckpointIndex::MarkReady(int64_t id, int64_t now_ms) {
-  auto r = tx_.Exec("UPDATE checkpoints SET state = 'ready', updated_at = " EMBODY_SQL_TS("$2")
-                    " WHERE id = $1 AND state = 'uploading'",
+  auto r = tx_.Exec("UPDATE checkpoints SET state = 'ready', updated_at = " EMBODY_SQL_TS(
+                        "$2") " WHERE id = $1 AND state = 'uploading'",
                     {P(id), P(now_ms)});
   return r.ok() ? Status::Ok() : r.status();
 }
@@ -81,9 +81,9 @@ Status PgCheckpointIndex::Delete(int64_t id) {
 }
 
 Result<std::vector<CheckpointBlob>> PgCheckpointIndex::ListReady(int64_t job_id) {
-  auto r = tx_.Exec(std::string(kSelectBlob) +
-                        "WHERE job_id = $1 AND state = 'ready' ORDER BY step, id",
-                    {P(job_id)});
+  auto r =
+      tx_.Exec(std::string(kSelectBlob) + "WHERE job_id = $1 AND state = 'ready' ORDER BY step, id",
+               {P(job_id)});
   if (!r.ok()) return r.status();
   return ToBlobs(*r);
 }
@@ -103,9 +103,10 @@ Result<int64_t> PgCheckpointIndex::CountForJob(int64_t job_id) {
 }
 
 Result<int64_t> PgCheckpointIndex::BytesForTenant(int64_t tenant_id) {
-  auto r = tx_.Exec("SELECT coalesce(sum(bytes), 0)::bigint AS n FROM checkpoints"
-                    " WHERE tenant_id = $1 AND state <> 'local'",
-                    {P(tenant_id)});
+  auto r = tx_.Exec(
+      "SELECT coalesce(sum(bytes), 0)::bigint AS n FROM checkpoints"
+      " WHERE tenant_id = $1 AND state <> 'local'",
+      {P(tenant_id)});
   if (!r.ok()) return r.status();
   return r->Int(0, "n");
 }

@@ -93,30 +93,30 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   RespondJson(res, 200, *r);
                 });
 
-  router.Handle(
-      "GET", R"(/v1/jobs/(\d+)/checkpoints/(\d+)/data)",
-      "/v1/jobs/{id}/checkpoints/{checkpoint_id}/data", A::kBearer,
-      [&ckpts](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
-        auto ids = CheckpointIds(req);
-        if (!ids.ok()) return RespondError(res, ids.status());
-        auto d = ckpts.OpenData(ctx.principal, ids->job, ids->checkpoint);
-        if (!d.ok()) return RespondError(res, d.status());
-        res.set_header("X-Checkpoint-Sha256", d->blob.sha256);
-        res.set_header("Accept-Ranges", "bytes");
-        // httplib cuts a single Range out of the provider's content itself (Content-Range); the
-        // provider is asked for absolute offsets. Bytes past a Range are never read.
-        if (!req.ranges.empty()) res.status = 206;
-        std::shared_ptr<service::BlobReader> reader = d->reader;
-        res.set_content_provider(
-            static_cast<size_t>(reader->size()), "application/octet-stream",
-            [reader](size_t offset, size_t length, httplib::DataSink& sink) {
-              auto block = reader->Read(static_cast<int64_t>(offset),
-                                        std::min(length, kDownloadBlock));
-              if (!block.ok() || block->empty()) return false;
-              sink.write(block->data(), block->size());
-              return true;
-            });
-      });
+  router.Handle("GET", R"(/v1/jobs/(\d+)/checkpoints/(\d+)/data)",
+                "/v1/jobs/{id}/checkpoints/{checkpoint_id}/data", A::kBearer,
+                [&ckpts](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto ids = CheckpointIds(req);
+                  if (!ids.ok()) return RespondError(res, ids.status());
+                  auto d = ckpts.OpenData(ctx.principal, ids->job, ids->checkpoint);
+                  if (!d.ok()) return RespondError(res, d.status());
+                  res.set_header("X-Checkpoint-Sha256", d->blob.sha256);
+                  res.set_header("Accept-Ranges", "bytes");
+                  // httplib cuts a single Range out of the provider's content itself
+                  // (Content-Range); the provider is asked for absolute offsets. Bytes past a Range
+                  // are never read.
+                  if (!req.ranges.empty()) res.status = 206;
+                  std::shared_ptr<service::BlobReader> reader = d->reader;
+                  res.set_content_provider(
+                      static_cast<size_t>(reader->size()), "application/octet-stream",
+                      [reader](size_t offset, size_t length, httplib::DataSink& sink) {
+                        auto block = reader->Read(static_cast<int64_t>(offset),
+                                                  std::min(length, kDownloadBlock));
+                        if (!block.ok() || block->empty()) return false;
+                        sink.write(block->data(), block->size());
+                        return true;
+                      });
+                });
 }
 
 }  // namespace controlplane::http

@@ -85,8 +85,9 @@ TEST_F(CheckpointRoutesPgTest, AgentClientRoundTripThroughTheServer) {
   // Another tenant, and a node the job is not on, find nothing.
   Reply t = Call("POST", "/v1/tenants", Admin(), json{{"name", "globex"}}.dump());
   ASSERT_EQ(t.status, 201) << t.text;
-  Reply tok = Call("POST", "/v1/tokens", Admin(),
-                   json{{"tenant_id", t.body["id"]}, {"role", "tenant-admin"}, {"name", "g"}}.dump());
+  Reply tok =
+      Call("POST", "/v1/tokens", Admin(),
+           json{{"tenant_id", t.body["id"]}, {"role", "tenant-admin"}, {"name", "g"}}.dump());
   ASSERT_EQ(tok.status, 201) << tok.text;
   const std::string globex = tok.body["token"];
   EXPECT_EQ(Call("GET", JobPath(), globex).status, 404);

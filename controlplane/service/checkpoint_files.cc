@@ -53,11 +53,13 @@ Status CheckpointFiles::AppendChunk(const CheckpointBlob& c, int64_t offset,
   if (::ftruncate(fd, offset) != 0) st = common::Internal(Errno("truncate of " + path));
   size_t done = 0;
   while (st.ok() && done < data.size()) {
-    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done,
-                         offset + static_cast<int64_t>(done));
+    ssize_t w =
+        ::pwrite(fd, data.data() + done, data.size() - done, offset + static_cast<int64_t>(done));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) st = common::Internal(Errno("write to " + path));
-    else done += static_cast<size_t>(w);
+    if (w < 0)
+      st = common::Internal(Errno("write to " + path));
+    else
+      done += static_cast<size_t>(w);
   }
   if (st.ok() && ::fdatasync(fd) != 0) st = common::Internal(Errno("fdatasync of " + path));
   ::close(fd);

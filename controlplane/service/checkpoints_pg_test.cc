@@ -30,7 +30,8 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
     other_ = AddTenant("globex", "member");
     join_ = member_;
     join_.role = "agent";
-    service::NodeService nodes(*database_, *logs_, 1000, [this] { return now_.load(); }, nullptr);
+    service::NodeService nodes(
+        *database_, *logs_, 1000, [this] { return now_.load(); }, nullptr);
     node_a_ = RegisterNode(nodes, "node-a");
     node_b_ = RegisterNode(nodes, "node-b");
   }
@@ -61,10 +62,11 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
 
   // A job of `owner`'s tenant placed on `node` (no scheduler: the allocation is written here).
   int64_t PlacedJob(const Principal& owner, const Principal& node, const std::string& extra = "") {
-    service::JobsService jobs(*database_, api::SpecLimits{}, [this] { return now_.load(); },
-                              nullptr);
+    service::JobsService jobs(
+        *database_, api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
     const std::string spec = R"({"name":"j","kind":"train","resources":{"nodes":1},)"
-                             R"("engine":{"checkpoint":{"keep":2)" + extra + "}}}";
+                             R"("engine":{"checkpoint":{"keep":2)" +
+                             extra + "}}}";
     auto r = jobs.Submit(owner, spec, "");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return 0;
@@ -90,7 +92,9 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
   common::Result<json> Upload(service::CheckpointsService& s, const Principal& p, int64_t job,
                               int64_t step, const std::string& data, json metrics = json::object(),
                               bool commit = true) {
-    json start = {{"step", step}, {"bytes", data.size()}, {"sha256", common::Sha256Hex(data)},
+    json start = {{"step", step},
+                  {"bytes", data.size()},
+                  {"sha256", common::Sha256Hex(data)},
                   {"metrics", metrics}};
     EMBODY_ASSIGN_OR_RETURN(entry, s.StartUpload(p, job, start.dump()));
     const int64_t id = entry["id"];
@@ -107,7 +111,8 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
     auto l = s.List(member_, job);
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     std::vector<int64_t> out;
-    if (l.ok()) for (const auto& c : (*l)["checkpoints"]) out.push_back(c["step"]);
+    if (l.ok())
+      for (const auto& c : (*l)["checkpoints"]) out.push_back(c["step"]);
     return out;
   }
 
@@ -164,14 +169,13 @@ TEST_F(CheckpointsPgTest, TornUploadsAreNeverListedAndStaleOnesAreSwept) {
   // A chunk at the wrong offset, one damaged on the way, one past the end: refused, nothing kept.
   EXPECT_EQ(s.PutChunk(node_a_, job, id, 3, common::Sha256Hex("x"), "x").status().code(),
             common::Code::kFailedPrecondition);
-  auto part_dir = data_dir_ + "/checkpoints/tenant-" + std::to_string(member_.tenant_id) +
-                  "/job-" + std::to_string(job);
+  auto part_dir = data_dir_ + "/checkpoints/tenant-" + std::to_string(member_.tenant_id) + "/job-" +
+                  std::to_string(job);
   EXPECT_EQ(std::filesystem::file_size(part_dir + "/" + std::to_string(id) + ".part"), 10u);
 
   // An upload that stops halfway cannot be committed.
-  auto half = s.StartUpload(node_a_, job,
-                            json{{"step", 6}, {"bytes", 4}, {"sha256", common::Sha256Hex("wxyz")}}
-                                .dump());
+  auto half = s.StartUpload(
+      node_a_, job, json{{"step", 6}, {"bytes", 4}, {"sha256", common::Sha256Hex("wxyz")}}.dump());
   ASSERT_TRUE(half.ok());
   const int64_t hid = (*half)["id"];
   ASSERT_TRUE(s.PutChunk(node_a_, job, hid, 0, common::Sha256Hex("wx"), "wx").ok());
@@ -223,12 +227,14 @@ TEST_F(CheckpointsPgTest, BoundsPerCheckpointJobAndTenant) {
   auto over_count = Upload(s, node_a_, job, 4, "d");
   EXPECT_EQ(over_count.status().code(), common::Code::kResourceExhausted);
   // Bad starts are refused whole.
-  for (const json& bad : {json{{"step", -1}, {"bytes", 1}, {"sha256", std::string(64, 'a')}},
-                          json{{"step", 1}, {"bytes", 1}, {"sha256", "ABC"}},
-                          json{{"step", 1}, {"bytes", 1}, {"sha256", std::string(64, 'a')},
-                               {"metrics", {{"Loss", 1}}}},
-                          json{{"step", 1}, {"bytes", 1}, {"sha256", std::string(64, 'a')},
-                               {"path", "/etc"}}}) {
+  for (const json& bad :
+       {json{{"step", -1}, {"bytes", 1}, {"sha256", std::string(64, 'a')}},
+        json{{"step", 1}, {"bytes", 1}, {"sha256", "ABC"}},
+        json{{"step", 1},
+             {"bytes", 1},
+             {"sha256", std::string(64, 'a')},
+             {"metrics", {{"Loss", 1}}}},
+        json{{"step", 1}, {"bytes", 1}, {"sha256", std::string(64, 'a')}, {"path", "/etc"}}}) {
     EXPECT_EQ(s.StartUpload(node_a_, job, bad.dump()).status().code(),
               common::Code::kInvalidArgument)
         << bad.dump();
@@ -238,12 +244,11 @@ TEST_F(CheckpointsPgTest, BoundsPerCheckpointJobAndTenant) {
 TEST_F(CheckpointsPgTest, RetentionKeepsTheNewestAndTheBest) {
   auto s = Service();
   // keep 2, plus the lowest loss.
-  const int64_t job =
-      PlacedJob(member_, node_a_, R"(,"best":{"metric":"loss","mode":"min"})");
+  const int64_t job = PlacedJob(member_, node_a_, R"(,"best":{"metric":"loss","mode":"min"})");
   const double losses[] = {0.9, 0.2, 0.5, 0.7, 0.6};
   for (int i = 0; i < 5; ++i) {
-    auto up = Upload(s, node_a_, job, (i + 1) * 10, "ckpt" + std::to_string(i),
-                     {{"loss", losses[i]}});
+    auto up =
+        Upload(s, node_a_, job, (i + 1) * 10, "ckpt" + std::to_string(i), {{"loss", losses[i]}});
     ASSERT_TRUE(up.ok()) << up.status().ToString();
   }
   EXPECT_EQ(ListedSteps(s, job), (std::vector<int64_t>{20, 40, 50}));
@@ -285,13 +290,15 @@ TEST_F(CheckpointsPgTest, LaunchesResumeFromTheLatestReadyUploadOrInitFrom) {
   const int64_t c20_id = (*c20)["id"];
   const int64_t child = PlacedJob(member_, node_b_, "");
   (void)child;
-  service::JobsService jobs(*database_, api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
+  service::JobsService jobs(
+      *database_, api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
   const std::string spec = R"({"name":"from","kind":"train","resources":{"nodes":1},"init_from":)" +
                            std::to_string(c20_id) + "}";
   auto theirs = jobs.Submit(other_, spec, "");
   EXPECT_EQ(theirs.status().code(), common::Code::kNotFound);
   EXPECT_EQ(theirs.status().field(), "init_from");
-  auto missing = jobs.Submit(member_, R"({"name":"x","kind":"train","resources":{"nodes":1},"init_from":999999})", "");
+  auto missing = jobs.Submit(
+      member_, R"({"name":"x","kind":"train","resources":{"nodes":1},"init_from":999999})", "");
   EXPECT_EQ(missing.status().code(), common::Code::kNotFound);
   auto ours = jobs.Submit(member_, spec, "");
   ASSERT_TRUE(ours.ok()) << ours.status().ToString();

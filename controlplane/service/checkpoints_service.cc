@@ -28,18 +28,22 @@ bool IsSha256Hex(const std::string& s) {
   return true;
 }
 
-Status NotFoundJob(int64_t id) { return common::NotFound("job " + std::to_string(id) + " not found"); }
+Status NotFoundJob(int64_t id) {
+  return common::NotFound("job " + std::to_string(id) + " not found");
+}
 
 // Metric names as the JobSpec allows them (engine.checkpoint.best.metric); values finite numbers.
 Status CheckMetrics(const json& m) {
   if (!m.is_object()) return common::InvalidArgument("must be an object of numbers", "metrics");
   if (m.size() > kMaxMetrics) {
-    return common::InvalidArgument("at most " + std::to_string(kMaxMetrics) + " metrics", "metrics");
+    return common::InvalidArgument("at most " + std::to_string(kMaxMetrics) + " metrics",
+                                   "metrics");
   }
   for (const auto& [k, v] : m.items()) {
     bool ok = !k.empty() && k.size() <= kMaxMetricName && k[0] >= 'a' && k[0] <= 'z';
     for (char c : k) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_');
-    if (!ok) return common::InvalidArgument("bad metric name \"" + k.substr(0, 64) + "\"", "metrics");
+    if (!ok)
+      return common::InvalidArgument("bad metric name \"" + k.substr(0, 64) + "\"", "metrics");
     if (!v.is_number() || !std::isfinite(v.get<double>())) {
       return common::InvalidArgument("metric " + k + " must be a finite number", "metrics");
     }
@@ -119,16 +123,16 @@ Result<JobRecord> CheckpointsService::JobFor(UnitOfWork& uow, const Principal& p
     return Status(common::Code::kPermissionDenied,
                   "checkpoints are uploaded by the agents of the nodes the job runs on");
   }
-  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, access == Access::kRead ? kViewer : kMember,
-                                        access == Access::kRead ? "reading checkpoints"
-                                                                : "deleting checkpoints"));
+  EMBODY_RETURN_IF_ERROR(
+      RequireAtLeast(p, access == Access::kRead ? kViewer : kMember,
+                     access == Access::kRead ? "reading checkpoints" : "deleting checkpoints"));
   EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(job_id, p.TenantScope(), false));
   if (!job) return NotFoundJob(job_id);
   return *job;
 }
 
-Result<CheckpointBlob> CheckpointsService::BlobOf(UnitOfWork& uow, const JobRecord& job,
-                                                  int64_t id, bool for_update) {
+Result<CheckpointBlob> CheckpointsService::BlobOf(UnitOfWork& uow, const JobRecord& job, int64_t id,
+                                                  bool for_update) {
   EMBODY_ASSIGN_OR_RETURN(c, uow.checkpoints().Get(id, for_update));
   if (!c || c->job_id != job.id || c->tenant_id != job.tenant_id) {
     return common::NotFound("checkpoint " + std::to_string(id) + " of job " +
@@ -245,7 +249,8 @@ Result<std::vector<CheckpointBlob>> CheckpointsService::ApplyRetention(UnitOfWor
   const Retention r = RetentionOf(job.spec);
   EMBODY_ASSIGN_OR_RETURN(ready, uow.checkpoints().ListReady(job.id));
   std::set<int64_t> keep;
-  for (auto it = ready.rbegin(); it != ready.rend() && static_cast<int>(keep.size()) < r.keep; ++it) {
+  for (auto it = ready.rbegin(); it != ready.rend() && static_cast<int>(keep.size()) < r.keep;
+       ++it) {
     keep.insert(it->id);
   }
   if (!r.metric.empty()) {
@@ -288,9 +293,10 @@ Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int6
     files_.Remove(c);
     common::LogWarn("checkpoint upload discarded: SHA-256 mismatch",
                     {{"job", std::to_string(job_id)}, {"checkpoint", std::to_string(id)}});
-    return common::InvalidArgument("the uploaded bytes do not match the declared SHA-256; the "
-                                   "upload is discarded",
-                                   "sha256");
+    return common::InvalidArgument(
+        "the uploaded bytes do not match the declared SHA-256; the "
+        "upload is discarded",
+        "sha256");
   }
   const int64_t now = now_();
   EMBODY_RETURN_IF_ERROR(uow->checkpoints().MarkReady(id, now));

@@ -36,9 +36,9 @@
 namespace controlplane::service {
 
 struct CheckpointLimits {
-  int64_t max_bytes = int64_t{16} << 30;           // one checkpoint
+  int64_t max_bytes = int64_t{16} << 30;            // one checkpoint
   int64_t tenant_quota_bytes = int64_t{256} << 30;  // all of a tenant's uploading + ready
-  int max_per_job = 64;                              // uploading + ready
+  int max_per_job = 64;                             // uploading + ready
   int64_t max_chunk_bytes = int64_t{8} << 20;
   int64_t upload_ttl_ms = 3600 * 1000;  // an upload untouched this long is swept
 };
@@ -50,8 +50,7 @@ struct CheckpointDownload {
 
 class CheckpointsService {
  public:
-  CheckpointsService(Database& db, const CheckpointFiles& files, CheckpointLimits limits,
-                     Clock now)
+  CheckpointsService(Database& db, const CheckpointFiles& files, CheckpointLimits limits, Clock now)
       : db_(db), files_(files), limits_(limits), now_(std::move(now)) {}
 
   // body {"step", "bytes", "sha256", "metrics"?} -> the new entry (state "uploading").
@@ -76,8 +75,7 @@ class CheckpointsService {
   // init_from job of the same tenant counts too); not_found otherwise.
   Result<JobRecord> JobFor(UnitOfWork& uow, const Principal& p, int64_t job_id, Access access,
                            int64_t checkpoint_id = 0);
-  Result<CheckpointBlob> BlobOf(UnitOfWork& uow, const JobRecord& job, int64_t id,
-                                bool for_update);
+  Result<CheckpointBlob> BlobOf(UnitOfWork& uow, const JobRecord& job, int64_t id, bool for_update);
   // Deletes the ready checkpoints retention does not keep; returns them (files go after commit).
   Result<std::vector<CheckpointBlob>> ApplyRetention(UnitOfWork& uow, const JobRecord& job);
 

@@ -32,8 +32,8 @@ class FakeBlobServer {
   std::atomic<int> fail_puts_before_append{0};  // 503, chunk not stored
   std::atomic<int> fail_puts_after_append{0};   // chunk stored, then 503 (the reply is "lost")
   std::atomic<int> corrupt_next_chunks{0};      // one byte flipped as the chunk is stored
-  std::atomic<int> cut_downloads{0};            // half the requested bytes, then the connection drops
-  std::atomic<int> puts{0};                     // chunks received (counting refused ones)
+  std::atomic<int> cut_downloads{0};  // half the requested bytes, then the connection drops
+  std::atomic<int> puts{0};           // chunks received (counting refused ones)
 
   // Every upload, ready or not, as the server holds it: {"state","received_bytes",...}.
   nlohmann::json Uploads() const;

@@ -113,8 +113,8 @@ TEST(CheckpointStoreTest, JobResumesOnAnotherNodeFromTheBlobStoreAfterNodeAndDis
   ASSERT_EQ(sub2.status, 201) << sub2.text;
   const std::string path2 = "/v1/jobs/" + sub2.body["id"].dump();
   json job2 = stack.WaitForState(sub2.body["id"], {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
-  ASSERT_EQ(job2.value("state", ""), "SUCCEEDED") << job2.dump(2)
-      << stack.Get(path2 + "/logs?rank=-1").text;
+  ASSERT_EQ(job2.value("state", ""), "SUCCEEDED")
+      << job2.dump(2) << stack.Get(path2 + "/logs?rank=-1").text;
   EXPECT_NE(stack.Get(path2 + "/logs?rank=-1").text.find("fetched from the server"),
             std::string::npos);
   HttpResult first = stack.Get(path2 + "/events?type=step&limit=1");
