@@ -166,10 +166,15 @@ Result<CheckpointInfo> HttpCheckpointStore::Put(int64_t job_id, int64_t step, co
     return common::Internal("malformed reply to starting an upload");
   }
   const int64_t id = created["id"];
-  EMBODY_RETURN_IF_ERROR(UploadChunks(job_id, id, file));
+  if (Status st = UploadChunks(job_id, id, file); !st.ok()) {
+    // Given up: the partial upload would count against the tenant's quota until the server's
+    // sweep; remove it now if the server can be reached (it is never listed either way).
+    (void)Delete(job_id, id);
+    return st;
+  }
   const std::string commit_path = JobPath(job_id) + "/" + std::to_string(id) + "/commit";
   for (int attempt = 0;; ++attempt) {
-    r = Call("POST", commit_path, "{}", "application/json", {});
+    r = Call("POST", commit_path, json{{"sha256", sha}}.dump(), "application/json", {});
     if (r.error.ok() || !Retryable(r.error) || attempt >= options_.max_retries) break;
     Backoff(attempt);
   }

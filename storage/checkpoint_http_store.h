@@ -11,8 +11,8 @@
 // Put uploads in chunks of `chunk_bytes`, each with its own SHA-256 so a chunk damaged on the way
 // is refused before it is stored. After a failed chunk (connection lost, 5xx, a checksum refusal)
 // it asks the server how many bytes it holds and goes on from there, up to `max_retries` times in
-// a row, with a growing pause. The commit carries the whole file's SHA-256; until it succeeds the
-// checkpoint is not listed. Get streams the bytes to an AtomicFileWriter, resumes an interrupted
+// a row, with a growing pause; an upload given up is deleted (best effort). The commit makes the
+// server check the whole file's SHA-256; until it succeeds the checkpoint is not listed. Get streams the bytes to an AtomicFileWriter, resumes an interrupted
 // download with Range, and renames the file into place only after its SHA-256 matched.
 //
 // This is a small private HTTP helper over cpp-httplib; it becomes a user of common/'s HTTP

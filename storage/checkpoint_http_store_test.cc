@@ -85,8 +85,9 @@ TEST_F(HttpStoreTest, AnUploadThatGivesUpIsNeverListed) {
   auto put = store.Put(3, 100, {}, *src);
   EXPECT_EQ(put.status().code(), common::Code::kUnavailable) << put.status().ToString();
   EXPECT_TRUE(store.List(3)->empty());
-  ASSERT_EQ(server_.Uploads().size(), 1u);
-  EXPECT_EQ(server_.Uploads()[0]["state"], "uploading");
+  // The client removed what it had started (a killed client could not: the server's pg tests
+  // show such an upload stays unlisted until swept).
+  EXPECT_TRUE(server_.Uploads().empty());
 }
 
 TEST_F(HttpStoreTest, ACorruptedFileFailsTheCommitAndIsDiscarded) {

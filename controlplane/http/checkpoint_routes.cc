@@ -88,7 +88,7 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   auto ids = CheckpointIds(req);
                   if (!ids.ok()) return RespondError(res, ids.status());
                   ctx.audit_target = "checkpoint " + std::to_string(ids->checkpoint);
-                  auto r = ckpts.Commit(ctx.principal, ids->job, ids->checkpoint);
+                  auto r = ckpts.Commit(ctx.principal, ids->job, ids->checkpoint, req.body);
                   if (!r.ok()) return RespondError(res, r.status());
                   RespondJson(res, 200, *r);
                 });

@@ -204,7 +204,13 @@ TEST_F(CheckpointsPgTest, ShaMismatchDiscardsTheUpload) {
   ASSERT_TRUE(e.ok());
   const int64_t id = (*e)["id"];
   ASSERT_TRUE(s.PutChunk(node_a_, job, id, 0, common::Sha256Hex("abd"), "abd").ok());
-  auto c = s.Commit(node_a_, job, id);
+  // A commit naming another digest than the declared one is refused before anything is read.
+  EXPECT_EQ(s.Commit(node_a_, job, id, json{{"sha256", common::Sha256Hex("abd")}}.dump())
+                .status()
+                .field(),
+            "sha256");
+  EXPECT_TRUE(s.Entry(node_a_, job, id).ok());
+  auto c = s.Commit(node_a_, job, id, json{{"sha256", common::Sha256Hex("abc")}}.dump());
   EXPECT_EQ(c.status().field(), "sha256") << c.status().ToString();
   EXPECT_EQ(s.Entry(node_a_, job, id).status().code(), common::Code::kNotFound);
   EXPECT_TRUE(ListedSteps(s, job).empty());

@@ -275,10 +275,26 @@ Result<std::vector<CheckpointBlob>> CheckpointsService::ApplyRetention(UnitOfWor
   return dropped;
 }
 
-Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int64_t id) {
+Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int64_t id,
+                                        const std::string& body) {
+  std::string claimed;
+  if (!body.empty()) {
+    if (body.size() > kMaxStartBody) return common::InvalidArgument("request body too large");
+    json j = json::parse(body, nullptr, false);
+    if (!j.is_object()) return common::InvalidArgument("body must be a JSON object");
+    if (j.contains("sha256")) {
+      if (!j["sha256"].is_string() || !IsSha256Hex(j["sha256"])) {
+        return common::InvalidArgument("must be 64 lower-case hex characters", "sha256");
+      }
+      claimed = j["sha256"];
+    }
+  }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, JobFor(*uow, p, job_id, Access::kUpload));
   EMBODY_ASSIGN_OR_RETURN(c, BlobOf(*uow, job, id, /*for_update=*/true));
+  if (!claimed.empty() && claimed != c.sha256) {
+    return common::InvalidArgument("sha256 differs from the one declared at the start", "sha256");
+  }
   if (c.state == "ready") return ToJson(c);  // a repeated commit whose reply was lost
   if (c.received_bytes != c.bytes) {
     return common::FailedPrecondition("checkpoint " + std::to_string(id) + " holds " +

@@ -59,7 +59,10 @@ class CheckpointsService {
   // -> {"received_bytes": N}
   Result<nlohmann::json> PutChunk(const Principal& p, int64_t job_id, int64_t id, int64_t offset,
                                   const std::string& chunk_sha256, const std::string& data);
-  Result<nlohmann::json> Commit(const Principal& p, int64_t job_id, int64_t id);
+  // body {"sha256"?}: when given, the whole file's SHA-256 as the uploader computed it; it must
+  // be the one declared at the start.
+  Result<nlohmann::json> Commit(const Principal& p, int64_t job_id, int64_t id,
+                                const std::string& body = "");
   // {"checkpoints": [ready entries, ascending by step]}
   Result<nlohmann::json> List(const Principal& p, int64_t job_id);
   Result<nlohmann::json> Entry(const Principal& p, int64_t job_id, int64_t id);
