@@ -1,6 +1,7 @@
 #include "agent/job_runner.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include "agent/mpi_launch.h"
@@ -113,7 +115,58 @@ void JobRunner::Launch(const api::Command& launch) {
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
   std::erase(recently_acknowledged_, launch.job_id);
+  if (NeedsFetch(launch)) {
+    j->running = true;
+    j->preparing = true;
+    j->preparer = std::thread([this, j, launch] { FetchThenStart(j, launch); });
+    return;
+  }
   Start(j, launch);
+}
+
+bool JobRunner::NeedsFetch(const api::Command& launch) const {
+  const api::CheckpointRef& ref = launch.resume_checkpoint;
+  if (ref.id == 0 || !options_.fetch_checkpoint) return false;
+  // The job's own checkpoint at resume_from, still readable here (the same node, or storage
+  // both nodes see) and at least as new as the uploaded one (uploads trail the engine), wins;
+  // Start checks again that the job's uid can read it.
+  if (ref.job_id != launch.job_id || launch.resume_from.empty()) return true;
+  static const std::regex kStep(R"(step-(\d{1,18})\.ckpt)");
+  std::smatch m;
+  const std::string name = std::filesystem::path(launch.resume_from).filename().string();
+  return !(std::regex_match(name, m, kStep) && std::stoll(m[1].str()) >= ref.step &&
+           ::access(launch.resume_from.c_str(), R_OK) == 0);
+}
+
+void JobRunner::FetchThenStart(Job* job, api::Command launch) {
+  const api::CheckpointRef ref = launch.resume_checkpoint;
+  const std::string id = std::to_string(job->id);
+  const std::string dir = DownloadDir(job->id);
+  const std::string path = dir + "/step-" + std::to_string(ref.step) + ".ckpt";
+  common::Status st = common::MakeDirs(dir);
+  // Root's directory, traversable: the job reads the file, and cannot replace it.
+  if (st.ok() && ::chmod(dir.c_str(), 0711) != 0) st = common::Internal("cannot chmod " + dir);
+  if (st.ok()) {
+    common::LogInfo("fetching checkpoint", {{"job", id},
+                                            {"checkpoint", std::to_string(ref.id)},
+                                            {"step", std::to_string(ref.step)},
+                                            {"bytes", std::to_string(ref.bytes)}});
+    st = options_.fetch_checkpoint(ref, path);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  job->preparing = false;
+  if (job->kill_requested) return Finish(job, 128 + SIGKILL, job->kill_reason);
+  if (!st.ok()) {
+    common::LogWarn("cannot fetch checkpoint", {{"job", id}, {"error", st.ToString()}});
+    return Finish(job, 1, "cannot fetch checkpoint " + std::to_string(ref.id) + " (step " +
+                              std::to_string(ref.step) + "): " + st.message());
+  }
+  launch.resume_from = path;
+  Start(job, launch);
+}
+
+std::string JobRunner::DownloadDir(int64_t job_id) const {
+  return options_.data_dir + "/downloads/job-" + std::to_string(job_id);
 }
 
 std::string JobRunner::JobDir(int64_t job_id) const {
@@ -216,7 +269,12 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     std::string note;
     if (readable(file, false) || (!dir.empty() && readable(dir, true))) {
       in.resume_from = file;
-      note = "embody-agent: resuming from " + file + "\n";
+      note = "embody-agent: resuming from " + file;
+      if (launch.resume_checkpoint.id != 0 && dir == DownloadDir(job->id)) {
+        note += " (checkpoint " + std::to_string(launch.resume_checkpoint.id) + " of job " +
+                std::to_string(launch.resume_checkpoint.job_id) + ", fetched from the server)";
+      }
+      note += "\n";
       plan = BuildLaunchPlan(in);
     } else {
       note = "embody-agent: checkpoint " + file +
@@ -370,6 +428,10 @@ void JobRunner::Wait(Job* job) {
                        {"errors", std::to_string(scrub.errors)}});
     }
   }
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(DownloadDir(job->id), ec);  // the server still has it
+  }
 
   ExitDescription d = DescribeWaitStatus(status);
   if (memory_limit_hit) {
@@ -402,6 +464,7 @@ void JobRunner::Kill(int64_t job_id, const std::string& reason) {
   if (!job->running || job->kill_requested) return;
   job->kill_requested = true;
   job->kill_reason = reason;
+  if (job->preparing) return;  // nothing runs yet; the preparer ends it instead of starting it
   job->killer = std::thread([this, job] { KillTree(job); });
 }
 
@@ -461,7 +524,7 @@ std::vector<RunningJob> JobRunner::RunningJobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<RunningJob> out;
   for (const auto& [id, job] : jobs_) {
-    if (job->running) out.push_back({id, job->tenant, job->pid});
+    if (job->running && job->pid != 0) out.push_back({id, job->tenant, job->pid});
   }
   return out;
 }
@@ -494,7 +557,7 @@ void JobRunner::Acknowledge(const std::vector<int64_t>& job_ids) {
 std::optional<JobIdentity> JobRunner::Identity(int64_t job_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job_id);
-  if (it == jobs_.end() || !it->second->running) return std::nullopt;
+  if (it == jobs_.end() || !it->second->running || it->second->token.empty()) return std::nullopt;
   return JobIdentity{it->second->token, it->second->tenant};
 }
 
@@ -516,6 +579,7 @@ std::optional<api::FinishedJob> JobRunner::WaitFinished(int64_t job_id,
 }
 
 void JobRunner::JoinThreads(Job* job) {
+  if (job->preparer.joinable()) job->preparer.join();
   if (job->waiter.joinable()) job->waiter.join();
   if (job->killer.joinable()) job->killer.join();
 }

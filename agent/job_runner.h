@@ -1,6 +1,10 @@
 // JobRunner: starts jobs under mpirun, waits for them, kills them, and remembers how they ended
 // until the server has heard it.
 //
+// A launch carrying a blob-store checkpoint (api::Command::resume_checkpoint) is fetched first on
+// a preparer thread, so heartbeats go on meanwhile; the job counts as running (and can be killed)
+// from the launch on, and starts from the downloaded file (EMBODY_RESUME_FROM).
+//
 // Launch never fails to the caller: a job that cannot start is recorded as finished with a reason
 // (exit code 1 for a launch the agent refuses, 127 when mpirun cannot be executed). Each job has a
 // waiter thread (waitpid on mpirun) and, once killed, a killer thread (SIGTERM to the whole tree,
@@ -56,6 +60,10 @@ struct JobRunnerOptions {
   std::vector<int> gpus;  // NVML indices of this node's GPUs
   // Operator's Open MPI settings passed to mpirun (OpenMpiSettings of the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
+  // Writes a blob-store checkpoint (api::Command::resume_checkpoint) to a local path, verified;
+  // unset: launches ignore resume_checkpoint.
+  std::function<common::Status(const api::CheckpointRef&, const std::string& local_path)>
+      fetch_checkpoint;
 };
 
 // What the job-local API needs to know about a running job.
@@ -101,6 +109,8 @@ class JobRunner {
   pid_t LauncherPid(int64_t job_id) const;
   std::string JobDir(int64_t job_id) const;  // <data-dir>/jobs/job-<id>
   std::string LogDir(int64_t job_id) const;  // <data-dir>/logs/job-<id>
+  // Where a launch's resume_checkpoint is downloaded: <data-dir>/downloads/job-<id>
+  std::string DownloadDir(int64_t job_id) const;
   std::vector<int> GpusInUse() const;
   std::optional<api::FinishedJob> WaitFinished(int64_t job_id, std::chrono::milliseconds timeout);
 
@@ -116,15 +126,22 @@ class JobRunner {
     std::unique_ptr<JobCgroup> cgroup;
     int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
+    bool preparing = false;  // fetching its checkpoint; nothing started yet
     bool kill_requested = false;
     std::string kill_reason;
     std::vector<ProcessId> kill_snapshot;  // the tree as it was when the kill started
     api::FinishedJob result;
     std::thread waiter;
     std::thread killer;
+    std::thread preparer;
   };
 
   void Start(Job* job, const api::Command& launch);
+  // Whether the launch needs its resume_checkpoint fetched first: not when the job's own
+  // checkpoint at resume_from is readable here and at least as new.
+  bool NeedsFetch(const api::Command& launch) const;
+  // On the preparer thread: fetches the checkpoint, then starts the job (or records why not).
+  void FetchThenStart(Job* job, api::Command launch);
   // mu_ held. Prepares the job's directories; the start note opens its launcher log.
   common::Status PrepareDirs(Job* job, const api::Command& launch, const LaunchPlan& plan,
                              const std::optional<JobCredentials>& creds);

@@ -68,6 +68,7 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
   for (auto& e : list) {
     std::string type = e["type"].get<std::string>();
     if (type == "step") metrics_->ObserveStep(job_id, job->tenant, e);
+    if (observer_) observer_(job_id, e);
     events_->Push({job_id, now, std::move(type), std::move(e)});
   }
   metrics_->SetEventsDropped(events_->dropped());

@@ -23,6 +23,8 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/agent_metrics.h"
 #include "agent/event_queue.h"
 #include "agent/job_runner.h"
@@ -52,6 +54,12 @@ class LocalApi {
            std::string metrics_token_sha256 = "");
   ~LocalApi();
 
+  // Sees every accepted event (job id, the event object) before it is queued, e.g. to upload the
+  // checkpoints jobs report. Set before Start.
+  void SetEventObserver(std::function<void(int64_t job_id, const nlohmann::json& event)> fn) {
+    observer_ = std::move(fn);
+  }
+
   // `authorization` is the raw header value.
   LocalReply PostEvents(int64_t job_id, const std::string& authorization, const std::string& body);
   // Who a GET /metrics with this Authorization header value is served to.
@@ -66,6 +74,7 @@ class LocalApi {
   EventQueue* events_;
   AgentMetrics* metrics_;
   const std::string metrics_token_sha256_;
+  std::function<void(int64_t, const nlohmann::json&)> observer_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

@@ -12,6 +12,7 @@
 
 #include "agent/agent_flags.h"
 #include "agent/agent_metrics.h"
+#include "agent/checkpoint_uploader.h"
 #include "agent/event_queue.h"
 #include "agent/gpu_collector.h"
 #include "agent/heartbeat_loop.h"
@@ -28,6 +29,7 @@
 #include "common/crypto.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "storage/checkpoint_http_store.h"
 
 extern char** environ;
 
@@ -158,6 +160,15 @@ int main(int argc, char** argv) {
         return r ? r->Identity(id) : std::nullopt;
       },
       &events, &metrics, cfg.metrics_token_sha256);
+  // Checkpoints jobs write go to the server's blob store in the background, so a restart on
+  // another node finds them (docs/checkpoints.md).
+  storage::HttpCheckpointStoreOptions store_opts;
+  store_opts.server_url = cfg.server;
+  store_opts.token = [&credential] { return credential.Bearer(); };
+  storage::HttpCheckpointStore checkpoint_store(store_opts);
+  agent::CheckpointUploader uploader({cfg.data_dir + "/checkpoints"}, &checkpoint_store);
+  local_api.SetEventObserver(
+      [&uploader](int64_t job_id, const nlohmann::json& e) { uploader.Observe(job_id, e); });
   auto port = local_api.Start(cfg.listen_host, cfg.listen_port);
   if (!port.ok()) return Fail(port.status().message());
   std::string port_text = std::to_string(*port);
@@ -186,6 +197,16 @@ int main(int argc, char** argv) {
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
     run_opts.mpi_settings = agent::OpenMpiSettings(env);
   }
+  run_opts.fetch_checkpoint = [&checkpoint_store](const api::CheckpointRef& ref,
+                                                  const std::string& path) -> common::Status {
+    auto got = checkpoint_store.Get(ref.job_id, ref.id, path);
+    if (!got.ok()) return got.status();
+    if (got->sha256 != ref.sha256) {
+      return common::FailedPrecondition("checkpoint " + std::to_string(ref.id) +
+                                        " is not the one the launch named");
+    }
+    return common::Status::Ok();
+  };
   auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
   runner_ptr.store(runner.get());
 

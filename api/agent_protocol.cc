@@ -95,6 +95,14 @@ json ToJson(const HeartbeatResponse& r) {
       j["attempt"] = c.attempt;
       j["spec"] = c.spec;
       if (!c.resume_from.empty()) j["resume_from"] = c.resume_from;
+      if (c.resume_checkpoint.id != 0) {
+        const CheckpointRef& r = c.resume_checkpoint;
+        j["resume_checkpoint"] = {{"id", r.id},
+                                  {"job_id", r.job_id},
+                                  {"step", r.step},
+                                  {"bytes", r.bytes},
+                                  {"sha256", r.sha256}};
+      }
       if (!c.log_bytes.empty()) {
         json bytes = json::object();
         for (const auto& [rank, n] : c.log_bytes) bytes[std::to_string(rank)] = n;
@@ -199,6 +207,16 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
         cmd.attempt = c.value("attempt", 0);
         cmd.spec = c.at("spec");
         cmd.resume_from = c.value("resume_from", "");
+        if (c.contains("resume_checkpoint")) {
+          const json& r = c.at("resume_checkpoint");
+          cmd.resume_checkpoint = {r.at("id").get<int64_t>(), r.at("job_id").get<int64_t>(),
+                                   r.at("step").get<int64_t>(), r.at("bytes").get<int64_t>(),
+                                   r.at("sha256").get<std::string>()};
+          if (cmd.resume_checkpoint.id <= 0 || cmd.resume_checkpoint.job_id <= 0 ||
+              cmd.resume_checkpoint.step < 0 || cmd.resume_checkpoint.bytes < 0) {
+            return InvalidArgument("bad resume_checkpoint", "resume_checkpoint");
+          }
+        }
         if (c.contains("log_bytes")) {
           for (const auto& [rank, n] : c.at("log_bytes").items()) {
             auto r = common::ParseInt(rank, -1, std::numeric_limits<int>::max());

@@ -98,6 +98,15 @@ struct HostSlot {
   int ranks = 0;  // ranks of this job on that node
 };
 
+// A checkpoint in the server's blob store (GET /v1/jobs/{job_id}/checkpoints/{id}/data).
+struct CheckpointRef {
+  int64_t id = 0;  // 0: none
+  int64_t job_id = 0;
+  int64_t step = 0;
+  int64_t bytes = 0;
+  std::string sha256;
+};
+
 struct Command {
   enum class Type { kLaunch, kKill };
   Type type = Type::kLaunch;
@@ -111,6 +120,11 @@ struct Command {
   // The job's latest checkpoint when it has one (a restart after node loss): the engine resumes
   // from it. Empty for a first start.
   std::string resume_from;
+  // The checkpoint to start from through the blob store: the job's latest ready upload after a
+  // restart, or the spec's init_from on a first start. The head agent downloads it before
+  // launching (unless resume_from is readable there and no older), so a job restarted on another
+  // node resumes without a shared file system. id 0: none.
+  CheckpointRef resume_checkpoint;
   // Bytes of each rank's log (-1: the launcher) the server already holds from earlier attempts:
   // this attempt's log bytes continue after them. Empty for a first start.
   std::map<int, int64_t> log_bytes;

@@ -46,6 +46,7 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   launch.spec = {{"name", "x"}};
   launch.hosts = {{1, "n1", "127.0.0.1", 1}, {2, "n2", "127.0.0.1", 1}};
   launch.resume_from = "/ckpt/step-100.ckpt";
+  launch.resume_checkpoint = {5, 9, 100, 4096, std::string(64, 'a')};
   r.commands.push_back(launch);
   Command kill;
   kill.type = Command::Type::kKill;
@@ -56,6 +57,10 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   ASSERT_EQ(p->commands.size(), 2u);
   EXPECT_EQ(p->commands[0].hosts.size(), 2u);
   EXPECT_EQ(p->commands[0].resume_from, "/ckpt/step-100.ckpt");
+  EXPECT_EQ(p->commands[0].resume_checkpoint.id, 5);
+  EXPECT_EQ(p->commands[0].resume_checkpoint.step, 100);
+  EXPECT_EQ(p->commands[0].resume_checkpoint.sha256, std::string(64, 'a'));
+  EXPECT_EQ(p->commands[1].resume_checkpoint.id, 0);
   EXPECT_EQ(p->commands[1].type, Command::Type::kKill);
 }
 

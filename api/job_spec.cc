@@ -251,6 +251,14 @@ Status ParseData(const json& j, DataOptions* data) {
   return Status::Ok();
 }
 
+bool ValidMetricName(const std::string& s) {
+  if (s.empty() || s.size() > 64 || s[0] < 'a' || s[0] > 'z') return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
@@ -337,9 +345,22 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   if (o.Has("checkpoint")) {
     ObjectReader c(o.At("checkpoint"), "engine.checkpoint");
     EMBODY_RETURN_IF_ERROR(c.CheckObject());
-    EMBODY_RETURN_IF_ERROR(c.CheckKeys({"every_steps", "keep"}));
+    EMBODY_RETURN_IF_ERROR(c.CheckKeys({"every_steps", "keep", "best"}));
     EMBODY_RETURN_IF_ERROR(c.GetInt("every_steps", 0, limits.max_steps, &e->checkpoint.every_steps));
     EMBODY_RETURN_IF_ERROR(c.GetInt("keep", 1, 1000, &e->checkpoint.keep));
+    if (c.Has("best")) {
+      ObjectReader b(c.At("best"), "engine.checkpoint.best");
+      EMBODY_RETURN_IF_ERROR(b.CheckObject());
+      EMBODY_RETURN_IF_ERROR(b.CheckKeys({"metric", "mode"}));
+      if (!b.Has("metric")) return InvalidArgument("is required", "engine.checkpoint.best.metric");
+      const json& m = b.At("metric");
+      if (!m.is_string() || !ValidMetricName(m.get<std::string>())) {
+        return InvalidArgument("must be 1-64 characters of a-z, 0-9 and '_', starting with a letter",
+                               "engine.checkpoint.best.metric");
+      }
+      e->checkpoint.best_metric = m.get<std::string>();
+      EMBODY_RETURN_IF_ERROR(b.GetString("mode", {"min", "max"}, &e->checkpoint.best_mode));
+    }
   }
   return Status::Ok();
 }
@@ -362,7 +383,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
-       "command"}));
+       "command", "init_from"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -387,6 +408,8 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   EMBODY_RETURN_IF_ERROR(o.GetInt("max_restarts", 0, 100, &spec.max_restarts));
   EMBODY_RETURN_IF_ERROR(
       o.GetInt64("time_limit_seconds", 0, kMaxTimeLimitSeconds, &spec.time_limit_seconds));
+  // Whether it names a checkpoint of the submitter's tenant is the server's check (404).
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("init_from", 0, INT64_MAX, &spec.init_from));
 
   if (spec.kind == JobKind::kCommand) {
     if (o.Has("engine")) return InvalidArgument("not allowed for kind \"command\"", "engine");
@@ -457,6 +480,7 @@ json ToJson(const JobSpec& s) {
   j["priority"] = s.priority;
   j["max_restarts"] = s.max_restarts;
   j["time_limit_seconds"] = s.time_limit_seconds;
+  if (s.init_from != 0) j["init_from"] = s.init_from;
   if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
   } else {
@@ -480,6 +504,10 @@ json ToJson(const JobSpec& s) {
           {"weight_decay", e.optim.weight_decay}}},
         {"checkpoint", {{"every_steps", e.checkpoint.every_steps}, {"keep", e.checkpoint.keep}}},
         {"seed", e.seed}};
+    if (!e.checkpoint.best_metric.empty()) {
+      j["engine"]["checkpoint"]["best"] = {{"metric", e.checkpoint.best_metric},
+                                           {"mode", e.checkpoint.best_mode}};
+    }
   }
   return j;
 }

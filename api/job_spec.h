@@ -100,7 +100,13 @@ struct OptimOptions {
 };
 struct CheckpointOptions {
   int every_steps = 0;  // 0: only at the end
+  // Checkpoints kept: by the engine in the job's directory, and by the server's blob store
+  // (the newest `keep`, plus the best by `best_metric` when one is named).
   int keep = 3;
+  // A number the job reports with its steps (e.g. "loss"): the server's retention also keeps the
+  // checkpoint with its lowest value ("min") or highest ("max"). Empty: newest `keep` only.
+  std::string best_metric;
+  std::string best_mode = "min";
 };
 struct EngineOptions {
   ModelOptions model;
@@ -122,6 +128,10 @@ struct JobSpec {
   // Wall-clock limit of one attempt; the job is cancelled when it runs longer. 0: none. The
   // scheduler backfills only jobs that have one (it needs to know when their slots come back).
   int64_t time_limit_seconds = 0;
+  // A ready checkpoint of the same tenant (its id in GET /v1/jobs/{id}/checkpoints) the job
+  // starts from instead of step 0: parameters, optimizer state and data position, on any number
+  // of ranks. 0: none.
+  int64_t init_from = 0;
   EngineOptions engine;               // kind train
   std::vector<std::string> command;   // kind command: argv run under mpirun
 };

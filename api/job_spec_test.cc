@@ -31,6 +31,22 @@ TEST(JobSpecTest, ValidSpecFillsDefaultsAndRoundTrips) {
   EXPECT_EQ(ToJson(*again), ToJson(*r));
 }
 
+TEST(JobSpecTest, InitFromAndBestCheckpointRoundTrip) {
+  json j = Valid();
+  j["init_from"] = 42;
+  j["engine"]["checkpoint"] = {{"keep", 2}, {"best", {{"metric", "loss"}, {"mode", "min"}}}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->init_from, 42);
+  EXPECT_EQ(r->engine.checkpoint.best_metric, "loss");
+  EXPECT_EQ(r->engine.checkpoint.best_mode, "min");
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+  EXPECT_EQ(ToJson(*r)["engine"]["checkpoint"]["best"]["metric"], "loss");
+  EXPECT_FALSE(ToJson(*ParseJobSpec(Valid(), {})).contains("init_from"));
+}
+
 // The transformer options of docs/DESIGN.md §8 parse, fill in and round-trip.
 TEST(JobSpecTest, TransformerOptions) {
   json j = Valid();
@@ -101,6 +117,21 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
   using common::Code;
   std::vector<BadCase> cases = {
       {"unknown top field", [](json& j) { j["nmae"] = "x"; }, Code::kInvalidArgument, "nmae"},
+      {"init_from type", [](json& j) { j["init_from"] = "12"; }, Code::kInvalidArgument,
+       "init_from"},
+      {"init_from negative", [](json& j) { j["init_from"] = -1; }, Code::kInvalidArgument,
+       "init_from"},
+      {"best without metric", [](json& j) { j["engine"]["checkpoint"]["best"] = json::object(); },
+       Code::kInvalidArgument, "engine.checkpoint.best.metric"},
+      {"best metric chars",
+       [](json& j) { j["engine"]["checkpoint"]["best"] = {{"metric", "Loss!"}}; },
+       Code::kInvalidArgument, "engine.checkpoint.best.metric"},
+      {"best mode",
+       [](json& j) { j["engine"]["checkpoint"]["best"] = {{"metric", "loss"}, {"mode", "low"}}; },
+       Code::kInvalidArgument, "engine.checkpoint.best.mode"},
+      {"best unknown key",
+       [](json& j) { j["engine"]["checkpoint"]["best"] = {{"metric", "loss"}, {"x", 1}}; },
+       Code::kInvalidArgument, "engine.checkpoint.best.x"},
       {"unknown nested", [](json& j) { j["resources"]["gpus"] = 1; }, Code::kInvalidArgument,
        "resources.gpus"},
       {"missing name", [](json& j) { j.erase("name"); }, Code::kInvalidArgument, "name"},

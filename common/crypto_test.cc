@@ -9,6 +9,15 @@ TEST(CryptoTest, Sha256KnownAnswer) {
   EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+TEST(CryptoTest, StreamingSha256MatchesOneShot) {
+  std::string data(100000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 31);
+  Sha256 h;
+  h.Update(data.data(), 7);
+  h.Update(data.data() + 7, data.size() - 7);
+  EXPECT_EQ(h.FinalHex(), Sha256Hex(data));
+}
+
 TEST(CryptoTest, TokensAreRandomAndLongEnough) {
   std::string a = RandomToken(), b = RandomToken();
   EXPECT_EQ(a.size(), 64u);

@@ -47,6 +47,15 @@ const std::vector<IntFlag>& IntFlags() {
        [](ServerOptions& o) { return &o.fair_share_half_life_s; }},
       {"--max-reservations", 0, 10000, "jobs the scheduler reserves slots for ahead of backfill",
        [](ServerOptions& o) { return &o.max_reservations; }},
+      {"--checkpoint-max-mib", 1, 1 << 20, "largest checkpoint the blob store takes, in MiB",
+       [](ServerOptions& o) { return &o.checkpoint_max_mib; }},
+      {"--checkpoint-quota-gib", 0, 1 << 20,
+       "checkpoint bytes per tenant, uploading or stored, in GiB",
+       [](ServerOptions& o) { return &o.checkpoint_quota_gib; }},
+      {"--checkpoint-max-per-job", 1, 10000, "checkpoints per job, uploading or stored",
+       [](ServerOptions& o) { return &o.checkpoint_max_per_job; }},
+      {"--checkpoint-upload-ttl-s", 10, 30 * 86400, "an upload untouched this long is removed",
+       [](ServerOptions& o) { return &o.checkpoint_upload_ttl_s; }},
   };
   return kFlags;
 }

@@ -34,6 +34,11 @@ struct ServerOptions {
   int fair_share_half_life_s = 86'400;
   int max_reservations = 16;
   api::SpecLimits limits;
+  // Checkpoint blob store (service/checkpoints_service.h).
+  int checkpoint_max_mib = 16384;     // one checkpoint
+  int checkpoint_quota_gib = 256;     // per tenant, uploading + stored
+  int checkpoint_max_per_job = 64;    // uploading + stored
+  int checkpoint_upload_ttl_s = 3600; // an upload untouched this long is removed
 };
 
 // argv without the program name. invalid_argument names the flag on any problem.

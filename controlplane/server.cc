@@ -31,6 +31,8 @@ struct Server::Impl {
   std::unique_ptr<service::AuditedDatabase> database;
   std::unique_ptr<db::LeaderLock> leader;
   std::unique_ptr<service::LogFiles> log_files;
+  std::unique_ptr<service::CheckpointFiles> checkpoint_files;
+  std::unique_ptr<service::CheckpointsService> checkpoints;
   std::unique_ptr<http::ServerMetrics> metrics;
   std::unique_ptr<service::SchedulerLoop> scheduler;
   std::unique_ptr<service::JobsService> jobs;
@@ -65,6 +67,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto m = std::make_unique<Impl>();
   m->opts = opts;
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/checkpoints"));
   auto pool = db::PgPool::Open(opts.db, opts.db_pool_size);
   if (!pool.ok()) return pool.status();
   m->pool = std::move(pool.value());
@@ -110,12 +113,21 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
                                                     opts.heartbeat_interval_ms, now, wake);
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
+  service::CheckpointLimits ckpt_limits;
+  ckpt_limits.max_bytes = int64_t{opts.checkpoint_max_mib} << 20;
+  ckpt_limits.tenant_quota_bytes = int64_t{opts.checkpoint_quota_gib} << 30;
+  ckpt_limits.max_per_job = opts.checkpoint_max_per_job;
+  ckpt_limits.upload_ttl_ms = int64_t{opts.checkpoint_upload_ttl_s} * 1000;
+  m->checkpoint_files = std::make_unique<service::CheckpointFiles>(opts.data_dir);
+  m->checkpoints = std::make_unique<service::CheckpointsService>(
+      *m->database, *m->checkpoint_files, ckpt_limits, now);
   m->tokens = std::make_unique<service::TokensService>(*m->database, now);
 
   http::ApiDeps deps;
   deps.db = m->database.get();
   deps.tenants = m->tenants.get();
   deps.tokens = m->tokens.get();
+  deps.checkpoints = m->checkpoints.get();
   deps.now_ms = now;
   deps.router.rate_limit_per_s = opts.rate_limit_per_s;
   deps.router.rate_limit_burst =

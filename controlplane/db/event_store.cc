@@ -2,6 +2,8 @@
 // checkpoint index and the per-rank log index.
 #include "controlplane/db/stores.h"
 
+#include <algorithm>
+
 namespace controlplane::db {
 
 using common::Result;
@@ -106,15 +108,18 @@ Result<std::optional<EventRecord>> PgEventStore::Latest(int64_t job_id, const st
 }
 
 Status PgEventStore::AddCheckpoint(int64_t job_id, const CheckpointRecord& c, int64_t time_ms) {
-  auto r = tx_.Exec("INSERT INTO checkpoints (job_id, step, path, bytes, created_at)"
-                    " VALUES ($1, $2, $3, $4, " EMBODY_SQL_TS("$5") ")",
-                    {P(job_id), P(c.step), P(c.path), P(c.bytes), P(time_ms)});
+  auto r = tx_.Exec("INSERT INTO checkpoints (job_id, tenant_id, step, path, bytes, created_at,"
+                    " updated_at, state)"
+                    " SELECT $1, tenant_id, $2, $3, $4, " EMBODY_SQL_TS("$5") ", "
+                    EMBODY_SQL_TS("$5") ", 'local' FROM jobs WHERE id = $1",
+                    {P(job_id), P(c.step), P(c.path), P(std::max<int64_t>(0, c.bytes)),
+                     P(time_ms)});
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::optional<CheckpointRecord>> PgEventStore::LatestCheckpoint(int64_t job_id) {
   auto r = tx_.Exec("SELECT step, path, bytes FROM checkpoints WHERE job_id = $1"
-                    " ORDER BY step DESC, id DESC LIMIT 1",
+                    " AND state = 'local' ORDER BY step DESC, id DESC LIMIT 1",
                     {P(job_id)});
   if (!r.ok()) return r.status();
   if (r->empty()) return std::optional<CheckpointRecord>();

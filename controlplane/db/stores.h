@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "controlplane/db/pg.h"
+#include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -166,6 +167,25 @@ class PgFairShareStore : public service::FairShareStore {
   PgTx& tx_;
 };
 
+class PgCheckpointIndex : public service::CheckpointIndex {
+ public:
+  explicit PgCheckpointIndex(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> InsertUpload(const service::CheckpointBlob& c, int64_t now_ms) override;
+  common::Result<std::optional<service::CheckpointBlob>> Get(int64_t id, bool for_update) override;
+  common::Status SetReceived(int64_t id, int64_t received_bytes, int64_t now_ms) override;
+  common::Status MarkReady(int64_t id, int64_t now_ms) override;
+  common::Status Delete(int64_t id) override;
+  common::Result<std::vector<service::CheckpointBlob>> ListReady(int64_t job_id) override;
+  common::Result<std::optional<service::CheckpointBlob>> LatestReady(int64_t job_id) override;
+  common::Result<int64_t> CountForJob(int64_t job_id) override;
+  common::Result<int64_t> BytesForTenant(int64_t tenant_id) override;
+  common::Result<std::vector<service::CheckpointBlob>> StaleUploads(int64_t before_ms,
+                                                                    int limit) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
@@ -177,7 +197,8 @@ class PgUnitOfWork : public service::UnitOfWork {
         logs_(*tx_),
         tenants_(*tx_),
         audit_(*tx_),
-        fair_share_(*tx_) {}
+        fair_share_(*tx_),
+        checkpoints_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -186,6 +207,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
+  service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   common::Status Commit() override;
 
  private:
@@ -199,6 +221,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgTenantStore tenants_;
   PgAuditStore audit_;
   PgFairShareStore fair_share_;
+  PgCheckpointIndex checkpoints_;
 };
 
 class PgDatabase : public service::Database {

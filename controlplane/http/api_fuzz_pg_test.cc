@@ -481,7 +481,7 @@ TEST_F(ApiFuzzPgTest, NoServerErrorsAndRefusalsStoreNothing) {
     const std::string nd = std::to_string(m.Pick(nodes));
     const std::string tn = std::to_string(m.Pick(tenants));
     const std::string suffix = std::to_string(m.Below(1u << 30));
-    switch (m.Below(22)) {
+    switch (m.Below(25)) {
       case 0:
       case 1:
         return {"POST", "/v1/jobs", member.second, PendingSpec("f" + suffix).dump(), {}};
@@ -579,6 +579,30 @@ TEST_F(ApiFuzzPgTest, NoServerErrorsAndRefusalsStoreNothing) {
                 m.Pick<std::string>({"/v1/whoami", "/healthz", "/readyz", "/metrics",
                                      "/v1/prometheus/targets", "/v1/tenants"}),
                 admin,
+                "",
+                {}};
+      case 21:
+        return {"POST",
+                "/v1/jobs/" + job + "/checkpoints",
+                m.OneIn(2) ? NodeToken(node) : member.second,
+                json{{"step", m.Below(1000)},
+                     {"bytes", m.Below(1u << 20)},
+                     {"sha256", std::string(64, 'a')},
+                     {"metrics", {{"loss", 0.5}}}}
+                    .dump(),
+                {}};
+      case 22:
+        return {"PUT",
+                "/v1/jobs/" + job + "/checkpoints/" + std::to_string(m.Below(8)) +
+                    "/data?offset=" + std::to_string(m.Below(4)),
+                NodeToken(node),
+                "chunk" + suffix,
+                {{"X-Content-Sha256", std::string(64, 'b')}}};
+      case 23:
+        return {m.Pick<std::string>({"GET", "DELETE"}),
+                "/v1/jobs/" + job + "/checkpoints/" + std::to_string(m.Below(8)) +
+                    m.Pick<std::string>({"", "/commit"}),
+                m.OneIn(2) ? viewer.second : NodeToken(node),
                 "",
                 {}};
       default:

@@ -87,6 +87,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
                              "text/plain; version=0.0.4");
            });
   AddJobRoutes(r, m.deps);
+  AddCheckpointRoutes(r, m.deps);
   AddNodeRoutes(r, m.deps);
   AddTenantRoutes(r, m.deps);
   AddLogRoutes(r, m.deps, m.stopping);

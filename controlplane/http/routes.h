@@ -11,6 +11,8 @@ namespace controlplane::http {
 
 void AddJobRoutes(Router& router, const ApiDeps& deps);
 void AddNodeRoutes(Router& router, const ApiDeps& deps);
+// /v1/jobs/{id}/checkpoints...: the checkpoint blob store.
+void AddCheckpointRoutes(Router& router, const ApiDeps& deps);
 // Tenants, tokens, /v1/whoami, /v1/audit.
 void AddTenantRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or

@@ -1,5 +1,7 @@
 #include "controlplane/service/audit_scope.h"
 
+#include "controlplane/service/checkpoint_index.h"
+
 namespace controlplane::service {
 
 namespace {
@@ -24,6 +26,7 @@ class AuditedUnitOfWork : public UnitOfWork {
   TenantStore& tenants() override { return inner_->tenants(); }
   AuditStore& audit() override { return inner_->audit(); }
   FairShareStore& fair_share() override { return inner_->fair_share(); }
+  CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
   Status Commit() override {
     EMBODY_RETURN_IF_ERROR(before_commit_());
     EMBODY_RETURN_IF_ERROR(inner_->Commit());

@@ -1,5 +1,7 @@
 #include "controlplane/service/jobs_service.h"
 
+#include "controlplane/service/checkpoints_service.h"
+
 #include "common/crypto.h"
 #include "common/parse_int.h"
 #include "controlplane/service/audit_scope.h"
@@ -87,6 +89,8 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     pending = n;
   }
   EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), spec.resources));
+  // A checkpoint of another tenant is not found, as its job would not be.
+  if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
   const int64_t now = now_();
   NewJob nj;
   nj.tenant_id = p.tenant_id;

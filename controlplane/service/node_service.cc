@@ -5,6 +5,7 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
+#include "controlplane/service/checkpoints_service.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
@@ -304,6 +305,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // A restarted job continues from where its last attempt got to.
       EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job->id));
       if (ckpt) c.resume_from = ckpt->path;
+      // And the checkpoint any node can fetch: its latest upload, or what it starts from.
+      EMBODY_ASSIGN_OR_RETURN(blob, ResumeCheckpointFor(uow, *job));
+      c.resume_checkpoint = blob;
       // An earlier attempt's log bytes stay; this attempt's continue after them.
       EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
       for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;

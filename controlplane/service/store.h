@@ -226,6 +226,7 @@ class EventStore {
                                                 const std::string& type, int limit) = 0;
   virtual Result<std::optional<EventRecord>> Latest(int64_t job_id, const std::string& type) = 0;
   virtual Status AddCheckpoint(int64_t job_id, const CheckpointRecord& c, int64_t time_ms) = 0;
+  // The latest checkpoint the job reported writing on its node's disk (not blob-store uploads).
   virtual Result<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t job_id) = 0;
 };
 
@@ -362,7 +363,8 @@ class AuditStore {
   virtual Result<std::vector<AuditRecord>> List(const AuditQuery& q) = 0;  // newest first
 };
 
-class FairShareStore;  // fair_share_store.h
+class FairShareStore;   // fair_share_store.h
+class CheckpointIndex;  // checkpoint_index.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -376,6 +378,7 @@ class UnitOfWork {
   virtual TenantStore& tenants() = 0;
   virtual AuditStore& audit() = 0;
   virtual FairShareStore& fair_share() = 0;
+  virtual CheckpointIndex& checkpoints() = 0;
   virtual Status Commit() = 0;
 };
 

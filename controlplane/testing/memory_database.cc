@@ -70,6 +70,7 @@ void MemoryTables::ShareAll() {
   allocations.Share();
   events.Share();
   checkpoints.Share();
+  checkpoint_blobs.Share();
   logs.Share();
   audit.Share();
   fair_share.Share();
@@ -131,7 +132,8 @@ class MemoryUnitOfWork : public service::UnitOfWork {
         logs_(tx_),
         tenants_(tx_),
         audit_(tx_),
-        fair_share_(tx_) {}
+        fair_share_(tx_),
+        checkpoints_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 
   service::JobStore& jobs() override { return jobs_; }
@@ -142,6 +144,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
+  service::CheckpointIndex& checkpoints() override { return checkpoints_; }
 
   Status Commit() override {
     if (tx_.ended) return common::Internal("memory database: the unit of work has ended");
@@ -176,6 +179,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   MemoryTenantStore tenants_;
   MemoryAuditStore audit_;
   MemoryFairShareStore fair_share_;
+  MemoryCheckpointIndex checkpoints_;
 };
 
 MemoryDatabase::MemoryDatabase()

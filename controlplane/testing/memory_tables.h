@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -78,6 +79,7 @@ struct MemoryTables {
   CowTable<std::map<std::pair<int64_t, int64_t>, AllocationRow>> allocations;  // (job, node)
   CowTable<std::map<int64_t, EventRow>> events;
   CowTable<std::map<int64_t, CheckpointRow>> checkpoints;
+  CowTable<std::map<int64_t, service::CheckpointBlob>> checkpoint_blobs;
   CowTable<std::map<std::pair<int64_t, int>, service::LogRecord>> logs;  // (job, rank)
   CowTable<std::map<int64_t, service::AuditRecord>> audit;
   CowTable<std::map<std::pair<int64_t, int>, double>> fair_share;  // (tenant, slot kind)
@@ -249,6 +251,26 @@ class MemoryAuditStore : public service::AuditStore {
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
 
  private:
+  MemoryTx& tx_;
+};
+
+class MemoryCheckpointIndex : public service::CheckpointIndex {
+ public:
+  explicit MemoryCheckpointIndex(MemoryTx& tx) : tx_(tx) {}
+  common::Result<int64_t> InsertUpload(const service::CheckpointBlob& c, int64_t now_ms) override;
+  common::Result<std::optional<service::CheckpointBlob>> Get(int64_t id, bool for_update) override;
+  common::Status SetReceived(int64_t id, int64_t received_bytes, int64_t now_ms) override;
+  common::Status MarkReady(int64_t id, int64_t now_ms) override;
+  common::Status Delete(int64_t id) override;
+  common::Result<std::vector<service::CheckpointBlob>> ListReady(int64_t job_id) override;
+  common::Result<std::optional<service::CheckpointBlob>> LatestReady(int64_t job_id) override;
+  common::Result<int64_t> CountForJob(int64_t job_id) override;
+  common::Result<int64_t> BytesForTenant(int64_t tenant_id) override;
+  common::Result<std::vector<service::CheckpointBlob>> StaleUploads(int64_t before_ms,
+                                                                    int limit) override;
+
+ private:
+  std::vector<service::CheckpointBlob> Ready(int64_t job_id) const;  // by step, then id
   MemoryTx& tx_;
 };
 

@@ -81,6 +81,12 @@ void LocalStack::LoseNode(int i) {
   }
 }
 
+void LocalStack::LoseNodeAndDisk(int i) {
+  LoseNode(i);
+  std::error_code ec;
+  fs::remove_all(agent_data_dir(i), ec);
+}
+
 LocalStack::~LocalStack() {
   for (auto& a : agent_procs_) a->Stop();
   if (server_) server_->Stop();

@@ -48,6 +48,12 @@ class LocalStack {
   // Node loss: SIGKILLs agent `i` (node-a is 0) and every process of the jobs it ran, so the
   // server hears nothing more from that node.
   void LoseNode(int i);
+  // LoseNode, then the node's disk goes too: agent `i`'s data directory (its checkpoints
+  // included) is removed.
+  void LoseNodeAndDisk(int i);
+  std::string agent_data_dir(int i) const {
+    return dir_ + "/agents/node-" + std::string(1, static_cast<char>('a' + i));
+  }
 
   const std::string& url() const { return url_; }
   const std::string& dir() const { return dir_; }
