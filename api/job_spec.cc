@@ -19,6 +19,7 @@ const char* JobKindName(JobKind k) {
     case JobKind::kRl: return "rl";
     case JobKind::kEval: return "eval";
     case JobKind::kCommand: return "command";
+    case JobKind::kImport: return "import";
   }
   return "train";
 }
@@ -173,6 +174,21 @@ Status ParseResources(const json& j, const SpecLimits& limits, Resources* r) {
   return Status::Ok();
 }
 
+// engine.data.dataset: the built-in task, or a stored dataset by name (resolved by the server).
+Status ParseDatasetName(const ObjectReader& d, std::string* out) {
+  if (!d.Has("dataset")) return Status::Ok();
+  const std::string field = d.PathOf("dataset");
+  if (!d.At("dataset").is_string()) return InvalidArgument("must be a string", field);
+  const std::string s = d.At("dataset").get<std::string>();
+  EMBODY_ASSIGN_OR_RETURN(ref, ParseDatasetRef(s, field));
+  if (s != "sim:reach" && !ref) {
+    return InvalidArgument("must be \"sim:reach\" or \"dataset:NAME[@VERSION]\"; got \"" + s + "\"",
+                           field);
+  }
+  *out = s;
+  return Status::Ok();
+}
+
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
@@ -228,7 +244,7 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
     EMBODY_RETURN_IF_ERROR(d.CheckObject());
     EMBODY_RETURN_IF_ERROR(
         d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row"}));
-    EMBODY_RETURN_IF_ERROR(d.GetString("dataset", {"sim:reach"}, &e->data.dataset));
+    EMBODY_RETURN_IF_ERROR(ParseDatasetName(d, &e->data.dataset));
     EMBODY_RETURN_IF_ERROR(d.GetInt("rows_per_step", 1, 1 << 20, &e->data.rows_per_step));
     EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &e->data.packing));
     EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &e->data.tokens_per_row));
@@ -266,14 +282,19 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   return Status::Ok();
 }
 
-bool ValidName(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
+bool ValidName(const std::string& s) { return IsValidName(s); }
+
+// Kind import: {"dataset_id": N, "source": {...}} (made by the server, checked all the same).
+Status ParseImport(const json& j, JobSpec* spec) {
+  ObjectReader o(j, "import");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys({"dataset_id", "source"}));
+  if (!o.Has("dataset_id")) return InvalidArgument("is required", "import.dataset_id");
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("dataset_id", 1, INT64_MAX, &spec->import_dataset_id));
+  if (!o.Has("source")) return InvalidArgument("is required", "import.source");
+  EMBODY_ASSIGN_OR_RETURN(source, ParseImportSource(o.At("source"), "import.source"));
+  spec->import_source = std::move(source);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -284,7 +305,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
-       "command"}));
+       "command", "import"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -295,13 +316,18 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
 
   if (!o.Has("kind")) return InvalidArgument("is required", "kind");
   std::string kind;
-  EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command"}, &kind));
+  EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command", "import"}, &kind));
   if (kind == "rl" || kind == "eval") {
     return Status(Code::kUnimplemented,
                   "job kind \"" + kind + "\" is not available yet; use \"train\" or \"command\"",
                   "kind");
   }
-  spec.kind = kind == "train" ? JobKind::kTrain : JobKind::kCommand;
+  spec.kind = kind == "train"     ? JobKind::kTrain
+              : kind == "import" ? JobKind::kImport
+                                 : JobKind::kCommand;
+  if (spec.kind != JobKind::kImport && o.Has("import")) {
+    return InvalidArgument("only allowed for kind \"import\"", "import");
+  }
 
   if (!o.Has("resources")) return InvalidArgument("is required", "resources");
   EMBODY_RETURN_IF_ERROR(ParseResources(o.At("resources"), limits, &spec.resources));
@@ -310,7 +336,12 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   EMBODY_RETURN_IF_ERROR(
       o.GetInt64("time_limit_seconds", 0, kMaxTimeLimitSeconds, &spec.time_limit_seconds));
 
-  if (spec.kind == JobKind::kCommand) {
+  if (spec.kind == JobKind::kImport) {
+    if (o.Has("engine")) return InvalidArgument("not allowed for kind \"import\"", "engine");
+    if (o.Has("command")) return InvalidArgument("not allowed for kind \"import\"", "command");
+    if (!o.Has("import")) return InvalidArgument("is required for kind \"import\"", "import");
+    EMBODY_RETURN_IF_ERROR(ParseImport(o.At("import"), &spec));
+  } else if (spec.kind == JobKind::kCommand) {
     if (o.Has("engine")) return InvalidArgument("not allowed for kind \"command\"", "engine");
     if (!o.Has("command")) return InvalidArgument("is required for kind \"command\"", "command");
     const json& c = o.At("command");
@@ -360,7 +391,9 @@ json ToJson(const JobSpec& s) {
   j["priority"] = s.priority;
   j["max_restarts"] = s.max_restarts;
   j["time_limit_seconds"] = s.time_limit_seconds;
-  if (s.kind == JobKind::kCommand) {
+  if (s.kind == JobKind::kImport) {
+    j["import"] = {{"dataset_id", s.import_dataset_id}, {"source", ToJson(s.import_source)}};
+  } else if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
   } else {
     const EngineOptions& e = s.engine;

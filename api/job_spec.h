@@ -12,11 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/dataset_ref.h"
 #include "common/status.h"
 
 namespace api {
 
-enum class JobKind { kTrain, kRl, kEval, kCommand };
+// kImport is made by the server for POST /v1/datasets only (a client submitting one is refused).
+enum class JobKind { kTrain, kRl, kEval, kCommand, kImport };
 const char* JobKindName(JobKind k);
 
 struct Resources {
@@ -45,7 +47,9 @@ struct ModelOptions {
   int inference_steps = 4;
 };
 struct DataOptions {
-  std::string dataset = "sim:reach";  // built-in scripted task
+  // "sim:reach" (built-in scripted task) or "dataset:NAME[@VERSION]" (a stored dataset of the
+  // job's tenant, resolved by the server at submit; api/dataset_ref.h).
+  std::string dataset = "sim:reach";
   // Rows per rank per optimizer step. Packing: each rank takes the number of samples whose mean
   // length (the built-in distribution's, action chunk included) fills rows_per_step rows of
   // tokens_per_row, packed best-fit decreasing (so a step holds about rows_per_step rows, a few
@@ -101,6 +105,10 @@ struct JobSpec {
   int64_t time_limit_seconds = 0;
   EngineOptions engine;               // kind train
   std::vector<std::string> command;   // kind command: argv run under mpirun
+  // Kind import: which dataset record the job fills and from what. The agent writes the
+  // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.
+  int64_t import_dataset_id = 0;
+  ImportSource import_source;
 };
 
 // Per-job maxima configured by the operator (server flags).

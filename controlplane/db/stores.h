@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "controlplane/db/pg.h"
+#include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -155,11 +156,35 @@ class PgFairShareStore : public service::FairShareStore {
   PgTx& tx_;
 };
 
+class PgDatasetStore : public service::DatasetStore {
+ public:
+  explicit PgDatasetStore(PgTx& tx) : tx_(tx) {}
+  common::Result<service::DatasetRecord> Insert(const service::DatasetRecord& d,
+                                                int64_t now_ms) override;
+  common::Result<std::optional<service::DatasetRecord>> Get(int64_t id,
+                                                            std::optional<int64_t> tenant_id,
+                                                            bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> GetByJob(int64_t job_id,
+                                                                 bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> Find(int64_t tenant_id,
+                                                             const std::string& name,
+                                                             std::optional<int> version) override;
+  common::Result<std::vector<service::DatasetRecord>> List(
+      const service::DatasetQuery& q) override;
+  common::Status Update(const service::DatasetRecord& d, int64_t now_ms) override;
+  common::Status BindJob(int64_t job_id, int64_t dataset_id) override;
+  common::Result<std::optional<service::DatasetRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
       : tx_(std::move(tx)), jobs_(*tx_), allocations_(*tx_), nodes_(*tx_), events_(*tx_),
-        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_) {}
+        logs_(*tx_), tenants_(*tx_), audit_(*tx_), fair_share_(*tx_), datasets_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -168,6 +193,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::TenantStore& tenants() override { return tenants_; }
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
+  service::DatasetStore& datasets() override { return datasets_; }
   common::Status Commit() override { return tx_->Commit(); }
 
  private:
@@ -180,6 +206,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgTenantStore tenants_;
   PgAuditStore audit_;
   PgFairShareStore fair_share_;
+  PgDatasetStore datasets_;
 };
 
 class PgDatabase : public service::Database {

@@ -11,6 +11,7 @@
 
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
+#include "controlplane/service/datasets_service.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/http/router.h"
 #include "controlplane/service/node_service.h"
@@ -25,6 +26,7 @@ struct ApiDeps {
   service::NodeService* nodes = nullptr;
   service::TenantsService* tenants = nullptr;
   service::TokensService* tokens = nullptr;
+  service::DatasetsService* datasets = nullptr;
   RouterOptions router;
   std::function<int64_t()> now_ms;  // epoch milliseconds: token expiry, audit times
   ServerMetrics* metrics = nullptr;

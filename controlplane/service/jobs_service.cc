@@ -2,6 +2,7 @@
 
 #include "common/crypto.h"
 #include "common/parse_int.h"
+#include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
 
@@ -83,6 +84,11 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     }
   }
   EMBODY_ASSIGN_OR_RETURN(spec, api::ParseJobSpecText(body, limits_));
+  if (spec.kind == api::JobKind::kImport) {
+    // The import job writes into a dataset record the server made for it.
+    return Status(common::Code::kUnprocessable,
+                  "import jobs are started by POST /v1/datasets", "kind");
+  }
   const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
   // The same key answers with the first job only for the same request.
   auto replay = [&](JobRecord existing) -> Result<JobRecord> {
@@ -109,6 +115,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(p.tenant_id));
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, usage, nodes, spec.resources));
+  EMBODY_ASSIGN_OR_RETURN(dataset, ResolveDataset(*uow, p.tenant_id, spec));
   const int64_t now = now_();
   NewJob nj;
   nj.tenant_id = p.tenant_id;
@@ -138,6 +145,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                                                     {"reason", "submitted"},
                                                     {"actor", p.tenant + "/" + p.token_name}}));
   (void)ev;
+  if (dataset) EMBODY_RETURN_IF_ERROR(uow->datasets().BindJob(*id, dataset->id));
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, *id, false));
   EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
   EMBODY_RETURN_IF_ERROR(uow->Commit());

@@ -345,6 +345,7 @@ class AuditStore {
 };
 
 class FairShareStore;  // fair_share_store.h
+class DatasetStore;    // dataset_store.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -358,6 +359,7 @@ class UnitOfWork {
   virtual TenantStore& tenants() = 0;
   virtual AuditStore& audit() = 0;
   virtual FairShareStore& fair_share() = 0;
+  virtual DatasetStore& datasets() = 0;
   virtual Status Commit() = 0;
 };
 
