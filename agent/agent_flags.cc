@@ -68,6 +68,13 @@ std::string DefaultEnginePath() {
   return (exe.parent_path() / "embody-engine").string();
 }
 
+std::string DefaultEmbodyDataPath() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "embody-data";
+  return (exe.parent_path() / "embody-data").string();
+}
+
 std::string SelfExecutable() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -157,6 +164,11 @@ std::vector<Flag> AgentFlags(Files* files) {
       {"slots", "N", "slots to offer (default: detected GPUs, else CPU cores)",
        Int("slots", &AgentConfig::slots, 1, 1 << 20)},
       {"engine", "PATH", "embody-engine (default: beside this binary)", Text(&AgentConfig::engine)},
+      {"embody-data", "PATH", "embody-data, run by import jobs (default: beside this binary)",
+       Text(&AgentConfig::embody_data)},
+      {"dataset-root", "DIR",
+       "absolute directory of imported datasets, the same path on every node and the server",
+       Text(&AgentConfig::dataset_root)},
       {"mpirun", "PATH", "Open MPI's launcher", Text(&AgentConfig::mpirun),
        Shown(&AgentConfig::mpirun)},
       {"port-file", "FILE", "written with the local API's port", Text(&AgentConfig::port_file)},
@@ -310,6 +322,13 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
     if (::gethostname(host, sizeof(host) - 1) == 0) c.name = host;
   }
   if (c.engine.empty()) c.engine = DefaultEnginePath();
+  if (c.embody_data.empty()) c.embody_data = DefaultEmbodyDataPath();
+  if (!c.dataset_root.empty()) {
+    if (c.dataset_root.front() != '/') {
+      return InvalidArgument("--dataset-root must be an absolute path", "dataset-root");
+    }
+    while (c.dataset_root.size() > 1 && c.dataset_root.back() == '/') c.dataset_root.pop_back();
+  }
   return c;
 }
 

@@ -20,6 +20,10 @@ struct AgentConfig {
   std::string address = "127.0.0.1";  // --address: where other nodes reach this one
   int slots = 0;                      // --slots: 0 = detect
   std::string engine;                 // --engine, default: embody-engine beside this binary
+  std::string embody_data;            // --embody-data, default: embody-data beside this binary
+  // --dataset-root: where imported datasets live, the same path on every node and on the server
+  // (a shared file system); "" : this node refuses import jobs.
+  std::string dataset_root;
   std::string mpirun = "mpirun";      // --mpirun
   std::string port_file;              // --port-file: the chosen local API port is written here
   std::chrono::milliseconds kill_grace{5000};      // --kill-grace-ms: SIGTERM -> SIGKILL
@@ -56,6 +60,8 @@ common::Result<std::string> ParseMetricsTokenFile(const std::string& contents);
 
 // "embody-engine" in the directory of the running executable (/proc/self/exe).
 std::string DefaultEnginePath();
+// "embody-data" in the directory of the running executable.
+std::string DefaultEmbodyDataPath();
 // The running executable's path (the ranks run it as `exec-rank`).
 std::string SelfExecutable();
 

@@ -199,6 +199,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.checkpoint_dir = options_.data_dir + "/checkpoints/job-" + id;
   in.mpirun = options_.mpirun;
   in.engine = options_.engine;
+  in.embody_data = options_.embody_data;
   in.rank_exec = options_.rank_exec;
   in.agent_url = options_.agent_url;
   in.job_token = common::RandomToken();
@@ -207,6 +208,12 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
   in.kill_grace_s = std::max<int>(
       1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
+  if (launch.spec.is_object() && launch.spec.value("kind", "") == "import") {
+    auto paths = ImportPathsFor(options_.dataset_root, launch.tenant_id, launch.spec);
+    if (!paths.ok()) return Finish(job, 1, paths.status().message());
+    job->import = *paths;
+    in.import_output = paths->output_dir;
+  }
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
 
@@ -353,6 +360,7 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
       if (entry.is_regular_file(ec)) std::filesystem::remove(entry.path(), ec);
     }
   }
+  if (job->import) EMBODY_RETURN_IF_ERROR(PrepareImport(*job->import, creds));
   const std::string checkpoints = options_.data_dir + "/checkpoints/job-" + std::to_string(job->id);
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(checkpoints));
   if (creds) return AdoptTree(checkpoints, *creds, uids_);
@@ -418,8 +426,11 @@ void JobRunner::Wait(Job* job) {
     LockDir(JobDir(job->id), &uids_);
     LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), &uids_);
     // Nor what it left in /tmp, /dev/shm and System V IPC (every process of the uid is gone).
-    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true,
-                                 /*keep=*/{options_.data_dir});
+    // Never the agent's data directory nor the dataset root (either may sit under /tmp): an
+    // import's staging output is the job uid's until PublishImport below gives it to root.
+    std::vector<std::string> keep{options_.data_dir};
+    if (!options_.dataset_root.empty()) keep.push_back(options_.dataset_root);
+    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true, keep);
     if (scrub.removed > 0 || scrub.errors > 0) {
       common::LogInfo("removed what the job left in shared scratch places",
                       {{"job", std::to_string(job->id)},
@@ -436,6 +447,17 @@ void JobRunner::Wait(Job* job) {
   ExitDescription d = DescribeWaitStatus(status);
   if (memory_limit_hit) {
     d.reason += " (memory limit of " + std::to_string(job->memory_limit_bytes) + " bytes reached)";
+  }
+  if (job->import) {
+    // Every process of the job's uid is gone: its output can no longer change under us.
+    if (d.exit_code == 0 && !job->kill_requested) {
+      if (common::Status st = PublishImport(*job->import); !st.ok()) {
+        DiscardImport(*job->import);
+        d = {1, "cannot publish the dataset: " + st.message()};
+      }
+    } else {
+      DiscardImport(*job->import);
+    }
   }
   std::function<void(int64_t)> on_finish;
   {

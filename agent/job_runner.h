@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/dataset_import.h"
 #include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
 #include "agent/rank_logs.h"
@@ -52,6 +53,8 @@ struct JobRunnerOptions {
   std::string agent_url;              // EMBODY_AGENT_URL given to the ranks
   std::string mpirun = "mpirun";
   std::string engine;     // embody-engine path
+  std::string embody_data;   // embody-data path (import jobs)
+  std::string dataset_root;  // where import jobs publish datasets; "" : imports are refused
   std::string rank_exec;  // the embody-agent binary (`exec-rank`), run by every rank
   std::chrono::milliseconds kill_grace{5000};
   // sandbox.switch_uid must be false when the agent is not root (main.cc decides).
@@ -124,6 +127,7 @@ class JobRunner {
     std::optional<uid_t> uid;  // the job's own uid while it runs
     std::vector<int> gpus;
     std::unique_ptr<JobCgroup> cgroup;
+    std::optional<ImportPaths> import;  // kind import: where its output goes
     int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
     bool preparing = false;  // fetching its checkpoint; nothing started yet

@@ -187,6 +187,8 @@ int main(int argc, char** argv) {
   run_opts.agent_url = "http://" + local_host + ":" + port_text;
   run_opts.mpirun = cfg.mpirun;
   run_opts.engine = cfg.engine;
+  run_opts.embody_data = cfg.embody_data;
+  run_opts.dataset_root = cfg.dataset_root;
   run_opts.kill_grace = cfg.kill_grace;
   run_opts.rank_exec = agent::SelfExecutable();
   run_opts.sandbox = sandbox;

@@ -1,5 +1,7 @@
 #include "agent/mpi_launch.h"
 
+#include "api/dataset_ref.h"
+
 namespace agent {
 namespace {
 
@@ -8,8 +10,28 @@ namespace {
 const char* const kForwardedVariables[] = {"EMBODY_AGENT_URL", "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
                                            "EMBODY_CHECKPOINT_DIR"};
 
+// Kind import: embody-data reading the source file into `import_output`, reporting to the
+// job-local API. The spec was validated by the server; the agent re-checks what it passes on.
+common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
+  if (in.embody_data.empty()) return common::InvalidArgument("no embody-data path configured");
+  if (in.import_output.empty()) return common::InvalidArgument("no import output directory");
+  auto imp = in.spec.find("import");
+  if (imp == in.spec.end() || !imp->is_object() || !imp->contains("source")) {
+    return common::InvalidArgument("import job without an import source", "import");
+  }
+  auto source = api::ParseImportSource((*imp)["source"], "import.source");
+  if (!source.ok()) return source.status();
+  std::vector<std::string> argv{in.embody_data, "import-hdf5", source->path, in.import_output,
+                                "--report"};
+  // "--opt=value": a value starting with '-' stays a value.
+  if (!source->filter.empty()) argv.push_back("--filter=" + source->filter);
+  if (!source->language.empty()) argv.push_back("--language=" + source->language);
+  return argv;
+}
+
 common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
   std::string kind = in.spec.is_object() ? in.spec.value("kind", "train") : "train";
+  if (kind == "import") return ImportArgv(in);
   if (kind != "command") {
     if (in.engine.empty()) return common::InvalidArgument("no engine path configured");
     return std::vector<std::string>{in.engine, "--spec", in.job_dir + "/spec.json"};

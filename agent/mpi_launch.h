@@ -44,6 +44,8 @@ struct LaunchInput {
   std::string checkpoint_dir;        // <data-dir>/checkpoints/job-<id>
   std::string mpirun = "mpirun";
   std::string engine;     // embody-engine path, for engine kinds
+  std::string embody_data;  // embody-data path, for kind import
+  std::string import_output;  // kind import: the directory embody-data creates (must not exist)
   std::string rank_exec;  // the embody-agent binary every rank runs as `exec-rank`
   std::string agent_url;  // http://127.0.0.1:PORT
   std::string job_token;

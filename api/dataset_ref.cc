@@ -1,45 +1,165 @@
+// Dataset references and import sources (api/dataset_ref.h): the bounds on tenant input that
+// names data.
 #include "api/dataset_ref.h"
+
+#include "common/parse_int.h"
 
 namespace api {
 
-common::Result<DatasetRef> ParseDatasetRef(const std::string& text, const std::string& field) {
-  DatasetRef ref;
-  if (text == kSimReachDataset) return ref;
-  const std::string prefix = kDirDatasetPrefix;
-  if (text.rfind(prefix, 0) != 0) {
-    return common::InvalidArgument(
-        "must be \"sim:reach\" or \"dir:/absolute/path\" (a directory made by embody-data)", field);
+using common::InvalidArgument;
+using nlohmann::json;
+
+namespace {
+
+bool Printable(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return false;
   }
-  std::string path = text.substr(prefix.size());
+  return true;
+}
+
+// An import source names one file the way the user wrote it, with nothing to resolve: "..",
+// "." and empty components (//, a trailing /) are all refused.
+common::Status CheckImportPath(const std::string& path, const std::string& field) {
+  if (path.empty() || path.front() != '/')
+    return InvalidArgument("must be an absolute path", field);
+  if (path.size() > kMaxImportPathBytes) {
+    return InvalidArgument("longer than " + std::to_string(kMaxImportPathBytes) + " bytes", field);
+  }
+  if (!Printable(path)) return InvalidArgument("must not hold control characters", field);
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") {
+      return InvalidArgument("must be a normalised absolute path (no \"..\", \".\" or \"//\")",
+                             field);
+    }
+    start = end + 1;
+  }
+  return common::Status::Ok();
+}
+
+common::Result<DatasetRef> ParseDirectory(std::string path, const std::string& field) {
   if (path.empty() || path[0] != '/') {
-    return common::InvalidArgument("dir: needs an absolute path, got \"" + path + "\"", field);
+    return InvalidArgument("dir: needs an absolute path, got \"" + path + "\"", field);
   }
   if (path.size() > kMaxDatasetPathBytes) {
-    return common::InvalidArgument("dataset path is " + std::to_string(path.size()) +
-                                       " bytes, more than " + std::to_string(kMaxDatasetPathBytes),
-                                   field);
+    return InvalidArgument("dataset path is " + std::to_string(path.size()) + " bytes, more than " +
+                               std::to_string(kMaxDatasetPathBytes),
+                           field);
   }
-  for (unsigned char c : path) {
-    if (c < 0x20 || c == 0x7f) {
-      return common::InvalidArgument("dataset path contains a control character", field);
-    }
+  if (!Printable(path)) {
+    return InvalidArgument("dataset path contains a control character", field);
   }
-  // Components between slashes; empty ones ("//", a trailing "/") are harmless.
+  // Components between slashes; empty ones ("//", a trailing "/") are harmless for a directory.
   size_t begin = 1;
   while (begin <= path.size()) {
     size_t end = path.find('/', begin);
     if (end == std::string::npos) end = path.size();
     const std::string part = path.substr(begin, end - begin);
     if (part == "." || part == "..") {
-      return common::InvalidArgument("dataset path must not contain \".\" or \"..\" components",
-                                     field);
+      return InvalidArgument("dataset path must not contain \".\" or \"..\" components", field);
     }
     begin = end + 1;
   }
   while (path.size() > 1 && path.back() == '/') path.pop_back();
+  DatasetRef ref;
   ref.kind = DatasetRef::Kind::kDirectory;
   ref.path = std::move(path);
   return ref;
+}
+
+common::Result<DatasetRef> ParseStored(const std::string& rest, const std::string& field) {
+  DatasetRef ref;
+  ref.kind = DatasetRef::Kind::kStored;
+  const size_t at = rest.find('@');
+  ref.name = rest.substr(0, at);
+  if (!IsValidName(ref.name)) {
+    return InvalidArgument(
+        "\"dataset:NAME[@VERSION]\": NAME must be 1-128 letters, digits, '-', "
+        "'_' or '.'",
+        field);
+  }
+  if (at != std::string::npos) {
+    auto v = common::ParseInt64(rest.substr(at + 1), 1, kMaxDatasetVersion);
+    if (!v.ok()) {
+      return InvalidArgument("\"dataset:NAME@VERSION\": VERSION must be an integer from 1 to " +
+                                 std::to_string(kMaxDatasetVersion),
+                             field);
+    }
+    ref.version = static_cast<int>(*v);
+  }
+  return ref;
+}
+
+}  // namespace
+
+common::Result<DatasetRef> ParseDatasetRef(const std::string& text, const std::string& field) {
+  if (text == kSimReachDataset) return DatasetRef{};
+  const std::string dir = kDirDatasetPrefix;
+  if (text.rfind(dir, 0) == 0) return ParseDirectory(text.substr(dir.size()), field);
+  const std::string stored = kDatasetRefPrefix;
+  if (text.rfind(stored, 0) == 0) return ParseStored(text.substr(stored.size()), field);
+  return InvalidArgument(
+      "must be \"sim:reach\", \"dir:/absolute/path\" (a directory made by embody-data) or "
+      "\"dataset:NAME[@VERSION]\" (a stored dataset)",
+      field);
+}
+
+bool IsValidName(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+common::Result<ImportSource> ParseImportSource(const json& j, const std::string& field) {
+  if (!j.is_object()) return InvalidArgument("must be an object", field);
+  ImportSource s;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = it.key();
+    const std::string where = field + "." + key;
+    if (key != "format" && key != "path" && key != "filter" && key != "language") {
+      return InvalidArgument("unknown field", where);
+    }
+    if (!it->is_string()) return InvalidArgument("must be a string", where);
+  }
+  if (j.contains("format")) s.format = j["format"].get<std::string>();
+  if (s.format != "hdf5") {
+    return common::Status(common::Code::kUnimplemented,
+                          "only \"hdf5\" (robomimic / LIBERO layout) can be imported",
+                          field + ".format");
+  }
+  if (!j.contains("path")) return InvalidArgument("is required", field + ".path");
+  s.path = j["path"].get<std::string>();
+  EMBODY_RETURN_IF_ERROR(CheckImportPath(s.path, field + ".path"));
+  if (j.contains("filter")) {
+    s.filter = j["filter"].get<std::string>();
+    if (!IsValidName(s.filter)) {
+      return InvalidArgument("must be 1-128 letters, digits, '-', '_' or '.'", field + ".filter");
+    }
+  }
+  if (j.contains("language")) {
+    s.language = j["language"].get<std::string>();
+    if (s.language.size() > kMaxLanguageBytes || !Printable(s.language)) {
+      return InvalidArgument("must be at most " + std::to_string(kMaxLanguageBytes) +
+                                 " bytes without control characters",
+                             field + ".language");
+    }
+  }
+  return s;
+}
+
+json ToJson(const ImportSource& s) {
+  json j{{"format", s.format}, {"path", s.path}};
+  if (!s.filter.empty()) j["filter"] = s.filter;
+  if (!s.language.empty()) j["language"] = s.language;
+  return j;
 }
 
 }  // namespace api

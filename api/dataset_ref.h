@@ -1,15 +1,26 @@
-// What `engine.data.dataset` in a JobSpec names, parsed in one place for the server (validation
-// on POST /v1/jobs) and the engine (which opens it):
+// What names a dataset in the API, parsed and bounded in one place for the server (validation on
+// POST /v1/jobs and /v1/datasets) and the engine (which opens it).
 //
-//   "sim:reach"           the built-in scripted reach task (an endless generated stream)
-//   "dir:/abs/path"       a dataset directory written by embody-data (storage/dataset_writer.h),
-//                         read where the job runs: a local disk or a shared file system
+// `engine.data.dataset` in a JobSpec is one of:
+//   "sim:reach"               the built-in scripted reach task (an endless generated stream)
+//   "dir:/abs/path"           a dataset directory written by embody-data
+//   (storage/dataset_writer.h),
+//                             read where the job runs: a local disk or a shared file system
+//   "dataset:NAME[@VERSION]"  a stored dataset of the job's tenant (its newest ready version
+//                             without @VERSION), resolved by the server at submit and launched
+//                             as "dir:PATH" of that version
 //
-// A name resolved by the server from its dataset manifest ("dataset:<name>") is a further case
-// here when the control plane keeps datasets.
+// The source of an import (POST /v1/datasets, and the "import" block of the job that runs it) is
+// an ImportSource: an absolute, normalised (no "." or ".." component, no "//"), printable path of
+// at most kMaxImportPathBytes. Whether a path exists or can be read is learnt only where the job
+// runs, as the job's own uid.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -17,21 +28,42 @@ namespace api {
 
 inline constexpr char kSimReachDataset[] = "sim:reach";
 inline constexpr char kDirDatasetPrefix[] = "dir:";
+inline constexpr char kDatasetRefPrefix[] = "dataset:";
 inline constexpr size_t kMaxDatasetPathBytes = 1024;
+inline constexpr size_t kMaxImportPathBytes = 4096;
+inline constexpr size_t kMaxLanguageBytes = 1024;
+inline constexpr int kMaxDatasetVersion = 1'000'000;
 
 struct DatasetRef {
-  enum class Kind { kSimReach, kDirectory };
+  enum class Kind { kSimReach, kDirectory, kStored };
   Kind kind = Kind::kSimReach;
-  std::string path;  // kDirectory: absolute, without "." or ".." components
+  std::string path;            // kDirectory: absolute, without "." or ".." components
+  std::string name;            // kStored: the dataset's name
+  std::optional<int> version;  // kStored: nullopt for the newest ready version
 
   bool is_directory() const { return kind == Kind::kDirectory; }
+  bool is_stored() const { return kind == Kind::kStored; }
 };
 
 // Parses and bounds a dataset reference. A directory path must be absolute, at most
 // kMaxDatasetPathBytes, free of control characters and of "." and ".." components (a job names
-// a dataset directory, not a walk through the file system). Errors are invalid_argument on
-// `field`.
+// a dataset directory, not a walk through the file system). A stored name follows IsValidName,
+// a version is an integer in [1, kMaxDatasetVersion]. Errors are invalid_argument on `field`.
 common::Result<DatasetRef> ParseDatasetRef(const std::string& text,
                                            const std::string& field = "engine.data.dataset");
+
+struct ImportSource {
+  std::string format = "hdf5";  // the only one built
+  std::string path;             // absolute path of the file, as the import job sees it
+  std::string filter;           // mask/<filter> of the HDF5 file; "": every demo
+  std::string language;         // instruction overriding the file's; "": the file's
+};
+
+// `j` is the "source" object; `field` prefixes the field named in errors ("source").
+common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field);
+nlohmann::json ToJson(const ImportSource& s);
+
+// Dataset and job names: 1-128 letters, digits, '-', '_' or '.'.
+bool IsValidName(const std::string& name);
 
 }  // namespace api

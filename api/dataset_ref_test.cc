@@ -1,3 +1,5 @@
+// Dataset references (sim:, dir:, dataset:) and import sources: what is accepted, and the field
+// named on refusal.
 #include "api/dataset_ref.h"
 
 #include <string>
@@ -5,13 +7,19 @@
 
 #include <gtest/gtest.h>
 
+#include "api/job_spec.h"
+
 namespace api {
 namespace {
+
+using nlohmann::json;
 
 TEST(DatasetRefTest, BuiltInAndDirectory) {
   auto sim = ParseDatasetRef("sim:reach");
   ASSERT_TRUE(sim.ok());
+  EXPECT_EQ(sim->kind, DatasetRef::Kind::kSimReach);
   EXPECT_FALSE(sim->is_directory());
+  EXPECT_FALSE(sim->is_stored());
 
   auto dir = ParseDatasetRef("dir:/data/lift/");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
@@ -24,8 +32,8 @@ TEST(DatasetRefTest, BuiltInAndDirectory) {
 
 TEST(DatasetRefTest, RefusesWhatIsNotAPlainAbsoluteDirectory) {
   for (const std::string& bad : std::vector<std::string>{
-           "", "sim:other", "s3://bucket/x", "dataset:lift", "dir:", "dir:relative/path",
-           "dir:/a/../b", "dir:/a/./b", "dir:/..", "dir:/a/..", std::string("dir:/a\nb"),
+           "", "sim:other", "s3://bucket/x", "lift", "dir:", "dir:relative/path", "dir:/a/../b",
+           "dir:/a/./b", "dir:/..", "dir:/a/..", std::string("dir:/a\nb"),
            std::string("dir:/a\0b", 8), "dir:/" + std::string(kMaxDatasetPathBytes, 'x')}) {
     auto r = ParseDatasetRef(bad);
     EXPECT_FALSE(r.ok()) << "accepted: " << bad;
@@ -34,6 +42,99 @@ TEST(DatasetRefTest, RefusesWhatIsNotAPlainAbsoluteDirectory) {
       EXPECT_EQ(r.status().field(), "engine.data.dataset");
     }
   }
+}
+
+TEST(DatasetRefTest, ParsesStoredNameAndVersion) {
+  auto latest = ParseDatasetRef("dataset:lift-ph", "f");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_TRUE(latest->is_stored());
+  EXPECT_FALSE(latest->is_directory());
+  EXPECT_EQ(latest->name, "lift-ph");
+  EXPECT_FALSE(latest->version);
+  auto v3 = ParseDatasetRef("dataset:lift@3", "f");
+  ASSERT_TRUE(v3.ok() && v3->is_stored());
+  EXPECT_EQ(*v3->version, 3);
+  EXPECT_TRUE(ParseDatasetRef("dataset:a@" + std::to_string(kMaxDatasetVersion)).ok());
+  for (const std::string& bad :
+       {std::string("dataset:"), std::string("dataset:a b"), std::string("dataset:a@"),
+        std::string("dataset:a@0"), std::string("dataset:a@x"), std::string("dataset:a@1@2"),
+        std::string("dataset:a@-1"), std::string("dataset:a@+1"), std::string("dataset:../a"),
+        "dataset:a@" + std::to_string(kMaxDatasetVersion + 1),
+        "dataset:" + std::string(129, 'a')}) {
+    auto r = ParseDatasetRef(bad, "engine.data.dataset");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().field(), "engine.data.dataset");
+  }
+}
+
+TEST(ImportSourceTest, AcceptsAbsolutePathWithOptions) {
+  auto s = ParseImportSource(json{{"format", "hdf5"},
+                                  {"path", "/data/lift.hdf5"},
+                                  {"filter", "train"},
+                                  {"language", "lift"}},
+                             "source");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->path, "/data/lift.hdf5");
+  EXPECT_EQ(s->filter, "train");
+  EXPECT_EQ(ToJson(*s)["language"], "lift");
+  EXPECT_EQ(ParseImportSource(json{{"path", "/a.hdf5"}}, "source")->format, "hdf5");
+}
+
+TEST(ImportSourceTest, RefusesPathsThatAreNotPlainAbsolute) {
+  for (const char* bad :
+       {"", "rel/a.hdf5", "/a/../etc/shadow", "/a/./b", "/a//b", "/a/", "/a/..", "/a\nb"}) {
+    auto s = ParseImportSource(json{{"path", bad}}, "source");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().field(), "source.path") << bad;
+  }
+  EXPECT_FALSE(ParseImportSource(json{{"path", "/" + std::string(5000, 'a')}}, "source").ok());
+  EXPECT_EQ(ParseImportSource(json{{"path", "/a"}, {"filter", "a b"}}, "source").status().field(),
+            "source.filter");
+  EXPECT_EQ(ParseImportSource(json{{"path", "/a"}, {"extra", "x"}}, "source").status().field(),
+            "source.extra");
+  EXPECT_EQ(ParseImportSource(json{{"path", "/a"}, {"format", "mp4"}}, "source").status().code(),
+            common::Code::kUnimplemented);
+  EXPECT_EQ(ParseImportSource(json{{"path", 3}}, "source").status().field(), "source.path");
+  EXPECT_EQ(ParseImportSource(json::object(), "source").status().field(), "source.path");
+}
+
+TEST(DatasetRefTest, JobSpecAcceptsDatasetNamesAndImportKind) {
+  json train{{"name", "t"},
+             {"kind", "train"},
+             {"resources", {{"nodes", 1}}},
+             {"engine", {{"data", {{"dataset", "dataset:lift@2"}}}}}};
+  auto spec = ParseJobSpec(train, SpecLimits{});
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(ToJson(*spec)["engine"]["data"]["dataset"], "dataset:lift@2");
+  // A stored dataset takes the same sample options as a directory (it is launched as one).
+  train["engine"]["data"]["image_size"] = 64;
+  EXPECT_TRUE(ParseJobSpec(train, SpecLimits{}).ok());
+  train["engine"]["data"]["dataset"] = "lift";
+  EXPECT_EQ(ParseJobSpec(train, SpecLimits{}).status().field(), "engine.data.dataset");
+
+  json imp{{"name", "import-lift"},
+           {"kind", "import"},
+           {"resources", {{"nodes", 1}}},
+           {"import", {{"dataset_id", 7}, {"source", {{"path", "/d/lift.hdf5"}}}}}};
+  auto is = ParseJobSpec(imp, SpecLimits{});
+  ASSERT_TRUE(is.ok()) << is.status().message();
+  EXPECT_EQ(is->kind, JobKind::kImport);
+  EXPECT_EQ(is->import_dataset_id, 7);
+  auto again = ParseJobSpec(ToJson(*is), SpecLimits{});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->import_source.path, "/d/lift.hdf5");
+  imp["init_from"] = 3;
+  EXPECT_EQ(ParseJobSpec(imp, SpecLimits{}).status().field(), "init_from");
+  imp.erase("init_from");
+  imp["import"]["source"]["path"] = "../x";
+  EXPECT_EQ(ParseJobSpec(imp, SpecLimits{}).status().field(), "import.source.path");
+  imp.erase("import");
+  EXPECT_EQ(ParseJobSpec(imp, SpecLimits{}).status().field(), "import");
+  train["engine"]["data"]["dataset"] = "sim:reach";
+  train["engine"]["data"].erase("image_size");
+  train["import"] = {{"dataset_id", 1}};
+  EXPECT_EQ(ParseJobSpec(train, SpecLimits{}).status().field(), "import");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@ const char* JobKindName(JobKind k) {
     case JobKind::kRl: return "rl";
     case JobKind::kEval: return "eval";
     case JobKind::kCommand: return "command";
+    case JobKind::kImport: return "import";
   }
   return "train";
 }
@@ -225,8 +226,8 @@ Status ParseData(const json& j, DataOptions* data) {
   EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &data->packing));
   EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &data->tokens_per_row));
   for (const char* key : {"cameras", "proprio", "image_size", "language"}) {
-    if (d.Has(key) && !dataset.is_directory()) {
-      return InvalidArgument("only applies to a \"dir:\" dataset", d.PathOf(key));
+    if (d.Has(key) && dataset.kind == DatasetRef::Kind::kSimReach) {
+      return InvalidArgument("only applies to a \"dir:\" or \"dataset:\" dataset", d.PathOf(key));
     }
   }
   EMBODY_RETURN_IF_ERROR(GetObsKeys(d, "cameras", &data->cameras));
@@ -302,9 +303,10 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   }
   if (o.Has("data")) EMBODY_RETURN_IF_ERROR(ParseData(o.At("data"), &e->data));
   EMBODY_ASSIGN_OR_RETURN(dataset, ParseDatasetRef(e->data.dataset));
-  if (!dataset.is_directory()) {
-    // The built-in stream's longest sample is known here; a dataset's is checked by the engine
-    // against the dataset's own token counts when it opens it.
+  if (dataset.kind == DatasetRef::Kind::kSimReach) {
+    // The built-in stream's longest sample is known here; a dataset's (a directory, or a stored
+    // one launched as its directory) is checked by the engine against the dataset's own token
+    // counts when it opens it.
     const int longest_sample = kSimReachMaxContextTokens + mo.action_horizon;
     if (longest_sample > kMaxPositions) {
       return InvalidArgument("samples of up to " + std::to_string(kSimReachMaxContextTokens) +
@@ -365,14 +367,19 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   return Status::Ok();
 }
 
-bool ValidName(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
+bool ValidName(const std::string& s) { return IsValidName(s); }
+
+// Kind import: {"dataset_id": N, "source": {...}} (made by the server, checked all the same).
+Status ParseImport(const json& j, JobSpec* spec) {
+  ObjectReader o(j, "import");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys({"dataset_id", "source"}));
+  if (!o.Has("dataset_id")) return InvalidArgument("is required", "import.dataset_id");
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("dataset_id", 1, INT64_MAX, &spec->import_dataset_id));
+  if (!o.Has("source")) return InvalidArgument("is required", "import.source");
+  EMBODY_ASSIGN_OR_RETURN(source, ParseImportSource(o.At("source"), "import.source"));
+  spec->import_source = std::move(source);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -383,7 +390,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
-       "command", "init_from"}));
+       "command", "init_from", "import"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -394,13 +401,18 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
 
   if (!o.Has("kind")) return InvalidArgument("is required", "kind");
   std::string kind;
-  EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command"}, &kind));
+  EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command", "import"}, &kind));
   if (kind == "rl" || kind == "eval") {
     return Status(Code::kUnimplemented,
                   "job kind \"" + kind + "\" is not available yet; use \"train\" or \"command\"",
                   "kind");
   }
-  spec.kind = kind == "train" ? JobKind::kTrain : JobKind::kCommand;
+  spec.kind = kind == "train"     ? JobKind::kTrain
+              : kind == "import" ? JobKind::kImport
+                                 : JobKind::kCommand;
+  if (spec.kind != JobKind::kImport && o.Has("import")) {
+    return InvalidArgument("only allowed for kind \"import\"", "import");
+  }
 
   if (!o.Has("resources")) return InvalidArgument("is required", "resources");
   EMBODY_RETURN_IF_ERROR(ParseResources(o.At("resources"), limits, &spec.resources));
@@ -411,7 +423,15 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   // Whether it names a checkpoint of the submitter's tenant is the server's check (404).
   EMBODY_RETURN_IF_ERROR(o.GetInt64("init_from", 0, INT64_MAX, &spec.init_from));
 
-  if (spec.kind == JobKind::kCommand) {
+  if (spec.kind == JobKind::kImport) {
+    if (o.Has("engine")) return InvalidArgument("not allowed for kind \"import\"", "engine");
+    if (o.Has("command")) return InvalidArgument("not allowed for kind \"import\"", "command");
+    if (spec.init_from != 0) {
+      return InvalidArgument("not allowed for kind \"import\"", "init_from");
+    }
+    if (!o.Has("import")) return InvalidArgument("is required for kind \"import\"", "import");
+    EMBODY_RETURN_IF_ERROR(ParseImport(o.At("import"), &spec));
+  } else if (spec.kind == JobKind::kCommand) {
     if (o.Has("engine")) return InvalidArgument("not allowed for kind \"command\"", "engine");
     if (!o.Has("command")) return InvalidArgument("is required for kind \"command\"", "command");
     const json& c = o.At("command");
@@ -456,8 +476,9 @@ json DataJson(const DataOptions& d) {
             {"rows_per_step", d.rows_per_step},
             {"packing", d.packing},
             {"tokens_per_row", d.tokens_per_row}};
-  // The dataset options exist only for a dataset directory (ParseData refuses them otherwise).
-  if (d.dataset.rfind(kDirDatasetPrefix, 0) == 0) {
+  // The dataset options exist only for a dataset directory or a stored dataset (launched as its
+  // directory); ParseData refuses them with the built-in stream.
+  if (d.dataset != kSimReachDataset) {
     j["cameras"] = d.cameras;
     j["proprio"] = d.proprio;
     j["image_size"] = d.image_size;
@@ -481,7 +502,9 @@ json ToJson(const JobSpec& s) {
   j["max_restarts"] = s.max_restarts;
   j["time_limit_seconds"] = s.time_limit_seconds;
   if (s.init_from != 0) j["init_from"] = s.init_from;
-  if (s.kind == JobKind::kCommand) {
+  if (s.kind == JobKind::kImport) {
+    j["import"] = {{"dataset_id", s.import_dataset_id}, {"source", ToJson(s.import_source)}};
+  } else if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
   } else {
     const EngineOptions& e = s.engine;

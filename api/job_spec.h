@@ -12,11 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/dataset_ref.h"
 #include "common/status.h"
 
 namespace api {
 
-enum class JobKind { kTrain, kRl, kEval, kCommand };
+// kImport is made by the server for POST /v1/datasets only (a client submitting one is refused).
+enum class JobKind { kTrain, kRl, kEval, kCommand, kImport };
 const char* JobKindName(JobKind k);
 
 struct Resources {
@@ -45,8 +47,9 @@ struct ModelOptions {
   int inference_steps = 4;
 };
 struct DataOptions {
-  // "sim:reach" (built-in scripted task) or "dir:/abs/path" (a dataset made by embody-data);
-  // parsed by api/dataset_ref.h.
+  // "sim:reach" (built-in scripted task), "dir:/abs/path" (a dataset made by embody-data) or
+  // "dataset:NAME[@VERSION]" (a stored dataset of the job's tenant, resolved by the server at
+  // submit and launched as "dir:PATH"); parsed by api/dataset_ref.h.
   std::string dataset = "sim:reach";
   // Rows per rank per optimizer step. Packing: each rank takes the number of samples whose mean
   // length (the built-in distribution's, action chunk included) fills rows_per_step rows of
@@ -79,7 +82,7 @@ struct DataOptions {
 inline constexpr int kMaxDatasetKeys = 16;
 inline constexpr int kMinImageSize = 8;
 inline constexpr int kMaxImageSize = 128;
-inline constexpr size_t kMaxLanguageBytes = 1024;
+// kMaxLanguageBytes (engine.data.language, an import's language) is in api/dataset_ref.h.
 
 // Limits the engine's model and data impose on a spec. Samples of the built-in dataset hold up
 // to kSimReachMaxContextTokens context tokens (engine/data/embodied_lengths.h, checked by the
@@ -134,6 +137,10 @@ struct JobSpec {
   int64_t init_from = 0;
   EngineOptions engine;               // kind train
   std::vector<std::string> command;   // kind command: argv run under mpirun
+  // Kind import: which dataset record the job fills and from what. The agent writes the
+  // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.
+  int64_t import_dataset_id = 0;
+  ImportSource import_source;
 };
 
 // Per-job maxima configured by the operator (server flags).

@@ -181,6 +181,31 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(tr, p, "token");
   AddOutput(tr, p);
 
+  CLI::App* datasets = Command(app, p, "datasets", "import, list, show and delete datasets");
+  datasets->require_subcommand(1);
+  CLI::App* dl = Command(*datasets, p, "ls", "your tenant's datasets, newest first", "datasets ls");
+  dl->add_option("--limit", inv.limit, "at most N datasets (1-500)")->check(CLI::Range(1, 500));
+  AddOutput(dl, p);
+  CLI::App* dshow = Command(*datasets, p, "show", "one dataset: state, counts, statistics",
+                            "datasets show");
+  AddId(dshow, p, "dataset");
+  AddOutput(dshow, p);
+  CLI::App* di = Command(*datasets, p, "import",
+                         "import an HDF5 file (robomimic / LIBERO) as the next version of NAME; "
+                         "runs as a job",
+                         "datasets import");
+  di->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
+      ->required();
+  di->add_option("PATH", inv.path,
+                 "absolute path of the file, as the nodes see it (read as an unprivileged uid)")
+      ->required();
+  di->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
+  di->add_option("--language", inv.language, "language instruction (overrides the file's)");
+  AddOutput(di, p);
+  CLI::App* drm = Command(*datasets, p, "rm", "delete a dataset version", "datasets rm");
+  AddId(drm, p, "dataset");
+  AddOutput(drm, p);
+
   CLI::App* usage = Command(app, p, "usage",
                             "slot-hours (GPU-hours on GPU nodes) per day and token of a tenant");
   p->given["tenant_usage"] =

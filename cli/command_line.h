@@ -45,6 +45,8 @@ struct Invocation {
   std::string expires;
   // usage
   std::string from, to;
+  // datasets import (name above)
+  std::string path, filter, language;
 };
 
 // Parses `args` (without the program name) into an invocation, or returns the exit code to end

@@ -12,6 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/format.h"
 #include "cli/requests.h"
+#include "cli/dataset_format.h"
 #include "cli/tenancy_format.h"
 #include "common/file_util.h"
 
@@ -78,6 +79,28 @@ class Commands {
       if (!r.ok()) return Fail(r.status());
       return Print(r->body, [](const json& t) {
         return "revoked token " + Cell(t, "id") + " (" + Cell(t, "name") + ")\n";
+      });
+    }
+    if (c == "datasets ls") {
+      return Print(api_.Get("/v1/datasets?limit=" + std::to_string(inv_.limit)), DatasetsTable);
+    }
+    if (c == "datasets show") return Print(api_.Get("/v1/datasets/" + id), DatasetDetail);
+    if (c == "datasets import") {
+      return Print(api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, inv_.filter,
+                                                               inv_.language)
+                                                 .dump()),
+                   [](const json& d) {
+                     return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
+                            Cell(d, "version") + ") importing as job " + Cell(d, "job_id") +
+                            "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
+                   });
+    }
+    if (c == "datasets rm") {
+      auto r = api_.Send("DELETE", "/v1/datasets/" + id);
+      if (!r.ok()) return Fail(r.status());
+      return Print(r->body, [](const json& d) {
+        return "deleted dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
+               Cell(d, "version") + ")\n";
       });
     }
     if (c == "whoami") return Print(api_.Get("/v1/whoami"), WhoAmIText);

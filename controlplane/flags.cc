@@ -79,6 +79,10 @@ const std::vector<TextFlag>& TextFlags() {
        [](ServerOptions& o) { return &o.bootstrap_out; }},
       {"--web-dir", "DIR", "the dashboard's built files",
        [](ServerOptions& o) { return &o.web_dir; }},
+      {"--dataset-root", "DIR",
+       "absolute directory every node mounts at the same path, holding imported datasets; "
+       "unset: POST /v1/datasets is refused",
+       [](ServerOptions& o) { return &o.dataset_root; }},
   };
   return kFlags;
 }
@@ -201,6 +205,12 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
   }
   if (o.db.empty()) return common::InvalidArgument("is required", "--db");
   if (o.data_dir.empty()) return common::InvalidArgument("is required", "--data-dir");
+  if (!o.dataset_root.empty()) {
+    if (o.dataset_root.front() != '/') {
+      return common::InvalidArgument("must be an absolute path", "--dataset-root");
+    }
+    while (o.dataset_root.size() > 1 && o.dataset_root.back() == '/') o.dataset_root.pop_back();
+  }
   return o;
 }
 

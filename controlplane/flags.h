@@ -28,6 +28,9 @@ struct ServerOptions {
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call
   std::string web_dir = DefaultWebDir();  // the dashboard's built files
+  // Where imported datasets live (<root>/tenant-<tid>/dataset-<id>), the same path on every
+  // node; "" : no dataset imports.
+  std::string dataset_root;
   // Scheduling (controlplane/service/scheduler.h).
   int preempt_min_priority = -1;  // jobs at this priority or above may preempt; -1: never
   int preempt_grace_ms = 30'000;  // how long a preempted job is expected to take to exit

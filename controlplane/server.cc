@@ -39,6 +39,7 @@ struct Server::Impl {
   std::unique_ptr<service::NodeService> nodes;
   std::unique_ptr<service::TenantsService> tenants;
   std::unique_ptr<service::TokensService> tokens;
+  std::unique_ptr<service::DatasetsService> datasets;
   std::unique_ptr<http::ApiServer> api;
   std::thread serve_thread;
   service::BootstrapResult bootstrap;
@@ -122,12 +123,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->checkpoints = std::make_unique<service::CheckpointsService>(
       *m->database, *m->checkpoint_files, ckpt_limits, now);
   m->tokens = std::make_unique<service::TokensService>(*m->database, now);
+  m->datasets =
+      std::make_unique<service::DatasetsService>(*m->database, opts.dataset_root, now, wake);
 
   http::ApiDeps deps;
   deps.db = m->database.get();
   deps.tenants = m->tenants.get();
   deps.tokens = m->tokens.get();
   deps.checkpoints = m->checkpoints.get();
+  deps.datasets = m->datasets.get();
   deps.now_ms = now;
   deps.router.rate_limit_per_s = opts.rate_limit_per_s;
   deps.router.rate_limit_burst =

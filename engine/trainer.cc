@@ -147,6 +147,14 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   *failed_on_every_rank = true;  // until the loop: every check before it is made on every rank
   const api::EngineOptions& e = options.engine;
   EMBODY_ASSIGN_OR_RETURN(dataset_ref, api::ParseDatasetRef(e.data.dataset));
+  if (dataset_ref.is_stored()) {
+    // The server resolves a stored dataset at submit and launches the job with its directory;
+    // a spec that still names one was not launched by the server.
+    return common::InvalidArgument("\"" + e.data.dataset +
+                                       "\" is resolved by embody-server; the engine opens "
+                                       "\"sim:reach\" or \"dir:/path\"",
+                                   "engine.data.dataset");
+  }
   KeepLargeBlocksInHeap();
   const int rank = comm.rank(), world = comm.world_size();
   const bool leader = rank == 0;

@@ -188,6 +188,18 @@ TEST(TrainerTest, CheckpointDirErrorIsReported) {
   EXPECT_FALSE(r.ok());
 }
 
+// A stored dataset's name is the server's to resolve; the engine never trains on something else
+// in its place.
+TEST(TrainerTest, RefusesAStoredDatasetNameItWasNotLaunchedWith) {
+  TrainerOptions o = SmallRun(2);
+  o.engine.data.dataset = "dataset:lift@2";
+  LocalCommunicator comm;
+  auto r = Train(o, comm, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(r.status().field(), "engine.data.dataset");
+}
+
 TEST(TrainerTest, ResumeFromHalfwayMatchesStraightRun) {
   auto dir = std::filesystem::temp_directory_path() /
              ("embody-trainer-resume-" +

@@ -1,7 +1,7 @@
 // embody-data: import robot datasets into shards, and look at or check a dataset directory.
 //
 //   embody-data import-hdf5 IN.hdf5 OUT_DIR [--filter F] [--shard-mib N] [--language TEXT]
-//                           [--patch N] [--max-episode-frames N] [--nan skip|refuse]
+//                           [--patch N] [--max-episode-frames N] [--nan skip|refuse] [--report]
 //   embody-data import-video DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
 //                           LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)
 //   embody-data inspect DIR     the manifest and statistics, as JSON
@@ -9,6 +9,8 @@
 //
 // Progress goes to stderr; each command ends with one JSON line on stdout. Exit status 0 on
 // success, 1 on a data or I/O error (the message names the file and the episode), 2 on usage.
+// With --report (an import run as a job by embody-agent) progress, the manifest and any error
+// are also posted to the job-local API (storage/import_reporter.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 
 #include "storage/dataset_reader.h"
 #include "storage/hdf5_importer.h"
+#include "storage/import_reporter.h"
 #include "storage/lerobot_importer.h"
 
 namespace {
@@ -33,7 +36,20 @@ int Fail(const common::Status& st) {
 }
 
 int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5ImportOptions options,
-               uint64_t shard_mib, const std::string& nan) {
+               uint64_t shard_mib, const std::string& nan, bool report) {
+  std::unique_ptr<storage::ImportReporter> reporter;
+  if (report) {
+    auto r = storage::ImportReporter::FromEnv();
+    if (!r.ok()) return Fail(r.status());
+    reporter = std::move(*r);
+  }
+  // A report that cannot be posted is said on stderr once; the import goes on.
+  bool report_failed = false;
+  auto note = [&](const common::Status& st) {
+    if (st.ok() || report_failed) return;
+    report_failed = true;
+    std::cerr << "embody-data: cannot report to the agent: " << st.message() << "\n";
+  };
   options.writer.shard_bytes = shard_mib << 20;
   options.nan_policy = nan == "skip" ? storage::NanPolicy::kSkip : storage::NanPolicy::kRefuse;
   int last_pct = -1;
@@ -45,9 +61,18 @@ int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5Impor
                  static_cast<unsigned long long>(p.demos_done),
                  static_cast<unsigned long long>(p.demos_total), pct,
                  static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0);
+    if (reporter) note(reporter->Progress(p.demos_done, p.demos_total, p.frames, p.bytes));
   };
   auto result = storage::ImportHdf5(in, out, options);
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) {
+    if (reporter) note(reporter->Error(result.status().message()));
+    return Fail(result.status());
+  }
+  if (reporter) {
+    // Without its manifest the control plane cannot mark the dataset ready: that one must arrive.
+    common::Status st = reporter->Manifest(result->manifest.ToJson());
+    if (!st.ok()) return Fail(common::Unavailable("cannot report the manifest: " + st.message()));
+  }
   nlohmann::json line = {{"episodes", result->episodes},
                          {"frames", result->frames},
                          {"bytes", result->bytes},
@@ -158,6 +183,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   imp->add_option("--nan", nan, "NaN/Inf in actions: refuse the file or skip the demo")
       ->check(CLI::IsMember({"skip", "refuse"}));
+  bool report = false;
+  imp->add_flag("--report", report,
+                "post progress, the manifest and errors to the job-local API (EMBODY_AGENT_URL, "
+                "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
 
   std::string video_in, video_out, resize;
   uint64_t video_shard_mib = 256, video_chunk_kib = 1024;
@@ -193,9 +222,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An import job whose input is missing says so to the control plane too.
+    if (imp->parsed() && report) {
+      if (auto r = storage::ImportReporter::FromEnv(); r.ok()) (void)(*r)->Error(e.what());
+    }
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan);
+  if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan, report);
   video.writer.shard.chunk_bytes = video_chunk_kib << 10;
   if (vid->parsed()) return ImportVideo(video_in, video_out, video, video_shard_mib, resize);
   if (inspect->parsed()) return Inspect(dir);

@@ -8,6 +8,7 @@
 
 #include "controlplane/db/pg.h"
 #include "controlplane/service/checkpoint_index.h"
+#include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -39,8 +40,8 @@ class PgJobStore : public service::JobStore {
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
   common::Result<int64_t> PendingCount(int64_t tenant_id) override;
-  common::Result<std::map<std::pair<std::string, std::string>, int64_t>>
-  CountByStateAndTenant() override;
+  common::Result<std::map<std::pair<std::string, std::string>, int64_t>> CountByStateAndTenant()
+      override;
 
  private:
   PgTx& tx_;
@@ -186,6 +187,29 @@ class PgCheckpointIndex : public service::CheckpointIndex {
   PgTx& tx_;
 };
 
+class PgDatasetStore : public service::DatasetStore {
+ public:
+  explicit PgDatasetStore(PgTx& tx) : tx_(tx) {}
+  common::Result<service::DatasetRecord> Insert(const service::DatasetRecord& d,
+                                                int64_t now_ms) override;
+  common::Result<std::optional<service::DatasetRecord>> Get(int64_t id,
+                                                            std::optional<int64_t> tenant_id,
+                                                            bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> GetByJob(int64_t job_id,
+                                                                 bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> Find(int64_t tenant_id,
+                                                             const std::string& name,
+                                                             std::optional<int> version) override;
+  common::Result<std::vector<service::DatasetRecord>> List(const service::DatasetQuery& q) override;
+  common::Status Update(const service::DatasetRecord& d, int64_t now_ms) override;
+  common::Status BindJob(int64_t job_id, int64_t dataset_id) override;
+  common::Result<std::optional<service::DatasetRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
@@ -198,7 +222,8 @@ class PgUnitOfWork : public service::UnitOfWork {
         tenants_(*tx_),
         audit_(*tx_),
         fair_share_(*tx_),
-        checkpoints_(*tx_) {}
+        checkpoints_(*tx_),
+        datasets_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -208,6 +233,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
+  service::DatasetStore& datasets() override { return datasets_; }
   common::Status Commit() override;
 
  private:
@@ -222,6 +248,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgAuditStore audit_;
   PgFairShareStore fair_share_;
   PgCheckpointIndex checkpoints_;
+  PgDatasetStore datasets_;
 };
 
 class PgDatabase : public service::Database {

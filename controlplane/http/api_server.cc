@@ -90,6 +90,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   AddCheckpointRoutes(r, m.deps);
   AddNodeRoutes(r, m.deps);
   AddTenantRoutes(r, m.deps);
+  AddDatasetRoutes(r, m.deps);
   AddLogRoutes(r, m.deps, m.stopping);
   AddWebRoutes(r, m.deps);
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "controlplane/http/metrics.h"
 #include "controlplane/service/checkpoints_service.h"
+#include "controlplane/service/datasets_service.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/http/router.h"
 #include "controlplane/service/node_service.h"
@@ -27,6 +28,7 @@ struct ApiDeps {
   service::TenantsService* tenants = nullptr;
   service::TokensService* tokens = nullptr;
   service::CheckpointsService* checkpoints = nullptr;
+  service::DatasetsService* datasets = nullptr;
   RouterOptions router;
   std::function<int64_t()> now_ms;  // epoch milliseconds: token expiry, audit times
   ServerMetrics* metrics = nullptr;

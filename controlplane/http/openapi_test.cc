@@ -38,6 +38,7 @@ std::set<std::string> ServedRoutes() {
   service::NodeService nodes(db, logs, 1000, now, nullptr);
   service::TenantsService tenants(db, now);
   service::TokensService tokens(db, now);
+  service::DatasetsService datasets(db, "", now, nullptr);
   ServerMetrics metrics;
   ApiDeps deps;
   deps.db = &db;
@@ -45,6 +46,7 @@ std::set<std::string> ServedRoutes() {
   deps.nodes = &nodes;
   deps.tenants = &tenants;
   deps.tokens = &tokens;
+  deps.datasets = &datasets;
   deps.metrics = &metrics;
   deps.now_ms = now;
   ApiServer server(deps);

@@ -15,6 +15,8 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps);
 void AddCheckpointRoutes(Router& router, const ApiDeps& deps);
 // Tenants, tokens, /v1/whoami, /v1/audit.
 void AddTenantRoutes(Router& router, const ApiDeps& deps);
+// /v1/datasets: import, list, read, delete.
+void AddDatasetRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or
 // until `stopping` is set.
 void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping);

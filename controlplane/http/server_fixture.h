@@ -46,6 +46,7 @@ class InProcessServerTest : public ::testing::Test {
     o.port_file = *dir_ + "/port";
     o.heartbeat_interval_ms = heartbeat_interval_ms;
     o.scheduler_period_ms = 100;
+    o.dataset_root = *dir_ + "/datasets";
     if (!web_dir.empty()) o.web_dir = web_dir;
     auto server = Server::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();

@@ -83,6 +83,8 @@ class TenancyPgTest : public InProcessServerTest {
     Reply g = Call("POST", "/v1/jobs", *globex_member_, PendingSpec("globex-job").dump());
     ASSERT_EQ(g.status, 201) << g.text;
     Ids()["globex_job"] = g.body["id"];
+    Ids()["acme_dataset"] = ImportDataset(Token(kMember));
+    Ids()["globex_dataset"] = ImportDataset(*globex_member_);
     std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   }
   static void TearDownTestSuite() {
@@ -110,6 +112,13 @@ class TenancyPgTest : public InProcessServerTest {
     EXPECT_EQ(r.status, 201) << r.text;
     return r.body.value("token", "");
   }
+  // A dataset import (it stays importing: its job waits for a free slot); returns the dataset id.
+  static int64_t ImportDataset(const std::string& token) {
+    Reply r = Call("POST", "/v1/datasets", token,
+                   json{{"name", "matrix"}, {"source", {{"path", "/nonexistent/m.hdf5"}}}}.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
   static void WaitForState(int64_t job, const std::string& state) {
     for (int i = 0; i < 100; ++i) {
       if (Call("GET", "/v1/jobs/" + std::to_string(job), Admin()).body["state"] == state) return;
@@ -136,6 +145,9 @@ struct Row {
 TEST_F(TenancyPgTest, IsolationMatrix) {
   auto tenant = [](bool own) { return Ids()[own ? "acme" : "globex"]; };
   auto job = [](bool own) { return std::to_string(Ids()[own ? "acme_job" : "globex_job"]); };
+  auto dataset = [](bool own) {
+    return std::to_string(Ids()[own ? "acme_dataset" : "globex_dataset"]);
+  };
   // A job made for one cell of a mutating row, so cells do not change each other's state.
   auto fresh_job = [](bool own) {
     Reply r = Call("POST", "/v1/jobs", own ? Token(kMember) : *globex_member_,
@@ -190,6 +202,27 @@ TEST_F(TenancyPgTest, IsolationMatrix) {
        },
        {201, 201, 201, F, F, F, N, N, N, N}, {201, 201, 201, F, F, F, N, N, N, N}},
       {"GET /v1/jobs", get("/v1/jobs"), people_read, people_read},
+      {"POST /v1/datasets",
+       [&](Caller c, bool) {
+         return Call("POST", "/v1/datasets", Token(c),
+                     json{{"name", "m"}, {"source", {{"path", "/nonexistent/m.hdf5"}}}}.dump())
+             .status;
+       },
+       {201, 201, 201, F, F, F, N, N, N, N}, {201, 201, 201, F, F, F, N, N, N, N}},
+      {"GET /v1/datasets", get("/v1/datasets"), people_read, people_read},
+      {"GET /v1/datasets/{id}",
+       [&](Caller c, bool own) {
+         return Call("GET", "/v1/datasets/" + dataset(own), Token(c)).status;
+       },
+       read_job_own, read_job_other},
+      // A fresh import per cell, still importing: who passes the checks gets 409 (cancel its job
+      // first), everyone else their 403/404.
+      {"DELETE /v1/datasets/{id}",
+       [&](Caller c, bool own) {
+         const int64_t fresh = ImportDataset(own ? Token(kMember) : *globex_member_);
+         return Call("DELETE", "/v1/datasets/" + std::to_string(fresh), Token(c)).status;
+       },
+       {409, 409, 409, F, F, F, N, N, N, N}, {409, X, X, F, F, F, N, N, N, N}},
       {"GET /v1/tenants/{id}",
        [&](Caller c, bool own) {
          return Call("GET", "/v1/tenants/" + std::to_string(tenant(own)), Token(c)).status;

@@ -1,6 +1,7 @@
 #include "controlplane/service/audit_scope.h"
 
 #include "controlplane/service/checkpoint_index.h"
+#include "controlplane/service/dataset_store.h"
 
 namespace controlplane::service {
 
@@ -27,6 +28,7 @@ class AuditedUnitOfWork : public UnitOfWork {
   AuditStore& audit() override { return inner_->audit(); }
   FairShareStore& fair_share() override { return inner_->fair_share(); }
   CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
+  DatasetStore& datasets() override { return inner_->datasets(); }
   Status Commit() override {
     EMBODY_RETURN_IF_ERROR(before_commit_());
     EMBODY_RETURN_IF_ERROR(inner_->Commit());

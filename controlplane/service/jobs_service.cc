@@ -5,6 +5,7 @@
 #include "common/crypto.h"
 #include "common/parse_int.h"
 #include "controlplane/service/audit_scope.h"
+#include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/transitions.h"
 
@@ -57,6 +58,11 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     }
   }
   EMBODY_ASSIGN_OR_RETURN(spec, api::ParseJobSpecText(body, limits_));
+  if (spec.kind == api::JobKind::kImport) {
+    // The import job writes into a dataset record the server made for it.
+    return Status(common::Code::kUnprocessable,
+                  "import jobs are started by POST /v1/datasets", "kind");
+  }
   const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
   // The same key answers with the first job only for the same request.
   auto replay = [&](JobRecord existing) -> Result<JobRecord> {
@@ -91,6 +97,9 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), spec.resources));
   // A checkpoint of another tenant is not found, as its job would not be.
   if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
+  // A stored dataset must be ready now; the job is bound to that version (launched as its
+  // directory), so a later import does not change what it trains on.
+  EMBODY_ASSIGN_OR_RETURN(dataset, ResolveDataset(*uow, p.tenant_id, spec));
   const int64_t now = now_();
   NewJob nj;
   nj.tenant_id = p.tenant_id;
@@ -121,6 +130,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                                                     {"actor", p.tenant + "/" + p.token_name}}));
   (void)ev;
   AuditScope::NoteTarget("job " + std::to_string(*id), p.tenant_id);
+  if (dataset) EMBODY_RETURN_IF_ERROR(uow->datasets().BindJob(*id, dataset->id));
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, *id, false));
   EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
   EMBODY_RETURN_IF_ERROR(uow->Commit());

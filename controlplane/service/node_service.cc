@@ -6,6 +6,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "controlplane/service/checkpoints_service.h"
+#include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
@@ -211,6 +212,7 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
         EMBODY_RETURN_IF_ERROR(uow.events().AddCheckpoint(e.job_id, c, t));
       }
     }
+    if (e.type == "dataset") EMBODY_RETURN_IF_ERROR(RecordDatasetEvent(uow, e.job_id, e.data, t));
   }
   return Status::Ok();
 }
@@ -298,7 +300,8 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       c.tenant_id = job->tenant_id;
       c.tenant = job->tenant;
       c.attempt = job->attempt;
-      c.spec = job->spec;
+      EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
+      c.spec = std::move(spec);
       for (const AllocationRecord& h : hosts) {
         c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks});
       }

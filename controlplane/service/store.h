@@ -365,6 +365,7 @@ class AuditStore {
 
 class FairShareStore;   // fair_share_store.h
 class CheckpointIndex;  // checkpoint_index.h
+class DatasetStore;     // dataset_store.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -379,6 +380,7 @@ class UnitOfWork {
   virtual AuditStore& audit() = 0;
   virtual FairShareStore& fair_share() = 0;
   virtual CheckpointIndex& checkpoints() = 0;
+  virtual DatasetStore& datasets() = 0;
   virtual Status Commit() = 0;
 };
 

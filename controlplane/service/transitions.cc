@@ -1,5 +1,7 @@
 #include "controlplane/service/transitions.h"
 
+#include "controlplane/service/dataset_lifecycle.h"
+
 namespace controlplane::service {
 
 using api::JobState;
@@ -35,6 +37,9 @@ Status Transition(UnitOfWork& uow, JobRecord& job, JobState to, const std::strin
     EMBODY_RETURN_IF_ERROR(uow.allocations().DeleteForJob(job.id));
   } else if (api::IsTerminal(to)) {
     EMBODY_RETURN_IF_ERROR(uow.allocations().ReleaseForJob(job.id));
+    // However the import job ended (its report, a cancel, a time limit, a lost node), its
+    // dataset leaves "importing" with it.
+    if (job.kind == "import") EMBODY_RETURN_IF_ERROR(FinishDatasetImport(uow, job, now_ms));
   }
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // The one way the server changes a job's state: checks the state machine (api::CanTransition),
 // updates the record, writes a `state` event {"from","to","reason","actor"} and, when the job
-// leaves the running states, releases its allocations. Runs inside the caller's unit of work.
+// leaves the running states, releases its allocations; an import job that ends settles its
+// dataset (dataset_lifecycle.h). Runs inside the caller's unit of work.
 #pragma once
 
 #include <string>

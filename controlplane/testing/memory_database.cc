@@ -76,6 +76,8 @@ void MemoryTables::ShareAll() {
   fair_share.Share();
   fair_share_clock.Share();
   usage_daily.Share();
+  datasets.Share();
+  job_datasets.Share();
 }
 
 Status MemoryTx::Usable() const {
@@ -133,7 +135,8 @@ class MemoryUnitOfWork : public service::UnitOfWork {
         tenants_(tx_),
         audit_(tx_),
         fair_share_(tx_),
-        checkpoints_(tx_) {}
+        checkpoints_(tx_),
+        datasets_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 
   service::JobStore& jobs() override { return jobs_; }
@@ -145,6 +148,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   service::AuditStore& audit() override { return audit_; }
   service::FairShareStore& fair_share() override { return fair_share_; }
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
+  service::DatasetStore& datasets() override { return datasets_; }
 
   Status Commit() override {
     if (tx_.ended) return common::Internal("memory database: the unit of work has ended");
@@ -180,6 +184,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   MemoryAuditStore audit_;
   MemoryFairShareStore fair_share_;
   MemoryCheckpointIndex checkpoints_;
+  MemoryDatasetStore datasets_;
 };
 
 MemoryDatabase::MemoryDatabase()

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controlplane/service/checkpoint_index.h"
+#include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
 
@@ -85,13 +86,16 @@ struct MemoryTables {
   CowTable<std::map<std::pair<int64_t, int>, double>> fair_share;  // (tenant, slot kind)
   CowTable<std::optional<int64_t>> fair_share_clock;
   CowTable<std::map<DailyKey, double>> usage_daily;
+  CowTable<std::map<int64_t, service::DatasetRecord>> datasets;  // `tenant` is filled on reads
+  CowTable<std::map<int64_t, int64_t>> job_datasets;             // job -> dataset
 
   void ShareAll();
 };
 
 // bigserial sequences: advanced by every insert, committed or not, so ids are never reused.
 struct MemorySequences {
-  int64_t tenants = 0, tokens = 0, nodes = 0, jobs = 0, events = 0, checkpoints = 0, audit = 0;
+  int64_t tenants = 0, tokens = 0, nodes = 0, jobs = 0, events = 0, checkpoints = 0, audit = 0,
+          datasets = 0;
 };
 
 // What the stores of one unit of work share.
@@ -285,6 +289,30 @@ class MemoryFairShareStore : public service::FairShareStore {
       const std::string& to_day) override;
 
  private:
+  MemoryTx& tx_;
+};
+
+class MemoryDatasetStore : public service::DatasetStore {
+ public:
+  explicit MemoryDatasetStore(MemoryTx& tx) : tx_(tx) {}
+  common::Result<service::DatasetRecord> Insert(const service::DatasetRecord& d,
+                                                int64_t now_ms) override;
+  common::Result<std::optional<service::DatasetRecord>> Get(int64_t id,
+                                                            std::optional<int64_t> tenant_id,
+                                                            bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> GetByJob(int64_t job_id,
+                                                                 bool for_update) override;
+  common::Result<std::optional<service::DatasetRecord>> Find(int64_t tenant_id,
+                                                             const std::string& name,
+                                                             std::optional<int> version) override;
+  common::Result<std::vector<service::DatasetRecord>> List(const service::DatasetQuery& q) override;
+  common::Status Update(const service::DatasetRecord& d, int64_t now_ms) override;
+  common::Status BindJob(int64_t job_id, int64_t dataset_id) override;
+  common::Result<std::optional<service::DatasetRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) override;
+
+ private:
+  service::DatasetRecord Read(const service::DatasetRecord& row) const;
   MemoryTx& tx_;
 };
 

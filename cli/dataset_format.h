@@ -1,0 +1,21 @@
+// Terminal rendering of datasets (GET /v1/datasets, GET /v1/datasets/{id}), and the body of
+// POST /v1/datasets. Missing or null values print as "-".
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace cli {
+
+// ID NAME VERSION STATE EPISODES FRAMES SIZE JOB CREATED
+std::string DatasetsTable(const nlohmann::json& reply);
+// "key: value" lines: identity, state (with progress while importing, the error when failed),
+// counts, where it came from and where it is, and the statistics' keys with their shapes.
+std::string DatasetDetail(const nlohmann::json& dataset);
+
+// {"name", "source": {"format": "hdf5", "path", "filter"?, "language"?}}
+nlohmann::json DatasetImportBody(const std::string& name, const std::string& path,
+                                 const std::string& filter, const std::string& language);
+
+}  // namespace cli

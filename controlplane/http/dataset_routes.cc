@@ -1,0 +1,59 @@
+// /v1/datasets: import a file into a new dataset version (a job does the work), list, read with
+// manifest and statistics, delete. Thin: the rules are in service/datasets_service.h.
+#include "controlplane/http/routes.h"
+
+namespace controlplane::http {
+
+using nlohmann::json;
+using A = Router::Auth;
+
+namespace {
+
+void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
+  if (!r.ok()) return RespondError(res, r.status());
+  RespondJson(res, ok_status, *r);
+}
+
+}  // namespace
+
+void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
+  service::DatasetsService& datasets = *deps.datasets;
+
+  router.Handle("POST", "/v1/datasets", A::kBearer,
+                [&datasets](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto r = datasets.Import(ctx.principal, req.body);
+                  if (r.ok()) ctx.audit_target = "dataset " + (*r)["id"].dump();
+                  Respond(res, r, 201);
+                });
+  router.Handle("GET", "/v1/datasets", A::kBearer,
+                [&datasets](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto limit = QueryInt(req, "limit", 50);
+                  if (!limit.ok()) return RespondError(res, limit.status());
+                  auto tenant = QueryInt(req, "tenant_id", 0);
+                  if (!tenant.ok()) return RespondError(res, tenant.status());
+                  Respond(res, datasets.List(ctx.principal, static_cast<int>(*limit),
+                                             req.get_param_value("cursor"),
+                                             req.get_param_value("name"), *tenant));
+                });
+  router.Handle("GET", "/v1/datasets/{id}", A::kBearer,
+                [&datasets](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto id = PathId(req, 1, "dataset");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  Respond(res, datasets.Get(ctx.principal, *id));
+                });
+  router.Handle("DELETE", "/v1/datasets/{id}", A::kBearer,
+                [&datasets](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto id = PathId(req, 1, "dataset");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  ctx.audit_target = "dataset " + std::to_string(*id);
+                  auto r = datasets.Delete(ctx.principal, *id);
+                  if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  Respond(res, r);
+                });
+}
+
+}  // namespace controlplane::http

@@ -1,0 +1,142 @@
+#include "controlplane/service/dataset_lifecycle.h"
+
+#include "common/log.h"
+#include "common/time_util.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+
+bool NonNegativeInt(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_integer() &&
+         (j[key].is_number_unsigned() || j[key].get<int64_t>() >= 0);
+}
+
+std::string Bounded(std::string s) {
+  if (s.size() > kMaxDatasetErrorBytes) s.resize(kMaxDatasetErrorBytes);
+  return s;
+}
+
+}  // namespace
+
+Result<int64_t> CheckManifest(const json& m) {
+  if (!m.is_object()) return common::InvalidArgument("manifest must be an object", "manifest");
+  if (m.dump().size() > kMaxManifestBytes) {
+    return common::InvalidArgument("manifest over " + std::to_string(kMaxManifestBytes) + " bytes",
+                                   "manifest");
+  }
+  if (!m.contains("stats") || !m["stats"].is_object() || !NonNegativeInt(m["stats"], "episodes") ||
+      !NonNegativeInt(m["stats"], "frames")) {
+    return common::InvalidArgument("manifest.stats needs integer episodes and frames",
+                                   "manifest.stats");
+  }
+  if (!m.contains("shards") || !m["shards"].is_array()) {
+    return common::InvalidArgument("manifest.shards must be an array", "manifest.shards");
+  }
+  int64_t bytes = 0;
+  for (const json& s : m["shards"]) {
+    if (!s.is_object() || !NonNegativeInt(s, "bytes")) {
+      return common::InvalidArgument("every shard needs an integer bytes", "manifest.shards");
+    }
+    const int64_t b = s["bytes"].get<int64_t>();
+    if (b > (int64_t{1} << 50) || bytes > (int64_t{1} << 60)) {
+      return common::InvalidArgument("shard bytes out of range", "manifest.shards");
+    }
+    bytes += b;
+  }
+  return bytes;
+}
+
+Status RecordDatasetEvent(UnitOfWork& uow, int64_t job_id, const json& data, int64_t now_ms) {
+  EMBODY_ASSIGN_OR_RETURN(found, uow.datasets().GetByJob(job_id, /*for_update=*/true));
+  if (!found || found->state != kDatasetImporting || !data.is_object()) return Status::Ok();
+  DatasetRecord d = std::move(*found);
+  if (data.contains("error") && data["error"].is_string()) {
+    d.error = Bounded(data["error"].get<std::string>());
+    return uow.datasets().Update(d, now_ms);
+  }
+  if (!data.contains("manifest")) return Status::Ok();
+  const json& m = data["manifest"];
+  auto bytes = CheckManifest(m);
+  if (!bytes.ok()) {
+    // The import job is tenant code: a bad report fails the dataset instead of being stored.
+    d.error = Bounded("the import reported a malformed manifest: " + bytes.status().message());
+    common::LogWarn("dataset manifest refused",
+                    {{"dataset", std::to_string(d.id)}, {"error", bytes.status().message()}});
+    return uow.datasets().Update(d, now_ms);
+  }
+  d.manifest = m;
+  d.episodes = m["stats"]["episodes"].get<int64_t>();
+  d.frames = m["stats"]["frames"].get<int64_t>();
+  d.bytes = *bytes;
+  return uow.datasets().Update(d, now_ms);
+}
+
+Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms) {
+  EMBODY_ASSIGN_OR_RETURN(found, uow.datasets().GetByJob(job.id, /*for_update=*/true));
+  if (!found || found->state != kDatasetImporting) return Status::Ok();
+  DatasetRecord d = std::move(*found);
+  if (job.state == api::JobState::kSucceeded && d.error.empty() && !d.manifest.is_null()) {
+    d.state = kDatasetReady;
+  } else {
+    d.state = kDatasetFailed;
+    if (d.error.empty()) {
+      d.error = job.state == api::JobState::kSucceeded
+                    ? "the import job ended without reporting a manifest"
+                    : Bounded("import job " + std::string(api::JobStateName(job.state)) +
+                              (job.reason.empty() ? "" : ": " + job.reason));
+    }
+  }
+  return uow.datasets().Update(d, now_ms);
+}
+
+Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
+                                                    const api::JobSpec& spec) {
+  const char* field = "engine.data.dataset";
+  if (spec.kind != api::JobKind::kTrain) return std::optional<DatasetRecord>();
+  EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.engine.data.dataset, field));
+  if (!ref.is_stored()) return std::optional<DatasetRecord>();  // sim: or dir:, nothing to resolve
+  EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().Find(tenant_id, ref.name, ref.version));
+  const std::string what = "dataset \"" + ref.name + "\"" +
+                           (ref.version ? " version " + std::to_string(*ref.version) : "");
+  if (!d || d->state == kDatasetDeleted) {
+    return Status(common::Code::kUnprocessable,
+                  what + (ref.version ? " not found" : " has no ready version"), field);
+  }
+  if (d->state != kDatasetReady) {
+    return Status(common::Code::kUnprocessable, what + " is " + d->state + ", not ready", field);
+  }
+  return d;
+}
+
+Result<json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job) {
+  json spec = job.spec;
+  if (job.kind != "train") return spec;
+  EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().ForJob(job.id));
+  if (d && spec.contains("engine") && spec["engine"].contains("data")) {
+    spec["engine"]["data"]["dataset"] = "dir:" + d->path;
+  }
+  return spec;
+}
+
+json ToJson(const DatasetRecord& d) {
+  return json{{"id", d.id},
+              {"tenant_id", d.tenant_id},
+              {"tenant", d.tenant},
+              {"name", d.name},
+              {"version", d.version},
+              {"state", d.state},
+              {"source", d.source},
+              {"episodes", d.episodes},
+              {"frames", d.frames},
+              {"bytes", d.bytes},
+              {"path", d.path},
+              {"job_id", d.job_id ? json(*d.job_id) : json(nullptr)},
+              {"error", d.error},
+              {"created_at", common::FormatTimeMillis(d.created_ms)},
+              {"updated_at", common::FormatTimeMillis(d.updated_ms)}};
+}
+
+}  // namespace controlplane::service

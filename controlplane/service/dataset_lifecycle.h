@@ -1,0 +1,50 @@
+// How a dataset version follows the jobs around it, inside the caller's unit of work:
+//  - its import job reports {"type":"dataset","manifest":{...}} (or {"type":"dataset","error":
+//    "..."}) through its agent; the manifest is checked for shape and size and stored with the
+//    counts copied out of it;
+//  - when the import job ends (transitions.cc calls FinishDatasetImport): SUCCEEDED with a
+//    manifest -> ready; anything else -> failed, with the import's own error or the job's reason;
+//  - a training job naming "dataset:NAME[@VERSION]" is bound to the ready version at submit
+//    (ResolveDataset) and launched with that version's directory as "dir:PATH"
+//    (LaunchSpecFor); the stored spec keeps the name, for display.
+#pragma once
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "controlplane/service/dataset_store.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::service {
+
+// The largest manifest kept in PostgreSQL (an agent event carries at most 64 KiB anyway) and
+// the longest import error.
+inline constexpr size_t kMaxManifestBytes = 60 * 1024;
+inline constexpr size_t kMaxDatasetErrorBytes = 4096;
+
+// A "dataset" event of job `job_id`; ignored unless the job imports a dataset that is still
+// importing. A malformed manifest fails the dataset (it is never stored).
+Status RecordDatasetEvent(UnitOfWork& uow, int64_t job_id, const nlohmann::json& data,
+                          int64_t now_ms);
+
+// `job` has just reached a terminal state.
+Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms);
+
+// The dataset version a spec reads, for a spec naming "dataset:..." (nullopt for the built-in
+// task). unprocessable (field engine.data.dataset) when the tenant has no such version or it is
+// not ready.
+Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
+                                                    const api::JobSpec& spec);
+
+// The spec a launch carries: the stored one, with a bound dataset replaced by "dir:PATH".
+Result<nlohmann::json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job);
+
+// Checks what the server relies on in a dataset.json document: an object with stats.episodes
+// and stats.frames (non-negative integers) and shards[] whose bytes add up. Returns the bytes.
+Result<int64_t> CheckManifest(const nlohmann::json& manifest);
+
+nlohmann::json ToJson(const DatasetRecord& d);
+
+}  // namespace controlplane::service

@@ -1,0 +1,76 @@
+// Where datasets are kept (tables datasets and job_datasets, migration 0008_datasets.sql): one
+// record per version of a tenant's named dataset, and which version a training job reads. Used
+// through a UnitOfWork, like every store (store.h); datasets_service.h holds the rules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace controlplane::service {
+
+using common::Result;
+using common::Status;
+
+inline constexpr const char* kDatasetImporting = "importing";
+inline constexpr const char* kDatasetReady = "ready";
+inline constexpr const char* kDatasetFailed = "failed";
+inline constexpr const char* kDatasetDeleted = "deleted";
+
+struct DatasetRecord {
+  int64_t id = 0;
+  int64_t tenant_id = 0;
+  std::string tenant;  // filled on reads
+  int64_t token_id = 0;
+  std::string name;
+  int version = 0;
+  std::string state;  // importing | ready | failed | deleted
+  nlohmann::json source = nlohmann::json::object();
+  nlohmann::json manifest;  // null until the import reported it
+  int64_t episodes = 0;
+  int64_t frames = 0;
+  int64_t bytes = 0;
+  std::string path;  // the version's directory under the dataset root
+  std::optional<int64_t> job_id;  // the import job
+  std::string error;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+};
+
+struct DatasetQuery {
+  std::optional<int64_t> tenant_id;  // nullopt: all tenants
+  std::string name;                  // "": any name
+  bool include_deleted = false;
+  std::optional<int64_t> before_id;  // pagination cursor: ids strictly below
+  int limit = 50;
+};
+
+class DatasetStore {
+ public:
+  virtual ~DatasetStore() = default;
+  // Inserts `d` (state importing) as the next version of (tenant, name) and returns it with
+  // id and version filled in. Callers serialise creations per tenant (the tenant row lock).
+  virtual Result<DatasetRecord> Insert(const DatasetRecord& d, int64_t now_ms) = 0;
+  virtual Result<std::optional<DatasetRecord>> Get(int64_t id, std::optional<int64_t> tenant_id,
+                                                   bool for_update) = 0;
+  virtual Result<std::optional<DatasetRecord>> GetByJob(int64_t job_id, bool for_update) = 0;
+  // The newest ready version of `name` in `tenant_id`, or that exact version when given (ready
+  // or not: the caller says why it cannot be used).
+  virtual Result<std::optional<DatasetRecord>> Find(int64_t tenant_id, const std::string& name,
+                                                    std::optional<int> version) = 0;
+  virtual Result<std::vector<DatasetRecord>> List(const DatasetQuery& q) = 0;  // newest first
+  // Writes state, manifest, counts, path, job_id and error.
+  virtual Status Update(const DatasetRecord& d, int64_t now_ms) = 0;
+  // Records that job `job_id` reads dataset `dataset_id`.
+  virtual Status BindJob(int64_t job_id, int64_t dataset_id) = 0;
+  virtual Result<std::optional<DatasetRecord>> ForJob(int64_t job_id) = 0;
+  // Ids of jobs reading the dataset that have not ended.
+  virtual Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) = 0;
+};
+
+}  // namespace controlplane::service

@@ -1,0 +1,213 @@
+#include "controlplane/service/datasets_service.h"
+
+#include <filesystem>
+
+#include "common/log.h"
+#include "common/parse_int.h"
+#include "controlplane/service/audit_scope.h"
+#include "controlplane/service/dataset_lifecycle.h"
+#include "controlplane/service/job_fit.h"
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/roles.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+constexpr int kMaxListLimit = 500;
+constexpr size_t kMaxBodyBytes = 16 * 1024;
+
+Result<DatasetRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, bool for_update) {
+  EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().Get(id, p.TenantScope(), for_update));
+  if (!d) return common::NotFound("dataset " + std::to_string(id) + " not found");
+  return std::move(*d);
+}
+
+// The import job: one rank on one cpu slot, named after the dataset version.
+api::JobSpec ImportJobSpec(const DatasetRecord& d, const api::ImportSource& source) {
+  api::JobSpec spec;
+  std::string base = d.name.substr(0, 100);
+  spec.name = "import-" + base + "-v" + std::to_string(d.version);
+  spec.kind = api::JobKind::kImport;
+  spec.import_dataset_id = d.id;
+  spec.import_source = source;
+  return spec;
+}
+}  // namespace
+
+std::string DatasetsService::DirectoryOf(const std::string& root, int64_t tenant_id, int64_t id) {
+  return root + "/tenant-" + std::to_string(tenant_id) + "/dataset-" + std::to_string(id);
+}
+
+Result<json> DatasetsService::Import(const Principal& p, const std::string& body) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "importing datasets"));
+  if (root_.empty()) {
+    return common::FailedPrecondition(
+        "this server has no dataset root: start embody-server (and every embody-agent) with "
+        "--dataset-root DIR on a file system all nodes mount");
+  }
+  if (body.size() > kMaxBodyBytes) return common::InvalidArgument("request body over 16 KiB");
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return common::InvalidArgument("request body must be a JSON object");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "name" && it.key() != "source") {
+      return common::InvalidArgument("unknown field", it.key());
+    }
+  }
+  if (!j.contains("name")) return common::InvalidArgument("is required", "name");
+  if (!j["name"].is_string() || !api::IsValidName(j["name"].get<std::string>())) {
+    return common::InvalidArgument("must be 1-128 letters, digits, '-', '_' or '.'", "name");
+  }
+  if (!j.contains("source")) return common::InvalidArgument("is required", "source");
+  EMBODY_ASSIGN_OR_RETURN(source, api::ParseImportSource(j["source"], "source"));
+
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  // The tenant's row lock serialises its imports (the next version number) and its admissions.
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
+  if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
+  // The import job is admitted as any job: the node sizes, and the pending jobs against a quota.
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
+  int64_t pending = 0;
+  if (tenant->quota.pending_jobs) {
+    EMBODY_ASSIGN_OR_RETURN(n, uow->jobs().PendingCount(p.tenant_id));
+    pending = n;
+  }
+  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), api::Resources{}));
+  const int64_t now = now_();
+  DatasetRecord d;
+  d.tenant_id = p.tenant_id;
+  d.tenant = p.tenant;
+  d.token_id = p.token_id;
+  d.name = j["name"].get<std::string>();
+  d.source = api::ToJson(source);
+  EMBODY_ASSIGN_OR_RETURN(inserted, uow->datasets().Insert(d, now));
+  d = std::move(inserted);
+
+  const api::JobSpec spec = ImportJobSpec(d, source);
+  NewJob nj;
+  nj.tenant_id = p.tenant_id;
+  nj.token_id = p.token_id;
+  nj.name = spec.name;
+  nj.kind = api::JobKindName(spec.kind);
+  nj.priority = spec.priority;
+  nj.spec = api::ToJson(spec);
+  nj.now_ms = now;
+  EMBODY_ASSIGN_OR_RETURN(job_id, uow->jobs().Insert(nj));
+  EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(job_id, now, "state",
+                                                   {{"from", nullptr},
+                                                    {"to", "PENDING"},
+                                                    {"reason", "dataset import"},
+                                                    {"actor", p.tenant + "/" + p.token_name}}));
+  (void)ev;
+  d.job_id = job_id;
+  d.path = DirectoryOf(root_, d.tenant_id, d.id);
+  EMBODY_RETURN_IF_ERROR(uow->datasets().Update(d, now));
+  AuditScope::NoteTarget("dataset " + std::to_string(d.id), d.tenant_id);
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  common::LogInfo(
+      "dataset import queued",
+      {{"dataset", std::to_string(d.id)}, {"tenant", p.tenant}, {"job", std::to_string(job_id)}});
+  if (wake_) wake_();
+  return ToJson(d);
+}
+
+Result<json> DatasetsService::List(const Principal& p, int limit, const std::string& cursor,
+                                   const std::string& name, int64_t tenant_id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading datasets"));
+  if (limit <= 0 || limit > kMaxListLimit) {
+    return common::InvalidArgument("limit must be in 1..500", "limit");
+  }
+  DatasetQuery q;
+  q.tenant_id = p.TenantScope();
+  if (tenant_id > 0) {
+    // Only a cluster-admin chooses; anyone else asking for another tenant gets an empty page.
+    q.tenant_id = p.IsClusterAdmin() || tenant_id == p.tenant_id ? tenant_id : -1;
+  }
+  if (!name.empty() && !api::IsValidName(name)) {
+    return common::InvalidArgument("must be 1-128 letters, digits, '-', '_' or '.'", "name");
+  }
+  q.name = name;
+  q.limit = limit + 1;  // one more tells whether another page exists
+  if (!cursor.empty()) {
+    auto before = common::ParseInt64(cursor, 1);
+    if (!before.ok()) return common::InvalidArgument("bad cursor", "cursor");
+    q.before_id = *before;
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(rows, uow->datasets().List(q));
+  json next = nullptr;
+  if (static_cast<int>(rows.size()) > limit) {
+    rows.resize(limit);
+    next = std::to_string(rows.back().id);
+  }
+  json list = json::array();
+  for (const DatasetRecord& d : rows) list.push_back(ToJson(d));
+  return json{{"datasets", list}, {"next_cursor", next}};
+}
+
+Result<json> DatasetsService::Get(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading datasets"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(d, GetScoped(*uow, p, id, false));
+  json out = ToJson(d);
+  out["manifest"] = d.manifest;
+  out["progress"] = nullptr;
+  if (d.job_id) {
+    EMBODY_ASSIGN_OR_RETURN(progress, uow->events().Latest(*d.job_id, "progress"));
+    if (progress && progress->data.is_object() && progress->data.contains("fraction") &&
+        progress->data["fraction"].is_number()) {
+      out["progress"] = progress->data["fraction"];
+    }
+    if (d.state == kDatasetReady) out["progress"] = 1.0;
+  }
+  return out;
+}
+
+Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "deleting datasets"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(d, GetScoped(*uow, p, id, /*for_update=*/true));
+  if (PersonRank(p.role) < PersonRank(kTenantAdmin) && d.token_id != p.token_id) {
+    return Status(common::Code::kPermissionDenied,
+                  "a member deletes only the datasets its own token imported; ask a tenant-admin");
+  }
+  if (d.state == kDatasetDeleted) return ToJson(d);  // deleting twice is the same as once
+  if (d.state == kDatasetImporting) {
+    return common::FailedPrecondition(
+        "dataset " + std::to_string(id) + " is still importing" +
+        (d.job_id ? "; cancel job " + std::to_string(*d.job_id) + " first" : ""));
+  }
+  EMBODY_ASSIGN_OR_RETURN(readers, uow->datasets().LiveJobsReading(id));
+  if (!readers.empty()) {
+    std::string list;
+    for (int64_t r : readers) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    return common::FailedPrecondition("dataset " + std::to_string(id) +
+                                      " is read by jobs that have not ended: " + list);
+  }
+  d.state = kDatasetDeleted;
+  EMBODY_RETURN_IF_ERROR(uow->datasets().Update(d, now_()));
+  AuditScope::NoteTarget("dataset " + std::to_string(d.id), d.tenant_id);
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  // The record is the truth; the directory goes after it, where this server reaches the root.
+  // Only a path this server itself derived under its own root is ever removed.
+  json out = ToJson(d);
+  bool removed = false;
+  if (!root_.empty() && d.path == DirectoryOf(root_, d.tenant_id, d.id)) {
+    std::error_code ec;
+    std::filesystem::remove_all(d.path, ec);
+    removed = !ec && !std::filesystem::exists(d.path, ec);
+    if (!removed) {
+      common::LogWarn("cannot remove a deleted dataset's directory",
+                      {{"dataset", std::to_string(id)},
+                       {"path", d.path},
+                       {"error", ec ? ec.message() : "still there"}});
+    }
+  }
+  out["directory_removed"] = removed;
+  return out;
+}
+
+}  // namespace controlplane::service

@@ -1,0 +1,271 @@
+// The dataset store's contract (service/dataset_store.h), continued from store_conformance.h
+// (whose fixture and Backend concept this suite shares) and run on PostgreSQL and the in-memory
+// twin: versions counting up per (tenant, name) over every row, deleted ones included; tenant
+// scoping; the newest ready version or an exact one; newest-first lists with filters and a
+// cursor; updates; a training job bound to one version, and which unfinished jobs read it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controlplane/service/dataset_store.h"
+#include "controlplane/testing/store_conformance.h"
+
+namespace controlplane::testing {
+
+template <typename Backend>
+class DatasetStoreConformanceTest : public StoreConformanceTest<Backend> {
+ protected:
+  // A new version of `name` in `tenant`, committed; its record as Insert returned it.
+  service::DatasetRecord AddDataset(int64_t tenant, const std::string& name) {
+    auto uow = this->Begin();
+    service::DatasetRecord d;
+    d.tenant_id = tenant;
+    d.token_id = 7;
+    d.name = name;
+    d.source = {{"format", "hdf5"}, {"path", "/data/" + name + ".hdf5"}};
+    auto r = uow->datasets().Insert(d, this->kNow);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(uow->Commit().ok());
+    return r.ok() ? *r : service::DatasetRecord{};
+  }
+
+  void SetState(int64_t id, const std::string& state) {
+    auto uow = this->Begin();
+    auto d = uow->datasets().Get(id, std::nullopt, /*for_update=*/true);
+    ASSERT_TRUE(d.ok() && d->has_value());
+    (*d)->state = state;
+    ASSERT_TRUE(uow->datasets().Update(**d, this->kNow + 1).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+};
+
+TYPED_TEST_SUITE_P(DatasetStoreConformanceTest);
+
+TYPED_TEST_P(DatasetStoreConformanceTest, VersionsCountUpPerTenantAndNameAndReadsAreScoped) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  const service::DatasetRecord a1 = this->AddDataset(a, "lift");
+  EXPECT_EQ(a1.version, 1);
+  EXPECT_EQ(a1.state, service::kDatasetImporting);
+  EXPECT_GT(a1.id, 0);
+  EXPECT_EQ(this->AddDataset(a, "lift").version, 2);
+  EXPECT_EQ(this->AddDataset(b, "lift").version, 1);
+  EXPECT_EQ(this->AddDataset(a, "can").version, 1);
+  // A deleted version keeps its number: the next one does not reuse it.
+  const service::DatasetRecord a3 = this->AddDataset(a, "lift");
+  this->SetState(a3.id, service::kDatasetDeleted);
+  EXPECT_EQ(this->AddDataset(a, "lift").version, 4);
+
+  auto uow = this->Begin();
+  auto mine = uow->datasets().Get(a1.id, a, false);
+  ASSERT_TRUE(mine.ok() && mine->has_value()) << mine.status().ToString();
+  EXPECT_EQ((*mine)->tenant, "a");
+  EXPECT_EQ((*mine)->token_id, 7);
+  EXPECT_EQ((*mine)->name, "lift");
+  EXPECT_EQ((*mine)->source["path"], "/data/lift.hdf5");
+  EXPECT_TRUE((*mine)->manifest.is_null());
+  EXPECT_FALSE((*mine)->job_id);
+  EXPECT_EQ((*mine)->created_ms, this->kNow);
+  auto theirs = uow->datasets().Get(a1.id, b, false);
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_FALSE(theirs->has_value());
+  auto any = uow->datasets().Get(a1.id, std::nullopt, false);
+  ASSERT_TRUE(any.ok() && any->has_value());
+  auto none = uow->datasets().Get(a1.id + 1000, std::nullopt, false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+}
+
+TYPED_TEST_P(DatasetStoreConformanceTest, FindTakesTheNewestReadyVersionOrTheExactOne) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  const service::DatasetRecord v1 = this->AddDataset(a, "lift");
+  const service::DatasetRecord v2 = this->AddDataset(a, "lift");
+  const service::DatasetRecord v3 = this->AddDataset(a, "lift");
+  {
+    auto uow = this->Begin();
+    auto nothing_ready = uow->datasets().Find(a, "lift", std::nullopt);
+    ASSERT_TRUE(nothing_ready.ok());
+    EXPECT_FALSE(nothing_ready->has_value());
+  }
+  this->SetState(v1.id, service::kDatasetReady);
+  this->SetState(v2.id, service::kDatasetReady);
+  this->SetState(v3.id, service::kDatasetFailed);
+  auto uow = this->Begin();
+  auto newest = uow->datasets().Find(a, "lift", std::nullopt);
+  ASSERT_TRUE(newest.ok() && newest->has_value());
+  EXPECT_EQ((*newest)->id, v2.id);
+  // An exact version is found whatever its state; the caller says why it cannot be used.
+  auto exact = uow->datasets().Find(a, "lift", 3);
+  ASSERT_TRUE(exact.ok() && exact->has_value());
+  EXPECT_EQ((*exact)->state, service::kDatasetFailed);
+  auto missing = uow->datasets().Find(a, "lift", 9);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  auto other_tenant = uow->datasets().Find(b, "lift", std::nullopt);
+  ASSERT_TRUE(other_tenant.ok());
+  EXPECT_FALSE(other_tenant->has_value());
+  auto other_name = uow->datasets().Find(a, "lif", std::nullopt);
+  ASSERT_TRUE(other_name.ok());
+  EXPECT_FALSE(other_name->has_value());
+}
+
+TYPED_TEST_P(DatasetStoreConformanceTest, ListsAreNewestFirstWithFiltersCursorAndLimit) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  const int64_t l1 = this->AddDataset(a, "lift").id;
+  const int64_t c1 = this->AddDataset(a, "can").id;
+  const int64_t k1 = this->AddDataset(b, "lift").id;
+  const int64_t l2 = this->AddDataset(a, "lift").id;
+  this->SetState(c1, service::kDatasetDeleted);
+  auto ids = [&](const service::DatasetQuery& q) {
+    auto uow = this->Begin();
+    auto rows = uow->datasets().List(q);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    std::vector<int64_t> out;
+    if (rows.ok()) {
+      for (const auto& d : *rows) out.push_back(d.id);
+    }
+    return out;
+  };
+  service::DatasetQuery q;
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l2, k1, l1}));
+  q.include_deleted = true;
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l2, k1, c1, l1}));
+  q.tenant_id = a;
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l2, c1, l1}));
+  q.name = "lift";
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l2, l1}));
+  q.limit = 1;
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l2}));
+  q.before_id = l2;
+  EXPECT_EQ(ids(q), (std::vector<int64_t>{l1}));
+  q.before_id = l1;
+  EXPECT_TRUE(ids(q).empty());
+}
+
+TYPED_TEST_P(DatasetStoreConformanceTest, UpdatesAreReadBackAndBadOnesRefused) {
+  const int64_t a = this->AddTenant("a");
+  const int64_t job = this->AddJob(a, "import-lift-v1");
+  const service::DatasetRecord d = this->AddDataset(a, "lift");
+  {
+    auto uow = this->Begin();
+    service::DatasetRecord u = d;
+    u.state = service::kDatasetReady;
+    u.manifest = {{"episodes", 3}, {"shards", {{{"file", "shard-00000.ebd"}}}}};
+    u.episodes = 3;
+    u.frames = 300;
+    u.bytes = 1 << 20;
+    u.path = "/datasets/tenant-1/dataset-1";
+    u.job_id = job;
+    u.error = "";
+    ASSERT_TRUE(uow->datasets().Update(u, this->kNow + 5).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  {
+    auto uow = this->Begin();
+    auto by_job = uow->datasets().GetByJob(job, false);
+    ASSERT_TRUE(by_job.ok() && by_job->has_value()) << by_job.status().ToString();
+    const service::DatasetRecord& r = **by_job;
+    EXPECT_EQ(r.id, d.id);
+    EXPECT_EQ(r.state, service::kDatasetReady);
+    EXPECT_EQ(r.manifest["shards"][0]["file"], "shard-00000.ebd");
+    EXPECT_EQ(r.episodes, 3);
+    EXPECT_EQ(r.frames, 300);
+    EXPECT_EQ(r.bytes, 1 << 20);
+    EXPECT_EQ(r.path, "/datasets/tenant-1/dataset-1");
+    EXPECT_EQ(r.updated_ms, this->kNow + 5);
+    EXPECT_EQ(r.created_ms, this->kNow);
+    auto no_job = uow->datasets().GetByJob(job + 1000, false);
+    ASSERT_TRUE(no_job.ok());
+    EXPECT_FALSE(no_job->has_value());
+  }
+  {
+    // The table's CHECK allows four states only.
+    auto uow = this->Begin();
+    service::DatasetRecord u = d;
+    u.state = "half-done";
+    EXPECT_EQ(uow->datasets().Update(u, this->kNow).code(), common::Code::kInternal);
+  }
+  {
+    auto uow = this->Begin();
+    service::DatasetRecord u = d;
+    u.state = service::kDatasetFailed;
+    u.job_id = job + 1000;  // no such job
+    EXPECT_EQ(uow->datasets().Update(u, this->kNow).code(), common::Code::kInternal);
+  }
+  {
+    auto uow = this->Begin();
+    service::DatasetRecord u = d;
+    u.state = service::kDatasetFailed;
+    u.error = "not UTF-8: \xc3\x28";
+    EXPECT_EQ(uow->datasets().Update(u, this->kNow).code(), common::Code::kInvalidArgument);
+  }
+  {
+    auto uow = this->Begin();
+    service::DatasetRecord orphan;
+    orphan.tenant_id = a + 1000;
+    orphan.name = "x";
+    EXPECT_EQ(uow->datasets().Insert(orphan, this->kNow).status().code(), common::Code::kInternal);
+  }
+  auto uow = this->Begin();
+  auto still = uow->datasets().Get(d.id, std::nullopt, false);
+  ASSERT_TRUE(still.ok() && still->has_value());
+  EXPECT_EQ((*still)->state, service::kDatasetReady);  // none of the refused updates landed
+}
+
+TYPED_TEST_P(DatasetStoreConformanceTest, AJobReadsOneVersionAndOnlyUnfinishedJobsHoldIt) {
+  const int64_t a = this->AddTenant("a");
+  const service::DatasetRecord d = this->AddDataset(a, "lift");
+  const service::DatasetRecord other = this->AddDataset(a, "can");
+  const int64_t j1 = this->AddJob(a, "train-1"), j2 = this->AddJob(a, "train-2");
+  const int64_t j3 = this->AddJob(a, "train-3");
+  {
+    auto uow = this->Begin();
+    ASSERT_TRUE(uow->datasets().BindJob(j1, d.id).ok());
+    ASSERT_TRUE(uow->datasets().BindJob(j2, d.id).ok());
+    ASSERT_TRUE(uow->datasets().BindJob(j3, other.id).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  {
+    auto uow = this->Begin();
+    auto read = uow->datasets().ForJob(j1);
+    ASSERT_TRUE(read.ok() && read->has_value()) << read.status().ToString();
+    EXPECT_EQ((*read)->id, d.id);
+    EXPECT_EQ((*read)->tenant, "a");
+    auto unbound = uow->datasets().ForJob(j3 + 1000);
+    ASSERT_TRUE(unbound.ok());
+    EXPECT_FALSE(unbound->has_value());
+    EXPECT_EQ(*uow->datasets().LiveJobsReading(d.id), (std::vector<int64_t>{j1, j2}));
+    auto job = uow->jobs().Get(j1, std::nullopt, true);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    (*job)->state = api::JobState::kSucceeded;
+    ASSERT_TRUE(uow->jobs().Update(**job).ok());
+    EXPECT_EQ(*uow->datasets().LiveJobsReading(d.id), (std::vector<int64_t>{j2}));
+    EXPECT_EQ(*uow->datasets().LiveJobsReading(other.id), (std::vector<int64_t>{j3}));
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(uow->datasets().BindJob(j1, other.id).code(), common::Code::kAlreadyExists);
+  }
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(uow->datasets().BindJob(j1 + 1000, d.id).code(), common::Code::kInternal);
+  }
+  {
+    auto uow = this->Begin();
+    const int64_t j4 = *uow->jobs().Insert(this->Job(a, "train-4"));
+    EXPECT_EQ(uow->datasets().BindJob(j4, d.id + 1000).code(), common::Code::kInternal);
+  }
+}
+
+REGISTER_TYPED_TEST_SUITE_P(DatasetStoreConformanceTest,
+                            VersionsCountUpPerTenantAndNameAndReadsAreScoped,
+                            FindTakesTheNewestReadyVersionOrTheExactOne,
+                            ListsAreNewestFirstWithFiltersCursorAndLimit,
+                            UpdatesAreReadBackAndBadOnesRefused,
+                            AJobReadsOneVersionAndOnlyUnfinishedJobsHoldIt);
+
+}  // namespace controlplane::testing
