@@ -54,9 +54,30 @@ class SchedulerPgTest : public testing::PgDatabaseTest {
     return p.ok() ? *p : Principal{};
   }
 
+  // The node service and a scheduler loop that lets priority 80 and above preempt, both on the
+  // test clock: what each preemption test runs.
+  struct PreemptingCluster {
+    explicit PreemptingCluster(SchedulerPgTest& t)
+        : files(t.data_dir_),
+          nodes(*t.database_, files, 1000, t.Clock(), nullptr),
+          loop(*t.database_, PreemptAt(80), t.Clock(), nullptr, nullptr) {}
+    static service::SchedulerLoop::Options PreemptAt(int priority) {
+      service::SchedulerLoop::Options o;
+      o.schedule.preempt_min_priority = priority;
+      return o;
+    }
+    service::LogFiles files;
+    service::NodeService nodes;
+    service::SchedulerLoop loop;
+  };
+
+  std::function<int64_t()> Clock() {
+    return [this] { return now_.load(); };
+  }
+
   service::JobsService Jobs() {
-    return service::JobsService(*database_, api::SpecLimits{}, [this] { return now_.load(); },
-                                nullptr);
+    return service::JobsService(
+        *database_, api::SpecLimits{}, [this] { return now_.load(); }, nullptr);
   }
 
   Principal AddTenant(const std::string& name) {
@@ -74,8 +95,8 @@ class SchedulerPgTest : public testing::PgDatabaseTest {
 
   static std::string Spec(const std::string& name, int slots, int priority) {
     return R"({"name":")" + name + R"(","kind":"command","command":["true"],"priority":)" +
-           std::to_string(priority) + R"(,"resources":{"ranks_per_node":)" +
-           std::to_string(slots) + "}}";
+           std::to_string(priority) + R"(,"resources":{"ranks_per_node":)" + std::to_string(slots) +
+           "}}";
   }
 
   Principal tenant_, join_;
@@ -83,12 +104,9 @@ class SchedulerPgTest : public testing::PgDatabaseTest {
 
 TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoint) {
   auto jobs = Jobs();
-  service::LogFiles files(data_dir_);
-  auto clock = [this] { return now_.load(); };
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop::Options opts;
-  opts.schedule.preempt_min_priority = 80;
-  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  PreemptingCluster cluster(*this);
+  service::NodeService& nodes = cluster.nodes;
+  service::SchedulerLoop& loop = cluster.loop;
 
   int64_t node_id = 0;
   const Principal agent = RegisterNode(nodes, &node_id);
@@ -103,7 +121,8 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   ASSERT_TRUE(launch.ok() && launch->commands.size() == 1u);
   api::HeartbeatRequest running;
   running.running = {low_id};
-  running.events = {{low_id, 0, "checkpoint", {{"step", 40}, {"path", "/ck/step-40"}, {"bytes", 1}}}};
+  running.events = {
+      {low_id, 0, "checkpoint", {{"step", 40}, {"path", "/ck/step-40"}, {"bytes", 1}}}};
   ASSERT_TRUE(nodes.Heartbeat(agent, node_id, running).ok());
   ASSERT_EQ(jobs.Get(tenant_, low_id)->job.state, JobState::kRunning);
 
@@ -158,12 +177,9 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
 
 TEST_F(SchedulerPgTest, APreemptedJobThatEndedOnItsOwnBeforeItsKillSucceeds) {
   auto jobs = Jobs();
-  service::LogFiles files(data_dir_);
-  auto clock = [this] { return now_.load(); };
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop::Options opts;
-  opts.schedule.preempt_min_priority = 80;
-  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  PreemptingCluster cluster(*this);
+  service::NodeService& nodes = cluster.nodes;
+  service::SchedulerLoop& loop = cluster.loop;
   int64_t node_id = 0;
   const Principal agent = RegisterNode(nodes, &node_id);
   auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
@@ -193,12 +209,9 @@ TEST_F(SchedulerPgTest, APreemptedJobThatEndedOnItsOwnBeforeItsKillSucceeds) {
 
 TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
   auto jobs = Jobs();
-  service::LogFiles files(data_dir_);
-  auto clock = [this] { return now_.load(); };
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop::Options opts;
-  opts.schedule.preempt_min_priority = 80;
-  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  PreemptingCluster cluster(*this);
+  service::NodeService& nodes = cluster.nodes;
+  service::SchedulerLoop& loop = cluster.loop;
   int64_t node_id = 0;
   const Principal agent = RegisterNode(nodes, &node_id);
   auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
@@ -215,12 +228,9 @@ TEST_F(SchedulerPgTest, PreemptingAJobThatNeverLaunchedRequeuesItAtOnce) {
 
 TEST_F(SchedulerPgTest, APreemptedJobCancelledWhileStoppingEndsCancelled) {
   auto jobs = Jobs();
-  service::LogFiles files(data_dir_);
-  auto clock = [this] { return now_.load(); };
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop::Options opts;
-  opts.schedule.preempt_min_priority = 80;
-  service::SchedulerLoop loop(*database_, opts, clock, nullptr, nullptr);
+  PreemptingCluster cluster(*this);
+  service::NodeService& nodes = cluster.nodes;
+  service::SchedulerLoop& loop = cluster.loop;
   int64_t node_id = 0;
   const Principal agent = RegisterNode(nodes, &node_id);
   auto low = jobs.Submit(tenant_, Spec("low", 2, 10), "");
@@ -286,7 +296,7 @@ TEST_F(SchedulerPgTest, UsageAccruesIntoTheFairShareHistoryAndDailyTotals) {
   EXPECT_EQ(jobs.Get(tenant_, job->job.job.id)->job.state, JobState::kScheduled);
   now_ += 10'000;
   ASSERT_TRUE(nodes.Heartbeat(agent, node_id, {}).ok());  // the node stays UP
-  ASSERT_TRUE(loop.RunOnce().ok());  // 2 slots held for 10 s
+  ASSERT_TRUE(loop.RunOnce().ok());                       // 2 slots held for 10 s
   now_ += 1'000;
   ASSERT_TRUE(loop.RunOnce().ok());  // too soon: nothing more
 
