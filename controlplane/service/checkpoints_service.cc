@@ -143,6 +143,12 @@ Result<CheckpointBlob> CheckpointsService::BlobOf(UnitOfWork& uow, const JobReco
 
 Result<json> CheckpointsService::StartUpload(const Principal& p, int64_t job_id,
                                              const std::string& body) {
+  {
+    // Who may comes first: a caller that may not upload here learns nothing from the body's
+    // checks and sets off no sweep of abandoned uploads.
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_RETURN_IF_ERROR(JobFor(*uow, p, job_id, Access::kUpload).status());
+  }
   if (body.size() > kMaxStartBody) return common::InvalidArgument("request body too large");
   json j = json::parse(body, nullptr, false);
   if (!j.is_object()) return common::InvalidArgument("body must be a JSON object");
