@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -101,6 +104,105 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
   for (const auto& d : (*cg)->ProcsFiles()) ADD_FAILURE() << "left " << d;
   TearDownCgroups(setup);
   for (const auto& [c, parent] : setup.parents) EXPECT_NE(::access(parent.c_str(), F_OK), 0);
+}
+
+// The v2 half of a job cgroup (membership, cgroup.kill, removal) on this kernel's own cgroup2
+// mount, whatever controllers it offers: on a hybrid node, where the agent itself uses v1 for
+// limits, this is the only way the v2 path meets a real kernel. Limits are left at zero, since a
+// hybrid v2 hierarchy has no memory or cpu controller to take them.
+TEST(CgroupTest, V2JobCgroupKillsEveryProcessThroughCgroupKill) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups; CI runs as root";
+  auto mounts = ParseCgroupMounts(ReadAll("/proc/self/mountinfo"));
+  auto own = OwnCgroupDirs(mounts, ParseProcCgroup(ReadAll("/proc/self/cgroup")));
+  if (!own.count("")) GTEST_SKIP() << "no cgroup2 hierarchy mounted";
+  TempDir dir;
+  std::string parent = own[""] + "/embody-v2test-" + common::Sha256Hex(dir.path()).substr(0, 8);
+  if (::mkdir(parent.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "cannot create a cgroup under " << own[""] << ": " << std::strerror(errno);
+  }
+  if (::access((parent + "/cgroup.kill").c_str(), F_OK) != 0) {
+    ::rmdir(parent.c_str());
+    GTEST_SKIP() << "this kernel has no cgroup.kill (before 5.14)";
+  }
+  CgroupSetup setup;
+  setup.version = CgroupVersion::kV2;
+  setup.parents = {{"", parent}};
+  auto cg = JobCgroup::Create(setup, 78, {0, 0, 0});
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  JobCgroup& job = **cg;
+  ASSERT_EQ(job.dirs().size(), 1u);
+  EXPECT_EQ(job.dirs().front(), parent + "/job-78");
+
+  SpawnRequest req;
+  // A grandchild that leaves the session and the parent that forked it: only the cgroup holds both.
+  req.argv = {"/bin/sh", "-c", "(setsid sleep 1000 &); exec sleep 1000"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.output_path = dir.path() + "/out.log";
+  req.cgroup_procs = job.ProcsFiles();
+  auto pid = SpawnInNewSession(req);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
+  std::vector<pid_t> inside;
+  for (int i = 0; i < 200 && inside.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    inside = job.Pids();
+  }
+  ASSERT_EQ(inside.size(), 2u);
+  EXPECT_NE(ReadAll("/proc/" + std::to_string(*pid) + "/cgroup").find("0::"), std::string::npos);
+  EXPECT_FALSE(job.MemoryLimitHit());
+
+  job.KillAll();  // one write to cgroup.kill, no pid list to race with
+  int status = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 300 && reaped == 0; ++i) {
+    reaped = ::waitpid(*pid, &status, WNOHANG);
+    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (reaped != *pid) {
+    for (pid_t p : job.Pids()) ::kill(p, SIGKILL);  // leave nothing behind before failing
+    ::waitpid(*pid, &status, 0);
+    (void)job.Remove();
+    TearDownCgroups(setup);
+    FAIL() << "cgroup.kill did not end the job's first process";
+  }
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  for (int i = 0; i < 200 && !job.Pids().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(job.Pids().empty());
+  for (pid_t p : inside) {
+    if (p == *pid) continue;
+    // Gone, or a zombie its new parent has not reaped yet ("Z" after the name in stat).
+    std::string stat = ReadAll("/proc/" + std::to_string(p) + "/stat");
+    size_t name_end = stat.rfind(')');
+    bool dead = stat.empty() || (name_end != std::string::npos && name_end + 2 < stat.size() &&
+                                 stat[name_end + 2] == 'Z');
+    EXPECT_TRUE(dead) << "process " << p << " outlived cgroup.kill: " << stat;
+  }
+  ASSERT_TRUE(job.Remove().ok());
+  EXPECT_NE(::access((parent + "/job-78").c_str(), F_OK), 0);
+  TearDownCgroups(setup);
+  EXPECT_NE(::access(parent.c_str(), F_OK), 0);
+}
+
+// What the node reports: on a v2 hierarchy without memory, cpu and pids to delegate the agent falls
+// back to v1 and says why; with them, it takes v2.
+TEST(CgroupTest, SetUpSaysWhyItDidNotTakeV2) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups; CI runs as root";
+  auto mounts = ParseCgroupMounts(ReadAll("/proc/self/mountinfo"));
+  auto own = OwnCgroupDirs(mounts, ParseProcCgroup(ReadAll("/proc/self/cgroup")));
+  if (!own.count("")) GTEST_SKIP() << "no cgroup2 hierarchy mounted";
+  std::string offered = ReadAll(own[""] + "/cgroup.controllers");
+  bool full = offered.find("memory") != std::string::npos &&
+              offered.find("cpu") != std::string::npos && offered.find("pids") != std::string::npos;
+  TempDir dir;
+  CgroupSetup setup = SetUpCgroups(common::Sha256Hex(dir.path()).substr(0, 12));
+  if (full) {
+    EXPECT_EQ(setup.version, CgroupVersion::kV2) << setup.note;
+  } else {
+    EXPECT_NE(setup.version, CgroupVersion::kV2);
+    EXPECT_NE(setup.note.find("cgroup v2 does not offer the"), std::string::npos) << setup.note;
+  }
+  TearDownCgroups(setup);
 }
 
 }  // namespace
