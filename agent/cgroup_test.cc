@@ -80,6 +80,23 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
                                              ? "/memory.max"
                                              : "/memory.limit_in_bytes"));
   EXPECT_EQ(limit, std::to_string(64 << 20) + "\n");
+  if (setup.version == CgroupVersion::kV2) {
+    // One CPU slot is one CPU's time per period; pids bounds the job's process count.
+    EXPECT_EQ(ReadAll(mem_dir + "/cpu.max"), "100000 100000\n");
+    EXPECT_EQ(ReadAll(mem_dir + "/pids.max"), "32\n");
+    if (::access((mem_dir + "/memory.swap.max").c_str(), F_OK) == 0) {
+      EXPECT_EQ(ReadAll(mem_dir + "/memory.swap.max"), "0\n");
+    }
+  } else {
+    for (const auto& d : job.dirs()) {
+      if (d.find("/cpu") != std::string::npos && d.find("/cpuset") == std::string::npos) {
+        EXPECT_EQ(ReadAll(d + "/cpu.cfs_quota_us"), "100000\n") << d;
+      }
+      if (d.find("/pids/") != std::string::npos) {
+        EXPECT_EQ(ReadAll(d + "/pids.max"), "32\n");
+      }
+    }
+  }
 
   SpawnRequest req;
   req.argv = {"/bin/sh", "-c", "(setsid sleep 1000 &); exec sleep 1000"};
@@ -89,7 +106,7 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
   auto pid = SpawnInNewSession(req);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   std::vector<pid_t> inside;
-  for (int i = 0; i < 200 && inside.size() < 2; ++i) {
+  for (int i = 0; i < 500 && inside.size() != 2; ++i) {  // the subshell between them comes and goes
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     inside = job.Pids();
   }
@@ -142,7 +159,7 @@ TEST(CgroupTest, V2JobCgroupKillsEveryProcessThroughCgroupKill) {
   auto pid = SpawnInNewSession(req);
   ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   std::vector<pid_t> inside;
-  for (int i = 0; i < 200 && inside.size() < 2; ++i) {
+  for (int i = 0; i < 500 && inside.size() != 2; ++i) {  // the subshell between them comes and goes
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     inside = job.Pids();
   }

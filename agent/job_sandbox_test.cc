@@ -20,6 +20,10 @@
 namespace agent {
 namespace {
 
+// How long a job may take to end before a test gives up: far above what it takes on a host, so
+// that the same tests hold under emulation (tests/vm/run_in_vm.sh) on a busy machine.
+constexpr std::chrono::seconds kFinishWithin{120};
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -121,7 +125,7 @@ TEST_F(JobSandboxTest, JobRunsAsItsOwnUidWithOnlyItsOwnEnvironment) {
                          "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); env; "
                          "echo pwd=$(pwd) home=$HOME tmp=$TMPDIR; touch $TMPDIR/x && echo tmp-ok; "
                          "stat -c 'dir=%a %u' .; stat -c 'mpirun-uid=%u' /proc/$PPID"}));
-  auto done = runner.WaitFinished(21, seconds(30));
+  auto done = runner.WaitFinished(21, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   std::string log = Logs(21);
   EXPECT_EQ(done->exit_code, 0) << log;
@@ -164,7 +168,7 @@ TEST_F(JobSandboxTest, AJobCannotReachAnotherJobOrTheAgent) {
       std::to_string(::getpid()) + "/environ; kill -STOP " + std::to_string(b_rank) +
       "; echo probe-done";
   runner.Launch(Job(32, {"sh", "-c", probe}));
-  auto a = runner.WaitFinished(32, seconds(30));
+  auto a = runner.WaitFinished(32, kFinishWithin);
   ASSERT_TRUE(a.has_value());
   std::string log = Logs(32);
   EXPECT_NE(log.find("probe-done"), std::string::npos) << log;
@@ -177,21 +181,21 @@ TEST_F(JobSandboxTest, AJobCannotReachAnotherJobOrTheAgent) {
   EXPECT_EQ(ReadAll("/proc/" + std::to_string(b_rank) + "/stat").find(") T "), std::string::npos);
   EXPECT_EQ(runner.Running(), std::vector<int64_t>{31});
   runner.Kill(31);
-  ASSERT_TRUE(runner.WaitFinished(31, seconds(20)).has_value());
+  ASSERT_TRUE(runner.WaitFinished(31, kFinishWithin).has_value());
 }
 
 TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {
   JobRunner& runner = Runner();
   // Read by mpirun, these would let the job run as root and set any variable in its ranks.
   runner.Launch(Job(41, {"--allow-run-as-root", "-x", "LD_PRELOAD=/tmp/x.so", "true"}));
-  auto first = runner.WaitFinished(41, seconds(30));
+  auto first = runner.WaitFinished(41, kFinishWithin);
   ASSERT_TRUE(first.has_value());
   EXPECT_NE(first->exit_code, 0);
   EXPECT_NE(Logs(41).find("cannot execute --allow-run-as-root"), std::string::npos) << Logs(41);
   // ":" after the program starts another application context in Open MPI, even after "--".
   runner.Launch(Job(42, {"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE",
                          "x", ":", "-np", "3", "sh", "-c", "echo extra-app"}));
-  auto second = runner.WaitFinished(42, seconds(30));
+  auto second = runner.WaitFinished(42, kFinishWithin);
   ASSERT_TRUE(second.has_value());
   std::string log = Logs(42, 4);
   EXPECT_EQ(second->exit_code, 0) << log;
@@ -209,11 +213,11 @@ TEST_F(JobSandboxTest, MemoryLimitIsEnforced) {
     JobRunner& runner = Runner(cgroups);
     int64_t base = cgroups ? 50 : 60;
     runner.Launch(Job(base, {"/usr/bin/python3", "-c", kAllocate, "8"}, 1, res));
-    auto small = runner.WaitFinished(base, seconds(30));
+    auto small = runner.WaitFinished(base, kFinishWithin);
     ASSERT_TRUE(small.has_value());
     EXPECT_EQ(small->exit_code, 0) << Logs(base);
     runner.Launch(Job(base + 1, {"/usr/bin/python3", "-c", kAllocate, "512"}, 1, res));
-    auto big = runner.WaitFinished(base + 1, seconds(30));
+    auto big = runner.WaitFinished(base + 1, kFinishWithin);
     ASSERT_TRUE(big.has_value());
     std::string log = Logs(base + 1);
     EXPECT_NE(big->exit_code, 0) << log;
@@ -238,7 +242,7 @@ TEST_F(JobSandboxTest, CgroupComesAndGoesWithTheJobAndCatchesEscapees) {
   pid_t mpirun = runner.LauncherPid(71);
   std::string mpirun_cgroup = ReadAll("/proc/" + std::to_string(mpirun) + "/cgroup");
   for (const auto& d : cg_dirs) EXPECT_EQ(::access(d.c_str(), F_OK), 0) << d;
-  auto done = runner.WaitFinished(71, seconds(30));
+  auto done = runner.WaitFinished(71, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << Logs(71);
   EXPECT_NE(mpirun_cgroup.find("/job-71"), std::string::npos) << mpirun_cgroup;
@@ -255,7 +259,7 @@ TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
   script += "mkdir /tmp/" + tag + "-dir && echo secret > /tmp/" + tag + "-dir/f; ls " + paths[0] +
             " " + paths[2] + " && echo written";
   runner.Launch(Job(81, {"sh", "-c", script}));
-  auto done = runner.WaitFinished(81, seconds(30));
+  auto done = runner.WaitFinished(81, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << Logs(81);
   EXPECT_NE(Logs(81).find("written"), std::string::npos) << Logs(81);
@@ -266,7 +270,7 @@ TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
 TEST_F(JobSandboxTest, WithoutCgroupsTheUidSweepCatchesEscapees) {
   JobRunner& runner = Runner(/*cgroups=*/false);
   runner.Launch(Job(72, {"sh", "-c", kDaemon}));
-  auto done = runner.WaitFinished(72, seconds(30));
+  auto done = runner.WaitFinished(72, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << Logs(72);
   ExpectNoDaemonLeft();
@@ -282,7 +286,7 @@ TEST_F(JobSandboxTest, TheAgentReadsNoFileForTheJob) {
                          "ranks/rank.0/stdout; rm -f ranks/rank.1/stderr; mkfifo ranks/rank.1/stderr; "
                          "fi; sleep 1"},
                     2));
-  auto done = runner.WaitFinished(81, seconds(30));
+  auto done = runner.WaitFinished(81, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   auto batch = logs_.NextBatch();
   std::string shipped;
@@ -306,7 +310,7 @@ TEST_F(JobSandboxTest, GpusAreSharedOutWithoutOverlap) {
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->reason, "the job needs 1 GPUs and 0 are free on this node");
   runner.Kill(91);
-  ASSERT_TRUE(runner.WaitFinished(91, seconds(20)).has_value());
+  ASSERT_TRUE(runner.WaitFinished(91, kFinishWithin).has_value());
   EXPECT_EQ(runner.GpusInUse(), std::vector<int>{2});
   runner.Launch(Job(95, {"sh", "-c", kShow}, 1, gpu));
   EXPECT_TRUE(WaitForOutput(95, "gpus=[0]")) << Logs(95);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Embody needs to build and test on Debian 12, from Debian's packages only (the
 # dashboard's npm packages come from web/package-lock.json at build time).
+# `--test` adds what only the tests need.
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
 set -euo pipefail
@@ -20,6 +21,12 @@ packages=(
   chromium
   clang libclang-rt-dev
 )
+# With --test (deploy/test.sh): what only the tests need. tests/vm/run_in_vm.sh boots a Debian
+# kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian
+# host linux-image-amd64 is normally there already.
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod)
+fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi

@@ -6,7 +6,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${EMBODY_BUILD_DIR:-$repo/build}
 
-"$repo/deploy/setup.sh"
+"$repo/deploy/setup.sh" --test
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(nproc)"
 cd "$build"

@@ -1,0 +1,119 @@
+#!/bin/bash
+# Runs one command as root in a throwaway virtual machine whose kernel mounts cgroup v2 alone
+# (/sys/fs/cgroup, every controller offered), so the agent's v2 path meets a real kernel on hosts
+# that mount cgroup v1 (as ours do). The guest sees the host's file system read-only over 9p, with
+# fresh /tmp, /dev/shm, /proc and /sys of its own; the command runs chrooted into it, in the
+# caller's working directory.
+#
+#   tests/vm/run_in_vm.sh [--memory-mib N] [--timeout-s N] -- COMMAND [ARG...]
+#
+# Exits with the command's status; 77 when this host cannot start one (no qemu-system-x86_64, no
+# Debian kernel under /boot, or no cpio): ctest counts that as skipped. Needs Debian's
+# qemu-system-x86, linux-image-amd64 and busybox-static (deploy/setup.sh installs them). Uses KVM
+# where /dev/kvm opens, else emulation.
+set -euo pipefail
+
+memory_mib=2048
+timeout_s=480
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --memory-mib) memory_mib="$2"; shift 2 ;;
+    --timeout-s) timeout_s="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) echo "run_in_vm.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ $# -gt 0 ]] || { echo "run_in_vm.sh: no command" >&2; exit 2; }
+
+skip() { echo "run_in_vm.sh: skipped: $*" >&2; exit 77; }
+qemu=$(command -v qemu-system-x86_64 || true)
+[[ -n "$qemu" ]] || skip "no qemu-system-x86_64 (Debian package qemu-system-x86)"
+busybox=/bin/busybox
+[[ -x "$busybox" ]] && "$busybox" --list 2>/dev/null | grep -qx insmod ||
+  skip "no static busybox with insmod (Debian package busybox-static)"
+command -v cpio >/dev/null || skip "no cpio"
+kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1 || true)
+[[ -n "$kernel" ]] || skip "no kernel under /boot (Debian package linux-image-amd64)"
+kver=${kernel#/boot/vmlinuz-}
+moddir=/lib/modules/$kver
+[[ -d "$moddir" ]] || skip "no modules for $kver"
+
+work=$(mktemp -d /tmp/embody-vm.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+root=$work/initramfs
+mkdir -p "$root"/{bin,dev,proc,sys,newroot,modules}
+cp "$busybox" "$root/bin/busybox"
+# The modules the guest needs for virtio-pci and 9p, with their dependencies, in load order.
+command -v modprobe >/dev/null || skip "no modprobe (Debian package kmod)"
+mods=$(modprobe --show-depends -S "$kver" virtio_pci 2>/dev/null
+       modprobe --show-depends -S "$kver" 9pnet_virtio 2>/dev/null
+       modprobe --show-depends -S "$kver" 9p 2>/dev/null) || true
+for f in $(awk '$1 == "insmod" { print $2 }' <<< "$mods"); do
+  m=$(basename "$f"); m=${m%%.ko*}
+  grep -qx "$m" "$root/modules/order" 2>/dev/null && continue
+  case "$f" in
+    *.ko.xz) xz -dc "$f" > "$root/modules/$m.ko" ;;
+    *.ko.zst) zstd -qdc "$f" > "$root/modules/$m.ko" ;;
+    *.ko.gz) gzip -dc "$f" > "$root/modules/$m.ko" ;;
+    *) cp "$f" "$root/modules/$m.ko" ;;
+  esac
+  echo "$m" >> "$root/modules/order"
+done
+
+# The command travels as a NUL-separated file so any argument survives.
+printf '%s\0' "$@" > "$root/command"
+printf '%s' "$PWD" > "$root/cwd"
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+ifconfig lo 127.0.0.1 up
+hostname embody-vm
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "insmod $m failed" >&2; done
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /newroot; then
+  echo "EMBODY-VM-EXIT 70"; poweroff -f
+fi
+mount -t proc proc /newroot/proc
+mount -t sysfs sys /newroot/sys
+mount -t cgroup2 -o nsdelegate cgroup2 /newroot/sys/fs/cgroup
+mount -t devtmpfs dev /newroot/dev
+mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+mount -t tmpfs -o mode=1777 tmpfs /newroot/var/tmp
+mkdir -p /newroot/dev/shm && mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
+mkdir -p /newroot/dev/pts && mount -t devpts devpts /newroot/dev/pts 2>/dev/null || true
+mount -t tmpfs tmpfs /newroot/run
+echo "EMBODY-VM-START"
+cd /newroot && chroot /newroot /bin/sh -c 'cd "$(cat /proc/1/root/cwd)" && xargs -0 -a /proc/1/root/command env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root sh -c "exec \"\$@\"" sh'
+echo "EMBODY-VM-EXIT $?"
+poweroff -f
+INIT
+chmod 755 "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet) > "$work/initrd"
+
+accel=(-accel tcg)
+if [[ "${EMBODY_VM_ACCEL:-tcg}" == kvm ]]; then accel=(-accel kvm -cpu max); fi
+cpus=$(nproc); (( cpus > 2 )) && cpus=2
+set +e
+timeout "$timeout_s" "$qemu" "${accel[@]}" -m "$memory_mib" -smp "$cpus" -nographic -no-reboot \
+  -kernel "$kernel" -initrd "$work/initrd" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init systemd.unified_cgroup_hierarchy=1" \
+  -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on" \
+  -nic none -serial mon:stdio -display none </dev/null > "$work/console" 2>&1
+qemu_rc=$?
+set -e
+tr -d '\r' < "$work/console" | sed -n '/EMBODY-VM-START/,$p' | grep -v '^EMBODY-VM-START$' |
+  grep -v 'EMBODY-VM-EXIT' || true
+rc=$(tr -d '\r' < "$work/console" | sed -n 's/.*EMBODY-VM-EXIT \([0-9]*\).*/\1/p' | tail -1)
+if [[ -z "$rc" ]]; then
+  echo "run_in_vm.sh: the machine ended without the command's status (qemu $qemu_rc); console:" >&2
+  tail -40 "$work/console" >&2
+  exit 1
+fi
+if [[ "$rc" == 70 ]]; then
+  echo "run_in_vm.sh: the guest could not mount the host over 9p; console:" >&2
+  tail -30 "$work/console" >&2
+  exit 1
+fi
+exit "$rc"
