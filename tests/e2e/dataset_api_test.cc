@@ -295,6 +295,7 @@ TEST_F(DatasetApiTest, ImportTrainVersionKeepFromOthersAndDelete) {
     auto it = std::find_if(m["stats"]["keys"].begin(), m["stats"]["keys"].end(),
                            [&](const json& k) { return k["name"] == key; });
     ASSERT_NE(it, m["stats"]["keys"].end()) << key << " not in " << m["stats"].dump();
+    EXPECT_EQ((*it)["shape"], json(episodes[0].Find(key)->spec.frame_shape)) << key;
     const ExpectedStats want = StatsOf(episodes, key);
     ASSERT_FALSE(want.mean.empty()) << key;
     ExpectNear((*it)["min"], want.min, key + " min");
