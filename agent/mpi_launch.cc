@@ -112,7 +112,11 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   }
   // Should mpirun itself be signalled (a rank died, the agent's SIGKILL), the ranks still get
   // the agent's grace period to end on their own before Open MPI SIGKILLs them (default 1 s).
-  plan.env.push_back({"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)});
+  // A job of one rank has no other rank to wait for, and Open MPI 4.1 sleeps the timeout (twice,
+  // measured) even when that rank has already exited: a failed import or one-rank job would end
+  // 2 × grace late. For it, no wait.
+  const int sigkill_timeout_s = plan.total_ranks == 1 ? 0 : in.kill_grace_s;
+  plan.env.push_back({"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(sigkill_timeout_s)});
   for (const auto& kv : in.mpi_settings) plan.env.push_back(kv);
   if (in.as_root) {
     // Open MPI 4 refuses to start as root without both of these.

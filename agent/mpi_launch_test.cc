@@ -176,6 +176,18 @@ TEST(MpiLaunchTest, EnvironmentIsBuiltFromNothingButTheJobsOwn) {
   EXPECT_TRUE(HasEnv(*plan, "CUDA_VISIBLE_DEVICES", ""));
 }
 
+TEST(MpiLaunchTest, OpenMpiWaitsTheGraceBeforeSigkillOnlyWhenOtherRanksMayStillRun) {
+  LaunchInput in = BaseInput("train");
+  in.kill_grace_s = 7;
+  auto plan = BuildLaunchPlan(in);  // 2 ranks: when one dies, the other still gets its grace
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasEnv(*plan, "OMPI_MCA_odls_base_sigkill_timeout", "7"));
+  in.hosts = {{1, "node-a", "127.0.0.1", 1}};
+  plan = BuildLaunchPlan(in);  // 1 rank: once it has exited there is nobody to wait for
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasEnv(*plan, "OMPI_MCA_odls_base_sigkill_timeout", "0"));
+}
+
 TEST(MpiLaunchTest, RefusesRanksOnOtherHosts) {
   LaunchInput in = BaseInput("train");
   in.hosts.push_back({2, "node-b", "10.0.0.2", 1});

@@ -17,11 +17,16 @@ datadir=${2:-}
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg_cluster: PostgreSQL server binaries not found (run deploy/setup.sh)" >&2; exit 1; }
 
-# A loopback port nothing listens on, picked at random in the dynamic range.
+# A loopback port nothing listens on, picked at random below the kernel's ephemeral range: a port
+# in that range may be the local end of some client's connection, which a connect probe finds
+# closed but which postgres then cannot bind (under parallel tests, a stack start that failed at
+# once). Another process may still take the port before postgres binds it: start retries.
 free_port() {
-  local p
+  local p lo=32768
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  [ "$lo" -gt 11024 ] || lo=32768
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((10000 + RANDOM % (lo - 10000)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
   done
   echo "pg_cluster: no free port found" >&2; return 1
@@ -40,8 +45,10 @@ case "$cmd" in
   start)
     port=${3:-}
     if [ -z "$port" ] && [ -f "$datadir/port" ]; then port=$(cat "$datadir/port"); fi
+    picked=0
     if [ -z "$port" ]; then
       port=$(free_port)
+      picked=1
     fi
     if [ "$(id -u)" -eq 0 ]; then
       chown postgres:postgres "$datadir"
@@ -57,13 +64,25 @@ case "$cmd" in
       as_owner "$bindir/initdb" -D "$pgdata" -U embody --auth=trust -E UTF8 --no-locale >"$datadir/initdb.log" 2>&1 ||
         { echo "pg_cluster: initdb failed, see $datadir/initdb.log" >&2; exit 1; }
     fi
-    echo "$port" >"$datadir/port"
-    if as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
-      :
-    else
-      as_owner "$bindir/pg_ctl" -D "$pgdata" -l "$datadir/postgres.log" -w -t 60 \
-        -o "-p $port -c listen_addresses=127.0.0.1 -k $sockdir -c fsync=on -c max_connections=200" \
-        start >/dev/null || { echo "pg_cluster: start failed, see $datadir/postgres.log" >&2; exit 1; }
+    if ! as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
+      for attempt in 1 2 3 4 5; do
+        echo "$port" >"$datadir/port"
+        : >"$datadir/postgres.log"
+        [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$datadir/postgres.log"
+        if as_owner "$bindir/pg_ctl" -D "$pgdata" -l "$datadir/postgres.log" -w -t 60 \
+            -o "-p $port -c listen_addresses=127.0.0.1 -k $sockdir -c fsync=on -c max_connections=200" \
+            start >/dev/null; then
+          break
+        fi
+        # A port this script picked and someone took first: pick another. Anything else fails.
+        if [ "$picked" -eq 1 ] && [ "$attempt" -lt 5 ] &&
+            grep -q "could not bind\|could not create any TCP/IP sockets" "$datadir/postgres.log"; then
+          echo "pg_cluster: port $port was taken, trying another" >&2
+          port=$(free_port)
+          continue
+        fi
+        echo "pg_cluster: start failed, see $datadir/postgres.log" >&2; exit 1
+      done
     fi
     if ! "$bindir/psql" -h 127.0.0.1 -p "$port" -U embody -d postgres -Atqc \
         "SELECT 1 FROM pg_database WHERE datname='embody'" | grep -q 1; then

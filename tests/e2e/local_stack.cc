@@ -97,6 +97,19 @@ LocalStack::~LocalStack() {
   }
 }
 
+std::string LocalStack::bin_dir() { return EMBODY_BIN_DIR; }
+
+void LocalStack::EnableDatasetRoot() {
+  dataset_root_ = dir_ + "/datasets";
+  std::error_code ec;
+  fs::create_directories(dataset_root_, ec);
+  // Job users read published versions through it; only root writes in it.
+  fs::permissions(dataset_root_,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+}
+
 bool LocalStack::Start() {
   pg_ = std::make_unique<PgCluster>();
   if (common::Status st = pg_->Start(); !st.ok()) {
@@ -107,10 +120,22 @@ bool LocalStack::Start() {
   std::string port_file = dir_ + "/server.port";
   std::string bootstrap = dir_ + "/bootstrap.json";
   server_ = std::make_unique<ChildProcess>();
-  std::vector<std::string> server_argv{bin + "/embody-server", "--listen", "127.0.0.1:0", "--db",
-                                      pg_->conninfo(), "--data-dir", dir_ + "/server",
-                                      "--port-file", port_file, "--bootstrap-out", bootstrap,
-                                      "--heartbeat-interval-ms", "300"};
+  std::vector<std::string> server_argv{bin + "/embody-server",
+                                       "--listen",
+                                       "127.0.0.1:0",
+                                       "--db",
+                                       pg_->conninfo(),
+                                       "--data-dir",
+                                       dir_ + "/server",
+                                       "--port-file",
+                                       port_file,
+                                       "--bootstrap-out",
+                                       bootstrap,
+                                       "--heartbeat-interval-ms",
+                                       "300"};
+  if (!dataset_root_.empty()) {
+    server_argv.insert(server_argv.end(), {"--dataset-root", dataset_root_});
+  }
   server_argv.insert(server_argv.end(), server_flags_.begin(), server_flags_.end());
   common::Status started = server_->Start(server_argv, dir_ + "/server.log");
   if (!started.ok() || !WaitForFile(port_file, 30) || !WaitForFile(bootstrap, 10)) {
@@ -138,13 +163,28 @@ bool LocalStack::Start() {
   for (int i = 0; i < agents_; ++i) {
     std::string name = std::string("node-") + static_cast<char>('a' + i);
     agent_procs_.push_back(std::make_unique<ChildProcess>());
-    common::Status st = agent_procs_.back()->Start(
-        std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file", bootstrap,
-                                 "--name", name, "--data-dir", dir_ + "/agents/" + name, "--slots",
-                                 std::to_string(slots_), "--address", "127.0.0.1", "--job-uid-base",
-                                 uid_base, "--job-uid-count", "1000", "--metrics-token-file",
-                                 metrics_token_file()},
-        dir_ + "/agent-" + name + ".log");
+    std::vector<std::string> agent_argv{bin + "/embody-agent",
+                                        "--server",
+                                        url_,
+                                        "--token-file",
+                                        bootstrap,
+                                        "--name",
+                                        name,
+                                        "--data-dir",
+                                        dir_ + "/agents/" + name,
+                                        "--slots",
+                                        std::to_string(slots_),
+                                        "--address",
+                                        "127.0.0.1",
+                                        "--job-uid-base",
+                                        uid_base,
+                                        "--job-uid-count",
+                                        "1000",
+                                        "--metrics-token-file",
+                                        metrics_token_file()};
+    if (!dataset_root_.empty())
+      agent_argv.insert(agent_argv.end(), {"--dataset-root", dataset_root_});
+    common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());
       return false;
@@ -165,12 +205,10 @@ bool LocalStack::Start() {
   return false;
 }
 
-HttpResult LocalStack::Get(const std::string& path) {
-  httplib::Client c(url_);
-  c.set_bearer_token_auth(admin_token_.c_str());
-  c.set_read_timeout(30, 0);
+namespace {
+
+HttpResult ToResult(const httplib::Result& res) {
   HttpResult out;
-  auto res = c.Get(path.c_str());
   if (!res) return out;
   out.status = res->status;
   out.text = res->body;
@@ -178,18 +216,28 @@ HttpResult LocalStack::Get(const std::string& path) {
   return out;
 }
 
+}  // namespace
+
+HttpResult LocalStack::Get(const std::string& path, const std::string& token) {
+  httplib::Client c(url_);
+  c.set_bearer_token_auth(token.empty() ? admin_token_.c_str() : token.c_str());
+  c.set_read_timeout(30, 0);
+  return ToResult(c.Get(path.c_str()));
+}
+
 HttpResult LocalStack::Post(const std::string& path, const std::string& body,
                             const std::string& token) {
   httplib::Client c(url_);
   c.set_bearer_token_auth(token.empty() ? admin_token_.c_str() : token.c_str());
   c.set_read_timeout(30, 0);
-  HttpResult out;
-  auto res = c.Post(path.c_str(), body, "application/json");
-  if (!res) return out;
-  out.status = res->status;
-  out.text = res->body;
-  out.body = json::parse(res->body, nullptr, false);
-  return out;
+  return ToResult(c.Post(path.c_str(), body, "application/json"));
+}
+
+HttpResult LocalStack::Delete(const std::string& path, const std::string& token) {
+  httplib::Client c(url_);
+  c.set_bearer_token_auth(token.empty() ? admin_token_.c_str() : token.c_str());
+  c.set_read_timeout(30, 0);
+  return ToResult(c.Delete(path.c_str()));
 }
 
 json LocalStack::WaitForState(int64_t id, const std::vector<std::string>& states,

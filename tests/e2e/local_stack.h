@@ -34,16 +34,22 @@ class LocalStack {
     server_flags_.insert(server_flags_.end(), flags.begin(), flags.end());
   }
 
+  // Gives the server and every agent `--dataset-root <dir>/datasets` (made here, 0755), the
+  // shared directory where imported dataset versions live; call before Start().
+  void EnableDatasetRoot();
+  // Empty unless EnableDatasetRoot() was called.
+  const std::string& dataset_root() const { return dataset_root_; }
+
   // Starts everything and waits until every agent is UP. Returns false (with details logged to
   // stderr) if something does not come up.
   bool Start();
 
-  HttpResult Get(const std::string& path);
-  // With the admin token, or with `token` where one is given.
+  // Each with the admin token, or with `token` where one is given.
+  HttpResult Get(const std::string& path, const std::string& token = "");
   HttpResult Post(const std::string& path, const std::string& body, const std::string& token = "");
+  HttpResult Delete(const std::string& path, const std::string& token = "");
   // Polls GET /v1/jobs/{id} until its state is one of `states` or `timeout_s` passes.
-  nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states,
-                              double timeout_s);
+  nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states, double timeout_s);
 
   // Node loss: SIGKILLs agent `i` (node-a is 0) and every process of the jobs it ran, so the
   // server hears nothing more from that node.
@@ -56,6 +62,8 @@ class LocalStack {
   }
 
   const std::string& url() const { return url_; }
+  // Where embody-server, embody-agent, embody-engine, embody-data and the `embody` CLI are.
+  static std::string bin_dir();
   const std::string& dir() const { return dir_; }
   const std::string& admin_token() const { return admin_token_; }
   // The stack's PostgreSQL, for tests that seed rows directly (after Start()).
@@ -77,6 +85,7 @@ class LocalStack {
   int slots_;
   std::vector<std::string> server_flags_;
   std::string dir_;
+  std::string dataset_root_;
   std::string url_;
   std::string admin_token_;
   std::string metrics_token_;

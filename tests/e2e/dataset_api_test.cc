@@ -1,0 +1,474 @@
+// End to end, the dataset path as a user drives it: PostgreSQL + embody-server + two agents that
+// share a dataset root, all real processes on loopback. A robomimic-layout HDF5 file made here is
+// imported through POST /v1/datasets (an import job runs embody-data as an unprivileged uid),
+// trained on through `engine.data.dataset: "dataset:NAME"`, versioned, kept from other tenants,
+// refused while read and deleted; a bad file fails without leaving anything behind; the `embody`
+// CLI imports and lists once.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "engine/testing/reach_hdf5.h"
+#include "storage/testing/robomimic_file.h"
+#include "tests/e2e/local_stack.h"
+
+namespace embody_test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct TenantTokens {
+  int64_t id = 0;
+  std::string member;
+};
+
+class DatasetApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    stack_ = new LocalStack(2, 1);
+    stack_->EnableDatasetRoot();
+    ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
+    a_ = new TenantTokens(MakeTenant("ds-a"));
+    b_ = new TenantTokens(MakeTenant("ds-b"));
+    inputs_ = stack_->dir() + "/inputs";
+    fs::create_directories(inputs_);
+    // The import job reads the file as an unprivileged uid: every directory on the way must let
+    // it through (the stack's directory is 0755 already).
+    fs::permissions(inputs_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                 fs::perms::others_read | fs::perms::others_exec);
+  }
+  static void TearDownTestSuite() {
+    delete a_;
+    delete b_;
+    delete stack_;
+    stack_ = nullptr;
+  }
+
+  static TenantTokens MakeTenant(const std::string& name) {
+    TenantTokens t;
+    HttpResult r = stack_->Post("/v1/tenants", json{{"name", name}}.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    if (r.status != 201) return t;
+    t.id = r.body["id"].get<int64_t>();
+    HttpResult tok = stack_->Post(
+        "/v1/tokens",
+        json{{"role", "member"}, {"name", name + "-member"}, {"tenant_id", t.id}}.dump());
+    EXPECT_EQ(tok.status, 201) << tok.text;
+    if (tok.status == 201) t.member = tok.body["token"].get<std::string>();
+    return t;
+  }
+
+  // Writes a robomimic file the job users may read; returns its path and, through `episodes`,
+  // what the importer must make of it.
+  static std::string WriteInput(const std::string& name,
+                                const storage::testing::RobomimicFileSpec& spec,
+                                std::vector<storage::Episode>* episodes = nullptr) {
+    const std::string path = inputs_ + "/" + name + ".hdf5";
+    auto made = storage::testing::WriteRobomimicFile(path, spec);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                              fs::perms::others_read);
+    if (episodes && made.ok()) *episodes = std::move(*made);
+    return path;
+  }
+
+  static HttpResult Import(const std::string& name, const std::string& path,
+                           const std::string& token) {
+    return stack_->Post(
+        "/v1/datasets",
+        json{{"name", name}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump(), token);
+  }
+
+  // Polls GET /v1/datasets/{id} until it leaves `importing`; every progress value seen on the
+  // way goes to `progress`.
+  static json WaitForDataset(int64_t id, const std::string& token, double timeout_s,
+                             std::vector<double>* progress = nullptr) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    json d;
+    while (std::chrono::steady_clock::now() < end) {
+      HttpResult r = stack_->Get("/v1/datasets/" + std::to_string(id), token);
+      if (r.status == 200) {
+        d = r.body;
+        if (progress && d["progress"].is_number()) progress->push_back(d["progress"].get<double>());
+        if (d.value("state", "") != "importing") return d;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return d;
+  }
+
+  // Imports `path` as `name` and waits until the version is ready; returns it (with manifest).
+  static json ImportReady(const std::string& name, const std::string& path) {
+    HttpResult r = Import(name, path, a_->member);
+    EXPECT_EQ(r.status, 201) << r.text;
+    if (r.status != 201) return json();
+    json d = WaitForDataset(r.body["id"].get<int64_t>(), a_->member, 90);
+    EXPECT_EQ(d.value("state", ""), "ready") << d.dump(2);
+    return d;
+  }
+
+  // A small engine job on one rank of one node reading `dataset`; `steps` long.
+  static json TrainSpec(const std::string& name, const std::string& dataset, int steps) {
+    return {{"name", name},
+            {"kind", "train"},
+            {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+            {"engine",
+             {{"optim", {{"steps", steps}, {"lr", 0.003}, {"warmup_steps", 10}}},
+              {"data",
+               {{"dataset", dataset},
+                {"language", "reach the red blob"},
+                {"rows_per_step", 2},
+                {"tokens_per_row", 256}}},
+              {"model",
+               {{"d_model", 48}, {"layers", 2}, {"heads", 4}, {"mlp", 96}, {"action_horizon", 4}}},
+              {"checkpoint", {{"every_steps", 0}}},
+              {"seed", 3}}}};
+  }
+
+  static int64_t Submit(const json& spec, const std::string& token) {
+    HttpResult r = stack_->Post("/v1/jobs", spec.dump(), token);
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
+  }
+
+  // The dataset version job_datasets binds the job to, -1 when none.
+  static int64_t BoundDataset(int64_t job_id) {
+    auto out = stack_->pg().Psql("SELECT dataset_id FROM job_datasets WHERE job_id = " +
+                                 std::to_string(job_id));
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    if (!out.ok() || out->empty()) return -1;
+    return std::stoll(*out);
+  }
+
+  static void CancelAndWait(int64_t job_id) {
+    HttpResult c = stack_->Post("/v1/jobs/" + std::to_string(job_id) + "/cancel", "{}");
+    EXPECT_EQ(c.status, 200) << c.text;
+    json job = stack_->WaitForState(job_id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+    EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+  }
+
+  static std::string TenantDir(int64_t tenant_id) {
+    return stack_->dataset_root() + "/tenant-" + std::to_string(tenant_id);
+  }
+
+  static LocalStack* stack_;
+  static TenantTokens* a_;
+  static TenantTokens* b_;
+  static std::string inputs_;
+};
+
+LocalStack* DatasetApiTest::stack_ = nullptr;
+TenantTokens* DatasetApiTest::a_ = nullptr;
+TenantTokens* DatasetApiTest::b_ = nullptr;
+std::string DatasetApiTest::inputs_;
+
+// Per element of the last dimension, as the manifest keeps them: min, max, mean and the
+// population standard deviation over every frame of every episode.
+struct ExpectedStats {
+  std::vector<double> min, max, mean, std;
+};
+
+ExpectedStats StatsOf(const std::vector<storage::Episode>& episodes, const std::string& key) {
+  std::vector<std::vector<double>> values;
+  for (const storage::Episode& ep : episodes) {
+    const storage::Array* a = ep.Find(key);
+    if (!a || a->spec.dtype != storage::DType::kF64) continue;
+    const int64_t groups = a->spec.frame_shape.empty() ? 1 : a->spec.frame_shape.back();
+    values.resize(static_cast<size_t>(groups));
+    const double* x = reinterpret_cast<const double*>(a->data.data());
+    const int64_t n = a->frames * a->spec.FrameElements();
+    for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i % groups)].push_back(x[i]);
+  }
+  ExpectedStats s;
+  for (const auto& v : values) {
+    double sum = 0, mn = std::numeric_limits<double>::infinity(), mx = -mn;
+    for (double x : v) sum += x, mn = std::min(mn, x), mx = std::max(mx, x);
+    const double mean = sum / static_cast<double>(v.size());
+    double m2 = 0;
+    for (double x : v) m2 += (x - mean) * (x - mean);
+    s.min.push_back(mn);
+    s.max.push_back(mx);
+    s.mean.push_back(mean);
+    s.std.push_back(std::sqrt(m2 / static_cast<double>(v.size())));
+  }
+  return s;
+}
+
+void ExpectNear(const json& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_TRUE(got.is_array()) << what;
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got[i].get<double>(), want[i], 1e-9) << what << "[" << i << "]";
+  }
+}
+
+// Everything under `dir` (and `dir` itself) is root's and read-only: directories 0755, files
+// 0444.
+void ExpectRootOwnedReadOnly(const std::string& dir) {
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir.c_str(), &st), 0) << dir;
+  EXPECT_EQ(st.st_uid, 0u) << dir;
+  EXPECT_EQ(st.st_mode & 07777, 0755u) << dir;
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    const std::string p = e.path().string();
+    ASSERT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    EXPECT_EQ(st.st_uid, 0u) << p;
+    if (S_ISDIR(st.st_mode)) {
+      EXPECT_EQ(st.st_mode & 07777, 0755u) << p;
+    } else {
+      EXPECT_TRUE(S_ISREG(st.st_mode)) << p;
+      EXPECT_EQ(st.st_mode & 07777, 0444u) << p;
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 2) << "a manifest and at least one shard in " << dir;
+}
+
+// No staging directory of any import is left in the tenant's directory.
+void ExpectNoStaging(const std::string& tenant_dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(tenant_dir, ec)) {
+    EXPECT_NE(e.path().filename().string().rfind(".import-", 0), 0u) << e.path();
+  }
+}
+
+double MeanLoss(const json& steps, size_t begin, size_t end) {
+  double s = 0.0;
+  for (size_t i = begin; i < end; ++i) s += steps[i]["data"]["loss"].get<double>();
+  return s / static_cast<double>(end - begin);
+}
+
+TEST_F(DatasetApiTest, ImportTrainVersionKeepFromOthersAndDelete) {
+  ASSERT_FALSE(a_->member.empty());
+  ASSERT_FALSE(b_->member.empty());
+  // 1. Import: progress, counts, statistics and a sealed directory.
+  storage::testing::RobomimicFileSpec spec;
+  spec.demos = 4;
+  spec.frames_per_demo = {10, 12, 14, 16};
+  std::vector<storage::Episode> episodes;
+  const std::string file = WriteInput("lift-v1", spec, &episodes);
+  ASSERT_EQ(episodes.size(), 4u);
+  HttpResult r = Import("lift", file, a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  const int64_t v1 = r.body["id"].get<int64_t>();
+  EXPECT_EQ(r.body["state"], "importing");
+  EXPECT_EQ(r.body["version"], 1);
+  EXPECT_EQ(r.body["tenant_id"], a_->id);
+  ASSERT_TRUE(r.body["job_id"].is_number_integer()) << r.text;
+  const std::string v1_dir = TenantDir(a_->id) + "/dataset-" + std::to_string(v1);
+  EXPECT_EQ(r.body["path"], v1_dir);
+  std::vector<double> progress;
+  json d = WaitForDataset(v1, a_->member, 90, &progress);
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  EXPECT_EQ(d["error"], "");
+  EXPECT_EQ(d["progress"], 1.0);
+  EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end())) << json(progress).dump();
+  json import_job = stack_->WaitForState(d["job_id"].get<int64_t>(), {"SUCCEEDED"}, 10);
+  EXPECT_EQ(import_job.value("state", ""), "SUCCEEDED") << import_job.dump(2);
+
+  EXPECT_EQ(d["episodes"], 4);
+  EXPECT_EQ(d["frames"], 10 + 12 + 14 + 16);
+  const json& m = d["manifest"];
+  ASSERT_TRUE(m.is_object()) << d.dump(2);
+  EXPECT_EQ(m["stats"]["episodes"], 4);
+  EXPECT_EQ(m["stats"]["frames"], 52);
+  EXPECT_EQ(m["source"]["path"], file);
+  // bytes: the shards the manifest lists, as they lie on disk.
+  int64_t shard_bytes = 0, disk_bytes = 0;
+  for (const json& s : m["shards"]) {
+    shard_bytes += s["bytes"].get<int64_t>();
+    disk_bytes += static_cast<int64_t>(fs::file_size(v1_dir + "/" + s["file"].get<std::string>()));
+  }
+  EXPECT_GT(shard_bytes, 0);
+  EXPECT_EQ(d["bytes"], shard_bytes);
+  EXPECT_EQ(disk_bytes, shard_bytes);
+  // Statistics of the low-dim keys, recomputed from what the file holds.
+  for (const std::string key : {"actions", "obs/robot0_eef_pos", "obs/robot0_gripper_qpos"}) {
+    auto it = std::find_if(m["stats"]["keys"].begin(), m["stats"]["keys"].end(),
+                           [&](const json& k) { return k["name"] == key; });
+    ASSERT_NE(it, m["stats"]["keys"].end()) << key << " not in " << m["stats"].dump();
+    EXPECT_EQ((*it)["shape"], json(episodes[0].Find(key)->spec.frame_shape)) << key;
+    const ExpectedStats want = StatsOf(episodes, key);
+    ASSERT_FALSE(want.mean.empty()) << key;
+    ExpectNear((*it)["min"], want.min, key + " min");
+    ExpectNear((*it)["max"], want.max, key + " max");
+    ExpectNear((*it)["mean"], want.mean, key + " mean");
+    ExpectNear((*it)["std"], want.std, key + " std");
+  }
+  ExpectRootOwnedReadOnly(v1_dir);
+  ExpectNoStaging(TenantDir(a_->id));
+
+  // 5. Tenant B sees none of it.
+  EXPECT_EQ(stack_->Get("/v1/datasets/" + std::to_string(v1), b_->member).status, 404);
+  HttpResult b_list = stack_->Get("/v1/datasets", b_->member);
+  ASSERT_EQ(b_list.status, 200) << b_list.text;
+  EXPECT_TRUE(b_list.body["datasets"].empty()) << b_list.text;
+  HttpResult b_submit =
+      stack_->Post("/v1/jobs", TrainSpec("b-steals", "dataset:lift", 10).dump(), b_->member);
+  EXPECT_EQ(b_submit.status, 422) << b_submit.text;
+  EXPECT_EQ(b_submit.body["error"]["field"], "engine.data.dataset") << b_submit.text;
+  EXPECT_EQ(stack_->Delete("/v1/datasets/" + std::to_string(v1), b_->member).status, 404);
+
+  // 3. A second import of the same name is version 2: a reach task a policy can learn.
+  const std::string reach = inputs_ + "/reach.hdf5";
+  engine::testing::ReachHdf5Spec reach_spec;
+  reach_spec.image_size = 32;
+  ASSERT_TRUE(engine::testing::WriteReachHdf5(reach, reach_spec).ok());
+  fs::permissions(reach, fs::perms::group_read | fs::perms::others_read, fs::perm_options::add);
+  json d2 = ImportReady("lift", reach);
+  ASSERT_EQ(d2.value("state", ""), "ready");
+  const int64_t v2 = d2["id"].get<int64_t>();
+  const std::string v2_dir = TenantDir(a_->id) + "/dataset-" + std::to_string(v2);
+  EXPECT_EQ(d2["version"], 2);
+  EXPECT_EQ(d2["episodes"], reach_spec.demos);
+  EXPECT_EQ(d2["frames"], reach_spec.demos * reach_spec.frames);
+  ExpectRootOwnedReadOnly(v2_dir);
+
+  // 2. Train on it by name: the newest ready version; the loss falls, the stored spec keeps the
+  // name, job_datasets binds the job to v2.
+  const int64_t train = Submit(TrainSpec("lift-bc", "dataset:lift", 200), a_->member);
+  ASSERT_GT(train, 0);
+  EXPECT_EQ(BoundDataset(train), v2);
+  // @1 still names version 1: a job pinned to it, left running.
+  const int64_t pinned = Submit(TrainSpec("lift-pinned", "dataset:lift@1", 100000), a_->member);
+  ASSERT_GT(pinned, 0);
+  EXPECT_EQ(BoundDataset(pinned), v1);
+  json job = stack_->WaitForState(train, {"SUCCEEDED", "FAILED", "CANCELLED"}, 120);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
+  EXPECT_EQ(job["spec"]["engine"]["data"]["dataset"], "dataset:lift");
+  HttpResult ev = stack_->Get("/v1/jobs/" + std::to_string(train) + "/events?type=step&limit=1000");
+  ASSERT_EQ(ev.status, 200) << ev.text;
+  const json& steps = ev.body["events"];
+  ASSERT_EQ(steps.size(), 200u) << ev.text.substr(0, 500);
+  // The flow-matching loss is noisy step to step (random t and noise): compare means of 10.
+  const double first = MeanLoss(steps, 0, 10), last = MeanLoss(steps, 190, 200);
+  EXPECT_LT(last, 0.6 * first) << "mean loss of the first 10 steps " << first << ", of the last 10 "
+                               << last;
+
+  // 6. Deleting v1 is refused while the pinned job has not ended, naming it.
+  json running = stack_->WaitForState(pinned, {"RUNNING"}, 60);
+  EXPECT_EQ(running.value("state", ""), "RUNNING") << running.dump(2);
+  HttpResult busy = stack_->Delete("/v1/datasets/" + std::to_string(v1), a_->member);
+  EXPECT_EQ(busy.status, 409) << busy.text;
+  EXPECT_NE(busy.text.find("jobs that have not ended: " + std::to_string(pinned)),
+            std::string::npos)
+      << busy.text;
+  EXPECT_TRUE(fs::exists(v1_dir));
+  // v2's reader has ended: it goes, and the name falls back to v1, the next newest ready one.
+  HttpResult del2 = stack_->Delete("/v1/datasets/" + std::to_string(v2), a_->member);
+  ASSERT_EQ(del2.status, 200) << del2.text;
+  EXPECT_EQ(del2.body["state"], "deleted");
+  EXPECT_EQ(del2.body["directory_removed"], true) << del2.text;
+  EXPECT_FALSE(fs::exists(v2_dir));
+  EXPECT_EQ(stack_->Get("/v1/datasets/" + std::to_string(v2), a_->member).body.value("state", ""),
+            "deleted");
+  const int64_t on_v1 = Submit(TrainSpec("lift-next", "dataset:lift", 100000), a_->member);
+  ASSERT_GT(on_v1, 0);
+  EXPECT_EQ(BoundDataset(on_v1), v1);
+  HttpResult v2_gone =
+      stack_->Post("/v1/jobs", TrainSpec("lift-v2", "dataset:lift@2", 10).dump(), a_->member);
+  EXPECT_EQ(v2_gone.status, 422) << v2_gone.text;
+  EXPECT_EQ(v2_gone.body["error"]["field"], "engine.data.dataset") << v2_gone.text;
+  // Once v1's readers have ended it goes too, and the name resolves to nothing.
+  CancelAndWait(pinned);
+  CancelAndWait(on_v1);
+  HttpResult del = stack_->Delete("/v1/datasets/" + std::to_string(v1), a_->member);
+  ASSERT_EQ(del.status, 200) << del.text;
+  EXPECT_EQ(del.body["directory_removed"], true) << del.text;
+  EXPECT_FALSE(fs::exists(v1_dir));
+  HttpResult none =
+      stack_->Post("/v1/jobs", TrainSpec("lift-none", "dataset:lift", 10).dump(), a_->member);
+  EXPECT_EQ(none.status, 422) << none.text;
+  EXPECT_NE(none.text.find("has no ready version"), std::string::npos) << none.text;
+  ExpectNoStaging(TenantDir(a_->id));
+}
+
+// 4. NaN in the actions of one demo: the version fails naming file and demo, and nothing of it
+// is left under the dataset root.
+TEST_F(DatasetApiTest, BadFileFailsNamingFileAndDemoAndLeavesNothing) {
+  ASSERT_FALSE(a_->member.empty());
+  storage::testing::RobomimicFileSpec spec;
+  spec.demos = 3;
+  spec.frames = 8;
+  const std::string file = WriteInput("nan-actions", spec);
+  {
+    auto w = storage::testing::Hdf5Writer::OpenForEdit(file);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    std::vector<double> actions(8 * 7, 0.25);
+    actions[3 * 7 + 2] = std::nan("");
+    ASSERT_TRUE(w->Delete("data/demo_1/actions").ok());
+    ASSERT_TRUE(w->WriteDataset("data/demo_1/actions", storage::testing::Hdf5Writer::Type::kF64,
+                                {8, 7}, actions.data())
+                    .ok());
+  }
+  HttpResult r = Import("broken", file, a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  const int64_t id = r.body["id"].get<int64_t>();
+  json d = WaitForDataset(id, a_->member, 90);
+  ASSERT_EQ(d.value("state", ""), "failed") << d.dump(2);
+  const std::string error = d["error"];
+  EXPECT_NE(error.find(file), std::string::npos) << error;
+  EXPECT_NE(error.find("demo_1"), std::string::npos) << error;
+  EXPECT_NE(error.find("NaN"), std::string::npos) << error;
+  EXPECT_TRUE(d["manifest"].is_null()) << d.dump(2);
+  EXPECT_EQ(d["episodes"], 0);
+  json job = stack_->WaitForState(d["job_id"].get<int64_t>(), {"FAILED"}, 10);
+  EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
+  EXPECT_FALSE(fs::exists(TenantDir(a_->id) + "/dataset-" + std::to_string(id)));
+  EXPECT_FALSE(fs::exists(TenantDir(a_->id) + "/.import-" + std::to_string(id)));
+  ExpectNoStaging(TenantDir(a_->id));
+  // A failed version names nothing a job could train on.
+  HttpResult submit =
+      stack_->Post("/v1/jobs", TrainSpec("broken", "dataset:broken@1", 10).dump(), a_->member);
+  EXPECT_EQ(submit.status, 422) << submit.text;
+}
+
+// 7. The CLI: `embody datasets import`, then `embody datasets ls -o json`.
+TEST_F(DatasetApiTest, CliImportsAndLists) {
+  ASSERT_FALSE(a_->member.empty());
+  storage::testing::RobomimicFileSpec spec;
+  spec.demos = 2;
+  spec.frames = 6;
+  spec.cameras = 1;
+  const std::string file = WriteInput("cli", spec);
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"env", "EMBODY_URL=" + stack_->url(),
+                                  "EMBODY_TOKEN=" + a_->member, LocalStack::bin_dir() + "/embody"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return embody::testing::RunCommand(argv);
+  };
+  auto imported = cli({"datasets", "import", "from-cli", file});
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  EXPECT_NE(imported.output.find("from-cli"), std::string::npos) << imported.output;
+  auto listed = cli({"datasets", "ls", "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  json ls = json::parse(listed.output, nullptr, false);
+  ASSERT_TRUE(ls.is_object() && ls["datasets"].is_array()) << listed.output;
+  auto it = std::find_if(ls["datasets"].begin(), ls["datasets"].end(),
+                         [](const json& x) { return x["name"] == "from-cli"; });
+  ASSERT_NE(it, ls["datasets"].end()) << listed.output;
+  EXPECT_EQ((*it)["version"], 1);
+  EXPECT_EQ((*it)["tenant_id"], a_->id);
+  json d = WaitForDataset((*it)["id"].get<int64_t>(), a_->member, 90);
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  EXPECT_EQ(d["episodes"], 2);
+  EXPECT_EQ(d["frames"], 12);
+  listed = cli({"datasets", "ls", "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  ls = json::parse(listed.output, nullptr, false);
+  ASSERT_TRUE(ls.is_object()) << listed.output;
+  bool ready = false;
+  for (const json& x : ls["datasets"]) ready |= x["name"] == "from-cli" && x["state"] == "ready";
+  EXPECT_TRUE(ready) << listed.output;
+}
+
+}  // namespace
+}  // namespace embody_test
