@@ -13,41 +13,73 @@ build=${EMBODY_BUILD_DIR:-$repo/build}
 bin=$build/bin
 mkdir -p "$EMBODY_HOME/logs"
 EMBODY_HOME=$(cd "$EMBODY_HOME" && pwd)
-pids_file=$EMBODY_HOME/pids
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
 
-# Where the private PostgreSQL cluster lives. As root its files belong to the `postgres` user,
-# which must be able to reach them; when EMBODY_HOME sits below a private directory (such as
-# /root), the cluster goes to /var/tmp instead and the choice is remembered.
-pg_dir() {
-  if [ -f "$EMBODY_HOME/pgdir" ]; then cat "$EMBODY_HOME/pgdir"; return; fi
-  local d=$EMBODY_HOME/pg
-  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$EMBODY_HOME"; then
-    d=/var/tmp/embody-pg-$(printf '%s' "$EMBODY_HOME" | sha1sum | cut -c1-12)
+# Where what other users must reach lives: the private PostgreSQL cluster (its files belong to the
+# `postgres` user when run as root) and the agents' data directories (jobs run as unprivileged
+# uids, which must pass through every parent). When EMBODY_HOME sits below a private directory
+# (such as /root), that is /var/tmp/embody-<hash of EMBODY_HOME>/ (0711), recorded in
+# EMBODY_HOME/rundir; else EMBODY_HOME itself. The directory is part of this EMBODY_HOME's state:
+# found with no record in EMBODY_HOME (removed with `rm -rf .embody`), whatever runs from it is
+# stopped and it is removed, so starting afresh works and `stop` leaves nothing running.
+run_dir_candidate() {
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u nobody -- test -x "$EMBODY_HOME"; then
+    echo "/var/tmp/embody-$(printf '%s' "$EMBODY_HOME" | sha1sum | cut -c1-12)"
+  else
+    echo "$EMBODY_HOME"
   fi
-  echo "$d" >"$EMBODY_HOME/pgdir"
+}
+
+# The server and agents started for this EMBODY_HOME, found by their data directories rather than
+# by recorded pids: a record may be gone with the rest of an earlier EMBODY_HOME, and a recorded pid
+# may have been reused since. `stack_pids RUN_DIR [--agents]`.
+stack_pids() {
+  local re_home re_run
+  re_home=$(printf '%s' "$EMBODY_HOME" | sed 's/[][\.^$*+?(){}|]/\\&/g')
+  re_run=$(printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g')
+  if [ "${2:-}" = "--agents" ]; then
+    pgrep -f -- "--data-dir $re_run/agents/" 2>/dev/null || true
+  else
+    pgrep -f -- "--data-dir ($re_home/server|$re_run/agents/)" 2>/dev/null || true
+  fi
+}
+
+# Stops what runs from RUN_DIR and EMBODY_HOME: agents first (they stop their jobs), then the
+# server, then PostgreSQL.
+stop_at() {
+  local run=$1 pid
+  for pid in $(stack_pids "$run" --agents); do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 50); do [ -z "$(stack_pids "$run" --agents)" ] && break; sleep 0.2; done
+  for pid in $(stack_pids "$run"); do kill -TERM "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 50); do [ -z "$(stack_pids "$run")" ] && break; sleep 0.2; done
+  for pid in $(stack_pids "$run"); do kill -KILL "$pid" 2>/dev/null || true; done
+  local pg=$run/pg
+  # A cluster placed by an earlier quickstart, which recorded only its PostgreSQL directory.
+  [ -f "$EMBODY_HOME/pgdir" ] && pg=$(cat "$EMBODY_HOME/pgdir")
+  if [ -f "$pg/pgdata/PG_VERSION" ]; then "$repo/deploy/pg_cluster.sh" stop "$pg"; fi
+}
+
+run_dir() {
+  if [ -f "$EMBODY_HOME/rundir" ]; then cat "$EMBODY_HOME/rundir"; return; fi
+  local d
+  d=$(run_dir_candidate)
+  if [ "$d" != "$EMBODY_HOME" ]; then
+    if [ -e "$d" ]; then
+      echo "    removing $d, left by an earlier $EMBODY_HOME that no longer records it" >&2
+      stop_at "$d" >&2
+      rm -rf "$d"
+    fi
+    mkdir -p "$d"
+    chmod 0711 "$d"
+  fi
+  echo "$d" >"$EMBODY_HOME/rundir"
   echo "$d"
 }
 
 stop_stack() {
-  if [ -f "$pids_file" ]; then
-    # Agents first (they stop their jobs), then the server.
-    for name in agent-node-a agent-node-b server; do
-      pid=$(awk -v n="$name" '$1 == n {print $2}' "$pids_file")
-      [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
-    done
-    for _ in $(seq 1 50); do
-      alive=0
-      while read -r _ pid; do kill -0 "$pid" 2>/dev/null && alive=1; done <"$pids_file"
-      [ "$alive" -eq 0 ] && break
-      sleep 0.2
-    done
-    while read -r _ pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$pids_file"
-    rm -f "$pids_file"
-  fi
-  if [ -f "$EMBODY_HOME/pgdir" ]; then "$repo/deploy/pg_cluster.sh" stop "$(cat "$EMBODY_HOME/pgdir")"; fi
+  if [ -f "$EMBODY_HOME/rundir" ]; then stop_at "$(cat "$EMBODY_HOME/rundir")"; else stop_at "$(run_dir_candidate)"; fi
 }
 
 if [ "${1:-}" = "stop" ]; then
@@ -70,7 +102,9 @@ cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-
 stop_stack
 
 say "Starting PostgreSQL"
-pgdir=$(pg_dir)
+rundir=$(run_dir)
+pgdir=$rundir/pg
+[ -f "$EMBODY_HOME/pgdir" ] && pgdir=$(cat "$EMBODY_HOME/pgdir")
 conninfo=$("$repo/deploy/pg_cluster.sh" start "$pgdir")
 echo "    $conninfo (data in $pgdir)"
 
@@ -88,7 +122,6 @@ say "Starting embody-server"
 nohup "$bin/embody-server" --listen "127.0.0.1:$port" --db "$conninfo" \
   --data-dir "$EMBODY_HOME/server" --port-file "$EMBODY_HOME/server.port" \
   --bootstrap-out "$EMBODY_HOME/bootstrap.json" >"$EMBODY_HOME/logs/server.log" 2>&1 &
-echo "server $!" >>"$pids_file"
 wait_for_file "$EMBODY_HOME/server.port" || die "server did not start, see $EMBODY_HOME/logs/server.log"
 url="http://127.0.0.1:$(cat "$EMBODY_HOME/server.port")"
 [ -f "$EMBODY_HOME/bootstrap.json" ] || die "no bootstrap.json: the database was bootstrapped elsewhere; remove $EMBODY_HOME to start afresh"
@@ -115,9 +148,8 @@ slots=$(( $(nproc) / 2 )); [ "$slots" -ge 1 ] || slots=1
 for node in node-a node-b; do
   nohup "$bin/embody-agent" --server "$url" --token-file "$EMBODY_HOME/bootstrap.json" \
     --metrics-token-file "$metrics_token" \
-    --name "$node" --data-dir "$EMBODY_HOME/agents/$node" --slots "$slots" \
+    --name "$node" --data-dir "$rundir/agents/$node" --slots "$slots" \
     --address 127.0.0.1 >"$EMBODY_HOME/logs/agent-$node.log" 2>&1 &
-  echo "agent-$node $!" >>"$pids_file"
 done
 
 embody() { "$bin/embody" "$@"; }
