@@ -1,7 +1,8 @@
 // Jobs in their sandbox, launched by the JobRunner through the real mpirun: each runs as a uid of
-// its own, sees none of the agent's environment, cannot read another job's directory or
-// /proc/<pid>/environ, nor the agent's files; its argv never becomes mpirun options; its memory
-// limit holds; its cgroup comes and goes with it. Needs root (CI runs as root): skipped otherwise.
+// its own with its tenant's group, sees none of the agent's environment, cannot read another
+// job's directory or /proc/<pid>/environ, nor the agent's files, nor another tenant's datasets;
+// its argv never becomes mpirun options; its memory limit holds; its cgroup comes and goes with
+// it. Needs root (CI runs as root): skipped otherwise.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -50,18 +51,26 @@ class JobSandboxTest : public ::testing::Test {
     o.sandbox.switch_uid = true;
     o.sandbox.uid_base = 500000 + static_cast<uid_t>(::getpid() % 5000) * 100;
     o.sandbox.uid_count = 100;
+    o.sandbox.tenant_gid_base = TenantGidBase();
+    o.sandbox.tenant_gid_count = 100;
+    o.dataset_root = dir_.path() + "/datasets";
     if (cgroups) o.cgroups = cgroups_;
     o.gpus = std::move(gpus);
     runner_ = std::make_unique<JobRunner>(o, &logs_);
     return *runner_;
   }
 
+  // Tenant groups of this test process's own, apart from its job uids.
+  static gid_t TenantGidBase() { return 8000000 + static_cast<gid_t>(::getpid() % 5000) * 100; }
+
   static api::Command Job(int64_t id, std::vector<std::string> argv, int ranks = 1,
-                          nlohmann::json resources = nlohmann::json::object()) {
+                          nlohmann::json resources = nlohmann::json::object(),
+                          int64_t tenant_id = 1) {
     api::Command c;
     c.type = api::Command::Type::kLaunch;
     c.job_id = id;
-    c.tenant = "default";
+    c.tenant_id = tenant_id;
+    c.tenant = "tenant-" + std::to_string(tenant_id);
     c.spec = {{"name", "t"}, {"kind", "command"}, {"command", argv}, {"resources", resources}};
     c.hosts = {{1, "node-a", "127.0.0.1", ranks}};
     return c;
@@ -132,7 +141,10 @@ TEST_F(JobSandboxTest, JobRunsAsItsOwnUidWithOnlyItsOwnEnvironment) {
   uid = static_cast<uid_t>(std::stoul(log.substr(at + 4)));
   EXPECT_GE(uid, 500000u) << log;
   std::string u = std::to_string(uid);
-  EXPECT_NE(log.find("uid=" + u + " gid=" + u + " groups=" + u + "\n"), std::string::npos) << log;
+  // One supplementary group: its tenant's (tenant 1).
+  const std::string g = std::to_string(TenantGidBase() + 1);
+  EXPECT_NE(log.find("uid=" + u + " gid=" + u + " groups=" + u + " " + g + "\n"), std::string::npos)
+      << log;
   EXPECT_NE(log.find("mpirun-uid=" + u), std::string::npos) << log;  // the launcher too
   EXPECT_NE(log.find("dir=700 " + u), std::string::npos) << log;
   EXPECT_NE(log.find("pwd=" + job_dir + " home=" + job_dir + " tmp=" + job_dir + "/tmp"),
@@ -178,6 +190,54 @@ TEST_F(JobSandboxTest, AJobCannotReachAnotherJobOrTheAgent) {
   EXPECT_EQ(runner.Running(), std::vector<int64_t>{31});
   runner.Kill(31);
   ASSERT_TRUE(runner.WaitFinished(31, seconds(20)).has_value());
+}
+
+// A job names any path it likes (`dir:` datasets, `cat`): the tenant's group decides. Both ranks
+// of tenant 1's job (mpirun's children) read tenant 1's dataset; tenant 2's job gets EACCES on
+// the file and on listing the directory; a tenant past the range is refused at launch.
+TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
+  JobRunner& runner = Runner();
+  const std::string root = dir_.path() + "/datasets";
+  SandboxOptions groups;
+  groups.tenant_gid_base = TenantGidBase();
+  groups.tenant_gid_count = 100;
+  ASSERT_TRUE(PrepareDatasetRoot(root, groups).ok());
+  const std::string tenant_dir = root + "/tenant-1";
+  ASSERT_TRUE(PrepareTenantDir(tenant_dir, *TenantGid(groups, 1)).ok());
+  ASSERT_TRUE(common::MakeDirs(tenant_dir + "/dataset-3").ok());
+  const std::string file = tenant_dir + "/dataset-3/dataset.json";
+  ASSERT_TRUE(common::WriteFileAtomic(file, "episodes-of-tenant-1\n", 0444).ok());
+  const std::vector<std::string> probe = {
+      "sh", "-c", "cat " + file + "; ls " + tenant_dir + "; echo probe-done"};
+
+  runner.Launch(Job(61, probe, 2, nlohmann::json::object(), 1));
+  auto own = runner.WaitFinished(61, seconds(30));
+  ASSERT_TRUE(own.has_value());
+  std::string log = Logs(61, 2);
+  EXPECT_EQ(own->exit_code, 0) << log;
+  size_t first = log.find("episodes-of-tenant-1");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("episodes-of-tenant-1", first + 1), std::string::npos) << "rank 1: " << log;
+  EXPECT_NE(log.find("dataset-3"), std::string::npos) << log;
+
+  runner.Launch(Job(62, probe, 1, nlohmann::json::object(), 2));
+  auto other = runner.WaitFinished(62, seconds(30));
+  ASSERT_TRUE(other.has_value());
+  log = Logs(62);
+  EXPECT_NE(log.find("probe-done"), std::string::npos) << log;
+  EXPECT_EQ(log.find("episodes-of-tenant-1"), std::string::npos) << log;
+  EXPECT_NE(log.find("cat: " + file + ": Permission denied"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot open directory '" + tenant_dir + "': Permission denied"),
+            std::string::npos)
+      << log;
+
+  runner.Launch(Job(63, probe, 1, nlohmann::json::object(), 100));
+  auto past = runner.WaitFinished(63, seconds(5));
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(past->exit_code, 1);
+  EXPECT_NE(past->reason.find("tenant 100 has no group on this node"), std::string::npos)
+      << past->reason;
+  EXPECT_EQ(Logs(63).find("episodes-of-tenant-1"), std::string::npos);
 }
 
 TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {
