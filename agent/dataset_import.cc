@@ -93,9 +93,11 @@ common::Status PrepareDatasetRoot(const std::string& root, const SandboxOptions&
   for (const auto& entry : fs::directory_iterator(root, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("tenant-", 0) != 0) continue;
+    // Only names agents write (tenant-7, not tenant-007), and directories, never links.
     auto tenant = common::ParseInt64(std::string_view(name).substr(7), 1);
+    if (!tenant.ok() || name != "tenant-" + std::to_string(*tenant)) continue;
     const std::string path = entry.path().string();
-    if (!tenant.ok() || ::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     common::Status fixed;
     if (auto gid = TenantGid(sandbox, *tenant); gid.ok()) {
       fixed = PrepareTenantDir(path, *gid);

@@ -186,10 +186,11 @@ TEST(DatasetImportTest, AgentStartGivesEveryTenantDirectoryItsGroup) {
   REQUIRE_ROOT();
   const std::string root = TempRoot();
   ASSERT_EQ(::chmod(root.c_str(), 0777), 0);
-  for (const char* d : {"/tenant-3/dataset-9", "/tenant-99", "/tenant-x", "/other", "/target"}) {
+  for (const char* d :
+       {"/tenant-3/dataset-9", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
     ASSERT_TRUE(common::MakeDirs(root + d).ok());
   }
-  for (const char* d : {"/tenant-3", "/tenant-99", "/tenant-x", "/other", "/target"}) {
+  for (const char* d : {"/tenant-3", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
     ASSERT_EQ(::chmod((root + d).c_str(), 0755), 0);
   }
   fs::create_symlink(root + "/target", root + "/tenant-4");
@@ -215,6 +216,7 @@ TEST(DatasetImportTest, AgentStartGivesEveryTenantDirectoryItsGroup) {
   EXPECT_EQ(past.gid, ::getegid());
   EXPECT_EQ(past.mode, 0700u);
   EXPECT_EQ(OwnerOf(root + "/tenant-x").mode, 0755u);  // not a tenant's
+  EXPECT_EQ(OwnerOf(root + "/tenant-03").gid, 0u);     // nor a name an agent writes
   EXPECT_EQ(OwnerOf(root + "/other").mode, 0755u);
   EXPECT_EQ(OwnerOf(root + "/target").mode, 0755u);  // the link was not followed
   EXPECT_EQ(OwnerOf(root + "/target").gid, 0u);

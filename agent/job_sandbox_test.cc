@@ -42,8 +42,10 @@ class JobSandboxTest : public ::testing::Test {
     ::unsetenv("EMBODY_AGENT_TOKEN_FOR_TEST");
   }
 
-  JobRunner& Runner(bool cgroups = true, std::vector<int> gpus = {}) {
+  JobRunner& Runner(bool cgroups = true, std::vector<int> gpus = {},
+                    const std::string& embody_data = "") {
     JobRunnerOptions o;
+    o.embody_data = embody_data;
     o.data_dir = dir_.path();
     o.agent_url = "http://127.0.0.1:1";
     o.kill_grace = milliseconds(1000);
@@ -238,6 +240,53 @@ TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
   EXPECT_NE(past->reason.find("tenant 100 has no group on this node"), std::string::npos)
       << past->reason;
   EXPECT_EQ(Logs(63).find("episodes-of-tenant-1"), std::string::npos);
+}
+
+// An import job of tenant 1 writes its staging directory inside tenant 1's directory (which it
+// enters through its group, and cannot write itself), the agent publishes the version root's,
+// and only tenant 1's jobs read it afterwards. embody-data is stood in for by a script that
+// writes what the importer would.
+TEST_F(JobSandboxTest, AnImportJobPublishesIntoItsTenantsDirectoryOnly) {
+  const std::string importer = dir_.path() + "/fake-embody-data";
+  ASSERT_TRUE(common::WriteFileAtomic(importer,
+                                      "#!/bin/sh\n"
+                                      "touch \"$(dirname \"$3\")/../planted\" 2>/dev/null && "
+                                      "echo PLANTED\n"
+                                      "mkdir \"$3\" && echo imported-by-tenant-1 > \"$3/dataset.json\"\n",
+                                      0755)
+                  .ok());
+  JobRunner& importing = Runner(true, {}, importer);
+  api::Command job = Job(64, {}, 1, nlohmann::json::object(), 1);
+  job.spec = {{"name", "import"},
+              {"kind", "import"},
+              {"resources", {{"nodes", 1}}},
+              {"import", {{"dataset_id", 8}, {"source", {{"path", "/nonexistent/x.hdf5"}}}}}};
+  importing.Launch(job);
+  auto done = importing.WaitFinished(64, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 0) << done->reason << Logs(64);
+  EXPECT_EQ(Logs(64).find("PLANTED"), std::string::npos) << Logs(64);
+  const std::string tenant_dir = dir_.path() + "/datasets/tenant-1";
+  const std::string version = tenant_dir + "/dataset-8";
+  struct stat st {};
+  ASSERT_EQ(::stat(tenant_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, TenantGidBase() + 1);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  ASSERT_EQ(::stat((version + "/dataset.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0444u);
+  EXPECT_FALSE(std::filesystem::exists(tenant_dir + "/.import-8"));
+  EXPECT_FALSE(std::filesystem::exists(tenant_dir + "/planted"));
+
+  const std::vector<std::string> probe = {"sh", "-c", "cat " + version + "/dataset.json"};
+  importing.Launch(Job(65, probe, 1, nlohmann::json::object(), 1));
+  importing.Launch(Job(66, probe, 1, nlohmann::json::object(), 2));
+  auto own = importing.WaitFinished(65, seconds(30));
+  auto other = importing.WaitFinished(66, seconds(30));
+  ASSERT_TRUE(own.has_value() && other.has_value());
+  EXPECT_NE(Logs(65).find("imported-by-tenant-1"), std::string::npos) << Logs(65);
+  EXPECT_EQ(Logs(66).find("imported-by-tenant-1"), std::string::npos) << Logs(66);
+  EXPECT_NE(Logs(66).find("Permission denied"), std::string::npos) << Logs(66);
 }
 
 TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {
