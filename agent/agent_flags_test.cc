@@ -144,13 +144,31 @@ TEST(AgentFlagsTest, MetricsTokenFileIsKeptOnlyAsItsDigest) {
 // --help is printed from the table the parser reads: every flag is in it, with its default.
 TEST(AgentFlagsTest, UsageListsEveryFlagAndTheSubcommand) {
   const std::string usage = AgentUsage();
-  for (const char* flag :
-       {"--server", "--token", "--token-file", "--data-dir", "--name", "--listen", "--address",
-        "--slots", "--engine", "--mpirun", "--port-file", "--kill-grace-ms", "--nvml-library",
-        "--verbose", "--job-uid-base", "--job-uid-count", "--tenant-gid-base",
-        "--tenant-gid-count", "--run-jobs-as-agent",
-        "--job-max-processes", "--job-max-open-files", "--no-cgroups", "--job-path",
-        "--metrics-token-file", "exec-rank"}) {
+  for (const char* flag : {"--server",
+                           "--token",
+                           "--token-file",
+                           "--data-dir",
+                           "--name",
+                           "--listen",
+                           "--address",
+                           "--slots",
+                           "--engine",
+                           "--mpirun",
+                           "--port-file",
+                           "--kill-grace-ms",
+                           "--nvml-library",
+                           "--verbose",
+                           "--job-uid-base",
+                           "--job-uid-count",
+                           "--tenant-gid-base",
+                           "--tenant-gid-count",
+                           "--run-jobs-as-agent",
+                           "--job-max-processes",
+                           "--job-max-open-files",
+                           "--no-cgroups",
+                           "--job-path",
+                           "--metrics-token-file",
+                           "exec-rank"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
   for (const char* shown :
@@ -220,9 +238,9 @@ TEST(AgentFlagsTest, TenantGroupsStayApartFromJobUids) {
     EXPECT_NE(r.status().message().find("meet the job uids"), std::string::npos)
         << r.status().message();
   }
-  for (const std::vector<std::string>& bad :
-       {std::vector<std::string>{"--tenant-gid-base", "999"}, {"--tenant-gid-count", "1"},
-        {"--tenant-gid-count", "x"}}) {
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--tenant-gid-base", "999"},
+                                              {"--tenant-gid-count", "1"},
+                                              {"--tenant-gid-count", "x"}}) {
     auto r = parse(bad);
     ASSERT_FALSE(r.ok()) << bad[1];
     EXPECT_EQ(r.status().field(), bad[0].substr(2));

@@ -84,8 +84,7 @@ common::Status PrepareDatasetRoot(const std::string& root, const SandboxOptions&
   if (!sandbox.switch_uid) return common::Status::Ok();
   struct stat st {};
   if (::stat(root.c_str(), &st) != 0) return Errno("stat", root);
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
-      ::chmod(root.c_str(), st.st_mode & 07755) != 0) {
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && ::chmod(root.c_str(), st.st_mode & 07755) != 0) {
     return Errno("the dataset root is writable by group or others, and chmod", root);
   }
   common::Status first;

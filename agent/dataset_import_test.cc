@@ -108,8 +108,9 @@ Owner OwnerOf(const std::string& path) {
   return {st.st_uid, st.st_gid, static_cast<unsigned>(st.st_mode & 07777)};
 }
 
-#define REQUIRE_ROOT() \
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root (giving directories to other ids); CI runs as root"
+#define REQUIRE_ROOT()  \
+  if (::geteuid() != 0) \
+  GTEST_SKIP() << "needs root (giving directories to other ids); CI runs as root"
 
 // The layout with the uid switch: the tenant's directory opens to its group only, the staging
 // directory is the job uid's alone until it is sealed into a root-owned version.
@@ -190,7 +191,8 @@ TEST(DatasetImportTest, AgentStartGivesEveryTenantDirectoryItsGroup) {
        {"/tenant-3/dataset-9", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
     ASSERT_TRUE(common::MakeDirs(root + d).ok());
   }
-  for (const char* d : {"/tenant-3", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
+  for (const char* d :
+       {"/tenant-3", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
     ASSERT_EQ(::chmod((root + d).c_str(), 0755), 0);
   }
   fs::create_symlink(root + "/target", root + "/tenant-4");

@@ -248,13 +248,14 @@ TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
 // writes what the importer would.
 TEST_F(JobSandboxTest, AnImportJobPublishesIntoItsTenantsDirectoryOnly) {
   const std::string importer = dir_.path() + "/fake-embody-data";
-  ASSERT_TRUE(common::WriteFileAtomic(importer,
-                                      "#!/bin/sh\n"
-                                      "touch \"$(dirname \"$3\")/../planted\" 2>/dev/null && "
-                                      "echo PLANTED\n"
-                                      "mkdir \"$3\" && echo imported-by-tenant-1 > \"$3/dataset.json\"\n",
-                                      0755)
-                  .ok());
+  ASSERT_TRUE(
+      common::WriteFileAtomic(importer,
+                              "#!/bin/sh\n"
+                              "touch \"$(dirname \"$3\")/../planted\" 2>/dev/null && "
+                              "echo PLANTED\n"
+                              "mkdir \"$3\" && echo imported-by-tenant-1 > \"$3/dataset.json\"\n",
+                              0755)
+          .ok());
   JobRunner& importing = Runner(true, {}, importer);
   api::Command job = Job(64, {}, 1, nlohmann::json::object(), 1);
   job.spec = {{"name", "import"},

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     common::LogWarn("not root: jobs run as the agent's own uid",
                     {{"uid", std::to_string(::geteuid())}});
   } else if (!agent::CanSwitchTo({sandbox.uid_base, static_cast<gid_t>(sandbox.uid_base),
-                                   sandbox.tenant_gid_base + 1})) {
+                                  sandbox.tenant_gid_base + 1})) {
     common::LogWarn("cannot switch to job uids: jobs run as the agent's own uid",
                     {{"uid_base", std::to_string(sandbox.uid_base)}});
   } else {

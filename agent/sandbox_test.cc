@@ -103,8 +103,7 @@ TEST(SandboxTest, TenantGroupsAreInRangeOrRefused) {
   auto past = TenantGid(o, 100);
   ASSERT_FALSE(past.ok());
   EXPECT_EQ(past.status().code(), common::Code::kFailedPrecondition);
-  EXPECT_NE(past.status().message().find("tenant 100 has no group on this node"),
-            std::string::npos)
+  EXPECT_NE(past.status().message().find("tenant 100 has no group on this node"), std::string::npos)
       << past.status().message();
   EXPECT_NE(past.status().message().find("--tenant-gid-count"), std::string::npos);
 }
@@ -141,7 +140,8 @@ TEST(SandboxTest, OnlyTheTenantsJobsReadItsDatasets) {
   const JobCredentials a{o.uid_base + 13, o.uid_base + 13, *TenantGid(o, 1)};
   const JobCredentials b{o.uid_base + 14, o.uid_base + 14, *TenantGid(o, 2)};
   const std::string probe = "cat " + file + "; ls " + tenant_a + "; touch " + tenant_a +
-                            "/planted && echo WROTE; touch " + tenant_a + "/dataset-5/x && echo "
+                            "/planted && echo WROTE; touch " + tenant_a +
+                            "/dataset-5/x && echo "
                             "WROTE; exit 0";
   SpawnRequest req = Sh(probe);
   req.credentials = a;
@@ -156,8 +156,7 @@ TEST(SandboxTest, OnlyTheTenantsJobsReadItsDatasets) {
   RunResult rb = RunSandboxed(dir.path(), req);
   ASSERT_TRUE(rb.error.empty()) << rb.error;
   EXPECT_EQ(rb.output.find("secret-of-tenant-a"), std::string::npos) << rb.output;
-  EXPECT_NE(rb.output.find("cat: " + file + ": Permission denied"), std::string::npos)
-      << rb.output;
+  EXPECT_NE(rb.output.find("cat: " + file + ": Permission denied"), std::string::npos) << rb.output;
   EXPECT_NE(rb.output.find("cannot open directory '" + tenant_a + "': Permission denied"),
             std::string::npos)
       << rb.output;

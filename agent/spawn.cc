@@ -59,8 +59,8 @@ int DropPrivileges(const JobCredentials& c) {
     return kCredentialsHeld;
   }
   // With every id dropped, getting root (or other groups) back must be impossible.
-  if (c.uid != 0 && (::syscall(SYS_setresuid, 0, 0, 0) == 0 ||
-                     ::syscall(SYS_setgroups, 0, nullptr) == 0)) {
+  if (c.uid != 0 &&
+      (::syscall(SYS_setresuid, 0, 0, 0) == 0 || ::syscall(SYS_setgroups, 0, nullptr) == 0)) {
     errno = EPERM;
     return kCredentialsHeld;
   }

@@ -3,7 +3,8 @@
 //
 // The child can be put in a sandbox before it execs (agent/sandbox.h says what the sandbox is):
 // it joins cgroups, lowers its rlimits, sets no_new_privs and drops to a uid and gid of its own
-// (with exactly the supplementary groups the credentials name), in that order, so that by the time the program runs nothing it inherited can be undone.
+// (with exactly the supplementary groups the credentials name), in that order, so that by the time
+// the program runs nothing it inherited can be undone.
 #pragma once
 
 #include <sys/types.h>

@@ -193,8 +193,8 @@ TEST_F(EndToEndTest, TrainingOnAnImportedRobomimicDatasetSucceedsWithTheLossFall
   ASSERT_GT(owner.id, 0);
   const std::string dataset = MakeTenantDataset("ok", owner.id);
   ASSERT_FALSE(dataset.empty());
-  HttpResult submitted = stack_->Post("/v1/jobs", DatasetJob("e2e-dataset", dataset).dump(),
-                                      owner.token);
+  HttpResult submitted =
+      stack_->Post("/v1/jobs", DatasetJob("e2e-dataset", dataset).dump(), owner.token);
   ASSERT_EQ(submitted.status, 201) << submitted.text;
   const int64_t id = submitted.body["id"].get<int64_t>();
   json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
@@ -242,8 +242,8 @@ TEST_F(EndToEndTest, CorruptDatasetFailsTheJobNamingTheShard) {
   ASSERT_TRUE(m.ok());
   const std::string shard = dataset + "/" + m->shards[2].file;
   storage::testing::FlipByte(shard, 64 + 10);  // the actions of demo_2
-  HttpResult submitted = stack_->Post("/v1/jobs", DatasetJob("e2e-dataset-bad", dataset).dump(),
-                                      owner.token);
+  HttpResult submitted =
+      stack_->Post("/v1/jobs", DatasetJob("e2e-dataset-bad", dataset).dump(), owner.token);
   ASSERT_EQ(submitted.status, 201) << submitted.text;
   const int64_t id = submitted.body["id"].get<int64_t>();
   json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
