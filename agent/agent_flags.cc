@@ -134,7 +134,8 @@ struct Files {
 
 std::vector<Flag> AgentFlags(Files* files) {
   return {
-      {"server", "URL", "embody-server's URL, http://HOST:PORT (required)", Text(&AgentConfig::server)},
+      {"server", "URL", "embody-server's URL, http://HOST:PORT (required)",
+       Text(&AgentConfig::server)},
       {"token", "TOKEN", "the join token (this or --token-file is required)",
        Text(&AgentConfig::token)},
       {"token-file", "FILE",
@@ -153,7 +154,8 @@ std::vector<Flag> AgentFlags(Files* files) {
            return InvalidArgument("--listen wants HOST:PORT, got \"" + v + "\"", "listen");
          }
          auto port = common::ParseInt(v.substr(colon + 1), 0, 65535, "listen");
-         if (!port.ok()) return InvalidArgument("--listen port " + port.status().message(), "listen");
+         if (!port.ok())
+           return InvalidArgument("--listen port " + port.status().message(), "listen");
          c.listen_host = v.substr(0, colon);
          c.listen_port = *port;
          return common::Status::Ok();
@@ -195,6 +197,14 @@ std::vector<Flag> AgentFlags(Files* files) {
       {"job-uid-count", "N", "how many job uids",
        Int("job-uid-count", &AgentConfig::job_uid_count, 1, 1 << 24),
        Shown(&AgentConfig::job_uid_count)},
+      {"tenant-gid-base", "GID",
+       "tenant T's jobs get supplementary group GID + T, which opens T's datasets (the same on "
+       "every node)",
+       Int("tenant-gid-base", &AgentConfig::tenant_gid_base, 1000, 2000000000),
+       Shown(&AgentConfig::tenant_gid_base)},
+      {"tenant-gid-count", "N", "tenant groups: tenants 1 .. N-1 may run jobs",
+       Int("tenant-gid-count", &AgentConfig::tenant_gid_count, 2, 1 << 24),
+       Shown(&AgentConfig::tenant_gid_count)},
       {"run-jobs-as-agent", nullptr, "no uid switch for jobs, even as root",
        [](const std::string&, AgentConfig& c) {
          c.run_jobs_as_agent = true;
@@ -214,7 +224,8 @@ std::vector<Flag> AgentFlags(Files* files) {
       {"job-path", "PATH", "PATH of every job", Text(&AgentConfig::job_path),
        Shown(&AgentConfig::job_path)},
       {"metrics-token-file", "FILE",
-       "the scrape secret shared with Prometheus; without it /metrics serves the node's series only",
+       "the scrape secret shared with Prometheus; without it /metrics serves the node's series "
+       "only",
        Text(&AgentConfig::metrics_token_file)},
   };
 }
@@ -316,6 +327,20 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
   if (c.job_uid_base + c.job_uid_count > 2000000000LL) {
     return InvalidArgument("--job-uid-base + --job-uid-count must stay below 2000000000",
                            "job-uid-count");
+  }
+  if (c.tenant_gid_base + c.tenant_gid_count > 2000000000LL) {
+    return InvalidArgument("--tenant-gid-base + --tenant-gid-count must stay below 2000000000",
+                           "tenant-gid-count");
+  }
+  // A job's own gid is its uid: a job uid inside the tenant groups would be some tenant's group.
+  if (c.tenant_gid_base < c.job_uid_base + c.job_uid_count &&
+      c.job_uid_base < c.tenant_gid_base + c.tenant_gid_count) {
+    return InvalidArgument("tenant groups [" + std::to_string(c.tenant_gid_base) + ", " +
+                               std::to_string(c.tenant_gid_base + c.tenant_gid_count) +
+                               ") meet the job uids [" + std::to_string(c.job_uid_base) + ", " +
+                               std::to_string(c.job_uid_base + c.job_uid_count) +
+                               "), whose gids are the same numbers: move --tenant-gid-base",
+                           "tenant-gid-base");
   }
   if (c.name.empty()) {
     char host[256] = {};

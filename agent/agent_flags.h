@@ -32,6 +32,10 @@ struct AgentConfig {
   // The job sandbox (agent/sandbox.h).
   int64_t job_uid_base = 200000;      // --job-uid-base: first job uid (gid the same)
   int job_uid_count = 65536;          // --job-uid-count: how many job uids
+  // --tenant-gid-base, --tenant-gid-count: tenant t's jobs get group base + t (0 < t < count),
+  // which opens its datasets; the same on every node, disjoint from the job uid range.
+  int64_t tenant_gid_base = 10000000;
+  int tenant_gid_count = 65536;
   bool run_jobs_as_agent = false;     // --run-jobs-as-agent: no uid switch even as root
   int job_max_processes = 4096;       // --job-max-processes: RLIMIT_NPROC, cgroup pids.max
   int job_max_open_files = 65536;     // --job-max-open-files: RLIMIT_NOFILE

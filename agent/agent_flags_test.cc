@@ -144,15 +144,35 @@ TEST(AgentFlagsTest, MetricsTokenFileIsKeptOnlyAsItsDigest) {
 // --help is printed from the table the parser reads: every flag is in it, with its default.
 TEST(AgentFlagsTest, UsageListsEveryFlagAndTheSubcommand) {
   const std::string usage = AgentUsage();
-  for (const char* flag :
-       {"--server", "--token", "--token-file", "--data-dir", "--name", "--listen", "--address",
-        "--slots", "--engine", "--mpirun", "--port-file", "--kill-grace-ms", "--nvml-library",
-        "--verbose", "--job-uid-base", "--job-uid-count", "--run-jobs-as-agent",
-        "--job-max-processes", "--job-max-open-files", "--no-cgroups", "--job-path",
-        "--metrics-token-file", "exec-rank"}) {
+  for (const char* flag : {"--server",
+                           "--token",
+                           "--token-file",
+                           "--data-dir",
+                           "--name",
+                           "--listen",
+                           "--address",
+                           "--slots",
+                           "--engine",
+                           "--mpirun",
+                           "--port-file",
+                           "--kill-grace-ms",
+                           "--nvml-library",
+                           "--verbose",
+                           "--job-uid-base",
+                           "--job-uid-count",
+                           "--tenant-gid-base",
+                           "--tenant-gid-count",
+                           "--run-jobs-as-agent",
+                           "--job-max-processes",
+                           "--job-max-open-files",
+                           "--no-cgroups",
+                           "--job-path",
+                           "--metrics-token-file",
+                           "exec-rank"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
-  for (const char* shown : {"200000", "65536", "4096", "5000", "/usr/local/bin:/usr/bin:/bin"}) {
+  for (const char* shown :
+       {"200000", "65536", "10000000", "4096", "5000", "/usr/local/bin:/usr/bin:/bin"}) {
     EXPECT_NE(usage.find(shown), std::string::npos) << shown << "\n" << usage;
   }
 }
@@ -186,6 +206,48 @@ TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
   EXPECT_TRUE(flags->run_jobs_as_agent);
   EXPECT_FALSE(flags->verbose);
   EXPECT_EQ(flags->job_uid_base, 300000);
+}
+
+// Tenant groups: a job's gid is its uid, so the two ranges must never meet.
+TEST(AgentFlagsTest, TenantGroupsStayApartFromJobUids) {
+  const std::vector<std::string> base = {"--server", "http://s", "--token", "t", "--data-dir", "d"};
+  auto parse = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ParseAgentFlags(args);
+  };
+  auto defaults = parse({});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  EXPECT_EQ(defaults->tenant_gid_base, 10000000);
+  EXPECT_EQ(defaults->tenant_gid_count, 65536);
+  auto set = parse({"--tenant-gid-base", "300000", "--tenant-gid-count=1000"});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->tenant_gid_base, 300000);
+  EXPECT_EQ(set->tenant_gid_count, 1000);
+  // Just below and just above the job uids [200000, 265536) are fine; touching them is not.
+  EXPECT_TRUE(parse({"--tenant-gid-base", "100000", "--tenant-gid-count", "100000"}).ok());
+  EXPECT_TRUE(parse({"--tenant-gid-base", "265536"}).ok());
+  for (const std::vector<std::string>& meets :
+       {std::vector<std::string>{"--tenant-gid-base", "265535"},
+        {"--tenant-gid-base", "100000", "--tenant-gid-count", "100001"},
+        {"--tenant-gid-base", "210000", "--tenant-gid-count", "2"},
+        {"--job-uid-base", "10000100", "--job-uid-count", "10"}}) {
+    auto r = parse(meets);
+    ASSERT_FALSE(r.ok()) << meets[1];
+    EXPECT_EQ(r.status().field(), "tenant-gid-base");
+    EXPECT_NE(r.status().message().find("meet the job uids"), std::string::npos)
+        << r.status().message();
+  }
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--tenant-gid-base", "999"},
+                                              {"--tenant-gid-count", "1"},
+                                              {"--tenant-gid-count", "x"}}) {
+    auto r = parse(bad);
+    ASSERT_FALSE(r.ok()) << bad[1];
+    EXPECT_EQ(r.status().field(), bad[0].substr(2));
+  }
+  auto far = parse({"--tenant-gid-base", "1999999000", "--tenant-gid-count", "1001"});
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.status().field(), "tenant-gid-count");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <filesystem>
 
 #include "common/file_util.h"
+#include "common/log.h"
+#include "common/parse_int.h"
 
 namespace agent {
 
@@ -54,9 +56,68 @@ common::Result<ImportPaths> ImportPathsFor(const std::string& root, int64_t tena
   return p;
 }
 
+common::Status PrepareTenantDir(const std::string& tenant_dir, std::optional<gid_t> group) {
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(fs::path(tenant_dir).parent_path().string()));
+  // Made closed (0700) and opened without following links, so the modes below land on this
+  // directory and nobody looks in before they do.
+  const bool made = ::mkdir(tenant_dir.c_str(), 0700) == 0;
+  if (!made && errno != EEXIST) return Errno("mkdir", tenant_dir);
+  const int fd = ::open(tenant_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return Errno("open (a directory, not a link)", tenant_dir);
+  common::Status st;
+  if (group) {
+    if (::fchown(fd, ::geteuid(), *group) != 0) {
+      st = Errno("chown", tenant_dir);
+    } else if (::fchmod(fd, 0750) != 0) {
+      st = Errno("chmod", tenant_dir);
+    }
+  } else if (made && ::fchmod(fd, 0750) != 0) {
+    st = Errno("chmod", tenant_dir);
+  }
+  ::close(fd);
+  return st;
+}
+
+common::Status PrepareDatasetRoot(const std::string& root, const SandboxOptions& sandbox) {
+  if (root.empty()) return common::Status::Ok();
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(root));
+  if (!sandbox.switch_uid) return common::Status::Ok();
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0) return Errno("stat", root);
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && ::chmod(root.c_str(), st.st_mode & 07755) != 0) {
+    return Errno("the dataset root is writable by group or others, and chmod", root);
+  }
+  common::Status first;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("tenant-", 0) != 0) continue;
+    // Only names agents write (tenant-7, not tenant-007), and directories, never links.
+    auto tenant = common::ParseInt64(std::string_view(name).substr(7), 1);
+    if (!tenant.ok() || name != "tenant-" + std::to_string(*tenant)) continue;
+    const std::string path = entry.path().string();
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    common::Status fixed;
+    if (auto gid = TenantGid(sandbox, *tenant); gid.ok()) {
+      fixed = PrepareTenantDir(path, *gid);
+    } else {
+      // No group to give: nobody's but the agent's until the range covers the tenant.
+      common::LogWarn("locking a dataset directory of a tenant without a group",
+                      {{"dir", path}, {"reason", gid.status().message()}});
+      if (::lchown(path.c_str(), ::geteuid(), ::getegid()) != 0 ||
+          ::chmod(path.c_str(), 0700) != 0) {
+        fixed = Errno("lock", path);
+      }
+    }
+    if (!fixed.ok() && first.ok()) first = fixed;
+  }
+  if (ec) return common::Internal("cannot list the dataset root " + root + ": " + ec.message());
+  return first;
+}
+
 common::Status PrepareImport(const ImportPaths& p, const std::optional<JobCredentials>& owner) {
-  EMBODY_RETURN_IF_ERROR(common::MakeDirs(p.tenant_dir));
-  if (::chmod(p.tenant_dir.c_str(), 0755) != 0) return Errno("chmod", p.tenant_dir);
+  EMBODY_RETURN_IF_ERROR(
+      PrepareTenantDir(p.tenant_dir, owner ? owner->group : std::optional<gid_t>()));
   std::error_code ec;
   if (fs::exists(fs::symlink_status(p.final_dir, ec))) {
     return common::Status(common::Code::kAlreadyExists, p.final_dir + " exists already");

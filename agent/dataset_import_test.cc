@@ -1,5 +1,7 @@
-// Import jobs on the agent: the argv embody-data gets, the paths under the dataset root, and the
-// publish step that seals the output and refuses anything but plain files and directories.
+// Import jobs on the agent: the argv embody-data gets, the paths under the dataset root, the
+// tenant directories' owners and modes (opened to the tenant's group only, fixed when an earlier
+// agent left them readable by anyone), and the publish step that seals the output and refuses
+// anything but plain files and directories.
 #include "agent/dataset_import.h"
 
 #include <sys/stat.h>
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/mpi_launch.h"
+#include "common/file_util.h"
 
 namespace agent {
 namespace {
@@ -91,6 +94,140 @@ TEST(DatasetImportTest, PublishSealsAndRenamesOrRefuses) {
   auto r = ImportPathsFor(root, 3, ImportSpec(9));
   ASSERT_TRUE(PrepareImport(*r, std::nullopt).ok());
   EXPECT_FALSE(PublishImport(*r).ok());
+  fs::remove_all(root);
+}
+
+struct Owner {
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+  unsigned mode = 0;
+};
+Owner OwnerOf(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {st.st_uid, st.st_gid, static_cast<unsigned>(st.st_mode & 07777)};
+}
+
+#define REQUIRE_ROOT()  \
+  if (::geteuid() != 0) \
+  GTEST_SKIP() << "needs root (giving directories to other ids); CI runs as root"
+
+// The layout with the uid switch: the tenant's directory opens to its group only, the staging
+// directory is the job uid's alone until it is sealed into a root-owned version.
+TEST(DatasetImportTest, TenantDirectoryBelongsToTheTenantsGroup) {
+  REQUIRE_ROOT();
+  const std::string root = TempRoot();
+  const JobCredentials job{400123, 400123, 10000003};
+  auto p = ImportPathsFor(root, 3, ImportSpec(7));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(PrepareImport(*p, job).ok());
+  Owner tenant = OwnerOf(p->tenant_dir);
+  EXPECT_EQ(tenant.uid, 0u);
+  EXPECT_EQ(tenant.gid, 10000003u);
+  EXPECT_EQ(tenant.mode, 0750u);  // no write for the group, nothing for others
+  Owner staging = OwnerOf(p->staging_dir);
+  EXPECT_EQ(staging.uid, job.uid);
+  EXPECT_EQ(staging.mode, 0700u);
+  fs::create_directories(p->output_dir + "/sub");
+  std::ofstream(p->output_dir + "/sub/shard") << "x";
+  ASSERT_EQ(::chown(p->output_dir.c_str(), job.uid, job.gid), 0);
+  ASSERT_EQ(::chown((p->output_dir + "/sub/shard").c_str(), job.uid, job.gid), 0);
+  ASSERT_TRUE(PublishImport(*p).ok());
+  Owner version = OwnerOf(p->final_dir);
+  EXPECT_EQ(version.uid, 0u);
+  EXPECT_EQ(version.gid, 0u);  // the tenant's group reaches it through the tenant directory only
+  EXPECT_EQ(version.mode, 0755u);
+  Owner shard = OwnerOf(p->final_dir + "/sub/shard");
+  EXPECT_EQ(shard.uid, 0u);
+  EXPECT_EQ(shard.mode, 0444u);
+  EXPECT_EQ(OwnerOf(p->tenant_dir).mode, 0750u);
+  fs::remove_all(root);
+}
+
+TEST(DatasetImportTest, AnEarlierAgentsTenantDirectoryIsFixedWhenTouched) {
+  REQUIRE_ROOT();
+  const std::string root = TempRoot();
+  auto p = ImportPathsFor(root, 4, ImportSpec(1));
+  ASSERT_TRUE(p.ok());
+  // What agents made before tenants had groups: root's, readable by anyone.
+  ASSERT_TRUE(common::MakeDirs(p->tenant_dir + "/dataset-0").ok());
+  ASSERT_EQ(::chmod(p->tenant_dir.c_str(), 0755), 0);
+  ASSERT_TRUE(PrepareImport(*p, JobCredentials{400124, 400124, 10000004}).ok());
+  EXPECT_EQ(OwnerOf(p->tenant_dir).gid, 10000004u);
+  EXPECT_EQ(OwnerOf(p->tenant_dir).mode, 0750u);
+  EXPECT_TRUE(fs::exists(p->tenant_dir + "/dataset-0"));  // what it held stays
+
+  // A symbolic link where the tenant's directory should be is refused, its target untouched.
+  const std::string elsewhere = root + "/elsewhere";
+  ASSERT_EQ(::mkdir(elsewhere.c_str(), 0755), 0);
+  fs::create_symlink(elsewhere, root + "/tenant-5");
+  auto q = ImportPathsFor(root, 5, ImportSpec(2));
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(PrepareImport(*q, JobCredentials{400125, 400125, 10000005}).ok());
+  EXPECT_EQ(OwnerOf(elsewhere).gid, 0u);
+  EXPECT_EQ(OwnerOf(elsewhere).mode, 0755u);
+  EXPECT_FALSE(fs::exists(elsewhere + "/.import-2"));
+  fs::remove_all(root);
+}
+
+// Without the uid switch jobs run as the agent: no group, and a new tenant directory is the
+// agent's alone.
+TEST(DatasetImportTest, WithoutTheUidSwitchTheTenantDirectoryIsTheAgents) {
+  const std::string root = TempRoot();
+  auto p = ImportPathsFor(root, 6, ImportSpec(3));
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE(PrepareImport(*p, std::nullopt).ok());
+  Owner tenant = OwnerOf(p->tenant_dir);
+  EXPECT_EQ(tenant.uid, ::geteuid());
+  EXPECT_EQ(tenant.mode, 0750u);
+  fs::remove_all(root);
+}
+
+TEST(DatasetImportTest, AgentStartGivesEveryTenantDirectoryItsGroup) {
+  REQUIRE_ROOT();
+  const std::string root = TempRoot();
+  ASSERT_EQ(::chmod(root.c_str(), 0777), 0);
+  for (const char* d :
+       {"/tenant-3/dataset-9", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
+    ASSERT_TRUE(common::MakeDirs(root + d).ok());
+  }
+  for (const char* d :
+       {"/tenant-3", "/tenant-99", "/tenant-x", "/tenant-03", "/other", "/target"}) {
+    ASSERT_EQ(::chmod((root + d).c_str(), 0755), 0);
+  }
+  fs::create_symlink(root + "/target", root + "/tenant-4");
+  SandboxOptions sandbox;
+  sandbox.switch_uid = true;
+  sandbox.tenant_gid_base = 10000000;
+  sandbox.tenant_gid_count = 50;
+
+  // Without the uid switch there is no group to give: nothing changes.
+  SandboxOptions off = sandbox;
+  off.switch_uid = false;
+  ASSERT_TRUE(PrepareDatasetRoot(root, off).ok());
+  EXPECT_EQ(OwnerOf(root).mode, 0777u);
+  EXPECT_EQ(OwnerOf(root + "/tenant-3").mode, 0755u);
+
+  ASSERT_TRUE(PrepareDatasetRoot(root, sandbox).ok());
+  EXPECT_EQ(OwnerOf(root).mode, 0755u);  // no job can make a tenant's directory first
+  Owner three = OwnerOf(root + "/tenant-3");
+  EXPECT_EQ(three.gid, 10000003u);
+  EXPECT_EQ(three.mode, 0750u);
+  Owner past = OwnerOf(root + "/tenant-99");  // no group in range: the agent's alone
+  EXPECT_EQ(past.uid, 0u);
+  EXPECT_EQ(past.gid, ::getegid());
+  EXPECT_EQ(past.mode, 0700u);
+  EXPECT_EQ(OwnerOf(root + "/tenant-x").mode, 0755u);  // not a tenant's
+  EXPECT_EQ(OwnerOf(root + "/tenant-03").gid, 0u);     // nor a name an agent writes
+  EXPECT_EQ(OwnerOf(root + "/other").mode, 0755u);
+  EXPECT_EQ(OwnerOf(root + "/target").mode, 0755u);  // the link was not followed
+  EXPECT_EQ(OwnerOf(root + "/target").gid, 0u);
+  EXPECT_EQ(OwnerOf(root + "/tenant-3/dataset-9").mode, 0755u);
+
+  // A root that does not exist yet is made; an empty one means no datasets on this node.
+  ASSERT_TRUE(PrepareDatasetRoot(root + "/new/root", sandbox).ok());
+  EXPECT_TRUE(fs::is_directory(root + "/new/root"));
+  EXPECT_TRUE(PrepareDatasetRoot("", sandbox).ok());
   fs::remove_all(root);
 }
 

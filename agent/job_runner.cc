@@ -219,10 +219,13 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
 
   std::optional<JobCredentials> creds;
   if (options_.sandbox.switch_uid) {
+    // The tenant's group opens its datasets and nothing else; a tenant without one never runs.
+    auto group = TenantGid(options_.sandbox, launch.tenant_id);
+    if (!group.ok()) return Finish(job, 1, group.status().message());
     auto uid = uids_.Acquire(job->id);
     if (!uid.ok()) return Finish(job, 1, uid.status().message());
     job->uid = *uid;
-    creds = JobCredentials{*uid, static_cast<gid_t>(*uid)};
+    creds = JobCredentials{*uid, static_cast<gid_t>(*uid), *group};
   }
   if (!options_.gpus.empty()) {
     // A cpu job sees no GPU; a gpu job sees the ones it was given, no other job's.

@@ -12,7 +12,8 @@
 // of its uid is SIGKILLed before the job is reported finished, so a finished job never leaves
 // orphans behind.
 //
-// Every job runs in the sandbox of agent/sandbox.h: its own uid (from the UidPool), a clean
+// Every job runs in the sandbox of agent/sandbox.h: its own uid (from the UidPool) with its
+// tenant's group as its one supplementary group (a tenant past the range is refused), a clean
 // environment (agent/mpi_launch.h), its private directory, rlimits, a cgroup where the node has
 // them (agent/cgroup.h), and on a node with GPUs the GPUs the agent gave it (CUDA_VISIBLE_DEVICES:
 // distinct from those of the node's other running jobs; none for a cpu job).

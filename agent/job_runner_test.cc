@@ -37,6 +37,7 @@ class JobRunnerTest : public ::testing::Test {
     api::Command c;
     c.type = api::Command::Type::kLaunch;
     c.job_id = id;
+    c.tenant_id = 1;  // a launch always names its tenant: its jobs run with that tenant's group
     c.tenant = "default";
     c.spec = {{"name", "t"}, {"kind", "command"}, {"command", argv}};
     c.hosts = {{1, "node-a", "127.0.0.1", ranks}};

@@ -1,7 +1,8 @@
 // Jobs in their sandbox, launched by the JobRunner through the real mpirun: each runs as a uid of
-// its own, sees none of the agent's environment, cannot read another job's directory or
-// /proc/<pid>/environ, nor the agent's files; its argv never becomes mpirun options; its memory
-// limit holds; its cgroup comes and goes with it. Needs root (CI runs as root): skipped otherwise.
+// its own with its tenant's group, sees none of the agent's environment, cannot read another
+// job's directory or /proc/<pid>/environ, nor the agent's files, nor another tenant's datasets;
+// its argv never becomes mpirun options; its memory limit holds; its cgroup comes and goes with
+// it. Needs root (CI runs as root): skipped otherwise.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -45,8 +46,10 @@ class JobSandboxTest : public ::testing::Test {
     ::unsetenv("EMBODY_AGENT_TOKEN_FOR_TEST");
   }
 
-  JobRunner& Runner(bool cgroups = true, std::vector<int> gpus = {}) {
+  JobRunner& Runner(bool cgroups = true, std::vector<int> gpus = {},
+                    const std::string& embody_data = "") {
     JobRunnerOptions o;
+    o.embody_data = embody_data;
     o.data_dir = dir_.path();
     o.agent_url = "http://127.0.0.1:1";
     o.kill_grace = milliseconds(1000);
@@ -54,18 +57,26 @@ class JobSandboxTest : public ::testing::Test {
     o.sandbox.switch_uid = true;
     o.sandbox.uid_base = 500000 + static_cast<uid_t>(::getpid() % 5000) * 100;
     o.sandbox.uid_count = 100;
+    o.sandbox.tenant_gid_base = TenantGidBase();
+    o.sandbox.tenant_gid_count = 100;
+    o.dataset_root = dir_.path() + "/datasets";
     if (cgroups) o.cgroups = cgroups_;
     o.gpus = std::move(gpus);
     runner_ = std::make_unique<JobRunner>(o, &logs_);
     return *runner_;
   }
 
+  // Tenant groups of this test process's own, apart from its job uids.
+  static gid_t TenantGidBase() { return 8000000 + static_cast<gid_t>(::getpid() % 5000) * 100; }
+
   static api::Command Job(int64_t id, std::vector<std::string> argv, int ranks = 1,
-                          nlohmann::json resources = nlohmann::json::object()) {
+                          nlohmann::json resources = nlohmann::json::object(),
+                          int64_t tenant_id = 1) {
     api::Command c;
     c.type = api::Command::Type::kLaunch;
     c.job_id = id;
-    c.tenant = "default";
+    c.tenant_id = tenant_id;
+    c.tenant = "tenant-" + std::to_string(tenant_id);
     c.spec = {{"name", "t"}, {"kind", "command"}, {"command", argv}, {"resources", resources}};
     c.hosts = {{1, "node-a", "127.0.0.1", ranks}};
     return c;
@@ -136,7 +147,10 @@ TEST_F(JobSandboxTest, JobRunsAsItsOwnUidWithOnlyItsOwnEnvironment) {
   uid = static_cast<uid_t>(std::stoul(log.substr(at + 4)));
   EXPECT_GE(uid, 500000u) << log;
   std::string u = std::to_string(uid);
-  EXPECT_NE(log.find("uid=" + u + " gid=" + u + " groups=" + u + "\n"), std::string::npos) << log;
+  // One supplementary group: its tenant's (tenant 1).
+  const std::string g = std::to_string(TenantGidBase() + 1);
+  EXPECT_NE(log.find("uid=" + u + " gid=" + u + " groups=" + u + " " + g + "\n"), std::string::npos)
+      << log;
   EXPECT_NE(log.find("mpirun-uid=" + u), std::string::npos) << log;  // the launcher too
   EXPECT_NE(log.find("dir=700 " + u), std::string::npos) << log;
   EXPECT_NE(log.find("pwd=" + job_dir + " home=" + job_dir + " tmp=" + job_dir + "/tmp"),
@@ -182,6 +196,102 @@ TEST_F(JobSandboxTest, AJobCannotReachAnotherJobOrTheAgent) {
   EXPECT_EQ(runner.Running(), std::vector<int64_t>{31});
   runner.Kill(31);
   ASSERT_TRUE(runner.WaitFinished(31, kFinishWithin).has_value());
+}
+
+// A job names any path it likes (`dir:` datasets, `cat`): the tenant's group decides. Both ranks
+// of tenant 1's job (mpirun's children) read tenant 1's dataset; tenant 2's job gets EACCES on
+// the file and on listing the directory; a tenant past the range is refused at launch.
+TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
+  JobRunner& runner = Runner();
+  const std::string root = dir_.path() + "/datasets";
+  SandboxOptions groups;
+  groups.tenant_gid_base = TenantGidBase();
+  groups.tenant_gid_count = 100;
+  ASSERT_TRUE(PrepareDatasetRoot(root, groups).ok());
+  const std::string tenant_dir = root + "/tenant-1";
+  ASSERT_TRUE(PrepareTenantDir(tenant_dir, *TenantGid(groups, 1)).ok());
+  ASSERT_TRUE(common::MakeDirs(tenant_dir + "/dataset-3").ok());
+  const std::string file = tenant_dir + "/dataset-3/dataset.json";
+  ASSERT_TRUE(common::WriteFileAtomic(file, "episodes-of-tenant-1\n", 0444).ok());
+  const std::vector<std::string> probe = {
+      "sh", "-c", "cat " + file + "; ls " + tenant_dir + "; echo probe-done"};
+
+  runner.Launch(Job(61, probe, 2, nlohmann::json::object(), 1));
+  auto own = runner.WaitFinished(61, seconds(30));
+  ASSERT_TRUE(own.has_value());
+  std::string log = Logs(61, 2);
+  EXPECT_EQ(own->exit_code, 0) << log;
+  size_t first = log.find("episodes-of-tenant-1");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_NE(log.find("episodes-of-tenant-1", first + 1), std::string::npos) << "rank 1: " << log;
+  EXPECT_NE(log.find("dataset-3"), std::string::npos) << log;
+
+  runner.Launch(Job(62, probe, 1, nlohmann::json::object(), 2));
+  auto other = runner.WaitFinished(62, seconds(30));
+  ASSERT_TRUE(other.has_value());
+  log = Logs(62);
+  EXPECT_NE(log.find("probe-done"), std::string::npos) << log;
+  EXPECT_EQ(log.find("episodes-of-tenant-1"), std::string::npos) << log;
+  EXPECT_NE(log.find("cat: " + file + ": Permission denied"), std::string::npos) << log;
+  EXPECT_NE(log.find("cannot open directory '" + tenant_dir + "': Permission denied"),
+            std::string::npos)
+      << log;
+
+  runner.Launch(Job(63, probe, 1, nlohmann::json::object(), 100));
+  auto past = runner.WaitFinished(63, seconds(5));
+  ASSERT_TRUE(past.has_value());
+  EXPECT_EQ(past->exit_code, 1);
+  EXPECT_NE(past->reason.find("tenant 100 has no group on this node"), std::string::npos)
+      << past->reason;
+  EXPECT_EQ(Logs(63).find("episodes-of-tenant-1"), std::string::npos);
+}
+
+// An import job of tenant 1 writes its staging directory inside tenant 1's directory (which it
+// enters through its group, and cannot write itself), the agent publishes the version root's,
+// and only tenant 1's jobs read it afterwards. embody-data is stood in for by a script that
+// writes what the importer would.
+TEST_F(JobSandboxTest, AnImportJobPublishesIntoItsTenantsDirectoryOnly) {
+  const std::string importer = dir_.path() + "/fake-embody-data";
+  ASSERT_TRUE(
+      common::WriteFileAtomic(importer,
+                              "#!/bin/sh\n"
+                              "touch \"$(dirname \"$3\")/../planted\" 2>/dev/null && "
+                              "echo PLANTED\n"
+                              "mkdir \"$3\" && echo imported-by-tenant-1 > \"$3/dataset.json\"\n",
+                              0755)
+          .ok());
+  JobRunner& importing = Runner(true, {}, importer);
+  api::Command job = Job(64, {}, 1, nlohmann::json::object(), 1);
+  job.spec = {{"name", "import"},
+              {"kind", "import"},
+              {"resources", {{"nodes", 1}}},
+              {"import", {{"dataset_id", 8}, {"source", {{"path", "/nonexistent/x.hdf5"}}}}}};
+  importing.Launch(job);
+  auto done = importing.WaitFinished(64, seconds(30));
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(done->exit_code, 0) << done->reason << Logs(64);
+  EXPECT_EQ(Logs(64).find("PLANTED"), std::string::npos) << Logs(64);
+  const std::string tenant_dir = dir_.path() + "/datasets/tenant-1";
+  const std::string version = tenant_dir + "/dataset-8";
+  struct stat st {};
+  ASSERT_EQ(::stat(tenant_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_gid, TenantGidBase() + 1);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+  ASSERT_EQ(::stat((version + "/dataset.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 0444u);
+  EXPECT_FALSE(std::filesystem::exists(tenant_dir + "/.import-8"));
+  EXPECT_FALSE(std::filesystem::exists(tenant_dir + "/planted"));
+
+  const std::vector<std::string> probe = {"sh", "-c", "cat " + version + "/dataset.json"};
+  importing.Launch(Job(65, probe, 1, nlohmann::json::object(), 1));
+  importing.Launch(Job(66, probe, 1, nlohmann::json::object(), 2));
+  auto own = importing.WaitFinished(65, seconds(30));
+  auto other = importing.WaitFinished(66, seconds(30));
+  ASSERT_TRUE(own.has_value() && other.has_value());
+  EXPECT_NE(Logs(65).find("imported-by-tenant-1"), std::string::npos) << Logs(65);
+  EXPECT_EQ(Logs(66).find("imported-by-tenant-1"), std::string::npos) << Logs(66);
+  EXPECT_NE(Logs(66).find("Permission denied"), std::string::npos) << Logs(66);
 }
 
 TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {

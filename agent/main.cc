@@ -13,6 +13,7 @@
 #include "agent/agent_flags.h"
 #include "agent/agent_metrics.h"
 #include "agent/checkpoint_uploader.h"
+#include "agent/dataset_import.h"
 #include "agent/event_queue.h"
 #include "agent/gpu_collector.h"
 #include "agent/heartbeat_loop.h"
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
   agent::SandboxOptions sandbox;
   sandbox.uid_base = static_cast<uid_t>(cfg.job_uid_base);
   sandbox.uid_count = cfg.job_uid_count;
+  sandbox.tenant_gid_base = static_cast<gid_t>(cfg.tenant_gid_base);
+  sandbox.tenant_gid_count = cfg.tenant_gid_count;
   sandbox.max_processes = cfg.job_max_processes;
   sandbox.max_open_files = cfg.job_max_open_files;
   sandbox.path = cfg.job_path;
@@ -94,7 +97,8 @@ int main(int argc, char** argv) {
   } else if (::geteuid() != 0) {
     common::LogWarn("not root: jobs run as the agent's own uid",
                     {{"uid", std::to_string(::geteuid())}});
-  } else if (!agent::CanSwitchTo({sandbox.uid_base, static_cast<gid_t>(sandbox.uid_base)})) {
+  } else if (!agent::CanSwitchTo({sandbox.uid_base, static_cast<gid_t>(sandbox.uid_base),
+                                  sandbox.tenant_gid_base + 1})) {
     common::LogWarn("cannot switch to job uids: jobs run as the agent's own uid",
                     {{"uid_base", std::to_string(sandbox.uid_base)}});
   } else {
@@ -102,6 +106,10 @@ int main(int argc, char** argv) {
   }
   if (auto st = agent::PrepareDataDir(cfg.data_dir, sandbox.switch_uid); !st.ok()) {
     return Fail(st.message());
+  }
+  // Tenant directories an earlier agent made readable by anyone get their tenant's group now.
+  if (auto st = agent::PrepareDatasetRoot(cfg.dataset_root, sandbox); !st.ok()) {
+    return Fail("cannot secure --dataset-root " + cfg.dataset_root + ": " + st.message());
   }
   agent::CgroupSetup cgroups;
   if (cfg.no_cgroups) {

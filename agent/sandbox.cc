@@ -31,7 +31,8 @@ int RunAsJob(const JobCredentials& c, AsJob op, const char* path = nullptr, int 
   pid_t pid = ::fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    if (::syscall(SYS_setgroups, 0, nullptr) != 0 ||
+    const gid_t group = c.group.value_or(0);
+    if (::syscall(SYS_setgroups, c.group ? 1 : 0, c.group ? &group : nullptr) != 0 ||
         ::syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0 ||
         ::syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) {
       ::_exit(2);
@@ -91,6 +92,21 @@ std::vector<ResourceLimit> JobRlimits(const SandboxOptions& options) {
   // Counted per real uid: only meaningful when the uid is the job's alone.
   if (options.switch_uid) out.push_back({RLIMIT_NPROC, static_cast<uint64_t>(options.max_processes)});
   return out;
+}
+
+common::Result<gid_t> TenantGid(const SandboxOptions& options, int64_t tenant_id) {
+  if (tenant_id <= 0) {
+    return common::InvalidArgument("a job without a tenant id cannot be given its tenant's group");
+  }
+  if (tenant_id >= options.tenant_gid_count) {
+    return common::FailedPrecondition(
+        "tenant " + std::to_string(tenant_id) + " has no group on this node: --tenant-gid-base " +
+        std::to_string(options.tenant_gid_base) + " --tenant-gid-count " +
+        std::to_string(options.tenant_gid_count) + " give tenants 1.." +
+        std::to_string(options.tenant_gid_count - 1) +
+        " theirs; raise --tenant-gid-count (the same on every node)");
+  }
+  return options.tenant_gid_base + static_cast<gid_t>(tenant_id);
 }
 
 UidPool::UidPool(const SandboxOptions& options)

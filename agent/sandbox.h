@@ -2,10 +2,11 @@
 //
 // A job is tenant code. On a node whose agent runs as root, each running job gets a uid of its
 // own (and the same gid) from a configured range, never shared with another running job and
-// never one that still has processes; mpirun and every rank run as that uid with no
-// supplementary groups and no_new_privs (agent/spawn.h does the switch). So a job cannot read
-// another job's files or /proc/<pid>/environ (where job tokens live), cannot signal or ptrace
-// it, and cannot read the agent's files: the data directory is
+// never one that still has processes; mpirun and every rank run as that uid with exactly one
+// supplementary group, its tenant's (TenantGid: the same number on every node), and
+// no_new_privs (agent/spawn.h does the switch and checks it held). So a job cannot read another
+// job's files or /proc/<pid>/environ (where job tokens live), cannot signal or ptrace it, and
+// cannot read the agent's files: the data directory is
 //
 //   <data-dir>/              0711 root   (job uids may pass through, not list)
 //     node.token             0600 root
@@ -18,9 +19,16 @@
 // and every ancestor of <data-dir> must be searchable by others. When a job ends its two
 // directories go back to root (0700), so the next job given the same uid finds nothing.
 //
+// The tenant's group opens one thing only: the tenant's directory under the dataset root,
+// root:<tenant gid> 0750 (agent/dataset_import.h), so a job reads its own tenant's datasets and
+// no other's, and cannot write there. Nothing else the agent makes is group-owned by a tenant,
+// and what a job writes gets its own gid, not the tenant's. A tenant id past the configured
+// range has no group: its jobs are refused at launch.
+//
 // Limits come on top (rlimits on every process, agent/cgroup.h where the node has cgroups).
 // An agent that is not root cannot switch uid: it runs jobs as itself and reports
-// unprivileged_uid false at registration, as does one started with --run-jobs-as-agent.
+// unprivileged_uid false at registration, as does one started with --run-jobs-as-agent; such a
+// node isolates nothing, tenant groups included.
 #pragma once
 
 #include <sys/types.h>
@@ -44,6 +52,10 @@ struct SandboxOptions {
   bool switch_uid = true;  // off: jobs run as the agent (always so when the agent is not root)
   uid_t uid_base = 200000;
   int uid_count = 65536;             // job uids are uid_base .. uid_base + uid_count - 1
+  // Tenant t's group is tenant_gid_base + t, for 0 < t < tenant_gid_count: the same on every node
+  // sharing a dataset root, and never in the job uid (= gid) range.
+  gid_t tenant_gid_base = 10000000;
+  int tenant_gid_count = 65536;
   int64_t max_processes = 4096;      // RLIMIT_NPROC of the job's uid, pids.max of its cgroup
   int64_t max_open_files = 65536;    // RLIMIT_NOFILE of every process
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
@@ -53,6 +65,11 @@ struct SandboxOptions {
 // the uid switch (RLIMIT_NPROC counts every process of the real uid), bounded processes. The
 // address-space limit is per rank (agent/rank_exec.h), not here.
 std::vector<ResourceLimit> JobRlimits(const SandboxOptions& options);
+
+// The supplementary group of every process of a job of `tenant_id`, which opens that tenant's
+// directory under the dataset root (agent/dataset_import.h). invalid_argument for a tenant id
+// below 1; failed_precondition, saying which flag to raise, for one past tenant_gid_count.
+common::Result<gid_t> TenantGid(const SandboxOptions& options, int64_t tenant_id);
 
 // Hands out job uids: job_id mod uid_count first, then the next ones, skipping uids held by a
 // running job of this agent and uids that own live processes (another agent's jobs on the same

@@ -1,5 +1,6 @@
 // The sandbox pieces one at a time, with real processes but without mpirun: the uid switch, the
-// rlimits, the uid pool, the data directory's modes, cgroups (tests/ needing root skip without).
+// rlimits, the uid pool, the tenant groups and what they open, the data directory's modes, cgroups
+// (tests needing root skip without).
 #include "agent/sandbox.h"
 
 #include <fcntl.h>
@@ -10,12 +11,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "agent/cgroup.h"
+#include "agent/dataset_import.h"
 #include "agent/process_tree.h"
 #include "agent/test_util.h"
 
@@ -79,6 +82,90 @@ TEST(SandboxTest, JobRunsAsItsUidWithNoGroupsNoCapabilitiesAndNoWayBack) {
   EXPECT_NE(r.output.find("CapEff:\t0000000000000000"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("CapPrm:\t0000000000000000"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("READ-INIT-ENV"), std::string::npos) << r.output;
+}
+
+// Tenant groups of this test process's own, apart from its job uids (whose gids are the same).
+SandboxOptions TenantSandbox() {
+  SandboxOptions o = TestSandbox();
+  o.tenant_gid_base = 7000000 + static_cast<gid_t>(::getpid() % 5000) * 100;
+  o.tenant_gid_count = 100;
+  return o;
+}
+
+TEST(SandboxTest, TenantGroupsAreInRangeOrRefused) {
+  SandboxOptions o = TenantSandbox();
+  auto one = TenantGid(o, 1);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, o.tenant_gid_base + 1);
+  EXPECT_EQ(*TenantGid(o, 99), o.tenant_gid_base + 99);
+  EXPECT_EQ(TenantGid(o, 0).status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(TenantGid(o, -4).status().code(), common::Code::kInvalidArgument);
+  auto past = TenantGid(o, 100);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(past.status().message().find("tenant 100 has no group on this node"), std::string::npos)
+      << past.status().message();
+  EXPECT_NE(past.status().message().find("--tenant-gid-count"), std::string::npos);
+}
+
+TEST(SandboxTest, JobRunsWithItsTenantsGroupAndNoOther) {
+  REQUIRE_ROOT();
+  TempDir dir;
+  const SandboxOptions o = TenantSandbox();
+  const gid_t tenant = o.tenant_gid_base + 4;
+  JobCredentials c{o.uid_base + 12, o.uid_base + 12, tenant};
+  SpawnRequest req = Sh("id -u; id -g; id -G; grep '^Groups:' /proc/self/status; exit 0");
+  req.credentials = c;
+  req.no_new_privs = true;
+  RunResult r = RunSandboxed(dir.path(), req);
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  const std::string u = std::to_string(c.uid), g = std::to_string(tenant);
+  EXPECT_EQ(r.output.rfind(u + "\n" + u + "\n" + u + " " + g + "\n", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("Groups:\t" + g + " \n"), std::string::npos) << r.output;
+}
+
+// The dataset root as agents lay it out (agent/dataset_import.h): tenant A's jobs read A's
+// versions; tenant B's jobs get EACCES on the file and on listing A's directory; nobody writes
+// into a tenant's directory.
+TEST(SandboxTest, OnlyTheTenantsJobsReadItsDatasets) {
+  REQUIRE_ROOT();
+  TempDir dir;
+  const SandboxOptions o = TenantSandbox();
+  const std::string root = dir.path() + "/datasets";
+  const std::string tenant_a = root + "/tenant-1";
+  const std::string file = tenant_a + "/dataset-5/dataset.json";
+  ASSERT_TRUE(PrepareTenantDir(tenant_a, *TenantGid(o, 1)).ok());
+  ASSERT_TRUE(common::MakeDirs(tenant_a + "/dataset-5").ok());
+  ASSERT_TRUE(common::WriteFileAtomic(file, "secret-of-tenant-a\n", 0444).ok());
+  const JobCredentials a{o.uid_base + 13, o.uid_base + 13, *TenantGid(o, 1)};
+  const JobCredentials b{o.uid_base + 14, o.uid_base + 14, *TenantGid(o, 2)};
+  const std::string probe = "cat " + file + "; ls " + tenant_a + "; touch " + tenant_a +
+                            "/planted && echo WROTE; touch " + tenant_a +
+                            "/dataset-5/x && echo "
+                            "WROTE; exit 0";
+  SpawnRequest req = Sh(probe);
+  req.credentials = a;
+  RunResult ra = RunSandboxed(dir.path(), req);
+  ASSERT_TRUE(ra.error.empty()) << ra.error;
+  EXPECT_NE(ra.output.find("secret-of-tenant-a"), std::string::npos) << ra.output;
+  EXPECT_NE(ra.output.find("dataset-5"), std::string::npos) << ra.output;  // listed
+  EXPECT_EQ(ra.output.find("WROTE"), std::string::npos) << ra.output;
+  EXPECT_TRUE(CanReadAs(a, file, false));
+
+  req.credentials = b;
+  RunResult rb = RunSandboxed(dir.path(), req);
+  ASSERT_TRUE(rb.error.empty()) << rb.error;
+  EXPECT_EQ(rb.output.find("secret-of-tenant-a"), std::string::npos) << rb.output;
+  EXPECT_NE(rb.output.find("cat: " + file + ": Permission denied"), std::string::npos) << rb.output;
+  EXPECT_NE(rb.output.find("cannot open directory '" + tenant_a + "': Permission denied"),
+            std::string::npos)
+      << rb.output;
+  EXPECT_EQ(rb.output.find("WROTE"), std::string::npos) << rb.output;
+  EXPECT_FALSE(CanReadAs(b, file, false));
+  EXPECT_FALSE(CanReadAs(b, tenant_a, true));
+  // Without a group at all, as before tenants had groups: no way in either.
+  EXPECT_FALSE(CanReadAs({o.uid_base + 15, o.uid_base + 15}, file, false));
+  EXPECT_FALSE(std::filesystem::exists(tenant_a + "/planted"));
 }
 
 TEST(SandboxTest, TheJobDirectoryIsEnteredWithTheJobsRights) {

@@ -37,7 +37,11 @@ const char* StepName(int step) {
 // Child side, after fork: async-signal-safe calls only. set*id go straight to the kernel: the
 // child has one thread, and glibc's wrappers would try to reach the parent's other threads.
 int DropPrivileges(const JobCredentials& c) {
-  if (::syscall(SYS_setgroups, 0, nullptr) != 0) return kCredentials;
+  const gid_t wanted_group = c.group.value_or(0);
+  const size_t wanted_groups = c.group ? 1 : 0;
+  if (::syscall(SYS_setgroups, wanted_groups, c.group ? &wanted_group : nullptr) != 0) {
+    return kCredentials;
+  }
   if (::syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0) return kCredentials;
   if (::syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) return kCredentials;
   uid_t ru, eu, su;
@@ -47,8 +51,16 @@ int DropPrivileges(const JobCredentials& c) {
     errno = EPERM;
     return kCredentialsHeld;
   }
-  // With every id dropped, getting root back must be impossible.
-  if (c.uid != 0 && (::syscall(SYS_setresuid, 0, 0, 0) == 0 || ::getgroups(0, nullptr) != 0)) {
+  // Exactly the supplementary groups asked for: none, or the one group (the tenant's).
+  gid_t groups[2] = {};
+  int n = ::getgroups(2, groups);
+  if (n != static_cast<int>(wanted_groups) || (wanted_groups == 1 && groups[0] != wanted_group)) {
+    errno = EPERM;
+    return kCredentialsHeld;
+  }
+  // With every id dropped, getting root (or other groups) back must be impossible.
+  if (c.uid != 0 &&
+      (::syscall(SYS_setresuid, 0, 0, 0) == 0 || ::syscall(SYS_setgroups, 0, nullptr) == 0)) {
     errno = EPERM;
     return kCredentialsHeld;
   }

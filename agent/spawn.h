@@ -2,8 +2,9 @@
 // launcher, kept apart so the job logic above it reads without file-descriptor plumbing.
 //
 // The child can be put in a sandbox before it execs (agent/sandbox.h says what the sandbox is):
-// it joins cgroups, lowers its rlimits, sets no_new_privs and drops to a uid and gid of its own,
-// in that order, so that by the time the program runs nothing it inherited can be undone.
+// it joins cgroups, lowers its rlimits, sets no_new_privs and drops to a uid and gid of its own
+// (with exactly the supplementary groups the credentials name), in that order, so that by the time
+// the program runs nothing it inherited can be undone.
 #pragma once
 
 #include <sys/types.h>
@@ -17,10 +18,12 @@
 
 namespace agent {
 
-// An unprivileged identity: uid and gid, no supplementary groups.
+// An unprivileged identity: uid and gid and, at most, one supplementary group (the job's
+// tenant's, which opens that tenant's datasets: agent/sandbox.h).
 struct JobCredentials {
   uid_t uid = 0;
   gid_t gid = 0;
+  std::optional<gid_t> group = std::nullopt;  // the one supplementary group; none: no others
 };
 
 // setrlimit(resource) with soft = hard = value, so the job cannot raise it again (a value above
@@ -39,7 +42,7 @@ struct SpawnRequest {
   std::vector<std::string> cgroup_procs;
   std::vector<ResourceLimit> limits;
   bool no_new_privs = false;                  // PR_SET_NO_NEW_PRIVS
-  std::optional<JobCredentials> credentials;  // setgroups({}), setresgid, setresuid
+  std::optional<JobCredentials> credentials;  // setgroups({group} or {}), setresgid, setresuid
 };
 
 // Forks, calls setsid() (the child leads a new session and process group whose id is its pid),

@@ -1,5 +1,8 @@
 // End to end: PostgreSQL + embody-server + two agents, all real processes on loopback; jobs go
 // in over HTTP exactly as a user would send them.
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -112,25 +115,61 @@ TEST_F(EndToEndTest, TwoRankTrainingJobSucceedsWithEventsLogsAndCheckpoint) {
   EXPECT_GT(std::filesystem::file_size(path), 0u);
 }
 
+// A tenant of the stack with a member token of its own.
+struct StackTenant {
+  int64_t id = 0;
+  std::string token;
+};
+StackTenant MakeTenant(LocalStack* stack, const std::string& name) {
+  StackTenant t;
+  HttpResult created =
+      stack->Post("/v1/tenants", json{{"name", name + "-" + std::to_string(::getpid())}}.dump());
+  EXPECT_EQ(created.status, 201) << created.text;
+  if (created.status != 201) return t;
+  HttpResult member = stack->Post(
+      "/v1/tokens",
+      json{{"tenant_id", created.body["id"]}, {"role", "member"}, {"name", name}}.dump());
+  EXPECT_EQ(member.status, 201) << member.text;
+  t.id = created.body["id"].get<int64_t>();
+  t.token = member.body.value("token", "");
+  return t;
+}
+
+// The agents' default --tenant-gid-base: every process of tenant T's jobs has group base + T.
+constexpr gid_t kTenantGidBase = 10000000;
+
 // A robomimic-layout HDF5 file made here, imported through storage's importer (what
-// `embody-data import-hdf5` runs) into a directory the jobs' users can read.
-std::string MakeReadableDataset(const std::string& name) {
-  std::string dir = storage::testing::MakeTempDir("e2e_dataset_" + name);
-  EXPECT_FALSE(dir.empty());
-  auto made = engine::testing::MakeReachDataset(dir, engine::testing::ReachHdf5Spec{});
-  EXPECT_TRUE(made.ok()) << made.status().ToString();
+// `embody-data import-hdf5` runs) and laid out as agents publish a version
+// (agent/dataset_import.h): <dir>/tenant-<tid>/dataset, the tenant directory root:<tenant gid>
+// 0750 and what is in it readable by all, so only that tenant's jobs can read it. Where the test
+// (and so the agents) is not root, jobs run as the agents, that is as this process, and the
+// group changes nothing.
+std::string MakeTenantDataset(const std::string& name, int64_t tenant_id) {
   namespace fs = std::filesystem;
-  // Jobs run as unprivileged users: the dataset must be readable by them (mkdtemp makes 0700).
-  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                           fs::perms::others_read | fs::perms::others_exec);
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+  const std::string dir = storage::testing::MakeTempDir("e2e_dataset_" + name);
+  EXPECT_FALSE(dir.empty());
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  const std::string tenant_dir = dir + "/tenant-" + std::to_string(tenant_id);
+  fs::create_directory(tenant_dir);
+  auto made = engine::testing::MakeReachDataset(tenant_dir, engine::testing::ReachHdf5Spec{});
+  EXPECT_TRUE(made.ok()) << made.status().ToString();
+  for (const auto& entry : fs::recursive_directory_iterator(tenant_dir)) {
     fs::permissions(entry.path(),
                     fs::perms::group_read | fs::perms::others_read |
                         (entry.is_directory() ? fs::perms::group_exec | fs::perms::others_exec
                                               : fs::perms::none),
                     fs::perm_options::add);
   }
+  if (::geteuid() == 0) {
+    EXPECT_EQ(::chown(tenant_dir.c_str(), 0, kTenantGidBase + static_cast<gid_t>(tenant_id)), 0);
+  }
+  fs::permissions(tenant_dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
   return made.ok() ? *made : "";
+}
+
+// The directory MakeTenantDataset made for `dataset`, to remove.
+std::string DatasetBase(const std::string& dataset) {
+  return std::filesystem::path(dataset).parent_path().parent_path().string();
 }
 
 json DatasetJob(const std::string& name, const std::string& dataset) {
@@ -150,10 +189,14 @@ json DatasetJob(const std::string& name, const std::string& dataset) {
 }
 
 TEST_F(EndToEndTest, TrainingOnAnImportedRobomimicDatasetSucceedsWithTheLossFalling) {
-  const std::string dataset = MakeReadableDataset("ok");
+  const StackTenant owner = MakeTenant(stack_, "e2e-dataset-owner");
+  ASSERT_GT(owner.id, 0);
+  const std::string dataset = MakeTenantDataset("ok", owner.id);
   ASSERT_FALSE(dataset.empty());
-  int64_t id = Submit(DatasetJob("e2e-dataset", dataset));
-  ASSERT_GT(id, 0);
+  HttpResult submitted =
+      stack_->Post("/v1/jobs", DatasetJob("e2e-dataset", dataset).dump(), owner.token);
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const int64_t id = submitted.body["id"].get<int64_t>();
   json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
   ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
   EXPECT_EQ(job["spec"]["engine"]["data"]["dataset"], "dir:" + dataset);
@@ -170,18 +213,39 @@ TEST_F(EndToEndTest, TrainingOnAnImportedRobomimicDatasetSucceedsWithTheLossFall
   EXPECT_LT(last, 0.6 * first) << "mean loss of the first 10 steps " << first
                                << ", of the last 10 " << last;
   EXPECT_EQ(steps.back()["data"]["world_size"], 2);
-  std::filesystem::remove_all(std::filesystem::path(dataset).parent_path());
+
+  // Another tenant's job names the same directory: its ranks cannot enter the tenant's.
+  if (::geteuid() == 0) {
+    const StackTenant other = MakeTenant(stack_, "e2e-dataset-other");
+    ASSERT_GT(other.id, 0);
+    json spec = DatasetJob("e2e-dataset-other-tenant", dataset);
+    spec["resources"]["nodes"] = 1;
+    HttpResult r = stack_->Post("/v1/jobs", spec.dump(), other.token);
+    ASSERT_EQ(r.status, 201) << r.text;
+    const int64_t other_id = r.body["id"].get<int64_t>();
+    json denied = stack_->WaitForState(other_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 120);
+    ASSERT_EQ(denied.value("state", ""), "FAILED") << denied.dump(2);
+    const std::string logs =
+        stack_->Get("/v1/jobs/" + std::to_string(other_id) + "/logs?rank=0").text;
+    EXPECT_NE(logs.find("cannot open " + dataset + "/dataset.json"), std::string::npos)
+        << logs.substr(0, 4000);
+  }
+  std::filesystem::remove_all(DatasetBase(dataset));
 }
 
 TEST_F(EndToEndTest, CorruptDatasetFailsTheJobNamingTheShard) {
-  const std::string dataset = MakeReadableDataset("bad");
+  const StackTenant owner = MakeTenant(stack_, "e2e-dataset-bad");
+  ASSERT_GT(owner.id, 0);
+  const std::string dataset = MakeTenantDataset("bad", owner.id);
   ASSERT_FALSE(dataset.empty());
   auto m = storage::ReadManifest(dataset);
   ASSERT_TRUE(m.ok());
   const std::string shard = dataset + "/" + m->shards[2].file;
   storage::testing::FlipByte(shard, 64 + 10);  // the actions of demo_2
-  int64_t id = Submit(DatasetJob("e2e-dataset-bad", dataset));
-  ASSERT_GT(id, 0);
+  HttpResult submitted =
+      stack_->Post("/v1/jobs", DatasetJob("e2e-dataset-bad", dataset).dump(), owner.token);
+  ASSERT_EQ(submitted.status, 201) << submitted.text;
+  const int64_t id = submitted.body["id"].get<int64_t>();
   json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
   ASSERT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
   std::string logs;
@@ -191,7 +255,7 @@ TEST_F(EndToEndTest, CorruptDatasetFailsTheJobNamingTheShard) {
   }
   EXPECT_NE(logs.find(shard + " episode 0 (demo_2): checksum mismatch"), std::string::npos)
       << logs.substr(0, 4000);
-  std::filesystem::remove_all(std::filesystem::path(dataset).parent_path());
+  std::filesystem::remove_all(DatasetBase(dataset));
 }
 
 TEST_F(EndToEndTest, CancelStopsEveryProcess) {
