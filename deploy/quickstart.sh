@@ -118,9 +118,14 @@ port=0
 if [ "$port" != 0 ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then port=0; fi
 rm -f "$EMBODY_HOME/server.port"
 
+# Imported datasets (embody datasets import): one root the server and every agent name alike.
+datasets=$rundir/datasets
+mkdir -p "$datasets"
+chmod 0755 "$datasets"
+
 say "Starting embody-server"
 nohup "$bin/embody-server" --listen "127.0.0.1:$port" --db "$conninfo" \
-  --data-dir "$EMBODY_HOME/server" --port-file "$EMBODY_HOME/server.port" \
+  --data-dir "$EMBODY_HOME/server" --dataset-root "$datasets" --port-file "$EMBODY_HOME/server.port" \
   --bootstrap-out "$EMBODY_HOME/bootstrap.json" >"$EMBODY_HOME/logs/server.log" 2>&1 &
 wait_for_file "$EMBODY_HOME/server.port" || die "server did not start, see $EMBODY_HOME/logs/server.log"
 url="http://127.0.0.1:$(cat "$EMBODY_HOME/server.port")"
@@ -148,7 +153,7 @@ slots=$(( $(nproc) / 2 )); [ "$slots" -ge 1 ] || slots=1
 for node in node-a node-b; do
   nohup "$bin/embody-agent" --server "$url" --token-file "$EMBODY_HOME/bootstrap.json" \
     --metrics-token-file "$metrics_token" \
-    --name "$node" --data-dir "$rundir/agents/$node" --slots "$slots" \
+    --name "$node" --data-dir "$rundir/agents/$node" --dataset-root "$datasets" --slots "$slots" \
     --address 127.0.0.1 >"$EMBODY_HOME/logs/agent-$node.log" 2>&1 &
 done
 
@@ -183,6 +188,7 @@ cat <<MSG
   Prometheus:  deploy/prometheus_config.sh --server $url \\
                  --token-file $EMBODY_HOME/bootstrap.json \\
                  --metrics-token-file $metrics_token --out $EMBODY_HOME/prometheus
+  datasets:    $datasets   (embody datasets import NAME FILE.hdf5; docs/storage.md)
   logs:        $EMBODY_HOME/logs/
   stop:        ./deploy/quickstart.sh stop
 MSG
