@@ -138,13 +138,14 @@ bool LocalStack::Start() {
   for (int i = 0; i < agents_; ++i) {
     std::string name = std::string("node-") + static_cast<char>('a' + i);
     agent_procs_.push_back(std::make_unique<ChildProcess>());
-    common::Status st = agent_procs_.back()->Start(
-        std::vector<std::string>{bin + "/embody-agent", "--server", url_, "--token-file", bootstrap,
-                                 "--name", name, "--data-dir", dir_ + "/agents/" + name, "--slots",
-                                 std::to_string(slots_), "--address", "127.0.0.1", "--job-uid-base",
-                                 uid_base, "--job-uid-count", "1000", "--metrics-token-file",
-                                 metrics_token_file()},
-        dir_ + "/agent-" + name + ".log");
+    std::vector<std::string> agent_argv{bin + "/embody-agent", "--server", url_, "--token-file",
+                                        bootstrap, "--name", name, "--data-dir",
+                                        dir_ + "/agents/" + name, "--slots",
+                                        std::to_string(slots_), "--address", "127.0.0.1",
+                                        "--job-uid-base", uid_base, "--job-uid-count", "1000",
+                                        "--metrics-token-file", metrics_token_file()};
+    agent_argv.insert(agent_argv.end(), agent_flags_.begin(), agent_flags_.end());
+    common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());
       return false;
