@@ -125,6 +125,7 @@ void JobRunner::Launch(const api::Command& launch) {
 }
 
 bool JobRunner::NeedsFetch(const api::Command& launch) const {
+  if (UploadOf(launch.spec)) return static_cast<bool>(options_.fetch_upload);
   const api::CheckpointRef& ref = launch.resume_checkpoint;
   if (ref.id == 0 || !options_.fetch_checkpoint) return false;
   // The job's own checkpoint at resume_from, still readable here (the same node, or storage
@@ -138,7 +139,37 @@ bool JobRunner::NeedsFetch(const api::Command& launch) const {
            ::access(launch.resume_from.c_str(), R_OK) == 0);
 }
 
+void JobRunner::FetchUploadThenStart(Job* job, api::Command launch, const UploadRef& ref) {
+  // Root's private directory: no job of this node reads the copy before it is the job's own.
+  const std::string dir = DownloadDir(job->id);
+  const std::string fetched = dir + "/upload.hdf5";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  common::Status st = common::MakeDirs(dir);
+  if (st.ok() && ::chmod(dir.c_str(), 0700) != 0) st = common::Internal("cannot chmod " + dir);
+  if (st.ok()) {
+    common::LogInfo("fetching dataset upload", {{"job", std::to_string(job->id)},
+                                                {"dataset", std::to_string(ref.dataset_id)},
+                                                {"bytes", std::to_string(ref.bytes)}});
+    st = options_.fetch_upload(ref, fetched);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  job->preparing = false;
+  job->upload_fetched = fetched;
+  job->upload_copy = JobDir(job->id) + "/upload.hdf5";
+  if (job->kill_requested) return Finish(job, 128 + SIGKILL, job->kill_reason);
+  if (!st.ok()) {
+    common::LogWarn("cannot fetch dataset upload",
+                    {{"job", std::to_string(job->id)}, {"error", st.ToString()}});
+    return Finish(job, 1, "cannot fetch the upload of dataset " + std::to_string(ref.dataset_id) +
+                              ": " + st.message());
+  }
+  launch.spec = SpecReadingCopy(launch.spec, job->upload_copy);
+  Start(job, launch);
+}
+
 void JobRunner::FetchThenStart(Job* job, api::Command launch) {
+  if (auto up = UploadOf(launch.spec)) return FetchUploadThenStart(job, std::move(launch), *up);
   const api::CheckpointRef ref = launch.resume_checkpoint;
   const std::string id = std::to_string(job->id);
   const std::string dir = DownloadDir(job->id);
@@ -208,6 +239,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
   in.kill_grace_s = std::max<int>(
       1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
+  if (UploadOf(launch.spec)) return Finish(job, 1, "this agent cannot fetch dataset uploads");
   if (launch.spec.is_object() && launch.spec.value("kind", "") == "import") {
     auto paths = ImportPathsFor(options_.dataset_root, launch.tenant_id, launch.spec);
     if (!paths.ok()) return Finish(job, 1, paths.status().message());
@@ -262,6 +294,9 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   }
 
   common::Status st = PrepareDirs(job, launch, *plan, creds);
+  if (st.ok() && !job->upload_fetched.empty()) {
+    st = HandUploadToJob(job->upload_fetched, job->upload_copy, creds);
+  }
   if (!st.ok()) {
     ReleaseResources(job);
     return Finish(job, 1, "cannot prepare job directory: " + st.message());
@@ -386,6 +421,11 @@ void JobRunner::ReleaseResources(Job* job) {
 
 void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
   job->running = false;
+  if (!job->upload_fetched.empty()) {
+    // The server keeps the upload until the import ended; the node keeps no copy past the job.
+    ::unlink(job->upload_fetched.c_str());
+    ::unlink(job->upload_copy.c_str());
+  }
   job->result = {job->id, exit_code, reason, job->kill_requested};
   common::LogInfo("job finished", {{"job", std::to_string(job->id)},
                                    {"exit_code", std::to_string(exit_code)},

@@ -40,6 +40,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/dataset_import.h"
+#include "agent/dataset_upload_fetch.h"
 #include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
 #include "agent/rank_logs.h"
@@ -68,6 +69,9 @@ struct JobRunnerOptions {
   // unset: launches ignore resume_checkpoint.
   std::function<common::Status(const api::CheckpointRef&, const std::string& local_path)>
       fetch_checkpoint;
+  // Writes the upload an import job reads (dataset_upload_fetch.h) to a local path, verified;
+  // unset: such a job fails at once.
+  std::function<common::Status(const UploadRef&, const std::string& local_path)> fetch_upload;
 };
 
 // What the job-local API needs to know about a running job.
@@ -129,6 +133,8 @@ class JobRunner {
     std::vector<int> gpus;
     std::unique_ptr<JobCgroup> cgroup;
     std::optional<ImportPaths> import;  // kind import: where its output goes
+    std::string upload_fetched;  // an uploaded import's copy, as fetched (root's)
+    std::string upload_copy;     // ... and where the job reads it, in its own directory
     int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
     bool preparing = false;  // fetching its checkpoint; nothing started yet
@@ -147,6 +153,8 @@ class JobRunner {
   bool NeedsFetch(const api::Command& launch) const;
   // On the preparer thread: fetches the checkpoint, then starts the job (or records why not).
   void FetchThenStart(Job* job, api::Command launch);
+  // On the preparer thread: fetches an import's upload, then starts the job reading the copy.
+  void FetchUploadThenStart(Job* job, api::Command launch, const UploadRef& ref);
   // mu_ held. Prepares the job's directories; the start note opens its launcher log.
   common::Status PrepareDirs(Job* job, const api::Command& launch, const LaunchPlan& plan,
                              const std::optional<JobCredentials>& creds);

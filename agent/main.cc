@@ -217,6 +217,14 @@ int main(int argc, char** argv) {
     }
     return common::Status::Ok();
   };
+  // An import of an uploaded file reads the server's copy (agent/dataset_upload_fetch.h).
+  agent::UploadFetchOptions upload_fetch;
+  upload_fetch.server_url = cfg.server;
+  upload_fetch.token = [&credential] { return credential.Bearer(); };
+  run_opts.fetch_upload = [upload_fetch](const agent::UploadRef& ref,
+                                         const std::string& path) -> common::Status {
+    return agent::FetchUpload(upload_fetch, ref, path);
+  };
   auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
   runner_ptr.store(runner.get());
 

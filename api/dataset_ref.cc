@@ -118,16 +118,54 @@ bool IsValidName(const std::string& s) {
   return true;
 }
 
+namespace {
+
+common::Result<UploadSource> ParseUpload(const json& j, const std::string& field) {
+  if (!j.is_object()) return InvalidArgument("must be an object", field);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "bytes" && it.key() != "sha256") {
+      return InvalidArgument("unknown field", field + "." + it.key());
+    }
+  }
+  UploadSource u;
+  const bool in_range =
+      j.contains("bytes") && j["bytes"].is_number_integer() &&
+      (j["bytes"].is_number_unsigned()
+           ? j["bytes"].get<uint64_t>() <= static_cast<uint64_t>(kMaxUploadDeclaredBytes)
+           : j["bytes"].get<int64_t>() >= 1 && j["bytes"].get<int64_t>() <= kMaxUploadDeclaredBytes);
+  if (!in_range || j["bytes"].get<int64_t>() < 1) {
+    return InvalidArgument("must be an integer from 1 to 2^50", field + ".bytes");
+  }
+  u.bytes = j["bytes"].get<int64_t>();
+  if (!j.contains("sha256") || !j["sha256"].is_string() ||
+      !IsSha256Hex(j["sha256"].get<std::string>())) {
+    return InvalidArgument("must be 64 lower-case hex characters", field + ".sha256");
+  }
+  u.sha256 = j["sha256"].get<std::string>();
+  return u;
+}
+
+}  // namespace
+
+bool IsSha256Hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
 common::Result<ImportSource> ParseImportSource(const json& j, const std::string& field) {
   if (!j.is_object()) return InvalidArgument("must be an object", field);
   ImportSource s;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = it.key();
     const std::string where = field + "." + key;
-    if (key != "format" && key != "path" && key != "filter" && key != "language") {
+    if (key != "format" && key != "path" && key != "upload" && key != "filter" &&
+        key != "language") {
       return InvalidArgument("unknown field", where);
     }
-    if (!it->is_string()) return InvalidArgument("must be a string", where);
+    if (key != "upload" && !it->is_string()) return InvalidArgument("must be a string", where);
   }
   if (j.contains("format")) s.format = j["format"].get<std::string>();
   if (s.format != "hdf5") {
@@ -135,9 +173,19 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
                           "only \"hdf5\" (robomimic / LIBERO layout) can be imported",
                           field + ".format");
   }
-  if (!j.contains("path")) return InvalidArgument("is required", field + ".path");
-  s.path = j["path"].get<std::string>();
-  EMBODY_RETURN_IF_ERROR(CheckImportPath(s.path, field + ".path"));
+  if (j.contains("path") == j.contains("upload")) {
+    return InvalidArgument(
+        "exactly one of \"path\" (a file the nodes read) and \"upload\" (a file sent to the "
+        "server in chunks) is required",
+        field + (j.contains("path") ? ".upload" : ".path"));
+  }
+  if (j.contains("upload")) {
+    EMBODY_ASSIGN_OR_RETURN(u, ParseUpload(j["upload"], field + ".upload"));
+    s.upload = u;
+  } else {
+    s.path = j["path"].get<std::string>();
+    EMBODY_RETURN_IF_ERROR(CheckImportPath(s.path, field + ".path"));
+  }
   if (j.contains("filter")) {
     s.filter = j["filter"].get<std::string>();
     if (!IsValidName(s.filter)) {
@@ -156,7 +204,12 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
 }
 
 json ToJson(const ImportSource& s) {
-  json j{{"format", s.format}, {"path", s.path}};
+  json j{{"format", s.format}};
+  if (s.upload) {
+    j["upload"] = {{"bytes", s.upload->bytes}, {"sha256", s.upload->sha256}};
+  } else {
+    j["path"] = s.path;
+  }
   if (!s.filter.empty()) j["filter"] = s.filter;
   if (!s.language.empty()) j["language"] = s.language;
   return j;

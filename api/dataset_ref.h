@@ -11,12 +11,14 @@
 //                             as "dir:PATH" of that version
 //
 // The source of an import (POST /v1/datasets, and the "import" block of the job that runs it) is
-// an ImportSource: an absolute, normalised (no "." or ".." component, no "//"), printable path of
-// at most kMaxImportPathBytes. Whether a path exists or can be read is learnt only where the job
-// runs, as the job's own uid.
+// an ImportSource: either an absolute, normalised (no "." or ".." component, no "//"), printable
+// path of at most kMaxImportPathBytes, or an upload {"bytes": N, "sha256": "hex"}: a file sent to
+// the server in chunks (docs/storage.md), which the import job's agent fetches from the server.
+// Whether a path exists or can be read is learnt only where the job runs, as the job's own uid.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -52,16 +54,30 @@ struct DatasetRef {
 common::Result<DatasetRef> ParseDatasetRef(const std::string& text,
                                            const std::string& field = "engine.data.dataset");
 
+// The largest file an upload may declare; the server's own flag (--dataset-upload-max-gib) is
+// the real bound and is usually far lower.
+inline constexpr int64_t kMaxUploadDeclaredBytes = int64_t{1} << 50;
+
+struct UploadSource {
+  int64_t bytes = 0;   // 1 .. kMaxUploadDeclaredBytes
+  std::string sha256;  // 64 lower-case hex characters
+};
+
 struct ImportSource {
   std::string format = "hdf5";  // the only one built
-  std::string path;             // absolute path of the file, as the import job sees it
+  std::string path;             // absolute path of the file, as the import job sees it; "" for an upload
+  std::optional<UploadSource> upload;  // exactly one of path and upload
   std::string filter;           // mask/<filter> of the HDF5 file; "": every demo
   std::string language;         // instruction overriding the file's; "": the file's
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").
+// Exactly one of "path" and "upload" is required.
 common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field);
 nlohmann::json ToJson(const ImportSource& s);
+
+// 64 lower-case hex characters.
+bool IsSha256Hex(const std::string& s);
 
 // Dataset and job names: 1-128 letters, digits, '-', '_' or '.'.
 bool IsValidName(const std::string& name);

@@ -99,6 +99,35 @@ TEST(ImportSourceTest, RefusesPathsThatAreNotPlainAbsolute) {
   EXPECT_EQ(ParseImportSource(json::object(), "source").status().field(), "source.path");
 }
 
+TEST(ImportSourceTest, AnUploadIsBoundedAndExclusiveOfAPath) {
+  const std::string sha(64, 'c');
+  auto s = ParseImportSource(json{{"upload", {{"bytes", 1024}, {"sha256", sha}}}, {"filter", "t"}},
+                             "source");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(s->upload);
+  EXPECT_EQ(s->upload->bytes, 1024);
+  EXPECT_TRUE(s->path.empty());
+  // Round trip: the import job's spec carries the same upload, no path.
+  json j = ToJson(*s);
+  EXPECT_EQ(j["upload"]["sha256"], sha);
+  EXPECT_FALSE(j.contains("path"));
+  EXPECT_EQ(ParseImportSource(j, "source")->upload->bytes, 1024);
+
+  auto field = [&](const json& src) { return ParseImportSource(src, "source").status().field(); };
+  EXPECT_EQ(field(json{{"path", "/a"}, {"upload", {{"bytes", 1}, {"sha256", sha}}}}),
+            "source.upload");
+  for (const json& bytes : {json(0), json(-1), json(1.5), json("1"), json(int64_t{1} << 51),
+                            json(uint64_t{1} << 63)}) {
+    EXPECT_EQ(field(json{{"upload", {{"bytes", bytes}, {"sha256", sha}}}}), "source.upload.bytes")
+        << bytes.dump();
+  }
+  EXPECT_EQ(field(json{{"upload", {{"bytes", 1}, {"sha256", std::string(64, 'C')}}}}),
+            "source.upload.sha256");
+  EXPECT_EQ(field(json{{"upload", {{"bytes", 1}}}}), "source.upload.sha256");
+  EXPECT_EQ(field(json{{"upload", {{"bytes", 1}, {"sha256", sha}, {"x", 1}}}}), "source.upload.x");
+  EXPECT_EQ(field(json{{"upload", "file"}}), "source.upload");
+}
+
 TEST(DatasetRefTest, JobSpecAcceptsDatasetNamesAndImportKind) {
   json train{{"name", "t"},
              {"kind", "train"},

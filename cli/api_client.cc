@@ -25,12 +25,14 @@ ApiClient::ApiClient(Config config) : config_(std::move(config)) {
 ApiClient::~ApiClient() = default;
 
 Result<Reply> ApiClient::Send(const std::string& method, const std::string& path,
-                              const std::string& body, const Headers& headers) {
+                              const std::string& body, const Headers& headers,
+                              const std::string& content_type) {
   if (!http_) return bad_url_;
   common::http::Request req;
   req.method = method;
   req.path = path;
   req.body = body;
+  req.content_type = content_type;
   req.headers = headers;
   auto res = http_->Call(req);
   if (!res.ok()) return res.status();

@@ -29,9 +29,10 @@ class ApiClient {
   explicit ApiClient(Config config);
   ~ApiClient();
 
-  // `method` is GET, POST, PATCH or DELETE; `body` is sent as application/json.
+  // `method` is GET, POST, PUT, PATCH or DELETE; `body` is sent as `content_type`.
   common::Result<Reply> Send(const std::string& method, const std::string& path,
-                             const std::string& body = "", const Headers& headers = {});
+                             const std::string& body = "", const Headers& headers = {},
+                             const std::string& content_type = "application/json");
   common::Result<nlohmann::json> Get(const std::string& path);
   common::Result<nlohmann::json> Post(const std::string& path, const std::string& body);
   // Streams a text response to `sink` as it arrives (logs with follow=1).

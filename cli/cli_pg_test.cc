@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "cli/command_line.h"
+#include "common/crypto.h"
+#include "common/file_util.h"
 #include "cli/commands.h"
 #include "controlplane/http/server_fixture.h"
 #include "tests/support/json_schema.h"
@@ -310,6 +312,53 @@ TEST_F(CliPgTest, UsageErrorsSendNothing) {
   EXPECT_FALSE(asked);
   EXPECT_EQ(cli::RunCli({"whoami"}, io), cli::kExitUsage);  // no server configured
   EXPECT_TRUE(asked);
+}
+
+// `datasets upload`: a file sent in several chunks and committed; an interrupted upload
+// continued with --resume from the bytes the server holds; --resume of another file refused.
+TEST_F(CliPgTest, DatasetsUploadInChunksAndResume) {
+  std::string content;
+  for (int i = 0; i < (5 << 19); ++i) content.push_back(static_cast<char>(i * 31 % 251));
+  const std::string file = *dir_ + "/upload.hdf5";
+  ASSERT_TRUE(common::WriteFileAtomic(file, content).ok());
+
+  CliRun r = Cli({"datasets", "upload", "uploaded", file, "--chunk-mib", "1", "--filter", "train",
+                  "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "POST", "/v1/datasets/{id}/upload/commit");
+  EXPECT_EQ(r.Json()["state"], "importing");
+  EXPECT_EQ(r.Json()["received_bytes"], content.size());
+  EXPECT_EQ(r.Json()["source"]["upload"]["sha256"], common::Sha256Hex(content));
+  EXPECT_EQ(r.Json()["source"]["filter"], "train");
+  EXPECT_NE(r.err.find("(100%)"), std::string::npos) << r.err;
+
+  // An upload stopped after its first chunk (as if the client had died) ...
+  Reply start = Call("POST", "/v1/datasets", Admin(),
+                     json{{"name", "resumed"},
+                          {"source", {{"upload", {{"bytes", content.size()},
+                                                  {"sha256", common::Sha256Hex(content)}}}}}}
+                         .dump());
+  ASSERT_EQ(start.status, 201) << start.text;
+  const std::string id = start.body["id"].dump();
+  ASSERT_EQ(Call("PUT", "/v1/datasets/" + id + "/upload?offset=0", Admin(), content.substr(0, 1 << 20))
+                .status,
+            200);
+  // ... is not continued with another file ...
+  const std::string other = *dir_ + "/other.hdf5";
+  ASSERT_TRUE(common::WriteFileAtomic(other, "not the same file").ok());
+  r = Cli({"datasets", "upload", "resumed", other, "--resume", id});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("another file"), std::string::npos) << r.err;
+  // ... but with its own, from the bytes held.
+  r = Cli({"datasets", "upload", "resumed", file, "--resume", id, "--chunk-mib", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("resuming dataset " + id + " at 1.0 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("uploaded, importing as job"), std::string::npos) << r.out;
+  Reply d = Call("GET", "/v1/datasets/" + id, Admin());
+  EXPECT_EQ(d.body["state"], "importing");
+  EXPECT_EQ(d.body["received_bytes"], content.size());
+  EXPECT_EQ(Cli({"datasets", "upload", "x", *dir_ + "/missing.hdf5"}).code, cli::kExitRefused);
+  EXPECT_EQ(Cli({"datasets", "upload", "x", file, "--chunk-mib", "9"}).code, cli::kExitUsage);
 }
 
 }  // namespace

@@ -181,7 +181,8 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(tr, p, "token");
   AddOutput(tr, p);
 
-  CLI::App* datasets = Command(app, p, "datasets", "import, list, show and delete datasets");
+  CLI::App* datasets =
+      Command(app, p, "datasets", "import, upload, list, show and delete datasets");
   datasets->require_subcommand(1);
   CLI::App* dl = Command(*datasets, p, "ls", "your tenant's datasets, newest first", "datasets ls");
   dl->add_option("--limit", inv.limit, "at most N datasets (1-500)")->check(CLI::Range(1, 500));
@@ -202,6 +203,21 @@ void Build(CLI::App& app, Parsed* p) {
   di->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
   di->add_option("--language", inv.language, "language instruction (overrides the file's)");
   AddOutput(di, p);
+  CLI::App* du = Command(*datasets, p, "upload",
+                         "upload a local HDF5 file (robomimic / LIBERO) in chunks as the next "
+                         "version of NAME, then import it as a job",
+                         "datasets upload");
+  du->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
+      ->required();
+  du->add_option("FILE", inv.path, "the local file")->required();
+  du->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
+  du->add_option("--language", inv.language, "language instruction (overrides the file's)");
+  du->add_option("--chunk-mib", inv.chunk_mib, "chunk size in MiB (1-8; default 4)")
+      ->check(CLI::Range(1, 8));
+  du->add_option("--resume", inv.resume,
+                 "continue the interrupted upload of dataset ID from the bytes the server holds")
+      ->check(CLI::PositiveNumber);
+  AddOutput(du, p);
   CLI::App* drm = Command(*datasets, p, "rm", "delete a dataset version", "datasets rm");
   AddId(drm, p, "dataset");
   AddOutput(drm, p);

@@ -45,8 +45,10 @@ struct Invocation {
   std::string expires;
   // usage
   std::string from, to;
-  // datasets import (name above)
+  // datasets import, datasets upload (name above; path is the local FILE for upload)
   std::string path, filter, language;
+  int chunk_mib = 4;              // datasets upload
+  std::optional<int64_t> resume;  // datasets upload: the version to continue
 };
 
 // Parses `args` (without the program name) into an invocation, or returns the exit code to end

@@ -13,6 +13,7 @@
 #include "cli/format.h"
 #include "cli/requests.h"
 #include "cli/dataset_format.h"
+#include "cli/dataset_upload.h"
 #include "cli/tenancy_format.h"
 #include "common/file_util.h"
 
@@ -95,6 +96,7 @@ class Commands {
                             "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
                    });
     }
+    if (c == "datasets upload") return UploadDataset(inv_, api_, io_.out, io_.err);
     if (c == "datasets rm") {
       auto r = api_.Send("DELETE", "/v1/datasets/" + id);
       if (!r.ok()) return Fail(r.status());

@@ -56,6 +56,14 @@ const std::vector<IntFlag>& IntFlags() {
        [](ServerOptions& o) { return &o.checkpoint_max_per_job; }},
       {"--checkpoint-upload-ttl-s", 10, 30 * 86400, "an upload untouched this long is removed",
        [](ServerOptions& o) { return &o.checkpoint_upload_ttl_s; }},
+      {"--dataset-upload-max-gib", 0, 1 << 20,
+       "largest dataset file uploaded to <data-dir>/dataset-uploads, in GiB (0: no uploads)",
+       [](ServerOptions& o) { return &o.dataset_upload_max_gib; }},
+      {"--dataset-uploads-per-tenant", 1, 10000, "dataset uploads in progress per tenant",
+       [](ServerOptions& o) { return &o.dataset_uploads_per_tenant; }},
+      {"--dataset-upload-ttl-s", 10, 30 * 86400,
+       "a dataset upload untouched this long fails (\"upload abandoned\")",
+       [](ServerOptions& o) { return &o.dataset_upload_ttl_s; }},
   };
   return kFlags;
 }

@@ -42,6 +42,10 @@ struct ServerOptions {
   int checkpoint_quota_gib = 256;     // per tenant, uploading + stored
   int checkpoint_max_per_job = 64;    // uploading + stored
   int checkpoint_upload_ttl_s = 3600; // an upload untouched this long is removed
+  // Dataset uploads (service/dataset_uploads.h), kept in <data_dir>/dataset-uploads.
+  int dataset_upload_max_gib = 64;     // one upload; 0: uploads refused
+  int dataset_uploads_per_tenant = 4;  // in progress at once
+  int dataset_upload_ttl_s = 3600;     // untouched this long: the version fails
 };
 
 // argv without the program name. invalid_argument names the flag on any problem.

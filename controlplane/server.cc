@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "common/file_util.h"
@@ -39,7 +41,23 @@ struct Server::Impl {
   std::unique_ptr<service::NodeService> nodes;
   std::unique_ptr<service::TenantsService> tenants;
   std::unique_ptr<service::TokensService> tokens;
+  std::unique_ptr<service::DatasetUploadFiles> upload_files;
+  std::unique_ptr<service::DatasetUploads> uploads;
   std::unique_ptr<service::DatasetsService> datasets;
+  // Sweeps dataset uploads: abandoned ones fail, blobs whose import ended go.
+  std::thread upload_sweeper;
+  std::mutex sweeper_mu;
+  std::condition_variable sweeper_cv;
+  bool sweeper_stop = false;
+
+  void StopSweeper() {
+    {
+      std::lock_guard<std::mutex> lock(sweeper_mu);
+      sweeper_stop = true;
+    }
+    sweeper_cv.notify_all();
+    if (upload_sweeper.joinable()) upload_sweeper.join();
+  }
   std::unique_ptr<http::ApiServer> api;
   std::thread serve_thread;
   service::BootstrapResult bootstrap;
@@ -123,8 +141,19 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->checkpoints = std::make_unique<service::CheckpointsService>(
       *m->database, *m->checkpoint_files, ckpt_limits, now);
   m->tokens = std::make_unique<service::TokensService>(*m->database, now);
-  m->datasets =
-      std::make_unique<service::DatasetsService>(*m->database, opts.dataset_root, now, wake);
+  if (opts.dataset_upload_max_gib > 0) {
+    EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/dataset-uploads"));
+    ::chmod((opts.data_dir + "/dataset-uploads").c_str(), 0700);
+    service::DatasetUploadLimits upload_limits;
+    upload_limits.max_bytes = int64_t{opts.dataset_upload_max_gib} << 30;
+    upload_limits.max_per_tenant = opts.dataset_uploads_per_tenant;
+    upload_limits.ttl_ms = int64_t{opts.dataset_upload_ttl_s} * 1000;
+    m->upload_files = std::make_unique<service::DatasetUploadFiles>(opts.data_dir);
+    m->uploads = std::make_unique<service::DatasetUploads>(
+        *m->database, *m->upload_files, upload_limits, opts.dataset_root, now, wake);
+  }
+  m->datasets = std::make_unique<service::DatasetsService>(*m->database, opts.dataset_root, now,
+                                                           wake, m->uploads.get());
 
   http::ApiDeps deps;
   deps.db = m->database.get();
@@ -132,6 +161,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.tokens = m->tokens.get();
   deps.checkpoints = m->checkpoints.get();
   deps.datasets = m->datasets.get();
+  deps.dataset_uploads = m->uploads.get();
   deps.now_ms = now;
   deps.router.rate_limit_per_s = opts.rate_limit_per_s;
   deps.router.rate_limit_burst =
@@ -173,11 +203,28 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(opts.port_file, std::to_string(m->port) + "\n"));
   }
   m->scheduler->Start();
+  if (m->uploads) {
+    // Often enough that an ended import's blob leaves the disk within seconds; each round is one
+    // indexed query plus a directory listing.
+    m->upload_sweeper = std::thread([raw] {
+      std::unique_lock<std::mutex> lock(raw->sweeper_mu);
+      while (!raw->sweeper_cv.wait_for(lock, std::chrono::seconds(2),
+                                       [raw] { return raw->sweeper_stop; })) {
+        lock.unlock();
+        auto swept = raw->uploads->Sweep();
+        if (!swept.ok()) {
+          common::LogWarn("dataset upload sweep failed", {{"error", swept.status().ToString()}});
+        }
+        lock.lock();
+      }
+    });
+  }
   m->serve_thread = std::thread([raw] { raw->api->Serve(); });
   if (!m->api->WaitUntilServing(10)) {
     m->api->Stop();
     m->serve_thread.join();
     m->scheduler->Stop();
+    m->StopSweeper();
     return common::Internal("HTTP server did not start");
   }
   common::LogInfo("listening", {{"host", opts.listen_host}, {"port", std::to_string(m->port)}});
@@ -198,6 +245,7 @@ void Server::Stop() {
   impl_->api->Stop();
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();
+  impl_->StopSweeper();
   common::LogInfo("stopped");
 }
 

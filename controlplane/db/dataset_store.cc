@@ -14,7 +14,7 @@ namespace {
 constexpr char kSelectDataset[] =
     "SELECT d.id, d.tenant_id, t.name AS tenant, d.token_id, d.name, d.version, d.state,"
     " d.source::text AS source, d.manifest::text AS manifest, d.episodes, d.frames, d.bytes,"
-    " d.path, d.job_id, d.error,"
+    " d.path, d.job_id, d.error, d.received_bytes,"
     " " EMBODY_SQL_MS("d.created_at") " AS created_ms,"
     " " EMBODY_SQL_MS("d.updated_at") " AS updated_ms"
     " FROM datasets d JOIN tenants t ON t.id = d.tenant_id ";
@@ -24,7 +24,7 @@ constexpr char kSelectDataset[] =
 constexpr char kInsertDataset[] =
     "INSERT INTO datasets (tenant_id, token_id, name, version, state, source, path,"
     " created_at, updated_at)"
-    " SELECT $1, $2, $3, COALESCE(max(version), 0) + 1, 'importing', $4::jsonb, $5,"
+    " SELECT $1, $2, $3, COALESCE(max(version), 0) + 1, $7, $4::jsonb, $5,"
     " " EMBODY_SQL_TS("$6") ", " EMBODY_SQL_TS("$6")
     " FROM datasets WHERE tenant_id = $1 AND name = $3"
     " RETURNING id, version";
@@ -32,6 +32,7 @@ constexpr char kInsertDataset[] =
 constexpr char kUpdateDataset[] =
     "UPDATE datasets SET state = $2, manifest = $3::jsonb, episodes = $4, frames = $5,"
     " bytes = $6, path = $7, job_id = $8, error = $9, updated_at = " EMBODY_SQL_TS("$10")
+    ", received_bytes = $11"
     " WHERE id = $1";
 
 std::vector<DatasetRecord> ToDatasets(const PgRows& r) {
@@ -54,6 +55,7 @@ std::vector<DatasetRecord> ToDatasets(const PgRows& r) {
     d.path = r.Str(i, "path");
     d.job_id = r.OptInt(i, "job_id");
     d.error = r.Str(i, "error");
+    d.received_bytes = r.Int(i, "received_bytes");
     d.created_ms = r.Int(i, "created_ms");
     d.updated_ms = r.Int(i, "updated_ms");
     out.push_back(std::move(d));
@@ -71,13 +73,15 @@ Result<std::optional<DatasetRecord>> First(Result<PgRows> r) {
 }  // namespace
 
 Result<DatasetRecord> PgDatasetStore::Insert(const DatasetRecord& d, int64_t now_ms) {
+  const char* state =
+      d.state == service::kDatasetUploading ? service::kDatasetUploading : service::kDatasetImporting;
   auto r = tx_.Exec(kInsertDataset, {P(d.tenant_id), P(d.token_id), P(d.name), P(d.source.dump()),
-                                     P(d.path), P(now_ms)});
+                                     P(d.path), P(now_ms), P(std::string(state))});
   if (!r.ok()) return r.status();
   DatasetRecord out = d;
   out.id = r->Int(0, "id");
   out.version = static_cast<int>(r->Int(0, "version"));
-  out.state = service::kDatasetImporting;
+  out.state = state;
   out.created_ms = out.updated_ms = now_ms;
   return out;
 }
@@ -129,7 +133,8 @@ Status PgDatasetStore::Update(const DatasetRecord& d, int64_t now_ms) {
   auto r = tx_.Exec(kUpdateDataset,
                     {P(d.id), P(d.state), d.manifest.is_null() ? std::nullopt : P(d.manifest.dump()),
                      P(d.episodes), P(d.frames), P(d.bytes), P(d.path),
-                     d.job_id ? P(*d.job_id) : std::nullopt, P(d.error), P(now_ms)});
+                     d.job_id ? P(*d.job_id) : std::nullopt, P(d.error), P(now_ms),
+                     P(d.received_bytes)});
   return r.ok() ? Status::Ok() : r.status();
 }
 
@@ -155,6 +160,23 @@ Result<std::vector<int64_t>> PgDatasetStore::LiveJobsReading(int64_t dataset_id)
   std::vector<int64_t> ids;
   for (size_t i = 0; i < r->size(); ++i) ids.push_back(r->Int(i, "id"));
   return ids;
+}
+
+Result<int64_t> PgDatasetStore::CountUploading(int64_t tenant_id) {
+  auto r = tx_.Exec(
+      "SELECT count(*) AS n FROM datasets WHERE tenant_id = $1 AND state = 'uploading'",
+      {P(tenant_id)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "n");
+}
+
+Result<std::vector<DatasetRecord>> PgDatasetStore::StaleUploads(int64_t before_ms, int limit) {
+  auto r = tx_.Exec(std::string(kSelectDataset) +
+                        "WHERE d.state = 'uploading' AND d.updated_at < " EMBODY_SQL_TS("$1")
+                        " ORDER BY d.updated_at, d.id LIMIT $2 FOR UPDATE OF d SKIP LOCKED",
+                    {P(before_ms), P(limit)});
+  if (!r.ok()) return r.status();
+  return ToDatasets(*r);
 }
 
 }  // namespace controlplane::db

@@ -29,6 +29,8 @@ struct ApiDeps {
   service::TokensService* tokens = nullptr;
   service::CheckpointsService* checkpoints = nullptr;
   service::DatasetsService* datasets = nullptr;
+  // nullptr: the server keeps no uploads (--dataset-upload-max-gib 0); the routes answer 409.
+  service::DatasetUploads* dataset_uploads = nullptr;
   RouterOptions router;
   std::function<int64_t()> now_ms;  // epoch milliseconds: token expiry, audit times
   ServerMetrics* metrics = nullptr;

@@ -54,6 +54,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                   if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
                   Respond(res, r);
                 });
+  AddDatasetUploadRoutes(router, deps);
 }
 
 }  // namespace controlplane::http

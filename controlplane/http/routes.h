@@ -17,6 +17,8 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps);
 void AddTenantRoutes(Router& router, const ApiDeps& deps);
 // /v1/datasets: import, list, read, delete.
 void AddDatasetRoutes(Router& router, const ApiDeps& deps);
+// /v1/datasets/{id}/upload...: chunks, commit, and the agent's download (called by the above).
+void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or
 // until `stopping` is set.
 void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping);

@@ -101,6 +101,7 @@ class InProcessServerTest : public ::testing::Test {
         method == "GET"      ? cli.Get(path.c_str(), headers)
         : method == "PATCH"  ? cli.Patch(path.c_str(), headers, body, "application/json")
         : method == "DELETE" ? cli.Delete(path.c_str(), headers, body, "application/json")
+        : method == "PUT"    ? cli.Put(path.c_str(), headers, body, "application/octet-stream")
                              : cli.Post(path.c_str(), headers, body, "application/json");
     Reply r;
     if (!res) return r;

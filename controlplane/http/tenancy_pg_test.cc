@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/crypto.h"
 #include "common/time_util.h"
 #include "controlplane/http/server_fixture.h"
 
@@ -119,6 +120,15 @@ class TenancyPgTest : public InProcessServerTest {
     EXPECT_EQ(r.status, 201) << r.text;
     return r.body.value("id", int64_t{0});
   }
+  // A dataset upload of 4 bytes ("abcd"), still uploading; returns the dataset id.
+  static int64_t StartUpload(const std::string& token) {
+    Reply r = Call("POST", "/v1/datasets", token,
+                   json{{"name", "upload"},
+                        {"source", {{"upload", {{"bytes", 4}, {"sha256", common::Sha256Hex("abcd")}}}}}}
+                       .dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
   static void WaitForState(int64_t job, const std::string& state) {
     for (int i = 0; i < 100; ++i) {
       if (Call("GET", "/v1/jobs/" + std::to_string(job), Admin()).body["state"] == state) return;
@@ -223,6 +233,43 @@ TEST_F(TenancyPgTest, IsolationMatrix) {
          return Call("DELETE", "/v1/datasets/" + std::to_string(fresh), Token(c)).status;
        },
        {409, 409, 409, F, F, F, N, N, N, N}, {409, X, X, F, F, F, N, N, N, N}},
+      // Uploads: a fresh one per cell, removed after it so the per-tenant cap never bites.
+      {"PUT /v1/datasets/{id}/upload",
+       [&](Caller c, bool own) {
+         const int64_t fresh = StartUpload(own ? Token(kMember) : *globex_member_);
+         const int status = Call("PUT", "/v1/datasets/" + std::to_string(fresh) + "/upload?offset=0",
+                                 Token(c), "ab")
+                                .status;
+         Call("DELETE", "/v1/datasets/" + std::to_string(fresh), Admin());
+         return status;
+       },
+       {200, 200, 200, F, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      {"POST /v1/datasets/{id}/upload/commit",
+       [&](Caller c, bool own) {
+         const std::string owner = own ? Token(kMember) : *globex_member_;
+         const int64_t fresh = StartUpload(owner);
+         EXPECT_EQ(Call("PUT", "/v1/datasets/" + std::to_string(fresh) + "/upload?offset=0", owner,
+                        "abcd")
+                       .status,
+                   200);
+         const int status =
+             Call("POST", "/v1/datasets/" + std::to_string(fresh) + "/upload/commit", Token(c))
+                 .status;
+         Call("DELETE", "/v1/datasets/" + std::to_string(fresh), Admin());
+         return status;
+       },
+       {200, 200, 200, F, F, F, N, N, N, N}, {200, X, X, X, F, F, N, N, N, N}},
+      // Only the agent of the node an import runs on reads an upload's bytes: people are refused,
+      // and neither node runs this one.
+      {"GET /v1/datasets/{id}/upload",
+       [&](Caller c, bool own) {
+         const int64_t fresh = StartUpload(own ? Token(kMember) : *globex_member_);
+         const int status =
+             Call("GET", "/v1/datasets/" + std::to_string(fresh) + "/upload", Token(c)).status;
+         Call("DELETE", "/v1/datasets/" + std::to_string(fresh), Admin());
+         return status;
+       },
+       {F, F, F, F, X, X, N, N, N, N}, {F, F, F, F, X, X, N, N, N, N}},
       {"GET /v1/tenants/{id}",
        [&](Caller c, bool own) {
          return Call("GET", "/v1/tenants/" + std::to_string(tenant(own)), Token(c)).status;
@@ -344,7 +391,7 @@ TEST_F(TenancyPgTest, ListsShowOnlyTheCallersTenant) {
   ASSERT_FALSE(audit["entries"].empty());
   for (const auto& a : audit["entries"]) {
     EXPECT_TRUE(a["tenant"] == "acme" || a["tenant"] == "default") << a.dump();
-    EXPECT_EQ(a["path"].get<std::string>().find(std::to_string(Ids()["globex_job"]) + "/"),
+    EXPECT_EQ(a["path"].get<std::string>().find("/jobs/" + std::to_string(Ids()["globex_job"]) + "/"),
               std::string::npos)
         << a.dump();
   }

@@ -135,6 +135,7 @@ json ToJson(const DatasetRecord& d) {
               {"path", d.path},
               {"job_id", d.job_id ? json(*d.job_id) : json(nullptr)},
               {"error", d.error},
+              {"received_bytes", d.received_bytes},
               {"created_at", common::FormatTimeMillis(d.created_ms)},
               {"updated_at", common::FormatTimeMillis(d.updated_ms)}};
 }

@@ -63,55 +63,73 @@ Result<json> DatasetsService::Import(const Principal& p, const std::string& body
   }
   if (!j.contains("source")) return common::InvalidArgument("is required", "source");
   EMBODY_ASSIGN_OR_RETURN(source, api::ParseImportSource(j["source"], "source"));
+  const std::string name = j["name"].get<std::string>();
+  if (source.upload) {
+    if (!uploads_) {
+      return common::FailedPrecondition(
+          "this server keeps no dataset uploads: start embody-server with "
+          "--dataset-upload-max-gib N (N > 0), or import from a path every node reads");
+    }
+    return uploads_->Start(p, name, source);
+  }
 
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   // The tenant's row lock serialises its imports (the next version number) and its admissions.
   EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
   if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
-  // The import job is admitted as any job: the node sizes, and the pending jobs against a quota.
-  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
-  int64_t pending = 0;
-  if (tenant->quota.pending_jobs) {
-    EMBODY_ASSIGN_OR_RETURN(n, uow->jobs().PendingCount(p.tenant_id));
-    pending = n;
-  }
-  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), api::Resources{}));
   const int64_t now = now_();
   DatasetRecord d;
   d.tenant_id = p.tenant_id;
   d.tenant = p.tenant;
   d.token_id = p.token_id;
-  d.name = j["name"].get<std::string>();
+  d.name = name;
   d.source = api::ToJson(source);
   EMBODY_ASSIGN_OR_RETURN(inserted, uow->datasets().Insert(d, now));
   d = std::move(inserted);
+  EMBODY_RETURN_IF_ERROR(QueueImportJob(*uow, p, d, source, root_, now));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  common::LogInfo("dataset import queued", {{"dataset", std::to_string(d.id)},
+                                            {"tenant", p.tenant},
+                                            {"job", std::to_string(d.job_id.value_or(0))}});
+  if (wake_) wake_();
+  return ToJson(d);
+}
 
+Status QueueImportJob(UnitOfWork& uow, const Principal& p, DatasetRecord& d,
+                      const api::ImportSource& source, const std::string& root, int64_t now) {
+  // The tenant's row lock serialises its admissions (the caller may hold it already).
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow.tenants().GetTenant(d.tenant_id, /*for_update=*/true));
+  if (!tenant) return common::NotFound("tenant " + std::to_string(d.tenant_id) + " not found");
+  // The import job is admitted as any job: the node sizes, and the pending jobs against a quota.
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow.nodes().Shapes());
+  int64_t pending = 0;
+  if (tenant->quota.pending_jobs) {
+    EMBODY_ASSIGN_OR_RETURN(n, uow.jobs().PendingCount(d.tenant_id));
+    pending = n;
+  }
+  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), api::Resources{}));
   const api::JobSpec spec = ImportJobSpec(d, source);
   NewJob nj;
-  nj.tenant_id = p.tenant_id;
+  nj.tenant_id = d.tenant_id;
   nj.token_id = p.token_id;
   nj.name = spec.name;
   nj.kind = api::JobKindName(spec.kind);
   nj.priority = spec.priority;
   nj.spec = api::ToJson(spec);
   nj.now_ms = now;
-  EMBODY_ASSIGN_OR_RETURN(job_id, uow->jobs().Insert(nj));
-  EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(job_id, now, "state",
-                                                   {{"from", nullptr},
-                                                    {"to", "PENDING"},
-                                                    {"reason", "dataset import"},
-                                                    {"actor", p.tenant + "/" + p.token_name}}));
+  EMBODY_ASSIGN_OR_RETURN(job_id, uow.jobs().Insert(nj));
+  EMBODY_ASSIGN_OR_RETURN(ev, uow.events().Append(job_id, now, "state",
+                                                  {{"from", nullptr},
+                                                   {"to", "PENDING"},
+                                                   {"reason", "dataset import"},
+                                                   {"actor", p.tenant + "/" + p.token_name}}));
   (void)ev;
+  d.state = kDatasetImporting;
   d.job_id = job_id;
-  d.path = DirectoryOf(root_, d.tenant_id, d.id);
-  EMBODY_RETURN_IF_ERROR(uow->datasets().Update(d, now));
+  d.path = DatasetsService::DirectoryOf(root, d.tenant_id, d.id);
+  EMBODY_RETURN_IF_ERROR(uow.datasets().Update(d, now));
   AuditScope::NoteTarget("dataset " + std::to_string(d.id), d.tenant_id);
-  EMBODY_RETURN_IF_ERROR(uow->Commit());
-  common::LogInfo(
-      "dataset import queued",
-      {{"dataset", std::to_string(d.id)}, {"tenant", p.tenant}, {"job", std::to_string(job_id)}});
-  if (wake_) wake_();
-  return ToJson(d);
+  return Status::Ok();
 }
 
 Result<json> DatasetsService::List(const Principal& p, int limit, const std::string& cursor,
@@ -191,6 +209,7 @@ Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(uow->datasets().Update(d, now_()));
   AuditScope::NoteTarget("dataset " + std::to_string(d.id), d.tenant_id);
   EMBODY_RETURN_IF_ERROR(uow->Commit());
+  if (uploads_) uploads_->files().Remove(d.id);  // an upload's bytes, if any are still here
   // The record is the truth; the directory goes after it, where this server reaches the root.
   // Only a path this server itself derived under its own root is ever removed.
   json out = ToJson(d);

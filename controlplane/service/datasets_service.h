@@ -1,5 +1,6 @@
 // Datasets as tenants see them (docs/storage.md): import a file into a new version, list, read
-// (manifest and statistics), delete.
+// (manifest and statistics), delete. A file the nodes cannot read is uploaded first
+// (dataset_uploads.h): its version waits in state uploading until the upload is committed.
 //
 // An import is a job: POST /v1/datasets creates the dataset record (state importing) and a job of
 // kind "import" of the same tenant in one transaction, scheduled like any other job; the agent
@@ -18,19 +19,33 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "controlplane/service/dataset_uploads.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
 
+// Inside `uow`: admits and inserts the import job of version `d` (of d.tenant_id) reading
+// `source`, and moves `d` to importing with its job and directory under `root`. `p` is who asked
+// (the job's token and the event's actor). The caller commits, then wakes the scheduler.
+Status QueueImportJob(UnitOfWork& uow, const Principal& p, DatasetRecord& d,
+                      const api::ImportSource& source, const std::string& root, int64_t now_ms);
+
 class DatasetsService {
  public:
   // `root`: the dataset root (--dataset-root); "" : imports are refused (failed_precondition).
-  // `wake` nudges the scheduler after an import was queued.
-  DatasetsService(Database& db, std::string root, Clock now, std::function<void()> wake)
-      : db_(db), root_(std::move(root)), now_(std::move(now)), wake_(std::move(wake)) {}
+  // `wake` nudges the scheduler after an import was queued. `uploads` nullptr: this server keeps
+  // no uploads (--dataset-upload-max-gib 0), so an upload source is refused.
+  DatasetsService(Database& db, std::string root, Clock now, std::function<void()> wake,
+                  DatasetUploads* uploads = nullptr)
+      : db_(db),
+        root_(std::move(root)),
+        now_(std::move(now)),
+        wake_(std::move(wake)),
+        uploads_(uploads) {}
 
-  // {"name", "source": {"format"?, "path", "filter"?, "language"?}} -> the new dataset (201).
+  // {"name", "source": {"format"?, "path" | "upload", "filter"?, "language"?}} -> the new
+  // dataset (201): importing for a path, uploading for an upload.
   Result<nlohmann::json> Import(const Principal& p, const std::string& body);
   // {"datasets": [...], "next_cursor"}; `name` "" : every name; `tenant_id` > 0 narrows a
   // cluster-admin's list to one tenant.
@@ -38,8 +53,9 @@ class DatasetsService {
                               const std::string& name, int64_t tenant_id);
   // The dataset with its manifest and the import's latest progress.
   Result<nlohmann::json> Get(const Principal& p, int64_t id);
-  // Marks the version deleted and removes its directory when the server can reach the root.
-  // failed_precondition while its import runs or a job that has not ended reads it.
+  // Marks the version deleted and removes its directory when the server can reach the root,
+  // and its upload's bytes. failed_precondition while its import runs or a job that has not
+  // ended reads it.
   Result<nlohmann::json> Delete(const Principal& p, int64_t id);
 
   // <root>/tenant-<tenant_id>/dataset-<id>
@@ -50,6 +66,7 @@ class DatasetsService {
   const std::string root_;
   Clock now_;
   std::function<void()> wake_;
+  DatasetUploads* uploads_;
 };
 
 }  // namespace controlplane::service

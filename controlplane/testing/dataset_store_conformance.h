@@ -182,7 +182,7 @@ TYPED_TEST_P(DatasetStoreConformanceTest, UpdatesAreReadBackAndBadOnesRefused) {
     EXPECT_FALSE(no_job->has_value());
   }
   {
-    // The table's CHECK allows four states only.
+    // The table's CHECK allows five states only.
     auto uow = this->Begin();
     service::DatasetRecord u = d;
     u.state = "half-done";
@@ -261,7 +261,80 @@ TYPED_TEST_P(DatasetStoreConformanceTest, AJobReadsOneVersionAndOnlyUnfinishedJo
   }
 }
 
+TYPED_TEST_P(DatasetStoreConformanceTest, UploadsAreCountedPerTenantAndSweptOldestFirst) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  auto upload = [&](int64_t tenant, const std::string& name, int64_t now) {
+    auto uow = this->Begin();
+    service::DatasetRecord d;
+    d.tenant_id = tenant;
+    d.name = name;
+    d.state = service::kDatasetUploading;
+    d.source = {{"format", "hdf5"}, {"upload", {{"bytes", 10}, {"sha256", std::string(64, 'a')}}}};
+    auto r = uow->datasets().Insert(d, now);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(uow->Commit().ok());
+    return r.ok() ? *r : service::DatasetRecord{};
+  };
+  const service::DatasetRecord u1 = upload(a, "lift", this->kNow);
+  EXPECT_EQ(u1.state, service::kDatasetUploading);
+  EXPECT_EQ(u1.version, 1);
+  const service::DatasetRecord u2 = upload(a, "can", this->kNow - 5000);
+  const service::DatasetRecord u3 = upload(b, "lift", this->kNow - 1000);
+  this->AddDataset(a, "path-import");  // importing: neither counted nor swept
+  {
+    auto uow = this->Begin();
+    EXPECT_EQ(*uow->datasets().CountUploading(a), 2);
+    EXPECT_EQ(*uow->datasets().CountUploading(b), 1);
+    auto got = uow->datasets().Get(u1.id, a, false);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->state, service::kDatasetUploading);
+    EXPECT_EQ((*got)->received_bytes, 0);
+    EXPECT_EQ((*got)->source["upload"]["bytes"], 10);
+    // A chunk moves received_bytes and the update time, which the sweep reads.
+    service::DatasetRecord u = **got;
+    u.received_bytes = 6;
+    ASSERT_TRUE(uow->datasets().Update(u, this->kNow + 100).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  {
+    auto uow = this->Begin();
+    auto got = uow->datasets().Get(u1.id, a, false);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    EXPECT_EQ((*got)->received_bytes, 6);
+    EXPECT_EQ((*got)->updated_ms, this->kNow + 100);
+    auto stale = uow->datasets().StaleUploads(this->kNow, 10);
+    ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+    ASSERT_EQ(stale->size(), 2u);
+    EXPECT_EQ((*stale)[0].id, u2.id);  // oldest first
+    EXPECT_EQ((*stale)[1].id, u3.id);
+    EXPECT_EQ((*stale)[1].tenant, "b");
+    auto one = uow->datasets().StaleUploads(this->kNow, 1);
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(one->size(), 1u);
+    EXPECT_EQ((*one)[0].id, u2.id);
+    service::DatasetRecord bad = **got;
+    bad.received_bytes = -1;
+    EXPECT_EQ(uow->datasets().Update(bad, this->kNow).code(), common::Code::kInternal);
+  }
+  {
+    auto uow = this->Begin();
+    auto got = uow->datasets().Get(u2.id, std::nullopt, true);
+    ASSERT_TRUE(got.ok() && got->has_value());
+    service::DatasetRecord f = **got;
+    f.state = service::kDatasetFailed;
+    ASSERT_TRUE(uow->datasets().Update(f, this->kNow).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto uow = this->Begin();
+  EXPECT_EQ(*uow->datasets().CountUploading(a), 1);
+  auto stale = uow->datasets().StaleUploads(this->kNow, 10);
+  ASSERT_TRUE(stale.ok());
+  ASSERT_EQ(stale->size(), 1u);
+  EXPECT_EQ((*stale)[0].id, u3.id);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(DatasetStoreConformanceTest,
+                            UploadsAreCountedPerTenantAndSweptOldestFirst,
                             VersionsCountUpPerTenantAndNameAndReadsAreScoped,
                             FindTakesTheNewestReadyVersionOrTheExactOne,
                             ListsAreNewestFirstWithFiltersCursorAndLimit,

@@ -1,6 +1,6 @@
 // The in-memory twin's dataset versions and job bindings (service/dataset_store.h), with
 // db/dataset_store.cc's orderings and constraints: versions count up per (tenant, name) over
-// every row, deleted ones included; the state is one of the four the table's CHECK allows; a
+// every row, deleted ones included; the state is one of the five the table's CHECK allows; a
 // job reads at most one dataset (job_datasets' primary key); references to tenants, jobs and
 // datasets must point somewhere.
 #include <algorithm>
@@ -16,7 +16,7 @@ using service::DatasetRecord;
 namespace {
 
 bool KnownState(const std::string& s) {
-  return s == service::kDatasetImporting || s == service::kDatasetReady ||
+  return s == service::kDatasetUploading || s == service::kDatasetImporting || s == service::kDatasetReady ||
          s == service::kDatasetFailed || s == service::kDatasetDeleted;
 }
 
@@ -51,7 +51,8 @@ Result<DatasetRecord> MemoryDatasetStore::Insert(const DatasetRecord& d, int64_t
   row.token_id = d.token_id;
   row.name = d.name;
   row.version = version + 1;
-  row.state = service::kDatasetImporting;
+  row.state = d.state == service::kDatasetUploading ? service::kDatasetUploading
+                                                    : service::kDatasetImporting;
   row.source = std::move(source);
   row.manifest = nullptr;
   row.path = d.path;
@@ -61,7 +62,7 @@ Result<DatasetRecord> MemoryDatasetStore::Insert(const DatasetRecord& d, int64_t
   DatasetRecord out = d;
   out.id = row.id;
   out.version = row.version;
-  out.state = service::kDatasetImporting;
+  out.state = row.state;
   out.created_ms = out.updated_ms = now_ms;
   return out;
 }
@@ -138,6 +139,11 @@ Status MemoryDatasetStore::Update(const DatasetRecord& d, int64_t now_ms) {
     EMBODY_RETURN_IF_ERROR(
         tx_.Reference(tx_.tables.jobs.get().count(*d.job_id) > 0, "dataset's import job"));
   }
+  if (d.received_bytes < 0) {
+    return tx_.Fail(common::Internal(
+        "memory database: datasets_received_bytes_check violated by " +
+        std::to_string(d.received_bytes)));
+  }
   if (!tx_.tables.datasets.get().count(d.id)) return Status::Ok();  // UPDATE of no row
   DatasetRecord& row = tx_.tables.datasets.mut().at(d.id);
   row.state = d.state;
@@ -148,6 +154,7 @@ Status MemoryDatasetStore::Update(const DatasetRecord& d, int64_t now_ms) {
   row.path = d.path;
   row.job_id = d.job_id;
   row.error = d.error;
+  row.received_bytes = d.received_bytes;
   row.updated_ms = now_ms;
   return Status::Ok();
 }
@@ -187,6 +194,31 @@ Result<std::vector<int64_t>> MemoryDatasetStore::LiveJobsReading(int64_t dataset
     if (j != jobs.end() && !Ended(j->second.job.state)) ids.push_back(job_id);
   }
   return ids;
+}
+
+Result<int64_t> MemoryDatasetStore::CountUploading(int64_t tenant_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  int64_t n = 0;
+  for (const auto& [id, row] : tx_.tables.datasets.get()) {
+    if (row.tenant_id == tenant_id && row.state == service::kDatasetUploading) ++n;
+  }
+  return n;
+}
+
+Result<std::vector<DatasetRecord>> MemoryDatasetStore::StaleUploads(int64_t before_ms, int limit) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::vector<DatasetRecord> out;
+  for (const auto& [id, row] : tx_.tables.datasets.get()) {
+    if (row.state == service::kDatasetUploading && row.updated_ms < before_ms) {
+      out.push_back(Read(row));
+    }
+  }
+  // As the SQL orders: oldest update first, then id.
+  std::sort(out.begin(), out.end(), [](const DatasetRecord& a, const DatasetRecord& b) {
+    return a.updated_ms != b.updated_ms ? a.updated_ms < b.updated_ms : a.id < b.id;
+  });
+  if (static_cast<int>(out.size()) > std::max(limit, 0)) out.resize(std::max(limit, 0));
+  return out;
 }
 
 }  // namespace controlplane::testing

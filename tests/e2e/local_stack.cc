@@ -184,6 +184,7 @@ bool LocalStack::Start() {
                                         metrics_token_file()};
     if (!dataset_root_.empty())
       agent_argv.insert(agent_argv.end(), {"--dataset-root", dataset_root_});
+    agent_argv.insert(agent_argv.end(), agent_flags_.begin(), agent_flags_.end());
     common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());

@@ -33,6 +33,10 @@ class LocalStack {
   void AddServerFlags(const std::vector<std::string>& flags) {
     server_flags_.insert(server_flags_.end(), flags.begin(), flags.end());
   }
+  // More embody-agent flags, for every agent (e.g. {"--dataset-root", DIR}); before Start().
+  void AddAgentFlags(const std::vector<std::string>& flags) {
+    agent_flags_.insert(agent_flags_.end(), flags.begin(), flags.end());
+  }
 
   // Gives the server and every agent `--dataset-root <dir>/datasets` (made here, 0755), the
   // shared directory where imported dataset versions live; call before Start().
@@ -84,6 +88,7 @@ class LocalStack {
   int agents_;
   int slots_;
   std::vector<std::string> server_flags_;
+  std::vector<std::string> agent_flags_;
   std::string dir_;
   std::string dataset_root_;
   std::string url_;

@@ -1,0 +1,187 @@
+#include "cli/dataset_upload.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ostream>
+#include <thread>
+
+#include "cli/format.h"
+#include "cli/tenancy_format.h"
+#include "common/crypto.h"
+
+namespace cli {
+
+using common::Result;
+using common::Status;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxFailuresInARow = 5;
+
+// The local file, read by offset.
+class LocalFile {
+ public:
+  ~LocalFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Status Open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd_ < 0 || ::fstat(fd_, &st) != 0) {
+      return common::InvalidArgument("cannot read " + path + ": " + std::strerror(errno), "FILE");
+    }
+    if (!S_ISREG(st.st_mode)) return common::InvalidArgument(path + " is not a file", "FILE");
+    size_ = st.st_size;
+    return Status::Ok();
+  }
+  int64_t size() const { return size_; }
+  Result<std::string> Read(int64_t offset, size_t n) const {
+    std::string out(n, '\0');
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_, out.data() + done, n - done, offset + static_cast<int64_t>(done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return common::Internal(std::string("read: ") + std::strerror(errno));
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    out.resize(done);
+    return out;
+  }
+  Result<std::string> Sha256Hex() const {
+    common::Sha256 h;
+    constexpr size_t kBlock = 4 << 20;
+    for (int64_t off = 0; off < size_; off += kBlock) {
+      auto block = Read(off, kBlock);
+      if (!block.ok()) return block.status();
+      h.Update(block->data(), block->size());
+    }
+    return h.FinalHex();
+  }
+
+ private:
+  int fd_ = -1;
+  int64_t size_ = 0;
+};
+
+std::string Mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+void Progress(std::ostream& err, int64_t id, int64_t done, int64_t total) {
+  const int pct = total > 0 ? static_cast<int>(done * 100 / total) : 100;
+  err << "\rdataset " << id << ": " << Mib(done) << " / " << Mib(total) << " MiB (" << pct
+      << "%)" << std::flush;
+}
+
+bool Retryable(const Status& s) {
+  return s.code() == common::Code::kUnavailable || s.code() == common::Code::kInternal ||
+         s.code() == common::Code::kFailedPrecondition ||
+         (s.code() == common::Code::kInvalidArgument && s.field() == "X-Content-Sha256");
+}
+
+int Refused(std::ostream& err, const Status& s, int64_t id) {
+  std::string msg = s.message();
+  if (!s.field().empty()) msg += " (field " + s.field() + ")";
+  err << "\nembody: " << msg << "\n";
+  if (id > 0) {
+    err << "embody: the upload of dataset " << id << " is kept; continue it with --resume " << id
+        << ", or delete it with `embody datasets rm " << id << "`\n";
+  }
+  return kExitRefused;
+}
+
+}  // namespace
+
+int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std::ostream& err) {
+  LocalFile file;
+  if (Status st = file.Open(inv.path); !st.ok()) return Refused(err, st, 0);
+  if (file.size() == 0) return Refused(err, common::InvalidArgument(inv.path + " is empty", "FILE"), 0);
+  err << "hashing " << inv.path << " (" << Mib(file.size()) << " MiB)\n";
+  auto sha = file.Sha256Hex();
+  if (!sha.ok()) return Refused(err, sha.status(), 0);
+
+  int64_t id = 0, offset = 0;
+  if (inv.resume) {
+    id = *inv.resume;
+    auto d = api.Get("/v1/datasets/" + std::to_string(id));
+    if (!d.ok()) return Refused(err, d.status(), 0);
+    const json up = d->value("source", json::object()).value("upload", json::object());
+    if (d->value("state", "") != "uploading") {
+      return Refused(err,
+                     common::FailedPrecondition("dataset " + std::to_string(id) + " is " +
+                                                d->value("state", "") + ", not uploading"),
+                     0);
+    }
+    if (up.value("sha256", "") != *sha || up.value("bytes", int64_t{-1}) != file.size()) {
+      return Refused(err,
+                     common::FailedPrecondition("dataset " + std::to_string(id) +
+                                                " is the upload of another file"),
+                     0);
+    }
+    offset = d->value("received_bytes", int64_t{0});
+    err << "resuming dataset " << id << " at " << Mib(offset) << " MiB\n";
+  } else {
+    json source = {{"format", "hdf5"}, {"upload", {{"bytes", file.size()}, {"sha256", *sha}}}};
+    if (!inv.filter.empty()) source["filter"] = inv.filter;
+    if (!inv.language.empty()) source["language"] = inv.language;
+    auto d = api.Post("/v1/datasets", json{{"name", inv.name}, {"source", source}}.dump());
+    if (!d.ok()) return Refused(err, d.status(), 0);
+    id = d->value("id", int64_t{0});
+    err << "dataset " << id << " (" << inv.name << " version " << Cell(*d, "version")
+        << "): uploading; if interrupted, continue with --resume " << id << "\n";
+  }
+
+  const std::string chunk_path = "/v1/datasets/" + std::to_string(id) + "/upload";
+  const size_t chunk_bytes = static_cast<size_t>(inv.chunk_mib) << 20;
+  int failures = 0;
+  Progress(err, id, offset, file.size());
+  while (offset < file.size()) {
+    auto chunk = file.Read(offset, chunk_bytes);
+    if (!chunk.ok()) return Refused(err, chunk.status(), id);
+    auto r = api.Send("PUT", chunk_path + "?offset=" + std::to_string(offset), *chunk,
+                      {{"X-Content-Sha256", common::Sha256Hex(*chunk)}},
+                      "application/octet-stream");
+    if (r.ok()) {
+      offset = r->body.value("received_bytes", offset + static_cast<int64_t>(chunk->size()));
+      failures = 0;
+      Progress(err, id, offset, file.size());
+      continue;
+    }
+    if (!Retryable(r.status()) || ++failures > kMaxFailuresInARow) {
+      return Refused(err, r.status(), id);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200) * (1 << (failures - 1)));
+    // Go on from what the server holds, whatever happened to the last answer.
+    auto d = api.Get("/v1/datasets/" + std::to_string(id));
+    if (d.ok()) offset = d->value("received_bytes", offset);
+    if (offset < 0 || offset > file.size()) {
+      return Refused(err, common::Internal("the server holds " + std::to_string(offset) +
+                                           " bytes of a " + std::to_string(file.size()) +
+                                           "-byte file"),
+                     id);
+    }
+  }
+  err << "\n";
+  auto c = api.Post(chunk_path + "/commit", "{}");
+  if (!c.ok()) return Refused(err, c.status(), id);
+  if (inv.json) {
+    out << c->dump() << "\n";
+  } else {
+    out << "dataset " << Cell(*c, "id") << " (" << Cell(*c, "name") << " version "
+        << Cell(*c, "version") << ") uploaded, importing as job " << Cell(*c, "job_id")
+        << "; follow it with `embody datasets show " << Cell(*c, "id") << "`\n";
+  }
+  return 0;
+}
+
+}  // namespace cli
