@@ -243,6 +243,12 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   if (launch.spec.is_object() && launch.spec.value("kind", "") == "import") {
     auto paths = ImportPathsFor(options_.dataset_root, launch.tenant_id, launch.spec);
     if (!paths.ok()) return Finish(job, 1, paths.status().message());
+    // Said here, where the node knows why, rather than as exec-rank's exit 127.
+    if (::access(options_.embody_data.c_str(), X_OK) != 0) {
+      return Finish(job, 1, "this node cannot run imports: no embody-data at " +
+                                options_.embody_data +
+                                " (build it, or start embody-agent with --embody-data PATH)");
+    }
     job->import = *paths;
     in.import_output = paths->output_dir;
   }

@@ -217,7 +217,7 @@ TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
       "sh", "-c", "cat " + file + "; ls " + tenant_dir + "; echo probe-done"};
 
   runner.Launch(Job(61, probe, 2, nlohmann::json::object(), 1));
-  auto own = runner.WaitFinished(61, seconds(30));
+  auto own = runner.WaitFinished(61, kFinishWithin);
   ASSERT_TRUE(own.has_value());
   std::string log = Logs(61, 2);
   EXPECT_EQ(own->exit_code, 0) << log;
@@ -227,7 +227,7 @@ TEST_F(JobSandboxTest, AJobReadsOnlyItsOwnTenantsDatasets) {
   EXPECT_NE(log.find("dataset-3"), std::string::npos) << log;
 
   runner.Launch(Job(62, probe, 1, nlohmann::json::object(), 2));
-  auto other = runner.WaitFinished(62, seconds(30));
+  auto other = runner.WaitFinished(62, kFinishWithin);
   ASSERT_TRUE(other.has_value());
   log = Logs(62);
   EXPECT_NE(log.find("probe-done"), std::string::npos) << log;
@@ -267,7 +267,7 @@ TEST_F(JobSandboxTest, AnImportJobPublishesIntoItsTenantsDirectoryOnly) {
               {"resources", {{"nodes", 1}}},
               {"import", {{"dataset_id", 8}, {"source", {{"path", "/nonexistent/x.hdf5"}}}}}};
   importing.Launch(job);
-  auto done = importing.WaitFinished(64, seconds(30));
+  auto done = importing.WaitFinished(64, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << done->reason << Logs(64);
   EXPECT_EQ(Logs(64).find("PLANTED"), std::string::npos) << Logs(64);
@@ -286,12 +286,25 @@ TEST_F(JobSandboxTest, AnImportJobPublishesIntoItsTenantsDirectoryOnly) {
   const std::vector<std::string> probe = {"sh", "-c", "cat " + version + "/dataset.json"};
   importing.Launch(Job(65, probe, 1, nlohmann::json::object(), 1));
   importing.Launch(Job(66, probe, 1, nlohmann::json::object(), 2));
-  auto own = importing.WaitFinished(65, seconds(30));
-  auto other = importing.WaitFinished(66, seconds(30));
+  auto own = importing.WaitFinished(65, kFinishWithin);
+  auto other = importing.WaitFinished(66, kFinishWithin);
   ASSERT_TRUE(own.has_value() && other.has_value());
   EXPECT_NE(Logs(65).find("imported-by-tenant-1"), std::string::npos) << Logs(65);
   EXPECT_EQ(Logs(66).find("imported-by-tenant-1"), std::string::npos) << Logs(66);
   EXPECT_NE(Logs(66).find("Permission denied"), std::string::npos) << Logs(66);
+
+  // A node without embody-data says so, instead of an exec failure's bare exit code.
+  JobRunner& missing = Runner(true, {}, dir_.path() + "/no-such-embody-data");
+  job.job_id = 67;
+  job.spec["import"]["dataset_id"] = 9;
+  missing.Launch(job);
+  auto refused = missing.WaitFinished(67, kFinishWithin);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_NE(refused->exit_code, 0);
+  EXPECT_NE(refused->reason.find("this node cannot run imports: no embody-data at"),
+            std::string::npos)
+      << refused->reason;
+  EXPECT_FALSE(std::filesystem::exists(tenant_dir + "/.import-9"));
 }
 
 TEST_F(JobSandboxTest, ArgvNeverBecomesMpirunOptions) {

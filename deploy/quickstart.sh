@@ -96,7 +96,7 @@ say "Building (Release) in $build"
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
   die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
 cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody \
-  embody-web
+  embody-data embody-web
 
 # A second run restarts what the first one left running.
 stop_stack
