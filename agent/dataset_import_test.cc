@@ -58,6 +58,10 @@ TEST(DatasetImportTest, PathsAndArgv) {
   json argv = json::parse(plan->command)["argv"];
   EXPECT_EQ(argv, json({"/bin/embody-data", "import-hdf5", "/d/lift.hdf5", p->output_dir,
                         "--report", "--filter=train", "--language=-x"}));
+  in.spec["import"]["source"]["nan"] = "skip";
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(json::parse(plan->command)["argv"].back(), "--nan=skip");
   // What the server would have refused is refused here too.
   in.spec["import"]["source"]["path"] = "/d/../etc/shadow";
   EXPECT_FALSE(BuildLaunchPlan(in).ok());

@@ -26,6 +26,7 @@ common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   // "--opt=value": a value starting with '-' stays a value.
   if (!source->filter.empty()) argv.push_back("--filter=" + source->filter);
   if (!source->language.empty()) argv.push_back("--language=" + source->language);
+  if (source->skip_nan) argv.push_back("--nan=skip");
   return argv;
 }
 

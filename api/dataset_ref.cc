@@ -162,7 +162,7 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
     const std::string key = it.key();
     const std::string where = field + "." + key;
     if (key != "format" && key != "path" && key != "upload" && key != "filter" &&
-        key != "language") {
+        key != "language" && key != "nan") {
       return InvalidArgument("unknown field", where);
     }
     if (key != "upload" && !it->is_string()) return InvalidArgument("must be a string", where);
@@ -200,6 +200,16 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
                              field + ".language");
     }
   }
+  if (j.contains("nan")) {
+    const std::string nan = j["nan"].get<std::string>();
+    if (nan != "refuse" && nan != "skip") {
+      return InvalidArgument(
+          "must be \"refuse\" (a demo with NaN or Inf actions fails the import) or \"skip\" "
+          "(such demos are left out and counted)",
+          field + ".nan");
+    }
+    s.skip_nan = nan == "skip";
+  }
   return s;
 }
 
@@ -212,6 +222,7 @@ json ToJson(const ImportSource& s) {
   }
   if (!s.filter.empty()) j["filter"] = s.filter;
   if (!s.language.empty()) j["language"] = s.language;
+  if (s.skip_nan) j["nan"] = "skip";
   return j;
 }
 

@@ -69,6 +69,7 @@ struct ImportSource {
   std::optional<UploadSource> upload;  // exactly one of path and upload
   std::string filter;           // mask/<filter> of the HDF5 file; "": every demo
   std::string language;         // instruction overriding the file's; "": the file's
+  bool skip_nan = false;        // "nan": "skip" drops demos with NaN/Inf actions; else the file is refused
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").

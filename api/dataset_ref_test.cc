@@ -96,6 +96,13 @@ TEST(ImportSourceTest, RefusesPathsThatAreNotPlainAbsolute) {
   EXPECT_EQ(ParseImportSource(json{{"path", "/a"}, {"format", "mp4"}}, "source").status().code(),
             common::Code::kUnimplemented);
   EXPECT_EQ(ParseImportSource(json{{"path", 3}}, "source").status().field(), "source.path");
+  EXPECT_EQ(ParseImportSource(json{{"path", "/a"}, {"nan", "ignore"}}, "source").status().field(),
+            "source.nan");
+  auto skip = ParseImportSource(json{{"path", "/a"}, {"nan", "skip"}}, "source");
+  ASSERT_TRUE(skip.ok());
+  EXPECT_TRUE(skip->skip_nan);
+  EXPECT_EQ(ToJson(*skip)["nan"], "skip");
+  EXPECT_FALSE(ParseImportSource(json{{"path", "/a"}, {"nan", "refuse"}}, "source")->skip_nan);
   EXPECT_EQ(ParseImportSource(json::object(), "source").status().field(), "source.path");
 }
 

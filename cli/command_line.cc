@@ -202,6 +202,8 @@ void Build(CLI::App& app, Parsed* p) {
       ->required();
   di->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
   di->add_option("--language", inv.language, "language instruction (overrides the file's)");
+  di->add_option("--nan", inv.nan, "demos with NaN/Inf actions: refuse the file (default) or skip them")
+      ->check(CLI::IsMember({"refuse", "skip"}));
   AddOutput(di, p);
   CLI::App* du = Command(*datasets, p, "upload",
                          "upload a local HDF5 file (robomimic / LIBERO) in chunks as the next "
@@ -212,6 +214,8 @@ void Build(CLI::App& app, Parsed* p) {
   du->add_option("FILE", inv.path, "the local file")->required();
   du->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
   du->add_option("--language", inv.language, "language instruction (overrides the file's)");
+  du->add_option("--nan", inv.nan, "demos with NaN/Inf actions: refuse the file (default) or skip them")
+      ->check(CLI::IsMember({"refuse", "skip"}));
   du->add_option("--chunk-mib", inv.chunk_mib, "chunk size in MiB (1-8; default 4)")
       ->check(CLI::Range(1, 8));
   du->add_option("--resume", inv.resume,

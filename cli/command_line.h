@@ -46,7 +46,7 @@ struct Invocation {
   // usage
   std::string from, to;
   // datasets import, datasets upload (name above; path is the local FILE for upload)
-  std::string path, filter, language;
+  std::string path, filter, language, nan;
   int chunk_mib = 4;              // datasets upload
   std::optional<int64_t> resume;  // datasets upload: the version to continue
 };

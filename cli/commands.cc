@@ -88,7 +88,7 @@ class Commands {
     if (c == "datasets show") return Print(api_.Get("/v1/datasets/" + id), DatasetDetail);
     if (c == "datasets import") {
       return Print(api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, inv_.filter,
-                                                               inv_.language)
+                                                               inv_.language, inv_.nan)
                                                  .dump()),
                    [](const json& d) {
                      return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +

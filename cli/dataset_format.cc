@@ -91,10 +91,12 @@ std::string DatasetDetail(const json& d) {
 }
 
 json DatasetImportBody(const std::string& name, const std::string& path,
-                       const std::string& filter, const std::string& language) {
+                       const std::string& filter, const std::string& language,
+                       const std::string& nan) {
   json source{{"format", "hdf5"}, {"path", path}};
   if (!filter.empty()) source["filter"] = filter;
   if (!language.empty()) source["language"] = language;
+  if (!nan.empty()) source["nan"] = nan;
   return json{{"name", name}, {"source", source}};
 }
 

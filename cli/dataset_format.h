@@ -14,8 +14,9 @@ std::string DatasetsTable(const nlohmann::json& reply);
 // counts, where it came from and where it is, and the statistics' keys with their shapes.
 std::string DatasetDetail(const nlohmann::json& dataset);
 
-// {"name", "source": {"format": "hdf5", "path", "filter"?, "language"?}}
+// {"name", "source": {"format": "hdf5", "path", "filter"?, "language"?, "nan"?}}
 nlohmann::json DatasetImportBody(const std::string& name, const std::string& path,
-                                 const std::string& filter, const std::string& language);
+                                 const std::string& filter, const std::string& language,
+                                 const std::string& nan = "");
 
 }  // namespace cli

@@ -134,6 +134,7 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
     json source = {{"format", "hdf5"}, {"upload", {{"bytes", file.size()}, {"sha256", *sha}}}};
     if (!inv.filter.empty()) source["filter"] = inv.filter;
     if (!inv.language.empty()) source["language"] = inv.language;
+    if (!inv.nan.empty()) source["nan"] = inv.nan;
     auto d = api.Post("/v1/datasets", json{{"name", inv.name}, {"source", source}}.dump());
     if (!d.ok()) return Refused(err, d.status(), 0);
     id = d->value("id", int64_t{0});

@@ -302,7 +302,7 @@ common::Result<ImportResult> ImportHdf5(const std::string& input, const std::str
       if (d.non_finite_actions) {
         if (options.nan_policy == NanPolicy::kRefuse) {
           return common::InvalidArgument(d.non_finite_detail +
-                                         " (refused; --nan skip skips such demos)");
+                                         " (refused; the nan policy \"skip\" leaves such demos out)");
         }
         ++result.skipped_nan;
       } else {
