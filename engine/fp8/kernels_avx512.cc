@@ -95,6 +95,20 @@ __m512 HalfDecode(__m128i codes) {
   return _mm512_cvtph_ps(h);
 }
 
+// 32 codes → two vectors of 16 values, as HalfDecode.
+template <Format F>
+void HalfDecode32(__m256i codes, __m512* lo, __m512* hi) {
+  __m512i h;
+  if constexpr (F == Format::kE4M3) {
+    h = _mm512_and_si512(_mm512_slli_epi16(_mm512_cvtepi8_epi16(codes), 7),
+                         _mm512_set1_epi16(static_cast<short>(0xBF80)));
+  } else {
+    h = _mm512_slli_epi16(_mm512_cvtepu8_epi16(codes), 8);
+  }
+  *lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+  *hi = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_shuffle_i64x2(h, h, 0xEE)));
+}
+
 template <Format F>
 __mmask16 NanLanes(__m128i codes) {
   return _mm_cmpgt_epu8_mask(_mm_and_si128(codes, _mm_set1_epi8(0x7f)),
@@ -185,26 +199,55 @@ void W8Tile(const float* x, long K, const Fp8MatrixView& w, long n0, int n_rows,
     wr[j] = w.codes + row * K;
     sr[j] = w.scales + (row / w.block_rows) * kb_count;
   }
-  __m512 acc[MR][4];
+  // At MR ≤ 2 the two halves of each 32-step accumulate apart: two FMA chains per (row, column)
+  // instead of one twice as long (FMA latency bounds the batch-1 loop otherwise).
+  constexpr bool kSplit = MR <= 2;
+  __m512 acc[MR][4], acc_hi[kSplit ? MR : 1][4];
   for (int i = 0; i < MR; ++i) {
     for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  for (auto& row : acc_hi) {
+    for (auto& v : row) v = _mm512_setzero_ps();
   }
   for (long kb = 0; kb < kb_count; ++kb) {
     __m512 sv[4];
     for (int j = 0; j < 4; ++j) sv[j] = _mm512_set1_ps(sr[j][kb] * kHalfToValue<F>);
     const long k_end = (kb + 1) * kBlock < K ? (kb + 1) * kBlock : K;
-    for (long k = kb * kBlock; k < k_end; k += 16) {
-      const __mmask16 live = LiveMask(k_end - k);
-      __m512 wv[4];
+    for (long k = kb * kBlock; k < k_end; k += 32) {
+      // 32 weights a row per step: one widening, shift and AND for two converter inputs.
+      const long left = k_end - k;
+      const __mmask32 live = left >= 32 ? ~0u : (1u << left) - 1;
+      const __mmask16 live_lo = static_cast<__mmask16>(live), live_hi = live >> 16;
+      __m512 w_lo[4], w_hi[4];
       for (int j = 0; j < 4; ++j) {
-        const __m128i c = _mm_maskz_loadu_epi8(live, wr[j] + k);
-        wv[j] = _mm512_mul_ps(HalfDecode<F>(c), sv[j]);
-        if constexpr (kNan) wv[j] = _mm512_mask_mov_ps(wv[j], NanLanes<F>(c), SignedNan(c));
+        const __m256i c = _mm256_maskz_loadu_epi8(live, wr[j] + k);
+        HalfDecode32<F>(c, &w_lo[j], &w_hi[j]);
+        w_lo[j] = _mm512_mul_ps(w_lo[j], sv[j]);
+        w_hi[j] = _mm512_mul_ps(w_hi[j], sv[j]);
+        if constexpr (kNan) {
+          const __m128i c_lo = _mm256_castsi256_si128(c), c_hi = _mm256_extracti128_si256(c, 1);
+          w_lo[j] = _mm512_mask_mov_ps(w_lo[j], NanLanes<F>(c_lo), SignedNan(c_lo));
+          w_hi[j] = _mm512_mask_mov_ps(w_hi[j], NanLanes<F>(c_hi), SignedNan(c_hi));
+        }
       }
       for (int i = 0; i < MR; ++i) {
-        const __m512 xv = _mm512_maskz_loadu_ps(live, x + (m0 + i) * K + k);
-        for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+        const float* xr = x + (m0 + i) * K + k;
+        const __m512 x_lo = _mm512_maskz_loadu_ps(live_lo, xr);
+        const __m512 x_hi = _mm512_maskz_loadu_ps(live_hi, xr + 16);
+        for (int j = 0; j < 4; ++j) {
+          acc[i][j] = _mm512_fmadd_ps(x_lo, w_lo[j], acc[i][j]);
+          if constexpr (kSplit) {
+            acc_hi[i][j] = _mm512_fmadd_ps(x_hi, w_hi[j], acc_hi[i][j]);
+          } else {
+            acc[i][j] = _mm512_fmadd_ps(x_hi, w_hi[j], acc[i][j]);
+          }
+        }
       }
+    }
+  }
+  if constexpr (kSplit) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_add_ps(acc[i][j], acc_hi[i][j]);
     }
   }
   for (int i = 0; i < MR; ++i) {
