@@ -1,0 +1,288 @@
+// FP8 benchmark: codec throughput per CPU path, weight bytes, and the linear layers of the
+// reference policy (d_model 256, MLP 1024, 4 layers: qkv 256→768, proj 256→256, fc1 256→1024,
+// fc2 1024→256) run three ways, each pair interleaved rep by rep in one run:
+//   fp32         the engine's own Linear (LinearForwardFast: Eigen, as the trainer runs it)
+//   fp8 weights  MatmulWeightFp8 (fp32 activations × E4M3 weights, 128×128 blocks), batch 1/4/8
+//   fp8 × fp8    MatmulFp8 at a training-sized M (E4M3 1×128 activation tiles × weights), with
+//                and without quantising the activations first
+// One "pass" is all 16 linear layers in a row; best of --reps passes per mode. Prints the CPU
+// model, absolute times, ratios, and one JSON line at the end.
+//
+//   fp8_bench [--reps 30] [--train-m 4096] [--codec-mb 16]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/fp8/block_quant.h"
+#include "engine/fp8/codec.h"
+#include "engine/fp8/cpu_path.h"
+#include "engine/fp8/fp8_matmul.h"
+#include "engine/model/linear_fast.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using engine::fp8::CpuPath;
+using engine::fp8::Format;
+
+struct Flags {
+  int reps = 30;
+  int train_m = 4096;
+  int codec_mb = 16;
+};
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+void Check(const common::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "fp8_bench: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+struct Layer {
+  const char* name;
+  int in, out;  // C → OC
+  std::vector<float> w, b;
+  engine::fp8::Fp8Matrix wq;
+};
+
+std::vector<Layer> ReferenceLayers() {
+  std::vector<Layer> layers;
+  const struct {
+    const char* name;
+    int in, out;
+  } kinds[] = {{"qkv", 256, 768}, {"proj", 256, 256}, {"fc1", 256, 1024}, {"fc2", 1024, 256}};
+  uint32_t seed = 1;
+  for (int l = 0; l < 4; ++l) {
+    for (const auto& k : kinds) {
+      Layer layer{k.name,
+                  k.in,
+                  k.out,
+                  Gaussian(static_cast<size_t>(k.in) * k.out, seed++, 0.02f),
+                  Gaussian(k.out, seed++, 0.01f),
+                  {}};
+      Check(engine::fp8::QuantizeWeights(layer.w.data(), layer.out, layer.in, Format::kE4M3,
+                                         &layer.wq)
+                .status());
+      layers.push_back(std::move(layer));
+    }
+  }
+  return layers;
+}
+
+// Best-of-reps times of two modes run alternately, so drift hits both alike.
+template <typename A, typename B>
+std::pair<double, double> BestOfInterleaved(int reps, A a, B b) {
+  double ta = 1e30, tb = 1e30;
+  a();
+  b();  // warm caches and scratch
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    a();
+    ta = std::min(ta, Seconds(t0));
+    t0 = Clock::now();
+    b();
+    tb = std::min(tb, Seconds(t0));
+  }
+  return {ta, tb};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> int {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return std::atoi(argv[++i]);
+    };
+    if (a == "--reps") {
+      flags.reps = std::max(1, next());
+    } else if (a == "--train-m") {
+      flags.train_m = std::max(1, next());
+    } else if (a == "--codec-mb") {
+      flags.codec_mb = std::max(1, next());
+    } else {
+      std::fprintf(stderr, "usage: fp8_bench [--reps N] [--train-m M] [--codec-mb MB]\n");
+      return 2;
+    }
+  }
+  nlohmann::json out = {{"bench", "fp8"}, {"cpu", CpuModel()}, {"reps", flags.reps}};
+  std::printf("fp8_bench on %s; CPU paths:", CpuModel().c_str());
+  std::vector<std::string> paths;
+  for (CpuPath p : engine::fp8::SupportedCpuPaths()) paths.push_back(engine::fp8::CpuPathName(p));
+  for (const auto& p : paths) std::printf(" %s", p.c_str());
+  std::printf(" (active %s)\n\n", engine::fp8::ActiveCpuPathName());
+  out["paths"] = paths;
+  out["active_path"] = engine::fp8::ActiveCpuPathName();
+
+  // 1. Codec throughput per path: E4M3 encode (with counts) and decode, in floats per second.
+  {
+    const size_t n = static_cast<size_t>(flags.codec_mb) * (1 << 20) / sizeof(float);
+    const std::vector<float> x = Gaussian(n, 99, 10.0f);
+    std::vector<uint8_t> codes(n);
+    std::vector<float> back(n);
+    std::printf("codec, E4M3, %zu floats:\n", n);
+    double scalar_enc = 0, scalar_dec = 0;
+    for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
+      engine::fp8::EncodeCounts counts;
+      const auto [enc, dec] = BestOfInterleaved(
+          std::max(3, flags.reps / 5),
+          [&] {
+            engine::fp8::EncodeFp8(Format::kE4M3, x.data(), n, codes.data(), 0.5f, &counts, p);
+          },
+          [&] { engine::fp8::DecodeFp8(Format::kE4M3, codes.data(), n, back.data(), 2.0f, p); });
+      if (p == CpuPath::kScalar) {
+        scalar_enc = enc;
+        scalar_dec = dec;
+      }
+      const char* name = engine::fp8::CpuPathName(p);
+      std::printf("  %-7s encode %7.3f Gfloat/s (%5.1fx scalar)  decode %7.3f Gfloat/s (%5.1fx)\n",
+                  name, n / enc / 1e9, scalar_enc / enc, n / dec / 1e9, scalar_dec / dec);
+      out["codec"][name] = {{"encode_gfloat_s", n / enc / 1e9},
+                            {"decode_gfloat_s", n / dec / 1e9},
+                            {"encode_vs_scalar", scalar_enc / enc},
+                            {"decode_vs_scalar", scalar_dec / dec}};
+    }
+  }
+
+  // 2. Weight bytes of the reference model's linear layers.
+  std::vector<Layer> layers = ReferenceLayers();
+  size_t fp32_bytes = 0, fp8_bytes = 0;
+  for (const Layer& l : layers) {
+    fp32_bytes += l.w.size() * sizeof(float);
+    fp8_bytes += l.wq.Bytes();
+  }
+  std::printf(
+      "\nweights of the 16 block linears: fp32 %zu bytes, fp8 %zu bytes (codes + scales): "
+      "%.3fx smaller\n",
+      fp32_bytes, fp8_bytes, static_cast<double>(fp32_bytes) / fp8_bytes);
+  out["weight_bytes_fp32"] = fp32_bytes;
+  out["weight_bytes_fp8"] = fp8_bytes;
+  out["weight_bytes_ratio"] = static_cast<double>(fp32_bytes) / fp8_bytes;
+
+  // 3. Weight-only at inference batch sizes, per vector path, against the engine's fp32 Linear.
+  std::vector<CpuPath> vector_paths;
+  for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
+    if (p != CpuPath::kScalar) vector_paths.push_back(p);
+  }
+  const int max_in = 1024, max_out = 1024;
+  std::printf("\nall 16 linears, fp32 (LinearForwardFast) vs fp32 x fp8-E4M3 weights:\n");
+  for (int batch : {1, 4, 8}) {
+    const std::vector<float> x = Gaussian(static_cast<size_t>(batch) * max_in, 7, 1.0f);
+    std::vector<float> y(static_cast<size_t>(batch) * max_out);
+    for (CpuPath p : vector_paths) {
+      const auto [t32, t8] = BestOfInterleaved(
+          flags.reps,
+          [&] {
+            for (const Layer& l : layers) {
+              engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), batch, l.in,
+                                        l.out);
+            }
+          },
+          [&] {
+            for (const Layer& l : layers) {
+              Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p));
+            }
+          });
+      const char* name = engine::fp8::CpuPathName(p);
+      std::printf("  batch %d, %-6s fp32 %8.1f us  fp8 weights %8.1f us  fp32/fp8 %.2fx\n", batch,
+                  name, t32 * 1e6, t8 * 1e6, t32 / t8);
+      out["weight_only"][name]["batch_" + std::to_string(batch)] = {
+          {"fp32_us", t32 * 1e6}, {"fp8_us", t8 * 1e6}, {"ratio", t32 / t8}};
+    }
+  }
+
+  // 4. fp8 x fp8 at a training-sized M.
+  {
+    const int M = flags.train_m;
+    const std::vector<float> x = Gaussian(static_cast<size_t>(M) * max_in, 8, 1.0f);
+    std::vector<float> y(static_cast<size_t>(M) * max_out);
+    // Activations quantised once per layer input width (the block's inputs are 256 or 1024 wide).
+    engine::fp8::Fp8Matrix x256, x1024;
+    Check(engine::fp8::QuantizeActivations(x.data(), M, 256, Format::kE4M3, &x256).status());
+    Check(engine::fp8::QuantizeActivations(x.data(), M, 1024, Format::kE4M3, &x1024).status());
+    double flops = 0;
+    for (const Layer& l : layers) flops += 2.0 * M * l.in * l.out;
+    std::printf("\nall 16 linears at M = %d tokens (%.2f GFLOP), fp32 vs fp8 x fp8 (E4M3):\n", M,
+                flops / 1e9);
+    const int reps = std::max(3, flags.reps / 6);
+    for (CpuPath p : vector_paths) {
+      engine::fp8::Fp8Matrix xq;
+      const auto [t32, t8] = BestOfInterleaved(
+          reps,
+          [&] {
+            for (const Layer& l : layers) {
+              engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), M, l.in, l.out);
+            }
+          },
+          [&] {
+            for (const Layer& l : layers) {
+              Check(engine::fp8::MatmulFp8(y.data(), l.in == 256 ? x256 : x1024, l.wq, l.b.data(),
+                                           p));
+            }
+          });
+      const auto [t32b, t8q] = BestOfInterleaved(
+          reps,
+          [&] {
+            for (const Layer& l : layers) {
+              engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), M, l.in, l.out);
+            }
+          },
+          [&] {
+            for (const Layer& l : layers) {
+              Check(engine::fp8::QuantizeActivations(x.data(), M, l.in, Format::kE4M3, &xq, p)
+                        .status());
+              Check(engine::fp8::MatmulFp8(y.data(), xq, l.wq, l.b.data(), p));
+            }
+          });
+      const double best32 = std::min(t32, t32b);
+      const char* name = engine::fp8::CpuPathName(p);
+      std::printf(
+          "  %-6s fp32 %8.2f ms (%.1f GFLOP/s)  fp8xfp8 %8.2f ms (%.1f GFLOP/s), fp32/fp8 %.2fx;"
+          " with activation quantisation %8.2f ms, fp32/fp8 %.2fx\n",
+          name, best32 * 1e3, flops / best32 / 1e9, t8 * 1e3, flops / t8 / 1e9, t32 / t8, t8q * 1e3,
+          t32b / t8q);
+      out["fp8_x_fp8"][name] = {{"m", M},
+                                {"fp32_ms", best32 * 1e3},
+                                {"fp8_ms", t8 * 1e3},
+                                {"ratio", t32 / t8},
+                                {"fp8_with_quantise_ms", t8q * 1e3},
+                                {"ratio_with_quantise", t32b / t8q}};
+    }
+  }
+  std::printf("\n%s\n", out.dump().c_str());
+  return 0;
+}

@@ -1,0 +1,41 @@
+// Which instruction-set path the CPU kernels run on, chosen once per process at run time from
+// the CPU's flags, never at build time: one binary runs on every x86-64 machine and uses what
+// each one has. Only the kernel translation units are compiled for AVX2 or AVX-512 (per-file
+// flags in engine/fp8/CMakeLists.txt); everything else is built for the baseline ISA.
+//
+//   scalar  plain C++, the reference every other path is tested against
+//   avx2    AVX2 + FMA + F16C (+ POPCNT)
+//   avx512  AVX-512 F/BW/VL on top of the above
+//
+// EMBODY_CPU_PATH=scalar|avx2|avx512 forces a path for tests and benchmarks. A forced path the
+// CPU lacks is not taken: the best supported one is, with a warning on stderr (a typo or a
+// smaller machine must not turn into SIGILL).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace engine::fp8 {
+
+enum class CpuPath { kScalar, kAvx2, kAvx512 };
+
+const char* CpuPathName(CpuPath path);  // "scalar", "avx2", "avx512"
+std::optional<CpuPath> ParseCpuPath(std::string_view name);
+
+// Whether this CPU (and its operating system, which must save the wider registers) runs `path`.
+bool CpuSupports(CpuPath path);
+// Every path this machine runs, scalar first.
+std::vector<CpuPath> SupportedCpuPaths();
+
+// The path chosen for this process: decided on first call (EMBODY_CPU_PATH, else the widest
+// supported), the same for the rest of the process.
+CpuPath ActiveCpuPath();
+inline const char* ActiveCpuPathName() { return CpuPathName(ActiveCpuPath()); }
+
+// The choice ActiveCpuPath makes, for a given value of EMBODY_CPU_PATH (nullptr: unset);
+// `warning` receives why a forced value was not taken, if it was not.
+CpuPath ChooseCpuPath(const char* forced, std::string* warning);
+
+}  // namespace engine::fp8
