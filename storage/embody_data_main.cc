@@ -165,7 +165,8 @@ int main(int argc, char** argv) {
   uint64_t shard_mib = 256;
   storage::Hdf5ImportOptions options;
   auto* imp = app.add_subcommand("import-hdf5", "import a robomimic/LIBERO HDF5 file");
-  imp->add_option("IN", in, "input .hdf5 file")->required()->check(CLI::ExistingFile);
+  // Not checked here: the importer says why a file cannot be read, and --report passes that on.
+  imp->add_option("IN", in, "input .hdf5 file")->required();
   imp->add_option("OUT_DIR", out, "output dataset directory (must not exist)")->required();
   imp->add_option("--filter", options.filter, "import only the demos listed in mask/<F>");
   imp->add_option("--shard-mib", shard_mib, "target shard size in MiB")

@@ -1,5 +1,9 @@
 #include "storage/hdf5_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <sstream>
@@ -40,6 +44,20 @@ void H5Handle::Reset() {
 common::Result<Hdf5File> Hdf5File::Open(const std::string& path) {
   // HDF5 prints its error stack to stderr by default; our errors say what went wrong instead.
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // Said first with the system's reason: HDF5 reports a missing or unreadable file only as
+  // "not HDF5".
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    std::string why = path + ": cannot read: " + std::strerror(err);
+    if (err == EACCES) {
+      why += " (an import job reads as an unprivileged user: make the file and its directories "
+             "readable by others, or upload it with `embody datasets upload`)";
+    }
+    return common::Status(err == ENOENT ? common::Code::kNotFound : common::Code::kInvalidArgument,
+                          why);
+  }
+  ::close(fd);
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     return common::InvalidArgument(path + ": not an HDF5 file (or cannot be read)");
   }

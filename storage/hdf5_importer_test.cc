@@ -302,6 +302,16 @@ TEST_F(Hdf5ImporterTest, RefusesANumSamplesAttributeThatDisagrees) {
   ExpectRefused("demo_2", "num_samples attribute says 11 frames");
 }
 
+TEST_F(Hdf5ImporterTest, AMissingFileIsSaidWithTheSystemsReason) {
+  auto r = ImportHdf5(root_ + "/nowhere.hdf5", out_, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), common::Code::kNotFound);
+  EXPECT_NE(r.status().message().find(root_ + "/nowhere.hdf5: cannot read: No such file"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(fs::exists(out_));
+}
+
 TEST_F(Hdf5ImporterTest, RefusesSomethingThatIsNotHdf5) {
   { std::ofstream(in_) << "not hdf5"; }
   ExpectRefused("", "not an HDF5 file");
