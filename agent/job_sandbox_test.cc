@@ -111,13 +111,18 @@ class JobSandboxTest : public ::testing::Test {
     return 0;
   }
 
-  static constexpr const char* kDaemon =
-      "(setsid sleep 987 </dev/null >/dev/null 2>&1 &); echo started; exit 0";
-  static void ExpectNoDaemonLeft() {
+  // A daemon that leaves the job's session, marked by its sleep time: each test its own mark, so
+  // tests running side by side (ctest -j) never count each other's daemons.
+  static std::string Daemon(int mark) {
+    return "(setsid sleep " + std::to_string(mark) +
+           " </dev/null >/dev/null 2>&1 &); echo started; exit 0";
+  }
+  static void ExpectNoDaemonLeft(int mark) {
+    const std::string want = std::string("sleep") + '\0' + std::to_string(mark) + '\0';
     for (const auto& p : ListProcesses()) {
       if (p.state == 'Z') continue;
       std::string cmdline = ReadAll("/proc/" + std::to_string(p.id.pid) + "/cmdline");
-      if (cmdline == std::string("sleep\0" "987\0", 10)) {
+      if (cmdline == want) {
         ADD_FAILURE() << "pid " << p.id.pid << " survived";
         ::kill(p.id.pid, SIGKILL);
       }
@@ -359,7 +364,7 @@ TEST_F(JobSandboxTest, CgroupComesAndGoesWithTheJobAndCatchesEscapees) {
   JobRunner& runner = Runner();
   // The daemon leaves the job's session and process tree (and lets go of the rank's output, or
   // mpirun would wait for it); only the cgroup and the uid still know it.
-  runner.Launch(Job(71, {"sh", "-c", kDaemon}, 1, {{"memory_per_rank_bytes", 256 << 20}}));
+  runner.Launch(Job(71, {"sh", "-c", Daemon(987)}, 1, {{"memory_per_rank_bytes", 256 << 20}}));
   std::vector<std::string> cg_dirs;
   for (const auto& [controller, parent] : cgroups_.parents) cg_dirs.push_back(parent + "/job-71");
   pid_t mpirun = runner.LauncherPid(71);
@@ -370,7 +375,7 @@ TEST_F(JobSandboxTest, CgroupComesAndGoesWithTheJobAndCatchesEscapees) {
   EXPECT_EQ(done->exit_code, 0) << Logs(71);
   EXPECT_NE(mpirun_cgroup.find("/job-71"), std::string::npos) << mpirun_cgroup;
   for (const auto& d : cg_dirs) EXPECT_NE(::access(d.c_str(), F_OK), 0) << d << " was not removed";
-  ExpectNoDaemonLeft();
+  ExpectNoDaemonLeft(987);
 }
 
 TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
@@ -392,11 +397,11 @@ TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
 
 TEST_F(JobSandboxTest, WithoutCgroupsTheUidSweepCatchesEscapees) {
   JobRunner& runner = Runner(/*cgroups=*/false);
-  runner.Launch(Job(72, {"sh", "-c", kDaemon}));
+  runner.Launch(Job(72, {"sh", "-c", Daemon(986)}));
   auto done = runner.WaitFinished(72, kFinishWithin);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << Logs(72);
-  ExpectNoDaemonLeft();
+  ExpectNoDaemonLeft(986);
 }
 
 TEST_F(JobSandboxTest, TheAgentReadsNoFileForTheJob) {
