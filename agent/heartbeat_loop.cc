@@ -68,7 +68,8 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   api::HeartbeatRequest req;
   logs_->CollectAll();
   auto running = runner_->Running();
-  EventQueue::Batch events = events_->Peek(options_.max_events_per_heartbeat);
+  EventQueue::Batch events =
+      events_->Peek(options_.max_events_per_heartbeat, options_.max_event_bytes_per_heartbeat);
   RankLogs::Batch logs = logs_->NextBatch();
   std::vector<int64_t> reported;
   for (auto& f : runner_->Unreported()) {

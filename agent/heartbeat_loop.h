@@ -33,6 +33,9 @@ namespace agent {
 struct HeartbeatOptions {
   api::RegisterRequest node;
   size_t max_events_per_heartbeat = 2000;
+  // Event bytes one heartbeat carries at most (the rest goes in the next); with the logs'
+  // RankLogs::kDefaultBatchBytes this keeps a heartbeat far below the server's body limit.
+  size_t max_event_bytes_per_heartbeat = 1024 * 1024;
   std::chrono::milliseconds first_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
 };

@@ -5,10 +5,14 @@
 // agent forwards, advance job states from what the agent reports (running, finished), and answer
 // with launch commands for newly scheduled jobs whose head is this node and kill commands for
 // jobs being cancelled. Everything in it is idempotent, because agents resend a heartbeat whose
-// reply they did not get.
+// reply they did not get. One job's bad event (api/job_event_check.h) is dropped alone with its
+// reason, never failing the heartbeat: a job must not be able to take its node DOWN.
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,11 +42,15 @@ class NodeService {
   // Prometheus service discovery (scrape_targets.h). Cluster-admin only: it names every node
   // and where its agent listens. `server_address` is host:port of this server.
   Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address);
+  // Job events dropped from committed heartbeats since start, by api::EventRejection reason
+  // (embody_heartbeat_events_dropped_total).
+  std::map<std::string, uint64_t> EventsDropped() const;
 
  private:
   // Events and logs are kept only for jobs whose latest placement includes the reporting node.
+  // An event api::CheckJobEvent refuses is dropped alone, counted in `dropped` by reason.
   Status StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
-                     int64_t now);
+                     int64_t now, std::map<std::string, uint64_t>* dropped);
   Status StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
   Result<bool> RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id);
   Status ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
@@ -54,6 +62,8 @@ class NodeService {
   const int heartbeat_interval_ms_;
   Clock now_;
   std::function<void()> wake_;
+  mutable std::mutex dropped_mu_;
+  std::map<std::string, uint64_t> events_dropped_;
 };
 
 // permission_denied unless `p` is the credential of node `node_id`.

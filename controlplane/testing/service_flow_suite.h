@@ -347,9 +347,57 @@ TYPED_TEST_P(ServiceFlowTest, RunningJobPastItsTimeLimitIsCancelled) {
   EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kCancelled);
 }
 
+// A job that posts poison (NUL, which PostgreSQL text and jsonb cannot hold; a field of the
+// wrong type; an event too large) cannot fail its node's heartbeats: the bad events are dropped
+// alone, the rest stored, and the node stays UP with its jobs running.
+TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  service::LogFiles files(this->data_dir_);
+  auto clock = [this] { return this->now_.load(); };
+  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
+  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
+                            {"node-p", "127.0.0.1", "", 2, 0, {}, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  Principal node = this->Resolve(reg->node_token);
+  auto job = jobs.Submit(a, this->Spec("poison"), "");
+  ASSERT_TRUE(job.ok());
+  const int64_t id = job->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, {}).ok());
+  for (int round = 0; round < 5; ++round) {
+    this->now_ += 1000;
+    api::HeartbeatRequest hb;
+    hb.running = {id};
+    hb.events = {
+        {id, 0, "step", {{"type", "step"}, {"step", round}, {"loss", 0.5}}},
+        {id, 0, "note", {{"type", "note"}, {"text", std::string("a\0b", 3)}}},
+        {id, 0, "note", {{"type", "note"}, {std::string("k\0", 2), 1}}},
+        {id, 0, "checkpoint", {{"type", "checkpoint"}, {"step", "x"}, {"path", "/c"}}},
+        {id, 0, "note", {{"type", "note"}, {"blob", std::string(70 * 1024, 'x')}}},
+        {id, 0, "note", {{"type", "note"}, {"round", round}}}};
+    auto reply = nodes.Heartbeat(node, reg->node_id, hb);
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    ASSERT_TRUE(loop.RunOnce().ok());
+  }
+  for (const auto& n : (*nodes.List(a))["nodes"]) {
+    if (n["name"] == "node-p") EXPECT_EQ(n["state"], "UP");
+  }
+  auto view = jobs.Get(a, id);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->job.state, api::JobState::kRunning);
+  EXPECT_EQ((*view->last_step)["step"], 4);
+  EXPECT_EQ(jobs.Events(a, id, 0, "note", 100)->size(), 5u);
+  EXPECT_EQ(nodes.EventsDropped().at("bad_text"), 10u);
+  EXPECT_EQ(nodes.EventsDropped().at("bad_field"), 5u);
+  EXPECT_EQ(nodes.EventsDropped().at("too_large"), 5u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
-                            ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled);
+                            ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
+                            PoisonedEventsKeepTheNodeUp);
 
 }  // namespace controlplane::testing
