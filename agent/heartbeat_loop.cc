@@ -82,6 +82,9 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   for (int64_t id : running) {
     if (!ended.count(id)) req.running.push_back(id);
   }
+  // Every launch held acknowledges its launch command: the server repeats a launch until then.
+  req.has_launched = true;
+  req.launched = runner_->HeldLaunches();
   req.events = std::move(events.events);
   req.logs = std::move(logs.chunks);
 

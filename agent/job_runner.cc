@@ -101,16 +101,31 @@ void JobRunner::SetOnFinish(std::function<void(int64_t)> fn) {
 
 void JobRunner::Launch(const api::Command& launch) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (jobs_.count(launch.job_id)) {
-    // A repeated launch (the reply that carried it was lost, or the server does not know yet that
-    // the previous attempt ended): the job is already handled here.
-    common::LogWarn("ignoring launch of a job this node already has",
-                    {{"job", std::to_string(launch.job_id)}});
+  // The server repeats a launch until this node acknowledges it (HeartbeatRequest::launched), so
+  // the same launch may arrive again: it is a no-op, never a second mpirun.
+  if (auto it = jobs_.find(launch.job_id); it != jobs_.end()) {
+    if (it->second->attempt != launch.attempt || !it->second->from_launch) {
+      // Another attempt while this one is still here (the server does not know yet that it
+      // ended): the job is already handled here.
+      common::LogWarn("ignoring launch of a job this node already has",
+                      {{"job", std::to_string(launch.job_id)},
+                       {"attempt", std::to_string(launch.attempt)},
+                       {"held_attempt", std::to_string(it->second->attempt)}});
+    }
+    return;
+  }
+  const api::LaunchAck key{launch.job_id, launch.attempt};
+  if (std::find(finished_launches_.begin(), finished_launches_.end(), key) !=
+      finished_launches_.end()) {
+    common::LogWarn("ignoring launch of an attempt that already ran here",
+                    {{"job", std::to_string(launch.job_id)},
+                     {"attempt", std::to_string(launch.attempt)}});
     return;
   }
   auto job = std::make_unique<Job>();
   job->id = launch.job_id;
   job->attempt = launch.attempt;
+  job->from_launch = true;
   job->tenant = launch.tenant;
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
@@ -542,6 +557,15 @@ std::vector<int64_t> JobRunner::Running() const {
   return out;
 }
 
+std::vector<api::LaunchAck> JobRunner::HeldLaunches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::LaunchAck> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->from_launch) out.push_back({id, job->attempt});
+  }
+  return out;
+}
+
 std::vector<RunningJob> JobRunner::RunningJobs() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<RunningJob> out;
@@ -567,6 +591,10 @@ void JobRunner::Acknowledge(const std::vector<int64_t>& job_ids) {
     for (int64_t id : job_ids) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || it->second->running) continue;
+      if (it->second->from_launch) {
+        finished_launches_.push_back({id, it->second->attempt});
+        if (finished_launches_.size() > kRememberAcknowledged) finished_launches_.pop_front();
+      }
       done.push_back(std::move(it->second));
       jobs_.erase(it);
       recently_acknowledged_.push_back(id);

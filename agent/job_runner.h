@@ -92,6 +92,8 @@ class JobRunner {
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
+  // A launch of an attempt this node holds, or ran and had acknowledged (the last 1,024), is a
+  // no-op: the server repeats launches until they are acknowledged.
   void Launch(const api::Command& launch);
   // Idempotent. A job unknown to this node is reported finished at once, so a server that lost
   // track of it can still complete its cancellation.
@@ -100,6 +102,9 @@ class JobRunner {
   void KillAllAndWait(const std::string& reason);
 
   std::vector<int64_t> Running() const;
+  // Every launch held: running, preparing, or ended and not yet acknowledged. The heartbeat lists
+  // them as the acknowledgement of their launch commands.
+  std::vector<api::LaunchAck> HeldLaunches() const;
   std::vector<RunningJob> RunningJobs() const;
   std::vector<api::FinishedJob> Unreported() const;
   void Acknowledge(const std::vector<int64_t>& job_ids);
@@ -121,6 +126,7 @@ class JobRunner {
   struct Job {
     int64_t id = 0;
     int attempt = 0;
+    bool from_launch = false;  // false: a kill of a job unknown here, recorded to be reported
     std::string tenant;
     std::string token;
     pid_t pid = 0;
@@ -162,6 +168,7 @@ class JobRunner {
   std::condition_variable changed_;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;
   std::deque<int64_t> recently_acknowledged_;  // to ignore late duplicate kills
+  std::deque<api::LaunchAck> finished_launches_;  // to ignore late duplicate launches
   std::set<int> gpus_in_use_;
   std::function<void(int64_t)> on_finish_;
 };

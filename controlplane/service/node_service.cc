@@ -1,5 +1,6 @@
 #include "controlplane/service/node_service.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -143,8 +144,10 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   std::map<std::string, uint64_t> dropped;
   EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, now, &dropped));
   EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, node_id, req));
+  EMBODY_ASSIGN_OR_RETURN(mine, uow->allocations().ForNode(node_id));
+  EMBODY_RETURN_IF_ERROR(AcknowledgeLaunches(*uow, req, mine));
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, now));
-  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, now));
+  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node->name, mine, now));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   if (!dropped.empty()) {
     std::lock_guard<std::mutex> lock(dropped_mu_);
@@ -160,6 +163,11 @@ Result<bool> NodeService::RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_
   if (!job) return false;
   EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().PlacementForJob(job_id));
   return HasAllocationOn(placement, node_id, false);
+}
+
+uint64_t NodeService::LaunchesLost() const {
+  std::lock_guard<std::mutex> lock(dropped_mu_);
+  return launches_lost_;
 }
 
 std::map<std::string, uint64_t> NodeService::EventsDropped() const {
@@ -250,6 +258,32 @@ Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::Heart
   return Status::Ok();
 }
 
+Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatRequest& req,
+                                        std::vector<AllocationRecord>& mine) {
+  // A job the agent reports running or ended was launched there, whatever the agent's age.
+  std::set<int64_t> reported(req.running.begin(), req.running.end());
+  for (const api::FinishedJob& f : req.finished) reported.insert(f.job_id);
+  std::map<int64_t, std::vector<int>> held;  // job -> attempts the agent holds
+  for (const api::LaunchAck& l : req.launched) held[l.job_id].push_back(l.attempt);
+  for (AllocationRecord& a : mine) {
+    if (!a.is_head || a.launched) continue;
+    bool acked = reported.count(a.job_id) > 0;
+    if (!acked) {
+      auto h = held.find(a.job_id);
+      if (h == held.end()) continue;
+      // Only the attempt this allocation is for: an agent still holding an earlier attempt of
+      // the job has not got this one.
+      EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, false));
+      if (!job) continue;
+      acked = std::find(h->second.begin(), h->second.end(), job->attempt) != h->second.end();
+    }
+    if (!acked) continue;
+    EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, a.node_id));
+    a.launched = true;
+  }
+  return Status::Ok();
+}
+
 Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
                                  const api::HeartbeatRequest& req, int64_t now) {
   const std::string actor = "agent/" + node_name;
@@ -296,13 +330,36 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
   return Status::Ok();
 }
 
-Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t node_id,
+Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std::string& node_name,
+                                                     const std::vector<AllocationRecord>& mine,
                                                      int64_t now) {
   api::HeartbeatResponse reply;
-  EMBODY_ASSIGN_OR_RETURN(mine, uow.allocations().ForNode(node_id));
   for (const AllocationRecord& a : mine) {
     EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, true));
     if (!job) continue;
+    if (job->state == JobState::kScheduled && a.is_head && !a.launched &&
+        a.launch_sends >= kLaunchSendsBeforeLost) {
+      // Handed out in that many replies and never acknowledged: the node does not have it (its
+      // agent lost it, or cannot take it). The job goes back to the queue as after a node loss,
+      // the attempt counted against max_restarts.
+      const std::string why = "launch not acknowledged by node " + node_name + " after " +
+                              std::to_string(a.launch_sends) + " heartbeats";
+      common::LogWarn("launch lost", {{"job", std::to_string(job->id)},
+                                      {"attempt", std::to_string(job->attempt)},
+                                      {"node", node_name}});
+      EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, why, "server", now));
+      if (job->attempt < job->spec.value("max_restarts", 0)) {
+        job->attempt += 1;
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kPending,
+                                          why + ", restart " + std::to_string(job->attempt),
+                                          "server", now));
+      } else {
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kFailed, why, "server", now));
+      }
+      std::lock_guard<std::mutex> lock(dropped_mu_);
+      ++launches_lost_;
+      continue;
+    }
     if (job->state == JobState::kScheduled && a.is_head && !a.launched) {
       EMBODY_ASSIGN_OR_RETURN(hosts, uow.allocations().ForJob(a.job_id));
       api::Command c;
@@ -325,11 +382,15 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // An earlier attempt's log bytes stay; this attempt's continue after them.
       EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
       for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
-      EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, node_id));
+      // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
+      // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
+      EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchSent(a.job_id, a.node_id));
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
-      if (a.is_head && !a.launched) {
-        // Never started anywhere: nothing to kill, nobody will report it finished.
+      if (a.is_head && !LaunchSent(a)) {
+        // Never handed out: nothing to kill, nobody will report it finished. (A launch handed out
+        // but not acknowledged may have arrived: it gets the kill, which an agent that never had
+        // the job answers by reporting it ended at once.)
         if (job->state == JobState::kCancelling) {
           EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kCancelled,
                                             "cancelled before launch", "server", now));

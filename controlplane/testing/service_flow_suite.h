@@ -225,13 +225,16 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
             "waiting for 2 nodes with 1 free cpu slots each (1 fit); no reservation: too few nodes "
             "are expected to free up (jobs without a time limit, or reserved for jobs ahead)");
 
-  // The head agent gets each launch exactly once.
+  // The head agent gets each launch until it acknowledges it.
   auto hb = nodes.Heartbeat(agent, node->node_id, {});
   ASSERT_TRUE(hb.ok()) << hb.status().ToString();
   ASSERT_EQ(hb->commands.size(), 2u);
   EXPECT_EQ(hb->commands[0].type, api::Command::Type::kLaunch);
   EXPECT_EQ(hb->commands[0].hosts.at(0).name, "node-a");
-  EXPECT_EQ(nodes.Heartbeat(agent, node->node_id, {})->commands.size(), 0u);
+  api::HeartbeatRequest acks;
+  acks.has_launched = true;
+  acks.launched = {{ok_job->job.job.id, 0}, {restartable->job.job.id, 0}};
+  EXPECT_EQ(nodes.Heartbeat(agent, node->node_id, acks)->commands.size(), 0u);
 
   api::HeartbeatRequest report;
   report.running = {ok_job->job.job.id, restartable->job.job.id};
@@ -394,10 +397,77 @@ TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
   EXPECT_EQ(nodes.EventsDropped().at("too_large"), 5u);
 }
 
+// A launch whose reply was lost (the agent's client timed out after the server committed it) is
+// handed out again in every reply until the agent acknowledges it; one never acknowledged was
+// lost by the node, and the job goes back to the queue as after a node loss.
+TYPED_TEST_P(ServiceFlowTest, LaunchesAreResentUntilAcknowledged) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  service::LogFiles files(this->data_dir_);
+  auto clock = [this] { return this->now_.load(); };
+  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
+  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
+                            {"node-l", "127.0.0.1", "", 2, 0, {}, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  Principal node = this->Resolve(reg->node_token);
+  auto first = jobs.Submit(a, this->Spec("reply-lost"), "");
+  auto never = jobs.Submit(a, this->Spec("never-acked", 1, 1), "");
+  ASSERT_TRUE(first.ok() && never.ok());
+  const int64_t id = first->job.job.id, lost = never->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const auto launches_of = [](const api::HeartbeatResponse& r, int64_t job) {
+    int n = 0;
+    for (const auto& c : r.commands) n += c.type == api::Command::Type::kLaunch && c.job_id == job;
+    return n;
+  };
+  api::HeartbeatRequest holding_nothing;
+  holding_nothing.has_launched = true;
+  auto dropped_reply = nodes.Heartbeat(node, reg->node_id, holding_nothing);
+  ASSERT_TRUE(dropped_reply.ok());
+  EXPECT_EQ(launches_of(*dropped_reply, id), 1);
+  // The agent never saw that reply: its next heartbeat holds nothing, and gets both again.
+  this->now_ += 1000;
+  auto again = nodes.Heartbeat(node, reg->node_id, holding_nothing);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(launches_of(*again, id), 1);
+  EXPECT_EQ(launches_of(*again, lost), 1);
+  for (const auto& c : again->commands) EXPECT_EQ(c.attempt, 0);
+  // It takes the first and lists it; an acknowledgement of another attempt counts for nothing.
+  api::HeartbeatRequest holding;
+  holding.has_launched = true;
+  holding.launched = {{id, 0}, {lost, 7}};
+  int sends_of_lost = 2;
+  for (int i = 0; i < 20; ++i) {
+    this->now_ += 1000;
+    auto r = nodes.Heartbeat(node, reg->node_id, holding);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(launches_of(*r, id), 0);  // acknowledged: never handed out again
+    if (launches_of(*r, lost) == 0) break;
+    ++sends_of_lost;
+  }
+  EXPECT_EQ(sends_of_lost, service::NodeService::kLaunchSendsBeforeLost);
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kScheduled);  // not reported running yet
+  auto requeued = jobs.Get(a, lost);
+  EXPECT_EQ(requeued->job.state, api::JobState::kPending);
+  EXPECT_EQ(requeued->job.attempt, 1);
+  EXPECT_NE(requeued->job.reason.find("launch not acknowledged by node node-l"), std::string::npos)
+      << requeued->job.reason;
+  EXPECT_EQ(nodes.LaunchesLost(), 1u);
+  // An older agent, which lists no launches, acknowledges by reporting the job running.
+  api::HeartbeatRequest older;
+  older.running = {id};
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, older).ok());
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kRunning);
+  for (const auto& c : nodes.Heartbeat(node, reg->node_id, {})->commands) {
+    EXPECT_NE(c.type, api::Command::Type::kLaunch);
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
                             ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
-                            PoisonedEventsKeepTheNodeUp);
+                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged);
 
 }  // namespace controlplane::testing
