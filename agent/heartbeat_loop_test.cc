@@ -7,6 +7,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -264,7 +265,9 @@ class LaunchAcknowledgementTest : public ::testing::Test {
     const std::string script = dir_.path() + "/mpirun";
     {
       std::ofstream out(script);
-      out << "#!/bin/sh\necho started >> " << Starts() << "\n";
+      // It runs until the test releases it, so the job is held while launches repeat.
+      out << "#!/bin/sh\necho started >> " << Starts() << "\nwhile [ ! -e " << Release()
+          << " ]; do sleep 0.02; done\n";
     }
     ::chmod(script.c_str(), 0755);
     JobRunnerOptions o;
@@ -278,6 +281,15 @@ class LaunchAcknowledgementTest : public ::testing::Test {
     return o;
   }
   std::string Starts() const { return dir_.path() + "/starts"; }
+  std::string Release() const { return dir_.path() + "/release"; }
+  void ReleaseJobs() { std::ofstream(Release()) << "go"; }
+  // Waits for the stand-in mpirun to have noted `n` starts.
+  bool WaitStarts(int n) {
+    for (int i = 0; i < 500 && StartCount() < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return StartCount() == n;
+  }
   int StartCount() const {
     std::ifstream in(Starts());
     int n = 0;
@@ -303,13 +315,15 @@ TEST_F(LaunchAcknowledgementTest, ALostReplyLosesNoLaunchAndTheJobStartsOnce) {
   ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
   EXPECT_TRUE(server_.requests.back().has_launched);
   EXPECT_TRUE(server_.requests.back().launched.empty());
-  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
-  // The next heartbeat acknowledges it; a launch repeated meanwhile is a no-op.
+  ASSERT_TRUE(WaitStarts(1));
+  // The next heartbeat acknowledges it; a launch that crosses the acknowledgement is a no-op.
   server_.repeat_anyway = true;
   ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
   EXPECT_EQ(server_.requests.back().launched, (std::vector<api::LaunchAck>{{5, 2}}));
   EXPECT_TRUE(server_.acknowledged);
-  // Until its end is reported and acknowledged, and after (the attempt already ran here).
+  server_.repeat_anyway = false;
+  ReleaseJobs();
+  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
   for (int i = 0; i < 5; ++i) ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
   bool reported = false;
   for (const auto& r : server_.requests) {
@@ -318,26 +332,28 @@ TEST_F(LaunchAcknowledgementTest, ALostReplyLosesNoLaunchAndTheJobStartsOnce) {
   EXPECT_TRUE(reported);
   EXPECT_TRUE(runner_.HeldLaunches().empty());
   EXPECT_EQ(StartCount(), 1);
-
-  // Another attempt of the same job is a new launch.
-  server_.launch.attempt = 3;
-  server_.repeat_anyway = false;
-  server_.acknowledged = false;
-  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
-  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
-  EXPECT_EQ(StartCount(), 2);
 }
 
-TEST_F(LaunchAcknowledgementTest, ARepeatedLaunchOfTheSameAttemptIsANoOp) {
+TEST_F(LaunchAcknowledgementTest, ARepeatedLaunchIsANoOpWhileTheJobIsHeld) {
   runner_.Launch(server_.launch);
   runner_.Launch(server_.launch);
   EXPECT_EQ(runner_.HeldLaunches(), (std::vector<api::LaunchAck>{{5, 2}}));
+  ASSERT_TRUE(WaitStarts(1));
+  api::Command other_attempt = server_.launch;
+  other_attempt.attempt = 3;
+  runner_.Launch(other_attempt);  // the server thinks it ended: still this one here
+  ReleaseJobs();
   ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
-  runner_.Launch(server_.launch);  // ended, not yet acknowledged: still held
-  runner_.Acknowledge({5});
-  runner_.Launch(server_.launch);  // acknowledged: that attempt ran here already
-  EXPECT_TRUE(runner_.HeldLaunches().empty());
+  runner_.Launch(server_.launch);  // ended, its end not yet acknowledged: still held
+  EXPECT_EQ(runner_.HeldLaunches(), (std::vector<api::LaunchAck>{{5, 2}}));
   EXPECT_EQ(StartCount(), 1);
+  // Once its end is acknowledged the server sends it no more: a launch now is a new placement
+  // (a preempted job is requeued with its attempt unchanged) and starts.
+  runner_.Acknowledge({5});
+  EXPECT_TRUE(runner_.HeldLaunches().empty());
+  runner_.Launch(server_.launch);
+  ASSERT_TRUE(WaitStarts(2));
+  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
 }
 
 }  // namespace

@@ -102,7 +102,9 @@ void JobRunner::SetOnFinish(std::function<void(int64_t)> fn) {
 void JobRunner::Launch(const api::Command& launch) {
   std::unique_lock<std::mutex> lock(mu_);
   // The server repeats a launch until this node acknowledges it (HeartbeatRequest::launched), so
-  // the same launch may arrive again: it is a no-op, never a second mpirun.
+  // the same launch may arrive again while the job is here: it is a no-op, never a second mpirun.
+  // Once its end is acknowledged the server sends it no more; a launch of the same attempt after
+  // that is a new placement (a preempted job goes back to the queue with its attempt unchanged).
   if (auto it = jobs_.find(launch.job_id); it != jobs_.end()) {
     if (it->second->attempt != launch.attempt || !it->second->from_launch) {
       // Another attempt while this one is still here (the server does not know yet that it
@@ -112,14 +114,6 @@ void JobRunner::Launch(const api::Command& launch) {
                        {"attempt", std::to_string(launch.attempt)},
                        {"held_attempt", std::to_string(it->second->attempt)}});
     }
-    return;
-  }
-  const api::LaunchAck key{launch.job_id, launch.attempt};
-  if (std::find(finished_launches_.begin(), finished_launches_.end(), key) !=
-      finished_launches_.end()) {
-    common::LogWarn("ignoring launch of an attempt that already ran here",
-                    {{"job", std::to_string(launch.job_id)},
-                     {"attempt", std::to_string(launch.attempt)}});
     return;
   }
   auto job = std::make_unique<Job>();
@@ -591,10 +585,6 @@ void JobRunner::Acknowledge(const std::vector<int64_t>& job_ids) {
     for (int64_t id : job_ids) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || it->second->running) continue;
-      if (it->second->from_launch) {
-        finished_launches_.push_back({id, it->second->attempt});
-        if (finished_launches_.size() > kRememberAcknowledged) finished_launches_.pop_front();
-      }
       done.push_back(std::move(it->second));
       jobs_.erase(it);
       recently_acknowledged_.push_back(id);

@@ -92,8 +92,8 @@ class JobRunner {
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
-  // A launch of an attempt this node holds, or ran and had acknowledged (the last 1,024), is a
-  // no-op: the server repeats launches until they are acknowledged.
+  // A launch of a job this node holds (running, preparing, or ended and not yet acknowledged) is
+  // a no-op: the server repeats launches until they are acknowledged.
   void Launch(const api::Command& launch);
   // Idempotent. A job unknown to this node is reported finished at once, so a server that lost
   // track of it can still complete its cancellation.
@@ -168,7 +168,6 @@ class JobRunner {
   std::condition_variable changed_;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;
   std::deque<int64_t> recently_acknowledged_;  // to ignore late duplicate kills
-  std::deque<api::LaunchAck> finished_launches_;  // to ignore late duplicate launches
   std::set<int> gpus_in_use_;
   std::function<void(int64_t)> on_finish_;
 };
