@@ -46,9 +46,11 @@ AgentMetrics::AgentMetrics()
                         .Add({})),
       events_dropped_(BuildCounter()
                           .Name("embody_agent_events_dropped_total")
-                          .Help("Job events dropped because the queue to the server was full")
-                          .Register(*registry_)
-                          .Add({})),
+                          .Help("Job events not forwarded to the server, by reason: refused at "
+                                "the local API (malformed, bad_type, too_large, too_deep, "
+                                "bad_text, bad_field, queue_full) or old step events dropped "
+                                "for room (evicted)")
+                          .Register(*registry_)),
       series_dropped_(BuildCounter()
                           .Name("embody_agent_job_series_dropped_total")
                           .Help("Numeric step-event fields not exported: a refused name, or past "
@@ -66,8 +68,14 @@ void AgentMetrics::SetJobsRunning(int n) { jobs_running_.Set(n); }
 void AgentMetrics::SetEventsDropped(uint64_t total) {
   std::lock_guard<std::mutex> lock(mu_);
   if (total <= events_dropped_seen_) return;
-  events_dropped_.Increment(static_cast<double>(total - events_dropped_seen_));
+  events_dropped_.Add({{"reason", "evicted"}})
+      .Increment(static_cast<double>(total - events_dropped_seen_));
   events_dropped_seen_ = total;
+}
+
+void AgentMetrics::CountEventsDropped(const std::string& reason, uint64_t n) {
+  // Add() finds the series when it exists; prometheus-cpp's families are thread-safe.
+  events_dropped_.Add({{"reason", reason}}).Increment(static_cast<double>(n));
 }
 
 void AgentMetrics::ObserveStep(int64_t job_id, const std::string& tenant,

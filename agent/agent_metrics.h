@@ -51,8 +51,12 @@ class AgentMetrics {
   void HeartbeatFailed();
   void SetNode(int cpu_slots, int gpus);
   void SetJobsRunning(int n);
-  // `total` is the queue's running count; the counter follows it.
+  // embody_agent_events_dropped_total{reason}: `total` is the event queue's running count of step
+  // events dropped for room (reason "evicted"); the counter follows it.
   void SetEventsDropped(uint64_t total);
+  // `n` more events dropped for `reason`: a word of api::EventRejection, or "queue_full" (a post
+  // refused for want of room in the queue).
+  void CountEventsDropped(const std::string& reason, uint64_t n = 1);
   // Updates the job's gauges from the numeric fields of a step event.
   void ObserveStep(int64_t job_id, const std::string& tenant, const nlohmann::json& step);
   void RemoveJob(int64_t job_id);
@@ -81,7 +85,7 @@ class AgentMetrics {
   prometheus::Gauge& cpu_slots_;
   prometheus::Gauge& gpus_;
   prometheus::Gauge& jobs_running_;
-  prometheus::Counter& events_dropped_;
+  prometheus::Family<prometheus::Counter>& events_dropped_;
   prometheus::Counter& series_dropped_;
 
   mutable std::mutex mu_;  // guards everything below

@@ -68,7 +68,8 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   api::HeartbeatRequest req;
   logs_->CollectAll();
   auto running = runner_->Running();
-  EventQueue::Batch events = events_->Peek(options_.max_events_per_heartbeat);
+  EventQueue::Batch events =
+      events_->Peek(options_.max_events_per_heartbeat, options_.max_event_bytes_per_heartbeat);
   RankLogs::Batch logs = logs_->NextBatch();
   std::vector<int64_t> reported;
   for (auto& f : runner_->Unreported()) {
@@ -81,6 +82,9 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   for (int64_t id : running) {
     if (!ended.count(id)) req.running.push_back(id);
   }
+  // Every launch held acknowledges its launch command: the server repeats a launch until then.
+  req.has_launched = true;
+  req.launched = runner_->HeldLaunches();
   req.events = std::move(events.events);
   req.logs = std::move(logs.chunks);
 

@@ -1,10 +1,11 @@
 // The agent's conversation with the server: register, then heartbeat every interval.
 //
-// Each heartbeat carries the running jobs, the finished jobs not yet acknowledged, queued events
-// and new log bytes; only when the server answers are the finished jobs, events and log offsets
-// committed, so nothing is lost to a failed request. A finished job is reported only in a
-// heartbeat that also carries the rest of its logs and events, so when the server sees a job end
-// it has everything the job wrote. Commands in the reply (launch, kill) go to the JobRunner.
+// Each heartbeat carries the running jobs, the launches the runner holds (which acknowledge their
+// launch commands: the server repeats a launch until it sees it here), the finished jobs not yet
+// acknowledged, queued events and new log bytes; only when the server answers are the finished
+// jobs, events and log offsets committed, so nothing is lost to a failed request. A finished job
+// is reported only in a heartbeat that also carries the rest of its logs and events, so when the
+// server sees a job end it has everything the job wrote. Commands in the reply (launch, kill) go to the JobRunner.
 //
 // Failures back off exponentially (with jitter) up to a cap; a 404 means the server forgot this
 // node (database reset) and the agent registers again after a short back-off.
@@ -33,6 +34,9 @@ namespace agent {
 struct HeartbeatOptions {
   api::RegisterRequest node;
   size_t max_events_per_heartbeat = 2000;
+  // Event bytes one heartbeat carries at most (the rest goes in the next); with the logs'
+  // RankLogs::kDefaultBatchBytes this keeps a heartbeat far below the server's body limit.
+  size_t max_event_bytes_per_heartbeat = 1024 * 1024;
   std::chrono::milliseconds first_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
 };

@@ -3,7 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -212,6 +216,144 @@ TEST_F(HeartbeatLoopTest, LaunchCommandsReachTheRunner) {
   EXPECT_EQ(req.finished[0].job_id, 5);
   EXPECT_EQ(req.finished[0].exit_code, 1);
   EXPECT_EQ(req.finished[0].reason, "launching ranks on other hosts is not available yet");
+}
+
+// The server's side of launch acknowledgement, as NodeService does it: the launch is in every
+// reply until a heartbeat lists it (or reports the job running or ended).
+class AcknowledgingServer : public ServerChannel {
+ public:
+  common::Result<api::RegisterResponse> Register(const api::RegisterRequest&) override {
+    return api::RegisterResponse{7, 20, ""};
+  }
+  common::Result<api::HeartbeatResponse> Heartbeat(int64_t,
+                                                   const api::HeartbeatRequest& req) override {
+    ++calls;
+    requests.push_back(req);
+    const api::LaunchAck mine{launch.job_id, launch.attempt};
+    for (const auto& l : req.launched) acknowledged = acknowledged || l == mine;
+    api::HeartbeatResponse r;
+    if (!acknowledged || repeat_anyway) r.commands.push_back(launch);
+    // The first reply is lost: the server committed it, the agent's client timed out.
+    if (calls == 1) return common::Unavailable("heartbeat timed out");
+    return r;
+  }
+
+  api::Command launch;
+  bool acknowledged = false;
+  bool repeat_anyway = false;  // a launch crossing its acknowledgement, or a confused server
+  int calls = 0;
+  std::vector<api::HeartbeatRequest> requests;
+};
+
+class LaunchAcknowledgementTest : public ::testing::Test {
+ protected:
+  LaunchAcknowledgementTest()
+      : credential_("join-token", dir_.path() + "/node.token"),
+        runner_(Options(), &logs_),
+        loop_(HeartbeatOptions{{"node-a", "127.0.0.1", "http://127.0.0.1:1", 4, 0, {}, {}}},
+              &server_, &credential_, &runner_, &logs_, &events_, &metrics_) {
+    server_.launch.type = api::Command::Type::kLaunch;
+    server_.launch.job_id = 5;
+    server_.launch.attempt = 2;
+    server_.launch.tenant = "default";
+    server_.launch.spec = {{"kind", "command"}, {"command", {"true"}}};
+    server_.launch.hosts = {{7, "node-a", "127.0.0.1", 1}};
+  }
+
+  // mpirun stands in as a script that notes each start in a file the test reads.
+  JobRunnerOptions Options() {
+    const std::string script = dir_.path() + "/mpirun";
+    {
+      std::ofstream out(script);
+      // It runs until the test releases it, so the job is held while launches repeat.
+      out << "#!/bin/sh\necho started >> " << Starts() << "\nwhile [ ! -e " << Release()
+          << " ]; do sleep 0.02; done\n";
+    }
+    ::chmod(script.c_str(), 0755);
+    JobRunnerOptions o;
+    o.data_dir = dir_.path() + "/data";
+    for (const char* sub : {"/jobs", "/logs", "/checkpoints", "/downloads"}) {
+      std::filesystem::create_directories(o.data_dir + sub);
+    }
+    o.mpirun = script;
+    o.rank_exec = "/nonexistent/embody-agent";
+    o.sandbox.switch_uid = false;
+    return o;
+  }
+  std::string Starts() const { return dir_.path() + "/starts"; }
+  std::string Release() const { return dir_.path() + "/release"; }
+  void ReleaseJobs() { std::ofstream(Release()) << "go"; }
+  // Waits for the stand-in mpirun to have noted `n` starts.
+  bool WaitStarts(int n) {
+    for (int i = 0; i < 500 && StartCount() < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return StartCount() == n;
+  }
+  int StartCount() const {
+    std::ifstream in(Starts());
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  }
+
+  TempDir dir_;
+  NodeCredential credential_;
+  AcknowledgingServer server_;
+  RankLogs logs_;
+  EventQueue events_;
+  AgentMetrics metrics_;
+  JobRunner runner_;
+  HeartbeatLoop loop_;
+};
+
+TEST_F(LaunchAcknowledgementTest, ALostReplyLosesNoLaunchAndTheJobStartsOnce) {
+  // The reply carrying the launch is lost: nothing starts, nothing is acknowledged.
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kFailed);
+  EXPECT_EQ(runner_.HeldLaunches().size(), 0u);
+  // The server hands it out again; this time it arrives and the job starts.
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_TRUE(server_.requests.back().has_launched);
+  EXPECT_TRUE(server_.requests.back().launched.empty());
+  ASSERT_TRUE(WaitStarts(1));
+  // The next heartbeat acknowledges it; a launch that crosses the acknowledgement is a no-op.
+  server_.repeat_anyway = true;
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  EXPECT_EQ(server_.requests.back().launched, (std::vector<api::LaunchAck>{{5, 2}}));
+  EXPECT_TRUE(server_.acknowledged);
+  server_.repeat_anyway = false;
+  ReleaseJobs();
+  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  bool reported = false;
+  for (const auto& r : server_.requests) {
+    for (const auto& f : r.finished) reported = reported || f.job_id == 5;
+  }
+  EXPECT_TRUE(reported);
+  EXPECT_TRUE(runner_.HeldLaunches().empty());
+  EXPECT_EQ(StartCount(), 1);
+}
+
+TEST_F(LaunchAcknowledgementTest, ARepeatedLaunchIsANoOpWhileTheJobIsHeld) {
+  runner_.Launch(server_.launch);
+  runner_.Launch(server_.launch);
+  EXPECT_EQ(runner_.HeldLaunches(), (std::vector<api::LaunchAck>{{5, 2}}));
+  ASSERT_TRUE(WaitStarts(1));
+  api::Command other_attempt = server_.launch;
+  other_attempt.attempt = 3;
+  runner_.Launch(other_attempt);  // the server thinks it ended: still this one here
+  ReleaseJobs();
+  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
+  runner_.Launch(server_.launch);  // ended, its end not yet acknowledged: still held
+  EXPECT_EQ(runner_.HeldLaunches(), (std::vector<api::LaunchAck>{{5, 2}}));
+  EXPECT_EQ(StartCount(), 1);
+  // Once its end is acknowledged the server sends it no more: a launch now is a new placement
+  // (a preempted job is requeued with its attempt unchanged) and starts.
+  runner_.Acknowledge({5});
+  EXPECT_TRUE(runner_.HeldLaunches().empty());
+  runner_.Launch(server_.launch);
+  ASSERT_TRUE(WaitStarts(2));
+  ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
 }
 
 }  // namespace

@@ -101,16 +101,25 @@ void JobRunner::SetOnFinish(std::function<void(int64_t)> fn) {
 
 void JobRunner::Launch(const api::Command& launch) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (jobs_.count(launch.job_id)) {
-    // A repeated launch (the reply that carried it was lost, or the server does not know yet that
-    // the previous attempt ended): the job is already handled here.
-    common::LogWarn("ignoring launch of a job this node already has",
-                    {{"job", std::to_string(launch.job_id)}});
+  // The server repeats a launch until this node acknowledges it (HeartbeatRequest::launched), so
+  // the same launch may arrive again while the job is here: it is a no-op, never a second mpirun.
+  // Once its end is acknowledged the server sends it no more; a launch of the same attempt after
+  // that is a new placement (a preempted job goes back to the queue with its attempt unchanged).
+  if (auto it = jobs_.find(launch.job_id); it != jobs_.end()) {
+    if (it->second->attempt != launch.attempt || !it->second->from_launch) {
+      // Another attempt while this one is still here (the server does not know yet that it
+      // ended): the job is already handled here.
+      common::LogWarn("ignoring launch of a job this node already has",
+                      {{"job", std::to_string(launch.job_id)},
+                       {"attempt", std::to_string(launch.attempt)},
+                       {"held_attempt", std::to_string(it->second->attempt)}});
+    }
     return;
   }
   auto job = std::make_unique<Job>();
   job->id = launch.job_id;
   job->attempt = launch.attempt;
+  job->from_launch = true;
   job->tenant = launch.tenant;
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
@@ -587,6 +596,15 @@ std::vector<int64_t> JobRunner::Running() const {
   std::vector<int64_t> out;
   for (const auto& [id, job] : jobs_) {
     if (job->running) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<api::LaunchAck> JobRunner::HeldLaunches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::LaunchAck> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->from_launch) out.push_back({id, job->attempt});
   }
   return out;
 }

@@ -97,6 +97,8 @@ class JobRunner {
   JobRunner(const JobRunner&) = delete;
   JobRunner& operator=(const JobRunner&) = delete;
 
+  // A launch of a job this node holds (running, preparing, or ended and not yet acknowledged) is
+  // a no-op: the server repeats launches until they are acknowledged.
   void Launch(const api::Command& launch);
   // Idempotent. A job unknown to this node is reported finished at once, so a server that lost
   // track of it can still complete its cancellation.
@@ -105,6 +107,9 @@ class JobRunner {
   void KillAllAndWait(const std::string& reason);
 
   std::vector<int64_t> Running() const;
+  // Every launch held: running, preparing, or ended and not yet acknowledged. The heartbeat lists
+  // them as the acknowledgement of their launch commands.
+  std::vector<api::LaunchAck> HeldLaunches() const;
   std::vector<RunningJob> RunningJobs() const;
   std::vector<api::FinishedJob> Unreported() const;
   void Acknowledge(const std::vector<int64_t>& job_ids);
@@ -126,6 +131,7 @@ class JobRunner {
   struct Job {
     int64_t id = 0;
     int attempt = 0;
+    bool from_launch = false;  // false: a kill of a job unknown here, recorded to be reported
     std::string tenant;
     std::string token;
     pid_t pid = 0;

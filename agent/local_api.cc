@@ -2,8 +2,13 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
+#include "api/job_event_check.h"
 #include "common/crypto.h"
 #include "common/http/access_log.h"
 #include "common/http/route_pattern.h"
@@ -57,19 +62,41 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
   json list = parsed.contains("events") ? parsed["events"] : json::array({parsed});
   if (!list.is_array()) return Error(common::InvalidArgument("events must be an array"));
   if (list.size() > kMaxEventsPerPost) return Error(common::InvalidArgument("too many events"));
-  for (const auto& e : list) {
-    auto type = e.is_object() ? e.find("type") : e.end();
-    if (!e.is_object() || type == e.end() || !type->is_string() ||
-        type->get_ref<const std::string&>().empty()) {
-      return Error(common::InvalidArgument("every event must be an object with a string type"));
+  // Every event is checked before any is queued: a post is taken whole or refused whole, so the
+  // job knows exactly what the server will get. Each bad event is counted with its reason.
+  std::optional<common::Status> refusal;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    std::string_view type;
+    if (e.is_object()) {
+      auto t = e.find("type");
+      if (t != e.end() && t->is_string()) type = t->get_ref<const std::string&>();
+    }
+    auto bad = api::CheckJobEvent(type, e);
+    if (!bad) continue;
+    metrics_->CountEventsDropped(bad->reason);
+    if (!refusal) {
+      const std::string at = "events[" + std::to_string(i) + "]";
+      refusal = common::InvalidArgument(at + ": " + bad->message + " (" + bad->reason + ")",
+                                        bad->field.empty() ? at : at + "." + bad->field);
     }
   }
-  int64_t now = common::NowMillis();
-  for (auto& e : list) {
-    std::string type = e["type"].get<std::string>();
-    if (type == "step") metrics_->ObserveStep(job_id, job->tenant, e);
+  if (refusal) return Error(*refusal);
+  const int64_t now = common::NowMillis();
+  std::vector<api::JobEventReport> reports;
+  reports.reserve(list.size());
+  for (const auto& e : list) reports.push_back({job_id, now, e["type"].get<std::string>(), e});
+  if (!events_->PushAll(std::move(reports))) {
+    metrics_->CountEventsDropped("queue_full", list.size());
+    LocalReply r = Error(common::Status(
+        common::Code::kResourceExhausted,
+        "the agent's event queue is full (the server is behind or unreachable); retry later"));
+    r.retry_after_s = 5;
+    return r;
+  }
+  for (const auto& e : list) {
+    if (e["type"] == "step") metrics_->ObserveStep(job_id, job->tenant, e);
     if (observer_) observer_(job_id, e);
-    events_->Push({job_id, now, std::move(type), std::move(e)});
   }
   metrics_->SetEventsDropped(events_->dropped());
   return {202, json{{"accepted", list.size()}}.dump()};
@@ -106,6 +133,9 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                                                           req.get_header_value("Authorization"),
                                                           req.body);
                                 res.status = r.http_status;
+                                if (r.retry_after_s > 0) {
+                                  res.set_header("Retry-After", std::to_string(r.retry_after_s));
+                                }
                                 res.set_content(r.body, "application/json");
                               }));
   server_->Get("/metrics", WithAccessLog("GET", "/metrics",
@@ -141,7 +171,16 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   if (bound <= 0) {
     return common::Unavailable("cannot listen on " + host + ":" + std::to_string(port));
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, ended] {
+    server_->listen_after_bind();
+    *ended = true;
+  });
+  // httplib's stop() does nothing to a server not yet in its accept loop, which then never ends:
+  // a Stop() right after Start() would hang. Return only once it is running (or gave up).
+  while (!server_->is_running() && !*ended) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return bound;
 }
 

@@ -1,8 +1,12 @@
 // The job-local HTTP API and the agent's own endpoints, served on --listen (loopback by default).
 //
 //   POST /v1/local/jobs/{id}/events   Authorization: Bearer <EMBODY_JOB_TOKEN of job id>
-//        body {"events":[{...}, ...]} or one event object; each event needs a string "type".
-//        -> 202 {"accepted": N}; 401 wrong/missing token; 404 job not running here; 400 bad body.
+//        body {"events":[{...}, ...]} or one event object; each event needs a string "type" and
+//        must pass api::CheckJobEvent (size, depth, UTF-8 without NUL, typed known fields).
+//        -> 202 {"accepted": N}; 401 wrong/missing token; 404 job not running here; 400 bad body
+//        or a bad event (the message names it and why; nothing of the post is queued); 429 with
+//        Retry-After when the event queue has no room (nothing queued). Every refused event is
+//        counted in embody_agent_events_dropped_total{reason}.
 //   GET  /metrics                     Prometheus text format. With `Authorization: Bearer
 //        <metrics secret>` (--metrics-token-file) every series; otherwise (no header, a wrong
 //        secret, or an agent without one) only those that name no job and no tenant
@@ -41,6 +45,7 @@ using JobLookup = std::function<std::optional<JobIdentity>(int64_t job_id)>;
 struct LocalReply {
   int http_status = 200;
   std::string body;  // JSON
+  int retry_after_s = 0;  // > 0: sent as Retry-After
 };
 
 class LocalApi {

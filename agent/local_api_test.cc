@@ -182,6 +182,78 @@ TEST_F(LocalApiTest, PerJobSeriesOnlyWithTheScrapeSecret) {
   EXPECT_EQ(api_->MetricsAudienceFor("Bearer " + secret), MetricsAudience::kScraper);
 }
 
+// A job's bad event is refused to the job, saying which and why, and counted by reason; nothing of
+// that post is queued, so the heartbeat never carries it.
+TEST_F(LocalApiTest, BadEventsAreRefusedWithTheReasonAndCounted) {
+  struct Case {
+    std::string body;
+    std::string reason;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {R"({"events":[{"type":"step","step":1},{"type":"note","text":"a\u0000b"}]})", "bad_text",
+       "events[1].text"},
+      {R"({"type":"checkpoint","step":"7","path":"/c"})", "bad_field", "events[0].step"},
+      {R"({"type":"step","loss":"low"})", "bad_field", "events[0].loss"},
+      {R"({"type":"note","blob":")" + std::string(70 * 1024, 'x') + R"("})", "too_large",
+       "events[0]"},
+      {R"({"type":"no spaces"})", "bad_type", "events[0].type"},
+      {R"({"events":[{"step":1}]})", "malformed", "events[0].type"},
+  };
+  for (const Case& c : cases) {
+    LocalReply r = api_->PostEvents(7, "Bearer secret-7", c.body);
+    EXPECT_EQ(r.http_status, 400) << c.body.substr(0, 80);
+    common::Status st = common::http::StatusFromResponse(r.http_status, r.body);
+    EXPECT_NE(st.message().find(c.reason), std::string::npos) << st.message();
+    EXPECT_EQ(st.field(), c.field) << st.message();
+  }
+  EXPECT_EQ(events_.size(), 0u);
+  const std::string m = metrics_.Serialize(MetricsAudience::kAnyone);
+  for (const char* series :
+       {R"(embody_agent_events_dropped_total{reason="bad_text"} 1)",
+        R"(embody_agent_events_dropped_total{reason="bad_field"} 2)",
+        R"(embody_agent_events_dropped_total{reason="too_large"} 1)",
+        R"(embody_agent_events_dropped_total{reason="bad_type"} 1)",
+        R"(embody_agent_events_dropped_total{reason="malformed"} 1)"}) {
+    EXPECT_NE(m.find(series), std::string::npos) << series << "\n" << m;
+  }
+}
+
+// A full queue refuses a post whole with 429 and Retry-After (the job may retry), counted as
+// queue_full; old step events make room first, counted as evicted.
+TEST(LocalApiQueueTest, AFullQueueAnswers429AndOldStepsMakeRoomFirst) {
+  const std::string note = R"({"type":"note","blob":")" + std::string(1000, 'x') + R"("})";
+  const size_t note_bytes = EventQueue::SizeOf(
+      {7, 0, "note", nlohmann::json::parse(note)});
+  EventQueue events(100, 2 * note_bytes + 10);
+  AgentMetrics metrics;
+  LocalApi api([](int64_t id) -> std::optional<JobIdentity> {
+    if (id == 7) return JobIdentity{"secret-7", "acme"};
+    return std::nullopt;
+  }, &events, &metrics);
+  auto port = api.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  httplib::Client client("127.0.0.1", *port);
+  const httplib::Headers auth = {{"Authorization", "Bearer secret-7"}};
+  const std::string path = "/v1/local/jobs/7/events";
+  ASSERT_EQ(client.Post(path, auth, R"({"type":"step","step":1})", "application/json")->status,
+            202);
+  ASSERT_EQ(client.Post(path, auth, note, "application/json")->status, 202);
+  ASSERT_EQ(client.Post(path, auth, note, "application/json")->status, 202);  // the step went
+  auto full = client.Post(path, auth, note, "application/json");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 429);
+  EXPECT_EQ(full->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(common::http::StatusFromResponse(full->status, full->body).code(),
+            common::Code::kResourceExhausted);
+  EXPECT_EQ(events.size(), 2u);
+  const std::string m = metrics.Serialize(MetricsAudience::kAnyone);
+  EXPECT_NE(m.find(R"(embody_agent_events_dropped_total{reason="queue_full"} 1)"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find(R"(embody_agent_events_dropped_total{reason="evicted"} 1)"),
+            std::string::npos) << m;
+}
+
 TEST(LocalApiNoSecretTest, AnAgentWithoutAScrapeSecretServesThePublicSetToEveryone) {
   EventQueue events;
   AgentMetrics metrics;

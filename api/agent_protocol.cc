@@ -65,6 +65,12 @@ json ToJson(const RegisterResponse& r) {
 json ToJson(const HeartbeatRequest& r) {
   json j;
   j["running"] = r.running;
+  if (r.has_launched) {
+    j["launched"] = json::array();
+    for (const auto& l : r.launched) {
+      j["launched"].push_back({{"job_id", l.job_id}, {"attempt", l.attempt}});
+    }
+  }
   j["finished"] = json::array();
   for (const auto& f : r.finished) {
     j["finished"].push_back({{"job_id", f.job_id},
@@ -172,6 +178,12 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
     HeartbeatRequest r;
     for (const auto& id : j.value("running", json::array())) {
       r.running.push_back(IntOf<int64_t>(id));
+    }
+    if (j.contains("launched")) {
+      r.has_launched = true;
+      for (const auto& l : j.at("launched")) {
+        r.launched.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("attempt"))});
+      }
     }
     for (const auto& f : j.value("finished", json::array())) {
       FinishedJob done{IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")),

@@ -84,8 +84,21 @@ struct LogChunk {
   std::string data;
 };
 
+// A launch the agent holds: it accepted the launch command of this attempt of the job and has not
+// yet had its end acknowledged. Listed in every heartbeat, so the server knows the launch arrived
+// (a launch reply lost to a timeout is sent again until it is acknowledged).
+struct LaunchAck {
+  int64_t job_id = 0;
+  int attempt = 0;
+  bool operator==(const LaunchAck&) const = default;
+};
+
 struct HeartbeatRequest {
   std::vector<int64_t> running;  // jobs whose processes are alive on this node
+  // Every launch the agent holds (running, preparing, or ended and not yet acknowledged). Absent
+  // on the wire (older agents): the server takes `running` and `finished` as the acknowledgement.
+  std::vector<LaunchAck> launched;
+  bool has_launched = false;  // whether the agent sent `launched` at all
   std::vector<FinishedJob> finished;
   std::vector<JobEventReport> events;
   std::vector<LogChunk> logs;
@@ -107,6 +120,9 @@ struct CheckpointRef {
   std::string sha256;
 };
 
+// A launch command is repeated in every heartbeat reply until the head agent acknowledges it
+// (HeartbeatRequest::launched); the agent treats a launch of an attempt it already holds, or has
+// already run, as a no-op.
 struct Command {
   enum class Type { kLaunch, kKill };
   Type type = Type::kLaunch;

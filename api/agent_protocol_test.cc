@@ -23,6 +23,28 @@ TEST(AgentProtocolTest, HeartbeatRoundTrip) {
   EXPECT_EQ(p->logs[0].data, "hello\n");
 }
 
+TEST(AgentProtocolTest, LaunchAcknowledgementsAreOptional) {
+  HeartbeatRequest r;
+  r.has_launched = true;
+  r.launched = {{4, 0}, {9, 2}};
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->has_launched);
+  EXPECT_EQ(p->launched, r.launched);
+  // An agent that holds nothing says so with an empty list, which is not the same as silence.
+  HeartbeatRequest none;
+  none.has_launched = true;
+  auto empty = ParseHeartbeatRequest(ToJson(none));
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->has_launched);
+  // Older agents do not send the field.
+  auto older = ParseHeartbeatRequest({{"running", {4}}});
+  ASSERT_TRUE(older.ok());
+  EXPECT_FALSE(older->has_launched);
+  EXPECT_FALSE(ParseHeartbeatRequest({{"launched", {{{"job_id", 4}, {"attempt", "0"}}}}}).ok());
+  EXPECT_FALSE(ParseHeartbeatRequest({{"launched", {{{"job_id", 4}}}}}).ok());
+}
+
 TEST(AgentProtocolTest, FinishedJobsSayWhetherTheAgentSignalledThem) {
   HeartbeatRequest r;
   r.finished.push_back({3, 0, "", /*killed=*/false});

@@ -175,6 +175,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
+  m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   deps.ready = [raw]() -> Status {
     auto v = db::CurrentSchemaVersion(*raw->pool);
     if (!v.ok()) return v.status();

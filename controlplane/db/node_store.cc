@@ -26,7 +26,7 @@ constexpr char kSelectNode[] =
 
 constexpr char kSelectAllocation[] =
     "SELECT a.job_id, a.node_id, n.name AS node_name, n.address AS node_address, a.ranks,"
-    " a.slots, a.slot_type, a.is_head, a.launched"
+    " a.slots, a.slot_type, a.is_head, a.launched, a.launch_sends"
     " FROM job_allocations a JOIN nodes n ON n.id = a.node_id ";
 
 std::vector<NodeRecord> ToNodes(const PgRows& r) {
@@ -127,6 +127,7 @@ Result<std::vector<AllocationRecord>> PgAllocationStore::Query(const std::string
     a.slot_type = r->Str(i, "slot_type");
     a.is_head = r->Bool(i, "is_head");
     a.launched = r->Bool(i, "launched");
+    a.launch_sends = static_cast<int>(r->Int(i, "launch_sends"));
     out.push_back(std::move(a));
   }
   return out;
@@ -160,6 +161,12 @@ Result<std::vector<AllocationRecord>> PgAllocationStore::All() {
 Status PgAllocationStore::MarkLaunched(int64_t job_id, int64_t node_id) {
   return OkOr(tx_.Exec("UPDATE job_allocations SET launched = true WHERE job_id = $1 AND node_id = $2",
                        {P(job_id), P(node_id)}));
+}
+
+Status PgAllocationStore::CountLaunchSent(int64_t job_id, int64_t node_id) {
+  return OkOr(tx_.Exec(
+      "UPDATE job_allocations SET launch_sends = launch_sends + 1 WHERE job_id = $1 AND node_id = $2",
+      {P(job_id), P(node_id)}));
 }
 
 Status PgAllocationStore::ReleaseForJob(int64_t job_id) {

@@ -56,6 +56,7 @@ class PgAllocationStore : public service::AllocationStore {
   common::Result<std::vector<service::AllocationRecord>> ForNode(int64_t node_id) override;
   common::Result<std::vector<service::AllocationRecord>> All() override;
   common::Status MarkLaunched(int64_t job_id, int64_t node_id) override;
+  common::Status CountLaunchSent(int64_t job_id, int64_t node_id) override;
   common::Result<std::vector<service::AllocationRecord>> PlacementForJob(int64_t job_id) override;
   common::Status ReleaseForJob(int64_t job_id) override;
   common::Status DeleteForJob(int64_t job_id) override;

@@ -62,7 +62,12 @@ ServerMetrics::ServerMetrics()
                      .Name("embody_db_errors_total")
                      .Help("Failed PostgreSQL statements, commits and connection attempts")
                      .Register(*registry_)
-                     .Add({})) {
+                     .Add({})),
+      events_dropped_(BuildCounter()
+                          .Name("embody_heartbeat_events_dropped_total")
+                          .Help("Job events in heartbeats that the server dropped (the rest of "
+                                "the heartbeat stored), by reason")
+                          .Register(*registry_)) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
 }
@@ -103,9 +108,24 @@ void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
   pool_source_ = std::move(source);
 }
 
+void ServerMetrics::SetEventsDroppedSource(
+    std::function<std::map<std::string, uint64_t>()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  dropped_source_ = std::move(source);
+}
+
 std::string ServerMetrics::Serialize(bool with_tenant_series) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (dropped_source_) {
+      for (const auto& [reason, total] : dropped_source_()) {
+        uint64_t& seen = dropped_seen_[reason];
+        if (total > seen) {
+          events_dropped_.Add({{"reason", reason}}).Increment(static_cast<double>(total - seen));
+          seen = total;
+        }
+      }
+    }
     if (pool_source_) {
       DbPoolStats s = pool_source_();
       pool_in_use_.Set(s.in_use);

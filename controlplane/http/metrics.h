@@ -14,6 +14,8 @@
 //   embody_scheduler_leader                             1 on the replica that schedules
 //   embody_db_pool_connections{state}                   "in_use" | "idle", read at scrape time
 //   embody_db_pool_size, embody_db_errors_total         read at scrape time
+//   embody_heartbeat_events_dropped_total{reason}       job events a heartbeat carried that the
+//                                                       server dropped (api/job_event_check.h)
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,9 @@ class ServerMetrics {
   void ObserveCycle(const service::CycleStats& stats);
   // Read at every Serialize(); unset: the db series stay at 0.
   void SetDbPoolSource(std::function<DbPoolStats()> source);
+  // Running totals of dropped heartbeat events by reason (NodeService::EventsDropped), read at
+  // every Serialize().
+  void SetEventsDroppedSource(std::function<std::map<std::string, uint64_t>()> source);
   // `with_tenant_series`: include the series that name tenants (a cluster-admin's scrape).
   std::string Serialize(bool with_tenant_series);
 
@@ -71,11 +76,14 @@ class ServerMetrics {
   prometheus::Gauge& pool_idle_;
   prometheus::Gauge& pool_size_;
   prometheus::Counter& db_errors_;
+  prometheus::Family<prometheus::Counter>& events_dropped_;
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
   std::function<DbPoolStats()> pool_source_;
   uint64_t db_errors_seen_ = 0;
+  std::function<std::map<std::string, uint64_t>()> dropped_source_;
+  std::map<std::string, uint64_t> dropped_seen_;
 };
 
 }  // namespace controlplane::http

@@ -100,5 +100,21 @@ TEST(ServerMetricsTest, DatabasePoolIsReadAtScrapeTime) {
   EXPECT_TRUE(Has(t, "embody_db_errors_total 4"));
 }
 
+TEST(ServerMetricsTest, DroppedHeartbeatEventsFollowTheirSourceByReason) {
+  ServerMetrics m;
+  std::map<std::string, uint64_t> dropped;
+  m.SetEventsDroppedSource([&dropped] { return dropped; });
+  std::string t = m.Serialize(false);
+  EXPECT_FALSE(Has(t, "embody_heartbeat_events_dropped_total{")) << t;
+  dropped = {{"bad_text", 2}};
+  t = m.Serialize(false);
+  EXPECT_TRUE(Has(t, R"(embody_heartbeat_events_dropped_total{reason="bad_text"} 2)")) << t;
+  dropped = {{"bad_text", 3}, {"too_large", 1}};
+  t = m.Serialize(false);
+  t = m.Serialize(false);  // read twice, counted once
+  EXPECT_TRUE(Has(t, R"(embody_heartbeat_events_dropped_total{reason="bad_text"} 3)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_heartbeat_events_dropped_total{reason="too_large"} 1)")) << t;
+}
+
 }  // namespace
 }  // namespace controlplane::http

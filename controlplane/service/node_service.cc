@@ -1,8 +1,10 @@
 #include "controlplane/service/node_service.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
+#include "api/job_event_check.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "controlplane/service/checkpoints_service.h"
@@ -26,29 +28,20 @@ bool HasAllocationOn(const std::vector<AllocationRecord>& allocs, int64_t node_i
   return false;
 }
 
-// What one heartbeat may carry; anything past it is refused whole (400), nothing stored.
+// What one heartbeat may carry; anything past it is refused whole (400), nothing stored. One
+// job's bad event is not: it is dropped alone (StoreEvents), so no job can fail its node's
+// heartbeats.
 constexpr size_t kMaxReportsPerHeartbeat = 10'000;
-constexpr size_t kMaxEventTypeChars = 64;
-constexpr size_t kMaxEventDataBytes = 64 * 1024;
 constexpr size_t kMaxLogChunkBytes = 4 * 1024 * 1024;
-constexpr size_t kMaxReasonChars = 1024;
+constexpr size_t kMaxReasonBytes = 1024;
 
 Status CheckBounds(const api::HeartbeatRequest& req) {
   if (req.running.size() > kMaxReportsPerHeartbeat || req.finished.size() > kMaxReportsPerHeartbeat ||
       req.events.size() > kMaxReportsPerHeartbeat || req.logs.size() > kMaxReportsPerHeartbeat) {
     return common::InvalidArgument("too many reports in one heartbeat");
   }
-  for (const auto& e : req.events) {
-    if (e.type.size() > kMaxEventTypeChars) return common::InvalidArgument("event type too long", "events");
-    if (e.data.dump().size() > kMaxEventDataBytes) {
-      return common::InvalidArgument("event data over 64 KiB", "events");
-    }
-  }
   for (const auto& l : req.logs) {
     if (l.data.size() > kMaxLogChunkBytes) return common::InvalidArgument("log chunk over 4 MiB", "logs");
-  }
-  for (const auto& f : req.finished) {
-    if (f.reason.size() > kMaxReasonChars) return common::InvalidArgument("reason too long", "finished");
   }
   return Status::Ok();
 }
@@ -148,11 +141,18 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   const int64_t now = now_();
   EMBODY_RETURN_IF_ERROR(uow->nodes().Touch(node_id, now));
   // Events and logs first: a job's last words arrive in the same heartbeat as its exit.
-  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, now));
+  std::map<std::string, uint64_t> dropped;
+  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, now, &dropped));
   EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, node_id, req));
+  EMBODY_ASSIGN_OR_RETURN(mine, uow->allocations().ForNode(node_id));
+  EMBODY_RETURN_IF_ERROR(AcknowledgeLaunches(*uow, req, mine));
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, now));
-  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, now));
+  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node->name, mine, now));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
+  if (!dropped.empty()) {
+    std::lock_guard<std::mutex> lock(dropped_mu_);
+    for (const auto& [reason, n] : dropped) events_dropped_[reason] += n;
+  }
   // Freed slots, or a node back from DOWN: there may be something to place now.
   if ((!req.finished.empty() || node->state != "UP") && wake_) wake_();
   return reply;
@@ -165,8 +165,18 @@ Result<bool> NodeService::RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_
   return HasAllocationOn(placement, node_id, false);
 }
 
+uint64_t NodeService::LaunchesLost() const {
+  std::lock_guard<std::mutex> lock(dropped_mu_);
+  return launches_lost_;
+}
+
+std::map<std::string, uint64_t> NodeService::EventsDropped() const {
+  std::lock_guard<std::mutex> lock(dropped_mu_);
+  return events_dropped_;
+}
+
 Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
-                                int64_t now) {
+                                int64_t now, std::map<std::string, uint64_t>* dropped) {
   // The last step event of each job in this heartbeat is stored even when the thinning policy
   // (metrics_history.h) does not keep its step: it is the job's latest step until the next one.
   std::map<int64_t, size_t> last_step;
@@ -178,7 +188,15 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
   std::set<int64_t> provisional_dropped;
   for (size_t i = 0; i < req.events.size(); ++i) {
     const api::JobEventReport& e = req.events[i];
-    if (e.type.empty()) continue;
+    // The agent checked it already; an older or faulty agent may not have. PostgreSQL cannot
+    // store NUL in text or jsonb, and one failed statement would fail the whole heartbeat.
+    if (auto bad = api::CheckJobEvent(e.type, e.data)) {
+      ++(*dropped)[bad->reason];
+      common::LogWarn("job event dropped",
+                      {{"job_id", std::to_string(e.job_id)}, {"node_id", std::to_string(node_id)},
+                       {"reason", bad->reason}, {"error", bad->message}});
+      continue;
+    }
     auto k = known.find(e.job_id);
     if (k == known.end()) {
       EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, e.job_id, node_id));
@@ -240,6 +258,32 @@ Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::Heart
   return Status::Ok();
 }
 
+Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatRequest& req,
+                                        std::vector<AllocationRecord>& mine) {
+  // A job the agent reports running or ended was launched there, whatever the agent's age.
+  std::set<int64_t> reported(req.running.begin(), req.running.end());
+  for (const api::FinishedJob& f : req.finished) reported.insert(f.job_id);
+  std::map<int64_t, std::vector<int>> held;  // job -> attempts the agent holds
+  for (const api::LaunchAck& l : req.launched) held[l.job_id].push_back(l.attempt);
+  for (AllocationRecord& a : mine) {
+    if (!a.is_head || a.launched) continue;
+    bool acked = reported.count(a.job_id) > 0;
+    if (!acked) {
+      auto h = held.find(a.job_id);
+      if (h == held.end()) continue;
+      // Only the attempt this allocation is for: an agent still holding an earlier attempt of
+      // the job has not got this one.
+      EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, false));
+      if (!job) continue;
+      acked = std::find(h->second.begin(), h->second.end(), job->attempt) != h->second.end();
+    }
+    if (!acked) continue;
+    EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, a.node_id));
+    a.launched = true;
+  }
+  return Status::Ok();
+}
+
 Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
                                  const api::HeartbeatRequest& req, int64_t now) {
   const std::string actor = "agent/" + node_name;
@@ -257,7 +301,8 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     // Only the head's report counts, and only for the attempt that still holds this node; a
     // report repeated after the job ended finds no allocation and is ignored.
     if (!HasAllocationOn(allocs, node_id, true)) continue;
-    std::string reason = f.reason;
+    // The agent's words, stored as text: nothing PostgreSQL would refuse, and bounded.
+    std::string reason = api::StorableText(f.reason, kMaxReasonBytes);
     JobState to;
     if (job->state == JobState::kCancelling) {
       to = JobState::kCancelled;
@@ -285,13 +330,36 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
   return Status::Ok();
 }
 
-Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t node_id,
+Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std::string& node_name,
+                                                     const std::vector<AllocationRecord>& mine,
                                                      int64_t now) {
   api::HeartbeatResponse reply;
-  EMBODY_ASSIGN_OR_RETURN(mine, uow.allocations().ForNode(node_id));
   for (const AllocationRecord& a : mine) {
     EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, true));
     if (!job) continue;
+    if (job->state == JobState::kScheduled && a.is_head && !a.launched &&
+        a.launch_sends >= kLaunchSendsBeforeLost) {
+      // Handed out in that many replies and never acknowledged: the node does not have it (its
+      // agent lost it, or cannot take it). The job goes back to the queue as after a node loss,
+      // the attempt counted against max_restarts.
+      const std::string why = "launch not acknowledged by node " + node_name + " after " +
+                              std::to_string(a.launch_sends) + " heartbeats";
+      common::LogWarn("launch lost", {{"job", std::to_string(job->id)},
+                                      {"attempt", std::to_string(job->attempt)},
+                                      {"node", node_name}});
+      EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, why, "server", now));
+      if (job->attempt < job->spec.value("max_restarts", 0)) {
+        job->attempt += 1;
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kPending,
+                                          why + ", restart " + std::to_string(job->attempt),
+                                          "server", now));
+      } else {
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kFailed, why, "server", now));
+      }
+      std::lock_guard<std::mutex> lock(dropped_mu_);
+      ++launches_lost_;
+      continue;
+    }
     if (job->state == JobState::kScheduled && a.is_head && !a.launched) {
       EMBODY_ASSIGN_OR_RETURN(hosts, uow.allocations().ForJob(a.job_id));
       api::Command c;
@@ -314,11 +382,15 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // An earlier attempt's log bytes stay; this attempt's continue after them.
       EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
       for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
-      EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, node_id));
+      // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
+      // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
+      EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchSent(a.job_id, a.node_id));
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
-      if (a.is_head && !a.launched) {
-        // Never started anywhere: nothing to kill, nobody will report it finished.
+      if (a.is_head && !LaunchSent(a)) {
+        // Never handed out: nothing to kill, nobody will report it finished. (A launch handed out
+        // but not acknowledged may have arrived: it gets the kill, which an agent that never had
+        // the job answers by reporting it ended at once.)
         if (job->state == JobState::kCancelling) {
           EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kCancelled,
                                             "cancelled before launch", "server", now));

@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include "api/job_event_check.h"
 
 #include "controlplane/testing/memory_service_fixture.h"
 
@@ -126,19 +129,68 @@ TEST_F(NodeServiceTest, AHeartbeatThatFailsPartWayStoresNothing) {
   const size_t before = EventsOf(job).size();
   const int64_t seen = now_.load();
   now_ += 700;
+  // The job's log directory cannot be made (a file is in its place): the log bytes fail after
+  // the events were written.
+  const std::string log_dir = files_->PathFor(job, 0).substr(0, files_->PathFor(job, 0).rfind('/'));
+  std::filesystem::create_directories(std::filesystem::path(log_dir).parent_path());
+  { std::ofstream(log_dir) << "in the way"; }
   api::HeartbeatRequest bad;
   bad.running = {job};
-  bad.events = {{job, 0, "note", {{"ok", true}}},
-                {job, 0, "note", {{"text", std::string("nul\0inside", 10)}}}};
-  EXPECT_EQ(nodes_->Heartbeat(cred1, n1, bad).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(EventsOf(job).size(), before);  // not even the first event
+  bad.events = {{job, 0, "note", {{"type", "note"}, {"ok", true}}}};
+  bad.logs = {{job, 0, 0, "line\n"}};
+  EXPECT_EQ(nodes_->Heartbeat(cred1, n1, bad).status().code(), Code::kInternal);
+  EXPECT_EQ(EventsOf(job).size(), before);  // not even the event
   EXPECT_EQ(JobRow(job).state, JobState::kScheduled);
   auto uow = Begin();
   EXPECT_EQ((**uow->nodes().Get(n1)).last_heartbeat_ms, seen);  // the touch is undone too
   uow.reset();
   api::HeartbeatRequest oversized;
-  oversized.events = {{job, 0, std::string(65, 't'), {}}};
+  oversized.logs = {{job, 0, 0, std::string(4 * 1024 * 1024 + 1, 'x')}};
   EXPECT_EQ(nodes_->Heartbeat(cred1, n1, oversized).status().code(), Code::kInvalidArgument);
+}
+
+// One job's bad events cannot fail its node's heartbeats: each is dropped alone, with a reason
+// counted, and everything else in the heartbeat is stored.
+TEST_F(NodeServiceTest, PoisonedEventsAreDroppedAloneAndTheHeartbeatSucceeds) {
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t job = PlacedJob(n1);
+  const size_t notes_before = EventsOf(job, "note").size();
+  now_ += 700;
+  api::HeartbeatRequest hb;
+  hb.running = {job};
+  hb.events = {
+      {job, 0, "note", {{"type", "note"}, {"ok", 1}}},
+      {job, 0, "note", {{"type", "note"}, {"text", std::string("nul\0inside", 10)}}},
+      {job, 0, "checkpoint", {{"type", "checkpoint"}, {"step", 1}, {"path", "/c"}, {"bytes", "9"}}},
+      {job, 0, "note", {{"type", "note"}, {"blob", std::string(api::kMaxEventBytes, 'x')}}},
+      {job, 0, std::string(65, 't'), {{"x", 1}}},
+      {job, 0, "step", {{"type", "step"}, {"step", 4}, {"loss", 0.5}}}};
+  hb.finished = {};
+  hb.logs = {{job, 0, 0, "line\n"}};
+  auto reply = nodes_->Heartbeat(cred1, n1, hb);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(EventsOf(job, "note").size(), notes_before + 1);
+  EXPECT_EQ(EventsOf(job, "step").size(), 1u);
+  EXPECT_EQ(JobRow(job).state, JobState::kRunning);
+  auto uow = Begin();
+  EXPECT_EQ((**uow->nodes().Get(n1)).last_heartbeat_ms, now_.load());
+  EXPECT_EQ(uow->logs().ForJob(job)->size(), 1u);
+  EXPECT_FALSE(uow->events().LatestCheckpoint(job)->has_value());
+  uow.reset();
+  const auto dropped = nodes_->EventsDropped();
+  EXPECT_EQ(dropped.at("bad_text"), 1u);
+  EXPECT_EQ(dropped.at("bad_field"), 1u);
+  EXPECT_EQ(dropped.at("too_large"), 1u);
+  EXPECT_EQ(dropped.at("bad_type"), 1u);
+
+  // A finished job's reason is the agent's text: stored with what PostgreSQL cannot hold replaced.
+  api::HeartbeatRequest done;
+  done.finished = {{job, 1, std::string("bad\0reason", 10) + std::string(5000, 'r')}};
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, done).ok());
+  EXPECT_EQ(JobRow(job).state, JobState::kFailed);
+  EXPECT_EQ(JobRow(job).reason.substr(0, 10), "bad\xEF\xBF\xBDreas");
+  EXPECT_LE(JobRow(job).reason.size(), 1024u);
 }
 
 TEST_F(NodeServiceTest, DrainingIsForClusterAdmins) {

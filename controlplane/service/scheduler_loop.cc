@@ -72,7 +72,7 @@ Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, int64_t now)
   const std::string why = "preempted by job " + std::to_string(for_job);
   EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().ForJob(victim.id));
   const bool launched = std::any_of(allocs.begin(), allocs.end(), [](const AllocationRecord& a) {
-    return a.is_head && a.launched;
+    return a.is_head && LaunchSent(a);
   });
   EMBODY_RETURN_IF_ERROR(Transition(uow, victim, JobState::kRestarting, why, "scheduler", now));
   if (!launched) {

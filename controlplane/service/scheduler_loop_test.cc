@@ -72,7 +72,7 @@ TEST_F(SchedulerLoopTest, AGangGetsAllItsNodesAtOnceAndItsHeadLaunchesIt) {
   EXPECT_EQ(placed[0].ranks, 2);
   EXPECT_NE(placed[0].node_id, placed[1].node_id);
 
-  // Only the head's agent is told to launch, once, with every host.
+  // Only the head's agent is told to launch, with every host, until it acknowledges the launch.
   const bool head_is_n1 = placed[0].node_id == n1;
   const Principal& head = head_is_n1 ? c1 : c2;
   const Principal& other = head_is_n1 ? c2 : c1;
@@ -85,7 +85,12 @@ TEST_F(SchedulerLoopTest, AGangGetsAllItsNodesAtOnceAndItsHeadLaunchesIt) {
   EXPECT_EQ(launch->commands[0].job_id, gang);
   ASSERT_EQ(launch->commands[0].hosts.size(), 2u);
   EXPECT_EQ(launch->commands[0].hosts[0].node_id, head.node_id);
-  EXPECT_TRUE(nodes_->Heartbeat(head, head.node_id, {})->commands.empty());
+  EXPECT_EQ(nodes_->Heartbeat(head, head.node_id, {})->commands.size(), 1u);
+  api::HeartbeatRequest acked;
+  acked.has_launched = true;
+  acked.launched = {{gang, 0}};
+  EXPECT_TRUE(nodes_->Heartbeat(head, head.node_id, acked)->commands.empty());
+  EXPECT_TRUE(nodes_->Heartbeat(other, other.node_id, {})->commands.empty());
 
   // When it ends its slots come back and the waiting job is placed.
   api::HeartbeatRequest done;

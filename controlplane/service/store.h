@@ -122,8 +122,15 @@ struct AllocationRecord {
   int slots = 0;
   std::string slot_type;
   bool is_head = false;
+  // The head agent acknowledged the launch (it listed it in a heartbeat, or reported the job
+  // running or ended).
   bool launched = false;
+  int launch_sends = 0;  // heartbeat replies that carried the launch
 };
+
+// Whether the job may have started on its head node: a launch was handed out (and may have
+// arrived) or was acknowledged. A job for which this is false can be cancelled or requeued at once.
+inline bool LaunchSent(const AllocationRecord& a) { return a.launched || a.launch_sends > 0; }
 
 class AllocationStore {
  public:
@@ -135,7 +142,10 @@ class AllocationStore {
   virtual Result<std::vector<AllocationRecord>> PlacementForJob(int64_t job_id) = 0;
   virtual Result<std::vector<AllocationRecord>> ForNode(int64_t node_id) = 0;
   virtual Result<std::vector<AllocationRecord>> All() = 0;
+  // The head agent acknowledged the launch.
   virtual Status MarkLaunched(int64_t job_id, int64_t node_id) = 0;
+  // One more heartbeat reply carries the launch (launch_sends + 1).
+  virtual Status CountLaunchSent(int64_t job_id, int64_t node_id) = 0;
   // Frees the slots but keeps the record (terminal states).
   virtual Status ReleaseForJob(int64_t job_id) = 0;
   // Forgets the placement (a job back in PENDING gets a new one).

@@ -242,6 +242,13 @@ Status MemoryAllocationStore::MarkLaunched(int64_t job_id, int64_t node_id) {
   return Status::Ok();
 }
 
+Status MemoryAllocationStore::CountLaunchSent(int64_t job_id, int64_t node_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  if (tx_.tables.allocations.get().count({job_id, node_id}) == 0) return Status::Ok();
+  tx_.tables.allocations.mut().at({job_id, node_id}).a.launch_sends += 1;
+  return Status::Ok();
+}
+
 Status MemoryAllocationStore::ReleaseForJob(int64_t job_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   const auto& all = tx_.tables.allocations.get();

@@ -225,13 +225,16 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
             "waiting for 2 nodes with 1 free cpu slots each (1 fit); no reservation: too few nodes "
             "are expected to free up (jobs without a time limit, or reserved for jobs ahead)");
 
-  // The head agent gets each launch exactly once.
+  // The head agent gets each launch until it acknowledges it.
   auto hb = nodes.Heartbeat(agent, node->node_id, {});
   ASSERT_TRUE(hb.ok()) << hb.status().ToString();
   ASSERT_EQ(hb->commands.size(), 2u);
   EXPECT_EQ(hb->commands[0].type, api::Command::Type::kLaunch);
   EXPECT_EQ(hb->commands[0].hosts.at(0).name, "node-a");
-  EXPECT_EQ(nodes.Heartbeat(agent, node->node_id, {})->commands.size(), 0u);
+  api::HeartbeatRequest acks;
+  acks.has_launched = true;
+  acks.launched = {{ok_job->job.job.id, 0}, {restartable->job.job.id, 0}};
+  EXPECT_EQ(nodes.Heartbeat(agent, node->node_id, acks)->commands.size(), 0u);
 
   api::HeartbeatRequest report;
   report.running = {ok_job->job.job.id, restartable->job.job.id};
@@ -347,9 +350,124 @@ TYPED_TEST_P(ServiceFlowTest, RunningJobPastItsTimeLimitIsCancelled) {
   EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kCancelled);
 }
 
+// A job that posts poison (NUL, which PostgreSQL text and jsonb cannot hold; a field of the
+// wrong type; an event too large) cannot fail its node's heartbeats: the bad events are dropped
+// alone, the rest stored, and the node stays UP with its jobs running.
+TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  service::LogFiles files(this->data_dir_);
+  auto clock = [this] { return this->now_.load(); };
+  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
+  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
+                            {"node-p", "127.0.0.1", "", 2, 0, {}, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  Principal node = this->Resolve(reg->node_token);
+  auto job = jobs.Submit(a, this->Spec("poison"), "");
+  ASSERT_TRUE(job.ok());
+  const int64_t id = job->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, {}).ok());
+  for (int round = 0; round < 5; ++round) {
+    this->now_ += 1000;
+    api::HeartbeatRequest hb;
+    hb.running = {id};
+    hb.events = {
+        {id, 0, "step", {{"type", "step"}, {"step", round}, {"loss", 0.5}}},
+        {id, 0, "note", {{"type", "note"}, {"text", std::string("a\0b", 3)}}},
+        {id, 0, "note", {{"type", "note"}, {std::string("k\0", 2), 1}}},
+        {id, 0, "checkpoint", {{"type", "checkpoint"}, {"step", "x"}, {"path", "/c"}}},
+        {id, 0, "note", {{"type", "note"}, {"blob", std::string(70 * 1024, 'x')}}},
+        {id, 0, "note", {{"type", "note"}, {"round", round}}}};
+    auto reply = nodes.Heartbeat(node, reg->node_id, hb);
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    ASSERT_TRUE(loop.RunOnce().ok());
+  }
+  for (const auto& n : (*nodes.List(a))["nodes"]) {
+    if (n["name"] == "node-p") EXPECT_EQ(n["state"], "UP");
+  }
+  auto view = jobs.Get(a, id);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->job.state, api::JobState::kRunning);
+  EXPECT_EQ((*view->last_step)["step"], 4);
+  EXPECT_EQ(jobs.Events(a, id, 0, "note", 100)->size(), 5u);
+  EXPECT_EQ(nodes.EventsDropped().at("bad_text"), 10u);
+  EXPECT_EQ(nodes.EventsDropped().at("bad_field"), 5u);
+  EXPECT_EQ(nodes.EventsDropped().at("too_large"), 5u);
+}
+
+// A launch whose reply was lost (the agent's client timed out after the server committed it) is
+// handed out again in every reply until the agent acknowledges it; one never acknowledged was
+// lost by the node, and the job goes back to the queue as after a node loss.
+TYPED_TEST_P(ServiceFlowTest, LaunchesAreResentUntilAcknowledged) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  service::LogFiles files(this->data_dir_);
+  auto clock = [this] { return this->now_.load(); };
+  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
+  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
+  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
+                            {"node-l", "127.0.0.1", "", 2, 0, {}, {}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  Principal node = this->Resolve(reg->node_token);
+  auto first = jobs.Submit(a, this->Spec("reply-lost"), "");
+  auto never = jobs.Submit(a, this->Spec("never-acked", 1, 1), "");
+  ASSERT_TRUE(first.ok() && never.ok());
+  const int64_t id = first->job.job.id, lost = never->job.job.id;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const auto launches_of = [](const api::HeartbeatResponse& r, int64_t job) {
+    int n = 0;
+    for (const auto& c : r.commands) n += c.type == api::Command::Type::kLaunch && c.job_id == job;
+    return n;
+  };
+  api::HeartbeatRequest holding_nothing;
+  holding_nothing.has_launched = true;
+  auto dropped_reply = nodes.Heartbeat(node, reg->node_id, holding_nothing);
+  ASSERT_TRUE(dropped_reply.ok());
+  EXPECT_EQ(launches_of(*dropped_reply, id), 1);
+  // The agent never saw that reply: its next heartbeat holds nothing, and gets both again.
+  this->now_ += 1000;
+  auto again = nodes.Heartbeat(node, reg->node_id, holding_nothing);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(launches_of(*again, id), 1);
+  EXPECT_EQ(launches_of(*again, lost), 1);
+  for (const auto& c : again->commands) EXPECT_EQ(c.attempt, 0);
+  // It takes the first and lists it; an acknowledgement of another attempt counts for nothing.
+  api::HeartbeatRequest holding;
+  holding.has_launched = true;
+  holding.launched = {{id, 0}, {lost, 7}};
+  int sends_of_lost = 2;
+  for (int i = 0; i < 20; ++i) {
+    this->now_ += 1000;
+    auto r = nodes.Heartbeat(node, reg->node_id, holding);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(launches_of(*r, id), 0);  // acknowledged: never handed out again
+    if (launches_of(*r, lost) == 0) break;
+    ++sends_of_lost;
+  }
+  EXPECT_EQ(sends_of_lost, service::NodeService::kLaunchSendsBeforeLost);
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kScheduled);  // not reported running yet
+  auto requeued = jobs.Get(a, lost);
+  EXPECT_EQ(requeued->job.state, api::JobState::kPending);
+  EXPECT_EQ(requeued->job.attempt, 1);
+  EXPECT_NE(requeued->job.reason.find("launch not acknowledged by node node-l"), std::string::npos)
+      << requeued->job.reason;
+  EXPECT_EQ(nodes.LaunchesLost(), 1u);
+  // An older agent, which lists no launches, acknowledges by reporting the job running.
+  api::HeartbeatRequest older;
+  older.running = {id};
+  ASSERT_TRUE(nodes.Heartbeat(node, reg->node_id, older).ok());
+  EXPECT_EQ(jobs.Get(a, id)->job.state, api::JobState::kRunning);
+  for (const auto& c : nodes.Heartbeat(node, reg->node_id, {})->commands) {
+    EXPECT_NE(c.type, api::Command::Type::kLaunch);
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
-                            ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled);
+                            ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
+                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged);
 
 }  // namespace controlplane::testing

@@ -298,6 +298,11 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   ASSERT_TRUE(allocs.MarkLaunched(job, n2).ok());
   EXPECT_TRUE((*allocs.ForJob(job))[0].launched);
   EXPECT_FALSE((*allocs.ForJob(job))[1].launched);
+  EXPECT_EQ((*allocs.ForJob(job))[0].launch_sends, 0);
+  ASSERT_TRUE(allocs.CountLaunchSent(job, n2).ok());
+  ASSERT_TRUE(allocs.CountLaunchSent(job, n2).ok());
+  EXPECT_EQ((*allocs.ForJob(job))[0].launch_sends, 2);
+  EXPECT_EQ((*allocs.ForJob(job))[1].launch_sends, 0);
   ASSERT_TRUE(allocs.ReleaseForJob(job).ok());
   EXPECT_TRUE(allocs.ForJob(job)->empty());            // no slots held
   EXPECT_EQ(allocs.PlacementForJob(job)->size(), 2u);  // where it ran is kept

@@ -1,0 +1,224 @@
+#include "api/job_event_check.h"
+
+#include <array>
+
+namespace api {
+
+using nlohmann::json;
+
+namespace {
+
+// Length of the UTF-8 sequence starting at s[i], or 0 when it is not a valid one (overlong,
+// a surrogate, past U+10FFFF, or cut short).
+size_t Utf8SequenceAt(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned lo = 0x80, hi = 0xBF;  // the range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong
+    if (c == 0xED) hi = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong
+    if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
+    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
+  }
+  return n;
+}
+
+std::optional<EventRejection> Reject(std::string reason, std::string message,
+                                     std::string field = "") {
+  return EventRejection{std::move(reason), std::move(message), std::move(field)};
+}
+
+// Every key and string storable, at most kMaxEventDepth levels. `path` names where we are.
+std::optional<EventRejection> CheckValue(const json& v, int depth, const std::string& path) {
+  if (depth > kMaxEventDepth) {
+    return Reject("too_deep",
+                  "nested deeper than " + std::to_string(kMaxEventDepth) + " levels", path);
+  }
+  if (v.is_string()) {
+    if (!IsStorableText(v.get_ref<const std::string&>())) {
+      return Reject("bad_text", "a string that is not UTF-8 or holds NUL (\\u0000)", path);
+    }
+  } else if (v.is_object()) {
+    for (const auto& [key, item] : v.items()) {
+      const std::string at = path.empty() ? key : path + "." + key;
+      if (!IsStorableText(key)) {
+        return Reject("bad_text", "a key that is not UTF-8 or holds NUL (\\u0000)",
+                      path.empty() ? "" : path);
+      }
+      if (auto bad = CheckValue(item, depth + 1, at)) return bad;
+    }
+  } else if (v.is_array()) {
+    size_t i = 0;
+    for (const auto& item : v) {
+      if (auto bad = CheckValue(item, depth + 1, path + "[" + std::to_string(i++) + "]")) {
+        return bad;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsNonNegativeInteger(const json& v) {
+  return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+}
+
+// The typed fields of one known type: absent is fine unless `required`.
+enum class Kind { kNumberOrNull, kCount, kNonNegativeNumber, kString, kObject, kNumberMap };
+
+struct FieldRule {
+  const char* name;
+  Kind kind;
+  bool required = false;
+};
+
+std::optional<EventRejection> CheckField(const json& event, const FieldRule& rule) {
+  auto it = event.find(rule.name);
+  if (it == event.end()) {
+    if (!rule.required) return std::nullopt;
+    return Reject("bad_field", std::string("missing ") + rule.name, rule.name);
+  }
+  const json& v = *it;
+  bool ok = false;
+  const char* want = "";
+  switch (rule.kind) {
+    case Kind::kNumberOrNull:
+      ok = v.is_number() || v.is_null();
+      want = "a number";
+      break;
+    case Kind::kCount:
+      ok = IsNonNegativeInteger(v);
+      want = "an integer >= 0";
+      break;
+    case Kind::kNonNegativeNumber:
+      ok = IsNonNegativeInteger(v) || (v.is_number_float() && v.get<double>() >= 0);
+      want = "a number >= 0";
+      break;
+    case Kind::kString:
+      ok = v.is_string() && !v.get_ref<const std::string&>().empty();
+      want = "a non-empty string";
+      break;
+    case Kind::kObject:
+      ok = v.is_object();
+      want = "an object";
+      break;
+    case Kind::kNumberMap:
+      ok = v.is_object();
+      for (const auto& [k, x] : v.items()) ok = ok && (x.is_number() || x.is_null());
+      want = "an object of numbers";
+      break;
+  }
+  if (ok) return std::nullopt;
+  return Reject("bad_field",
+                std::string(rule.name) + " must be " + want + ", got " + v.type_name(), rule.name);
+}
+
+constexpr std::array kStepRules = {
+    FieldRule{"step", Kind::kNonNegativeNumber},  FieldRule{"steps", Kind::kNumberOrNull},
+    FieldRule{"loss", Kind::kNumberOrNull},       FieldRule{"tokens_per_s", Kind::kNumberOrNull},
+    FieldRule{"samples_per_s", Kind::kNumberOrNull},
+    FieldRule{"step_seconds", Kind::kNumberOrNull},
+    FieldRule{"lr", Kind::kNumberOrNull},         FieldRule{"grad_norm", Kind::kNumberOrNull},
+    FieldRule{"data_wait_seconds", Kind::kNumberOrNull},
+    FieldRule{"forward_seconds", Kind::kNumberOrNull},
+    FieldRule{"backward_seconds", Kind::kNumberOrNull},
+    FieldRule{"allreduce_seconds", Kind::kNumberOrNull},
+    FieldRule{"optimizer_seconds", Kind::kNumberOrNull},
+    FieldRule{"padding_ratio", Kind::kNumberOrNull},
+    FieldRule{"packing_efficiency", Kind::kNumberOrNull},
+    FieldRule{"mfu", Kind::kNumberOrNull},        FieldRule{"world_size", Kind::kNumberOrNull},
+};
+constexpr std::array kCheckpointRules = {
+    FieldRule{"step", Kind::kCount, true},
+    FieldRule{"path", Kind::kString, true},
+    FieldRule{"bytes", Kind::kCount},
+    FieldRule{"metrics", Kind::kNumberMap},
+};
+constexpr std::array kEvalRules = {
+    FieldRule{"step", Kind::kCount},
+    FieldRule{"samples", Kind::kCount},
+    FieldRule{"euler_steps", Kind::kCount},
+    FieldRule{"action_mse", Kind::kNumberOrNull},
+    FieldRule{"zero_action_mse", Kind::kNumberOrNull},
+};
+constexpr std::array kDatasetRules = {
+    FieldRule{"error", Kind::kString},
+    FieldRule{"manifest", Kind::kObject},
+};
+
+template <size_t N>
+std::optional<EventRejection> CheckFields(const json& event, const std::array<FieldRule, N>& rules) {
+  for (const FieldRule& r : rules) {
+    if (auto bad = CheckField(event, r)) return bad;
+  }
+  return std::nullopt;
+}
+
+bool IsTypeChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '.' || c == ':' || c == '/' || c == '-';
+}
+
+}  // namespace
+
+bool IsStorableText(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == '\0') return false;
+    const size_t n = Utf8SequenceAt(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string StorableText(std::string_view s, size_t max_bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = s[i] == '\0' ? 0 : Utf8SequenceAt(s, i);
+    const std::string_view piece = n == 0 ? kReplacement : s.substr(i, n);
+    if (out.size() + piece.size() > max_bytes) break;
+    out += piece;
+    i += n == 0 ? 1 : n;
+  }
+  return out;
+}
+
+std::optional<EventRejection> CheckJobEvent(std::string_view type, const json& event) {
+  if (!event.is_object()) return Reject("malformed", "an event must be a JSON object");
+  if (type.empty()) return Reject("malformed", "an event needs a string type", "type");
+  if (type.size() > kMaxEventTypeChars) {
+    return Reject("bad_type", "type must be at most 64 characters", "type");
+  }
+  for (char c : type) {
+    if (!IsTypeChar(c)) {
+      return Reject("bad_type", "type must be made of A-Z a-z 0-9 _ . : / -", "type");
+    }
+  }
+  if (auto bad = CheckValue(event, 1, "")) return bad;
+  // Only now: dump() throws on text that is not UTF-8, which CheckValue has ruled out.
+  if (event.dump().size() > kMaxEventBytes) {
+    return Reject("too_large", "an event must be at most 64 KiB as JSON");
+  }
+  if (type == "step") return CheckFields(event, kStepRules);
+  if (type == "checkpoint") return CheckFields(event, kCheckpointRules);
+  if (type == "eval") return CheckFields(event, kEvalRules);
+  if (type == "dataset") return CheckFields(event, kDatasetRules);
+  return std::nullopt;
+}
+
+}  // namespace api

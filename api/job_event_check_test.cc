@@ -1,0 +1,90 @@
+// The rules of a job event (api/job_event_check.h): what the agent refuses at its local API and
+// what the server drops from a heartbeat, each with its reason.
+#include "api/job_event_check.h"
+
+#include <gtest/gtest.h>
+
+namespace api {
+namespace {
+
+using nlohmann::json;
+
+std::string ReasonOf(const json& event) {
+  const std::string type = event.is_object() && event.contains("type") && event["type"].is_string()
+                               ? event["type"].get<std::string>()
+                               : "";
+  auto bad = CheckJobEvent(type, event);
+  return bad ? bad->reason : "ok";
+}
+
+TEST(JobEventCheckTest, TheEnginesEventsPass) {
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"step", 3}, {"steps", 10}, {"loss", 0.5},
+                      {"grad_norm", nullptr}, {"custom", "text"}}),
+            "ok");
+  EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3}, {"path", "/c/step-3.ckpt"},
+                      {"bytes", 9}, {"metrics", {{"loss", 0.5}}}}),
+            "ok");
+  EXPECT_EQ(ReasonOf({{"type", "eval"}, {"step", 10}, {"samples", 4}, {"euler_steps", 8},
+                      {"action_mse", 0.1}, {"zero_action_mse", 0.9}}),
+            "ok");
+  EXPECT_EQ(ReasonOf({{"type", "dataset"}, {"error", "no such file"}}), "ok");
+  EXPECT_EQ(ReasonOf({{"type", "my.tool/progress-2"}, {"anything", {1, "two", nullptr}}}), "ok");
+}
+
+TEST(JobEventCheckTest, NulAndBrokenUtf8AreRefusedAnywhere) {
+  const std::string nul("a\0b", 3);
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {"text", nul}}), "bad_text");
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {"deep", {{"list", {1, nul}}}}}), "bad_text");
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {nul, 1}}), "bad_text");
+  // nlohmann parses the escape into a real NUL byte: what a job sends on the wire.
+  EXPECT_EQ(ReasonOf(json::parse(R"({"type":"step","step":1,"note":"x\u0000y"})")), "bad_text");
+  auto bad = CheckJobEvent("note", {{"type", "note"}, {"a", {{"b", nul}}}});
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->field, "a.b");
+  EXPECT_FALSE(IsStorableText("\xC0\x80"));          // overlong NUL
+  EXPECT_FALSE(IsStorableText("\xED\xA0\x80"));      // a surrogate
+  EXPECT_FALSE(IsStorableText("\xF4\x90\x80\x80"));  // past U+10FFFF
+  EXPECT_FALSE(IsStorableText("\xE2\x82"));          // cut short
+  EXPECT_TRUE(IsStorableText("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"));
+}
+
+TEST(JobEventCheckTest, WrongTypesOfKnownFieldsAreRefused) {
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"step", "three"}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"step", -1}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"loss", "low"}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3}, {"path", "/c"}, {"bytes", "9"}}),
+            "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3.5}, {"path", "/c"}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3}, {"path", "/c"}, {"metrics", {1}}}),
+            "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "eval"}, {"samples", true}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "dataset"}, {"manifest", "x"}}), "bad_field");
+  auto bad = CheckJobEvent("checkpoint", {{"type", "checkpoint"}, {"step", 1}, {"path", 5}});
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->field, "path");
+  EXPECT_EQ(bad->message, "path must be a non-empty string, got number");
+}
+
+TEST(JobEventCheckTest, SizeDepthAndTypeNameAreBounded) {
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {"blob", std::string(kMaxEventBytes, 'x')}}),
+            "too_large");
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {"blob", std::string(kMaxEventBytes - 100, 'x')}}), "ok");
+  json deep = 1;
+  for (int i = 0; i < kMaxEventDepth + 1; ++i) deep = json::array({deep});
+  EXPECT_EQ(ReasonOf({{"type", "note"}, {"deep", deep}}), "too_deep");
+  EXPECT_EQ(ReasonOf({{"type", std::string(65, 'a')}}), "bad_type");
+  EXPECT_EQ(ReasonOf({{"type", "has space"}}), "bad_type");
+  EXPECT_EQ(ReasonOf({{"type", ""}}), "malformed");
+  EXPECT_EQ(ReasonOf(json::array({1})), "malformed");
+}
+
+TEST(JobEventCheckTest, StorableTextReplacesWhatCannotBeStoredAndCutsOnACharacter) {
+  EXPECT_EQ(StorableText(std::string("a\0b", 3), 100), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(StorableText("\xFFz", 100), "\xEF\xBF\xBDz");
+  EXPECT_EQ(StorableText("ab\xE2\x82\xAC", 4), "ab");  // the euro sign would not fit whole
+  EXPECT_EQ(StorableText("plain", 100), "plain");
+}
+
+}  // namespace
+}  // namespace api
