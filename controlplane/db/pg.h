@@ -131,7 +131,7 @@ struct PgPoolStats {
   int size = 0;     // the most connections the pool opens
   int in_use = 0;   // lent out now
   int idle = 0;     // open, waiting in the pool
-  uint64_t errors = 0;  // failed statements, commits and connection attempts so far
+  uint64_t errors = 0;  // failed statements, commits, connection attempts, broken connections
 };
 
 class PgPool {
