@@ -24,6 +24,15 @@ struct ServerOptions {
   int heartbeat_interval_ms = 1000;
   int scheduler_period_ms = 500;
   int db_pool_size = 16;
+  // PostgreSQL connections and sessions (controlplane/db/pg.h, PgOptions): how long a connect
+  // may take, TCP keepalives that find a dead database host, and per-session timeouts so no
+  // request waits on a statement or a lock unbounded.
+  int db_connect_timeout_s = 5;
+  int db_keepalives_idle_s = 30;
+  int db_keepalives_interval_s = 10;
+  int db_keepalives_count = 3;
+  int db_statement_timeout_ms = 30'000;  // 0: none
+  int db_lock_timeout_ms = 10'000;       // 0: none
   int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call

@@ -29,6 +29,29 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->max_reservations, 4);
 }
 
+TEST(ServerFlagsTest, DatabaseTimeoutsHaveDefaultsAndBounds) {
+  auto d = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->db_connect_timeout_s, 5);
+  EXPECT_EQ(d->db_statement_timeout_ms, 30000);
+  EXPECT_EQ(d->db_lock_timeout_ms, 10000);
+  auto o = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d",
+                             "--db-connect-timeout-s", "2", "--db-keepalives-idle-s", "7",
+                             "--db-keepalives-interval-s", "3", "--db-keepalives-count", "4",
+                             "--db-statement-timeout-ms", "0", "--db-lock-timeout-ms", "250"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->db_connect_timeout_s, 2);
+  EXPECT_EQ(o->db_keepalives_idle_s, 7);
+  EXPECT_EQ(o->db_keepalives_interval_s, 3);
+  EXPECT_EQ(o->db_keepalives_count, 4);
+  EXPECT_EQ(o->db_statement_timeout_ms, 0);
+  EXPECT_EQ(o->db_lock_timeout_ms, 250);
+  // A connect with no timeout would hang a request for as long as the network does.
+  auto zero = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d",
+                                "--db-connect-timeout-s", "0"});
+  EXPECT_EQ(zero.status().field(), "--db-connect-timeout-s");
+}
+
 TEST(ServerFlagsTest, WebDirDefaultsToTheBuiltDashboard) {
   auto o = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
   ASSERT_TRUE(o.ok());
@@ -77,7 +100,9 @@ TEST(ServerFlagsTest, UsageListsEveryFlagWithItsDefault) {
         "--heartbeat-interval-ms", "--max-nodes-per-job", "--max-ranks-per-job",
         "--scheduler-period-ms", "--db-pool-size", "--rate-limit-per-s", "--rate-limit-burst",
         "--preempt-min-priority", "--preempt-grace-ms", "--fair-share-half-life-s",
-        "--max-reservations", "--audit", "--advertise"}) {
+        "--max-reservations", "--audit", "--advertise", "--db-connect-timeout-s",
+        "--db-keepalives-idle-s", "--db-keepalives-interval-s", "--db-keepalives-count",
+        "--db-statement-timeout-ms", "--db-lock-timeout-ms"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag << "\n" << usage;
   }
   EXPECT_NE(usage.find("30000"), std::string::npos) << usage;  // --preempt-grace-ms

@@ -15,6 +15,7 @@
 #include "controlplane/db/migrations.h"
 #include "controlplane/db/stores.h"
 #include "controlplane/http/api_server.h"
+#include "controlplane/http/ready_check.h"
 #include "controlplane/service/audit_scope.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/scheduler_loop.h"
@@ -32,6 +33,7 @@ struct Server::Impl {
   // row of the call they commit for (service/audit_scope.h).
   std::unique_ptr<service::AuditedDatabase> database;
   std::unique_ptr<db::LeaderLock> leader;
+  std::unique_ptr<http::CachedCheck> ready_check;  // /readyz
   std::unique_ptr<service::LogFiles> log_files;
   std::unique_ptr<service::CheckpointFiles> checkpoint_files;
   std::unique_ptr<service::CheckpointsService> checkpoints;
@@ -87,7 +89,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->opts = opts;
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/checkpoints"));
-  auto pool = db::PgPool::Open(opts.db, opts.db_pool_size);
+  db::PgOptions pg_options;
+  pg_options.connect_timeout_s = opts.db_connect_timeout_s;
+  pg_options.keepalives_idle_s = opts.db_keepalives_idle_s;
+  pg_options.keepalives_interval_s = opts.db_keepalives_interval_s;
+  pg_options.keepalives_count = opts.db_keepalives_count;
+  pg_options.statement_timeout_ms = opts.db_statement_timeout_ms;
+  pg_options.lock_timeout_ms = opts.db_lock_timeout_ms;
+  auto pool = db::PgPool::Open(opts.db, opts.db_pool_size, pg_options);
   if (!pool.ok()) return pool.status();
   m->pool = std::move(pool.value());
   auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
@@ -175,6 +184,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
+<<<<<<< HEAD
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   deps.ready = [raw]() -> Status {
     auto v = db::CurrentSchemaVersion(*raw->pool);
@@ -184,6 +194,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
                                               std::to_string(want));
     return Status::Ok();
   };
+=======
+  // Ready: the database answers (within a second's wait for a connection) at the schema this
+  // binary needs. Checked at most once a second however often it is probed (ready_check.h).
+  m->ready_check = std::make_unique<http::CachedCheck>(
+      [raw]() -> Status {
+        auto v = db::CurrentSchemaVersion(*raw->pool, /*wait_ms=*/1000);
+        if (!v.ok()) return v.status();
+        const int want =
+            db::EmbeddedMigrations().empty() ? 0 : db::EmbeddedMigrations().back().version;
+        if (*v < want) {
+          return common::Unavailable("schema version " + std::to_string(*v) + " < " +
+                                     std::to_string(want));
+        }
+        return Status::Ok();
+      },
+      1.0, [] { return common::MonotonicSeconds(); });
+  deps.ready = [raw] { return raw->ready_check->Get(); };
+>>>>>>> pg-faults
   m->api = std::make_unique<http::ApiServer>(std::move(deps));
   auto port = m->api->Bind(opts.listen_host, opts.listen_port);
   if (!port.ok()) return port.status();

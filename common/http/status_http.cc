@@ -23,6 +23,8 @@ int HttpStatusFor(Code code) {
   return 500;
 }
 
+int RetryAfterSecondsFor(Code code) { return code == Code::kUnavailable ? 1 : 0; }
+
 Code CodeForHttpStatus(int http_status) {
   switch (http_status) {
     case 400: return Code::kInvalidArgument;

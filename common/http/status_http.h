@@ -19,6 +19,10 @@ namespace common::http {
 
 // The HTTP status a Status with `code` is answered with.
 int HttpStatusFor(Code code);
+// The Retry-After (seconds) an answer with `code` carries, or 0 for none. kUnavailable (503)
+// says "the same call may succeed in a moment" (the database is away or busy): 1 second.
+// A 429 from the rate limiter computes its own.
+int RetryAfterSecondsFor(Code code);
 // The Code for an HTTP status that came without our error body (a proxy, a load balancer, a
 // bare httplib answer): the closest Code, kInternal where there is none.
 Code CodeForHttpStatus(int http_status);

@@ -101,4 +101,12 @@ TEST(StatusHttpTest, DecodesAnswersThatAreNotOurs) {
 }
 
 }  // namespace
+TEST(StatusHttpTest, OnlyUnavailableAsksForARetryAfterASecond) {
+  EXPECT_EQ(RetryAfterSecondsFor(Code::kUnavailable), 1);
+  for (Code c : {Code::kOk, Code::kInvalidArgument, Code::kNotFound, Code::kInternal,
+                 Code::kResourceExhausted, Code::kFailedPrecondition}) {
+    EXPECT_EQ(RetryAfterSecondsFor(c), 0) << CodeName(c);
+  }
+}
+
 }  // namespace common::http

@@ -13,6 +13,9 @@ constexpr char kCreateTable[] =
     " applied_at timestamptz NOT NULL DEFAULT now())";
 // Any constant works; it only has to differ from the scheduler's leader lock.
 constexpr char kLock[] = "SELECT pg_advisory_xact_lock(7361001)";
+// A replica waits here while another migrates, and a migration may rewrite a large table: the
+// session's statement and lock timeouts (PgOptions) are for requests, not for this.
+constexpr char kNoTimeouts[] = "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0";
 constexpr char kSelectApplied[] = "SELECT version FROM schema_migrations";
 constexpr char kInsertApplied[] = "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)";
 }  // namespace
@@ -20,6 +23,7 @@ constexpr char kInsertApplied[] = "INSERT INTO schema_migrations (version, name)
 common::Result<int> ApplyMigrations(PgPool& pool, const std::vector<Migration>& migrations) {
   auto tx = PgTx::Begin(pool);
   if (!tx.ok()) return tx.status();
+  EMBODY_RETURN_IF_ERROR((*tx)->ExecScript(kNoTimeouts));
   for (const char* sql : {kLock, kCreateTable}) {
     auto r = (*tx)->Exec(sql);
     if (!r.ok()) return r.status();
@@ -45,8 +49,8 @@ common::Result<int> ApplyMigrations(PgPool& pool, const std::vector<Migration>& 
   return count;
 }
 
-common::Result<int> CurrentSchemaVersion(PgPool& pool) {
-  auto lease = pool.Acquire();
+common::Result<int> CurrentSchemaVersion(PgPool& pool, std::optional<int> wait_ms) {
+  auto lease = pool.Acquire(wait_ms);
   if (!lease.ok()) return lease.status();
   auto exists = Exec(lease->get(), "SELECT to_regclass('schema_migrations') IS NOT NULL AS e");
   if (!exists.ok()) return exists.status();

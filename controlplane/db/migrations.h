@@ -4,6 +4,7 @@
 // advisory lock.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ const std::vector<Migration>& EmbeddedMigrations();
 // Applies every migration newer than the database's; returns how many were applied.
 common::Result<int> ApplyMigrations(PgPool& pool, const std::vector<Migration>& migrations);
 // The newest version recorded in schema_migrations (0 when none or the table is missing).
-common::Result<int> CurrentSchemaVersion(PgPool& pool);
+// `wait_ms`: the longest wait for a pooled connection (default: the pool's), so a readiness
+// probe answers promptly when every connection is busy.
+common::Result<int> CurrentSchemaVersion(PgPool& pool, std::optional<int> wait_ms = std::nullopt);
 
 }  // namespace controlplane::db

@@ -10,6 +10,7 @@
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/leader_fence.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::db {
@@ -214,6 +215,22 @@ class PgDatasetStore : public service::DatasetStore {
   PgTx& tx_;
 };
 
+// The statement that begins a leadership (service/leader_fence.h): run in a unit of work by
+// PgLeaderFence::Advance, and by the leader lock on its own session right after it took the lock.
+inline constexpr char kAdvanceLeaderEpoch[] =
+    "UPDATE scheduler_leader SET epoch = epoch + 1, holder = $1, acquired_at = now() "
+    "WHERE id = 1 RETURNING epoch";
+
+class PgLeaderFence : public service::LeaderFence {
+ public:
+  explicit PgLeaderFence(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Advance(const std::string& holder) override;
+  common::Status Hold(int64_t epoch) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
@@ -227,7 +244,8 @@ class PgUnitOfWork : public service::UnitOfWork {
         audit_(*tx_),
         fair_share_(*tx_),
         checkpoints_(*tx_),
-        datasets_(*tx_) {}
+        datasets_(*tx_),
+        leader_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -238,6 +256,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::FairShareStore& fair_share() override { return fair_share_; }
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   service::DatasetStore& datasets() override { return datasets_; }
+  service::LeaderFence& leader() override { return leader_; }
   common::Status Commit() override;
 
  private:
@@ -253,6 +272,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgFairShareStore fair_share_;
   PgCheckpointIndex checkpoints_;
   PgDatasetStore datasets_;
+  PgLeaderFence leader_;
 };
 
 class PgDatabase : public service::Database {

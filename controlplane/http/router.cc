@@ -85,6 +85,12 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
 
 void RespondError(httplib::Response& res, const common::Status& status) {
   if (current_request) current_request->error_code = common::CodeName(status.code());
+  // A 503 (the database away or busy) tells clients when to try again; a header set before
+  // (the rate limiter's) stays.
+  const int retry_after = common::http::RetryAfterSecondsFor(status.code());
+  if (retry_after > 0 && !res.has_header("Retry-After")) {
+    res.set_header("Retry-After", std::to_string(retry_after));
+  }
   RespondJson(res, common::http::HttpStatusFor(status.code()), common::http::ErrorBody(status));
 }
 

@@ -2,6 +2,7 @@
 
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
+#include "controlplane/service/leader_fence.h"
 
 namespace controlplane::service {
 
@@ -29,6 +30,7 @@ class AuditedUnitOfWork : public UnitOfWork {
   FairShareStore& fair_share() override { return inner_->fair_share(); }
   CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
   DatasetStore& datasets() override { return inner_->datasets(); }
+  LeaderFence& leader() override { return inner_->leader(); }
   Status Commit() override {
     EMBODY_RETURN_IF_ERROR(before_commit_());
     EMBODY_RETURN_IF_ERROR(inner_->Commit());

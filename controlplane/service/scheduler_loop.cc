@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/leader_fence.h"
 #include "controlplane/service/scheduler.h"
 #include "controlplane/service/scheduler_snapshot.h"
 #include "controlplane/service/time_limits.h"
@@ -16,8 +17,15 @@ namespace controlplane::service {
 
 using api::JobState;
 
-Status SchedulerLoop::MarkLostNodes() {
+Result<std::unique_ptr<UnitOfWork>> SchedulerLoop::BeginAsLeader() {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  // First, so that a new leadership's advance waits for this unit rather than overlapping it.
+  if (epoch_) EMBODY_RETURN_IF_ERROR(uow->leader().Hold(*epoch_));
+  return std::move(uow);
+}
+
+Status SchedulerLoop::MarkLostNodes() {
+  EMBODY_ASSIGN_OR_RETURN(uow, BeginAsLeader());
   const int64_t now = now_();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   for (NodeRecord& n : nodes) {
@@ -88,7 +96,7 @@ Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, int64_t now)
 }  // namespace
 
 Status SchedulerLoop::PlacePending(CycleStats& stats) {
-  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(uow, BeginAsLeader());
   const int64_t now = now_();
   // Pending jobs are locked (this cycle changes them); the jobs holding slots are only read, so
   // heartbeats that lock them one by one never wait on a cycle in a different order. A victim
@@ -170,13 +178,14 @@ Status SchedulerLoop::Count(CycleStats& stats) {
 }
 
 Status SchedulerLoop::CancelOverdue() {
-  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(uow, BeginAsLeader());
   EMBODY_ASSIGN_OR_RETURN(n, EnforceTimeLimits(*uow, now_()));
   if (n == 0) return Status::Ok();
   return uow->Commit();
 }
 
-Status SchedulerLoop::RunOnce(CycleStats* stats) {
+Status SchedulerLoop::RunOnce(CycleStats* stats, std::optional<int64_t> epoch) {
+  epoch_ = epoch;
   CycleStats ignored;
   EMBODY_RETURN_IF_ERROR(MarkLostNodes());
   EMBODY_RETURN_IF_ERROR(CancelOverdue());
@@ -217,8 +226,12 @@ void SchedulerLoop::Loop() {
     }
     CycleStats stats;
     const double start = common::MonotonicSeconds();
-    stats.leader = try_lead_ ? try_lead_() : true;
-    Status st = stats.leader ? RunOnce(&stats) : Status::Ok();
+    const std::optional<int64_t> epoch = try_lead_ ? try_lead_() : std::nullopt;
+    stats.leader = try_lead_ ? epoch.has_value() : true;
+    Status st = stats.leader ? RunOnce(&stats, epoch) : Status::Ok();
+    // Deposed between the lock check and a write: nothing of this cycle was written, and the
+    // next cycle's check finds the lock lost.
+    if (IsDeposed(st)) stats.leader = false;
     stats.seconds = common::MonotonicSeconds() - start;
     // Woken cycles can come many times a second under a burst of submits; counting every job
     // each time would cost more than the scheduling.

@@ -9,14 +9,17 @@
 //      PENDING -> SCHEDULED are written in one transaction; jobs that wait get their `reason`;
 //      jobs preempted to make room become RESTARTING (they keep their slots, the heartbeat sends
 //      them a kill, and when their head reports them gone they return to PENDING).
-// Leadership is decided outside (a PostgreSQL advisory lock); replicas that are not the leader
-// only observe.
+// Leadership is decided outside (a PostgreSQL advisory lock, db/leader_lock.h), which hands the
+// loop the epoch of its leadership; every unit of work of a cycle holds that epoch before it
+// writes (leader_fence.h), so a leader deposed mid-cycle commits nothing more. Replicas that are
+// not the leader only observe.
 #pragma once
 
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -53,20 +56,27 @@ class SchedulerLoop {
     int accrue_period_ms = 5000;
     int accrue_max_gap_ms = 60'000;
   };
-  SchedulerLoop(Database& db, Options opts, Clock now, std::function<bool()> try_lead,
+  // `try_lead`: the epoch of this replica's leadership, nullopt when it does not lead; null: it
+  // always leads, unfenced (a single replica, tests).
+  SchedulerLoop(Database& db, Options opts, Clock now,
+                std::function<std::optional<int64_t>()> try_lead,
                 std::function<void(const CycleStats&)> observe)
       : db_(db), opts_(opts), now_(std::move(now)), try_lead_(std::move(try_lead)),
         observe_(std::move(observe)) {}
   ~SchedulerLoop() { Stop(); }
 
   // One cycle as leader (tests call this directly); `stats` (optional) gets its decisions.
-  Status RunOnce(CycleStats* stats = nullptr);
+  // `epoch`: the leadership every unit of work holds (failed_precondition, nothing written,
+  // once it is not current); nullopt: unfenced.
+  Status RunOnce(CycleStats* stats = nullptr, std::optional<int64_t> epoch = std::nullopt);
 
   void Start();
   void Stop();
   void Wake();
 
  private:
+  // A unit of work holding the cycle's leadership epoch, if it has one.
+  Result<std::unique_ptr<UnitOfWork>> BeginAsLeader();
   Status MarkLostNodes();
   Status CancelOverdue();  // time_limits.h
   Status PlacePending(CycleStats& stats);
@@ -76,7 +86,8 @@ class SchedulerLoop {
   Database& db_;
   const Options opts_;
   Clock now_;
-  std::function<bool()> try_lead_;
+  std::function<std::optional<int64_t>()> try_lead_;
+  std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
 
   std::mutex mu_;

@@ -376,6 +376,7 @@ class AuditStore {
 class FairShareStore;   // fair_share_store.h
 class CheckpointIndex;  // checkpoint_index.h
 class DatasetStore;     // dataset_store.h
+class LeaderFence;      // leader_fence.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -391,6 +392,7 @@ class UnitOfWork {
   virtual FairShareStore& fair_share() = 0;
   virtual CheckpointIndex& checkpoints() = 0;
   virtual DatasetStore& datasets() = 0;
+  virtual LeaderFence& leader() = 0;
   virtual Status Commit() = 0;
 };
 

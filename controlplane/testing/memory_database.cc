@@ -78,6 +78,7 @@ void MemoryTables::ShareAll() {
   usage_daily.Share();
   datasets.Share();
   job_datasets.Share();
+  leader_epoch.Share();
 }
 
 Status MemoryTx::Usable() const {
@@ -136,7 +137,8 @@ class MemoryUnitOfWork : public service::UnitOfWork {
         audit_(tx_),
         fair_share_(tx_),
         checkpoints_(tx_),
-        datasets_(tx_) {}
+        datasets_(tx_),
+        leader_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 
   service::JobStore& jobs() override { return jobs_; }
@@ -149,6 +151,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   service::FairShareStore& fair_share() override { return fair_share_; }
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   service::DatasetStore& datasets() override { return datasets_; }
+  service::LeaderFence& leader() override { return leader_; }
 
   Status Commit() override {
     if (tx_.ended) return common::Internal("memory database: the unit of work has ended");
@@ -185,6 +188,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   MemoryFairShareStore fair_share_;
   MemoryCheckpointIndex checkpoints_;
   MemoryDatasetStore datasets_;
+  MemoryLeaderFence leader_;
 };
 
 MemoryDatabase::MemoryDatabase()

@@ -1,7 +1,8 @@
 // The twin's fair-share history and daily usage, mirroring controlplane/db/fair_share_store.cc:
 // the tables' checks (slot type, non-negative history) and references to tenants. Days are
 // accepted in the ISO form the services write ("2026-11-23") only; PostgreSQL's date input would
-// also take other spellings, which no caller uses.
+// also take other spellings, which no caller uses. Also the scheduler leadership's epoch
+// (leader_fence.h), the other table only the scheduler loop writes.
 #include <cstdio>
 
 #include "controlplane/testing/memory_tables.h"
@@ -97,6 +98,20 @@ Result<std::vector<DailyUsage>> MemoryFairShareStore::ListDailyUsage(
     out.push_back({tenant, token, day, slot_type, seconds});
   }
   return out;
+}
+
+Result<int64_t> MemoryLeaderFence::Advance(const std::string&) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  return ++tx_.tables.leader_epoch.mut();
+}
+
+Status MemoryLeaderFence::Hold(int64_t epoch) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  const int64_t current = tx_.tables.leader_epoch.get();
+  if (current == epoch) return Status::Ok();
+  return common::FailedPrecondition("no longer the scheduler leader: leadership " +
+                                    std::to_string(epoch) + " was followed by " +
+                                    std::to_string(current));
 }
 
 }  // namespace controlplane::testing

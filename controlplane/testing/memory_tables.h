@@ -17,6 +17,7 @@
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/leader_fence.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::testing {
@@ -88,6 +89,7 @@ struct MemoryTables {
   CowTable<std::map<DailyKey, double>> usage_daily;
   CowTable<std::map<int64_t, service::DatasetRecord>> datasets;  // `tenant` is filled on reads
   CowTable<std::map<int64_t, int64_t>> job_datasets;             // job -> dataset
+  CowTable<int64_t> leader_epoch;                                // scheduler_leader.epoch
 
   void ShareAll();
 };
@@ -288,6 +290,18 @@ class MemoryFairShareStore : public service::FairShareStore {
   common::Result<std::vector<service::DailyUsage>> ListDailyUsage(
       std::optional<int64_t> tenant_id, const std::string& from_day,
       const std::string& to_day) override;
+
+ private:
+  MemoryTx& tx_;
+};
+
+// Units of work are serialised here, so holding an epoch is only checking it: no Advance can
+// commit while a unit that checked it is open.
+class MemoryLeaderFence : public service::LeaderFence {
+ public:
+  explicit MemoryLeaderFence(MemoryTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Advance(const std::string& holder) override;
+  common::Status Hold(int64_t epoch) override;
 
  private:
   MemoryTx& tx_;
