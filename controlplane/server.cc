@@ -184,17 +184,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
-<<<<<<< HEAD
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
-  deps.ready = [raw]() -> Status {
-    auto v = db::CurrentSchemaVersion(*raw->pool);
-    if (!v.ok()) return v.status();
-    const int want = db::EmbeddedMigrations().empty() ? 0 : db::EmbeddedMigrations().back().version;
-    if (*v < want) return common::Unavailable("schema version " + std::to_string(*v) + " < " +
-                                              std::to_string(want));
-    return Status::Ok();
-  };
-=======
   // Ready: the database answers (within a second's wait for a connection) at the schema this
   // binary needs. Checked at most once a second however often it is probed (ready_check.h).
   m->ready_check = std::make_unique<http::CachedCheck>(
@@ -211,7 +201,6 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
       },
       1.0, [] { return common::MonotonicSeconds(); });
   deps.ready = [raw] { return raw->ready_check->Get(); };
->>>>>>> pg-faults
   m->api = std::make_unique<http::ApiServer>(std::move(deps));
   auto port = m->api->Bind(opts.listen_host, opts.listen_port);
   if (!port.ok()) return port.status();
