@@ -2,7 +2,12 @@
 // port 0; requests go over loopback HTTP with cpp-httplib's client, agents are played by the test.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -92,6 +97,69 @@ TEST_F(ApiPgTest, HealthReadinessAndAuth) {
   EXPECT_EQ(echoed.request_id, "abc-123");
   EXPECT_EQ(Call("GET", "/v1/nope", Admin()).status, 404);
   EXPECT_EQ(Call("GET", "/v1/jobs/999999", Admin()).status, 404);
+}
+
+// Sends `request` on a fresh connection and reads until the server closes it (or `wait_s` pass).
+static std::string RawExchange(int port, const std::string& request, bool* closed,
+                               int wait_s = 5) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  timeval tv{wait_s, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[4096];
+  *closed = false;
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) *closed = true;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return got;
+}
+
+static int CountResponses(const std::string& text) {
+  int n = 0;
+  for (size_t at = text.find("HTTP/1.1 "); at != std::string::npos; at = text.find("HTTP/1.1 ", at + 1)) ++n;
+  return n;
+}
+
+TEST_F(ApiPgTest, BodiesAreRefusedUnreadWhenChunkedOrLargeWithoutAToken) {
+  const size_t before = JobCount();
+  bool closed = false;
+  // Chunked: refused on its headers, whatever follows (httplib would read it without a bound).
+  std::string chunked = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + Admin() +
+                        "\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n" +
+                        std::string(4096, 'a');
+  // The answer asks the client to close; one that keeps sending only feeds the next request's
+  // bounded line reader, so this waits a second at most.
+  std::string got = RawExchange(server_->port(), chunked, &closed, 1);
+  EXPECT_EQ(got.rfind("HTTP/1.1 411", 0), 0u) << got;
+  EXPECT_NE(got.find("Content-Length"), std::string::npos);
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  // A large body with no token is refused before it is read, and the connection closes, so the
+  // bytes sent as its body are never taken for a request of their own.
+  const std::string inner = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::string large = "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                      std::to_string(1 << 20) + "\r\n\r\n" + inner;
+  got = RawExchange(server_->port(), large, &closed);
+  EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0u) << got;
+  EXPECT_EQ(CountResponses(got), 1) << got;
+  EXPECT_TRUE(closed);
+  // A small one still reaches the router (which audits the refusal), with the same answer.
+  EXPECT_EQ(Call("POST", "/v1/jobs", "", Spec("anon").dump()).status, 401);
+  // With a token, the same request is read and answered as usual.
+  EXPECT_EQ(Call("POST", "/v1/jobs", Admin(), Spec("ok").dump()).status, 201);
+  EXPECT_EQ(JobCount(), before + 1);
 }
 
 TEST_F(ApiPgTest, RejectedSubmissionsStoreNothing) {

@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include "common/http/status_http.h"
+#include "common/parse_int.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
 
@@ -16,6 +17,8 @@ namespace {
 // httplib refuses bodies above this before any handler runs; it is set well above the JobSpec
 // limit so that an oversize JobSpec gets our 400 with a JSON error rather than httplib's 413.
 constexpr size_t kTransportBodyLimit = 8 * 1024 * 1024;
+// The most of a body read from a request that names no bearer token.
+constexpr int64_t kUnauthenticatedBodyLimit = 64 * 1024;
 constexpr size_t kHttpThreads = 32;
 }  // namespace
 
@@ -42,7 +45,38 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   // slowest quality: 0.2 s for the dashboard's 94 KB bundle, about 1 s for 500 KB of metrics
   // JSON. Offered gzip instead, it compresses the same in 10 ms. httplib reads the header from
   // this same Request when it writes the response.
-  m.server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+  //
+  // This handler runs after the headers and before httplib reads a body, so it is also where a
+  // body is refused before it is read: a chunked one (httplib 0.11.4 reads chunked bodies without
+  // its length limit, so one could grow without bound; every client of ours sends a length) and
+  // one sent with no bearer token (every route that takes a body needs one). The connection is
+  // closed after the answer, so the unread body is never taken for the next request.
+  m.server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](int status, common::Code code, const std::string& why) {
+      // httplib decides to close from the request's own Connection header.
+      auto& headers = const_cast<httplib::Request&>(req).headers;
+      headers.erase("Connection");
+      headers.emplace("Connection", "close");
+      RespondJson(res, status, common::http::ErrorBody(common::Status(code, why)));
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    const std::string te = req.get_header_value("Transfer-Encoding");
+    if (!te.empty() && te != "identity") {
+      return refuse(411, common::Code::kInvalidArgument,
+                    "request bodies must be sent with Content-Length, not Transfer-Encoding: " +
+                        te.substr(0, 64));
+    }
+    // A small body without a token goes on to the router, which audits the refusal; a larger
+    // one is refused here, unread, like the transport's own 413.
+    if (req.has_header("Content-Length") &&
+        !common::ParseInt64(req.get_header_value("Content-Length"), 0, kUnauthenticatedBodyLimit)
+             .ok() &&
+        req.get_header_value("Authorization").rfind("Bearer ", 0) != 0) {
+      return refuse(401, common::Code::kUnauthenticated,
+                    "missing bearer token (a body over " +
+                        std::to_string(kUnauthenticatedBodyLimit >> 10) +
+                        " KiB is not read without one)");
+    }
     auto& headers = const_cast<httplib::Request&>(req).headers;
     auto it = headers.find("Accept-Encoding");
     if (it != headers.end() && it->second.find("br") != std::string::npos) {
