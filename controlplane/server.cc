@@ -185,6 +185,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
+  m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
   // Ready: the database answers (within a second's wait for a connection) at the schema this
   // binary needs. Checked at most once a second however often it is probed (ready_check.h).
   m->ready_check = std::make_unique<http::CachedCheck>(

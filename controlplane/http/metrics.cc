@@ -67,7 +67,13 @@ ServerMetrics::ServerMetrics()
                           .Name("embody_heartbeat_events_dropped_total")
                           .Help("Job events in heartbeats that the server dropped (the rest of "
                                 "the heartbeat stored), by reason")
-                          .Register(*registry_)) {
+                          .Register(*registry_)),
+      launches_lost_(BuildCounter()
+                         .Name("embody_launches_lost_total")
+                         .Help("Launches no agent acknowledged within the resend limit (the job "
+                               "was requeued, or failed when out of restarts)")
+                         .Register(*registry_)
+                         .Add({})) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
 }
@@ -108,6 +114,11 @@ void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
   pool_source_ = std::move(source);
 }
 
+void ServerMetrics::SetLaunchesLostSource(std::function<uint64_t()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lost_source_ = std::move(source);
+}
+
 void ServerMetrics::SetEventsDroppedSource(
     std::function<std::map<std::string, uint64_t>()> source) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -124,6 +135,13 @@ std::string ServerMetrics::Serialize(bool with_tenant_series) {
           events_dropped_.Add({{"reason", reason}}).Increment(static_cast<double>(total - seen));
           seen = total;
         }
+      }
+    }
+    if (lost_source_) {
+      const uint64_t total = lost_source_();
+      if (total > lost_seen_) {
+        launches_lost_.Increment(static_cast<double>(total - lost_seen_));
+        lost_seen_ = total;
       }
     }
     if (pool_source_) {

@@ -16,6 +16,8 @@
 //   embody_db_pool_size, embody_db_errors_total         read at scrape time
 //   embody_heartbeat_events_dropped_total{reason}       job events a heartbeat carried that the
 //                                                       server dropped (api/job_event_check.h)
+//   embody_launches_lost_total                          launches no agent acknowledged in time
+//                                                       (the job requeued, or failed)
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,8 @@ class ServerMetrics {
   // Running totals of dropped heartbeat events by reason (NodeService::EventsDropped), read at
   // every Serialize().
   void SetEventsDroppedSource(std::function<std::map<std::string, uint64_t>()> source);
+  // Running total of launches given up on (NodeService::LaunchesLost), read at every Serialize().
+  void SetLaunchesLostSource(std::function<uint64_t()> source);
   // `with_tenant_series`: include the series that name tenants (a cluster-admin's scrape).
   std::string Serialize(bool with_tenant_series);
 
@@ -77,6 +81,7 @@ class ServerMetrics {
   prometheus::Gauge& pool_size_;
   prometheus::Counter& db_errors_;
   prometheus::Family<prometheus::Counter>& events_dropped_;
+  prometheus::Counter& launches_lost_;
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
@@ -84,6 +89,8 @@ class ServerMetrics {
   uint64_t db_errors_seen_ = 0;
   std::function<std::map<std::string, uint64_t>()> dropped_source_;
   std::map<std::string, uint64_t> dropped_seen_;
+  std::function<uint64_t()> lost_source_;
+  uint64_t lost_seen_ = 0;
 };
 
 }  // namespace controlplane::http

@@ -116,5 +116,16 @@ TEST(ServerMetricsTest, DroppedHeartbeatEventsFollowTheirSourceByReason) {
   EXPECT_TRUE(Has(t, R"(embody_heartbeat_events_dropped_total{reason="too_large"} 1)")) << t;
 }
 
+TEST(ServerMetricsTest, LostLaunchesFollowTheirSource) {
+  ServerMetrics m;
+  uint64_t lost = 0;
+  m.SetLaunchesLostSource([&lost] { return lost; });
+  EXPECT_TRUE(Has(m.Serialize(false), "embody_launches_lost_total 0"));
+  lost = 2;
+  std::string t = m.Serialize(false);
+  t = m.Serialize(false);  // read twice, counted once
+  EXPECT_TRUE(Has(t, "embody_launches_lost_total 2")) << t;
+}
+
 }  // namespace
 }  // namespace controlplane::http

@@ -147,11 +147,14 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   EMBODY_ASSIGN_OR_RETURN(mine, uow->allocations().ForNode(node_id));
   EMBODY_RETURN_IF_ERROR(AcknowledgeLaunches(*uow, req, mine));
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, now));
-  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node->name, mine, now));
+  uint64_t lost = 0;
+  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node->name, mine, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  if (!dropped.empty()) {
+  // Counted once committed: a heartbeat whose transaction failed gave nothing up.
+  if (!dropped.empty() || lost > 0) {
     std::lock_guard<std::mutex> lock(dropped_mu_);
     for (const auto& [reason, n] : dropped) events_dropped_[reason] += n;
+    launches_lost_ += lost;
   }
   // Freed slots, or a node back from DOWN: there may be something to place now.
   if ((!req.finished.empty() || node->state != "UP") && wake_) wake_();
@@ -332,7 +335,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
 
 Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std::string& node_name,
                                                      const std::vector<AllocationRecord>& mine,
-                                                     int64_t now) {
+                                                     int64_t now, uint64_t* lost) {
   api::HeartbeatResponse reply;
   for (const AllocationRecord& a : mine) {
     EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, true));
@@ -356,8 +359,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       } else {
         EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kFailed, why, "server", now));
       }
-      std::lock_guard<std::mutex> lock(dropped_mu_);
-      ++launches_lost_;
+      ++*lost;
       continue;
     }
     if (job->state == JobState::kScheduled && a.is_head && !a.launched) {

@@ -67,9 +67,11 @@ class NodeService {
   // launched for the job's current attempt, or the job reported running or ended).
   Status AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatRequest& req,
                              std::vector<AllocationRecord>& mine);
-  // `mine`: the node's allocations, as AcknowledgeLaunches left them.
+  // `mine`: the node's allocations, as AcknowledgeLaunches left them. Adds the launches it
+  // gives up on to `*lost`.
   Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, const std::string& node_name,
-                                          const std::vector<AllocationRecord>& mine, int64_t now);
+                                          const std::vector<AllocationRecord>& mine, int64_t now,
+                                          uint64_t* lost);
 
   Database& db_;
   const LogFiles& log_files_;
