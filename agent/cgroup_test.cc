@@ -32,6 +32,24 @@ const char kHybridMountinfo[] =
 const char kHybridSelf[] =
     "9:name=systemd:/\n8:pids:/user.slice\n4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/\n";
 
+// Starts, in `job`'s cgroup, a process that forks a daemon out of its session and then sleeps,
+// and waits until the cgroup holds exactly those two (the subshell between them comes and goes).
+common::Result<pid_t> SpawnDaemonPair(const JobCgroup& job, const std::string& dir,
+                                      std::vector<pid_t>* inside) {
+  SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", "(setsid sleep 1000 &); exec sleep 1000"};
+  req.env = {"PATH=/usr/bin:/bin"};
+  req.output_path = dir + "/out.log";
+  req.cgroup_procs = job.ProcsFiles();
+  auto pid = SpawnInNewSession(req);
+  if (!pid.ok()) return pid.status();
+  for (int i = 0; i < 500 && inside->size() != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    *inside = job.Pids();
+  }
+  return *pid;
+}
+
 TEST(CgroupTest, ParsesMountsAndOwnCgroups) {
   auto mounts = ParseCgroupMounts(kHybridMountinfo);
   ASSERT_EQ(mounts.size(), 5u);
@@ -98,18 +116,9 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
     }
   }
 
-  SpawnRequest req;
-  req.argv = {"/bin/sh", "-c", "(setsid sleep 1000 &); exec sleep 1000"};
-  req.env = {"PATH=/usr/bin:/bin"};
-  req.output_path = dir.path() + "/out.log";
-  req.cgroup_procs = job.ProcsFiles();
-  auto pid = SpawnInNewSession(req);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   std::vector<pid_t> inside;
-  for (int i = 0; i < 500 && inside.size() != 2; ++i) {  // the subshell between them comes and goes
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    inside = job.Pids();
-  }
+  auto pid = SpawnDaemonPair(job, dir.path(), &inside);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   EXPECT_EQ(inside.size(), 2u);  // the child and the sleep that left its session
   EXPECT_NE(ReadAll("/proc/" + std::to_string(*pid) + "/cgroup").find("/job-77"),
             std::string::npos);
@@ -150,19 +159,10 @@ TEST(CgroupTest, V2JobCgroupKillsEveryProcessThroughCgroupKill) {
   ASSERT_EQ(job.dirs().size(), 1u);
   EXPECT_EQ(job.dirs().front(), parent + "/job-78");
 
-  SpawnRequest req;
   // A grandchild that leaves the session and the parent that forked it: only the cgroup holds both.
-  req.argv = {"/bin/sh", "-c", "(setsid sleep 1000 &); exec sleep 1000"};
-  req.env = {"PATH=/usr/bin:/bin"};
-  req.output_path = dir.path() + "/out.log";
-  req.cgroup_procs = job.ProcsFiles();
-  auto pid = SpawnInNewSession(req);
-  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   std::vector<pid_t> inside;
-  for (int i = 0; i < 500 && inside.size() != 2; ++i) {  // the subshell between them comes and goes
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    inside = job.Pids();
-  }
+  auto pid = SpawnDaemonPair(job, dir.path(), &inside);
+  ASSERT_TRUE(pid.ok()) << pid.status().ToString();
   ASSERT_EQ(inside.size(), 2u);
   EXPECT_NE(ReadAll("/proc/" + std::to_string(*pid) + "/cgroup").find("0::"), std::string::npos);
   EXPECT_FALSE(job.MemoryLimitHit());

@@ -1,5 +1,6 @@
 // Checkpoint blob routes (service/checkpoints_service.h says who may do what; docs/checkpoints.md
 // the protocol). The chunk and download bodies are raw bytes, not JSON.
+#include "controlplane/http/blob_response.h"
 #include "controlplane/http/routes.h"
 
 namespace controlplane::http {
@@ -8,7 +9,6 @@ using nlohmann::json;
 using A = Router::Auth;
 
 namespace {
-constexpr size_t kDownloadBlock = 1 << 20;
 
 // Path ids: 1 the job, 2 the checkpoint.
 struct Ids {
@@ -95,22 +95,7 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   if (!ids.ok()) return RespondError(res, ids.status());
                   auto d = ckpts.OpenData(ctx.principal, ids->job, ids->checkpoint);
                   if (!d.ok()) return RespondError(res, d.status());
-                  res.set_header("X-Checkpoint-Sha256", d->blob.sha256);
-                  res.set_header("Accept-Ranges", "bytes");
-                  // httplib cuts a single Range out of the provider's content itself
-                  // (Content-Range); the provider is asked for absolute offsets. Bytes past a Range
-                  // are never read.
-                  if (!req.ranges.empty()) res.status = 206;
-                  std::shared_ptr<service::BlobReader> reader = d->reader;
-                  res.set_content_provider(
-                      static_cast<size_t>(reader->size()), "application/octet-stream",
-                      [reader](size_t offset, size_t length, httplib::DataSink& sink) {
-                        auto block = reader->Read(static_cast<int64_t>(offset),
-                                                  std::min(length, kDownloadBlock));
-                        if (!block.ok() || block->empty()) return false;
-                        sink.write(block->data(), block->size());
-                        return true;
-                      });
+                  RespondWithBlob(req, res, d->reader, "X-Checkpoint-Sha256", d->blob.sha256);
                 });
 }
 

@@ -1,6 +1,7 @@
 // Dataset upload routes (service/dataset_uploads.h says who may do what; docs/storage.md the
 // protocol). Chunk and download bodies are raw bytes, not JSON. Registered whether or not this
 // server keeps uploads, so a client learns why (409 naming the flag) rather than a 404.
+#include "controlplane/http/blob_response.h"
 #include "controlplane/http/routes.h"
 
 namespace controlplane::http {
@@ -9,8 +10,6 @@ using nlohmann::json;
 using A = Router::Auth;
 
 namespace {
-
-constexpr size_t kDownloadBlock = 1 << 20;
 
 common::Status NoUploads() {
   return common::FailedPrecondition(
@@ -62,21 +61,7 @@ void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps) {
                   if (!uploads) return RespondError(res, NoUploads());
                   auto d = uploads->Open(ctx.principal, *id);
                   if (!d.ok()) return RespondError(res, d.status());
-                  res.set_header("X-Content-Sha256", d->sha256);
-                  res.set_header("Accept-Ranges", "bytes");
-                  // httplib cuts a single Range out of the provider's content itself; the
-                  // provider is asked for absolute offsets.
-                  if (!req.ranges.empty()) res.status = 206;
-                  std::shared_ptr<service::BlobReader> reader = d->reader;
-                  res.set_content_provider(
-                      static_cast<size_t>(reader->size()), "application/octet-stream",
-                      [reader](size_t offset, size_t length, httplib::DataSink& sink) {
-                        auto block = reader->Read(static_cast<int64_t>(offset),
-                                                  std::min(length, kDownloadBlock));
-                        if (!block.ok() || block->empty()) return false;
-                        sink.write(block->data(), block->size());
-                        return true;
-                      });
+                  RespondWithBlob(req, res, d->reader, "X-Content-Sha256", d->sha256);
                 });
 }
 
