@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "controlplane/service/auth.h"
@@ -69,6 +71,30 @@ class ServiceFlowTest : public ::testing::Test {
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     EXPECT_TRUE((*uow)->Commit().ok());
     return Person(*id, name, role);
+  }
+
+  // The node service and the scheduler loop on this suite's clock, with one 2-slot node `name`
+  // registered by tenant `a`'s agent join; `node` acts as that node's agent.
+  struct Cluster {
+    Cluster(service::Database& db, const std::string& dir, std::function<int64_t()> clock)
+        : files(dir),
+          nodes(db, files, 1000, clock, nullptr),
+          loop(db, {1000, 500, 1000, {}}, clock, nullptr, nullptr) {}
+    service::LogFiles files;
+    service::NodeService nodes;
+    service::SchedulerLoop loop;
+    api::RegisterResponse reg;
+    Principal node;
+  };
+  std::unique_ptr<Cluster> MakeCluster(const Principal& a, const std::string& name) {
+    auto c = std::make_unique<Cluster>(db(), data_dir_, [this] { return now_.load(); });
+    auto reg = c->nodes.Register(Person(a.tenant_id, "a", "agent"),
+                                 {name, "127.0.0.1", "", 2, 0, {}, {}});
+    EXPECT_TRUE(reg.ok()) << reg.status().ToString();
+    if (!reg.ok()) return nullptr;
+    c->reg = *reg;
+    c->node = Resolve(reg->node_token);
+    return c;
   }
 
   // A principal as the server would resolve it from `token`.
@@ -307,14 +333,12 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
 TYPED_TEST_P(ServiceFlowTest, RunningJobPastItsTimeLimitIsCancelled) {
   Principal a = this->MakeTenant("a");
   auto jobs = this->Jobs();
-  service::LogFiles files(this->data_dir_);
-  auto clock = [this] { return this->now_.load(); };
-  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
-  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
-                            {"node-t", "127.0.0.1", "", 2, 0, {}, {}});
-  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
-  Principal node = this->Resolve(reg->node_token);
+  auto cluster = this->MakeCluster(a, "node-t");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  auto& loop = cluster->loop;
+  const api::RegisterResponse* reg = &cluster->reg;
+  const Principal& node = cluster->node;
   std::string limited = this->Spec("limited");
   limited.insert(limited.size() - 1, R"(,"time_limit_seconds":5)");
   auto job = jobs.Submit(a, limited, "");
@@ -356,14 +380,12 @@ TYPED_TEST_P(ServiceFlowTest, RunningJobPastItsTimeLimitIsCancelled) {
 TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
   Principal a = this->MakeTenant("a");
   auto jobs = this->Jobs();
-  service::LogFiles files(this->data_dir_);
-  auto clock = [this] { return this->now_.load(); };
-  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
-  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
-                            {"node-p", "127.0.0.1", "", 2, 0, {}, {}});
-  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
-  Principal node = this->Resolve(reg->node_token);
+  auto cluster = this->MakeCluster(a, "node-p");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  auto& loop = cluster->loop;
+  const api::RegisterResponse* reg = &cluster->reg;
+  const Principal& node = cluster->node;
   auto job = jobs.Submit(a, this->Spec("poison"), "");
   ASSERT_TRUE(job.ok());
   const int64_t id = job->job.job.id;
@@ -403,14 +425,12 @@ TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
 TYPED_TEST_P(ServiceFlowTest, LaunchesAreResentUntilAcknowledged) {
   Principal a = this->MakeTenant("a");
   auto jobs = this->Jobs();
-  service::LogFiles files(this->data_dir_);
-  auto clock = [this] { return this->now_.load(); };
-  service::NodeService nodes(this->db(), files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(this->db(), {1000, 500, 1000, {}}, clock, nullptr, nullptr);
-  auto reg = nodes.Register(this->Person(a.tenant_id, "a", "agent"),
-                            {"node-l", "127.0.0.1", "", 2, 0, {}, {}});
-  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
-  Principal node = this->Resolve(reg->node_token);
+  auto cluster = this->MakeCluster(a, "node-l");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  auto& loop = cluster->loop;
+  const api::RegisterResponse* reg = &cluster->reg;
+  const Principal& node = cluster->node;
   auto first = jobs.Submit(a, this->Spec("reply-lost"), "");
   auto never = jobs.Submit(a, this->Spec("never-acked", 1, 1), "");
   ASSERT_TRUE(first.ok() && never.ok());
