@@ -49,8 +49,10 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   // This handler runs after the headers and before httplib reads a body, so it is also where a
   // body is refused before it is read: a chunked one (httplib 0.11.4 reads chunked bodies without
   // its length limit, so one could grow without bound; every client of ours sends a length) and
-  // one sent with no bearer token (every route that takes a body needs one). The connection is
-  // closed after the answer, so the unread body is never taken for the next request.
+  // one sent with no bearer token (every route that takes a body needs one). The answer asks the
+  // client to close (Connection: close); a client that keeps sending only feeds httplib's bounded
+  // request-line reader, and the unread body of a refused request was not served as a request
+  // (api_pg_test).
   m.server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     auto refuse = [&](int status, common::Code code, const std::string& why) {
       // httplib decides to close from the request's own Connection header.
