@@ -35,10 +35,11 @@ run_dir_candidate() {
 # The server and agents started for this EMBODY_HOME, found by their data directories rather than
 # by recorded pids: a record may be gone with the rest of an earlier EMBODY_HOME, and a recorded pid
 # may have been reused since. `stack_pids RUN_DIR [--agents]`.
+re_escape() { printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g'; }
 stack_pids() {
   local re_home re_run
-  re_home=$(printf '%s' "$EMBODY_HOME" | sed 's/[][\.^$*+?(){}|]/\\&/g')
-  re_run=$(printf '%s' "$1" | sed 's/[][\.^$*+?(){}|]/\\&/g')
+  re_home=$(re_escape "$EMBODY_HOME")
+  re_run=$(re_escape "$1")
   if [ "${2:-}" = "--agents" ]; then
     pgrep -f -- "--data-dir $re_run/agents/" 2>/dev/null || true
   else
