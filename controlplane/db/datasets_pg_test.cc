@@ -36,27 +36,6 @@ class DatasetsPgTest : public testing::PgDatabaseTest {
     std::filesystem::create_directories(root_);
   }
 
-  Principal MakeTenant(const std::string& name, const std::string& role = "member",
-                       int64_t token_id = 1) {
-    auto uow = database_->Begin();
-    EXPECT_TRUE(uow.ok());
-    service::TenantRecord t;
-    t.name = name;
-    auto id = (*uow)->tenants().CreateTenant(t, now_.load());
-    EXPECT_TRUE(id.ok()) << id.status().ToString();
-    EXPECT_TRUE((*uow)->Commit().ok());
-    return Person(*id, name, role, token_id);
-  }
-  static Principal Person(int64_t tenant_id, const std::string& tenant, const std::string& role,
-                          int64_t token_id) {
-    Principal p;
-    p.tenant_id = tenant_id;
-    p.tenant = tenant;
-    p.role = role;
-    p.token_name = role;
-    p.token_id = token_id;
-    return p;
-  }
   service::DatasetsService Datasets(const std::string& root) {
     return service::DatasetsService(*database_, root, [this] { return now_.load(); }, nullptr);
   }

@@ -83,6 +83,29 @@ class PgDatabaseTest : public ::testing::Test {
     if (!data_dir_.empty()) std::filesystem::remove_all(data_dir_);
   }
 
+  // A new tenant, and a caller of it with `role` and `token_id`.
+  service::Principal MakeTenant(const std::string& name, const std::string& role = "member",
+                                int64_t token_id = 1) {
+    auto uow = database_->Begin();
+    EXPECT_TRUE(uow.ok());
+    service::TenantRecord t;
+    t.name = name;
+    auto id = (*uow)->tenants().CreateTenant(t, now_.load());
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_TRUE((*uow)->Commit().ok());
+    return Person(*id, name, role, token_id);
+  }
+  static service::Principal Person(int64_t tenant_id, const std::string& tenant,
+                                   const std::string& role, int64_t token_id) {
+    service::Principal p;
+    p.tenant_id = tenant_id;
+    p.tenant = tenant;
+    p.role = role;
+    p.token_name = role;
+    p.token_id = token_id;
+    return p;
+  }
+
   static inline embody::testing::PgCluster* pg_ = nullptr;
   PgBackend backend_;
   db::PgPool* pool_ = nullptr;
