@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/crypto.h"
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
@@ -129,8 +130,12 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, accrual.state.usage)),
                opts_.schedule);
   for (const Placement& p : d.placements) {
+    // One token for the attempt, on every node of it: the head hands it to the job, the others
+    // check the job's daemon requests against it (docs/multinode.md).
+    const std::string job_token = common::RandomToken();
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       AllocationRecord a;
+      a.job_token = job_token;
       a.job_id = p.job_id;
       a.node_id = p.nodes[i].node_id;
       a.ranks = p.nodes[i].ranks;
