@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -122,7 +123,7 @@ bool LocalStack::Start() {
   server_ = std::make_unique<ChildProcess>();
   std::vector<std::string> server_argv{bin + "/embody-server",
                                        "--listen",
-                                       "127.0.0.1:0",
+                                       server_host_ + ":0",
                                        "--db",
                                        pg_->conninfo(),
                                        "--data-dir",
@@ -142,7 +143,7 @@ bool LocalStack::Start() {
     std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(dir_ + "/server.log").c_str());
     return false;
   }
-  url_ = "http://127.0.0.1:" + ReadAll(port_file);
+  url_ = "http://" + server_host_ + ":" + ReadAll(port_file);
   while (!url_.empty() && (url_.back() == '\n' || url_.back() == ' ')) url_.pop_back();
   json b = json::parse(ReadAll(bootstrap), nullptr, false);
   if (b.is_discarded() || !b.contains("admin_token")) {
@@ -184,6 +185,12 @@ bool LocalStack::Start() {
                                         metrics_token_file()};
     if (!dataset_root_.empty())
       agent_argv.insert(agent_argv.end(), {"--dataset-root", dataset_root_});
+    if (i < static_cast<int>(agent_places_.size()) && !agent_places_[i].address.empty()) {
+      const AgentPlace& place = agent_places_[i];
+      *(std::find(agent_argv.begin(), agent_argv.end(), "--address") + 1) = place.address;
+      agent_argv.insert(agent_argv.end(), {"--listen", place.address + ":0"});
+      agent_argv.insert(agent_argv.begin(), place.prefix.begin(), place.prefix.end());
+    }
     agent_argv.insert(agent_argv.end(), agent_flags_.begin(), agent_flags_.end());
     common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
