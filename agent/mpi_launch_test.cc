@@ -86,7 +86,7 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   EXPECT_TRUE(HasEnv(*plan, "HOME", "/data/jobs/job-42"));
   EXPECT_TRUE(HasEnv(*plan, "TMPDIR", "/data/jobs/job-42/tmp"));
   // The whole environment: not root, no GPUs, no operator settings.
-  EXPECT_EQ(plan->env.size(), 9u);
+  EXPECT_EQ(plan->env.size(), 10u);
 }
 
 TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
@@ -117,7 +117,7 @@ TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=4\n");
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT", "1"));
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  EXPECT_EQ(plan->env.size(), 11u);
+  EXPECT_EQ(plan->env.size(), 12u);
 }
 
 TEST(MpiLaunchTest, ArgvThatLooksLikeMpirunOptionsNeverReachesMpirun) {

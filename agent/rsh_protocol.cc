@@ -154,6 +154,7 @@ common::Result<DaemonCommand> ParseDaemonCommand(const std::vector<std::string>&
     }
   }
   const std::vector<Token>& daemon = statements.back();
+  if (daemon.empty()) return InvalidArgument("no program in the daemon command");
   for (const Token& t : daemon) {
     if (t.has_dollar) return InvalidArgument("an expansion in the daemon command");
   }
