@@ -135,14 +135,11 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   plan.ranks_dir = in.job_dir + "/ranks";
   plan.command_path = in.job_dir + "/command.json";
   plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
-  plan.argv = {in.mpirun,
-               "--hostfile",
-               plan.hostfile_path,
-               "-np",
-               std::to_string(plan.total_ranks),
-               "--oversubscribe",
-               "--output-filename",
-               plan.ranks_dir + ":nojobid,nocopy"};
+  plan.argv = {in.mpirun, "--hostfile", plan.hostfile_path, "-np",
+               std::to_string(plan.total_ranks), "--oversubscribe"};
+  if (!multi_node) {
+    plan.argv.insert(plan.argv.end(), {"--output-filename", plan.ranks_dir + ":nojobid,nocopy"});
+  }
   if (multi_node) {
     plan.rsh_hosts_path = in.job_dir + "/rsh-hosts.json";
     plan.rsh_hosts = rsh_hosts.dump() + "\n";
@@ -166,6 +163,8 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.argv.push_back("--address-space");
     plan.argv.push_back(std::to_string(in.address_space_bytes));
   }
+  // On other nodes the command file is that node's own (exec-rank reads a relative FILE from
+  // EMBODY_JOB_DIR, which each node's agent sets for the ranks it starts).
   plan.argv.push_back(multi_node ? "command.json" : plan.command_path);
 
   plan.env = {{"PATH", in.path},
@@ -176,7 +175,13 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_JOB_TOKEN", in.job_token},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
-              {"EMBODY_NODE_ADDRESS", in.local_address}};
+              {"EMBODY_NODE_ADDRESS", in.local_address},
+              {"EMBODY_JOB_DIR", in.job_dir}};
+  // Open MPI 4.1 sends --output-filename to every daemon in the job's launch message, so a
+  // remote daemon would create the head's path on its own node. A multi-node job's ranks write
+  // their own output files instead, in the job directory of the node they run on (exec-rank,
+  // EMBODY_RANK_LOG_DIR, never forwarded with -x).
+  if (multi_node) plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
@@ -222,6 +227,8 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
               {"EMBODY_NODE_ADDRESS", in.local_address},
+              {"EMBODY_JOB_DIR", in.job_dir},
+              {"EMBODY_RANK_LOG_DIR", plan.ranks_dir},
               {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)}};
   if (in.cuda_visible_devices) {
     plan.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
