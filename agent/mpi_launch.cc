@@ -175,13 +175,15 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_JOB_TOKEN", in.job_token},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
-              {"EMBODY_NODE_ADDRESS", in.local_address},
-              {"EMBODY_JOB_DIR", in.job_dir}};
+              {"EMBODY_NODE_ADDRESS", in.local_address}};
   // Open MPI 4.1 sends --output-filename to every daemon in the job's launch message, so a
   // remote daemon would create the head's path on its own node. A multi-node job's ranks write
   // their own output files instead, in the job directory of the node they run on (exec-rank,
   // EMBODY_RANK_LOG_DIR, never forwarded with -x).
-  if (multi_node) plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
+  if (multi_node) {
+    plan.env.push_back({"EMBODY_JOB_DIR", in.job_dir});
+    plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
+  }
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come

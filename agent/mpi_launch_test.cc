@@ -215,6 +215,11 @@ TEST(MpiLaunchTest, OtherHostsAreReachedThroughTheirAgents) {
   EXPECT_LT(agent, at("--"));  // launcher options, before the program
   EXPECT_EQ(plan->argv.back(), "command.json");
   EXPECT_TRUE(HasEnv(*plan, "EMBODY_NODE_ADDRESS", "127.0.0.1"));
+  // Each rank writes its output in its own node's job directory: Open MPI would hand the head's
+  // --output-filename path to every daemon.
+  EXPECT_EQ(at("--output-filename"), static_cast<long>(plan->argv.size()));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_RANK_LOG_DIR", "/data/jobs/job-42/ranks"));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_JOB_DIR", "/data/jobs/job-42"));
   // One node alone: no rsh launcher, and the command file by its full path.
   in.hosts.pop_back();
   plan = BuildLaunchPlan(in);
@@ -222,6 +227,8 @@ TEST(MpiLaunchTest, OtherHostsAreReachedThroughTheirAgents) {
   EXPECT_TRUE(plan->rsh_hosts.empty());
   EXPECT_EQ(at("plm_rsh_agent"), static_cast<long>(plan->argv.size()));
   EXPECT_EQ(plan->argv.back(), "/data/jobs/job-42/command.json");
+  EXPECT_LT(at("--output-filename"), at("--"));
+  EXPECT_FALSE(HasEnv(*plan, "EMBODY_RANK_LOG_DIR", "/data/jobs/job-42/ranks"));
 }
 
 TEST(MpiLaunchTest, RefusesHostsItCannotReachOrWrite) {
