@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -108,7 +109,21 @@ class ConnectionStream : public httplib::Stream {
     }
   }
 
+  // The response asked the client to close, or refused the request before reading its body,
+  // whose bytes would otherwise be read as the next request.
+  bool close_after() const { return close_after_; }
+
   ssize_t write(const char* ptr, size_t size) override {
+    // httplib writes a response's status line and headers in one write, interim 100 Continue
+    // apart; that write says how the connection goes on.
+    std::string_view head(ptr, size);
+    if (!response_seen_ && head.rfind("HTTP/1.", 0) == 0 && head.substr(8, 5) != " 100 ") {
+      response_seen_ = true;
+      const std::string headers(head.substr(0, head.find("\r\n\r\n") + 2));
+      const std::string_view status = head.substr(9, 3);
+      close_after_ = headers.find("\r\nConnection: close\r\n") != std::string::npos ||
+                     status == "411" || status == "413" || status == "414" || status == "431";
+    }
     if (!is_writable()) return -1;
     for (;;) {
       ssize_t n = ::send(conn_.fd, ptr, size, MSG_NOSIGNAL);
@@ -128,6 +143,8 @@ class ConnectionStream : public httplib::Stream {
  private:
   GateConnection& conn_;
   size_t consumed_ = 0;
+  bool response_seen_ = false;
+  bool close_after_ = false;
   time_t read_sec_, read_usec_, write_sec_, write_usec_;
 };
 
@@ -336,6 +353,7 @@ void GatedServer::Serve(GateConnection conn) {
                             write_timeout_usec_);
     ok = process_request(stream, /*close_connection=*/gate_stopped_.load(), connection_closed,
                          nullptr);
+    ok = ok && !stream.close_after();
   }
   if (!ok || connection_closed || gate_stopped_.load()) {
     ::close(conn.fd);
