@@ -138,6 +138,8 @@ bool LocalStack::Start() {
     server_argv.insert(server_argv.end(), {"--dataset-root", dataset_root_});
   }
   server_argv.insert(server_argv.end(), server_flags_.begin(), server_flags_.end());
+  server_argv_ = server_argv;
+  server_starts_ = 1;
   common::Status started = server_->Start(server_argv, dir_ + "/server.log");
   if (!started.ok() || !WaitForFile(port_file, 30) || !WaitForFile(bootstrap, 10)) {
     std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(dir_ + "/server.log").c_str());
@@ -210,6 +212,32 @@ bool LocalStack::Start() {
   }
   std::fprintf(stderr, "agents did not come up:\n%s\n",
                ReadAll(dir_ + "/agent-node-a.log").c_str());
+  return false;
+}
+
+void LocalStack::KillServer() { server_->Kill(); }
+
+int LocalStack::server_pid() const { return server_ ? server_->pid() : -1; }
+
+bool LocalStack::RestartServer() {
+  // The same port as before, so agents and clients find it where they left it.
+  std::vector<std::string> argv = server_argv_;
+  const std::string port = url_.substr(url_.rfind(':') + 1);
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--listen") argv[i + 1] = server_host_ + ":" + port;
+  }
+  server_ = std::make_unique<ChildProcess>();
+  const std::string log = dir_ + "/server-" + std::to_string(++server_starts_) + ".log";
+  if (common::Status st = server_->Start(argv, log); !st.ok()) {
+    std::fprintf(stderr, "server did not restart: %s\n", st.ToString().c_str());
+    return false;
+  }
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    if (Get("/readyz").status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::fprintf(stderr, "server did not come back:\n%s\n", ReadAll(log).c_str());
   return false;
 }
 

@@ -75,6 +75,12 @@ class LocalStack {
     return dir_ + "/agents/node-" + std::string(1, static_cast<char>('a' + i));
   }
 
+  // The server killed with SIGKILL (no clean-up of its own), then started again on the same
+  // address, PostgreSQL and data directory; RestartServer waits until it answers /readyz.
+  void KillServer();
+  bool RestartServer();
+  int server_pid() const;
+
   const std::string& url() const { return url_; }
   // Where embody-server, embody-agent, embody-engine, embody-data and the `embody` CLI are.
   static std::string bin_dir();
@@ -112,6 +118,8 @@ class LocalStack {
   std::string metrics_token_;
   std::unique_ptr<PgCluster> pg_;
   std::unique_ptr<ChildProcess> server_;
+  std::vector<std::string> server_argv_;
+  int server_starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> agent_procs_;
 };
 
