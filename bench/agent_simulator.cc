@@ -2,7 +2,8 @@
 // completion at cluster scale, with the server's cost measured from outside it.
 //
 //   agent_simulator [--agents 1000] [--jobs 10000] [--tenants 4] [--slots 8] [--job-seconds 2]
-//                   [--threads 16] [--idle-seconds 10] [--keep-alive 1] [--check]
+//                   [--threads 64] [--submitters-per-tenant 2] [--idle-seconds 10]
+//                   [--keep-alive 1] [--check]
 //                   [--server URL --join-token T --admin-token T [--server-pid PID]]
 //                   [--server-arg=--db-pool-size=32 ...]
 //
@@ -13,11 +14,13 @@
 //   2. --agents simulated agents (bench/agent_sim/agent_pool.h: a few threads, each agent a state
 //      machine speaking api/agent_protocol.h through agent::HttpServerChannel) register, and
 //      heartbeat idle for --idle-seconds;
-//   3. one submitter per tenant POSTs its share of --jobs `command` jobs (1 node, 1 rank) while a
-//      prober GETs /v1/jobs?limit=50 every --probe-ms; each agent "runs" every job it is given
-//      for --job-seconds and reports it finished (exit 0) with two step events and a log line;
-//   4. when every job's end is acknowledged (or --timeout-s passes), every tenant's jobs are
-//      listed and counted by state.
+//   3. --submitters-per-tenant clients per tenant POST its share of --jobs `command` jobs (1 node,
+//      1 rank) while a prober GETs /v1/jobs?limit=50 every --probe-ms; each agent "runs" every job
+//      it is given for --job-seconds and reports it finished (exit 0) with two step events and a
+//      log line;
+//   4. when every job's end is acknowledged, or the server holds none that is not terminal (a job
+//      failed by a node the server held DOWN is never launched or never acknowledged), or
+//      --timeout-s passes, every tenant's jobs are listed and counted by state.
 // Printed: registration time and latency; heartbeat latency p50/p99/max idle and under load;
 // time from the first submission until every job was launched and until every job ended; the
 // submit-to-launch wait; POST and GET /v1/jobs latency under load; CPU seconds of the server, of
@@ -64,7 +67,8 @@ struct Options {
   int tenants = 4;
   int slots = 8;
   double job_seconds = 2;
-  int threads = 16;
+  int threads = 64;
+  int submitters_per_tenant = 2;
   double idle_seconds = 10;
   int probe_ms = 100;
   bool keep_alive = true;
@@ -197,7 +201,7 @@ common::Result<std::vector<Tenant>> MakeTenants(const Stack& s, int n) {
 // Submits `count` jobs for one tenant over one kept-alive connection, each with an
 // Idempotency-Key so a retry after no answer cannot submit twice. Retries answers that say
 // "later" (unavailable, resource_exhausted) a few times.
-void Submit(const Stack& s, const Tenant& t, int tenant_index, int count,
+void Submit(const Stack& s, const Tenant& t, const std::string& client_name, int count,
             bench::SimStats* stats, bench::JobTracker* tracker) {
   auto client = ClientFor(s.url, t.token);
   if (!client.ok()) {
@@ -209,8 +213,7 @@ void Submit(const Stack& s, const Tenant& t, int tenant_index, int count,
                                 {"command", {"true"}},
                                 {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}}
                                .dump();
-  const std::string key_prefix = "sim-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(tenant_index) + "-";
+  const std::string key_prefix = "sim-" + std::to_string(::getpid()) + "-" + client_name + "-";
   for (int i = 0; i < count; ++i) {
     common::http::Request req;
     req.method = "POST";
@@ -250,6 +253,22 @@ common::Status CountStates(const Stack& s, const Tenant& t, std::map<std::string
     cursor = j["next_cursor"].get<std::string>();
   }
   return common::Internal("too many pages");
+}
+
+bool Terminal(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
+}
+
+// Whether any tenant holds a job that is not terminal (true when the listing fails).
+bool TenantsHaveLiveJobs(const Stack& s, const std::vector<Tenant>& tenants) {
+  std::map<std::string, int64_t> states;
+  for (const auto& t : tenants) {
+    if (!CountStates(s, t, &states).ok()) return true;
+  }
+  for (const auto& [state, n] : states) {
+    if (!Terminal(state) && n > 0) return true;
+  }
+  return false;
 }
 
 // CPU seconds of the server, PostgreSQL and this process at one moment.
@@ -308,6 +327,9 @@ int main(int argc, char** argv) {
   app.add_option("--job-seconds", o.job_seconds, "how long each job runs")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--threads", o.threads, "threads driving the agents")->check(CLI::Range(1, 1024));
+  app.add_option("--submitters-per-tenant", o.submitters_per_tenant,
+                 "concurrent submitting clients per tenant")
+      ->check(CLI::Range(1, 64));
   app.add_option("--idle-seconds", o.idle_seconds, "heartbeats without jobs before submitting")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--probe-ms", o.probe_ms, "period of the GET /v1/jobs probe")
@@ -335,6 +357,8 @@ int main(int argc, char** argv) {
   if (common::Status st = StartStack(o, &stack); !st.ok()) return Fail(st.ToString());
   auto tenants = MakeTenants(stack, o.tenants);
   if (!tenants.ok()) return Fail(tenants.status().ToString());
+  // Other work on the machine slows the server as much as the agents do: say how busy it was.
+  std::printf("load average at start: %s", ReadAll("/proc/loadavg").c_str());
   std::printf("agent_simulator: %d agents x %d slots, %d jobs of %.1f s over %d tenants, %d "
               "threads, keep-alive %d, %u CPUs; server %s (pid %d, log %s/server.log)\n",
               o.agents, o.slots, o.jobs, o.job_seconds, o.tenants, o.threads, o.keep_alive,
@@ -394,10 +418,13 @@ int main(int argc, char** argv) {
     }
   });
   std::vector<std::thread> submitters;
-  for (int t = 0; t < o.tenants; ++t) {
-    const int share = o.jobs / o.tenants + (t < o.jobs % o.tenants ? 1 : 0);
-    submitters.emplace_back(
-        [&, t, share] { Submit(stack, (*tenants)[t], t, share, &stats, &tracker); });
+  const int clients = o.tenants * o.submitters_per_tenant;
+  for (int c = 0; c < clients; ++c) {
+    const int share = o.jobs / clients + (c < o.jobs % clients ? 1 : 0);
+    const Tenant& tenant = (*tenants)[c % o.tenants];
+    submitters.emplace_back([&, c, share, &tenant = tenant] {
+      Submit(stack, tenant, std::to_string(c), share, &stats, &tracker);
+    });
   }
   for (auto& th : submitters) th.join();
   const double submitted_at = common::MonotonicSeconds();
@@ -406,15 +433,18 @@ int main(int argc, char** argv) {
               submitted_at - m2.at);
   std::fflush(stdout);
   double last_report = submitted_at;
+  int64_t finished_at_report = -1;
   while (tracker.finished() < submitted && common::MonotonicSeconds() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (common::MonotonicSeconds() - last_report >= 10) {
-      last_report = common::MonotonicSeconds();
-      const auto t = tracker.Get();
-      std::printf("  ... %lld launched, %lld finished\n", static_cast<long long>(t.launched),
-                  static_cast<long long>(t.finished));
-      std::fflush(stdout);
-    }
+    if (common::MonotonicSeconds() - last_report < 5) continue;
+    last_report = common::MonotonicSeconds();
+    const auto t = tracker.Get();
+    std::printf("  ... %lld launched, %lld finished\n", static_cast<long long>(t.launched),
+                static_cast<long long>(t.finished));
+    std::fflush(stdout);
+    // No progress for a while: ask the server whether anything is left to run.
+    if (t.finished == finished_at_report && !TenantsHaveLiveJobs(stack, *tenants)) break;
+    finished_at_report = t.finished;
   }
   probing = false;
   prober.join();
@@ -458,6 +488,15 @@ int main(int argc, char** argv) {
   PrintLatency("GET /v1/jobs, under load", stats.Of("api/get_jobs"));
   PrintLatency("submit -> launch", wait_stats.Of("wait"));
   PrintLatency("heartbeat start lateness", stats.Of("lateness"));
+  PrintLatency("silence between heartbeats", stats.Of("silence"));
+  std::printf("gaps over 3 heartbeat intervals (the server's DOWN rule): %lld\n",
+              static_cast<long long>(pool.down_gaps()));
+  const bench::Percentiles late = stats.Of("lateness");
+  if (late.p99_ms > o.heartbeat_interval_ms / 4.0) {
+    std::printf("NOTE: heartbeats started late (p99 %.0f ms): this process fell behind; raise "
+                "--threads when its CPU is not the limit\n",
+                late.p99_ms);
+  }
   const double idle_wall = std::max(1e-9, m2.at - m1.at);
   const double load_wall = std::max(1e-9, m3.at - m2.at);
   std::printf("heartbeats/s: idle %.0f (%d agents at %.2f s), under load %.0f\n",
@@ -479,11 +518,13 @@ int main(int argc, char** argv) {
   for (const auto& [kind, n] : errors) std::printf(" [%s] %lld", kind.c_str(), static_cast<long long>(n));
   std::printf("\n");
 
+  std::printf("load average at end: %s", ReadAll("/proc/loadavg").c_str());
   const int64_t succeeded = states.count("SUCCEEDED") ? states.at("SUCCEEDED") : 0;
   const int64_t agent_failures = stats.ErrorCount("heartbeat") + stats.ErrorCount("register");
   const bool all_ok = counted.ok() && submitted == o.jobs && succeeded == o.jobs &&
                       totals.finished == o.jobs && totals.finished_nonzero == 0 &&
-                      agent_failures == 0 && pool.registered() == o.agents;
+                      agent_failures == 0 && pool.down_gaps() == 0 &&
+                      pool.registered() == o.agents;
   json line = {{"bench", "agent_simulator"},
                {"agents", o.agents},
                {"slots_per_agent", o.slots},
@@ -502,6 +543,9 @@ int main(int argc, char** argv) {
                {"get_jobs", PercentilesJson(stats.Of("api/get_jobs"))},
                {"submit_to_launch", PercentilesJson(wait_stats.Of("wait"))},
                {"lateness", PercentilesJson(stats.Of("lateness"))},
+               {"silence", PercentilesJson(stats.Of("silence"))},
+               {"down_gaps", pool.down_gaps()},
+               {"submitters_per_tenant", o.submitters_per_tenant},
                {"submitted", totals.submitted},
                {"launched", totals.launched},
                {"finished", totals.finished},

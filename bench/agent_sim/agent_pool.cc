@@ -80,6 +80,7 @@ struct AgentPool::Agent {
   int64_t node_id = 0;  // 0: not registered
   double interval_s = 1;
   int failures = 0;
+  double last_ok = 0;  // end of the last answered heartbeat; 0: none yet
   std::minstd_rand rng;
 };
 
@@ -215,6 +216,11 @@ double AgentPool::Step(Agent& a, double due) {
   }
   a.failures = 0;
   ++heartbeats_;
+  if (a.last_ok > 0) {
+    stats_->Sample("silence", end - a.last_ok);
+    if (end - a.last_ok > 3 * a.interval_s) ++down_gaps_;
+  }
+  a.last_ok = end;
   stats_->Sample("heartbeat", end - start);
   if (!phase.empty()) stats_->Sample("heartbeat/" + phase, end - start);
   a.sim.Commit(req, *reply, end, observer_);

@@ -13,7 +13,9 @@
 //
 // Recorded in SimStats: "register" and "heartbeat" latencies (heartbeats also per phase, see
 // SetPhase), "lateness" (how long past its due time a call started: a large value means the pool
-// itself is behind), and errors as "register: CODE" / "heartbeat: CODE".
+// itself is behind), "silence" (time between an agent's successive answered heartbeats; past 3
+// intervals the server holds the node DOWN and fails or restarts its jobs), and errors as
+// "register: CODE" / "heartbeat: CODE".
 #pragma once
 
 #include <atomic>
@@ -39,7 +41,7 @@ struct AgentPoolOptions {
   std::string join_token;
   std::string credential_dir;  // node credentials, one file per agent
   int agents = 1000;
-  int threads = 16;
+  int threads = 64;
   int cpu_slots = 8;  // per simulated node
   int64_t memory_bytes = int64_t{64} << 30;
   double job_seconds = 2;
@@ -59,6 +61,8 @@ class AgentPool {
   int registered() const { return registered_.load(); }
   int64_t heartbeats() const { return heartbeats_.load(); }
   int64_t repeated_launches() const;
+  // Gaps between an agent's answered heartbeats longer than 3 intervals (the server's DOWN rule).
+  int64_t down_gaps() const { return down_gaps_.load(); }
 
  private:
   struct Agent;
@@ -80,6 +84,7 @@ class AgentPool {
   std::vector<std::thread> threads_;
   std::atomic<int> registered_{0};
   std::atomic<int64_t> heartbeats_{0};
+  std::atomic<int64_t> down_gaps_{0};
 
   std::mutex mu_;
   std::condition_variable cv_;
