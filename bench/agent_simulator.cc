@@ -31,6 +31,7 @@
 // Node metrics (CPU, memory, GPU series) do not travel in heartbeats in this protocol: agents
 // export them at their own /metrics for Prometheus (docs/contracts.md), which is not simulated.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -185,12 +186,12 @@ common::Result<std::vector<Tenant>> MakeTenants(const Stack& s, int n) {
   const std::string suffix = std::to_string(::getpid());
   for (int i = 0; i < n; ++i) {
     EMBODY_ASSIGN_OR_RETURN(t, CallJson(*admin, "POST", "/v1/tenants",
-                                             {{"name", "sim-" + suffix + "-" + std::to_string(i)}}));
+                                        {{"name", "sim-" + suffix + "-" + std::to_string(i)}}));
     Tenant tenant;
     tenant.id = t.value("id", int64_t{0});
     EMBODY_ASSIGN_OR_RETURN(
         tok, CallJson(*admin, "POST", "/v1/tokens",
-                           {{"role", "member"}, {"name", "sim"}, {"tenant_id", tenant.id}}));
+                      {{"role", "member"}, {"name", "sim"}, {"tenant_id", tenant.id}}));
     tenant.token = tok.value("token", "");
     if (tenant.id == 0 || tenant.token.empty()) return common::Internal("tenant setup failed");
     out.push_back(std::move(tenant));
@@ -228,8 +229,10 @@ void Submit(const Stack& s, const Tenant& t, const std::string& client_name, int
         stats->Sample("api/post_jobs", t1 - t0);
         const json j = json::parse(res->body, nullptr, false);
         const int64_t id = j.is_discarded() ? 0 : j.value("id", int64_t{0});
-        if (id == 0) stats->Error("submit: reply without id");
-        else tracker->Submitted(id, t1);
+        if (id == 0)
+          stats->Error("submit: reply without id");
+        else
+          tracker->Submitted(id, t1);
         break;
       }
       const common::Code code = res.status().code();
@@ -297,17 +300,17 @@ json PercentilesJson(const bench::Percentiles& p) {
 }
 
 void PrintLatency(const char* what, const bench::Percentiles& p) {
-  std::printf("  %-28s n=%-7zu p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", what, p.count,
-              p.p50_ms, p.p99_ms, p.max_ms);
+  std::printf("  %-28s n=%-7zu p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms\n", what, p.count, p.p50_ms,
+              p.p99_ms, p.max_ms);
 }
 
 void PrintCpu(const char* phase, const json& c) {
-  std::printf("  %-8s %6.1f s wall: server %.1f CPU s (%.2f cores), PostgreSQL %.1f (%.2f), "
-              "simulator %.1f (%.2f)\n",
-              phase, c["wall_s"].get<double>(), c["server_cpu_s"].get<double>(),
-              c["server_cores"].get<double>(), c["pg_cpu_s"].get<double>(),
-              c["pg_cores"].get<double>(), c["client_cpu_s"].get<double>(),
-              c["client_cores"].get<double>());
+  std::printf(
+      "  %-8s %6.1f s wall: server %.1f CPU s (%.2f cores), PostgreSQL %.1f (%.2f), "
+      "simulator %.1f (%.2f)\n",
+      phase, c["wall_s"].get<double>(), c["server_cpu_s"].get<double>(),
+      c["server_cores"].get<double>(), c["pg_cpu_s"].get<double>(), c["pg_cores"].get<double>(),
+      c["client_cpu_s"].get<double>(), c["client_cores"].get<double>());
 }
 
 int Fail(const std::string& what) {
@@ -353,17 +356,25 @@ int main(int argc, char** argv) {
     return Fail("--server needs --join-token and --admin-token");
   }
 
+  // A kept-alive connection per agent is a descriptor per agent, here and in the server (which
+  // inherits this limit): the usual soft limit of 1,024 is too few for 1,000 agents.
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   Stack stack;
   if (common::Status st = StartStack(o, &stack); !st.ok()) return Fail(st.ToString());
   auto tenants = MakeTenants(stack, o.tenants);
   if (!tenants.ok()) return Fail(tenants.status().ToString());
   // Other work on the machine slows the server as much as the agents do: say how busy it was.
   std::printf("load average at start: %s", ReadAll("/proc/loadavg").c_str());
-  std::printf("agent_simulator: %d agents x %d slots, %d jobs of %.1f s over %d tenants, %d "
-              "threads, keep-alive %d, %u CPUs; server %s (pid %d, log %s/server.log)\n",
-              o.agents, o.slots, o.jobs, o.job_seconds, o.tenants, o.threads, o.keep_alive,
-              std::thread::hardware_concurrency(), stack.url.c_str(),
-              static_cast<int>(stack.server_pid), stack.dir.c_str());
+  std::printf(
+      "agent_simulator: %d agents x %d slots, %d jobs of %.1f s over %d tenants, %d "
+      "threads, keep-alive %d, %u CPUs; server %s (pid %d, log %s/server.log)\n",
+      o.agents, o.slots, o.jobs, o.job_seconds, o.tenants, o.threads, o.keep_alive,
+      std::thread::hardware_concurrency(), stack.url.c_str(), static_cast<int>(stack.server_pid),
+      stack.dir.c_str());
   std::fflush(stdout);
 
   bench::SimStats stats;
@@ -412,8 +423,10 @@ int main(int argc, char** argv) {
     while (probing.load()) {
       const double t0 = common::MonotonicSeconds();
       auto res = (*client)->Call(req);
-      if (res.ok()) stats.Sample("api/get_jobs", common::MonotonicSeconds() - t0);
-      else stats.Error(std::string("probe: ") + common::CodeName(res.status().code()));
+      if (res.ok())
+        stats.Sample("api/get_jobs", common::MonotonicSeconds() - t0);
+      else
+        stats.Error(std::string("probe: ") + common::CodeName(res.status().code()));
       std::this_thread::sleep_for(std::chrono::milliseconds(o.probe_ms));
     }
   });
@@ -467,18 +480,19 @@ int main(int argc, char** argv) {
 
   const double place_all_s = totals.launched > 0 ? totals.last_launch - totals.first_submit : 0;
   const double finish_all_s = totals.finished > 0 ? totals.last_finish - totals.first_submit : 0;
-  std::printf("jobs: %lld submitted, %lld launched (%lld launch commands, %lld repeated), "
-              "%lld finished (%lld nonzero)\n",
-              static_cast<long long>(totals.submitted), static_cast<long long>(totals.launched),
-              static_cast<long long>(totals.launches),
-              static_cast<long long>(pool.repeated_launches()),
-              static_cast<long long>(totals.finished),
-              static_cast<long long>(totals.finished_nonzero));
-  std::printf("  first submission -> all launched %.2f s, -> all finished %.2f s "
-              "(%.1f jobs/s finished)\n",
-              place_all_s, finish_all_s, finish_all_s > 0 ? totals.finished / finish_all_s : 0.0);
+  std::printf(
+      "jobs: %lld submitted, %lld launched (%lld launch commands, %lld repeated), "
+      "%lld finished (%lld nonzero)\n",
+      static_cast<long long>(totals.submitted), static_cast<long long>(totals.launched),
+      static_cast<long long>(totals.launches), static_cast<long long>(pool.repeated_launches()),
+      static_cast<long long>(totals.finished), static_cast<long long>(totals.finished_nonzero));
+  std::printf(
+      "  first submission -> all launched %.2f s, -> all finished %.2f s "
+      "(%.1f jobs/s finished)\n",
+      place_all_s, finish_all_s, finish_all_s > 0 ? totals.finished / finish_all_s : 0.0);
   std::printf("  server's job states:");
-  for (const auto& [state, n] : states) std::printf(" %s %lld", state.c_str(), static_cast<long long>(n));
+  for (const auto& [state, n] : states)
+    std::printf(" %s %lld", state.c_str(), static_cast<long long>(n));
   if (!counted.ok()) std::printf(" (listing failed: %s)", counted.ToString().c_str());
   std::printf("\nlatency:\n");
   PrintLatency("register", stats.Of("register"));
@@ -492,24 +506,23 @@ int main(int argc, char** argv) {
   const bench::Percentiles hb_idle = stats.Of("heartbeat/idle");
   const bench::Percentiles hb_load = stats.Of("heartbeat/load");
   const double load_over_idle = hb_idle.p99_ms > 0 ? hb_load.p99_ms / hb_idle.p99_ms : 0;
-  std::printf("heartbeat p99 under load / idle, side by side in this run: %.2f\n",
-              load_over_idle);
+  std::printf("heartbeat p99 under load / idle, side by side in this run: %.2f\n", load_over_idle);
   std::printf("gaps over 3 heartbeat intervals (the server's DOWN rule): %lld\n",
               static_cast<long long>(pool.down_gaps()));
   const bench::Percentiles late = stats.Of("lateness");
   if (late.p99_ms > o.heartbeat_interval_ms / 4.0) {
-    std::printf("NOTE: heartbeats started late (p99 %.0f ms): every driving thread was waiting "
-                "on the server, or this process was short of CPU (see below)\n",
-                late.p99_ms);
+    std::printf(
+        "NOTE: heartbeats started late (p99 %.0f ms): every driving thread was waiting "
+        "on the server, or this process was short of CPU (see below)\n",
+        late.p99_ms);
   }
   const double idle_wall = std::max(1e-9, m2.at - m1.at);
   const double load_wall = std::max(1e-9, m3.at - m2.at);
   std::printf("heartbeats/s: idle %.0f (%d agents at %.2f s), under load %.0f\n",
               (idle_beats) / idle_wall, o.agents, o.heartbeat_interval_ms / 1000.0,
               load_beats / load_wall);
-  const json cpu = {{"register", CpuBetween(m0, m1)},
-                    {"idle", CpuBetween(m1, m2)},
-                    {"load", CpuBetween(m2, m3)}};
+  const json cpu = {
+      {"register", CpuBetween(m0, m1)}, {"idle", CpuBetween(m1, m2)}, {"load", CpuBetween(m2, m3)}};
   std::printf("CPU:\n");
   PrintCpu("register", cpu["register"]);
   PrintCpu("idle", cpu["idle"]);
@@ -520,7 +533,8 @@ int main(int argc, char** argv) {
   const auto errors = stats.Errors();
   std::printf("errors:");
   if (errors.empty()) std::printf(" none");
-  for (const auto& [kind, n] : errors) std::printf(" [%s] %lld", kind.c_str(), static_cast<long long>(n));
+  for (const auto& [kind, n] : errors)
+    std::printf(" [%s] %lld", kind.c_str(), static_cast<long long>(n));
   std::printf("\n");
 
   std::printf("load average at end: %s", ReadAll("/proc/loadavg").c_str());
@@ -528,8 +542,7 @@ int main(int argc, char** argv) {
   const int64_t agent_failures = stats.ErrorCount("heartbeat") + stats.ErrorCount("register");
   const bool all_ok = counted.ok() && submitted == o.jobs && succeeded == o.jobs &&
                       totals.finished == o.jobs && totals.finished_nonzero == 0 &&
-                      agent_failures == 0 && pool.down_gaps() == 0 &&
-                      pool.registered() == o.agents;
+                      agent_failures == 0 && pool.down_gaps() == 0 && pool.registered() == o.agents;
   json line = {{"bench", "agent_simulator"},
                {"agents", o.agents},
                {"slots_per_agent", o.slots},

@@ -36,8 +36,7 @@ class ConnectionPerCallChannel : public agent::ServerChannel {
   }
   common::Result<api::HeartbeatResponse> Heartbeat(int64_t node_id,
                                                    const api::HeartbeatRequest& req) override {
-    auto reply =
-        PostJson("/v1/agents/" + std::to_string(node_id) + "/heartbeat", api::ToJson(req));
+    auto reply = PostJson("/v1/agents/" + std::to_string(node_id) + "/heartbeat", api::ToJson(req));
     if (!reply.ok()) return reply.status();
     return api::ParseHeartbeatResponse(*reply);
   }
@@ -45,8 +44,8 @@ class ConnectionPerCallChannel : public agent::ServerChannel {
  private:
   common::Result<json> PostJson(const std::string& path, const json& body) {
     EMBODY_ASSIGN_OR_RETURN(
-        client, common::http::Client::Create({url_, kConnectTimeoutS, kIoTimeoutS,
-                                                   kIoTimeoutS, credential_->Bearer()}));
+        client, common::http::Client::Create(
+                    {url_, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, credential_->Bearer()}));
     common::http::Request req;
     req.method = "POST";
     req.path = path;
@@ -72,7 +71,8 @@ std::string AddressOf(int i) {
 
 struct AgentPool::Agent {
   Agent(std::string name, double job_seconds, std::string join_token, std::string token_path)
-      : sim(std::move(name), job_seconds), credential(std::move(join_token), std::move(token_path)) {}
+      : sim(std::move(name), job_seconds),
+        credential(std::move(join_token), std::move(token_path)) {}
   SimAgent sim;
   agent::NodeCredential credential;
   std::unique_ptr<agent::ServerChannel> channel;

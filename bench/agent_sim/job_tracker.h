@@ -22,9 +22,9 @@ class JobTracker : public JobObserver {
 
   struct Totals {
     int64_t submitted = 0;
-    int64_t launched = 0;        // distinct jobs launched at least once
-    int64_t launches = 0;        // launch commands taken (restarts count again)
-    int64_t finished = 0;        // distinct jobs whose end was acknowledged
+    int64_t launched = 0;          // distinct jobs launched at least once
+    int64_t launches = 0;          // launch commands taken (restarts count again)
+    int64_t finished = 0;          // distinct jobs whose end was acknowledged
     int64_t finished_nonzero = 0;  // of those, ended with a code other than 0
     double first_submit = std::numeric_limits<double>::infinity();
     double last_launch = 0;

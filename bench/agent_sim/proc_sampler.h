@@ -14,7 +14,7 @@
 namespace bench {
 
 struct ProcUsage {
-  double cpu_s = 0;          // user + system, children not included
+  double cpu_s = 0;            // user + system, children not included
   int64_t peak_rss_bytes = 0;  // VmHWM
   int64_t rss_bytes = 0;       // VmRSS
   int threads = 0;

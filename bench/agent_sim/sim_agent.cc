@@ -8,7 +8,7 @@ namespace bench {
 using nlohmann::json;
 
 namespace {
-constexpr int kSteps = 2;      // step events per job: one while it runs, one with its end
+constexpr int kSteps = 2;  // step events per job: one while it runs, one with its end
 constexpr int kKilledExit = 128 + 9;
 }  // namespace
 

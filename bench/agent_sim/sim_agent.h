@@ -34,7 +34,8 @@ class JobObserver {
 class SimAgent {
  public:
   // `job_seconds`: how long every job "runs" after its launch arrives.
-  SimAgent(std::string name, double job_seconds) : name_(std::move(name)), job_seconds_(job_seconds) {}
+  SimAgent(std::string name, double job_seconds)
+      : name_(std::move(name)), job_seconds_(job_seconds) {}
 
   const std::string& name() const { return name_; }
 
@@ -66,7 +67,7 @@ class SimAgent {
 
   const std::string name_;
   const double job_seconds_;
-  std::map<int64_t, Job> jobs_;                  // held launches, by job id
+  std::map<int64_t, Job> jobs_;                 // held launches, by job id
   std::set<std::pair<int64_t, int>> finished_;  // (job, attempt) whose end was acknowledged
   int64_t repeated_launches_ = 0;
 };

@@ -10,7 +10,9 @@ namespace {
 
 struct Recorder : JobObserver {
   void Launched(int64_t job_id, double now) override { launched[job_id] = now; }
-  void Finished(int64_t job_id, int exit_code, double now) override { finished[job_id] = exit_code; }
+  void Finished(int64_t job_id, int exit_code, double now) override {
+    finished[job_id] = exit_code;
+  }
   std::map<int64_t, double> launched;
   std::map<int64_t, int> finished;
 };
