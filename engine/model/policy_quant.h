@@ -4,7 +4,7 @@
 // three (C, C) slices so q, k and v never share a scale.
 //
 // Which layers: by default the blocks' four Linear weights (qkv, proj, fc1, fc2), which hold
-// 98% of the reference policy's weights and all of its matrix-product time. Embedding tables
+// 90% of the reference policy's parameters and nearly all of its matrix-product time. Embedding tables
 // and norms are never quantised (lookups and per-channel gains, no product to speed up); biases
 // neither. The input embeddings' Linears (patch, state, action, time) and the action head stay
 // fp32 unless asked: they are small, sit at the model's edges where an error is not averaged by
