@@ -111,8 +111,18 @@ struct CheckpointOptions {
   std::string best_metric;
   std::string best_mode = "min";
 };
+// engine.fp8. Only post-training quantisation exists: with `inference` the job quantises its
+// trained policy (linear layers of the blocks, 128 x 128 E4M3 blocks with fp32 scales; see
+// docs/fp8.md), writes the FP8 checkpoint beside its last one, and evaluates from it. `allreduce`
+// and `compute` are accepted only as false until they exist.
+struct Fp8Options {
+  bool inference = false;
+  std::string format = "e4m3";
+};
+
 struct EngineOptions {
   ModelOptions model;
+  Fp8Options fp8;
   DataOptions data;
   // "varlen": attention per sample over packed rows (cu_seqlens); "padded": the padded
   // baseline (needs data.packing false).

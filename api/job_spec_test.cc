@@ -31,6 +31,25 @@ TEST(JobSpecTest, ValidSpecFillsDefaultsAndRoundTrips) {
   EXPECT_EQ(ToJson(*again), ToJson(*r));
 }
 
+TEST(JobSpecTest, Fp8InferenceRoundTrips) {
+  json j = Valid();
+  j["engine"]["fp8"] = {{"inference", true}, {"allreduce", false}, {"compute", false}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->engine.fp8.inference);
+  EXPECT_EQ(r->engine.fp8.format, "e4m3");
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+  EXPECT_EQ(ToJson(*r)["engine"]["fp8"]["inference"], true);
+  // Off (or all false) is the default and is not written back.
+  j["engine"]["fp8"] = {{"inference", false}, {"allreduce", false}};
+  auto off = ParseJobSpec(j, {});
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->engine.fp8.inference);
+  EXPECT_FALSE(ToJson(*off)["engine"].contains("fp8"));
+}
+
 TEST(JobSpecTest, InitFromAndBestCheckpointRoundTrip) {
   json j = Valid();
   j["init_from"] = 42;
@@ -185,8 +204,22 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"engine type", [](json& j) { j["engine"] = "x"; }, Code::kInvalidArgument, "engine"},
       {"engine unknown", [](json& j) { j["engine"]["speed"] = 1; }, Code::kInvalidArgument,
        "engine.speed"},
-      {"fp8 not built", [](json& j) { j["engine"]["fp8"] = json::object(); },
-       Code::kUnimplemented, "engine.fp8"},
+      {"fp8 not an object", [](json& j) { j["engine"]["fp8"] = true; }, Code::kInvalidArgument,
+       "engine.fp8"},
+      {"fp8 unknown key", [](json& j) { j["engine"]["fp8"] = {{"weights", true}}; },
+       Code::kInvalidArgument, "engine.fp8.weights"},
+      {"fp8 inference type", [](json& j) { j["engine"]["fp8"] = {{"inference", "yes"}}; },
+       Code::kInvalidArgument, "engine.fp8.inference"},
+      {"fp8 format e5m2",
+       [](json& j) { j["engine"]["fp8"] = {{"inference", true}, {"format", "e5m2"}}; },
+       Code::kInvalidArgument, "engine.fp8.format"},
+      {"fp8 format without inference", [](json& j) { j["engine"]["fp8"] = {{"format", "e4m3"}}; },
+       Code::kInvalidArgument, "engine.fp8.format"},
+      {"fp8 allreduce not built", [](json& j) { j["engine"]["fp8"] = {{"allreduce", true}}; },
+       Code::kUnimplemented, "engine.fp8.allreduce"},
+      {"fp8 compute not built",
+       [](json& j) { j["engine"]["fp8"] = {{"inference", true}, {"compute", true}}; },
+       Code::kUnimplemented, "engine.fp8.compute"},
       {"rl not built", [](json& j) { j["engine"]["rl"] = json::object(); },
        Code::kUnimplemented, "engine.rl"},
       {"heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 96}, {"heads", 5}}; },

@@ -1,4 +1,6 @@
 // embody-engine --spec job.json: runs one "train" job as one MPI rank (see docs/contracts.md).
+// embody-engine quantize --in CKPT --out CKPT8: post-training FP8 quantisation of a trained
+// policy (engine/quantize_command.h); no MPI.
 //
 // Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (step events go to the agent;
 // unset URL: no posting), EMBODY_CHECKPOINT_DIR (default ./checkpoints), EMBODY_RESUME_FROM (a
@@ -18,6 +20,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "engine/dist/mpi_communicator.h"
+#include "engine/quantize_command.h"
 #include "engine/report/event_reporter.h"
 #include "engine/trainer.h"
 
@@ -25,6 +28,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: embody-engine --spec JOB.json\n"
+    "       embody-engine quantize --in CKPT --out CKPT8 [--eval-samples N] [--embeddings]\n"
+    "                              [--action-head]\n"
     "\n"
     "Trains the built-in policy transformer as described by a JobSpec of kind \"train\", then\n"
     "evaluates its sampled actions on held-out data; run one process per rank under mpirun.\n"
@@ -47,6 +52,9 @@ extern "C" void OnSigterm(int) { g_stop_requested.store(true); }
 
 int main(int argc, char** argv) {
   common::InitLog("engine");
+  if (argc > 1 && std::strcmp(argv[1], "quantize") == 0) {
+    return engine::RunQuantizeCommand(argc - 1, argv + 1);
+  }
   std::string spec_path;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {

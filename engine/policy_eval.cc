@@ -1,5 +1,6 @@
 #include "engine/policy_eval.h"
 
+#include <utility>
 #include <vector>
 
 #include "engine/train_batches.h"
@@ -37,6 +38,7 @@ common::Result<EvalResult> EvaluateHeldOut(PolicyTransformer& model, const Reach
   }
   r.action_mse /= static_cast<double>(expert.size());
   r.zero_action_mse /= static_cast<double>(expert.size());
+  r.actions = std::move(sampled);
   return r;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "api/job_spec.h"
 #include "common/status.h"
@@ -23,6 +24,7 @@ struct EvalResult {
   int euler_steps = 0;
   double action_mse = 0.0;       // mean over every action entry of (sampled − expert)²
   double zero_action_mse = 0.0;  // the same for always predicting 0: the scale to compare with
+  std::vector<float> actions;    // the sampled chunks, (samples · horizon, action_dim)
 };
 
 // Runs `num_samples` held-out samples through the model in one batch laid out as training lays

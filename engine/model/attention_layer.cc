@@ -60,16 +60,17 @@ common::Status SegmentAttentionBackward(float* dq, float* dk, float* dv, const f
 common::Status SelfAttentionForward(float* out, const AttentionActs& a, const float* inp,
                                     const float* w_qkv, const float* b_qkv, const float* w_proj,
                                     const float* b_proj, const AttentionGrid& g,
-                                    kernels::AttentionWorkspace* ws) {
+                                    kernels::AttentionWorkspace* ws,
+                                    const AttentionFp8Weights& fp8) {
   const int N = g.batch->num_slots(), C = g.H * g.D;
   const long CC = static_cast<long>(C) * C;
   // Three products against the three slices of the fused weight write q, k, v straight into the
   // kernels' layout (no split copy).
-  LinearForwardFast(a.q, inp, w_qkv, b_qkv, N, C, C);
-  LinearForwardFast(a.k, inp, w_qkv + CC, b_qkv + C, N, C, C);
-  LinearForwardFast(a.v, inp, w_qkv + 2 * CC, b_qkv + 2 * C, N, C, C);
+  LinearForwardMaybeFp8(a.q, inp, w_qkv, fp8.q, b_qkv, N, C, C);
+  LinearForwardMaybeFp8(a.k, inp, w_qkv + CC, fp8.k, b_qkv + C, N, C, C);
+  LinearForwardMaybeFp8(a.v, inp, w_qkv + 2 * CC, fp8.v, b_qkv + 2 * C, N, C, C);
   EMBODY_RETURN_IF_ERROR(SegmentAttentionForward(a.attn, a.lse, a.q, a.k, a.v, g, ws));
-  LinearForwardFast(out, a.attn, w_proj, b_proj, N, C, C);
+  LinearForwardMaybeFp8(out, a.attn, w_proj, fp8.proj, b_proj, N, C, C);
   return common::Status::Ok();
 }
 

@@ -19,6 +19,10 @@
 #include "engine/kernels/attention_workspace.h"
 #include "engine/model/packed_batch.h"
 
+namespace engine::fp8 {
+struct Fp8Matrix;
+}
+
 namespace engine {
 
 enum class AttentionKind { kVarlen, kPadded };
@@ -51,11 +55,22 @@ struct AttentionActs {
   float* lse;
 };
 
+// FP8 weights of one attention sub-layer for inference from a quantised policy: q, k and v are
+// the three (C, C) row slices of the fused qkv weight, each with its own 128 x 128 blocks; a null
+// pointer means that product runs on the fp32 weight.
+struct AttentionFp8Weights {
+  const fp8::Fp8Matrix* q = nullptr;
+  const fp8::Fp8Matrix* k = nullptr;
+  const fp8::Fp8Matrix* v = nullptr;
+  const fp8::Fp8Matrix* proj = nullptr;
+};
+
 // out (N, C) = proj(attention(qkv(inp))). w_qkv (3C, C), b_qkv (3C), w_proj (C, C), b_proj (C).
 common::Status SelfAttentionForward(float* out, const AttentionActs& acts, const float* inp,
                                     const float* w_qkv, const float* b_qkv, const float* w_proj,
                                     const float* b_proj, const AttentionGrid& grid,
-                                    kernels::AttentionWorkspace* ws);
+                                    kernels::AttentionWorkspace* ws,
+                                    const AttentionFp8Weights& fp8 = {});
 
 // Scratch for the backward: four (N, C) buffers, overwritten.
 struct AttentionScratch {

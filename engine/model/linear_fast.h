@@ -1,17 +1,32 @@
 // The fast Linear layer: the same contract as LinearForward/LinearBackward in
 // engine/model/layers.h (which stay the plain-loop reference this is tested against), with the
 // matrix products done by Eigen's blocked GEMM over maps of the caller's flat buffers (no copies,
-// no allocation in the steady state). Single-threaded unless Eigen is built with OpenMP.
+// no allocation in the steady state). Single-threaded unless Eigen is built with OpenMP. The
+// Eigen code is compiled for SSE2, AVX2 and AVX-512 and the copy this CPU runs is chosen once per
+// process (linear_kernels.h; EMBODY_CPU_PATH, engine/fp8/cpu_path.h, forces one).
 //
 // Row-major, as everywhere in the engine: B = rows, C = input features, OC = output features.
 // This header does not include Eigen, so users stay light; only linear_fast.cc does.
 #pragma once
 
+namespace engine::fp8 {
+struct Fp8Matrix;
+}
+
 namespace engine {
+
+// The copy of the kernels this process runs: "sse2", "avx2" or "avx512".
+const char* LinearKernelsName();
 
 // out (B, OC) = inp (B, C) · weight (OC, C)ᵀ + bias (OC) (bias may be nullptr).
 void LinearForwardFast(float* out, const float* inp, const float* weight, const float* bias, int B,
                        int C, int OC);
+
+// The same product with the weight as FP8 codes and 128 x 128 block scales when weight8 is not
+// null (engine/fp8/fp8_matmul.h, weight-only: the inference path of a quantised policy); with
+// weight8 null, LinearForwardFast on `weight`. weight8 must be (OC, C).
+void LinearForwardMaybeFp8(float* out, const float* inp, const float* weight,
+                           const fp8::Fp8Matrix* weight8, const float* bias, int B, int C, int OC);
 
 // Accumulates: dinp (B, C) += dout · weight (dinp may be nullptr), dweight (OC, C) += doutᵀ · inp,
 // dbias (OC) += column sums of dout (dbias may be nullptr). With overwrite_dinp, dinp = dout ·

@@ -99,10 +99,11 @@ void TimeFeatures(float* out, const float* t, int n) {
 }
 
 void GeluMlpForward(float* out, float* pre, float* act, const float* inp, const float* w1,
-                    const float* b1, const float* w2, const float* b2, int N, int C, int M) {
-  LinearForwardFast(pre, inp, w1, b1, N, C, M);  // (N, M)
+                    const float* b1, const float* w2, const float* b2, int N, int C, int M,
+                    const MlpFp8Weights& fp8) {
+  LinearForwardMaybeFp8(pre, inp, w1, fp8.fc1, b1, N, C, M);  // (N, M)
   GeluForwardFast(act, pre, static_cast<long>(N) * M);
-  LinearForwardFast(out, act, w2, b2, N, M, C);  // (N, C)
+  LinearForwardMaybeFp8(out, act, w2, fp8.fc2, b2, N, M, C);  // (N, C)
 }
 
 void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2,
@@ -116,9 +117,10 @@ void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2
 }
 
 void ActionHeadForward(float* pred, float* gathered, const float* hidden, const int32_t* rows,
-                       const float* weight, const float* bias, int Na, int C, int A) {
-  GatherRows(gathered, hidden, rows, Na, C);                  // (Na, C)
-  LinearForwardFast(pred, gathered, weight, bias, Na, C, A);  // (Na, A)
+                       const float* weight, const float* bias, int Na, int C, int A,
+                       const fp8::Fp8Matrix* weight8) {
+  GatherRows(gathered, hidden, rows, Na, C);                                 // (Na, C)
+  LinearForwardMaybeFp8(pred, gathered, weight, weight8, bias, Na, C, A);  // (Na, A)
 }
 
 void ActionHeadBackward(float* dhidden, float* dweight, float* dbias, float* dgathered_scratch,

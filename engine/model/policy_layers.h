@@ -9,6 +9,10 @@
 
 #include <cstdint>
 
+namespace engine::fp8 {
+struct Fp8Matrix;
+}
+
 namespace engine {
 
 inline constexpr float kRmsNormEps = 1e-5f;
@@ -44,8 +48,14 @@ void TimeFeatures(float* out, const float* t, int n);
 // GELU MLP: out = fc2(gelu(fc1(inp))). inp, out (N, C); pre, act (N, M) are saved for backward
 // (before and after GELU). w1 (M, C), b1 (M), w2 (C, M), b2 (C). Matrix products use the Eigen
 // path (linear_fast.h).
+// fc1/fc2 (optional): FP8 weights used instead of w1/w2, for inference from a quantised policy.
+struct MlpFp8Weights {
+  const fp8::Fp8Matrix* fc1 = nullptr;
+  const fp8::Fp8Matrix* fc2 = nullptr;
+};
 void GeluMlpForward(float* out, float* pre, float* act, const float* inp, const float* w1,
-                    const float* b1, const float* w2, const float* b2, int N, int C, int M);
+                    const float* b1, const float* w2, const float* b2, int N, int C, int M,
+                    const MlpFp8Weights& fp8 = {});
 // dpre_scratch (N, M) is overwritten; dinp, dw1, db1, dw2, db2 accumulate.
 void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2,
                      float* dpre_scratch, const float* dout, const float* inp, const float* pre,
@@ -54,8 +64,10 @@ void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2
 // Action head on the action tokens only: pred[a] = hidden[rows[a]] · weightᵀ + bias.
 // hidden (N, C), rows (Na) slot of each action token, gathered (Na, C) is saved for backward,
 // weight (A, C), bias (A), pred (Na, A).
+// weight8 (optional): the FP8 weight used instead of `weight`.
 void ActionHeadForward(float* pred, float* gathered, const float* hidden, const int32_t* rows,
-                       const float* weight, const float* bias, int Na, int C, int A);
+                       const float* weight, const float* bias, int Na, int C, int A,
+                       const fp8::Fp8Matrix* weight8 = nullptr);
 // dgathered_scratch (Na, C) is overwritten; dhidden (scattered), dweight, dbias accumulate.
 void ActionHeadBackward(float* dhidden, float* dweight, float* dbias, float* dgathered_scratch,
                         const float* dpred, const float* gathered, const int32_t* rows,

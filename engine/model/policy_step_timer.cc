@@ -3,10 +3,8 @@
 // the Eigen GEMM ceiling of this machine measured side by side.
 //
 //   policy_step_timer [--rows 8] [--tokens 512] [--reps 5] [--d_model 256] [--layers 4]
-//                     [--heads 8] [--mlp 1024] [--padded]
+//                     [--heads 8] [--mlp 1024] [--padded] [--no-ceiling]
 // Prints a breakdown and a final JSON line.
-#include <Eigen/Core>
-
 #include <time.h>
 
 #include <algorithm>
@@ -19,7 +17,9 @@
 #include "common/time_util.h"
 #include "engine/data/embodied_lengths.h"
 #include "engine/data/packing.h"
+#include "engine/fp8/cpu_path.h"
 #include "engine/model/flow_matching.h"
+#include "engine/model/linear_fast.h"
 #include "engine/model/policy_transformer.h"
 
 namespace engine {
@@ -36,6 +36,7 @@ double ThreadCpuSeconds() {
 struct Args {
   int rows = 8, tokens = 512, reps = 5, d_model = 256, layers = 4, heads = 8, mlp = 1024;
   bool padded = false;
+  bool ceiling = true;  // --no-ceiling: skip the GEMM ceiling (slow under emulation)
 };
 
 std::vector<PolicySample> DrawSamples(int n, int horizon, int action_dim, uint64_t seed) {
@@ -60,19 +61,6 @@ std::vector<PolicySample> DrawSamples(int n, int horizon, int action_dim, uint64
     out.push_back(std::move(s));
   }
   return out;
-}
-
-// GFLOP/s of C (m, n) = A (m, k) · Bᵀ with Eigen, the best of a few runs.
-double GemmGflops(int m, int n, int k) {
-  using M = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  M a = M::Random(m, k), b = M::Random(n, k), c(m, n);
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    const double t0 = common::MonotonicSeconds();
-    c.noalias() = a * b.transpose();
-    best = std::min(best, common::MonotonicSeconds() - t0);
-  }
-  return 2.0 * m * n * k / best / 1e9;
 }
 
 int Run(const Args& a) {
@@ -144,12 +132,13 @@ int Run(const Args& a) {
   // attention and elementwise work excluded.
   const double C = c.d_model, Mw = c.mlp;
   const double linear_flops = 3.0 * 2.0 * slots * c.layers * (4.0 * C * C + 2.0 * C * Mw);
-  const double gemm = GemmGflops(a.rows * a.tokens, c.mlp, c.d_model);
+  const double gemm = a.ceiling ? MeasureGemmGflops(0.5) : 0.0;  // (4096 x 256) x (256 x 1024), same kernels
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf("policy step: %d rows x %d tokens (%ld real, %.1f%% fill), %d samples, %s\n", a.rows,
               a.tokens, real, 100.0 * real / slots, batch->num_samples(),
               a.padded ? "padded" : "varlen packed");
+  std::printf("  cpu path %s, linear kernels %s\n", fp8::ActiveCpuPathName(), LinearKernelsName());
   std::printf("  d_model %d layers %d heads %d mlp %d, %zu params, loss %.4f\n", c.d_model,
               c.layers, c.heads, c.mlp, m.layout().num_parameters(), loss);
   std::printf("  step best %.1f ms mean %.1f ms (forward best %.1f ms), %.0f real tokens/s\n",
@@ -167,9 +156,9 @@ int Run(const Args& a) {
       "{\"bench\":\"policy_step\",\"rows\":%d,\"tokens_per_row\":%d,\"real_tokens\":%ld,"
       "\"step_ms_best\":%.3f,\"step_ms_mean\":%.3f,\"forward_ms_best\":%.3f,"
       "\"step_cpu_ms_best\":%.3f,\"linear_gflops\":%.2f,\"gemm_ceiling_gflops\":%.2f,"
-      "\"loadavg\":%.2f}\n",
+      "\"loadavg\":%.2f,\"linear_kernels\":\"%s\"}\n",
       a.rows, a.tokens, real, best * 1e3, mean * 1e3, fwd_best * 1e3, cpu_best * 1e3,
-      linear_flops / best / 1e9, gemm, load[0]);
+      linear_flops / best / 1e9, gemm, load[0], LinearKernelsName());
   return 0;
 }
 
@@ -197,10 +186,12 @@ int main(int argc, char** argv) {
       a.mlp = next();
     else if (f == "--padded")
       a.padded = true;
+    else if (f == "--no-ceiling")
+      a.ceiling = false;
     else {
       std::fprintf(stderr,
                    "usage: policy_step_timer [--rows N] [--tokens T] [--reps R] "
-                   "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded]\n");
+                   "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded] [--no-ceiling]\n");
       return 2;
     }
   }

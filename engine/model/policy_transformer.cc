@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/fp8/block_quant.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_layers.h"
 #include "engine/sim/rng.h"
@@ -76,6 +77,70 @@ PolicyTransformer::PolicyTransformer(const PolicyConfig& c) : config_(c) {
   head_b_ = layout_.Add("action_head.bias", {A});
   params_.assign(layout_.total_floats(), 0.0f);
   grads_.assign(layout_.total_floats(), 0.0f);
+  attn_fp8_.assign(c.layers, AttentionFp8Weights{});
+  mlp_fp8_.assign(c.layers, MlpFp8Weights{});
+}
+
+common::Status PolicyTransformer::SetFp8Weights(
+    std::map<std::string, std::vector<fp8::Fp8Matrix>> weights) {
+  // Every Linear weight that may be quantised, with where its pointers go.
+  struct Slot {
+    std::vector<const fp8::Fp8Matrix**> parts;
+  };
+  std::vector<AttentionFp8Weights> attn(config_.layers);
+  std::vector<MlpFp8Weights> mlp(config_.layers);
+  const fp8::Fp8Matrix *patch = nullptr, *state = nullptr, *action = nullptr, *time = nullptr,
+                       *head = nullptr;
+  std::map<std::string, Slot> slots = {{"embed.patch.weight", {{&patch}}},
+                                       {"embed.state.weight", {{&state}}},
+                                       {"embed.action.weight", {{&action}}},
+                                       {"embed.time.weight", {{&time}}},
+                                       {"action_head.weight", {{&head}}}};
+  for (int l = 0; l < config_.layers; ++l) {
+    slots[BlockName(l, "attn.qkv.weight")] = {{&attn[l].q, &attn[l].k, &attn[l].v}};
+    slots[BlockName(l, "attn.proj.weight")] = {{&attn[l].proj}};
+    slots[BlockName(l, "mlp.fc1.weight")] = {{&mlp[l].fc1}};
+    slots[BlockName(l, "mlp.fc2.weight")] = {{&mlp[l].fc2}};
+  }
+  for (auto& [name, parts] : weights) {
+    auto slot = slots.find(name);
+    if (slot == slots.end()) {
+      return common::InvalidArgument("\"" + name + "\" is not a Linear weight of this model");
+    }
+    const ParamTensor* t = layout_.Find(name);
+    const int n = static_cast<int>(slot->second.parts.size());
+    if (static_cast<int>(parts.size()) != n) {
+      return common::InvalidArgument(name + ": " + std::to_string(parts.size()) +
+                                     " fp8 slices, expected " + std::to_string(n));
+    }
+    const int rows = t->shape[0] / n, cols = t->shape[1];
+    for (const fp8::Fp8Matrix& m : parts) {
+      if (m.rows != rows || m.cols != cols || m.block_rows != fp8::kBlock ||
+          m.codes.size() != static_cast<size_t>(rows) * cols ||
+          m.scales.size() != static_cast<size_t>(m.RowBlocks()) * m.ColBlocks()) {
+        return common::InvalidArgument(name + ": an fp8 slice is not (" + std::to_string(rows) +
+                                       ", " + std::to_string(cols) + ") in 128 x 128 blocks");
+      }
+    }
+  }
+  fp8_ = std::move(weights);
+  for (auto& [name, parts] : fp8_) {
+    const ParamTensor* t = layout_.Find(name);
+    const std::vector<const fp8::Fp8Matrix**>& dst = slots[name].parts;
+    const size_t slice = t->size / parts.size();
+    for (size_t i = 0; i < parts.size(); ++i) {
+      *dst[i] = &parts[i];
+      fp8::Dequantize(parts[i], params_.data() + t->offset + i * slice);
+    }
+  }
+  attn_fp8_ = std::move(attn);
+  mlp_fp8_ = std::move(mlp);
+  patch_fp8_ = patch;
+  state_fp8_ = state;
+  action_fp8_ = action;
+  time_fp8_ = time;
+  head_fp8_ = head;
+  return common::Status::Ok();
 }
 
 void PolicyTransformer::Init(uint64_t seed) {
@@ -257,14 +322,18 @@ common::Status PolicyTransformer::RunForward() {
   EmbeddingForward(x, lang_ids_.data(), P + tok_emb_, N, C);
   EmbeddingForward(x, mod_ids_.data(), P + mod_emb_, N, C);
   EmbeddingForward(x, pos_ids_.data(), P + pos_emb_, N, C);
-  LinearForwardFast(patch_emb_, b.patches.data(), P + patch_w_, P + patch_b_, Np, kPatchDim, C);
+  LinearForwardMaybeFp8(patch_emb_, b.patches.data(), P + patch_w_, patch_fp8_, P + patch_b_, Np,
+                        kPatchDim, C);
   ScatterAddRows(x, patch_emb_, image_slots_.data(), Np, C);
-  LinearForwardFast(state_emb_, b.states.data(), P + state_w_, P + state_b_, Ns, kStateDim, C);
+  LinearForwardMaybeFp8(state_emb_, b.states.data(), P + state_w_, state_fp8_, P + state_b_, Ns,
+                        kStateDim, C);
   ScatterAddRows(x, state_emb_, state_slots_.data(), Ns, C);
   TimeFeatures(tfeat_, action_time_.data(), Na);  // (Na, 64)
-  LinearForwardFast(act_emb_, tfeat_, P + time_w_, P + time_b_, Na, kTimeFeatures, C);
+  LinearForwardMaybeFp8(act_emb_, tfeat_, P + time_w_, time_fp8_, P + time_b_, Na, kTimeFeatures,
+                        C);
   ScatterAddRows(x, act_emb_, action_slots_.data(), Na, C);
-  LinearForwardFast(act_emb_, b.noisy_action.data(), P + action_w_, P + action_b_, Na, A, C);
+  LinearForwardMaybeFp8(act_emb_, b.noisy_action.data(), P + action_w_, action_fp8_, P + action_b_,
+                        Na, A, C);
   ScatterAddRows(x, act_emb_, action_slots_.data(), Na, C);
 
   const AttentionGrid grid{
@@ -275,21 +344,24 @@ common::Status PolicyTransformer::RunForward() {
     RmsNormForward(ba.ln1, ba.rstd1, resid_[l], P + bp.norm1, N, C);
     EMBODY_RETURN_IF_ERROR(SelfAttentionForward(branch_, ba.attn, ba.ln1, P + bp.qkv_w,
                                                 P + bp.qkv_b, P + bp.proj_w, P + bp.proj_b, grid,
-                                                &ws_));
+                                                &ws_, attn_fp8_[l]));
     ResidualForward(ba.mid, resid_[l], branch_, NC);
     RmsNormForward(ba.ln2, ba.rstd2, ba.mid, P + bp.norm2, N, C);
     GeluMlpForward(branch_, ba.pre, ba.act, ba.ln2, P + bp.fc1_w, P + bp.fc1_b, P + bp.fc2_w,
-                   P + bp.fc2_b, N, C, M);
+                   P + bp.fc2_b, N, C, M, mlp_fp8_[l]);
     ResidualForward(resid_[l + 1], ba.mid, branch_, NC);
   }
   RmsNormForward(lnf_, rstdf_, resid_[config_.layers], P + norm_f_, N, C);
   ActionHeadForward(pred_, head_in_, lnf_, action_slots_.data(), P + head_w_, P + head_b_, Na, C,
-                    A);
+                    A, head_fp8_);
   return common::Status::Ok();
 }
 
 common::Status PolicyTransformer::Backward(const BackwardHooks* hooks) {
   if (batch_ == nullptr) return common::FailedPrecondition("Backward without a Forward");
+  if (!fp8_.empty()) {
+    return common::FailedPrecondition("a policy with FP8 weights runs inference only");
+  }
   auto ready = [hooks](size_t begin, size_t end) {
     if (hooks != nullptr && hooks->ready) hooks->ready(begin, end);
   };

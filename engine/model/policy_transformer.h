@@ -23,16 +23,20 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "engine/fp8/block_quant.h"
 #include "engine/kernels/attention_workspace.h"
 #include "engine/model/attention_layer.h"
 #include "engine/model/packed_batch.h"
 #include "engine/model/param_layout.h"
+#include "engine/model/policy_layers.h"
 
 namespace engine {
 
@@ -91,6 +95,15 @@ class PolicyTransformer {
   // overwritten. noise and actions (num_actions, action_dim).
   common::Status SampleActions(PackedBatch* context, const float* noise, int steps, float* actions);
 
+  // Inference from a quantised policy (engine/model/policy_quant.h). `weights` maps names of
+  // Linear weights in layout() to their FP8 row slices: three for a block's attn.qkv.weight (q,
+  // k, v, so their scales never mix), one for the others. From then on Forward and SampleActions
+  // run those products through the fp8 matmul (weight-only, fp32 activations), params() holds
+  // the dequantised values, and Backward refuses: a quantised policy is not trained. Names,
+  // slice counts and shapes are checked; on error nothing changes.
+  common::Status SetFp8Weights(std::map<std::string, std::vector<fp8::Fp8Matrix>> weights);
+  const std::map<std::string, std::vector<fp8::Fp8Matrix>>& fp8_weights() const { return fp8_; }
+
   const PolicyConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
   size_t num_params() const { return params_.size(); }  // floats of the flat buffer
@@ -139,6 +152,12 @@ class PolicyTransformer {
   std::vector<BlockParams> blocks_;
   std::vector<float> params_;
   std::vector<float> grads_;
+  // FP8 weights (SetFp8Weights) and, per layer, pointers into them (null: fp32).
+  std::map<std::string, std::vector<fp8::Fp8Matrix>> fp8_;
+  std::vector<AttentionFp8Weights> attn_fp8_;
+  std::vector<MlpFp8Weights> mlp_fp8_;
+  const fp8::Fp8Matrix *patch_fp8_ = nullptr, *state_fp8_ = nullptr, *action_fp8_ = nullptr,
+                       *time_fp8_ = nullptr, *head_fp8_ = nullptr;
 
   // The batch of the last Forward and its per-slot plan.
   const PackedBatch* batch_ = nullptr;
