@@ -157,6 +157,10 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   }
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   stats.scheduled += static_cast<int64_t>(d.placements.size());
+  for (const Placement& p : d.placements) {
+    if (!p.nodes.empty()) stats.command_nodes.push_back(p.nodes[0].node_id);
+  }
+  stats.preempted = stats.preempted || !d.preemptions.empty();
   stats.waiting += static_cast<int64_t>(d.waiting.size());
   return Status::Ok();
 }
