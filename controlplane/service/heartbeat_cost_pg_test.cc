@@ -27,7 +27,7 @@ class HeartbeatCostPgTest : public testing::PgDatabaseTest {
                                   service::NodeService& nodes, const Principal& a,
                                   const Principal& node, int n, api::HeartbeatRequest held) {
     for (int i = 0; i < n; ++i) {
-      auto r = jobs.Submit(a, R"({"name":"j","kind":"command","command":["true"]})", "");
+      auto r = jobs.Submit(a, R"({"name":"j","kind":"command","command":["true"],"resources":{"nodes":1}})", "");
       EXPECT_TRUE(r.ok()) << r.status().ToString();
     }
     EXPECT_TRUE(loop.RunOnce().ok());
