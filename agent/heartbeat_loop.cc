@@ -142,13 +142,18 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   events_->Commit(events.last_seq);
   runner_->Acknowledge(reported);
   if (execute_commands) {
+    std::vector<api::Command> workers;
     for (const auto& cmd : reply->commands) {
       if (cmd.type == api::Command::Type::kLaunch) {
         runner_->Launch(cmd);
+      } else if (cmd.type == api::Command::Type::kWorker) {
+        workers.push_back(cmd);
       } else {
         runner_->Kill(cmd.job_id);
+        if (on_kill_) on_kill_(cmd.job_id);
       }
     }
+    if (on_workers_) on_workers_(workers);
   }
   metrics_->SetJobsRunning(static_cast<int>(runner_->Running().size()));
   metrics_->SetEventsDropped(events_->dropped());

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <random>
 
@@ -55,6 +56,13 @@ class HeartbeatLoop {
   void Stop();
   // Ends the current wait early (e.g. a job finished and should be reported now).
   void Wake();
+  // Receives the worker commands of every successful reply (the whole set, possibly empty) and
+  // the kill commands (agent/rsh_bridge.h). Set before Run.
+  void SetWorkerHandler(std::function<void(const std::vector<api::Command>& workers)> on_workers,
+                        std::function<void(int64_t job_id)> on_kill) {
+    on_workers_ = std::move(on_workers);
+    on_kill_ = std::move(on_kill);
+  }
 
   // kInterrupted: a held heartbeat given up by Wake(); it reported nothing, nothing is lost.
   enum class Outcome { kOk, kFailed, kReregister, kInterrupted };
@@ -77,6 +85,8 @@ class HeartbeatLoop {
   RankLogs* logs_;
   EventQueue* events_;
   AgentMetrics* metrics_;
+  std::function<void(const std::vector<api::Command>&)> on_workers_;
+  std::function<void(int64_t)> on_kill_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

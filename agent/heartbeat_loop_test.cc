@@ -215,7 +215,8 @@ TEST_F(HeartbeatLoopTest, LaunchCommandsReachTheRunner) {
   ASSERT_EQ(req.finished.size(), 1u);
   EXPECT_EQ(req.finished[0].job_id, 5);
   EXPECT_EQ(req.finished[0].exit_code, 1);
-  EXPECT_EQ(req.finished[0].reason, "launching ranks on other hosts is not available yet");
+  // A launch the agent cannot run (another host without an agent URL) is reported ended.
+  EXPECT_EQ(req.finished[0].reason, "host 10.1.1.1 has no usable agent URL (\"\")");
 }
 
 // The server's side of launch acknowledgement, as NodeService does it: the launch is in every

@@ -82,7 +82,10 @@ ExitDescription DescribeWaitStatus(int status) {
 }
 
 JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
-    : options_(std::move(options)), logs_(logs), uids_(options_.sandbox) {}
+    : options_(std::move(options)),
+      logs_(logs),
+      own_uids_(options_.sandbox),
+      uids_(options_.uid_pool != nullptr ? *options_.uid_pool : own_uids_) {}
 
 JobRunner::~JobRunner() {
   KillAllAndWait("agent shutting down");
@@ -227,8 +230,11 @@ std::vector<int> JobRunner::GpusInUse() const {
 void JobRunner::Start(Job* job, const api::Command& launch) {
   std::string id = std::to_string(job->id);
   const LocalResources res = ResourcesOf(launch.spec);
+  // Ranks on this node's address run here; those of other hosts get their limits there.
   int local_ranks = 0;
-  for (const auto& h : launch.hosts) local_ranks += std::max(0, h.ranks);
+  for (const auto& h : launch.hosts) {
+    if (h.address == options_.address) local_ranks += std::max(0, h.ranks);
+  }
 
   LaunchInput in;
   in.job_id = job->id;
@@ -242,7 +248,9 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   in.embody_data = options_.embody_data;
   in.rank_exec = options_.rank_exec;
   in.agent_url = options_.agent_url;
-  in.job_token = common::RandomToken();
+  // The server's token for this attempt, which the job's daemons on other nodes are checked
+  // against (docs/multinode.md); an older server sends none.
+  in.job_token = launch.job_token.empty() ? common::RandomToken() : launch.job_token;
   in.path = options_.sandbox.path;
   in.mpi_settings = options_.mpi_settings;
   in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
@@ -403,6 +411,9 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(job_dir + "/spec.json", launch.spec.dump(2) + "\n"));
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.hostfile_path, plan.hostfile));
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.command_path, plan.command));
+  if (!plan.rsh_hosts.empty()) {
+    EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.rsh_hosts_path, plan.rsh_hosts));
+  }
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
   // A new attempt on this node writes its logs afresh: what an earlier attempt wrote is on the
   // server, and the launch says how many bytes (api::Command::log_bytes), which this attempt's

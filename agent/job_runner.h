@@ -72,6 +72,9 @@ struct JobRunnerOptions {
   // Writes the upload an import job reads (dataset_upload_fetch.h) to a local path, verified;
   // unset: such a job fails at once.
   std::function<common::Status(const UploadRef&, const std::string& local_path)> fetch_upload;
+  // The uid pool to share with the node's rsh bridge (agent/rsh_bridge.h), so no uid serves two
+  // jobs; null: the runner's own.
+  UidPool* uid_pool = nullptr;
 };
 
 // What the job-local API needs to know about a running job.
@@ -172,7 +175,8 @@ class JobRunner {
 
   const JobRunnerOptions options_;
   RankLogs* const logs_;
-  UidPool uids_;
+  UidPool own_uids_;
+  UidPool& uids_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;

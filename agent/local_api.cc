@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/rsh_bridge.h"
+#include "agent/rsh_protocol.h"
 #include "api/job_event_check.h"
 #include "common/crypto.h"
 #include "common/http/access_log.h"
@@ -44,6 +46,28 @@ LocalApi::LocalApi(JobLookup lookup, EventQueue* events, AgentMetrics* metrics,
       metrics_token_sha256_(std::move(metrics_token_sha256)) {}
 
 LocalApi::~LocalApi() { Stop(); }
+
+void LocalApi::ServeDaemon(std::shared_ptr<RemoteDaemon> daemon, httplib::Response& res) {
+  res.set_chunked_content_provider(
+      "application/octet-stream",
+      [daemon](size_t, httplib::DataSink& sink) {
+        // A keepalive each second while the daemon is silent: a write to a caller that has gone
+        // fails, which ends the stream (and, below, the daemon) within a few seconds.
+        RemoteDaemon::Update u = daemon->Next(std::chrono::seconds(1));
+        std::string out;
+        for (size_t at = 0; at < u.output.size(); at += kMaxFramePayload) {
+          out += EncodeFrame(FrameType::kOutput, u.output.substr(at, kMaxFramePayload));
+        }
+        if (u.exit_code) out += EncodeFrame(FrameType::kExit, std::to_string(*u.exit_code));
+        if (out.empty()) out = EncodeFrame(FrameType::kKeepalive, "");
+        if (!sink.write(out.data(), out.size())) return false;
+        if (u.exit_code) sink.done();
+        return true;
+      },
+      [daemon](bool success) {
+        if (!success) daemon->Stop("the stream to the head node ended");
+      });
+}
 
 LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization,
                                 const std::string& body) {
@@ -120,6 +144,9 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   // Nagle's algorithm and the delayed ACK hold every post for about 40 ms.
   server_->set_tcp_nodelay(true);
   server_->set_payload_max_length(kMaxBodyBytes + 1);
+  // Threads for the ordinary requests, plus one per rsh stream the bridge may hold.
+  const size_t threads = 8 + static_cast<size_t>(bridge_ ? max_streams_ : 0);
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   using common::http::ServedCall;
   using common::http::WithAccessLog;
   const std::string events_route = "/v1/local/jobs/{id}/events";
@@ -138,6 +165,25 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                                 }
                                 res.set_content(r.body, "application/json");
                               }));
+  if (bridge_ != nullptr) {
+    const std::string rsh_route = "/v1/local/jobs/{id}/rsh";
+    server_->Post(
+        common::http::PatternRegex(rsh_route),
+        WithAccessLog("POST", rsh_route,
+                      [this](const httplib::Request& req, httplib::Response& res, ServedCall&) {
+                        auto id = common::ParseInt64(req.matches[1].str(), 1);
+                        auto daemon = bridge_->Start(id.ok() ? *id : -1,
+                                                     req.get_header_value("Authorization"),
+                                                     req.body);
+                        if (!daemon.ok()) {
+                          LocalReply r = Error(daemon.status());
+                          res.status = r.http_status;
+                          res.set_content(r.body, "application/json");
+                          return;
+                        }
+                        ServeDaemon(*daemon, res);
+                      }));
+  }
   server_->Get("/metrics", WithAccessLog("GET", "/metrics",
                                          [this](const httplib::Request& req,
                                                 httplib::Response& res, ServedCall&) {

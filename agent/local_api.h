@@ -12,6 +12,19 @@
 //        secret, or an agent without one) only those that name no job and no tenant
 //        (agent_metrics.h). Never 401: the node's series stay public.
 //   GET  /healthz                     "ok"
+//   POST /v1/local/jobs/{id}/rsh      Authorization: Bearer <the job's token>, body
+//        {"argv": [words...]}: the head node's `embody-agent rsh` asking this node to start Open
+//        MPI's daemon for a job that has a part here (agent/rsh_bridge.h, docs/multinode.md).
+//        -> 200 with a stream of frames (agent/rsh_protocol.h: output, a keepalive each second,
+//        the exit status last); 404 no part of that job here; 401 wrong token; 400 not the
+//        daemon; 409 its daemon already runs; 429 too many daemons on this node. The stream's end
+//        (the caller gone) stops the daemon.
+//
+// Why a chunked response of cpp-httplib rather than Boost.Beast: a node runs one daemon per
+// multi-node job it is part of, a handful, and this server already holds the agent's HTTP edge
+// (request ids, access log, error bodies). Each stream holds one pool thread for the daemon's
+// life, so the pool has the bridge's max_daemons threads more than the others need, and the
+// bridge refuses past that: streams never starve the events and /metrics requests.
 //
 // Every request carries an X-Request-Id back and is access-logged (common/http/access_log.h,
 // the middleware embody-server uses too); errors have the server's body, {"error":{...}}.
@@ -36,9 +49,13 @@
 
 namespace httplib {
 class Server;
+struct Response;
 }
 
 namespace agent {
+
+class RshBridge;
+class RemoteDaemon;
 
 using JobLookup = std::function<std::optional<JobIdentity>(int64_t job_id)>;
 
@@ -70,16 +87,27 @@ class LocalApi {
   // Who a GET /metrics with this Authorization header value is served to.
   MetricsAudience MetricsAudienceFor(const std::string& authorization) const;
 
+  // Serves the rsh route through `bridge` (which must outlive Stop), holding up to
+  // `max_streams` streams at once. Set before Start.
+  void SetRshBridge(RshBridge* bridge, int max_streams) {
+    bridge_ = bridge;
+    max_streams_ = max_streams;
+  }
+
   // Binds host:port (port 0: any free port) and serves on a background thread.
   common::Result<int> Start(const std::string& host, int port);
   void Stop();
 
  private:
+  void ServeDaemon(std::shared_ptr<RemoteDaemon> daemon, httplib::Response& res);
+
   JobLookup lookup_;
   EventQueue* events_;
   AgentMetrics* metrics_;
   const std::string metrics_token_sha256_;
   std::function<void(int64_t, const nlohmann::json&)> observer_;
+  RshBridge* bridge_ = nullptr;
+  int max_streams_ = 0;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
 };

@@ -25,6 +25,8 @@
 #include "agent/nvml_probe.h"
 #include "agent/rank_exec.h"
 #include "agent/rank_logs.h"
+#include "agent/rsh_bridge.h"
+#include "agent/rsh_client.h"
 #include "agent/sandbox.h"
 #include "agent/server_client.h"
 #include "common/crypto.h"
@@ -52,6 +54,11 @@ int main(int argc, char** argv) {
   // would hand the job a blocked signal mask through exec.
   if (argc >= 2 && std::string(argv[1]) == "exec-rank") {
     return agent::RankExecMain(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  // `rsh`: Open MPI's remote launcher for multi-node jobs (agent/rsh_client.h), run by mpirun
+  // with the default signal dispositions it needs.
+  if (argc >= 2 && std::string(argv[1]) == "rsh") {
+    return agent::RshMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   // Signals are blocked before any thread exists so every thread inherits the mask and only the
   // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
@@ -162,6 +169,25 @@ int main(int argc, char** argv) {
     common::LogWarn("the metrics token file is readable by other users",
                     {{"file", cfg.metrics_token_file}});
   }
+  // One uid pool for the jobs this node heads and the daemons it runs for jobs headed elsewhere.
+  agent::UidPool uid_pool(sandbox);
+  std::vector<std::pair<std::string, std::string>> mpi_settings;
+  {
+    std::vector<std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+    mpi_settings = agent::OpenMpiSettings(env);
+  }
+  agent::RshBridgeOptions rsh_opts;
+  rsh_opts.data_dir = cfg.data_dir;
+  rsh_opts.address = cfg.address;
+  rsh_opts.mpirun = cfg.mpirun;
+  rsh_opts.engine = cfg.engine;
+  rsh_opts.rank_exec = agent::SelfExecutable();
+  rsh_opts.sandbox = sandbox;
+  rsh_opts.cgroups = cgroups;
+  rsh_opts.mpi_settings = mpi_settings;
+  rsh_opts.kill_grace = cfg.kill_grace;
+  auto bridge = std::make_unique<agent::RshBridge>(rsh_opts, &uid_pool, &logs);
   agent::LocalApi local_api(
       [&runner_ptr](int64_t id) -> std::optional<agent::JobIdentity> {
         agent::JobRunner* r = runner_ptr.load();
@@ -177,6 +203,7 @@ int main(int argc, char** argv) {
   agent::CheckpointUploader uploader({cfg.data_dir + "/checkpoints"}, &checkpoint_store);
   local_api.SetEventObserver(
       [&uploader](int64_t job_id, const nlohmann::json& e) { uploader.Observe(job_id, e); });
+  local_api.SetRshBridge(bridge.get(), rsh_opts.max_daemons);
   auto port = local_api.Start(cfg.listen_host, cfg.listen_port);
   if (!port.ok()) return Fail(port.status().message());
   std::string port_text = std::to_string(*port);
@@ -202,11 +229,8 @@ int main(int argc, char** argv) {
   run_opts.sandbox = sandbox;
   run_opts.cgroups = cgroups;
   for (const auto& g : node.gpus) run_opts.gpus.push_back(g.index);
-  {
-    std::vector<std::string> env;
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
-    run_opts.mpi_settings = agent::OpenMpiSettings(env);
-  }
+  run_opts.mpi_settings = mpi_settings;
+  run_opts.uid_pool = &uid_pool;
   run_opts.fetch_checkpoint = [&checkpoint_store](const api::CheckpointRef& ref,
                                                   const std::string& path) -> common::Status {
     auto got = checkpoint_store.Get(ref.job_id, ref.id, path);
@@ -239,6 +263,9 @@ int main(int argc, char** argv) {
   agent::HttpServerChannel channel(cfg.server, &credential);
   agent::HeartbeatLoop loop(hb_opts, &channel, &credential, runner.get(), &logs, &events,
                             &metrics);
+  loop.SetWorkerHandler(
+      [&bridge](const std::vector<api::Command>& workers) { bridge->SetAssignments(workers); },
+      [&bridge](int64_t job_id) { bridge->Kill(job_id); });
   runner->SetOnFinish([&metrics, &loop](int64_t id) {
     metrics.RemoveJob(id);
     loop.Wake();
@@ -261,6 +288,7 @@ int main(int argc, char** argv) {
   runner_ptr.store(nullptr);
   local_api.Stop();
   runner.reset();
+  bridge.reset();  // ends the daemons it runs for jobs headed elsewhere
   agent::TearDownCgroups(cgroups);
   common::LogInfo("stopped");
   return 0;

@@ -1,9 +1,41 @@
 #include "agent/mpi_launch.h"
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 #include "api/dataset_ref.h"
 
 namespace agent {
 namespace {
+
+// A host name or IPv4/IPv6 address: one word of a hostfile line.
+bool IsHostAddress(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':' &&
+        c != '_') {
+      return false;
+    }
+  }
+  return s[0] != '-';
+}
+
+bool IsAgentUrl(const std::string& s) {
+  if (s.size() > 2048) return false;
+  if (s.rfind("http://", 0) != 0 && s.rfind("https://", 0) != 0) return false;
+  for (unsigned char c : s) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+bool HasSpace(const std::string& s) {
+  for (unsigned char c : s) {
+    if (std::isspace(c)) return true;
+  }
+  return false;
+}
 
 // Ranks may not inherit the launcher's environment on remote nodes, so every Embody variable is
 // forwarded explicitly with -x.
@@ -55,30 +87,67 @@ common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
 common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   if (in.hosts.empty()) return common::InvalidArgument("launch without hosts");
   if (in.rank_exec.empty()) return common::InvalidArgument("no exec-rank binary configured");
+  if (in.hosts[0].address != in.local_address) {
+    return common::InvalidArgument("the launch's head is " + in.hosts[0].address +
+                                   ", not this node (" + in.local_address + ")", "hosts");
+  }
   LaunchPlan plan;
+  // Slots per address, in the launch's order. Nodes at this node's address (agents sharing one
+  // machine) are this machine: their ranks run under this mpirun, no rsh needed.
+  std::vector<std::pair<std::string, int>> slots;
+  nlohmann::json rsh_hosts = nlohmann::json::object();
   for (const auto& h : in.hosts) {
-    if (h.address != in.local_address) {
-      return common::FailedPrecondition("launching ranks on other hosts is not available yet");
-    }
     if (h.ranks <= 0) return common::InvalidArgument("host with no ranks", "hosts");
+    // The hostfile is line-based and the rsh launcher passes the host as one word.
+    if (!IsHostAddress(h.address)) {
+      return common::InvalidArgument("bad host address \"" + h.address + "\"", "hosts");
+    }
     plan.total_ranks += h.ranks;
+    auto same = std::find_if(slots.begin(), slots.end(),
+                             [&](const auto& s) { return s.first == h.address; });
+    if (same != slots.end() && h.address != in.local_address) {
+      return common::InvalidArgument("two nodes of the job at address " + h.address, "hosts");
+    }
+    if (same != slots.end()) {
+      same->second += h.ranks;
+      continue;
+    }
+    slots.push_back({h.address, h.ranks});
+    if (h.address == in.local_address) continue;
+    if (!IsAgentUrl(h.agent_url)) {
+      return common::InvalidArgument(
+          "host " + h.address + " has no usable agent URL (\"" + h.agent_url + "\")", "hosts");
+    }
+    rsh_hosts[h.address] = h.agent_url;
+  }
+  for (const auto& [address, n] : slots) {
+    plan.hostfile += address + " slots=" + std::to_string(n) + "\n";
+  }
+  const bool multi_node = slots.size() > 1;
+  if (multi_node && (HasSpace(in.rank_exec) || HasSpace(in.job_dir))) {
+    return common::InvalidArgument("a multi-node launch needs the agent binary and data directory "
+                                   "at paths without whitespace");
   }
   auto program = ProgramArgv(in);
   if (!program.ok()) return program.status();
 
   plan.hostfile_path = in.job_dir + "/hostfile";
-  plan.hostfile = in.local_address + " slots=" + std::to_string(plan.total_ranks) + "\n";
   plan.ranks_dir = in.job_dir + "/ranks";
   plan.command_path = in.job_dir + "/command.json";
   plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
-  plan.argv = {in.mpirun,
-               "--hostfile",
-               plan.hostfile_path,
-               "-np",
-               std::to_string(plan.total_ranks),
-               "--oversubscribe",
-               "--output-filename",
-               plan.ranks_dir + ":nojobid,nocopy"};
+  plan.argv = {in.mpirun, "--hostfile", plan.hostfile_path, "-np",
+               std::to_string(plan.total_ranks), "--oversubscribe"};
+  if (!multi_node) {
+    plan.argv.insert(plan.argv.end(), {"--output-filename", plan.ranks_dir + ":nojobid,nocopy"});
+  }
+  if (multi_node) {
+    plan.rsh_hosts_path = in.job_dir + "/rsh-hosts.json";
+    plan.rsh_hosts = rsh_hosts.dump() + "\n";
+    plan.argv.insert(plan.argv.end(),
+                     {"--mca", "plm_rsh_agent",
+                      in.rank_exec + " rsh --hosts " + plan.rsh_hosts_path, "--mca",
+                      "plm_rsh_no_tree_spawn", "1"});
+  }
   for (const char* name : kForwardedVariables) {
     plan.argv.push_back("-x");
     plan.argv.push_back(name);
@@ -94,7 +163,9 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.argv.push_back("--address-space");
     plan.argv.push_back(std::to_string(in.address_space_bytes));
   }
-  plan.argv.push_back(plan.command_path);
+  // On other nodes the command file is that node's own (exec-rank reads a relative FILE from
+  // EMBODY_JOB_DIR, which each node's agent sets for the ranks it starts).
+  plan.argv.push_back(multi_node ? "command.json" : plan.command_path);
 
   plan.env = {{"PATH", in.path},
               {"LANG", "C.UTF-8"},
@@ -103,7 +174,16 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
               {"EMBODY_AGENT_URL", in.agent_url},
               {"EMBODY_JOB_ID", std::to_string(in.job_id)},
               {"EMBODY_JOB_TOKEN", in.job_token},
-              {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir}};
+              {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
+              {"EMBODY_NODE_ADDRESS", in.local_address}};
+  // Open MPI 4.1 sends --output-filename to every daemon in the job's launch message, so a
+  // remote daemon would create the head's path on its own node. A multi-node job's ranks write
+  // their own output files instead, in the job directory of the node they run on (exec-rank,
+  // EMBODY_RANK_LOG_DIR, never forwarded with -x).
+  if (multi_node) {
+    plan.env.push_back({"EMBODY_JOB_DIR", in.job_dir});
+    plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
+  }
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
@@ -125,6 +205,49 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"});
   }
   return plan;
+}
+
+common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::string& daemon,
+                                           const std::vector<std::string>& daemon_args) {
+  if (daemon.empty()) return common::InvalidArgument("no daemon binary");
+  std::string kind = in.spec.is_object() ? in.spec.value("kind", "train") : "train";
+  if (kind == "import") return common::InvalidArgument("an import runs on one node only");
+  auto program = ProgramArgv(in);
+  if (!program.ok()) return program.status();
+  DaemonPlan plan;
+  plan.command_path = in.job_dir + "/command.json";
+  plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
+  plan.ranks_dir = in.job_dir + "/ranks";
+  plan.argv.push_back(daemon);
+  plan.argv.insert(plan.argv.end(), daemon_args.begin(), daemon_args.end());
+  // The ranks this daemon starts inherit this environment; mpirun's -x variables (the job's
+  // token, agent URL and checkpoint directory, which are the head's) are laid over it.
+  plan.env = {{"PATH", in.path},
+              {"LANG", "C.UTF-8"},
+              {"HOME", in.job_dir},
+              {"TMPDIR", in.job_dir + "/tmp"},
+              {"EMBODY_JOB_ID", std::to_string(in.job_id)},
+              {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
+              {"EMBODY_NODE_ADDRESS", in.local_address},
+              {"EMBODY_JOB_DIR", in.job_dir},
+              {"EMBODY_RANK_LOG_DIR", plan.ranks_dir},
+              {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)}};
+  if (in.cuda_visible_devices) {
+    plan.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
+    plan.env.push_back({"CUDA_VISIBLE_DEVICES", *in.cuda_visible_devices});
+  }
+  for (const auto& kv : in.mpi_settings) plan.env.push_back(kv);
+  if (in.as_root) {
+    plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT", "1"});
+    plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"});
+  }
+  return plan;
+}
+
+std::string DaemonBinary(const std::string& mpirun, const std::string& program) {
+  size_t slash = mpirun.rfind('/');
+  if (slash == std::string::npos) return program;
+  return mpirun.substr(0, slash + 1) + program;
 }
 
 std::vector<std::string> EnvironmentStrings(

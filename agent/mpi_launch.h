@@ -17,6 +17,15 @@
 //    line: the agent writes it to <job>/command.json and every rank runs
 //    `embody-agent exec-rank [--address-space N] <job>/command.json` (agent/rank_exec.h), which
 //    execs it. mpirun sees only words the agent wrote.
+//  - Ranks on other hosts (docs/multinode.md): mpirun's rsh launcher runs
+//    `embody-agent rsh --hosts <job>/rsh-hosts.json HOST orted ...` (agent/rsh_protocol.h), which
+//    asks that host's agent to start Open MPI's daemon there. The agent string is split on
+//    whitespace, so the binary and job paths must hold none. The daemons are launched by mpirun
+//    itself (plm_rsh_no_tree_spawn): a daemon never launches another.
+//  - Each node has its own data directory, so a multi-node exec-rank reads `command.json`
+//    relative to its working directory: on the head that is mpirun's, the job directory; on
+//    another node the head's directory is not the rank's to enter and Open MPI falls back to
+//    HOME, which that node's agent set to its own job directory.
 //  - As a uid with no /etc/passwd entry mpirun needs only a writable TMPDIR (its session
 //    directory, ompi.<host>.<uid>, and PMIx's rendezvous files go there) and a HOME; the
 //    run-as-root variables are set only when the job's processes really are root.
@@ -38,7 +47,7 @@ namespace agent {
 struct LaunchInput {
   int64_t job_id = 0;
   nlohmann::json spec;               // the JobSpec JSON from the launch command
-  std::vector<api::HostSlot> hosts;  // first is the head (this node)
+  std::vector<api::HostSlot> hosts;  // first is the head (this node); others need agent_url
   std::string local_address;         // this agent's --address
   std::string job_dir;               // <data-dir>/jobs/job-<id>: cwd, HOME, TMPDIR of the job
   std::string checkpoint_dir;        // <data-dir>/checkpoints/job-<id>
@@ -63,6 +72,8 @@ struct LaunchInput {
 struct LaunchPlan {
   std::string hostfile_path;
   std::string hostfile;           // contents
+  std::string rsh_hosts_path;     // multi-node only: address -> agent URL of the other hosts
+  std::string rsh_hosts;          // its contents (JSON); empty for a job on this node alone
   std::string ranks_dir;          // --output-filename target
   std::string command_path;       // <job>/command.json, read by exec-rank
   std::string command;            // its contents: {"argv": [...]}
@@ -72,9 +83,27 @@ struct LaunchPlan {
   int total_ranks = 0;
 };
 
-// Fails with failed_precondition when a rank would run on another host (not built yet) and with
-// invalid_argument for a spec the agent cannot run (no hosts, empty command, ...).
+// invalid_argument for a launch the agent cannot run (no hosts, a head that is not this node, a
+// host without an agent URL, an empty command, ...).
 common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in);
+
+// Open MPI's daemon for a job whose head is another node, as this node runs it: the command file
+// its ranks' exec-rank reads and the daemon's argv and complete environment. `in` describes this
+// node (job_dir, checkpoint_dir, engine, path, ...; hosts, mpirun and job_token are not used);
+// `daemon` is this node's daemon binary and `daemon_args` its arguments (DaemonArgsForNode).
+struct DaemonPlan {
+  std::string command_path;
+  std::string command;
+  std::string ranks_dir;
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::string& daemon,
+                                           const std::vector<std::string>& daemon_args);
+
+// The daemon binary named `program` ("orted", "prted") of the Open MPI whose mpirun is `mpirun`:
+// beside it when mpirun is a path, else looked up in the job's PATH.
+std::string DaemonBinary(const std::string& mpirun, const std::string& program);
 
 // KEY=VALUE strings for execve.
 std::vector<std::string> EnvironmentStrings(

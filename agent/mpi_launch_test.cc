@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -85,7 +86,7 @@ TEST(MpiLaunchTest, TrainRunsEngineWithSpec) {
   EXPECT_TRUE(HasEnv(*plan, "HOME", "/data/jobs/job-42"));
   EXPECT_TRUE(HasEnv(*plan, "TMPDIR", "/data/jobs/job-42/tmp"));
   // The whole environment: not root, no GPUs, no operator settings.
-  EXPECT_EQ(plan->env.size(), 9u);
+  EXPECT_EQ(plan->env.size(), 10u);
 }
 
 TEST(MpiLaunchTest, ResumeFromIsPassedToEveryRank) {
@@ -116,7 +117,7 @@ TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=4\n");
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT", "1"));
   EXPECT_TRUE(HasEnv(*plan, "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"));
-  EXPECT_EQ(plan->env.size(), 11u);
+  EXPECT_EQ(plan->env.size(), 12u);
 }
 
 TEST(MpiLaunchTest, ArgvThatLooksLikeMpirunOptionsNeverReachesMpirun) {
@@ -157,7 +158,8 @@ TEST(MpiLaunchTest, EnvironmentIsBuiltFromNothingButTheJobsOwn) {
   }
   EXPECT_EQ(keys, (std::vector<std::string>{"PATH", "LANG", "HOME", "TMPDIR", "EMBODY_AGENT_URL",
                                             "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
-                                            "EMBODY_CHECKPOINT_DIR", "CUDA_DEVICE_ORDER",
+                                            "EMBODY_CHECKPOINT_DIR", "EMBODY_NODE_ADDRESS",
+                                            "CUDA_DEVICE_ORDER",
                                             "CUDA_VISIBLE_DEVICES", "OMPI_MCA_odls_base_sigkill_timeout", "OMPI_MCA_btl",
                                             "PMIX_MCA_gds"}));
   EXPECT_TRUE(HasEnv(*plan, "CUDA_VISIBLE_DEVICES", "1,3"));
@@ -188,12 +190,113 @@ TEST(MpiLaunchTest, OpenMpiWaitsTheGraceBeforeSigkillOnlyWhenOtherRanksMayStillR
   EXPECT_TRUE(HasEnv(*plan, "OMPI_MCA_odls_base_sigkill_timeout", "0"));
 }
 
-TEST(MpiLaunchTest, RefusesRanksOnOtherHosts) {
+// Ranks on other hosts: every host in the hostfile, mpirun's rsh launcher pointed at
+// `embody-agent rsh` with the map of the other hosts' agents, and exec-rank reading the command
+// file of whichever node it runs on.
+TEST(MpiLaunchTest, OtherHostsAreReachedThroughTheirAgents) {
   LaunchInput in = BaseInput("train");
-  in.hosts.push_back({2, "node-b", "10.0.0.2", 1});
+  in.hosts.push_back({2, "node-b", "10.0.0.2", 3, "http://10.0.0.2:7002"});
   auto plan = BuildLaunchPlan(in);
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().message(), "launching ranks on other hosts is not available yet");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->total_ranks, 5);
+  EXPECT_EQ(plan->hostfile, "127.0.0.1 slots=2\n10.0.0.2 slots=3\n");
+  EXPECT_EQ(plan->rsh_hosts_path, "/data/jobs/job-42/rsh-hosts.json");
+  EXPECT_EQ(nlohmann::json::parse(plan->rsh_hosts),
+            (nlohmann::json{{"10.0.0.2", "http://10.0.0.2:7002"}}));
+  auto at = [&](const std::string& word) {
+    return std::find(plan->argv.begin(), plan->argv.end(), word) - plan->argv.begin();
+  };
+  const auto agent = at("plm_rsh_agent");
+  ASSERT_LT(agent + 1, static_cast<long>(plan->argv.size()));
+  EXPECT_EQ(plan->argv[agent - 1], "--mca");
+  EXPECT_EQ(plan->argv[agent + 1],
+            "/opt/embody/bin/embody-agent rsh --hosts /data/jobs/job-42/rsh-hosts.json");
+  EXPECT_EQ(plan->argv[at("plm_rsh_no_tree_spawn") + 1], "1");
+  EXPECT_LT(agent, at("--"));  // launcher options, before the program
+  EXPECT_EQ(plan->argv.back(), "command.json");
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_NODE_ADDRESS", "127.0.0.1"));
+  // Each rank writes its output in its own node's job directory: Open MPI would hand the head's
+  // --output-filename path to every daemon.
+  EXPECT_EQ(at("--output-filename"), static_cast<long>(plan->argv.size()));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_RANK_LOG_DIR", "/data/jobs/job-42/ranks"));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_JOB_DIR", "/data/jobs/job-42"));
+  // One node alone: no rsh launcher, and the command file by its full path.
+  in.hosts.pop_back();
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->rsh_hosts.empty());
+  EXPECT_EQ(at("plm_rsh_agent"), static_cast<long>(plan->argv.size()));
+  EXPECT_EQ(plan->argv.back(), "/data/jobs/job-42/command.json");
+  EXPECT_LT(at("--output-filename"), at("--"));
+  EXPECT_FALSE(HasEnv(*plan, "EMBODY_RANK_LOG_DIR", "/data/jobs/job-42/ranks"));
+}
+
+TEST(MpiLaunchTest, RefusesHostsItCannotReachOrWrite) {
+  auto with = [](api::HostSlot extra) {
+    LaunchInput in = BaseInput("train");
+    in.hosts.push_back(std::move(extra));
+    return BuildLaunchPlan(in);
+  };
+  EXPECT_FALSE(with({2, "b", "10.0.0.2", 1, ""}).ok());                  // no agent URL
+  EXPECT_FALSE(with({2, "b", "10.0.0.2", 1, "file:///etc/passwd"}).ok());
+  EXPECT_FALSE(with({2, "b", "10.0.0.2", 1, "http://x y"}).ok());
+  EXPECT_FALSE(with({2, "b", "10.0.0.2\nevil slots=99", 1, "http://b"}).ok());  // hostfile line
+  EXPECT_FALSE(with({2, "b", "10.0.0.2 slots=9", 1, "http://b"}).ok());
+  EXPECT_FALSE(with({2, "b", "-x", 1, "http://b"}).ok());
+  // A second node at this node's address is this machine: its ranks run here, no rsh.
+  auto same_machine = with({2, "b", "127.0.0.1", 3, ""});
+  ASSERT_TRUE(same_machine.ok()) << same_machine.status().ToString();
+  EXPECT_EQ(same_machine->hostfile, "127.0.0.1 slots=5\n");
+  EXPECT_TRUE(same_machine->rsh_hosts.empty());
+  {
+    LaunchInput two = BaseInput("train");
+    two.hosts.push_back({2, "b", "10.0.0.2", 1, "http://b:1"});
+    two.hosts.push_back({3, "c", "10.0.0.2", 1, "http://c:1"});
+    EXPECT_FALSE(BuildLaunchPlan(two).ok());  // which agent would start its daemon?
+  }
+  EXPECT_FALSE(with({2, "b", "10.0.0.2", 0, "http://b"}).ok());
+  EXPECT_TRUE(with({2, "b", "10.0.0.2", 1, "http://b:1"}).ok());
+  // The head must be this node.
+  LaunchInput in = BaseInput("train");
+  in.hosts = {{2, "b", "10.0.0.2", 1, "http://b:1"}, {1, "node-a", "127.0.0.1", 2}};
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+  // mpirun splits its rsh agent string on whitespace.
+  in = BaseInput("train");
+  in.hosts.push_back({2, "b", "10.0.0.2", 1, "http://b:1"});
+  in.job_dir = "/data dir/jobs/job-42";
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+}
+
+// The daemon on a node that is not the head: this node's engine and job directory, a clean
+// environment with this node's address, and Open MPI told it may run as root only when it must.
+TEST(MpiLaunchTest, DaemonPlanIsThisNodesOwn) {
+  LaunchInput in = BaseInput("train");
+  in.job_dir = "/other/jobs/job-42";
+  in.checkpoint_dir = "/other/checkpoints/job-42";
+  in.local_address = "10.0.0.2";
+  in.mpi_settings = {{"OMPI_MCA_btl", "self,tcp"}};
+  auto plan = BuildDaemonPlan(in, "/usr/bin/orted", {"-mca", "ess", "env"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->argv, (std::vector<std::string>{"/usr/bin/orted", "-mca", "ess", "env"}));
+  EXPECT_EQ(plan->command_path, "/other/jobs/job-42/command.json");
+  EXPECT_EQ(nlohmann::json::parse(plan->command)["argv"],
+            (nlohmann::json{"/opt/embody/bin/embody-engine", "--spec",
+                            "/other/jobs/job-42/spec.json"}));
+  std::map<std::string, std::string> env(plan->env.begin(), plan->env.end());
+  EXPECT_EQ(env["HOME"], "/other/jobs/job-42");
+  EXPECT_EQ(env["TMPDIR"], "/other/jobs/job-42/tmp");
+  EXPECT_EQ(env["EMBODY_NODE_ADDRESS"], "10.0.0.2");
+  EXPECT_EQ(env["OMPI_MCA_btl"], "self,tcp");
+  EXPECT_EQ(env.count("EMBODY_JOB_TOKEN"), 0u);  // the head's -x hands the ranks the token
+  EXPECT_EQ(env.count("OMPI_ALLOW_RUN_AS_ROOT"), 0u);
+  in.as_root = true;
+  plan = BuildDaemonPlan(in, "/usr/bin/orted", {});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(HasEnv(LaunchPlan{.env = plan->env}, "OMPI_ALLOW_RUN_AS_ROOT", "1"));
+  in.spec["kind"] = "import";
+  EXPECT_FALSE(BuildDaemonPlan(in, "/usr/bin/orted", {}).ok());
+  EXPECT_EQ(DaemonBinary("/usr/bin/mpirun", "orted"), "/usr/bin/orted");
+  EXPECT_EQ(DaemonBinary("mpirun", "prted"), "prted");
 }
 
 TEST(MpiLaunchTest, RejectsUnrunnableSpecs) {

@@ -1,10 +1,13 @@
 #include "agent/rank_exec.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -20,6 +23,29 @@ namespace {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "embody-agent exec-rank: %s\n", message.c_str());
   return 127;
+}
+
+// A rank of a multi-node job writes its own output files: <dir>/rank.N/{stdout,stderr}, N its
+// world rank, the layout mpirun's --output-filename DIR:nojobid makes (agent/rank_logs.h reads
+// it). The directory is the job directory of the node the rank runs on, made by its agent.
+std::string RedirectOutput(const std::string& dir) {
+  const char* rank_text = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank_text == nullptr) return "no OMPI_COMM_WORLD_RANK for EMBODY_RANK_LOG_DIR";
+  auto rank = common::ParseInt64(rank_text, 0, 1 << 24, "OMPI_COMM_WORLD_RANK");
+  if (!rank.ok()) return rank.status().message();
+  const std::string mine = dir + "/rank." + std::to_string(*rank);
+  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
+    return "cannot make " + mine + ": " + std::strerror(errno);
+  }
+  const char* names[] = {"stdout", "stderr"};
+  for (int fd = 1; fd <= 2; ++fd) {
+    const std::string path = mine + "/" + names[fd - 1];
+    int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) return "cannot open " + path + ": " + std::strerror(errno);
+    if (::dup2(out, fd) < 0) return "cannot redirect to " + path + ": " + std::strerror(errno);
+    ::close(out);
+  }
+  return "";
 }
 
 }  // namespace
@@ -45,6 +71,14 @@ int RankExecMain(const std::vector<std::string>& args) {
                                 "--address-space");
     if (!n.ok()) return Fail("bad --address-space: " + n.status().message());
     address_space = *n;
+  }
+  if (const char* dir = std::getenv("EMBODY_RANK_LOG_DIR"); dir != nullptr && dir[0] == '/') {
+    if (std::string err = RedirectOutput(dir); !err.empty()) return Fail(err);
+  }
+  // A relative FILE is the node's own command file, in the job directory its agent made.
+  if (const char* job_dir = std::getenv("EMBODY_JOB_DIR");
+      !file.empty() && file[0] != '/' && job_dir != nullptr && job_dir[0] == '/') {
+    file = std::string(job_dir) + "/" + file;
   }
   auto text = common::ReadFile(file);
   if (!text.ok()) return Fail("cannot read " + file);

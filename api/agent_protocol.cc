@@ -9,6 +9,7 @@ namespace api {
 
 using common::InvalidArgument;
 using common::Result;
+using common::Status;
 using nlohmann::json;
 
 namespace {
@@ -95,8 +96,29 @@ json ToJson(const HeartbeatRequest& r) {
 json ToJson(const HeartbeatResponse& r) {
   json cmds = json::array();
   for (const auto& c : r.commands) {
-    json j{{"type", c.type == Command::Type::kLaunch ? "launch" : "kill"}, {"job_id", c.job_id}};
+    const char* type = c.type == Command::Type::kLaunch   ? "launch"
+                       : c.type == Command::Type::kWorker ? "worker"
+                                                          : "kill";
+    json j{{"type", type}, {"job_id", c.job_id}};
+    if (c.type == Command::Type::kWorker) {
+      j["tenant_id"] = c.tenant_id;
+      j["tenant"] = c.tenant;
+      j["attempt"] = c.attempt;
+      j["spec"] = c.spec;
+      j["job_token_sha256"] = c.job_token_sha256;
+      j["hosts"] = json::array();
+      for (const auto& h : c.hosts) {
+        j["hosts"].push_back({{"node_id", h.node_id}, {"name", h.name}, {"address", h.address},
+                              {"ranks", h.ranks}, {"agent_url", h.agent_url}});
+      }
+      if (!c.log_bytes.empty()) {
+        json bytes = json::object();
+        for (const auto& [rank, n] : c.log_bytes) bytes[std::to_string(rank)] = n;
+        j["log_bytes"] = bytes;
+      }
+    }
     if (c.type == Command::Type::kLaunch) {
+      if (!c.job_token.empty()) j["job_token"] = c.job_token;
       j["tenant_id"] = c.tenant_id;
       j["tenant"] = c.tenant;
       j["attempt"] = c.attempt;
@@ -118,7 +140,8 @@ json ToJson(const HeartbeatResponse& r) {
       j["hosts"] = json::array();
       for (const auto& h : c.hosts) {
         j["hosts"].push_back(
-            {{"node_id", h.node_id}, {"name", h.name}, {"address", h.address}, {"ranks", h.ranks}});
+            {{"node_id", h.node_id}, {"name", h.name}, {"address", h.address}, {"ranks", h.ranks},
+             {"agent_url", h.agent_url}});
       }
     }
     cmds.push_back(std::move(j));
@@ -210,6 +233,22 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
   }
 }
 
+namespace {
+
+Status ParseLogBytes(const json& c, Command* cmd) {
+  if (!c.contains("log_bytes")) return Status::Ok();
+  for (const auto& [rank, n] : c.at("log_bytes").items()) {
+    auto r = common::ParseInt(rank, -1, std::numeric_limits<int>::max());
+    if (!r.ok() || !n.is_number_integer() || n.get<int64_t>() < 0) {
+      return InvalidArgument("bad log_bytes", "log_bytes");
+    }
+    cmd->log_bytes[*r] = n.get<int64_t>();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
   try {
     HeartbeatResponse r;
@@ -234,19 +273,26 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
             return InvalidArgument("bad resume_checkpoint", "resume_checkpoint");
           }
         }
-        if (c.contains("log_bytes")) {
-          for (const auto& [rank, n] : c.at("log_bytes").items()) {
-            auto r = common::ParseInt(rank, -1, std::numeric_limits<int>::max());
-            if (!r.ok() || !n.is_number_integer() || n.get<int64_t>() < 0) {
-              return InvalidArgument("bad log_bytes", "log_bytes");
-            }
-            cmd.log_bytes[*r] = n.get<int64_t>();
-          }
-        }
+        EMBODY_RETURN_IF_ERROR(ParseLogBytes(c, &cmd));
+        cmd.job_token = c.value("job_token", "");
         for (const auto& h : c.at("hosts")) {
           cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
-                               h.at("address").get<std::string>(), h.at("ranks").get<int>()});
+                               h.at("address").get<std::string>(), h.at("ranks").get<int>(),
+                               h.value("agent_url", "")});
         }
+      } else if (type == "worker") {
+        cmd.type = Command::Type::kWorker;
+        cmd.tenant_id = c.at("tenant_id").get<int64_t>();
+        cmd.tenant = c.value("tenant", "");
+        cmd.attempt = c.at("attempt").get<int>();
+        cmd.spec = c.at("spec");
+        cmd.job_token_sha256 = c.at("job_token_sha256").get<std::string>();
+        for (const auto& h : c.value("hosts", json::array())) {
+          cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
+                               h.at("address").get<std::string>(), h.at("ranks").get<int>(),
+                               h.value("agent_url", "")});
+        }
+        EMBODY_RETURN_IF_ERROR(ParseLogBytes(c, &cmd));
       } else if (type == "kill") {
         cmd.type = Command::Type::kKill;
       } else {

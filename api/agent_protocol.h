@@ -119,6 +119,9 @@ struct HostSlot {
   std::string name;
   std::string address;
   int ranks = 0;  // ranks of this job on that node
+  // The node's agent (RegisterRequest::agent_url): where the head's `embody-agent rsh` asks for
+  // Open MPI's daemon on that node (docs/multinode.md). Empty from an older server.
+  std::string agent_url;
 };
 
 // A checkpoint in the server's blob store (GET /v1/jobs/{job_id}/checkpoints/{id}/data).
@@ -133,8 +136,15 @@ struct CheckpointRef {
 // A launch command is repeated in every heartbeat reply until the head agent acknowledges it
 // (HeartbeatRequest::launched); the agent treats a launch of an attempt it already holds, or has
 // already run, as a no-op.
+//
+// A worker command tells a node other than the head that it holds part of a scheduled or running
+// job: it is in every reply while the job is SCHEDULED or RUNNING, and the agent takes the worker
+// commands of each reply as the whole set of its assignments (one that is gone has ended there).
+// It carries what the node needs to start Open MPI's daemon for the job when the head asks
+// (docs/multinode.md): the job, attempt, tenant, spec, log_bytes, the SHA-256 of the job token,
+// and in `hosts` this node's own entry (its ranks of the job).
 struct Command {
-  enum class Type { kLaunch, kKill };
+  enum class Type { kLaunch, kKill, kWorker };
   Type type = Type::kLaunch;
   int64_t job_id = 0;
   // kLaunch only:
@@ -154,6 +164,11 @@ struct Command {
   // Bytes of each rank's log (-1: the launcher) the server already holds from earlier attempts:
   // this attempt's log bytes continue after them. Empty for a first start.
   std::map<int, int64_t> log_bytes;
+  // kLaunch: the job's token for this attempt (EMBODY_JOB_TOKEN of its ranks, and the credential
+  // of its daemons on the other nodes); empty from an older server: the agent makes one.
+  std::string job_token;
+  // kWorker: hex SHA-256 of the attempt's job token, which a daemon request must present.
+  std::string job_token_sha256;
 };
 
 struct HeartbeatResponse {

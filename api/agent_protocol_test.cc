@@ -86,6 +86,44 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   EXPECT_EQ(p->commands[1].type, Command::Type::kKill);
 }
 
+TEST(AgentProtocolTest, MultiNodeLaunchAndWorkerRoundTrip) {
+  HeartbeatResponse r;
+  Command launch;
+  launch.job_id = 9;
+  launch.spec = {{"name", "x"}};
+  launch.job_token = "secret";
+  launch.hosts = {{1, "n1", "10.0.0.1", 2, "http://10.0.0.1:7001"},
+                  {2, "n2", "10.0.0.2", 1, "http://10.0.0.2:7002"}};
+  r.commands.push_back(launch);
+  Command worker;
+  worker.type = Command::Type::kWorker;
+  worker.job_id = 9;
+  worker.tenant_id = 4;
+  worker.tenant = "acme";
+  worker.attempt = 2;
+  worker.spec = {{"kind", "command"}};
+  worker.job_token_sha256 = std::string(64, 'b');
+  worker.log_bytes = {{1, 100}};
+  r.commands.push_back(worker);
+  auto p = ParseHeartbeatResponse(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->commands.size(), 2u);
+  EXPECT_EQ(p->commands[0].job_token, "secret");
+  EXPECT_EQ(p->commands[0].hosts[1].agent_url, "http://10.0.0.2:7002");
+  const Command& w = p->commands[1];
+  EXPECT_EQ(w.type, Command::Type::kWorker);
+  EXPECT_EQ(w.tenant_id, 4);
+  EXPECT_EQ(w.tenant, "acme");
+  EXPECT_EQ(w.attempt, 2);
+  EXPECT_EQ(w.spec, r.commands[1].spec);
+  EXPECT_EQ(w.job_token_sha256, std::string(64, 'b'));
+  EXPECT_EQ(w.log_bytes.at(1), 100);
+  // A worker command without the token's digest is refused, not taken as "no credential".
+  auto wire = ToJson(r);
+  wire["commands"][1].erase("job_token_sha256");
+  EXPECT_FALSE(ParseHeartbeatResponse(wire).ok());
+}
+
 TEST(AgentProtocolTest, BadInputIsAnError) {
   EXPECT_FALSE(ParseRegisterRequest({{"name", "n"}}).ok());
   EXPECT_FALSE(ParseHeartbeatRequest({{"running", {"x"}}}).ok());

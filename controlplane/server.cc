@@ -206,8 +206,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
         if (!v.ok()) return v.status();
         const int want =
             db::EmbeddedMigrations().empty() ? 0 : db::EmbeddedMigrations().back().version;
-        if (*v < want) {
-          return common::Unavailable("schema version " + std::to_string(*v) + " < " +
+        // Older: migrating. Newer: a newer replica migrated it; this one must not serve it.
+        if (*v != want) {
+          return common::Unavailable("schema version " + std::to_string(*v) + ", this binary's " +
                                      std::to_string(want));
         }
         return Status::Ok();

@@ -25,7 +25,7 @@ packages=(
 # kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian
 # host linux-image-amd64 is normally there already.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod)
+  packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.

@@ -34,6 +34,16 @@ common::Result<int> ApplyMigrations(PgPool& pool, const std::vector<Migration>& 
   for (size_t i = 0; i < applied->size(); ++i) {
     newest = std::max<int>(newest, static_cast<int>(applied->Int(i, "version")));
   }
+  // A database migrated by a newer binary: this one does not know its tables, and writing to them
+  // could corrupt what the newer server wrote. Upgrades go forward only (docs/operations.md).
+  const int known = migrations.empty() ? 0 : migrations.back().version;
+  if (newest > known) {
+    return common::FailedPrecondition(
+        "the database's schema is version " + std::to_string(newest) +
+        ", newer than this binary's " + std::to_string(known) +
+        ": run the embody-server that migrated it (or a newer one), or restore a backup made "
+        "before the upgrade");
+  }
   int count = 0;
   // Migrations apply all together or not at all, so a half-migrated database never exists.
   for (const Migration& m : migrations) {

@@ -22,7 +22,8 @@ struct Migration {
 // Generated from migrations/*.sql, sorted by version.
 const std::vector<Migration>& EmbeddedMigrations();
 
-// Applies every migration newer than the database's; returns how many were applied.
+// Applies every migration newer than the database's; returns how many were applied. A database
+// at a newer version than the newest of `migrations` is refused (failed_precondition), unchanged.
 common::Result<int> ApplyMigrations(PgPool& pool, const std::vector<Migration>& migrations);
 // The newest version recorded in schema_migrations (0 when none or the table is missing).
 // `wait_ms`: the longest wait for a pooled connection (default: the pool's), so a readiness

@@ -26,8 +26,8 @@ constexpr char kSelectNode[] =
 
 constexpr char kSelectAllocation[] =
     "SELECT a.job_id, a.node_id, n.name AS node_name, n.address AS node_address, a.ranks,"
-    " a.slots, a.slot_type, a.is_head, a.launched, a.launch_sends"
-    " FROM job_allocations a JOIN nodes n ON n.id = a.node_id ";
+    " a.slots, a.slot_type, a.is_head, a.launched, a.launch_sends, a.job_token,"
+    " n.agent_url AS node_agent_url FROM job_allocations a JOIN nodes n ON n.id = a.node_id ";
 
 std::vector<NodeRecord> ToNodes(const PgRows& r) {
   std::vector<NodeRecord> out;
@@ -128,6 +128,8 @@ Result<std::vector<AllocationRecord>> PgAllocationStore::Query(const std::string
     a.is_head = r->Bool(i, "is_head");
     a.launched = r->Bool(i, "launched");
     a.launch_sends = static_cast<int>(r->Int(i, "launch_sends"));
+    a.job_token = r->Str(i, "job_token");
+    a.node_agent_url = r->Str(i, "node_agent_url");
     out.push_back(std::move(a));
   }
   return out;
@@ -135,10 +137,10 @@ Result<std::vector<AllocationRecord>> PgAllocationStore::Query(const std::string
 
 Status PgAllocationStore::Insert(const AllocationRecord& a) {
   return OkOr(tx_.Exec(
-      "INSERT INTO job_allocations (job_id, node_id, ranks, slots, slot_type, is_head, launched)"
-      " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+      "INSERT INTO job_allocations (job_id, node_id, ranks, slots, slot_type, is_head, launched,"
+      " job_token) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
       {P(a.job_id), P(a.node_id), P(a.ranks), P(a.slots), P(a.slot_type), P(a.is_head),
-       P(a.launched)}));
+       P(a.launched), P(a.job_token)}));
 }
 
 Result<std::vector<AllocationRecord>> PgAllocationStore::ForJob(int64_t job_id) {
@@ -212,7 +214,8 @@ Status PgAllocationStore::CountLaunchesSent(const std::vector<int64_t>& job_ids,
 
 Status PgAllocationStore::ReleaseForJob(int64_t job_id) {
   return OkOr(
-      tx_.Exec("UPDATE job_allocations SET released = true WHERE job_id = $1", {P(job_id)}));
+      tx_.Exec("UPDATE job_allocations SET released = true, job_token = '' WHERE job_id = $1",
+               {P(job_id)}));
 }
 
 Status PgAllocationStore::DeleteForJob(int64_t job_id) {

@@ -35,6 +35,35 @@ TEST_F(StoresPgTest, MigrationsApplyOnceAndReapplyAsNoOp) {
   EXPECT_EQ(*db::ApplyMigrations(**pool, db::EmbeddedMigrations()), 0);
 }
 
+// Upgrades go forward only: a database a newer binary migrated is refused, and left as it was.
+TEST_F(StoresPgTest, ADatabaseFromANewerSchemaIsRefused) {
+  const int newest = db::EmbeddedMigrations().back().version;
+  {
+    auto tx = db::PgTx::Begin(*pool_);
+    ASSERT_TRUE(tx.ok());
+    ASSERT_TRUE((*tx)->Exec("INSERT INTO schema_migrations (version, name) VALUES ($1, 'future')",
+                            {db::P(newest + 1)})
+                    .ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  auto applied = db::ApplyMigrations(*pool_, db::EmbeddedMigrations());
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(applied.status().message().find("version " + std::to_string(newest + 1)),
+            std::string::npos)
+      << applied.status().ToString();
+  EXPECT_EQ(*db::CurrentSchemaVersion(*pool_), newest + 1);
+  // One version behind the database is refused the same way; the same version is a no-op.
+  std::vector<db::Migration> older(db::EmbeddedMigrations().begin(),
+                                   db::EmbeddedMigrations().end() - 1);
+  std::vector<db::Migration> with_future = db::EmbeddedMigrations();
+  with_future.push_back({newest + 1, "future", "SELECT 1"});
+  EXPECT_FALSE(db::ApplyMigrations(*pool_, older).ok());
+  auto same = db::ApplyMigrations(*pool_, with_future);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(*same, 0);
+}
+
 // A statement's text is prepared once per connection and survives a rolled-back transaction.
 TEST_F(StoresPgTest, StatementsArePreparedOncePerConnection) {
   const std::string sql = "SELECT $1::bigint + 1 AS n";

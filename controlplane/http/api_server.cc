@@ -8,6 +8,7 @@
 
 #include "common/http/status_http.h"
 #include "common/parse_int.h"
+#include "controlplane/http/gated_server.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
 
@@ -20,6 +21,15 @@ constexpr size_t kTransportBodyLimit = 8 * 1024 * 1024;
 // The most of a body read from a request that names no bearer token.
 constexpr int64_t kUnauthenticatedBodyLimit = 64 * 1024;
 constexpr size_t kHttpThreads = 32;
+// Connections the kernel completes before the accept loop takes them: every agent reconnects at
+// once after a server restart.
+constexpr int kListenBacklog = 1024;
+
+GateOptions Gate() {
+  GateOptions o;
+  o.workers = kHttpThreads;
+  return o;
+}
 }  // namespace
 
 struct ApiServer::Impl {
@@ -27,14 +37,14 @@ struct ApiServer::Impl {
       : deps(std::move(d)),
         router(server, *deps.db, *deps.metrics, deps.router, deps.now_ms) {}
   ApiDeps deps;
-  httplib::Server server;
+  // Workers serve whole requests only: idle and slow clients wait at its gate (gated_server.h).
+  GatedServer server{Gate()};
   Router router;
   std::atomic<bool> stopping{false};
 };
 
 ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps))) {
   Impl& m = *impl_;
-  m.server.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   m.server.set_payload_max_length(kTransportBodyLimit);
   m.server.set_read_timeout(30, 0);
   // Requests arrive as separate header and body writes; without TCP_NODELAY on both ends Nagle's
@@ -144,7 +154,7 @@ ApiServer::~ApiServer() { Stop(); }
 common::Result<int> ApiServer::Bind(const std::string& host, int port) {
   int bound = port == 0 ? impl_->server.bind_to_any_port(host)
                         : (impl_->server.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
+  if (bound <= 0 || !impl_->server.SetListenBacklog(kListenBacklog)) {
     return common::Unavailable("cannot listen on " + host + ":" + std::to_string(port));
   }
   return bound;
@@ -170,6 +180,7 @@ bool ApiServer::WaitUntilServing(double seconds) {
 void ApiServer::Stop() {
   impl_->stopping = true;
   impl_->server.stop();
+  impl_->server.StopGate();
 }
 
 }  // namespace controlplane::http

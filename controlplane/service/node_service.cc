@@ -474,8 +474,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
       c.spec = std::move(spec);
       for (const AllocationRecord& h : r.live[a.job_id]) {
-        c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks});
+        c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks, h.node_agent_url});
       }
+      c.job_token = a.job_token;
       // A restarted job continues from where its last attempt got to.
       EMBODY_ASSIGN_OR_RETURN(ckpt, uow.events().LatestCheckpoint(job->id));
       if (ckpt) c.resume_from = ckpt->path;
@@ -488,6 +489,24 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       sent.push_back(a.job_id);
+      reply.commands.push_back(std::move(c));
+    } else if (!a.is_head && !a.job_token.empty() &&
+               (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
+      // A node that runs part of the job without being its head: it starts Open MPI's daemon
+      // when the head's `embody-agent rsh` asks with the job's token (docs/multinode.md). Sent in
+      // every reply while the job lives: the agent takes the set as its whole assignment list.
+      api::Command c;
+      c.type = api::Command::Type::kWorker;
+      c.job_id = job->id;
+      c.tenant_id = job->tenant_id;
+      c.tenant = job->tenant;
+      c.attempt = job->attempt;
+      EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
+      c.spec = std::move(spec);
+      c.job_token_sha256 = common::Sha256Hex(a.job_token);
+      c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});
+      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
+      for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {

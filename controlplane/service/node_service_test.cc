@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "api/job_event_check.h"
+#include "common/crypto.h"
 
 #include "controlplane/testing/memory_service_fixture.h"
 
@@ -202,6 +203,55 @@ TEST_F(NodeServiceTest, DrainingIsForClusterAdmins) {
   ASSERT_TRUE(drained.ok());
   EXPECT_EQ((*drained)["draining"], true);
   EXPECT_EQ(nodes_->SetDraining(root, n1 + 100, true).status().code(), Code::kNotFound);
+}
+
+// A job on two nodes: the head's launch carries the attempt's job token and every node's agent
+// URL; the other node gets a worker command with the token's digest only, while the job lives.
+TEST_F(NodeServiceTest, AMultiNodeJobGivesTheHeadTheTokenAndTheOtherNodeItsDigest) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal cred2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  auto jobs = Jobs();
+  auto sub = jobs.Submit(member_, Spec("two"), "");
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const int64_t id = sub->job.job.id;
+  {
+    auto uow = Begin();
+    ASSERT_TRUE(uow->allocations().Insert({id, n1, "", "", 1, 1, "cpu", true, false, 0, "t0k"}).ok());
+    ASSERT_TRUE(uow->allocations().Insert({id, n2, "", "", 1, 1, "cpu", false, false, 0, "t0k"}).ok());
+    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
+    j.state = JobState::kScheduled;
+    ASSERT_TRUE(uow->jobs().Update(j).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto head = nodes_->Heartbeat(cred1, n1, {});
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  ASSERT_EQ(head->commands.size(), 1u);
+  const api::Command& launch = head->commands[0];
+  EXPECT_EQ(launch.type, api::Command::Type::kLaunch);
+  EXPECT_EQ(launch.job_token, "t0k");
+  ASSERT_EQ(launch.hosts.size(), 2u);
+  EXPECT_EQ(launch.hosts[0].agent_url, "http://n1");
+  EXPECT_EQ(launch.hosts[1].agent_url, "http://n2");
+
+  auto other = nodes_->Heartbeat(cred2, n2, {});
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  ASSERT_EQ(other->commands.size(), 1u);
+  const api::Command& worker = other->commands[0];
+  EXPECT_EQ(worker.type, api::Command::Type::kWorker);
+  EXPECT_EQ(worker.job_id, id);
+  EXPECT_EQ(worker.tenant_id, a_);
+  EXPECT_EQ(worker.job_token_sha256, common::Sha256Hex("t0k"));
+  EXPECT_TRUE(worker.job_token.empty());
+  EXPECT_EQ(worker.spec["name"], "two");
+
+  // Once the head reports it ended, the other node is told nothing more about it.
+  api::HeartbeatRequest done;
+  done.finished.push_back({id, 0, "exited with code 0", false});
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, done).ok());
+  auto after = nodes_->Heartbeat(cred2, n2, {});
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->commands.empty());
 }
 
 }  // namespace

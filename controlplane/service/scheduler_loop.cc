@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/crypto.h"
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
@@ -129,8 +130,12 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, accrual.state.usage)),
                opts_.schedule);
   for (const Placement& p : d.placements) {
+    // One token for the attempt, on every node of it: the head hands it to the job, the others
+    // check the job's daemon requests against it (docs/multinode.md).
+    const std::string job_token = common::RandomToken();
     for (size_t i = 0; i < p.nodes.size(); ++i) {
       AllocationRecord a;
+      a.job_token = job_token;
       a.job_id = p.job_id;
       a.node_id = p.nodes[i].node_id;
       a.ranks = p.nodes[i].ranks;
@@ -157,8 +162,10 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   }
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   stats.scheduled += static_cast<int64_t>(d.placements.size());
+  // Every node of a placement: the head gets its launch, the others their worker command, which
+  // must be there before the head's mpirun asks them to start a daemon.
   for (const Placement& p : d.placements) {
-    if (!p.nodes.empty()) stats.command_nodes.push_back(p.nodes[0].node_id);
+    for (const auto& n : p.nodes) stats.command_nodes.push_back(n.node_id);
   }
   stats.preempted = stats.preempted || !d.preemptions.empty();
   stats.waiting += static_cast<int64_t>(d.waiting.size());

@@ -38,7 +38,8 @@ struct CycleStats {
   bool leader = false;
   double seconds = 0;
   int64_t scheduled = 0;  // jobs placed this cycle
-  // Nodes that have a command since this cycle (head nodes of placed jobs); `preempted`: some
+  // Nodes that have a command since this cycle (every node of a placed job: the head's launch,
+  // the others' worker commands); `preempted`: some
   // job was preempted, and every node may have a kill. Held heartbeats are woken for them.
   std::vector<int64_t> command_nodes;
   bool preempted = false;

@@ -72,25 +72,31 @@ TEST_F(SchedulerLoopTest, AGangGetsAllItsNodesAtOnceAndItsHeadLaunchesIt) {
   EXPECT_EQ(placed[0].ranks, 2);
   EXPECT_NE(placed[0].node_id, placed[1].node_id);
 
-  // Only the head's agent is told to launch, with every host, until it acknowledges the launch.
+  // Only the head's agent is told to launch, with every host, until it acknowledges the launch;
+  // the other node learns of its part (a worker command with the digest of the attempt's token).
   const bool head_is_n1 = placed[0].node_id == n1;
   const Principal& head = head_is_n1 ? c1 : c2;
   const Principal& other = head_is_n1 ? c2 : c1;
-  auto none = nodes_->Heartbeat(other, other.node_id, {});
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->commands.empty());
+  auto worker_only = [&](const common::Result<api::HeartbeatResponse>& r) {
+    return r.ok() && r->commands.size() == 1 &&
+           r->commands[0].type == api::Command::Type::kWorker && r->commands[0].job_id == gang;
+  };
+  EXPECT_TRUE(worker_only(nodes_->Heartbeat(other, other.node_id, {})));
+  EXPECT_FALSE(placed[0].job_token.empty());
+  EXPECT_EQ(placed[0].job_token, placed[1].job_token);  // one per attempt
   auto launch = nodes_->Heartbeat(head, head.node_id, {});
   ASSERT_TRUE(launch.ok());
   ASSERT_EQ(launch->commands.size(), 1u);
   EXPECT_EQ(launch->commands[0].job_id, gang);
   ASSERT_EQ(launch->commands[0].hosts.size(), 2u);
   EXPECT_EQ(launch->commands[0].hosts[0].node_id, head.node_id);
+  EXPECT_EQ(launch->commands[0].job_token, placed[0].job_token);
   EXPECT_EQ(nodes_->Heartbeat(head, head.node_id, {})->commands.size(), 1u);
   api::HeartbeatRequest acked;
   acked.has_launched = true;
   acked.launched = {{gang, 0}};
   EXPECT_TRUE(nodes_->Heartbeat(head, head.node_id, acked)->commands.empty());
-  EXPECT_TRUE(nodes_->Heartbeat(other, other.node_id, {})->commands.empty());
+  EXPECT_TRUE(worker_only(nodes_->Heartbeat(other, other.node_id, {})));
 
   // When it ends its slots come back and the waiting job is placed.
   api::HeartbeatRequest done;

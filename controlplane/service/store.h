@@ -131,6 +131,10 @@ struct AllocationRecord {
   // running or ended).
   bool launched = false;
   int launch_sends = 0;  // heartbeat replies that carried the launch
+  // The attempt's job token (one for every node of the placement; docs/multinode.md). Cleared
+  // when the placement is released.
+  std::string job_token;
+  std::string node_agent_url;  // filled on reads
 };
 
 // Whether the job may have started on its head node: a launch was handed out (and may have

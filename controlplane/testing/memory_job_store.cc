@@ -171,6 +171,7 @@ std::vector<AllocationRecord> MemoryAllocationStore::Rows(int64_t job_id, bool l
     if (n != nodes.end()) {
       a.node_name = n->second.name;
       a.node_address = n->second.address;
+      a.node_agent_url = n->second.agent_url;
     }
     out.push_back(std::move(a));
   }
@@ -201,6 +202,7 @@ Status MemoryAllocationStore::Insert(const AllocationRecord& a) {
   row.a = a;
   row.a.node_name.clear();
   row.a.node_address.clear();
+  row.a.node_agent_url.clear();
   tx_.tables.allocations.mut().emplace(std::make_pair(a.job_id, a.node_id), std::move(row));
   return Status::Ok();
 }
@@ -258,6 +260,7 @@ Status MemoryAllocationStore::ReleaseForJob(int64_t job_id) {
   for (auto it = rows.lower_bound({job_id, INT64_MIN});
        it != rows.end() && it->first.first == job_id; ++it) {
     it->second.released = true;
+    it->second.a.job_token.clear();
   }
   return Status::Ok();
 }

@@ -274,8 +274,8 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   const int64_t job = this->AddJob(a, "gang"), other = this->AddJob(a, "single");
   auto uow = this->Begin();
   auto& allocs = uow->allocations();
-  ASSERT_TRUE(allocs.Insert({job, n1, "", "", 1, 2, "cpu", false, false}).ok());
-  ASSERT_TRUE(allocs.Insert({job, n2, "", "", 1, 2, "cpu", true, false}).ok());
+  ASSERT_TRUE(allocs.Insert({job, n1, "", "", 1, 2, "cpu", false, false, 0, "tok"}).ok());
+  ASSERT_TRUE(allocs.Insert({job, n2, "", "", 1, 2, "cpu", true, false, 0, "tok"}).ok());
   ASSERT_TRUE(allocs.Insert({other, n1, "", "", 1, 1, "cpu", true, false}).ok());
   auto gang = *allocs.ForJob(job);
   ASSERT_EQ(gang.size(), 2u);
@@ -284,7 +284,10 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   EXPECT_EQ(gang[0].node_name, "n2");
   EXPECT_EQ(gang[0].node_address, "10.0.0.2");
   EXPECT_EQ(gang[0].slots, 2);
+  EXPECT_EQ(gang[0].node_agent_url, "http://n2");
+  EXPECT_EQ(gang[0].job_token, "tok");
   EXPECT_EQ(gang[1].node_id, n1);
+  EXPECT_EQ(gang[1].job_token, "tok");
   auto on_n1 = *allocs.ForNode(n1);
   ASSERT_EQ(on_n1.size(), 2u);
   EXPECT_EQ(on_n1[0].job_id, job);
@@ -306,6 +309,7 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   ASSERT_TRUE(allocs.ReleaseForJob(job).ok());
   EXPECT_TRUE(allocs.ForJob(job)->empty());            // no slots held
   EXPECT_EQ(allocs.PlacementForJob(job)->size(), 2u);  // where it ran is kept
+  EXPECT_EQ((*allocs.PlacementForJob(job))[0].job_token, "");  // its credential is not
   EXPECT_EQ(allocs.ForNode(n1)->size(), 1u);
   EXPECT_EQ(allocs.All()->size(), 1u);
   EXPECT_EQ(uow->tenants().UsageNow(a)->slots_in_use, 1);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -122,7 +123,7 @@ bool LocalStack::Start() {
   server_ = std::make_unique<ChildProcess>();
   std::vector<std::string> server_argv{bin + "/embody-server",
                                        "--listen",
-                                       "127.0.0.1:0",
+                                       server_host_ + ":0",
                                        "--db",
                                        pg_->conninfo(),
                                        "--data-dir",
@@ -137,12 +138,14 @@ bool LocalStack::Start() {
     server_argv.insert(server_argv.end(), {"--dataset-root", dataset_root_});
   }
   server_argv.insert(server_argv.end(), server_flags_.begin(), server_flags_.end());
+  server_argv_ = server_argv;
+  server_starts_ = 1;
   common::Status started = server_->Start(server_argv, dir_ + "/server.log");
   if (!started.ok() || !WaitForFile(port_file, 30) || !WaitForFile(bootstrap, 10)) {
     std::fprintf(stderr, "server did not start:\n%s\n", ReadAll(dir_ + "/server.log").c_str());
     return false;
   }
-  url_ = "http://127.0.0.1:" + ReadAll(port_file);
+  url_ = "http://" + server_host_ + ":" + ReadAll(port_file);
   while (!url_.empty() && (url_.back() == '\n' || url_.back() == ' ')) url_.pop_back();
   json b = json::parse(ReadAll(bootstrap), nullptr, false);
   if (b.is_discarded() || !b.contains("admin_token")) {
@@ -184,6 +187,12 @@ bool LocalStack::Start() {
                                         metrics_token_file()};
     if (!dataset_root_.empty())
       agent_argv.insert(agent_argv.end(), {"--dataset-root", dataset_root_});
+    if (i < static_cast<int>(agent_places_.size()) && !agent_places_[i].address.empty()) {
+      const AgentPlace& place = agent_places_[i];
+      *(std::find(agent_argv.begin(), agent_argv.end(), "--address") + 1) = place.address;
+      agent_argv.insert(agent_argv.end(), {"--listen", place.address + ":0"});
+      agent_argv.insert(agent_argv.begin(), place.prefix.begin(), place.prefix.end());
+    }
     agent_argv.insert(agent_argv.end(), agent_flags_.begin(), agent_flags_.end());
     common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
@@ -203,6 +212,32 @@ bool LocalStack::Start() {
   }
   std::fprintf(stderr, "agents did not come up:\n%s\n",
                ReadAll(dir_ + "/agent-node-a.log").c_str());
+  return false;
+}
+
+void LocalStack::KillServer() { server_->Kill(); }
+
+int LocalStack::server_pid() const { return server_ ? server_->pid() : -1; }
+
+bool LocalStack::RestartServer() {
+  // The same port as before, so agents and clients find it where they left it.
+  std::vector<std::string> argv = server_argv_;
+  const std::string port = url_.substr(url_.rfind(':') + 1);
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == "--listen") argv[i + 1] = server_host_ + ":" + port;
+  }
+  server_ = std::make_unique<ChildProcess>();
+  const std::string log = dir_ + "/server-" + std::to_string(++server_starts_) + ".log";
+  if (common::Status st = server_->Start(argv, log); !st.ok()) {
+    std::fprintf(stderr, "server did not restart: %s\n", st.ToString().c_str());
+    return false;
+  }
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    if (Get("/readyz").status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::fprintf(stderr, "server did not come back:\n%s\n", ReadAll(log).c_str());
   return false;
 }
 

@@ -38,6 +38,16 @@ class LocalStack {
     agent_flags_.insert(agent_flags_.end(), flags.begin(), flags.end());
   }
 
+  // The server listens on `host` (default 127.0.0.1), e.g. an address agents in network
+  // namespaces reach; before Start().
+  void SetServerHost(const std::string& host) { server_host_ = host; }
+  // Agent `i` runs as `prefix... embody-agent ...` (e.g. {"ip", "netns", "exec", "ns"}) with
+  // --address and --listen on `address` instead of 127.0.0.1; before Start().
+  void PlaceAgent(int i, std::vector<std::string> prefix, const std::string& address) {
+    if (static_cast<int>(agent_places_.size()) <= i) agent_places_.resize(i + 1);
+    agent_places_[i] = {std::move(prefix), address};
+  }
+
   // Gives the server and every agent `--dataset-root <dir>/datasets` (made here, 0755), the
   // shared directory where imported dataset versions live; call before Start().
   void EnableDatasetRoot();
@@ -65,6 +75,12 @@ class LocalStack {
     return dir_ + "/agents/node-" + std::string(1, static_cast<char>('a' + i));
   }
 
+  // The server killed with SIGKILL (no clean-up of its own), then started again on the same
+  // address, PostgreSQL and data directory; RestartServer waits until it answers /readyz.
+  void KillServer();
+  bool RestartServer();
+  int server_pid() const;
+
   const std::string& url() const { return url_; }
   // Where embody-server, embody-agent, embody-engine, embody-data and the `embody` CLI are.
   static std::string bin_dir();
@@ -89,6 +105,12 @@ class LocalStack {
   int slots_;
   std::vector<std::string> server_flags_;
   std::vector<std::string> agent_flags_;
+  std::string server_host_ = "127.0.0.1";
+  struct AgentPlace {
+    std::vector<std::string> prefix;
+    std::string address;
+  };
+  std::vector<AgentPlace> agent_places_;
   std::string dir_;
   std::string dataset_root_;
   std::string url_;
@@ -96,6 +118,8 @@ class LocalStack {
   std::string metrics_token_;
   std::unique_ptr<PgCluster> pg_;
   std::unique_ptr<ChildProcess> server_;
+  std::vector<std::string> server_argv_;
+  int server_starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> agent_procs_;
 };
 

@@ -1,0 +1,360 @@
+#include "agent/rsh_bridge.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/mpi_launch.h"
+#include "agent/process_tree.h"
+#include "agent/rsh_protocol.h"
+#include "agent/spawn.h"
+#include "common/crypto.h"
+#include "common/file_util.h"
+#include "common/log.h"
+
+namespace agent {
+namespace {
+
+constexpr size_t kMaxBodyBytes = 2 * kMaxDaemonCommandBytes;
+constexpr size_t kReadChunk = kMaxFramePayload;
+
+std::string BearerCredential(const std::string& authorization) {
+  const std::string kBearer = "Bearer ";
+  if (authorization.rfind(kBearer, 0) != 0) return "";
+  return authorization.substr(kBearer.size());
+}
+
+int64_t MemoryPerRank(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 0;
+  auto m = spec["resources"].find("memory_per_rank_bytes");
+  if (m == spec["resources"].end() || !m->is_number_integer()) return 0;
+  return std::max<int64_t>(0, m->get<int64_t>());
+}
+
+int SlotsPerRank(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 1;
+  auto s = spec["resources"].find("slots_per_rank");
+  if (s == spec["resources"].end() || !s->is_number_integer()) return 1;
+  return static_cast<int>(std::clamp<int64_t>(s->get<int64_t>(), 1, 1 << 16));
+}
+
+}  // namespace
+
+RemoteDaemon::~RemoteDaemon() {
+  if (output_fd_ >= 0) ::close(output_fd_);
+}
+
+RemoteDaemon::Update RemoteDaemon::Next(std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  Update u;
+  while (true) {
+    char buf[kReadChunk];
+    ssize_t n = ::read(output_fd_, buf, sizeof buf);
+    if (n > 0) {
+      u.output.assign(buf, static_cast<size_t>(n));
+      return u;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (exit_code_) {
+      // Everything the daemon wrote was read before its exit was recorded? Read once more.
+      lock.unlock();
+      n = ::read(output_fd_, buf, sizeof buf);
+      if (n > 0) {
+        u.output.assign(buf, static_cast<size_t>(n));
+        return u;
+      }
+      u.exit_code = exit_code_;
+      return u;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return u;
+    // Output is polled (a regular file has no readiness to wait for); an exit wakes at once.
+    changed_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+}
+
+void RemoteDaemon::Stop(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || exit_code_ || pid_ == 0) return;
+  stopping_ = true;
+  common::LogInfo("stopping job daemon", {{"job", std::to_string(job_id_)}, {"why", why}});
+  killer_ = std::thread([this] { Kill(); });
+}
+
+void RemoteDaemon::Kill() {
+  auto tree = JobTree(ListProcesses(), pid_, pid_);
+  SignalAll(tree, SIGTERM);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (changed_.wait_for(lock, grace_, [this] { return exit_code_.has_value(); })) return;
+  lock.unlock();
+  SignalAll(JobTree(ListProcesses(), pid_, pid_), SIGKILL);
+  // What left the session dies in Reap (cgroup and uid sweep) once the daemon has exited.
+}
+
+RshBridge::RshBridge(RshBridgeOptions options, UidPool* uids, RankLogs* logs)
+    : options_(std::move(options)), uids_(uids), logs_(logs) {}
+
+RshBridge::~RshBridge() {
+  std::vector<std::shared_ptr<RemoteDaemon>> all;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    assignments_.clear();
+    all = all_;
+  }
+  for (auto& d : all) d->Stop("agent shutting down");
+  for (auto& d : all) {
+    if (d->waiter_.joinable()) d->waiter_.join();
+    if (d->killer_.joinable()) d->killer_.join();
+  }
+}
+
+std::string RshBridge::JobDir(int64_t job_id) const {
+  return options_.data_dir + "/jobs/job-" + std::to_string(job_id);
+}
+
+std::string RshBridge::LogDir(int64_t job_id) const {
+  return options_.data_dir + "/logs/job-" + std::to_string(job_id);
+}
+
+void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
+  std::vector<std::shared_ptr<RemoteDaemon>> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<int64_t, Assignment> next;
+    for (const api::Command& w : workers) {
+      if (w.type != api::Command::Type::kWorker) continue;
+      Assignment a;
+      a.worker = w;
+      auto it = assignments_.find(w.job_id);
+      if (it != assignments_.end() && it->second.worker.attempt == w.attempt &&
+          it->second.worker.job_token_sha256 == w.job_token_sha256) {
+        a.daemon = it->second.daemon;
+      }
+      next[w.job_id] = std::move(a);
+    }
+    for (auto& [id, a] : assignments_) {
+      auto n = next.find(id);
+      if (a.daemon && (n == next.end() || n->second.daemon != a.daemon)) ended.push_back(a.daemon);
+    }
+    assignments_.swap(next);
+  }
+  for (auto& d : ended) d->Stop("the job's placement on this node ended");
+}
+
+void RshBridge::Kill(int64_t job_id) {
+  std::shared_ptr<RemoteDaemon> d;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = assignments_.find(job_id);
+    if (it == assignments_.end()) return;
+    d = it->second.daemon;
+    assignments_.erase(it);
+  }
+  if (d) d->Stop("job killed");
+}
+
+std::vector<int64_t> RshBridge::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<int64_t> out;
+  for (const auto& d : all_) {
+    std::lock_guard<std::mutex> dl(d->mu_);
+    if (!d->exit_code_) out.push_back(d->job_id_);
+  }
+  return out;
+}
+
+common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
+                                                               const std::string& authorization,
+                                                               const std::string& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = assignments_.find(job_id);
+  if (it == assignments_.end()) {
+    return common::NotFound("job " + std::to_string(job_id) + " has no part on this node");
+  }
+  Assignment& a = it->second;
+  const std::string token = BearerCredential(authorization);
+  if (token.empty() ||
+      !common::ConstantTimeEquals(common::Sha256Hex(token), a.worker.job_token_sha256)) {
+    return common::Status(common::Code::kUnauthenticated, "missing or wrong job token");
+  }
+  if (body.size() > kMaxBodyBytes) return common::InvalidArgument("body too large");
+  auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("argv") ||
+      !parsed["argv"].is_array() || parsed["argv"].size() > kMaxDaemonWords) {
+    return common::InvalidArgument("body must be {\"argv\": [words...]}", "argv");
+  }
+  std::vector<std::string> words;
+  for (const auto& w : parsed["argv"]) {
+    if (!w.is_string()) return common::InvalidArgument("argv must be strings", "argv");
+    words.push_back(w.get<std::string>());
+  }
+  EMBODY_ASSIGN_OR_RETURN(command, ParseDaemonCommand(words));
+  if (a.daemon) {
+    std::lock_guard<std::mutex> dl(a.daemon->mu_);
+    if (!a.daemon->exit_code_) {
+      return common::Status(common::Code::kAlreadyExists,
+                            "the job's daemon already runs on this node");
+    }
+  }
+  // Daemons that ended are joined and forgotten here (a stream may still hold one to read its
+  // last bytes), so the list holds at most the live ones and those just ended.
+  std::erase_if(all_, [](const std::shared_ptr<RemoteDaemon>& d) {
+    {
+      std::lock_guard<std::mutex> dl(d->mu_);
+      if (!d->exit_code_) return false;
+    }
+    if (d->waiter_.joinable()) d->waiter_.join();
+    if (d->killer_.joinable()) d->killer_.join();
+    return true;
+  });
+  if (live_ >= options_.max_daemons) {
+    return common::Status(common::Code::kResourceExhausted,
+                          "this node runs " + std::to_string(live_) + " job daemons already");
+  }
+
+  const api::Command& w = a.worker;
+  const std::string id = std::to_string(job_id);
+  const int local_ranks = w.hosts.empty() ? 1 : std::max(1, w.hosts[0].ranks);
+  LaunchInput in;
+  in.job_id = job_id;
+  in.spec = w.spec;
+  in.local_address = options_.address;
+  in.job_dir = JobDir(job_id);
+  in.checkpoint_dir = options_.data_dir + "/checkpoints/job-" + id;
+  in.engine = options_.engine;
+  in.rank_exec = options_.rank_exec;
+  in.path = options_.sandbox.path;
+  in.mpi_settings = options_.mpi_settings;
+  in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
+  in.kill_grace_s =
+      std::max<int>(1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
+  EMBODY_ASSIGN_OR_RETURN(
+      plan, BuildDaemonPlan(in, DaemonBinary(options_.mpirun, command.program),
+                            DaemonArgsForNode(command, in.job_dir + "/ranks")));
+
+  Started started;
+  std::optional<JobCredentials> creds;
+  if (options_.sandbox.switch_uid) {
+    EMBODY_ASSIGN_OR_RETURN(group, TenantGid(options_.sandbox, w.tenant_id));
+    EMBODY_ASSIGN_OR_RETURN(uid, uids_->Acquire(job_id));
+    started.uid = uid;
+    creds = JobCredentials{uid, static_cast<gid_t>(uid), group};
+  }
+  auto fail = [&](const common::Status& st) -> common::Status {
+    if (started.cgroup) (void)started.cgroup->Remove();
+    if (started.uid) {
+      LockDir(in.job_dir, uids_);
+      uids_->Release(*started.uid);
+    }
+    return st;
+  };
+  // A fresh job directory for this daemon, as the head makes one for mpirun.
+  const std::string daemons_dir = options_.data_dir + "/daemons";
+  const std::string output_path = daemons_dir + "/job-" + id + ".out";
+  common::Status st = MakePrivateDir(in.job_dir, creds);
+  if (st.ok()) st = MakePrivateDir(in.job_dir + "/tmp", creds);
+  if (st.ok()) st = MakePrivateDir(plan.ranks_dir, creds);
+  if (st.ok()) st = common::WriteFileAtomic(in.job_dir + "/spec.json", w.spec.dump(2) + "\n");
+  if (st.ok()) st = common::WriteFileAtomic(plan.command_path, plan.command);
+  if (st.ok()) st = MakePrivateDir(LogDir(job_id), std::nullopt);
+  if (st.ok()) st = common::MakeDirs(in.checkpoint_dir);
+  if (st.ok() && creds) st = AdoptTree(in.checkpoint_dir, *creds, *uids_);
+  if (st.ok()) st = common::MakeDirs(daemons_dir);
+  if (st.ok() && ::chmod(daemons_dir.c_str(), 0700) != 0) st = common::Internal("chmod " + daemons_dir);
+  if (!st.ok()) return fail(st);
+  ::unlink(output_path.c_str());
+
+  if (options_.cgroups.version != CgroupVersion::kNone) {
+    CgroupLimits limits;
+    limits.memory_bytes = MemoryPerRank(w.spec) * local_ranks;
+    limits.cpus = local_ranks * SlotsPerRank(w.spec);
+    limits.max_pids = options_.sandbox.max_processes;
+    auto cg = JobCgroup::Create(options_.cgroups, job_id, limits);
+    if (!cg.ok()) return fail(cg.status());
+    started.cgroup = std::move(*cg);
+  }
+
+  SpawnRequest req;
+  req.argv = plan.argv;
+  req.env = EnvironmentStrings(plan.env);
+  req.cwd = in.job_dir;
+  req.output_path = output_path;
+  if (started.cgroup) req.cgroup_procs = started.cgroup->ProcsFiles();
+  req.limits = JobRlimits(options_.sandbox);
+  req.no_new_privs = true;
+  req.credentials = creds;
+  logs_->AddJob(job_id, in.job_dir, LogDir(job_id), started.uid, w.log_bytes);
+  auto pid = SpawnInNewSession(req);
+  if (!pid.ok()) {
+    logs_->Collect(job_id, /*final=*/true);
+    logs_->MarkFinished(job_id);
+    return fail(pid.status());
+  }
+  auto daemon = std::shared_ptr<RemoteDaemon>(new RemoteDaemon(job_id, options_.kill_grace));
+  daemon->pid_ = *pid;
+  daemon->output_fd_ = ::open(output_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  common::LogInfo("job daemon started", {{"job", id},
+                                         {"attempt", std::to_string(w.attempt)},
+                                         {"pid", std::to_string(*pid)},
+                                         {"uid", started.uid ? std::to_string(*started.uid) : "agent's"}});
+  a.daemon = daemon;
+  all_.push_back(daemon);
+  ++live_;
+  daemon->waiter_ = std::thread(
+      [this, daemon, s = std::make_shared<Started>(std::move(started))]() mutable {
+        Reap(daemon, std::move(*s));
+      });
+  return daemon;
+}
+
+void RshBridge::Reap(std::shared_ptr<RemoteDaemon> d, Started started) {
+  const pid_t pid = d->pid_;
+  siginfo_t info{};
+  // WNOWAIT: the daemon stays a zombie, so its session id is not reused while its leftovers die.
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  for (int round = 0; round < 50; ++round) {
+    auto left = JobTree(ListProcesses(), pid, 0);
+    std::erase_if(left, [&](const ProcessId& p) { return p.pid == pid; });
+    if (left.empty() || SignalAll(left, SIGKILL) == 0) break;
+    ::usleep(20 * 1000);
+  }
+  if (started.cgroup) started.cgroup->KillAll();
+  if (started.uid) KillAllOfUid(*started.uid);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  logs_->Collect(d->job_id_, /*final=*/true);
+  logs_->MarkFinished(d->job_id_);
+  if (started.uid) {
+    LockDir(JobDir(d->job_id_), uids_);
+    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(d->job_id_), uids_);
+    uids_->Release(*started.uid);
+  }
+  if (started.cgroup) {
+    if (auto st = started.cgroup->Remove(); !st.ok()) {
+      common::LogWarn("cannot remove the job daemon's cgroup",
+                      {{"job", std::to_string(d->job_id_)}, {"error", st.message()}});
+    }
+  }
+  const int code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                       : (WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+  common::LogInfo("job daemon ended",
+                  {{"job", std::to_string(d->job_id_)}, {"exit_code", std::to_string(code)}});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --live_;
+  }
+  std::lock_guard<std::mutex> lock(d->mu_);
+  d->exit_code_ = code;
+  d->changed_.notify_all();
+}
+
+}  // namespace agent

@@ -1,0 +1,136 @@
+// The receiving end of the rsh bridge (docs/multinode.md): on a node that holds part of a job
+// whose head is another node, starts Open MPI's daemon for that job when the head's
+// `embody-agent rsh` asks (POST /v1/local/jobs/{id}/rsh, agent/local_api.h), streams its output
+// and exit back, and ends it when the stream or the job ends.
+//
+// What the node knows of such jobs comes from the server: every heartbeat reply lists the
+// node's worker assignments (api::Command::kWorker: job, attempt, tenant, spec, the SHA-256 of
+// the attempt's job token), and SetAssignments takes each list as the whole set. A request is
+// accepted only for an assigned job, with that job token, for Open MPI's daemon with arguments
+// (agent/rsh_protocol.h), one daemon per job at a time and at most `max_daemons` at once.
+//
+// The daemon runs in the job's sandbox on this node, as the head's mpirun does there
+// (agent/sandbox.h): a uid of its own from the agent's UidPool with the tenant's group,
+// no_new_privs, rlimits, a cgroup where the node has them, a clean environment, and a job
+// directory of its own (<data-dir>/jobs/job-<id>, with the command file its ranks' exec-rank
+// reads). Its ranks' output files are folded and shipped by this node's RankLogs as the head
+// does for its ranks; the daemon's own output goes to <data-dir>/daemons/job-<id>.out (root's)
+// and back through the stream into the head's launcher log. When the daemon exits everything
+// left of it (its session, cgroup and uid) is SIGKILLed, and the job directory goes back to
+// root. Thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/cgroup.h"
+#include "agent/rank_logs.h"
+#include "agent/sandbox.h"
+#include "api/agent_protocol.h"
+#include "common/status.h"
+
+namespace agent {
+
+struct RshBridgeOptions {
+  std::string data_dir;
+  std::string address;  // this node's address (EMBODY_NODE_ADDRESS of its ranks)
+  std::string mpirun = "mpirun";  // the daemon binary is the one beside it (DaemonBinary)
+  std::string engine;
+  std::string rank_exec;
+  SandboxOptions sandbox;
+  CgroupSetup cgroups;
+  std::vector<std::pair<std::string, std::string>> mpi_settings;
+  std::chrono::milliseconds kill_grace{5000};
+  // Streams held at once; each holds one of the local API's threads (agent/local_api.h).
+  int max_daemons = 8;
+};
+
+// One started daemon, shared by the stream that reads it and the bridge that may end it.
+class RemoteDaemon {
+ public:
+  struct Update {
+    std::string output;           // bytes since the last call
+    std::optional<int> exit_code;  // set once the daemon and all it left are gone
+  };
+  ~RemoteDaemon();
+  // New output, or the end, or nothing after `wait`.
+  Update Next(std::chrono::milliseconds wait);
+  // SIGTERM to the daemon's tree, SIGKILL after the grace period. Idempotent.
+  void Stop(const std::string& why);
+  int64_t job_id() const { return job_id_; }
+
+ private:
+  friend class RshBridge;
+  RemoteDaemon(int64_t job_id, std::chrono::milliseconds grace) : job_id_(job_id), grace_(grace) {}
+  void Kill();  // on the killer thread
+
+  const int64_t job_id_;
+  const std::chrono::milliseconds grace_;
+  pid_t pid_ = 0;
+  int output_fd_ = -1;  // read end of <data-dir>/daemons/job-<id>.out
+  std::mutex mu_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::optional<int> exit_code_;
+  std::thread waiter_;
+  std::thread killer_;
+};
+
+class RshBridge {
+ public:
+  // `uids` is the one the node's JobRunner uses (a uid is never given to two jobs); `uids` and
+  // `logs` must outlive the bridge.
+  RshBridge(RshBridgeOptions options, UidPool* uids, RankLogs* logs);
+  ~RshBridge();  // ends every daemon and waits for them
+  RshBridge(const RshBridge&) = delete;
+  RshBridge& operator=(const RshBridge&) = delete;
+
+  // The worker commands of one heartbeat reply, the whole set: daemons of jobs no longer
+  // listed (ended, or a new attempt) are stopped.
+  void SetAssignments(const std::vector<api::Command>& workers);
+  // A kill command: the job's daemon here is stopped and the assignment forgotten.
+  void Kill(int64_t job_id);
+
+  // A daemon request. `authorization` is the raw header value; `body` is {"argv": [words...]}.
+  // not_found: no such job assigned here; unauthenticated: not the job's token; invalid_argument:
+  // not the daemon; already_exists: the job's daemon runs; resource_exhausted: too many streams.
+  common::Result<std::shared_ptr<RemoteDaemon>> Start(int64_t job_id,
+                                                      const std::string& authorization,
+                                                      const std::string& body);
+
+  std::vector<int64_t> Running() const;  // jobs whose daemon runs here
+  std::string JobDir(int64_t job_id) const;
+  std::string LogDir(int64_t job_id) const;
+
+ private:
+  struct Assignment {
+    api::Command worker;
+    std::shared_ptr<RemoteDaemon> daemon;  // null: none started (or it ended)
+  };
+  struct Started {
+    std::optional<uid_t> uid;
+    std::unique_ptr<JobCgroup> cgroup;
+  };
+  // Waits for the daemon, then sweeps what it left and releases its uid and cgroup.
+  void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);
+
+  const RshBridgeOptions options_;
+  UidPool* const uids_;
+  RankLogs* const logs_;
+  mutable std::mutex mu_;
+  std::map<int64_t, Assignment> assignments_;
+  std::vector<std::shared_ptr<RemoteDaemon>> all_;  // every daemon started, to join at the end
+  int live_ = 0;
+};
+
+}  // namespace agent

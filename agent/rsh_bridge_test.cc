@@ -1,0 +1,89 @@
+#include "agent/rsh_bridge.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "common/crypto.h"
+
+namespace agent {
+namespace {
+
+api::Command Worker(int64_t job_id, const std::string& token) {
+  api::Command w;
+  w.type = api::Command::Type::kWorker;
+  w.job_id = job_id;
+  w.tenant_id = 1;
+  w.attempt = 0;
+  w.spec = {{"kind", "command"}, {"command", {"true"}}};
+  w.job_token_sha256 = common::Sha256Hex(token);
+  w.hosts = {{2, "b", "10.0.0.2", 1, "http://10.0.0.2:1"}};
+  return w;
+}
+
+class RshBridgeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("rsh-bridge-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    RshBridgeOptions o;
+    o.data_dir = dir_.string();
+    o.address = "10.0.0.2";
+    o.sandbox.switch_uid = false;
+    o.max_daemons = 1;
+    pool_ = std::make_unique<UidPool>(o.sandbox);
+    bridge_ = std::make_unique<RshBridge>(o, pool_.get(), &logs_);
+  }
+  void TearDown() override {
+    bridge_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  common::Code Refusal(int64_t job, const std::string& auth, const std::string& body) {
+    auto r = bridge_->Start(job, auth, body);
+    return r.ok() ? common::Code::kOk : r.status().code();
+  }
+
+  std::filesystem::path dir_;
+  RankLogs logs_;
+  std::unique_ptr<UidPool> pool_;
+  std::unique_ptr<RshBridge> bridge_;
+};
+
+const char kOrted[] = R"({"argv": [" orted", "-mca", "ess", "\"env\""]})";
+
+// Only a job the server placed here, with that job's token, for Open MPI's daemon.
+TEST_F(RshBridgeTest, RefusesWhatTheServerDidNotPlaceHereOrAnotherJobsToken) {
+  bridge_->SetAssignments({Worker(7, "token-of-7"), Worker(8, "token-of-8")});
+  EXPECT_EQ(Refusal(9, "Bearer token-of-7", kOrted), common::Code::kNotFound);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-8", kOrted), common::Code::kUnauthenticated);
+  EXPECT_EQ(Refusal(7, "token-of-7", kOrted), common::Code::kUnauthenticated);
+  EXPECT_EQ(Refusal(7, "", kOrted), common::Code::kUnauthenticated);
+  EXPECT_EQ(Refusal(7, "Bearer " + common::Sha256Hex("token-of-7"), kOrted),
+            common::Code::kUnauthenticated);  // the digest is not the token
+  // The right token, the wrong program or body.
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", R"({"argv": ["/bin/sh", "-c", "id"]})"),
+            common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", R"({"argv": ["orted", ";", "id"]})"),
+            common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", R"({"argv": "orted"})"),
+            common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", R"({"argv": ["orted", 3]})"),
+            common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", "not json"), common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", std::string(1 << 20, ' ')),
+            common::Code::kInvalidArgument);
+  // Once the server no longer lists the job here (it ended), its token opens nothing.
+  bridge_->SetAssignments({Worker(8, "token-of-8")});
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", kOrted), common::Code::kNotFound);
+  // Nor after a kill, nor for a new attempt's token once the old one is replaced.
+  bridge_->Kill(8);
+  EXPECT_EQ(Refusal(8, "Bearer token-of-8", kOrted), common::Code::kNotFound);
+  bridge_->SetAssignments({Worker(8, "new-attempt")});
+  EXPECT_EQ(Refusal(8, "Bearer token-of-8", kOrted), common::Code::kUnauthenticated);
+  EXPECT_TRUE(bridge_->Running().empty());
+}
+
+}  // namespace
+}  // namespace agent

@@ -1,0 +1,226 @@
+// Jobs across machines through the rsh bridge (docs/multinode.md), with each agent in a network
+// namespace of its own: the test makes two namespaces joined by a bridge in the root namespace
+// (10.213.N.0/24, N from the test's pid, chosen clear of the usual private ranges), where
+// PostgreSQL and embody-server run. Each agent has its own address, data directory and local
+// API, so a rank on node-b can only have been started by node-b's agent, at node-a's request.
+//
+// Needs root and `ip netns`; skipped with the reason otherwise. The namespaces, links and bridge
+// are removed when the suite ends, however it ends (the destructor, and a trap-like atexit).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "tests/e2e/local_stack.h"
+
+namespace embody_test {
+namespace {
+
+using nlohmann::json;
+
+int Sh(const std::string& cmd) { return std::system(("bash -c '" + cmd + "' >/dev/null 2>&1").c_str()); }
+
+// The namespaces and links of one run, named after the pid so parallel runs never meet.
+struct Netns {
+  std::string tag = std::to_string(::getpid() % 100000);
+  std::string subnet = "10.213." + std::to_string(::getpid() % 200 + 20);
+  std::string ns_a = "emb-a-" + tag, ns_b = "emb-b-" + tag;
+  std::string br = "embr" + tag;
+  std::string server = subnet + ".1", addr_a = subnet + ".2", addr_b = subnet + ".3";
+
+  bool Up() {
+    Down();
+    const std::string cmds[] = {
+        "ip link add " + br + " type bridge",
+        "ip addr add " + server + "/24 dev " + br,
+        "ip link set " + br + " up",
+        "ip netns add " + ns_a,
+        "ip netns add " + ns_b,
+        "ip link add ea" + tag + " type veth peer name pa" + tag,
+        "ip link add eb" + tag + " type veth peer name pb" + tag,
+        "ip link set ea" + tag + " netns " + ns_a,
+        "ip link set eb" + tag + " netns " + ns_b,
+        "ip link set pa" + tag + " master " + br + " up",
+        "ip link set pb" + tag + " master " + br + " up",
+        "ip -n " + ns_a + " addr add " + addr_a + "/24 dev ea" + tag,
+        "ip -n " + ns_b + " addr add " + addr_b + "/24 dev eb" + tag,
+        "ip -n " + ns_a + " link set ea" + tag + " up",
+        "ip -n " + ns_b + " link set eb" + tag + " up",
+        "ip -n " + ns_a + " link set lo up",
+        "ip -n " + ns_b + " link set lo up",
+    };
+    for (const auto& c : cmds) {
+      if (Sh(c) != 0) {
+        std::fprintf(stderr, "network set-up failed at: %s\n", c.c_str());
+        return false;
+      }
+    }
+    // The bridge must forward between its ports even where br_netfilter would filter them.
+    Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b);
+    return Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b) == 0 &&
+           Sh("ip netns exec " + ns_b + " ping -c1 -W2 " + server) == 0;
+  }
+  void Down() {
+    Sh("ip netns del " + ns_a);
+    Sh("ip netns del " + ns_b);
+    Sh("ip link del pa" + tag);
+    Sh("ip link del pb" + tag);
+    Sh("ip link del " + br);
+  }
+};
+
+Netns* g_net = nullptr;
+
+class MultiNodeNetnsTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0) {
+      skip_ = "needs root to make network namespaces";
+      return;
+    }
+    if (Sh("ip netns list") != 0) {
+      skip_ = "`ip netns` is not available";
+      return;
+    }
+    g_net = new Netns;
+    std::atexit([] {
+      if (g_net) g_net->Down();
+    });
+    if (!g_net->Up()) {
+      skip_ = "cannot make the test's network namespaces here";
+      return;
+    }
+    stack_ = new LocalStack(2, 2);
+    stack_->SetServerHost(g_net->server);
+    stack_->PlaceAgent(0, {"ip", "netns", "exec", g_net->ns_a}, g_net->addr_a);
+    stack_->PlaceAgent(1, {"ip", "netns", "exec", g_net->ns_b}, g_net->addr_b);
+    ASSERT_TRUE(stack_->Start());
+  }
+  static void TearDownTestSuite() {
+    delete stack_;
+    stack_ = nullptr;
+    if (g_net) g_net->Down();
+    delete g_net;
+    g_net = nullptr;
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    if (stack_ == nullptr) FAIL() << "the stack did not start";
+  }
+
+  int64_t Submit(const json& spec) {
+    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.status == 201 ? r.body["id"].get<int64_t>() : 0;
+  }
+  std::string Logs(int64_t id, int rank) {
+    return stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
+        .text;
+  }
+
+  static LocalStack* stack_;
+  static std::string skip_;
+};
+
+LocalStack* MultiNodeNetnsTest::stack_ = nullptr;
+std::string MultiNodeNetnsTest::skip_;
+
+json TwoNodes() {
+  return {{"nodes", 2}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}};
+}
+
+TEST_F(MultiNodeNetnsTest, ACommandJobRunsARankOnEachNode) {
+  json spec = {{"name", "where"},
+               {"kind", "command"},
+               {"resources", TwoNodes()},
+               {"command", {"sh", "-c", "echo rank $OMPI_COMM_WORLD_RANK at $EMBODY_NODE_ADDRESS"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 120);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2) << Logs(id, -1);
+  // The other node's rank log reaches the server in that node's next heartbeat, which may come
+  // after the head reported the job's end.
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    all = Logs(id, 0) + Logs(id, 1);
+    if (all.find("at " + g_net->addr_a) != std::string::npos &&
+        all.find("at " + g_net->addr_b) != std::string::npos) {
+      break;
+    }
+    ::usleep(100'000);
+  }
+  EXPECT_NE(all.find("at " + g_net->addr_a), std::string::npos) << all << Logs(id, -1);
+  EXPECT_NE(all.find("at " + g_net->addr_b), std::string::npos) << all << Logs(id, -1);
+}
+
+TEST_F(MultiNodeNetnsTest, AnEngineJobTrainsAcrossBothNodes) {
+  json spec = {{"name", "train-2"},
+               {"kind", "train"},
+               {"resources", TwoNodes()},
+               {"engine",
+                {{"optim", {{"steps", 20}, {"lr", 0.004}, {"warmup_steps", 2}}},
+                 {"data", {{"rows_per_step", 2}, {"tokens_per_row", 512}}},
+                 {"model",
+                  {{"d_model", 32}, {"layers", 1}, {"heads", 4}, {"mlp", 64},
+                   {"action_horizon", 4}}}}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2) << Logs(id, -1) << Logs(id, 1);
+  EXPECT_EQ(job["allocation"].size(), 2u);
+}
+
+// node-b's rsh endpoint, called as a job (or anyone on the network) might: without the job's
+// token, with another job's, or for a job not placed there, nothing starts.
+TEST_F(MultiNodeNetnsTest, ForgedDaemonRequestsAreRefused) {
+  json spec = {{"name", "long"},
+               {"kind", "command"},
+               {"resources", TwoNodes()},
+               {"command", {"sleep", "60"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  // The URL of the node that is not the head (the allocation lists the head first), as the
+  // server has it: only that node's agent holds a worker assignment for the job.
+  ASSERT_EQ(job["allocation"].size(), 2u) << job.dump(2);
+  const int64_t worker_id = job["allocation"][1]["node_id"].get<int64_t>();
+  HttpResult nodes = stack_->Get("/v1/nodes");
+  std::string url_b;
+  for (const auto& n : nodes.body["nodes"]) {
+    if (n.value("id", int64_t{0}) == worker_id) url_b = n.value("agent_url", "");
+  }
+  ASSERT_FALSE(url_b.empty()) << nodes.text;
+  auto token = stack_->pg().Psql("SELECT job_token FROM job_allocations WHERE job_id = " +
+                                 std::to_string(id) + " LIMIT 1");
+  ASSERT_TRUE(token.ok());
+  std::string tok = *token;
+  while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
+  ASSERT_FALSE(tok.empty());
+
+  httplib::Client c(url_b);
+  c.set_read_timeout(10, 0);
+  auto post = [&](int64_t job_id, const std::string& bearer, const json& argv) {
+    httplib::Headers h = {{"Authorization", "Bearer " + bearer}};
+    auto r = c.Post(("/v1/local/jobs/" + std::to_string(job_id) + "/rsh").c_str(), h,
+                    json{{"argv", argv}}.dump(), "application/json");
+    return r ? r->status : 0;
+  };
+  const json orted = {"orted", "-mca", "ess", "env"};
+  EXPECT_EQ(post(id, "forged", orted), 401);
+  EXPECT_EQ(post(id, std::string(64, 'a'), orted), 401);
+  EXPECT_EQ(post(id + 1000, tok, orted), 404);                  // not placed here
+  EXPECT_EQ(post(id, tok, json{"/bin/sh", "-c", "id"}), 400);    // the token, not the daemon
+  EXPECT_EQ(post(id, tok, json{"orted", ";", "id"}), 400);
+  ASSERT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "{}").status, 200);
+  job = stack_->WaitForState(id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+  // Its token is worth nothing once the job has ended.
+  EXPECT_EQ(post(id, tok, orted), 404);
+}
+
+}  // namespace
+}  // namespace embody_test
