@@ -221,6 +221,13 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.no_cgroups = true;
          return common::Status::Ok();
        }},
+      {"no-held-heartbeats", nullptr,
+       "heartbeat once an interval without asking the server to hold an idle heartbeat until a "
+       "launch exists (slower launches; for comparison and for proxies that cut long calls)",
+       [](const std::string&, AgentConfig& c) {
+         c.no_held_heartbeats = true;
+         return common::Status::Ok();
+       }},
       {"job-path", "PATH", "PATH of every job", Text(&AgentConfig::job_path),
        Shown(&AgentConfig::job_path)},
       {"metrics-token-file", "FILE",

@@ -40,6 +40,7 @@ struct AgentConfig {
   int job_max_processes = 4096;       // --job-max-processes: RLIMIT_NPROC, cgroup pids.max
   int job_max_open_files = 65536;     // --job-max-open-files: RLIMIT_NOFILE
   bool no_cgroups = false;            // --no-cgroups: rlimits only
+  bool no_held_heartbeats = false;    // --no-held-heartbeats: never ask for a held heartbeat
   std::string job_path = "/usr/local/bin:/usr/bin:/bin";  // --job-path: PATH of every job
   // --metrics-token-file: the scrape secret shared with Prometheus, kept only as its hex SHA-256
   // (empty: none, and /metrics serves the public series only; local_api.h).

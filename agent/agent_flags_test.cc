@@ -166,6 +166,7 @@ TEST(AgentFlagsTest, UsageListsEveryFlagAndTheSubcommand) {
                            "--job-max-processes",
                            "--job-max-open-files",
                            "--no-cgroups",
+                           "--no-held-heartbeats",
                            "--job-path",
                            "--metrics-token-file",
                            "exec-rank"}) {
@@ -200,9 +201,11 @@ TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
   EXPECT_EQ(unknown.status().field(), "bogus");
   EXPECT_FALSE(ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d", "x"}).ok());
   auto flags = ParseAgentFlags({"--server", "http://s", "--token", "t", "--data-dir", "d",
-                                "--no-cgroups", "--run-jobs-as-agent", "--job-uid-base=300000"});
+                                "--no-cgroups", "--run-jobs-as-agent", "--job-uid-base=300000",
+                                "--no-held-heartbeats"});
   ASSERT_TRUE(flags.ok()) << flags.status().ToString();
   EXPECT_TRUE(flags->no_cgroups);
+  EXPECT_TRUE(flags->no_held_heartbeats);
   EXPECT_TRUE(flags->run_jobs_as_agent);
   EXPECT_FALSE(flags->verbose);
   EXPECT_EQ(flags->job_uid_base, 300000);

@@ -66,6 +66,12 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   int64_t node_id = this->node_id();
 
   api::HeartbeatRequest req;
+  {
+    // From here on a Wake() (a job ended) is news this round may not carry: it keeps the round
+    // from being held, or aborts it if held, and the next round goes at once.
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = false;
+  }
   logs_->CollectAll();
   auto running = runner_->Running();
   EventQueue::Batch events =
@@ -87,8 +93,26 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   req.launched = runner_->HeldLaunches();
   req.events = std::move(events.events);
   req.logs = std::move(logs.chunks);
-
+  const bool idle = req.finished.empty() && req.events.empty() && req.logs.empty();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A Wake() already pending (a job just ended) is reported by the next round, not held.
+    in_held_call_ = options_.hold_idle_heartbeats && idle && execute_commands && !woken_ &&
+                    !stop_;
+    interrupted_ = false;
+    if (in_held_call_) req.wait_ms = static_cast<int>(interval_.count());
+  }
+  const auto started = std::chrono::steady_clock::now();
   auto reply = server_->Heartbeat(node_id, req);
+  bool interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_held_call_ = false;
+    interrupted = interrupted_;
+    last_call_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+  }
+  if (!reply.ok() && interrupted) return Outcome::kInterrupted;
   if (!reply.ok()) {
     metrics_->HeartbeatFailed();
     if (reply.status().code() == common::Code::kNotFound) {
@@ -110,6 +134,10 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
     return Outcome::kFailed;
   }
   metrics_->HeartbeatSucceeded();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    again_at_once_ = !reply->commands.empty() || !req.finished.empty() || woken_;
+  }
   logs_->Commit(req.logs);
   events_->Commit(events.last_seq);
   runner_->Acknowledge(reported);
@@ -155,9 +183,17 @@ void HeartbeatLoop::Run() {
       if (stop_) return;
     }
     Outcome o = RunOnce();
+    if (o == Outcome::kInterrupted) continue;  // a job ended: report it now
     if (o == Outcome::kOk) {
       failures = 0;
-      WaitFor(interval());
+      std::chrono::milliseconds wait = interval();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        // A held round already spent (most of) its interval at the server.
+        wait = again_at_once_ ? std::chrono::milliseconds(0)
+                              : std::max(std::chrono::milliseconds(0), wait - last_call_);
+      }
+      if (wait.count() > 0) WaitFor(wait);
     } else {
       // kReregister too: registering again happens at the next round, after a short wait so a
       // server that keeps answering 404 is not hammered.
@@ -170,12 +206,20 @@ void HeartbeatLoop::Stop() {
   std::lock_guard<std::mutex> lock(mu_);
   stop_ = true;
   cv_.notify_all();
+  if (in_held_call_ && !interrupted_) {
+    interrupted_ = true;
+    server_->Interrupt();
+  }
 }
 
 void HeartbeatLoop::Wake() {
   std::lock_guard<std::mutex> lock(mu_);
   woken_ = true;
   cv_.notify_all();
+  if (in_held_call_ && !interrupted_) {
+    interrupted_ = true;
+    server_->Interrupt();
+  }
 }
 
 }  // namespace agent

@@ -40,6 +40,9 @@ struct HeartbeatOptions {
   size_t max_event_bytes_per_heartbeat = 1024 * 1024;
   std::chrono::milliseconds first_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
+  // Idle heartbeats (nothing to report) ask the server to hold them until it has a command for
+  // this node, at most one interval (api::HeartbeatRequest::wait_ms): launches arrive at once.
+  bool hold_idle_heartbeats = true;
 };
 
 class HeartbeatLoop {
@@ -61,7 +64,8 @@ class HeartbeatLoop {
     on_kill_ = std::move(on_kill);
   }
 
-  enum class Outcome { kOk, kFailed, kReregister };
+  // kInterrupted: a held heartbeat given up by Wake(); it reported nothing, nothing is lost.
+  enum class Outcome { kOk, kFailed, kReregister, kInterrupted };
   // One round: register if needed, else one heartbeat. With `execute_commands` false the reply's
   // commands are ignored (used for the last heartbeat while the agent shuts down).
   Outcome RunOnce(bool execute_commands = true);
@@ -88,6 +92,13 @@ class HeartbeatLoop {
   std::condition_variable cv_;
   bool stop_ = false;
   bool woken_ = false;
+  bool in_held_call_ = false;  // a heartbeat the server may hold is in flight
+  bool interrupted_ = false;   // Wake() aborted it
+  // What the last successful round asks of the next: go again at once (it had commands to
+  // acknowledge, or reported ended jobs whose slots may get new work), or wait what is left of
+  // the interval after `last_call_`'s time in flight.
+  bool again_at_once_ = false;
+  std::chrono::milliseconds last_call_{0};
   int64_t node_id_ = 0;
   std::chrono::milliseconds interval_{1000};
   std::minstd_rand rng_;

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -355,6 +357,90 @@ TEST_F(LaunchAcknowledgementTest, ARepeatedLaunchIsANoOpWhileTheJobIsHeld) {
   runner_.Launch(server_.launch);
   ASSERT_TRUE(WaitStarts(2));
   ASSERT_TRUE(runner_.WaitFinished(5, std::chrono::seconds(10)).has_value());
+}
+
+// The server's side of held heartbeats, as NodeService does it: an idle heartbeat that asks to
+// wait (wait_ms) is held until there is something for the node or its wait is over; Interrupt()
+// aborts the call in flight, as the HTTP channel's does.
+class HoldingServer : public ServerChannel {
+ public:
+  common::Result<api::RegisterResponse> Register(const api::RegisterRequest&) override {
+    return api::RegisterResponse{7, kIntervalMs, ""};
+  }
+  common::Result<api::HeartbeatResponse> Heartbeat(int64_t,
+                                                   const api::HeartbeatRequest& req) override {
+    std::unique_lock<std::mutex> lock(mu);
+    requests.push_back(req);
+    api::HeartbeatResponse r;
+    if (!launch_sent) {
+      launch_sent = true;
+      r.commands.push_back(launch);
+      return r;
+    }
+    if (req.wait_ms > 0) {
+      ++held;
+      cv.notify_all();
+      const bool interrupted = cv.wait_for(lock, std::chrono::milliseconds(req.wait_ms),
+                                           [this] { return interrupt; });
+      interrupt = false;
+      if (interrupted) return common::Unavailable("connection shut down");
+    }
+    return r;
+  }
+  void Interrupt() override {
+    std::lock_guard<std::mutex> lock(mu);
+    interrupt = true;
+    cv.notify_all();
+  }
+
+  static constexpr int kIntervalMs = 30'000;
+  std::mutex mu;
+  std::condition_variable cv;
+  api::Command launch;
+  bool launch_sent = false;
+  bool interrupt = false;
+  int held = 0;
+  std::vector<api::HeartbeatRequest> requests;
+};
+
+TEST_F(LaunchAcknowledgementTest, AJobThatEndsAbortsTheHeldHeartbeatAndIsReportedAtOnce) {
+  HoldingServer server;
+  server.launch = server_.launch;
+  HeartbeatLoop loop(HeartbeatOptions{{"node-a", "127.0.0.1", "http://127.0.0.1:1", 4, 0, {}, {}}},
+                     &server, &credential_, &runner_, &logs_, &events_, &metrics_);
+  runner_.SetOnFinish([&loop](int64_t) { loop.Wake(); });
+  std::thread beats([&loop] { loop.Run(); });
+  ASSERT_TRUE(WaitStarts(1));
+  // Idle now (the job runs; nothing to report): the next heartbeat asks to be held for the
+  // interval and is.
+  {
+    std::unique_lock<std::mutex> lock(server.mu);
+    ASSERT_TRUE(server.cv.wait_for(lock, std::chrono::seconds(10), [&] { return server.held > 0; }));
+    EXPECT_EQ(server.requests.back().wait_ms, HoldingServer::kIntervalMs);
+    EXPECT_EQ(server.requests.back().launched, (std::vector<api::LaunchAck>{{5, 2}}));
+  }
+  const auto ended = std::chrono::steady_clock::now();
+  ReleaseJobs();
+  // Reported long before the 30 s hold would have ended: the end aborted the held call and the
+  // next heartbeat, which carries the report, is not held.
+  bool reported = false;
+  for (int i = 0; i < 500 && !reported; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lock(server.mu);
+    for (const auto& r : server.requests) {
+      for (const auto& f : r.finished) {
+        if (f.job_id == 5) {
+          reported = true;
+          EXPECT_EQ(r.wait_ms, 0);
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(reported);
+  EXPECT_LT(std::chrono::steady_clock::now() - ended, std::chrono::seconds(5));
+  loop.Stop();  // aborts the held call it is in by now
+  beats.join();
+  runner_.SetOnFinish(nullptr);
 }
 
 }  // namespace

@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
   hb_opts.node.memory_bytes = node.memory_bytes;
   hb_opts.node.gpus = node.gpus;
   hb_opts.node.isolation = isolation;
+  hb_opts.hold_idle_heartbeats = !cfg.no_held_heartbeats;
   agent::HttpServerChannel channel(cfg.server, &credential);
   agent::HeartbeatLoop loop(hb_opts, &channel, &credential, runner.get(), &logs, &events,
                             &metrics);

@@ -65,4 +65,8 @@ common::Result<api::HeartbeatResponse> HttpServerChannel::Heartbeat(
   return api::ParseHeartbeatResponse(*reply);
 }
 
+void HttpServerChannel::Interrupt() {
+  if (client_) client_->Interrupt();
+}
+
 }  // namespace agent

@@ -26,6 +26,9 @@ class ServerChannel {
   virtual common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) = 0;
   virtual common::Result<api::HeartbeatResponse> Heartbeat(int64_t node_id,
                                                            const api::HeartbeatRequest& req) = 0;
+  // Aborts a heartbeat in flight (one the server holds: api::HeartbeatRequest::wait_ms) from
+  // another thread; the aborted call fails. Channels that never hold may do nothing.
+  virtual void Interrupt() {}
 };
 
 class HttpServerChannel : public ServerChannel {
@@ -39,6 +42,7 @@ class HttpServerChannel : public ServerChannel {
   common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) override;
   common::Result<api::HeartbeatResponse> Heartbeat(int64_t node_id,
                                                    const api::HeartbeatRequest& req) override;
+  void Interrupt() override;
 
  private:
   common::Result<nlohmann::json> PostJson(const std::string& path, const nlohmann::json& body);

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -21,6 +23,9 @@ class FakeHttpServer {
       last_auth = req.get_header_value("Authorization");
       last_body = req.body;
       last_request_id = req.get_header_value("X-Request-Id");
+      ++in_handler;
+      std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms.load()));
+      --in_handler;
       res.status = status;
       res.set_content(reply, "application/json");
     });
@@ -36,6 +41,8 @@ class FakeHttpServer {
   int status = 200;
   std::string reply;
   std::string last_path, last_auth, last_body, last_request_id;
+  std::atomic<int> hold_ms{0};  // each reply waits this long first, as a held heartbeat does
+  std::atomic<int> in_handler{0};
 
  private:
   httplib::Server server_;
@@ -102,6 +109,31 @@ TEST(HttpServerChannelTest, MapsFailures) {
 
   HttpServerChannel nowhere("http://127.0.0.1:1", &credential);
   EXPECT_EQ(nowhere.Heartbeat(1, {}).status().code(), common::Code::kUnavailable);
+}
+
+TEST(HttpServerChannelTest, InterruptAbortsAHeldHeartbeatAndTheNextCallWorks) {
+  FakeHttpServer fake;
+  NodeCredential credential("agent-token", "/nonexistent/node.token");
+  HttpServerChannel channel(fake.url(), &credential);
+  fake.reply = R"({"commands": []})";
+  ASSERT_TRUE(channel.Heartbeat(12, {}).ok());  // a kept-alive connection, as between beats
+  fake.hold_ms = 3'000;
+  api::HeartbeatRequest held;
+  held.wait_ms = 3'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  common::Result<api::HeartbeatResponse> r = api::HeartbeatResponse{};
+  std::thread call([&] { r = channel.Heartbeat(12, held); });
+  for (int i = 0; i < 300 && fake.in_handler.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(fake.in_handler.load(), 1);
+  channel.Interrupt();  // a job ended: its report must not wait for the hold to end
+  call.join();
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2'000));
+  // The channel connects again for the next call.
+  fake.hold_ms = 0;
+  EXPECT_TRUE(channel.Heartbeat(12, {}).ok());
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ json ToJson(const RegisterResponse& r) {
 json ToJson(const HeartbeatRequest& r) {
   json j;
   j["running"] = r.running;
+  if (r.wait_ms > 0) j["wait_ms"] = r.wait_ms;
   if (r.has_launched) {
     j["launched"] = json::array();
     for (const auto& l : r.launched) {
@@ -221,6 +222,10 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
     for (const auto& l : j.value("logs", json::array())) {
       r.logs.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("rank")),
                         IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>()});
+    }
+    r.wait_ms = IntOr<int>(j, "wait_ms", 0);
+    if (r.wait_ms < 0 || r.wait_ms > kMaxHeartbeatWaitMs) {
+      return InvalidArgument("must be 0.." + std::to_string(kMaxHeartbeatWaitMs), "wait_ms");
     }
     return r;
   } catch (const std::exception& e) {

@@ -1,7 +1,8 @@
 // The agent <-> server protocol: what an agent sends when it registers and on every heartbeat,
 // and the commands the server answers with. Heartbeats are short and frequent (one request per
-// interval, answered at once), so a thousand agents cost a thousand short requests per interval,
-// not a thousand parked server threads.
+// interval), so a thousand agents cost a thousand short requests per interval. An idle heartbeat
+// may ask to be held until the server has a command for the node (wait_ms); the server holds
+// only a few at once and answers the rest at once, so held heartbeats never park every thread.
 //
 //   POST /v1/agents/register          RegisterRequest  -> RegisterResponse
 //   POST /v1/agents/{node_id}/heartbeat  HeartbeatRequest -> HeartbeatResponse
@@ -102,7 +103,16 @@ struct HeartbeatRequest {
   std::vector<FinishedJob> finished;
   std::vector<JobEventReport> events;
   std::vector<LogChunk> logs;
+  // How long the server may hold this heartbeat when it has no command for the node, answering
+  // as soon as one exists (a job placed there): launches then go out at once instead of at the
+  // next beat. 0 (absent on the wire): answer at once. The server holds at most its heartbeat
+  // interval, only a bounded number at a time, and never one that carries finished jobs,
+  // events or logs (an agent may abandon a held call; what it abandons must be safe to resend).
+  int wait_ms = 0;
 };
+
+// The most a heartbeat may ask to be held (HeartbeatRequest::wait_ms).
+inline constexpr int kMaxHeartbeatWaitMs = 60'000;
 
 struct HostSlot {
   int64_t node_id = 0;

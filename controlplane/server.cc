@@ -39,6 +39,9 @@ struct Server::Impl {
   std::unique_ptr<service::CheckpointsService> checkpoints;
   std::unique_ptr<http::ServerMetrics> metrics;
   std::unique_ptr<service::SchedulerLoop> scheduler;
+  // Held heartbeats: a quarter of the HTTP server's 32 worker threads at most, so requests
+  // (and heartbeats answered at once) always find threads.
+  service::NodeWaiters waiters{8};
   std::unique_ptr<service::JobsService> jobs;
   std::unique_ptr<service::NodeService> nodes;
   std::unique_ptr<service::TenantsService> tenants;
@@ -134,11 +137,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->scheduler = std::make_unique<service::SchedulerLoop>(
       *m->database, loop_opts, now,
       [raw] { return raw->leader->TryAcquire(); },
-      [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
+      [raw](const service::CycleStats& s) {
+        // The launches of this cycle go out in the held heartbeats of their head nodes now.
+        if (s.preempted) {
+          raw->waiters.NotifyAll();
+        } else {
+          raw->waiters.Notify(s.command_nodes);
+        }
+        raw->metrics->ObserveCycle(s);
+      });
   auto wake = [raw] { raw->scheduler->Wake(); };
   m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake);
   m->nodes = std::make_unique<service::NodeService>(*m->database, *m->log_files,
                                                     opts.heartbeat_interval_ms, now, wake);
+  m->nodes->SetWaiters(&m->waiters);
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
   service::CheckpointLimits ckpt_limits;
@@ -262,6 +274,7 @@ const service::BootstrapResult& Server::bootstrap() const { return impl_->bootst
 void Server::Stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
+  impl_->waiters.Shutdown();  // held heartbeats answer now, not at the end of their wait
   impl_->api->Stop();
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();

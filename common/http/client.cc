@@ -119,6 +119,10 @@ Result<Response> Client::Send(const Request& request) {
   return out;
 }
 
+// httplib's stop() shuts the socket of the call in flight down under its own lock; mu_ is held
+// by that call, so it is not taken here.
+void Client::Interrupt() { http_->stop(); }
+
 Result<Response> Client::Call(const Request& request) {
   auto r = Send(request);
   if (r.ok() && !r->ok()) return StatusFromResponse(r->status, r->body);

@@ -82,6 +82,10 @@ class Client {
   Status Stream(const std::string& path, const std::function<void(const char*, size_t)>& sink,
                 double read_timeout_s, const std::string& request_id = "");
 
+  // Aborts the call in flight on another thread (it fails as unavailable); no effect when none
+  // is. For a caller that stops waiting on a held call (a held agent heartbeat).
+  void Interrupt();
+
   const ClientOptions& options() const { return options_; }
 
  private:

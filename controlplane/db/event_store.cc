@@ -107,6 +107,39 @@ Result<std::optional<EventRecord>> PgEventStore::Latest(int64_t job_id, const st
   return std::optional<EventRecord>(std::move(events[0]));
 }
 
+Result<std::map<int64_t, EventRecord>> PgEventStore::LatestOfJobs(
+    const std::vector<int64_t>& job_ids, const std::string& type) {
+  std::map<int64_t, EventRecord> out;
+  if (job_ids.empty()) return out;
+  // One index probe per job on (job_id, type, id): a page of jobs costs one round trip, not one
+  // per job, and never reads more than one event of each.
+  auto r = tx_.Exec("SELECT e.id, e.job_id, " EMBODY_SQL_MS("e.time") " AS time_ms, e.type,"
+                    " e.data::text AS data FROM unnest($1::bigint[]) AS q(job_id)"
+                    " CROSS JOIN LATERAL (SELECT * FROM job_events WHERE job_id = q.job_id"
+                    " AND type = $2 ORDER BY id DESC LIMIT 1) e",
+                    {IdArray(job_ids), P(type)});
+  if (!r.ok()) return r.status();
+  for (EventRecord& e : ToEvents(*r)) out[e.job_id] = std::move(e);
+  return out;
+}
+
+Result<std::map<int64_t, CheckpointRecord>> PgEventStore::LatestCheckpoints(
+    const std::vector<int64_t>& job_ids) {
+  std::map<int64_t, CheckpointRecord> out;
+  if (job_ids.empty()) return out;
+  auto r = tx_.Exec("SELECT q.job_id, c.step, c.path, c.bytes FROM unnest($1::bigint[]) AS q(job_id)"
+                    " CROSS JOIN LATERAL (SELECT step, path, bytes FROM checkpoints"
+                    " WHERE job_id = q.job_id AND state = 'local'"
+                    " ORDER BY step DESC, id DESC LIMIT 1) c",
+                    {IdArray(job_ids)});
+  if (!r.ok()) return r.status();
+  for (size_t i = 0; i < r->size(); ++i) {
+    out[r->Int(i, "job_id")] =
+        CheckpointRecord{r->Int(i, "step"), r->Str(i, "path"), r->Int(i, "bytes")};
+  }
+  return out;
+}
+
 Status PgEventStore::AddCheckpoint(int64_t job_id, const CheckpointRecord& c, int64_t time_ms) {
   auto r = tx_.Exec("INSERT INTO checkpoints (job_id, tenant_id, step, path, bytes, created_at,"
                     " updated_at, state)"

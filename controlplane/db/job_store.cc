@@ -99,6 +99,18 @@ Result<std::optional<JobRecord>> PgJobStore::Get(int64_t id, std::optional<int64
   return std::optional<JobRecord>(std::move(jobs[0]));
 }
 
+Result<std::vector<JobRecord>> PgJobStore::GetMany(const std::vector<int64_t>& ids,
+                                                   bool for_update) {
+  if (ids.empty()) return std::vector<JobRecord>();
+  // ORDER BY id: rows are locked in the order they are read, so two heartbeats (or a heartbeat
+  // and the scheduler, which also locks by id) take their locks in one order.
+  std::string sql = std::string(kSelectJob) + "WHERE j.id = ANY($1::bigint[]) ORDER BY j.id";
+  if (for_update) sql += " FOR UPDATE OF j";
+  auto r = tx_.Exec(sql, {IdArray(ids)});
+  if (!r.ok()) return r.status();
+  return ToJobs(*r);
+}
+
 Result<std::optional<JobRecord>> PgJobStore::GetByIdempotencyKey(int64_t tenant_id,
                                                                  const std::string& key) {
   auto r = tx_.Exec(std::string(kSelectJob) + "WHERE j.tenant_id = $1 AND j.idempotency_key = $2",

@@ -171,6 +171,47 @@ Status PgAllocationStore::CountLaunchSent(int64_t job_id, int64_t node_id) {
       {P(job_id), P(node_id)}));
 }
 
+namespace {
+std::map<int64_t, std::vector<AllocationRecord>> ByJob(std::vector<AllocationRecord> all) {
+  std::map<int64_t, std::vector<AllocationRecord>> out;
+  for (AllocationRecord& a : all) out[a.job_id].push_back(std::move(a));
+  return out;
+}
+}  // namespace
+
+Result<std::map<int64_t, std::vector<AllocationRecord>>> PgAllocationStore::ForJobs(
+    const std::vector<int64_t>& job_ids) {
+  if (job_ids.empty()) return std::map<int64_t, std::vector<AllocationRecord>>();
+  EMBODY_ASSIGN_OR_RETURN(all, Query("WHERE a.job_id = ANY($1::bigint[]) AND NOT a.released"
+                                     " ORDER BY a.job_id, a.is_head DESC, a.node_id",
+                                     {IdArray(job_ids)}));
+  return ByJob(std::move(all));
+}
+
+Result<std::map<int64_t, std::vector<AllocationRecord>>> PgAllocationStore::PlacementForJobs(
+    const std::vector<int64_t>& job_ids) {
+  if (job_ids.empty()) return std::map<int64_t, std::vector<AllocationRecord>>();
+  EMBODY_ASSIGN_OR_RETURN(all, Query("WHERE a.job_id = ANY($1::bigint[])"
+                                     " ORDER BY a.job_id, a.is_head DESC, a.node_id",
+                                     {IdArray(job_ids)}));
+  return ByJob(std::move(all));
+}
+
+Status PgAllocationStore::MarkLaunchedMany(const std::vector<int64_t>& job_ids, int64_t node_id) {
+  if (job_ids.empty()) return Status::Ok();
+  return OkOr(tx_.Exec("UPDATE job_allocations SET launched = true"
+                       " WHERE job_id = ANY($1::bigint[]) AND node_id = $2",
+                       {IdArray(job_ids), P(node_id)}));
+}
+
+Status PgAllocationStore::CountLaunchesSent(const std::vector<int64_t>& job_ids,
+                                            int64_t node_id) {
+  if (job_ids.empty()) return Status::Ok();
+  return OkOr(tx_.Exec("UPDATE job_allocations SET launch_sends = launch_sends + 1"
+                       " WHERE job_id = ANY($1::bigint[]) AND node_id = $2",
+                       {IdArray(job_ids), P(node_id)}));
+}
+
 Status PgAllocationStore::ReleaseForJob(int64_t job_id) {
   return OkOr(
       tx_.Exec("UPDATE job_allocations SET released = true, job_token = '' WHERE job_id = $1",

@@ -380,7 +380,17 @@ PgTx::~PgTx() {
   if (open_) (void)db::Exec(lease_.get(), "ROLLBACK");
 }
 
+Param IdArray(const std::vector<int64_t>& ids) {
+  std::string out = "{";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(ids[i]);
+  }
+  return out + "}";
+}
+
 Result<PgRows> PgTx::Exec(const std::string& sql, const Params& params) {
+  lease_.pool()->CountStatement();
   auto r = db::ExecPrepared(lease_.get(), prepared_, sql, params);
   if (!r.ok()) lease_.pool()->CountError();
   return r;

@@ -44,6 +44,9 @@ inline Param P(int v) { return std::to_string(v); }
 inline Param P(bool v) { return std::string(v ? "true" : "false"); }
 inline Param P(std::string v) { return v; }
 inline Param P(const char* v) { return std::string(v); }
+// A bigint[] literal ("{1,2,3}") for `= ANY($n::bigint[])` and `unnest($n::bigint[])`: one
+// parameter however many ids, so a batch is one statement.
+Param IdArray(const std::vector<int64_t>& ids);
 
 // A query result: column names and every value as text (or nullopt for NULL).
 class PgRows {
@@ -152,6 +155,9 @@ class PgPool {
 
   PgPoolStats Stats();
   void CountError() { errors_.fetch_add(1, std::memory_order_relaxed); }
+  void CountStatement() { statements_.fetch_add(1, std::memory_order_relaxed); }
+  // Statements run through PgTx since the pool opened (tests count the round trips of a call).
+  uint64_t StatementsRun() const { return statements_.load(std::memory_order_relaxed); }
   const PgOptions& options() const { return options_; }
 
  private:
@@ -173,6 +179,7 @@ class PgPool {
   std::vector<PooledConn*> idle_;
   int open_ = 0;  // connections lent, idle or being opened
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> statements_{0};
   // Counts connections found broken; one lent with an older checked_epoch is checked first.
   std::atomic<uint64_t> break_epoch_{1};
   // After a failed connect no new connection is tried before retry_at_ (guarded by mu_).

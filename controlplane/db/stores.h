@@ -35,6 +35,8 @@ class PgJobStore : public service::JobStore {
   common::Result<std::optional<service::JobRecord>> GetByIdempotencyKey(
       int64_t tenant_id, const std::string& key) override;
   common::Result<std::vector<service::JobRecord>> List(const service::JobQuery& q) override;
+  common::Result<std::vector<service::JobRecord>> GetMany(const std::vector<int64_t>& ids,
+                                                          bool for_update) override;
   common::Result<std::vector<service::JobRecord>> ListInStates(
       const std::vector<api::JobState>& states, bool for_update) override;
   common::Status Update(const service::JobRecord& job) override;
@@ -58,6 +60,12 @@ class PgAllocationStore : public service::AllocationStore {
   common::Result<std::vector<service::AllocationRecord>> All() override;
   common::Status MarkLaunched(int64_t job_id, int64_t node_id) override;
   common::Status CountLaunchSent(int64_t job_id, int64_t node_id) override;
+  common::Result<std::map<int64_t, std::vector<service::AllocationRecord>>> ForJobs(
+      const std::vector<int64_t>& job_ids) override;
+  common::Result<std::map<int64_t, std::vector<service::AllocationRecord>>> PlacementForJobs(
+      const std::vector<int64_t>& job_ids) override;
+  common::Status MarkLaunchedMany(const std::vector<int64_t>& job_ids, int64_t node_id) override;
+  common::Status CountLaunchesSent(const std::vector<int64_t>& job_ids, int64_t node_id) override;
   common::Result<std::vector<service::AllocationRecord>> PlacementForJob(int64_t job_id) override;
   common::Status ReleaseForJob(int64_t job_id) override;
   common::Status DeleteForJob(int64_t job_id) override;
@@ -99,6 +107,10 @@ class PgEventStore : public service::EventStore {
                                                          int limit) override;
   common::Result<std::optional<service::EventRecord>> Latest(int64_t job_id,
                                                              const std::string& type) override;
+  common::Result<std::map<int64_t, service::EventRecord>> LatestOfJobs(
+      const std::vector<int64_t>& job_ids, const std::string& type) override;
+  common::Result<std::map<int64_t, service::CheckpointRecord>> LatestCheckpoints(
+      const std::vector<int64_t>& job_ids) override;
   common::Status AddCheckpoint(int64_t job_id, const service::CheckpointRecord& c,
                                int64_t time_ms) override;
   common::Result<std::optional<service::CheckpointRecord>> LatestCheckpoint(

@@ -24,6 +24,26 @@ Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job) {
   return v;
 }
 
+Result<std::vector<JobView>> LoadJobViews(UnitOfWork& uow, std::vector<JobRecord> jobs) {
+  std::vector<int64_t> ids;
+  ids.reserve(jobs.size());
+  for (const JobRecord& j : jobs) ids.push_back(j.id);
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().PlacementForJobs(ids));
+  EMBODY_ASSIGN_OR_RETURN(steps, uow.events().LatestOfJobs(ids, "step"));
+  EMBODY_ASSIGN_OR_RETURN(ckpts, uow.events().LatestCheckpoints(ids));
+  std::vector<JobView> out;
+  out.reserve(jobs.size());
+  for (JobRecord& j : jobs) {
+    JobView v;
+    if (auto a = allocs.find(j.id); a != allocs.end()) v.allocation = std::move(a->second);
+    if (auto s = steps.find(j.id); s != steps.end()) v.last_step = std::move(s->second.data);
+    if (auto c = ckpts.find(j.id); c != ckpts.end()) v.latest_checkpoint = c->second;
+    v.job = std::move(j);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 json ToJson(const JobView& v) {
   const JobRecord& j = v.job;
   json alloc = json::array();

@@ -19,6 +19,9 @@ struct JobView {
 };
 
 Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job);
+// LoadJobView for a page of jobs in a fixed number of reads (three), whatever its length; in
+// the order given.
+Result<std::vector<JobView>> LoadJobViews(UnitOfWork& uow, std::vector<JobRecord> jobs);
 
 nlohmann::json ToJson(const JobView& v);
 nlohmann::json ToJson(const NodeRecord& n, int slots_used);

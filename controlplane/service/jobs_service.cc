@@ -15,7 +15,7 @@ using api::JobState;
 
 namespace {
 constexpr size_t kMaxIdempotencyKey = 200;
-constexpr int kMaxListLimit = 500;
+constexpr int kMaxListLimit = 1000;
 constexpr int kMaxEventLimit = 1000;
 
 Result<JobRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, bool for_update) {
@@ -150,7 +150,7 @@ Result<JobPage> JobsService::List(const Principal& p, int limit, const std::stri
                                   const std::string& name_contains) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   if (limit <= 0 || limit > kMaxListLimit) {
-    return common::InvalidArgument("limit must be in 1..500", "limit");
+    return common::InvalidArgument("limit must be in 1..1000", "limit");
   }
   JobQuery q;
   q.tenant_id = p.TenantScope();
@@ -177,10 +177,8 @@ Result<JobPage> JobsService::List(const Principal& p, int limit, const std::stri
     jobs.resize(limit);
     page.next_cursor = std::to_string(jobs.back().id);
   }
-  for (JobRecord& j : jobs) {
-    EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(j)));
-    page.jobs.push_back(std::move(view));
-  }
+  EMBODY_ASSIGN_OR_RETURN(views, LoadJobViews(*uow, std::move(jobs)));
+  page.jobs = std::move(views);
   return page;
 }
 

@@ -160,7 +160,7 @@ TEST_F(JobsServiceTest, ListPagesWithACursorAndValidatesItsArguments) {
   EXPECT_FALSE(rest->next_cursor);
   EXPECT_EQ(jobs.List(member_, 2, "", "", 0, "J1")->jobs.size(), 1u);
   EXPECT_EQ(jobs.List(member_, 0, "", "").status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(jobs.List(member_, 501, "", "").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(jobs.List(member_, 1001, "", "").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(jobs.List(member_, 10, "12x", "").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(jobs.List(member_, 10, "", "DONE").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(jobs.List(member_, 10, "", "", 0, std::string(129, 'q')).status().code(),

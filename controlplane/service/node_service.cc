@@ -1,6 +1,7 @@
 #include "controlplane/service/node_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -133,6 +134,33 @@ Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node
 
 Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_t node_id,
                                                       const api::HeartbeatRequest& req) {
+  // Read before the first transaction: a placement committed after it wakes the wait below.
+  uint64_t generation = waiters_ ? waiters_->Generation(node_id) : 0;
+  EMBODY_ASSIGN_OR_RETURN(reply, Beat(p, node_id, req));
+  // Only a heartbeat that reports nothing is held: an agent gives up on a held call when one of
+  // its jobs ends (to report it at once), and resends only what is safe to resend.
+  const bool holdable = waiters_ && req.wait_ms > 0 && req.finished.empty() &&
+                        req.events.empty() && req.logs.empty();
+  if (!holdable || !reply.commands.empty()) return reply;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::min(req.wait_ms, heartbeat_interval_ms_));
+  api::HeartbeatRequest again;  // what the agent holds, as it said; nothing to store twice
+  again.running = req.running;
+  again.launched = req.launched;
+  again.has_launched = req.has_launched;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !waiters_->Wait(node_id, generation, left)) return reply;
+    generation = waiters_->Generation(node_id);
+    EMBODY_ASSIGN_OR_RETURN(fresh, Beat(p, node_id, again));
+    if (!fresh.commands.empty()) return fresh;
+    reply = std::move(fresh);  // woken for another node (NotifyAll): wait on
+  }
+}
+
+Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t node_id,
+                                                 const api::HeartbeatRequest& req) {
   EMBODY_RETURN_IF_ERROR(RequireNode(p, node_id));
   EMBODY_RETURN_IF_ERROR(CheckBounds(req));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
@@ -140,15 +168,16 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   if (!node) return common::NotFound("node " + std::to_string(node_id) + " not registered");
   const int64_t now = now_();
   EMBODY_RETURN_IF_ERROR(uow->nodes().Touch(node_id, now));
+  EMBODY_ASSIGN_OR_RETURN(reads, Read(*uow, node_id, req));
   // Events and logs first: a job's last words arrive in the same heartbeat as its exit.
   std::map<std::string, uint64_t> dropped;
-  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, now, &dropped));
-  EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, node_id, req));
-  EMBODY_ASSIGN_OR_RETURN(mine, uow->allocations().ForNode(node_id));
-  EMBODY_RETURN_IF_ERROR(AcknowledgeLaunches(*uow, req, mine));
-  EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, now));
+  EMBODY_RETURN_IF_ERROR(StoreEvents(*uow, node_id, req, reads, now, &dropped));
+  EMBODY_RETURN_IF_ERROR(StoreLogs(*uow, node_id, req, reads));
+  EMBODY_RETURN_IF_ERROR(AcknowledgeLaunches(*uow, node_id, req, reads));
+  EMBODY_RETURN_IF_ERROR(LockChanging(*uow, req, reads));
+  EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, reads, now));
   uint64_t lost = 0;
-  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node->name, mine, now, &lost));
+  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, reads, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   // Counted once committed: a heartbeat whose transaction failed gave nothing up.
   if (!dropped.empty() || lost > 0) {
@@ -161,11 +190,61 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   return reply;
 }
 
-Result<bool> NodeService::RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id) {
-  EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(job_id, std::nullopt, false));
-  if (!job) return false;
-  EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().PlacementForJob(job_id));
-  return HasAllocationOn(placement, node_id, false);
+Result<NodeService::HeartbeatReads> NodeService::Read(UnitOfWork& uow, int64_t node_id,
+                                                      const api::HeartbeatRequest& req) {
+  HeartbeatReads r;
+  EMBODY_ASSIGN_OR_RETURN(mine, uow.allocations().ForNode(node_id));
+  r.mine = std::move(mine);
+  std::vector<int64_t> ids(req.running.begin(), req.running.end());
+  for (const AllocationRecord& a : r.mine) ids.push_back(a.job_id);
+  for (const api::FinishedJob& f : req.finished) ids.push_back(f.job_id);
+  for (const api::LaunchAck& l : req.launched) ids.push_back(l.job_id);
+  std::vector<int64_t> reporting;  // jobs with events or log bytes
+  for (const api::JobEventReport& e : req.events) reporting.push_back(e.job_id);
+  for (const api::LogChunk& c : req.logs) reporting.push_back(c.job_id);
+  ids.insert(ids.end(), reporting.begin(), reporting.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  EMBODY_ASSIGN_OR_RETURN(jobs, uow.jobs().GetMany(ids, false));
+  for (JobRecord& j : jobs) r.jobs.emplace(j.id, std::move(j));
+  if (!reporting.empty()) {
+    std::sort(reporting.begin(), reporting.end());
+    reporting.erase(std::unique(reporting.begin(), reporting.end()), reporting.end());
+    EMBODY_ASSIGN_OR_RETURN(placements, uow.allocations().PlacementForJobs(reporting));
+    r.placements = std::move(placements);
+  }
+  return r;
+}
+
+Status NodeService::LockChanging(UnitOfWork& uow, const api::HeartbeatRequest& req,
+                                 HeartbeatReads& r) {
+  auto state = [&r](int64_t id) -> std::optional<JobState> {
+    auto j = r.jobs.find(id);
+    if (j == r.jobs.end()) return std::nullopt;
+    return j->second.state;
+  };
+  std::vector<int64_t> changing;
+  for (int64_t id : req.running) {
+    if (state(id) == JobState::kScheduled) changing.push_back(id);
+  }
+  for (const api::FinishedJob& f : req.finished) {
+    if (state(f.job_id)) changing.push_back(f.job_id);
+  }
+  for (const AllocationRecord& a : r.mine) {
+    if (!a.is_head) continue;
+    const std::optional<JobState> s = state(a.job_id);
+    // A launch to hand out (or give up on), or a job to end before its launch went out.
+    if ((s == JobState::kScheduled && !a.launched) ||
+        ((s == JobState::kCancelling || s == JobState::kRestarting) && !LaunchSent(a))) {
+      changing.push_back(a.job_id);
+    }
+  }
+  if (changing.empty()) return Status::Ok();
+  EMBODY_ASSIGN_OR_RETURN(locked, uow.jobs().GetMany(changing, true));
+  for (JobRecord& j : locked) r.jobs[j.id] = std::move(j);
+  EMBODY_ASSIGN_OR_RETURN(live, uow.allocations().ForJobs(changing));
+  r.live = std::move(live);
+  return Status::Ok();
 }
 
 uint64_t NodeService::LaunchesLost() const {
@@ -178,8 +257,21 @@ std::map<std::string, uint64_t> NodeService::EventsDropped() const {
   return events_dropped_;
 }
 
+namespace {
+// Whether job `job_id` exists and its latest placement includes `node_id`: events and logs are
+// kept only from where the job ran.
+bool RanHere(const std::map<int64_t, JobRecord>& jobs,
+             const std::map<int64_t, std::vector<AllocationRecord>>& placements, int64_t job_id,
+             int64_t node_id) {
+  if (!jobs.count(job_id)) return false;
+  auto p = placements.find(job_id);
+  return p != placements.end() && HasAllocationOn(p->second, node_id, false);
+}
+}  // namespace
+
 Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
-                                int64_t now, std::map<std::string, uint64_t>* dropped) {
+                                const HeartbeatReads& r, int64_t now,
+                                std::map<std::string, uint64_t>* dropped) {
   // The last step event of each job in this heartbeat is stored even when the thinning policy
   // (metrics_history.h) does not keep its step: it is the job's latest step until the next one.
   std::map<int64_t, size_t> last_step;
@@ -187,7 +279,7 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
     const api::JobEventReport& e = req.events[i];
     if (e.type == "step" && StepOf(e.data)) last_step[e.job_id] = i;
   }
-  std::map<int64_t, bool> known;    // job id -> placed on this node by this server
+  std::set<int64_t> refused_logged;
   std::set<int64_t> provisional_dropped;
   for (size_t i = 0; i < req.events.size(); ++i) {
     const api::JobEventReport& e = req.events[i];
@@ -200,16 +292,14 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
                        {"reason", bad->reason}, {"error", bad->message}});
       continue;
     }
-    auto k = known.find(e.job_id);
-    if (k == known.end()) {
-      EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, e.job_id, node_id));
-      k = known.emplace(e.job_id, here).first;
-      if (!here) {
+    if (!RanHere(r.jobs, r.placements, e.job_id, node_id)) {
+      // Not this node's job (or none at all): dropped, nothing stored.
+      if (refused_logged.insert(e.job_id).second) {
         common::LogWarn("events refused: job not placed on this node",
                         {{"job_id", std::to_string(e.job_id)}, {"node_id", std::to_string(node_id)}});
       }
+      continue;
     }
-    if (!k->second) continue;  // not this node's job (or none at all): dropped, nothing stored
     const int64_t t = e.time_ms > 0 ? e.time_ms : now;
     if (auto step = e.type == "step" ? StepOf(e.data) : std::nullopt) {
       if (provisional_dropped.insert(e.job_id).second) {
@@ -238,21 +328,19 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
   return Status::Ok();
 }
 
-Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req) {
-  std::map<int64_t, bool> known;
+Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
+                              const HeartbeatReads& r) {
+  std::set<int64_t> refused_logged;
   for (const api::LogChunk& chunk : req.logs) {
     if (chunk.offset < 0 || chunk.rank < -1 || chunk.rank > 1'000'000) continue;
-    auto k = known.find(chunk.job_id);
-    if (k == known.end()) {
-      EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, chunk.job_id, node_id));
-      k = known.emplace(chunk.job_id, here).first;
-      if (!here) {
+    if (!RanHere(r.jobs, r.placements, chunk.job_id, node_id)) {
+      if (refused_logged.insert(chunk.job_id).second) {
         common::LogWarn("logs refused: job not placed on this node",
                         {{"job_id", std::to_string(chunk.job_id)},
                          {"node_id", std::to_string(node_id)}});
       }
+      continue;
     }
-    if (!k->second) continue;
     EMBODY_ASSIGN_OR_RETURN(size, log_files_.Append(chunk));
     EMBODY_RETURN_IF_ERROR(
         uow.logs().Upsert(chunk.job_id, {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.rank),
@@ -261,14 +349,15 @@ Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::Heart
   return Status::Ok();
 }
 
-Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatRequest& req,
-                                        std::vector<AllocationRecord>& mine) {
+Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, int64_t node_id,
+                                        const api::HeartbeatRequest& req, HeartbeatReads& r) {
   // A job the agent reports running or ended was launched there, whatever the agent's age.
   std::set<int64_t> reported(req.running.begin(), req.running.end());
   for (const api::FinishedJob& f : req.finished) reported.insert(f.job_id);
   std::map<int64_t, std::vector<int>> held;  // job -> attempts the agent holds
   for (const api::LaunchAck& l : req.launched) held[l.job_id].push_back(l.attempt);
-  for (AllocationRecord& a : mine) {
+  std::vector<int64_t> acked_jobs;
+  for (AllocationRecord& a : r.mine) {
     if (!a.is_head || a.launched) continue;
     bool acked = reported.count(a.job_id) > 0;
     if (!acked) {
@@ -276,34 +365,40 @@ Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatReq
       if (h == held.end()) continue;
       // Only the attempt this allocation is for: an agent still holding an earlier attempt of
       // the job has not got this one.
-      EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, false));
-      if (!job) continue;
-      acked = std::find(h->second.begin(), h->second.end(), job->attempt) != h->second.end();
+      auto job = r.jobs.find(a.job_id);
+      if (job == r.jobs.end()) continue;
+      acked = std::find(h->second.begin(), h->second.end(), job->second.attempt) !=
+              h->second.end();
     }
     if (!acked) continue;
-    EMBODY_RETURN_IF_ERROR(uow.allocations().MarkLaunched(a.job_id, a.node_id));
+    acked_jobs.push_back(a.job_id);
     a.launched = true;
   }
-  return Status::Ok();
+  return uow.allocations().MarkLaunchedMany(acked_jobs, node_id);
 }
 
 Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
-                                 const api::HeartbeatRequest& req, int64_t now) {
+                                 const api::HeartbeatRequest& req, HeartbeatReads& r,
+                                 int64_t now) {
   const std::string actor = "agent/" + node_name;
+  // Only jobs LockChanging locked (and so found in r.live when they hold allocations) move.
+  auto live_here = [&r, node_id](int64_t id, bool head) {
+    auto l = r.live.find(id);
+    return l != r.live.end() && HasAllocationOn(l->second, node_id, head);
+  };
   for (int64_t id : req.running) {
-    EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(id, std::nullopt, true));
-    if (!job || job->state != JobState::kScheduled) continue;
-    EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().ForJob(id));
-    if (!HasAllocationOn(allocs, node_id, false)) continue;
-    EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRunning, "", actor, now));
+    auto job = r.jobs.find(id);
+    if (job == r.jobs.end() || job->second.state != JobState::kScheduled) continue;
+    if (!live_here(id, false)) continue;
+    EMBODY_RETURN_IF_ERROR(Transition(uow, job->second, JobState::kRunning, "", actor, now));
   }
   for (const api::FinishedJob& f : req.finished) {
-    EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(f.job_id, std::nullopt, true));
-    if (!job) continue;
-    EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().ForJob(f.job_id));
+    auto it = r.jobs.find(f.job_id);
+    if (it == r.jobs.end()) continue;
+    JobRecord* job = &it->second;
     // Only the head's report counts, and only for the attempt that still holds this node; a
     // report repeated after the job ended finds no allocation and is ignored.
-    if (!HasAllocationOn(allocs, node_id, true)) continue;
+    if (!live_here(f.job_id, true)) continue;
     // The agent's words, stored as text: nothing PostgreSQL would refuse, and bounded.
     std::string reason = api::StorableText(f.reason, kMaxReasonBytes);
     JobState to;
@@ -329,19 +424,26 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     }
     job->exit_code = f.exit_code;
     EMBODY_RETURN_IF_ERROR(Transition(uow, *job, to, reason, actor, now));
+    r.live.erase(f.job_id);  // released or forgotten: no command for it below
   }
   return Status::Ok();
 }
 
-Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std::string& node_name,
-                                                     const std::vector<AllocationRecord>& mine,
-                                                     int64_t now, uint64_t* lost) {
+Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t node_id,
+                                                     const std::string& node_name,
+                                                     HeartbeatReads& r, int64_t now,
+                                                     uint64_t* lost) {
   api::HeartbeatResponse reply;
-  for (const AllocationRecord& a : mine) {
-    EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(a.job_id, std::nullopt, true));
-    if (!job) continue;
-    if (job->state == JobState::kScheduled && a.is_head && !a.launched &&
-        a.launch_sends >= kLaunchSendsBeforeLost) {
+  std::vector<int64_t> sent;  // launches this reply carries
+  for (const AllocationRecord& a : r.mine) {
+    auto it = r.jobs.find(a.job_id);
+    if (it == r.jobs.end()) continue;
+    JobRecord* job = &it->second;
+    // A launch, a lost launch or an end before launch writes: LockChanging locked those jobs
+    // and read their allocations again; a job no longer holding this node gets nothing.
+    const bool launch = job->state == JobState::kScheduled && a.is_head && !a.launched;
+    if (launch && !r.live.count(a.job_id)) continue;
+    if (launch && a.launch_sends >= kLaunchSendsBeforeLost) {
       // Handed out in that many replies and never acknowledged: the node does not have it (its
       // agent lost it, or cannot take it). The job goes back to the queue as after a node loss,
       // the attempt counted against max_restarts.
@@ -362,8 +464,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       ++*lost;
       continue;
     }
-    if (job->state == JobState::kScheduled && a.is_head && !a.launched) {
-      EMBODY_ASSIGN_OR_RETURN(hosts, uow.allocations().ForJob(a.job_id));
+    if (launch) {
       api::Command c;
       c.type = api::Command::Type::kLaunch;
       c.job_id = job->id;
@@ -372,7 +473,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       c.attempt = job->attempt;
       EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
       c.spec = std::move(spec);
-      for (const AllocationRecord& h : hosts) {
+      for (const AllocationRecord& h : r.live[a.job_id]) {
         c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks, h.node_agent_url});
       }
       c.job_token = a.job_token;
@@ -387,7 +488,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
-      EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchSent(a.job_id, a.node_id));
+      sent.push_back(a.job_id);
       reply.commands.push_back(std::move(c));
     } else if (!a.is_head && !a.job_token.empty() &&
                (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
@@ -409,6 +510,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {
+        if (!r.live.count(a.job_id)) continue;  // moved on since it was read
         // Never handed out: nothing to kill, nobody will report it finished. (A launch handed out
         // but not acknowledged may have arrived: it gets the kill, which an agent that never had
         // the job answers by reporting it ended at once.)
@@ -427,6 +529,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       reply.commands.push_back(std::move(c));
     }
   }
+  EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchesSent(sent, node_id));
   return reply;
 }
 

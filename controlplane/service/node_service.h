@@ -9,6 +9,11 @@
 // kLaunchSendsBeforeLost replies is requeued as after a node loss. Everything in it is idempotent, because agents resend a heartbeat whose
 // reply they did not get. One job's bad event (api/job_event_check.h) is dropped alone with its
 // reason, never failing the heartbeat: a job must not be able to take its node DOWN.
+//
+// Its cost does not grow with the jobs on the node: the node's allocations and every job the
+// heartbeat names are read in one statement each, acknowledgements and launch counts written in
+// one each, and only jobs it moves (a report or a command changes them) are row-locked, again in
+// one statement. What grows is per event, per log chunk and per state change, not per job held.
 #pragma once
 
 #include <functional>
@@ -22,6 +27,7 @@
 #include "api/agent_protocol.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/log_files.h"
+#include "controlplane/service/node_waiters.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -34,8 +40,14 @@ class NodeService {
         now_(std::move(now)), wake_(std::move(wake)) {}
 
   Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
+  // Answers at once, unless the request asks to wait (HeartbeatRequest::wait_ms), carries no
+  // report that must not be resent, gets no command, and `waiters` (SetWaiters) has room: then
+  // it is held until a command exists for the node or the wait (at most one heartbeat interval)
+  // is over, and answered from a fresh read.
   Result<api::HeartbeatResponse> Heartbeat(const Principal& p, int64_t node_id,
                                            const api::HeartbeatRequest& req);
+  // Where held heartbeats wait; null (the default): none is held. Set before serving.
+  void SetWaiters(NodeWaiters* waiters) { waiters_ = waiters; }
   // {"nodes":[...]} per docs/contracts.md. Names no tenant and no job.
   Result<nlohmann::json> List(const Principal& p);
   // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
@@ -55,29 +67,51 @@ class NodeService {
   static constexpr int kLaunchSendsBeforeLost = 10;
 
  private:
+  // One heartbeat's transaction, never held.
+  Result<api::HeartbeatResponse> Beat(const Principal& p, int64_t node_id,
+                                      const api::HeartbeatRequest& req);
+
+  // What a heartbeat reads once, in a fixed number of statements whatever the number of jobs
+  // on the node, and every step of it then shares.
+  struct HeartbeatReads {
+    std::vector<AllocationRecord> mine;  // the node's live allocations
+    std::map<int64_t, JobRecord> jobs;   // every job the heartbeat names or the node holds
+    // Where each job named by an event or log chunk ran (PlacementForJobs).
+    std::map<int64_t, std::vector<AllocationRecord>> placements;
+    // Live allocations of the jobs this heartbeat changes, read after they were locked.
+    std::map<int64_t, std::vector<AllocationRecord>> live;
+  };
+
+  Result<HeartbeatReads> Read(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
+  // Locks the jobs this heartbeat may write (a report or a command moves them), in one
+  // statement, and reloads them and their allocations under the lock. Jobs it only reads stay
+  // unlocked: a steady heartbeat of running jobs takes no row lock on them.
+  Status LockChanging(UnitOfWork& uow, const api::HeartbeatRequest& req, HeartbeatReads& r);
   // Events and logs are kept only for jobs whose latest placement includes the reporting node.
   // An event api::CheckJobEvent refuses is dropped alone, counted in `dropped` by reason.
   Status StoreEvents(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
-                     int64_t now, std::map<std::string, uint64_t>* dropped);
-  Status StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
-  Result<bool> RanHere(UnitOfWork& uow, int64_t job_id, int64_t node_id);
+                     const HeartbeatReads& r, int64_t now,
+                     std::map<std::string, uint64_t>* dropped);
+  Status StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
+                   const HeartbeatReads& r);
   Status ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
-                      const api::HeartbeatRequest& req, int64_t now);
-  // Marks the head allocations in `mine` whose launch the agent acknowledged (HeartbeatRequest::
-  // launched for the job's current attempt, or the job reported running or ended).
-  Status AcknowledgeLaunches(UnitOfWork& uow, const api::HeartbeatRequest& req,
-                             std::vector<AllocationRecord>& mine);
-  // `mine`: the node's allocations, as AcknowledgeLaunches left them. Adds the launches it
-  // gives up on to `*lost`.
-  Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, const std::string& node_name,
-                                          const std::vector<AllocationRecord>& mine, int64_t now,
-                                          uint64_t* lost);
+                      const api::HeartbeatRequest& req, HeartbeatReads& r, int64_t now);
+  // Marks the head allocations in `r.mine` whose launch the agent acknowledged
+  // (HeartbeatRequest::launched for the job's current attempt, or the job reported running or
+  // ended), in one statement.
+  Status AcknowledgeLaunches(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
+                             HeartbeatReads& r);
+  // Adds the launches it gives up on to `*lost`.
+  Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id,
+                                          const std::string& node_name, HeartbeatReads& r,
+                                          int64_t now, uint64_t* lost);
 
   Database& db_;
   const LogFiles& log_files_;
   const int heartbeat_interval_ms_;
   Clock now_;
   std::function<void()> wake_;
+  NodeWaiters* waiters_ = nullptr;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;

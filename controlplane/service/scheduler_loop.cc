@@ -162,6 +162,12 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   }
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   stats.scheduled += static_cast<int64_t>(d.placements.size());
+  // Every node of a placement: the head gets its launch, the others their worker command, which
+  // must be there before the head's mpirun asks them to start a daemon.
+  for (const Placement& p : d.placements) {
+    for (const auto& n : p.nodes) stats.command_nodes.push_back(n.node_id);
+  }
+  stats.preempted = stats.preempted || !d.preemptions.empty();
   stats.waiting += static_cast<int64_t>(d.waiting.size());
   return Status::Ok();
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/scheduler.h"
@@ -37,6 +38,11 @@ struct CycleStats {
   bool leader = false;
   double seconds = 0;
   int64_t scheduled = 0;  // jobs placed this cycle
+  // Nodes that have a command since this cycle (every node of a placed job: the head's launch,
+  // the others' worker commands); `preempted`: some
+  // job was preempted, and every node may have a kill. Held heartbeats are woken for them.
+  std::vector<int64_t> command_nodes;
+  bool preempted = false;
   int64_t waiting = 0;    // pending jobs that did not fit this cycle
   bool counted = false;
   int64_t queue_depth = 0;  // PENDING jobs after the cycle

@@ -9,6 +9,7 @@
 // others before Commit.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -96,6 +97,10 @@ class JobStore {
                                                bool for_update) = 0;
   virtual Result<std::optional<JobRecord>> GetByIdempotencyKey(int64_t tenant_id,
                                                                const std::string& key) = 0;
+  // The jobs among `ids` that exist, by id, in one read (a heartbeat names many). for_update
+  // locks them, in id order so two callers cannot deadlock. Loops over Get unless overridden.
+  virtual Result<std::vector<JobRecord>> GetMany(const std::vector<int64_t>& ids,
+                                                 bool for_update);
   virtual Result<std::vector<JobRecord>> List(const JobQuery& q) = 0;  // newest first
   // Jobs in any of `states`, oldest first; for_update locks them until the unit of work ends.
   virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states,
@@ -146,10 +151,19 @@ class AllocationStore {
   virtual Result<std::vector<AllocationRecord>> PlacementForJob(int64_t job_id) = 0;
   virtual Result<std::vector<AllocationRecord>> ForNode(int64_t node_id) = 0;
   virtual Result<std::vector<AllocationRecord>> All() = 0;
+  // Batch forms of ForJob and PlacementForJob for lists and heartbeats: one read for many jobs,
+  // keyed by job id (a job without allocations has no entry). Loop unless overridden.
+  virtual Result<std::map<int64_t, std::vector<AllocationRecord>>> ForJobs(
+      const std::vector<int64_t>& job_ids);
+  virtual Result<std::map<int64_t, std::vector<AllocationRecord>>> PlacementForJobs(
+      const std::vector<int64_t>& job_ids);
   // The head agent acknowledged the launch.
   virtual Status MarkLaunched(int64_t job_id, int64_t node_id) = 0;
   // One more heartbeat reply carries the launch (launch_sends + 1).
   virtual Status CountLaunchSent(int64_t job_id, int64_t node_id) = 0;
+  // Batch forms of the two above for the allocations of `job_ids` on one node.
+  virtual Status MarkLaunchedMany(const std::vector<int64_t>& job_ids, int64_t node_id);
+  virtual Status CountLaunchesSent(const std::vector<int64_t>& job_ids, int64_t node_id);
   // Frees the slots but keeps the record (terminal states).
   virtual Status ReleaseForJob(int64_t job_id) = 0;
   // Forgets the placement (a job back in PENDING gets a new one).
@@ -239,9 +253,16 @@ class EventStore {
   virtual Result<std::vector<EventRecord>> List(int64_t job_id, int64_t after_id,
                                                 const std::string& type, int limit) = 0;
   virtual Result<std::optional<EventRecord>> Latest(int64_t job_id, const std::string& type) = 0;
+  // Latest for many jobs in one read, keyed by job id (no entry: no such event). Loops unless
+  // overridden.
+  virtual Result<std::map<int64_t, EventRecord>> LatestOfJobs(const std::vector<int64_t>& job_ids,
+                                                              const std::string& type);
   virtual Status AddCheckpoint(int64_t job_id, const CheckpointRecord& c, int64_t time_ms) = 0;
   // The latest checkpoint the job reported writing on its node's disk (not blob-store uploads).
   virtual Result<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t job_id) = 0;
+  // LatestCheckpoint for many jobs in one read, keyed by job id. Loops unless overridden.
+  virtual Result<std::map<int64_t, CheckpointRecord>> LatestCheckpoints(
+      const std::vector<int64_t>& job_ids);
 };
 
 struct LogRecord {

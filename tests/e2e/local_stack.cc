@@ -133,7 +133,7 @@ bool LocalStack::Start() {
                                        "--bootstrap-out",
                                        bootstrap,
                                        "--heartbeat-interval-ms",
-                                       "300"};
+                                       std::to_string(heartbeat_interval_ms_)};
   if (!dataset_root_.empty()) {
     server_argv.insert(server_argv.end(), {"--dataset-root", dataset_root_});
   }

@@ -38,6 +38,10 @@ class LocalStack {
     agent_flags_.insert(agent_flags_.end(), flags.begin(), flags.end());
   }
 
+  // The server's --heartbeat-interval-ms (300 unless set: tests go faster than the 1 s default);
+  // before Start().
+  void SetHeartbeatIntervalMs(int ms) { heartbeat_interval_ms_ = ms; }
+
   // The server listens on `host` (default 127.0.0.1), e.g. an address agents in network
   // namespaces reach; before Start().
   void SetServerHost(const std::string& host) { server_host_ = host; }
@@ -106,6 +110,7 @@ class LocalStack {
   std::vector<std::string> server_flags_;
   std::vector<std::string> agent_flags_;
   std::string server_host_ = "127.0.0.1";
+  int heartbeat_interval_ms_ = 300;
   struct AgentPlace {
     std::vector<std::string> prefix;
     std::string address;

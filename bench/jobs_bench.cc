@@ -1,0 +1,267 @@
+// How fast jobs start and finish through the whole stack: tiny jobs run to completion per second
+// on one agent, and the time from submission to every rank running on an idle 2-node cluster.
+//
+//   jobs_bench [--jobs 100] [--slots 2] [--latency-runs 10] [--heartbeat-interval-ms 1000]
+//              [--modes held,interval]
+//
+// Each mode starts its own stacks (tests/e2e/local_stack.h: a private PostgreSQL, embody-server
+// and embody-agent as real processes on loopback, the server at its default heartbeat interval
+// and scheduler period unless told otherwise):
+//   held:     the agents ask the server to hold an idle heartbeat until a launch exists, and
+//             abort a held call when a job ends (the default);
+//   interval: the same agents with --no-held-heartbeats: a launch waits for the node's next
+//             heartbeat and an exit for the one after it (the behaviour before held heartbeats).
+// Both are measured in one run, so the ratio between them is side by side.
+//
+// Tiny jobs: one agent with --slots slots; `--jobs` command jobs `true` (1 node, 1 rank) are
+// submitted back to back from one thread while another polls them in submission order; the rate
+// is jobs / (the last one seen SUCCEEDED - the first submission). Three warm-up jobs first.
+//
+// Submit to running: two agents with one slot each; a job of 2 nodes x 1 rank whose command
+// prints the rank's start time (CLOCK_REALTIME, ns) and sleeps a second. Measured per run: the
+// time from just before POST /v1/jobs to the later of the two ranks' start times (read from the
+// ranks' logs after the job ends), and to the first poll (every 10 ms) that shows RUNNING.
+// Between runs the cluster sits idle for 1.5 heartbeat intervals, so every run starts from idle
+// agents at a different phase of their heartbeats.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/e2e/local_stack.h"
+
+namespace {
+
+using nlohmann::json;
+using embody_test::HttpResult;
+using embody_test::LocalStack;
+using SteadyClock = std::chrono::steady_clock;
+
+struct Options {
+  int jobs = 100;
+  int slots = 2;
+  int latency_runs = 10;
+  int heartbeat_interval_ms = 1000;
+  std::vector<std::string> modes = {"held", "interval"};
+};
+
+struct ModeResult {
+  std::string mode;
+  double tiny_jobs_per_s = 0;
+  int tiny_failed = 0;
+  std::vector<double> all_ranks_ms;  // submit -> the later rank started
+  std::vector<double> running_ms;    // submit -> RUNNING seen
+  int latency_failed = 0;
+};
+
+double Seconds(SteadyClock::time_point a, SteadyClock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+bool Terminal(const std::string& state) {
+  return state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
+}
+
+// Polls the job every 10 ms until it is in a terminal state (or `timeout_s`); returns the state.
+std::string WaitTerminal(LocalStack& stack, int64_t id, double timeout_s) {
+  const auto end = SteadyClock::now() + std::chrono::duration<double>(timeout_s);
+  while (SteadyClock::now() < end) {
+    HttpResult r = stack.Get("/v1/jobs/" + std::to_string(id));
+    if (r.status == 200 && Terminal(r.body.value("state", ""))) return r.body["state"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "TIMEOUT";
+}
+
+int64_t Submit(LocalStack& stack, const json& spec) {
+  HttpResult r = stack.Post("/v1/jobs", spec.dump());
+  if (r.status != 201) {
+    std::fprintf(stderr, "jobs_bench: submit answered %d: %s\n", r.status, r.text.c_str());
+    return 0;
+  }
+  return r.body.value("id", int64_t{0});
+}
+
+void AddModeFlags(LocalStack& stack, const std::string& mode, const Options& o) {
+  stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
+  if (mode == "interval") stack.AddAgentFlags({"--no-held-heartbeats"});
+}
+
+bool TinyJobs(const std::string& mode, const Options& o, ModeResult* out) {
+  LocalStack stack(1, o.slots);
+  AddModeFlags(stack, mode, o);
+  if (!stack.Start()) return false;
+  const json spec = {{"name", "tiny"},
+                     {"kind", "command"},
+                     {"command", {"true"}},
+                     {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t id = Submit(stack, spec);
+    if (id == 0 || WaitTerminal(stack, id, 60) != "SUCCEEDED") {
+      std::fprintf(stderr, "jobs_bench: warm-up job %lld did not succeed\n",
+                   static_cast<long long>(id));
+      return false;
+    }
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(o.jobs), 0);
+  std::atomic<int> submitted{0};
+  const auto t0 = SteadyClock::now();
+  std::thread submitter([&] {
+    for (int i = 0; i < o.jobs; ++i) {
+      ids[static_cast<size_t>(i)] = Submit(stack, spec);
+      submitted.store(i + 1, std::memory_order_release);
+    }
+  });
+  int failed = 0;
+  for (int i = 0; i < o.jobs; ++i) {
+    while (submitted.load(std::memory_order_acquire) <= i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const int64_t id = ids[static_cast<size_t>(i)];
+    if (id == 0 || WaitTerminal(stack, id, 120) != "SUCCEEDED") ++failed;
+  }
+  const auto t1 = SteadyClock::now();
+  submitter.join();
+  out->tiny_jobs_per_s = o.jobs / Seconds(t0, t1);
+  out->tiny_failed = failed;
+  std::printf("  %-8s tiny jobs: %d in %.2f s = %.1f jobs/s (%d not SUCCEEDED)\n", mode.c_str(),
+              o.jobs, Seconds(t0, t1), out->tiny_jobs_per_s, failed);
+  return true;
+}
+
+bool SubmitToRunning(const std::string& mode, const Options& o, ModeResult* out) {
+  LocalStack stack(2, 1);
+  AddModeFlags(stack, mode, o);
+  if (!stack.Start()) return false;
+  const json spec = {{"name", "latency"},
+                     {"kind", "command"},
+                     {"command", {"sh", "-c", "date +%s%N; sleep 1"}},
+                     {"resources", {{"nodes", 2}, {"ranks_per_node", 1}}}};
+  const auto idle = std::chrono::milliseconds(o.heartbeat_interval_ms * 3 / 2);
+  for (int run = -1; run < o.latency_runs; ++run) {  // run -1 warms up
+    std::this_thread::sleep_for(idle);
+    const int64_t submit_ns = RealtimeNs();
+    const auto t0 = SteadyClock::now();
+    const int64_t id = Submit(stack, spec);
+    if (id == 0) return false;
+    double running_ms = -1;
+    while (Seconds(t0, SteadyClock::now()) < 60) {
+      HttpResult r = stack.Get("/v1/jobs/" + std::to_string(id));
+      const std::string state = r.status == 200 ? r.body.value("state", "") : "";
+      if (state == "RUNNING" || Terminal(state)) {
+        running_ms = Seconds(t0, SteadyClock::now()) * 1e3;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const std::string end = WaitTerminal(stack, id, 60);
+    int64_t last_start_ns = 0;
+    bool ok = end == "SUCCEEDED" && running_ms >= 0;
+    for (int rank = 0; rank < 2 && ok; ++rank) {
+      HttpResult log =
+          stack.Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank));
+      int64_t ns = 0;
+      ok = log.status == 200 && std::sscanf(log.text.c_str(), "%lld",
+                                            reinterpret_cast<long long*>(&ns)) == 1 && ns > 0;
+      last_start_ns = std::max(last_start_ns, ns);
+    }
+    if (!ok) {
+      std::fprintf(stderr, "jobs_bench: latency job %lld ended %s\n", static_cast<long long>(id),
+                   end.c_str());
+      ++out->latency_failed;
+      continue;
+    }
+    if (run < 0) continue;
+    out->all_ranks_ms.push_back(static_cast<double>(last_start_ns - submit_ns) / 1e6);
+    out->running_ms.push_back(running_ms);
+  }
+  std::printf("  %-8s submit -> all ranks started: p50 %.0f ms, max %.0f ms; -> RUNNING seen: "
+              "p50 %.0f ms, max %.0f ms (%zu runs, %d failed)\n",
+              mode.c_str(), Percentile(out->all_ranks_ms, 0.5),
+              Percentile(out->all_ranks_ms, 1.0), Percentile(out->running_ms, 0.5),
+              Percentile(out->running_ms, 1.0), out->all_ranks_ms.size(), out->latency_failed);
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app("jobs_bench: tiny jobs/s and submit -> running, held heartbeats vs interval");
+  app.add_option("--jobs", o.jobs, "tiny jobs in the timed burst")->check(CLI::Range(1, 100000));
+  app.add_option("--slots", o.slots, "slots of the tiny-jobs agent")->check(CLI::Range(1, 256));
+  app.add_option("--latency-runs", o.latency_runs, "timed submit -> running runs")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "the server's interval")
+      ->check(CLI::Range(50, 600000));
+  app.add_option("--modes", o.modes, "held and/or interval")->delimiter(',');
+  CLI11_PARSE(app, argc, argv);
+  // mpirun as root (the agent runs as root here and drops to job uids for the ranks).
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+
+  std::vector<ModeResult> results;
+  for (const std::string& mode : o.modes) {
+    if (mode != "held" && mode != "interval") {
+      std::fprintf(stderr, "jobs_bench: unknown mode %s\n", mode.c_str());
+      return 2;
+    }
+    ModeResult r;
+    r.mode = mode;
+    if (!TinyJobs(mode, o, &r) || !SubmitToRunning(mode, o, &r)) {
+      std::fprintf(stderr, "jobs_bench: the %s stack did not work\n", mode.c_str());
+      return 1;
+    }
+    results.push_back(std::move(r));
+  }
+  json line = {{"bench", "jobs"},
+               {"jobs", o.jobs},
+               {"slots", o.slots},
+               {"latency_runs", o.latency_runs},
+               {"heartbeat_interval_ms", o.heartbeat_interval_ms},
+               {"cpus", std::thread::hardware_concurrency()}};
+  for (const ModeResult& r : results) {
+    line[r.mode] = {{"tiny_jobs_per_s", r.tiny_jobs_per_s},
+                    {"tiny_failed", r.tiny_failed},
+                    {"all_ranks_started_ms_p50", Percentile(r.all_ranks_ms, 0.5)},
+                    {"all_ranks_started_ms_max", Percentile(r.all_ranks_ms, 1.0)},
+                    {"running_seen_ms_p50", Percentile(r.running_ms, 0.5)},
+                    {"running_seen_ms_max", Percentile(r.running_ms, 1.0)},
+                    {"latency_failed", r.latency_failed}};
+  }
+  if (results.size() == 2) {
+    const ModeResult& held = results[0].mode == "held" ? results[0] : results[1];
+    const ModeResult& interval = results[0].mode == "held" ? results[1] : results[0];
+    const double jobs_ratio = held.tiny_jobs_per_s / interval.tiny_jobs_per_s;
+    const double latency_ratio =
+        Percentile(interval.all_ranks_ms, 0.5) / Percentile(held.all_ranks_ms, 0.5);
+    std::printf("held / interval: tiny jobs/s %.2fx; submit -> all ranks started %.2fx faster "
+                "(p50)\n",
+                jobs_ratio, latency_ratio);
+    line["held_over_interval_jobs_per_s"] = jobs_ratio;
+    line["interval_over_held_all_ranks_p50"] = latency_ratio;
+  }
+  std::printf("%s\n", line.dump().c_str());
+  return 0;
+}
