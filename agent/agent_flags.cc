@@ -184,6 +184,17 @@ std::vector<Flag> AgentFlags(Files* files) {
          return common::Status::Ok();
        },
        [](const AgentConfig& c) { return std::to_string(c.kill_grace.count()); }},
+      {"orphan-grace-ms", "MS",
+       "how long a job's processes outlive a dead agent before they are stopped",
+       [](const std::string& v, AgentConfig& c) {
+         auto ms = common::ParseInt(v, 0, 3600 * 1000, "orphan-grace-ms");
+         if (!ms.ok()) {
+           return InvalidArgument("--orphan-grace-ms " + ms.status().message(), "orphan-grace-ms");
+         }
+         c.orphan_grace = std::chrono::milliseconds(*ms);
+         return common::Status::Ok();
+       },
+       [](const AgentConfig& c) { return std::to_string(c.orphan_grace.count()); }},
       {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentConfig::nvml_library),
        Shown(&AgentConfig::nvml_library)},
       {"verbose", nullptr, "debug logs",

@@ -82,7 +82,10 @@ ExitDescription DescribeWaitStatus(int status) {
 }
 
 JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
-    : options_(std::move(options)), logs_(logs), uids_(options_.sandbox) {}
+    : options_(std::move(options)),
+      logs_(logs),
+      records_(options_.data_dir + "/running"),
+      uids_(options_.sandbox) {}
 
 JobRunner::~JobRunner() {
   KillAllAndWait("agent shutting down");
@@ -124,6 +127,10 @@ void JobRunner::Launch(const api::Command& launch) {
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
   std::erase(recently_acknowledged_, launch.job_id);
+  // Written before anything starts: an agent restarted from here on knows it held the launch.
+  if (common::Status st = SaveRecord(*j); !st.ok()) {
+    return Finish(j, 1, "cannot record the job on this node: " + st.message());
+  }
   if (NeedsFetch(launch)) {
     j->running = true;
     j->preparing = true;
@@ -380,6 +387,30 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   job->pid = *pid;
   job->token = in.job_token;
   job->running = true;
+  JobProcesses procs;
+  procs.job_id = job->id;
+  procs.launcher = ProcessIdOf(job->pid);
+  procs.launcher.pid = job->pid;
+  procs.uid = job->uid;
+  if (job->cgroup) {
+    procs.cgroup_version = options_.cgroups.version;
+    procs.cgroup_dirs = job->cgroup->dirs();
+  }
+  job->processes = procs;
+  if (!options_.rank_exec.empty()) {
+    auto watcher = JobWatcher::Start(options_.rank_exec, LogDir(job->id) + "/watcher.log", procs,
+                                     options_.orphan_grace, options_.kill_grace);
+    if (watcher.ok()) {
+      job->watcher = std::move(*watcher);
+    } else {
+      // The job runs on; should this agent die, its restart still stops it (the record below).
+      common::LogWarn("cannot start the job's watcher",
+                      {{"job", id}, {"error", watcher.status().message()}});
+    }
+  }
+  if (common::Status st = SaveRecord(*job); !st.ok()) {
+    common::LogWarn("cannot record the job's processes", {{"job", id}, {"error", st.message()}});
+  }
   common::LogInfo("job launched",
                   {{"job", id},
                    {"attempt", std::to_string(job->attempt)},
@@ -442,10 +473,72 @@ void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
     ::unlink(job->upload_copy.c_str());
   }
   job->result = {job->id, exit_code, reason, job->kill_requested};
+  job->ended = true;
+  if (common::Status st = SaveRecord(*job); !st.ok()) {
+    common::LogWarn("cannot record the job's end", {{"job", std::to_string(job->id)},
+                                                    {"error", st.message()}});
+  }
   common::LogInfo("job finished", {{"job", std::to_string(job->id)},
                                    {"exit_code", std::to_string(exit_code)},
                                    {"reason", reason}});
   changed_.notify_all();
+}
+
+common::Status JobRunner::SaveRecord(const Job& job) const {
+  if (!job.from_launch) return common::Status::Ok();
+  JobRecord r;
+  r.job_id = job.id;
+  r.attempt = job.attempt;
+  r.tenant = job.tenant;
+  r.processes = job.processes;
+  if (job.watcher) r.watcher = job.watcher->id();
+  if (job.ended) r.finished = job.result;
+  return records_.Save(r);
+}
+
+int JobRunner::Reconcile() {
+  std::vector<JobRecord> found = records_.LoadAll();
+  for (JobRecord& r : found) {
+    auto job = std::make_unique<Job>();
+    job->id = r.job_id;
+    job->attempt = r.attempt;
+    job->from_launch = true;
+    job->tenant = r.tenant;
+    job->processes = r.processes;
+    job->ended = true;
+    if (r.finished) {
+      // It ended under the earlier agent, which may not have told the server.
+      job->result = *r.finished;
+      job->result.job_id = r.job_id;
+    } else {
+      // Its watcher first, so that nothing else acts on the job while it is stopped here.
+      if (r.watcher.pid > 0) SignalAll({r.watcher}, SIGKILL);
+      int stopped = 0;
+      if (r.processes) {
+        stopped = StopJobProcesses(*r.processes, options_.kill_grace);
+        LockDir(JobDir(r.job_id), &uids_);
+        LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(r.job_id), &uids_);
+      }
+      std::error_code ec;
+      std::filesystem::remove_all(DownloadDir(r.job_id), ec);
+      job->result = {r.job_id, 128 + SIGKILL,
+                     "lost: the agent restarted while the job ran, and stopped " +
+                         std::to_string(stopped) + " of its processes",
+                     /*killed=*/false, /*lost=*/true};
+    }
+    common::LogWarn("reconciled a job an earlier agent held",
+                    {{"job", std::to_string(r.job_id)},
+                     {"attempt", std::to_string(r.attempt)},
+                     {"report", job->result.reason}});
+    std::lock_guard<std::mutex> lock(mu_);
+    if (jobs_.count(r.job_id)) continue;
+    if (common::Status st = SaveRecord(*job); !st.ok()) {
+      common::LogWarn("cannot record the job's end", {{"job", std::to_string(r.job_id)},
+                                                      {"error", st.message()}});
+    }
+    jobs_[r.job_id] = std::move(job);
+  }
+  return static_cast<int>(found.size());
 }
 
 void JobRunner::Wait(Job* job) {
@@ -475,6 +568,8 @@ void JobRunner::Wait(Job* job) {
   int status = 0;
   while (::waitpid(job->pid, &status, 0) < 0 && errno == EINTR) {
   }
+  // Nothing of the job is left for the watcher to stop.
+  if (job->watcher) job->watcher->Release();
   bool memory_limit_hit = job->cgroup && job->cgroup->MemoryLimitHit();
   logs_->Collect(job->id, /*final=*/true);
   logs_->MarkFinished(job->id);
@@ -634,6 +729,7 @@ void JobRunner::Acknowledge(const std::vector<int64_t>& job_ids) {
     for (int64_t id : job_ids) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || it->second->running) continue;
+      if (it->second->from_launch) records_.Remove(id);
       done.push_back(std::move(it->second));
       jobs_.erase(it);
       recently_acknowledged_.push_back(id);

@@ -18,6 +18,7 @@
 #include "agent/gpu_collector.h"
 #include "agent/heartbeat_loop.h"
 #include "agent/job_runner.h"
+#include "agent/job_watcher.h"
 #include "agent/local_api.h"
 #include "agent/node_collector.h"
 #include "agent/node_credential.h"
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
   // would hand the job a blocked signal mask through exec.
   if (argc >= 2 && std::string(argv[1]) == "exec-rank") {
     return agent::RankExecMain(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  // `watch-job`: the watcher of one job (agent/job_watcher.h), started by the agent.
+  if (argc >= 2 && std::string(argv[1]) == "watch-job") {
+    return agent::WatchJobMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   // Signals are blocked before any thread exists so every thread inherits the mask and only the
   // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
@@ -198,6 +203,7 @@ int main(int argc, char** argv) {
   run_opts.embody_data = cfg.embody_data;
   run_opts.dataset_root = cfg.dataset_root;
   run_opts.kill_grace = cfg.kill_grace;
+  run_opts.orphan_grace = cfg.orphan_grace;
   run_opts.rank_exec = agent::SelfExecutable();
   run_opts.sandbox = sandbox;
   run_opts.cgroups = cgroups;
@@ -226,6 +232,11 @@ int main(int argc, char** argv) {
     return agent::FetchUpload(upload_fetch, ref, path);
   };
   auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
+  // Before any heartbeat: what an earlier agent process left is stopped and reported first, and
+  // a repeat of its launches from the server starts nothing twice.
+  if (int found = runner->Reconcile(); found > 0) {
+    common::LogWarn("took over jobs an earlier agent held", {{"jobs", std::to_string(found)}});
+  }
   runner_ptr.store(runner.get());
 
   agent::HeartbeatOptions hb_opts;

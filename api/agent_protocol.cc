@@ -77,6 +77,7 @@ json ToJson(const HeartbeatRequest& r) {
                              {"exit_code", f.exit_code},
                              {"reason", f.reason},
                              {"killed", f.killed}});
+    if (f.lost) j["finished"].back()["lost"] = true;
   }
   j["events"] = json::array();
   for (const auto& e : r.events) {
@@ -189,6 +190,7 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
       FinishedJob done{IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")),
                        f.value("reason", "")};
       if (f.contains("killed")) done.killed = f.at("killed").get<bool>();
+      if (f.contains("lost")) done.lost = f.at("lost").get<bool>();
       r.finished.push_back(std::move(done));
     }
     for (const auto& e : j.value("events", json::array())) {

@@ -65,6 +65,9 @@ struct FinishedJob {
   // on its own while a kill was on its way finished its work; one that was signalled stopped.
   // Absent on the wire (older agents): true.
   bool killed = true;
+  // The job did not end: the node lost it (its agent restarted while it ran and stopped what was
+  // left). The server restarts it as after a node loss. Absent on the wire: false.
+  bool lost = false;
 };
 
 // An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the

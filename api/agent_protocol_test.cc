@@ -60,6 +60,19 @@ TEST(AgentProtocolTest, FinishedJobsSayWhetherTheAgentSignalledThem) {
           .ok());
 }
 
+TEST(AgentProtocolTest, FinishedJobsSayWhetherTheNodeLostThem) {
+  HeartbeatRequest r;
+  r.finished.push_back({3, 137, "lost", /*killed=*/false, /*lost=*/true});
+  r.finished.push_back({4, 0, "", /*killed=*/false});
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->finished[0].lost);
+  EXPECT_FALSE(p->finished[1].lost);
+  EXPECT_FALSE(ToJson(r)["finished"][1].contains("lost"));  // older servers see what they knew
+  EXPECT_FALSE(
+      ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"lost", 1}}}}}).ok());
+}
+
 TEST(AgentProtocolTest, CommandsRoundTrip) {
   HeartbeatResponse r;
   Command launch;

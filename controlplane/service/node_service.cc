@@ -319,6 +319,20 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       reason = job->reason.empty() ? "preempted" : job->reason;
       reason += ", requeued";
       to = JobState::kPending;
+    } else if (f.lost && (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
+      // Its agent restarted under it and stopped what was left (agent/job_record.h): the job
+      // did not fail, its node lost it. It restarts as after a node loss.
+      if (reason.empty()) reason = "lost by node " + node_name;
+      EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, reason, actor, now));
+      if (job->attempt < job->spec.value("max_restarts", 0)) {
+        job->attempt += 1;
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kPending,
+                                          reason + ", restart " + std::to_string(job->attempt),
+                                          actor, now));
+      } else {
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kFailed, reason, actor, now));
+      }
+      continue;
     } else if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
       to = f.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed;
       if (reason.empty() && f.exit_code != 0) {

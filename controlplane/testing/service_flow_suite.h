@@ -484,10 +484,57 @@ TYPED_TEST_P(ServiceFlowTest, LaunchesAreResentUntilAcknowledged) {
   }
 }
 
+TYPED_TEST_P(ServiceFlowTest, AJobTheNodeLostRestartsWhileRestartsRemain) {
+  // An agent restarted under its jobs stops what was left and reports them lost: the jobs
+  // restart (attempt counted against max_restarts) and the node stays UP.
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-r");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  auto again = jobs.Submit(a, this->Spec("again", 1, 1), "");
+  auto once = jobs.Submit(a, this->Spec("once", 1, 0), "");
+  ASSERT_TRUE(again.ok() && once.ok());
+  const int64_t r = again->job.job.id, o = once->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest up;
+  up.has_launched = true;
+  up.launched = {{r, 0}, {o, 0}};
+  up.running = {r, o};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, up).ok());
+  ASSERT_EQ(jobs.Get(a, r)->job.state, api::JobState::kRunning);
+
+  api::HeartbeatRequest lost;
+  lost.has_launched = true;
+  lost.launched = {{r, 0}, {o, 0}};
+  lost.finished = {{r, 137, "agent restarted", false, /*lost=*/true},
+                   {o, 137, "agent restarted", false, /*lost=*/true}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
+  auto restarted = jobs.Get(a, r);
+  EXPECT_EQ(restarted->job.state, api::JobState::kPending);
+  EXPECT_EQ(restarted->job.attempt, 1);
+  EXPECT_EQ(restarted->job.reason, "agent restarted, restart 1");
+  auto failed = jobs.Get(a, o);
+  EXPECT_EQ(failed->job.state, api::JobState::kFailed);  // no restarts left
+  EXPECT_EQ(failed->job.reason, "agent restarted");
+  auto ev = jobs.Events(a, r, 0, "state", 100);
+  ASSERT_GE(ev->size(), 2u);
+  EXPECT_EQ((*ev)[ev->size() - 2].data["to"], "RESTARTING");
+  // A repeat of the report (its reply lost) changes nothing: the attempt no longer holds the node.
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
+  EXPECT_EQ(jobs.Get(a, r)->job.attempt, 1);
+  for (const auto& n : (*nodes.List(a))["nodes"]) {
+    if (n["name"] == "node-r") {
+      EXPECT_EQ(n["state"], "UP");
+    }
+  }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
                             ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
-                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged);
+                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged,
+                            AJobTheNodeLostRestartsWhileRestartsRemain);
 
 }  // namespace controlplane::testing
