@@ -367,7 +367,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     job->cgroup = std::move(*cg);
   }
 
-  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, launch.log_bytes);
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt);
   SpawnRequest req;
   req.argv = plan->argv;
   req.env = EnvironmentStrings(plan->env);
@@ -436,8 +436,7 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.command_path, plan.command));
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
   // A new attempt on this node writes its logs afresh: what an earlier attempt wrote is on the
-  // server, and the launch says how many bytes (api::Command::log_bytes), which this attempt's
-  // bytes follow.
+  // server, in that attempt's files; this attempt's start at offset 0 (api::LogChunk::attempt).
   {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(LogDir(job->id), ec)) {

@@ -119,14 +119,14 @@ std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
 }
 
 void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-                      std::optional<uid_t> owner, std::map<int, int64_t> base) {
+                      std::optional<uid_t> owner, int attempt) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[job_id];
   job = Job{};
   job.dir = job_dir;
   job.log_dir = log_dir;
   job.owner = owner;
-  job.base = std::move(base);
+  job.attempt = attempt;
   job.ranks[-1].path = RankLogPath(log_dir, -1);
 }
 
@@ -243,7 +243,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     int rank;
     const RankFile* file;
     int64_t size;
-    int64_t base;
+    int attempt;
     size_t take = 0;
   };
   std::vector<Pending> pending;
@@ -252,8 +252,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     bool complete = job.finished;
     for (const auto& [rank, rf] : job.ranks) {
       int64_t size = FileSize(rf.path);
-      auto b = job.base.find(rank);
-      if (size > rf.acked) pending.push_back({id, rank, &rf, size, b == job.base.end() ? 0 : b->second});
+      if (size > rf.acked) pending.push_back({id, rank, &rf, size, job.attempt});
     }
     if (complete) batch.complete_jobs.insert(id);
   }
@@ -281,7 +280,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     if (!all) data.resize(Utf8SafePrefix(data));
     if (!all || data.empty()) batch.complete_jobs.erase(p.job_id);
     if (data.empty()) continue;
-    batch.chunks.push_back({p.job_id, p.rank, p.base + p.file->acked, std::move(data)});
+    batch.chunks.push_back({p.job_id, p.rank, p.file->acked, std::move(data), p.attempt});
   }
   return batch;
 }
@@ -293,9 +292,8 @@ void RankLogs::Commit(const std::vector<api::LogChunk>& shipped) {
     if (job == jobs_.end()) continue;
     auto rf = job->second.ranks.find(c.rank);
     if (rf == job->second.ranks.end()) continue;
-    auto b = job->second.base.find(c.rank);
-    const int64_t local = c.offset - (b == job->second.base.end() ? 0 : b->second);
-    rf->second.acked = std::max(rf->second.acked, local + static_cast<int64_t>(c.data.size()));
+    if (c.attempt != job->second.attempt) continue;  // shipped for an attempt since replaced
+    rf->second.acked = std::max(rf->second.acked, c.offset + static_cast<int64_t>(c.data.size()));
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     bool done = it->second.finished;

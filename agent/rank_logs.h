@@ -42,10 +42,10 @@ class RankLogs {
 
   // Starts tracking a job whose Open MPI output lives in `job_dir`/ranks, folding it into
   // `log_dir`; `owner`: the job's uid, when it has one of its own.
-  // `base`: bytes per rank the server already holds from earlier attempts of the job; this
-  // attempt's chunks are numbered after them (its files in `log_dir` start empty).
+  // `attempt`: the job's attempt, which every chunk names (api::LogChunk::attempt): each
+  // attempt's logs are its own on the server, from offset 0 (its files in `log_dir` start empty).
   void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-              std::optional<uid_t> owner = std::nullopt, std::map<int, int64_t> base = {});
+              std::optional<uid_t> owner = std::nullopt, int attempt = 0);
   // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
   // (the job's processes are gone, so no line will be completed later).
   void Collect(int64_t job_id, bool final);
@@ -81,7 +81,7 @@ class RankLogs {
     std::optional<uid_t> owner;
     bool finished = false;
     std::map<int, RankFile> ranks;
-    std::map<int, int64_t> base;
+    int attempt = 0;
   };
 
   void DiscoverRanks(Job* job);

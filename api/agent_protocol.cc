@@ -88,6 +88,7 @@ json ToJson(const HeartbeatRequest& r) {
   for (const auto& l : r.logs) {
     j["logs"].push_back(
         {{"job_id", l.job_id}, {"rank", l.rank}, {"offset", l.offset}, {"data", l.data}});
+    if (l.attempt >= 0) j["logs"].back()["attempt"] = l.attempt;
   }
   return j;
 }
@@ -199,7 +200,8 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
     }
     for (const auto& l : j.value("logs", json::array())) {
       r.logs.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("rank")),
-                        IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>()});
+                        IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>(),
+                        IntOr<int>(l, "attempt", -1)});
     }
     return r;
   } catch (const std::exception& e) {

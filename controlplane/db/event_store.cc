@@ -128,20 +128,23 @@ Result<std::optional<CheckpointRecord>> PgEventStore::LatestCheckpoint(int64_t j
 }
 
 Status PgLogIndex::Upsert(int64_t job_id, const service::LogRecord& log) {
-  auto r = tx_.Exec("INSERT INTO job_logs (job_id, rank, path, bytes) VALUES ($1, $2, $3, $4)"
-                    " ON CONFLICT (job_id, rank) DO UPDATE SET path = EXCLUDED.path,"
+  auto r = tx_.Exec("INSERT INTO job_logs (job_id, attempt, rank, path, bytes)"
+                    " VALUES ($1, $2, $3, $4, $5)"
+                    " ON CONFLICT (job_id, attempt, rank) DO UPDATE SET path = EXCLUDED.path,"
                     " bytes = EXCLUDED.bytes",
-                    {P(job_id), P(log.rank), P(log.path), P(log.bytes)});
+                    {P(job_id), P(log.attempt), P(log.rank), P(log.path), P(log.bytes)});
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::vector<service::LogRecord>> PgLogIndex::ForJob(int64_t job_id) {
-  auto r = tx_.Exec("SELECT rank, path, bytes FROM job_logs WHERE job_id = $1 ORDER BY rank",
+  auto r = tx_.Exec("SELECT attempt, rank, path, bytes FROM job_logs WHERE job_id = $1"
+                    " ORDER BY attempt, rank",
                     {P(job_id)});
   if (!r.ok()) return r.status();
   std::vector<service::LogRecord> out;
   for (size_t i = 0; i < r->size(); ++i) {
-    out.push_back({static_cast<int>(r->Int(i, "rank")), r->Str(i, "path"), r->Int(i, "bytes")});
+    out.push_back({static_cast<int>(r->Int(i, "rank")), r->Str(i, "path"), r->Int(i, "bytes"),
+                   static_cast<int>(r->Int(i, "attempt"))});
   }
   return out;
 }

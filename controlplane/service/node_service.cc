@@ -239,13 +239,18 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
 }
 
 Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req) {
-  std::map<int64_t, bool> known;
-  for (const api::LogChunk& chunk : req.logs) {
+  std::map<int64_t, std::optional<int>> known;  // job -> its current attempt, if placed here
+  for (api::LogChunk chunk : req.logs) {
     if (chunk.offset < 0 || chunk.rank < -1 || chunk.rank > 1'000'000) continue;
     auto k = known.find(chunk.job_id);
     if (k == known.end()) {
       EMBODY_ASSIGN_OR_RETURN(here, RanHere(uow, chunk.job_id, node_id));
-      k = known.emplace(chunk.job_id, here).first;
+      std::optional<int> attempt;
+      if (here) {
+        EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(chunk.job_id, std::nullopt, false));
+        if (job) attempt = job->attempt;
+      }
+      k = known.emplace(chunk.job_id, attempt).first;
       if (!here) {
         common::LogWarn("logs refused: job not placed on this node",
                         {{"job_id", std::to_string(chunk.job_id)},
@@ -253,10 +258,15 @@ Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::Heart
       }
     }
     if (!k->second) continue;
+    // An earlier attempt's last bytes may come late (from the same node, when the job restarted
+    // there); an attempt the job has not reached is no attempt of it.
+    if (chunk.attempt < 0) chunk.attempt = *k->second;
+    if (chunk.attempt > *k->second) continue;
     EMBODY_ASSIGN_OR_RETURN(size, log_files_.Append(chunk));
-    EMBODY_RETURN_IF_ERROR(
-        uow.logs().Upsert(chunk.job_id, {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.rank),
-                                         size}));
+    EMBODY_RETURN_IF_ERROR(uow.logs().Upsert(
+        chunk.job_id,
+        {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.attempt, chunk.rank), size,
+         chunk.attempt}));
   }
   return Status::Ok();
 }
@@ -395,9 +405,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, const std:
       // And the checkpoint any node can fetch: its latest upload, or what it starts from.
       EMBODY_ASSIGN_OR_RETURN(blob, ResumeCheckpointFor(uow, *job));
       c.resume_checkpoint = blob;
-      // An earlier attempt's log bytes stay; this attempt's continue after them.
-      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
-      for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
+      // No log_bytes: this attempt's logs are its own, from offset 0 (LogChunk::attempt).
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchSent(a.job_id, a.node_id));

@@ -240,17 +240,20 @@ class EventStore {
   virtual Result<std::optional<CheckpointRecord>> LatestCheckpoint(int64_t job_id) = 0;
 };
 
+// One rank's log of one attempt of a job: each attempt writes its own, from offset 0.
 struct LogRecord {
   int rank = 0;  // -1: the launcher
   std::string path;
   int64_t bytes = 0;
+  int attempt = 0;
 };
 
 class LogIndex {
  public:
   virtual ~LogIndex() = default;
   virtual Status Upsert(int64_t job_id, const LogRecord& log) = 0;
-  virtual Result<std::vector<LogRecord>> ForJob(int64_t job_id) = 0;  // by rank
+  // Every attempt's, by attempt then rank.
+  virtual Result<std::vector<LogRecord>> ForJob(int64_t job_id) = 0;
 };
 
 // A tenant's limits; nullopt: no limit.

@@ -3,6 +3,8 @@
 // bucket b holding steps [lo + ceil(b·w/n), lo + ceil((b+1)·w/n)) with w = hi-lo+1, each
 // answered by its highest step, then newest row.
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "controlplane/testing/memory_tables.h"
 
@@ -143,7 +145,7 @@ Status MemoryLogIndex::Upsert(int64_t job_id, const service::LogRecord& log) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   EMBODY_RETURN_IF_ERROR(tx_.Text(log.path));
   EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.jobs.get().count(job_id) > 0, "job_logs.job_id"));
-  tx_.tables.logs.mut()[{job_id, log.rank}] = log;
+  tx_.tables.logs.mut()[{job_id, log.attempt, log.rank}] = log;
   return Status::Ok();
 }
 
@@ -151,8 +153,8 @@ Result<std::vector<service::LogRecord>> MemoryLogIndex::ForJob(int64_t job_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   std::vector<service::LogRecord> out;
   const auto& all = tx_.tables.logs.get();
-  for (auto it = all.lower_bound({job_id, INT_MIN}); it != all.end() && it->first.first == job_id;
-       ++it) {
+  for (auto it = all.lower_bound({job_id, INT_MIN, INT_MIN});
+       it != all.end() && std::get<0>(it->first) == job_id; ++it) {
     out.push_back(it->second);
   }
   return out;

@@ -82,7 +82,8 @@ struct MemoryTables {
   CowTable<std::map<int64_t, EventRow>> events;
   CowTable<std::map<int64_t, CheckpointRow>> checkpoints;
   CowTable<std::map<int64_t, service::CheckpointBlob>> checkpoint_blobs;
-  CowTable<std::map<std::pair<int64_t, int>, service::LogRecord>> logs;  // (job, rank)
+  // (job, attempt, rank)
+  CowTable<std::map<std::tuple<int64_t, int, int>, service::LogRecord>> logs;
   CowTable<std::map<int64_t, service::AuditRecord>> audit;
   CowTable<std::map<std::pair<int64_t, int>, double>> fair_share;  // (tenant, slot kind)
   CowTable<std::optional<int64_t>> fair_share_clock;

@@ -18,6 +18,7 @@
 
 #include "controlplane/service/auth.h"
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/log_files.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
 #include "controlplane/service/transitions.h"
@@ -530,11 +531,61 @@ TYPED_TEST_P(ServiceFlowTest, AJobTheNodeLostRestartsWhileRestartsRemain) {
   }
 }
 
+TYPED_TEST_P(ServiceFlowTest, EachAttemptHasItsOwnLogs) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-g");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  const int64_t node_id = cluster->reg.node_id;
+  auto sub = jobs.Submit(a, this->Spec("logs", 1, 2), "");
+  ASSERT_TRUE(sub.ok());
+  const int64_t id = sub->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest first;
+  first.has_launched = true;
+  first.launched = {{id, 0}};
+  first.running = {id};
+  first.logs = {{id, 0, 0, "first\n", 0}, {id, -1, 0, "launcher 0\n"}};  // the second: an older agent
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, first).ok());
+  api::HeartbeatRequest lost;
+  lost.finished = {{id, 137, "agent restarted", false, /*lost=*/true}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, lost).ok());
+  ASSERT_EQ(jobs.Get(a, id)->job.attempt, 1);
+  // Until the new attempt writes, the latest logs are the first attempt's.
+  auto before = jobs.Logs(a, id);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->attempt, 0);
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest second;
+  second.has_launched = true;
+  second.launched = {{id, 1}};
+  second.running = {id};
+  // Attempt 1 starts at offset 0; attempt 0's last bytes arrive late; attempt 5 is no attempt.
+  second.logs = {{id, 0, 0, "second\n", 1}, {id, 0, 6, "late\n", 0}, {id, 0, 0, "bogus\n", 5}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, second).ok());
+
+  auto latest = jobs.Logs(a, id);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(latest->attempt, 1);
+  ASSERT_EQ(latest->logs.size(), 1u);
+  EXPECT_EQ(latest->logs[0].bytes, 7);
+  EXPECT_EQ(*service::LogFiles::Read(latest->logs[0].path, 0, 100), "second\n");
+  auto old = jobs.Logs(a, id, 0);
+  ASSERT_TRUE(old.ok());
+  ASSERT_EQ(old->logs.size(), 2u);  // launcher and rank 0
+  EXPECT_EQ(old->logs[0].rank, -1);
+  EXPECT_EQ(*service::LogFiles::Read(old->logs[1].path, 0, 100), "first\nlate\n");
+  EXPECT_NE(old->logs[1].path, latest->logs[0].path);
+  EXPECT_EQ(jobs.Logs(a, id, 2).status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(jobs.Logs(a, id, -1).status().code(), common::Code::kInvalidArgument);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
                             ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
                             PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged,
-                            AJobTheNodeLostRestartsWhileRestartsRemain);
+                            AJobTheNodeLostRestartsWhileRestartsRemain, EachAttemptHasItsOwnLogs);
 
 }  // namespace controlplane::testing
