@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,6 +63,24 @@ LocalResources ResourcesOf(const nlohmann::json& spec) {
     r.memory_per_rank_bytes = std::max<int64_t>(0, mem->get<int64_t>());
   }
   return r;
+}
+
+// Below this much room for unprivileged writers, a file system counts as full: what a job that
+// failed there saw was most likely ENOSPC (or EDQUOT), and its reason should say so.
+constexpr uint64_t kFullBelowBytes = 256 * 1024;
+
+// " (no space left on the file system of DIR)" for the first of `dirs` whose file system is
+// full, else "".
+std::string DiskFullNote(const std::vector<std::string>& dirs) {
+  for (const auto& dir : dirs) {
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) continue;
+    const uint64_t room = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (room < kFullBelowBytes || (fs.f_files > 0 && fs.f_favail == 0)) {
+      return " (no space left on the file system of " + dir + ")";
+    }
+  }
+  return "";
 }
 
 std::string JoinInts(const std::vector<int>& v) {
@@ -572,6 +591,16 @@ void JobRunner::Wait(Job* job) {
   bool memory_limit_hit = job->cgroup && job->cgroup->MemoryLimitHit();
   logs_->Collect(job->id, /*final=*/true);
   logs_->MarkFinished(job->id);
+  // A full disk under the job's checkpoints, its directory or its logs: said in its reason, the
+  // one place a user looks first (the job's own message may be in the log that could not be
+  // written).
+  const std::string full_note = DiskFullNote(
+      {options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), JobDir(job->id),
+       LogDir(job->id)});
+  std::string log_note;
+  if (std::string err = logs_->WriteError(job->id); !err.empty()) {
+    log_note = " (its log is incomplete: " + err + ")";
+  }
   // The finished job's directories are nobody's until its next attempt: the next job given the
   // same uid finds nothing.
   if (job->uid) {
@@ -600,6 +629,8 @@ void JobRunner::Wait(Job* job) {
   if (memory_limit_hit) {
     d.reason += " (memory limit of " + std::to_string(job->memory_limit_bytes) + " bytes reached)";
   }
+  if (d.exit_code != 0) d.reason += full_note;
+  d.reason += log_note;
   if (job->import) {
     // Every process of the job's uid is gone: its output can no longer change under us.
     if (d.exit_code == 0 && !job->kill_requested) {

@@ -6,7 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+
+#include "common/log.h"
 
 namespace agent {
 namespace {
@@ -82,18 +86,27 @@ std::string ReadRange(const std::string& path, int64_t offset, size_t n) {
   return out;
 }
 
-bool AppendFile(const std::string& path, const std::string& data) {
+// 0, or the errno of the failure. All or nothing: a write cut short (a full disk) is undone, so
+// the retry that follows appends the same bytes once.
+int AppendFile(const std::string& path, const std::string& data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0) return false;
+  if (fd < 0) return errno;
+  struct stat st;
+  const off_t before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   size_t off = 0;
+  int err = 0;
   while (off < data.size()) {
     ssize_t w = ::write(fd, data.data() + off, data.size() - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) {
+      err = w < 0 ? errno : ENOSPC;
+      break;
+    }
     off += static_cast<size_t>(w);
   }
+  if (err != 0 && before >= 0 && ::ftruncate(fd, before) != 0) err = errno;
   ::close(fd);
-  return off == data.size();
+  return err;
 }
 
 // Length of `s` without a trailing, incomplete UTF-8 sequence (so a chunk boundary never splits
@@ -173,34 +186,36 @@ void RankLogs::DiscoverRanks(Job* job) {
   }
 }
 
-void RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
   int fd = OpenBeneath(job.dir, src->path, S_IFREG, job.owner);
-  if (fd < 0) return;
+  if (fd < 0) return 0;
   struct stat st;
   int64_t size = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-  FoldFrom(fd, size, dest, src, final);
+  int err = FoldFrom(fd, size, dest, src, final);
   ::close(fd);
+  return err;
 }
 
-void RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
   while (size > src->consumed) {
     size_t n = static_cast<size_t>(std::min<int64_t>(size - src->consumed, kMaxFoldBytes));
     std::string data = ReadRangeFd(fd, src->consumed, n);
-    if (data.empty()) return;
+    if (data.empty()) return 0;
     size_t take = data.size();
     if (!final) {
       size_t nl = data.rfind('\n');
       if (nl != std::string::npos) {
         take = nl + 1;
       } else if (data.size() < kMaxPartialLine) {
-        return;  // wait for the rest of the line
+        return 0;  // wait for the rest of the line
       }
     }
     data.resize(take);
-    if (!AppendFile(dest, data)) return;
+    if (int err = AppendFile(dest, data); err != 0) return err;
     src->consumed += static_cast<int64_t>(take);
-    if (take < n) return;
+    if (take < n) return 0;
   }
+  return 0;
 }
 
 void RankLogs::Collect(int64_t job_id, bool final) {
@@ -210,8 +225,21 @@ void RankLogs::Collect(int64_t job_id, bool final) {
   Job& job = it->second;
   DiscoverRanks(&job);
   for (auto& [rank, rf] : job.ranks) {
-    for (auto& src : rf.sources) FoldSource(job, rf.path, &src, final);
+    for (auto& src : rf.sources) {
+      int err = FoldSource(job, rf.path, &src, final);
+      if (err != 0 && job.write_error.empty()) {
+        job.write_error = "cannot write " + rf.path + ": " + std::strerror(err);
+        common::LogWarn("cannot fold a rank's log",
+                        {{"job", std::to_string(job_id)}, {"error", job.write_error}});
+      }
+    }
   }
+}
+
+std::string RankLogs::WriteError(int64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? std::string() : it->second.write_error;
 }
 
 void RankLogs::CollectAll() {

@@ -62,6 +62,9 @@ class RankLogs {
   void Commit(const std::vector<api::LogChunk>& shipped);
 
   bool Tracking(int64_t job_id) const;
+  // The first failure to write the job's folded logs ("" : none), e.g. a full disk: the bytes
+  // not written wait in the job's own files and are folded once there is room.
+  std::string WriteError(int64_t job_id) const;
   // Path of the combined log of `rank` (-1: launcher) in a job's log directory.
   static std::string RankLogPath(const std::string& log_dir, int rank);
 
@@ -82,11 +85,13 @@ class RankLogs {
     bool finished = false;
     std::map<int, RankFile> ranks;
     int attempt = 0;
+    std::string write_error;
   };
 
   void DiscoverRanks(Job* job);
-  void FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
-  static void FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
+  // Both return 0 or the errno of a failed write to `dest`.
+  int FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
+  static int FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
 
   const size_t max_batch_bytes_;
   mutable std::mutex mu_;
