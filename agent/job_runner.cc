@@ -559,6 +559,42 @@ int JobRunner::Reconcile() {
   return static_cast<int>(found.size());
 }
 
+int JobRunner::PruneFinishedDirs(std::chrono::seconds max_age) {
+  static const std::regex kJobDir(R"(job-(\d{1,18}))");
+  std::set<int64_t> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) held.insert(id);
+  }
+  // A job held by a record but not (yet) by this runner: Reconcile has not run.
+  for (const JobRecord& r : records_.LoadAll()) held.insert(r.job_id);
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - max_age;
+  int removed = 0;
+  for (const char* kind : {"jobs", "logs", "checkpoints", "downloads"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(options_.data_dir + "/" + kind, ec)) {
+      std::smatch m;
+      const std::string name = e.path().filename().string();
+      if (!std::regex_match(name, m, kJobDir) || held.count(std::stoll(m[1].str()))) continue;
+      std::error_code st;
+      if (e.is_symlink(st) || !e.is_directory(st)) continue;
+      auto when = std::filesystem::last_write_time(e.path(), st);
+      if (st || when > cutoff) continue;
+      std::filesystem::remove_all(e.path(), st);
+      if (st) {
+        common::LogWarn("cannot remove a finished job's directory",
+                        {{"dir", e.path().string()}, {"error", st.message()}});
+        continue;
+      }
+      ++removed;
+    }
+  }
+  if (removed > 0) {
+    common::LogInfo("removed finished jobs' directories", {{"directories", std::to_string(removed)}});
+  }
+  return removed;
+}
+
 void JobRunner::Wait(Job* job) {
   // WNOWAIT leaves mpirun a zombie: its pid, and so its session id, cannot be reused while the
   // leftovers of its tree are being killed.

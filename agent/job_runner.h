@@ -113,6 +113,9 @@ class JobRunner {
   // held or running are stopped, every process left of them, and reported lost. Returns how
   // many jobs were found.
   int Reconcile();
+  // Retention: removes the directories (jobs/, logs/, checkpoints/, downloads/ job-<id>) of jobs
+  // this runner no longer holds, untouched for `max_age`. Returns how many were removed.
+  int PruneFinishedDirs(std::chrono::seconds max_age);
   // Kills every running job (reason given) and returns when all have ended.
   void KillAllAndWait(const std::string& reason);
 

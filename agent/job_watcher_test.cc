@@ -197,5 +197,51 @@ TEST(JobRunnerReconcileTest, StopsWhatARecordNamesReportsItLostAndHoldsItsLaunch
   EXPECT_TRUE(records.LoadAll().empty());
 }
 
+TEST(JobDirRetentionTest, DirectoriesOfJobsNoLongerHeldGoOnceOld) {
+  TempDir dir;
+  ASSERT_TRUE(PrepareDataDir(dir.path(), false).ok());
+  auto make = [&](const std::string& kind, int64_t id, bool old) {
+    const std::string d = dir.path() + "/" + kind + "/job-" + std::to_string(id);
+    std::filesystem::create_directories(d + "/sub");
+    if (old) {
+      std::filesystem::last_write_time(
+          d, std::filesystem::file_time_type::clock::now() - std::chrono::hours(50));
+    }
+    return d;
+  };
+  const std::string old_job = make("jobs", 40, true), old_logs = make("logs", 40, true);
+  const std::string old_ckpt = make("checkpoints", 40, true);
+  const std::string fresh = make("jobs", 41, false);
+  const std::string held = make("jobs", 42, true);
+  const std::string not_a_job = dir.path() + "/jobs/job-x";
+  std::filesystem::create_directories(not_a_job);
+  std::filesystem::last_write_time(
+      not_a_job, std::filesystem::file_time_type::clock::now() - std::chrono::hours(50));
+  JobRecords records(dir.path() + "/running");
+  JobRecord r;
+  r.job_id = 42;
+  r.finished = api::FinishedJob{42, 0, "exited with code 0", false, false};
+  ASSERT_TRUE(records.Save(r).ok());  // not yet acknowledged by the server
+
+  RankLogs logs;
+  JobRunnerOptions o;
+  o.data_dir = dir.path();
+  o.sandbox.switch_uid = false;
+  JobRunner runner(o, &logs);
+  EXPECT_EQ(runner.PruneFinishedDirs(std::chrono::hours(48)), 3);
+  EXPECT_FALSE(std::filesystem::exists(old_job));
+  EXPECT_FALSE(std::filesystem::exists(old_logs));
+  EXPECT_FALSE(std::filesystem::exists(old_ckpt));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::exists(held));
+  EXPECT_TRUE(std::filesystem::exists(not_a_job));
+  EXPECT_EQ(runner.PruneFinishedDirs(std::chrono::hours(48)), 0);
+  // Once acknowledged, the held job's directory goes too.
+  ASSERT_EQ(runner.Reconcile(), 1);
+  runner.Acknowledge({42});
+  EXPECT_EQ(runner.PruneFinishedDirs(std::chrono::hours(48)), 1);
+  EXPECT_FALSE(std::filesystem::exists(held));
+}
+
 }  // namespace
 }  // namespace agent

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -261,12 +264,37 @@ int main(int argc, char** argv) {
                                      {"gpus", std::to_string(node.gpus.size())},
                                      {"data_dir", cfg.data_dir}});
   std::thread heartbeats([&loop] { loop.Run(); });
+  // Retention of finished jobs' directories: checked a few times per retention period, at most
+  // every 10 minutes.
+  std::mutex retention_mu;
+  std::condition_variable retention_cv;
+  bool retention_stop = false;
+  std::thread retention;
+  if (cfg.finished_job_retention.count() > 0) {
+    const auto every = std::clamp<std::chrono::seconds>(cfg.finished_job_retention / 4,
+                                                        std::chrono::seconds(1),
+                                                        std::chrono::seconds(600));
+    retention = std::thread([&, every] {
+      std::unique_lock<std::mutex> lock(retention_mu);
+      while (!retention_cv.wait_for(lock, every, [&] { return retention_stop; })) {
+        lock.unlock();
+        runner->PruneFinishedDirs(cfg.finished_job_retention);
+        lock.lock();
+      }
+    });
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   common::LogInfo("stopping", {{"signal", std::to_string(sig)}});
   loop.Stop();
   heartbeats.join();
+  {
+    std::lock_guard<std::mutex> lock(retention_mu);
+    retention_stop = true;
+  }
+  retention_cv.notify_all();
+  if (retention.joinable()) retention.join();
   runner->KillAllAndWait("killed on agent shutdown");
   if (loop.node_id() != 0) loop.RunOnce(/*execute_commands=*/false);  // best effort final report
   runner_ptr.store(nullptr);

@@ -149,4 +149,26 @@ Result<std::vector<service::LogRecord>> PgLogIndex::ForJob(int64_t job_id) {
   return out;
 }
 
+Result<std::vector<int64_t>> PgLogIndex::FinishedWithHistory(int64_t finished_before_ms,
+                                                             int limit) {
+  auto r = tx_.Exec(
+      "SELECT j.id FROM jobs j WHERE j.finished_at < " EMBODY_SQL_TS("$1")
+      " AND (EXISTS (SELECT 1 FROM job_logs l WHERE l.job_id = j.id)"
+      " OR EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type <> 'state'))"
+      " ORDER BY j.finished_at, j.id LIMIT $2",
+      {P(finished_before_ms), P(limit)});
+  if (!r.ok()) return r.status();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < r->size(); ++i) out.push_back(r->Int(i, "id"));
+  return out;
+}
+
+Status PgLogIndex::PruneHistory(int64_t job_id) {
+  auto logs = tx_.Exec("DELETE FROM job_logs WHERE job_id = $1", {P(job_id)});
+  if (!logs.ok()) return logs.status();
+  auto events = tx_.Exec("DELETE FROM job_events WHERE job_id = $1 AND type <> 'state'",
+                         {P(job_id)});
+  return events.ok() ? Status::Ok() : events.status();
+}
+
 }  // namespace controlplane::db

@@ -217,6 +217,9 @@ class MemoryLogIndex : public service::LogIndex {
   explicit MemoryLogIndex(MemoryTx& tx) : tx_(tx) {}
   common::Status Upsert(int64_t job_id, const service::LogRecord& log) override;
   common::Result<std::vector<service::LogRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> FinishedWithHistory(int64_t finished_before_ms,
+                                                           int limit) override;
+  common::Status PruneHistory(int64_t job_id) override;
 
  private:
   MemoryTx& tx_;

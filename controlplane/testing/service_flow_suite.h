@@ -17,6 +17,7 @@
 #include <string>
 
 #include "controlplane/service/auth.h"
+#include "controlplane/service/history_retention.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/node_service.h"
@@ -581,11 +582,61 @@ TYPED_TEST_P(ServiceFlowTest, EachAttemptHasItsOwnLogs) {
   EXPECT_EQ(jobs.Logs(a, id, -1).status().code(), common::Code::kInvalidArgument);
 }
 
+TYPED_TEST_P(ServiceFlowTest, HistoryOfLongFinishedJobsIsPruned) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-h");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  const int64_t node_id = cluster->reg.node_id;
+  auto old_job = jobs.Submit(a, this->Spec("old"), "");
+  auto live_job = jobs.Submit(a, this->Spec("live"), "");
+  ASSERT_TRUE(old_job.ok() && live_job.ok());
+  const int64_t old_id = old_job->job.job.id, live = live_job->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest run;
+  run.has_launched = true;
+  run.launched = {{old_id, 0}, {live, 0}};
+  run.running = {old_id, live};
+  run.events = {{old_id, 0, "step", {{"step", 1}, {"loss", 0.5}}},
+                {live, 0, "step", {{"step", 1}, {"loss", 0.5}}}};
+  run.logs = {{old_id, 0, 0, "old\n", 0}, {live, 0, 0, "live\n", 0}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, run).ok());
+  api::HeartbeatRequest done;
+  done.running = {live};
+  done.finished = {{old_id, 0, ""}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, done).ok());
+  ASSERT_EQ(jobs.Get(a, old_id)->job.state, api::JobState::kSucceeded);
+  const std::string old_log = jobs.Logs(a, old_id)->logs.at(0).path;
+
+  const int64_t day = 86'400'000;
+  service::HistoryRetention retention(this->db(), cluster->files, [this] { return this->now_.load(); },
+                                      7 * day, 10);
+  EXPECT_EQ(*retention.Sweep(), 0);  // finished just now
+  this->now_ += 8 * day;
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, done).ok());  // the live job's node stays up
+  auto pruned = retention.Sweep();
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(*pruned, 1);
+  EXPECT_EQ(*retention.Sweep(), 0);  // nothing left to prune
+  EXPECT_TRUE(jobs.Logs(a, old_id)->logs.empty());
+  EXPECT_FALSE(std::filesystem::exists(old_log));
+  auto events = jobs.Events(a, old_id, 0, "", 100);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  for (const auto& e : *events) EXPECT_EQ(e.type, "state");  // how it ended stays
+  EXPECT_EQ(jobs.Get(a, old_id)->job.state, api::JobState::kSucceeded);
+  // A job still running keeps everything, however old.
+  EXPECT_EQ(jobs.Logs(a, live)->logs.size(), 1u);
+  EXPECT_EQ(jobs.Events(a, live, 0, "step", 100)->size(), 1u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
                             ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
                             PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged,
-                            AJobTheNodeLostRestartsWhileRestartsRemain, EachAttemptHasItsOwnLogs);
+                            AJobTheNodeLostRestartsWhileRestartsRemain, EachAttemptHasItsOwnLogs,
+                            HistoryOfLongFinishedJobsIsPruned);
 
 }  // namespace controlplane::testing
