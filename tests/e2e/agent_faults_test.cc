@@ -100,12 +100,20 @@ TEST(AgentFaultsTest, KilledAgentsJobStopsAndResumesElsewhereFromItsCheckpoint) 
   std::printf("job processes gone %.2f s after the agent was killed (grace %d ms + %d ms)\n",
               gone_s, kOrphanGraceMs, kKillGraceMs);
 
-  json nodes = stack.Get("/v1/nodes").body;
-  for (const auto& n : nodes["nodes"]) {
-    if (n["name"] == lost_name) {
-      EXPECT_EQ(n["state"], "DOWN") << nodes.dump(2);
+  // The node goes DOWN after 3 silent heartbeat intervals (300 ms here), seen by the next
+  // scheduler cycle: the processes may well be gone before.
+  auto node_state = [&] {
+    const json nodes = stack.Get("/v1/nodes").body;
+    for (const auto& n : nodes.value("nodes", json::array())) {
+      if (n["name"] == lost_name) return n.value("state", "");
     }
+    return std::string();
+  };
+  auto down_by = Clock::now() + std::chrono::seconds(10);
+  while (node_state() != "DOWN" && Clock::now() < down_by) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  EXPECT_EQ(node_state(), "DOWN");
   job = stack.WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
   ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
   EXPECT_EQ(job["attempt"], 1);
