@@ -184,6 +184,29 @@ std::vector<Flag> AgentFlags(Files* files) {
          return common::Status::Ok();
        },
        [](const AgentConfig& c) { return std::to_string(c.kill_grace.count()); }},
+      {"orphan-grace-ms", "MS",
+       "how long a job's processes outlive a dead agent before they are stopped",
+       [](const std::string& v, AgentConfig& c) {
+         auto ms = common::ParseInt(v, 0, 3600 * 1000, "orphan-grace-ms");
+         if (!ms.ok()) {
+           return InvalidArgument("--orphan-grace-ms " + ms.status().message(), "orphan-grace-ms");
+         }
+         c.orphan_grace = std::chrono::milliseconds(*ms);
+         return common::Status::Ok();
+       },
+       [](const AgentConfig& c) { return std::to_string(c.orphan_grace.count()); }},
+      {"finished-job-retention-s", "S",
+       "a finished job's directories here are removed once untouched this long (0: kept)",
+       [](const std::string& v, AgentConfig& c) {
+         auto s = common::ParseInt(v, 0, 365 * 86400, "finished-job-retention-s");
+         if (!s.ok()) {
+           return InvalidArgument("--finished-job-retention-s " + s.status().message(),
+                                  "finished-job-retention-s");
+         }
+         c.finished_job_retention = std::chrono::seconds(*s);
+         return common::Status::Ok();
+       },
+       [](const AgentConfig& c) { return std::to_string(c.finished_job_retention.count()); }},
       {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentConfig::nvml_library),
        Shown(&AgentConfig::nvml_library)},
       {"verbose", nullptr, "debug logs",

@@ -27,6 +27,11 @@ struct AgentConfig {
   std::string mpirun = "mpirun";      // --mpirun
   std::string port_file;              // --port-file: the chosen local API port is written here
   std::chrono::milliseconds kill_grace{5000};      // --kill-grace-ms: SIGTERM -> SIGKILL
+  // --orphan-grace-ms: how long a job outlives its agent before its watcher stops it
+  std::chrono::milliseconds orphan_grace{3000};
+  // --finished-job-retention-s: a finished job's directories on this node are removed once
+  // untouched this long; 0: kept
+  std::chrono::seconds finished_job_retention{3 * 86400};
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml-library
   bool verbose = false;                            // --verbose: debug logs
   // The job sandbox (agent/sandbox.h).

@@ -55,6 +55,8 @@ TEST(AgentFlagsTest, ParsesEverything) {
                             "/tmp/p",
                             "--kill-grace-ms",
                             "250",
+                            "--orphan-grace-ms",
+                            "1500",
                             "--verbose"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->server, "http://127.0.0.1:8080");
@@ -69,6 +71,7 @@ TEST(AgentFlagsTest, ParsesEverything) {
   EXPECT_EQ(c->mpirun, "/m");
   EXPECT_EQ(c->port_file, "/tmp/p");
   EXPECT_EQ(c->kill_grace.count(), 250);
+  EXPECT_EQ(c->orphan_grace.count(), 1500);
   EXPECT_TRUE(c->verbose);
 }
 
@@ -156,6 +159,7 @@ TEST(AgentFlagsTest, UsageListsEveryFlagAndTheSubcommand) {
                            "--mpirun",
                            "--port-file",
                            "--kill-grace-ms",
+                           "--orphan-grace-ms",
                            "--nvml-library",
                            "--verbose",
                            "--job-uid-base",
@@ -187,6 +191,7 @@ TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
                {"--slots", "+8"},           {"--slots", "0x10"},
                {"--slots", "0"},            {"--slots", "99999999999999999999"},
                {"--kill-grace-ms", "1e3"},  {"--job-uid-base", "999"},
+               {"--orphan-grace-ms", "-1"},
                {"--job-max-processes", "-1"}, {"--listen", "h:+80"},
                {"--listen", "h:65536"}};
   for (const auto& c : cases) {

@@ -352,6 +352,11 @@ common::Result<std::unique_ptr<JobCgroup>> JobCgroup::Create(const CgroupSetup& 
   return std::unique_ptr<JobCgroup>(new JobCgroup(setup.version, std::move(dirs), memory_dir));
 }
 
+std::unique_ptr<JobCgroup> JobCgroup::Existing(CgroupVersion v, std::vector<std::string> dirs) {
+  std::string memory_dir = dirs.empty() ? "" : dirs.front();
+  return std::unique_ptr<JobCgroup>(new JobCgroup(v, std::move(dirs), std::move(memory_dir)));
+}
+
 std::vector<std::string> JobCgroup::ProcsFiles() const {
   std::vector<std::string> out;
   for (const auto& d : dirs_) out.push_back(d + "/cgroup.procs");

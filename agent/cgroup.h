@@ -77,6 +77,9 @@ class JobCgroup {
   static common::Result<std::unique_ptr<JobCgroup>> Create(const CgroupSetup& setup,
                                                            int64_t job_id,
                                                            const CgroupLimits& limits);
+  // A job cgroup made earlier, maybe by an agent process that has since gone (`dirs` as dirs()
+  // gave them): to kill what is inside and remove it.
+  static std::unique_ptr<JobCgroup> Existing(CgroupVersion v, std::vector<std::string> dirs);
   // Files a process writes "0" into to join (spawn's cgroup_procs).
   std::vector<std::string> ProcsFiles() const;
   std::vector<pid_t> Pids() const;

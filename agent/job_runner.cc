@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +65,24 @@ LocalResources ResourcesOf(const nlohmann::json& spec) {
   return r;
 }
 
+// Below this much room for unprivileged writers, a file system counts as full: what a job that
+// failed there saw was most likely ENOSPC (or EDQUOT), and its reason should say so.
+constexpr uint64_t kFullBelowBytes = 256 * 1024;
+
+// " (no space left on the file system of DIR)" for the first of `dirs` whose file system is
+// full, else "".
+std::string DiskFullNote(const std::vector<std::string>& dirs) {
+  for (const auto& dir : dirs) {
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) continue;
+    const uint64_t room = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (room < kFullBelowBytes || (fs.f_files > 0 && fs.f_favail == 0)) {
+      return " (no space left on the file system of " + dir + ")";
+    }
+  }
+  return "";
+}
+
 std::string JoinInts(const std::vector<int>& v) {
   std::string out;
   for (int i : v) out += (out.empty() ? "" : ",") + std::to_string(i);
@@ -84,6 +103,7 @@ ExitDescription DescribeWaitStatus(int status) {
 JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
     : options_(std::move(options)),
       logs_(logs),
+      records_(options_.data_dir + "/running"),
       own_uids_(options_.sandbox),
       uids_(options_.uid_pool != nullptr ? *options_.uid_pool : own_uids_) {}
 
@@ -127,6 +147,10 @@ void JobRunner::Launch(const api::Command& launch) {
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
   std::erase(recently_acknowledged_, launch.job_id);
+  // Written before anything starts: an agent restarted from here on knows it held the launch.
+  if (common::Status st = SaveRecord(*j); !st.ok()) {
+    return Finish(j, 1, "cannot record the job on this node: " + st.message());
+  }
   if (NeedsFetch(launch)) {
     j->running = true;
     j->preparing = true;
@@ -368,7 +392,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     job->cgroup = std::move(*cg);
   }
 
-  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, launch.log_bytes);
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt);
   SpawnRequest req;
   req.argv = plan->argv;
   req.env = EnvironmentStrings(plan->env);
@@ -388,6 +412,30 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   job->pid = *pid;
   job->token = in.job_token;
   job->running = true;
+  JobProcesses procs;
+  procs.job_id = job->id;
+  procs.launcher = ProcessIdOf(job->pid);
+  procs.launcher.pid = job->pid;
+  procs.uid = job->uid;
+  if (job->cgroup) {
+    procs.cgroup_version = options_.cgroups.version;
+    procs.cgroup_dirs = job->cgroup->dirs();
+  }
+  job->processes = procs;
+  if (!options_.rank_exec.empty()) {
+    auto watcher = JobWatcher::Start(options_.rank_exec, LogDir(job->id) + "/watcher.log", procs,
+                                     options_.orphan_grace, options_.kill_grace);
+    if (watcher.ok()) {
+      job->watcher = std::move(*watcher);
+    } else {
+      // The job runs on; should this agent die, its restart still stops it (the record below).
+      common::LogWarn("cannot start the job's watcher",
+                      {{"job", id}, {"error", watcher.status().message()}});
+    }
+  }
+  if (common::Status st = SaveRecord(*job); !st.ok()) {
+    common::LogWarn("cannot record the job's processes", {{"job", id}, {"error", st.message()}});
+  }
   common::LogInfo("job launched",
                   {{"job", id},
                    {"attempt", std::to_string(job->attempt)},
@@ -416,8 +464,7 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
   }
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
   // A new attempt on this node writes its logs afresh: what an earlier attempt wrote is on the
-  // server, and the launch says how many bytes (api::Command::log_bytes), which this attempt's
-  // bytes follow.
+  // server, in that attempt's files; this attempt's start at offset 0 (api::LogChunk::attempt).
   {
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(LogDir(job->id), ec)) {
@@ -453,10 +500,108 @@ void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
     ::unlink(job->upload_copy.c_str());
   }
   job->result = {job->id, exit_code, reason, job->kill_requested};
+  job->ended = true;
+  if (common::Status st = SaveRecord(*job); !st.ok()) {
+    common::LogWarn("cannot record the job's end", {{"job", std::to_string(job->id)},
+                                                    {"error", st.message()}});
+  }
   common::LogInfo("job finished", {{"job", std::to_string(job->id)},
                                    {"exit_code", std::to_string(exit_code)},
                                    {"reason", reason}});
   changed_.notify_all();
+}
+
+common::Status JobRunner::SaveRecord(const Job& job) const {
+  if (!job.from_launch) return common::Status::Ok();
+  JobRecord r;
+  r.job_id = job.id;
+  r.attempt = job.attempt;
+  r.tenant = job.tenant;
+  r.processes = job.processes;
+  if (job.watcher) r.watcher = job.watcher->id();
+  if (job.ended) r.finished = job.result;
+  return records_.Save(r);
+}
+
+int JobRunner::Reconcile() {
+  std::vector<JobRecord> found = records_.LoadAll();
+  for (JobRecord& r : found) {
+    auto job = std::make_unique<Job>();
+    job->id = r.job_id;
+    job->attempt = r.attempt;
+    job->from_launch = true;
+    job->tenant = r.tenant;
+    job->processes = r.processes;
+    job->ended = true;
+    if (r.finished) {
+      // It ended under the earlier agent, which may not have told the server.
+      job->result = *r.finished;
+      job->result.job_id = r.job_id;
+    } else {
+      // Its watcher first, so that nothing else acts on the job while it is stopped here.
+      if (r.watcher.pid > 0) SignalAll({r.watcher}, SIGKILL);
+      int stopped = 0;
+      if (r.processes) {
+        stopped = StopJobProcesses(*r.processes, options_.kill_grace);
+        LockDir(JobDir(r.job_id), &uids_);
+        LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(r.job_id), &uids_);
+      }
+      std::error_code ec;
+      std::filesystem::remove_all(DownloadDir(r.job_id), ec);
+      job->result = {r.job_id, 128 + SIGKILL,
+                     "lost: the agent restarted while the job ran, and stopped " +
+                         std::to_string(stopped) + " of its processes",
+                     /*killed=*/false, /*lost=*/true};
+    }
+    common::LogWarn("reconciled a job an earlier agent held",
+                    {{"job", std::to_string(r.job_id)},
+                     {"attempt", std::to_string(r.attempt)},
+                     {"report", job->result.reason}});
+    std::lock_guard<std::mutex> lock(mu_);
+    if (jobs_.count(r.job_id)) continue;
+    if (common::Status st = SaveRecord(*job); !st.ok()) {
+      common::LogWarn("cannot record the job's end", {{"job", std::to_string(r.job_id)},
+                                                      {"error", st.message()}});
+    }
+    jobs_[r.job_id] = std::move(job);
+  }
+  return static_cast<int>(found.size());
+}
+
+int JobRunner::PruneFinishedDirs(std::chrono::seconds max_age) {
+  static const std::regex kJobDir(R"(job-(\d{1,18}))");
+  std::set<int64_t> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) held.insert(id);
+  }
+  // A job held by a record but not (yet) by this runner: Reconcile has not run.
+  for (const JobRecord& r : records_.LoadAll()) held.insert(r.job_id);
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - max_age;
+  int removed = 0;
+  for (const char* kind : {"jobs", "logs", "checkpoints", "downloads"}) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(options_.data_dir + "/" + kind, ec)) {
+      std::smatch m;
+      const std::string name = e.path().filename().string();
+      if (!std::regex_match(name, m, kJobDir) || held.count(std::stoll(m[1].str()))) continue;
+      std::error_code st;
+      if (e.is_symlink(st) || !e.is_directory(st)) continue;
+      auto when = std::filesystem::last_write_time(e.path(), st);
+      if (st || when > cutoff) continue;
+      std::filesystem::remove_all(e.path(), st);
+      if (st) {
+        common::LogWarn("cannot remove a finished job's directory",
+                        {{"dir", e.path().string()}, {"error", st.message()}});
+        continue;
+      }
+      ++removed;
+    }
+  }
+  if (removed > 0) {
+    common::LogInfo("removed finished jobs' directories", {{"directories", std::to_string(removed)}});
+  }
+  return removed;
 }
 
 void JobRunner::Wait(Job* job) {
@@ -486,9 +631,21 @@ void JobRunner::Wait(Job* job) {
   int status = 0;
   while (::waitpid(job->pid, &status, 0) < 0 && errno == EINTR) {
   }
+  // Nothing of the job is left for the watcher to stop.
+  if (job->watcher) job->watcher->Release();
   bool memory_limit_hit = job->cgroup && job->cgroup->MemoryLimitHit();
   logs_->Collect(job->id, /*final=*/true);
   logs_->MarkFinished(job->id);
+  // A full disk under the job's checkpoints, its directory or its logs: said in its reason, the
+  // one place a user looks first (the job's own message may be in the log that could not be
+  // written).
+  const std::string full_note = DiskFullNote(
+      {options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), JobDir(job->id),
+       LogDir(job->id)});
+  std::string log_note;
+  if (std::string err = logs_->WriteError(job->id); !err.empty()) {
+    log_note = " (its log is incomplete: " + err + ")";
+  }
   // The finished job's directories are nobody's until its next attempt: the next job given the
   // same uid finds nothing.
   if (job->uid) {
@@ -517,6 +674,8 @@ void JobRunner::Wait(Job* job) {
   if (memory_limit_hit) {
     d.reason += " (memory limit of " + std::to_string(job->memory_limit_bytes) + " bytes reached)";
   }
+  if (d.exit_code != 0) d.reason += full_note;
+  d.reason += log_note;
   if (job->import) {
     // Every process of the job's uid is gone: its output can no longer change under us.
     if (d.exit_code == 0 && !job->kill_requested) {
@@ -645,6 +804,7 @@ void JobRunner::Acknowledge(const std::vector<int64_t>& job_ids) {
     for (int64_t id : job_ids) {
       auto it = jobs_.find(id);
       if (it == jobs_.end() || it->second->running) continue;
+      if (it->second->from_launch) records_.Remove(id);
       done.push_back(std::move(it->second));
       jobs_.erase(it);
       recently_acknowledged_.push_back(id);

@@ -41,6 +41,8 @@
 #include "agent/cgroup.h"
 #include "agent/dataset_import.h"
 #include "agent/dataset_upload_fetch.h"
+#include "agent/job_record.h"
+#include "agent/job_watcher.h"
 #include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
 #include "agent/rank_logs.h"
@@ -59,6 +61,9 @@ struct JobRunnerOptions {
   std::string dataset_root;  // where import jobs publish datasets; "" : imports are refused
   std::string rank_exec;  // the embody-agent binary (`exec-rank`), run by every rank
   std::chrono::milliseconds kill_grace{5000};
+  // How long a job's processes outlive this agent process before its watcher stops them
+  // (agent/job_watcher.h). No watcher when rank_exec (the agent binary) is empty.
+  std::chrono::milliseconds orphan_grace{3000};
   // sandbox.switch_uid must be false when the agent is not root (main.cc decides).
   SandboxOptions sandbox;
   CgroupSetup cgroups;    // version kNone: no cgroups, RLIMIT_AS enforces memory
@@ -106,6 +111,14 @@ class JobRunner {
   // Idempotent. A job unknown to this node is reported finished at once, so a server that lost
   // track of it can still complete its cancellation.
   void Kill(int64_t job_id, const std::string& reason = kCancelReason);
+  // Once, before the first launch: takes over what an earlier agent process on this data
+  // directory left (agent/job_record.h). Jobs that had ended are reported as they ended; jobs
+  // held or running are stopped, every process left of them, and reported lost. Returns how
+  // many jobs were found.
+  int Reconcile();
+  // Retention: removes the directories (jobs/, logs/, checkpoints/, downloads/ job-<id>) of jobs
+  // this runner no longer holds, untouched for `max_age`. Returns how many were removed.
+  int PruneFinishedDirs(std::chrono::seconds max_age);
   // Kills every running job (reason given) and returns when all have ended.
   void KillAllAndWait(const std::string& reason);
 
@@ -146,10 +159,13 @@ class JobRunner {
     std::string upload_copy;     // ... and where the job reads it, in its own directory
     int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
+    bool ended = false;      // Finish() was called: `result` holds how
     bool preparing = false;  // fetching its checkpoint; nothing started yet
     bool kill_requested = false;
     std::string kill_reason;
     std::vector<ProcessId> kill_snapshot;  // the tree as it was when the kill started
+    std::optional<JobProcesses> processes;   // where its processes are, once started
+    std::unique_ptr<JobWatcher> watcher;     // stops them if this agent process goes
     api::FinishedJob result;
     std::thread waiter;
     std::thread killer;
@@ -168,6 +184,8 @@ class JobRunner {
   common::Status PrepareDirs(Job* job, const api::Command& launch, const LaunchPlan& plan,
                              const std::optional<JobCredentials>& creds);
   void Finish(Job* job, int exit_code, const std::string& reason);  // mu_ held
+  // mu_ held. Writes the job's record (agent/job_record.h); launches held only.
+  common::Status SaveRecord(const Job& job) const;
   void ReleaseResources(Job* job);                                  // mu_ held
   void Wait(Job* job);
   void KillTree(Job* job);
@@ -175,6 +193,7 @@ class JobRunner {
 
   const JobRunnerOptions options_;
   RankLogs* const logs_;
+  const JobRecords records_;
   UidPool own_uids_;
   UidPool& uids_;
   mutable std::mutex mu_;

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -18,6 +21,7 @@
 #include "agent/gpu_collector.h"
 #include "agent/heartbeat_loop.h"
 #include "agent/job_runner.h"
+#include "agent/job_watcher.h"
 #include "agent/local_api.h"
 #include "agent/node_collector.h"
 #include "agent/node_credential.h"
@@ -59,6 +63,10 @@ int main(int argc, char** argv) {
   // with the default signal dispositions it needs.
   if (argc >= 2 && std::string(argv[1]) == "rsh") {
     return agent::RshMain(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  // `watch-job`: the watcher of one job (agent/job_watcher.h), started by the agent.
+  if (argc >= 2 && std::string(argv[1]) == "watch-job") {
+    return agent::WatchJobMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   // Signals are blocked before any thread exists so every thread inherits the mask and only the
   // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
@@ -225,6 +233,7 @@ int main(int argc, char** argv) {
   run_opts.embody_data = cfg.embody_data;
   run_opts.dataset_root = cfg.dataset_root;
   run_opts.kill_grace = cfg.kill_grace;
+  run_opts.orphan_grace = cfg.orphan_grace;
   run_opts.rank_exec = agent::SelfExecutable();
   run_opts.sandbox = sandbox;
   run_opts.cgroups = cgroups;
@@ -250,6 +259,11 @@ int main(int argc, char** argv) {
     return agent::FetchUpload(upload_fetch, ref, path);
   };
   auto runner = std::make_unique<agent::JobRunner>(run_opts, &logs);
+  // Before any heartbeat: what an earlier agent process left is stopped and reported first, and
+  // a repeat of its launches from the server starts nothing twice.
+  if (int found = runner->Reconcile(); found > 0) {
+    common::LogWarn("took over jobs an earlier agent held", {{"jobs", std::to_string(found)}});
+  }
   runner_ptr.store(runner.get());
 
   agent::HeartbeatOptions hb_opts;
@@ -278,12 +292,37 @@ int main(int argc, char** argv) {
                                      {"gpus", std::to_string(node.gpus.size())},
                                      {"data_dir", cfg.data_dir}});
   std::thread heartbeats([&loop] { loop.Run(); });
+  // Retention of finished jobs' directories: checked a few times per retention period, at most
+  // every 10 minutes.
+  std::mutex retention_mu;
+  std::condition_variable retention_cv;
+  bool retention_stop = false;
+  std::thread retention;
+  if (cfg.finished_job_retention.count() > 0) {
+    const auto every = std::clamp<std::chrono::seconds>(cfg.finished_job_retention / 4,
+                                                        std::chrono::seconds(1),
+                                                        std::chrono::seconds(600));
+    retention = std::thread([&, every] {
+      std::unique_lock<std::mutex> lock(retention_mu);
+      while (!retention_cv.wait_for(lock, every, [&] { return retention_stop; })) {
+        lock.unlock();
+        runner->PruneFinishedDirs(cfg.finished_job_retention);
+        lock.lock();
+      }
+    });
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   common::LogInfo("stopping", {{"signal", std::to_string(sig)}});
   loop.Stop();
   heartbeats.join();
+  {
+    std::lock_guard<std::mutex> lock(retention_mu);
+    retention_stop = true;
+  }
+  retention_cv.notify_all();
+  if (retention.joinable()) retention.join();
   runner->KillAllAndWait("killed on agent shutdown");
   if (loop.node_id() != 0) loop.RunOnce(/*execute_commands=*/false);  // best effort final report
   runner_ptr.store(nullptr);

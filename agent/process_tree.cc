@@ -53,6 +53,11 @@ bool ReadStat(pid_t pid, ProcessEntry* out) {
 
 }  // namespace
 
+ProcessId ProcessIdOf(pid_t pid) {
+  ProcessEntry e;
+  return ReadStat(pid, &e) ? e.id : ProcessId{};
+}
+
 std::vector<ProcessEntry> ListProcesses() {
   std::vector<ProcessEntry> out;
   DIR* dir = ::opendir("/proc");

@@ -39,6 +39,9 @@ std::vector<ProcessEntry> ListProcesses();
 // it is in the session itself). `root` may be 0 for "session only".
 std::vector<ProcessId> JobTree(const std::vector<ProcessEntry>& table, pid_t sid, pid_t root);
 
+// `pid` with its start time; pid 0 when there is no such process.
+ProcessId ProcessIdOf(pid_t pid);
+
 // True while `id` names the same, not yet reaped and not zombie, process.
 bool IsAlive(const ProcessId& id);
 

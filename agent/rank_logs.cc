@@ -6,7 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+
+#include "common/log.h"
 
 namespace agent {
 namespace {
@@ -82,18 +86,27 @@ std::string ReadRange(const std::string& path, int64_t offset, size_t n) {
   return out;
 }
 
-bool AppendFile(const std::string& path, const std::string& data) {
+// 0, or the errno of the failure. All or nothing: a write cut short (a full disk) is undone, so
+// the retry that follows appends the same bytes once.
+int AppendFile(const std::string& path, const std::string& data) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0) return false;
+  if (fd < 0) return errno;
+  struct stat st;
+  const off_t before = ::fstat(fd, &st) == 0 ? st.st_size : -1;
   size_t off = 0;
+  int err = 0;
   while (off < data.size()) {
     ssize_t w = ::write(fd, data.data() + off, data.size() - off);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) break;
+    if (w <= 0) {
+      err = w < 0 ? errno : ENOSPC;
+      break;
+    }
     off += static_cast<size_t>(w);
   }
+  if (err != 0 && before >= 0 && ::ftruncate(fd, before) != 0) err = errno;
   ::close(fd);
-  return off == data.size();
+  return err;
 }
 
 // Length of `s` without a trailing, incomplete UTF-8 sequence (so a chunk boundary never splits
@@ -119,14 +132,14 @@ std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
 }
 
 void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-                      std::optional<uid_t> owner, std::map<int, int64_t> base) {
+                      std::optional<uid_t> owner, int attempt) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[job_id];
   job = Job{};
   job.dir = job_dir;
   job.log_dir = log_dir;
   job.owner = owner;
-  job.base = std::move(base);
+  job.attempt = attempt;
   job.ranks[-1].path = RankLogPath(log_dir, -1);
 }
 
@@ -173,34 +186,36 @@ void RankLogs::DiscoverRanks(Job* job) {
   }
 }
 
-void RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
   int fd = OpenBeneath(job.dir, src->path, S_IFREG, job.owner);
-  if (fd < 0) return;
+  if (fd < 0) return 0;
   struct stat st;
   int64_t size = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-  FoldFrom(fd, size, dest, src, final);
+  int err = FoldFrom(fd, size, dest, src, final);
   ::close(fd);
+  return err;
 }
 
-void RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
   while (size > src->consumed) {
     size_t n = static_cast<size_t>(std::min<int64_t>(size - src->consumed, kMaxFoldBytes));
     std::string data = ReadRangeFd(fd, src->consumed, n);
-    if (data.empty()) return;
+    if (data.empty()) return 0;
     size_t take = data.size();
     if (!final) {
       size_t nl = data.rfind('\n');
       if (nl != std::string::npos) {
         take = nl + 1;
       } else if (data.size() < kMaxPartialLine) {
-        return;  // wait for the rest of the line
+        return 0;  // wait for the rest of the line
       }
     }
     data.resize(take);
-    if (!AppendFile(dest, data)) return;
+    if (int err = AppendFile(dest, data); err != 0) return err;
     src->consumed += static_cast<int64_t>(take);
-    if (take < n) return;
+    if (take < n) return 0;
   }
+  return 0;
 }
 
 void RankLogs::Collect(int64_t job_id, bool final) {
@@ -210,8 +225,21 @@ void RankLogs::Collect(int64_t job_id, bool final) {
   Job& job = it->second;
   DiscoverRanks(&job);
   for (auto& [rank, rf] : job.ranks) {
-    for (auto& src : rf.sources) FoldSource(job, rf.path, &src, final);
+    for (auto& src : rf.sources) {
+      int err = FoldSource(job, rf.path, &src, final);
+      if (err != 0 && job.write_error.empty()) {
+        job.write_error = "cannot write " + rf.path + ": " + std::strerror(err);
+        common::LogWarn("cannot fold a rank's log",
+                        {{"job", std::to_string(job_id)}, {"error", job.write_error}});
+      }
+    }
   }
+}
+
+std::string RankLogs::WriteError(int64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? std::string() : it->second.write_error;
 }
 
 void RankLogs::CollectAll() {
@@ -243,7 +271,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     int rank;
     const RankFile* file;
     int64_t size;
-    int64_t base;
+    int attempt;
     size_t take = 0;
   };
   std::vector<Pending> pending;
@@ -252,8 +280,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     bool complete = job.finished;
     for (const auto& [rank, rf] : job.ranks) {
       int64_t size = FileSize(rf.path);
-      auto b = job.base.find(rank);
-      if (size > rf.acked) pending.push_back({id, rank, &rf, size, b == job.base.end() ? 0 : b->second});
+      if (size > rf.acked) pending.push_back({id, rank, &rf, size, job.attempt});
     }
     if (complete) batch.complete_jobs.insert(id);
   }
@@ -281,7 +308,7 @@ RankLogs::Batch RankLogs::NextBatch() {
     if (!all) data.resize(Utf8SafePrefix(data));
     if (!all || data.empty()) batch.complete_jobs.erase(p.job_id);
     if (data.empty()) continue;
-    batch.chunks.push_back({p.job_id, p.rank, p.base + p.file->acked, std::move(data)});
+    batch.chunks.push_back({p.job_id, p.rank, p.file->acked, std::move(data), p.attempt});
   }
   return batch;
 }
@@ -293,9 +320,8 @@ void RankLogs::Commit(const std::vector<api::LogChunk>& shipped) {
     if (job == jobs_.end()) continue;
     auto rf = job->second.ranks.find(c.rank);
     if (rf == job->second.ranks.end()) continue;
-    auto b = job->second.base.find(c.rank);
-    const int64_t local = c.offset - (b == job->second.base.end() ? 0 : b->second);
-    rf->second.acked = std::max(rf->second.acked, local + static_cast<int64_t>(c.data.size()));
+    if (c.attempt != job->second.attempt) continue;  // shipped for an attempt since replaced
+    rf->second.acked = std::max(rf->second.acked, c.offset + static_cast<int64_t>(c.data.size()));
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     bool done = it->second.finished;

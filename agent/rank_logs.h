@@ -42,10 +42,10 @@ class RankLogs {
 
   // Starts tracking a job whose Open MPI output lives in `job_dir`/ranks, folding it into
   // `log_dir`; `owner`: the job's uid, when it has one of its own.
-  // `base`: bytes per rank the server already holds from earlier attempts of the job; this
-  // attempt's chunks are numbered after them (its files in `log_dir` start empty).
+  // `attempt`: the job's attempt, which every chunk names (api::LogChunk::attempt): each
+  // attempt's logs are its own on the server, from offset 0 (its files in `log_dir` start empty).
   void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-              std::optional<uid_t> owner = std::nullopt, std::map<int, int64_t> base = {});
+              std::optional<uid_t> owner = std::nullopt, int attempt = 0);
   // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
   // (the job's processes are gone, so no line will be completed later).
   void Collect(int64_t job_id, bool final);
@@ -62,6 +62,9 @@ class RankLogs {
   void Commit(const std::vector<api::LogChunk>& shipped);
 
   bool Tracking(int64_t job_id) const;
+  // The first failure to write the job's folded logs ("" : none), e.g. a full disk: the bytes
+  // not written wait in the job's own files and are folded once there is room.
+  std::string WriteError(int64_t job_id) const;
   // Path of the combined log of `rank` (-1: launcher) in a job's log directory.
   static std::string RankLogPath(const std::string& log_dir, int rank);
 
@@ -81,12 +84,14 @@ class RankLogs {
     std::optional<uid_t> owner;
     bool finished = false;
     std::map<int, RankFile> ranks;
-    std::map<int, int64_t> base;
+    int attempt = 0;
+    std::string write_error;
   };
 
   void DiscoverRanks(Job* job);
-  void FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
-  static void FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
+  // Both return 0 or the errno of a failed write to `dest`.
+  int FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
+  static int FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
 
   const size_t max_batch_bytes_;
   mutable std::mutex mu_;

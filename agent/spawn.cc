@@ -161,6 +161,7 @@ common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request) {
     // and the cgroup files are already close-on-exec, so marking everything else close-on-exec
     // keeps them usable until exec.
     ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+    if (request.keep_fd >= 0) ::fcntl(request.keep_fd, F_SETFD, 0);
     ChildError e;
     e.step = EnterSandbox(request, limits, cgroup_fds);
     if (e.step == 0 && !request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) e.step = kCwd;

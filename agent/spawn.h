@@ -43,6 +43,8 @@ struct SpawnRequest {
   std::vector<ResourceLimit> limits;
   bool no_new_privs = false;                  // PR_SET_NO_NEW_PRIVS
   std::optional<JobCredentials> credentials;  // setgroups({group} or {}), setresgid, setresuid
+  // A descriptor the program inherits under the same number (every other one is closed); -1: none.
+  int keep_fd = -1;
 };
 
 // Forks, calls setsid() (the child leads a new session and process group whose id is its pid),

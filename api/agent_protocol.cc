@@ -79,6 +79,7 @@ json ToJson(const HeartbeatRequest& r) {
                              {"exit_code", f.exit_code},
                              {"reason", f.reason},
                              {"killed", f.killed}});
+    if (f.lost) j["finished"].back()["lost"] = true;
   }
   j["events"] = json::array();
   for (const auto& e : r.events) {
@@ -89,6 +90,7 @@ json ToJson(const HeartbeatRequest& r) {
   for (const auto& l : r.logs) {
     j["logs"].push_back(
         {{"job_id", l.job_id}, {"rank", l.rank}, {"offset", l.offset}, {"data", l.data}});
+    if (l.attempt >= 0) j["logs"].back()["attempt"] = l.attempt;
   }
   return j;
 }
@@ -213,6 +215,7 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
       FinishedJob done{IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")),
                        f.value("reason", "")};
       if (f.contains("killed")) done.killed = f.at("killed").get<bool>();
+      if (f.contains("lost")) done.lost = f.at("lost").get<bool>();
       r.finished.push_back(std::move(done));
     }
     for (const auto& e : j.value("events", json::array())) {
@@ -221,7 +224,8 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
     }
     for (const auto& l : j.value("logs", json::array())) {
       r.logs.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("rank")),
-                        IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>()});
+                        IntOf<int64_t>(l.at("offset")), l.at("data").get<std::string>(),
+                        IntOr<int>(l, "attempt", -1)});
     }
     r.wait_ms = IntOr<int>(j, "wait_ms", 0);
     if (r.wait_ms < 0 || r.wait_ms > kMaxHeartbeatWaitMs) {

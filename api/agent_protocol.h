@@ -66,6 +66,9 @@ struct FinishedJob {
   // on its own while a kill was on its way finished its work; one that was signalled stopped.
   // Absent on the wire (older agents): true.
   bool killed = true;
+  // The job did not end: the node lost it (its agent restarted while it ran and stopped what was
+  // left). The server restarts it as after a node loss. Absent on the wire: false.
+  bool lost = false;
 };
 
 // An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the
@@ -83,6 +86,9 @@ struct LogChunk {
   int rank = 0;
   int64_t offset = 0;  // byte offset of `data` in the rank's log
   std::string data;
+  // The attempt of the job whose log this is: each attempt's log starts at offset 0. Absent on
+  // the wire (older agents, -1 here): the job's current attempt.
+  int attempt = -1;
 };
 
 // A launch the agent holds: it accepted the launch command of this attempt of the job and has not
@@ -161,8 +167,9 @@ struct Command {
   // launching (unless resume_from is readable there and no older), so a job restarted on another
   // node resumes without a shared file system. id 0: none.
   CheckpointRef resume_checkpoint;
-  // Bytes of each rank's log (-1: the launcher) the server already holds from earlier attempts:
-  // this attempt's log bytes continue after them. Empty for a first start.
+  // Older servers: bytes of each rank's log the server held from earlier attempts, which this
+  // attempt's bytes followed. Servers now keep each attempt's logs apart (LogChunk::attempt) and
+  // send none; still parsed, so an agent of either age meets a server of either age.
   std::map<int, int64_t> log_bytes;
   // kLaunch: the job's token for this attempt (EMBODY_JOB_TOKEN of its ranks, and the credential
   // of its daemons on the other nodes); empty from an older server: the agent makes one.

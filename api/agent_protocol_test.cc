@@ -60,6 +60,36 @@ TEST(AgentProtocolTest, FinishedJobsSayWhetherTheAgentSignalledThem) {
           .ok());
 }
 
+TEST(AgentProtocolTest, LogChunksNameTheirAttempt) {
+  HeartbeatRequest r;
+  r.logs.push_back({3, 0, 0, "a\n", 2});
+  r.logs.push_back({3, 0, 0, "b\n"});  // attempt unknown (-1): left off the wire
+  nlohmann::json j = ToJson(r);
+  EXPECT_EQ(j["logs"][0]["attempt"], 2);
+  EXPECT_FALSE(j["logs"][1].contains("attempt"));
+  auto p = ParseHeartbeatRequest(j);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->logs[0].attempt, 2);
+  EXPECT_EQ(p->logs[1].attempt, -1);
+  EXPECT_FALSE(ParseHeartbeatRequest(
+                   {{"logs", {{{"job_id", 3}, {"rank", 0}, {"offset", 0}, {"data", ""},
+                               {"attempt", "1"}}}}})
+                   .ok());
+}
+
+TEST(AgentProtocolTest, FinishedJobsSayWhetherTheNodeLostThem) {
+  HeartbeatRequest r;
+  r.finished.push_back({3, 137, "lost", /*killed=*/false, /*lost=*/true});
+  r.finished.push_back({4, 0, "", /*killed=*/false});
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->finished[0].lost);
+  EXPECT_FALSE(p->finished[1].lost);
+  EXPECT_FALSE(ToJson(r)["finished"][1].contains("lost"));  // older servers see what they knew
+  EXPECT_FALSE(
+      ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"lost", 1}}}}}).ok());
+}
+
 TEST(AgentProtocolTest, CommandsRoundTrip) {
   HeartbeatResponse r;
   Command launch;

@@ -37,6 +37,7 @@ struct Parsed {
   Invocation inv;
   std::string output = "table";
   int rank = 0;
+  int attempt = 0;
   int max_points = 0;
   double weight = 0;
   int64_t if_match = 0;
@@ -105,6 +106,9 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(logs, p, "job");
   logs->add_flag("-f,--follow", inv.follow, "follow until the job ends");
   p->given["rank"] = logs->add_option("--rank", p->rank, "only this rank (-1: the launcher)");
+  p->given["attempt"] =
+      logs->add_option("--attempt", p->attempt, "this attempt's logs (0: the first; default: latest)")
+          ->check(CLI::NonNegativeNumber);
 
   CLI::App* events =
       Command(app, p, "events", "the job's events (state changes, steps, checkpoints)");
@@ -288,6 +292,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   inv.json = p.output == "json";
   auto given = [&](const char* name) { return p.given.count(name) && p.given[name]->count() > 0; };
   if (given("rank")) inv.rank = p.rank;
+  if (given("attempt")) inv.attempt = p.attempt;
   if (given("max_points")) inv.max_points = p.max_points;
   if (given("weight") || given("weight_set")) inv.weight = p.weight;
   if (given("if_match")) inv.if_match = p.if_match;

@@ -31,6 +31,7 @@ struct Invocation {
   // logs, events, metrics
   bool follow = false;
   std::optional<int> rank;
+  std::optional<int> attempt;  // logs: this attempt's (default: the latest)
   std::string type;
   std::string names;
   std::string since;

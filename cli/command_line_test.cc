@@ -100,6 +100,11 @@ TEST(CommandLineTest, NestedCommandsAndTheirValues) {
   o = Parse({"logs", "5"});
   ASSERT_TRUE(o.inv);
   EXPECT_FALSE(o.inv->rank);
+  EXPECT_FALSE(o.inv->attempt);
+  o = Parse({"logs", "5", "--attempt", "1"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->attempt, 1);
+  EXPECT_FALSE(Parse({"logs", "5", "--attempt", "-1"}).inv);
 }
 
 TEST(CommandLineTest, UsageErrorsExitTwoAndSayWhy) {

@@ -261,6 +261,7 @@ class Commands {
   int Logs(const std::string& id) {
     std::string path = "/v1/jobs/" + id + "/logs?";
     if (inv_.rank) path += "rank=" + std::to_string(*inv_.rank) + "&";
+    if (inv_.attempt) path += "attempt=" + std::to_string(*inv_.attempt) + "&";
     if (inv_.follow) path += "follow=1";
     common::Status s = api_.Stream(path, [this](const char* d, size_t n) {
       io_.out.write(d, static_cast<std::streamsize>(n));

@@ -80,6 +80,10 @@ const std::vector<IntFlag>& IntFlags() {
       {"--dataset-upload-ttl-s", 10, 30 * 86400,
        "a dataset upload untouched this long fails (\"upload abandoned\")",
        [](ServerOptions& o) { return &o.dataset_upload_ttl_s; }},
+      {"--history-retention-days", 0, 100 * 365,
+       "logs and events (all but state changes) of jobs finished this long ago are pruned "
+       "(0: never)",
+       [](ServerOptions& o) { return &o.history_retention_days; }},
   };
   return kFlags;
 }

@@ -55,6 +55,9 @@ struct ServerOptions {
   int dataset_upload_max_gib = 64;     // one upload; 0: uploads refused
   int dataset_uploads_per_tenant = 4;  // in progress at once
   int dataset_upload_ttl_s = 3600;     // untouched this long: the version fails
+  // Jobs finished this many days ago lose their logs and events but state changes
+  // (service/history_retention.h); 0: kept forever.
+  int history_retention_days = 30;
 };
 
 // argv without the program name. invalid_argument names the flag on any problem.

@@ -17,6 +17,7 @@
 #include "controlplane/http/api_server.h"
 #include "controlplane/http/ready_check.h"
 #include "controlplane/service/audit_scope.h"
+#include "controlplane/service/history_retention.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/scheduler_loop.h"
 
@@ -51,6 +52,8 @@ struct Server::Impl {
   std::unique_ptr<service::DatasetsService> datasets;
   // Sweeps dataset uploads: abandoned ones fail, blobs whose import ended go.
   std::thread upload_sweeper;
+  std::unique_ptr<service::HistoryRetention> history;
+  std::thread history_sweeper;
   std::mutex sweeper_mu;
   std::condition_variable sweeper_cv;
   bool sweeper_stop = false;
@@ -62,6 +65,7 @@ struct Server::Impl {
     }
     sweeper_cv.notify_all();
     if (upload_sweeper.joinable()) upload_sweeper.join();
+    if (history_sweeper.joinable()) history_sweeper.join();
   }
   std::unique_ptr<http::ApiServer> api;
   std::thread serve_thread;
@@ -246,6 +250,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
         auto swept = raw->uploads->Sweep();
         if (!swept.ok()) {
           common::LogWarn("dataset upload sweep failed", {{"error", swept.status().ToString()}});
+        }
+        lock.lock();
+      }
+    });
+  }
+  if (opts.history_retention_days > 0) {
+    m->history = std::make_unique<service::HistoryRetention>(
+        *m->database, *m->log_files, now, int64_t{opts.history_retention_days} * 86'400'000);
+    // A minute between sweeps, each of a bounded number of jobs: a backlog (a first start with
+    // years of history) drains without holding the database for long.
+    m->history_sweeper = std::thread([raw] {
+      std::unique_lock<std::mutex> lock(raw->sweeper_mu);
+      while (!raw->sweeper_cv.wait_for(lock, std::chrono::seconds(60),
+                                       [raw] { return raw->sweeper_stop; })) {
+        lock.unlock();
+        auto swept = raw->history->Sweep();
+        if (!swept.ok()) {
+          common::LogWarn("history retention sweep failed", {{"error", swept.status().ToString()}});
         }
         lock.lock();
       }

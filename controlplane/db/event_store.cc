@@ -161,22 +161,47 @@ Result<std::optional<CheckpointRecord>> PgEventStore::LatestCheckpoint(int64_t j
 }
 
 Status PgLogIndex::Upsert(int64_t job_id, const service::LogRecord& log) {
-  auto r = tx_.Exec("INSERT INTO job_logs (job_id, rank, path, bytes) VALUES ($1, $2, $3, $4)"
-                    " ON CONFLICT (job_id, rank) DO UPDATE SET path = EXCLUDED.path,"
+  auto r = tx_.Exec("INSERT INTO job_logs (job_id, attempt, rank, path, bytes)"
+                    " VALUES ($1, $2, $3, $4, $5)"
+                    " ON CONFLICT (job_id, attempt, rank) DO UPDATE SET path = EXCLUDED.path,"
                     " bytes = EXCLUDED.bytes",
-                    {P(job_id), P(log.rank), P(log.path), P(log.bytes)});
+                    {P(job_id), P(log.attempt), P(log.rank), P(log.path), P(log.bytes)});
   return r.ok() ? Status::Ok() : r.status();
 }
 
 Result<std::vector<service::LogRecord>> PgLogIndex::ForJob(int64_t job_id) {
-  auto r = tx_.Exec("SELECT rank, path, bytes FROM job_logs WHERE job_id = $1 ORDER BY rank",
+  auto r = tx_.Exec("SELECT attempt, rank, path, bytes FROM job_logs WHERE job_id = $1"
+                    " ORDER BY attempt, rank",
                     {P(job_id)});
   if (!r.ok()) return r.status();
   std::vector<service::LogRecord> out;
   for (size_t i = 0; i < r->size(); ++i) {
-    out.push_back({static_cast<int>(r->Int(i, "rank")), r->Str(i, "path"), r->Int(i, "bytes")});
+    out.push_back({static_cast<int>(r->Int(i, "rank")), r->Str(i, "path"), r->Int(i, "bytes"),
+                   static_cast<int>(r->Int(i, "attempt"))});
   }
   return out;
+}
+
+Result<std::vector<int64_t>> PgLogIndex::FinishedWithHistory(int64_t finished_before_ms,
+                                                             int limit) {
+  auto r = tx_.Exec(
+      "SELECT j.id FROM jobs j WHERE j.finished_at < " EMBODY_SQL_TS("$1")
+      " AND (EXISTS (SELECT 1 FROM job_logs l WHERE l.job_id = j.id)"
+      " OR EXISTS (SELECT 1 FROM job_events e WHERE e.job_id = j.id AND e.type <> 'state'))"
+      " ORDER BY j.finished_at, j.id LIMIT $2",
+      {P(finished_before_ms), P(limit)});
+  if (!r.ok()) return r.status();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < r->size(); ++i) out.push_back(r->Int(i, "id"));
+  return out;
+}
+
+Status PgLogIndex::PruneHistory(int64_t job_id) {
+  auto logs = tx_.Exec("DELETE FROM job_logs WHERE job_id = $1", {P(job_id)});
+  if (!logs.ok()) return logs.status();
+  auto events = tx_.Exec("DELETE FROM job_events WHERE job_id = $1 AND type <> 'state'",
+                         {P(job_id)});
+  return events.ok() ? Status::Ok() : events.status();
 }
 
 }  // namespace controlplane::db

@@ -125,6 +125,9 @@ class PgLogIndex : public service::LogIndex {
   explicit PgLogIndex(PgTx& tx) : tx_(tx) {}
   common::Status Upsert(int64_t job_id, const service::LogRecord& log) override;
   common::Result<std::vector<service::LogRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> FinishedWithHistory(int64_t finished_before_ms,
+                                                           int limit) override;
+  common::Status PruneHistory(int64_t job_id) override;
 
  private:
   PgTx& tx_;

@@ -1,5 +1,6 @@
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "controlplane/http/routes.h"
@@ -20,13 +21,17 @@ struct LogCursor {
   int64_t job_id = 0;
   bool one_rank = false;
   int rank = 0;
+  // Pinned at the first read (the latest attempt then, unless the request named one), so that a
+  // follow does not jump into another attempt's files part way.
+  std::optional<int> attempt;
   int64_t offset = 0;
   service::LogMerger merger;
 
   // New text since the last call. With `final`, partial last lines too.
   common::Result<std::string> Next(service::JobsService& jobs, bool* terminal, bool final) {
-    auto snap = jobs.Logs(principal, job_id);
+    auto snap = jobs.Logs(principal, job_id, attempt);
     if (!snap.ok()) return snap.status();
+    attempt = snap->attempt;
     *terminal = snap->terminal;
     // Partial last lines are flushed only on the final read: a finished job's long line may
     // still span several reads, and must come back as one line.
@@ -60,6 +65,14 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
           cursor->one_rank = true;
           cursor->rank = static_cast<int>(*rank);
         }
+        if (req.has_param("attempt")) {
+          auto attempt = QueryInt(req, "attempt", 0);
+          if (!attempt.ok()) return RespondError(res, attempt.status());
+          if (*attempt < 0 || *attempt > 1'000'000) {
+            return RespondError(res, common::InvalidArgument("attempt out of range", "attempt"));
+          }
+          cursor->attempt = static_cast<int>(*attempt);
+        }
         const bool follow = req.get_param_value("follow") == "1";
         bool terminal = false;
         if (!follow) {
@@ -80,8 +93,9 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
           return;
         }
         // Check access before the stream starts, so errors are still proper JSON answers.
-        auto first = jobs.Logs(ctx.principal, *id);
+        auto first = jobs.Logs(ctx.principal, *id, cursor->attempt);
         if (!first.ok()) return RespondError(res, first.status());
+        cursor->attempt = first->attempt;
         res.status = 200;
         res.set_chunked_content_provider(
             "text/plain", [cursor, &jobs, &stopping](size_t, httplib::DataSink& sink) {

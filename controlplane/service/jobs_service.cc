@@ -222,12 +222,30 @@ Result<std::vector<EventRecord>> JobsService::Events(const Principal& p, int64_t
   return uow->events().List(job.id, after_id, type, limit);
 }
 
-Result<LogSnapshot> JobsService::Logs(const Principal& p, int64_t id) {
+Result<LogSnapshot> JobsService::Logs(const Principal& p, int64_t id, std::optional<int> attempt) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
-  EMBODY_ASSIGN_OR_RETURN(logs, uow->logs().ForJob(job.id));
-  return LogSnapshot{api::IsTerminal(job.state), std::move(logs)};
+  if (attempt && (*attempt < 0 || *attempt > job.attempt)) {
+    return common::InvalidArgument("attempt must be in 0.." + std::to_string(job.attempt) +
+                                       " for this job",
+                                   "attempt");
+  }
+  EMBODY_ASSIGN_OR_RETURN(all, uow->logs().ForJob(job.id));
+  LogSnapshot snap;
+  snap.terminal = api::IsTerminal(job.state);
+  if (attempt) {
+    snap.attempt = *attempt;
+  } else {
+    // The latest attempt that wrote anything: a restarted job shows the last words of the attempt
+    // before until its new attempt writes its first.
+    snap.attempt = all.empty() ? job.attempt : 0;
+    for (const LogRecord& l : all) snap.attempt = std::max(snap.attempt, l.attempt);
+  }
+  for (LogRecord& l : all) {
+    if (l.attempt == snap.attempt) snap.logs.push_back(std::move(l));
+  }
+  return snap;
 }
 
 Result<nlohmann::json> JobsService::Metrics(const Principal& p, int64_t id,

@@ -32,7 +32,8 @@ struct JobPage {
 
 struct LogSnapshot {
   bool terminal = false;
-  std::vector<LogRecord> logs;
+  int attempt = 0;  // whose logs these are
+  std::vector<LogRecord> logs;  // of that attempt, by rank
 };
 
 class JobsService {
@@ -52,8 +53,10 @@ class JobsService {
   Result<JobView> Cancel(const Principal& p, int64_t id);
   Result<std::vector<EventRecord>> Events(const Principal& p, int64_t id, int64_t after_id,
                                           const std::string& type, int limit);
-  // The job's log files now, and whether the job has ended (for follow=1).
-  Result<LogSnapshot> Logs(const Principal& p, int64_t id);
+  // The log files of one attempt of the job now, and whether the job has ended (for follow=1).
+  // No `attempt`: the job's latest attempt that has logs (its current one when none has).
+  // invalid_argument for an attempt the job has not reached.
+  Result<LogSnapshot> Logs(const Principal& p, int64_t id, std::optional<int> attempt = {});
   // The job's step series, downsampled (metrics_history.h): {"series": {...}}.
   Result<nlohmann::json> Metrics(const Principal& p, int64_t id, const MetricsRequest& req);
 

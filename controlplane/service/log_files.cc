@@ -10,13 +10,18 @@
 
 namespace controlplane::service {
 
-std::string LogFiles::PathFor(int64_t job_id, int rank) const {
-  std::string dir = data_dir_ + "/logs/job-" + std::to_string(job_id);
+std::string LogFiles::JobDir(int64_t job_id) const {
+  return data_dir_ + "/logs/job-" + std::to_string(job_id);
+}
+
+std::string LogFiles::PathFor(int64_t job_id, int attempt, int rank) const {
+  std::string dir = JobDir(job_id) + "/attempt-" + std::to_string(attempt);
   return dir + (rank < 0 ? std::string("/launcher.log") : "/rank-" + std::to_string(rank) + ".log");
 }
 
 Result<int64_t> LogFiles::Append(const api::LogChunk& chunk) const {
-  const std::string path = PathFor(chunk.job_id, chunk.rank);
+  if (chunk.attempt < 0) return common::InvalidArgument("log chunk without its attempt");
+  const std::string path = PathFor(chunk.job_id, chunk.attempt, chunk.rank);
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(path.substr(0, path.rfind('/'))));
   struct stat st {};
   int64_t size = 0;

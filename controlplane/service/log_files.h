@@ -1,5 +1,6 @@
-// Job logs on the server's disk: <data-dir>/logs/job-<id>/rank-<r>.log (launcher.log for the
-// launcher, rank -1). Agents send each rank's log as chunks with byte offsets; appending is
+// Job logs on the server's disk, one set per attempt of a job:
+// <data-dir>/logs/job-<id>/attempt-<n>/rank-<r>.log (launcher.log for the launcher, rank -1).
+// Agents send each rank's log as chunks with byte offsets (from 0 in every attempt); appending is
 // idempotent so a retried heartbeat never duplicates bytes.
 //
 // LogMerger turns several growing rank logs into one stream of whole lines, each prefixed
@@ -20,8 +21,10 @@ class LogFiles {
  public:
   explicit LogFiles(std::string data_dir) : data_dir_(std::move(data_dir)) {}
 
-  std::string PathFor(int64_t job_id, int rank) const;
-  // Appends the part of `chunk` beyond the file's current size; bytes before it were written
+  std::string PathFor(int64_t job_id, int attempt, int rank) const;
+  // All of a job's logs, every attempt (retention).
+  std::string JobDir(int64_t job_id) const;
+  // Appends the part of `chunk` (of chunk.attempt, which must be set) beyond the file's current size; bytes before it were written
   // already (a retry). If the chunk starts past the end (lost bytes) it is appended anyway: a gap
   // in a log beats a stuck log. Returns the file's new size.
   Result<int64_t> Append(const api::LogChunk& chunk) const;

@@ -331,7 +331,7 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
 Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
                               const HeartbeatReads& r) {
   std::set<int64_t> refused_logged;
-  for (const api::LogChunk& chunk : req.logs) {
+  for (api::LogChunk chunk : req.logs) {
     if (chunk.offset < 0 || chunk.rank < -1 || chunk.rank > 1'000'000) continue;
     if (!RanHere(r.jobs, r.placements, chunk.job_id, node_id)) {
       if (refused_logged.insert(chunk.job_id).second) {
@@ -341,10 +341,16 @@ Status NodeService::StoreLogs(UnitOfWork& uow, int64_t node_id, const api::Heart
       }
       continue;
     }
+    // An earlier attempt's last bytes may come late (from the same node, when the job restarted
+    // there); an attempt the job has not reached is no attempt of it.
+    const int attempt = r.jobs.at(chunk.job_id).attempt;
+    if (chunk.attempt < 0) chunk.attempt = attempt;
+    if (chunk.attempt > attempt) continue;
     EMBODY_ASSIGN_OR_RETURN(size, log_files_.Append(chunk));
-    EMBODY_RETURN_IF_ERROR(
-        uow.logs().Upsert(chunk.job_id, {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.rank),
-                                         size}));
+    EMBODY_RETURN_IF_ERROR(uow.logs().Upsert(
+        chunk.job_id,
+        {chunk.rank, log_files_.PathFor(chunk.job_id, chunk.attempt, chunk.rank), size,
+         chunk.attempt}));
   }
   return Status::Ok();
 }
@@ -414,6 +420,20 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       reason = job->reason.empty() ? "preempted" : job->reason;
       reason += ", requeued";
       to = JobState::kPending;
+    } else if (f.lost && (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
+      // Its agent restarted under it and stopped what was left (agent/job_record.h): the job
+      // did not fail, its node lost it. It restarts as after a node loss.
+      if (reason.empty()) reason = "lost by node " + node_name;
+      EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, reason, actor, now));
+      if (job->attempt < job->spec.value("max_restarts", 0)) {
+        job->attempt += 1;
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kPending,
+                                          reason + ", restart " + std::to_string(job->attempt),
+                                          actor, now));
+      } else {
+        EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kFailed, reason, actor, now));
+      }
+      continue;
     } else if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
       to = f.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed;
       if (reason.empty() && f.exit_code != 0) {
@@ -483,9 +503,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // And the checkpoint any node can fetch: its latest upload, or what it starts from.
       EMBODY_ASSIGN_OR_RETURN(blob, ResumeCheckpointFor(uow, *job));
       c.resume_checkpoint = blob;
-      // An earlier attempt's log bytes stay; this attempt's continue after them.
-      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
-      for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
+      // No log_bytes: this attempt's logs are its own, from offset 0 (LogChunk::attempt).
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       sent.push_back(a.job_id);
@@ -505,8 +523,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       c.spec = std::move(spec);
       c.job_token_sha256 = common::Sha256Hex(a.job_token);
       c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});
-      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
-      for (const LogRecord& l : logs) c.log_bytes[l.rank] = l.bytes;
+      // No log_bytes: this node's rank logs of the attempt start at offset 0 (LogChunk::attempt).
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {

@@ -112,7 +112,7 @@ TEST_F(NodeServiceTest, EventsAndLogsOfJobsNotOnTheNodeAreDroppedAndNothingIsSto
     EXPECT_TRUE(uow->logs().ForJob(job)->empty());
     EXPECT_FALSE(uow->events().LatestCheckpoint(job)->has_value());
   }
-  EXPECT_FALSE(std::filesystem::exists(files_->PathFor(job, 0)));
+  EXPECT_FALSE(std::filesystem::exists(files_->PathFor(job, 0, 0)));
 
   // The same reports from the node it runs on are kept.
   ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, forged).ok());
@@ -132,7 +132,8 @@ TEST_F(NodeServiceTest, AHeartbeatThatFailsPartWayStoresNothing) {
   now_ += 700;
   // The job's log directory cannot be made (a file is in its place): the log bytes fail after
   // the events were written.
-  const std::string log_dir = files_->PathFor(job, 0).substr(0, files_->PathFor(job, 0).rfind('/'));
+  const std::string log = files_->PathFor(job, 0, 0);
+  const std::string log_dir = log.substr(0, log.rfind('/'));
   std::filesystem::create_directories(std::filesystem::path(log_dir).parent_path());
   { std::ofstream(log_dir) << "in the way"; }
   api::HeartbeatRequest bad;

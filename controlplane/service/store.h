@@ -265,17 +265,27 @@ class EventStore {
       const std::vector<int64_t>& job_ids);
 };
 
+// One rank's log of one attempt of a job: each attempt writes its own, from offset 0.
 struct LogRecord {
   int rank = 0;  // -1: the launcher
   std::string path;
   int64_t bytes = 0;
+  int attempt = 0;
 };
 
 class LogIndex {
  public:
   virtual ~LogIndex() = default;
   virtual Status Upsert(int64_t job_id, const LogRecord& log) = 0;
-  virtual Result<std::vector<LogRecord>> ForJob(int64_t job_id) = 0;  // by rank
+  // Every attempt's, by attempt then rank.
+  virtual Result<std::vector<LogRecord>> ForJob(int64_t job_id) = 0;
+  // Retention (service/history_retention.h): up to `limit` jobs that finished before
+  // `finished_before_ms` and still have history (log rows, or events other than state changes),
+  // oldest first.
+  virtual Result<std::vector<int64_t>> FinishedWithHistory(int64_t finished_before_ms,
+                                                           int limit) = 0;
+  // Deletes the job's log rows and every event of it but its state changes (who, when, why stay).
+  virtual Status PruneHistory(int64_t job_id) = 0;
 };
 
 // A tenant's limits; nullopt: no limit.

@@ -3,6 +3,8 @@
 // bucket b holding steps [lo + ceil(b·w/n), lo + ceil((b+1)·w/n)) with w = hi-lo+1, each
 // answered by its highest step, then newest row.
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "controlplane/testing/memory_tables.h"
 
@@ -143,7 +145,7 @@ Status MemoryLogIndex::Upsert(int64_t job_id, const service::LogRecord& log) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   EMBODY_RETURN_IF_ERROR(tx_.Text(log.path));
   EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.jobs.get().count(job_id) > 0, "job_logs.job_id"));
-  tx_.tables.logs.mut()[{job_id, log.rank}] = log;
+  tx_.tables.logs.mut()[{job_id, log.attempt, log.rank}] = log;
   return Status::Ok();
 }
 
@@ -151,11 +153,43 @@ Result<std::vector<service::LogRecord>> MemoryLogIndex::ForJob(int64_t job_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   std::vector<service::LogRecord> out;
   const auto& all = tx_.tables.logs.get();
-  for (auto it = all.lower_bound({job_id, INT_MIN}); it != all.end() && it->first.first == job_id;
-       ++it) {
+  for (auto it = all.lower_bound({job_id, INT_MIN, INT_MIN});
+       it != all.end() && std::get<0>(it->first) == job_id; ++it) {
     out.push_back(it->second);
   }
   return out;
+}
+
+Result<std::vector<int64_t>> MemoryLogIndex::FinishedWithHistory(int64_t finished_before_ms,
+                                                                 int limit) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::set<int64_t> with_history;
+  for (const auto& [key, log] : tx_.tables.logs.get()) with_history.insert(std::get<0>(key));
+  for (const auto& [id, row] : tx_.tables.events.get()) {
+    if (row.e.type != "state") with_history.insert(row.e.job_id);
+  }
+  std::vector<std::pair<int64_t, int64_t>> found;  // (finished, id)
+  for (const auto& [id, row] : tx_.tables.jobs.get()) {
+    const auto& f = row.job.finished_ms;
+    if (f && *f < finished_before_ms && with_history.count(id)) found.push_back({*f, id});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<int64_t> out;
+  for (const auto& [f, id] : found) {
+    if (static_cast<int>(out.size()) == limit) break;
+    out.push_back(id);
+  }
+  return out;
+}
+
+Status MemoryLogIndex::PruneHistory(int64_t job_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::erase_if(tx_.tables.logs.mut(),
+                [&](const auto& kv) { return std::get<0>(kv.first) == job_id; });
+  std::erase_if(tx_.tables.events.mut(), [&](const auto& kv) {
+    return kv.second.e.job_id == job_id && kv.second.e.type != "state";
+  });
+  return Status::Ok();
 }
 
 }  // namespace controlplane::testing

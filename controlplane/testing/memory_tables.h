@@ -82,7 +82,8 @@ struct MemoryTables {
   CowTable<std::map<int64_t, EventRow>> events;
   CowTable<std::map<int64_t, CheckpointRow>> checkpoints;
   CowTable<std::map<int64_t, service::CheckpointBlob>> checkpoint_blobs;
-  CowTable<std::map<std::pair<int64_t, int>, service::LogRecord>> logs;  // (job, rank)
+  // (job, attempt, rank)
+  CowTable<std::map<std::tuple<int64_t, int, int>, service::LogRecord>> logs;
   CowTable<std::map<int64_t, service::AuditRecord>> audit;
   CowTable<std::map<std::pair<int64_t, int>, double>> fair_share;  // (tenant, slot kind)
   CowTable<std::optional<int64_t>> fair_share_clock;
@@ -216,6 +217,9 @@ class MemoryLogIndex : public service::LogIndex {
   explicit MemoryLogIndex(MemoryTx& tx) : tx_(tx) {}
   common::Status Upsert(int64_t job_id, const service::LogRecord& log) override;
   common::Result<std::vector<service::LogRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<int64_t>> FinishedWithHistory(int64_t finished_before_ms,
+                                                           int limit) override;
+  common::Status PruneHistory(int64_t job_id) override;
 
  private:
   MemoryTx& tx_;

@@ -17,7 +17,9 @@
 #include <string>
 
 #include "controlplane/service/auth.h"
+#include "controlplane/service/history_retention.h"
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/log_files.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
 #include "controlplane/service/transitions.h"
@@ -484,10 +486,157 @@ TYPED_TEST_P(ServiceFlowTest, LaunchesAreResentUntilAcknowledged) {
   }
 }
 
+TYPED_TEST_P(ServiceFlowTest, AJobTheNodeLostRestartsWhileRestartsRemain) {
+  // An agent restarted under its jobs stops what was left and reports them lost: the jobs
+  // restart (attempt counted against max_restarts) and the node stays UP.
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-r");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  auto again = jobs.Submit(a, this->Spec("again", 1, 1), "");
+  auto once = jobs.Submit(a, this->Spec("once", 1, 0), "");
+  ASSERT_TRUE(again.ok() && once.ok());
+  const int64_t r = again->job.job.id, o = once->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest up;
+  up.has_launched = true;
+  up.launched = {{r, 0}, {o, 0}};
+  up.running = {r, o};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, up).ok());
+  ASSERT_EQ(jobs.Get(a, r)->job.state, api::JobState::kRunning);
+
+  api::HeartbeatRequest lost;
+  lost.has_launched = true;
+  lost.launched = {{r, 0}, {o, 0}};
+  lost.finished = {{r, 137, "agent restarted", false, /*lost=*/true},
+                   {o, 137, "agent restarted", false, /*lost=*/true}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
+  auto restarted = jobs.Get(a, r);
+  EXPECT_EQ(restarted->job.state, api::JobState::kPending);
+  EXPECT_EQ(restarted->job.attempt, 1);
+  EXPECT_EQ(restarted->job.reason, "agent restarted, restart 1");
+  auto failed = jobs.Get(a, o);
+  EXPECT_EQ(failed->job.state, api::JobState::kFailed);  // no restarts left
+  EXPECT_EQ(failed->job.reason, "agent restarted");
+  auto ev = jobs.Events(a, r, 0, "state", 100);
+  ASSERT_GE(ev->size(), 2u);
+  EXPECT_EQ((*ev)[ev->size() - 2].data["to"], "RESTARTING");
+  // A repeat of the report (its reply lost) changes nothing: the attempt no longer holds the node.
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
+  EXPECT_EQ(jobs.Get(a, r)->job.attempt, 1);
+  for (const auto& n : (*nodes.List(a))["nodes"]) {
+    if (n["name"] == "node-r") {
+      EXPECT_EQ(n["state"], "UP");
+    }
+  }
+}
+
+TYPED_TEST_P(ServiceFlowTest, EachAttemptHasItsOwnLogs) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-g");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  const int64_t node_id = cluster->reg.node_id;
+  auto sub = jobs.Submit(a, this->Spec("logs", 1, 2), "");
+  ASSERT_TRUE(sub.ok());
+  const int64_t id = sub->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest first;
+  first.has_launched = true;
+  first.launched = {{id, 0}};
+  first.running = {id};
+  first.logs = {{id, 0, 0, "first\n", 0}, {id, -1, 0, "launcher 0\n"}};  // the second: an older agent
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, first).ok());
+  api::HeartbeatRequest lost;
+  lost.finished = {{id, 137, "agent restarted", false, /*lost=*/true}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, lost).ok());
+  ASSERT_EQ(jobs.Get(a, id)->job.attempt, 1);
+  // Until the new attempt writes, the latest logs are the first attempt's.
+  auto before = jobs.Logs(a, id);
+  ASSERT_TRUE(before.ok());
+  EXPECT_EQ(before->attempt, 0);
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest second;
+  second.has_launched = true;
+  second.launched = {{id, 1}};
+  second.running = {id};
+  // Attempt 1 starts at offset 0; attempt 0's last bytes arrive late; attempt 5 is no attempt.
+  second.logs = {{id, 0, 0, "second\n", 1}, {id, 0, 6, "late\n", 0}, {id, 0, 0, "bogus\n", 5}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, second).ok());
+
+  auto latest = jobs.Logs(a, id);
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(latest->attempt, 1);
+  ASSERT_EQ(latest->logs.size(), 1u);
+  EXPECT_EQ(latest->logs[0].bytes, 7);
+  EXPECT_EQ(*service::LogFiles::Read(latest->logs[0].path, 0, 100), "second\n");
+  auto old = jobs.Logs(a, id, 0);
+  ASSERT_TRUE(old.ok());
+  ASSERT_EQ(old->logs.size(), 2u);  // launcher and rank 0
+  EXPECT_EQ(old->logs[0].rank, -1);
+  EXPECT_EQ(*service::LogFiles::Read(old->logs[1].path, 0, 100), "first\nlate\n");
+  EXPECT_NE(old->logs[1].path, latest->logs[0].path);
+  EXPECT_EQ(jobs.Logs(a, id, 2).status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(jobs.Logs(a, id, -1).status().code(), common::Code::kInvalidArgument);
+}
+
+TYPED_TEST_P(ServiceFlowTest, HistoryOfLongFinishedJobsIsPruned) {
+  Principal a = this->MakeTenant("a");
+  auto jobs = this->Jobs();
+  auto cluster = this->MakeCluster(a, "node-h");
+  ASSERT_TRUE(cluster);
+  auto& nodes = cluster->nodes;
+  const int64_t node_id = cluster->reg.node_id;
+  auto old_job = jobs.Submit(a, this->Spec("old"), "");
+  auto live_job = jobs.Submit(a, this->Spec("live"), "");
+  ASSERT_TRUE(old_job.ok() && live_job.ok());
+  const int64_t old_id = old_job->job.job.id, live = live_job->job.job.id;
+  ASSERT_TRUE(cluster->loop.RunOnce().ok());
+  api::HeartbeatRequest run;
+  run.has_launched = true;
+  run.launched = {{old_id, 0}, {live, 0}};
+  run.running = {old_id, live};
+  run.events = {{old_id, 0, "step", {{"step", 1}, {"loss", 0.5}}},
+                {live, 0, "step", {{"step", 1}, {"loss", 0.5}}}};
+  run.logs = {{old_id, 0, 0, "old\n", 0}, {live, 0, 0, "live\n", 0}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, run).ok());
+  api::HeartbeatRequest done;
+  done.running = {live};
+  done.finished = {{old_id, 0, ""}};
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, done).ok());
+  ASSERT_EQ(jobs.Get(a, old_id)->job.state, api::JobState::kSucceeded);
+  const std::string old_log = jobs.Logs(a, old_id)->logs.at(0).path;
+
+  const int64_t day = 86'400'000;
+  service::HistoryRetention retention(this->db(), cluster->files, [this] { return this->now_.load(); },
+                                      7 * day, 10);
+  EXPECT_EQ(*retention.Sweep(), 0);  // finished just now
+  this->now_ += 8 * day;
+  ASSERT_TRUE(nodes.Heartbeat(cluster->node, node_id, done).ok());  // the live job's node stays up
+  auto pruned = retention.Sweep();
+  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  EXPECT_EQ(*pruned, 1);
+  EXPECT_EQ(*retention.Sweep(), 0);  // nothing left to prune
+  EXPECT_TRUE(jobs.Logs(a, old_id)->logs.empty());
+  EXPECT_FALSE(std::filesystem::exists(old_log));
+  auto events = jobs.Events(a, old_id, 0, "", 100);
+  ASSERT_TRUE(events.ok());
+  ASSERT_FALSE(events->empty());
+  for (const auto& e : *events) EXPECT_EQ(e.type, "state");  // how it ended stays
+  EXPECT_EQ(jobs.Get(a, old_id)->job.state, api::JobState::kSucceeded);
+  // A job still running keeps everything, however old.
+  EXPECT_EQ(jobs.Logs(a, live)->logs.size(), 1u);
+  EXPECT_EQ(jobs.Events(a, live, 0, "step", 100)->size(), 1u);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(ServiceFlowTest, ListPaginatesNewestFirstWithinTenant,
                             IdempotencyKeyReturnsTheSameJob,
                             TransitionsWriteStateEventsAndRejectIllegalMoves,
                             ScheduleLaunchFinishAndNodeLoss, RunningJobPastItsTimeLimitIsCancelled,
-                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged);
+                            PoisonedEventsKeepTheNodeUp, LaunchesAreResentUntilAcknowledged,
+                            AJobTheNodeLostRestartsWhileRestartsRemain, EachAttemptHasItsOwnLogs,
+                            HistoryOfLongFinishedJobsIsPruned);
 
 }  // namespace controlplane::testing

@@ -82,6 +82,12 @@ void LocalStack::LoseNode(int i) {
   }
 }
 
+void LocalStack::KillAgent(int i) { agent_procs_.at(i)->Kill(); }
+
+bool LocalStack::RestartAgent(int i) {
+  return agent_procs_.at(i)->Start(agent_argv_.at(i), restarted_agent_log(i)).ok();
+}
+
 void LocalStack::LoseNodeAndDisk(int i) {
   LoseNode(i);
   std::error_code ec;
@@ -194,6 +200,7 @@ bool LocalStack::Start() {
       agent_argv.insert(agent_argv.begin(), place.prefix.begin(), place.prefix.end());
     }
     agent_argv.insert(agent_argv.end(), agent_flags_.begin(), agent_flags_.end());
+    agent_argv_.push_back(agent_argv);
     common::Status st = agent_procs_.back()->Start(agent_argv, dir_ + "/agent-" + name + ".log");
     if (!st.ok()) {
       std::fprintf(stderr, "agent %s did not start: %s\n", name.c_str(), st.ToString().c_str());

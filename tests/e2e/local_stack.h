@@ -72,6 +72,14 @@ class LocalStack {
   // Node loss: SIGKILLs agent `i` (node-a is 0) and every process of the jobs it ran, so the
   // server hears nothing more from that node.
   void LoseNode(int i);
+  // The agent alone is SIGKILLed: the processes of its jobs are left to fend for themselves.
+  void KillAgent(int i);
+  // Starts agent `i` again as it was started first (same data directory and flags), its output
+  // in restarted_agent_log(i). Call after KillAgent(i).
+  bool RestartAgent(int i);
+  std::string restarted_agent_log(int i) const {
+    return dir_ + "/agent-node-" + std::string(1, static_cast<char>('a' + i)) + "-restarted.log";
+  }
   // LoseNode, then the node's disk goes too: agent `i`'s data directory (its checkpoints
   // included) is removed.
   void LoseNodeAndDisk(int i);
@@ -126,6 +134,7 @@ class LocalStack {
   std::vector<std::string> server_argv_;
   int server_starts_ = 0;
   std::vector<std::unique_ptr<ChildProcess>> agent_procs_;
+  std::vector<std::vector<std::string>> agent_argv_;
 };
 
 }  // namespace embody_test
