@@ -258,6 +258,14 @@ std::map<std::string, uint64_t> NodeService::EventsDropped() const {
 }
 
 namespace {
+// Whether the agent lists the launch of `attempt` of job `job_id` among those it holds.
+bool Holds(const api::HeartbeatRequest& req, int64_t job_id, int attempt) {
+  for (const api::LaunchAck& l : req.launched) {
+    if (l.job_id == job_id && l.attempt == attempt) return true;
+  }
+  return false;
+}
+
 // Whether job `job_id` exists and its latest placement includes `node_id`: events and logs are
 // kept only from where the job ran.
 bool RanHere(const std::map<int64_t, JobRecord>& jobs,
@@ -365,7 +373,10 @@ Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, int64_t node_id,
   std::vector<int64_t> acked_jobs;
   for (AllocationRecord& a : r.mine) {
     if (!a.is_head || a.launched) continue;
-    bool acked = reported.count(a.job_id) > 0;
+    // `running` and `finished` name no attempt: an agent that lists its launches is believed only
+    // for the attempt it lists, or a job it holds from an earlier attempt (one it reports lost
+    // after a restart) would acknowledge a launch of the next attempt it never got.
+    bool acked = !req.has_launched && reported.count(a.job_id) > 0;
     if (!acked) {
       auto h = held.find(a.job_id);
       if (h == held.end()) continue;
@@ -396,6 +407,8 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     auto job = r.jobs.find(id);
     if (job == r.jobs.end() || job->second.state != JobState::kScheduled) continue;
     if (!live_here(id, false)) continue;
+    // Running is this attempt's only when the agent holds this attempt's launch (see above).
+    if (req.has_launched && !Holds(req, id, job->second.attempt)) continue;
     EMBODY_RETURN_IF_ERROR(Transition(uow, job->second, JobState::kRunning, "", actor, now));
   }
   for (const api::FinishedJob& f : req.finished) {

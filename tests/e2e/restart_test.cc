@@ -37,7 +37,11 @@ TEST(RestartTest, JobResumesFromCheckpointOnAnotherNodeAfterNodeLoss) {
         job.value("state", "") != "PENDING") {
       break;
     }
-    if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) break;
+    // Its nodes share no file system: the checkpoint must be in the server's blob store too.
+    if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
+      HttpResult uploaded = stack.Get(path + "/checkpoints");
+      if (uploaded.status == 200 && !uploaded.body["checkpoints"].empty()) break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(job.value("state", ""), "RUNNING") << "job ended before a checkpoint: " << job.dump(2);
