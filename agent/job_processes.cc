@@ -101,8 +101,12 @@ std::vector<ProcessId> FindJobProcesses(const JobProcesses& p) {
   }
   std::set<pid_t> in_cgroup;
   for (pid_t pid : CgroupPids(p.cgroup_dirs)) in_cgroup.insert(pid);
+  // A job's cgroup holds every process it made, escapees too (a job cannot leave it), so the
+  // uid is searched only where there is none: a uid is the job's alone only among the jobs of
+  // one agent, and agents sharing a host (tests, several agents per machine) may reuse one.
+  const bool by_uid = p.uid.has_value() && p.cgroup_dirs.empty();
   for (const auto& e : table) {
-    if (in_cgroup.count(e.id.pid) || (p.uid && RunsAs(e.id.pid, *p.uid))) add(e);
+    if (in_cgroup.count(e.id.pid) || (by_uid && RunsAs(e.id.pid, *p.uid))) add(e);
   }
   return out;
 }
@@ -123,7 +127,7 @@ int StopJobProcesses(const JobProcesses& p, std::chrono::milliseconds term_grace
     auto left = FindJobProcesses(p);
     if (left.empty()) break;
     SignalAll(left, SIGKILL);
-    if (p.uid) KillAllOfUid(*p.uid);
+    if (p.uid && p.cgroup_dirs.empty()) KillAllOfUid(*p.uid);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!p.cgroup_dirs.empty()) {

@@ -4,8 +4,9 @@
 //
 // Three nets, because each misses something: the launcher's session and its descendants (mpirun
 // and its ranks; the launcher named with its start time, so a recycled pid is never touched), the
-// job's cgroup (a daemon that left the tree), and, where the job has a uid of its own, every
-// process of that uid (nothing else runs as it).
+// job's cgroup (a daemon that left the tree), and, where the job has a uid of its own and no
+// cgroup, every process of that uid (unique among one agent's jobs; several agents on one host,
+// as in tests, may each give a job the same uid, which the cgroup never confuses).
 #pragma once
 
 #include <sys/types.h>

@@ -392,7 +392,7 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     job->cgroup = std::move(*cg);
   }
 
-  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt);
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt, launch.log_bytes);
   SpawnRequest req;
   req.argv = plan->argv;
   req.env = EnvironmentStrings(plan->env);

@@ -132,7 +132,8 @@ std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
 }
 
 void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-                      std::optional<uid_t> owner, int attempt) {
+                      std::optional<uid_t> owner, int attempt,
+                      std::map<int, int64_t> base_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[job_id];
   job = Job{};
@@ -140,7 +141,9 @@ void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::str
   job.log_dir = log_dir;
   job.owner = owner;
   job.attempt = attempt;
+  job.base_bytes = std::move(base_bytes);
   job.ranks[-1].path = RankLogPath(log_dir, -1);
+  job.ranks[-1].base = BaseOf(job, -1);
 }
 
 // Directory entries of `rel` below the job directory (subdirectories only).
@@ -165,6 +168,11 @@ static std::vector<std::string> SubdirsBeneath(const std::string& root, const st
   return out;
 }
 
+int64_t RankLogs::BaseOf(const Job& job, int rank) {
+  auto it = job.base_bytes.find(rank);
+  return it == job.base_bytes.end() ? 0 : std::max<int64_t>(0, it->second);
+}
+
 // Finds <dir>/ranks/rank.N (and <dir>/ranks/<jobid>/rank.N, the layout without `nojobid`).
 void RankLogs::DiscoverRanks(Job* job) {
   auto consider = [&](const std::string& rel, const std::string& name) {
@@ -173,6 +181,7 @@ void RankLogs::DiscoverRanks(Job* job) {
     long rank = std::strtol(name.c_str() + 5, &end, 10);
     if (end == name.c_str() + 5 || *end != '\0' || rank < 0 || rank > (1 << 24)) return;
     RankFile& rf = job->ranks[static_cast<int>(rank)];
+    rf.base = BaseOf(*job, static_cast<int>(rank));
     if (!rf.sources.empty()) return;
     rf.path = RankLogPath(job->log_dir, static_cast<int>(rank));
     rf.sources = {{rel + "/stdout", 0}, {rel + "/stderr", 0}};
@@ -308,7 +317,8 @@ RankLogs::Batch RankLogs::NextBatch() {
     if (!all) data.resize(Utf8SafePrefix(data));
     if (!all || data.empty()) batch.complete_jobs.erase(p.job_id);
     if (data.empty()) continue;
-    batch.chunks.push_back({p.job_id, p.rank, p.file->acked, std::move(data), p.attempt});
+    batch.chunks.push_back(
+        {p.job_id, p.rank, p.file->base + p.file->acked, std::move(data), p.attempt});
   }
   return batch;
 }
@@ -321,7 +331,8 @@ void RankLogs::Commit(const std::vector<api::LogChunk>& shipped) {
     auto rf = job->second.ranks.find(c.rank);
     if (rf == job->second.ranks.end()) continue;
     if (c.attempt != job->second.attempt) continue;  // shipped for an attempt since replaced
-    rf->second.acked = std::max(rf->second.acked, c.offset + static_cast<int64_t>(c.data.size()));
+    rf->second.acked = std::max(
+        rf->second.acked, c.offset - rf->second.base + static_cast<int64_t>(c.data.size()));
   }
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     bool done = it->second.finished;

@@ -44,8 +44,12 @@ class RankLogs {
   // `log_dir`; `owner`: the job's uid, when it has one of its own.
   // `attempt`: the job's attempt, which every chunk names (api::LogChunk::attempt): each
   // attempt's logs are its own on the server, from offset 0 (its files in `log_dir` start empty).
+  // `base_bytes`: bytes of each rank's log (-1: the launcher) the server already holds for this
+  // attempt, which this run's bytes follow: a job put back in the queue without a new attempt
+  // (preempted) runs again under the same attempt (api::Command::log_bytes).
   void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-              std::optional<uid_t> owner = std::nullopt, int attempt = 0);
+              std::optional<uid_t> owner = std::nullopt, int attempt = 0,
+              std::map<int, int64_t> base_bytes = {});
   // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
   // (the job's processes are gone, so no line will be completed later).
   void Collect(int64_t job_id, bool final);
@@ -75,7 +79,8 @@ class RankLogs {
   };
   struct RankFile {
     std::string path;
-    int64_t acked = 0;
+    int64_t acked = 0;             // of the local file
+    int64_t base = 0;              // the server's offset of the local file's first byte
     std::vector<Source> sources;  // empty for the launcher log
   };
   struct Job {
@@ -85,10 +90,12 @@ class RankLogs {
     bool finished = false;
     std::map<int, RankFile> ranks;
     int attempt = 0;
+    std::map<int, int64_t> base_bytes;
     std::string write_error;
   };
 
   void DiscoverRanks(Job* job);
+  static int64_t BaseOf(const Job& job, int rank);
   // Both return 0 or the errno of a failed write to `dest`.
   int FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
   static int FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);

@@ -65,6 +65,31 @@ TEST_F(RankLogsTest, ShipsFromAcknowledgedOffsetsAndResendsOnFailure) {
   EXPECT_EQ(b3.chunks[0].data, "a0 again\n");
 }
 
+// A job run again under the same attempt (preempted, then placed again) continues that attempt's
+// logs on the server after the bytes it holds, rank by rank; ranks it holds nothing of start at 0.
+TEST_F(RankLogsTest, ARunAgainUnderTheSameAttemptFollowsTheBytesTheServerHolds) {
+  RankLogs logs;
+  logs.AddJob(1, job_dir_, job_dir_, std::nullopt, 2, {{-1, 100}, {0, 40}});
+  AppendTo(Out(0), "a0\n");
+  AppendTo(Out(1), "b1\n");
+  AppendTo(RankLogs::RankLogPath(job_dir_, -1), "resuming\n");
+  logs.CollectAll();
+  auto b = logs.NextBatch();
+  ASSERT_EQ(b.chunks.size(), 3u);
+  EXPECT_EQ(b.chunks[0].offset, 100);
+  EXPECT_EQ(b.chunks[0].data, "resuming\n");
+  EXPECT_EQ(b.chunks[0].attempt, 2);
+  EXPECT_EQ(b.chunks[1].offset, 40);
+  EXPECT_EQ(b.chunks[2].offset, 0);
+  logs.Commit(b.chunks);
+  EXPECT_TRUE(logs.NextBatch().chunks.empty());
+  AppendTo(Out(0), "more\n");
+  logs.CollectAll();
+  b = logs.NextBatch();
+  ASSERT_EQ(b.chunks.size(), 1u);
+  EXPECT_EQ(b.chunks[0].offset, 43);
+}
+
 TEST_F(RankLogsTest, BatchIsBoundedAndShared) {
   RankLogs logs(/*max_batch_bytes=*/100);
   logs.AddJob(1, job_dir_, job_dir_);

@@ -516,7 +516,12 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // And the checkpoint any node can fetch: its latest upload, or what it starts from.
       EMBODY_ASSIGN_OR_RETURN(blob, ResumeCheckpointFor(uow, *job));
       c.resume_checkpoint = blob;
-      // No log_bytes: this attempt's logs are its own, from offset 0 (LogChunk::attempt).
+      // Each attempt's logs are its own (LogChunk::attempt); a job placed again without a new
+      // attempt (preempted) continues its attempt's logs after the bytes already held.
+      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
+      for (const LogRecord& l : logs) {
+        if (l.attempt == job->attempt) c.log_bytes[l.rank] = l.bytes;
+      }
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       sent.push_back(a.job_id);
@@ -536,7 +541,10 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       c.spec = std::move(spec);
       c.job_token_sha256 = common::Sha256Hex(a.job_token);
       c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});
-      // No log_bytes: this node's rank logs of the attempt start at offset 0 (LogChunk::attempt).
+      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
+      for (const LogRecord& l : logs) {
+        if (l.attempt == job->attempt) c.log_bytes[l.rank] = l.bytes;
+      }
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {

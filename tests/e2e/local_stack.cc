@@ -160,13 +160,9 @@ bool LocalStack::Start() {
   }
   admin_token_ = b["admin_token"].get<std::string>();
 
-  // Job uids of this stack's own (stacks of tests running side by side never share one), and of
-  // each agent's own: an agent stops every process of a job's uid when the job ends or the agent
-  // dies (its watcher), which on one host would reach another agent's job holding the same uid.
-  // Real nodes are separate machines; a job restarted on another node reads its checkpoint
-  // through the server's blob store, as there.
-  const int uid_base = 200000 + (::getpid() % 5000) * 1000;
-  const int uids_per_agent = 1000 / std::max(1, agents_);
+  // Job uids of this stack's own (stacks of tests running side by side never share one), the
+  // same on every agent, as on nodes that share checkpoint storage.
+  const std::string uid_base = std::to_string(200000 + (::getpid() % 5000) * 1000);
   metrics_token_ = common::RandomToken();
   if (common::Status st = common::WriteFileAtomic(metrics_token_file(), metrics_token_, 0600);
       !st.ok()) {
@@ -190,9 +186,9 @@ bool LocalStack::Start() {
                                         "--address",
                                         "127.0.0.1",
                                         "--job-uid-base",
-                                        std::to_string(uid_base + i * uids_per_agent),
+                                        uid_base,
                                         "--job-uid-count",
-                                        std::to_string(uids_per_agent),
+                                        "1000",
                                         "--metrics-token-file",
                                         metrics_token_file()};
     if (!dataset_root_.empty())
