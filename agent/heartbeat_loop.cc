@@ -161,9 +161,14 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
 }
 
 std::chrono::milliseconds HeartbeatLoop::Backoff(int failures) {
-  int64_t ms = options_.first_backoff.count();
-  for (int i = 1; i < failures && ms < options_.max_backoff.count(); ++i) ms *= 2;
-  ms = std::min<int64_t>(ms, options_.max_backoff.count());
+  // Never longer than the heartbeat interval: the server holds a node DOWN after 3 silent
+  // intervals, counted from its own start when it was away, so an agent that backed off past
+  // that would have its running jobs restarted by a server that merely restarted. A retry per
+  // interval is what a live agent sends anyway.
+  const int64_t cap = std::min<int64_t>(options_.max_backoff.count(), interval().count());
+  int64_t ms = std::min<int64_t>(options_.first_backoff.count(), cap);
+  for (int i = 1; i < failures && ms < cap; ++i) ms *= 2;
+  ms = std::min<int64_t>(ms, cap);
   // +-20% so a thousand agents that lost the server together do not return together.
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
   return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(ms) * jitter(rng_)));

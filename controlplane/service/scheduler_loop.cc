@@ -30,7 +30,8 @@ Status SchedulerLoop::MarkLostNodes() {
   const int64_t now = now_();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   for (NodeRecord& n : nodes) {
-    if (n.state == "UP" && now - n.last_heartbeat_ms > 3LL * opts_.heartbeat_interval_ms) {
+    const int64_t heard = std::max(n.last_heartbeat_ms, judging_since_ms_);
+    if (n.state == "UP" && now - heard > 3LL * opts_.heartbeat_interval_ms) {
       EMBODY_RETURN_IF_ERROR(uow->nodes().SetState(n.id, "DOWN"));
       n.state = "DOWN";
       common::LogWarn("node down", {{"node", n.name}, {"node_id", std::to_string(n.id)}});

@@ -68,7 +68,7 @@ class SchedulerLoop {
                 std::function<std::optional<int64_t>()> try_lead,
                 std::function<void(const CycleStats&)> observe)
       : db_(db), opts_(opts), now_(std::move(now)), try_lead_(std::move(try_lead)),
-        observe_(std::move(observe)) {}
+        observe_(std::move(observe)), judging_since_ms_(now_()) {}
   ~SchedulerLoop() { Stop(); }
 
   // One cycle as leader (tests call this directly); `stats` (optional) gets its decisions.
@@ -95,6 +95,11 @@ class SchedulerLoop {
   std::function<std::optional<int64_t>()> try_lead_;
   std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
+  // Since when this server can have heard every node: its start. A node is lost only after 3
+  // silent intervals within that time, so agents reconnecting to a restarted server are not held
+  // DOWN for the server's own absence. (Replicas record heartbeats in the database, whichever
+  // leads, so a change of leader needs no such grace.)
+  int64_t judging_since_ms_;
 
   std::mutex mu_;
   std::condition_variable cv_;
