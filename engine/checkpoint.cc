@@ -9,12 +9,9 @@
 #include <string_view>
 
 #include "common/file_util.h"
+#include "engine/binary_io.h"
 
 namespace engine {
-
-static_assert(std::endian::native == std::endian::little,
-              "checkpoint encoding assumes a little-endian host");
-
 namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'D', 'C', 'K', 'P', 'T'};
@@ -25,56 +22,6 @@ constexpr size_t kHeaderBytesV2 = kHeaderBytesV1 + 8 + 8 + 8 + 4 + 4;
 // ... then data_in_epoch, dataset_samples, dataset_fingerprint
 constexpr size_t kHeaderBytesV3 = kHeaderBytesV2 + 8 + 8 + 8;
 constexpr size_t kMaxRngNameBytes = 256;
-
-uint64_t Fnv1a64(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-template <typename T>
-void Put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-void PutFloats(std::string* out, const std::vector<float>& v) {
-  out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
-// Bounds-checked reads over the body (everything before the checksum).
-class Reader {
- public:
-  Reader(const std::string& in, size_t limit) : in_(in), limit_(limit) {}
-  size_t left() const { return limit_ - off_; }
-  template <typename T>
-  bool Get(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, in_.data() + off_, sizeof(T));
-    off_ += sizeof(T);
-    return true;
-  }
-  bool GetBytes(size_t n, std::string* out) {
-    if (left() < n) return false;
-    out->assign(in_.data() + off_, n);
-    off_ += n;
-    return true;
-  }
-  bool GetFloats(uint64_t n, std::vector<float>* v) {
-    if (n > left() / sizeof(float)) return false;
-    v->resize(n);
-    std::memcpy(v->data(), in_.data() + off_, n * sizeof(float));
-    off_ += n * sizeof(float);
-    return true;
-  }
-
- private:
-  const std::string& in_;
-  size_t limit_;
-  size_t off_ = 0;
-};
 
 common::Status Truncated() {
   return common::InvalidArgument("checkpoint size does not match its header (truncated?)");
@@ -107,10 +54,10 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
     out.append(name);
     Put<uint64_t>(&out, state);
   }
-  PutFloats(&out, d.params);
-  PutFloats(&out, d.adam_m);
-  PutFloats(&out, d.adam_v);
-  Put<uint64_t>(&out, Fnv1a64(out.data(), out.size()));
+  PutArray(&out, d.params);
+  PutArray(&out, d.adam_m);
+  PutArray(&out, d.adam_v);
+  Put<uint64_t>(&out, CheckpointChecksum(out.data(), out.size()));
   return out;
 }
 
@@ -121,10 +68,10 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
   // Checksum first: nothing read from a corrupt file is trusted, sizes included.
   uint64_t want;
   std::memcpy(&want, in.data() + in.size() - 8, 8);
-  if (Fnv1a64(in.data(), in.size() - 8) != want) {
+  if (CheckpointChecksum(in.data(), in.size() - 8) != want) {
     return common::InvalidArgument("checkpoint checksum mismatch (corrupt or truncated file)");
   }
-  Reader r(in, in.size() - 8);
+  BinaryReader r(in, in.size() - 8);
   std::string magic;
   uint32_t version = 0, config_bytes = 0;
   r.GetBytes(sizeof(kMagic), &magic);
@@ -167,9 +114,9 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
   }
   // Check n against what is left before allocating: a bad count must not allocate gigabytes.
   if (n > r.left() / (3 * sizeof(float)) || r.left() != 3 * n * sizeof(float)) return Truncated();
-  r.GetFloats(n, &d.params);
-  r.GetFloats(n, &d.adam_m);
-  r.GetFloats(n, &d.adam_v);
+  r.GetArray(n, &d.params);
+  r.GetArray(n, &d.adam_m);
+  r.GetArray(n, &d.adam_v);
   return d;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/file_util.h"
+#include "engine/binary_io.h"
 
 namespace engine {
 namespace {
@@ -14,63 +15,11 @@ constexpr uint32_t kMaxTensors = 1 << 16;
 constexpr uint32_t kMaxSlices = 16;
 constexpr uint32_t kMaxSide = 1 << 24;
 
-template <typename T>
-void Put(std::string* out, const T& v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-template <typename T>
-void PutArray(std::string* out, const std::vector<T>& v) {
-  out->append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
-}
-
-// Bounds-checked reads over the body (everything before the checksum).
-class Reader {
- public:
-  Reader(const std::string& in, size_t limit) : in_(in), limit_(limit) {}
-  size_t left() const { return limit_ - off_; }
-  template <typename T>
-  bool Get(T* v) {
-    if (left() < sizeof(T)) return false;
-    std::memcpy(v, in_.data() + off_, sizeof(T));
-    off_ += sizeof(T);
-    return true;
-  }
-  template <typename T>
-  bool GetArray(uint64_t n, std::vector<T>* v) {
-    if (n > left() / sizeof(T)) return false;
-    v->resize(n);
-    std::memcpy(v->data(), in_.data() + off_, n * sizeof(T));
-    off_ += n * sizeof(T);
-    return true;
-  }
-  bool GetBytes(size_t n, std::string* out) {
-    if (left() < n) return false;
-    out->assign(in_.data() + off_, n);
-    off_ += n;
-    return true;
-  }
-
- private:
-  const std::string& in_;
-  size_t limit_;
-  size_t off_ = 0;
-};
-
 common::Status Corrupt(const std::string& what) {
   return common::InvalidArgument("not a valid FP8 checkpoint: " + what);
 }
 
 }  // namespace
-
-uint64_t CheckpointChecksum(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 std::string EncodeFp8Checkpoint(const Fp8CheckpointData& d) {
   const std::string config = d.config.dump();
@@ -110,7 +59,7 @@ common::Result<Fp8CheckpointData> DecodeFp8Checkpoint(const std::string& in) {
   uint64_t want;
   std::memcpy(&want, in.data() + in.size() - 8, 8);
   if (CheckpointChecksum(in.data(), in.size() - 8) != want) return Corrupt("checksum mismatch");
-  Reader r(in, in.size() - 8);
+  BinaryReader r(in, in.size() - 8);
   std::string magic;
   uint32_t version = 0, config_bytes = 0, count = 0, reserved = 0;
   uint64_t step = 0;

@@ -62,7 +62,4 @@ common::Result<Fp8CheckpointData> DecodeFp8Checkpoint(const std::string& bytes);
 common::Result<int64_t> SaveFp8Checkpoint(const std::string& path, const Fp8CheckpointData& data);
 common::Result<Fp8CheckpointData> LoadFp8Checkpoint(const std::string& path);
 
-// FNV-1a 64, the checksum of both checkpoint formats.
-uint64_t CheckpointChecksum(const char* p, size_t n);
-
 }  // namespace engine

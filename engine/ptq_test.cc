@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/dist/communicator.h"
+#include "engine/binary_io.h"
 #include "engine/fp8_checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/report/recording_sink.h"

@@ -258,6 +258,26 @@ std::map<std::string, uint64_t> NodeService::EventsDropped() const {
 }
 
 namespace {
+// What a head's launch and another node's worker command share: the job, its attempt, the spec
+// as the engine takes it, and the bytes of each rank's log the server holds for this attempt
+// (a job placed again without a new attempt, preempted, continues its logs after them; each
+// attempt's logs are otherwise its own, LogChunk::attempt).
+Result<api::Command> JobCommand(UnitOfWork& uow, api::Command::Type type, const JobRecord& job) {
+  api::Command c;
+  c.type = type;
+  c.job_id = job.id;
+  c.tenant_id = job.tenant_id;
+  c.tenant = job.tenant;
+  c.attempt = job.attempt;
+  EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, job));
+  c.spec = std::move(spec);
+  EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job.id));
+  for (const LogRecord& l : logs) {
+    if (l.attempt == job.attempt) c.log_bytes[l.rank] = l.bytes;
+  }
+  return c;
+}
+
 // Whether the agent lists the launch of `attempt` of job `job_id` among those it holds.
 bool Holds(const api::HeartbeatRequest& req, int64_t job_id, int attempt) {
   for (const api::LaunchAck& l : req.launched) {
@@ -498,14 +518,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       continue;
     }
     if (launch) {
-      api::Command c;
-      c.type = api::Command::Type::kLaunch;
-      c.job_id = job->id;
-      c.tenant_id = job->tenant_id;
-      c.tenant = job->tenant;
-      c.attempt = job->attempt;
-      EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
-      c.spec = std::move(spec);
+      EMBODY_ASSIGN_OR_RETURN(c, JobCommand(uow, api::Command::Type::kLaunch, *job));
       for (const AllocationRecord& h : r.live[a.job_id]) {
         c.hosts.push_back({h.node_id, h.node_name, h.node_address, h.ranks, h.node_agent_url});
       }
@@ -516,12 +529,6 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // And the checkpoint any node can fetch: its latest upload, or what it starts from.
       EMBODY_ASSIGN_OR_RETURN(blob, ResumeCheckpointFor(uow, *job));
       c.resume_checkpoint = blob;
-      // Each attempt's logs are its own (LogChunk::attempt); a job placed again without a new
-      // attempt (preempted) continues its attempt's logs after the bytes already held.
-      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
-      for (const LogRecord& l : logs) {
-        if (l.attempt == job->attempt) c.log_bytes[l.rank] = l.bytes;
-      }
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       sent.push_back(a.job_id);
@@ -531,20 +538,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // A node that runs part of the job without being its head: it starts Open MPI's daemon
       // when the head's `embody-agent rsh` asks with the job's token (docs/multinode.md). Sent in
       // every reply while the job lives: the agent takes the set as its whole assignment list.
-      api::Command c;
-      c.type = api::Command::Type::kWorker;
-      c.job_id = job->id;
-      c.tenant_id = job->tenant_id;
-      c.tenant = job->tenant;
-      c.attempt = job->attempt;
-      EMBODY_ASSIGN_OR_RETURN(spec, LaunchSpecFor(uow, *job));
-      c.spec = std::move(spec);
+      EMBODY_ASSIGN_OR_RETURN(c, JobCommand(uow, api::Command::Type::kWorker, *job));
       c.job_token_sha256 = common::Sha256Hex(a.job_token);
       c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});
-      EMBODY_ASSIGN_OR_RETURN(logs, uow.logs().ForJob(job->id));
-      for (const LogRecord& l : logs) {
-        if (l.attempt == job->attempt) c.log_bytes[l.rank] = l.bytes;
-      }
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {
