@@ -105,7 +105,14 @@ JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
       logs_(logs),
       records_(options_.data_dir + "/running"),
       own_uids_(options_.sandbox),
-      uids_(options_.uid_pool != nullptr ? *options_.uid_pool : own_uids_) {}
+      uids_(options_.uid_pool != nullptr ? *options_.uid_pool : own_uids_) {
+  // What a finished job left in /tmp, /dev/shm and System V IPC goes before its uid is handed
+  // out again. Never the agent's data directory nor the dataset root (either may sit under /tmp):
+  // an import's staging output is the job uid's until PublishImport gives it to root.
+  std::vector<std::string> keep{options_.data_dir};
+  if (!options_.dataset_root.empty()) keep.push_back(options_.dataset_root);
+  uids_.ScrubBeforeReuse(SharedScratchRoots(), keep);
+}
 
 JobRunner::~JobRunner() {
   KillAllAndWait("agent shutting down");
@@ -157,7 +164,7 @@ void JobRunner::Launch(const api::Command& launch) {
     j->preparer = std::thread([this, j, launch] { FetchThenStart(j, launch); });
     return;
   }
-  Start(j, launch);
+  Start(j, launch, lock);
 }
 
 bool JobRunner::NeedsFetch(const api::Command& launch) const {
@@ -189,7 +196,7 @@ void JobRunner::FetchUploadThenStart(Job* job, api::Command launch, const Upload
                                                 {"bytes", std::to_string(ref.bytes)}});
     st = options_.fetch_upload(ref, fetched);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   job->preparing = false;
   job->upload_fetched = fetched;
   job->upload_copy = JobDir(job->id) + "/upload.hdf5";
@@ -201,7 +208,7 @@ void JobRunner::FetchUploadThenStart(Job* job, api::Command launch, const Upload
                               ": " + st.message());
   }
   launch.spec = SpecReadingCopy(launch.spec, job->upload_copy);
-  Start(job, launch);
+  Start(job, launch, lock);
 }
 
 void JobRunner::FetchThenStart(Job* job, api::Command launch) {
@@ -220,7 +227,7 @@ void JobRunner::FetchThenStart(Job* job, api::Command launch) {
                                             {"bytes", std::to_string(ref.bytes)}});
     st = options_.fetch_checkpoint(ref, path);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   job->preparing = false;
   if (job->kill_requested) return Finish(job, 128 + SIGKILL, job->kill_reason);
   if (!st.ok()) {
@@ -229,7 +236,7 @@ void JobRunner::FetchThenStart(Job* job, api::Command launch) {
                               std::to_string(ref.step) + "): " + st.message());
   }
   launch.resume_from = path;
-  Start(job, launch);
+  Start(job, launch, lock);
 }
 
 std::string JobRunner::DownloadDir(int64_t job_id) const {
@@ -249,9 +256,9 @@ std::vector<int> JobRunner::GpusInUse() const {
   return {gpus_in_use_.begin(), gpus_in_use_.end()};
 }
 
-// mu_ held. Gives the job its uid, GPUs, directories and cgroup and starts mpirun, or records
-// why it could not.
-void JobRunner::Start(Job* job, const api::Command& launch) {
+// Gives the job its uid, GPUs, directories and cgroup and starts mpirun, or records why it could
+// not. `lock` holds mu_ on entry and on return; SpawnJob runs without it.
+void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std::mutex>& lock) {
   std::string id = std::to_string(job->id);
   const LocalResources res = ResourcesOf(launch.spec);
   // Ranks on this node's address run here; those of other hosts get their limits there.
@@ -340,14 +347,43 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
     return Finish(job, 1, plan.status().message());
   }
 
-  common::Status st = PrepareDirs(job, launch, *plan, creds);
+  // What follows writes files, makes the cgroup and forks mpirun: tens of milliseconds in which
+  // the runner's lock is not held, so the other slots' ends, the heartbeat and the local API
+  // do not wait on this start. The job is held meanwhile as preparing (a kill waits for it).
+  job->running = true;
+  job->preparing = true;
+  lock.unlock();
+  SpawnResult spawned = SpawnJob(job, launch, in, *plan, creds, limits);
+  lock.lock();
+  job->preparing = false;
+  if (!spawned.error.empty()) {
+    ReleaseResources(job);
+    return Finish(job, spawned.exit_code, spawned.error);
+  }
+  job->pid = spawned.pid;
+  job->token = in.job_token;
+  common::LogInfo("job launched",
+                  {{"job", id},
+                   {"attempt", std::to_string(job->attempt)},
+                   {"pid", std::to_string(job->pid)},
+                   {"ranks", std::to_string(plan->total_ranks)},
+                   {"uid", job->uid ? std::to_string(*job->uid) : "agent's"},
+                   {"cgroup", job->cgroup ? job->cgroup->dirs().front() : "none"},
+                   {"gpus", in.cuda_visible_devices.value_or("none")}});
+  job->waiter = std::thread([this, job] { Wait(job); });
+  if (job->kill_requested) job->killer = std::thread([this, job] { KillTree(job); });
+}
+
+JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch, LaunchInput in,
+                                           LaunchPlan plan,
+                                           const std::optional<JobCredentials>& creds,
+                                           const CgroupLimits& limits) {
+  const std::string id = std::to_string(job->id);
+  common::Status st = PrepareDirs(job, launch, plan, creds);
   if (st.ok() && !job->upload_fetched.empty()) {
     st = HandUploadToJob(job->upload_fetched, job->upload_copy, creds);
   }
-  if (!st.ok()) {
-    ReleaseResources(job);
-    return Finish(job, 1, "cannot prepare job directory: " + st.message());
-  }
+  if (!st.ok()) return {0, 1, "cannot prepare job directory: " + st.message()};
   if (!launch.resume_from.empty()) {
     // Checkpoints live on the disk of the node that wrote them: resume only where the job can
     // read them (the file, or its directory when the run has since written newer ones and pruned
@@ -367,7 +403,9 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
                 std::to_string(launch.resume_checkpoint.job_id) + ", fetched from the server)";
       }
       note += "\n";
-      plan = BuildLaunchPlan(in);
+      auto resumed = BuildLaunchPlan(in);
+      if (!resumed.ok()) return {0, 1, "cannot prepare job directory: " + resumed.status().message()};
+      plan = std::move(*resumed);
     } else {
       note = "embody-agent: checkpoint " + file +
              " is not readable on this node; starting from step 0\n";
@@ -375,27 +413,20 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
                       {{"job", id}, {"checkpoint", file}});
     }
     // The launcher log is opened for appending by the spawn below, after this note.
-    st = plan.ok() ? common::WriteFileAtomic(RankLogs::RankLogPath(LogDir(job->id), -1), note, 0640)
-                   : plan.status();
-    if (!st.ok()) {
-      ReleaseResources(job);
-      return Finish(job, 1, "cannot prepare job directory: " + st.message());
-    }
+    st = common::WriteFileAtomic(RankLogs::RankLogPath(LogDir(job->id), -1), note, 0640);
+    if (!st.ok()) return {0, 1, "cannot prepare job directory: " + st.message()};
   }
 
   if (options_.cgroups.version != CgroupVersion::kNone) {
     auto cg = JobCgroup::Create(options_.cgroups, job->id, limits);
-    if (!cg.ok()) {
-      ReleaseResources(job);
-      return Finish(job, 1, "cannot create the job's cgroup: " + cg.status().message());
-    }
+    if (!cg.ok()) return {0, 1, "cannot create the job's cgroup: " + cg.status().message()};
     job->cgroup = std::move(*cg);
   }
 
   logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt, launch.log_bytes);
   SpawnRequest req;
-  req.argv = plan->argv;
-  req.env = EnvironmentStrings(plan->env);
+  req.argv = plan.argv;
+  req.env = EnvironmentStrings(plan.env);
   req.cwd = in.job_dir;
   req.output_path = RankLogs::RankLogPath(LogDir(job->id), -1);
   if (job->cgroup) req.cgroup_procs = job->cgroup->ProcsFiles();
@@ -406,16 +437,12 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
   if (!pid.ok()) {
     logs_->Collect(job->id, /*final=*/true);
     logs_->MarkFinished(job->id);
-    ReleaseResources(job);
-    return Finish(job, 127, pid.status().message());
+    return {0, 127, pid.status().message()};
   }
-  job->pid = *pid;
-  job->token = in.job_token;
-  job->running = true;
   JobProcesses procs;
   procs.job_id = job->id;
-  procs.launcher = ProcessIdOf(job->pid);
-  procs.launcher.pid = job->pid;
+  procs.launcher = ProcessIdOf(*pid);
+  procs.launcher.pid = *pid;
   procs.uid = job->uid;
   if (job->cgroup) {
     procs.cgroup_version = options_.cgroups.version;
@@ -433,18 +460,10 @@ void JobRunner::Start(Job* job, const api::Command& launch) {
                       {{"job", id}, {"error", watcher.status().message()}});
     }
   }
-  if (common::Status st = SaveRecord(*job); !st.ok()) {
-    common::LogWarn("cannot record the job's processes", {{"job", id}, {"error", st.message()}});
+  if (common::Status rec = SaveRecord(*job); !rec.ok()) {
+    common::LogWarn("cannot record the job's processes", {{"job", id}, {"error", rec.message()}});
   }
-  common::LogInfo("job launched",
-                  {{"job", id},
-                   {"attempt", std::to_string(job->attempt)},
-                   {"pid", std::to_string(job->pid)},
-                   {"ranks", std::to_string(plan->total_ranks)},
-                   {"uid", job->uid ? std::to_string(*job->uid) : "agent's"},
-                   {"cgroup", job->cgroup ? job->cgroup->dirs().front() : "none"},
-                   {"gpus", in.cuda_visible_devices.value_or("none")}});
-  job->waiter = std::thread([this, job] { Wait(job); });
+  return {*pid, 0, ""};
 }
 
 common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
@@ -616,13 +635,26 @@ void JobRunner::Wait(Job* job) {
     std::lock_guard<std::mutex> lock(mu_);
     snapshot = job->kill_snapshot;
   }
-  for (int round = 0; round < 50; ++round) {
-    auto table = ListProcesses();
-    auto left = JobTree(table, job->pid, 0);
-    for (const auto& p : WithDescendants(table, snapshot)) left.push_back(p);
-    std::erase_if(left, [&](const ProcessId& p) { return p.pid == job->pid; });
-    if (left.empty() || SignalAll(left, SIGKILL) == 0) break;
-    ::usleep(20 * 1000);
+  if (job->cgroup) {
+    // Every process the job made is in its cgroup (none can leave it), so its member list is
+    // the whole of what is left, read without a walk of /proc; rounds, since a process can fork
+    // between the read and the signal. mpirun, a zombie now, is no longer listed.
+    for (int round = 0; round < 50; ++round) {
+      std::vector<pid_t> left = job->cgroup->Pids();
+      std::erase(left, job->pid);
+      if (left.empty()) break;
+      for (pid_t p : left) ::kill(p, SIGKILL);
+      ::usleep(20 * 1000);
+    }
+  } else {
+    for (int round = 0; round < 50; ++round) {
+      auto table = ListProcesses();
+      auto left = JobTree(table, job->pid, 0);
+      for (const auto& p : WithDescendants(table, snapshot)) left.push_back(p);
+      std::erase_if(left, [&](const ProcessId& p) { return p.pid == job->pid; });
+      if (left.empty() || SignalAll(left, SIGKILL) == 0) break;
+      ::usleep(20 * 1000);
+    }
   }
   // What left the tree (a daemon that double-forked) is still in the job's cgroup and still
   // runs as the job's uid. Only this waiter touches job->uid and job->cgroup while it runs.
@@ -651,19 +683,6 @@ void JobRunner::Wait(Job* job) {
   if (job->uid) {
     LockDir(JobDir(job->id), &uids_);
     LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), &uids_);
-    // Nor what it left in /tmp, /dev/shm and System V IPC (every process of the uid is gone).
-    // Never the agent's data directory nor the dataset root (either may sit under /tmp): an
-    // import's staging output is the job uid's until PublishImport below gives it to root.
-    std::vector<std::string> keep{options_.data_dir};
-    if (!options_.dataset_root.empty()) keep.push_back(options_.dataset_root);
-    ScrubReport scrub = ScrubUid(*job->uid, SharedScratchRoots(), /*system_v=*/true, keep);
-    if (scrub.removed > 0 || scrub.errors > 0) {
-      common::LogInfo("removed what the job left in shared scratch places",
-                      {{"job", std::to_string(job->id)},
-                       {"removed", std::to_string(scrub.removed)},
-                       {"kept_as_root", std::to_string(scrub.given_to_root)},
-                       {"errors", std::to_string(scrub.errors)}});
-    }
   }
   {
     std::error_code ec;
@@ -690,9 +709,9 @@ void JobRunner::Wait(Job* job) {
   std::function<void(int64_t)> on_finish;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ReleaseResources(job);
-    Finish(job, d.exit_code, job->kill_requested ? job->kill_reason : d.reason);
-    on_finish = on_finish_;
+      ReleaseResources(job);
+      Finish(job, d.exit_code, job->kill_requested ? job->kill_reason : d.reason);
+      on_finish = on_finish_;
   }
   if (on_finish) on_finish(job->id);
 }

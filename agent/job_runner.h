@@ -172,7 +172,18 @@ class JobRunner {
     std::thread preparer;
   };
 
-  void Start(Job* job, const api::Command& launch);
+  // Decides the job's uid, GPUs and limits under `lock` (held on entry and on return), then
+  // releases it for SpawnJob.
+  void Start(Job* job, const api::Command& launch, std::unique_lock<std::mutex>& lock);
+  struct SpawnResult {
+    pid_t pid = 0;
+    int exit_code = 0;   // with error: the job's end
+    std::string error;   // empty when mpirun runs
+  };
+  // The slow part of a start, without the runner's lock: the job's directories, its cgroup,
+  // mpirun, its watcher and record. Touches only `job`, which is marked preparing meanwhile.
+  SpawnResult SpawnJob(Job* job, const api::Command& launch, LaunchInput in, LaunchPlan plan,
+                       const std::optional<JobCredentials>& creds, const CgroupLimits& limits);
   // Whether the launch needs its resume_checkpoint fetched first: not when the job's own
   // checkpoint at resume_from is readable here and at least as new.
   bool NeedsFetch(const api::Command& launch) const;

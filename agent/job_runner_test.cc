@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
@@ -136,6 +138,25 @@ TEST_F(JobRunnerTest, KillLeavesNoProcessBehind) {
     }
   }
   EXPECT_TRUE(runner.Running().empty());
+}
+
+// A start forks mpirun without the runner's lock, the job held as preparing meanwhile: a kill in
+// that window must still end the job (it is started and then killed), not be lost.
+TEST_F(JobRunnerTest, AKillWhileTheJobStartsEndsIt) {
+  JobRunner runner(Options(), &logs_);
+  for (int64_t id = 30; id < 35; ++id) {
+    std::thread launcher([&] { runner.Launch(CommandJob(id, {"sleep", "1000"}, 1)); });
+    const auto give_up = std::chrono::steady_clock::now() + seconds(20);
+    while (runner.Running().empty() && std::chrono::steady_clock::now() < give_up) {
+    }
+    runner.Kill(id);
+    launcher.join();
+    auto done = runner.WaitFinished(id, seconds(20));
+    ASSERT_TRUE(done.has_value()) << "job " << id;
+    EXPECT_EQ(done->reason, "killed on cancel");
+    EXPECT_NE(done->exit_code, 0);
+    EXPECT_TRUE(runner.Running().empty());
+  }
 }
 
 TEST_F(JobRunnerTest, KillEscalatesToSigkillForRanksThatIgnoreSigterm) {

@@ -42,6 +42,7 @@ class JobSandboxTest : public ::testing::Test {
   }
   void TearDown() override {
     runner_.reset();
+    pool_.reset();
     TearDownCgroups(cgroups_);
     ::unsetenv("EMBODY_AGENT_TOKEN_FOR_TEST");
   }
@@ -62,9 +63,13 @@ class JobSandboxTest : public ::testing::Test {
     o.dataset_root = dir_.path() + "/datasets";
     if (cgroups) o.cgroups = cgroups_;
     o.gpus = std::move(gpus);
+    runner_.reset();
+    pool_ = std::make_unique<UidPool>(o.sandbox);
+    o.uid_pool = pool_.get();
     runner_ = std::make_unique<JobRunner>(o, &logs_);
     return *runner_;
   }
+  UidPool& pool() { return *pool_; }
 
   // Tenant groups of this test process's own, apart from its job uids.
   static gid_t TenantGidBase() { return 8000000 + static_cast<gid_t>(::getpid() % 5000) * 100; }
@@ -132,6 +137,7 @@ class JobSandboxTest : public ::testing::Test {
   TempDir dir_;
   RankLogs logs_;
   CgroupSetup cgroups_;
+  std::unique_ptr<UidPool> pool_;  // before runner_: the runner uses it until destroyed
   std::unique_ptr<JobRunner> runner_;
 };
 
@@ -391,6 +397,8 @@ TEST_F(JobSandboxTest, WhatAJobLeavesInSharedScratchPlacesGoesWithIt) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->exit_code, 0) << Logs(81);
   EXPECT_NE(Logs(81).find("written"), std::string::npos) << Logs(81);
+  // The walk runs after the job's end is reported, before its uid can go to another job.
+  pool().WaitScrubbed();
   for (const auto& p : paths) EXPECT_FALSE(std::filesystem::exists(p)) << p;
   EXPECT_FALSE(std::filesystem::exists("/tmp/" + tag + "-dir"));
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/uid_scrub.h"
 #include "common/file_util.h"
 #include "common/log.h"
 
@@ -131,9 +132,66 @@ common::Result<uid_t> UidPool::Acquire(int64_t job_id) {
                              std::to_string(base_ + count_) + ") is in use");
 }
 
+UidPool::~UidPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (scrubber_.joinable()) scrubber_.join();
+}
+
 void UidPool::Release(uid_t uid) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!scrubber_.joinable()) {
+      held_.erase(uid);
+      return;
+    }
+    to_scrub_.insert(uid);
+  }
+  changed_.notify_all();
+}
+
+void UidPool::ScrubBeforeReuse(const std::vector<std::string>& roots,
+                               const std::vector<std::string>& keep) {
   std::lock_guard<std::mutex> lock(mu_);
-  held_.erase(uid);
+  scrub_roots_.insert(scrub_roots_.end(), roots.begin(), roots.end());
+  scrub_keep_.insert(scrub_keep_.end(), keep.begin(), keep.end());
+  if (!scrubber_.joinable()) scrubber_ = std::thread([this] { ScrubLoop(); });
+}
+
+void UidPool::WaitScrubbed() {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [&] { return to_scrub_.empty() && scrubbing_ == 0; });
+}
+
+void UidPool::ScrubLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || !to_scrub_.empty(); });
+    if (to_scrub_.empty()) return;  // stopping, and nothing is left to scrub
+    std::set<uid_t> batch;
+    batch.swap(to_scrub_);
+    scrubbing_ = static_cast<int>(batch.size());
+    const auto roots = scrub_roots_;
+    const auto keep = scrub_keep_;
+    lock.unlock();
+    ScrubReport r = ScrubUids(batch, roots, /*system_v=*/true, keep);
+    if (r.removed > 0 || r.errors > 0) {
+      std::string uids;
+      for (uid_t u : batch) uids += (uids.empty() ? "" : ",") + std::to_string(u);
+      common::LogInfo("removed what finished jobs left in shared scratch places",
+                      {{"uids", uids},
+                       {"removed", std::to_string(r.removed)},
+                       {"kept_as_root", std::to_string(r.given_to_root)},
+                       {"errors", std::to_string(r.errors)}});
+    }
+    lock.lock();
+    for (uid_t u : batch) held_.erase(u);
+    scrubbing_ = 0;
+    changed_.notify_all();
+  }
 }
 
 std::set<uid_t> ProcessUids() {

@@ -39,6 +39,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <condition_variable>
 #include <vector>
 
 #include "agent/cgroup.h"
@@ -77,16 +79,40 @@ common::Result<gid_t> TenantGid(const SandboxOptions& options, int64_t tenant_id
 class UidPool {
  public:
   explicit UidPool(const SandboxOptions& options);
+  ~UidPool();  // scrubs what is still queued, then stops the scrubber
+  UidPool(const UidPool&) = delete;
+  UidPool& operator=(const UidPool&) = delete;
+
   common::Result<uid_t> Acquire(int64_t job_id);
+  // Gives `uid` back once nothing of it runs. After ScrubBeforeReuse, the uid stays out of the
+  // pool until what it owns in the shared scratch places is removed (agent/uid_scrub.h), which a
+  // thread of the pool does in the background: a job's end is reported without waiting for the
+  // walk of /tmp, and no job gets the uid before the walk is done. Uids released together are
+  // scrubbed in one walk.
   void Release(uid_t uid);
+  // Scrubs released uids under `roots`, never entering `keep`, before they are handed out again.
+  // A second call adds its roots and kept directories to the first's.
+  void ScrubBeforeReuse(const std::vector<std::string>& roots,
+                        const std::vector<std::string>& keep);
+  // Waits until every uid released so far is scrubbed and back in the pool.
+  void WaitScrubbed();
   // Whether `uid` is in the configured range (files it owns were written by some job).
   bool InRange(uid_t uid) const;
 
  private:
+  void ScrubLoop();
+
   const uid_t base_;
   const int count_;
   std::mutex mu_;
-  std::set<uid_t> held_;
+  std::condition_variable changed_;
+  std::set<uid_t> held_;       // running, or released and waiting for the scrub
+  std::set<uid_t> to_scrub_;   // released, not yet walked
+  int scrubbing_ = 0;          // uids in the walk under way
+  bool stop_ = false;
+  std::vector<std::string> scrub_roots_;
+  std::vector<std::string> scrub_keep_;
+  std::thread scrubber_;       // runs once ScrubBeforeReuse was called
 };
 
 // Creates the layout above (modes included; owner root when `switch_uid`) and, with

@@ -34,11 +34,14 @@ void Warn(const std::string& what, const std::string& name, int err, ScrubReport
                   {{"what", what}, {"entry", name}, {"error", std::strerror(err)}});
 }
 
-// Removes every entry `uid` owns below the directory open at `dir_fd` (on device `dev`). Every
-// directory is walked, whoever owns it, since the uid's files may sit in anyone's world-writable
-// directory; one the uid owns is removed once emptied, or given to root when others' entries
-// remain in it.
-void ScrubDir(int dir_fd, dev_t dev, uid_t uid, const KeepSet& keep, int depth, ScrubReport* r) {
+using UidSet = std::set<uid_t>;
+
+// Removes every entry one of `uids` owns below the directory open at `dir_fd` (on device `dev`).
+// Every directory is walked, whoever owns it, since the uids' files may sit in anyone's
+// world-writable directory; one a uid of the set owns is removed once emptied, or given to root
+// when others' entries remain in it.
+void ScrubDir(int dir_fd, dev_t dev, const UidSet& uids, const KeepSet& keep, int depth,
+              ScrubReport* r) {
   if (depth > kMaxDepth) return;
   int list_fd = ::dup(dir_fd);
   DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
@@ -67,8 +70,8 @@ void ScrubDir(int dir_fd, dev_t dev, uid_t uid, const KeepSet& keep, int depth, 
         ::close(sub);
         continue;
       }
-      ScrubDir(sub, dev, uid, keep, depth + 1, r);
-      if (opened.st_uid == uid) {
+      ScrubDir(sub, dev, uids, keep, depth + 1, r);
+      if (uids.count(opened.st_uid)) {
         if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0) {
           ++r->removed;
         } else if (errno == ENOTEMPTY || errno == EEXIST) {
@@ -82,7 +85,7 @@ void ScrubDir(int dir_fd, dev_t dev, uid_t uid, const KeepSet& keep, int depth, 
         }
       }
       ::close(sub);
-    } else if (st.st_uid == uid) {
+    } else if (uids.count(st.st_uid)) {
       if (::unlinkat(dir_fd, name.c_str(), 0) == 0) {
         ++r->removed;
       } else if (errno != ENOENT) {
@@ -93,7 +96,7 @@ void ScrubDir(int dir_fd, dev_t dev, uid_t uid, const KeepSet& keep, int depth, 
 }
 
 // The System V objects of one kind (/proc/sysvipc/<kind>) that `uid` owns or created: their ids.
-std::vector<int> SystemVIds(const std::string& kind, uid_t uid) {
+std::vector<int> SystemVIds(const std::string& kind, const UidSet& uids) {
   std::ifstream in("/proc/sysvipc/" + kind);
   std::string line;
   if (!std::getline(in, line)) return {};
@@ -114,7 +117,8 @@ std::vector<int> SystemVIds(const std::string& kind, uid_t uid) {
     for (std::string v; row >> v;) f.push_back(v);
     if (static_cast<int>(f.size()) <= std::max({id_col, uid_col, cuid_col})) continue;
     try {
-      if (std::stoul(f[uid_col]) == uid || std::stoul(f[cuid_col]) == uid) {
+      if (uids.count(static_cast<uid_t>(std::stoul(f[uid_col]))) ||
+          uids.count(static_cast<uid_t>(std::stoul(f[cuid_col])))) {
         ids.push_back(std::stoi(f[id_col]));
       }
     } catch (const std::exception&) {
@@ -123,22 +127,22 @@ std::vector<int> SystemVIds(const std::string& kind, uid_t uid) {
   return ids;
 }
 
-void ScrubSystemV(uid_t uid, ScrubReport* r) {
-  for (int id : SystemVIds("shm", uid)) {
+void ScrubSystemV(const UidSet& uids, ScrubReport* r) {
+  for (int id : SystemVIds("shm", uids)) {
     if (::shmctl(id, IPC_RMID, nullptr) == 0) {
       ++r->removed;
     } else if (errno != EINVAL && errno != EIDRM) {
       Warn("shmctl", "shm " + std::to_string(id), errno, r);
     }
   }
-  for (int id : SystemVIds("msg", uid)) {
+  for (int id : SystemVIds("msg", uids)) {
     if (::msgctl(id, IPC_RMID, nullptr) == 0) {
       ++r->removed;
     } else if (errno != EINVAL && errno != EIDRM) {
       Warn("msgctl", "msg " + std::to_string(id), errno, r);
     }
   }
-  for (int id : SystemVIds("sem", uid)) {
+  for (int id : SystemVIds("sem", uids)) {
     if (::semctl(id, 0, IPC_RMID) == 0) {
       ++r->removed;
     } else if (errno != EINVAL && errno != EIDRM) {
@@ -158,10 +162,12 @@ std::vector<std::string> SharedScratchRoots() {
   return roots;
 }
 
-ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
-                     const std::vector<std::string>& keep) {
+ScrubReport ScrubUids(std::set<uid_t> uids, const std::vector<std::string>& roots, bool system_v,
+                      const std::vector<std::string>& keep) {
   ScrubReport report;
-  if (uid == 0 || uid == ::geteuid()) return report;
+  uids.erase(0);
+  uids.erase(::geteuid());
+  if (uids.empty()) return report;
   KeepSet kept;
   for (const auto& k : keep) {
     struct stat st;
@@ -171,11 +177,16 @@ ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool syst
     int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     struct stat st;
-    if (::fstat(fd, &st) == 0) ScrubDir(fd, st.st_dev, uid, kept, 0, &report);
+    if (::fstat(fd, &st) == 0) ScrubDir(fd, st.st_dev, uids, kept, 0, &report);
     ::close(fd);
   }
-  if (system_v) ScrubSystemV(uid, &report);
+  if (system_v) ScrubSystemV(uids, &report);
   return report;
+}
+
+ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
+                     const std::vector<std::string>& keep) {
+  return ScrubUids({uid}, roots, system_v, keep);
 }
 
 }  // namespace agent

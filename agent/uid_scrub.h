@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,10 @@ struct ScrubReport {
 // uid. Meant for a uid with no live process.
 ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
                      const std::vector<std::string>& keep = {});
+
+// The same for several uids in one walk of `roots` (what a finished job costs is the walk, so
+// uids released together are scrubbed together).
+ScrubReport ScrubUids(std::set<uid_t> uids, const std::vector<std::string>& roots, bool system_v,
+                      const std::vector<std::string>& keep = {});
 
 }  // namespace agent

@@ -2,6 +2,8 @@
 // /tmp) plus real System V objects; needs root to own files as other uids (CI runs as root).
 #include "agent/uid_scrub.h"
 
+#include "agent/sandbox.h"
+
 #include <fcntl.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -100,6 +102,48 @@ TEST_F(UidScrubTest, KeptDirectoriesAreNeverEntered) {
   EXPECT_TRUE(fs::exists(root_ / "agent-data" / "checkpoints" / "step-120.ckpt"));
   EXPECT_FALSE(fs::exists(root_ / "job-file"));
   EXPECT_EQ(r.removed, 1);
+}
+
+TEST_F(UidScrubTest, ScrubsSeveralUidsInOneWalk) {
+  Write(root_ / "job-file", kJob);
+  Write(root_ / "other-file", kOther);
+  Write(root_ / "root-file", 0);
+  Dir(root_ / "other-dir", kOther);
+  Write(root_ / "other-dir" / "job-file", kJob);
+  ScrubReport r = ScrubUids({kJob, kOther, 0}, {root_.string()}, /*system_v=*/false);
+  EXPECT_EQ(r.removed, 4);
+  EXPECT_TRUE(fs::exists(root_ / "root-file"));
+  EXPECT_FALSE(fs::exists(root_ / "other-dir"));
+}
+
+// A released uid goes back to the pool only after the walk: whenever Acquire hands it out again,
+// what it left is already gone. The many files make the walk long enough that a pool releasing
+// first and scrubbing after would be caught handing it out early.
+TEST_F(UidScrubTest, APoolHandsAUidOutAgainOnlyOnceScrubbed) {
+  for (int i = 0; i < 3000; ++i) Write(root_ / ("f" + std::to_string(i)), 0);
+  SandboxOptions o;
+  o.uid_base = kJob;
+  o.uid_count = 1;
+  UidPool pool(o);
+  pool.ScrubBeforeReuse({root_.string()}, {});
+  for (int round = 0; round < 5; ++round) {
+    auto uid = pool.Acquire(1);
+    ASSERT_TRUE(uid.ok()) << uid.status().message();
+    ASSERT_EQ(*uid, kJob);
+    Write(root_ / "left-behind", kJob);
+    pool.Release(kJob);
+    bool handed_out = false;
+    while (!handed_out) {
+      auto again = pool.Acquire(1);
+      if (again.ok()) {
+        handed_out = true;
+        EXPECT_FALSE(fs::exists(root_ / "left-behind")) << "round " << round;
+        pool.Release(kJob);
+      }
+    }
+    pool.WaitScrubbed();
+  }
+  EXPECT_FALSE(fs::exists(root_ / "left-behind"));
 }
 
 TEST_F(UidScrubTest, RefusesRootAndItsOwnUid) {
