@@ -167,10 +167,15 @@ void UidPool::WaitScrubbed() {
 }
 
 void UidPool::ScrubLoop() {
+  // A walk costs the same for one uid as for many: during a burst of short jobs, walks are at
+  // least kMinWalkInterval apart and take every uid released meanwhile.
+  constexpr auto kMinWalkInterval = std::chrono::milliseconds(200);
   std::unique_lock<std::mutex> lock(mu_);
+  auto next_walk = std::chrono::steady_clock::now();
   for (;;) {
     changed_.wait(lock, [&] { return stop_ || !to_scrub_.empty(); });
     if (to_scrub_.empty()) return;  // stopping, and nothing is left to scrub
+    changed_.wait_until(lock, next_walk, [&] { return stop_; });
     std::set<uid_t> batch;
     batch.swap(to_scrub_);
     scrubbing_ = static_cast<int>(batch.size());
@@ -178,6 +183,7 @@ void UidPool::ScrubLoop() {
     const auto keep = scrub_keep_;
     lock.unlock();
     ScrubReport r = ScrubUids(batch, roots, /*system_v=*/true, keep);
+    next_walk = std::chrono::steady_clock::now() + kMinWalkInterval;
     if (r.removed > 0 || r.errors > 0) {
       std::string uids;
       for (uid_t u : batch) uids += (uids.empty() ? "" : ",") + std::to_string(u);

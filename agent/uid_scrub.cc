@@ -70,6 +70,13 @@ void ScrubDir(int dir_fd, dev_t dev, const UidSet& uids, const KeepSet& keep, in
         ::close(sub);
         continue;
       }
+      // A directory none of the uids can search holds nothing they wrote, nor anything below
+      // it: not entered (a database's 0700 data directory is most of a busy /tmp). Group search
+      // counts whatever the group, since a job holds its tenant's group too.
+      if ((opened.st_mode & (S_IXOTH | S_IXGRP)) == 0 && uids.count(opened.st_uid) == 0) {
+        ::close(sub);
+        continue;
+      }
       ScrubDir(sub, dev, uids, keep, depth + 1, r);
       if (uids.count(opened.st_uid)) {
         if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0) {

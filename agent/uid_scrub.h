@@ -10,7 +10,8 @@
 //
 // The walk opens every directory relative to its parent's descriptor with O_NOFOLLOW and never
 // crosses into another file system, so links planted by jobs still running (in world-writable
-// directories) cannot redirect it. A directory the uid owns that still holds other uids' entries
+// directories) cannot redirect it. Directories the uid could not search (no search bit for others or
+// group, another owner) are not entered: nothing in them or below is the uid's doing. A directory the uid owns that still holds other uids' entries
 // after the scrub is given to root (mode kept), so the next holder of the uid cannot use it.
 #pragma once
 

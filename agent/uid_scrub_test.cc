@@ -146,6 +146,20 @@ TEST_F(UidScrubTest, APoolHandsAUidOutAgainOnlyOnceScrubbed) {
   EXPECT_FALSE(fs::exists(root_ / "left-behind"));
 }
 
+TEST_F(UidScrubTest, DirectoriesTheUidCannotSearchAreNotWalked) {
+  // Another user's private directory: the job could never reach into it.
+  Dir(root_ / "private", kOther, fs::perms::owner_all);
+  Write(root_ / "private" / "f", kJob);
+  Dir(root_ / "group", kOther, fs::perms::owner_all | fs::perms::group_exec);
+  Write(root_ / "group" / "f", kJob);
+  Write(root_ / "job-file", kJob);
+  ScrubReport r = ScrubUid(kJob, {root_.string()}, /*system_v=*/false);
+  EXPECT_EQ(r.removed, 2);
+  EXPECT_TRUE(fs::exists(root_ / "private" / "f"));
+  EXPECT_FALSE(fs::exists(root_ / "group" / "f"));
+  EXPECT_FALSE(fs::exists(root_ / "job-file"));
+}
+
 TEST_F(UidScrubTest, RefusesRootAndItsOwnUid) {
   Write(root_ / "root-file", 0);
   EXPECT_EQ(ScrubUid(0, {root_.string()}, false).removed, 0);
