@@ -17,23 +17,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/slow_clients.h"
+
 namespace controlplane::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Reads until the peer closes or `wait_s` passes; `closed` says which.
 std::string ReadUntilClosed(int fd, double wait_s, bool* closed) {
@@ -81,34 +70,6 @@ struct Running {
   std::thread thread;
 };
 
-// Clients that hold connections: `idle` connect and send nothing; `loris` send a request's
-// headers one byte every 100 ms and never finish them. Stopped (and closed) on destruction.
-struct Hogs {
-  Hogs(int port, int idle, int loris) {
-    for (int i = 0; i < idle; ++i) fds.push_back(Connect(port));
-    for (int i = 0; i < loris; ++i) loris_fds.push_back(Connect(port));
-    thread = std::thread([this] {
-      const std::string header = "GET /ping HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-      for (size_t i = 0; !done; ++i) {
-        for (int fd : loris_fds) {
-          char c = i < header.size() ? header[i] : 'a';
-          (void)::send(fd, &c, 1, MSG_NOSIGNAL);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-  }
-  ~Hogs() {
-    done = true;
-    thread.join();
-    for (int fd : fds) ::close(fd);
-    for (int fd : loris_fds) ::close(fd);
-  }
-  std::vector<int> fds, loris_fds;
-  std::atomic<bool> done{false};
-  std::thread thread;
-};
-
 // The slowest of `n` GETs /ping on fresh connections, in seconds; 1e9 when one fails.
 double SlowestPing(int port, int n) {
   double slowest = 0;
@@ -141,13 +102,13 @@ TEST(GatedServerTest, IdleAndSlowClientsDoNotStarveTheWorkers) {
       Plain() { new_task_queue = [] { return new httplib::ThreadPool(2); }; }
     };
     Running<Plain> plain;
-    Hogs hogs(plain.port, 0, 4);
+    embody_test::SlowClients hogs(plain.port, 0, 4, "/ping", std::chrono::milliseconds(100));
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     EXPECT_GE(SlowestPing(plain.port, 1), 2.0) << "plain httplib was not starved";
   }
   // Gated, with 2 workers: 100 idle and 100 slow-loris connections, requests still answer fast.
   Running<GatedServer> gated(SmallGate());
-  Hogs hogs(gated.port, 100, 100);
+  embody_test::SlowClients hogs(gated.port, 100, 100, "/ping", std::chrono::milliseconds(100));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_GE(gated.server.OpenConnections(), 200u);
   EXPECT_LT(SlowestPing(gated.port, 20), 0.5);
@@ -155,15 +116,15 @@ TEST(GatedServerTest, IdleAndSlowClientsDoNotStarveTheWorkers) {
 
 TEST(GatedServerTest, SlowHeadersAndIdleConnectionsAreClosedOnTime) {
   Running<GatedServer> gated(SmallGate());
-  Hogs hogs(gated.port, 1, 1);
+  embody_test::SlowClients hogs(gated.port, 1, 1, "/ping", std::chrono::milliseconds(100));
   auto start = Clock::now();
   bool closed = false;
-  ReadUntilClosed(hogs.loris_fds[0], 6, &closed);
+  ReadUntilClosed(hogs.loris_fd(0), 6, &closed);
   double loris_s = std::chrono::duration<double>(Clock::now() - start).count();
   EXPECT_TRUE(closed) << "a request whose headers never end was kept open";
   EXPECT_GT(loris_s, 2.5);
   EXPECT_LT(loris_s, 4.5);
-  ReadUntilClosed(hogs.fds[0], 2, &closed);
+  ReadUntilClosed(hogs.idle_fd(0), 2, &closed);
   EXPECT_TRUE(closed) << "an idle connection was kept past its keep-alive time";
   for (int i = 0; i < 50 && gated.server.OpenConnections() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -183,7 +144,7 @@ TEST(GatedServerTest, RequestsWorkThroughTheGate) {
   }
   EXPECT_EQ(gated.server.OpenConnections(), 1u);
   // Two requests in one write, the second split across the first's body: both answered.
-  int fd = Connect(gated.port);
+  int fd = embody_test::ConnectLoopback(gated.port);
   std::string two =
       "POST /size HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
       "GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -195,7 +156,7 @@ TEST(GatedServerTest, RequestsWorkThroughTheGate) {
   EXPECT_NE(got.find("\r\n\r\n3"), std::string::npos) << got;
   EXPECT_NE(got.find("pong"), std::string::npos) << got;
   // Headers past the limit: 431, closed.
-  fd = Connect(gated.port);
+  fd = embody_test::ConnectLoopback(gated.port);
   std::string big = "GET /ping HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(40000, 'a');
   (void)::send(fd, big.data(), big.size(), MSG_NOSIGNAL);
   got = ReadUntilClosed(fd, 3, &closed);

@@ -38,21 +38,6 @@ class HeldHeartbeatTest : public testing::MemoryServiceTest {
     cred2_ = AddNode(*nodes_, join_, "n2", 2, &n2_);
   }
 
-  // A job placed on `node_id` (SCHEDULED, head there), as the scheduler commits it.
-  int64_t PlacedJob(int64_t node_id) {
-    auto jobs = Jobs();
-    auto sub = jobs.Submit(member_, Spec("placed"), "");
-    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
-    auto uow = Begin();
-    const int64_t id = sub->job.job.id;
-    EXPECT_TRUE(uow->allocations().Insert({id, node_id, "", "", 1, 1, "cpu", true, false}).ok());
-    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
-    j.state = JobState::kScheduled;
-    EXPECT_TRUE(uow->jobs().Update(j).ok());
-    EXPECT_TRUE(uow->Commit().ok());
-    return id;
-  }
-
   struct Answer {
     Result<api::HeartbeatResponse> reply;
     milliseconds took;
@@ -87,7 +72,7 @@ class HeldHeartbeatTest : public testing::MemoryServiceTest {
 TEST_F(HeldHeartbeatTest, APlacementWakesTheHeldHeartbeatWithItsLaunch) {
   auto held = HeldBeat(cred1_, n1_, 60'000);
   ASSERT_TRUE(WaitHeld(1));
-  const int64_t job = PlacedJob(n1_);
+  const int64_t job = PlacedJob(member_, n1_);
   waiters_.Notify(std::vector<int64_t>{n1_});  // what the scheduler loop's cycle does
   ASSERT_EQ(held.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   Answer a = held.get();
@@ -103,7 +88,7 @@ TEST_F(HeldHeartbeatTest, ANotificationBeforeTheWaitIsNotLost) {
   // The placement commits between the heartbeat's read and its wait: the generation read before
   // the read moved, so the wait ends at once. Simulated by a notification before the call with
   // the launch already there: the first read sees it, the heartbeat is not held at all.
-  const int64_t job = PlacedJob(n1_);
+  const int64_t job = PlacedJob(member_, n1_);
   waiters_.Notify(std::vector<int64_t>{n1_});
   auto a = HeldBeat(cred1_, n1_, 60'000).get();
   ASSERT_TRUE(a.reply.ok());
@@ -135,7 +120,7 @@ TEST_F(HeldHeartbeatTest, NothingHappensAndItIsAnsweredAfterOneInterval) {
 TEST_F(HeldHeartbeatTest, AWakeForAnotherNodeDoesNotEndTheWait) {
   auto held = HeldBeat(cred1_, n1_, 60'000);
   ASSERT_TRUE(WaitHeld(1));
-  PlacedJob(n2_);
+  PlacedJob(member_, n2_);
   waiters_.NotifyAll();  // a cycle that preempted: every node reads again
   std::this_thread::sleep_for(milliseconds(50));
   EXPECT_EQ(waiters_.held(), 1);  // read again, nothing for n1, waiting on

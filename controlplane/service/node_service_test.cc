@@ -31,21 +31,6 @@ class NodeServiceTest : public testing::MemoryServiceTest {
     nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr);
   }
 
-  // A job placed on `node_id` (SCHEDULED, head there).
-  int64_t PlacedJob(int64_t node_id) {
-    auto jobs = Jobs();
-    auto sub = jobs.Submit(member_, Spec("placed"), "");
-    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
-    auto uow = Begin();
-    const int64_t id = sub->job.job.id;
-    EXPECT_TRUE(uow->allocations().Insert({id, node_id, "", "", 1, 1, "cpu", true, false}).ok());
-    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
-    j.state = JobState::kScheduled;
-    EXPECT_TRUE(uow->jobs().Update(j).ok());
-    EXPECT_TRUE(uow->Commit().ok());
-    return id;
-  }
-
   int64_t a_ = 0;
   Principal join_, member_;
   std::unique_ptr<LogFiles> files_;
@@ -95,7 +80,7 @@ TEST_F(NodeServiceTest, EventsAndLogsOfJobsNotOnTheNodeAreDroppedAndNothingIsSto
   int64_t n1 = 0, n2 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
   const Principal cred2 = AddNode(*nodes_, join_, "n2", 2, &n2);
-  const int64_t job = PlacedJob(n1);
+  const int64_t job = PlacedJob(member_, n1);
   const size_t before = EventsOf(job).size();
   api::HeartbeatRequest forged;
   forged.running = {job};
@@ -126,7 +111,7 @@ TEST_F(NodeServiceTest, EventsAndLogsOfJobsNotOnTheNodeAreDroppedAndNothingIsSto
 TEST_F(NodeServiceTest, AHeartbeatThatFailsPartWayStoresNothing) {
   int64_t n1 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
-  const int64_t job = PlacedJob(n1);
+  const int64_t job = PlacedJob(member_, n1);
   const size_t before = EventsOf(job).size();
   const int64_t seen = now_.load();
   now_ += 700;
@@ -156,7 +141,7 @@ TEST_F(NodeServiceTest, AHeartbeatThatFailsPartWayStoresNothing) {
 TEST_F(NodeServiceTest, PoisonedEventsAreDroppedAloneAndTheHeartbeatSucceeds) {
   int64_t n1 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
-  const int64_t job = PlacedJob(n1);
+  const int64_t job = PlacedJob(member_, n1);
   const size_t notes_before = EventsOf(job, "note").size();
   now_ += 700;
   api::HeartbeatRequest hb;

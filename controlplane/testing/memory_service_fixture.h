@@ -111,6 +111,23 @@ class MemoryServiceTest : public ::testing::Test {
            extra + "}";
   }
 
+  // A command job of `submitter` placed on `node_id` (SCHEDULED, its head there), as the
+  // scheduler commits it.
+  int64_t PlacedJob(const service::Principal& submitter, int64_t node_id) {
+    auto jobs = Jobs();
+    auto sub = jobs.Submit(submitter, Spec("placed"), "");
+    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+    if (!sub.ok()) return 0;
+    auto uow = Begin();
+    const int64_t id = sub->job.job.id;
+    EXPECT_TRUE(uow->allocations().Insert({id, node_id, "", "", 1, 1, "cpu", true, false}).ok());
+    service::JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
+    j.state = api::JobState::kScheduled;
+    EXPECT_TRUE(uow->jobs().Update(j).ok());
+    EXPECT_TRUE(uow->Commit().ok());
+    return id;
+  }
+
   int64_t CountJobs() {
     auto uow = Begin();
     service::JobQuery q;

@@ -63,13 +63,7 @@ TEST(AgentFaultsTest, KilledAgentsJobStopsAndResumesElsewhereFromItsCheckpoint) 
                        std::to_string(kKillGraceMs)});
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
 
-  json spec = json::parse(R"({
-    "name": "chaos-agent-kill", "kind": "train", "max_restarts": 1,
-    "resources": {"nodes": 1, "ranks_per_node": 1},
-    "engine": {"model": {"d_model": 32, "layers": 1, "heads": 2, "mlp": 64},
-               "data": {"rows_per_step": 1},
-               "optim": {"steps": 600, "warmup_steps": 5},
-               "checkpoint": {"every_steps": 25, "keep": 2}}})");
+  json spec = LocalStack::ResumableTrainSpec("chaos-agent-kill");
   HttpResult sub = stack.Post("/v1/jobs", spec.dump());
   ASSERT_EQ(sub.status, 201) << sub.text;
   const int64_t id = sub.body["id"];

@@ -106,6 +106,18 @@ LocalStack::~LocalStack() {
 
 std::string LocalStack::bin_dir() { return EMBODY_BIN_DIR; }
 
+nlohmann::json LocalStack::ResumableTrainSpec(const std::string& name) {
+  nlohmann::json spec = nlohmann::json::parse(R"({
+    "kind": "train", "max_restarts": 1,
+    "resources": {"nodes": 1, "ranks_per_node": 1},
+    "engine": {"model": {"d_model": 32, "layers": 1, "heads": 2, "mlp": 64},
+               "data": {"rows_per_step": 1},
+               "optim": {"steps": 600, "warmup_steps": 5},
+               "checkpoint": {"every_steps": 25, "keep": 2}}})");
+  spec["name"] = name;
+  return spec;
+}
+
 void LocalStack::EnableDatasetRoot() {
   dataset_root_ = dir_ + "/datasets";
   std::error_code ec;

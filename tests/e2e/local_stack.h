@@ -96,6 +96,9 @@ class LocalStack {
   const std::string& url() const { return url_; }
   // Where embody-server, embody-agent, embody-engine, embody-data and the `embody` CLI are.
   static std::string bin_dir();
+  // A small 1-node training job of 600 steps that checkpoints every 25 and may restart once:
+  // what the fault tests take nodes and agents away under.
+  static nlohmann::json ResumableTrainSpec(const std::string& name);
   const std::string& dir() const { return dir_; }
   const std::string& admin_token() const { return admin_token_; }
   // The stack's PostgreSQL, for tests that seed rows directly (after Start()).

@@ -24,6 +24,7 @@
 #include <httplib.h>
 
 #include "tests/e2e/local_stack.h"
+#include "tests/support/slow_clients.h"
 
 namespace embody_test {
 namespace {
@@ -34,19 +35,6 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 int Port(const std::string& url) { return std::stoi(url.substr(url.rfind(':') + 1)); }
-
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Resident memory of `pid`, in bytes (VmRSS), or -1.
 int64_t RssBytes(int pid) {
@@ -177,40 +165,12 @@ TEST(ServerFaultsTest, SubmissionsSurviveAServerKilledMidBurst) {
   EXPECT_EQ(job.value("attempt", -1), 0) << job.dump(2);
 }
 
-// Connections that hold the server without finishing a request. Closed on destruction.
-struct Hogs {
-  Hogs(int port, int idle, int loris) {
-    for (int i = 0; i < idle; ++i) fds.push_back(Connect(port));
-    for (int i = 0; i < loris; ++i) loris_fds.push_back(Connect(port));
-    // Slow loris: a request's headers, one byte every 200 ms, never finished.
-    thread = std::thread([this] {
-      const std::string header = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Slow: ";
-      for (size_t i = 0; !done; ++i) {
-        for (int fd : loris_fds) {
-          char c = i < header.size() ? header[i] : 'a';
-          (void)::send(fd, &c, 1, MSG_NOSIGNAL);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      }
-    });
-  }
-  ~Hogs() {
-    done = true;
-    thread.join();
-    for (int fd : fds) ::close(fd);
-    for (int fd : loris_fds) ::close(fd);
-  }
-  std::vector<int> fds, loris_fds;
-  std::atomic<bool> done{false};
-  std::thread thread;
-};
-
 TEST(ServerFaultsTest, IdleAndSlowClientsDoNotStarveHeartbeatsOrTheApi) {
   LocalStack stack(2, 1);
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
   // 300 connections against the server's 32 worker threads, for 8 s: nearly 30 heartbeat
   // intervals (300 ms), where 3 missed would mark a node DOWN.
-  Hogs hogs(Port(stack.url()), 150, 150);
+  embody_test::SlowClients hogs(Port(stack.url()), 150, 150, "/v1/jobs", std::chrono::milliseconds(200));
   const auto start = Clock::now();
   double slowest = 0;
   int calls = 0, failed = 0;
@@ -244,7 +204,7 @@ TEST(ServerFaultsTest, IdleAndSlowClientsDoNotStarveHeartbeatsOrTheApi) {
 // how many body bytes the server took before it closed.
 std::string SendLargeBody(int port, const std::string& head, bool chunked, size_t total,
                           size_t* sent_body) {
-  int fd = Connect(port);
+  int fd = embody_test::ConnectLoopback(port);
   EXPECT_GE(fd, 0);
   timeval tv{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
