@@ -147,14 +147,16 @@ StepPrediction PredictStep(const Workload& w, const Cluster& c, const StepOption
   if (ranks > 1 && o.overlap) {
     // Backward finishes gradients at an even rate in reverse parameter order; bucket k can start
     // once its last byte is final and the previous bucket is done (one collective at a time, as
-    // on one NCCL stream or MPI progressed from one thread).
-    double end = 0.0, done_bytes = 0.0;
-    for (int k = 0; k < p.buckets; ++k) {
-      const bool last = k == p.buckets - 1 && tail > 0;
-      done_bytes += last ? tail : o.bucket_bytes;
-      const double ready = p.backward_s * done_bytes / p.allreduce_bytes;
-      end = std::max(end, ready) + (last ? t_tail : t_full);
+    // on one NCCL stream or MPI progressed from one thread): end_k = max(end_{k−1}, ready_k) +
+    // t_k. Unrolled, the last full bucket ends at max_j (ready_j + (F − j)·t_full); ready_j is
+    // linear in j, so the maximum is at j = 0 or j = F − 1. Closed form, because a large model
+    // in small buckets has millions of them. The tail bucket is ready when backward ends.
+    double end = 0.0;
+    if (full_buckets > 0) {
+      const double per_bucket = p.backward_s * o.bucket_bytes / p.allreduce_bytes;
+      end = std::max(per_bucket + full_buckets * t_full, full_buckets * per_bucket + t_full);
     }
+    if (tail > 0) end = std::max(end, p.backward_s) + t_tail;
     p.exposed_comm_s = std::max(0.0, end - p.backward_s);
   } else {
     p.exposed_comm_s = p.comm_s;

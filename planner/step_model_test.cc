@@ -99,6 +99,35 @@ TEST(StepModel, OverlapNeverBelowMaxOfComputeAndComm) {
   }
 }
 
+TEST(StepModel, BucketTimelineByHand) {
+  // Two full buckets of 40% of the gradient and a 20% tail over 2 s of backward: ready at
+  // 0.8 s, 1.6 s and 2 s; the link takes 1 s per full bucket, so they queue.
+  Cluster c = GpuCluster();
+  c.ranks_per_node = 2;
+  Workload w;
+  w.model = {.d_model = 8, .layers = 1, .heads = 1, .mlp = 8};
+  w.samples_per_rank = 1;
+  StepOptions o;
+  o.bucket_bytes = 2e6;
+  StepPrediction p0 = PredictStep(w, c, o, 2);
+  const double n = p0.allreduce_bytes;
+  // Scale the compute so backward takes exactly 2 s, whatever the tiny model's FLOPs.
+  c.compute.flops_per_s *= p0.backward_s / 2.0;
+  o.bucket_bytes = n * 0.4;
+  c.intra = {0.0, 0.4 * n};  // 2 ranks: t = n·β, 1 s per full bucket
+  StepPrediction p = PredictStep(w, c, o, 2);
+  ASSERT_NEAR(p.backward_s, 2.0, 1e-9);
+  ASSERT_EQ(p.buckets, 3);
+  const double t_full = 1.0, t_tail = 0.5;
+  // Bucket 0: 0.8 → 0.8 + t_full; bucket 1: max(that, 1.6) + t_full; tail: max(that, 2) + t_tail.
+  double end = 0.8 + t_full;
+  end = std::max(end, 1.6) + t_full;
+  end = std::max(end, 2.0) + t_tail;
+  EXPECT_NEAR(end, 3.3, 1e-9);
+  EXPECT_NEAR(p.exposed_comm_s, end - 2.0, 1e-9);
+  EXPECT_NEAR(p.comm_s, 2 * t_full + t_tail, 1e-12);
+}
+
 TEST(StepModel, SmallBucketsHideMoreUntilLatencyDominates) {
   Cluster c = GpuCluster();
   Workload w = BigWorkload();
