@@ -299,6 +299,30 @@ TEST_F(CliPgTest, JobsListAndShowAsJson) {
   EXPECT_EQ(r.Json()["state"], "CANCELLED");
 }
 
+// The paper's table (docs/planner.md) through the CLI and the server: a plan request file
+// with the cluster given by flag, as a table and as documented JSON; a bad field is refused.
+TEST_F(CliPgTest, PlanThePapersTable) {
+  const std::string dir = std::string(EMBODY_SOURCE_DIR) + "/docs/plan/";
+  CliRun r = Cli({"plan", dir + "groot-n15-request.json", "--cluster", dir + "paper-cluster.json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("GPUS  NODES  STEP"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("256   32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2.55 h"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1024  128"), std::string::npos) << r.out;
+  r = Cli({"plan", dir + "groot-n15-request.json", "--cluster", dir + "paper-cluster.json",
+           "--gpus", "8,16", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "POST", "/v1/plan");
+  EXPECT_EQ(r.Json()["sizes"].size(), 2u);
+  r = Cli({"plan", dir + "paper-cluster.json", "--gpus", "8", "--cluster",
+           dir + "paper-cluster.json"});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("(field job."), std::string::npos) << r.err;
+  r = Cli({"plan", dir + "groot-n15-request.json", "--gpus", "8,x"});
+  EXPECT_EQ(r.code, cli::kExitRefused);
+  EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+}
+
 TEST_F(CliPgTest, UsageErrorsSendNothing) {
   std::ostringstream out, err;
   std::istringstream in;

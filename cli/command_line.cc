@@ -90,6 +90,15 @@ void Build(CLI::App& app, Parsed* p) {
   submit->add_option("FILE", inv.file, "the JobSpec file, or - for standard input")->required();
   submit->add_flag("--watch", inv.watch, "then watch it until it ends");
 
+  CLI::App* plan = Command(app, p, "plan",
+                           "predict step/epoch time, memory and bottleneck at each size "
+                           "(docs/planner.md); submits nothing");
+  plan->add_option("FILE", inv.file, "the JobSpec, or a whole plan request, or - for stdin")
+      ->required();
+  plan->add_option("--gpus", inv.gpus, "sizes to plan, comma-separated (256,512,1024)");
+  plan->add_option("--cluster", inv.cluster, "the cluster file (docs/plan/*.json)");
+  AddOutput(plan, p);
+
   CLI::App* show = Command(app, p, "show", "the job as JSON");
   AddId(show, p, "job");
   AddOutput(show, p);

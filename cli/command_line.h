@@ -21,9 +21,11 @@ struct Invocation {
   std::string command;  // "ls", "show", "tenants create", "nodes drain", ...
   bool json = false;    // --output json: print the server's JSON as it came
   int64_t id = 0;       // the ID argument (job, node, tenant or token)
-  // submit
+  // submit, plan (file: the JobSpec or plan request)
   std::string file;
   bool watch = false;
+  std::string gpus;     // plan: "256,512,1024"
+  std::string cluster;  // plan: the cluster description file
   // ls, audit
   std::string state;
   int limit = 50;

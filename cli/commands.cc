@@ -11,6 +11,7 @@
 #include "cli/api_client.h"
 #include "cli/command_line.h"
 #include "cli/format.h"
+#include "cli/plan_format.h"
 #include "cli/requests.h"
 #include "cli/dataset_format.h"
 #include "cli/dataset_upload.h"
@@ -39,6 +40,7 @@ class Commands {
     const std::string id = std::to_string(inv_.id);
     if (c == "ls") return Print(api_.Get(JobsPath(inv_)), JobsTable);
     if (c == "submit") return Submit();
+    if (c == "plan") return Plan();
     if (c == "show") {
       auto r = api_.Get("/v1/jobs/" + id);
       if (!r.ok()) return Fail(r.status());
@@ -177,6 +179,38 @@ class Commands {
     const std::string id = Cell(*r, "id");
     io_.out << id << "\n" << std::flush;
     return inv_.watch ? Watch(id) : 0;
+  }
+
+  int Plan() {
+    auto read = [this](const std::string& path) -> common::Result<json> {
+      std::string text;
+      if (path == "-") {
+        text.assign(std::istreambuf_iterator<char>(io_.in), std::istreambuf_iterator<char>());
+      } else {
+        EMBODY_ASSIGN_OR_RETURN(t, common::ReadFile(path));
+        text = std::move(t);
+      }
+      json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return common::InvalidArgument(path + " is not valid JSON");
+      return j;
+    };
+    std::vector<int> gpus;
+    if (!inv_.gpus.empty()) {
+      auto g = ParseGpuList(inv_.gpus);
+      if (!g.ok()) return Fail(g.status());
+      gpus = *g;
+    }
+    auto file = read(inv_.file);
+    if (!file.ok()) return Fail(file.status());
+    json cluster;
+    if (!inv_.cluster.empty()) {
+      auto c = read(inv_.cluster);
+      if (!c.ok()) return Fail(c.status());
+      cluster = *c;
+    }
+    auto body = PlanBody(*file, gpus, cluster);
+    if (!body.ok()) return Fail(body.status());
+    return Print(api_.Post("/v1/plan", body->dump()), PlanTable);
   }
 
   int Watch(const std::string& id) {

@@ -138,6 +138,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   AddTenantRoutes(r, m.deps);
   AddDatasetRoutes(r, m.deps);
   AddLogRoutes(r, m.deps, m.stopping);
+  AddPlanRoutes(r, m.deps);
   AddWebRoutes(r, m.deps);
   // Anything else: a JSON 404, counted under one route name so raw paths never become labels.
   // [\s\S], not '.': a decoded path may hold a newline (%0a), which '.' does not match.

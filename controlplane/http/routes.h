@@ -22,6 +22,8 @@ void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or
 // until `stopping` is set.
 void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& stopping);
+// POST /v1/plan: a capacity plan (docs/planner.md); nothing stored.
+void AddPlanRoutes(Router& router, const ApiDeps& deps);
 // The dashboard at / (web_files.h); registered after the API's routes.
 void AddWebRoutes(Router& router, const ApiDeps& deps);
 

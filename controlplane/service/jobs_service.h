@@ -45,6 +45,7 @@ class JobsService {
   Result<SubmitResult> Submit(const Principal& p, const std::string& body,
                               const std::string& idempotency_key);
   Result<JobView> Get(const Principal& p, int64_t id);
+  const api::SpecLimits& limits() const { return limits_; }
   // `tenant_id` > 0 narrows a cluster-admin's list to one tenant; `name_contains` filters by
   // name (case-insensitive substring).
   Result<JobPage> List(const Principal& p, int limit, const std::string& cursor,

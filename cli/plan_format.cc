@@ -1,0 +1,81 @@
+#include "cli/plan_format.h"
+
+#include <cstdio>
+
+#include "cli/format.h"
+
+namespace cli {
+
+using common::InvalidArgument;
+using nlohmann::json;
+
+common::Result<std::vector<int>> ParseGpuList(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    if (item.empty() || item.size() > 7 ||
+        item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < 1) {
+      return InvalidArgument("must be positive integers separated by commas, got \"" + text + "\"",
+                             "--gpus");
+    }
+    out.push_back(std::stoi(item));
+    start = comma + 1;
+  }
+  return out;
+}
+
+common::Result<json> PlanBody(const json& file_json, const std::vector<int>& gpus,
+                              const json& cluster_json) {
+  if (!file_json.is_object()) return InvalidArgument("JOB file must hold a JSON object");
+  json body = file_json.contains("job") ? file_json : json{{"job", file_json}};
+  if (!gpus.empty()) body["gpus"] = gpus;
+  if (!cluster_json.is_null()) body["cluster"] = cluster_json;
+  if (!body.contains("gpus")) return InvalidArgument("give --gpus", "--gpus");
+  if (!body.contains("cluster")) return InvalidArgument("give --cluster FILE", "--cluster");
+  return body;
+}
+
+std::string HumanDuration(const json& seconds) {
+  if (!seconds.is_number()) return "-";
+  const double s = seconds.get<double>();
+  char buf[32];
+  if (s < 1.0) {
+    std::snprintf(buf, sizeof buf, "%.0f ms", s * 1e3);
+  } else if (s < 120.0) {
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  } else if (s < 7200.0) {
+    std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
+  }
+  return buf;
+}
+
+std::string PlanTable(const json& plan) {
+  std::vector<std::vector<std::string>> rows = {{"GPUS", "NODES", "STEP", "EPOCH", "RUN",
+                                                 "TOKENS/S", "EFFICIENCY", "BOTTLENECK",
+                                                 "MEM/RANK"}};
+  for (const json& s : plan.value("sizes", json::array())) {
+    char eff[16];
+    std::snprintf(eff, sizeof eff, "%.0f%%", 100 * s.value("efficiency", 0.0));
+    std::string mem = HumanNumber(s.value("memory_per_rank_bytes", 0.0)) + "B";
+    if (!s.value("fits_memory", true)) mem += " (too big)";
+    rows.push_back({std::to_string(s.value("gpus", 0)), std::to_string(s.value("nodes", 0)),
+                    HumanDuration(s.value("step_seconds", json())),
+                    HumanDuration(s.value("epoch_seconds", json())),
+                    HumanDuration(s.value("run_seconds", json())),
+                    HumanNumber(s.value("tokens_per_s", 0.0)), eff,
+                    s.value("bottleneck", std::string("-")), mem});
+  }
+  std::string out = FormatTable(rows);
+  const json below = plan.value("efficiency_below_half_at_gpus", json());
+  out += "efficiency vs one node stays >= 50% up to " +
+         std::to_string(plan.value("efficient_up_to_gpus", 0)) + " GPUs";
+  out += below.is_number_integer() ? "; below at " + std::to_string(below.get<int>()) + "\n"
+                                   : "\n";
+  return out;
+}
+
+}  // namespace cli
