@@ -326,8 +326,9 @@ void ProfileStatements(const embody::testing::PgCluster& pg, int n, std::vector<
         ++statements;
       }
     }
-    std::printf("%s: %.1f statements and %.3f ms of PostgreSQL time per submission (%d, one client)\n",
-                t->name.c_str(), static_cast<double>(statements) / n, total_ms / n, n);
+    std::printf(
+        "%s: %.1f statements and %.3f ms of PostgreSQL time per submission (%d, one client)\n",
+        t->name.c_str(), static_cast<double>(statements) / n, total_ms / n, n);
     std::vector<std::pair<std::string, Stat>> rows(by_text.begin(), by_text.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });

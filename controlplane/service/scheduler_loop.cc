@@ -235,7 +235,8 @@ void SchedulerLoop::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(opts_.period_ms),
                    [&] { return stop_ || woken_; });
-      const double gap = std::max(opts_.woken_gap_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
+      const double gap =
+          std::max(opts_.woken_gap_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
       const double gap_left = gap - (common::MonotonicSeconds() - last_start);
       if (!stop_ && woken_ && gap_left > 0) {
         cv_.wait_for(lock, std::chrono::duration<double>(gap_left), [&] { return stop_; });
