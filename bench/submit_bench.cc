@@ -2,6 +2,7 @@
 //
 //   submit_bench [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1] [--scheduler-period-ms N]
 //                [--guarded-audit 1] [--guarded-rate-limit 1] [--guarded-quota 1]
+//                [--pg-set name=value]... [--profile 200]
 //
 // One private PostgreSQL cluster (tests/support/pg_harness.h), two databases in it, and two
 // embody-servers in this process, one per database:
@@ -17,7 +18,8 @@
 // --seconds; the servers take turns in ABBA order (guarded, bare, bare, guarded, ...) so a drift
 // of the machine's load hits both alike, after a --warmup round on each. Printed: per round and
 // per server the submissions/s and the p50/p99 latency over all its rounds, the ratio guarded /
-// bare (goal: at least 0.9), and one JSON line. The servers' log lines go to a file in the temp
+// bare (goal: at least 0.9), and one JSON line; then (--profile) the statements of a submission
+// to each server and PostgreSQL's time in each. The servers' log lines go to a file in the temp
 // directory, as a real server's go to its journal.
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -59,6 +62,10 @@ struct Options {
   bool guarded_audit = true;
   bool guarded_rate_limit = true;
   bool guarded_quota = true;
+  // PostgreSQL settings (name=value) made with ALTER SYSTEM before the servers start: to compare
+  // e.g. commit_delay or synchronous_commit on the same bench.
+  std::vector<std::string> pg_set;
+  int profile = 200;  // submissions per server in the statement profile after the rounds; 0: none
 };
 
 // CPU seconds used so far by this process (servers and clients) and by the PostgreSQL cluster
@@ -241,6 +248,97 @@ double Round(const Options& o, double seconds, bool timed, int64_t postmaster, T
   return n / elapsed;
 }
 
+// ALTER SYSTEM for each name=value and a reload. One psql call each: ALTER SYSTEM refuses to
+// run inside the transaction that several statements of one -c would share.
+common::Status SetPg(const embody::testing::PgCluster& pg,
+                     const std::vector<std::pair<std::string, std::string>>& settings, bool reset) {
+  for (const auto& [name, value] : settings) {
+    for (char c : name) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') {
+        return common::InvalidArgument("bad setting name " + name);
+      }
+    }
+    std::string quoted;
+    for (char c : value) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    auto r = pg.Psql(reset ? "ALTER SYSTEM RESET " + name
+                           : "ALTER SYSTEM SET " + name + " = '" + quoted + "'");
+    if (!r.ok()) return r.status();
+  }
+  auto r = pg.Psql("SELECT pg_reload_conf()");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the backends' SIGHUP
+  return r.status();
+}
+
+// Where PostgreSQL's time goes per submission: every statement is logged with its duration
+// (log_min_duration_statement = 0, each line prefixed with its database) while one client submits
+// `n` jobs to each server in turn; the lines of each server's database are then grouped by
+// statement text. Durations are the backend's wall time (parse + bind + execute), so COMMIT
+// includes its WAL flush; one client, so nothing waits on another's lock.
+void ProfileStatements(const embody::testing::PgCluster& pg, int n, std::vector<Target*> targets) {
+  const std::vector<std::pair<std::string, std::string>> logging = {
+      {"log_min_duration_statement", "0"}, {"log_line_prefix", "%d|"}};
+  if (!SetPg(pg, logging, false).ok()) return;
+  const std::string log_path = pg.dir() + "/postgres.log";
+  const auto offset = std::filesystem::file_size(log_path);
+  const std::string body = json{{"name", "profiled"},
+                                {"kind", "command"},
+                                {"command", {"true"}},
+                                {"resources", {{"nodes", 1}, {"ranks_per_node", 64}}}}
+                               .dump();
+  for (Target* t : targets) {
+    httplib::Client cli("127.0.0.1", t->server->port());
+    cli.set_keep_alive(true);
+    const httplib::Headers h = {{"Authorization", "Bearer " + t->token}};
+    for (int i = 0; i < n; ++i) cli.Post("/v1/jobs", h, body, "application/json");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the log's last lines
+  (void)SetPg(pg, logging, true);
+  std::ifstream in(log_path);
+  in.seekg(static_cast<std::streamoff>(offset));
+  struct Stat {
+    int64_t executed = 0;
+    double ms = 0;
+  };
+  for (Target* t : targets) {
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(offset));
+    const std::string prefix = "bench_" + t->name + "|";
+    std::map<std::string, Stat> by_text;
+    int64_t statements = 0;
+    double total_ms = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind(prefix, 0) != 0) continue;
+      const size_t d = line.find("duration: ");
+      if (d == std::string::npos) continue;
+      const double ms = std::atof(line.c_str() + d + 10);
+      const size_t phase = line.find(" ms  ", d);
+      if (phase == std::string::npos) continue;
+      const std::string rest = line.substr(phase + 5);
+      const size_t colon = rest.find(": ");
+      if (colon == std::string::npos) continue;
+      const bool executed = rest.rfind("execute", 0) == 0 || rest.rfind("statement", 0) == 0;
+      Stat& s = by_text[rest.substr(colon + 2, 72)];
+      s.ms += ms;
+      total_ms += ms;
+      if (executed) {
+        ++s.executed;
+        ++statements;
+      }
+    }
+    std::printf(
+        "%s: %.1f statements and %.3f ms of PostgreSQL time per submission (%d, one client)\n",
+        t->name.c_str(), static_cast<double>(statements) / n, total_ms / n, n);
+    std::vector<std::pair<std::string, Stat>> rows(by_text.begin(), by_text.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    for (const auto& [text, s] : rows) {
+      std::printf("  %5.2f/sub %7.1f us/sub  %s\n", static_cast<double>(s.executed) / n,
+                  1e3 * s.ms / n, text.c_str());
+    }
+  }
+}
+
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -264,10 +362,21 @@ int main(int argc, char** argv) {
   app.add_option("--guarded-audit", o.guarded_audit, "the guarded server writes audit rows");
   app.add_option("--guarded-rate-limit", o.guarded_rate_limit, "the guarded server rate-limits");
   app.add_option("--guarded-quota", o.guarded_quota, "the guarded tenant has a pending quota");
+  app.add_option("--pg-set", o.pg_set, "a PostgreSQL setting name=value (repeatable)");
+  app.add_option("--profile", o.profile,
+                 "submissions per server whose statements are logged and grouped; 0: none")
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
 
   embody::testing::PgCluster pg;
   if (common::Status st = pg.Start(); !st.ok()) return Fail(st.ToString());
+  std::vector<std::pair<std::string, std::string>> settings;
+  for (const std::string& kv : o.pg_set) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) return Fail("--pg-set wants name=value, not " + kv);
+    settings.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (common::Status st = SetPg(pg, settings, false); !st.ok()) return Fail(st.ToString());
   std::string tmpl = "/tmp/embody-submit-bench-XXXXXX";
   const std::string dir = mkdtemp(tmpl.data());
   // The servers log every request, as in production, to a file rather than over this output.
@@ -354,6 +463,7 @@ int main(int argc, char** argv) {
                {"failed", guarded.failed + bare.failed}};
   std::printf("%s\n", line.dump().c_str());
   std::fflush(stdout);
+  if (o.profile > 0) ProfileStatements(pg, o.profile, {&guarded, &bare});
   guarded.server.reset();
   bare.server.reset();
   dup2(saved_stderr, STDERR_FILENO);

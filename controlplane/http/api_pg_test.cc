@@ -69,6 +69,27 @@ class ApiPgTest : public InProcessServerTest {
 
 };
 
+// The 201 answer is built from the row written rather than read back: it must say exactly what
+// a read of the stored job says, floats and nested objects of the spec (as jsonb keeps them),
+// times and every optional field included.
+TEST_F(ApiPgTest, TheSubmitAnswerIsWhatAReadOfTheJobReturns) {
+  json spec = {{"name", "answer-as-read"},
+               {"kind", "train"},
+               {"priority", 7},
+               {"max_restarts", 2},
+               {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+               {"engine", {{"optim", {{"lr", 3e-4}, {"weight_decay", 0.1}, {"steps", 30}}}}}};
+  Reply created = Call("POST", "/v1/jobs", Admin(), spec.dump());
+  ASSERT_EQ(created.status, 201) << created.text;
+  json read = GetJob(created.body.value("id", int64_t{0}));
+  EXPECT_EQ(created.body, read);
+  // And with an idempotency key, whose digest the row keeps.
+  Reply keyed = Call("POST", "/v1/jobs", Admin(), Spec("answer-keyed").dump(),
+                     {{"Idempotency-Key", "answer-as-read-1"}});
+  ASSERT_EQ(keyed.status, 201) << keyed.text;
+  EXPECT_EQ(keyed.body, GetJob(keyed.body.value("id", int64_t{0})));
+}
+
 TEST_F(ApiPgTest, BootstrapWroteTokensOnceWithMode0600) {
   ASSERT_TRUE(server_->bootstrap().created);
   struct stat st {};

@@ -23,6 +23,24 @@ Result<JobRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, boo
   if (!job) return common::NotFound("job " + std::to_string(id) + " not found");
   return std::move(*job);
 }
+
+// The row a successful insert of `nj` stored, as a read of it would return it.
+JobRecord NewJobRecord(const NewJob& nj, int64_t id, const std::string& tenant_name) {
+  JobRecord j;
+  j.id = id;
+  j.tenant_id = nj.tenant_id;
+  j.token_id = nj.token_id;
+  j.request_sha256 = nj.request_sha256;
+  j.tenant = tenant_name;
+  j.name = nj.name;
+  j.kind = nj.kind;
+  j.state = JobState::kPending;
+  j.priority = nj.priority;
+  j.spec = nj.spec;
+  j.created_ms = nj.now_ms;
+  j.updated_ms = nj.now_ms;
+  return j;
+}
 }  // namespace
 
 Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "changing jobs"); }
@@ -131,8 +149,11 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   (void)ev;
   AuditScope::NoteTarget("job " + std::to_string(*id), p.tenant_id);
   if (dataset) EMBODY_RETURN_IF_ERROR(uow->datasets().BindJob(*id, dataset->id));
-  EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, *id, false));
-  EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
+  // The answer is the row just written, built here rather than read back: a new job has no
+  // allocation, step or checkpoint yet, and its columns are what this insert gave them (times
+  // are stored to the millisecond). Four reads fewer per submission (docs/benchmarks.md).
+  JobView view;
+  view.job = NewJobRecord(nj, *id, tenant->name);
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   if (wake_) wake_();
   return SubmitResult{std::move(view), true};

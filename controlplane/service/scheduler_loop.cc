@@ -228,16 +228,25 @@ void SchedulerLoop::Wake() {
 void SchedulerLoop::Loop() {
   std::string last_error;
   double last_count = -1e9;
+  double last_start = -1e9;
+  double last_seconds = 0;  // the previous cycle's duration
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(opts_.period_ms),
                    [&] { return stop_ || woken_; });
+      const double gap =
+          std::max(opts_.woken_gap_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
+      const double gap_left = gap - (common::MonotonicSeconds() - last_start);
+      if (!stop_ && woken_ && gap_left > 0) {
+        cv_.wait_for(lock, std::chrono::duration<double>(gap_left), [&] { return stop_; });
+      }
       if (stop_) return;
       woken_ = false;
     }
     CycleStats stats;
     const double start = common::MonotonicSeconds();
+    last_start = start;
     const std::optional<int64_t> epoch = try_lead_ ? try_lead_() : std::nullopt;
     stats.leader = try_lead_ ? epoch.has_value() : true;
     Status st = stats.leader ? RunOnce(&stats, epoch) : Status::Ok();
@@ -245,6 +254,7 @@ void SchedulerLoop::Loop() {
     // next cycle's check finds the lock lost.
     if (IsDeposed(st)) stats.leader = false;
     stats.seconds = common::MonotonicSeconds() - start;
+    last_seconds = stats.seconds;
     // Woken cycles can come many times a second under a burst of submits; counting every job
     // each time would cost more than the scheduling.
     if (st.ok() && start - last_count >= opts_.count_period_ms / 1000.0) {

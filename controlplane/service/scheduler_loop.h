@@ -56,6 +56,15 @@ class SchedulerLoop {
     int heartbeat_interval_ms = 1000;
     int period_ms = 500;
     int count_period_ms = 1000;  // how often jobs and nodes are counted for the metrics
+    // A woken cycle starts no sooner than this, nor than `woken_gap_cycles` times the previous
+    // cycle's duration, after the previous cycle started. Every submit wakes the loop, and each
+    // cycle reads the whole queue: back-to-back cycles under a burst of submits cost the
+    // database more than the submits themselves (docs/benchmarks.md), and the more so the
+    // longer the queue. Within the gap one cycle takes every submit that arrived; a woken
+    // cycle thus takes at most 1/woken_gap_cycles of the time, and a job waits at most the gap
+    // longer. The period's cycles are not delayed.
+    int woken_gap_ms = 20;
+    int woken_gap_cycles = 4;
     ScheduleOptions schedule;
     // Fair-share history and usage_daily are advanced at most this often (usage_accounting.h),
     // and after a gap (no leader, server down) by at most `accrue_max_gap_ms` of holding.

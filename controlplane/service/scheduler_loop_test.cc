@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/usage_accounting.h"
 #include "controlplane/testing/memory_service_fixture.h"
@@ -227,6 +231,36 @@ TEST_F(SchedulerLoopTest, UsageAccruesAndTheTenantWithLessHistoryGoesFirst) {
   ASSERT_TRUE(loop.RunOnce().ok());
   EXPECT_EQ(JobRow(b_job->job.job.id).state, JobState::kScheduled);
   EXPECT_EQ(JobRow(a_job).state, JobState::kPending);
+}
+
+}  // namespace
+}  // namespace controlplane::service
+
+namespace controlplane::service {
+namespace {
+
+// A burst of wakes (a submit each) runs a few cycles, not one per wake: a woken cycle waits for
+// the gap since the previous one, and one cycle then takes every wake of the gap.
+TEST_F(SchedulerLoopTest, ABurstOfWakesRunsOneCyclePerGapNotOnePerWake) {
+  std::atomic<int> cycles{0};
+  SchedulerLoop::Options opts;
+  opts.heartbeat_interval_ms = 1000;
+  opts.period_ms = 600'000;  // only wakes start cycles
+  opts.woken_gap_ms = 100;
+  SchedulerLoop loop(db_, opts, clock(), nullptr, [&](const CycleStats&) { ++cycles; });
+  loop.Start();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) {
+    loop.Wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const double burst_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the last gap's cycle
+  loop.Stop();
+  // One cycle at the first wake, then one per 100 ms gap at most (+1 after the burst).
+  EXPECT_GE(cycles.load(), 2);
+  EXPECT_LE(cycles.load(), 2 + static_cast<int>(burst_s / 0.1));
 }
 
 }  // namespace
