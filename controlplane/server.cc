@@ -151,9 +151,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
         raw->metrics->ObserveCycle(s);
       });
   auto wake = [raw] { raw->scheduler->Wake(); };
+  // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
+  auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
   m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake);
-  m->nodes = std::make_unique<service::NodeService>(*m->database, *m->log_files,
-                                                    opts.heartbeat_interval_ms, now, wake);
+  m->nodes = std::make_unique<service::NodeService>(
+      *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);

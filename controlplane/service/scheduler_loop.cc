@@ -225,6 +225,15 @@ void SchedulerLoop::Wake() {
   cv_.notify_all();
 }
 
+void SchedulerLoop::WakeForCapacity() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+    woken_for_capacity_ = true;
+  }
+  cv_.notify_all();
+}
+
 void SchedulerLoop::Loop() {
   std::string last_error;
   double last_count = -1e9;
@@ -238,11 +247,13 @@ void SchedulerLoop::Loop() {
       const double gap =
           std::max(opts_.woken_gap_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
       const double gap_left = gap - (common::MonotonicSeconds() - last_start);
-      if (!stop_ && woken_ && gap_left > 0) {
-        cv_.wait_for(lock, std::chrono::duration<double>(gap_left), [&] { return stop_; });
+      if (!stop_ && woken_ && !woken_for_capacity_ && gap_left > 0) {
+        cv_.wait_for(lock, std::chrono::duration<double>(gap_left),
+                     [&] { return stop_ || woken_for_capacity_; });
       }
       if (stop_) return;
       woken_ = false;
+      woken_for_capacity_ = false;
     }
     CycleStats stats;
     const double start = common::MonotonicSeconds();

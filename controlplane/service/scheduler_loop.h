@@ -62,7 +62,7 @@ class SchedulerLoop {
     // database more than the submits themselves (docs/benchmarks.md), and the more so the
     // longer the queue. Within the gap one cycle takes every submit that arrived; a woken
     // cycle thus takes at most 1/woken_gap_cycles of the time, and a job waits at most the gap
-    // longer. The period's cycles are not delayed.
+    // longer. The period's cycles, and those woken by freed capacity, are not delayed.
     int woken_gap_ms = 20;
     int woken_gap_cycles = 4;
     ScheduleOptions schedule;
@@ -87,7 +87,11 @@ class SchedulerLoop {
 
   void Start();
   void Stop();
+  // New work (a submission, a cancel): a cycle soon, gapped as Options::woken_gap_ms says.
   void Wake();
+  // Freed capacity (a job ended, a node came back): a cycle now, without the gap, since the
+  // queue's next job waits on it and a slot should not idle for the gap.
+  void WakeForCapacity();
 
  private:
   // A unit of work holding the cycle's leadership epoch, if it has one.
@@ -113,6 +117,7 @@ class SchedulerLoop {
   std::mutex mu_;
   std::condition_variable cv_;
   bool woken_ = false;
+  bool woken_for_capacity_ = false;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -263,5 +263,31 @@ TEST_F(SchedulerLoopTest, ABurstOfWakesRunsOneCyclePerGapNotOnePerWake) {
   EXPECT_LE(cycles.load(), 2 + static_cast<int>(burst_s / 0.1));
 }
 
+TEST_F(SchedulerLoopTest, FreedCapacityStartsACycleWithoutTheGap) {
+  std::atomic<int> cycles{0};
+  SchedulerLoop::Options opts;
+  opts.heartbeat_interval_ms = 1000;
+  opts.period_ms = 600'000;  // only wakes start cycles
+  opts.woken_gap_ms = 2'000;
+  SchedulerLoop loop(db_, opts, clock(), nullptr, [&](const CycleStats&) { ++cycles; });
+  loop.Start();
+  loop.Wake();  // the first cycle
+  auto wait_for = [&](int n) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+    while (cycles.load() < n && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return cycles.load() >= n;
+  };
+  ASSERT_TRUE(wait_for(1));
+  // New work within the gap waits for it; freed capacity does not, and takes that work along.
+  loop.Wake();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cycles.load(), 1);
+  loop.WakeForCapacity();
+  EXPECT_TRUE(wait_for(2)) << "a job's end waited for the submissions' gap";
+  loop.Stop();
+}
+
 }  // namespace
 }  // namespace controlplane::service
