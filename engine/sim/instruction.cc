@@ -28,9 +28,12 @@ int InstructionVocab() { return kNumWords + 3 * kCoordinateBins; }
 std::string Instruction(const SimTasks& tasks, int e) {
   const std::string x = Coordinate('x', tasks.goal(e, 0)), y = Coordinate('y', tasks.goal(e, 1));
   switch (tasks.kind()) {
-    case TaskKind::kReach: return "reach " + x + " " + y + " " + Coordinate('z', tasks.goal(e, 2));
-    case TaskKind::kPush: return "push block to " + x + " " + y;
-    case TaskKind::kPickPlace: return "place block at " + x + " " + y;
+    case TaskKind::kReach:
+      return "reach " + x + " " + y + " " + Coordinate('z', tasks.goal(e, 2));
+    case TaskKind::kPush:
+      return "push block to " + x + " " + y;
+    case TaskKind::kPickPlace:
+      return "place block at " + x + " " + y;
   }
   return "";
 }

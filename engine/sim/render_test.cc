@@ -47,8 +47,9 @@ TEST(RenderTest, BlockAppearsInTheRightPixelsFromAboveAndFromTheFront) {
   EXPECT_LE(lit, 9);
   EXPECT_EQ(At(image, Pixel(-0.1, -kHalfExtent), Pixel(0.1, -kHalfExtent), 0), 0.5f);
   EXPECT_EQ(At(image, Pixel(0.2, -kHalfExtent), Pixel(-0.2, -kHalfExtent), 2), 0.5f);  // open
-  EXPECT_EQ(At(image, Pixel(tasks.goal(0, 1), -kHalfExtent), Pixel(tasks.goal(0, 0), -kHalfExtent), 1),
-            1.0f);
+  EXPECT_EQ(
+      At(image, Pixel(tasks.goal(0, 1), -kHalfExtent), Pixel(tasks.goal(0, 0), -kHalfExtent), 1),
+      1.0f);
 
   // Front camera: columns are x, rows are z from the top; the block sits on the bottom rows.
   RenderView(tasks, 0, /*camera=*/1, kSide, image.data());

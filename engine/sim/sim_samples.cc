@@ -26,7 +26,8 @@ common::Result<std::unique_ptr<SimDemoSource>> SimDemoSource::Create(TaskKind ki
             "grip) or at least 7 (robomimic layout), got " + std::to_string(action_dim),
         "engine.model.action_dim");
   }
-  if (horizon < 1) return common::InvalidArgument("must be at least 1", "engine.model.action_horizon");
+  if (horizon < 1)
+    return common::InvalidArgument("must be at least 1", "engine.model.action_horizon");
   if (vocab < InstructionVocab()) {
     return common::InvalidArgument("the simulated tasks' instructions need a vocab of at least " +
                                    std::to_string(InstructionVocab()));
@@ -126,7 +127,8 @@ common::Result<std::unique_ptr<DemoSource>> MakeDemoSource(const std::string& da
   const std::string prefix = "sim:";
   if (dataset.rfind(prefix, 0) == 0 && dataset != "sim:reach") {
     EMBODY_ASSIGN_OR_RETURN(kind, sim::ParseTaskKind(dataset.substr(prefix.size())));
-    EMBODY_ASSIGN_OR_RETURN(source, sim::SimDemoSource::Create(kind, action_dim, horizon, seed, vocab));
+    EMBODY_ASSIGN_OR_RETURN(source,
+                            sim::SimDemoSource::Create(kind, action_dim, horizon, seed, vocab));
     return std::unique_ptr<DemoSource>(std::move(source));
   }
   return std::unique_ptr<DemoSource>(std::make_unique<ReachTask>(action_dim, horizon, seed));

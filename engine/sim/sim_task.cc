@@ -11,8 +11,8 @@ namespace engine::sim {
 namespace {
 
 constexpr uint64_t kResetSalt = 0x7265736574ULL;  // "reset"
-constexpr double kStartSeparation = 0.08;          // m
-constexpr double kArrived = 1e-3;                  // m: the expert's "there"
+constexpr double kStartSeparation = 0.08;         // m
+constexpr double kArrived = 1e-3;                 // m: the expert's "there"
 constexpr double kContact = kEffectorRadius + kBlockHalf;
 
 double Norm(double x, double y, double z = 0.0) { return std::sqrt(x * x + y * y + z * z); }
@@ -35,9 +35,12 @@ double MoveToward(const TableWorld& w, int e, const double* target, float* a) {
 
 const char* TaskName(TaskKind kind) {
   switch (kind) {
-    case TaskKind::kReach: return "reach";
-    case TaskKind::kPush: return "push";
-    case TaskKind::kPickPlace: return "pick_place";
+    case TaskKind::kReach:
+      return "reach";
+    case TaskKind::kPush:
+      return "push";
+    case TaskKind::kPickPlace:
+      return "pick_place";
   }
   return "?";
 }
@@ -56,13 +59,23 @@ SimTasks::SimTasks(TaskKind kind, int num_envs)
       goal_(static_cast<size_t>(num_envs) * 3, 0.0),
       steps_(num_envs, 0),
       finished_(num_envs, 0),
-      phase_(num_envs, 0) {}
+      phase_(num_envs, 0),
+      stepped_(num_envs, 0),
+      last_latency_(num_envs, 0.0) {}
+
+void SimTasks::SetLatency(const StepLatency& latency, StepLatency::WaitMode mode) {
+  latency_ = latency;
+  wait_mode_ = mode;
+}
 
 int SimTasks::max_steps() const {
   switch (kind_) {
-    case TaskKind::kReach: return 40;
-    case TaskKind::kPush: return 150;
-    case TaskKind::kPickPlace: return 100;
+    case TaskKind::kReach:
+      return 40;
+    case TaskKind::kPush:
+      return 150;
+    case TaskKind::kPickPlace:
+      return 100;
   }
   return 0;
 }
@@ -126,11 +139,14 @@ double SimTasks::Shaped(int e) const {
   return r;
 }
 
-double SimTasks::StepEnv(int e, const float* action, bool* done) {
+double SimTasks::Advance(int e, const float* action, bool* done) {
+  last_latency_[e] = 0.0;
   if (finished_[e] != 0) {
     *done = true;
     return 0.0;
   }
+  if (latency_.has_value()) last_latency_[e] = latency_->Sample(e, stepped_[e]);
+  ++stepped_[e];
   world_.StepEnv(e, action);
   ++steps_[e];
   double r = Shaped(e);
@@ -138,6 +154,12 @@ double SimTasks::StepEnv(int e, const float* action, bool* done) {
   if (success) r += kSuccessBonus;
   if (success || steps_[e] >= max_steps()) finished_[e] = 1;
   *done = finished_[e] != 0;
+  return r;
+}
+
+double SimTasks::StepEnv(int e, const float* action, bool* done) {
+  const double r = Advance(e, action, done);
+  StepLatency::Wait(last_latency_[e], wait_mode_);
   return r;
 }
 
@@ -150,19 +172,28 @@ void SimTasks::Step(std::span<const float> actions, std::span<double> rewards,
                  kActionDim);
     std::abort();
   }
+  double slowest = 0.0;
   for (int e = 0; e < n; ++e) {
     bool d = false;
-    rewards[e] = StepEnv(e, actions.data() + static_cast<size_t>(e) * kActionDim, &d);
+    rewards[e] = Advance(e, actions.data() + static_cast<size_t>(e) * kActionDim, &d);
     done[e] = d ? 1 : 0;
+    slowest = std::max(slowest, last_latency_[e]);
   }
+  StepLatency::Wait(slowest, wait_mode_);
 }
 
 void SimTasks::ExpertAction(int e, float* a) {
   std::fill(a, a + kActionDim, 0.0f);
   switch (kind_) {
-    case TaskKind::kReach: ExpertReach(e, a); break;
-    case TaskKind::kPush: ExpertPush(e, a); break;
-    case TaskKind::kPickPlace: ExpertPickPlace(e, a); break;
+    case TaskKind::kReach:
+      ExpertReach(e, a);
+      break;
+    case TaskKind::kPush:
+      ExpertPush(e, a);
+      break;
+    case TaskKind::kPickPlace:
+      ExpertPickPlace(e, a);
+      break;
   }
 }
 
@@ -213,7 +244,7 @@ void SimTasks::ExpertPickPlace(int e, float* a) {
   const bool holding = w.held(e) == 0;
   a[3] = -1.0f;
   if (phase >= 4 && phase <= 6 && !holding) phase = 0;  // dropped: start again
-  if (phase == 0) {  // rise, open
+  if (phase == 0) {                                     // rise, open
     const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
     if (MoveToward(w, e, up, a) < kArrived) phase = 1;
   }

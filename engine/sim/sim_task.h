@@ -26,14 +26,22 @@
 //               kRealign, rise and go behind it again.
 //   pick_place  above the block with the gripper open, descend, close, lift, carry above the goal,
 //               descend, open, rise.
+//
+// Step latency (optional, SetLatency): StepEnv spends env e's draw for its n-th step since
+// construction, StepLatency::Sample(e, n) — an environment stepped on its own thread takes its
+// own time; Step, which steps every environment together as a synchronous vectorised simulator
+// would, spends the largest draw of the environments it steps once — the batch waits for its
+// slowest member.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "engine/sim/step_latency.h"
 #include "engine/sim/table_world.h"
 
 namespace engine::sim {
@@ -47,7 +55,7 @@ common::Result<TaskKind> ParseTaskKind(const std::string& name);
 inline constexpr double kReachTolerance = 0.03;  // m
 inline constexpr double kGoalTolerance = 0.04;   // m
 inline constexpr double kSuccessBonus = 10.0;
-inline constexpr double kSafeZ = 0.12;    // m: the expert's travel height, clear of any block
+inline constexpr double kSafeZ = 0.12;     // m: the expert's travel height, clear of any block
 inline constexpr double kRealign = 0.012;  // m: the push expert's lateral tolerance
 
 class SimTasks {
@@ -74,12 +82,18 @@ class SimTasks {
   // Goal point (reach) or goal centre on the table (z = 0 for push and pick_place).
   double goal(int e, int axis) const { return goal_[3 * e + axis]; }
 
+  // Steps take simulated time from `latency`, spent by `mode` (see above).
+  void SetLatency(const StepLatency& latency, StepLatency::WaitMode mode);
+  // Seconds the last step of env e was given (0 without a latency model).
+  double last_latency(int e) const { return last_latency_[e]; }
+
   // The scripted expert's action (kActionDim floats) for env e's current state. It keeps a phase
   // per environment, so call it once per step, before Step.
   void ExpertAction(int e, float* action);
 
  private:
   double Shaped(int e) const;
+  double Advance(int e, const float* action, bool* done);
   void ExpertReach(int e, float* a) const;
   void ExpertPush(int e, float* a);
   void ExpertPickPlace(int e, float* a);
@@ -90,6 +104,10 @@ class SimTasks {
   std::vector<int> steps_;    // (N)
   std::vector<uint8_t> finished_;
   std::vector<int> phase_;  // (N): the expert's state
+  std::optional<StepLatency> latency_;
+  StepLatency::WaitMode wait_mode_ = StepLatency::WaitMode::kSleep;
+  std::vector<uint64_t> stepped_;     // (N): steps taken in each slot, the latency key
+  std::vector<double> last_latency_;  // (N)
 };
 
 }  // namespace engine::sim

@@ -1,6 +1,8 @@
 // The tasks: determinism per seed, the scripted experts' success rates, rewards and resets.
 #include "engine/sim/sim_task.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -23,7 +25,8 @@ int RunExpert(TaskKind kind, int n, uint64_t base, std::vector<double>* trace = 
   std::vector<uint8_t> done(n, 0);
   std::vector<uint8_t> succeeded(n, 0);
   for (int t = 0; t < tasks.max_steps(); ++t) {
-    for (int e = 0; e < n; ++e) tasks.ExpertAction(e, &actions[static_cast<size_t>(e) * kActionDim]);
+    for (int e = 0; e < n; ++e)
+      tasks.ExpertAction(e, &actions[static_cast<size_t>(e) * kActionDim]);
     tasks.Step(actions, rewards, done);
     for (int e = 0; e < n; ++e) {
       if (tasks.Success(e)) succeeded[e] = 1;
@@ -142,6 +145,40 @@ TEST(SimTaskTest, PickPlaceNeedsTheBlockPutDown) {
 TEST(SimTaskTest, ParsesTaskNames) {
   for (TaskKind kind : kAll) EXPECT_EQ(ParseTaskKind(TaskName(kind)).value(), kind);
   EXPECT_FALSE(ParseTaskKind("stack").ok());
+}
+
+}  // namespace
+}  // namespace engine::sim
+
+namespace engine::sim {
+namespace {
+
+TEST(SimTaskTest, LatencyIsKeyedByEnvAndStepAndAVectorisedStepWaitsForTheSlowest) {
+  auto latency = StepLatency::Create({.mean_s = 0.002, .jitter = 0.5, .seed = 9}).value();
+  SimTasks tasks(TaskKind::kReach, 4);
+  tasks.SetLatency(latency, StepLatency::WaitMode::kBusy);
+  for (int e = 0; e < 4; ++e) tasks.Reset(e, e);
+  std::vector<float> actions(4 * kActionDim, 0.0f);
+  std::vector<double> rewards(4);
+  std::vector<uint8_t> done(4);
+  for (uint64_t step = 0; step < 3; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    tasks.Step(actions, rewards, done);
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double slowest = 0.0;
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(tasks.last_latency(e), latency.Sample(e, step));
+      slowest = std::max(slowest, tasks.last_latency(e));
+    }
+    EXPECT_GE(spent, slowest);
+  }
+  // Without a model, no time is given.
+  SimTasks plain(TaskKind::kReach, 1);
+  plain.Reset(0, 1);
+  bool d = false;
+  plain.StepEnv(0, actions.data(), &d);
+  EXPECT_EQ(plain.last_latency(0), 0.0);
 }
 
 }  // namespace

@@ -23,7 +23,8 @@ common::Result<StepLatency> StepLatency::Create(const StepLatencyOptions& o) {
   if (!Finite(o.mean_s) || o.mean_s < 0.0 || o.mean_s > 60.0) {
     return bad("mean_s", "must be in [0, 60] seconds");
   }
-  if (!Finite(o.jitter) || o.jitter < 0.0 || o.jitter > 10.0) return bad("jitter", "must be in [0, 10]");
+  if (!Finite(o.jitter) || o.jitter < 0.0 || o.jitter > 10.0)
+    return bad("jitter", "must be in [0, 10]");
   if (!Finite(o.tail_probability) || o.tail_probability < 0.0 || o.tail_probability >= 1.0) {
     return bad("tail_probability", "must be in [0, 1)");
   }
@@ -33,7 +34,8 @@ common::Result<StepLatency> StepLatency::Create(const StepLatencyOptions& o) {
   if (!Finite(o.tail_scale) || o.tail_scale < 1.0 || o.tail_scale > 1000.0) {
     return bad("tail_scale", "must be in [1, 1000]");
   }
-  if (!Finite(o.max_s) || o.max_s <= 0.0 || o.max_s > 600.0) return bad("max_s", "must be in (0, 600]");
+  if (!Finite(o.max_s) || o.max_s <= 0.0 || o.max_s > 600.0)
+    return bad("max_s", "must be in (0, 600]");
   return StepLatency(o);
 }
 

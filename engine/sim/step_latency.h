@@ -24,12 +24,12 @@
 namespace engine::sim {
 
 struct StepLatencyOptions {
-  double mean_s = 0.0;           // body mean; 0 with no tail: no latency at all
-  double jitter = 0.0;           // body coefficient of variation, ≥ 0
+  double mean_s = 0.0;            // body mean; 0 with no tail: no latency at all
+  double jitter = 0.0;            // body coefficient of variation, ≥ 0
   double tail_probability = 0.0;  // in [0, 1)
-  double tail_alpha = 2.0;       // Pareto shape, > 1 (a finite mean)
-  double tail_scale = 5.0;       // tail minimum as a multiple of mean_s, ≥ 1
-  double max_s = 10.0;           // cap on any draw
+  double tail_alpha = 2.0;        // Pareto shape, > 1 (a finite mean)
+  double tail_scale = 5.0;        // tail minimum as a multiple of mean_s, ≥ 1
+  double max_s = 10.0;            // cap on any draw
   uint64_t seed = 0;
 };
 

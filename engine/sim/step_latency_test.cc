@@ -26,14 +26,19 @@ TEST(StepLatencyTest, BodyHasTheRequestedMeanAndJitter) {
   for (double v : x) sum += v, sq += v * v;
   const double mean = sum / x.size();
   const double sd = std::sqrt(sq / x.size() - mean * mean);
-  EXPECT_NEAR(mean, 0.01, 0.0002);       // 2%
-  EXPECT_NEAR(sd / mean, 0.3, 0.01);     // coefficient of variation
+  EXPECT_NEAR(mean, 0.01, 0.0002);    // 2%
+  EXPECT_NEAR(sd / mean, 0.3, 0.01);  // coefficient of variation
   EXPECT_GT(*std::min_element(x.begin(), x.end()), 0.0);
 }
 
 TEST(StepLatencyTest, TailHasTheRequestedShareAndParetoShape) {
-  StepLatencyOptions o{.mean_s = 0.01, .jitter = 0.1, .tail_probability = 0.05, .tail_alpha = 2.0,
-                       .tail_scale = 5.0, .max_s = 100.0, .seed = 2};
+  StepLatencyOptions o{.mean_s = 0.01,
+                       .jitter = 0.1,
+                       .tail_probability = 0.05,
+                       .tail_alpha = 2.0,
+                       .tail_scale = 5.0,
+                       .max_s = 100.0,
+                       .seed = 2};
   auto l = StepLatency::Create(o).value();
   const std::vector<double> x = Draw(l, 400000);
   const double xmin = o.tail_scale * o.mean_s;
@@ -64,9 +69,10 @@ TEST(StepLatencyTest, DrawsAreKeyedBySeedEnvAndStepAndCapped) {
   EXPECT_NE(a.Sample(5, 9), c.Sample(5, 9));
   EXPECT_NE(a.Sample(5, 9), a.Sample(6, 9));
   EXPECT_NE(a.Sample(5, 9), a.Sample(5, 10));
-  auto capped = StepLatency::Create({.mean_s = 0.01, .tail_probability = 0.5, .tail_alpha = 1.1,
-                                     .max_s = 0.02, .seed = 5})
-                    .value();
+  auto capped =
+      StepLatency::Create(
+          {.mean_s = 0.01, .tail_probability = 0.5, .tail_alpha = 1.1, .max_s = 0.02, .seed = 5})
+          .value();
   for (int i = 0; i < 1000; ++i) EXPECT_LE(capped.Sample(0, i), 0.02);
   auto none = StepLatency::Create({}).value();
   EXPECT_EQ(none.Sample(1, 2), 0.0);

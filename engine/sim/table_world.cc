@@ -69,7 +69,8 @@ bool TableWorld::BlockResting(int e, int b) const {
 void TableWorld::Step(std::span<const float> actions) {
   Require(actions.size() == static_cast<size_t>(num_envs_) * kActionDim,
           "Step: actions must be (num_envs, kActionDim)");
-  for (int e = 0; e < num_envs_; ++e) StepEnv(e, actions.data() + static_cast<size_t>(e) * kActionDim);
+  for (int e = 0; e < num_envs_; ++e)
+    StepEnv(e, actions.data() + static_cast<size_t>(e) * kActionDim);
 }
 
 void TableWorld::StepEnv(int e, const float* action) {
@@ -96,7 +97,8 @@ void TableWorld::StepEnv(int e, const float* action) {
   const int substeps = std::max(1, static_cast<int>(std::ceil(length / kSubstep)));
   for (int k = 1; k <= substeps; ++k) {
     const double f = static_cast<double>(k) / substeps;
-    for (int a = 0; a < 3; ++a) ee_[a][e] = k == substeps ? target[a] : start[a] + f * (target[a] - start[a]);
+    for (int a = 0; a < 3; ++a)
+      ee_[a][e] = k == substeps ? target[a] : start[a] + f * (target[a] - start[a]);
     if (held_[e] >= 0) {
       const size_t s = Slot(e, held_[e]);
       const double lim = kHalfExtent - kBlockHalf;

@@ -34,18 +34,18 @@
 namespace engine::sim {
 
 inline constexpr int kMaxBlocks = 2;
-inline constexpr int kActionDim = 4;             // (dx, dy, dz, grip)
-inline constexpr double kHalfExtent = 0.3;       // m: the table is [-0.3, 0.3]²
-inline constexpr double kMaxZ = 0.3;             // m
-inline constexpr double kEffectorMinZ = 0.01;    // m
-inline constexpr double kMaxStep = 0.03;         // m per step at |a| = 1
-inline constexpr double kSubstep = 0.005;        // m: contact is resolved at least this often
+inline constexpr int kActionDim = 4;              // (dx, dy, dz, grip)
+inline constexpr double kHalfExtent = 0.3;        // m: the table is [-0.3, 0.3]²
+inline constexpr double kMaxZ = 0.3;              // m
+inline constexpr double kEffectorMinZ = 0.01;     // m
+inline constexpr double kMaxStep = 0.03;          // m per step at |a| = 1
+inline constexpr double kSubstep = 0.005;         // m: contact is resolved at least this often
 inline constexpr double kEffectorRadius = 0.015;  // m
-inline constexpr double kBlockHalf = 0.025;      // m: 5 cm cubes
-inline constexpr double kGraspRadius = 0.02;     // m, horizontal
-inline constexpr double kGraspHeight = 0.025;    // m, vertical
-inline constexpr double kGravity = 9.81;         // m/s²
-inline constexpr double kDt = 0.05;              // s per step (20 Hz control)
+inline constexpr double kBlockHalf = 0.025;       // m: 5 cm cubes
+inline constexpr double kGraspRadius = 0.02;      // m, horizontal
+inline constexpr double kGraspHeight = 0.025;     // m, vertical
+inline constexpr double kGravity = 9.81;          // m/s²
+inline constexpr double kDt = 0.05;               // s per step (20 Hz control)
 
 class TableWorld {
  public:

@@ -117,8 +117,8 @@ TEST(TableWorldTest, VectorisedStepEqualsPerEnvironmentSteps) {
   const double block[2] = {0.05, 0.01};
   for (int e = 0; e < 3; ++e) many.ResetEnv(e, ee, 1, block);
   one.ResetEnv(0, ee, 1, block);
-  const float a[3 * kActionDim] = {0.5f, 0.1f, 0.0f, 1.0f, 0.5f, 0.1f, 0.0f, 1.0f,
-                                   -1.0f, 0.0f, 0.0f, -1.0f};
+  const float a[3 * kActionDim] = {0.5f, 0.1f, 0.0f,  1.0f, 0.5f, 0.1f,
+                                   0.0f, 1.0f, -1.0f, 0.0f, 0.0f, -1.0f};
   for (int i = 0; i < 4; ++i) {
     many.Step(a);
     one.StepEnv(0, a);
