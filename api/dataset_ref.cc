@@ -96,14 +96,25 @@ common::Result<DatasetRef> ParseStored(const std::string& rest, const std::strin
 
 }  // namespace
 
+bool IsBuiltinDataset(const std::string& text) {
+  return text == kSimReachDataset || text == kSimPushDataset || text == kSimPickPlaceDataset;
+}
+
 common::Result<DatasetRef> ParseDatasetRef(const std::string& text, const std::string& field) {
   if (text == kSimReachDataset) return DatasetRef{};
+  if (text == kSimPushDataset || text == kSimPickPlaceDataset) {
+    DatasetRef ref;
+    ref.kind = DatasetRef::Kind::kSimTask;
+    ref.sim_task = text.substr(4);  // after "sim:"
+    return ref;
+  }
   const std::string dir = kDirDatasetPrefix;
   if (text.rfind(dir, 0) == 0) return ParseDirectory(text.substr(dir.size()), field);
   const std::string stored = kDatasetRefPrefix;
   if (text.rfind(stored, 0) == 0) return ParseStored(text.substr(stored.size()), field);
   return InvalidArgument(
-      "must be \"sim:reach\", \"dir:/absolute/path\" (a directory made by embody-data) or "
+      "must be \"sim:reach\", \"sim:push\", \"sim:pick_place\", \"dir:/absolute/path\" (a "
+      "directory made by embody-data) or "
       "\"dataset:NAME[@VERSION]\" (a stored dataset)",
       field);
 }

@@ -3,6 +3,9 @@
 //
 // `engine.data.dataset` in a JobSpec is one of:
 //   "sim:reach"               the built-in scripted reach task (an endless generated stream)
+//   "sim:push", "sim:pick_place"
+//                             scripted-expert demonstrations of the built-in table-top tasks
+//                             (engine/sim/, docs/sim.md), also endless generated streams
 //   "dir:/abs/path"           a dataset directory written by embody-data
 //   (storage/dataset_writer.h),
 //                             read where the job runs: a local disk or a shared file system
@@ -29,6 +32,8 @@
 namespace api {
 
 inline constexpr char kSimReachDataset[] = "sim:reach";
+inline constexpr char kSimPushDataset[] = "sim:push";
+inline constexpr char kSimPickPlaceDataset[] = "sim:pick_place";
 inline constexpr char kDirDatasetPrefix[] = "dir:";
 inline constexpr char kDatasetRefPrefix[] = "dataset:";
 inline constexpr size_t kMaxDatasetPathBytes = 1024;
@@ -37,15 +42,22 @@ inline constexpr size_t kMaxLanguageBytes = 1024;
 inline constexpr int kMaxDatasetVersion = 1'000'000;
 
 struct DatasetRef {
-  enum class Kind { kSimReach, kDirectory, kStored };
+  // kSimReach: "sim:reach"; kSimTask: another built-in task, named by sim_task.
+  enum class Kind { kSimReach, kDirectory, kStored, kSimTask };
   Kind kind = Kind::kSimReach;
+  std::string sim_task;        // kSimTask: "push" or "pick_place"
   std::string path;            // kDirectory: absolute, without "." or ".." components
   std::string name;            // kStored: the dataset's name
   std::optional<int> version;  // kStored: nullopt for the newest ready version
 
   bool is_directory() const { return kind == Kind::kDirectory; }
   bool is_stored() const { return kind == Kind::kStored; }
+  // A generated stream of the engine (sim:*), with the built-in sample-length distribution.
+  bool is_builtin() const { return kind == Kind::kSimReach || kind == Kind::kSimTask; }
 };
+
+// True for the names of the built-in streams ("sim:reach", "sim:push", "sim:pick_place").
+bool IsBuiltinDataset(const std::string& text);
 
 // Parses and bounds a dataset reference. A directory path must be absolute, at most
 // kMaxDatasetPathBytes, free of control characters and of "." and ".." components (a job names

@@ -226,7 +226,7 @@ Status ParseData(const json& j, DataOptions* data) {
   EMBODY_RETURN_IF_ERROR(d.GetBool("packing", &data->packing));
   EMBODY_RETURN_IF_ERROR(d.GetInt("tokens_per_row", 1, 65536, &data->tokens_per_row));
   for (const char* key : {"cameras", "proprio", "image_size", "language"}) {
-    if (d.Has(key) && dataset.kind == DatasetRef::Kind::kSimReach) {
+    if (d.Has(key) && dataset.is_builtin()) {
       return InvalidArgument("only applies to a \"dir:\" or \"dataset:\" dataset", d.PathOf(key));
     }
   }
@@ -326,10 +326,10 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   }
   if (o.Has("data")) EMBODY_RETURN_IF_ERROR(ParseData(o.At("data"), &e->data));
   EMBODY_ASSIGN_OR_RETURN(dataset, ParseDatasetRef(e->data.dataset));
-  if (dataset.kind == DatasetRef::Kind::kSimReach) {
-    // The built-in stream's longest sample is known here; a dataset's (a directory, or a stored
-    // one launched as its directory) is checked by the engine against the dataset's own token
-    // counts when it opens it.
+  if (dataset.is_builtin()) {
+    // The built-in streams' longest sample (one length distribution for every sim: task) is
+    // known here; a dataset's (a directory, or a stored one launched as its directory) is
+    // checked by the engine against the dataset's own token counts when it opens it.
     const int longest_sample = kSimReachMaxContextTokens + mo.action_horizon;
     if (longest_sample > kMaxPositions) {
       return InvalidArgument("samples of up to " + std::to_string(kSimReachMaxContextTokens) +
@@ -501,7 +501,7 @@ json DataJson(const DataOptions& d) {
             {"tokens_per_row", d.tokens_per_row}};
   // The dataset options exist only for a dataset directory or a stored dataset (launched as its
   // directory); ParseData refuses them with the built-in stream.
-  if (d.dataset != kSimReachDataset) {
+  if (!IsBuiltinDataset(d.dataset)) {
     j["cameras"] = d.cameras;
     j["proprio"] = d.proprio;
     j["image_size"] = d.image_size;

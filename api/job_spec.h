@@ -47,7 +47,8 @@ struct ModelOptions {
   int inference_steps = 4;
 };
 struct DataOptions {
-  // "sim:reach" (built-in scripted task), "dir:/abs/path" (a dataset made by embody-data) or
+  // "sim:reach", "sim:push", "sim:pick_place" (built-in tasks), "dir:/abs/path" (a dataset made
+  // by embody-data) or
   // "dataset:NAME[@VERSION]" (a stored dataset of the job's tenant, resolved by the server at
   // submit and launched as "dir:PATH"); parsed by api/dataset_ref.h.
   std::string dataset = "sim:reach";

@@ -7,7 +7,7 @@
 
 namespace engine {
 
-common::Result<EvalResult> EvaluateHeldOut(PolicyTransformer& model, const ReachTask& task,
+common::Result<EvalResult> EvaluateHeldOut(PolicyTransformer& model, const DemoSource& task,
                                            const api::EngineOptions& e, int num_samples) {
   if (num_samples < 1) return common::InvalidArgument("num_samples must be ≥ 1");
   data::PlanConfig pc = PlanConfigFor(e, 0, 1);

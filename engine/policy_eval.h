@@ -29,7 +29,7 @@ struct EvalResult {
 
 // Runs `num_samples` held-out samples through the model in one batch laid out as training lays
 // it out (e.options' packing and tokens_per_row), with e.model.inference_steps Euler steps.
-common::Result<EvalResult> EvaluateHeldOut(PolicyTransformer& model, const ReachTask& task,
+common::Result<EvalResult> EvaluateHeldOut(PolicyTransformer& model, const DemoSource& task,
                                            const api::EngineOptions& e, int num_samples);
 
 }  // namespace engine

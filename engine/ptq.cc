@@ -108,7 +108,11 @@ common::Result<std::unique_ptr<PolicyTransformer>> PolicyFromFp8Checkpoint(
 
 common::Result<Fp8EvalComparison> CompareFp8Eval(PolicyTransformer& fp32, PolicyTransformer& fp8,
                                                  const api::EngineOptions& e, int num_samples) {
-  const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
+  // Held-out samples of the job's own built-in task (sim:push's for a sim:push job).
+  EMBODY_ASSIGN_OR_RETURN(demos,
+                          MakeDemoSource(e.data.dataset, e.model.action_dim, e.model.action_horizon,
+                                         e.seed, fp32.config().vocab));
+  const DemoSource& task = *demos;
   Fp8EvalComparison c;
   EMBODY_ASSIGN_OR_RETURN(a, EvaluateHeldOut(fp32, task, e, num_samples));
   EMBODY_ASSIGN_OR_RETURN(b, EvaluateHeldOut(fp8, task, e, num_samples));

@@ -77,12 +77,12 @@ common::Status LayOutTrainBatch(const PolicyConfig& model, bool packing,
 
 }  // namespace
 
-common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
+common::Status FillTrainBatch(const DemoSource& task, const PolicyConfig& model, bool packing,
                               const data::PackedPlan& plan, TrainBatch* out) {
   const int n = plan.num_samples();
   out->samples.resize(n);
   for (int i = 0; i < n; ++i) {
-    MakeReachSample(task, plan.SampleId(i), plan.sample_seeds[i], plan.compositions[i], model.vocab,
+    task.MakeSample(plan.SampleId(i), plan.sample_seeds[i], plan.compositions[i], model.vocab,
                     &out->samples[i]);
   }
   return LayOutTrainBatch(model, packing, plan, out);

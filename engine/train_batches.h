@@ -45,9 +45,9 @@ int SamplesPerRank(const api::EngineOptions& e, double mean_sample_tokens);
 data::PlanConfig PlanConfigFor(const api::EngineOptions& e, int rank, int world,
                                std::shared_ptr<const data::DatasetStream> dataset = nullptr);
 
-// Materialises `plan` into *out: each sample from the task (MakeReachSample), laid out packed
-// or padded as `packing` says; language ids stay below model.vocab.
-common::Status FillTrainBatch(const ReachTask& task, const PolicyConfig& model, bool packing,
+// Materialises `plan` into *out: each sample from the task (DemoSource::MakeSample), laid out
+// packed or padded as `packing` says; language ids stay below model.vocab.
+common::Status FillTrainBatch(const DemoSource& task, const PolicyConfig& model, bool packing,
                               const data::PackedPlan& plan, TrainBatch* out);
 
 // This rank's dataset samples for the steps a Loader will plan (first_sample, num_steps and

@@ -170,7 +170,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   model.Init(e.seed);  // same seed on every rank: identical replicas
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
-  const ReachTask task(e.model.action_dim, e.model.action_horizon, e.seed);
+  EMBODY_ASSIGN_OR_RETURN(demos, MakeDemoSource(e.data.dataset, e.model.action_dim,
+                                                e.model.action_horizon, e.seed, config->vocab));
+  const DemoSource& task = *demos;
 
   // A dataset directory: every rank opens it (it must be readable where every rank runs) and
   // computes the same token counts from its indexes.

@@ -112,4 +112,10 @@ void MakeReachSample(const ReachTask& task, uint64_t index, uint64_t sample_seed
   DrawFlowNoise(rng, out);
 }
 
+void ReachTask::MakeSample(uint64_t index, uint64_t sample_seed,
+                           const data::SampleComposition& comp, int vocab,
+                           PolicySample* out) const {
+  MakeReachSample(*this, index, sample_seed, comp, vocab, out);
+}
+
 }  // namespace engine

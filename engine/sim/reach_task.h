@@ -31,9 +31,11 @@
 
 #include <cstdint>
 
+#include "engine/sim/demo_source.h"
+
 namespace engine {
 
-class ReachTask {
+class ReachTask : public DemoSource {
  public:
   static constexpr int kDistractors = 2;
   static constexpr int kGripper = 6;            // index of the gripper coordinate
@@ -56,6 +58,10 @@ class ReachTask {
   // Draws the sample with global index `index` of this task's stream.
   // obs: (obs_dim), chunk: (horizon, action_dim); caller-owned.
   void SampleAt(uint64_t index, float* obs, float* chunk) const;
+
+  // The policy sample of global index `index` (MakeReachSample, engine/sim/reach_samples.h).
+  void MakeSample(uint64_t index, uint64_t sample_seed, const data::SampleComposition& comp,
+                  int vocab, PolicySample* out) const override;
 
   // The expert's action (action_dim) in state c (action_dim) toward goal g (action_dim).
   void ExpertAction(const double* c, const double* g, double* action) const;

@@ -1,0 +1,51 @@
+// Behaviour-cloning samples of the table-top tasks ("sim:push", "sim:pick_place", and reach):
+// one state of a scripted-expert episode, observed in the policy's modalities, with the expert's
+// next action chunk.
+//
+// Sample `index` of a source with seed s: the episode Reset(ForKey(s, kEpisodeSalt, index)) is
+// rolled out by the expert to its end (success or max_steps); a step t is drawn uniformly from
+// the episode (from the sample's own stream), and the sample shows:
+//   language  the instruction (engine/sim/instruction.h), padded with <pad> to the composition's
+//             language tokens (cut if shorter, which the built-in compositions never are: ≥ 5)
+//   images    per frame, cameras 0..cameras−1 (engine/sim/render.h), 32×32 → 16 patches each;
+//             frames are steps t − frames + 1 .. t (the episode's first state before step 0)
+//   state     per frame, the proprioception (effector, gripper), zero-padded to kStateDim
+//   actions   the expert's actions at steps t .. t + horizon − 1; after the episode's end, a
+//             hold (no motion, the last gripper command)
+// Action layout for the model's action_dim: 4 → (dx, dy, dz, grip); ≥ 7 → (dx, dy, dz, 0, 0, 0,
+// grip, 0 ...), the robomimic convention ReachTask uses. Other sizes are refused.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/sim/demo_source.h"
+#include "engine/sim/sim_task.h"
+
+namespace engine::sim {
+
+class SimDemoSource : public DemoSource {
+ public:
+  // Validates action_dim (4 or ≥ 7), horizon ≥ 1 and vocab ≥ InstructionVocab().
+  static common::Result<std::unique_ptr<SimDemoSource>> Create(TaskKind kind, int action_dim,
+                                                               int horizon, uint64_t seed,
+                                                               int vocab);
+
+  void MakeSample(uint64_t index, uint64_t sample_seed, const data::SampleComposition& comp,
+                  int vocab, PolicySample* out) const override;
+
+  // The episode seed of sample `index`.
+  uint64_t EpisodeSeed(uint64_t index) const;
+  // Writes the model-layout action (action_dim floats) for a sim action (kActionDim floats).
+  static void ToModelAction(const float* sim_action, int action_dim, float* out);
+
+ private:
+  SimDemoSource(TaskKind kind, int action_dim, int horizon, uint64_t seed)
+      : kind_(kind), action_dim_(action_dim), horizon_(horizon), seed_(seed) {}
+
+  TaskKind kind_;
+  int action_dim_;
+  int horizon_;
+  uint64_t seed_;
+};
+
+}  // namespace engine::sim

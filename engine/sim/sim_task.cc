@@ -1,0 +1,295 @@
+#include "engine/sim/sim_task.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "engine/sim/rng.h"
+
+namespace engine::sim {
+namespace {
+
+constexpr uint64_t kResetSalt = 0x7265736574ULL;  // "reset"
+constexpr double kStartSeparation = 0.08;         // m
+constexpr double kArrived = 1e-3;                 // m: the expert's "there"
+constexpr double kContact = kEffectorRadius + kBlockHalf;
+
+double Norm(double x, double y, double z = 0.0) { return std::sqrt(x * x + y * y + z * z); }
+
+// A move toward `target` (3) scaled as a whole so no component exceeds 1: the effector goes
+// straight at it (a per-axis clamp would bend the path, and a bent push loses the block).
+// Returns the remaining distance.
+double MoveToward(const TableWorld& w, int e, const double* target, float* a) {
+  double d[3], m = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    d[k] = (target[k] - w.ee(e, k)) / kMaxStep;
+    m = std::max(m, std::abs(d[k]));
+  }
+  const double s = m > 1.0 ? 1.0 / m : 1.0;
+  for (int k = 0; k < 3; ++k) a[k] = static_cast<float>(d[k] * s);
+  return Norm(target[0] - w.ee(e, 0), target[1] - w.ee(e, 1), target[2] - w.ee(e, 2));
+}
+
+}  // namespace
+
+const char* TaskName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kReach:
+      return "reach";
+    case TaskKind::kPush:
+      return "push";
+    case TaskKind::kPickPlace:
+      return "pick_place";
+  }
+  return "?";
+}
+
+common::Result<TaskKind> ParseTaskKind(const std::string& name) {
+  for (TaskKind k : {TaskKind::kReach, TaskKind::kPush, TaskKind::kPickPlace}) {
+    if (name == TaskName(k)) return k;
+  }
+  return common::InvalidArgument("unknown simulated task \"" + name +
+                                 "\"; the tasks are reach, push and pick_place");
+}
+
+SimTasks::SimTasks(TaskKind kind, int num_envs)
+    : kind_(kind),
+      world_(num_envs),
+      goal_(static_cast<size_t>(num_envs) * 3, 0.0),
+      steps_(num_envs, 0),
+      finished_(num_envs, 0),
+      phase_(num_envs, 0),
+      stepped_(num_envs, 0),
+      last_latency_(num_envs, 0.0) {}
+
+void SimTasks::SetLatency(const StepLatency& latency, StepLatency::WaitMode mode) {
+  latency_ = latency;
+  wait_mode_ = mode;
+}
+
+int SimTasks::max_steps() const {
+  switch (kind_) {
+    case TaskKind::kReach:
+      return 40;
+    case TaskKind::kPush:
+      return 150;
+    case TaskKind::kPickPlace:
+      return 100;
+  }
+  return 0;
+}
+
+void SimTasks::Reset(int e, uint64_t seed) {
+  Rng rng = Rng::ForKey(seed, kResetSalt, static_cast<uint64_t>(kind_));
+  double ee[3] = {rng.Uniform(-0.2, 0.2), rng.Uniform(-0.2, 0.2), rng.Uniform(0.08, 0.2)};
+  double* g = &goal_[3 * static_cast<size_t>(e)];
+  double block[2] = {0.0, 0.0};
+  int blocks = 0;
+  if (kind_ == TaskKind::kReach) {
+    // Rejection sampling with a bounded number of draws; the last draw stands (the bound is
+    // never reached in practice: a draw fails with probability < 5%).
+    for (int tries = 0; tries < 64; ++tries) {
+      g[0] = rng.Uniform(-0.2, 0.2), g[1] = rng.Uniform(-0.2, 0.2), g[2] = rng.Uniform(0.05, 0.25);
+      if (Norm(g[0] - ee[0], g[1] - ee[1], g[2] - ee[2]) >= kStartSeparation) break;
+    }
+  } else {
+    blocks = 1;
+    for (int tries = 0; tries < 64; ++tries) {
+      block[0] = rng.Uniform(-0.18, 0.18), block[1] = rng.Uniform(-0.18, 0.18);
+      g[0] = rng.Uniform(-0.18, 0.18), g[1] = rng.Uniform(-0.18, 0.18), g[2] = 0.0;
+      if (Norm(g[0] - block[0], g[1] - block[1]) >= kStartSeparation &&
+          Norm(ee[0] - block[0], ee[1] - block[1]) >= kStartSeparation) {
+        break;
+      }
+    }
+  }
+  world_.ResetEnv(e, ee, blocks, block);
+  steps_[e] = 0;
+  finished_[e] = 0;
+  phase_[e] = 0;
+}
+
+bool SimTasks::Success(int e) const {
+  const TableWorld& w = world_;
+  const double* g = &goal_[3 * static_cast<size_t>(e)];
+  switch (kind_) {
+    case TaskKind::kReach:
+      return Norm(w.ee(e, 0) - g[0], w.ee(e, 1) - g[1], w.ee(e, 2) - g[2]) < kReachTolerance;
+    case TaskKind::kPush:
+    case TaskKind::kPickPlace: {
+      const bool near = Norm(w.block(e, 0, 0) - g[0], w.block(e, 0, 1) - g[1]) < kGoalTolerance;
+      return near && (kind_ == TaskKind::kPush || w.BlockResting(e, 0));
+    }
+  }
+  return false;
+}
+
+double SimTasks::Shaped(int e) const {
+  const TableWorld& w = world_;
+  const double* g = &goal_[3 * static_cast<size_t>(e)];
+  if (kind_ == TaskKind::kReach) {
+    return -Norm(w.ee(e, 0) - g[0], w.ee(e, 1) - g[1], w.ee(e, 2) - g[2]);
+  }
+  const double to_goal = Norm(w.block(e, 0, 0) - g[0], w.block(e, 0, 1) - g[1]);
+  const double to_block = Norm(w.ee(e, 0) - w.block(e, 0, 0), w.ee(e, 1) - w.block(e, 0, 1),
+                               w.ee(e, 2) - w.block(e, 0, 2));
+  double r = -to_goal - 0.5 * to_block;
+  if (kind_ == TaskKind::kPickPlace && w.held(e) == 0) r += 0.5;
+  return r;
+}
+
+double SimTasks::Advance(int e, const float* action, bool* done) {
+  last_latency_[e] = 0.0;
+  if (finished_[e] != 0) {
+    *done = true;
+    return 0.0;
+  }
+  if (latency_.has_value()) last_latency_[e] = latency_->Sample(e, stepped_[e]);
+  ++stepped_[e];
+  world_.StepEnv(e, action);
+  ++steps_[e];
+  double r = Shaped(e);
+  const bool success = Success(e);
+  if (success) r += kSuccessBonus;
+  if (success || steps_[e] >= max_steps()) finished_[e] = 1;
+  *done = finished_[e] != 0;
+  return r;
+}
+
+double SimTasks::StepEnv(int e, const float* action, bool* done) {
+  const double r = Advance(e, action, done);
+  StepLatency::Wait(last_latency_[e], wait_mode_);
+  return r;
+}
+
+void SimTasks::Step(std::span<const float> actions, std::span<double> rewards,
+                    std::span<uint8_t> done) {
+  const int n = num_envs();
+  if (actions.size() != static_cast<size_t>(n) * kActionDim || rewards.size() != size_t(n) ||
+      done.size() != size_t(n)) {
+    std::fprintf(stderr, "SimTasks::Step: spans must hold num_envs entries (actions ×%d)\n",
+                 kActionDim);
+    std::abort();
+  }
+  double slowest = 0.0;
+  for (int e = 0; e < n; ++e) {
+    bool d = false;
+    rewards[e] = Advance(e, actions.data() + static_cast<size_t>(e) * kActionDim, &d);
+    done[e] = d ? 1 : 0;
+    slowest = std::max(slowest, last_latency_[e]);
+  }
+  StepLatency::Wait(slowest, wait_mode_);
+}
+
+void SimTasks::ExpertAction(int e, float* a) {
+  std::fill(a, a + kActionDim, 0.0f);
+  switch (kind_) {
+    case TaskKind::kReach:
+      ExpertReach(e, a);
+      break;
+    case TaskKind::kPush:
+      ExpertPush(e, a);
+      break;
+    case TaskKind::kPickPlace:
+      ExpertPickPlace(e, a);
+      break;
+  }
+}
+
+void SimTasks::ExpertReach(int e, float* a) const {
+  MoveToward(world_, e, &goal_[3 * static_cast<size_t>(e)], a);
+  a[3] = -1.0f;
+}
+
+void SimTasks::ExpertPush(int e, float* a) {
+  const TableWorld& w = world_;
+  const double* g = &goal_[3 * static_cast<size_t>(e)];
+  a[3] = 1.0f;  // closed throughout: a closed gripper pushes instead of straddling
+  if (Success(e)) return;
+  const double bx = w.block(e, 0, 0), by = w.block(e, 0, 1);
+  const double gl = std::max(1e-9, Norm(g[0] - bx, g[1] - by));
+  const double ux = (g[0] - bx) / gl, uy = (g[1] - by) / gl;  // the push direction
+  const double behind[3] = {bx - ux * (kContact + 0.01), by - uy * (kContact + 0.01), kBlockHalf};
+  int& phase = phase_[e];
+  if (phase == 3) {
+    // Still on the line behind the block? (lateral offset of the block from the effector's line)
+    const double vx = bx - w.ee(e, 0), vy = by - w.ee(e, 1);
+    const double lateral = std::abs(ux * vy - uy * vx);
+    const double along = ux * vx + uy * vy;
+    if (lateral > kRealign || along <= 0.0) phase = 0;
+  }
+  if (phase == 0) {  // rise clear of the block
+    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
+    if (MoveToward(w, e, up, a) < kArrived) phase = 1;
+  }
+  if (phase == 1) {  // above the point behind the block
+    const double over[3] = {behind[0], behind[1], kSafeZ};
+    if (MoveToward(w, e, over, a) < kArrived) phase = 2;
+  }
+  if (phase == 2) {  // down to the table behind it
+    if (MoveToward(w, e, behind, a) < kArrived) phase = 3;
+  }
+  if (phase == 3) {  // push: where the effector is when the block's centre is on the goal
+    const double end[3] = {g[0] - ux * kContact, g[1] - uy * kContact, kBlockHalf};
+    MoveToward(w, e, end, a);
+  }
+}
+
+void SimTasks::ExpertPickPlace(int e, float* a) {
+  const TableWorld& w = world_;
+  const double* g = &goal_[3 * static_cast<size_t>(e)];
+  const double bx = w.block(e, 0, 0), by = w.block(e, 0, 1), bz = w.block(e, 0, 2);
+  int& phase = phase_[e];
+  const bool holding = w.held(e) == 0;
+  a[3] = -1.0f;
+  if (phase >= 4 && phase <= 6 && !holding) phase = 0;  // dropped: start again
+  if (phase == 0) {                                     // rise, open
+    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
+    if (MoveToward(w, e, up, a) < kArrived) phase = 1;
+  }
+  if (phase == 1) {  // above the block
+    const double over[3] = {bx, by, kSafeZ};
+    if (MoveToward(w, e, over, a) < kArrived) phase = 2;
+  }
+  if (phase == 2) {  // down around it, fingers open
+    const double at[3] = {bx, by, bz};
+    if (MoveToward(w, e, at, a) < kArrived) {
+      phase = 3;
+      a[3] = 1.0f;  // close on this step
+      return;
+    }
+  }
+  if (phase == 3) {  // the close took (or not)
+    if (!holding) {
+      phase = 0;
+      return;
+    }
+    phase = 4;
+  }
+  if (phase >= 4) a[3] = 1.0f;
+  if (phase == 4) {  // lift
+    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
+    if (MoveToward(w, e, up, a) < kArrived) phase = 5;
+  }
+  if (phase == 5) {  // carry above the goal
+    const double over[3] = {g[0], g[1], kSafeZ};
+    if (MoveToward(w, e, over, a) < kArrived) phase = 6;
+  }
+  if (phase == 6) {  // lower until the block sits on the table
+    const double down[3] = {g[0], g[1], std::max(kEffectorMinZ, w.ee(e, 2) - (bz - kBlockHalf))};
+    if (MoveToward(w, e, down, a) < kArrived) phase = 7;
+  }
+  if (phase == 7) {  // let go
+    a[3] = -1.0f;
+    phase = 8;
+    return;
+  }
+  if (phase == 8) {  // rise clear
+    a[3] = -1.0f;
+    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
+    MoveToward(w, e, up, a);
+  }
+}
+
+}  // namespace engine::sim
