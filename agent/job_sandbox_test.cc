@@ -50,17 +50,17 @@ class JobSandboxTest : public ::testing::Test {
                     const std::string& embody_data = "") {
     JobRunnerOptions o;
     o.embody_data = embody_data;
-    o.data_dir = dir_.path();
+    o.jobs.data_dir = dir_.path();
     o.agent_url = "http://127.0.0.1:1";
-    o.kill_grace = milliseconds(1000);
-    o.rank_exec = EMBODY_AGENT_BINARY;
-    o.sandbox.switch_uid = true;
-    o.sandbox.uid_base = 500000 + static_cast<uid_t>(::getpid() % 5000) * 100;
-    o.sandbox.uid_count = 100;
-    o.sandbox.tenant_gid_base = TenantGidBase();
-    o.sandbox.tenant_gid_count = 100;
+    o.jobs.kill_grace = milliseconds(1000);
+    o.jobs.rank_exec = EMBODY_AGENT_BINARY;
+    o.jobs.sandbox.switch_uid = true;
+    o.jobs.sandbox.uid_base = 500000 + static_cast<uid_t>(::getpid() % 5000) * 100;
+    o.jobs.sandbox.uid_count = 100;
+    o.jobs.sandbox.tenant_gid_base = TenantGidBase();
+    o.jobs.sandbox.tenant_gid_count = 100;
     o.dataset_root = dir_.path() + "/datasets";
-    if (cgroups) o.cgroups = cgroups_;
+    if (cgroups) o.jobs.cgroups = cgroups_;
     o.gpus = std::move(gpus);
     runner_ = std::make_unique<JobRunner>(o, &logs_);
     return *runner_;
