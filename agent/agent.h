@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/agent_flags.h"
 #include "api/agent_protocol.h"
