@@ -84,7 +84,7 @@ std::string SelfExecutable() {
 namespace {
 
 // The command line as one table: each flag's name, how its value is written, help text, and how
-// its value lands in AgentConfig. --help prints this table (CLI11's formatter), so the usage and
+// its value lands in AgentOptions. --help prints this table (CLI11's formatter), so the usage and
 // the parser cannot disagree. CLI11 splits "--flag value" / "--flag=value" and finds unknown
 // flags; each value is checked here, the Status naming the flag without its dashes ("slots").
 struct Flag {
@@ -92,33 +92,35 @@ struct Flag {
   const char* value;  // how the value is written in the usage; nullptr: a switch
   const char* help;
   // Sets the flag's value in the config; for a switch, called with "" when given.
-  std::function<common::Status(const std::string& v, AgentConfig& c)> set;
+  std::function<common::Status(const std::string& v, AgentOptions& c)> set;
   // The default shown in the usage, from a default-constructed config; empty: none shown.
-  std::function<std::string(const AgentConfig& c)> shown = nullptr;
+  std::function<std::string(const AgentOptions& c)> shown = nullptr;
 };
 
-std::function<common::Status(const std::string&, AgentConfig&)> Text(std::string AgentConfig::*f) {
-  return [f](const std::string& v, AgentConfig& c) {
+std::function<common::Status(const std::string&, AgentOptions&)> Text(
+    std::string AgentOptions::*f) {
+  return [f](const std::string& v, AgentOptions& c) {
     c.*f = v;
     return common::Status::Ok();
   };
 }
 
 template <typename T>
-std::function<common::Status(const std::string&, AgentConfig&)> Int(const char* name,
-                                                                     T AgentConfig::*f, int64_t min,
-                                                                     int64_t max) {
-  return [=](const std::string& v, AgentConfig& c) {
+std::function<common::Status(const std::string&, AgentOptions&)> Int(const char* name,
+                                                                     T AgentOptions::*f,
+                                                                     int64_t min, int64_t max) {
+  return [=](const std::string& v, AgentOptions& c) {
     auto n = common::ParseInt64(v, min, max, name);
-    if (!n.ok()) return InvalidArgument("--" + std::string(name) + " " + n.status().message(), name);
+    if (!n.ok())
+      return InvalidArgument("--" + std::string(name) + " " + n.status().message(), name);
     c.*f = static_cast<T>(*n);
     return common::Status::Ok();
   };
 }
 
 template <typename T>
-std::function<std::string(const AgentConfig&)> Shown(T AgentConfig::*f) {
-  return [f](const AgentConfig& c) {
+std::function<std::string(const AgentOptions&)> Shown(T AgentOptions::*f) {
+  return [f](const AgentOptions& c) {
     if constexpr (std::is_same_v<T, std::string>) {
       return c.*f;
     } else {
@@ -135,20 +137,20 @@ struct Files {
 std::vector<Flag> AgentFlags(Files* files) {
   return {
       {"server", "URL", "embody-server's URL, http://HOST:PORT (required)",
-       Text(&AgentConfig::server)},
+       Text(&AgentOptions::server)},
       {"token", "TOKEN", "the join token (this or --token-file is required)",
-       Text(&AgentConfig::token)},
+       Text(&AgentOptions::token)},
       {"token-file", "FILE",
        "file holding the join token, alone or as the server's bootstrap JSON {\"agent_token\"}",
-       [files](const std::string& v, AgentConfig&) {
+       [files](const std::string& v, AgentOptions&) {
          files->token_file = v;
          return common::Status::Ok();
        }},
       {"data-dir", "DIR", "the agent's state and job directories (required)",
-       Text(&AgentConfig::data_dir)},
-      {"name", "NODE", "the node's name (default: the host name)", Text(&AgentConfig::name)},
+       Text(&AgentOptions::data_dir)},
+      {"name", "NODE", "the node's name (default: the host name)", Text(&AgentOptions::name)},
       {"listen", "HOST:PORT", "the job-local API and /metrics; port 0: any free port",
-       [](const std::string& v, AgentConfig& c) {
+       [](const std::string& v, AgentOptions& c) {
          size_t colon = v.rfind(':');
          if (colon == std::string::npos || colon == 0) {
            return InvalidArgument("--listen wants HOST:PORT, got \"" + v + "\"", "listen");
@@ -160,22 +162,23 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.listen_port = *port;
          return common::Status::Ok();
        },
-       [](const AgentConfig& c) { return c.listen_host + ":" + std::to_string(c.listen_port); }},
-      {"address", "HOST", "where other nodes reach this one", Text(&AgentConfig::address),
-       Shown(&AgentConfig::address)},
+       [](const AgentOptions& c) { return c.listen_host + ":" + std::to_string(c.listen_port); }},
+      {"address", "HOST", "where other nodes reach this one", Text(&AgentOptions::address),
+       Shown(&AgentOptions::address)},
       {"slots", "N", "slots to offer (default: detected GPUs, else CPU cores)",
-       Int("slots", &AgentConfig::slots, 1, 1 << 20)},
-      {"engine", "PATH", "embody-engine (default: beside this binary)", Text(&AgentConfig::engine)},
+       Int("slots", &AgentOptions::slots, 1, 1 << 20)},
+      {"engine", "PATH", "embody-engine (default: beside this binary)",
+       Text(&AgentOptions::engine)},
       {"embody-data", "PATH", "embody-data, run by import jobs (default: beside this binary)",
-       Text(&AgentConfig::embody_data)},
+       Text(&AgentOptions::embody_data)},
       {"dataset-root", "DIR",
        "absolute directory of imported datasets, the same path on every node and the server",
-       Text(&AgentConfig::dataset_root)},
-      {"mpirun", "PATH", "Open MPI's launcher", Text(&AgentConfig::mpirun),
-       Shown(&AgentConfig::mpirun)},
-      {"port-file", "FILE", "written with the local API's port", Text(&AgentConfig::port_file)},
+       Text(&AgentOptions::dataset_root)},
+      {"mpirun", "PATH", "Open MPI's launcher", Text(&AgentOptions::mpirun),
+       Shown(&AgentOptions::mpirun)},
+      {"port-file", "FILE", "written with the local API's port", Text(&AgentOptions::port_file)},
       {"kill-grace-ms", "MS", "SIGTERM to SIGKILL when a job is killed",
-       [](const std::string& v, AgentConfig& c) {
+       [](const std::string& v, AgentOptions& c) {
          auto ms = common::ParseInt(v, 0, 3600 * 1000, "kill-grace-ms");
          if (!ms.ok()) {
            return InvalidArgument("--kill-grace-ms " + ms.status().message(), "kill-grace-ms");
@@ -183,10 +186,10 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.kill_grace = std::chrono::milliseconds(*ms);
          return common::Status::Ok();
        },
-       [](const AgentConfig& c) { return std::to_string(c.kill_grace.count()); }},
+       [](const AgentOptions& c) { return std::to_string(c.kill_grace.count()); }},
       {"orphan-grace-ms", "MS",
        "how long a job's processes outlive a dead agent before they are stopped",
-       [](const std::string& v, AgentConfig& c) {
+       [](const std::string& v, AgentOptions& c) {
          auto ms = common::ParseInt(v, 0, 3600 * 1000, "orphan-grace-ms");
          if (!ms.ok()) {
            return InvalidArgument("--orphan-grace-ms " + ms.status().message(), "orphan-grace-ms");
@@ -194,10 +197,10 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.orphan_grace = std::chrono::milliseconds(*ms);
          return common::Status::Ok();
        },
-       [](const AgentConfig& c) { return std::to_string(c.orphan_grace.count()); }},
+       [](const AgentOptions& c) { return std::to_string(c.orphan_grace.count()); }},
       {"finished-job-retention-s", "S",
        "a finished job's directories here are removed once untouched this long (0: kept)",
-       [](const std::string& v, AgentConfig& c) {
+       [](const std::string& v, AgentOptions& c) {
          auto s = common::ParseInt(v, 0, 365 * 86400, "finished-job-retention-s");
          if (!s.ok()) {
            return InvalidArgument("--finished-job-retention-s " + s.status().message(),
@@ -206,57 +209,57 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.finished_job_retention = std::chrono::seconds(*s);
          return common::Status::Ok();
        },
-       [](const AgentConfig& c) { return std::to_string(c.finished_job_retention.count()); }},
-      {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentConfig::nvml_library),
-       Shown(&AgentConfig::nvml_library)},
+       [](const AgentOptions& c) { return std::to_string(c.finished_job_retention.count()); }},
+      {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentOptions::nvml_library),
+       Shown(&AgentOptions::nvml_library)},
       {"verbose", nullptr, "debug logs",
-       [](const std::string&, AgentConfig& c) {
+       [](const std::string&, AgentOptions& c) {
          c.verbose = true;
          return common::Status::Ok();
        }},
       {"job-uid-base", "UID", "first job uid (gid the same)",
-       Int("job-uid-base", &AgentConfig::job_uid_base, 1000, 2000000000),
-       Shown(&AgentConfig::job_uid_base)},
+       Int("job-uid-base", &AgentOptions::job_uid_base, 1000, 2000000000),
+       Shown(&AgentOptions::job_uid_base)},
       {"job-uid-count", "N", "how many job uids",
-       Int("job-uid-count", &AgentConfig::job_uid_count, 1, 1 << 24),
-       Shown(&AgentConfig::job_uid_count)},
+       Int("job-uid-count", &AgentOptions::job_uid_count, 1, 1 << 24),
+       Shown(&AgentOptions::job_uid_count)},
       {"tenant-gid-base", "GID",
        "tenant T's jobs get supplementary group GID + T, which opens T's datasets (the same on "
        "every node)",
-       Int("tenant-gid-base", &AgentConfig::tenant_gid_base, 1000, 2000000000),
-       Shown(&AgentConfig::tenant_gid_base)},
+       Int("tenant-gid-base", &AgentOptions::tenant_gid_base, 1000, 2000000000),
+       Shown(&AgentOptions::tenant_gid_base)},
       {"tenant-gid-count", "N", "tenant groups: tenants 1 .. N-1 may run jobs",
-       Int("tenant-gid-count", &AgentConfig::tenant_gid_count, 2, 1 << 24),
-       Shown(&AgentConfig::tenant_gid_count)},
+       Int("tenant-gid-count", &AgentOptions::tenant_gid_count, 2, 1 << 24),
+       Shown(&AgentOptions::tenant_gid_count)},
       {"run-jobs-as-agent", nullptr, "no uid switch for jobs, even as root",
-       [](const std::string&, AgentConfig& c) {
+       [](const std::string&, AgentOptions& c) {
          c.run_jobs_as_agent = true;
          return common::Status::Ok();
        }},
       {"job-max-processes", "N", "RLIMIT_NPROC and cgroup pids.max of a job",
-       Int("job-max-processes", &AgentConfig::job_max_processes, 16, 1 << 22),
-       Shown(&AgentConfig::job_max_processes)},
+       Int("job-max-processes", &AgentOptions::job_max_processes, 16, 1 << 22),
+       Shown(&AgentOptions::job_max_processes)},
       {"job-max-open-files", "N", "RLIMIT_NOFILE of a job",
-       Int("job-max-open-files", &AgentConfig::job_max_open_files, 64, 1 << 24),
-       Shown(&AgentConfig::job_max_open_files)},
+       Int("job-max-open-files", &AgentOptions::job_max_open_files, 64, 1 << 24),
+       Shown(&AgentOptions::job_max_open_files)},
       {"no-cgroups", nullptr, "rlimits only, even where cgroups are available",
-       [](const std::string&, AgentConfig& c) {
+       [](const std::string&, AgentOptions& c) {
          c.no_cgroups = true;
          return common::Status::Ok();
        }},
       {"no-held-heartbeats", nullptr,
        "heartbeat once an interval without asking the server to hold an idle heartbeat until a "
        "launch exists (slower launches; for comparison and for proxies that cut long calls)",
-       [](const std::string&, AgentConfig& c) {
+       [](const std::string&, AgentOptions& c) {
          c.no_held_heartbeats = true;
          return common::Status::Ok();
        }},
-      {"job-path", "PATH", "PATH of every job", Text(&AgentConfig::job_path),
-       Shown(&AgentConfig::job_path)},
+      {"job-path", "PATH", "PATH of every job", Text(&AgentOptions::job_path),
+       Shown(&AgentOptions::job_path)},
       {"metrics-token-file", "FILE",
        "the scrape secret shared with Prometheus; without it /metrics serves the node's series "
        "only",
-       Text(&AgentConfig::metrics_token_file)},
+       Text(&AgentOptions::metrics_token_file)},
   };
 }
 
@@ -270,7 +273,7 @@ void Define(CLI::App& app, const std::vector<Flag>& flags, std::map<std::string,
             std::map<std::string, CLI::Option*>* options) {
   app.allow_extras(true);  // unknown flags are reported by ParseAgentFlags, naming the flag
   app.footer(kSubcommands);
-  const AgentConfig defaults;
+  const AgentOptions defaults;
   for (const Flag& f : flags) {
     const std::string name = std::string("--") + f.name;
     CLI::Option* opt = f.value == nullptr
@@ -293,8 +296,8 @@ std::string AgentUsage() {
   return app.help();
 }
 
-common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args) {
-  AgentConfig c;
+common::Result<AgentOptions> ParseAgentFlags(const std::vector<std::string>& args) {
+  AgentOptions c;
   Files files;
   const std::vector<Flag> flags = AgentFlags(&files);
   CLI::App app("embody-agent", "embody-agent");
@@ -378,6 +381,7 @@ common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args
   }
   if (c.engine.empty()) c.engine = DefaultEnginePath();
   if (c.embody_data.empty()) c.embody_data = DefaultEmbodyDataPath();
+  c.agent_binary = SelfExecutable();
   if (!c.dataset_root.empty()) {
     if (c.dataset_root.front() != '/') {
       return InvalidArgument("--dataset-root must be an absolute path", "dataset-root");

@@ -10,7 +10,7 @@
 
 namespace agent {
 
-struct AgentConfig {
+struct AgentOptions {
   std::string server;                     // --server http://HOST:PORT (required)
   std::string token;                      // --token, or read from --token-file (one is required)
   std::string name;                       // --name, default: host name
@@ -51,11 +51,14 @@ struct AgentConfig {
   // (empty: none, and /metrics serves the public series only; local_api.h).
   std::string metrics_token_sha256;
   std::string metrics_token_file;  // the file it was read from, for the start-up checks
+  // Not a flag: the embody-agent binary that every rank runs as `exec-rank` and every job's
+  // watcher as `watch-job`; ParseAgentFlags sets this executable (SelfExecutable).
+  std::string agent_binary;
 };
 
 // `args` excludes argv[0]. Accepts "--flag value" and "--flag=value". Returns invalid_argument
 // naming the flag for unknown flags, missing values and missing required flags.
-common::Result<AgentConfig> ParseAgentFlags(const std::vector<std::string>& args);
+common::Result<AgentOptions> ParseAgentFlags(const std::vector<std::string>& args);
 std::string AgentUsage();
 
 // A token file holds the token alone (surrounding whitespace ignored) or the server's bootstrap

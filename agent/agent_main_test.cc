@@ -1,5 +1,6 @@
-// The embody-agent binary itself (EMBODY_AGENT_BINARY): what main.cc wires together is served on
-// /metrics and logged, with no server running (registration keeps failing, which is fine here).
+// The embody-agent binary itself (EMBODY_AGENT_BINARY): what agent::Agent wires together is
+// served on /metrics and logged, with no server running (registration keeps failing, which is
+// fine here).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

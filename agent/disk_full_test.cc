@@ -38,13 +38,13 @@ class DiskFullTest : public ::testing::Test {
 
   JobRunnerOptions Options() {
     JobRunnerOptions o;
-    o.data_dir = data_;
+    o.jobs.data_dir = data_;
     o.agent_url = "http://127.0.0.1:1";
-    o.kill_grace = milliseconds(1000);
-    o.rank_exec = EMBODY_AGENT_BINARY;
-    o.sandbox.switch_uid = true;
-    o.sandbox.uid_base = 420000 + static_cast<uid_t>(::getpid() % 5000) * 100;
-    o.sandbox.uid_count = 100;
+    o.jobs.kill_grace = milliseconds(1000);
+    o.jobs.rank_exec = EMBODY_AGENT_BINARY;
+    o.jobs.sandbox.switch_uid = true;
+    o.jobs.sandbox.uid_base = 420000 + static_cast<uid_t>(::getpid() % 5000) * 100;
+    o.jobs.sandbox.uid_count = 100;
     return o;
   }
 

@@ -70,10 +70,10 @@ class HeartbeatLoopTest : public ::testing::Test {
 
   JobRunnerOptions Options() {
     JobRunnerOptions o;
-    o.data_dir = dir_.path();
-    o.mpirun = "/nonexistent/mpirun";
-    o.rank_exec = "/nonexistent/embody-agent";
-    o.sandbox.switch_uid = false;
+    o.jobs.data_dir = dir_.path();
+    o.jobs.mpirun = "/nonexistent/mpirun";
+    o.jobs.rank_exec = "/nonexistent/embody-agent";
+    o.jobs.sandbox.switch_uid = false;
     return o;
   }
 
@@ -274,13 +274,13 @@ class LaunchAcknowledgementTest : public ::testing::Test {
     }
     ::chmod(script.c_str(), 0755);
     JobRunnerOptions o;
-    o.data_dir = dir_.path() + "/data";
+    o.jobs.data_dir = dir_.path() + "/data";
     for (const char* sub : {"/jobs", "/logs", "/checkpoints", "/downloads"}) {
-      std::filesystem::create_directories(o.data_dir + sub);
+      std::filesystem::create_directories(o.jobs.data_dir + sub);
     }
-    o.mpirun = script;
-    o.rank_exec = "/nonexistent/embody-agent";
-    o.sandbox.switch_uid = false;
+    o.jobs.mpirun = script;
+    o.jobs.rank_exec = "/nonexistent/embody-agent";
+    o.jobs.sandbox.switch_uid = false;
     return o;
   }
   std::string Starts() const { return dir_.path() + "/starts"; }

@@ -103,13 +103,13 @@ ExitDescription DescribeWaitStatus(int status) {
 JobRunner::JobRunner(JobRunnerOptions options, RankLogs* logs)
     : options_(std::move(options)),
       logs_(logs),
-      records_(options_.data_dir + "/running"),
-      own_uids_(options_.sandbox),
+      records_(options_.jobs.data_dir + "/running"),
+      own_uids_(options_.jobs.sandbox),
       uids_(options_.uid_pool != nullptr ? *options_.uid_pool : own_uids_) {
   // What a finished job left in /tmp, /dev/shm and System V IPC goes before its uid is handed
   // out again. Never the agent's data directory nor the dataset root (either may sit under /tmp):
   // an import's staging output is the job uid's until PublishImport gives it to root.
-  std::vector<std::string> keep{options_.data_dir};
+  std::vector<std::string> keep{options_.jobs.data_dir};
   if (!options_.dataset_root.empty()) keep.push_back(options_.dataset_root);
   uids_.ScrubBeforeReuse(SharedScratchRoots(), keep);
 }
@@ -240,16 +240,12 @@ void JobRunner::FetchThenStart(Job* job, api::Command launch) {
 }
 
 std::string JobRunner::DownloadDir(int64_t job_id) const {
-  return options_.data_dir + "/downloads/job-" + std::to_string(job_id);
+  return options_.jobs.DownloadDir(job_id);
 }
 
-std::string JobRunner::JobDir(int64_t job_id) const {
-  return options_.data_dir + "/jobs/job-" + std::to_string(job_id);
-}
+std::string JobRunner::JobDir(int64_t job_id) const { return options_.jobs.JobDir(job_id); }
 
-std::string JobRunner::LogDir(int64_t job_id) const {
-  return options_.data_dir + "/logs/job-" + std::to_string(job_id);
-}
+std::string JobRunner::LogDir(int64_t job_id) const { return options_.jobs.LogDir(job_id); }
 
 std::vector<int> JobRunner::GpusInUse() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -264,29 +260,17 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   // Ranks on this node's address run here; those of other hosts get their limits there.
   int local_ranks = 0;
   for (const auto& h : launch.hosts) {
-    if (h.address == options_.address) local_ranks += std::max(0, h.ranks);
+    if (h.address == options_.jobs.address) local_ranks += std::max(0, h.ranks);
   }
 
-  LaunchInput in;
-  in.job_id = job->id;
+  LaunchInput in = options_.jobs.LaunchInputFor(job->id);
   in.spec = launch.spec;
   in.hosts = launch.hosts;
-  in.local_address = options_.address;
-  in.job_dir = JobDir(job->id);
-  in.checkpoint_dir = options_.data_dir + "/checkpoints/job-" + id;
-  in.mpirun = options_.mpirun;
-  in.engine = options_.engine;
   in.embody_data = options_.embody_data;
-  in.rank_exec = options_.rank_exec;
   in.agent_url = options_.agent_url;
   // The server's token for this attempt, which the job's daemons on other nodes are checked
   // against (docs/multinode.md); an older server sends none.
   in.job_token = launch.job_token.empty() ? common::RandomToken() : launch.job_token;
-  in.path = options_.sandbox.path;
-  in.mpi_settings = options_.mpi_settings;
-  in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
-  in.kill_grace_s = std::max<int>(
-      1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
   if (UploadOf(launch.spec)) return Finish(job, 1, "this agent cannot fetch dataset uploads");
   if (launch.spec.is_object() && launch.spec.value("kind", "") == "import") {
     auto paths = ImportPathsFor(options_.dataset_root, launch.tenant_id, launch.spec);
@@ -304,9 +288,9 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
 
   std::optional<JobCredentials> creds;
-  if (options_.sandbox.switch_uid) {
+  if (options_.jobs.sandbox.switch_uid) {
     // The tenant's group opens its datasets and nothing else; a tenant without one never runs.
-    auto group = TenantGid(options_.sandbox, launch.tenant_id);
+    auto group = TenantGid(options_.jobs.sandbox, launch.tenant_id);
     if (!group.ok()) return Finish(job, 1, group.status().message());
     auto uid = uids_.Acquire(job->id);
     if (!uid.ok()) return Finish(job, 1, uid.status().message());
@@ -332,7 +316,7 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   }
   CgroupLimits limits;
   if (res.memory_per_rank_bytes > 0) {
-    if (options_.cgroups.version != CgroupVersion::kNone) {
+    if (options_.jobs.cgroups.version != CgroupVersion::kNone) {
       limits.memory_bytes = res.memory_per_rank_bytes * local_ranks;
       job->memory_limit_bytes = limits.memory_bytes;
     } else {
@@ -340,7 +324,7 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
     }
   }
   if (!res.gpu) limits.cpus = local_ranks * res.slots_per_rank;
-  limits.max_pids = options_.sandbox.max_processes;
+  limits.max_pids = options_.jobs.sandbox.max_processes;
   plan = BuildLaunchPlan(in);  // again, with the GPUs and limits now known
   if (!plan.ok()) {
     ReleaseResources(job);
@@ -417,8 +401,8 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
     if (!st.ok()) return {0, 1, "cannot prepare job directory: " + st.message()};
   }
 
-  if (options_.cgroups.version != CgroupVersion::kNone) {
-    auto cg = JobCgroup::Create(options_.cgroups, job->id, limits);
+  if (options_.jobs.cgroups.version != CgroupVersion::kNone) {
+    auto cg = JobCgroup::Create(options_.jobs.cgroups, job->id, limits);
     if (!cg.ok()) return {0, 1, "cannot create the job's cgroup: " + cg.status().message()};
     job->cgroup = std::move(*cg);
   }
@@ -430,7 +414,7 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
   req.cwd = in.job_dir;
   req.output_path = RankLogs::RankLogPath(LogDir(job->id), -1);
   if (job->cgroup) req.cgroup_procs = job->cgroup->ProcsFiles();
-  req.limits = JobRlimits(options_.sandbox);
+  req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
   auto pid = SpawnInNewSession(req);
@@ -445,13 +429,13 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
   procs.launcher.pid = *pid;
   procs.uid = job->uid;
   if (job->cgroup) {
-    procs.cgroup_version = options_.cgroups.version;
+    procs.cgroup_version = options_.jobs.cgroups.version;
     procs.cgroup_dirs = job->cgroup->dirs();
   }
   job->processes = procs;
-  if (!options_.rank_exec.empty()) {
-    auto watcher = JobWatcher::Start(options_.rank_exec, LogDir(job->id) + "/watcher.log", procs,
-                                     options_.orphan_grace, options_.kill_grace);
+  if (!options_.jobs.rank_exec.empty()) {
+    auto watcher = JobWatcher::Start(options_.jobs.rank_exec, LogDir(job->id) + "/watcher.log",
+                                     procs, options_.orphan_grace, options_.jobs.kill_grace);
     if (watcher.ok()) {
       job->watcher = std::move(*watcher);
     } else {
@@ -491,7 +475,7 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
     }
   }
   if (job->import) EMBODY_RETURN_IF_ERROR(PrepareImport(*job->import, creds));
-  const std::string checkpoints = options_.data_dir + "/checkpoints/job-" + std::to_string(job->id);
+  const std::string checkpoints = options_.jobs.CheckpointDir(job->id);
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(checkpoints));
   if (creds) return AdoptTree(checkpoints, *creds, uids_);
   return common::Status::Ok();
@@ -561,9 +545,9 @@ int JobRunner::Reconcile() {
       if (r.watcher.pid > 0) SignalAll({r.watcher}, SIGKILL);
       int stopped = 0;
       if (r.processes) {
-        stopped = StopJobProcesses(*r.processes, options_.kill_grace);
+        stopped = StopJobProcesses(*r.processes, options_.jobs.kill_grace);
         LockDir(JobDir(r.job_id), &uids_);
-        LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(r.job_id), &uids_);
+        LockDir(options_.jobs.CheckpointDir(r.job_id), &uids_);
       }
       std::error_code ec;
       std::filesystem::remove_all(DownloadDir(r.job_id), ec);
@@ -600,7 +584,8 @@ int JobRunner::PruneFinishedDirs(std::chrono::seconds max_age) {
   int removed = 0;
   for (const char* kind : {"jobs", "logs", "checkpoints", "downloads"}) {
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(options_.data_dir + "/" + kind, ec)) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(options_.jobs.data_dir + "/" + kind, ec)) {
       std::smatch m;
       const std::string name = e.path().filename().string();
       if (!std::regex_match(name, m, kJobDir) || held.count(std::stoll(m[1].str()))) continue;
@@ -671,9 +656,8 @@ void JobRunner::Wait(Job* job) {
   // A full disk under the job's checkpoints, its directory or its logs: said in its reason, the
   // one place a user looks first (the job's own message may be in the log that could not be
   // written).
-  const std::string full_note = DiskFullNote(
-      {options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), JobDir(job->id),
-       LogDir(job->id)});
+  const std::string full_note =
+      DiskFullNote({options_.jobs.CheckpointDir(job->id), JobDir(job->id), LogDir(job->id)});
   std::string log_note;
   if (std::string err = logs_->WriteError(job->id); !err.empty()) {
     log_note = " (its log is incomplete: " + err + ")";
@@ -682,7 +666,7 @@ void JobRunner::Wait(Job* job) {
   // same uid finds nothing.
   if (job->uid) {
     LockDir(JobDir(job->id), &uids_);
-    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(job->id), &uids_);
+    LockDir(options_.jobs.CheckpointDir(job->id), &uids_);
   }
   {
     std::error_code ec;
@@ -755,7 +739,7 @@ void JobRunner::KillTree(Job* job) {
   }
   SignalAll(ranks.empty() ? tree : ranks, SIGTERM);
   std::unique_lock<std::mutex> lock(mu_);
-  if (changed_.wait_for(lock, options_.kill_grace, [job] { return !job->running; })) return;
+  if (changed_.wait_for(lock, options_.jobs.kill_grace, [job] { return !job->running; })) return;
   lock.unlock();
   auto table = ListProcesses();
   auto all = JobTree(table, job->pid, job->pid);

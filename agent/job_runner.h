@@ -42,6 +42,7 @@
 #include "agent/dataset_import.h"
 #include "agent/dataset_upload_fetch.h"
 #include "agent/job_record.h"
+#include "agent/job_sandbox_options.h"
 #include "agent/job_watcher.h"
 #include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
@@ -52,24 +53,15 @@
 namespace agent {
 
 struct JobRunnerOptions {
-  std::string data_dir;
-  std::string address = "127.0.0.1";  // this node's address; hosts elsewhere are refused
-  std::string agent_url;              // EMBODY_AGENT_URL given to the ranks
-  std::string mpirun = "mpirun";
-  std::string engine;     // embody-engine path
+  // What this node's job launches share with its rsh bridge (agent/job_sandbox_options.h).
+  JobSandboxOptions jobs;
+  std::string agent_url;     // EMBODY_AGENT_URL given to the ranks
   std::string embody_data;   // embody-data path (import jobs)
   std::string dataset_root;  // where import jobs publish datasets; "" : imports are refused
-  std::string rank_exec;  // the embody-agent binary (`exec-rank`), run by every rank
-  std::chrono::milliseconds kill_grace{5000};
   // How long a job's processes outlive this agent process before its watcher stops them
-  // (agent/job_watcher.h). No watcher when rank_exec (the agent binary) is empty.
+  // (agent/job_watcher.h). No watcher when jobs.rank_exec (the agent binary) is empty.
   std::chrono::milliseconds orphan_grace{3000};
-  // sandbox.switch_uid must be false when the agent is not root (main.cc decides).
-  SandboxOptions sandbox;
-  CgroupSetup cgroups;    // version kNone: no cgroups, RLIMIT_AS enforces memory
   std::vector<int> gpus;  // NVML indices of this node's GPUs
-  // Operator's Open MPI settings passed to mpirun (OpenMpiSettings of the agent's environment).
-  std::vector<std::pair<std::string, std::string>> mpi_settings;
   // Writes a blob-store checkpoint (api::Command::resume_checkpoint) to a local path, verified;
   // unset: launches ignore resume_checkpoint.
   std::function<common::Status(const api::CheckpointRef&, const std::string& local_path)>

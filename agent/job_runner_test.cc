@@ -25,13 +25,13 @@ class JobRunnerTest : public ::testing::Test {
 
   JobRunnerOptions Options() {
     JobRunnerOptions o;
-    o.data_dir = dir_.path();
+    o.jobs.data_dir = dir_.path();
     o.agent_url = "http://127.0.0.1:1";
-    o.kill_grace = milliseconds(1500);
-    o.rank_exec = EMBODY_AGENT_BINARY;
-    o.sandbox.switch_uid = ::geteuid() == 0;
-    o.sandbox.uid_base = 400000 + static_cast<uid_t>(::getpid() % 5000) * 100;
-    o.sandbox.uid_count = 100;
+    o.jobs.kill_grace = milliseconds(1500);
+    o.jobs.rank_exec = EMBODY_AGENT_BINARY;
+    o.jobs.sandbox.switch_uid = ::geteuid() == 0;
+    o.jobs.sandbox.uid_base = 400000 + static_cast<uid_t>(::getpid() % 5000) * 100;
+    o.jobs.sandbox.uid_count = 100;
     return o;
   }
 
@@ -179,7 +179,7 @@ TEST_F(JobRunnerTest, KillEscalatesToSigkillForRanksThatIgnoreSigterm) {
 
 TEST_F(JobRunnerTest, MissingMpirunIsReportedNotThrown) {
   JobRunnerOptions o = Options();
-  o.mpirun = "/nonexistent/mpirun";
+  o.jobs.mpirun = "/nonexistent/mpirun";
   JobRunner runner(o, &logs_);
   runner.Launch(CommandJob(13, {"true"}, 1));
   auto done = runner.WaitFinished(13, seconds(5));

@@ -167,9 +167,9 @@ TEST(JobRunnerReconcileTest, StopsWhatARecordNamesReportsItLostAndHoldsItsLaunch
 
   RankLogs logs;
   JobRunnerOptions o;
-  o.data_dir = dir.path();
-  o.kill_grace = milliseconds(1000);
-  o.sandbox.switch_uid = false;
+  o.jobs.data_dir = dir.path();
+  o.jobs.kill_grace = milliseconds(1000);
+  o.jobs.sandbox.switch_uid = false;
   JobRunner runner(o, &logs);
   EXPECT_EQ(runner.Reconcile(), 2);
   EXPECT_TRUE(job.Alive().empty());
@@ -225,8 +225,8 @@ TEST(JobDirRetentionTest, DirectoriesOfJobsNoLongerHeldGoOnceOld) {
 
   RankLogs logs;
   JobRunnerOptions o;
-  o.data_dir = dir.path();
-  o.sandbox.switch_uid = false;
+  o.jobs.data_dir = dir.path();
+  o.jobs.sandbox.switch_uid = false;
   JobRunner runner(o, &logs);
   EXPECT_EQ(runner.PruneFinishedDirs(std::chrono::hours(48)), 3);
   EXPECT_FALSE(std::filesystem::exists(old_job));

@@ -115,13 +115,9 @@ RshBridge::~RshBridge() {
   }
 }
 
-std::string RshBridge::JobDir(int64_t job_id) const {
-  return options_.data_dir + "/jobs/job-" + std::to_string(job_id);
-}
+std::string RshBridge::JobDir(int64_t job_id) const { return options_.jobs.JobDir(job_id); }
 
-std::string RshBridge::LogDir(int64_t job_id) const {
-  return options_.data_dir + "/logs/job-" + std::to_string(job_id);
-}
+std::string RshBridge::LogDir(int64_t job_id) const { return options_.jobs.LogDir(job_id); }
 
 void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
   std::vector<std::shared_ptr<RemoteDaemon>> ended;
@@ -222,27 +218,16 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   const api::Command& w = a.worker;
   const std::string id = std::to_string(job_id);
   const int local_ranks = w.hosts.empty() ? 1 : std::max(1, w.hosts[0].ranks);
-  LaunchInput in;
-  in.job_id = job_id;
+  LaunchInput in = options_.jobs.LaunchInputFor(job_id);
   in.spec = w.spec;
-  in.local_address = options_.address;
-  in.job_dir = JobDir(job_id);
-  in.checkpoint_dir = options_.data_dir + "/checkpoints/job-" + id;
-  in.engine = options_.engine;
-  in.rank_exec = options_.rank_exec;
-  in.path = options_.sandbox.path;
-  in.mpi_settings = options_.mpi_settings;
-  in.as_root = ::geteuid() == 0 && !options_.sandbox.switch_uid;
-  in.kill_grace_s =
-      std::max<int>(1, static_cast<int>((options_.kill_grace.count() + 999) / 1000));
-  EMBODY_ASSIGN_OR_RETURN(
-      plan, BuildDaemonPlan(in, DaemonBinary(options_.mpirun, command.program),
-                            DaemonArgsForNode(command, in.job_dir + "/ranks")));
+  EMBODY_ASSIGN_OR_RETURN(plan,
+                          BuildDaemonPlan(in, DaemonBinary(options_.jobs.mpirun, command.program),
+                                          DaemonArgsForNode(command, in.job_dir + "/ranks")));
 
   Started started;
   std::optional<JobCredentials> creds;
-  if (options_.sandbox.switch_uid) {
-    EMBODY_ASSIGN_OR_RETURN(group, TenantGid(options_.sandbox, w.tenant_id));
+  if (options_.jobs.sandbox.switch_uid) {
+    EMBODY_ASSIGN_OR_RETURN(group, TenantGid(options_.jobs.sandbox, w.tenant_id));
     EMBODY_ASSIGN_OR_RETURN(uid, uids_->Acquire(job_id));
     started.uid = uid;
     creds = JobCredentials{uid, static_cast<gid_t>(uid), group};
@@ -256,7 +241,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
     return st;
   };
   // A fresh job directory for this daemon, as the head makes one for mpirun.
-  const std::string daemons_dir = options_.data_dir + "/daemons";
+  const std::string daemons_dir = options_.jobs.data_dir + "/daemons";
   const std::string output_path = daemons_dir + "/job-" + id + ".out";
   common::Status st = MakePrivateDir(in.job_dir, creds);
   if (st.ok()) st = MakePrivateDir(in.job_dir + "/tmp", creds);
@@ -271,12 +256,12 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   if (!st.ok()) return fail(st);
   ::unlink(output_path.c_str());
 
-  if (options_.cgroups.version != CgroupVersion::kNone) {
+  if (options_.jobs.cgroups.version != CgroupVersion::kNone) {
     CgroupLimits limits;
     limits.memory_bytes = MemoryPerRank(w.spec) * local_ranks;
     limits.cpus = local_ranks * SlotsPerRank(w.spec);
-    limits.max_pids = options_.sandbox.max_processes;
-    auto cg = JobCgroup::Create(options_.cgroups, job_id, limits);
+    limits.max_pids = options_.jobs.sandbox.max_processes;
+    auto cg = JobCgroup::Create(options_.jobs.cgroups, job_id, limits);
     if (!cg.ok()) return fail(cg.status());
     started.cgroup = std::move(*cg);
   }
@@ -287,7 +272,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   req.cwd = in.job_dir;
   req.output_path = output_path;
   if (started.cgroup) req.cgroup_procs = started.cgroup->ProcsFiles();
-  req.limits = JobRlimits(options_.sandbox);
+  req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
   logs_->AddJob(job_id, in.job_dir, LogDir(job_id), started.uid, w.attempt, w.log_bytes);
@@ -297,7 +282,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
     logs_->MarkFinished(job_id);
     return fail(pid.status());
   }
-  auto daemon = std::shared_ptr<RemoteDaemon>(new RemoteDaemon(job_id, options_.kill_grace));
+  auto daemon = std::shared_ptr<RemoteDaemon>(new RemoteDaemon(job_id, options_.jobs.kill_grace));
   daemon->pid_ = *pid;
   daemon->output_fd_ = ::open(output_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   common::LogInfo("job daemon started", {{"job", id},
@@ -335,7 +320,7 @@ void RshBridge::Reap(std::shared_ptr<RemoteDaemon> d, Started started) {
   logs_->MarkFinished(d->job_id_);
   if (started.uid) {
     LockDir(JobDir(d->job_id_), uids_);
-    LockDir(options_.data_dir + "/checkpoints/job-" + std::to_string(d->job_id_), uids_);
+    LockDir(options_.jobs.CheckpointDir(d->job_id_), uids_);
     uids_->Release(*started.uid);
   }
   if (started.cgroup) {

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/job_sandbox_options.h"
 #include "agent/rank_logs.h"
 #include "agent/sandbox.h"
 #include "api/agent_protocol.h"
@@ -42,15 +43,9 @@
 namespace agent {
 
 struct RshBridgeOptions {
-  std::string data_dir;
-  std::string address;  // this node's address (EMBODY_NODE_ADDRESS of its ranks)
-  std::string mpirun = "mpirun";  // the daemon binary is the one beside it (DaemonBinary)
-  std::string engine;
-  std::string rank_exec;
-  SandboxOptions sandbox;
-  CgroupSetup cgroups;
-  std::vector<std::pair<std::string, std::string>> mpi_settings;
-  std::chrono::milliseconds kill_grace{5000};
+  // What the daemons share with this node's own job launches (agent/job_sandbox_options.h); the
+  // daemon binary is the one beside jobs.mpirun (DaemonBinary).
+  JobSandboxOptions jobs;
   // Streams held at once; each holds one of the local API's threads (agent/local_api.h).
   int max_daemons = 8;
 };

@@ -28,11 +28,11 @@ class RshBridgeTest : public testing::Test {
            ("rsh-bridge-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
     RshBridgeOptions o;
-    o.data_dir = dir_.string();
-    o.address = "10.0.0.2";
-    o.sandbox.switch_uid = false;
+    o.jobs.data_dir = dir_.string();
+    o.jobs.address = "10.0.0.2";
+    o.jobs.sandbox.switch_uid = false;
     o.max_daemons = 1;
-    pool_ = std::make_unique<UidPool>(o.sandbox);
+    pool_ = std::make_unique<UidPool>(o.jobs.sandbox);
     bridge_ = std::make_unique<RshBridge>(o, pool_.get(), &logs_);
   }
   void TearDown() override {

@@ -133,23 +133,33 @@ common::Result<uid_t> UidPool::Acquire(int64_t job_id) {
 }
 
 UidPool::~UidPool() {
+  std::thread scrubber;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    scrubber = std::move(scrubber_);
   }
   changed_.notify_all();
-  if (scrubber_.joinable()) scrubber_.join();
+  if (scrubber.joinable()) scrubber.join();  // it scrubs what is queued first
 }
 
 void UidPool::Release(uid_t uid) {
+  std::thread finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!scrubber_.joinable()) {
+    if (!scrub_enabled_) {
       held_.erase(uid);
       return;
     }
     to_scrub_.insert(uid);
+    if (!scrubber_running_ && !stop_) {
+      // The scrubber runs only while there is work: an idle agent holds no thread for it.
+      finished = std::move(scrubber_);
+      scrubber_running_ = true;
+      scrubber_ = std::thread([this] { ScrubLoop(); });
+    }
   }
+  if (finished.joinable()) finished.join();  // it ran out of work and has returned
   changed_.notify_all();
 }
 
@@ -158,7 +168,7 @@ void UidPool::ScrubBeforeReuse(const std::vector<std::string>& roots,
   std::lock_guard<std::mutex> lock(mu_);
   scrub_roots_.insert(scrub_roots_.end(), roots.begin(), roots.end());
   scrub_keep_.insert(scrub_keep_.end(), keep.begin(), keep.end());
-  if (!scrubber_.joinable()) scrubber_ = std::thread([this] { ScrubLoop(); });
+  scrub_enabled_ = true;
 }
 
 void UidPool::WaitScrubbed() {
@@ -171,11 +181,12 @@ void UidPool::ScrubLoop() {
   // least kMinWalkInterval apart and take every uid released meanwhile.
   constexpr auto kMinWalkInterval = std::chrono::milliseconds(200);
   std::unique_lock<std::mutex> lock(mu_);
-  auto next_walk = std::chrono::steady_clock::now();
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || !to_scrub_.empty(); });
-    if (to_scrub_.empty()) return;  // stopping, and nothing is left to scrub
-    changed_.wait_until(lock, next_walk, [&] { return stop_; });
+    changed_.wait_until(lock, next_walk_, [&] { return stop_; });
+    if (to_scrub_.empty()) {
+      scrubber_running_ = false;  // Release starts another when there is work again
+      return;
+    }
     std::set<uid_t> batch;
     batch.swap(to_scrub_);
     scrubbing_ = static_cast<int>(batch.size());
@@ -183,7 +194,6 @@ void UidPool::ScrubLoop() {
     const auto keep = scrub_keep_;
     lock.unlock();
     ScrubReport r = ScrubUids(batch, roots, /*system_v=*/true, keep);
-    next_walk = std::chrono::steady_clock::now() + kMinWalkInterval;
     if (r.removed > 0 || r.errors > 0) {
       std::string uids;
       for (uid_t u : batch) uids += (uids.empty() ? "" : ",") + std::to_string(u);
@@ -194,6 +204,7 @@ void UidPool::ScrubLoop() {
                        {"errors", std::to_string(r.errors)}});
     }
     lock.lock();
+    next_walk_ = std::chrono::steady_clock::now() + kMinWalkInterval;
     for (uid_t u : batch) held_.erase(u);
     scrubbing_ = 0;
     changed_.notify_all();

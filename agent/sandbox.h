@@ -40,6 +40,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <chrono>
 #include <condition_variable>
 #include <vector>
 
@@ -88,7 +89,7 @@ class UidPool {
   // pool until what it owns in the shared scratch places is removed (agent/uid_scrub.h), which a
   // thread of the pool does in the background: a job's end is reported without waiting for the
   // walk of /tmp, and no job gets the uid before the walk is done. Uids released together are
-  // scrubbed in one walk.
+  // scrubbed in one walk; the thread exists only while there is something to scrub.
   void Release(uid_t uid);
   // Scrubs released uids under `roots`, never entering `keep`, before they are handed out again.
   // A second call adds its roots and kept directories to the first's.
@@ -110,9 +111,12 @@ class UidPool {
   std::set<uid_t> to_scrub_;   // released, not yet walked
   int scrubbing_ = 0;          // uids in the walk under way
   bool stop_ = false;
+  bool scrub_enabled_ = false;     // ScrubBeforeReuse was called
+  bool scrubber_running_ = false;  // scrubber_ runs ScrubLoop and has not returned
+  std::chrono::steady_clock::time_point next_walk_{};
   std::vector<std::string> scrub_roots_;
   std::vector<std::string> scrub_keep_;
-  std::thread scrubber_;       // runs once ScrubBeforeReuse was called
+  std::thread scrubber_;       // runs while released uids wait for their walk
 };
 
 // Creates the layout above (modes included; owner root when `switch_uid`) and, with

@@ -1,0 +1,388 @@
+// The agent's parts, made, started and stopped in one place (agent/agent.h).
+#include "agent/agent.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "agent/agent_metrics.h"
+#include "agent/checkpoint_uploader.h"
+#include "agent/dataset_import.h"
+#include "agent/event_queue.h"
+#include "agent/gpu_collector.h"
+#include "agent/heartbeat_loop.h"
+#include "agent/job_runner.h"
+#include "agent/job_sandbox_options.h"
+#include "agent/local_api.h"
+#include "agent/mpi_launch.h"
+#include "agent/node_collector.h"
+#include "agent/node_credential.h"
+#include "agent/node_probe.h"
+#include "agent/nvml_probe.h"
+#include "agent/rank_logs.h"
+#include "agent/rsh_bridge.h"
+#include "agent/sandbox.h"
+#include "agent/server_client.h"
+#include "common/crypto.h"
+#include "common/file_util.h"
+#include "common/log.h"
+#include "storage/checkpoint_http_store.h"
+
+extern char** environ;
+
+namespace agent {
+
+namespace {
+
+bool AnyAddress(const std::string& host) {
+  return host == "0.0.0.0" || host == "::" || host.empty();
+}
+
+std::string NormalDataDir(const std::string& dir) {
+  std::error_code ec;
+  std::string out = std::filesystem::absolute(dir, ec).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// The Open MPI settings the operator gave this process (OMPI_MCA_*, PMIX_MCA_*), passed on to
+// every mpirun and daemon.
+std::vector<std::pair<std::string, std::string>> OperatorMpiSettings() {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  return OpenMpiSettings(env);
+}
+
+}  // namespace
+
+// Members are destroyed bottom-up: what calls into another part is declared after it.
+struct Agent::Impl {
+  enum class State { kCreated, kStarted, kStopped };
+
+  AgentOptions options;
+  // The one copy of the job sandbox settings; the runner and the rsh bridge get it as is.
+  JobSandboxOptions jobs;
+  bool cgroups_torn_down = false;
+  api::NodeIsolation isolation;
+  NodeResources node;
+  std::unique_ptr<NodeCredential> credential;
+  // Kept open for the agent's life: the GPU series are read from it at every scrape.
+  std::unique_ptr<Nvml> nvml;
+  EventQueue events;
+  RankLogs logs;
+  std::atomic<JobRunner*> runner_ptr{nullptr};
+  NodeCollector node_collector;
+  std::unique_ptr<JobProcessCollector> job_collector;
+  std::unique_ptr<GpuCollector> gpu_collector;
+  AgentMetrics metrics;
+  // One uid pool for the jobs this node heads and the daemons it runs for jobs headed elsewhere.
+  std::unique_ptr<UidPool> uid_pool;
+  std::unique_ptr<RshBridge> bridge;
+  int max_rsh_streams = 0;  // the bridge's daemons at once, each holding one local API thread
+  std::unique_ptr<storage::HttpCheckpointStore> checkpoint_store;
+  std::unique_ptr<CheckpointUploader> uploader;
+  std::unique_ptr<LocalApi> local_api;
+  std::unique_ptr<JobRunner> runner;
+  std::unique_ptr<HttpServerChannel> channel;
+  std::unique_ptr<HeartbeatLoop> loop;
+  std::thread heartbeats;
+  std::mutex retention_mu;
+  std::condition_variable retention_cv;
+  bool retention_stop = false;
+  std::thread retention;
+  int port = 0;
+  std::string local_url;
+  State state = State::kCreated;
+
+  common::Status Prepare();
+  common::Status StartParts();
+  void StopParts();
+};
+
+common::Status Agent::Impl::Prepare() {
+  const AgentOptions& cfg = options;
+  jobs.data_dir = NormalDataDir(cfg.data_dir);
+  jobs.address = cfg.address;
+  jobs.mpirun = cfg.mpirun;
+  jobs.engine = cfg.engine;
+  jobs.rank_exec = cfg.agent_binary;
+  jobs.mpi_settings = OperatorMpiSettings();
+  jobs.kill_grace = cfg.kill_grace;
+
+  // The job sandbox: what this node can do is probed once and reported at registration.
+  SandboxOptions& sandbox = jobs.sandbox;
+  sandbox.uid_base = static_cast<uid_t>(cfg.job_uid_base);
+  sandbox.uid_count = cfg.job_uid_count;
+  sandbox.tenant_gid_base = static_cast<gid_t>(cfg.tenant_gid_base);
+  sandbox.tenant_gid_count = cfg.tenant_gid_count;
+  sandbox.max_processes = cfg.job_max_processes;
+  sandbox.max_open_files = cfg.job_max_open_files;
+  sandbox.path = cfg.job_path;
+  sandbox.switch_uid = false;
+  if (cfg.run_jobs_as_agent) {
+    common::LogWarn("--run-jobs-as-agent: jobs run as the agent's own uid");
+  } else if (::geteuid() != 0) {
+    common::LogWarn("not root: jobs run as the agent's own uid",
+                    {{"uid", std::to_string(::geteuid())}});
+  } else if (!CanSwitchTo({sandbox.uid_base, static_cast<gid_t>(sandbox.uid_base),
+                           sandbox.tenant_gid_base + 1})) {
+    common::LogWarn("cannot switch to job uids: jobs run as the agent's own uid",
+                    {{"uid_base", std::to_string(sandbox.uid_base)}});
+  } else {
+    sandbox.switch_uid = true;
+  }
+  EMBODY_RETURN_IF_ERROR(PrepareDataDir(jobs.data_dir, sandbox.switch_uid));
+  // Tenant directories an earlier agent made readable by anyone get their tenant's group now.
+  if (auto st = PrepareDatasetRoot(cfg.dataset_root, sandbox); !st.ok()) {
+    return common::Status(st.code(),
+                          "cannot secure --dataset-root " + cfg.dataset_root + ": " + st.message());
+  }
+  if (cfg.no_cgroups) {
+    jobs.cgroups.note = "--no-cgroups";
+  } else {
+    // Named after the data directory: two agents on one machine never share job cgroups.
+    jobs.cgroups = SetUpCgroups(common::Sha256Hex(jobs.data_dir).substr(0, 12));
+  }
+  isolation = DescribeIsolation(sandbox.switch_uid, jobs.cgroups.version);
+  common::LogInfo("job isolation",
+                  {{"unprivileged_uid", isolation.unprivileged_uid ? "true" : "false"},
+                   {"cgroup", isolation.cgroup},
+                   {"cgroup_note", jobs.cgroups.note},
+                   {"rlimits", isolation.rlimits ? "true" : "false"}});
+
+  credential = std::make_unique<NodeCredential>(cfg.token, jobs.data_dir + "/node.token");
+  if (auto st = credential->Load(); !st.ok()) {
+    common::LogWarn("ignoring the stored node credential", {{"error", st.message()}});
+  }
+
+  node = ProbeNode(cfg.slots, cfg.nvml_library);
+  nvml = Nvml::Open(cfg.nvml_library);
+  if (!nvml) common::LogInfo("no NVML, reporting no GPUs", {{"library", cfg.nvml_library}});
+  metrics.SetNode(node.cpu_slots, static_cast<int>(node.gpus.size()));
+  job_collector = std::make_unique<JobProcessCollector>([this] {
+    std::vector<JobRoot> roots;
+    if (JobRunner* r = runner_ptr.load()) {
+      for (const auto& job : r->RunningJobs()) {
+        roots.push_back({job.job_id, job.tenant, job.launcher_pid});
+      }
+    }
+    return roots;
+  });
+  gpu_collector = std::make_unique<GpuCollector>(nvml.get(), node.hostname);
+  metrics.AddNodeCollector(&node_collector);
+  metrics.AddNodeCollector(gpu_collector.get());
+  metrics.AddJobCollector(job_collector.get());
+  if (cfg.metrics_token_sha256.empty()) {
+    common::LogInfo("no --metrics-token-file: /metrics serves no per-job series");
+  } else if (struct stat st{}; ::stat(cfg.metrics_token_file.c_str(), &st) == 0 &&
+                               (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    // Jobs run as other uids: a file they can read hands them every tenant's series.
+    common::LogWarn("the metrics token file is readable by other users",
+                    {{"file", cfg.metrics_token_file}});
+  }
+  uid_pool = std::make_unique<UidPool>(sandbox);
+  RshBridgeOptions rsh_opts;
+  rsh_opts.jobs = jobs;
+  max_rsh_streams = rsh_opts.max_daemons;
+  bridge = std::make_unique<RshBridge>(rsh_opts, uid_pool.get(), &logs);
+  return common::Status::Ok();
+}
+
+common::Status Agent::Impl::StartParts() {
+  const AgentOptions& cfg = options;
+  // Checkpoints jobs write go to the server's blob store in the background, so a restart on
+  // another node finds them (docs/checkpoints.md).
+  storage::HttpCheckpointStoreOptions store_opts;
+  store_opts.server_url = cfg.server;
+  NodeCredential* cred = credential.get();
+  store_opts.token = [cred] { return cred->Bearer(); };
+  checkpoint_store = std::make_unique<storage::HttpCheckpointStore>(store_opts);
+  uploader = std::make_unique<CheckpointUploader>(
+      CheckpointUploaderOptions{jobs.data_dir + "/checkpoints"}, checkpoint_store.get());
+
+  local_api = std::make_unique<LocalApi>(
+      [this](int64_t id) -> std::optional<JobIdentity> {
+        JobRunner* r = runner_ptr.load();
+        return r ? r->Identity(id) : std::nullopt;
+      },
+      &events, &metrics, cfg.metrics_token_sha256);
+  CheckpointUploader* up = uploader.get();
+  local_api->SetEventObserver(
+      [up](int64_t job_id, const nlohmann::json& e) { up->Observe(job_id, e); });
+  local_api->SetRshBridge(bridge.get(), max_rsh_streams);
+  EMBODY_ASSIGN_OR_RETURN(bound, local_api->Start(cfg.listen_host, cfg.listen_port));
+  port = bound;
+  const std::string port_text = std::to_string(port);
+  const std::string local_host = AnyAddress(cfg.listen_host) ? "127.0.0.1" : cfg.listen_host;
+  const std::string public_host = AnyAddress(cfg.listen_host) ? cfg.address : cfg.listen_host;
+  local_url = "http://" + local_host + ":" + port_text;
+  if (!cfg.port_file.empty()) {
+    EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(cfg.port_file, port_text + "\n"));
+  }
+  common::LogInfo("agent listening", {{"host", cfg.listen_host}, {"port", port_text}});
+
+  JobRunnerOptions run_opts;
+  run_opts.jobs = jobs;
+  run_opts.agent_url = local_url;
+  run_opts.embody_data = cfg.embody_data;
+  run_opts.dataset_root = cfg.dataset_root;
+  run_opts.orphan_grace = cfg.orphan_grace;
+  for (const auto& g : node.gpus) run_opts.gpus.push_back(g.index);
+  run_opts.uid_pool = uid_pool.get();
+  storage::HttpCheckpointStore* store = checkpoint_store.get();
+  run_opts.fetch_checkpoint = [store](const api::CheckpointRef& ref,
+                                      const std::string& path) -> common::Status {
+    auto got = store->Get(ref.job_id, ref.id, path);
+    if (!got.ok()) return got.status();
+    if (got->sha256 != ref.sha256) {
+      return common::FailedPrecondition("checkpoint " + std::to_string(ref.id) +
+                                        " is not the one the launch named");
+    }
+    return common::Status::Ok();
+  };
+  // An import of an uploaded file reads the server's copy (agent/dataset_upload_fetch.h).
+  UploadFetchOptions upload_fetch;
+  upload_fetch.server_url = cfg.server;
+  upload_fetch.token = [cred] { return cred->Bearer(); };
+  run_opts.fetch_upload = [upload_fetch](const UploadRef& ref,
+                                         const std::string& path) -> common::Status {
+    return FetchUpload(upload_fetch, ref, path);
+  };
+  runner = std::make_unique<JobRunner>(run_opts, &logs);
+  // Before any heartbeat: what an earlier agent process left is stopped and reported first, and
+  // a repeat of its launches from the server starts nothing twice.
+  if (int found = runner->Reconcile(); found > 0) {
+    common::LogWarn("took over jobs an earlier agent held", {{"jobs", std::to_string(found)}});
+  }
+  runner_ptr.store(runner.get());
+
+  HeartbeatOptions hb_opts;
+  hb_opts.node.name = cfg.name;
+  hb_opts.node.address = cfg.address;
+  hb_opts.node.agent_url = "http://" + public_host + ":" + port_text;
+  hb_opts.node.cpu_slots = node.cpu_slots;
+  hb_opts.node.memory_bytes = node.memory_bytes;
+  hb_opts.node.gpus = node.gpus;
+  hb_opts.node.isolation = isolation;
+  hb_opts.hold_idle_heartbeats = !cfg.no_held_heartbeats;
+  channel = std::make_unique<HttpServerChannel>(cfg.server, credential.get());
+  loop = std::make_unique<HeartbeatLoop>(hb_opts, channel.get(), credential.get(), runner.get(),
+                                         &logs, &events, &metrics);
+  RshBridge* b = bridge.get();
+  loop->SetWorkerHandler(
+      [b](const std::vector<api::Command>& workers) { b->SetAssignments(workers); },
+      [b](int64_t job_id) { b->Kill(job_id); });
+  HeartbeatLoop* l = loop.get();
+  runner->SetOnFinish([this, l](int64_t id) {
+    metrics.RemoveJob(id);
+    l->Wake();
+  });
+  common::LogInfo("agent starting", {{"name", cfg.name},
+                                     {"server", cfg.server},
+                                     {"address", cfg.address},
+                                     {"cpu_slots", std::to_string(node.cpu_slots)},
+                                     {"gpus", std::to_string(node.gpus.size())},
+                                     {"data_dir", jobs.data_dir}});
+  heartbeats = std::thread([l] { l->Run(); });
+  // Retention of finished jobs' directories: checked a few times per retention period, at most
+  // every 10 minutes.
+  if (cfg.finished_job_retention.count() > 0) {
+    const auto every = std::clamp<std::chrono::seconds>(
+        cfg.finished_job_retention / 4, std::chrono::seconds(1), std::chrono::seconds(600));
+    retention = std::thread([this, every] {
+      std::unique_lock<std::mutex> lock(retention_mu);
+      while (!retention_cv.wait_for(lock, every, [this] { return retention_stop; })) {
+        lock.unlock();
+        runner->PruneFinishedDirs(options.finished_job_retention);
+        lock.lock();
+      }
+    });
+  }
+  return common::Status::Ok();
+}
+
+// Each part is stopped only if it was made, so this also undoes a Start that failed half-way.
+void Agent::Impl::StopParts() {
+  if (loop) loop->Stop();
+  if (heartbeats.joinable()) heartbeats.join();
+  {
+    std::lock_guard<std::mutex> lock(retention_mu);
+    retention_stop = true;
+  }
+  retention_cv.notify_all();
+  if (retention.joinable()) retention.join();
+  if (runner) runner->KillAllAndWait("killed on agent shutdown");
+  if (loop && loop->node_id() != 0) loop->RunOnce(/*execute_commands=*/false);  // best effort
+  runner_ptr.store(nullptr);
+  if (local_api) local_api->Stop();
+  runner.reset();
+  bridge.reset();    // ends the daemons it runs for jobs headed elsewhere
+  uploader.reset();  // after the local API, whose events it observes
+  if (!cgroups_torn_down) {
+    TearDownCgroups(jobs.cgroups);
+    cgroups_torn_down = true;
+  }
+}
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Agent::~Agent() { Stop(); }
+
+common::Result<std::unique_ptr<Agent>> Agent::Create(AgentOptions options) {
+  if (options.server.empty()) return common::InvalidArgument("no server URL", "server");
+  if (options.data_dir.empty()) return common::InvalidArgument("no data directory", "data-dir");
+  if (options.agent_binary.empty()) {
+    // Ranks run it as `exec-rank` and watchers as `watch-job`: an in-process agent's own
+    // executable is not embody-agent.
+    return common::InvalidArgument("no agent binary", "agent_binary");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  // Owned by the agent from here, so a failure below still tears down what was set up.
+  std::unique_ptr<Agent> agent(new Agent(std::move(impl)));
+  EMBODY_RETURN_IF_ERROR(agent->impl_->Prepare());
+  return agent;
+}
+
+common::Status Agent::Start() {
+  if (impl_->state != Impl::State::kCreated) {
+    return common::FailedPrecondition("the agent was started before");
+  }
+  impl_->state = Impl::State::kStarted;
+  if (auto st = impl_->StartParts(); !st.ok()) {
+    Stop();
+    return st;
+  }
+  return common::Status::Ok();
+}
+
+void Agent::Stop() {
+  if (impl_->state == Impl::State::kStopped) return;
+  const bool started = impl_->state == Impl::State::kStarted;
+  impl_->state = Impl::State::kStopped;
+  impl_->StopParts();
+  if (started) common::LogInfo("stopped");
+}
+
+int64_t Agent::node_id() const { return impl_->loop ? impl_->loop->node_id() : 0; }
+
+int Agent::local_api_port() const { return impl_->port; }
+
+std::string Agent::local_api_url() const { return impl_->local_url; }
+
+const std::string& Agent::data_dir() const { return impl_->jobs.data_dir; }
+
+const api::NodeIsolation& Agent::isolation() const { return impl_->isolation; }
+
+std::vector<int64_t> Agent::RunningJobs() const {
+  JobRunner* r = impl_->runner_ptr.load();
+  return r ? r->Running() : std::vector<int64_t>{};
+}
+
+}  // namespace agent
