@@ -5,7 +5,7 @@
 //
 // AllreduceMean is MPI_Allreduce(SUM) in place over the whole flat buffer, then a divide by the
 // world size. The nonblocking collectives are MPI_Iallreduce; their requests live in a slot table
-// indexed by CollectiveId. Open MPI's nonblocking collectives only advance inside MPI calls, so a
+// indexed by CollectiveId; so are the byte exchanges (MPI_Ialltoall, MPI_Iallgather). Open MPI's nonblocking collectives only advance inside MPI calls, so a
 // caller overlapping them with compute must call Test now and then (GradBuckets does, between
 // layers). MPI guarantees every rank receives the same reduced values, so parameters updated from
 // them stay bitwise identical.
@@ -31,12 +31,18 @@ class MpiCommunicator final : public Communicator {
   double AllreduceMax(double x) override;
   CollectiveId StartAllreduceSum(float* data, size_t n) override;
   CollectiveId StartAllreduceSum(double* data, size_t n) override;
+  CollectiveId StartAlltoallBytes(const uint8_t* send, uint8_t* recv,
+                                  size_t bytes_per_rank) override;
+  CollectiveId StartAllgatherBytes(const uint8_t* send, uint8_t* recv,
+                                   size_t bytes_per_rank) override;
   bool Test(CollectiveId id) override;
   void Wait(CollectiveId id) override;
   void BroadcastBytes(std::string* bytes, int root) override;
+  void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int root) override;
 
  private:
   CollectiveId Start(void* data, size_t n, MPI_Datatype type);
+  MPI_Request* FreeSlot(size_t n, const char* what);
   MPI_Request& Slot(CollectiveId id);
 
   int rank_ = 0;
