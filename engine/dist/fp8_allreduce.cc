@@ -218,4 +218,20 @@ void Fp8Allreduce::Wait(CollectiveId id) {
   x.busy = false;
 }
 
+std::vector<float> ResidualForRank(const std::vector<float>& residuals, uint32_t ranks, size_t n,
+                                   int rank, int world) {
+  std::vector<float> mine(n, 0.0f);
+  if (ranks == 0 || residuals.size() != static_cast<size_t>(ranks) * n) return mine;
+  if (static_cast<int>(ranks) == world) {
+    const auto from = residuals.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(rank) * n);
+    std::copy(from, from + static_cast<ptrdiff_t>(n), mine.begin());
+  } else if (rank == 0) {
+    for (uint32_t r = 0; r < ranks; ++r) {
+      const float* src = residuals.data() + static_cast<size_t>(r) * n;
+      for (size_t i = 0; i < n; ++i) mine[i] += src[i];
+    }
+  }
+  return mine;
+}
+
 }  // namespace engine

@@ -99,4 +99,11 @@ class Fp8Allreduce {
   StepCounters counters_;
 };
 
+// The residual rank `rank` of `world` resumes with, from a checkpoint's residuals of `ranks`
+// ranks (rank-major, n each; engine/checkpoint.h): its own when the rank count is the same; on
+// another count, the sum of all of them on rank 0 and zeros elsewhere (what the ranks owe in
+// total is kept); zeros when the checkpoint has none.
+std::vector<float> ResidualForRank(const std::vector<float>& residuals, uint32_t ranks, size_t n,
+                                   int rank, int world);
+
 }  // namespace engine
