@@ -2,7 +2,9 @@
 // small interface so the trainer runs (and is tested) in one process without MPI.
 //
 // Every rank must call the collectives in the same order with the same sizes; that holds for the
-// nonblocking ones too (they are matched by the order in which they are started, not finished).
+// nonblocking ones too (they are matched by the order in which they are started, not finished),
+// kind by kind: all-reduces, all-to-alls and all-gathers are each matched only among their own
+// kind, so one kind may be started at different points relative to another on different ranks.
 // Implementations: LocalCommunicator (world size 1, no-ops) here, MpiCommunicator in
 // engine/dist/mpi_communicator.h.
 #pragma once

@@ -149,6 +149,7 @@ CollectiveId Fp8Allreduce::Start(float* data, size_t offset, size_t len) {
   counters_.fp32_bytes_equivalent += 2 * (world - 1) * ((len + world - 1) / world) * sizeof(float);
   x.phase = 1;
   x.inner = comm_.StartAlltoallBytes(x.send.data(), x.recv.data(), x.record_bytes);
+  in_phase1_.push_back(&x);
   return static_cast<CollectiveId>(id);
 }
 
@@ -191,12 +192,24 @@ void Fp8Allreduce::DecodeSums(Exchange& x) {
   }
 }
 
+void Fp8Allreduce::Advance(bool block, const Exchange* until) {
+  while (!in_phase1_.empty()) {
+    Exchange& x = *in_phase1_.front();
+    if (block) {
+      comm_.Wait(x.inner);
+    } else if (!comm_.Test(x.inner)) {
+      return;
+    }
+    in_phase1_.pop_front();
+    ReduceOwnChunk(x);
+    if (&x == until) return;
+  }
+}
+
 bool Fp8Allreduce::Test(CollectiveId id) {
   Exchange& x = Get(id);
-  if (x.phase == 1) {
-    if (!comm_.Test(x.inner)) return false;
-    ReduceOwnChunk(x);
-  }
+  Advance(/*block=*/false, nullptr);
+  if (x.phase == 1) return false;
   if (x.phase == 2) {
     if (!comm_.Test(x.inner)) return false;
     DecodeSums(x);
@@ -207,10 +220,7 @@ bool Fp8Allreduce::Test(CollectiveId id) {
 
 void Fp8Allreduce::Wait(CollectiveId id) {
   Exchange& x = Get(id);
-  if (x.phase == 1) {
-    comm_.Wait(x.inner);
-    ReduceOwnChunk(x);
-  }
+  if (x.phase == 1) Advance(/*block=*/true, &x);
   if (x.phase == 2) {
     comm_.Wait(x.inner);
     DecodeSums(x);

@@ -19,6 +19,10 @@
 // would spend W dequantisations per entry instead of 2. The price is the second quantisation
 // (of the sum), which the owner's residual feeds back like the first.
 //
+// Order: every rank starts exchanges in the same order (Start), and phase 2 of an exchange
+// starts only after phase 2 of every exchange started before it, so the all-gathers too start in
+// the same order everywhere, whatever order the caller tests or waits in.
+//
 // Residuals live in the units GradBuckets hands over (gradients times this rank's loss weight),
 // one fp32 per gradient entry, indexed like the gradient buffer; a checkpoint stores every rank's
 // (engine/checkpoint.h) so a resumed run continues exactly. With error_feedback false residuals
@@ -34,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -80,6 +85,9 @@ class Fp8Allreduce {
  private:
   struct Exchange;
   Exchange& Get(CollectiveId id);
+  // Starts phase 2 of the oldest exchanges whose phase 1 has completed, in start order; with
+  // block, waits for phase 1 up to and including exchange `until`.
+  void Advance(bool block, const Exchange* until);
   // Phase 1 done: reduce this rank's chunk, start phase 2.
   void ReduceOwnChunk(Exchange& x);
   // Phase 2 done: decode every owner's sums into the caller's buffer.
@@ -95,7 +103,8 @@ class Fp8Allreduce {
   Fp8AllreduceOptions options_;
   std::vector<float> residual_;
   std::vector<std::unique_ptr<Exchange>> slots_;  // indexed by CollectiveId; reused once idle
-  std::vector<float> scratch_;   // one decoded block
+  std::deque<Exchange*> in_phase1_;  // start order
+  std::vector<float> scratch_;       // one decoded block
   StepCounters counters_;
 };
 

@@ -11,12 +11,16 @@ namespace engine {
 MpiCommunicator::MpiCommunicator() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &alltoall_comm_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &allgather_comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   for (MPI_Request& r : requests_) {
     if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
   }
+  MPI_Comm_free(&alltoall_comm_);
+  MPI_Comm_free(&allgather_comm_);
 }
 
 void MpiCommunicator::AllreduceMean(float* data, size_t n) {
@@ -63,7 +67,7 @@ CollectiveId MpiCommunicator::StartAlltoallBytes(const uint8_t* send, uint8_t* r
                                                  size_t bytes_per_rank) {
   MPI_Request* slot = FreeSlot(bytes_per_rank, "all-to-all");
   const int count = static_cast<int>(bytes_per_rank);
-  MPI_Ialltoall(send, count, MPI_BYTE, recv, count, MPI_BYTE, MPI_COMM_WORLD, slot);
+  MPI_Ialltoall(send, count, MPI_BYTE, recv, count, MPI_BYTE, alltoall_comm_, slot);
   return static_cast<CollectiveId>(slot - requests_.data());
 }
 
@@ -71,7 +75,7 @@ CollectiveId MpiCommunicator::StartAllgatherBytes(const uint8_t* send, uint8_t* 
                                                   size_t bytes_per_rank) {
   MPI_Request* slot = FreeSlot(bytes_per_rank, "all-gather");
   const int count = static_cast<int>(bytes_per_rank);
-  MPI_Iallgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, MPI_COMM_WORLD, slot);
+  MPI_Iallgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, allgather_comm_, slot);
   return static_cast<CollectiveId>(slot - requests_.data());
 }
 
