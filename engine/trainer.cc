@@ -441,7 +441,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     if (!options.checkpoint_dir.empty() && (periodic || done == steps || stopping)) {
       // Only rank 0 writes; all ranks learn whether it could.
       std::vector<float> residuals;
-      if (fp8_allreduce != nullptr) {
+      if (fp8_allreduce != nullptr && world > 1) {  // one rank exchanges nothing, owes nothing
         comm.GatherFloats(fp8_allreduce->residual().data(), n, &residuals, 0);
       }
       const common::Status saved =
