@@ -1,6 +1,8 @@
 #include "api/job_event_check.h"
 
+#include <algorithm>
 #include <array>
+#include <string_view>
 
 namespace api {
 
@@ -77,7 +79,36 @@ bool IsNonNegativeInteger(const json& v) {
 }
 
 // The typed fields of one known type: absent is fine unless `required`.
-enum class Kind { kNumberOrNull, kCount, kNonNegativeNumber, kString, kObject, kNumberMap };
+enum class Kind {
+  kNumberOrNull,
+  kCount,
+  kNonNegativeNumber,
+  kString,
+  kObject,
+  kNumberMap,
+  kFp8Stats,
+};
+
+// FP8 statistics as engine::Fp8StatsJson writes them (PTQ and the fp8 all-reduce alike): these
+// keys only, each a number ≥ 0 (counts as integers).
+bool IsFp8Stats(const json& v) {
+  if (!v.is_object()) return false;
+  constexpr std::array<std::string_view, 4> kCounts = {"elements", "saturated", "underflowed",
+                                                       "nan"};
+  constexpr std::array<std::string_view, 3> kNumbers = {"amax", "scale_min", "scale_max"};
+  for (const auto& [k, x] : v.items()) {
+    if (std::find(kCounts.begin(), kCounts.end(), k) != kCounts.end()) {
+      if (!IsNonNegativeInteger(x)) return false;
+    } else if (std::find(kNumbers.begin(), kNumbers.end(), k) != kNumbers.end()) {
+      if (!IsNonNegativeInteger(x) && !(x.is_number_float() && x.get<double>() >= 0.0)) {
+        return false;
+      }
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
 
 struct FieldRule {
   const char* name;
@@ -115,6 +146,10 @@ std::optional<EventRejection> CheckField(const json& event, const FieldRule& rul
       ok = v.is_object();
       want = "an object";
       break;
+    case Kind::kFp8Stats:
+      ok = IsFp8Stats(v);
+      want = "FP8 statistics (elements, amax, scale_min, scale_max, saturated, underflowed, nan)";
+      break;
     case Kind::kNumberMap:
       ok = v.is_object();
       for (const auto& [k, x] : v.items()) ok = ok && (x.is_number() || x.is_null());
@@ -140,6 +175,10 @@ constexpr std::array kStepRules = {
     FieldRule{"padding_ratio", Kind::kNumberOrNull},
     FieldRule{"packing_efficiency", Kind::kNumberOrNull},
     FieldRule{"mfu", Kind::kNumberOrNull},        FieldRule{"world_size", Kind::kNumberOrNull},
+    // Gradient exchange: bytes this rank sent, and what fp32 would have (engine.fp8.allreduce).
+    FieldRule{"grad_wire_bytes", Kind::kCount},
+    FieldRule{"grad_wire_bytes_fp32", Kind::kCount},
+    FieldRule{"fp8_allreduce", Kind::kFp8Stats},
 };
 constexpr std::array kCheckpointRules = {
     FieldRule{"step", Kind::kCount, true},

@@ -28,6 +28,16 @@ TEST(JobEventCheckTest, TheEnginesEventsPass) {
                       {"action_mse", 0.1}, {"zero_action_mse", 0.9}}),
             "ok");
   EXPECT_EQ(ReasonOf({{"type", "dataset"}, {"error", "no such file"}}), "ok");
+  // engine.fp8.allreduce: wire bytes and the FP8 statistics, as Fp8StatsJson writes them.
+  EXPECT_EQ(ReasonOf({{"type", "step"},
+                      {"step", 4},
+                      {"grad_wire_bytes", 1056768},
+                      {"grad_wire_bytes_fp32", 4194304},
+                      {"fp8_allreduce",
+                       {{"elements", 1572864}, {"amax", 0.75}, {"scale_min", 1.2e-38},
+                        {"scale_max", 0.0017}, {"saturated", 0}, {"underflowed", 12},
+                        {"nan", 0}}}}),
+            "ok");
   EXPECT_EQ(ReasonOf({{"type", "my.tool/progress-2"}, {"anything", {1, "two", nullptr}}}), "ok");
 }
 
@@ -59,6 +69,12 @@ TEST(JobEventCheckTest, WrongTypesOfKnownFieldsAreRefused) {
   EXPECT_EQ(ReasonOf({{"type", "checkpoint"}, {"step", 3}, {"path", "/c"}, {"metrics", {1}}}),
             "bad_field");
   EXPECT_EQ(ReasonOf({{"type", "eval"}, {"samples", true}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"grad_wire_bytes", -5}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"grad_wire_bytes_fp32", 1.5}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"fp8_allreduce", {{"amax", -1.0}}}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"fp8_allreduce", {{"saturated", 0.5}}}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"fp8_allreduce", {{"note", "x"}}}}), "bad_field");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"fp8_allreduce", {1, 2}}}), "bad_field");
   EXPECT_EQ(ReasonOf({{"type", "dataset"}, {"manifest", "x"}}), "bad_field");
   auto bad = CheckJobEvent("checkpoint", {{"type", "checkpoint"}, {"step", 1}, {"path", 5}});
   ASSERT_TRUE(bad.has_value());

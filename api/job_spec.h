@@ -112,12 +112,14 @@ struct CheckpointOptions {
   std::string best_metric;
   std::string best_mode = "min";
 };
-// engine.fp8. Only post-training quantisation exists: with `inference` the job quantises its
-// trained policy (linear layers of the blocks, 128 x 128 E4M3 blocks with fp32 scales; see
-// docs/fp8.md), writes the FP8 checkpoint beside its last one, and evaluates from it. `allreduce`
-// and `compute` are accepted only as false until they exist.
+// engine.fp8 (docs/fp8.md). With `inference` the job quantises its trained policy (linear layers
+// of the blocks, 128 x 128 E4M3 blocks with fp32 scales), writes the FP8 checkpoint beside its
+// last one, and evaluates from it. With `allreduce` the gradient all-reduce sends E4M3 codes in
+// 1 x 128 blocks with fp32 scales and keeps each rank's quantisation error for the next step
+// (engine/dist/fp8_allreduce.h). `compute` is accepted only as false until it exists.
 struct Fp8Options {
   bool inference = false;
+  bool allreduce = false;
   std::string format = "e4m3";
 };
 

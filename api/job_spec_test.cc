@@ -50,6 +50,26 @@ TEST(JobSpecTest, Fp8InferenceRoundTrips) {
   EXPECT_FALSE(ToJson(*off)["engine"].contains("fp8"));
 }
 
+TEST(JobSpecTest, Fp8AllreduceRoundTrips) {
+  json j = Valid();
+  j["engine"]["fp8"] = {{"allreduce", true}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->engine.fp8.allreduce);
+  EXPECT_FALSE(r->engine.fp8.inference);
+  EXPECT_EQ(ToJson(*r)["engine"]["fp8"], json({{"allreduce", true}}));
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->engine.fp8.allreduce);
+  // Both options together.
+  j["engine"]["fp8"] = {{"allreduce", true}, {"inference", true}};
+  auto both = ParseJobSpec(j, {});
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  auto both_again = ParseJobSpec(ToJson(*both), {});
+  ASSERT_TRUE(both_again.ok()) << both_again.status().ToString();
+  EXPECT_TRUE(both_again->engine.fp8.allreduce && both_again->engine.fp8.inference);
+}
+
 TEST(JobSpecTest, InitFromAndBestCheckpointRoundTrip) {
   json j = Valid();
   j["init_from"] = 42;
@@ -215,8 +235,11 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
        Code::kInvalidArgument, "engine.fp8.format"},
       {"fp8 format without inference", [](json& j) { j["engine"]["fp8"] = {{"format", "e4m3"}}; },
        Code::kInvalidArgument, "engine.fp8.format"},
-      {"fp8 allreduce not built", [](json& j) { j["engine"]["fp8"] = {{"allreduce", true}}; },
-       Code::kUnimplemented, "engine.fp8.allreduce"},
+      {"fp8 allreduce type", [](json& j) { j["engine"]["fp8"] = {{"allreduce", 1}}; },
+       Code::kInvalidArgument, "engine.fp8.allreduce"},
+      {"fp8 format with allreduce only",
+       [](json& j) { j["engine"]["fp8"] = {{"allreduce", true}, {"format", "e4m3"}}; },
+       Code::kInvalidArgument, "engine.fp8.format"},
       {"fp8 compute not built",
        [](json& j) { j["engine"]["fp8"] = {{"inference", true}, {"compute", true}}; },
        Code::kUnimplemented, "engine.fp8.compute"},

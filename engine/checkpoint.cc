@@ -33,7 +33,8 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   const std::string config = d.config.dump();
   const uint64_t n = d.params.size();
   std::string out;
-  out.reserve(kHeaderBytesV3 + config.size() + 3 * n * sizeof(float) + 8 + 64 * d.rng.size());
+  out.reserve(kHeaderBytesV3 + config.size() + (3 * n + d.grad_residuals.size()) * sizeof(float) +
+              8 + 64 * d.rng.size());
   out.append(kMagic, sizeof(kMagic));
   Put<uint32_t>(&out, kCheckpointVersion);
   Put<uint32_t>(&out, static_cast<uint32_t>(config.size()));
@@ -44,7 +45,7 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   Put<uint64_t>(&out, d.data.next_sample);
   Put<uint64_t>(&out, d.data.epoch);
   Put<uint32_t>(&out, static_cast<uint32_t>(d.rng.size()));
-  Put<uint32_t>(&out, 0);
+  Put<uint32_t>(&out, d.grad_residual_ranks);
   Put<uint64_t>(&out, d.data.in_epoch);
   Put<uint64_t>(&out, d.data.dataset_samples);
   Put<uint64_t>(&out, d.data.dataset_fingerprint);
@@ -57,6 +58,7 @@ std::string EncodeCheckpoint(const CheckpointData& d) {
   PutArray(&out, d.params);
   PutArray(&out, d.adam_m);
   PutArray(&out, d.adam_v);
+  PutArray(&out, d.grad_residuals);
   Put<uint64_t>(&out, CheckpointChecksum(out.data(), out.size()));
   return out;
 }
@@ -112,17 +114,29 @@ common::Result<CheckpointData> DecodeCheckpoint(const std::string& in) {
     }
     d.rng[name] = state;
   }
+  // Before version 4 the residual word was reserved (0).
+  const uint64_t ranks = version >= 4 ? reserved : 0;
   // Check n against what is left before allocating: a bad count must not allocate gigabytes.
-  if (n > r.left() / (3 * sizeof(float)) || r.left() != 3 * n * sizeof(float)) return Truncated();
+  if (n > r.left() / (3 * sizeof(float)) || ranks > r.left() / sizeof(float)) return Truncated();
+  const uint64_t residuals = n * ranks;
+  if ((ranks > 0 && residuals / ranks != n) ||
+      r.left() / sizeof(float) != 3 * n + residuals || r.left() % sizeof(float) != 0) {
+    return Truncated();
+  }
   r.GetArray(n, &d.params);
   r.GetArray(n, &d.adam_m);
   r.GetArray(n, &d.adam_v);
+  d.grad_residual_ranks = static_cast<uint32_t>(ranks);
+  r.GetArray(residuals, &d.grad_residuals);
   return d;
 }
 
 common::Result<int64_t> SaveCheckpoint(const std::string& path, const CheckpointData& data) {
   if (data.adam_m.size() != data.params.size() || data.adam_v.size() != data.params.size()) {
     return common::Internal("checkpoint optimizer state does not match the parameter count");
+  }
+  if (data.grad_residuals.size() != data.params.size() * data.grad_residual_ranks) {
+    return common::Internal("checkpoint fp8 residuals do not match ranks x parameters");
   }
   std::string bytes = EncodeCheckpoint(data);
   EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(path, bytes));

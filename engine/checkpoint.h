@@ -2,7 +2,7 @@
 // model parameters, AdamW state (m, v, t), the training step, the data position and named RNG
 // states.
 //
-// File layout, little-endian (format version 3):
+// File layout, little-endian (format version 4):
 //   char[8]  magic "EMBDCKPT"
 //   u32      version         3
 //   u32      config_bytes
@@ -13,7 +13,8 @@
 //   u64      data_next       global index of the first sample not yet consumed
 //   u64      data_epoch      passes completed over a finite dataset (0 for the built-in stream)
 //   u32      rng_count
-//   u32      reserved        0
+//   u32      residual_ranks  R: ranks whose fp8 all-reduce residuals follow (v4; 0 before, and
+//                            without engine.fp8.allreduce)
 //   u64      data_in_epoch   samples of the current epoch consumed (v3; 0 for the built-in stream)
 //   u64      dataset_samples samples per epoch of the dataset trained on (v3; 0: built-in stream)
 //   u64      dataset_fingerprint  identity of that dataset's shards (v3; 0: built-in stream)
@@ -22,11 +23,17 @@
 //   f32[n]   params
 //   f32[n]   adam m
 //   f32[n]   adam v
+//   f32[R·n] fp8 all-reduce residuals, rank 0's n first (v4, R > 0)
 //   u64      FNV-1a 64 of every byte before it
 // Version 1 files (no data position, no RNG states) still decode, with has_data_position false;
 // the trainer refuses to resume from them, since their data stream was keyed by rank. Version 2
 // files (written before the engine trained on datasets) decode with the v3 fields 0: the
-// built-in stream.
+// built-in stream. Version 3 files decode with no residuals.
+//
+// The residuals are each rank's quantisation error not yet sent (engine/dist/fp8_allreduce.h):
+// part of the gradient the next steps still owe. Resumed on the same number of ranks, each rank
+// takes its own and the run continues bit for bit; on another number, their sum goes to rank 0
+// (the owed total is kept, its split over ranks is not).
 //
 // The data position is rank-count independent (engine/data/loader.h): samples are a function of
 // (seed, global index), so a checkpoint written by W ranks resumes on any W'. On a dataset the
@@ -52,7 +59,7 @@
 
 namespace engine {
 
-inline constexpr uint32_t kCheckpointVersion = 3;
+inline constexpr uint32_t kCheckpointVersion = 4;
 
 struct DataPosition {
   uint64_t seed = 0;
@@ -73,6 +80,10 @@ struct CheckpointData {
   DataPosition data;
   bool has_data_position = true;  // false only for version 1 files
   std::map<std::string, uint64_t> rng;
+  // engine.fp8.allreduce: every rank's residual, rank-major (grad_residual_ranks × params.size());
+  // empty otherwise.
+  uint32_t grad_residual_ranks = 0;
+  std::vector<float> grad_residuals;
 };
 
 std::string EncodeCheckpoint(const CheckpointData& data);

@@ -69,6 +69,22 @@ TEST_F(CheckpointTest, RoundTrip) {
   EXPECT_EQ(loaded->data.dataset_samples, 2000u);
   EXPECT_EQ(loaded->data.dataset_fingerprint, 0xfeedf00dULL);
   EXPECT_EQ(loaded->rng, d.rng);
+  EXPECT_EQ(loaded->grad_residual_ranks, 0u);
+  EXPECT_TRUE(loaded->grad_residuals.empty());
+}
+
+TEST_F(CheckpointTest, Fp8ResidualsOfEveryRankRoundTrip) {
+  CheckpointData d = Sample(7);
+  d.grad_residual_ranks = 3;
+  for (size_t i = 0; i < 3 * d.params.size(); ++i) d.grad_residuals.push_back(1e-4f * i - 0.01f);
+  auto loaded = DecodeCheckpoint(EncodeCheckpoint(d));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->grad_residual_ranks, 3u);
+  EXPECT_EQ(loaded->grad_residuals, d.grad_residuals);
+  EXPECT_EQ(loaded->adam_v, d.adam_v);
+  // Residuals that do not match ranks x parameters are not written.
+  d.grad_residuals.pop_back();
+  EXPECT_FALSE(SaveCheckpoint(CheckpointPath(dir_.string(), 7), d).ok());
 }
 
 // Appends the FNV-1a 64 checksum the format ends with.
@@ -137,8 +153,8 @@ TEST_F(CheckpointTest, DecodesVersion2AsTheBuiltInStream) {
   EXPECT_EQ(d->params, std::vector<float>{1.f});
   // A version from the future is refused.
   std::string future = b;
-  const uint32_t v4 = 4;
-  std::memcpy(future.data() + 8, &v4, 4);
+  const uint32_t next = kCheckpointVersion + 1;
+  std::memcpy(future.data() + 8, &next, 4);
   EXPECT_FALSE(DecodeCheckpoint(WithChecksum(future)).ok());
 }
 
@@ -156,6 +172,13 @@ TEST_F(CheckpointTest, RejectsLyingHeaderWithValidChecksum) {
   const uint32_t rng_count = 1000;
   std::memcpy(body.data() + 8 + 4 + 4 + 8 + 8 + 8 + 24, &rng_count, 4);
   EXPECT_FALSE(DecodeCheckpoint(WithChecksum(body)).ok());
+  // Residual ranks the file has no room for (2^32 − 1 of them).
+  body = bytes.substr(0, bytes.size() - 8);
+  const uint32_t ranks = 0xffffffffu;
+  std::memcpy(body.data() + 8 + 4 + 4 + 8 + 8 + 8 + 24 + 4, &ranks, 4);
+  d = DecodeCheckpoint(WithChecksum(body));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("truncated"), std::string::npos);
 }
 
 TEST_F(CheckpointTest, DetectsCorruptionAndTruncation) {

@@ -188,6 +188,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   AdamWConfig ac;
   ac.weight_decay = static_cast<float>(e.optim.weight_decay);
   AdamW adam(n, ac);
+  // engine.fp8.allreduce: the buckets' sums go over the wire as fp8 with error feedback.
+  std::unique_ptr<Fp8Allreduce> fp8_allreduce;
+  if (e.fp8.allreduce) fp8_allreduce = std::make_unique<Fp8Allreduce>(comm, n);
 
   TrainResult result;
   uint64_t next_sample = 0;
@@ -198,6 +201,10 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
         CheckResumable(*ck, model_json, n, e, options.resume_from, source.get()));
     std::copy(ck->params.begin(), ck->params.end(), model.params());
     adam.Restore(ck->adam_t, std::move(ck->adam_m), std::move(ck->adam_v));
+    if (fp8_allreduce != nullptr) {
+      EMBODY_RETURN_IF_ERROR(fp8_allreduce->SetResidual(
+          ResidualForRank(ck->grad_residuals, ck->grad_residual_ranks, n, rank, world)));
+    }
     result.first_step = ck->step;
     next_sample = ck->data.next_sample;
     if (leader) {
@@ -292,7 +299,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
                                         : lo.plan.lengths.MaxTokens() + e.model.action_horizon);
   }
   data::Loader<TrainBatch> loader(lo, fill);
-  GradBuckets buckets(comm, model.grads(), n, GradBucketOptions{options.grad_bucket_bytes});
+  GradBuckets buckets(comm, model.grads(), n,
+                      GradBucketOptions{options.grad_bucket_bytes, fp8_allreduce.get()});
   BackwardHooks hooks;
   hooks.ready = buckets.ReadyCallback();
   hooks.poll = [&buckets] { buckets.Poll(); };
@@ -302,8 +310,11 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const double run_start = common::MonotonicSeconds();
   double run_real = 0.0, run_slots = 0.0;
 
-  auto save_checkpoint = [&](int done) -> common::Status {
+  // residuals: every rank's fp8 all-reduce residual, gathered (empty without it).
+  auto save_checkpoint = [&](int done, std::vector<float> residuals) -> common::Status {
     CheckpointData d;
+    d.grad_residual_ranks = residuals.empty() ? 0 : static_cast<uint32_t>(world);
+    d.grad_residuals = std::move(residuals);
     d.step = done;
     d.adam_t = adam.t();
     d.config = ckpt_config;
@@ -411,6 +422,11 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
                            {"padding_ratio", slots > 0 ? 1.0 - real / slots : 0.0},
                            {"packing_efficiency", slots > 0 ? real / slots : 1.0},
                            {"world_size", world}};
+      if (world > 1) {
+        ev["grad_wire_bytes"] = totals.wire_bytes;
+        ev["grad_wire_bytes_fp32"] = totals.wire_bytes_fp32;
+      }
+      if (totals.fp8.elements > 0) ev["fp8_allreduce"] = Fp8StatsJson(totals.fp8);
       if (result.gemm_gflops > 0.0) ev["mfu"] = flops / step_seconds / (result.gemm_gflops * 1e9);
       events->Post(std::move(ev));
     }
@@ -426,7 +442,12 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     const bool stopping = stats[3] > 0 && done < steps;
     if (!options.checkpoint_dir.empty() && (periodic || done == steps || stopping)) {
       // Only rank 0 writes; all ranks learn whether it could.
-      const common::Status saved = leader ? save_checkpoint(done) : common::Status::Ok();
+      std::vector<float> residuals;
+      if (fp8_allreduce != nullptr && world > 1) {  // one rank exchanges nothing, owes nothing
+        comm.GatherFloats(fp8_allreduce->residual().data(), n, &residuals, 0);
+      }
+      const common::Status saved =
+          leader ? save_checkpoint(done, std::move(residuals)) : common::Status::Ok();
       EMBODY_RETURN_IF_ERROR(AgreeOnFailure(saved, comm, "to write a checkpoint"));
     }
     if (stopping) {

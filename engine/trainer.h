@@ -17,7 +17,9 @@
 // (Σ action-token weights × action_dim); backward reports each layer's gradients as final in
 // reverse layer order and each report starts the bucketed MPI_Iallreduce of finished buckets while
 // backward goes on with earlier layers; Finish leaves every rank with the gradient of the global
-// per-token mean loss; every rank applies the same AdamW update. Parameters start identical (same
+// per-token mean loss (with engine.fp8.allreduce the buckets go over the wire as fp8 with error
+// feedback, engine/dist/fp8_allreduce.h, and checkpoints store every rank's residual); every rank
+// applies the same AdamW update. Parameters start identical (same
 // seed) and so stay bitwise identical on every rank. Rank 0 alone reports step events (loss,
 // real tokens/s, padding, phase times, MFU against a GEMM rate measured at start-up), prints
 // progress, writes checkpoints and, at the end, evaluates sampled actions on held-out data

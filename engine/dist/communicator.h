@@ -2,13 +2,18 @@
 // small interface so the trainer runs (and is tested) in one process without MPI.
 //
 // Every rank must call the collectives in the same order with the same sizes; that holds for the
-// nonblocking ones too (they are matched by the order in which they are started, not finished).
+// nonblocking ones too (they are matched by the order in which they are started, not finished),
+// kind by kind: all-reduces, all-to-alls and all-gathers are each matched only among their own
+// kind, so one kind may be started at different points relative to another on different ranks.
 // Implementations: LocalCommunicator (world size 1, no-ops) here, MpiCommunicator in
 // engine/dist/mpi_communicator.h.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 namespace engine {
 
@@ -33,6 +38,15 @@ class Communicator {
   // the collective completes. Every rank receives bitwise the same sums. n < 2^31.
   virtual CollectiveId StartAllreduceSum(float* data, size_t n) = 0;
   virtual CollectiveId StartAllreduceSum(double* data, size_t n) = 0;
+  // Nonblocking byte exchanges of bytes_per_rank bytes per rank (the fp8 gradient all-reduce,
+  // engine/dist/fp8_allreduce.h). Alltoall: block j of send (j · bytes_per_rank) goes to rank j,
+  // and block r of recv comes from rank r. Allgather: send (one block) goes to every rank, block r
+  // of recv comes from rank r. Neither buffer may be touched until the collective completes.
+  // bytes_per_rank < 2^31.
+  virtual CollectiveId StartAlltoallBytes(const uint8_t* send, uint8_t* recv,
+                                          size_t bytes_per_rank) = 0;
+  virtual CollectiveId StartAllgatherBytes(const uint8_t* send, uint8_t* recv,
+                                           size_t bytes_per_rank) = 0;
   // Drives communication progress; true once `id` has completed (the id is then released).
   virtual bool Test(CollectiveId id) = 0;
   // Blocks until `id` completes, then releases it.
@@ -40,6 +54,9 @@ class Communicator {
 
   // Replaces *bytes on every rank with root's *bytes (any length).
   virtual void BroadcastBytes(std::string* bytes, int root) = 0;
+  // Blocking: root's *all becomes every rank's n floats, rank by rank (world_size · n); other
+  // ranks' *all is left empty.
+  virtual void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int root) = 0;
 };
 
 // A world of one: collectives return their input and complete at once.
@@ -52,9 +69,19 @@ class LocalCommunicator final : public Communicator {
   double AllreduceMax(double x) override { return x; }
   CollectiveId StartAllreduceSum(float*, size_t) override { return 0; }
   CollectiveId StartAllreduceSum(double*, size_t) override { return 0; }
+  CollectiveId StartAlltoallBytes(const uint8_t* send, uint8_t* recv, size_t bytes) override {
+    if (send != recv && bytes > 0) std::memcpy(recv, send, bytes);
+    return 0;
+  }
+  CollectiveId StartAllgatherBytes(const uint8_t* send, uint8_t* recv, size_t bytes) override {
+    return StartAlltoallBytes(send, recv, bytes);
+  }
   bool Test(CollectiveId) override { return true; }
   void Wait(CollectiveId) override {}
   void BroadcastBytes(std::string*, int) override {}
+  void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int) override {
+    all->assign(mine, mine + n);
+  }
 };
 
 }  // namespace engine

@@ -15,7 +15,7 @@ namespace {
 }  // namespace
 
 GradBuckets::GradBuckets(Communicator& comm, float* grads, size_t n, GradBucketOptions options)
-    : comm_(comm), grads_(grads), n_(n) {
+    : comm_(comm), fp8_(options.fp8), grads_(grads), n_(n) {
   bucket_elems_ = std::max<size_t>(1, options.bucket_bytes / sizeof(float));
   // Reverse parameter order: bucket 0 ends at n.
   for (size_t end = n; end > 0;) {
@@ -32,7 +32,26 @@ GradBuckets::~GradBuckets() {
   if (!in_step_) return;
   if (totals_id_ >= 0) comm_.Wait(totals_id_);
   for (Bucket& b : buckets_) {
-    if (b.launched && !b.done) comm_.Wait(b.id);
+    if (b.launched && !b.done) WaitSum(b.id);
+  }
+}
+
+CollectiveId GradBuckets::StartSum(float* g, size_t begin, size_t len) {
+  if (fp8_ != nullptr) return fp8_->Start(g, begin, len);
+  const uint64_t w = static_cast<uint64_t>(comm_.world_size());
+  fp32_wire_bytes_ += 2 * (w - 1) * ((len + w - 1) / w) * sizeof(float);
+  return comm_.StartAllreduceSum(g, len);
+}
+
+bool GradBuckets::TestSum(CollectiveId id) {
+  return fp8_ != nullptr ? fp8_->Test(id) : comm_.Test(id);
+}
+
+void GradBuckets::WaitSum(CollectiveId id) {
+  if (fp8_ != nullptr) {
+    fp8_->Wait(id);
+  } else {
+    comm_.Wait(id);
   }
 }
 
@@ -47,6 +66,8 @@ void GradBuckets::Begin(double local_weight, double local_loss) {
   }
   next_launch_ = next_done_ = 0;
   completed_before_finish_ = 0;
+  fp32_wire_bytes_ = 0;
+  if (fp8_ != nullptr) fp8_->TakeStepCounters();  // nothing from an abandoned step carries over
   local_weight_ = static_cast<float>(local_weight);
   totals_[0] = local_weight;
   // A rank without real tokens contributes nothing, even if its loss is 0/0.
@@ -86,7 +107,7 @@ void GradBuckets::LaunchReady() {
     } else {
       std::fill(g, g + len, 0.0f);  // 0 × NaN would still be NaN
     }
-    b.id = comm_.StartAllreduceSum(g, len);
+    b.id = StartSum(g, b.begin, len);
     b.launched = true;
     ++next_launch_;
   }
@@ -97,7 +118,7 @@ void GradBuckets::TestInFlight() {
   // and stopping at the first unfinished one keeps this O(1) per call in the common case.
   while (next_done_ < next_launch_) {
     Bucket& b = buckets_[next_done_];
-    if (!comm_.Test(b.id)) break;
+    if (!TestSum(b.id)) break;
     b.done = true;
     ++next_done_;
   }
@@ -115,11 +136,19 @@ GlobalStepTotals GradBuckets::Finish() {
   t.loss = t.weight > 0.0 ? totals_[1] / t.weight : 0.0;
   const float scale = t.weight > 0.0 ? static_cast<float>(1.0 / t.weight) : 0.0f;
   for (Bucket& b : buckets_) {
-    if (!b.done) comm_.Wait(b.id);
+    if (!b.done) WaitSum(b.id);
     b.done = true;
     float* g = grads_ + b.begin;
     const size_t len = b.end - b.begin;
     for (size_t i = 0; i < len; ++i) g[i] *= scale;
+  }
+  if (fp8_ != nullptr) {
+    Fp8Allreduce::StepCounters c = fp8_->TakeStepCounters();
+    t.wire_bytes = c.bytes_sent;
+    t.wire_bytes_fp32 = c.fp32_bytes_equivalent;
+    t.fp8 = c.stats;
+  } else {
+    t.wire_bytes = t.wire_bytes_fp32 = fp32_wire_bytes_;
   }
   in_step_ = false;
   return t;

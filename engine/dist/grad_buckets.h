@@ -23,6 +23,10 @@
 // the compute. Buckets always start in index order, whatever order ranges are marked in, so all
 // ranks start the same collectives in the same order.
 //
+// FP8 on the wire: with options.fp8 set, each bucket's sum over ranks runs through that
+// Fp8Allreduce (fp8 codes and block scales, error feedback; engine/dist/fp8_allreduce.h) instead
+// of an fp32 MPI_Iallreduce; the weighting and scaling around it are the same.
+//
 // Use per step: Begin → MarkReady... (from backward) → Finish. The gradient buffer must not be
 // touched between a bucket's launch and Finish except by backward writing other, not yet marked
 // entries. Not thread-safe: call from the thread that runs backward.
@@ -34,17 +38,26 @@
 #include <vector>
 
 #include "engine/dist/communicator.h"
+#include "engine/dist/fp8_allreduce.h"
 
 namespace engine {
 
 struct GradBucketOptions {
   size_t bucket_bytes = size_t{2} << 20;  // 2 MiB of float32 gradients per bucket
+  // Not owned; null: fp32 all-reduce. Its n must be the gradient buffer's.
+  Fp8Allreduce* fp8 = nullptr;
 };
 
 // What Finish returns: the global loss-weight sum W and the global per-token mean loss.
+// Also what this rank sent for the gradient exchange: wire_bytes is what it handed the network
+// (fp8: counted by Fp8Allreduce; fp32: 2 (W−1)/W · 4 bytes per entry, what the bandwidth-optimal
+// all-reduce sends), wire_bytes_fp32 what an fp32 all-reduce would have sent; both 0 on one rank.
 struct GlobalStepTotals {
   double weight = 0.0;
   double loss = 0.0;
+  uint64_t wire_bytes = 0;
+  uint64_t wire_bytes_fp32 = 0;
+  fp8::Fp8Stats fp8;  // what FP8 quantising did this step (elements 0 without FP8)
 };
 
 class GradBuckets {
@@ -91,7 +104,13 @@ class GradBuckets {
   void LaunchReady();
   void TestInFlight();
 
+  CollectiveId StartSum(float* g, size_t begin, size_t len);
+  bool TestSum(CollectiveId id);
+  void WaitSum(CollectiveId id);
+
   Communicator& comm_;
+  Fp8Allreduce* fp8_;
+  uint64_t fp32_wire_bytes_ = 0;  // this step's, for the fp32 path
   float* grads_;
   size_t n_;
   std::vector<Bucket> buckets_;

@@ -11,12 +11,16 @@ namespace engine {
 MpiCommunicator::MpiCommunicator() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &alltoall_comm_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &allgather_comm_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
   for (MPI_Request& r : requests_) {
     if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
   }
+  MPI_Comm_free(&alltoall_comm_);
+  MPI_Comm_free(&allgather_comm_);
 }
 
 void MpiCommunicator::AllreduceMean(float* data, size_t n) {
@@ -43,17 +47,36 @@ double MpiCommunicator::AllreduceMax(double x) {
   return out;
 }
 
-CollectiveId MpiCommunicator::Start(void* data, size_t n, MPI_Datatype type) {
+MPI_Request* MpiCommunicator::FreeSlot(size_t n, const char* what) {
   if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    std::fprintf(stderr, "MpiCommunicator: nonblocking all-reduce of %zu elements (max 2^31-1)\n",
-                 n);
+    std::fprintf(stderr, "MpiCommunicator: nonblocking %s of %zu elements (max 2^31-1)\n", what, n);
     std::abort();
   }
   auto free_slot = std::find(requests_.begin(), requests_.end(), MPI_REQUEST_NULL);
   if (free_slot == requests_.end()) free_slot = requests_.insert(requests_.end(), MPI_REQUEST_NULL);
-  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD,
-                 &*free_slot);
-  return static_cast<CollectiveId>(free_slot - requests_.begin());
+  return &*free_slot;
+}
+
+CollectiveId MpiCommunicator::Start(void* data, size_t n, MPI_Datatype type) {
+  MPI_Request* slot = FreeSlot(n, "all-reduce");
+  MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD, slot);
+  return static_cast<CollectiveId>(slot - requests_.data());
+}
+
+CollectiveId MpiCommunicator::StartAlltoallBytes(const uint8_t* send, uint8_t* recv,
+                                                 size_t bytes_per_rank) {
+  MPI_Request* slot = FreeSlot(bytes_per_rank, "all-to-all");
+  const int count = static_cast<int>(bytes_per_rank);
+  MPI_Ialltoall(send, count, MPI_BYTE, recv, count, MPI_BYTE, alltoall_comm_, slot);
+  return static_cast<CollectiveId>(slot - requests_.data());
+}
+
+CollectiveId MpiCommunicator::StartAllgatherBytes(const uint8_t* send, uint8_t* recv,
+                                                  size_t bytes_per_rank) {
+  MPI_Request* slot = FreeSlot(bytes_per_rank, "all-gather");
+  const int count = static_cast<int>(bytes_per_rank);
+  MPI_Iallgather(send, count, MPI_BYTE, recv, count, MPI_BYTE, allgather_comm_, slot);
+  return static_cast<CollectiveId>(slot - requests_.data());
 }
 
 CollectiveId MpiCommunicator::StartAllreduceSum(float* data, size_t n) {
@@ -89,6 +112,36 @@ void MpiCommunicator::BroadcastBytes(std::string* bytes, int root) {
   for (uint64_t off = 0; off < size; off += kMaxCount) {
     const int count = static_cast<int>(std::min(kMaxCount, size - off));
     MPI_Bcast(bytes->data() + off, count, MPI_CHAR, root, MPI_COMM_WORLD);
+  }
+}
+
+}  // namespace engine
+
+namespace engine {
+
+void MpiCommunicator::GatherFloats(const float* mine, size_t n, std::vector<float>* all,
+                                   int root) {
+  if (rank_ == root) {
+    all->resize(n * static_cast<size_t>(world_size_));
+  } else {
+    all->clear();
+  }
+  // One message per rank of at most 2^30 floats at a time (MPI counts are int).
+  constexpr size_t kMaxCount = size_t{1} << 30;
+  std::vector<float> piece;
+  for (size_t off = 0; off < n; off += kMaxCount) {
+    const size_t count = std::min(kMaxCount, n - off);
+    if (rank_ == root) piece.resize(count * static_cast<size_t>(world_size_));
+    MPI_Gather(mine + off, static_cast<int>(count), MPI_FLOAT,
+               rank_ == root ? piece.data() : nullptr, static_cast<int>(count), MPI_FLOAT, root,
+               MPI_COMM_WORLD);
+    if (rank_ == root) {
+      for (int r = 0; r < world_size_; ++r) {
+        std::copy(piece.begin() + static_cast<ptrdiff_t>(r * count),
+                  piece.begin() + static_cast<ptrdiff_t>((r + 1) * count),
+                  all->begin() + static_cast<ptrdiff_t>(r * n + off));
+      }
+    }
   }
 }
 
