@@ -442,14 +442,15 @@ Status ParseImport(const json& j, JobSpec* spec) {
   return Status::Ok();
 }
 
-// Which engine blocks a kind uses: "rl" needs engine.rl and has no dataset, optimizer schedule
-// or FP8 (its optimiser settings are in engine.rl); "train" has no engine.rl.
+// Which engine blocks a kind uses: "rl" needs engine.rl and has no dataset, optimizer schedule,
+// FP8 or checkpoint schedule (its optimiser settings are in engine.rl; it writes no checkpoints
+// yet); "train" has no engine.rl.
 Status CheckEngineForKind(JobKind kind, const ObjectReader& spec) {
   const bool has_engine = spec.Has("engine") && spec.At("engine").is_object();
   auto has = [&](const char* key) { return has_engine && spec.At("engine").contains(key); };
   if (kind == JobKind::kRl) {
     if (!has("rl")) return InvalidArgument("is required for kind \"rl\"", "engine.rl");
-    for (const char* unused : {"data", "optim", "fp8"}) {
+    for (const char* unused : {"data", "optim", "fp8", "checkpoint"}) {
       if (has(unused)) {
         return InvalidArgument(std::string("not used by kind \"rl\"") +
                                    (std::string(unused) == "optim" ? " (see engine.rl: lr, ...)"
@@ -614,6 +615,7 @@ json ToJson(const JobSpec& s) {
       const RlOptions& r = e.rl;
       j["engine"].erase("data");
       j["engine"].erase("optim");
+      j["engine"].erase("checkpoint");
       j["engine"]["rl"] = {{"task", r.task},
                            {"envs", r.envs},
                            {"rollout_steps", r.rollout_steps},

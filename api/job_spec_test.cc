@@ -75,6 +75,7 @@ TEST(JobSpecTest, RlSpecParsesAndRoundTrips) {
   const json out = ToJson(*r);
   EXPECT_FALSE(out["engine"].contains("data"));
   EXPECT_FALSE(out["engine"].contains("optim"));
+  EXPECT_FALSE(out["engine"].contains("checkpoint"));
   auto again = ParseJobSpec(out, {});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(ToJson(*again), out);
@@ -113,6 +114,8 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
       {"data on rl", [](json& j) { j["engine"]["data"] = json::object(); }, "engine.data"},
       {"optim on rl", [](json& j) { j["engine"]["optim"] = {{"lr", 0.1}}; }, "engine.optim"},
       {"fp8 on rl", [](json& j) { j["engine"]["fp8"] = {{"inference", true}}; }, "engine.fp8"},
+      {"checkpoint on rl", [](json& j) { j["engine"]["checkpoint"] = {{"keep", 2}}; },
+       "engine.checkpoint"},
       {"command on rl", [](json& j) { j["command"] = {"ls"}; }, "command"},
   };
   for (const Case& c : cases) {

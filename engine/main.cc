@@ -117,8 +117,7 @@ int main(int argc, char** argv) {
       if (reporter != nullptr) reporter->Close();
       if (!rl.ok()) {
         Fail(1, "rank " + std::to_string(comm.rank()) + ": " + rl.status().ToString());
-        // Errors before the first collective (a bad init_from) are the same on every rank;
-        // one rank's alone would leave the others blocked.
+        // An error on one rank alone would leave the others blocked in a collective.
         if (comm.world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
         code = 1;
       } else if (rl->stopped) {

@@ -64,8 +64,8 @@ class ActorCritic {
 
   PackedBatch batch_;
   std::vector<int32_t> first_action_slot_, begin_slot_, num_tokens_;  // per sample
-  std::vector<float> mean_, value_, pooled_;  // (n, A), (n), (n, C)
-  std::vector<float> d_hidden_;               // (N, C)
+  std::vector<float> mean_, value_, pooled_;                          // (n, A), (n), (n, C)
+  std::vector<float> d_hidden_;                                       // (N, C)
 };
 
 // Whether two configs give the same trunk (same parameter layout).

@@ -29,9 +29,8 @@ void ComputeGae(const float* rewards, const float* values, const uint8_t* dones,
   }
 }
 
-double ClippedSurrogate(double logp, double proximal_logp, double behaviour_logp,
-                        double advantage, double clip, double importance_cap, double* d_logp,
-                        bool* clipped) {
+double ClippedSurrogate(double logp, double proximal_logp, double behaviour_logp, double advantage,
+                        double clip, double importance_cap, double* d_logp, bool* clipped) {
   const double w = std::min(std::exp(proximal_logp - behaviour_logp), importance_cap);
   const double r = std::exp(logp - proximal_logp);
   const double unclipped = r * advantage;
@@ -138,8 +137,8 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
         double d_logp = 0.0;
         bool clipped = false;
         pl += ClippedSurrogate(logp, batch.proximal_logp[i], batch.behaviour_logp[i],
-                               batch.advantages[i], config_.clip, config_.importance_cap,
-                               &d_logp, &clipped);
+                               batch.advantages[i], config_.clip, config_.importance_cap, &d_logp,
+                               &clipped);
         clipped_count += clipped ? 1 : 0;
         const double log_ratio = logp - batch.proximal_logp[i];
         kl += std::expm1(log_ratio) - log_ratio;  // (r − 1) − log r ≥ 0
@@ -159,7 +158,8 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
       comm_->AllreduceMean(trunk.grads(), trunk.num_params());
       comm_->AllreduceMean(policy_->head_grads().data(), policy_->head_grads().size());
       double norm_sq = 0.0;
-      for (size_t i = 0; i < trunk.num_params(); ++i) norm_sq += double(trunk.grads()[i]) * trunk.grads()[i];
+      for (size_t i = 0; i < trunk.num_params(); ++i)
+        norm_sq += double(trunk.grads()[i]) * trunk.grads()[i];
       for (float g : policy_->head_grads()) norm_sq += double(g) * g;
       const double norm = std::sqrt(norm_sq);
       if (config_.max_grad_norm > 0 && norm > config_.max_grad_norm) {

@@ -46,13 +46,13 @@ struct PpoConfig {
 struct Rollout {
   int64_t policy_version = 0;
   int steps = 0, envs = 0, action_dim = 0;
-  std::vector<PolicySample> obs;       // (T·N)
-  std::vector<float> actions;          // (T·N, A)
-  std::vector<float> behaviour_logp;   // (T·N) log π_b(a)
-  std::vector<float> values;           // (T·N) V(s) under π_b
-  std::vector<float> rewards;          // (T·N)
-  std::vector<uint8_t> dones;          // (T·N) the episode ended after this step
-  std::vector<float> last_values;      // (N) V of the observation after the last step
+  std::vector<PolicySample> obs;      // (T·N)
+  std::vector<float> actions;         // (T·N, A)
+  std::vector<float> behaviour_logp;  // (T·N) log π_b(a)
+  std::vector<float> values;          // (T·N) V(s) under π_b
+  std::vector<float> rewards;         // (T·N)
+  std::vector<uint8_t> dones;         // (T·N) the episode ended after this step
+  std::vector<float> last_values;     // (N) V of the observation after the last step
 };
 
 // GAE(γ, λ) over a (T, N) rollout, per environment backwards in time:
@@ -65,9 +65,8 @@ void ComputeGae(const float* rewards, const float* values, const uint8_t* dones,
 
 // One step's clipped surrogate (the bracket above, negated, times w) and its derivative with
 // respect to log π(a); *clipped is set when the clip is active (derivative 0).
-double ClippedSurrogate(double logp, double proximal_logp, double behaviour_logp,
-                        double advantage, double clip, double importance_cap, double* d_logp,
-                        bool* clipped);
+double ClippedSurrogate(double logp, double proximal_logp, double behaviour_logp, double advantage,
+                        double clip, double importance_cap, double* d_logp, bool* clipped);
 // One step's value loss (½ · the max above, or ½ (V − R)²) and its derivative with respect to V.
 double ValueLoss(double value, double old_value, double target, double clip, bool value_clip,
                  double* d_value);
@@ -75,13 +74,13 @@ double ValueLoss(double value, double old_value, double target, double clip, boo
 // What Update trains on: steps from one or more rollouts, flattened.
 struct PpoBatch {
   std::vector<PolicySample> obs;
-  std::vector<float> actions;          // (n, A)
-  std::vector<float> behaviour_logp;   // (n)
-  std::vector<float> proximal_logp;    // (n)
-  std::vector<float> advantages;       // (n), normalised by Update
-  std::vector<float> returns;          // (n)
-  std::vector<float> values;           // (n) V_old
-  std::vector<int64_t> policy_version; // (n) of the behaviour policy
+  std::vector<float> actions;           // (n, A)
+  std::vector<float> behaviour_logp;    // (n)
+  std::vector<float> proximal_logp;     // (n)
+  std::vector<float> advantages;        // (n), normalised by Update
+  std::vector<float> returns;           // (n)
+  std::vector<float> values;            // (n) V_old
+  std::vector<int64_t> policy_version;  // (n) of the behaviour policy
   int size() const { return static_cast<int>(behaviour_logp.size()); }
 };
 

@@ -13,7 +13,7 @@ namespace {
 constexpr int kSide = kCameraPixels;  // 32×32 pixels, 4×4 patches of 8×8
 constexpr int kPatchSide = 8;
 constexpr int kPatchesPerCamera = (kSide / kPatchSide) * (kSide / kPatchSide);
-constexpr double kBlobSigma = 0.08;  // metres, in the 1 m workspace
+constexpr double kBlobSigma = 0.08;              // metres, in the 1 m workspace
 constexpr uint64_t kEpisodeTag = 0x65706973ULL;  // "epis"
 
 // The demonstrations' goal token: coordinate j's bin of kGoalBins over its range.
@@ -96,8 +96,8 @@ void ReachVecEnv::StartEpisode(int e) {
   const int n = config_.action_dim;
   double* c = c_.data() + static_cast<size_t>(e) * n;
   double* g = g_.data() + static_cast<size_t>(e) * n;
-  Rng rng = Rng::ForKey(seed_, kEpisodeTag, static_cast<uint64_t>(e),
-                        static_cast<uint64_t>(episode_[e]));
+  Rng rng =
+      Rng::ForKey(seed_, kEpisodeTag, static_cast<uint64_t>(e), static_cast<uint64_t>(episode_[e]));
   for (int j = 0; j < n; ++j) {
     if (j < 3) {
       c[j] = rng.Uniform(-0.5, 0.5);
@@ -150,9 +150,9 @@ void ReachVecEnv::Observe(int e) {
 common::Status ReachVecEnv::Step(std::span<const float> actions, StepResult* out) {
   const int N = config_.num_envs, n = config_.action_dim;
   if (actions.size() != static_cast<size_t>(N) * n) {
-    return common::InvalidArgument("actions: " + std::to_string(actions.size()) +
-                                   " floats, expected num_envs × action_dim = " +
-                                   std::to_string(N * n));
+    return common::InvalidArgument(
+        "actions: " + std::to_string(actions.size()) +
+        " floats, expected num_envs × action_dim = " + std::to_string(N * n));
   }
   for (float a : actions) {
     if (!std::isfinite(a)) return common::InvalidArgument("actions: a non-finite entry");

@@ -70,7 +70,8 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
       common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
     }
   }
-  if (rl.task != "reach") return common::InvalidArgument("unknown task " + rl.task, "engine.rl.task");
+  if (rl.task != "reach")
+    return common::InvalidArgument("unknown task " + rl.task, "engine.rl.task");
   ReachEnvConfig env_config;
   env_config.num_envs = rl.envs;
   env_config.action_dim = config.action_dim;

@@ -30,7 +30,7 @@ struct SyncPpoOptions {
 };
 
 struct UpdateRecord {
-  int64_t env_steps = 0;  // over all ranks, after this update
+  int64_t env_steps = 0;    // over all ranks, after this update
   double mean_return = 0;   // of the episodes that ended in this rollout (NaN: none did)
   double success_rate = 0;  // successes / ended episodes in this rollout (NaN: none ended)
   int64_t episodes = 0;

@@ -62,8 +62,8 @@ TEST(SyncPpoTest, RaisesSuccessOnReach) {
   std::printf("success rate: first 5 updates %.3f, last 5 %.3f\n", first, last);
   for (size_t i = 0; i < u.size(); i += 5) {
     std::printf("update %zu: success %.3f return %.3f kl %.4f clip %.3f entropy %.3f vloss %.4f\n",
-                i, u[i].success_rate, u[i].mean_return, u[i].ppo.approx_kl,
-                u[i].ppo.clip_fraction, u[i].ppo.entropy, u[i].ppo.value_loss);
+                i, u[i].success_rate, u[i].mean_return, u[i].ppo.approx_kl, u[i].ppo.clip_fraction,
+                u[i].ppo.entropy, u[i].ppo.value_loss);
   }
   EXPECT_GT(last, first + 0.3);
   EXPECT_GT(last, 0.5);
