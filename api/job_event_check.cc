@@ -81,6 +81,7 @@ bool IsNonNegativeInteger(const json& v) {
 // The typed fields of one known type: absent is fine unless `required`.
 enum class Kind {
   kNumberOrNull,
+  kRatioOrNull,  // a number in [0, 1], or null
   kCount,
   kNonNegativeNumber,
   kString,
@@ -129,6 +130,10 @@ std::optional<EventRejection> CheckField(const json& event, const FieldRule& rul
     case Kind::kNumberOrNull:
       ok = v.is_number() || v.is_null();
       want = "a number";
+      break;
+    case Kind::kRatioOrNull:
+      ok = v.is_null() || (v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1);
+      want = "a number in [0, 1] or null";
       break;
     case Kind::kCount:
       ok = IsNonNegativeInteger(v);
@@ -179,6 +184,17 @@ constexpr std::array kStepRules = {
     FieldRule{"grad_wire_bytes", Kind::kCount},
     FieldRule{"grad_wire_bytes_fp32", Kind::kCount},
     FieldRule{"fp8_allreduce", Kind::kFp8Stats},
+    // Reinforcement learning (kind "rl"): one step event per PPO update.
+    FieldRule{"env_steps", Kind::kCount},         FieldRule{"episodes", Kind::kCount},
+    FieldRule{"env_steps_per_s", Kind::kNumberOrNull},
+    FieldRule{"mean_return", Kind::kNumberOrNull},
+    FieldRule{"success_rate", Kind::kRatioOrNull},
+    FieldRule{"policy_loss", Kind::kNumberOrNull},
+    FieldRule{"value_loss", Kind::kNumberOrNull}, FieldRule{"entropy", Kind::kNumberOrNull},
+    FieldRule{"approx_kl", Kind::kNumberOrNull},
+    FieldRule{"clip_fraction", Kind::kRatioOrNull},
+    FieldRule{"rollout_seconds", Kind::kNumberOrNull},
+    FieldRule{"update_seconds", Kind::kNumberOrNull},
 };
 constexpr std::array kCheckpointRules = {
     FieldRule{"step", Kind::kCount, true},

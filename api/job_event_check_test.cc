@@ -2,6 +2,10 @@
 // what the server drops from a heartbeat, each with its reason.
 #include "api/job_event_check.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace api {
@@ -39,6 +43,33 @@ TEST(JobEventCheckTest, TheEnginesEventsPass) {
                         {"nan", 0}}}}),
             "ok");
   EXPECT_EQ(ReasonOf({{"type", "my.tool/progress-2"}, {"anything", {1, "two", nullptr}}}), "ok");
+}
+
+TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
+  const json rl = {{"type", "step"},         {"step", 4},          {"steps", 40},
+                   {"env_steps", 2048},      {"episodes", 31},     {"env_steps_per_s", 9000.5},
+                   {"mean_return", -0.25},   {"success_rate", 0.5}, {"policy_loss", -0.01},
+                   {"value_loss", 0.03},     {"entropy", 2.7},     {"approx_kl", 0.02},
+                   {"clip_fraction", 0.12},  {"rollout_seconds", 0.1},
+                   {"update_seconds", 0.2}};
+  EXPECT_EQ(ReasonOf(rl), "ok");
+  json none = rl;
+  none["success_rate"] = nullptr;  // no episode ended in the rollout
+  none["mean_return"] = nullptr;
+  EXPECT_EQ(ReasonOf(none), "ok");
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{
+           {"success_rate", 1.5},
+           {"success_rate", -0.1},
+           {"clip_fraction", 2},
+           {"env_steps", -5},
+           {"env_steps", 1.5},
+           {"episodes", "many"},
+           {"approx_kl", "small"},
+           {"entropy", json::array()}}) {
+    json bad = rl;
+    bad[key] = value;
+    EXPECT_EQ(ReasonOf(bad), "bad_field") << key << " = " << value.dump();
+  }
 }
 
 TEST(JobEventCheckTest, NulAndBrokenUtf8AreRefusedAnywhere) {

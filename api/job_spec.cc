@@ -283,12 +283,49 @@ Status ParseFp8(const json& j, Fp8Options* fp8) {
   return Status::Ok();
 }
 
+Status ParseRl(const json& j, RlOptions* r) {
+  ObjectReader o(j, "engine.rl");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(o.CheckKeys(
+      {"task", "envs", "rollout_steps", "total_env_steps", "episode_steps", "success_radius",
+       "cameras", "gamma", "gae_lambda", "clip", "value_clip", "value_coef", "entropy_coef",
+       "epochs", "minibatches", "lr", "max_grad_norm", "init_log_std", "importance_cap"}));
+  EMBODY_RETURN_IF_ERROR(o.GetString("task", {"reach"}, &r->task));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("envs", 1, 4096, &r->envs));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("rollout_steps", 1, 4096, &r->rollout_steps));
+  EMBODY_RETURN_IF_ERROR(
+      o.GetInt64("total_env_steps", 1, 1'000'000'000'000LL, &r->total_env_steps));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("episode_steps", 1, 100000, &r->episode_steps));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("success_radius", 1e-3, 1.0, &r->success_radius));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("cameras", 0, 3, &r->cameras));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("gamma", 0.0, 1.0, &r->gamma));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("gae_lambda", 0.0, 1.0, &r->gae_lambda));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("clip", 1e-3, 1.0, &r->clip));
+  EMBODY_RETURN_IF_ERROR(o.GetBool("value_clip", &r->value_clip));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("value_coef", 0.0, 100.0, &r->value_coef));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("entropy_coef", 0.0, 1.0, &r->entropy_coef));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("epochs", 1, 100, &r->epochs));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("minibatches", 1, 4096, &r->minibatches));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("lr", 1e-7, 1.0, &r->lr));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("max_grad_norm", 0.0, 1e6, &r->max_grad_norm));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("init_log_std", -5.0, 2.0, &r->init_log_std));
+  EMBODY_RETURN_IF_ERROR(o.GetDouble("importance_cap", 1.0, 100.0, &r->importance_cap));
+  // Every minibatch must hold at least one step of this rank's rollout.
+  if (static_cast<int64_t>(r->minibatches) > static_cast<int64_t>(r->envs) * r->rollout_steps) {
+    return InvalidArgument("must not exceed envs × rollout_steps (" +
+                               std::to_string(static_cast<int64_t>(r->envs) * r->rollout_steps) +
+                               ")",
+                           "engine.rl.minibatches");
+  }
+  return Status::Ok();
+}
+
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
   EMBODY_RETURN_IF_ERROR(
-      o.CheckKeys({"model", "data", "attention", "optim", "checkpoint", "seed", "fp8"},
-                  {{"rl", "reinforcement learning is not available yet"}}));
+      o.CheckKeys({"model", "data", "attention", "optim", "checkpoint", "seed", "fp8", "rl"}));
+  if (o.Has("rl")) EMBODY_RETURN_IF_ERROR(ParseRl(o.At("rl"), &e->rl));
   if (o.Has("fp8")) EMBODY_RETURN_IF_ERROR(ParseFp8(o.At("fp8"), &e->fp8));
   EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
   EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
@@ -406,6 +443,28 @@ Status ParseImport(const json& j, JobSpec* spec) {
   return Status::Ok();
 }
 
+// Which engine blocks a kind uses: "rl" needs engine.rl and has no dataset, optimizer schedule,
+// FP8 or checkpoint schedule (its optimiser settings are in engine.rl; it writes no checkpoints
+// yet); "train" has no engine.rl.
+Status CheckEngineForKind(JobKind kind, const ObjectReader& spec) {
+  const bool has_engine = spec.Has("engine") && spec.At("engine").is_object();
+  auto has = [&](const char* key) { return has_engine && spec.At("engine").contains(key); };
+  if (kind == JobKind::kRl) {
+    if (!has("rl")) return InvalidArgument("is required for kind \"rl\"", "engine.rl");
+    for (const char* unused : {"data", "optim", "fp8", "checkpoint"}) {
+      if (has(unused)) {
+        return InvalidArgument(std::string("not used by kind \"rl\"") +
+                                   (std::string(unused) == "optim" ? " (see engine.rl: lr, ...)"
+                                                                   : ""),
+                               std::string("engine.") + unused);
+      }
+    }
+  } else if (has("rl")) {
+    return InvalidArgument("only allowed for kind \"rl\"", "engine.rl");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
@@ -426,12 +485,13 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!o.Has("kind")) return InvalidArgument("is required", "kind");
   std::string kind;
   EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command", "import"}, &kind));
-  if (kind == "rl" || kind == "eval") {
+  if (kind == "eval") {
     return Status(Code::kUnimplemented,
-                  "job kind \"" + kind + "\" is not available yet; use \"train\" or \"command\"",
+                  "job kind \"" + kind + "\" is not available yet; use \"train\", \"rl\" or \"command\"",
                   "kind");
   }
-  spec.kind = kind == "train"     ? JobKind::kTrain
+  spec.kind = kind == "train"    ? JobKind::kTrain
+              : kind == "rl"     ? JobKind::kRl
               : kind == "import" ? JobKind::kImport
                                  : JobKind::kCommand;
   if (spec.kind != JobKind::kImport && o.Has("import")) {
@@ -476,6 +536,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   } else {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
     if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));
+    EMBODY_RETURN_IF_ERROR(CheckEngineForKind(spec.kind, o));
     if (spec.engine.optim.warmup_steps > spec.engine.optim.steps) {
       return InvalidArgument("must not exceed engine.optim.steps", "engine.optim.warmup_steps");
     }
@@ -551,6 +612,31 @@ json ToJson(const JobSpec& s) {
           {"weight_decay", e.optim.weight_decay}}},
         {"checkpoint", {{"every_steps", e.checkpoint.every_steps}, {"keep", e.checkpoint.keep}}},
         {"seed", e.seed}};
+    if (s.kind == JobKind::kRl) {
+      const RlOptions& r = e.rl;
+      j["engine"].erase("data");
+      j["engine"].erase("optim");
+      j["engine"].erase("checkpoint");
+      j["engine"]["rl"] = {{"task", r.task},
+                           {"envs", r.envs},
+                           {"rollout_steps", r.rollout_steps},
+                           {"total_env_steps", r.total_env_steps},
+                           {"episode_steps", r.episode_steps},
+                           {"success_radius", r.success_radius},
+                           {"cameras", r.cameras},
+                           {"gamma", r.gamma},
+                           {"gae_lambda", r.gae_lambda},
+                           {"clip", r.clip},
+                           {"value_clip", r.value_clip},
+                           {"value_coef", r.value_coef},
+                           {"entropy_coef", r.entropy_coef},
+                           {"epochs", r.epochs},
+                           {"minibatches", r.minibatches},
+                           {"lr", r.lr},
+                           {"max_grad_norm", r.max_grad_norm},
+                           {"init_log_std", r.init_log_std},
+                           {"importance_cap", r.importance_cap}};
+    }
     if (e.fp8.inference) {
       j["engine"]["fp8"] = {{"inference", true}, {"format", e.fp8.format}};
     }

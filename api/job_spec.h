@@ -123,8 +123,33 @@ struct Fp8Options {
   std::string format = "e4m3";
 };
 
+// engine.rl (kind "rl" only): PPO on a built-in simulated task, synchronous colocated loop
+// (docs/rl.md). Per rank: `envs` environments; an update every rollout_steps steps of them.
+struct RlOptions {
+  std::string task = "reach";
+  int envs = 16;                    // environments per rank
+  int rollout_steps = 64;           // steps per environment between updates
+  int64_t total_env_steps = 65536;  // over all ranks; the run ends at the first update past it
+  int episode_steps = 50;           // episode limit
+  double success_radius = 0.05;     // metres
+  int cameras = 1;                  // rendered views in each observation, 0..3
+  double gamma = 0.99;
+  double gae_lambda = 0.95;
+  double clip = 0.2;  // ε of the surrogate, and of the value clip
+  bool value_clip = true;
+  double value_coef = 0.5;
+  double entropy_coef = 0.0;
+  int epochs = 4;
+  int minibatches = 4;
+  double lr = 3e-4;
+  double max_grad_norm = 0.5;
+  double init_log_std = -0.5;
+  double importance_cap = 2.0;  // decoupled PPO's cap on π_prox / π_behaviour
+};
+
 struct EngineOptions {
   ModelOptions model;
+  RlOptions rl;  // kind "rl"
   Fp8Options fp8;
   DataOptions data;
   // "varlen": attention per sample over packed rows (cu_seqlens); "padded": the padded
@@ -146,9 +171,9 @@ struct JobSpec {
   int64_t time_limit_seconds = 0;
   // A ready checkpoint of the same tenant (its id in GET /v1/jobs/{id}/checkpoints) the job
   // starts from instead of step 0: parameters, optimizer state and data position, on any number
-  // of ranks. 0: none.
+  // of ranks. For kind "rl": the behaviour-cloning checkpoint the policy's trunk loads. 0: none.
   int64_t init_from = 0;
-  EngineOptions engine;               // kind train
+  EngineOptions engine;               // kinds train and rl
   std::vector<std::string> command;   // kind command: argv run under mpirun
   // Kind import: which dataset record the job fills and from what. The agent writes the
   // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.

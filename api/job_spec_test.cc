@@ -1,5 +1,8 @@
 #include "api/job_spec.h"
 
+#include <functional>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace api {
@@ -68,6 +71,80 @@ TEST(JobSpecTest, Fp8AllreduceRoundTrips) {
   auto both_again = ParseJobSpec(ToJson(*both), {});
   ASSERT_TRUE(both_again.ok()) << both_again.status().ToString();
   EXPECT_TRUE(both_again->engine.fp8.allreduce && both_again->engine.fp8.inference);
+}
+
+json ValidRl() {
+  return json::parse(R"({"name":"reach-ppo","kind":"rl","init_from":7,
+    "resources":{"nodes":1,"ranks_per_node":2},
+    "engine":{"model":{"d_model":64,"layers":2,"heads":4,"action_dim":3,"action_horizon":1},
+              "rl":{"envs":8,"rollout_steps":32,"total_env_steps":100000,"gamma":0.98,
+                    "minibatches":8,"value_clip":false,"lr":0.0005},"seed":4}})");
+}
+
+TEST(JobSpecTest, RlSpecParsesAndRoundTrips) {
+  auto r = ParseJobSpec(ValidRl(), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kind, JobKind::kRl);
+  EXPECT_EQ(r->init_from, 7);
+  EXPECT_EQ(r->engine.rl.task, "reach");
+  EXPECT_EQ(r->engine.rl.envs, 8);
+  EXPECT_EQ(r->engine.rl.total_env_steps, 100000);
+  EXPECT_DOUBLE_EQ(r->engine.rl.gamma, 0.98);
+  EXPECT_FALSE(r->engine.rl.value_clip);
+  EXPECT_EQ(r->engine.rl.epochs, 4);  // default
+  const json out = ToJson(*r);
+  EXPECT_FALSE(out["engine"].contains("data"));
+  EXPECT_FALSE(out["engine"].contains("optim"));
+  EXPECT_FALSE(out["engine"].contains("checkpoint"));
+  auto again = ParseJobSpec(out, {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), out);
+}
+
+TEST(JobSpecTest, RlFieldsAreValidatedByName) {
+  struct Case {
+    const char* what;
+    std::function<void(json&)> mutate;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"unknown task", [](json& j) { j["engine"]["rl"]["task"] = "juggle"; }, "engine.rl.task"},
+      {"zero envs", [](json& j) { j["engine"]["rl"]["envs"] = 0; }, "engine.rl.envs"},
+      {"huge envs", [](json& j) { j["engine"]["rl"]["envs"] = 100000; }, "engine.rl.envs"},
+      {"rollout type", [](json& j) { j["engine"]["rl"]["rollout_steps"] = "64"; },
+       "engine.rl.rollout_steps"},
+      {"zero env steps", [](json& j) { j["engine"]["rl"]["total_env_steps"] = 0; },
+       "engine.rl.total_env_steps"},
+      {"gamma > 1", [](json& j) { j["engine"]["rl"]["gamma"] = 1.5; }, "engine.rl.gamma"},
+      {"lambda < 0", [](json& j) { j["engine"]["rl"]["gae_lambda"] = -0.1; },
+       "engine.rl.gae_lambda"},
+      {"clip 0", [](json& j) { j["engine"]["rl"]["clip"] = 0; }, "engine.rl.clip"},
+      {"epochs 0", [](json& j) { j["engine"]["rl"]["epochs"] = 0; }, "engine.rl.epochs"},
+      {"more minibatches than steps", [](json& j) { j["engine"]["rl"]["minibatches"] = 257; },
+       "engine.rl.minibatches"},
+      {"lr negative", [](json& j) { j["engine"]["rl"]["lr"] = -1e-3; }, "engine.rl.lr"},
+      {"cameras", [](json& j) { j["engine"]["rl"]["cameras"] = 4; }, "engine.rl.cameras"},
+      {"importance cap < 1", [](json& j) { j["engine"]["rl"]["importance_cap"] = 0.5; },
+       "engine.rl.importance_cap"},
+      {"value_clip type", [](json& j) { j["engine"]["rl"]["value_clip"] = 1; },
+       "engine.rl.value_clip"},
+      {"unknown rl key", [](json& j) { j["engine"]["rl"]["speed"] = 1; }, "engine.rl.speed"},
+      {"rl not an object", [](json& j) { j["engine"]["rl"] = 3; }, "engine.rl"},
+      {"rl missing", [](json& j) { j["engine"].erase("rl"); }, "engine.rl"},
+      {"data on rl", [](json& j) { j["engine"]["data"] = json::object(); }, "engine.data"},
+      {"optim on rl", [](json& j) { j["engine"]["optim"] = {{"lr", 0.1}}; }, "engine.optim"},
+      {"fp8 on rl", [](json& j) { j["engine"]["fp8"] = {{"inference", true}}; }, "engine.fp8"},
+      {"checkpoint on rl", [](json& j) { j["engine"]["checkpoint"] = {{"keep", 2}}; },
+       "engine.checkpoint"},
+      {"command on rl", [](json& j) { j["command"] = {"ls"}; }, "command"},
+  };
+  for (const Case& c : cases) {
+    json j = ValidRl();
+    c.mutate(j);
+    const common::Status s = Err(j);
+    EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << c.what << ": " << s.ToString();
+    EXPECT_EQ(s.field(), c.field) << c.what << ": " << s.ToString();
+  }
 }
 
 TEST(JobSpecTest, InitFromAndBestCheckpointRoundTrip) {
@@ -179,7 +256,8 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"empty name", [](json& j) { j["name"] = ""; }, Code::kInvalidArgument, "name"},
       {"missing kind", [](json& j) { j.erase("kind"); }, Code::kInvalidArgument, "kind"},
       {"bad kind", [](json& j) { j["kind"] = "trian"; }, Code::kInvalidArgument, "kind"},
-      {"rl not built", [](json& j) { j["kind"] = "rl"; }, Code::kUnimplemented, "kind"},
+      {"rl without engine.rl", [](json& j) { j["kind"] = "rl"; }, Code::kInvalidArgument,
+       "engine.rl"},
       {"eval not built", [](json& j) { j["kind"] = "eval"; }, Code::kUnimplemented, "kind"},
       {"missing resources", [](json& j) { j.erase("resources"); }, Code::kInvalidArgument,
        "resources"},
@@ -243,8 +321,8 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"fp8 compute not built",
        [](json& j) { j["engine"]["fp8"] = {{"inference", true}, {"compute", true}}; },
        Code::kUnimplemented, "engine.fp8.compute"},
-      {"rl not built", [](json& j) { j["engine"]["rl"] = json::object(); },
-       Code::kUnimplemented, "engine.rl"},
+      {"rl block on train", [](json& j) { j["engine"]["rl"] = json::object(); },
+       Code::kInvalidArgument, "engine.rl"},
       {"heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 96}, {"heads", 5}}; },
        Code::kInvalidArgument, "engine.model.heads"},
       {"default heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 10}}; },

@@ -1,4 +1,5 @@
-// embody-engine --spec job.json: runs one "train" job as one MPI rank (see docs/contracts.md).
+// embody-engine --spec job.json: runs one "train" or "rl" job as one MPI rank (see
+// docs/contracts.md; kind "rl" is engine/rl/rl_job.h).
 // embody-engine quantize --in CKPT --out CKPT8: post-training FP8 quantisation of a trained
 // policy (engine/quantize_command.h); no MPI.
 //
@@ -22,6 +23,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/quantize_command.h"
 #include "engine/report/event_reporter.h"
+#include "engine/rl/rl_job.h"
 #include "engine/trainer.h"
 
 namespace {
@@ -32,7 +34,8 @@ constexpr const char* kUsage =
     "                              [--action-head]\n"
     "\n"
     "Trains the built-in policy transformer as described by a JobSpec of kind \"train\", then\n"
-    "evaluates its sampled actions on held-out data; run one process per rank under mpirun.\n"
+    "evaluates its sampled actions on held-out data; or, for kind \"rl\", trains it with PPO on a\n"
+    "built-in simulated task. Run one process per rank under mpirun.\n"
     "Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step and eval events\n"
     "to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints), EMBODY_RESUME_FROM\n"
     "(checkpoint file to continue from, on any number of ranks).\n";
@@ -79,9 +82,9 @@ int main(int argc, char** argv) {
   if (!text.ok()) return Fail(2, "cannot read spec: " + text.status().message());
   auto spec = api::ParseJobSpecText(*text, api::SpecLimits{});
   if (!spec.ok()) return Fail(2, "invalid spec " + spec_path + ": " + spec.status().ToString());
-  if (spec->kind != api::JobKind::kTrain) {
+  if (spec->kind != api::JobKind::kTrain && spec->kind != api::JobKind::kRl) {
     return Fail(2, std::string("spec kind is \"") + api::JobKindName(spec->kind) +
-                       "\"; embody-engine runs only kind \"train\"");
+                       "\"; embody-engine runs kinds \"train\" and \"rl\"");
   }
 
   // The data loader runs threads that never call MPI: FUNNELED is the level that allows them.
@@ -108,6 +111,20 @@ int main(int argc, char** argv) {
                         {{"agent_url", cfg->agent_url}, {"job_id", cfg->job_id}});
         reporter = std::make_unique<engine::HttpEventReporter>(*cfg);
       }
+    }
+    if (spec->kind == api::JobKind::kRl) {
+      auto rl = engine::rl::RunRlJob(*spec, comm, reporter.get(), &g_stop_requested);
+      if (reporter != nullptr) reporter->Close();
+      if (!rl.ok()) {
+        Fail(1, "rank " + std::to_string(comm.rank()) + ": " + rl.status().ToString());
+        // An error on one rank alone would leave the others blocked in a collective.
+        if (comm.world_size() > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+        code = 1;
+      } else if (rl->stopped) {
+        code = 128 + SIGTERM;
+      }
+      MPI_Finalize();
+      return code;
     }
     engine::TrainerOptions options;
     options.engine = spec->engine;

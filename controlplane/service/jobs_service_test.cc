@@ -46,6 +46,21 @@ TEST_F(JobsServiceTest, SubmitStoresAPendingJobAndItsFirstEventThenWakesTheSched
   EXPECT_EQ(events[0].data["actor"], "a/" + member_.token_name);
 }
 
+TEST_F(JobsServiceTest, AnRlJobIsAcceptedAndAnRlBlockOnATrainJobIsRefused) {
+  auto jobs = Jobs();
+  auto r = jobs.Submit(member_, R"({"name":"ppo","kind":"rl","resources":{"nodes":1},
+      "engine":{"model":{"action_dim":3},"rl":{"envs":4,"total_env_steps":1000}}})", "");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->job.job.kind, "rl");
+  EXPECT_EQ(r->job.job.state, JobState::kPending);
+  EXPECT_EQ(r->job.job.spec["engine"]["rl"]["envs"], 4);
+  auto bad = jobs.Submit(member_, R"({"name":"bc","kind":"train","resources":{"nodes":1},
+      "engine":{"rl":{"envs":4}}})", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(bad.status().field(), "engine.rl");
+}
+
 TEST_F(JobsServiceTest, TheSameKeyAndBodyReplayTheJobAndADifferentBodyIsAConflict) {
   auto jobs = Jobs();
   auto first = jobs.Submit(member_, Spec("x"), "key-1");

@@ -362,6 +362,34 @@ common::Status PolicyTransformer::Backward(const BackwardHooks* hooks) {
   if (!fp8_.empty()) {
     return common::FailedPrecondition("a policy with FP8 weights runs inference only");
   }
+  const PackedBatch& b = *batch_;
+  const float* P = params_.data();
+  float* G = grads_.data();
+  const int N = b.num_slots(), C = config_.d_model, A = config_.action_dim;
+  const int Na = b.num_actions();
+  const long NC = static_cast<long>(N) * C;
+
+  // Loss and head: dpred (Na, A) → dln (N, C) at the action slots.
+  std::memset(dpred_, 0, sizeof(float) * Na * A);
+  FlowLossBackward(dpred_, pred_, b.target_velocity.data(), b.loss_weight.data(), Na, A,
+                   normalizer_);
+  std::memset(dln_, 0, sizeof(float) * NC);
+  ActionHeadBackward(dln_, G + head_w_, G + head_b_, dhead_in_, dpred_, head_in_,
+                     action_slots_.data(), P + head_w_, Na, C, A);
+  return BackwardTrunk(hooks);
+}
+
+common::Status PolicyTransformer::BackwardFromHidden(const float* d_hidden,
+                                                     const BackwardHooks* hooks) {
+  if (batch_ == nullptr) return common::FailedPrecondition("Backward without a Forward");
+  if (!fp8_.empty()) {
+    return common::FailedPrecondition("a policy with FP8 weights runs inference only");
+  }
+  std::memcpy(dln_, d_hidden, sizeof(float) * batch_->num_slots() * config_.d_model);
+  return BackwardTrunk(hooks);
+}
+
+common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
   auto ready = [hooks](size_t begin, size_t end) {
     if (hooks != nullptr && hooks->ready) hooks->ready(begin, end);
   };
@@ -376,13 +404,7 @@ common::Status PolicyTransformer::Backward(const BackwardHooks* hooks) {
             Ns = static_cast<int>(state_slots_.size());
   const long NC = static_cast<long>(N) * C;
 
-  // Loss and head: dpred (Na, A) → dln (N, C) at the action slots → dres = d resid[L].
-  std::memset(dpred_, 0, sizeof(float) * Na * A);
-  FlowLossBackward(dpred_, pred_, b.target_velocity.data(), b.loss_weight.data(), Na, A,
-                   normalizer_);
-  std::memset(dln_, 0, sizeof(float) * NC);
-  ActionHeadBackward(dln_, G + head_w_, G + head_b_, dhead_in_, dpred_, head_in_,
-                     action_slots_.data(), P + head_w_, Na, C, A);
+  // dln = d final_hidden (N, C) → dres = d resid[L].
   std::memset(dres_, 0, sizeof(float) * NC);
   RmsNormBackward(dres_, G + norm_f_, dln_, resid_[config_.layers], P + norm_f_, rstdf_, N, C);
   ready(norm_f_, layout_.total_floats());  // final norm and action head

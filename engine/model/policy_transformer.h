@@ -89,6 +89,11 @@ class PolicyTransformer {
   // gradient ranges to hooks (may be null) as it goes.
   common::Status Backward(const BackwardHooks* hooks = nullptr);
   void ZeroGrad();
+  // For heads outside the model (the RL policy and value heads, engine/rl/): after a Forward,
+  // accumulates into grads() the gradient of a loss whose derivative with respect to
+  // final_hidden() is d_hidden (N, d_model), through the final norm, the blocks and the
+  // embeddings. The model's own action head gets no gradient (the flow loss is not part of it).
+  common::Status BackwardFromHidden(const float* d_hidden, const BackwardHooks* hooks = nullptr);
 
   // Inference: Euler integration of dx/dt = v(x, t) from x(0) = noise to t = 1 in `steps` equal
   // steps. context's action slots give the chunk's place; its time and noisy_action are
@@ -143,6 +148,9 @@ class PolicyTransformer {
   common::Status PrepareBatch(const PackedBatch& batch);
   void BindActivations(int N, int rows, int Na, int Np, int Ns);
   common::Status RunForward();
+  // Backward from dln_ = d loss / d final_hidden (N, C) down: what Backward and
+  // BackwardFromHidden share.
+  common::Status BackwardTrunk(const BackwardHooks* hooks);
 
   PolicyConfig config_;
   ParamLayout layout_;

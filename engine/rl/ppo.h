@@ -1,0 +1,114 @@
+// PPO (clipped surrogate, GAE) with the decoupled-PPO correction for stale data, over batches of
+// trajectories. The synchronous loop (sync_ppo.h) and, later, the asynchronous learners call the
+// same Update: a learner update is a function of a batch of trajectories.
+//
+// Per step i of a batch, with π the policy being trained, π_prox the proximal policy and π_b
+// the behaviour policy that acted (Hilton et al., "Batch size-invariance for policy
+// optimization", decoupled PPO):
+//   r_i = exp(log π(a_i) − log π_prox(a_i))
+//   w_i = min(exp(log π_prox(a_i) − log π_b(a_i)), importance_cap)      (capped, no gradient)
+//   L_policy = −mean_i w_i · min(r_i Â_i, clip(r_i, 1 − ε, 1 + ε) Â_i)
+// The synchronous loop has π_prox = π_b (w = 1: plain PPO). Value loss (clipped, as in PPO2's
+// reference implementation, when value_clip; plain squared error otherwise):
+//   L_value = ½ mean_i max((V_i − R_i)², (V_old,i + clip(V_i − V_old,i, −ε, ε) − R_i)²)
+// Total: L_policy + value_coef · L_value − entropy_coef · H. Advantages Â are normalised to zero
+// mean and unit variance over the whole batch (over all ranks). K epochs over `minibatches`
+// shuffled minibatches; gradients averaged over ranks, clipped to max_grad_norm (global L2),
+// then one AdamW step per minibatch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/dist/communicator.h"
+#include "engine/optim/adamw.h"
+#include "engine/rl/actor_critic.h"
+
+namespace engine::rl {
+
+struct PpoConfig {
+  double gamma = 0.99;
+  double gae_lambda = 0.95;
+  double clip = 0.2;
+  bool value_clip = true;
+  double value_coef = 0.5;
+  double entropy_coef = 0.0;
+  int epochs = 4;
+  int minibatches = 4;
+  double lr = 3e-4;
+  double weight_decay = 0.0;  // the trunk's; the heads are not decayed
+  double max_grad_norm = 0.5;
+  double importance_cap = 2.0;
+};
+
+// T steps of N environments, row t·N + e. Made by one policy version.
+struct Rollout {
+  int64_t policy_version = 0;
+  int steps = 0, envs = 0, action_dim = 0;
+  std::vector<PolicySample> obs;      // (T·N)
+  std::vector<float> actions;         // (T·N, A)
+  std::vector<float> behaviour_logp;  // (T·N) log π_b(a)
+  std::vector<float> values;          // (T·N) V(s) under π_b
+  std::vector<float> rewards;         // (T·N)
+  std::vector<uint8_t> dones;         // (T·N) the episode ended after this step
+  std::vector<float> last_values;     // (N) V of the observation after the last step
+};
+
+// GAE(γ, λ) over a (T, N) rollout, per environment backwards in time:
+//   δ_t = r_t + γ V_{t+1} (1 − done_t) − V_t,   Â_t = δ_t + γ λ (1 − done_t) Â_{t+1}
+// with V_T = last_values; returns R_t = Â_t + V_t. An episode cut by the step limit is treated
+// as ended (no bootstrap from its last observation, which the environment has already replaced).
+void ComputeGae(const float* rewards, const float* values, const uint8_t* dones,
+                const float* last_values, int T, int N, double gamma, double lambda,
+                float* advantages, float* returns);
+
+// One step's clipped surrogate (the bracket above, negated, times w) and its derivative with
+// respect to log π(a); *clipped is set when the clip is active (derivative 0).
+double ClippedSurrogate(double logp, double proximal_logp, double behaviour_logp, double advantage,
+                        double clip, double importance_cap, double* d_logp, bool* clipped);
+// One step's value loss (½ · the max above, or ½ (V − R)²) and its derivative with respect to V.
+double ValueLoss(double value, double old_value, double target, double clip, bool value_clip,
+                 double* d_value);
+
+// What Update trains on: steps from one or more rollouts, flattened.
+struct PpoBatch {
+  std::vector<PolicySample> obs;
+  std::vector<float> actions;           // (n, A)
+  std::vector<float> behaviour_logp;    // (n)
+  std::vector<float> proximal_logp;     // (n)
+  std::vector<float> advantages;        // (n), normalised by Update
+  std::vector<float> returns;           // (n)
+  std::vector<float> values;            // (n) V_old
+  std::vector<int64_t> policy_version;  // (n) of the behaviour policy
+  int size() const { return static_cast<int>(behaviour_logp.size()); }
+};
+
+// Adds `rollout`'s steps to *batch with their GAE advantages and returns; the proximal log-prob
+// is the behaviour one (the synchronous case). Moves the observations out of rollout.
+void AppendRollout(Rollout&& rollout, const PpoConfig& config, PpoBatch* batch);
+
+struct PpoStats {
+  double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0;
+  double grad_norm = 0;
+  int minibatches = 0;
+};
+
+class PpoLearner {
+ public:
+  PpoLearner(ActorCritic* policy, const PpoConfig& config, Communicator* comm, uint64_t seed);
+  // K epochs over batch (every rank passes a batch of the same size). Errors: a batch not
+  // divisible into `minibatches` non-empty minibatches, model errors.
+  common::Result<PpoStats> Update(PpoBatch& batch);
+  int64_t updates() const { return updates_; }
+
+ private:
+  ActorCritic* policy_;
+  PpoConfig config_;
+  Communicator* comm_;
+  uint64_t seed_;
+  AdamW trunk_opt_, head_opt_;
+  int64_t updates_ = 0;
+};
+
+}  // namespace engine::rl

@@ -1,0 +1,43 @@
+#include "engine/rl/rl_job.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/log.h"
+#include "engine/rl/sync_ppo.h"
+
+namespace engine::rl {
+
+common::Result<RlJobResult> RunRlJob(const api::JobSpec& spec, Communicator& comm,
+                                     EventSink* events, const std::atomic<bool>* stop_requested) {
+  if (spec.kind != api::JobKind::kRl) return common::InvalidArgument("not a job of kind rl");
+  SyncPpoOptions options;
+  options.engine = spec.engine;
+  options.stop_requested = stop_requested;
+  if (const char* from = std::getenv("EMBODY_RESUME_FROM"); from != nullptr && *from != '\0') {
+    options.init_from = from;
+  }
+  if (comm.rank() == 0) {
+    common::LogInfo(
+        "rl: synchronous PPO",
+        {{"task", spec.engine.rl.task},
+         {"envs_per_rank", std::to_string(spec.engine.rl.envs)},
+         {"world_size", std::to_string(comm.world_size())},
+         {"init_from", options.init_from.empty() ? "(fresh trunk)" : options.init_from}});
+  }
+  EMBODY_ASSIGN_OR_RETURN(result, RunSyncPpo(options, comm, events));
+  if (comm.rank() == 0 && !result.updates.empty()) {
+    const UpdateRecord& last = result.updates.back();
+    std::printf(
+        "rl: %zu updates, %lld env steps, last success rate %.3f, mean return %.3f, "
+        "%.0f env steps/s\n",
+        result.updates.size(), static_cast<long long>(last.env_steps),
+        std::isfinite(last.success_rate) ? last.success_rate : 0.0,
+        std::isfinite(last.mean_return) ? last.mean_return : 0.0, last.env_steps_per_s);
+    std::fflush(stdout);
+  }
+  return RlJobResult{result.stopped};
+}
+
+}  // namespace engine::rl

@@ -1,0 +1,188 @@
+#include "engine/rl/sync_ppo.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "common/file_util.h"
+#include "common/log.h"
+#include "engine/checkpoint.h"
+#include "engine/model/policy_options.h"
+#include "engine/rl/gaussian.h"
+#include "engine/rl/reach_env.h"
+#include "engine/sim/rng.h"
+
+namespace engine::rl {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+nlohmann::json NumberOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
+
+// Rank 0 reads the file and broadcasts it (other nodes may not see its disk); every rank decodes
+// the same bytes, so every rank gets the same answer, errors included.
+common::Result<CheckpointData> ReadOnAllRanks(const std::string& path, Communicator& comm) {
+  std::string msg;
+  if (comm.rank() == 0) {
+    auto bytes = common::ReadFile(path);
+    msg = bytes.ok() ? "K" + *bytes : "E" + bytes.status().message();
+  }
+  comm.BroadcastBytes(&msg, 0);
+  if (msg.empty() || msg[0] != 'K') {
+    return common::NotFound("init_from " + path + ": " + (msg.empty() ? "" : msg.substr(1)));
+  }
+  auto d = DecodeCheckpoint(msg.substr(1));
+  if (!d.ok()) return common::InvalidArgument("init_from " + path + ": " + d.status().message());
+  return d;
+}
+
+}  // namespace
+
+PpoConfig PpoConfigFromOptions(const api::RlOptions& r) {
+  PpoConfig c;
+  c.gamma = r.gamma;
+  c.gae_lambda = r.gae_lambda;
+  c.clip = r.clip;
+  c.value_clip = r.value_clip;
+  c.value_coef = r.value_coef;
+  c.entropy_coef = r.entropy_coef;
+  c.epochs = r.epochs;
+  c.minibatches = r.minibatches;
+  c.lr = r.lr;
+  c.max_grad_norm = r.max_grad_norm;
+  c.importance_cap = r.importance_cap;
+  return c;
+}
+
+common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communicator& comm,
+                                         EventSink* events) {
+  const api::RlOptions& rl = options.engine.rl;
+  const uint64_t seed = options.engine.seed;
+  EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
+  EMBODY_ASSIGN_OR_RETURN(policy,
+                          ActorCritic::Create(config, seed, static_cast<float>(rl.init_log_std)));
+  if (!options.init_from.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(ck, ReadOnAllRanks(options.init_from, comm));
+    EMBODY_RETURN_IF_ERROR(policy->LoadTrunk(ck));
+    if (comm.rank() == 0) {
+      common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
+    }
+  }
+  if (rl.task != "reach")
+    return common::InvalidArgument("unknown task " + rl.task, "engine.rl.task");
+  ReachEnvConfig env_config;
+  env_config.num_envs = rl.envs;
+  env_config.action_dim = config.action_dim;
+  env_config.cameras = rl.cameras;
+  env_config.episode_steps = rl.episode_steps;
+  env_config.success_radius = rl.success_radius;
+  env_config.vocab = config.vocab;
+  EMBODY_ASSIGN_OR_RETURN(env, ReachVecEnv::Create(env_config));
+  env->Reset(Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
+
+  const PpoConfig ppo = PpoConfigFromOptions(rl);
+  PpoLearner learner(policy.get(), ppo, &comm, seed);
+  const int N = rl.envs, T = rl.rollout_steps, A = config.action_dim;
+  const int64_t per_update = static_cast<int64_t>(N) * T * comm.world_size();
+  const int64_t total_updates = (rl.total_env_steps + per_update - 1) / per_update;
+
+  SyncPpoResult result;
+  StepResult step;
+  int64_t env_steps = 0;
+  for (int64_t version = 0; version < total_updates; ++version) {
+    if (options.stop_requested != nullptr && options.stop_requested->load()) {
+      result.stopped = true;
+      break;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Rollout r;
+    r.policy_version = version;
+    r.steps = T;
+    r.envs = N;
+    r.action_dim = A;
+    r.obs.reserve(static_cast<size_t>(T) * N);
+    r.actions.resize(static_cast<size_t>(T) * N * A);
+    r.behaviour_logp.resize(static_cast<size_t>(T) * N);
+    r.values.resize(static_cast<size_t>(T) * N);
+    r.rewards.resize(static_cast<size_t>(T) * N);
+    r.dones.resize(static_cast<size_t>(T) * N);
+    double returns = 0, episodes = 0, successes = 0;
+    for (int t = 0; t < T; ++t) {
+      const std::vector<PolicySample>& obs = env->observations();
+      EMBODY_RETURN_IF_ERROR(policy->Forward(obs));
+      Rng noise = Rng::ForKey(seed, static_cast<uint64_t>(comm.rank()),
+                              static_cast<uint64_t>(version), static_cast<uint64_t>(t));
+      const float* log_std = policy->log_std();
+      float* act = r.actions.data() + static_cast<size_t>(t) * N * A;
+      for (int e = 0; e < N; ++e) {
+        const float* mu = policy->mean() + static_cast<size_t>(e) * A;
+        for (int j = 0; j < A; ++j) {
+          act[e * A + j] = static_cast<float>(mu[j] + std::exp(log_std[j]) * noise.Normal());
+        }
+        const size_t i = static_cast<size_t>(t) * N + e;
+        r.behaviour_logp[i] = static_cast<float>(GaussianLogProb(mu, log_std, act + e * A, A));
+        r.values[i] = policy->value()[e];
+      }
+      r.obs.insert(r.obs.end(), obs.begin(), obs.end());
+      EMBODY_RETURN_IF_ERROR(env->Step({act, static_cast<size_t>(N) * A}, &step));
+      for (int e = 0; e < N; ++e) {
+        const size_t i = static_cast<size_t>(t) * N + e;
+        r.rewards[i] = step.reward[e];
+        r.dones[i] = step.done[e];
+        if (step.done[e]) {
+          episodes += 1;
+          successes += step.success[e];
+          returns += step.episode_return[e];
+        }
+      }
+    }
+    EMBODY_RETURN_IF_ERROR(policy->Forward(env->observations()));
+    r.last_values.assign(policy->value(), policy->value() + N);
+    const auto t1 = std::chrono::steady_clock::now();
+
+    PpoBatch batch;
+    AppendRollout(std::move(r), ppo, &batch);
+    EMBODY_ASSIGN_OR_RETURN(stats, learner.Update(batch));
+    const auto t2 = std::chrono::steady_clock::now();
+
+    env_steps += per_update;
+    UpdateRecord rec;
+    rec.env_steps = env_steps;
+    // Every rank sees the same global episode count, so all of them take the same branches.
+    rec.episodes = static_cast<int64_t>(comm.AllreduceSum(episodes));
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    rec.mean_return = rec.episodes > 0 ? comm.AllreduceSum(returns) / rec.episodes : nan;
+    rec.success_rate = rec.episodes > 0 ? comm.AllreduceSum(successes) / rec.episodes : nan;
+    const double seconds = comm.AllreduceMax(Seconds(t0, t2));
+    rec.env_steps_per_s = per_update / seconds;
+    rec.ppo = stats;
+    result.updates.push_back(rec);
+    if (events != nullptr && comm.rank() == 0) {
+      events->Post({{"type", "step"},
+                    {"step", version + 1},
+                    {"steps", total_updates},
+                    {"env_steps", env_steps},
+                    {"env_steps_per_s", rec.env_steps_per_s},
+                    {"episodes", rec.episodes},
+                    {"mean_return", NumberOrNull(rec.mean_return)},
+                    {"success_rate", NumberOrNull(rec.success_rate)},
+                    {"policy_loss", stats.policy_loss},
+                    {"value_loss", stats.value_loss},
+                    {"entropy", stats.entropy},
+                    {"approx_kl", stats.approx_kl},
+                    {"clip_fraction", stats.clip_fraction},
+                    {"grad_norm", stats.grad_norm},
+                    {"lr", ppo.lr},
+                    {"rollout_seconds", Seconds(t0, t1)},
+                    {"update_seconds", Seconds(t1, t2)},
+                    {"step_seconds", seconds},
+                    {"world_size", comm.world_size()}});
+    }
+  }
+  result.final_heads = policy->heads();
+  return result;
+}
+
+}  // namespace engine::rl

@@ -1,0 +1,53 @@
+// The synchronous colocated PPO loop (kind "rl"): the reference the asynchronous levels of
+// docs/rl.md are measured against. Every rank runs its own `envs` environments and a replica of
+// the policy; per update:
+//   rollout   rollout_steps × (one batched inference over all of the rank's environments, then
+//             every environment steps with the sampled actions)
+//   update    PpoLearner::Update on the rank's rollout, gradients averaged over ranks
+// The ranks' environments are seeded apart (seed, rank), their replicas stay bitwise equal
+// (same initial parameters, same averaged gradients). Rank 0 posts one step event per update.
+// The same seed and rank count give the same run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "common/status.h"
+#include "engine/dist/communicator.h"
+#include "engine/report/event_sink.h"
+#include "engine/rl/ppo.h"
+
+namespace engine::rl {
+
+struct SyncPpoOptions {
+  api::EngineOptions engine;  // model, seed and rl
+  // A behaviour-cloning checkpoint file the trunk starts from; empty: a fresh trunk.
+  std::string init_from;
+  const std::atomic<bool>* stop_requested = nullptr;  // checked once per update
+};
+
+struct UpdateRecord {
+  int64_t env_steps = 0;    // over all ranks, after this update
+  double mean_return = 0;   // of the episodes that ended in this rollout (NaN: none did)
+  double success_rate = 0;  // successes / ended episodes in this rollout (NaN: none ended)
+  int64_t episodes = 0;
+  double env_steps_per_s = 0;
+  PpoStats ppo;
+};
+
+struct SyncPpoResult {
+  std::vector<UpdateRecord> updates;
+  std::vector<float> final_heads;  // the policy heads after the last update (for tests)
+  bool stopped = false;
+};
+
+common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communicator& comm,
+                                         EventSink* events);
+
+// PpoConfig from a job's engine.rl (engine.optim is not used by kind "rl").
+PpoConfig PpoConfigFromOptions(const api::RlOptions& rl);
+
+}  // namespace engine::rl

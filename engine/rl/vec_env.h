@@ -1,0 +1,49 @@
+// VecEnv: the environment interface the RL code (engine/rl/) drives: N environments stepped
+// together, each observation already in the policy transformer's modalities (a PolicySample's
+// context: language tokens, camera patches, proprio state; engine/model/packed_batch.h).
+//
+// Contract:
+//   Reset(seed)      starts a new episode in every environment; the episodes are a pure
+//                    function of (seed, environment index, episode number), so the same seed
+//                    replays the same run.
+//   Step(actions)    applies actions (num_envs, action_dim), row-major, to every environment
+//                    and fills one StepResult. An environment whose episode ended in this step
+//                    (done) has already been reset: its observation is the next episode's first.
+//   observations()   the current observation of each environment (valid until the next Step or
+//                    Reset). Their action chunk and noise are empty: the policy fills the action
+//                    slots itself.
+// Actions are clipped by the environment to its bounds, never rejected: a Gaussian policy's
+// samples are unbounded. A simulated task plugs in by implementing this interface (see
+// ReachVecEnv in reach_env.h); the RL loops know nothing else about it. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/model/packed_batch.h"
+
+namespace engine::rl {
+
+struct StepResult {
+  std::vector<float> reward;     // (num_envs)
+  std::vector<uint8_t> done;     // (num_envs) the episode ended: success or the step limit
+  std::vector<uint8_t> success;  // (num_envs) the episode ended by reaching its goal
+  // Undiscounted return and length of the episodes that ended in this step (0 where !done).
+  std::vector<float> episode_return;
+  std::vector<int32_t> episode_length;
+};
+
+class VecEnv {
+ public:
+  virtual ~VecEnv() = default;
+  virtual int num_envs() const = 0;
+  virtual int action_dim() const = 0;
+  virtual void Reset(uint64_t seed) = 0;
+  // Errors: actions not (num_envs, action_dim), or a non-finite entry.
+  virtual common::Status Step(std::span<const float> actions, StepResult* out) = 0;
+  virtual const std::vector<PolicySample>& observations() const = 0;
+};
+
+}  // namespace engine::rl

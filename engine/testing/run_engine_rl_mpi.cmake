@@ -1,0 +1,36 @@
+# Behaviour cloning then PPO, as the platform chains them: embody-engine trains BC_SPEC under
+# mpirun (2 ranks) and writes checkpoints; a second run of kind "rl" (RL_SPEC, same model shape)
+# starts its policy trunk from the last one (EMBODY_RESUME_FROM, as the agent sets it from a
+# spec's init_from) and must finish its updates.
+# cmake -DMPIEXEC=... -DENGINE=... -DBC_SPEC=... -DRL_SPEC=... -DWORK_DIR=... -P run_engine_rl_mpi.cmake
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ckpt")
+set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
+set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
+unset(ENV{EMBODY_AGENT_URL})
+unset(ENV{EMBODY_RESUME_FROM})
+execute_process(
+  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${BC_SPEC}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "behaviour cloning under mpirun failed (${rc}):\n${err}")
+endif()
+if(NOT EXISTS "${WORK_DIR}/ckpt/step-40.ckpt")
+  message(FATAL_ERROR "behaviour cloning wrote no ${WORK_DIR}/ckpt/step-40.ckpt")
+endif()
+
+set(ENV{EMBODY_RESUME_FROM} "${WORK_DIR}/ckpt/step-40.ckpt")
+execute_process(
+  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${RL_SPEC}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+message("${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "rl under mpirun failed (${rc}):\n${err}")
+endif()
+foreach(want "policy trunk loaded" "rl: 3 updates, 384 env steps")
+  if(NOT "${out}${err}" MATCHES "${want}")
+    message(FATAL_ERROR "output lacks '${want}':\n${out}\n${err}")
+  endif()
+endforeach()
+file(REMOVE_RECURSE "${WORK_DIR}")
