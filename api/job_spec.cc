@@ -286,11 +286,12 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
   EMBODY_RETURN_IF_ERROR(
-      o.CheckKeys({"model", "data", "attention", "optim", "checkpoint", "seed", "fp8"},
+      o.CheckKeys({"model", "data", "attention", "precision", "optim", "checkpoint", "seed", "fp8"},
                   {{"rl", "reinforcement learning is not available yet"}}));
   if (o.Has("fp8")) EMBODY_RETURN_IF_ERROR(ParseFp8(o.At("fp8"), &e->fp8));
   EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
   EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
+  EMBODY_RETURN_IF_ERROR(o.GetString("precision", {"fp32", "bf16"}, &e->precision));
   if (o.Has("model")) {
     ObjectReader m(o.At("model"), "engine.model");
     EMBODY_RETURN_IF_ERROR(m.CheckObject());
@@ -543,6 +544,7 @@ json ToJson(const JobSpec& s) {
           {"inference_steps", e.model.inference_steps}}},
         {"data", DataJson(e.data)},
         {"attention", e.attention},
+        {"precision", e.precision},
         {"optim",
          {{"lr", e.optim.lr},
           {"steps", e.optim.steps},
