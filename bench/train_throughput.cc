@@ -14,7 +14,9 @@
 // compute  the packed run three times, its Linear products by Eigen fp32, oneDNN fp32
 //          (EMBODY_GEMM=eigen / onednn) and engine.precision "bf16" (oneDNN, bf16 operands, fp32
 //          accumulation): step time and loss side by side (engine/model/linear_fast.h), in
-//          --rounds 2 alternating rounds, each keeping its fastest round's figures.
+//          --rounds 2 alternating rounds, each keeping its fastest round's figures. Compared by
+//          the main thread's CPU time per step (whole run / steps, warm-up included, no GEMM-rate
+//          probe), which a loaded machine distorts less than wall time; wall medians beside.
 // Figures are medians over the --steps steps after --warmup, from the trainer's own step events
 // (global real tokens / step seconds). The ideal packed/padded ratio is padded slots / real tokens
 // (what removing every padding slot would give); the achieved share of it is the ratio / ideal.
@@ -24,6 +26,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -58,7 +61,15 @@ struct Figures {
   double forward = 0, backward = 0, allreduce = 0, optimizer = 0, data_wait = 0;
   int samples_per_rank = 0;
   double final_loss = 0;
+  // --mode compute: this thread's CPU seconds for the whole run / steps run (warm-up included).
+  double cpu_step_seconds = 0;
 };
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 engine::TrainerOptions Options(const Args& a, bool packed) {
   engine::TrainerOptions o;
@@ -91,7 +102,11 @@ engine::TrainerOptions Options(const Args& a, bool packed) {
 bool Run(const Args& a, bool packed, engine::Communicator& comm, Figures* f) {
   engine::TrainerOptions o = Options(a, packed);
   engine::RecordingSink sink;
+  // --mode compute leaves out the GEMM-rate probe, so the thread's CPU time is the steps'.
+  if (a.mode == "compute") o.measure_gemm_ceiling = false;
+  const double cpu0 = ThreadCpuSeconds();
   auto r = engine::Train(o, comm, &sink);
+  f->cpu_step_seconds = (ThreadCpuSeconds() - cpu0) / o.engine.optim.steps;
   if (!r.ok()) {
     std::fprintf(stderr, "train_throughput: %s\n", r.status().ToString().c_str());
     return false;
@@ -163,7 +178,7 @@ int CompareComputes(Args a, engine::Communicator& comm, bool leader, double load
       a.precision = cases[i].precision;
       Figures r;
       if (!Run(a, true, comm, &r)) return 1;
-      if (round == 0 || r.step_seconds < f[i].step_seconds) f[i] = r;
+      if (round == 0 || r.cpu_step_seconds < f[i].cpu_step_seconds) f[i] = r;
     }
   }
   if (!leader) return 0;
@@ -179,15 +194,23 @@ int CompareComputes(Args a, engine::Communicator& comm, bool leader, double load
     std::printf("%12s final loss %.5f\n", "", f[i].final_loss);
     j[cases[i].name] = ToJson(f[i]);
   }
-  const double base = f[0].step_seconds;
+  // Ratios of the main thread's CPU time per step (the steps run on it; a shared machine's wall
+  // time also counts other processes), and of the median wall step beside them.
+  const double base = f[0].cpu_step_seconds;
   std::printf(
-      "step time eigen-fp32 / onednn-fp32: %.2fx; eigen-fp32 / onednn-bf16: %.2fx; onednn-fp32 / "
-      "onednn-bf16: %.2fx; final loss bf16 vs eigen-fp32 %+.2f%%\n",
-      base / f[1].step_seconds, base / f[2].step_seconds, f[1].step_seconds / f[2].step_seconds,
+      "step thread-CPU ms: eigen-fp32 %.1f, onednn-fp32 %.1f, onednn-bf16 %.1f\n"
+      "eigen-fp32 / onednn-fp32: %.2fx; eigen-fp32 / onednn-bf16: %.2fx; onednn-fp32 / "
+      "onednn-bf16: %.2fx (wall medians: %.2fx, %.2fx, %.2fx); final loss bf16 vs eigen-fp32 "
+      "%+.2f%%\n",
+      1e3 * f[0].cpu_step_seconds, 1e3 * f[1].cpu_step_seconds, 1e3 * f[2].cpu_step_seconds,
+      base / f[1].cpu_step_seconds, base / f[2].cpu_step_seconds,
+      f[1].cpu_step_seconds / f[2].cpu_step_seconds, f[0].step_seconds / f[1].step_seconds,
+      f[0].step_seconds / f[2].step_seconds, f[1].step_seconds / f[2].step_seconds,
       100.0 * (f[2].final_loss - f[0].final_loss) / f[0].final_loss);
-  j["speedup_onednn_fp32"] = base / f[1].step_seconds;
-  j["speedup_bf16_vs_eigen"] = base / f[2].step_seconds;
-  j["speedup_bf16_vs_onednn_fp32"] = f[1].step_seconds / f[2].step_seconds;
+  for (int i = 0; i < 3; ++i) j[cases[i].name]["cpu_step_seconds"] = f[i].cpu_step_seconds;
+  j["speedup_onednn_fp32"] = base / f[1].cpu_step_seconds;
+  j["speedup_bf16_vs_eigen"] = base / f[2].cpu_step_seconds;
+  j["speedup_bf16_vs_onednn_fp32"] = f[1].cpu_step_seconds / f[2].cpu_step_seconds;
   double load[3] = {-1, -1, -1};
   getloadavg(load, 3);
   j["loadavg_end"] = load[0];

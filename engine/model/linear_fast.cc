@@ -47,11 +47,19 @@ const linear::LinearKernels& For(long B, long C, long OC) {
 }
 
 LinearCompute ReadFp32Default() {
+  // Measured (docs/benchmarks.md, "GEMM backends"): oneDNN's fp32 matmul beats the AVX-512 Eigen
+  // copy on every reference shape. Below AVX-512 it was not measured, so the Eigen copy for the
+  // path stays (and EMBODY_CPU_PATH=scalar|avx2 keeps testing exactly those copies).
+  const LinearCompute measured = fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512
+                                     ? LinearCompute::kOnednnFp32
+                                     : LinearCompute::kEigenFp32;
   const char* forced = std::getenv("EMBODY_GEMM");
-  if (forced == nullptr || std::strcmp(forced, "eigen") == 0) return LinearCompute::kEigenFp32;
+  if (forced == nullptr) return measured;
+  if (std::strcmp(forced, "eigen") == 0) return LinearCompute::kEigenFp32;
   if (std::strcmp(forced, "onednn") == 0) return LinearCompute::kOnednnFp32;
-  std::fprintf(stderr, "EMBODY_GEMM=%s is not eigen or onednn; using eigen\n", forced);
-  return LinearCompute::kEigenFp32;
+  std::fprintf(stderr, "EMBODY_GEMM=%s is not eigen or onednn; using %s\n", forced,
+               LinearComputeName(measured));
+  return measured;
 }
 
 // -1: not chosen yet (DefaultFp32Compute on first use).

@@ -32,8 +32,9 @@ void SetLinearCompute(LinearCompute c);
 LinearCompute ActiveLinearCompute();
 
 // The float32 choice, read from the environment on each call: EMBODY_GEMM=eigen|onednn forces it
-// (unknown values: the default, with a warning on stderr); else Eigen, which measured faster on the reference model's shapes
-// (docs/benchmarks.md, "GEMM backends").
+// (unknown values: the default, with a warning on stderr); else oneDNN where the CPU path is
+// avx512 (it measured faster there on every reference shape: docs/benchmarks.md, "GEMM
+// backends"), the path's Eigen copy below it.
 LinearCompute DefaultFp32Compute();
 
 // Whether kOnednnBf16 runs natively here (AVX512_BF16 or AMX, by oneDNN's run-time detection).
