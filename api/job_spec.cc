@@ -544,7 +544,6 @@ json ToJson(const JobSpec& s) {
           {"inference_steps", e.model.inference_steps}}},
         {"data", DataJson(e.data)},
         {"attention", e.attention},
-        {"precision", e.precision},
         {"optim",
          {{"lr", e.optim.lr},
           {"steps", e.optim.steps},
@@ -559,6 +558,8 @@ json ToJson(const JobSpec& s) {
       j["engine"]["checkpoint"]["best"] = {{"metric", e.checkpoint.best_metric},
                                            {"mode", e.checkpoint.best_mode}};
     }
+    // Only when not the default, so specs stored before the option existed read back the same.
+    if (e.precision != "fp32") j["engine"]["precision"] = e.precision;
   }
   return j;
 }

@@ -222,8 +222,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     std::fflush(stdout);
   }
 
-  // engine.precision: every rank makes the same choice (one binary, and ranks of a job share a
-  // machine type); before the GEMM rate, which is measured through the chosen products.
+  // engine.precision, chosen by each rank for its own CPU (ranks on different CPUs may mix bf16
+  // and fp32 products; gradients meet in fp32 either way); before the GEMM rate, which is
+  // measured through the chosen products. The event is rank 0's choice.
   const PrecisionChoice precision = ApplyPrecision(e.precision);
   if (events != nullptr && precision.requested != "fp32") events->Post(PrecisionEvent(precision));
   if (leader && !precision.warning.empty()) {
