@@ -98,7 +98,7 @@ TEST(PrecisionTest, Bf16TrainingTracksFp32) {
   EXPECT_NE(bf16->losses[0], fp32->losses[0]) << "bf16 ran the fp32 products";
   // The curves: every 20-step window's mean within 3%, the last 40 steps' within 1% (the
   // engine's goal for bf16; measured: -0.66% and +0.81% over steps 81-100 and 101-120, the
-  // step-to-step noise of a 13-sample batch, +0.07% over the 40).
+  // step-to-step noise of a 13-sample batch, about +0.1% over the 40).
   for (int w = 0; w < kSteps; w += 20) {
     const double a = Mean(fp32->losses, w, w + 20), b = Mean(bf16->losses, w, w + 20);
     std::printf("steps %3d-%3d: fp32 %.5f bf16 %.5f (%+.2f%%)\n", w + 1, w + 20, a, b,
