@@ -324,11 +324,13 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   ObjectReader o(j, "engine");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
   EMBODY_RETURN_IF_ERROR(
-      o.CheckKeys({"model", "data", "attention", "optim", "checkpoint", "seed", "fp8", "rl"}));
+      o.CheckKeys({"model", "data", "attention", "precision", "optim", "checkpoint", "seed", "fp8",
+                   "rl"}));
   if (o.Has("rl")) EMBODY_RETURN_IF_ERROR(ParseRl(o.At("rl"), &e->rl));
   if (o.Has("fp8")) EMBODY_RETURN_IF_ERROR(ParseFp8(o.At("fp8"), &e->fp8));
   EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
   EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
+  EMBODY_RETURN_IF_ERROR(o.GetString("precision", {"fp32", "bf16"}, &e->precision));
   if (o.Has("model")) {
     ObjectReader m(o.At("model"), "engine.model");
     EMBODY_RETURN_IF_ERROR(m.CheckObject());
@@ -645,6 +647,8 @@ json ToJson(const JobSpec& s) {
       j["engine"]["checkpoint"]["best"] = {{"metric", e.checkpoint.best_metric},
                                            {"mode", e.checkpoint.best_mode}};
     }
+    // Only when not the default, so specs stored before the option existed read back the same.
+    if (e.precision != "fp32") j["engine"]["precision"] = e.precision;
   }
   return j;
 }

@@ -155,6 +155,10 @@ struct EngineOptions {
   // "varlen": attention per sample over packed rows (cu_seqlens); "padded": the padded
   // baseline (needs data.packing false).
   std::string attention = "varlen";
+  // The Linear layers' matrix products: "fp32", or "bf16" (bfloat16 operands, float32
+  // accumulation; weights, optimiser and every other op float32). On a CPU without AVX512_BF16
+  // or AMX a bf16 job runs fp32 and says so in its events (docs/engine.md, "BF16").
+  std::string precision = "fp32";
   OptimOptions optim;
   CheckpointOptions checkpoint;
   uint64_t seed = 0;

@@ -505,5 +505,28 @@ TEST(JobSpecTest, TextEdgeCases) {
   EXPECT_NE(r.status().message().find("exceeds"), std::string::npos);
 }
 
+TEST(JobSpecTest, PrecisionIsFp32OrBf16) {
+  auto d = ParseJobSpec(Valid(), {});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->engine.precision, "fp32");
+  json j = Valid();
+  j["engine"]["precision"] = "bf16";
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->engine.precision, "bf16");
+  EXPECT_EQ(ToJson(*r)["engine"]["precision"], "bf16");
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->engine.precision, "bf16");
+  for (const json& bad : {json("fp16"), json("BF16"), json(16), json(nullptr)}) {
+    j["engine"]["precision"] = bad;
+    const common::Status s = Err(j);
+    EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << bad.dump();
+    EXPECT_EQ(s.field(), "engine.precision") << bad.dump();
+  }
+  j["engine"]["precision"] = "fp16";
+  EXPECT_NE(Err(j).message().find("fp32"), std::string::npos) << Err(j).message();
+}
+
 }  // namespace
 }  // namespace api

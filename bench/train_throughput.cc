@@ -3,7 +3,7 @@
 // the packed + varlen layout and the padded baseline on the same samples, measured side by side
 // in one run. Run it alone (1 rank) or under mpirun (each rank trains its slice of every step).
 //
-//   train_throughput [--mode both|packed|padded] [--rows 8] [--tokens 512] [--steps 8]
+//   train_throughput [--mode both|packed|padded|compute] [--rows 8] [--tokens 512] [--steps 8]
 //                    [--warmup 2] [--d_model 256] [--layers 4] [--heads 8] [--mlp 1024]
 //                    [--horizon 16] [--seed 1]
 //
@@ -11,6 +11,12 @@
 //         best-fit decreasing into rows of --tokens (about --rows rows);
 // padded  packing false, attention padded: the same samples (rows_per_step = the packed run's
 //         samples per rank), one per row, each row padded to the step's longest sample.
+// compute  the packed run three times, its Linear products by Eigen fp32, oneDNN fp32
+//          (EMBODY_GEMM=eigen / onednn) and engine.precision "bf16" (oneDNN, bf16 operands, fp32
+//          accumulation): step time and loss side by side (engine/model/linear_fast.h), in
+//          --rounds 2 alternating rounds, each keeping its fastest round's figures. Compared by
+//          the main thread's CPU time per step (whole run / steps, warm-up included, no GEMM-rate
+//          probe), which a loaded machine distorts less than wall time; wall medians beside.
 // Figures are medians over the --steps steps after --warmup, from the trainer's own step events
 // (global real tokens / step seconds). The ideal packed/padded ratio is padded slots / real tokens
 // (what removing every padding slot would give); the achieved share of it is the ratio / ideal.
@@ -20,12 +26,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/dist/mpi_communicator.h"
+#include "engine/model/linear_fast.h"
 #include "engine/report/recording_sink.h"
 #include "engine/train_batches.h"
 #include "engine/trainer.h"
@@ -34,6 +42,8 @@ namespace {
 
 struct Args {
   std::string mode = "both";
+  std::string precision = "fp32";  // engine.precision of each run
+  int rounds = 2;                  // --mode compute: alternating rounds
   int rows = 8, tokens = 512, steps = 8, warmup = 2;
   int d_model = 256, layers = 4, heads = 8, mlp = 1024, horizon = 16;
   uint64_t seed = 1;
@@ -51,7 +61,15 @@ struct Figures {
   double forward = 0, backward = 0, allreduce = 0, optimizer = 0, data_wait = 0;
   int samples_per_rank = 0;
   double final_loss = 0;
+  // --mode compute: this thread's CPU seconds for the whole run / steps run (warm-up included).
+  double cpu_step_seconds = 0;
 };
+
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 engine::TrainerOptions Options(const Args& a, bool packed) {
   engine::TrainerOptions o;
@@ -69,6 +87,7 @@ engine::TrainerOptions Options(const Args& a, bool packed) {
   e.optim.warmup_steps = 1;
   e.optim.lr = 1e-3;
   e.seed = a.seed;
+  e.precision = a.precision;
   o.print_progress = false;
   o.measure_gemm_ceiling = true;
   if (!packed) {
@@ -83,7 +102,11 @@ engine::TrainerOptions Options(const Args& a, bool packed) {
 bool Run(const Args& a, bool packed, engine::Communicator& comm, Figures* f) {
   engine::TrainerOptions o = Options(a, packed);
   engine::RecordingSink sink;
+  // --mode compute leaves out the GEMM-rate probe, so the thread's CPU time is the steps'.
+  if (a.mode == "compute") o.measure_gemm_ceiling = false;
+  const double cpu0 = ThreadCpuSeconds();
   auto r = engine::Train(o, comm, &sink);
+  f->cpu_step_seconds = (ThreadCpuSeconds() - cpu0) / o.engine.optim.steps;
   if (!r.ok()) {
     std::fprintf(stderr, "train_throughput: %s\n", r.status().ToString().c_str());
     return false;
@@ -137,6 +160,64 @@ nlohmann::json ToJson(const Figures& f) {
           {"data_wait_seconds", f.data_wait},       {"final_loss", f.final_loss}};
 }
 
+// --mode compute: the packed run under each LinearCompute, side by side; 0 or 1.
+int CompareComputes(Args a, engine::Communicator& comm, bool leader, double load_start) {
+  struct Case {
+    const char* name;
+    const char* gemm_env;  // EMBODY_GEMM for the fp32 runs
+    const char* precision;
+  };
+  const Case cases[] = {{"eigen-fp32", "eigen", "fp32"},
+                        {"onednn-fp32", "onednn", "fp32"},
+                        {"onednn-bf16", "eigen", "bf16"}};
+  // Rounds alternate the three (a shared machine's load drifts); each keeps its fastest round.
+  Figures f[3];
+  for (int round = 0; round < a.rounds; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      setenv("EMBODY_GEMM", cases[i].gemm_env, 1);
+      a.precision = cases[i].precision;
+      Figures r;
+      if (!Run(a, true, comm, &r)) return 1;
+      if (round == 0 || r.cpu_step_seconds < f[i].cpu_step_seconds) f[i] = r;
+    }
+  }
+  if (!leader) return 0;
+  std::printf("bf16 native on this CPU: %s\n", engine::Bf16ComputeSupported() ? "yes" : "NO");
+  nlohmann::json j = {{"bench", "train_throughput"}, {"mode", "compute"},
+                      {"world_size", comm.world_size()}, {"d_model", a.d_model},
+                      {"layers", a.layers}, {"heads", a.heads}, {"mlp", a.mlp},
+                      {"rows", a.rows}, {"tokens_per_row", a.tokens}, {"steps", a.steps}, {"rounds", a.rounds},
+                      {"bf16_native", engine::Bf16ComputeSupported()},
+                      {"loadavg_start", load_start}};
+  for (int i = 0; i < 3; ++i) {
+    Print(cases[i].name, f[i]);
+    std::printf("%12s final loss %.5f\n", "", f[i].final_loss);
+    j[cases[i].name] = ToJson(f[i]);
+  }
+  // Ratios of the main thread's CPU time per step (the steps run on it; a shared machine's wall
+  // time also counts other processes), and of the median wall step beside them.
+  const double base = f[0].cpu_step_seconds;
+  std::printf(
+      "step thread-CPU ms: eigen-fp32 %.1f, onednn-fp32 %.1f, onednn-bf16 %.1f\n"
+      "eigen-fp32 / onednn-fp32: %.2fx; eigen-fp32 / onednn-bf16: %.2fx; onednn-fp32 / "
+      "onednn-bf16: %.2fx (wall medians: %.2fx, %.2fx, %.2fx); final loss bf16 vs eigen-fp32 "
+      "%+.2f%%\n",
+      1e3 * f[0].cpu_step_seconds, 1e3 * f[1].cpu_step_seconds, 1e3 * f[2].cpu_step_seconds,
+      base / f[1].cpu_step_seconds, base / f[2].cpu_step_seconds,
+      f[1].cpu_step_seconds / f[2].cpu_step_seconds, f[0].step_seconds / f[1].step_seconds,
+      f[0].step_seconds / f[2].step_seconds, f[1].step_seconds / f[2].step_seconds,
+      100.0 * (f[2].final_loss - f[0].final_loss) / f[0].final_loss);
+  for (int i = 0; i < 3; ++i) j[cases[i].name]["cpu_step_seconds"] = f[i].cpu_step_seconds;
+  j["speedup_onednn_fp32"] = base / f[1].cpu_step_seconds;
+  j["speedup_bf16_vs_eigen"] = base / f[2].cpu_step_seconds;
+  j["speedup_bf16_vs_onednn_fp32"] = f[1].cpu_step_seconds / f[2].cpu_step_seconds;
+  double load[3] = {-1, -1, -1};
+  getloadavg(load, 3);
+  j["loadavg_end"] = load[0];
+  std::printf("load average at end %.2f\n%s\n", load[0], j.dump().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -166,6 +247,8 @@ int main(int argc, char** argv) {
       a.mlp = next();
     } else if (f == "--horizon") {
       a.horizon = next();
+    } else if (f == "--rounds") {
+      a.rounds = std::max(1, next());
     } else if (f == "--seed") {
       a.seed = static_cast<uint64_t>(next());
     } else {
@@ -188,6 +271,11 @@ int main(int argc, char** argv) {
           "%d; %d warm-up + %d timed steps; load average %.2f\n",
           comm.world_size(), a.d_model, a.layers, a.heads, a.mlp, a.horizon, a.warmup, a.steps,
           load[0]);
+    }
+    if (a.mode == "compute") {
+      code = CompareComputes(a, comm, leader, load[0]);
+      MPI_Finalize();
+      return code;
     }
     if (do_packed && !Run(a, true, comm, &packed)) code = 1;
     if (code == 0 && do_padded && !Run(a, false, comm, &padded)) code = 1;

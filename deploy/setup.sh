@@ -12,7 +12,7 @@ packages=(
   libpq-dev postgresql postgresql-contrib
   libboost-dev libboost-system-dev
   libopenmpi-dev openmpi-bin
-  libeigen3-dev libssl-dev zlib1g-dev libbrotli-dev
+  libeigen3-dev libdnnl-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libcli11-dev libyaml-cpp-dev
   libhdf5-dev

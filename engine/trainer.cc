@@ -19,6 +19,7 @@
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
+#include "engine/precision.h"
 #include "engine/sim/reach_task.h"
 #include "engine/train_batches.h"
 
@@ -228,6 +229,17 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     // Every rank says it is up, so each rank's log shows it took part.
     std::printf("embody-engine: rank %d of %d ready\n", rank, world);
     std::fflush(stdout);
+  }
+
+  // engine.precision, chosen by each rank for its own CPU (ranks on different CPUs may mix bf16
+  // and fp32 products; gradients meet in fp32 either way); before the GEMM rate, which is
+  // measured through the chosen products. The event is rank 0's choice.
+  const PrecisionChoice precision = ApplyPrecision(e.precision);
+  if (events != nullptr && precision.requested != "fp32") events->Post(PrecisionEvent(precision));
+  if (leader && !precision.warning.empty()) {
+    common::LogWarn("precision", {{"requested", precision.requested},
+                                     {"used", precision.used},
+                                     {"reason", precision.warning}});
   }
 
   // The GEMM rate every rank measures on its own core at the same time (what the step will get),

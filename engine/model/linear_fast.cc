@@ -1,16 +1,20 @@
 // Dispatch of the fast Linear and GELU layers to the copy of the Eigen kernels compiled for this
 // CPU (linear_kernels.h): chosen once per process from engine/fp8/cpu_path.h's path, so
-// EMBODY_CPU_PATH forces it here too (scalar runs the baseline SSE2 copy).
+// EMBODY_CPU_PATH forces it here too (scalar runs the baseline SSE2 copy); or to oneDNN
+// (linear_onednn.h) when SetLinearCompute says so.
 #include "engine/model/linear_fast.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "engine/fp8/cpu_path.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_kernels.h"
+#include "engine/model/linear_onednn.h"
 
 namespace engine {
 namespace {
@@ -42,12 +46,73 @@ const linear::LinearKernels& For(long B, long C, long OC) {
   return k;
 }
 
+LinearCompute ReadFp32Default() {
+  // Measured (docs/benchmarks.md, "GEMM backends"): oneDNN's fp32 matmul beats the AVX-512 Eigen
+  // copy on every reference shape. Below AVX-512 it was not measured, so the Eigen copy for the
+  // path stays (and EMBODY_CPU_PATH=scalar|avx2 keeps testing exactly those copies).
+  const LinearCompute measured = fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512
+                                     ? LinearCompute::kOnednnFp32
+                                     : LinearCompute::kEigenFp32;
+  const char* forced = std::getenv("EMBODY_GEMM");
+  if (forced == nullptr) return measured;
+  if (std::strcmp(forced, "eigen") == 0) return LinearCompute::kEigenFp32;
+  if (std::strcmp(forced, "onednn") == 0) return LinearCompute::kOnednnFp32;
+  std::fprintf(stderr, "EMBODY_GEMM=%s is not eigen or onednn; using %s\n", forced,
+               LinearComputeName(measured));
+  return measured;
+}
+
+// -1: not chosen yet (DefaultFp32Compute on first use).
+std::atomic<int> g_compute{-1};
+
+LinearCompute Compute() {
+  int c = g_compute.load(std::memory_order_relaxed);
+  if (c < 0) {
+    // First product with no choice made: the default, read once.
+    int unset = -1;
+    const int d = static_cast<int>(DefaultFp32Compute());
+    c = g_compute.compare_exchange_strong(unset, d, std::memory_order_relaxed) ? d : unset;
+  }
+  return static_cast<LinearCompute>(c);
+}
+
+linear::OnednnType OnednnTypeOf(LinearCompute c) {
+  return c == LinearCompute::kOnednnBf16 ? linear::OnednnType::kBf16 : linear::OnednnType::kF32;
+}
+
 }  // namespace
 
 const char* LinearKernelsName() { return Active().name; }
 
+const char* LinearComputeName(LinearCompute c) {
+  switch (c) {
+    case LinearCompute::kEigenFp32:
+      return "eigen-fp32";
+    case LinearCompute::kOnednnFp32:
+      return "onednn-fp32";
+    case LinearCompute::kOnednnBf16:
+      return "onednn-bf16";
+  }
+  return "?";
+}
+
+void SetLinearCompute(LinearCompute c) {
+  g_compute.store(static_cast<int>(c), std::memory_order_relaxed);
+}
+
+LinearCompute ActiveLinearCompute() { return Compute(); }
+
+LinearCompute DefaultFp32Compute() { return ReadFp32Default(); }
+
+bool Bf16ComputeSupported() { return linear::OnednnHasNativeBf16(); }
+
 void LinearForwardFast(float* out, const float* inp, const float* weight, const float* bias, int B,
                        int C, int OC) {
+  const LinearCompute c = Compute();
+  if (c != LinearCompute::kEigenFp32) {
+    linear::OnednnForward(OnednnTypeOf(c), out, inp, weight, bias, B, C, OC);
+    return;
+  }
   For(B, C, OC).forward(out, inp, weight, bias, B, C, OC);
 }
 
@@ -68,6 +133,12 @@ void LinearForwardMaybeFp8(float* out, const float* inp, const float* weight,
 void LinearBackwardFast(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, int B, int C, int OC,
                         bool overwrite_dinp) {
+  const LinearCompute c = Compute();
+  if (c != LinearCompute::kEigenFp32) {
+    linear::OnednnBackward(OnednnTypeOf(c), dinp, dweight, dbias, dout, inp, weight, B, C, OC,
+                           overwrite_dinp);
+    return;
+  }
   For(B, C, OC).backward(dinp, dweight, dbias, dout, inp, weight, B, C, OC, overwrite_dinp);
 }
 
@@ -84,10 +155,15 @@ void GeluGradInPlace(float* grad, const float* inp, long N) {
 double MeasureGemmGflops(double seconds) {
   constexpr int kM = 4096, kK = 256, kN = 1024;
   constexpr double kFlops = 2.0 * kM * kK * kN;
+  const LinearCompute c = Compute();
+  auto time = [&](int reps) {
+    return c == LinearCompute::kEigenFp32 ? Active().time_gemm(kM, kN, kK, reps)
+                                          : linear::OnednnTimeGemm(OnednnTypeOf(c), kM, kN, kK, reps);
+  };
   // One product tells how many fit in `seconds`; at least 3, at most 1,000.
-  const double once = Active().time_gemm(kM, kN, kK, 1);
+  const double once = time(1);
   const int reps = static_cast<int>(std::min(1000.0, std::max(3.0, seconds / once)));
-  return kFlops / Active().time_gemm(kM, kN, kK, reps) / 1e9;
+  return kFlops / time(reps) / 1e9;
 }
 
 }  // namespace engine

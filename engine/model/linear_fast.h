@@ -3,7 +3,9 @@
 // matrix products done by Eigen's blocked GEMM over maps of the caller's flat buffers (no copies,
 // no allocation in the steady state). Single-threaded unless Eigen is built with OpenMP. The
 // Eigen code is compiled for SSE2, AVX2 and AVX-512 and the copy this CPU runs is chosen once per
-// process (linear_kernels.h; EMBODY_CPU_PATH, engine/fp8/cpu_path.h, forces one).
+// process (linear_kernels.h; EMBODY_CPU_PATH, engine/fp8/cpu_path.h, forces one). The products
+// can instead run through oneDNN's matmul (linear_onednn.h), in float32 or with bfloat16 operands
+// and float32 accumulation: SetLinearCompute chooses, process-wide; GELU is Eigen's either way.
 //
 // Row-major, as everywhere in the engine: B = rows, C = input features, OC = output features.
 // This header does not include Eigen, so users stay light; only linear_fast.cc does.
@@ -17,6 +19,28 @@ namespace engine {
 
 // The copy of the kernels this process runs: "sse2", "avx2" or "avx512".
 const char* LinearKernelsName();
+
+// What computes the Linear layers' matrix products. kEigenFp32 is the reference every other
+// choice is tested against; kOnednnBf16 rounds each product's operands to bfloat16 and
+// accumulates in float32 (weights, gradients, optimiser state and every other op stay float32).
+enum class LinearCompute { kEigenFp32, kOnednnFp32, kOnednnBf16 };
+const char* LinearComputeName(LinearCompute c);  // "eigen-fp32", "onednn-fp32", "onednn-bf16"
+
+// The process's choice: set before any step runs (not synchronised with products in flight).
+// Until set: DefaultFp32Compute().
+void SetLinearCompute(LinearCompute c);
+LinearCompute ActiveLinearCompute();
+
+// The float32 choice, read from the environment on each call: EMBODY_GEMM=eigen|onednn forces it
+// (unknown values: the default, with a warning on stderr); else oneDNN where the CPU path is
+// avx512 (it measured faster there on every reference shape: docs/benchmarks.md, "GEMM
+// backends"), the path's Eigen copy below it.
+LinearCompute DefaultFp32Compute();
+
+// Whether kOnednnBf16 runs natively here (AVX512_BF16 or AMX, by oneDNN's run-time detection).
+// Where it does not, oneDNN would emulate bfloat16 at a fraction of float32's speed (or not run
+// it at all), so callers fall back to float32 (engine/precision.h).
+bool Bf16ComputeSupported();
 
 // out (B, OC) = inp (B, C) · weight (OC, C)ᵀ + bias (OC) (bias may be nullptr).
 void LinearForwardFast(float* out, const float* inp, const float* weight, const float* bias, int B,
@@ -46,7 +70,7 @@ void GeluGradInPlace(float* grad, const float* inp, long N);
 
 namespace engine {
 
-// This thread's float32 GEMM rate through the same Eigen path, in GFLOP/s: the best of repeated
+// This thread's GEMM rate through the active LinearCompute, in GFLOP/s: the best of repeated
 // (4096 × 256) · (256 × 1024) products (the reference policy's MLP-up shape) over about `seconds`.
 // The trainer's honest denominator for model FLOP utilisation: measured, not a datasheet peak.
 double MeasureGemmGflops(double seconds = 0.25);

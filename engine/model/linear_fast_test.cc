@@ -1,7 +1,8 @@
-// The Eigen fast path against the plain-loop reference of layers.h, on fresh random inputs of
-// awkward (non-multiple-of-16) shapes.
+// The fast Linear paths (Eigen, oneDNN fp32, oneDNN bf16) against the plain-loop reference of
+// layers.h, on fresh random inputs of awkward (non-multiple-of-16) shapes.
 #include "engine/model/linear_fast.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -27,7 +28,30 @@ void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, doubl
   }
 }
 
-TEST(LinearFastTest, ForwardAndBackwardMatchReference) {
+// Sets the process's LinearCompute for one test and puts back the one before.
+class ScopedCompute {
+ public:
+  explicit ScopedCompute(LinearCompute c) : before_(ActiveLinearCompute()) { SetLinearCompute(c); }
+  ~ScopedCompute() { SetLinearCompute(before_); }
+
+ private:
+  LinearCompute before_;
+};
+
+// ‖a − b‖₂ / ‖b‖₂.
+double RelativeL2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+class LinearComputeTest : public ::testing::TestWithParam<LinearCompute> {};
+
+TEST_P(LinearComputeTest, ForwardAndBackwardMatchReference) {
+  ScopedCompute scoped(GetParam());
   Rng rng(7);
   for (auto [B, C, OC] : {std::tuple{1, 1, 1}, {37, 29, 53}, {130, 192, 64}, {5, 256, 768}}) {
     auto x = Random(rng, B * C), w = Random(rng, OC * C), b = Random(rng, OC);
@@ -51,6 +75,48 @@ TEST(LinearFastTest, ForwardAndBackwardMatchReference) {
     ExpectClose(db, db_ref, 1e-4, "dbias");
     // Null dinp and dbias are allowed.
     LinearBackwardFast(nullptr, dw.data(), nullptr, dy.data(), x.data(), w.data(), B, C, OC);
+    // overwrite_dinp writes dinp instead of adding to it.
+    std::vector<float> dx_only(B * C, 0.0f), dx_over = Random(rng, B * C), dw_sink(OC * C);
+    LinearBackward(dx_only.data(), dw_sink.data(), nullptr, dy.data(), x.data(), w.data(), B, C,
+                   OC);
+    LinearBackwardFast(dx_over.data(), dw_sink.data(), nullptr, dy.data(), x.data(), w.data(), B,
+                       C, OC, /*overwrite_dinp=*/true);
+    ExpectClose(dx_over, dx_only, 1e-4, "overwritten dinp");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp32, LinearComputeTest,
+                         ::testing::Values(LinearCompute::kEigenFp32, LinearCompute::kOnednnFp32),
+                         [](const auto& info) {
+                           return info.param == LinearCompute::kEigenFp32 ? "Eigen" : "Onednn";
+                         });
+
+// bf16 operands, fp32 accumulation: each product within bf16's rounding (8 significant bits:
+// a relative error of about 2^-9 per operand, which averages down over a dot product) of the
+// fp32 reference, yet measurably not the fp32 result (the operands really were rounded).
+TEST(LinearBf16Test, ForwardAndBackwardWithinBf16Tolerance) {
+  if (!Bf16ComputeSupported()) GTEST_SKIP() << "no AVX512_BF16 or AMX on this CPU";
+  ScopedCompute scoped(LinearCompute::kOnednnBf16);
+  Rng rng(9);
+  for (auto [B, C, OC] : {std::tuple{37, 29, 53}, {130, 192, 64}, {257, 256, 768}}) {
+    auto x = Random(rng, B * C), w = Random(rng, OC * C), b = Random(rng, OC);
+    auto dy = Random(rng, B * OC);
+    std::vector<float> y_ref(B * OC), y(B * OC);
+    LinearForward(y_ref.data(), x.data(), w.data(), b.data(), B, C, OC);
+    LinearForwardFast(y.data(), x.data(), w.data(), b.data(), B, C, OC);
+    const double fwd = RelativeL2(y, y_ref);
+    EXPECT_LT(fwd, 8e-3) << B << "x" << C << "x" << OC;
+    EXPECT_GT(fwd, 1e-5) << "bf16 forward equals fp32: operands were not rounded";
+
+    std::vector<float> dx_ref(B * C, 0.0f), dw_ref(OC * C, 0.0f), db_ref(OC, 0.0f);
+    std::vector<float> dx = dx_ref, dw = dw_ref, db = db_ref;
+    LinearBackward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), B,
+                   C, OC);
+    LinearBackwardFast(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), B, C, OC);
+    EXPECT_LT(RelativeL2(dx, dx_ref), 8e-3) << "dinp";
+    EXPECT_LT(RelativeL2(dw, dw_ref), 8e-3) << "dweight";
+    EXPECT_GT(RelativeL2(dw, dw_ref), 1e-5) << "dweight";
+    ExpectClose(db, db_ref, 1e-4, "dbias (fp32 sums)");  // not a product: stays fp32
   }
 }
 

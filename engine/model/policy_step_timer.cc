@@ -138,7 +138,8 @@ int Run(const Args& a) {
   std::printf("policy step: %d rows x %d tokens (%ld real, %.1f%% fill), %d samples, %s\n", a.rows,
               a.tokens, real, 100.0 * real / slots, batch->num_samples(),
               a.padded ? "padded" : "varlen packed");
-  std::printf("  cpu path %s, linear kernels %s\n", fp8::ActiveCpuPathName(), LinearKernelsName());
+  std::printf("  cpu path %s, linear kernels %s, gemm %s\n", fp8::ActiveCpuPathName(),
+              LinearKernelsName(), LinearComputeName(ActiveLinearCompute()));
   std::printf("  d_model %d layers %d heads %d mlp %d, %zu params, loss %.4f\n", c.d_model,
               c.layers, c.heads, c.mlp, m.layout().num_parameters(), loss);
   std::printf("  step best %.1f ms mean %.1f ms (forward best %.1f ms), %.0f real tokens/s\n",
