@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
                 "MPI does not support threads (provided level " + std::to_string(provided) + ")");
   }
   int code = 0;
-  {
+  {  // the communicator frees its own communicators before MPI_Finalize below
     engine::MpiCommunicator comm;
     std::unique_ptr<engine::HttpEventReporter> reporter;
     if (comm.rank() == 0) {
@@ -123,40 +123,39 @@ int main(int argc, char** argv) {
       } else if (rl->stopped) {
         code = 128 + SIGTERM;
       }
-      MPI_Finalize();
-      return code;
-    }
-    engine::TrainerOptions options;
-    options.engine = spec->engine;
-    options.measure_gemm_ceiling = true;  // step events report mfu against this machine's GEMMs
-    options.eval_samples = 64;            // the closing `eval` event: sampled vs expert actions
-    const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
-    options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
-    if (const char* resume = std::getenv("EMBODY_RESUME_FROM"); resume != nullptr) {
-      options.resume_from = resume;
-      options.resume_newest = true;  // set by the agent for a restart: see docs/contracts.md
-    }
-    options.stop_requested = &g_stop_requested;
-    bool failed_on_every_rank = false;
-    auto result = engine::Train(options, comm, reporter.get(), &failed_on_every_rank);
-    if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
-    if (!result.ok()) {
-      Fail(1, "rank " + std::to_string(comm.rank()) + ": " + result.status().ToString());
-      // A failure on one rank alone would leave the others blocked in a collective; one that every
-      // rank returned together (bad data, checkpoint I/O) ends each of them normally, so every
-      // rank's message reaches its log.
-      if (comm.world_size() > 1 && !failed_on_every_rank) MPI_Abort(MPI_COMM_WORLD, 1);
-      code = 1;
-    } else if (result->stopped) {
-      // Asked to stop (preemption, cancel): the checkpoint is written, the run can resume from
-      // it. 128 + SIGTERM says how it ended.
-      if (comm.rank() == 0) {
-        std::printf("stopped on SIGTERM after step %lld; checkpoint %s\n",
-                    static_cast<long long>(result->first_step + result->losses.size()),
-                    result->last_checkpoint.c_str());
-        std::fflush(stdout);
+    } else {
+      engine::TrainerOptions options;
+      options.engine = spec->engine;
+      options.measure_gemm_ceiling = true;  // step events report mfu against this machine's GEMMs
+      options.eval_samples = 64;            // the closing `eval` event: sampled vs expert actions
+      const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
+      options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
+      if (const char* resume = std::getenv("EMBODY_RESUME_FROM"); resume != nullptr) {
+        options.resume_from = resume;
+        options.resume_newest = true;  // set by the agent for a restart: see docs/contracts.md
       }
-      code = 128 + SIGTERM;
+      options.stop_requested = &g_stop_requested;
+      bool failed_on_every_rank = false;
+      auto result = engine::Train(options, comm, reporter.get(), &failed_on_every_rank);
+      if (reporter != nullptr) reporter->Close();  // flush the last events before exiting
+      if (!result.ok()) {
+        Fail(1, "rank " + std::to_string(comm.rank()) + ": " + result.status().ToString());
+        // A failure on one rank alone would leave the others blocked in a collective; one that
+        // every rank returned together (bad data, checkpoint I/O) ends each of them normally, so
+        // every rank's message reaches its log.
+        if (comm.world_size() > 1 && !failed_on_every_rank) MPI_Abort(MPI_COMM_WORLD, 1);
+        code = 1;
+      } else if (result->stopped) {
+        // Asked to stop (preemption, cancel): the checkpoint is written, the run can resume from
+        // it. 128 + SIGTERM says how it ended.
+        if (comm.rank() == 0) {
+          std::printf("stopped on SIGTERM after step %lld; checkpoint %s\n",
+                      static_cast<long long>(result->first_step + result->losses.size()),
+                      result->last_checkpoint.c_str());
+          std::fflush(stdout);
+        }
+        code = 128 + SIGTERM;
+      }
     }
   }
   MPI_Finalize();
