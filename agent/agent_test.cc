@@ -22,24 +22,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
-int ThreadCount() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
-    ::closedir(d);
-  }
-  return n;
-}
-
-int ThreadCountSettlingAt(int want) {
-  int n = ThreadCount();
-  for (int i = 0; i < 40 && n != want; ++i) {
-    std::this_thread::sleep_for(milliseconds(50));
-    n = ThreadCount();
-  }
-  return n;
-}
-
 AgentOptions Options(const std::string& dir) {
   AgentOptions o;
   o.server = "http://127.0.0.1:1";  // nothing listens: registration fails and is retried

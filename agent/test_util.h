@@ -1,15 +1,39 @@
 // Helpers shared by the agent's tests.
 #pragma once
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "common/file_util.h"
 
 namespace agent {
+
+// Threads of this process now.
+inline int ThreadCount() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+// Waits up to 2 s for the thread count to come down to `want` (an exited thread's task entry
+// may outlive its join by a moment); returns the last count seen.
+inline int ThreadCountSettlingAt(int want) {
+  int n = ThreadCount();
+  for (int i = 0; i < 40 && n != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    n = ThreadCount();
+  }
+  return n;
+}
 
 // A fresh directory under /tmp, removed with everything in it when the object goes away. Mode
 // 0711, as an agent's data directory needs to be for job uids to reach their directories.

@@ -20,6 +20,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
+#include "agent/test_util.h"
 #include "controlplane/flags.h"
 #include "controlplane/server.h"
 #include "tests/e2e/local_stack.h"
@@ -31,27 +32,6 @@ namespace {
 using json = nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// Threads of this process now.
-int ThreadCount() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
-    ::closedir(d);
-  }
-  return n;
-}
-
-// Waits up to 2 s for the thread count to come down to `want` (an exited thread's task entry
-// may outlive its join by a moment); returns the last count seen.
-int ThreadCountSettlingAt(int want) {
-  int n = ThreadCount();
-  for (int i = 0; i < 40 && n != want; ++i) {
-    std::this_thread::sleep_for(milliseconds(50));
-    n = ThreadCount();
-  }
-  return n;
-}
 
 class AgentInProcessTest : public ::testing::Test {
  protected:
@@ -170,7 +150,7 @@ embody::testing::PgCluster* AgentInProcessTest::pg_ = nullptr;
 controlplane::Server* AgentInProcessTest::server_ = nullptr;
 
 TEST_F(AgentInProcessTest, RegistersRunsACommandJobAndStopsEveryThread) {
-  const int threads_before = ThreadCount();
+  const int threads_before = agent::ThreadCount();
   auto created = agent::Agent::Create(Options("node-inproc"));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::unique_ptr<agent::Agent> a = std::move(*created);
@@ -179,7 +159,7 @@ TEST_F(AgentInProcessTest, RegistersRunsACommandJobAndStopsEveryThread) {
   EXPECT_GT(a->local_api_port(), 0);
   EXPECT_FALSE(a->Start().ok()) << "a second Start must be refused";
   ASSERT_TRUE(WaitRegistered(*a, 20)) << "the agent never registered";
-  EXPECT_GT(ThreadCount(), threads_before);
+  EXPECT_GT(agent::ThreadCount(), threads_before);
 
   json node;
   const json nodes = Call("GET", "/v1/nodes");
@@ -206,20 +186,21 @@ TEST_F(AgentInProcessTest, RegistersRunsACommandJobAndStopsEveryThread) {
   a->Stop();
   const auto stop_ms = std::chrono::duration_cast<milliseconds>(steady_clock::now() - t0).count();
   EXPECT_LT(stop_ms, 3000) << "Stop took " << stop_ms << " ms";
-  EXPECT_EQ(ThreadCountSettlingAt(threads_before), threads_before) << "threads left after Stop";
+  EXPECT_EQ(agent::ThreadCountSettlingAt(threads_before), threads_before)
+      << "threads left after Stop";
   EXPECT_TRUE(a->RunningJobs().empty());
 
   const auto t1 = steady_clock::now();
   a->Stop();  // a no-op
   EXPECT_LT(std::chrono::duration_cast<milliseconds>(steady_clock::now() - t1).count(), 100);
-  EXPECT_EQ(ThreadCount(), threads_before);
+  EXPECT_EQ(agent::ThreadCount(), threads_before);
   EXPECT_FALSE(a->Start().ok()) << "a stopped agent does not start again";
   a.reset();
-  EXPECT_EQ(ThreadCount(), threads_before);
+  EXPECT_EQ(agent::ThreadCount(), threads_before);
 }
 
 TEST_F(AgentInProcessTest, StopKillsTheRunningJobAndReportsIt) {
-  const int threads_before = ThreadCount();
+  const int threads_before = agent::ThreadCount();
   auto created = agent::Agent::Create(Options("node-inproc-stop"));
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::unique_ptr<agent::Agent> a = std::move(*created);
@@ -242,7 +223,7 @@ TEST_F(AgentInProcessTest, StopKillsTheRunningJobAndReportsIt) {
   // The job's tree gets SIGTERM, then SIGKILL after the 1 s grace; then one last heartbeat.
   EXPECT_LT(stop_ms, 5000) << "Stop took " << stop_ms << " ms";
   EXPECT_TRUE(ProcessesWith(marker).empty()) << "the job's processes outlived Stop";
-  EXPECT_EQ(ThreadCountSettlingAt(threads_before), threads_before);
+  EXPECT_EQ(agent::ThreadCountSettlingAt(threads_before), threads_before);
   // The last heartbeat reported the job's end: the server does not wait for the node to go DOWN.
   EXPECT_EQ(WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED", "PENDING", "RESTARTING"}, 10),
             "FAILED")
