@@ -1,5 +1,6 @@
 // engine.precision: the choice on CPUs with and without native bf16, the job's event, and a short
 // training run in bf16 whose loss curve tracks fp32's on the same seed and samples.
+#include "engine/testing/small_run.h"
 #include "engine/precision.h"
 
 #include <cmath>
@@ -53,21 +54,10 @@ TEST(PrecisionTest, Bf16FallsBackToFp32WithAWarningEvent) {
 // The reference model's layer widths scaled down (two packed rows of 512 tokens per step), so
 // every product is big enough to run oneDNN's blocked kernels.
 TrainerOptions RunOptions(const std::string& precision, int steps) {
-  TrainerOptions o;
+  TrainerOptions o = testing::SmallRun(steps, /*seed=*/3);
   o.engine.model.d_model = 64;
-  o.engine.model.layers = 2;
-  o.engine.model.heads = 4;
   o.engine.model.mlp = 256;
-  o.engine.model.action_horizon = 4;
-  o.engine.model.action_dim = 7;
-  o.engine.data.rows_per_step = 2;
-  o.engine.data.tokens_per_row = 512;
-  o.engine.optim.lr = 4e-3;
-  o.engine.optim.steps = steps;
-  o.engine.optim.warmup_steps = 10;
-  o.engine.seed = 3;
   o.engine.precision = precision;
-  o.print_progress = false;
   return o;
 }
 

@@ -1,3 +1,4 @@
+#include "engine/testing/small_run.h"
 #include "engine/trainer.h"
 
 #include <atomic>
@@ -15,24 +16,7 @@
 namespace engine {
 namespace {
 
-// A tiny policy transformer on two packed rows of 512 tokens per step (13 samples).
-TrainerOptions SmallRun(int steps) {
-  TrainerOptions o;
-  o.engine.model.d_model = 48;
-  o.engine.model.layers = 2;
-  o.engine.model.heads = 4;
-  o.engine.model.mlp = 96;
-  o.engine.model.action_horizon = 4;
-  o.engine.model.action_dim = 7;
-  o.engine.data.rows_per_step = 2;
-  o.engine.data.tokens_per_row = 512;
-  o.engine.optim.lr = 4e-3;
-  o.engine.optim.steps = steps;
-  o.engine.optim.warmup_steps = 10;
-  o.engine.seed = 1;
-  o.print_progress = false;
-  return o;
-}
+using testing::SmallRun;  // two packed rows of 512 tokens per step: 13 samples
 constexpr uint64_t kSmallSamples = 13;  // floor(2 · 512 / (72 + 4))
 
 double Mean(const std::vector<float>& v, size_t begin, size_t end) {
