@@ -28,6 +28,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/fp8/fp8_format.h"
 #include "engine/report/recording_sink.h"
+#include "engine/testing/small_run.h"
 #include "engine/trainer.h"
 
 namespace engine {
@@ -227,20 +228,9 @@ TEST(Fp8AllreduceTest, BytesOnTheWireAreUnderAQuarterOfFp32AsCounted) {
 }
 
 TrainerOptions SmallRun(bool fp8_allreduce, int steps) {
-  TrainerOptions o;
-  o.engine.model.d_model = 48;
-  o.engine.model.layers = 2;
-  o.engine.model.heads = 4;
-  o.engine.model.mlp = 96;
-  o.engine.model.action_horizon = 4;
-  o.engine.data.rows_per_step = 2;
-  o.engine.optim.lr = 4e-3;
-  o.engine.optim.steps = steps;
-  o.engine.optim.warmup_steps = 10;
-  o.engine.seed = 5;
+  TrainerOptions o = testing::SmallRun(steps, /*seed=*/5);
   o.engine.fp8.allreduce = fp8_allreduce;
   o.grad_bucket_bytes = 16 * 1024;
-  o.print_progress = false;
   return o;
 }
 
@@ -353,16 +343,3 @@ TEST(Fp8AllreduceTest, ResidualForRankKeepsOrSumsWhatIsOwed) {
 
 }  // namespace
 }  // namespace engine
-
-int main(int argc, char** argv) {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  if (provided < MPI_THREAD_FUNNELED) {
-    std::fprintf(stderr, "MPI provides thread level %d < MPI_THREAD_FUNNELED\n", provided);
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  const int rc = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return rc;
-}

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -87,17 +86,3 @@ TEST(MpiTrainTest, ParametersIdenticalOnAllRanksAndLossFalls) {
 
 }  // namespace
 }  // namespace engine
-
-int main(int argc, char** argv) {
-  // As embody-engine: loader threads exist but only the main thread calls MPI.
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  if (provided < MPI_THREAD_FUNNELED) {
-    std::fprintf(stderr, "MPI provides thread level %d < MPI_THREAD_FUNNELED\n", provided);
-    return 1;
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  int rc = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return rc;
-}
