@@ -24,15 +24,11 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kIntervalMs = 400;
 
-class HeldHeartbeatTest : public testing::MemoryServiceTest {
+class HeldHeartbeatTest : public testing::NodeServiceFixture {
  protected:
   void SetUp() override {
-    MemoryServiceTest::SetUp();
-    a_ = AddTenant("a");
-    join_ = AddPerson(a_, "agent");
-    member_ = AddPerson(a_, "member");
-    files_ = std::make_unique<LogFiles>(data_dir_);
-    nodes_ = std::make_unique<NodeService>(db_, *files_, kIntervalMs, clock(), nullptr);
+    NodeServiceFixture::SetUp();
+    SetUpNodeService(kIntervalMs);
     nodes_->SetWaiters(&waiters_);
     cred1_ = AddNode(*nodes_, join_, "n1", 2, &n1_);
     cred2_ = AddNode(*nodes_, join_, "n2", 2, &n2_);
@@ -63,10 +59,8 @@ class HeldHeartbeatTest : public testing::MemoryServiceTest {
   }
 
   NodeWaiters waiters_{2};
-  int64_t a_ = 0, n1_ = 0, n2_ = 0;
-  Principal join_, member_, cred1_, cred2_;
-  std::unique_ptr<LogFiles> files_;
-  std::unique_ptr<NodeService> nodes_;
+  int64_t n1_ = 0, n2_ = 0;
+  Principal cred1_, cred2_;
 };
 
 TEST_F(HeldHeartbeatTest, APlacementWakesTheHeldHeartbeatWithItsLaunch) {

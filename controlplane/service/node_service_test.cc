@@ -20,21 +20,12 @@ namespace {
 using api::JobState;
 using common::Code;
 
-class NodeServiceTest : public testing::MemoryServiceTest {
+class NodeServiceTest : public testing::NodeServiceFixture {
  protected:
   void SetUp() override {
-    MemoryServiceTest::SetUp();
-    a_ = AddTenant("a");
-    join_ = AddPerson(a_, "agent");
-    member_ = AddPerson(a_, "member");
-    files_ = std::make_unique<LogFiles>(data_dir_);
-    nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr);
+    NodeServiceFixture::SetUp();
+    SetUpNodeService(1000);
   }
-
-  int64_t a_ = 0;
-  Principal join_, member_;
-  std::unique_ptr<LogFiles> files_;
-  std::unique_ptr<NodeService> nodes_;
 };
 
 TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {

@@ -14,6 +14,7 @@
 #include "common/crypto.h"
 #include "controlplane/service/auth.h"
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/log_files.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/service/scheduler_loop.h"
 #include "controlplane/testing/memory_database.h"
@@ -151,6 +152,25 @@ class MemoryServiceTest : public ::testing::Test {
   std::atomic<int64_t> now_{1'700'000'000'000};
   std::string data_dir_;
   int people_ = 0;
+};
+
+// The node service tests' start: tenant "a" with an agent join token and a member, and a
+// NodeService over the store at `heartbeat_interval_ms`.
+class NodeServiceFixture : public MemoryServiceTest {
+ protected:
+  void SetUpNodeService(int heartbeat_interval_ms) {
+    a_ = AddTenant("a");
+    join_ = AddPerson(a_, "agent");
+    member_ = AddPerson(a_, "member");
+    files_ = std::make_unique<service::LogFiles>(data_dir_);
+    nodes_ = std::make_unique<service::NodeService>(db_, *files_, heartbeat_interval_ms, clock(),
+                                                    nullptr);
+  }
+
+  int64_t a_ = 0;
+  service::Principal join_, member_;
+  std::unique_ptr<service::LogFiles> files_;
+  std::unique_ptr<service::NodeService> nodes_;
 };
 
 }  // namespace controlplane::testing
