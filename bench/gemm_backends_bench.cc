@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/gemm_shapes.h"
+#include "bench/load_average.h"
 #include "engine/fp8/cpu_path.h"
 #include "engine/model/linear_fast.h"
 
@@ -94,15 +95,6 @@ std::vector<Layer> Layers(int tokens) {
   return out;
 }
 
-double LoadAverage() {
-  double load = -1.0;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1.0;
-    std::fclose(f);
-  }
-  return load;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,7 +109,7 @@ int main(int argc, char** argv) {
 
   const dnnl_version_t* v = dnnl::version();
   const bool bf16_native = engine::Bf16ComputeSupported();
-  const double load_start = LoadAverage();
+  const double load_start = bench::LoadAverage();
   std::printf(
       "gemm_backends_bench: %d tokens, 1 thread; Eigen kernels %s (cpu path %s); oneDNN "
       "%d.%d.%d, bf16 %s\n\n",
@@ -169,7 +161,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < kNumComputes; ++c) mix[c] = total_flops / total_seconds[c] * 1e-9;
   std::printf("%-14s %-22s %12.1f %12.1f %12.1f %9.2fx %9.2fx\n", "mix", "fwd+bwd, all layers",
               mix[0], mix[1], mix[2], mix[1] / mix[0], mix[2] / mix[0]);
-  const double load_end = LoadAverage();
+  const double load_end = bench::LoadAverage();
   std::printf("\nload average %.2f at start, %.2f at end\n", load_start, load_end);
   nlohmann::json out = {{"bench", "gemm_backends"},
                         {"tokens", f.tokens},

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/gemm_shapes.h"
+#include "bench/load_average.h"
 
 namespace {
 
@@ -116,16 +117,6 @@ nlohmann::json RunTorch(const Flags& f) {
   }
 }
 
-// 1-minute load average: the machine is shared, and every number should say how busy it was.
-double LoadAverage() {
-  double load = -1.0;
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load) != 1) load = -1.0;
-    std::fclose(f);
-  }
-  return load;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,7 +142,7 @@ int main(int argc, char** argv) {
   const bool eigen_openmp = false;
 #endif
   const std::vector<bench::GemmCase> cases = bench::ModelGemms(f.tokens);
-  const double load_start = LoadAverage();
+  const double load_start = bench::LoadAverage();
   std::printf(
       "gemm_ceiling: %zu GEMMs of the policy transformer at %d tokens; Eigen %d.%d.%d "
       "(OpenMP %s, SIMD %s)\n",
@@ -219,7 +210,7 @@ int main(int argc, char** argv) {
     std::printf("torch BLAS: %s\n", torch["openblas"].dump().c_str());
   }
 
-  const double load_end = LoadAverage();
+  const double load_end = bench::LoadAverage();
   std::printf("load average (1 min): %.2f at start, %.2f at end, on %d cores\n", load_start,
               load_end, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   nlohmann::json line = {{"bench", "gemm_ceiling"},      {"loadavg_start", load_start},
