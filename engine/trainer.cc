@@ -17,6 +17,7 @@
 #include "engine/dataset_source.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/model/linear_fast.h"
+#include "engine/checkpoint_model.h"
 #include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
 #include "engine/precision.h"
@@ -25,20 +26,6 @@
 
 namespace engine {
 namespace {
-
-// The model shape stored in every checkpoint: a checkpoint resumes only into the same model.
-nlohmann::json ModelJson(const PolicyConfig& c, size_t num_params) {
-  return {{"kind", "policy_transformer"},
-          {"d_model", c.d_model},
-          {"layers", c.layers},
-          {"heads", c.heads},
-          {"mlp", c.mlp},
-          {"vocab", c.vocab},
-          {"max_positions", c.max_positions},
-          {"action_dim", c.action_dim},
-          {"action_horizon", c.action_horizon},
-          {"params", num_params}};
-}
 
 nlohmann::json CheckpointConfig(const api::EngineOptions& engine, const nlohmann::json& model,
                                 int world_size) {

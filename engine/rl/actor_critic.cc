@@ -4,16 +4,17 @@
 #include <cstring>
 #include <string>
 
+#include "engine/checkpoint_model.h"
+
 namespace engine::rl {
 
 bool SameTrunkShape(const PolicyConfig& c, const nlohmann::json& m) {
   if (!m.is_object()) return false;
-  auto is = [&m](const char* key, int want) {
-    return m.contains(key) && m[key].is_number_integer() && m[key].get<int64_t>() == want;
-  };
-  return is("d_model", c.d_model) && is("layers", c.layers) && is("heads", c.heads) &&
-         is("mlp", c.mlp) && is("vocab", c.vocab) && is("max_positions", c.max_positions) &&
-         is("action_dim", c.action_dim) && is("action_horizon", c.action_horizon);
+  // The stored shape but its parameter count, which the shape decides.
+  nlohmann::json want = ModelJson(c, 0), got = m;
+  want.erase("params");
+  got.erase("params");
+  return got == want;
 }
 
 common::Result<std::unique_ptr<ActorCritic>> ActorCritic::Create(const PolicyConfig& config,

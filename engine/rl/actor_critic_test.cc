@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/checkpoint_model.h"
 #include "engine/rl/reach_env.h"
 #include "engine/sim/rng.h"
 
@@ -115,16 +116,7 @@ TEST(ActorCriticTest, LoadsTheTrunkFromABehaviourCloningCheckpoint) {
   ck.params.assign(bc->params(), bc->params() + bc->num_params());
   ck.adam_m.assign(ck.params.size(), 0.0f);
   ck.adam_v.assign(ck.params.size(), 0.0f);
-  ck.config["model"] = {{"kind", "policy_transformer"},
-                        {"d_model", c.d_model},
-                        {"layers", c.layers},
-                        {"heads", c.heads},
-                        {"mlp", c.mlp},
-                        {"vocab", c.vocab},
-                        {"max_positions", c.max_positions},
-                        {"action_dim", c.action_dim},
-                        {"action_horizon", c.action_horizon},
-                        {"params", bc->num_params()}};
+  ck.config["model"] = ModelJson(c, bc->num_params());
   // Through the file format, as a job reads it.
   auto decoded = DecodeCheckpoint(EncodeCheckpoint(ck));
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
