@@ -11,6 +11,7 @@
 #include "engine/sim/instruction.h"
 #include "engine/sim/reach_task.h"
 #include "engine/sim/render.h"
+#include "engine/testing/small_run.h"
 #include "engine/trainer.h"
 
 namespace engine::sim {
@@ -99,21 +100,8 @@ double Mean(const std::vector<float>& v, size_t begin, size_t end) {
 
 TEST(SimSamplesTest, BehaviourCloningOnSimPushLowersTheLoss) {
   LocalCommunicator comm;
-  TrainerOptions o;
-  o.engine.model.d_model = 48;
-  o.engine.model.layers = 2;
-  o.engine.model.heads = 4;
-  o.engine.model.mlp = 96;
-  o.engine.model.action_horizon = 4;
-  o.engine.model.action_dim = 7;
+  TrainerOptions o = testing::SmallRun(120);
   o.engine.data.dataset = "sim:push";
-  o.engine.data.rows_per_step = 2;
-  o.engine.data.tokens_per_row = 512;
-  o.engine.optim.lr = 4e-3;
-  o.engine.optim.steps = 120;
-  o.engine.optim.warmup_steps = 10;
-  o.engine.seed = 1;
-  o.print_progress = false;
   o.eval_samples = 64;
   auto r = Train(o, comm, nullptr);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
