@@ -615,11 +615,6 @@ void JobRunner::Wait(Job* job) {
   while (::waitid(P_PID, static_cast<id_t>(job->pid), &info, WEXITED | WNOWAIT) != 0 &&
          errno == EINTR) {
   }
-  std::vector<ProcessId> snapshot;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    snapshot = job->kill_snapshot;
-  }
   if (job->cgroup) {
     // Every process the job made is in its cgroup (none can leave it), so its member list is
     // the whole of what is left, read without a walk of /proc; rounds, since a process can fork
@@ -632,6 +627,11 @@ void JobRunner::Wait(Job* job) {
       ::usleep(20 * 1000);
     }
   } else {
+    std::vector<ProcessId> snapshot;  // what a kill found, some of which may have left the tree
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      snapshot = job->kill_snapshot;
+    }
     for (int round = 0; round < 50; ++round) {
       auto table = ListProcesses();
       auto left = JobTree(table, job->pid, 0);

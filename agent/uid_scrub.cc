@@ -191,9 +191,4 @@ ScrubReport ScrubUids(std::set<uid_t> uids, const std::vector<std::string>& root
   return report;
 }
 
-ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
-                     const std::vector<std::string>& keep) {
-  return ScrubUids({uid}, roots, system_v, keep);
-}
-
 }  // namespace agent

@@ -32,16 +32,12 @@ struct ScrubReport {
   int errors = 0;         // entries that could not be removed (logged)
 };
 
-// Removes what `uid` owns under `roots` (the roots themselves are never removed) and, with
-// `system_v`, the System V shared memory segments, message queues and semaphore sets it owns or
-// created. Directories in `keep` (the agent's data directory, which may sit under /tmp and holds
-// the job's checkpoints, owned by its uid) are never entered. Refuses uid 0 and the agent's own
-// uid. Meant for a uid with no live process.
-ScrubReport ScrubUid(uid_t uid, const std::vector<std::string>& roots, bool system_v,
-                     const std::vector<std::string>& keep = {});
-
-// The same for several uids in one walk of `roots` (what a finished job costs is the walk, so
-// uids released together are scrubbed together).
+// Removes what the `uids` own under `roots` (the roots themselves are never removed) and, with
+// `system_v`, the System V shared memory segments, message queues and semaphore sets they own or
+// created, in one walk (what a finished job costs is the walk, so uids released together are
+// scrubbed together). Directories in `keep` (the agent's data directory, which may sit under
+// /tmp and holds the jobs' checkpoints, owned by their uids) are never entered. Leaves uid 0 and
+// the agent's own uid alone. Meant for uids with no live process.
 ScrubReport ScrubUids(std::set<uid_t> uids, const std::vector<std::string>& roots, bool system_v,
                       const std::vector<std::string>& keep = {});
 

@@ -73,7 +73,7 @@ TEST_F(UidScrubTest, RemovesWhatTheUidOwnsAndNothingElse) {
   Write(root_ / "shared-dir" / "other-file", kOther);
   Write(root_ / "shared-dir" / "job-file", kJob);
 
-  ScrubReport r = ScrubUid(kJob, {root_.string()}, /*system_v=*/false);
+  ScrubReport r = ScrubUids({kJob}, {root_.string()}, /*system_v=*/false);
 
   EXPECT_FALSE(fs::exists(root_ / "job-file"));
   EXPECT_FALSE(fs::exists(fs::symlink_status(root_ / "job-dir")));
@@ -98,7 +98,7 @@ TEST_F(UidScrubTest, KeptDirectoriesAreNeverEntered) {
   Dir(root_ / "agent-data" / "checkpoints", 0);
   Write(root_ / "agent-data" / "checkpoints" / "step-120.ckpt", kJob);
   Write(root_ / "job-file", kJob);
-  ScrubReport r = ScrubUid(kJob, {root_.string()}, false, {(root_ / "agent-data").string()});
+  ScrubReport r = ScrubUids({kJob}, {root_.string()}, false, {(root_ / "agent-data").string()});
   EXPECT_TRUE(fs::exists(root_ / "agent-data" / "checkpoints" / "step-120.ckpt"));
   EXPECT_FALSE(fs::exists(root_ / "job-file"));
   EXPECT_EQ(r.removed, 1);
@@ -153,7 +153,7 @@ TEST_F(UidScrubTest, DirectoriesTheUidCannotSearchAreNotWalked) {
   Dir(root_ / "group", kOther, fs::perms::owner_all | fs::perms::group_exec);
   Write(root_ / "group" / "f", kJob);
   Write(root_ / "job-file", kJob);
-  ScrubReport r = ScrubUid(kJob, {root_.string()}, /*system_v=*/false);
+  ScrubReport r = ScrubUids({kJob}, {root_.string()}, /*system_v=*/false);
   EXPECT_EQ(r.removed, 2);
   EXPECT_TRUE(fs::exists(root_ / "private" / "f"));
   EXPECT_FALSE(fs::exists(root_ / "group" / "f"));
@@ -162,7 +162,7 @@ TEST_F(UidScrubTest, DirectoriesTheUidCannotSearchAreNotWalked) {
 
 TEST_F(UidScrubTest, RefusesRootAndItsOwnUid) {
   Write(root_ / "root-file", 0);
-  EXPECT_EQ(ScrubUid(0, {root_.string()}, false).removed, 0);
+  EXPECT_EQ(ScrubUids({0}, {root_.string()}, false).removed, 0);
   EXPECT_TRUE(fs::exists(root_ / "root-file"));
 }
 
@@ -192,7 +192,7 @@ TEST_F(UidScrubTest, RemovesTheUidsSystemVSharedMemory) {
   struct shmid_ds ds;
   ASSERT_EQ(::shmctl(id, IPC_STAT, &ds), 0);  // it outlived its creator
 
-  ScrubReport r = ScrubUid(kJob, {}, /*system_v=*/true);
+  ScrubReport r = ScrubUids({kJob}, {}, /*system_v=*/true);
   EXPECT_GE(r.removed, 1);
   EXPECT_NE(::shmctl(id, IPC_STAT, &ds), 0);
 }
