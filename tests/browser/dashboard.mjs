@@ -4,6 +4,7 @@
 //
 // Environment: EMBODY_URL, EMBODY_ADMIN_TOKEN, EMBODY_BIG_JOB (a job with
 // 100,000 step events), EMBODY_SCREENSHOTS (directory), EMBODY_WEB_DIR, EMBODY_CHROMIUM.
+import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 
 const env = (k) => {
@@ -181,6 +182,64 @@ try {
   // --- Submit through the form: a bad field first, its error next to it.
   await page.click('nav a[href="/submit"]');
   await page.waitForSelector("#f-resources-nodes");
+  // --- The plan beside the form: it follows the spec, the cluster and the GPU counts, and names
+  // a bad field where it is.
+  const planRows = () => page.locator("#plan-table tbody tr[data-gpus]");
+  const stepMs = async (gpus) => {
+    const t = await page.locator(`#plan-table tbody tr[data-gpus="${gpus}"] td.step`).innerText();
+    return t.endsWith(" ms") ? parseFloat(t) : parseFloat(t) * 1000;
+  };
+  await page.waitForFunction(() => document.querySelectorAll("#plan-table tbody tr[data-gpus]").length === 2, null, { timeout: 10_000 });
+  check((await planRows().evaluateAll((rs) => rs.map((r) => r.dataset.gpus))).join(",") === "1,2", "the plan shows this machine's sizes 1 and 2");
+  const smallStep = await stepMs(1);
+  await page.fill("#f-engine-model-d_model", "384");
+  await page.waitForFunction(
+    (before) => {
+      const td = document.querySelector('#plan-table tbody tr[data-gpus="1"] td.step');
+      if (!td) return false;
+      const t = td.textContent;
+      const ms = t.endsWith(" ms") ? parseFloat(t) : parseFloat(t) * 1000;
+      return ms > before * 2;
+    },
+    smallStep,
+    { timeout: 10_000 },
+  );
+  const wideStep = await stepMs(1);
+  check(wideStep > smallStep * 2, `a 4x wider model plans a slower step (${smallStep} → ${wideStep} ms)`);
+  const direct1 = await api("POST", "/v1/plan", admin, {
+    // The form's template (web/src/pages/submit.ts) with the width typed above.
+    job: {
+      name: "reach-bc",
+      kind: "train",
+      resources: { nodes: 2, ranks_per_node: 1, slot_type: "cpu", slots_per_rank: 1 },
+      engine: {
+        model: { d_model: 384, layers: 2, heads: 4, action_horizon: 16 },
+        data: { dataset: "sim:reach", tokens_per_row: 512, rows_per_step: 2, packing: true },
+        optim: { steps: 200, lr: 0.003 },
+        checkpoint: { every_steps: 100 },
+      },
+    },
+    gpus: [1],
+    cluster: JSON.parse(await readFile(env("EMBODY_WEB_DIR") + "/../docs/plan/this-machine.json", "utf8")),
+  });
+  check(direct1.status === 200 && Math.abs(direct1.json.sizes[0].step_seconds * 1000 - wideStep) / wideStep < 0.02, `the panel shows the API's step time (${direct1.status} ${direct1.text.slice(0, 200)})`);
+  await page.fill("#f-engine-model-d_model", "96");
+  await page.selectOption("#plan-cluster", "paper-h100-rdma");
+  await page.waitForFunction(() => [...document.querySelectorAll("#plan-table tbody tr[data-gpus]")].map((r) => r.dataset.gpus).join(",") === "256,512,1024", null, { timeout: 10_000 });
+  check((await text("#plan-summary")).length > 0, "the plan names where adding GPUs stops paying: " + (await text("#plan-summary")));
+  check((await page.locator("#plan-table tbody td.bottleneck").allInnerTexts()).every((b) => ["compute", "communication", "data"].includes(b)), "every size names its bottleneck");
+  await shot("04a-submit-plan");
+  await page.fill("#plan-gpus", "256,0");
+  await page.waitForSelector('[data-error-for="gpus"]:not(:empty)', { timeout: 10_000 });
+  check((await text('[data-error-for="gpus"]')).startsWith("gpus[1]"), "a bad GPU count is named next to the GPU field: " + (await text('[data-error-for="gpus"]')));
+  await page.fill("#plan-gpus", "256,512");
+  await page.fill("#f-engine-model-heads", "5");
+  await page.waitForSelector('[data-error-for="engine.model.heads"]:not(:empty), [data-error-for="engine.model.d_model"]:not(:empty)', { timeout: 10_000 });
+  check((await page.locator("#f-engine-model-heads.invalid, #f-engine-model-d_model.invalid").count()) === 1, "the plan's JobSpec error is shown next to the form field it names");
+  await page.fill("#f-engine-model-heads", "4");
+  await page.waitForFunction(() => document.querySelectorAll("#plan-table tbody tr[data-gpus]").length === 2 && !document.querySelector(".spec-form .invalid"), null, { timeout: 10_000 });
+  check(true, "mending the field clears its error and brings the plan back");
+  await page.selectOption("#plan-cluster", "this-machine");
   await page.fill("#f-name", "browser-train");
   await page.fill("#f-resources-nodes", "0");
   await page.click("#submit-job");

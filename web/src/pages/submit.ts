@@ -1,11 +1,13 @@
 // Submit a job: a form for the common JobSpec fields, or the whole JobSpec as JSON. The server
 // validates completely; its error names the offending field ("resources.nodes") and is shown
 // next to that field (or under the JSON editor). Blank form fields are left out so the server's
-// defaults apply.
+// defaults apply. Beside the form, the plan (../plan.ts) predicts the job's step time at the GPU
+// counts asked, refreshed as the spec is edited.
 import { ApiError, get, post } from "../api";
 import { h, replace } from "../dom";
 import { navigate, type Page } from "../router";
 import { can } from "../session";
+import { planPanel } from "../plan";
 import type { Job } from "../types";
 import { messageBox } from "../ui";
 
@@ -214,6 +216,7 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
   }
 
   function clearErrors(): void {
+    planMarked = null;
     msg.show(null);
     replace(editorError);
     for (const [path, e] of errors) {
@@ -231,23 +234,61 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
       msg.show(e);
       return;
     }
-    // The field itself, else the nearest enclosing one the form shows ("engine.model" errors
-    // go next to the first model field), else the message box.
-    let path = e.field;
+    if (!markField(e.field, e.message, true)) msg.show(new Error(e.field + ": " + e.message));
+  }
+
+  // Shows `message` next to the field it names, else the nearest enclosing one the form shows
+  // ("engine.model" errors go next to the first model field). False: the form shows no such field.
+  function markField(field: string, message: string, focus: boolean): boolean {
+    let path = field;
     let target = errors.get(path);
     if (!target) {
       const near = kFields.find((f) => f.path.startsWith(path + ".") && !rows.get(f.path)!.hidden);
       if (near) target = errors.get((path = near.path));
     }
-    if (!target) {
-      msg.show(new Error(e.field + ": " + e.message));
-      return;
-    }
-    replace(target, e.message);
+    if (!target) return false;
+    replace(target, message);
     const input = inputs.get(path)!;
     input.classList.add("invalid");
-    input.focus();
+    if (focus) input.focus();
+    return true;
   }
+
+  // The plan validates the spec as a submission would; its error is shown where a submission's
+  // would be, without taking the focus from the field being typed in, and cleared by the next plan.
+  let planMarked: string | null = null;
+  const plan = planPanel(
+    (field, message) => {
+      clearPlanMark();
+      if (mode === "json") {
+        replace(editorError, field + ": " + message);
+        planMarked = "json";
+      } else if (markField(field, message, false)) planMarked = field;
+    },
+    clearPlanMark,
+  );
+  function clearPlanMark(): void {
+    if (planMarked === null) return;
+    if (planMarked === "json") replace(editorError);
+    else
+      for (const [path, e] of errors) {
+        replace(e);
+        inputs.get(path)!.classList.remove("invalid");
+      }
+    planMarked = null;
+  }
+  function specForPlan(): Record<string, unknown> | null {
+    if (mode === "form") return fromForm();
+    try {
+      const spec: unknown = JSON.parse(editor.value);
+      return spec && typeof spec === "object" && !Array.isArray(spec) ? (spec as Record<string, unknown>) : null;
+    } catch {
+      return null;
+    }
+  }
+  form.addEventListener("input", () => plan.update(specForPlan()));
+  form.addEventListener("change", () => plan.update(specForPlan()));
+  editor.addEventListener("input", () => plan.update(specForPlan()));
 
   async function send(): Promise<void> {
     clearErrors();
@@ -270,7 +311,10 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
   const from = query.get("from");
   if (from) {
     get<Job>("/v1/jobs/" + encodeURIComponent(from))
-      .then((j) => fill(j.spec))
+      .then((j) => {
+        fill(j.spec);
+        plan.update(specForPlan());
+      })
       .catch((e) => msg.show(e));
   }
 
@@ -279,8 +323,14 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
     { class: "page submit" },
     h("div", { class: "page-head" }, h("h1", null, "Submit a job"), tabs),
     msg.el,
-    h("section", { class: "card" }, form, jsonPane, h("div", { class: "form-actions" }, submit, h("span", { class: "muted" }, "The server checks every field; blank fields take its defaults."))),
+    h(
+      "div",
+      { class: "submit-layout" },
+      h("section", { class: "card" }, form, jsonPane, h("div", { class: "form-actions" }, submit, h("span", { class: "muted" }, "The server checks every field; blank fields take its defaults."))),
+      plan.el,
+    ),
   );
+  plan.update(specForPlan());
   return { title: "Submit", el };
 }
 
