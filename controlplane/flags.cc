@@ -84,6 +84,12 @@ const std::vector<IntFlag>& IntFlags() {
        "logs and events (all but state changes) of jobs finished this long ago are pruned "
        "(0: never)",
        [](ServerOptions& o) { return &o.history_retention_days; }},
+      {"--plan-deviation-percent", 101, 10000,
+       "a train job whose step takes more than this % of its plan's is slow (with --plan-cluster)",
+       [](ServerOptions& o) { return &o.plan_deviation_percent; }},
+      {"--plan-deviation-steps", 1, 1000000,
+       "consecutive slow step events before a job is flagged off its plan",
+       [](ServerOptions& o) { return &o.plan_deviation_steps; }},
   };
   return kFlags;
 }
@@ -111,6 +117,10 @@ const std::vector<TextFlag>& TextFlags() {
        "absolute directory every node mounts at the same path, holding imported datasets; "
        "unset: POST /v1/datasets is refused",
        [](ServerOptions& o) { return &o.dataset_root; }},
+      {"--plan-cluster", "FILE",
+       "the nodes as a POST /v1/plan cluster (docs/planner.md); train jobs' step times are "
+       "compared with their plan. Unset: no comparison",
+       [](ServerOptions& o) { return &o.plan_cluster; }},
   };
   return kFlags;
 }

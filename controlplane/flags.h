@@ -58,6 +58,12 @@ struct ServerOptions {
   // Jobs finished this many days ago lose their logs and events but state changes
   // (service/history_retention.h); 0: kept forever.
   int history_retention_days = 30;
+  // Running train jobs against their plan (service/plan_watch.h): the nodes' cluster description
+  // (a POST /v1/plan "cluster" object in a file; "": no comparison), and how far off, for how
+  // many consecutive step events, flags a job.
+  std::string plan_cluster;
+  int plan_deviation_percent = 150;
+  int plan_deviation_steps = 5;
 };
 
 // argv without the program name. invalid_argument names the flag on any problem.

@@ -19,6 +19,7 @@
 #include "controlplane/service/audit_scope.h"
 #include "controlplane/service/history_retention.h"
 #include "controlplane/service/log_files.h"
+#include "controlplane/service/plan_watch.h"
 #include "controlplane/service/scheduler_loop.h"
 
 namespace controlplane {
@@ -45,6 +46,7 @@ struct Server::Impl {
   service::NodeWaiters waiters{8};
   std::unique_ptr<service::JobsService> jobs;
   std::unique_ptr<service::NodeService> nodes;
+  std::unique_ptr<service::PlanWatch> plan_watch;  // null without --plan-cluster
   std::unique_ptr<service::TenantsService> tenants;
   std::unique_ptr<service::TokensService> tokens;
   std::unique_ptr<service::DatasetUploadFiles> upload_files;
@@ -157,6 +159,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
+  if (!opts.plan_cluster.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(text, common::ReadFile(opts.plan_cluster));
+    service::PlanWatchOptions watch;
+    watch.cluster = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (watch.cluster.is_discarded()) {
+      return common::InvalidArgument("not valid JSON: " + opts.plan_cluster, "--plan-cluster");
+    }
+    watch.ratio = opts.plan_deviation_percent / 100.0;
+    watch.steps = opts.plan_deviation_steps;
+    auto made = service::PlanWatch::Make(std::move(watch));
+    if (!made.ok()) {
+      return common::InvalidArgument(
+          opts.plan_cluster + ": " + made.status().field() + ": " + made.status().message(),
+          "--plan-cluster");
+    }
+    m->plan_watch = std::move(*made);
+    m->nodes->SetPlanWatch(m->plan_watch.get());
+  }
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
   service::CheckpointLimits ckpt_limits;
@@ -204,6 +224,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   });
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
+  if (m->plan_watch) {
+    m->metrics->SetPlanDeviationsSource([raw] { return raw->plan_watch->deviations(); });
+  }
   // Ready: the database answers (within a second's wait for a connection) at the schema this
   // binary needs. Checked at most once a second however often it is probed (ready_check.h).
   m->ready_check = std::make_unique<http::CachedCheck>(

@@ -73,7 +73,13 @@ ServerMetrics::ServerMetrics()
                          .Help("Launches no agent acknowledged within the resend limit (the job "
                                "was requeued, or failed when out of restarts)")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      plan_deviations_(BuildCounter()
+                           .Name("embody_plan_deviations_total")
+                           .Help("Train job attempts whose step time stayed far above their "
+                                 "plan's (a plan_deviation event each)")
+                           .Register(*registry_)
+                           .Add({})) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
 }
@@ -119,6 +125,11 @@ void ServerMetrics::SetLaunchesLostSource(std::function<uint64_t()> source) {
   lost_source_ = std::move(source);
 }
 
+void ServerMetrics::SetPlanDeviationsSource(std::function<uint64_t()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  deviations_source_ = std::move(source);
+}
+
 void ServerMetrics::SetEventsDroppedSource(
     std::function<std::map<std::string, uint64_t>()> source) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -142,6 +153,13 @@ std::string ServerMetrics::Serialize(bool with_tenant_series) {
       if (total > lost_seen_) {
         launches_lost_.Increment(static_cast<double>(total - lost_seen_));
         lost_seen_ = total;
+      }
+    }
+    if (deviations_source_) {
+      const uint64_t total = deviations_source_();
+      if (total > deviations_seen_) {
+        plan_deviations_.Increment(static_cast<double>(total - deviations_seen_));
+        deviations_seen_ = total;
       }
     }
     if (pool_source_) {

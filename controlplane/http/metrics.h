@@ -18,6 +18,8 @@
 //                                                       server dropped (api/job_event_check.h)
 //   embody_launches_lost_total                          launches no agent acknowledged in time
 //                                                       (the job requeued, or failed)
+//   embody_plan_deviations_total                        train job attempts flagged far off their
+//                                                       plan (service/plan_watch.h)
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,9 @@ class ServerMetrics {
   void SetEventsDroppedSource(std::function<std::map<std::string, uint64_t>()> source);
   // Running total of launches given up on (NodeService::LaunchesLost), read at every Serialize().
   void SetLaunchesLostSource(std::function<uint64_t()> source);
+  // Running total of attempts flagged off their plan (PlanWatch::deviations), read at every
+  // Serialize().
+  void SetPlanDeviationsSource(std::function<uint64_t()> source);
   // `with_tenant_series`: include the series that name tenants (a cluster-admin's scrape).
   std::string Serialize(bool with_tenant_series);
 
@@ -82,6 +87,7 @@ class ServerMetrics {
   prometheus::Counter& db_errors_;
   prometheus::Family<prometheus::Counter>& events_dropped_;
   prometheus::Counter& launches_lost_;
+  prometheus::Counter& plan_deviations_;
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
@@ -91,6 +97,8 @@ class ServerMetrics {
   std::map<std::string, uint64_t> dropped_seen_;
   std::function<uint64_t()> lost_source_;
   uint64_t lost_seen_ = 0;
+  std::function<uint64_t()> deviations_source_;
+  uint64_t deviations_seen_ = 0;
 };
 
 }  // namespace controlplane::http

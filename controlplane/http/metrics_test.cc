@@ -127,5 +127,16 @@ TEST(ServerMetricsTest, LostLaunchesFollowTheirSource) {
   EXPECT_TRUE(Has(t, "embody_launches_lost_total 2")) << t;
 }
 
+TEST(ServerMetricsTest, PlanDeviationsFollowTheirSource) {
+  ServerMetrics m;
+  uint64_t flagged = 0;
+  m.SetPlanDeviationsSource([&flagged] { return flagged; });
+  EXPECT_TRUE(Has(m.Serialize(false), "embody_plan_deviations_total 0"));
+  flagged = 3;
+  std::string t = m.Serialize(false);
+  t = m.Serialize(false);  // read twice, counted once
+  EXPECT_TRUE(Has(t, "embody_plan_deviations_total 3")) << t;
+}
+
 }  // namespace
 }  // namespace controlplane::http

@@ -328,14 +328,39 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
       }
       continue;
     }
+    if (e.type == PlanWatch::kDeviationEvent) {
+      // The server's own verdict (plan_watch.h): a job cannot write it.
+      ++(*dropped)["reserved_type"];
+      continue;
+    }
     const int64_t t = e.time_ms > 0 ? e.time_ms : now;
     if (auto step = e.type == "step" ? StepOf(e.data) : std::nullopt) {
       if (provisional_dropped.insert(e.job_id).second) {
         EMBODY_RETURN_IF_ERROR(uow.events().DropProvisionalSteps(e.job_id));
       }
+      // The plan's step time goes with the measured one (the server's figure, never the job's).
+      nlohmann::json data = e.data;
+      if (data.is_object()) data.erase("predicted_step_seconds");
+      if (plan_watch_ != nullptr && data.is_object()) {
+        int ranks = 0;
+        for (const AllocationRecord& a : r.placements.at(e.job_id)) ranks += a.ranks;
+        std::optional<double> measured;
+        if (auto it = data.find("step_seconds"); it != data.end() && it->is_number()) {
+          measured = it->get<double>();
+        }
+        PlanWatch::Verdict v = plan_watch_->Observe(r.jobs.at(e.job_id), ranks, *step, measured);
+        if (v.predicted_step_seconds) data["predicted_step_seconds"] = *v.predicted_step_seconds;
+        if (v.deviation) {
+          common::LogWarn("job far off its plan", {{"job_id", std::to_string(e.job_id)},
+                                                   {"deviation", v.deviation->dump()}});
+          EMBODY_ASSIGN_OR_RETURN(
+              id, uow.events().Append(e.job_id, t, PlanWatch::kDeviationEvent, *v.deviation));
+          (void)id;
+        }
+      }
       const bool keep = KeepStep(*step);
       if (keep || last_step[e.job_id] == i) {
-        EMBODY_ASSIGN_OR_RETURN(id, uow.events().AppendStep(e.job_id, t, *step, e.data, !keep));
+        EMBODY_ASSIGN_OR_RETURN(id, uow.events().AppendStep(e.job_id, t, *step, data, !keep));
         (void)id;
       }
       continue;

@@ -28,6 +28,7 @@
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/node_waiters.h"
+#include "controlplane/service/plan_watch.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -48,6 +49,9 @@ class NodeService {
                                            const api::HeartbeatRequest& req);
   // Where held heartbeats wait; null (the default): none is held. Set before serving.
   void SetWaiters(NodeWaiters* waiters) { waiters_ = waiters; }
+  // Compares train jobs' step times with their plan (plan_watch.h); null (the default): none is.
+  // Set before serving.
+  void SetPlanWatch(PlanWatch* watch) { plan_watch_ = watch; }
   // {"nodes":[...]} per docs/contracts.md. Names no tenant and no job.
   Result<nlohmann::json> List(const Principal& p);
   // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
@@ -112,6 +116,7 @@ class NodeService {
   Clock now_;
   std::function<void()> wake_;
   NodeWaiters* waiters_ = nullptr;
+  PlanWatch* plan_watch_ = nullptr;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;

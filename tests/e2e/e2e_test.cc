@@ -26,6 +26,18 @@ class EndToEndTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     stack_ = new LocalStack(2, 1);
+    // Running jobs against their plan, on a cluster description that promises 1,000 times this
+    // machine's compute: every train job falls far short of it and is flagged.
+    std::ifstream in(std::string(EMBODY_SOURCE_DIR) + "/docs/plan/this-machine.json");
+    json cluster = json::parse(in);
+    cluster["name"] = "over-promised";
+    cluster["compute"]["flops_per_s"] = cluster["compute"]["flops_per_s"].get<double>() * 1000;
+    cluster["compute"]["memory_gbps"] = cluster["compute"]["memory_gbps"].get<double>() * 1000;
+    cluster["reader_samples_per_s"] = cluster["reader_samples_per_s"].get<double>() * 1000;
+    cluster["step_overhead_ms"] = 0;
+    const std::string cluster_file = stack_->dir() + "/plan-cluster.json";
+    std::ofstream(cluster_file) << cluster.dump();
+    stack_->AddServerFlags({"--plan-cluster", cluster_file, "--plan-deviation-steps", "3"});
     ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
   }
   static void TearDownTestSuite() {
@@ -82,6 +94,31 @@ TEST_F(EndToEndTest, TwoRankTrainingJobSucceedsWithEventsLogsAndCheckpoint) {
   EXPECT_GT(d["packing_efficiency"].get<double>(), 0.0);
   EXPECT_TRUE(d.contains("padding_ratio") && d.contains("allreduce_seconds") && d.contains("mfu"))
       << d.dump();
+
+  // Every step carries the plan's step time (--plan-cluster), and the job, far slower than the
+  // over-promised cluster, is flagged once, by the server, with a metric.
+  for (const json& s : steps) {
+    ASSERT_TRUE(s["data"].contains("predicted_step_seconds")) << s.dump();
+    EXPECT_GT(s["data"]["predicted_step_seconds"].get<double>(), 0.0);
+  }
+  HttpResult dev =
+      stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=plan_deviation");
+  ASSERT_EQ(dev.status, 200) << dev.text;
+  ASSERT_EQ(dev.body["events"].size(), 1u) << dev.text;
+  const json& flag = dev.body["events"][0]["data"];
+  EXPECT_GT(flag["ratio"].get<double>(), 1.5) << flag.dump();
+  EXPECT_EQ(flag["cluster"], "over-promised");
+  EXPECT_EQ(flag["ranks"], 2);
+  HttpResult metrics = stack_->Get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const std::string series_line = "\nembody_plan_deviations_total ";
+  const size_t at = metrics.text.find(series_line);
+  ASSERT_NE(at, std::string::npos) << metrics.text.substr(0, 2000);
+  EXPECT_GE(std::stod(metrics.text.substr(at + series_line.size())), 1.0);
+  // The step-time chart's series: measured and predicted side by side.
+  HttpResult series = stack_->Get("/v1/jobs/" + std::to_string(id) + "/metrics");
+  ASSERT_EQ(series.status, 200) << series.text.substr(0, 300);
+  EXPECT_TRUE(series.body["series"].contains("predicted_step_seconds")) << series.text.substr(0, 500);
 
   // The closing evaluation: sampled actions closer to the expert's than predicting zeros.
   HttpResult eval = stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=eval");
