@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/rng.h"
 #include "engine/model/flow_matching.h"
-#include "engine/sim/rng.h"
 #include "storage/token_mapping.h"
 
 namespace engine {
@@ -400,7 +400,7 @@ common::Status DatasetSource::MakeSample(uint64_t sample, uint64_t sample_seed,
     }
   }
   out->weight = 1.0f;
-  Rng rng = Rng::ForKey(sample_seed, 0x64617461ULL);  // "data"
+  common::Rng rng = common::Rng::ForKey(sample_seed, 0x64617461ULL);  // "data"
   DrawFlowNoise(rng, out);
   return common::Status::Ok();
 }

@@ -11,13 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/rng.h"
 #include "engine/data/loader.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/dist/mpi_communicator.h"
 #include "engine/model/policy_options.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/sim/reach_task.h"
-#include "engine/sim/rng.h"
 #include "engine/train_batches.h"
 
 namespace engine {
@@ -49,7 +49,7 @@ TEST(GradBucketsMpiTest, EqualsPlainAllreduceOfWeightedGradientsBitwise) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.world_size(), 2) << "run under mpirun -np 2";
   const size_t n = 100'003;
-  Rng rng = Rng::ForKey(5, comm.rank());
+  common::Rng rng = common::Rng::ForKey(5, comm.rank());
   std::vector<float> values(n);
   for (float& v : values) v = static_cast<float>(rng.Normal());
   // Uneven token counts: 1000 on rank 0, 1737 on rank 1.

@@ -16,13 +16,13 @@ namespace {
 
 constexpr int kH = 2, kD = 4, kC = kH * kD, kHorizon = 3, kActionDim = 2;
 
-std::vector<float> Random(Rng& rng, size_t n, double scale) {
+std::vector<float> Random(common::Rng& rng, size_t n, double scale) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(scale * rng.Normal());
   return v;
 }
 
-std::vector<PolicySample> Samples(Rng& rng) {
+std::vector<PolicySample> Samples(common::Rng& rng) {
   return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}}, 16, kHorizon, kActionDim,
                                 /*patches_per_camera=*/2);
 }
@@ -31,7 +31,7 @@ struct Params {
   std::vector<float> w_qkv, b_qkv, w_proj, b_proj;
 };
 
-Params RandomParams(Rng& rng) {
+Params RandomParams(common::Rng& rng) {
   return {Random(rng, 3 * kC * kC, 0.5), Random(rng, 3 * kC, 0.5), Random(rng, kC * kC, 0.5),
           Random(rng, kC, 0.5)};
 }
@@ -70,7 +70,7 @@ struct Runner {
 };
 
 void CheckGradients(const PackedBatch& batch, AttentionKind kind, bool causal) {
-  Rng rng(11);
+  common::Rng rng(11);
   Params p = RandomParams(rng);
   const size_t N = batch.num_slots();
   auto x = Random(rng, N * kC, 1.0);
@@ -112,7 +112,7 @@ void CheckGradients(const PackedBatch& batch, AttentionKind kind, bool causal) {
 }
 
 TEST(SelfAttentionTest, PackedVarlenGradients) {
-  Rng rng(1);
+  common::Rng rng(1);
   auto samples = Samples(rng);
   PackedBatch b = testing::PackedBatchOf(samples, 30, kHorizon, kActionDim);
   ASSERT_LT(b.rows, 3);  // several samples share a row
@@ -121,7 +121,7 @@ TEST(SelfAttentionTest, PackedVarlenGradients) {
 }
 
 TEST(SelfAttentionTest, PaddedGradients) {
-  Rng rng(1);
+  common::Rng rng(1);
   auto samples = Samples(rng);
   PackedBatch b = testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim);
   CheckGradients(b, AttentionKind::kPadded, false);
@@ -132,7 +132,7 @@ TEST(SelfAttentionTest, PaddedGradients) {
 // The same samples packed (varlen) and one per row (padded kernel) give the same output per
 // sample: attention never crosses a sample boundary.
 TEST(SelfAttentionTest, PackedMatchesPadded) {
-  Rng rng(2);
+  common::Rng rng(2);
   auto samples = Samples(rng);
   PackedBatch packed = testing::PackedBatchOf(samples, 30, kHorizon, kActionDim);
   PackedBatch padded = testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim);

@@ -11,21 +11,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/rng.h"
 #include "engine/model/packed_batch.h"
-#include "engine/sim/rng.h"
 
 namespace engine {
 
 inline constexpr double kFlowBetaAlpha = 1.5;
 inline constexpr double kFlowTimeMax = 0.999;
 
-inline float SampleFlowTime(Rng& rng) {
+inline float SampleFlowTime(common::Rng& rng) {
   const double x = std::pow(rng.Uniform(), 1.0 / kFlowBetaAlpha);
   return static_cast<float>(std::max(0.0, (kFlowTimeMax - x) / kFlowTimeMax));
 }
 
 // Draws a sample's flow-matching time and standard normal noise of its actions' shape.
-inline void DrawFlowNoise(Rng& rng, PolicySample* sample) {
+inline void DrawFlowNoise(common::Rng& rng, PolicySample* sample) {
   sample->time = SampleFlowTime(rng);
   sample->noise.resize(sample->actions.size());
   for (float& z : sample->noise) z = static_cast<float>(rng.Normal());

@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/sim/rng.h"
+#include "common/rng.h"
 #include "engine/testing/grad_check.h"
 
 namespace engine {
 namespace {
 
-std::vector<float> RandomVec(Rng& rng, int n, double scale = 1.0) {
+std::vector<float> RandomVec(common::Rng& rng, int n, double scale = 1.0) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(scale * rng.Normal());
   return v;
@@ -36,7 +36,7 @@ TEST(LinearTest, ForwardMatchesHandComputed) {
 
 TEST(LinearTest, BackwardMatchesFiniteDifferences) {
   const int B = 3, C = 5, OC = 4;
-  Rng rng(1);
+  common::Rng rng(1);
   auto inp = RandomVec(rng, B * C), weight = RandomVec(rng, OC * C), bias = RandomVec(rng, OC);
   auto wout = RandomVec(rng, B * OC);  // dL/dout
   std::vector<float> out(B * OC);
@@ -73,7 +73,7 @@ TEST(GeluTest, ForwardKnownValues) {
 
 TEST(GeluTest, BackwardMatchesFiniteDifferences) {
   const int N = 64;
-  Rng rng(2);
+  common::Rng rng(2);
   auto inp = RandomVec(rng, N, 2.0), wout = RandomVec(rng, N);
   std::vector<float> out(N);
   auto loss = [&] {

@@ -8,13 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/rng.h"
 #include "engine/model/layers.h"
-#include "engine/sim/rng.h"
 
 namespace engine {
 namespace {
 
-std::vector<float> Random(Rng& rng, size_t n) {
+std::vector<float> Random(common::Rng& rng, size_t n) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(rng.Normal());
   return v;
@@ -52,7 +52,7 @@ class LinearComputeTest : public ::testing::TestWithParam<LinearCompute> {};
 
 TEST_P(LinearComputeTest, ForwardAndBackwardMatchReference) {
   ScopedCompute scoped(GetParam());
-  Rng rng(7);
+  common::Rng rng(7);
   for (auto [B, C, OC] : {std::tuple{1, 1, 1}, {37, 29, 53}, {130, 192, 64}, {5, 256, 768}}) {
     auto x = Random(rng, B * C), w = Random(rng, OC * C), b = Random(rng, OC);
     auto dy = Random(rng, B * OC);
@@ -79,8 +79,8 @@ TEST_P(LinearComputeTest, ForwardAndBackwardMatchReference) {
     std::vector<float> dx_only(B * C, 0.0f), dx_over = Random(rng, B * C), dw_sink(OC * C);
     LinearBackward(dx_only.data(), dw_sink.data(), nullptr, dy.data(), x.data(), w.data(), B, C,
                    OC);
-    LinearBackwardFast(dx_over.data(), dw_sink.data(), nullptr, dy.data(), x.data(), w.data(), B,
-                       C, OC, /*overwrite_dinp=*/true);
+    LinearBackwardFast(dx_over.data(), dw_sink.data(), nullptr, dy.data(), x.data(), w.data(), B, C,
+                       OC, /*overwrite_dinp=*/true);
     ExpectClose(dx_over, dx_only, 1e-4, "overwritten dinp");
   }
 }
@@ -97,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Fp32, LinearComputeTest,
 TEST(LinearBf16Test, ForwardAndBackwardWithinBf16Tolerance) {
   if (!Bf16ComputeSupported()) GTEST_SKIP() << "no AVX512_BF16 or AMX on this CPU";
   ScopedCompute scoped(LinearCompute::kOnednnBf16);
-  Rng rng(9);
+  common::Rng rng(9);
   for (auto [B, C, OC] : {std::tuple{37, 29, 53}, {130, 192, 64}, {257, 256, 768}}) {
     auto x = Random(rng, B * C), w = Random(rng, OC * C), b = Random(rng, OC);
     auto dy = Random(rng, B * OC);
@@ -110,8 +110,8 @@ TEST(LinearBf16Test, ForwardAndBackwardWithinBf16Tolerance) {
 
     std::vector<float> dx_ref(B * C, 0.0f), dw_ref(OC * C, 0.0f), db_ref(OC, 0.0f);
     std::vector<float> dx = dx_ref, dw = dw_ref, db = db_ref;
-    LinearBackward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), B,
-                   C, OC);
+    LinearBackward(dx_ref.data(), dw_ref.data(), db_ref.data(), dy.data(), x.data(), w.data(), B, C,
+                   OC);
     LinearBackwardFast(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), B, C, OC);
     EXPECT_LT(RelativeL2(dx, dx_ref), 8e-3) << "dinp";
     EXPECT_LT(RelativeL2(dw, dw_ref), 8e-3) << "dweight";
@@ -121,7 +121,7 @@ TEST(LinearBf16Test, ForwardAndBackwardWithinBf16Tolerance) {
 }
 
 TEST(LinearFastTest, GeluMatchesReference) {
-  Rng rng(8);
+  common::Rng rng(8);
   const int n = 10000;  // more than one chunk, not a multiple of it
   auto x = Random(rng, n), dy = Random(rng, n);
   for (auto& v : x) v *= 3.0f;

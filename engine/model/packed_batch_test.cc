@@ -14,7 +14,7 @@ namespace {
 constexpr int kHorizon = 4, kActionDim = 3, kVocab = 32;
 
 TEST(PackedBatchTest, BuildsTheDocumentedLayout) {
-  Rng rng(1);
+  common::Rng rng(1);
   auto samples =
       testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kHorizon, kActionDim, 2);
   // sample 0: 2 language + (2 patches + 1 state) + 4 actions = 9; sample 1: 1 + 2·3 + 4 = 11.
@@ -52,7 +52,7 @@ TEST(PackedBatchTest, BuildsTheDocumentedLayout) {
 }
 
 TEST(PackedBatchTest, ValidationNamesTheProblem) {
-  Rng rng(2);
+  common::Rng rng(2);
   auto samples =
       testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kHorizon, kActionDim, 2);
   const PackedBatch good = testing::PackedBatchOf(samples, 24, kHorizon, kActionDim);
@@ -73,7 +73,7 @@ TEST(PackedBatchTest, ValidationNamesTheProblem) {
 }
 
 TEST(PackedBatchTest, RejectsBadSamplesAndPlans) {
-  Rng rng(3);
+  common::Rng rng(3);
   auto samples = testing::RandomSamples(rng, {{2, 1, 1}}, kVocab, kHorizon, kActionDim, 2);
   samples[0].states.pop_back();
   auto plan = OneSamplePerRow(testing::Lengths(samples, kHorizon), 16);
@@ -83,7 +83,7 @@ TEST(PackedBatchTest, RejectsBadSamplesAndPlans) {
 }
 
 TEST(FlowMatchingTest, TimeScheduleIsGr00tBeta) {
-  Rng rng(4);
+  common::Rng rng(4);
   double sum = 0.0;
   const int n = 200000;
   int below_half = 0;

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/sim/rng.h"
+#include "common/rng.h"
 #include "engine/testing/grad_check.h"
 
 namespace engine {
@@ -17,7 +17,7 @@ namespace {
 
 using testing::ExpectGradientsMatch;
 
-std::vector<float> Random(Rng& rng, size_t n, double scale = 1.0) {
+std::vector<float> Random(common::Rng& rng, size_t n, double scale = 1.0) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(scale * rng.Normal());
   return v;
@@ -43,7 +43,7 @@ TEST(RmsNormTest, ForwardNormalisesRows) {
 
 TEST(RmsNormTest, BackwardMatchesFiniteDifferences) {
   const int N = 3, C = 8;
-  Rng rng(1);
+  common::Rng rng(1);
   auto x = Random(rng, N * C), w = Random(rng, C), r = Random(rng, N * C);
   std::vector<float> y(N * C), rstd(N);
   auto loss = [&] {
@@ -59,7 +59,7 @@ TEST(RmsNormTest, BackwardMatchesFiniteDifferences) {
 
 TEST(EmbeddingTest, GatherAndScatterAreAdjoint) {
   const int N = 6, C = 5, V = 4;
-  Rng rng(2);
+  common::Rng rng(2);
   std::vector<int32_t> ids = {3, 0, -1, 3, 2, -1};  // repeated id and skipped rows
   auto table = Random(rng, V * C), r = Random(rng, N * C), base = Random(rng, N * C);
   std::vector<float> y(N * C);
@@ -78,7 +78,7 @@ TEST(EmbeddingTest, GatherAndScatterAreAdjoint) {
 
 TEST(GatherRowsTest, ScatterAddIsTheAdjoint) {
   const int n = 4, C = 3, rows = 6;
-  Rng rng(3);
+  common::Rng rng(3);
   std::vector<int32_t> idx = {5, 1, 2, 0};
   auto inp = Random(rng, rows * C), r = Random(rng, n * C);
   std::vector<float> out(n * C);
@@ -94,7 +94,7 @@ TEST(GatherRowsTest, ScatterAddIsTheAdjoint) {
 
 TEST(ResidualTest, BackwardMatchesFiniteDifferences) {
   const int n = 7;
-  Rng rng(4);
+  common::Rng rng(4);
   auto a = Random(rng, n), b = Random(rng, n), r = Random(rng, n);
   std::vector<float> y(n);
   auto loss = [&] {
@@ -121,7 +121,7 @@ TEST(TimeFeaturesTest, SinCosPairs) {
 
 TEST(GeluMlpTest, BackwardMatchesFiniteDifferences) {
   const int N = 5, C = 6, M = 10;
-  Rng rng(5);
+  common::Rng rng(5);
   auto x = Random(rng, N * C), w1 = Random(rng, M * C, 0.5), b1 = Random(rng, M, 0.5),
        w2 = Random(rng, C * M, 0.5), b2 = Random(rng, C, 0.5), r = Random(rng, N * C);
   std::vector<float> y(N * C), pre(N * M), act(N * M), dpre(N * M);
@@ -144,7 +144,7 @@ TEST(GeluMlpTest, BackwardMatchesFiniteDifferences) {
 
 TEST(ActionHeadTest, BackwardMatchesFiniteDifferences) {
   const int N = 7, C = 5, A = 3, Na = 3;
-  Rng rng(6);
+  common::Rng rng(6);
   std::vector<int32_t> rows = {6, 2, 3};
   auto h = Random(rng, N * C), w = Random(rng, A * C), b = Random(rng, A), r = Random(rng, Na * A);
   std::vector<float> pred(Na * A), gathered(Na * C), scratch(Na * C);
@@ -165,7 +165,7 @@ TEST(ActionHeadTest, BackwardMatchesFiniteDifferences) {
 
 TEST(FlowLossTest, WeightedMeanAndGradient) {
   const int Na = 4, A = 3;
-  Rng rng(7);
+  common::Rng rng(7);
   auto pred = Random(rng, Na * A), target = Random(rng, Na * A);
   std::vector<float> weight = {1.0f, 0.0f, 2.0f, 0.5f};
   const double norm = 3.5 * A;

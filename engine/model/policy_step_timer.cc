@@ -41,7 +41,7 @@ struct Args {
 
 std::vector<PolicySample> DrawSamples(int n, int horizon, int action_dim, uint64_t seed) {
   data::EmbodiedLengthSampler lengths(seed);
-  Rng rng(seed + 1);
+  common::Rng rng(seed + 1);
   std::vector<PolicySample> out;
   for (int i = 0; i < n; ++i) {
     const data::SampleComposition c = lengths.Next();
@@ -132,7 +132,8 @@ int Run(const Args& a) {
   // attention and elementwise work excluded.
   const double C = c.d_model, Mw = c.mlp;
   const double linear_flops = 3.0 * 2.0 * slots * c.layers * (4.0 * C * C + 2.0 * C * Mw);
-  const double gemm = a.ceiling ? MeasureGemmGflops(0.5) : 0.0;  // (4096 x 256) x (256 x 1024), same kernels
+  const double gemm =
+      a.ceiling ? MeasureGemmGflops(0.5) : 0.0;  // (4096 x 256) x (256 x 1024), same kernels
   double load[3] = {0, 0, 0};
   if (getloadavg(load, 3) < 1) load[0] = -1;
   std::printf("policy step: %d rows x %d tokens (%ld real, %.1f%% fill), %d samples, %s\n", a.rows,

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/rng.h"
 #include "engine/fp8/block_quant.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_layers.h"
-#include "engine/sim/rng.h"
 
 namespace engine {
 namespace {
@@ -144,7 +144,7 @@ common::Status PolicyTransformer::SetFp8Weights(
 }
 
 void PolicyTransformer::Init(uint64_t seed) {
-  Rng rng = Rng::ForKey(seed, 0x706f6c696379ULL);  // "policy"
+  common::Rng rng = common::Rng::ForKey(seed, 0x706f6c696379ULL);  // "policy"
   const double out_std = 0.02 / std::sqrt(2.0 * config_.layers);
   std::fill(params_.begin(), params_.end(), 0.0f);
   for (const ParamTensor& t : layout_.tensors()) {

@@ -36,7 +36,7 @@ std::unique_ptr<PolicyTransformer> Make(const PolicyConfig& c, uint64_t seed = 5
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   (*m)->Init(seed);
   // Larger weights than the init so every path carries a visible gradient.
-  Rng rng(99);
+  common::Rng rng(99);
   for (const ParamTensor& t : (*m)->layout().tensors()) {
     float* p = (*m)->params() + t.offset;
     for (size_t i = 0; i < t.size; ++i) p[i] += static_cast<float>(0.2 * rng.Normal());
@@ -45,7 +45,7 @@ std::unique_ptr<PolicyTransformer> Make(const PolicyConfig& c, uint64_t seed = 5
 }
 
 std::vector<PolicySample> Samples(uint64_t seed) {
-  Rng rng(seed);
+  common::Rng rng(seed);
   return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}, {2, 1, 1}}, 32, kHorizon,
                                 kActionDim, /*patches_per_camera=*/2);
 }
@@ -129,7 +129,7 @@ void CheckModelGradients(const PolicyConfig& c, const PackedBatch& batch) {
   ASSERT_TRUE(m->Backward().ok());
   std::vector<float> analytic(m->grads(), m->grads() + m->num_params());
   auto loss = [&] { return static_cast<double>(m->Forward(batch).value()); };
-  Rng pick(3);
+  common::Rng pick(3);
   for (const ParamTensor& t : m->layout().tensors()) {
     for (int k = 0; k < 6; ++k) {
       const size_t i = t.offset + pick.NextU64() % t.size;
@@ -271,7 +271,7 @@ TEST(PolicyTransformerTest, SampleActionsIntegratesTheVelocity) {
   bias[1] = -2.0f;
   const int n = b.num_actions() * kActionDim;
   std::vector<float> noise(n), out(n);
-  Rng rng(6);
+  common::Rng rng(6);
   for (float& z : noise) z = static_cast<float>(rng.Normal());
   for (int steps : {1, 4}) {
     ASSERT_TRUE(m->SampleActions(&b, noise.data(), steps, out.data()).ok());

@@ -5,10 +5,10 @@
 #include <numeric>
 #include <vector>
 
+#include "common/rng.h"
 #include "engine/data/packing.h"
 #include "engine/model/flow_matching.h"
 #include "engine/model/packed_batch.h"
-#include "engine/sim/rng.h"
 
 namespace engine::testing {
 
@@ -20,8 +20,9 @@ struct SampleShape {
 
 // One random sample per shape: token ids < vocab, N(0, 1) patches, states, actions, noise, and a
 // flow time drawn from the training schedule.
-inline std::vector<PolicySample> RandomSamples(Rng& rng, const std::vector<SampleShape>& shapes,
-                                               int vocab, int action_horizon, int action_dim,
+inline std::vector<PolicySample> RandomSamples(common::Rng& rng,
+                                               const std::vector<SampleShape>& shapes, int vocab,
+                                               int action_horizon, int action_dim,
                                                int patches_per_camera) {
   std::vector<PolicySample> out;
   for (const SampleShape& sh : shapes) {

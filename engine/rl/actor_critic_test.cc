@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "common/rng.h"
 #include "engine/checkpoint_model.h"
 #include "engine/rl/reach_env.h"
-#include "engine/sim/rng.h"
 
 namespace engine::rl {
 namespace {
@@ -55,7 +55,7 @@ TEST(ActorCriticTest, GradientsMatchFiniteDifferences) {
   }
   const auto obs = Observations(3, 1);
   Functional f;
-  Rng rng(3);
+  common::Rng rng(3);
   for (int i = 0; i < 9; ++i) f.c_mean.push_back(static_cast<float>(rng.Normal()));
   for (int i = 0; i < 3; ++i) f.c_value.push_back(static_cast<float>(rng.Normal()));
   for (int i = 0; i < 3; ++i) f.c_std.push_back(static_cast<float>(rng.Normal()));

@@ -5,8 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include "common/rng.h"
 #include "engine/rl/gaussian.h"
-#include "engine/sim/rng.h"
 
 namespace engine::rl {
 
@@ -110,8 +110,8 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
   PolicyTransformer& trunk = policy_->trunk();
   for (int epoch = 0; epoch < config_.epochs; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
-    Rng rng = Rng::ForKey(seed_, 0x70706fULL, static_cast<uint64_t>(updates_),
-                          static_cast<uint64_t>(epoch));
+    common::Rng rng = common::Rng::ForKey(seed_, 0x70706fULL, static_cast<uint64_t>(updates_),
+                                          static_cast<uint64_t>(epoch));
     for (int i = n - 1; i > 0; --i) std::swap(order[i], order[rng.NextU64() % (i + 1)]);
     for (int k = 0; k < M; ++k) {
       const int begin = static_cast<int>(static_cast<int64_t>(k) * n / M);

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "common/rng.h"
 #include "engine/sim/reach_samples.h"
-#include "engine/sim/rng.h"
 
 namespace engine::rl {
 namespace {
@@ -96,8 +96,8 @@ void ReachVecEnv::StartEpisode(int e) {
   const int n = config_.action_dim;
   double* c = c_.data() + static_cast<size_t>(e) * n;
   double* g = g_.data() + static_cast<size_t>(e) * n;
-  Rng rng =
-      Rng::ForKey(seed_, kEpisodeTag, static_cast<uint64_t>(e), static_cast<uint64_t>(episode_[e]));
+  common::Rng rng = common::Rng::ForKey(seed_, kEpisodeTag, static_cast<uint64_t>(e),
+                                        static_cast<uint64_t>(episode_[e]));
   for (int j = 0; j < n; ++j) {
     if (j < 3) {
       c[j] = rng.Uniform(-0.5, 0.5);

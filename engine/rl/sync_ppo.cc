@@ -6,11 +6,11 @@
 
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/rng.h"
 #include "engine/checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
 #include "engine/rl/reach_env.h"
-#include "engine/sim/rng.h"
 
 namespace engine::rl {
 namespace {
@@ -80,7 +80,7 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
   env_config.success_radius = rl.success_radius;
   env_config.vocab = config.vocab;
   EMBODY_ASSIGN_OR_RETURN(env, ReachVecEnv::Create(env_config));
-  env->Reset(Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
+  env->Reset(common::Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
 
   const PpoConfig ppo = PpoConfigFromOptions(rl);
   PpoLearner learner(policy.get(), ppo, &comm, seed);
@@ -112,7 +112,8 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
     for (int t = 0; t < T; ++t) {
       const std::vector<PolicySample>& obs = env->observations();
       EMBODY_RETURN_IF_ERROR(policy->Forward(obs));
-      Rng noise = Rng::ForKey(seed, static_cast<uint64_t>(comm.rank()),
+      common::Rng noise =
+          common::Rng::ForKey(seed, static_cast<uint64_t>(comm.rank()),
                               static_cast<uint64_t>(version), static_cast<uint64_t>(t));
       const float* log_std = policy->log_std();
       float* act = r.actions.data() + static_cast<size_t>(t) * N * A;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/rng.h"
 #include "engine/model/flow_matching.h"
-#include "engine/sim/rng.h"
 
 namespace engine {
 namespace {
@@ -69,7 +69,7 @@ void MakeReachSample(const ReachTask& task, uint64_t index, uint64_t sample_seed
   task.SampleAt(index, obs, out->actions.data());
   const float* c = obs;
   const float* g = obs + n;
-  Rng rng = Rng::ForKey(sample_seed, 0x73616d706c65ULL);  // "sample"
+  common::Rng rng = common::Rng::ForKey(sample_seed, 0x73616d706c65ULL);  // "sample"
 
   // Language: goal coordinates (twice round), then filler words.
   out->language.resize(comp.language_tokens);

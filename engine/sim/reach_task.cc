@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/sim/rng.h"
+#include "common/rng.h"
 
 namespace engine {
 
@@ -56,7 +56,7 @@ void ReachTask::SampleFrom(uint64_t key_b, uint64_t key_c, uint64_t key_d, float
                            float* chunk) const {
   const int n = action_dim_;
   std::vector<double> c(n), g(n), a(n);
-  Rng rng = Rng::ForKey(seed_, key_b, key_c, key_d);
+  common::Rng rng = common::Rng::ForKey(seed_, key_b, key_c, key_d);
   for (int j = 0; j < n; ++j) {
     if (j < 3) {  // position in the workspace box
       c[j] = rng.Uniform(-0.5, 0.5);

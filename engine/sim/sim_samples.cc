@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/rng.h"
 #include "engine/model/flow_matching.h"
 #include "engine/sim/instruction.h"
 #include "engine/sim/reach_task.h"
 #include "engine/sim/render.h"
-#include "engine/sim/rng.h"
 
 namespace engine::sim {
 namespace {
@@ -36,7 +36,7 @@ common::Result<std::unique_ptr<SimDemoSource>> SimDemoSource::Create(TaskKind ki
 }
 
 uint64_t SimDemoSource::EpisodeSeed(uint64_t index) const {
-  return Rng::ForKey(seed_, kEpisodeSalt, index).NextU64();
+  return common::Rng::ForKey(seed_, kEpisodeSalt, index).NextU64();
 }
 
 void SimDemoSource::ToModelAction(const float* a, int action_dim, float* out) {
@@ -62,7 +62,7 @@ void SimDemoSource::MakeSample(uint64_t index, uint64_t sample_seed,
     tasks.StepEnv(0, a, &done);
   }
   const int length = static_cast<int>(actions.size() / kActionDim);
-  Rng rng = Rng::ForKey(sample_seed, kSampleSalt);
+  common::Rng rng = common::Rng::ForKey(sample_seed, kSampleSalt);
   const int t = static_cast<int>(rng.NextU64() % static_cast<uint64_t>(length));
 
   // Replay to step t, observing the frames t − frames + 1 .. t on the way (same actions, same

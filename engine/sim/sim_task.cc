@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/sim/rng.h"
+#include "common/rng.h"
 
 namespace engine::sim {
 namespace {
@@ -81,7 +81,7 @@ int SimTasks::max_steps() const {
 }
 
 void SimTasks::Reset(int e, uint64_t seed) {
-  Rng rng = Rng::ForKey(seed, kResetSalt, static_cast<uint64_t>(kind_));
+  common::Rng rng = common::Rng::ForKey(seed, kResetSalt, static_cast<uint64_t>(kind_));
   double ee[3] = {rng.Uniform(-0.2, 0.2), rng.Uniform(-0.2, 0.2), rng.Uniform(0.08, 0.2)};
   double* g = &goal_[3 * static_cast<size_t>(e)];
   double block[2] = {0.0, 0.0};

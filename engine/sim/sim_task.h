@@ -6,11 +6,11 @@
 //   pick_place  grasp the block, lift it, carry it and put it down with its centre within
 //               kGoalTolerance of a goal on the table; success needs it released and resting.
 //
-// Reset(e, seed) draws env e's start state and goal from Rng::ForKey(seed, kResetSalt, task):
-// the effector in the air, the block on the table at least 8 cm from the effector's footprint and
-// from the goal (so no episode starts solved or in contact). A seed is an episode's identity: the
-// same seed gives the same episode in any environment slot, and as TableWorld::Step is
-// deterministic the same seed and actions give bit-identical trajectories.
+// Reset(e, seed) draws env e's start state and goal from common::Rng::ForKey(seed, kResetSalt,
+// task): the effector in the air, the block on the table at least 8 cm from the effector's
+// footprint and from the goal (so no episode starts solved or in contact). A seed is an episode's
+// identity: the same seed gives the same episode in any environment slot, and as TableWorld::Step
+// is deterministic the same seed and actions give bit-identical trajectories.
 //
 // Reward per step (documented in docs/sim.md), distances in metres:
 //   reach       −|ee − goal|

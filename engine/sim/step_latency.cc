@@ -5,7 +5,7 @@
 #include <cmath>
 #include <thread>
 
-#include "engine/sim/rng.h"
+#include "common/rng.h"
 
 namespace engine::sim {
 namespace {
@@ -47,7 +47,7 @@ StepLatency::StepLatency(const StepLatencyOptions& o) : options_(o) {
 double StepLatency::Sample(uint64_t env, uint64_t step) const {
   const StepLatencyOptions& o = options_;
   if (o.mean_s <= 0.0) return 0.0;
-  Rng rng = Rng::ForKey(o.seed, kLatencySalt, env, step);
+  common::Rng rng = common::Rng::ForKey(o.seed, kLatencySalt, env, step);
   double x;
   if (rng.Uniform() < o.tail_probability) {
     // Inverse CDF; 1 − U is in (0, 1], so the power is finite.

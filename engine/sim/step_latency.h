@@ -8,8 +8,8 @@
 //     exactly mean_s;
 //   with probability tail_probability, the tail: Pareto with shape tail_alpha and minimum
 //     tail_scale · mean_s (P(X > x) = (x_min / x)^alpha), a stall of several steps' worth.
-// Each draw is keyed by (seed, env, step) (Rng::ForKey(seed, kLatencySalt, env, step)), so a
-// schedule is the same whatever order environments are stepped in and however they are split
+// Each draw is keyed by (seed, env, step) (common::Rng::ForKey(seed, kLatencySalt, env, step)), so
+// a schedule is the same whatever order environments are stepped in and however they are split
 // between threads or ranks. Draws are capped at max_s, so one stall cannot hang a run.
 //
 // Wait() spends a latency in one of two ways: kSleep gives the core away (an environment served

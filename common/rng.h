@@ -1,15 +1,16 @@
-// Rng: a small, fully specified random number generator (SplitMix64) for the engine.
+// Rng: a small, fully specified random number generator (SplitMix64), the one the engine and
+// the data layer draw from.
 //
 // The standard library's distributions are implementation-defined, so the same seed could give
-// different samples on different toolchains; everything the engine draws (initial weights,
-// synthetic demonstrations) goes through this class instead, which gives bitwise identical
-// streams everywhere. Not cryptographic.
+// different samples on different toolchains; everything drawn (initial weights, synthetic
+// demonstrations, simulated tasks, an epoch's sample order) goes through this class instead,
+// which gives bitwise identical streams everywhere. Not cryptographic.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-namespace engine {
+namespace common {
 
 class Rng {
  public:
@@ -27,6 +28,15 @@ class Rng {
   uint64_t NextU64() {
     state_ += 0x9e3779b97f4a7c15ULL;
     return Mix(state_);
+  }
+  // Uniform in [0, bound), bound ≥ 1, without modulo bias: draws in the short last stripe of
+  // the 64-bit range are rejected.
+  uint64_t Below(uint64_t bound) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    for (;;) {
+      const uint64_t x = NextU64();
+      if (x < limit) return x % bound;
+    }
   }
   // Uniform in [0, 1).
   double Uniform() { return static_cast<double>(NextU64() >> 11) * 0x1.0p-53; }
@@ -48,4 +58,4 @@ class Rng {
   uint64_t state_;
 };
 
-}  // namespace engine
+}  // namespace common
