@@ -127,7 +127,6 @@ chmod 0755 "$datasets"
 say "Starting embody-server"
 nohup "$bin/embody-server" --listen "127.0.0.1:$port" --db "$conninfo" \
   --data-dir "$EMBODY_HOME/server" --dataset-root "$datasets" --port-file "$EMBODY_HOME/server.port" \
-  --plan-cluster "$repo/docs/plan/this-machine.json" \
   --bootstrap-out "$EMBODY_HOME/bootstrap.json" >"$EMBODY_HOME/logs/server.log" 2>&1 &
 wait_for_file "$EMBODY_HOME/server.port" || die "server did not start, see $EMBODY_HOME/logs/server.log"
 url="http://127.0.0.1:$(cat "$EMBODY_HOME/server.port")"
