@@ -2,6 +2,7 @@
 // 300 steps into its metric series), then an eval job on its checkpoint against an eval job on a
 // practically untrained one: the cloned policy's success rate is clearly higher. Another tenant
 // can neither evaluate those checkpoints nor read the results.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -27,6 +28,7 @@ json TrainSpec(const std::string& name, int steps, double lr) {
                "seed": 3}})");
   spec["name"] = name;
   spec["engine"]["optim"]["steps"] = steps;
+  spec["engine"]["optim"]["warmup_steps"] = std::min(steps, 10);
   spec["engine"]["optim"]["lr"] = lr;
   return spec;
 }
@@ -131,7 +133,7 @@ TEST(EvalE2eTest, BehaviourCloningThenEvaluationBeatsTheUntrainedPolicy) {
   const double untrained_rate = SuccessRate(stack, eval_untrained, a.member);
   std::printf("reach, 48 episodes: behaviour-cloned %.3f, untrained %.3f\n", trained_rate,
               untrained_rate);
-  EXPECT_GE(trained_rate, untrained_rate + 0.2);
+  EXPECT_GE(trained_rate, untrained_rate + 0.25);
   // The eval job evaluated the checkpoint the server resolved.
   HttpResult ev = stack.Get("/v1/jobs/" + std::to_string(eval_bc), a.member);
   EXPECT_EQ(ev.body["spec"]["init_from"], bc_ckpts.back()["id"]) << ev.text;
