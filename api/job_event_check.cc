@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <string>
+#include <vector>
 #include <string_view>
 
 namespace api {
@@ -88,6 +91,8 @@ enum class Kind {
   kObject,
   kNumberMap,
   kFp8Stats,
+  kBool,
+  kEvalTasks,
 };
 
 // FP8 statistics as engine::Fp8StatsJson writes them (PTQ and the fp8 all-reduce alike): these
@@ -107,6 +112,39 @@ bool IsFp8Stats(const json& v) {
     } else {
       return false;
     }
+  }
+  return true;
+}
+
+bool IsFiniteNumber(const json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
+
+// An eval job's per-task results as engine/eval/eval_job.h writes them: 1-3 objects of exactly
+// these keys, distinct built-in task names, 1..1000 episodes, 0..episodes successes, a success
+// rate in [0, 1] and finite means. The server stores them in typed columns, so nothing looser.
+bool IsEvalTasks(const json& v) {
+  if (!v.is_array() || v.empty() || v.size() > 3) return false;
+  std::vector<std::string> seen;
+  for (const json& t : v) {
+    if (!t.is_object() || t.size() != 6) return false;
+    for (const char* k :
+         {"task", "episodes", "successes", "success_rate", "mean_return", "mean_length"}) {
+      if (!t.contains(k)) return false;
+    }
+    const json& task = t["task"];
+    if (!task.is_string()) return false;
+    const std::string name = task.get<std::string>();
+    if (name != "reach" && name != "push" && name != "pick_place") return false;
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) return false;
+    seen.push_back(name);
+    if (!t["episodes"].is_number_integer() || !t["successes"].is_number_integer()) return false;
+    const int64_t episodes = t["episodes"].get<int64_t>(), successes = t["successes"].get<int64_t>();
+    if (episodes < 1 || episodes > 1000 || successes < 0 || successes > episodes) return false;
+    if (!IsFiniteNumber(t["success_rate"]) || !IsFiniteNumber(t["mean_return"]) ||
+        !IsFiniteNumber(t["mean_length"])) {
+      return false;
+    }
+    const double rate = t["success_rate"].get<double>();
+    if (rate < 0.0 || rate > 1.0 || t["mean_length"].get<double>() < 0.0) return false;
   }
   return true;
 }
@@ -155,6 +193,15 @@ std::optional<EventRejection> CheckField(const json& event, const FieldRule& rul
       ok = IsFp8Stats(v);
       want = "FP8 statistics (elements, amax, scale_min, scale_max, saturated, underflowed, nan)";
       break;
+    case Kind::kBool:
+      ok = v.is_boolean();
+      want = "true or false";
+      break;
+    case Kind::kEvalTasks:
+      ok = IsEvalTasks(v);
+      want = "1-3 distinct task results {task, episodes 1..1000, successes ≤ episodes, "
+             "success_rate in [0, 1], mean_return, mean_length}";
+      break;
     case Kind::kNumberMap:
       ok = v.is_object();
       for (const auto& [k, x] : v.items()) ok = ok && (x.is_number() || x.is_null());
@@ -195,6 +242,10 @@ constexpr std::array kStepRules = {
     FieldRule{"clip_fraction", Kind::kRatioOrNull},
     FieldRule{"rollout_seconds", Kind::kNumberOrNull},
     FieldRule{"update_seconds", Kind::kNumberOrNull},
+    // engine.eval_every: closed-loop evaluation at this step (engine/eval/periodic_eval.h).
+    FieldRule{"eval_success_rate", Kind::kRatioOrNull},
+    FieldRule{"eval_mean_return", Kind::kNumberOrNull},
+    FieldRule{"eval_episodes", Kind::kCount},
 };
 constexpr std::array kCheckpointRules = {
     FieldRule{"step", Kind::kCount, true},
@@ -208,6 +259,12 @@ constexpr std::array kEvalRules = {
     FieldRule{"euler_steps", Kind::kCount},
     FieldRule{"action_mse", Kind::kNumberOrNull},
     FieldRule{"zero_action_mse", Kind::kNumberOrNull},
+    // Kind eval (engine/eval/eval_job.h): stored per task by the server.
+    FieldRule{"tasks", Kind::kEvalTasks},
+    FieldRule{"policy", Kind::kString},
+    FieldRule{"fp8", Kind::kBool},
+    FieldRule{"checkpoint_step", Kind::kCount},
+    FieldRule{"seed", Kind::kCount},
 };
 constexpr std::array kDatasetRules = {
     FieldRule{"error", Kind::kString},

@@ -72,6 +72,55 @@ TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
   }
 }
 
+TEST(JobEventCheckTest, EvalResultsAreTypedAndBounded) {
+  const json task = {{"task", "reach"},      {"episodes", 20},       {"successes", 9},
+                     {"success_rate", 0.45}, {"mean_return", 0.8}, {"mean_length", 31.5}};
+  const json ev = {{"type", "eval"},   {"policy", "bc"}, {"fp8", false},
+                   {"checkpoint_step", 600}, {"seed", 0}, {"tasks", {task}}};
+  EXPECT_EQ(ReasonOf(ev), "ok");
+  // Step events of a run that evaluates every K steps.
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"step", 30}, {"eval_success_rate", 0.25},
+                      {"eval_mean_return", 0.1}, {"eval_episodes", 16}}),
+            "ok");
+  EXPECT_EQ(ReasonOf({{"type", "step"}, {"step", 30}, {"eval_success_rate", 1.25}}), "bad_field");
+  auto with_task = [&](const std::string& key, const json& value) {
+    json t = task;
+    if (value.is_discarded()) {
+      t.erase(key);
+    } else {
+      t[key] = value;
+    }
+    json e = ev;
+    e["tasks"] = {t};
+    return e;
+  };
+  for (auto [key, value] : std::vector<std::pair<std::string, json>>{
+           {"task", "stack"},
+           {"task", 3},
+           {"episodes", 0},
+           {"episodes", 100000},
+           {"episodes", 2.5},
+           {"successes", 21},  // more than the episodes
+           {"successes", -1},
+           {"success_rate", 1.5},
+           {"success_rate", "half"},
+           {"mean_return", nullptr},
+           {"mean_length", -1},
+           {"extra", 1},
+           {"mean_length", json(json::value_t::discarded)}}) {
+    EXPECT_EQ(ReasonOf(with_task(key, value)), "bad_field") << key << " = " << value.dump();
+  }
+  json twice = ev;
+  twice["tasks"] = {task, task};
+  EXPECT_EQ(ReasonOf(twice), "bad_field");
+  json many = ev;
+  many["tasks"] = json::array();
+  EXPECT_EQ(ReasonOf(many), "bad_field");
+  json fp8 = ev;
+  fp8["fp8"] = "yes";
+  EXPECT_EQ(ReasonOf(fp8), "bad_field");
+}
+
 TEST(JobEventCheckTest, NulAndBrokenUtf8AreRefusedAnywhere) {
   const std::string nul("a\0b", 3);
   EXPECT_EQ(ReasonOf({{"type", "note"}, {"text", nul}}), "bad_text");

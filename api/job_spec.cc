@@ -1,5 +1,6 @@
 #include "api/job_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -290,7 +291,7 @@ Status ParseRl(const json& j, RlOptions* r) {
       {"task", "envs", "rollout_steps", "total_env_steps", "episode_steps", "success_radius",
        "cameras", "gamma", "gae_lambda", "clip", "value_clip", "value_coef", "entropy_coef",
        "epochs", "minibatches", "lr", "max_grad_norm", "init_log_std", "importance_cap"}));
-  EMBODY_RETURN_IF_ERROR(o.GetString("task", {"reach"}, &r->task));
+  EMBODY_RETURN_IF_ERROR(o.GetString("task", {"reach", "push", "pick_place"}, &r->task));
   EMBODY_RETURN_IF_ERROR(o.GetInt("envs", 1, 4096, &r->envs));
   EMBODY_RETURN_IF_ERROR(o.GetInt("rollout_steps", 1, 4096, &r->rollout_steps));
   EMBODY_RETURN_IF_ERROR(
@@ -325,10 +326,12 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
   EMBODY_RETURN_IF_ERROR(
       o.CheckKeys({"model", "data", "attention", "precision", "optim", "checkpoint", "seed", "fp8",
-                   "rl"}));
+                   "rl", "eval_every", "eval_episodes"}));
   if (o.Has("rl")) EMBODY_RETURN_IF_ERROR(ParseRl(o.At("rl"), &e->rl));
   if (o.Has("fp8")) EMBODY_RETURN_IF_ERROR(ParseFp8(o.At("fp8"), &e->fp8));
   EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &e->seed));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("eval_every", 0, limits.max_steps, &e->eval_every));
+  EMBODY_RETURN_IF_ERROR(o.GetInt("eval_episodes", 1, kMaxEvalEpisodes, &e->eval_episodes));
   EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
   EMBODY_RETURN_IF_ERROR(o.GetString("precision", {"fp32", "bf16"}, &e->precision));
   if (o.Has("model")) {
@@ -427,6 +430,17 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
       EMBODY_RETURN_IF_ERROR(b.GetString("mode", {"min", "max"}, &e->checkpoint.best_mode));
     }
   }
+  // Evaluation runs the built-in task the job trains on; a dataset directory names none.
+  if (e->eval_every > 0 && !o.Has("rl") && !dataset.is_builtin()) {
+    return InvalidArgument("evaluation during training needs a built-in sim: dataset (its task)",
+                           "engine.eval_every");
+  }
+  // The table-top tasks act in (dx, dy, dz, grip) or robomimic's 7+ layout (engine/rl/table_env.h).
+  if (o.Has("rl") && e->rl.task != "reach" && e->model.action_dim != 4 &&
+      e->model.action_dim < 7) {
+    return InvalidArgument("the task " + e->rl.task + " needs 4 (dx, dy, dz, grip) or at least 7",
+                           "engine.model.action_dim");
+  }
   return Status::Ok();
 }
 
@@ -442,6 +456,44 @@ Status ParseImport(const json& j, JobSpec* spec) {
   if (!o.Has("source")) return InvalidArgument("is required", "import.source");
   EMBODY_ASSIGN_OR_RETURN(source, ParseImportSource(o.At("source"), "import.source"));
   spec->import_source = std::move(source);
+  return Status::Ok();
+}
+
+// Kind eval: {"checkpoint_from_job" | "checkpoint", "tasks", "episodes", "seed", "fp8"}.
+Status ParseEval(const json& j, EvalOptions* ev) {
+  ObjectReader o(j, "eval");
+  EMBODY_RETURN_IF_ERROR(o.CheckObject());
+  EMBODY_RETURN_IF_ERROR(
+      o.CheckKeys({"checkpoint_from_job", "checkpoint", "tasks", "episodes", "seed", "fp8"}));
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("checkpoint_from_job", 1, INT64_MAX, &ev->checkpoint_from_job));
+  EMBODY_RETURN_IF_ERROR(o.GetInt64("checkpoint", 1, INT64_MAX, &ev->checkpoint));
+  if ((ev->checkpoint_from_job != 0) == (ev->checkpoint != 0)) {
+    return InvalidArgument("give exactly one of checkpoint_from_job (a job id) and checkpoint "
+                           "(a checkpoint id)",
+                           ev->checkpoint != 0 ? "eval.checkpoint" : "eval.checkpoint_from_job");
+  }
+  if (o.Has("tasks")) {
+    const json& t = o.At("tasks");
+    if (!t.is_array() || t.empty() || t.size() > 3) {
+      return InvalidArgument("must be a non-empty array of at most 3 task names", "eval.tasks");
+    }
+    ev->tasks.clear();
+    for (size_t i = 0; i < t.size(); ++i) {
+      const std::string at = "eval.tasks[" + std::to_string(i) + "]";
+      if (!t[i].is_string()) return InvalidArgument("must be a string", at);
+      const std::string name = t[i].get<std::string>();
+      if (name != "reach" && name != "push" && name != "pick_place") {
+        return InvalidArgument("must be one of reach, push, pick_place", at);
+      }
+      if (std::find(ev->tasks.begin(), ev->tasks.end(), name) != ev->tasks.end()) {
+        return InvalidArgument("names " + name + " twice", at);
+      }
+      ev->tasks.push_back(name);
+    }
+  }
+  EMBODY_RETURN_IF_ERROR(o.GetInt("episodes", 1, kMaxEvalEpisodes, &ev->episodes));
+  EMBODY_RETURN_IF_ERROR(o.GetUint64("seed", &ev->seed));
+  EMBODY_RETURN_IF_ERROR(o.GetBool("fp8", &ev->fp8));
   return Status::Ok();
 }
 
@@ -475,7 +527,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
-       "command", "init_from", "import"}));
+       "command", "init_from", "import", "eval"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -487,17 +539,16 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   if (!o.Has("kind")) return InvalidArgument("is required", "kind");
   std::string kind;
   EMBODY_RETURN_IF_ERROR(o.GetString("kind", {"train", "rl", "eval", "command", "import"}, &kind));
-  if (kind == "eval") {
-    return Status(Code::kUnimplemented,
-                  "job kind \"" + kind + "\" is not available yet; use \"train\", \"rl\" or \"command\"",
-                  "kind");
-  }
   spec.kind = kind == "train"    ? JobKind::kTrain
               : kind == "rl"     ? JobKind::kRl
+              : kind == "eval"   ? JobKind::kEval
               : kind == "import" ? JobKind::kImport
                                  : JobKind::kCommand;
   if (spec.kind != JobKind::kImport && o.Has("import")) {
     return InvalidArgument("only allowed for kind \"import\"", "import");
+  }
+  if (spec.kind != JobKind::kEval && o.Has("eval")) {
+    return InvalidArgument("only allowed for kind \"eval\"", "eval");
   }
 
   if (!o.Has("resources")) return InvalidArgument("is required", "resources");
@@ -509,7 +560,21 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   // Whether it names a checkpoint of the submitter's tenant is the server's check (404).
   EMBODY_RETURN_IF_ERROR(o.GetInt64("init_from", 0, INT64_MAX, &spec.init_from));
 
-  if (spec.kind == JobKind::kImport) {
+  if (spec.kind == JobKind::kEval) {
+    // The model, its shape and options come from the checkpoint; init_from is where the server
+    // puts the checkpoint it resolved (a client's own init_from is refused at submit).
+    if (o.Has("engine")) {
+      return InvalidArgument("not allowed for kind \"eval\" (the checkpoint brings its model)",
+                             "engine");
+    }
+    if (o.Has("command")) return InvalidArgument("not allowed for kind \"eval\"", "command");
+    if (!o.Has("eval")) return InvalidArgument("is required for kind \"eval\"", "eval");
+    EMBODY_RETURN_IF_ERROR(ParseEval(o.At("eval"), &spec.eval));
+    if (spec.resources.TotalRanks() != 1) {
+      return InvalidArgument("an eval job runs on one rank (nodes 1, ranks_per_node 1)",
+                             "resources.ranks_per_node");
+    }
+  } else if (spec.kind == JobKind::kImport) {
     if (o.Has("engine")) return InvalidArgument("not allowed for kind \"import\"", "engine");
     if (o.Has("command")) return InvalidArgument("not allowed for kind \"import\"", "command");
     if (spec.init_from != 0) {
@@ -589,7 +654,13 @@ json ToJson(const JobSpec& s) {
   j["max_restarts"] = s.max_restarts;
   j["time_limit_seconds"] = s.time_limit_seconds;
   if (s.init_from != 0) j["init_from"] = s.init_from;
-  if (s.kind == JobKind::kImport) {
+  if (s.kind == JobKind::kEval) {
+    const EvalOptions& ev = s.eval;
+    j["eval"] = {{"tasks", ev.tasks}, {"episodes", ev.episodes}, {"seed", ev.seed},
+                 {"fp8", ev.fp8}};
+    if (ev.checkpoint_from_job != 0) j["eval"]["checkpoint_from_job"] = ev.checkpoint_from_job;
+    if (ev.checkpoint != 0) j["eval"]["checkpoint"] = ev.checkpoint;
+  } else if (s.kind == JobKind::kImport) {
     j["import"] = {{"dataset_id", s.import_dataset_id}, {"source", ToJson(s.import_source)}};
   } else if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
@@ -649,6 +720,10 @@ json ToJson(const JobSpec& s) {
     }
     // Only when not the default, so specs stored before the option existed read back the same.
     if (e.precision != "fp32") j["engine"]["precision"] = e.precision;
+    if (e.eval_every != 0) {
+      j["engine"]["eval_every"] = e.eval_every;
+      j["engine"]["eval_episodes"] = e.eval_episodes;
+    }
   }
   return j;
 }

@@ -162,6 +162,26 @@ struct EngineOptions {
   OptimOptions optim;
   CheckpointOptions checkpoint;
   uint64_t seed = 0;
+  // Closed-loop evaluation during training (docs/eval.md): every eval_every steps (PPO updates
+  // for kind "rl"; 0: never) rank 0 runs eval_episodes seeded episodes of the job's task (the
+  // sim:* dataset's for kind "train", engine.rl.task for "rl") and adds eval_success_rate and
+  // eval_mean_return to that step's event.
+  int eval_every = 0;
+  int eval_episodes = 16;
+};
+
+// Kind "eval" (docs/eval.md): run a checkpoint's policy on built-in simulated tasks. Exactly one
+// of checkpoint_from_job (a job of the submitter's tenant: its latest ready checkpoint) and
+// checkpoint (a checkpoint id of the tenant, as GET /v1/jobs/{id}/checkpoints lists them). The
+// server resolves either into the spec's init_from, which is what the engine loads.
+inline constexpr int kMaxEvalEpisodes = 1000;
+struct EvalOptions {
+  int64_t checkpoint_from_job = 0;
+  int64_t checkpoint = 0;
+  std::vector<std::string> tasks = {"reach"};  // "reach", "push", "pick_place"; no repeats
+  int episodes = 20;                           // per task, 1..kMaxEvalEpisodes
+  uint64_t seed = 0;
+  bool fp8 = false;  // quantise a behaviour-cloning checkpoint to FP8 first (docs/fp8.md)
 };
 
 struct JobSpec {
@@ -178,6 +198,7 @@ struct JobSpec {
   // of ranks. For kind "rl": the behaviour-cloning checkpoint the policy's trunk loads. 0: none.
   int64_t init_from = 0;
   EngineOptions engine;               // kinds train and rl
+  EvalOptions eval;                   // kind eval
   std::vector<std::string> command;   // kind command: argv run under mpirun
   // Kind import: which dataset record the job fills and from what. The agent writes the
   // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.

@@ -137,9 +137,118 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
       {"checkpoint on rl", [](json& j) { j["engine"]["checkpoint"] = {{"keep", 2}}; },
        "engine.checkpoint"},
       {"command on rl", [](json& j) { j["command"] = {"ls"}; }, "command"},
+      {"push with action_dim 5", [](json& j) {
+         j["engine"]["rl"]["task"] = "push";
+         j["engine"]["model"] = {{"action_dim", 5}};
+       }, "engine.model.action_dim"},
+      {"eval block on rl", [](json& j) { j["eval"] = {{"checkpoint", 1}}; }, "eval"},
+      {"eval_every negative", [](json& j) { j["engine"]["eval_every"] = -1; },
+       "engine.eval_every"},
+      {"eval_episodes 0", [](json& j) { j["engine"]["eval_episodes"] = 0; },
+       "engine.eval_episodes"},
   };
   for (const Case& c : cases) {
     json j = ValidRl();
+    c.mutate(j);
+    const common::Status s = Err(j);
+    EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << c.what << ": " << s.ToString();
+    EXPECT_EQ(s.field(), c.field) << c.what << ": " << s.ToString();
+  }
+}
+
+TEST(JobSpecTest, RlTasksAndEvalEveryRoundTrip) {
+  for (const char* task : {"push", "pick_place"}) {
+    json j = ValidRl();
+    j["engine"]["rl"]["task"] = task;
+    j["engine"]["model"] = {{"action_dim", 4}};
+    j["engine"]["eval_every"] = 5;
+    j["engine"]["eval_episodes"] = 8;
+    auto r = ParseJobSpec(j, {});
+    ASSERT_TRUE(r.ok()) << task << ": " << r.status().ToString();
+    EXPECT_EQ(r->engine.rl.task, task);
+    EXPECT_EQ(r->engine.eval_every, 5);
+    EXPECT_EQ(r->engine.eval_episodes, 8);
+    EXPECT_EQ(ToJson(*ParseJobSpec(ToJson(*r), {})), ToJson(*r));
+  }
+  json train = Valid();
+  train["engine"]["data"] = {{"dataset", "sim:push"}};
+  train["engine"]["eval_every"] = 10;
+  ASSERT_TRUE(ParseJobSpec(train, {}).ok());
+  train["engine"]["data"] = {{"dataset", "dir:/data/reach"}};
+  EXPECT_EQ(Err(train).field(), "engine.eval_every");  // a dataset directory names no task
+  // Without eval_every the spec reads back as it did before the option existed.
+  EXPECT_FALSE(ToJson(*ParseJobSpec(Valid(), {}))["engine"].contains("eval_every"));
+}
+
+json ValidEval() {
+  return json::parse(R"({"name":"reach-eval","kind":"eval","resources":{"nodes":1},
+    "eval":{"checkpoint_from_job":7,"tasks":["reach","push"],"episodes":30,"seed":4}})");
+}
+
+TEST(JobSpecTest, EvalSpecParsesAndRoundTrips) {
+  auto r = ParseJobSpec(ValidEval(), {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->kind, JobKind::kEval);
+  EXPECT_EQ(r->eval.checkpoint_from_job, 7);
+  EXPECT_EQ(r->eval.tasks, (std::vector<std::string>{"reach", "push"}));
+  EXPECT_EQ(r->eval.episodes, 30);
+  EXPECT_EQ(r->eval.seed, 4u);
+  EXPECT_FALSE(r->eval.fp8);
+  // What the server stores after resolving the checkpoint reads back the same.
+  r->init_from = 12;
+  const json out = ToJson(*r);
+  EXPECT_FALSE(out.contains("engine"));
+  auto again = ParseJobSpec(out, {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), out);
+  EXPECT_EQ(again->init_from, 12);
+  json by_id = ValidEval();
+  by_id["eval"] = {{"checkpoint", 3}, {"fp8", true}};
+  auto c = ParseJobSpec(by_id, {});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->eval.checkpoint, 3);
+  EXPECT_EQ(c->eval.tasks, std::vector<std::string>{"reach"});  // default
+  EXPECT_TRUE(c->eval.fp8);
+}
+
+TEST(JobSpecTest, EvalFieldsAreValidatedByName) {
+  struct Case {
+    const char* what;
+    std::function<void(json&)> mutate;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"no eval block", [](json& j) { j.erase("eval"); }, "eval"},
+      {"eval not an object", [](json& j) { j["eval"] = 3; }, "eval"},
+      {"neither checkpoint", [](json& j) { j["eval"].erase("checkpoint_from_job"); },
+       "eval.checkpoint_from_job"},
+      {"both checkpoints", [](json& j) { j["eval"]["checkpoint"] = 2; }, "eval.checkpoint"},
+      {"job id 0", [](json& j) { j["eval"]["checkpoint_from_job"] = 0; },
+       "eval.checkpoint_from_job"},
+      {"job id string", [](json& j) { j["eval"]["checkpoint_from_job"] = "7"; },
+       "eval.checkpoint_from_job"},
+      {"checkpoint negative",
+       [](json& j) {
+         j["eval"].erase("checkpoint_from_job");
+         j["eval"]["checkpoint"] = -3;
+       },
+       "eval.checkpoint"},
+      {"unknown task", [](json& j) { j["eval"]["tasks"] = {"reach", "stack"}; }, "eval.tasks[1]"},
+      {"repeated task", [](json& j) { j["eval"]["tasks"] = {"push", "push"}; }, "eval.tasks[1]"},
+      {"empty tasks", [](json& j) { j["eval"]["tasks"] = json::array(); }, "eval.tasks"},
+      {"task not a string", [](json& j) { j["eval"]["tasks"] = {1}; }, "eval.tasks[0]"},
+      {"zero episodes", [](json& j) { j["eval"]["episodes"] = 0; }, "eval.episodes"},
+      {"too many episodes", [](json& j) { j["eval"]["episodes"] = 1001; }, "eval.episodes"},
+      {"seed negative", [](json& j) { j["eval"]["seed"] = -1; }, "eval.seed"},
+      {"fp8 type", [](json& j) { j["eval"]["fp8"] = "yes"; }, "eval.fp8"},
+      {"unknown eval key", [](json& j) { j["eval"]["path"] = "/etc/passwd"; }, "eval.path"},
+      {"engine on eval", [](json& j) { j["engine"] = json::object(); }, "engine"},
+      {"command on eval", [](json& j) { j["command"] = {"ls"}; }, "command"},
+      {"two ranks", [](json& j) { j["resources"]["ranks_per_node"] = 2; },
+       "resources.ranks_per_node"},
+  };
+  for (const Case& c : cases) {
+    json j = ValidEval();
     c.mutate(j);
     const common::Status s = Err(j);
     EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << c.what << ": " << s.ToString();
@@ -258,7 +367,8 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"bad kind", [](json& j) { j["kind"] = "trian"; }, Code::kInvalidArgument, "kind"},
       {"rl without engine.rl", [](json& j) { j["kind"] = "rl"; }, Code::kInvalidArgument,
        "engine.rl"},
-      {"eval not built", [](json& j) { j["kind"] = "eval"; }, Code::kUnimplemented, "kind"},
+      {"eval without its block", [](json& j) { j["kind"] = "eval"; }, Code::kInvalidArgument,
+       "engine"},
       {"missing resources", [](json& j) { j.erase("resources"); }, Code::kInvalidArgument,
        "resources"},
       {"resources type", [](json& j) { j["resources"] = 2; }, Code::kInvalidArgument,

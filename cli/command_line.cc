@@ -136,6 +136,11 @@ void Build(CLI::App& app, Parsed* p) {
           ->check(CLI::Range(1, 5000));
   AddOutput(metrics, p);
 
+  CLI::App* eval = Command(app, p, "eval",
+                           "an eval job's results: success rate and mean return per task");
+  AddId(eval, p, "job");
+  AddOutput(eval, p);
+
   CLI::App* nodes = Command(app, p, "nodes", "nodes and their state; drain or undrain one");
   nodes->require_subcommand(0, 1);
   AddOutput(nodes, p);

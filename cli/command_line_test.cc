@@ -35,6 +35,7 @@ TEST(CommandLineTest, ListsAndShowsTakeOutputJson) {
                                              {"show", "7", "--output", "json"},
                                              {"events", "7", "-o", "json"},
                                              {"metrics", "7", "-o", "json"},
+                                             {"eval", "7", "-o", "json"},
                                              {"nodes", "-o", "json"},
                                              {"tenants", "-o", "json"},
                                              {"tenants", "show", "2", "-o", "json"},

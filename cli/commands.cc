@@ -55,6 +55,7 @@ class Commands {
     if (c == "logs") return Logs(id);
     if (c == "events") return Events(id);
     if (c == "metrics") return Metrics(id);
+    if (c == "eval") return Print(api_.Get("/v1/jobs/" + id + "/evaluation"), EvaluationTable);
     if (c == "nodes") return Print(api_.Get("/v1/nodes"), NodesTable);
     if (c == "nodes drain" || c == "nodes undrain") {
       const bool drain = c == "nodes drain";

@@ -108,4 +108,27 @@ std::string MetricsTable(const nlohmann::json& reply) {
   return FormatTable(table);
 }
 
+std::string EvaluationTable(const nlohmann::json& reply) {
+  const nlohmann::json& tasks = reply.value("tasks", nlohmann::json::array());
+  if (!tasks.is_array() || tasks.empty()) return "no evaluation results yet\n";
+  auto number = [](const nlohmann::json& t, const char* key, const char* format) {
+    if (!t.contains(key) || !t[key].is_number()) return std::string("-");
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), format, t[key].get<double>());
+    return std::string(buf);
+  };
+  std::vector<std::vector<std::string>> table = {
+      {"TASK", "EPISODES", "SUCCESSES", "SUCCESS_RATE", "MEAN_RETURN", "POLICY", "STEP"}};
+  for (const auto& t : tasks) {
+    if (!t.is_object()) continue;
+    std::string policy = t.value("policy", "-");
+    if (t.value("fp8", false)) policy += " (fp8)";
+    table.push_back({t.value("task", "-"), number(t, "episodes", "%.0f"),
+                     number(t, "successes", "%.0f"), number(t, "success_rate", "%.3f"),
+                     number(t, "mean_return", "%.3f"), policy,
+                     number(t, "checkpoint_step", "%.0f")});
+  }
+  return FormatTable(table);
+}
+
 }  // namespace cli

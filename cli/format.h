@@ -22,4 +22,8 @@ std::string ProgressLine(const nlohmann::json& job, int width = 30);
 // one row per step that any series has a point at ("-" where a series has none).
 std::string MetricsTable(const nlohmann::json& reply);
 
+// GET /v1/jobs/{id}/evaluation as a table: TASK, EPISODES, SUCCESSES, SUCCESS_RATE,
+// MEAN_RETURN, POLICY, STEP; a line saying so when there are no results yet.
+std::string EvaluationTable(const nlohmann::json& reply);
+
 }  // namespace cli

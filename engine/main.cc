@@ -1,5 +1,5 @@
-// embody-engine --spec job.json: runs one "train" or "rl" job as one MPI rank (see
-// docs/contracts.md; kind "rl" is engine/rl/rl_job.h).
+// embody-engine --spec job.json: runs one "train", "rl" or "eval" job as one MPI rank (see
+// docs/contracts.md; kind "rl" is engine/rl/rl_job.h, kind "eval" engine/eval/eval_job.h).
 // embody-engine quantize --in CKPT --out CKPT8: post-training FP8 quantisation of a trained
 // policy (engine/quantize_command.h); no MPI.
 //
@@ -21,6 +21,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "engine/dist/mpi_communicator.h"
+#include "engine/eval/eval_job.h"
 #include "engine/quantize_command.h"
 #include "engine/report/event_reporter.h"
 #include "engine/rl/rl_job.h"
@@ -35,7 +36,8 @@ constexpr const char* kUsage =
     "\n"
     "Trains the built-in policy transformer as described by a JobSpec of kind \"train\", then\n"
     "evaluates its sampled actions on held-out data; or, for kind \"rl\", trains it with PPO on a\n"
-    "built-in simulated task. Run one process per rank under mpirun.\n"
+    "built-in simulated task; or, for kind \"eval\", runs the policy of the checkpoint in\n"
+    "EMBODY_RESUME_FROM on the built-in tasks. Run one process per rank under mpirun.\n"
     "Environment: EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN (post step and eval events\n"
     "to the node agent), EMBODY_CHECKPOINT_DIR (default ./checkpoints), EMBODY_RESUME_FROM\n"
     "(checkpoint file to continue from, on any number of ranks).\n";
@@ -82,9 +84,10 @@ int main(int argc, char** argv) {
   if (!text.ok()) return Fail(2, "cannot read spec: " + text.status().message());
   auto spec = api::ParseJobSpecText(*text, api::SpecLimits{});
   if (!spec.ok()) return Fail(2, "invalid spec " + spec_path + ": " + spec.status().ToString());
-  if (spec->kind != api::JobKind::kTrain && spec->kind != api::JobKind::kRl) {
+  if (spec->kind != api::JobKind::kTrain && spec->kind != api::JobKind::kRl &&
+      spec->kind != api::JobKind::kEval) {
     return Fail(2, std::string("spec kind is \"") + api::JobKindName(spec->kind) +
-                       "\"; embody-engine runs kinds \"train\" and \"rl\"");
+                       "\"; embody-engine runs kinds \"train\", \"rl\" and \"eval\"");
   }
 
   // The data loader runs threads that never call MPI: FUNNELED is the level that allows them.
@@ -112,7 +115,15 @@ int main(int argc, char** argv) {
         reporter = std::make_unique<engine::HttpEventReporter>(*cfg);
       }
     }
-    if (spec->kind == api::JobKind::kRl) {
+    if (spec->kind == api::JobKind::kEval) {
+      const char* from = std::getenv("EMBODY_RESUME_FROM");
+      auto ev = engine::eval::RunEvalJob(*spec, from != nullptr ? from : "", reporter.get());
+      if (reporter != nullptr) reporter->Close();
+      if (!ev.ok()) {
+        Fail(1, ev.status().ToString());
+        code = 1;
+      }
+    } else if (spec->kind == api::JobKind::kRl) {
       auto rl = engine::rl::RunRlJob(*spec, comm, reporter.get(), &g_stop_requested);
       if (reporter != nullptr) reporter->Close();
       if (!rl.ok()) {

@@ -16,6 +16,7 @@
 #include "engine/data/loader.h"
 #include "engine/dataset_source.h"
 #include "engine/dist/grad_buckets.h"
+#include "engine/eval/periodic_eval.h"
 #include "engine/model/linear_fast.h"
 #include "engine/checkpoint_model.h"
 #include "engine/model/policy_options.h"
@@ -158,6 +159,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   model.Init(e.seed);  // same seed on every rank: identical replicas
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
+  EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForTraining(e));
   EMBODY_ASSIGN_OR_RETURN(demos, MakeDemoSource(e.data.dataset, e.model.action_dim,
                                                 e.model.action_horizon, e.seed, config->vocab));
   const DemoSource& task = *demos;
@@ -427,6 +429,11 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       }
       if (totals.fp8.elements > 0) ev["fp8_allreduce"] = Fp8StatsJson(totals.fp8);
       if (result.gemm_gflops > 0.0) ev["mfu"] = flops / step_seconds / (result.gemm_gflops * 1e9);
+      if (periodic_eval.Due(done)) {  // engine.eval_every: rank 0 alone, the others wait
+        *failed_on_every_rank = false;
+        EMBODY_RETURN_IF_ERROR(periodic_eval.Run(model, &ev));
+        *failed_on_every_rank = true;
+      }
       events->Post(std::move(ev));
     }
     if (leader && options.print_progress && (done % log_every == 0 || done == steps)) {

@@ -3,6 +3,8 @@
 #include "controlplane/db/stores.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace controlplane::db {
 
@@ -202,6 +204,68 @@ Status PgLogIndex::PruneHistory(int64_t job_id) {
   auto events = tx_.Exec("DELETE FROM job_events WHERE job_id = $1 AND type <> 'state'",
                          {P(job_id)});
   return events.ok() ? Status::Ok() : events.status();
+}
+
+}  // namespace controlplane::db
+
+namespace controlplane::db {
+
+constexpr char kPutEvaluation[] =
+    "INSERT INTO job_evaluations (job_id, task, episodes, successes, success_rate, mean_return,"
+    " mean_length, checkpoint_step, policy, fp8, time)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, " EMBODY_SQL_TS("$11") ")"
+    " ON CONFLICT (job_id, task) DO UPDATE SET episodes = EXCLUDED.episodes,"
+    " successes = EXCLUDED.successes, success_rate = EXCLUDED.success_rate,"
+    " mean_return = EXCLUDED.mean_return, mean_length = EXCLUDED.mean_length,"
+    " checkpoint_step = EXCLUDED.checkpoint_step, policy = EXCLUDED.policy, fp8 = EXCLUDED.fp8,"
+    " time = EXCLUDED.time";
+
+constexpr char kSelectEvaluations[] =
+    "SELECT task, episodes, successes, success_rate::text AS success_rate,"
+    " mean_return::text AS mean_return, mean_length::text AS mean_length, checkpoint_step,"
+    " policy, fp8, " EMBODY_SQL_MS("time") " AS time_ms"
+    " FROM job_evaluations WHERE job_id = $1 ORDER BY task";
+
+namespace {
+// A double as SQL text that reads back bit for bit.
+Param Real(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return std::string(buf);
+}
+double RealAt(const PgRows& r, size_t i, const char* col) {
+  return std::strtod(r.Str(i, col).c_str(), nullptr);
+}
+}  // namespace
+
+common::Status PgEventStore::PutEvaluation(int64_t job_id, const service::EvaluationRecord& r) {
+  auto res = tx_.Exec(kPutEvaluation,
+                      {P(job_id), P(r.task), P(static_cast<int64_t>(r.episodes)),
+                       P(static_cast<int64_t>(r.successes)), Real(r.success_rate), Real(r.mean_return),
+                       Real(r.mean_length), P(r.checkpoint_step), P(r.policy), P(r.fp8),
+                       P(r.time_ms)});
+  return res.ok() ? common::Status::Ok() : res.status();
+}
+
+common::Result<std::vector<service::EvaluationRecord>> PgEventStore::Evaluations(int64_t job_id) {
+  auto r = tx_.Exec(kSelectEvaluations, {P(job_id)});
+  if (!r.ok()) return r.status();
+  std::vector<service::EvaluationRecord> out;
+  for (size_t i = 0; i < r->size(); ++i) {
+    service::EvaluationRecord e;
+    e.task = r->Str(i, "task");
+    e.episodes = static_cast<int>(r->Int(i, "episodes"));
+    e.successes = static_cast<int>(r->Int(i, "successes"));
+    e.success_rate = RealAt(*r, i, "success_rate");
+    e.mean_return = RealAt(*r, i, "mean_return");
+    e.mean_length = RealAt(*r, i, "mean_length");
+    e.checkpoint_step = r->Int(i, "checkpoint_step");
+    e.policy = r->Str(i, "policy");
+    e.fp8 = r->Bool(i, "fp8");
+    e.time_ms = r->Int(i, "time_ms");
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 }  // namespace controlplane::db

@@ -115,6 +115,8 @@ class PgEventStore : public service::EventStore {
                                int64_t time_ms) override;
   common::Result<std::optional<service::CheckpointRecord>> LatestCheckpoint(
       int64_t job_id) override;
+  common::Status PutEvaluation(int64_t job_id, const service::EvaluationRecord& r) override;
+  common::Result<std::vector<service::EvaluationRecord>> Evaluations(int64_t job_id) override;
 
  private:
   PgTx& tx_;

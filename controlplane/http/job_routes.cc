@@ -86,6 +86,15 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   if (!series.ok()) return RespondError(res, series.status());
                   RespondJson(res, 200, *series);
                 });
+
+  router.Handle("GET", "/v1/jobs/{id}/evaluation", A::kBearer,
+                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  auto v = jobs.Evaluation(ctx.principal, *id);
+                  if (!v.ok()) return RespondError(res, v.status());
+                  RespondJson(res, 200, *v);
+                });
 }
 
 }  // namespace controlplane::http

@@ -1,3 +1,4 @@
+#include "controlplane/service/evaluations.h"
 #include "controlplane/service/jobs_service.h"
 
 #include "controlplane/service/checkpoints_service.h"
@@ -113,6 +114,8 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     pending = n;
   }
   EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), spec.resources));
+  // Kind eval: the checkpoint its eval block names becomes init_from (evaluations.h).
+  EMBODY_RETURN_IF_ERROR(ResolveEvalCheckpoint(*uow, p.tenant_id, &spec));
   // A checkpoint of another tenant is not found, as its job would not be.
   if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
   // A stored dataset must be ready now; the job is bound to that version (launched as its
@@ -276,6 +279,14 @@ Result<nlohmann::json> JobsService::Metrics(const Principal& p, int64_t id,
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
   EMBODY_ASSIGN_OR_RETURN(samples, uow->events().SampleSteps(job.id, req.query));
   return BuildSeries(req.names, samples);
+}
+
+Result<nlohmann::json> JobsService::Evaluation(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireReader(p));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
+  EMBODY_ASSIGN_OR_RETURN(rows, uow->events().Evaluations(job.id));
+  return EvaluationJson(job.id, rows);
 }
 
 }  // namespace controlplane::service

@@ -60,6 +60,8 @@ class JobsService {
   Result<LogSnapshot> Logs(const Principal& p, int64_t id, std::optional<int> attempt = {});
   // The job's step series, downsampled (metrics_history.h): {"series": {...}}.
   Result<nlohmann::json> Metrics(const Principal& p, int64_t id, const MetricsRequest& req);
+  // Kind eval's results per task (evaluations.h); another tenant's job is not found.
+  Result<nlohmann::json> Evaluation(const Principal& p, int64_t id);
 
  private:
   Database& db_;

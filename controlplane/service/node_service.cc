@@ -1,3 +1,4 @@
+#include "controlplane/service/evaluations.h"
 #include "controlplane/service/node_service.h"
 
 #include <algorithm>
@@ -377,6 +378,7 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
       }
     }
     if (e.type == "dataset") EMBODY_RETURN_IF_ERROR(RecordDatasetEvent(uow, e.job_id, e.data, t));
+    if (e.type == "eval") EMBODY_RETURN_IF_ERROR(RecordEvaluationEvent(uow, e.job_id, e.data, t));
   }
   return Status::Ok();
 }

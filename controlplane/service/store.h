@@ -222,6 +222,20 @@ struct CheckpointRecord {
   int64_t bytes = 0;
 };
 
+// One task's result of an evaluation (kind eval's `eval` event; docs/eval.md).
+struct EvaluationRecord {
+  std::string task;
+  int episodes = 0;
+  int successes = 0;
+  double success_rate = 0.0;
+  double mean_return = 0.0;
+  double mean_length = 0.0;
+  int64_t checkpoint_step = 0;
+  std::string policy;  // "bc", "rl"
+  bool fp8 = false;
+  int64_t time_ms = 0;
+};
+
 // One step event as the metrics history reads it.
 struct StepSample {
   int64_t step = 0;
@@ -263,6 +277,11 @@ class EventStore {
   // LatestCheckpoint for many jobs in one read, keyed by job id. Loops unless overridden.
   virtual Result<std::map<int64_t, CheckpointRecord>> LatestCheckpoints(
       const std::vector<int64_t>& job_ids);
+  // Evaluation results (job_evaluations), one row per task; a later evaluation of the same task
+  // (a restarted eval job) replaces the earlier row.
+  virtual Status PutEvaluation(int64_t job_id, const EvaluationRecord& r) = 0;
+  // The job's rows, by task name.
+  virtual Result<std::vector<EvaluationRecord>> Evaluations(int64_t job_id) = 0;
 };
 
 // One rank's log of one attempt of a job: each attempt writes its own, from offset 0.

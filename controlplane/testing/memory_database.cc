@@ -70,6 +70,7 @@ void MemoryTables::ShareAll() {
   allocations.Share();
   events.Share();
   checkpoints.Share();
+  evaluations.Share();
   checkpoint_blobs.Share();
   logs.Share();
   audit.Share();

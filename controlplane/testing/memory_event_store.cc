@@ -193,3 +193,30 @@ Status MemoryLogIndex::PruneHistory(int64_t job_id) {
 }
 
 }  // namespace controlplane::testing
+
+namespace controlplane::testing {
+
+common::Status MemoryEventStore::PutEvaluation(int64_t job_id,
+                                               const service::EvaluationRecord& r) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  EMBODY_RETURN_IF_ERROR(tx_.Text(r.task));
+  EMBODY_RETURN_IF_ERROR(tx_.Text(r.policy));
+  EMBODY_RETURN_IF_ERROR(
+      tx_.Reference(tx_.tables.jobs.get().count(job_id) > 0, "job_evaluations.job_id"));
+  tx_.tables.evaluations.mut()[{job_id, r.task}] = r;
+  return common::Status::Ok();
+}
+
+common::Result<std::vector<service::EvaluationRecord>> MemoryEventStore::Evaluations(
+    int64_t job_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::vector<service::EvaluationRecord> out;
+  const auto& all = tx_.tables.evaluations.get();
+  for (auto it = all.lower_bound({job_id, ""}); it != all.end() && it->first.first == job_id;
+       ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace controlplane::testing

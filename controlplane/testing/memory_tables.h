@@ -81,6 +81,8 @@ struct MemoryTables {
   CowTable<std::map<std::pair<int64_t, int64_t>, AllocationRow>> allocations;  // (job, node)
   CowTable<std::map<int64_t, EventRow>> events;
   CowTable<std::map<int64_t, CheckpointRow>> checkpoints;
+  CowTable<std::map<std::pair<int64_t, std::string>, service::EvaluationRecord>>
+      evaluations;  // (job, task)
   CowTable<std::map<int64_t, service::CheckpointBlob>> checkpoint_blobs;
   // (job, attempt, rank)
   CowTable<std::map<std::tuple<int64_t, int, int>, service::LogRecord>> logs;
@@ -206,6 +208,8 @@ class MemoryEventStore : public service::EventStore {
                                int64_t time_ms) override;
   common::Result<std::optional<service::CheckpointRecord>> LatestCheckpoint(
       int64_t job_id) override;
+  common::Status PutEvaluation(int64_t job_id, const service::EvaluationRecord& r) override;
+  common::Result<std::vector<service::EvaluationRecord>> Evaluations(int64_t job_id) override;
 
  private:
   common::Result<int64_t> Insert(EventRow row);

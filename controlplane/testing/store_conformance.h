@@ -399,6 +399,47 @@ TYPED_TEST_P(StoreConformanceTest, EventsCheckpointsAndLogsOfAJob) {
   EXPECT_TRUE(uow->logs().ForJob(other)->empty());
 }
 
+TYPED_TEST_P(StoreConformanceTest, EvaluationsArePerTaskAndALaterOneReplaces) {
+  const int64_t a = this->AddTenant("a");
+  const int64_t job = this->AddJob(a, "ev"), other = this->AddJob(a, "k");
+  auto uow = this->Begin();
+  auto& ev = uow->events();
+  EXPECT_TRUE(ev.Evaluations(job)->empty());
+  service::EvaluationRecord r;
+  r.task = "reach";
+  r.episodes = 20;
+  r.successes = 7;
+  r.success_rate = 0.35;
+  r.mean_return = 0.1 + 0.2;  // not a short decimal: read back bit for bit
+  r.mean_length = 41.25;
+  r.checkpoint_step = 600;
+  r.policy = "bc";
+  r.fp8 = true;
+  r.time_ms = this->kNow;
+  ASSERT_TRUE(ev.PutEvaluation(job, r).ok());
+  service::EvaluationRecord push = r;
+  push.task = "push";
+  push.successes = 0;
+  push.success_rate = 0.0;
+  ASSERT_TRUE(ev.PutEvaluation(job, push).ok());
+  r.successes = 8;  // the job ran again: the same task replaces its row
+  r.success_rate = 0.4;
+  ASSERT_TRUE(ev.PutEvaluation(job, r).ok());
+  auto rows = *ev.Evaluations(job);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].task, "push");  // by task
+  EXPECT_EQ(rows[1].task, "reach");
+  EXPECT_EQ(rows[1].successes, 8);
+  EXPECT_EQ(rows[1].success_rate, 0.4);
+  EXPECT_EQ(rows[1].mean_return, 0.1 + 0.2);
+  EXPECT_EQ(rows[1].mean_length, 41.25);
+  EXPECT_EQ(rows[1].checkpoint_step, 600);
+  EXPECT_EQ(rows[1].policy, "bc");
+  EXPECT_TRUE(rows[1].fp8);
+  EXPECT_EQ(rows[1].time_ms, this->kNow);
+  EXPECT_TRUE(ev.Evaluations(other)->empty());
+}
+
 TYPED_TEST_P(StoreConformanceTest, StepsAreBucketedByStepWithTheLatestRowWinning) {
   const int64_t a = this->AddTenant("a");
   const int64_t job = this->AddJob(a, "steps");
@@ -513,6 +554,7 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
                             JobListsAreNewestFirstWithCursorsFiltersAndLimits,
                             AllocationsAreHeadFirstReleasedThenDeleted,
                             NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
+                            EvaluationsArePerTaskAndALaterOneReplaces,
                             StepsAreBucketedByStepWithTheLatestRowWinning,
                             PendingCountFollowsEveryChange, NodeShapesCountEveryNodeBySize);
 

@@ -138,7 +138,7 @@ void ReachVecEnv::Observe(int e) {
   }
   s.states.assign(kStateDim, 0.0f);
   for (int j = 0; j < std::min(n, kStateDim); ++j) s.states[j] = static_cast<float>(c[j]);
-  if (2 * n <= kStateDim) {
+  if (config_.goal_in_state && 2 * n <= kStateDim) {
     for (int j = 0; j < n; ++j) s.states[n + j] = static_cast<float>(g[j]);
   }
   s.actions.clear();

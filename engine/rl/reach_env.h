@@ -14,7 +14,7 @@
 //             tokens, the same ids as the demonstrations' instruction);
 //   images    `cameras` (0-3) 32×32 views rendered from the state: red blob at the target,
 //             green at the end effector, blue the gripper (16 patches each);
-//   state     c, then g where 2·action_dim ≤ kStateDim. The demonstrations' state token holds c
+//   state     c, then g where 2·action_dim ≤ kStateDim and goal_in_state. The demonstrations' state token holds c
 //             only; RL also gives the goal there so a small policy learns from few env steps
 //             (a behaviour-cloned trunk sees the extra entries as new inputs it adapts to).
 #pragma once
@@ -36,6 +36,9 @@ struct ReachEnvConfig {
   double success_radius = ReachTask::kGraspRadius;  // metres
   double success_bonus = 1.0;
   int vocab = 512;  // the policy's; goal tokens are < 256
+  // Give g in the state token (where 2·action_dim ≤ kStateDim). Off, the state token is the
+  // demonstrations' (c only): how a behaviour-cloned policy is evaluated.
+  bool goal_in_state = true;
 
   common::Status Validate() const;
 };

@@ -15,6 +15,9 @@ common::Result<RlJobResult> RunRlJob(const api::JobSpec& spec, Communicator& com
   SyncPpoOptions options;
   options.engine = spec.engine;
   options.stop_requested = stop_requested;
+  // The final policy goes where a training job's checkpoints go (main.cc: EMBODY_CHECKPOINT_DIR).
+  const char* dir = std::getenv("EMBODY_CHECKPOINT_DIR");
+  options.checkpoint_dir = dir != nullptr && *dir != '\0' ? dir : "./checkpoints";
   if (const char* from = std::getenv("EMBODY_RESUME_FROM"); from != nullptr && *from != '\0') {
     options.init_from = from;
   }

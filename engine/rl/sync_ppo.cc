@@ -8,9 +8,11 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "engine/checkpoint.h"
+#include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
-#include "engine/rl/reach_env.h"
+#include "engine/rl/make_env.h"
+#include "engine/rl/policy_checkpoint.h"
 
 namespace engine::rl {
 namespace {
@@ -70,18 +72,20 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
       common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
     }
   }
-  if (rl.task != "reach")
-    return common::InvalidArgument("unknown task " + rl.task, "engine.rl.task");
-  ReachEnvConfig env_config;
-  env_config.num_envs = rl.envs;
-  env_config.action_dim = config.action_dim;
-  env_config.cameras = rl.cameras;
-  env_config.episode_steps = rl.episode_steps;
-  env_config.success_radius = rl.success_radius;
-  env_config.vocab = config.vocab;
-  EMBODY_ASSIGN_OR_RETURN(env, ReachVecEnv::Create(env_config));
+  EnvSpec env_spec;
+  env_spec.task = rl.task;
+  env_spec.num_envs = rl.envs;
+  env_spec.action_dim = config.action_dim;
+  env_spec.cameras = rl.cameras;
+  env_spec.episode_steps = rl.episode_steps;
+  env_spec.success_radius = rl.success_radius;
+  env_spec.vocab = config.vocab;
+  auto made = MakeVecEnv(env_spec);
+  if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
+  std::unique_ptr<VecEnv> env = std::move(made).value();
   env->Reset(common::Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
 
+  EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForRl(options.engine));
   const PpoConfig ppo = PpoConfigFromOptions(rl);
   PpoLearner learner(policy.get(), ppo, &comm, seed);
   const int N = rl.envs, T = rl.rollout_steps, A = config.action_dim;
@@ -161,26 +165,35 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
     rec.ppo = stats;
     result.updates.push_back(rec);
     if (events != nullptr && comm.rank() == 0) {
-      events->Post({{"type", "step"},
-                    {"step", version + 1},
-                    {"steps", total_updates},
-                    {"env_steps", env_steps},
-                    {"env_steps_per_s", rec.env_steps_per_s},
-                    {"episodes", rec.episodes},
-                    {"mean_return", NumberOrNull(rec.mean_return)},
-                    {"success_rate", NumberOrNull(rec.success_rate)},
-                    {"policy_loss", stats.policy_loss},
-                    {"value_loss", stats.value_loss},
-                    {"entropy", stats.entropy},
-                    {"approx_kl", stats.approx_kl},
-                    {"clip_fraction", stats.clip_fraction},
-                    {"grad_norm", stats.grad_norm},
-                    {"lr", ppo.lr},
-                    {"rollout_seconds", Seconds(t0, t1)},
-                    {"update_seconds", Seconds(t1, t2)},
-                    {"step_seconds", seconds},
-                    {"world_size", comm.world_size()}});
+      nlohmann::json ev = {{"type", "step"},
+                           {"step", version + 1},
+                           {"steps", total_updates},
+                           {"env_steps", env_steps},
+                           {"env_steps_per_s", rec.env_steps_per_s},
+                           {"episodes", rec.episodes},
+                           {"mean_return", NumberOrNull(rec.mean_return)},
+                           {"success_rate", NumberOrNull(rec.success_rate)},
+                           {"policy_loss", stats.policy_loss},
+                           {"value_loss", stats.value_loss},
+                           {"entropy", stats.entropy},
+                           {"approx_kl", stats.approx_kl},
+                           {"clip_fraction", stats.clip_fraction},
+                           {"grad_norm", stats.grad_norm},
+                           {"lr", ppo.lr},
+                           {"rollout_seconds", Seconds(t0, t1)},
+                           {"update_seconds", Seconds(t1, t2)},
+                           {"step_seconds", seconds},
+                           {"world_size", comm.world_size()}};
+      // engine.eval_every: rank 0 alone evaluates; an error ends its run (the agent reports it).
+      if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
+      events->Post(std::move(ev));
     }
+  }
+  if (comm.rank() == 0 && !options.checkpoint_dir.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(
+        path, SaveRlPolicy(options.checkpoint_dir, *policy, options.engine,
+                           static_cast<int64_t>(result.updates.size()), comm.world_size(), events));
+    result.checkpoint = path;
   }
   result.final_heads = policy->heads();
   return result;

@@ -27,6 +27,9 @@ struct SyncPpoOptions {
   // A behaviour-cloning checkpoint file the trunk starts from; empty: a fresh trunk.
   std::string init_from;
   const std::atomic<bool>* stop_requested = nullptr;  // checked once per update
+  // Where rank 0 writes the final policy (policy_checkpoint.h) as step-<updates>.ckpt and posts a
+  // `checkpoint` event for it; empty: none.
+  std::string checkpoint_dir;
 };
 
 struct UpdateRecord {
@@ -41,6 +44,7 @@ struct UpdateRecord {
 struct SyncPpoResult {
   std::vector<UpdateRecord> updates;
   std::vector<float> final_heads;  // the policy heads after the last update (for tests)
+  std::string checkpoint;          // rank 0: the final policy's file (empty without a directory)
   bool stopped = false;
 };
 

@@ -91,8 +91,11 @@ class SimTasks {
   // per environment, so call it once per step, before Step.
   void ExpertAction(int e, float* action);
 
- private:
+  // The shaped per-step value of env e's current state (the reward above without the success
+  // bonus): RL environments use it as a potential (engine/rl/table_env.h).
   double Shaped(int e) const;
+
+ private:
   double Advance(int e, const float* action, bool* done);
   void ExpertReach(int e, float* a) const;
   void ExpertPush(int e, float* a);

@@ -1,0 +1,84 @@
+#include "controlplane/service/evaluations.h"
+
+#include <string>
+
+#include "common/time_util.h"
+#include "controlplane/service/checkpoint_index.h"
+
+namespace controlplane::service {
+
+Status ResolveEvalCheckpoint(UnitOfWork& uow, int64_t tenant_id, api::JobSpec* spec) {
+  if (spec->kind != api::JobKind::kEval) return Status::Ok();
+  if (spec->init_from != 0) {
+    return common::InvalidArgument(
+        "not allowed for kind \"eval\": name the checkpoint in eval.checkpoint or "
+        "eval.checkpoint_from_job",
+        "init_from");
+  }
+  const api::EvalOptions& ev = spec->eval;
+  if (ev.checkpoint != 0) {
+    EMBODY_ASSIGN_OR_RETURN(c, uow.checkpoints().Get(ev.checkpoint, false));
+    if (!c || c->tenant_id != tenant_id || c->state != "ready") {
+      return Status(common::Code::kNotFound,
+                    "checkpoint " + std::to_string(ev.checkpoint) + " not found",
+                    "eval.checkpoint");
+    }
+    spec->init_from = c->id;
+    return Status::Ok();
+  }
+  EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(ev.checkpoint_from_job, tenant_id, false));
+  if (!job) {
+    return Status(common::Code::kNotFound,
+                  "job " + std::to_string(ev.checkpoint_from_job) + " not found",
+                  "eval.checkpoint_from_job");
+  }
+  EMBODY_ASSIGN_OR_RETURN(latest, uow.checkpoints().LatestReady(job->id));
+  if (!latest || latest->tenant_id != tenant_id) {
+    return Status(common::Code::kFailedPrecondition,
+                  "job " + std::to_string(job->id) +
+                      " has no ready checkpoint yet (GET /v1/jobs/" + std::to_string(job->id) +
+                      "/checkpoints)",
+                  "eval.checkpoint_from_job");
+  }
+  spec->init_from = latest->id;
+  return Status::Ok();
+}
+
+Status RecordEvaluationEvent(UnitOfWork& uow, int64_t job_id, const nlohmann::json& d,
+                             int64_t time_ms) {
+  if (!d.is_object() || !d.contains("tasks") || !d["tasks"].is_array()) return Status::Ok();
+  for (const nlohmann::json& t : d["tasks"]) {
+    EvaluationRecord r;
+    r.task = t.at("task").get<std::string>();
+    r.episodes = t.at("episodes").get<int>();
+    r.successes = t.at("successes").get<int>();
+    r.success_rate = t.at("success_rate").get<double>();
+    r.mean_return = t.at("mean_return").get<double>();
+    r.mean_length = t.at("mean_length").get<double>();
+    r.checkpoint_step = d.value("checkpoint_step", int64_t{0});
+    r.policy = d.value("policy", std::string("bc")) == "rl" ? "rl" : "bc";  // nothing else exists
+    r.fp8 = d.value("fp8", false);
+    r.time_ms = time_ms;
+    EMBODY_RETURN_IF_ERROR(uow.events().PutEvaluation(job_id, r));
+  }
+  return Status::Ok();
+}
+
+nlohmann::json EvaluationJson(int64_t job_id, const std::vector<EvaluationRecord>& rows) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const EvaluationRecord& r : rows) {
+    tasks.push_back({{"task", r.task},
+                     {"episodes", r.episodes},
+                     {"successes", r.successes},
+                     {"success_rate", r.success_rate},
+                     {"mean_return", r.mean_return},
+                     {"mean_length", r.mean_length},
+                     {"checkpoint_step", r.checkpoint_step},
+                     {"policy", r.policy},
+                     {"fp8", r.fp8},
+                     {"evaluated_at", common::FormatTimeMillis(r.time_ms)}});
+  }
+  return {{"job_id", job_id}, {"tasks", tasks}};
+}
+
+}  // namespace controlplane::service

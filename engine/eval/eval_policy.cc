@@ -1,0 +1,103 @@
+#include "engine/eval/eval_policy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/checkpoint.h"
+#include "engine/fp8_checkpoint.h"
+#include "engine/model/policy_options.h"
+#include "engine/ptq.h"
+#include "engine/rl/policy_checkpoint.h"
+
+namespace engine::eval {
+namespace {
+
+constexpr char kFp8Magic[8] = {'E', 'M', 'B', 'D', 'F', 'P', '8', 'W'};
+
+common::Result<EvalPolicy> FromFp8Bytes(const std::string& bytes, int64_t* step) {
+  EMBODY_ASSIGN_OR_RETURN(data, DecodeFp8Checkpoint(bytes));
+  EvalPolicy p;
+  p.kind = "bc";
+  p.fp8 = true;
+  p.step = data.step;
+  EMBODY_ASSIGN_OR_RETURN(model, PolicyFromFp8Checkpoint(data, &p.engine));
+  p.flow = std::move(model);
+  if (step != nullptr) p.step = *step;
+  return p;
+}
+
+}  // namespace
+
+common::Result<EvalPolicy> LoadEvalPolicy(const std::string& bytes, bool fp8) {
+  if (bytes.size() >= sizeof(kFp8Magic) && std::memcmp(bytes.data(), kFp8Magic, 8) == 0) {
+    EMBODY_ASSIGN_OR_RETURN(p, FromFp8Bytes(bytes, nullptr));
+    p.actor = std::make_unique<FlowPolicyActor>(*p.flow, p.engine.model.inference_steps);
+    return p;
+  }
+  EMBODY_ASSIGN_OR_RETURN(ck, DecodeCheckpoint(bytes));
+  if (rl::IsRlPolicyCheckpoint(ck)) {
+    if (fp8) {
+      return common::InvalidArgument(
+          "FP8 evaluation applies to behaviour-cloning checkpoints; this is an rl policy",
+          "eval.fp8");
+    }
+    EMBODY_ASSIGN_OR_RETURN(loaded, rl::LoadRlPolicy(ck));
+    EvalPolicy p;
+    p.kind = "rl";
+    p.step = ck.step;
+    p.engine = loaded.engine;
+    p.rl = std::move(loaded.policy);
+    p.actor = std::make_unique<GaussianMeanActor>(*p.rl);
+    return p;
+  }
+  EMBODY_ASSIGN_OR_RETURN(engine, EngineOptionsFromCheckpointConfig(ck.config));
+  EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(engine));
+  EMBODY_ASSIGN_OR_RETURN(model, PolicyTransformer::Create(config));
+  if (ck.params.size() != model->num_params()) {
+    return common::InvalidArgument("the checkpoint holds " + std::to_string(ck.params.size()) +
+                                   " parameters; the model it names has " +
+                                   std::to_string(model->num_params()));
+  }
+  std::copy(ck.params.begin(), ck.params.end(), model->params());
+  if (fp8) {
+    EMBODY_ASSIGN_OR_RETURN(
+        q, QuantizeToFp8Checkpoint(*model, ck.step, ck.config, PtqOptions{}, nullptr));
+    int64_t step = ck.step;
+    EMBODY_ASSIGN_OR_RETURN(p, FromFp8Bytes(EncodeFp8Checkpoint(q), &step));
+    p.actor = std::make_unique<FlowPolicyActor>(*p.flow, p.engine.model.inference_steps);
+    return p;
+  }
+  EvalPolicy p;
+  p.kind = "bc";
+  p.step = ck.step;
+  p.engine = engine;
+  p.flow = std::move(model);
+  p.actor = std::make_unique<FlowPolicyActor>(*p.flow, engine.model.inference_steps);
+  return p;
+}
+
+rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task) {
+  rl::EnvSpec s;
+  s.task = task;
+  s.action_dim = engine.model.action_dim;
+  s.vocab = PolicyConfig{}.vocab;
+  if (auto config = PolicyConfigFromOptions(engine); config.ok()) s.vocab = config->vocab;
+  if (rl_policy) {
+    s.cameras = engine.rl.cameras;
+    s.episode_steps = engine.rl.episode_steps;
+    s.success_radius = engine.rl.success_radius;
+    s.privileged_state = true;
+  } else {
+    s.cameras = 1;
+    s.episode_steps = task == "reach" ? 50 : 0;  // push, pick_place: the task's own limit
+    s.success_radius = 0.05;
+    s.privileged_state = false;
+  }
+  return s;
+}
+
+rl::EnvSpec EnvFor(const EvalPolicy& policy, const std::string& task) {
+  return EnvFor(policy.engine, policy.kind == "rl", task);
+}
+
+}  // namespace engine::eval
