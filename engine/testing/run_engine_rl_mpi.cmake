@@ -1,8 +1,10 @@
 # Behaviour cloning then PPO, as the platform chains them: embody-engine trains BC_SPEC under
 # mpirun (2 ranks) and writes checkpoints; a second run of kind "rl" (RL_SPEC, same model shape)
 # starts its policy trunk from the last one (EMBODY_RESUME_FROM, as the agent sets it from a
-# spec's init_from) and must finish its updates.
-# cmake -DMPIEXEC=... -DENGINE=... -DBC_SPEC=... -DRL_SPEC=... -DWORK_DIR=... -P run_engine_rl_mpi.cmake
+# spec's init_from) and must finish its updates and leave its policy; then kind "eval" (one rank)
+# evaluates both checkpoints on reach and push.
+# cmake -DMPIEXEC=... -DENGINE=... -DBC_SPEC=... -DRL_SPEC=... -DEVAL_SPEC=... -DWORK_DIR=...
+#       -P run_engine_rl_mpi.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ckpt")
@@ -32,5 +34,27 @@ foreach(want "policy trunk loaded" "rl: 3 updates, 384 env steps")
   if(NOT "${out}${err}" MATCHES "${want}")
     message(FATAL_ERROR "output lacks '${want}':\n${out}\n${err}")
   endif()
+endforeach()
+if(NOT EXISTS "${WORK_DIR}/ckpt/step-3.ckpt")
+  message(FATAL_ERROR "the rl job left no policy ${WORK_DIR}/ckpt/step-3.ckpt")
+endif()
+
+# The closed loop: kind "eval" on the BC checkpoint and on the rl policy (EVAL_SPEC, one rank).
+foreach(pair "step-40.ckpt;bc" "step-3.ckpt;rl")
+  list(GET pair 0 file)
+  list(GET pair 1 policy)
+  set(ENV{EMBODY_RESUME_FROM} "${WORK_DIR}/ckpt/${file}")
+  execute_process(
+    COMMAND "${MPIEXEC}" -np 1 --oversubscribe "${ENGINE}" --spec "${EVAL_SPEC}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "eval of ${file} failed (${rc}):\n${err}")
+  endif()
+  foreach(want "eval: ${policy} policy" "reach +4 " "push +4 ")
+    if(NOT "${out}" MATCHES "${want}")
+      message(FATAL_ERROR "eval output lacks '${want}':\n${out}\n${err}")
+    endif()
+  endforeach()
 endforeach()
 file(REMOVE_RECURSE "${WORK_DIR}")
