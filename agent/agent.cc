@@ -324,6 +324,9 @@ void Agent::Impl::StopParts() {
   runner.reset();
   bridge.reset();    // ends the daemons it runs for jobs headed elsewhere
   uploader.reset();  // after the local API, whose events it observes
+  // The last jobs' uids are scrubbed now, so no scrub thread outlives Stop (the pool's own
+  // destructor would do the same later).
+  if (uid_pool) uid_pool->WaitScrubbed();
   if (!cgroups_torn_down) {
     TearDownCgroups(jobs.cgroups);
     cgroups_torn_down = true;
