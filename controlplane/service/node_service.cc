@@ -339,18 +339,17 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
       if (provisional_dropped.insert(e.job_id).second) {
         EMBODY_RETURN_IF_ERROR(uow.events().DropProvisionalSteps(e.job_id));
       }
-      // The plan's step time goes with the measured one (the server's figure, never the job's).
-      nlohmann::json data = e.data;
-      if (data.is_object()) data.erase("predicted_step_seconds");
-      if (plan_watch_ != nullptr && data.is_object()) {
+      // The plan's step time goes with the measured one: the server's figure, never the job's.
+      std::optional<double> predicted;
+      if (plan_watch_ != nullptr && e.data.is_object()) {
         int ranks = 0;
         for (const AllocationRecord& a : r.placements.at(e.job_id)) ranks += a.ranks;
         std::optional<double> measured;
-        if (auto it = data.find("step_seconds"); it != data.end() && it->is_number()) {
+        if (auto it = e.data.find("step_seconds"); it != e.data.end() && it->is_number()) {
           measured = it->get<double>();
         }
         PlanWatch::Verdict v = plan_watch_->Observe(r.jobs.at(e.job_id), ranks, *step, measured);
-        if (v.predicted_step_seconds) data["predicted_step_seconds"] = *v.predicted_step_seconds;
+        predicted = v.predicted_step_seconds;
         if (v.deviation) {
           common::LogWarn("job far off its plan", {{"job_id", std::to_string(e.job_id)},
                                                    {"deviation", v.deviation->dump()}});
@@ -359,9 +358,18 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
           (void)id;
         }
       }
+      // The event is copied only where that figure changes it.
+      const nlohmann::json* data = &e.data;
+      nlohmann::json planned;
+      if (predicted || (e.data.is_object() && e.data.contains("predicted_step_seconds"))) {
+        planned = e.data;
+        planned.erase("predicted_step_seconds");
+        if (predicted) planned["predicted_step_seconds"] = *predicted;
+        data = &planned;
+      }
       const bool keep = KeepStep(*step);
       if (keep || last_step[e.job_id] == i) {
-        EMBODY_ASSIGN_OR_RETURN(id, uow.events().AppendStep(e.job_id, t, *step, data, !keep));
+        EMBODY_ASSIGN_OR_RETURN(id, uow.events().AppendStep(e.job_id, t, *step, *data, !keep));
         (void)id;
       }
       continue;

@@ -234,24 +234,25 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
       msg.show(e);
       return;
     }
-    if (!markField(e.field, e.message, true)) msg.show(new Error(e.field + ": " + e.message));
+    if (markField(e.field, e.message, true) === null) msg.show(new Error(e.field + ": " + e.message));
   }
 
   // Shows `message` next to the field it names, else the nearest enclosing one the form shows
-  // ("engine.model" errors go next to the first model field). False: the form shows no such field.
-  function markField(field: string, message: string, focus: boolean): boolean {
+  // ("engine.model" errors go next to the first model field). Returns the field marked, or null:
+  // the form shows no such field.
+  function markField(field: string, message: string, focus: boolean): string | null {
     let path = field;
     let target = errors.get(path);
     if (!target) {
       const near = kFields.find((f) => f.path.startsWith(path + ".") && !rows.get(f.path)!.hidden);
       if (near) target = errors.get((path = near.path));
     }
-    if (!target) return false;
+    if (!target) return null;
     replace(target, message);
     const input = inputs.get(path)!;
     input.classList.add("invalid");
     if (focus) input.focus();
-    return true;
+    return path;
   }
 
   // The plan validates the spec as a submission would; its error is shown where a submission's
@@ -263,18 +264,18 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
       if (mode === "json") {
         replace(editorError, field + ": " + message);
         planMarked = "json";
-      } else if (markField(field, message, false)) planMarked = field;
+      } else planMarked = markField(field, message, false);
     },
     clearPlanMark,
   );
   function clearPlanMark(): void {
     if (planMarked === null) return;
+    // Only the plan's own mark: a submission's error elsewhere stays until the next submission.
     if (planMarked === "json") replace(editorError);
-    else
-      for (const [path, e] of errors) {
-        replace(e);
-        inputs.get(path)!.classList.remove("invalid");
-      }
+    else {
+      replace(errors.get(planMarked)!);
+      inputs.get(planMarked)!.classList.remove("invalid");
+    }
     planMarked = null;
   }
   function specForPlan(): Record<string, unknown> | null {
