@@ -16,30 +16,12 @@
 #include "engine/model/policy_options.h"
 #include "engine/report/recording_sink.h"
 #include "engine/rl/sync_ppo.h"
+#include "engine/testing/small_reach.h"
 
 namespace engine::rl {
 namespace {
 
-// sync_ppo_test's test-sized reach: position-only arm, 10 cm radius, no cameras.
-SyncPpoOptions SmallReach(int64_t env_steps) {
-  SyncPpoOptions o;
-  api::EngineOptions& e = o.engine;
-  e.seed = 1;
-  e.model.d_model = 32;
-  e.model.layers = 1;
-  e.model.heads = 2;
-  e.model.mlp = 64;
-  e.model.action_dim = 3;
-  e.model.action_horizon = 1;
-  e.rl.envs = 16;
-  e.rl.rollout_steps = 32;
-  e.rl.total_env_steps = env_steps;
-  e.rl.episode_steps = 30;
-  e.rl.success_radius = 0.1;
-  e.rl.cameras = 0;
-  e.rl.lr = 5e-4;
-  return o;
-}
+using testing::SmallReach;
 
 class TempDir {
  public:

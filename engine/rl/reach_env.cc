@@ -149,19 +149,8 @@ void ReachVecEnv::Observe(int e) {
 
 common::Status ReachVecEnv::Step(std::span<const float> actions, StepResult* out) {
   const int N = config_.num_envs, n = config_.action_dim;
-  if (actions.size() != static_cast<size_t>(N) * n) {
-    return common::InvalidArgument(
-        "actions: " + std::to_string(actions.size()) +
-        " floats, expected num_envs × action_dim = " + std::to_string(N * n));
-  }
-  for (float a : actions) {
-    if (!std::isfinite(a)) return common::InvalidArgument("actions: a non-finite entry");
-  }
-  out->reward.assign(N, 0.0f);
-  out->done.assign(N, 0);
-  out->success.assign(N, 0);
-  out->episode_return.assign(N, 0.0f);
-  out->episode_length.assign(N, 0);
+  EMBODY_RETURN_IF_ERROR(CheckActions(actions, N, n));
+  out->Reset(N);
   double a[64];
   for (int e = 0; e < N; ++e) {
     double* c = c_.data() + static_cast<size_t>(e) * n;

@@ -5,39 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/report/recording_sink.h"
+#include "engine/testing/small_reach.h"
+
 namespace engine::rl {
 namespace {
 
-class RecordingSink final : public EventSink {
- public:
-  void Post(nlohmann::json event) override { events.push_back(std::move(event)); }
-  std::vector<nlohmann::json> events;
-};
-
-// A test-sized reach: position-only arm (action_dim 3), 10 cm success radius, no cameras.
-SyncPpoOptions SmallReach(int64_t env_steps) {
-  SyncPpoOptions o;
-  api::EngineOptions& e = o.engine;
-  e.seed = 1;
-  e.model.d_model = 32;
-  e.model.layers = 1;
-  e.model.heads = 2;
-  e.model.mlp = 64;
-  e.model.action_dim = 3;
-  e.model.action_horizon = 1;
-  api::RlOptions& rl = e.rl;
-  rl.envs = 16;
-  rl.rollout_steps = 32;
-  rl.total_env_steps = env_steps;
-  rl.episode_steps = 30;
-  rl.success_radius = 0.1;
-  rl.cameras = 0;
-  rl.epochs = 4;
-  rl.minibatches = 4;
-  rl.lr = 5e-4;
-  rl.init_log_std = -0.5;
-  return o;
-}
+using testing::SmallReach;
 
 double MeanSuccess(const std::vector<UpdateRecord>& u, size_t begin, size_t end) {
   double s = 0;
@@ -68,8 +42,9 @@ TEST(SyncPpoTest, RaisesSuccessOnReach) {
   EXPECT_GT(last, first + 0.3);
   EXPECT_GT(last, 0.5);
   // One step event per update, with the RL fields.
-  ASSERT_EQ(sink.events.size(), u.size());
-  const nlohmann::json& ev = sink.events.back();
+  const std::vector<nlohmann::json> events = sink.events();
+  ASSERT_EQ(events.size(), u.size());
+  const nlohmann::json& ev = events.back();
   for (const char* key : {"env_steps_per_s", "mean_return", "success_rate", "policy_loss",
                           "value_loss", "entropy", "approx_kl", "clip_fraction"}) {
     EXPECT_TRUE(ev.contains(key)) << key;

@@ -17,8 +17,10 @@
 // ReachVecEnv in reach_env.h); the RL loops know nothing else about it. Not thread-safe.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -33,7 +35,29 @@ struct StepResult {
   // Undiscounted return and length of the episodes that ended in this step (0 where !done).
   std::vector<float> episode_return;
   std::vector<int32_t> episode_length;
+
+  // Every field sized for `num_envs` environments and zeroed, as a Step starts.
+  void Reset(int num_envs) {
+    reward.assign(num_envs, 0.0f);
+    done.assign(num_envs, 0);
+    success.assign(num_envs, 0);
+    episode_return.assign(num_envs, 0.0f);
+    episode_length.assign(num_envs, 0);
+  }
 };
+
+// What every Step refuses: actions not (num_envs, action_dim), or a non-finite entry.
+inline common::Status CheckActions(std::span<const float> actions, int num_envs, int action_dim) {
+  if (actions.size() != static_cast<size_t>(num_envs) * action_dim) {
+    return common::InvalidArgument(
+        "actions: " + std::to_string(actions.size()) +
+        " floats, expected num_envs × action_dim = " + std::to_string(num_envs * action_dim));
+  }
+  for (float a : actions) {
+    if (!std::isfinite(a)) return common::InvalidArgument("actions: a non-finite entry");
+  }
+  return common::Status::Ok();
+}
 
 class VecEnv {
  public:

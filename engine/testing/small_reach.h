@@ -1,0 +1,33 @@
+// The test-sized reach the rl tests share: a position-only arm (action_dim 3), a 10 cm success
+// radius, no cameras, a 1-layer policy (d_model 32, 2 heads, MLP 64), 16 environments and
+// rollouts of 32 steps, the PPO defaults otherwise, lr 5e-4. Tests change what they are about
+// on the copy they get.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/rl/sync_ppo.h"
+
+namespace engine::testing {
+
+inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
+  rl::SyncPpoOptions o;
+  api::EngineOptions& e = o.engine;
+  e.seed = 1;
+  e.model.d_model = 32;
+  e.model.layers = 1;
+  e.model.heads = 2;
+  e.model.mlp = 64;
+  e.model.action_dim = 3;
+  e.model.action_horizon = 1;
+  e.rl.envs = 16;
+  e.rl.rollout_steps = 32;
+  e.rl.total_env_steps = env_steps;
+  e.rl.episode_steps = 30;
+  e.rl.success_radius = 0.1;
+  e.rl.cameras = 0;
+  e.rl.lr = 5e-4;
+  return o;
+}
+
+}  // namespace engine::testing
