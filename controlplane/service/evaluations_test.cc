@@ -13,17 +13,8 @@ namespace {
 
 using common::Code;
 
-class EvaluationsTest : public testing::MemoryServiceTest {
+class EvaluationsTest : public testing::TwoTenantServiceTest {
  protected:
-  void SetUp() override {
-    MemoryServiceTest::SetUp();
-    a_ = AddTenant("a");
-    b_ = AddTenant("b");
-    member_ = AddPerson(a_, "member");
-    other_ = AddPerson(b_, "member");
-    ParkNode("parked", 8);
-  }
-
   // A checkpoint of `job` (tenant `tenant`), ready or still uploading; returns its id.
   int64_t AddCheckpoint(int64_t job, int64_t tenant, int64_t step, bool ready = true) {
     auto uow = Begin();
@@ -45,9 +36,6 @@ class EvaluationsTest : public testing::MemoryServiceTest {
     return R"({"name":"ev","kind":"eval","resources":{"nodes":1},"eval":{)" + source +
            R"(,"tasks":["reach","push"],"episodes":10}})";
   }
-
-  int64_t a_ = 0, b_ = 0;
-  Principal member_, other_;
 };
 
 TEST_F(EvaluationsTest, TheEvalBlockBecomesInitFromOfTheTenantsOwnCheckpoint) {
@@ -56,15 +44,14 @@ TEST_F(EvaluationsTest, TheEvalBlockBecomesInitFromOfTheTenantsOwnCheckpoint) {
   AddCheckpoint(trained, a_, 100);
   const int64_t latest = AddCheckpoint(trained, a_, 200);
   AddCheckpoint(trained, a_, 300, /*ready=*/false);  // an upload in flight is not evaluated
-  auto ev = jobs.Submit(member_, EvalSpec(R"("checkpoint_from_job":)" + std::to_string(trained)),
-                        "");
+  auto ev =
+      jobs.Submit(member_, EvalSpec(R"("checkpoint_from_job":)" + std::to_string(trained)), "");
   ASSERT_TRUE(ev.ok()) << ev.status().ToString();
   EXPECT_EQ(ev->job.job.kind, "eval");
   EXPECT_EQ(ev->job.job.spec["init_from"], latest);
   EXPECT_EQ(ev->job.job.spec["eval"]["checkpoint_from_job"], trained);
   const int64_t first = AddCheckpoint(trained, a_, 50);
-  auto by_id =
-      jobs.Submit(member_, EvalSpec(R"("checkpoint":)" + std::to_string(first)), "");
+  auto by_id = jobs.Submit(member_, EvalSpec(R"("checkpoint":)" + std::to_string(first)), "");
   ASSERT_TRUE(by_id.ok()) << by_id.status().ToString();
   EXPECT_EQ(by_id->job.job.spec["init_from"], first);
 }
@@ -125,17 +112,24 @@ TEST_F(EvaluationsTest, ResultsAreStoredPerTaskAndReadOnlyByTheJobsTenant) {
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
   EXPECT_TRUE((*empty)["tasks"].empty());
 
-  const nlohmann::json event = {
-      {"type", "eval"},
-      {"policy", "bc"},
-      {"fp8", false},
-      {"checkpoint_step", 100},
-      {"seed", 0},
-      {"tasks",
-       {{{"task", "reach"}, {"episodes", 10}, {"successes", 4}, {"success_rate", 0.4},
-         {"mean_return", 0.75}, {"mean_length", 33.5}},
-        {{"task", "push"}, {"episodes", 10}, {"successes", 0}, {"success_rate", 0.0},
-         {"mean_return", -0.1}, {"mean_length", 150.0}}}}};
+  const nlohmann::json event = {{"type", "eval"},
+                                {"policy", "bc"},
+                                {"fp8", false},
+                                {"checkpoint_step", 100},
+                                {"seed", 0},
+                                {"tasks",
+                                 {{{"task", "reach"},
+                                   {"episodes", 10},
+                                   {"successes", 4},
+                                   {"success_rate", 0.4},
+                                   {"mean_return", 0.75},
+                                   {"mean_length", 33.5}},
+                                  {{"task", "push"},
+                                   {"episodes", 10},
+                                   {"successes", 0},
+                                   {"success_rate", 0.0},
+                                   {"mean_return", -0.1},
+                                   {"mean_length", 150.0}}}}};
   {
     auto uow = Begin();
     ASSERT_TRUE(RecordEvaluationEvent(*uow, ev, event, now_.load()).ok());

@@ -13,19 +13,7 @@ namespace {
 using api::JobState;
 using common::Code;
 
-class JobsServiceTest : public testing::MemoryServiceTest {
- protected:
-  void SetUp() override {
-    MemoryServiceTest::SetUp();
-    a_ = AddTenant("a");
-    b_ = AddTenant("b");
-    member_ = AddPerson(a_, "member");
-    other_ = AddPerson(b_, "member");
-    ParkNode("parked", 8);
-  }
-  int64_t a_ = 0, b_ = 0;
-  Principal member_, other_;
-};
+using JobsServiceTest = testing::TwoTenantServiceTest;
 
 TEST_F(JobsServiceTest, SubmitStoresAPendingJobAndItsFirstEventThenWakesTheScheduler) {
   int wakes = 0;

@@ -1,4 +1,3 @@
-#include "controlplane/service/evaluations.h"
 #include "controlplane/service/node_service.h"
 
 #include <algorithm>
@@ -11,9 +10,10 @@
 #include "common/log.h"
 #include "controlplane/service/checkpoints_service.h"
 #include "controlplane/service/dataset_lifecycle.h"
-#include "controlplane/service/roles.h"
+#include "controlplane/service/evaluations.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
+#include "controlplane/service/roles.h"
 #include "controlplane/service/scheduler.h"
 #include "controlplane/service/scrape_targets.h"
 #include "controlplane/service/transitions.h"

@@ -135,19 +135,17 @@ class PlanWatchNodeTest : public testing::NodeServiceFixture {
   }
 
   // A train job of 2 ranks placed on `node` (SCHEDULED, its head there).
-  int64_t PlacedTrainJob(int64_t node) {
-    auto jobs = Jobs();
-    auto sub = jobs.Submit(member_, TrainSpec().dump(), "");
-    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
-    if (!sub.ok()) return 0;
-    auto uow = Begin();
-    const int64_t id = sub->job.job.id;
-    EXPECT_TRUE(uow->allocations().Insert({id, node, "", "", 2, 2, "cpu", true, false}).ok());
-    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
-    j.state = api::JobState::kScheduled;
-    EXPECT_TRUE(uow->jobs().Update(j).ok());
-    EXPECT_TRUE(uow->Commit().ok());
-    return id;
+  int64_t PlacedTrainJob(int64_t node) { return PlacedJob(member_, node, TrainSpec().dump(), 2); }
+
+  // A heartbeat of `job` running, with its steps 1..n each taking `step_seconds`.
+  static api::HeartbeatRequest Steps(int64_t job, int n, double step_seconds) {
+    api::HeartbeatRequest hb;
+    hb.running = {job};
+    for (int s = 1; s <= n; ++s) {
+      hb.events.push_back(
+          {job, 0, "step", {{"type", "step"}, {"step", s}, {"step_seconds", step_seconds}}});
+    }
+    return hb;
   }
 
   std::unique_ptr<PlanWatch> watch_;
@@ -158,14 +156,9 @@ TEST_F(PlanWatchNodeTest, StepEventsCarryThePlanAndASlowJobIsFlaggedOnce) {
   const Principal cred = AddNode(*nodes_, join_, "n1", 2, &n1);
   const int64_t job = PlacedTrainJob(n1);
   const double p = *watch_->Predict(JobRow(job).spec, 2);
-  api::HeartbeatRequest hb;
-  hb.running = {job};
-  for (int s = 1; s <= 5; ++s) {
-    // The job claims a prediction of its own, and forges the server's verdict.
-    hb.events.push_back({job, 0, "step",
-                         {{"type", "step"}, {"step", s}, {"step_seconds", 3 * p},
-                          {"predicted_step_seconds", 100.0}}});
-  }
+  api::HeartbeatRequest hb = Steps(job, 5, 3 * p);
+  // The job claims a prediction of its own, and forges the server's verdict.
+  for (api::JobEventReport& e : hb.events) e.data["predicted_step_seconds"] = 100.0;
   hb.events.push_back({job, 0, "plan_deviation", {{"type", "plan_deviation"}, {"step", 1}}});
   now_ += 500;
   ASSERT_TRUE(nodes_->Heartbeat(cred, n1, hb).ok());
@@ -187,11 +180,7 @@ TEST_F(PlanWatchNodeTest, AJobOnPlanGetsThePredictionAndNoFlag) {
   const Principal cred = AddNode(*nodes_, join_, "n1", 2, &n1);
   const int64_t job = PlacedTrainJob(n1);
   const double p = *watch_->Predict(JobRow(job).spec, 2);
-  api::HeartbeatRequest hb;
-  hb.running = {job};
-  for (int s = 1; s <= 10; ++s) {
-    hb.events.push_back({job, 0, "step", {{"type", "step"}, {"step", s}, {"step_seconds", 1.1 * p}}});
-  }
+  const api::HeartbeatRequest hb = Steps(job, 10, 1.1 * p);
   now_ += 500;
   ASSERT_TRUE(nodes_->Heartbeat(cred, n1, hb).ok());
   EXPECT_TRUE(EventsOf(job, "plan_deviation").empty());

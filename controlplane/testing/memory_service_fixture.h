@@ -112,16 +112,18 @@ class MemoryServiceTest : public ::testing::Test {
            extra + "}";
   }
 
-  // A command job of `submitter` placed on `node_id` (SCHEDULED, its head there), as the
-  // scheduler commits it.
-  int64_t PlacedJob(const service::Principal& submitter, int64_t node_id) {
+  // A job of `submitter` (`spec`, a command job unless given) placed on `node_id` with `ranks`
+  // ranks (SCHEDULED, its head there), as the scheduler commits it.
+  int64_t PlacedJob(const service::Principal& submitter, int64_t node_id,
+                    const std::string& spec = Spec("placed"), int ranks = 1) {
     auto jobs = Jobs();
-    auto sub = jobs.Submit(submitter, Spec("placed"), "");
+    auto sub = jobs.Submit(submitter, spec, "");
     EXPECT_TRUE(sub.ok()) << sub.status().ToString();
     if (!sub.ok()) return 0;
     auto uow = Begin();
     const int64_t id = sub->job.job.id;
-    EXPECT_TRUE(uow->allocations().Insert({id, node_id, "", "", 1, 1, "cpu", true, false}).ok());
+    EXPECT_TRUE(
+        uow->allocations().Insert({id, node_id, "", "", ranks, ranks, "cpu", true, false}).ok());
     service::JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
     j.state = api::JobState::kScheduled;
     EXPECT_TRUE(uow->jobs().Update(j).ok());
@@ -152,6 +154,23 @@ class MemoryServiceTest : public ::testing::Test {
   std::atomic<int64_t> now_{1'700'000'000'000};
   std::string data_dir_;
   int people_ = 0;
+};
+
+// Two tenants, "a" and "b", with a member each (member_ of a, other_ of b), and a parked node
+// of 8 slots so jobs that fit stay PENDING rather than being refused: where the jobs and
+// evaluations tests start.
+class TwoTenantServiceTest : public MemoryServiceTest {
+ protected:
+  void SetUp() override {
+    MemoryServiceTest::SetUp();
+    a_ = AddTenant("a");
+    b_ = AddTenant("b");
+    member_ = AddPerson(a_, "member");
+    other_ = AddPerson(b_, "member");
+    ParkNode("parked", 8);
+  }
+  int64_t a_ = 0, b_ = 0;
+  service::Principal member_, other_;
 };
 
 // The node service tests' start: tenant "a" with an agent join token and a member, and a
