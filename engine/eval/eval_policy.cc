@@ -77,22 +77,20 @@ common::Result<EvalPolicy> LoadEvalPolicy(const std::string& bytes, bool fp8) {
 }
 
 rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task) {
+  int vocab = PolicyConfig{}.vocab;
+  if (auto config = PolicyConfigFromOptions(engine); config.ok()) vocab = config->vocab;
   rl::EnvSpec s;
-  s.task = task;
-  s.action_dim = engine.model.action_dim;
-  s.vocab = PolicyConfig{}.vocab;
-  if (auto config = PolicyConfigFromOptions(engine); config.ok()) s.vocab = config->vocab;
   if (rl_policy) {
-    s.cameras = engine.rl.cameras;
-    s.episode_steps = engine.rl.episode_steps;
-    s.success_radius = engine.rl.success_radius;
-    s.privileged_state = true;
+    s = rl::RlEnvSpec(engine.rl, engine.model.action_dim, vocab);
   } else {
+    s.action_dim = engine.model.action_dim;
+    s.vocab = vocab;
     s.cameras = 1;
     s.episode_steps = task == "reach" ? 50 : 0;  // push, pick_place: the task's own limit
     s.success_radius = 0.05;
     s.privileged_state = false;
   }
+  s.task = task;  // the task asked, whatever the policy trained on
   return s;
 }
 

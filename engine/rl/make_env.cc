@@ -12,6 +12,19 @@ bool IsEnvTask(const std::string& task) {
   return false;
 }
 
+EnvSpec RlEnvSpec(const api::RlOptions& rl, int action_dim, int vocab) {
+  EnvSpec s;
+  s.task = rl.task;
+  s.num_envs = rl.envs;
+  s.action_dim = action_dim;
+  s.cameras = rl.cameras;
+  s.episode_steps = rl.episode_steps;
+  s.success_radius = rl.success_radius;
+  s.privileged_state = true;
+  s.vocab = vocab;
+  return s;
+}
+
 common::Result<std::unique_ptr<VecEnv>> MakeVecEnv(const EnvSpec& spec) {
   if (spec.task == "reach") {
     ReachEnvConfig c;

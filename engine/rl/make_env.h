@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/rl/vec_env.h"
 
@@ -29,6 +30,11 @@ struct EnvSpec {
   bool privileged_state = true;
   int vocab = 512;
 };
+
+// The environments an rl job trains on (engine.rl: task, envs, cameras, episode_steps,
+// success_radius; privileged state), for a policy of `action_dim` actions and `vocab` words.
+// Evaluation of an rl policy uses the same, on the task it asks for.
+EnvSpec RlEnvSpec(const api::RlOptions& rl, int action_dim, int vocab);
 
 common::Result<std::unique_ptr<VecEnv>> MakeVecEnv(const EnvSpec& spec);
 

@@ -72,15 +72,7 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
       common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
     }
   }
-  EnvSpec env_spec;
-  env_spec.task = rl.task;
-  env_spec.num_envs = rl.envs;
-  env_spec.action_dim = config.action_dim;
-  env_spec.cameras = rl.cameras;
-  env_spec.episode_steps = rl.episode_steps;
-  env_spec.success_radius = rl.success_radius;
-  env_spec.vocab = config.vocab;
-  auto made = MakeVecEnv(env_spec);
+  auto made = MakeVecEnv(RlEnvSpec(rl, config.action_dim, config.vocab));
   if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
   std::unique_ptr<VecEnv> env = std::move(made).value();
   env->Reset(common::Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
