@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Embody needs to build and test on Debian 12, from Debian's packages only (the
 # dashboard's npm packages come from web/package-lock.json at build time).
+# oneDNN's CMake package (libdnnl-dev) looks for OpenCL, which apt only recommends: it is named.
 # `--test` adds what only the tests need.
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
@@ -12,7 +13,7 @@ packages=(
   libpq-dev postgresql postgresql-contrib
   libboost-dev libboost-system-dev
   libopenmpi-dev openmpi-bin
-  libeigen3-dev libdnnl-dev libssl-dev zlib1g-dev libbrotli-dev
+  libeigen3-dev libdnnl-dev ocl-icd-opencl-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libcli11-dev libyaml-cpp-dev
   libhdf5-dev
