@@ -1,11 +1,14 @@
 // planner_calibrate: fits the planner's CPU terms (planner/step_model.h) on this machine and
 // checks its predictions against measured runs; driven by bench/planner_calibrate.sh.
 //
-//   planner_calibrate FIT.json PROBE.json RUN.json...
+//   planner_calibrate FIT.json[,FIT.json...] PROBE.json RUN.json...
 //
-// FIT.json: train_throughput's last line for one rank at the reference shape. From it: the
-// sustained FLOP rate of one rank (FLOPs of the step's real tokens / forward + backward), the
-// optimizer's memory stream (32 B/param / optimizer time) and the fixed per-step remainder.
+// FIT.json: train_throughput's last line for one rank; the first is the reference shape. The
+// compute terms come from the fits' forward + backward times t_i for F_i FLOPs of real tokens at
+// width C_i: t_i = F_i / R · (C_i + h) / C_i, i.e. t_i = F_i·x + (F_i/C_i)·y with x = 1/R and
+// y = h/R, solved by least squares on relative error (R: flops_per_s, the rate of a wide model;
+// h: half_rate_width). One fit gives R alone (h = 0). The first fit also gives the optimizer's
+// memory stream (32 B/param / optimizer time) and the fixed per-step remainder.
 // PROBE.json: allreduce_probe's last line; a least-squares fit (relative error) of the ring's
 // t = 2(p−1)/p·n·β + 2(p−1)·α gives the link. RUN.json: train_throughput runs (any shape, 1 or
 // more ranks) whose step time is predicted from those terms alone and compared with the
@@ -29,7 +32,7 @@ using nlohmann::json;
 // (train_throughput's default horizon); planner/plan_request.h holds the same figure.
 constexpr double kTokensPerSample = 72.0 + 16.0;
 
-json Load(const char* path) {
+json Load(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -54,24 +57,68 @@ planner::Workload WorkloadOf(const json& run) {
   return w;
 }
 
+double FwdBwdSeconds(const json& run) {
+  return run["packed"]["forward_seconds"].get<double>() +
+         run["packed"]["backward_seconds"].get<double>();
+}
+
+// The compute law's two terms from the fit runs (see the top of the file).
+void FitCompute(const std::vector<json>& fits, planner::ComputeModel* c) {
+  double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0, sx = 0;
+  for (const json& run : fits) {
+    const planner::Workload w = WorkloadOf(run);
+    const double flops = w.samples_per_rank * w.tokens_per_sample *
+                         planner::FlopsPerToken(w.model, w.segment_tokens);
+    const double t = FwdBwdSeconds(run);
+    // Divided by t: each equation's residual is a relative error.
+    const double a = flops / t, b = flops / w.model.d_model / t;
+    s00 += a * a, s01 += a * b, s11 += b * b, r0 += a, r1 += b;
+    sx += a;
+  }
+  const double det = s00 * s11 - s01 * s01;
+  double x = 0, y = 0;
+  if (fits.size() >= 2 && det > 1e-12 * s00 * s11) {
+    x = (r0 * s11 - r1 * s01) / det;
+    y = (s00 * r1 - s01 * r0) / det;
+  }
+  if (x <= 0 || y < 0) {  // one shape, or narrow ones no slower: one rate for every width
+    x = sx / s00;
+    y = 0;
+  }
+  c->flops_per_s = 1.0 / x;
+  c->half_rate_width = y / x;
+}
+
+std::vector<std::string> SplitCommas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1) {
+    out.push_back(s.substr(start, comma - start));
+  }
+  out.push_back(s.substr(start));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: planner_calibrate FIT.json PROBE.json RUN.json...\n");
+    std::fprintf(stderr, "usage: planner_calibrate FIT.json[,FIT.json...] PROBE.json RUN.json...\n");
     return 2;
   }
-  const json fit = Load(argv[1]), probe = Load(argv[2]);
+  std::vector<json> fits;
+  for (const std::string& path : SplitCommas(argv[1])) fits.push_back(Load(path));
+  const json probe = Load(argv[2]);
+  const json& fit = fits.front();
   const json& fp = fit["packed"];
   const planner::Workload fw = WorkloadOf(fit);
   const double params = static_cast<double>(planner::ParamCount(fw.model));
-  const double tokens = fw.samples_per_rank * fw.tokens_per_sample;
-  const double fwd_bwd = fp["forward_seconds"].get<double>() + fp["backward_seconds"].get<double>();
+  const double fwd_bwd = FwdBwdSeconds(fit);
 
   planner::Cluster c;
   c.name = "this-machine";
   c.ranks_per_node = 2;
-  c.compute.flops_per_s = tokens * planner::FlopsPerToken(fw.model, fw.segment_tokens) / fwd_bwd;
+  FitCompute(fits, &c.compute);
   c.compute.memory_bytes_per_s = 32.0 * params / fp["optimizer_seconds"].get<double>();
   const double parts = fwd_bwd + fp["optimizer_seconds"].get<double>() +
                        fp["allreduce_wait_seconds"].get<double>() +
@@ -92,9 +139,13 @@ int main(int argc, char** argv) {
   c.inter = c.intra;
   c.algorithm = planner::AllreduceAlgorithm::kRing;
 
-  std::printf("fit (1 rank, d_model %d, %d layers, mlp %d): %.2f GFLOP/s per rank, optimizer "
-              "%.2f GB/s, %.2f ms fixed per step; all-reduce (%d ranks) alpha %.1f us, %.2f GB/s\n",
-              fw.model.d_model, fw.model.layers, fw.model.mlp, c.compute.flops_per_s / 1e9,
+  std::printf("fit (1 rank, %zu shape(s), reference d_model %d, %d layers, mlp %d): %.2f GFLOP/s "
+              "per rank at width -> inf, half that at width %.0f (%.2f GFLOP/s at the reference), "
+              "optimizer %.2f GB/s, %.2f ms fixed per step; all-reduce (%d ranks) alpha %.1f us, "
+              "%.2f GB/s\n",
+              fits.size(), fw.model.d_model, fw.model.layers, fw.model.mlp,
+              c.compute.flops_per_s / 1e9, c.compute.half_rate_width,
+              planner::RateAtWidth(c.compute, fw.model.d_model) / 1e9,
               c.compute.memory_bytes_per_s / 1e9, c.step_overhead_s * 1e3, p,
               c.intra.latency_s * 1e6, c.intra.bytes_per_s / 1e9);
   std::printf("%-28s %5s %11s %11s %8s  %s\n", "run", "ranks", "measured_ms", "predicted_ms",
@@ -124,6 +175,7 @@ int main(int argc, char** argv) {
       {"name", c.name},
       {"ranks_per_node", c.ranks_per_node},
       {"compute", {{"flops_per_s", c.compute.flops_per_s},
+                   {"half_rate_width", c.compute.half_rate_width},
                    {"memory_gbps", c.compute.memory_bytes_per_s / 1e9}}},
       {"intra", {{"gbps", c.intra.bytes_per_s / 1e9}, {"latency_us", c.intra.latency_s * 1e6}}},
       {"inter", {{"gbps", c.inter.bytes_per_s / 1e9}, {"latency_us", c.inter.latency_s * 1e6}}},

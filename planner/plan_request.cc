@@ -108,8 +108,8 @@ Status ParseLink(const Fields& parent, const std::string& key, Link* link) {
 Status ParseCompute(const Fields& parent, ComputeModel* c) {
   if (!parent.Has("compute")) return InvalidArgument("is required", parent.Path("compute"));
   Fields f(parent.At("compute"), parent.Path("compute"));
-  EMBODY_RETURN_IF_ERROR(f.Check({"flops_per_s", "tflops", "efficiency", "bf16_speedup",
-                                  "fp8_speedup", "memory_gbps"}));
+  EMBODY_RETURN_IF_ERROR(f.Check({"flops_per_s", "tflops", "efficiency", "half_rate_width",
+                                  "bf16_speedup", "fp8_speedup", "memory_gbps"}));
   // Either a measured sustained rate (a CPU, from calibration) or a published peak and the
   // share of it training sustains (a GPU).
   if (f.Has("flops_per_s") == f.Has("tflops")) {
@@ -127,6 +127,7 @@ Status ParseCompute(const Fields& parent, ComputeModel* c) {
     EMBODY_RETURN_IF_ERROR(f.Number("efficiency", 0, 1, &efficiency, true));
     c->flops_per_s = tflops * 1e12 * efficiency;
   }
+  EMBODY_RETURN_IF_ERROR(f.Number("half_rate_width", 0, 1e6, &c->half_rate_width));
   EMBODY_RETURN_IF_ERROR(f.Number("bf16_speedup", 0, 1e3, &c->bf16_speedup, true));
   EMBODY_RETURN_IF_ERROR(f.Number("fp8_speedup", 0, 1e3, &c->fp8_speedup, true));
   double memory_gbps = c->memory_bytes_per_s / 1e9;

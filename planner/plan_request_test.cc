@@ -57,6 +57,7 @@ TEST(PlanRequest, GpuClusterFromPeakAndEfficiency) {
   auto r = ParsePlanRequest(b, api::SpecLimits{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_DOUBLE_EQ(r->cluster.compute.flops_per_s, 200e12);
+  EXPECT_DOUBLE_EQ(r->cluster.compute.half_rate_width, 0);
   EXPECT_EQ(r->options.precision, Precision::kBf16);
   EXPECT_TRUE(r->options.fp8_allreduce);
 }
@@ -101,6 +102,12 @@ TEST(PlanRequest, ErrorsNameTheField) {
   b = Request();
   b["cluster"]["compute"]["tflops"] = 100;
   EXPECT_EQ(FieldOf(b), "cluster.compute.flops_per_s");
+  b = Request();
+  b["cluster"]["compute"]["half_rate_width"] = -3;
+  EXPECT_EQ(FieldOf(b), "cluster.compute.half_rate_width");
+  b = Request();
+  b["cluster"]["compute"]["half_rate_width"] = "wide";
+  EXPECT_EQ(FieldOf(b), "cluster.compute.half_rate_width");
   b = Request();
   b["cluster"]["surprise"] = 1;
   EXPECT_EQ(FieldOf(b), "cluster.surprise");

@@ -50,6 +50,11 @@ const char* BottleneckName(Bottleneck b) {
   return "compute";
 }
 
+double RateAtWidth(const ComputeModel& c, int d_model) {
+  const double width = d_model;
+  return c.flops_per_s * width / (width + c.half_rate_width);
+}
+
 int64_t ParamCount(const ModelShape& m) {
   const int64_t C = m.d_model, M = m.mlp, A = m.action_dim;
   const int64_t embed = m.vocab * C + m.max_positions * C + kModalities * C + (kPatchDim + 1) * C +
@@ -69,6 +74,8 @@ Status ValidateCluster(const Cluster& c) {
     return InvalidArgument("must be between 1 and 1024", "cluster.ranks_per_node");
   }
   EMBODY_RETURN_IF_ERROR(Positive(c.compute.flops_per_s, "cluster.compute.flops_per_s", 1e18));
+  EMBODY_RETURN_IF_ERROR(
+      NonNegative(c.compute.half_rate_width, "cluster.compute.half_rate_width", 1e6));
   EMBODY_RETURN_IF_ERROR(Positive(c.compute.bf16_speedup, "cluster.compute.bf16_speedup", 1e3));
   EMBODY_RETURN_IF_ERROR(Positive(c.compute.fp8_speedup, "cluster.compute.fp8_speedup", 1e3));
   EMBODY_RETURN_IF_ERROR(
@@ -117,9 +124,9 @@ StepPrediction PredictStep(const Workload& w, const Cluster& c, const StepOption
   p.samples_per_rank = w.global_samples > 0 ? w.global_samples / ranks : w.samples_per_rank;
   p.tokens_per_rank = p.samples_per_rank * w.tokens_per_sample;
 
-  // Compute: FLOPs of the computed slots (padding included) at the precision's rate; backward
-  // does twice the forward's products.
-  double rate = c.compute.flops_per_s;
+  // Compute: FLOPs of the computed slots (padding included) at the precision's rate for the
+  // model's width; backward does twice the forward's products.
+  double rate = RateAtWidth(c.compute, w.model.d_model);
   if (o.precision == Precision::kBf16) rate *= c.compute.bf16_speedup;
   if (o.precision == Precision::kFp8) rate *= c.compute.fp8_speedup;
   const double flops = p.tokens_per_rank * w.slots_per_token * FlopsPerToken(w.model, w.segment_tokens);

@@ -57,10 +57,18 @@ struct Workload {
 
 struct ComputeModel {
   double flops_per_s = 1e9;             // sustained training FLOP/s of one rank at fp32
+  // The model width C at which a rank sustains half of flops_per_s (0: every width runs at
+  // flops_per_s). A step also pays per-token costs linear in C (elementwise passes, norms, the
+  // edges of small matrix products) next to the products' C², so narrow models run below the
+  // rate wide ones reach: rate(C) = flops_per_s · C / (C + half_rate_width).
+  double half_rate_width = 0;
   double bf16_speedup = 1.0;            // ... multiplied by this at bf16
   double fp8_speedup = 1.0;             // ... or this at fp8
   double memory_bytes_per_s = 1e10;     // the optimizer's memory stream (AdamW: 32 B/param)
 };
+
+// The sustained fp32 rate of one rank on a model of width `d_model` (ComputeModel's law).
+double RateAtWidth(const ComputeModel& c, int d_model);
 
 struct Cluster {
   std::string name;

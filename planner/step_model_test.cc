@@ -54,6 +54,32 @@ TEST(StepModel, ParamCountMatchesEngine) {
   }
 }
 
+TEST(StepModel, NarrowModelsRunBelowTheRate) {
+  ComputeModel c;
+  c.flops_per_s = 80e9;
+  EXPECT_DOUBLE_EQ(RateAtWidth(c, 96), 80e9);  // no width law: every width alike
+  c.half_rate_width = 64;
+  EXPECT_DOUBLE_EQ(RateAtWidth(c, 64), 40e9);
+  EXPECT_DOUBLE_EQ(RateAtWidth(c, 192), 60e9);
+  EXPECT_LT(RateAtWidth(c, 96), RateAtWidth(c, 256));
+
+  // The step's forward and backward are the FLOPs at that rate: with the law on, a model of
+  // width 192 takes (192 + 64) / 192 of the time it takes without.
+  Cluster cluster = GpuCluster();
+  cluster.compute.flops_per_s = 80e9;
+  Workload w;
+  w.model = {.d_model = 192, .layers = 2, .heads = 4, .mlp = 768};
+  const StepPrediction flat = PredictStep(w, cluster, {}, 1);
+  cluster.compute.half_rate_width = 64;
+  const StepPrediction narrow = PredictStep(w, cluster, {}, 1);
+  EXPECT_NEAR(narrow.forward_s / flat.forward_s, 256.0 / 192.0, 1e-12);
+  EXPECT_NEAR(narrow.backward_s / flat.backward_s, 256.0 / 192.0, 1e-12);
+  EXPECT_DOUBLE_EQ(narrow.optimizer_s, flat.optimizer_s);
+
+  cluster.compute.half_rate_width = -1;
+  EXPECT_EQ(ValidateCluster(cluster).field(), "cluster.compute.half_rate_width");
+}
+
 TEST(StepModel, SimReachMeanMatchesEngine) {
   EXPECT_NEAR(kSimReachMeanContextTokens, engine::data::EmbodiedLengthConfig{}.MeanTokens(), 0.5);
 }
