@@ -46,6 +46,44 @@ std::string HumanNumber(double v) {
   return buf;
 }
 
+namespace {
+
+// A number the step event holds (null or absent: none, e.g. no episode ended in an rl update).
+const nlohmann::json* NumberIn(const nlohmann::json& step, const char* key) {
+  auto it = step.find(key);
+  return it != step.end() && it->is_number() ? &*it : nullptr;
+}
+
+// What a step event says, for its kind: a training step's loss and tokens/s; an rl update's
+// mean return, success rate and env steps/s; and the closed-loop evaluation where there is one.
+// Fields the event lacks are left out rather than shown as 0.
+std::string StepDetail(const nlohmann::json& step, long s, long total) {
+  char buf[96];
+  const bool rl = NumberIn(step, "env_steps_per_s") != nullptr;
+  std::snprintf(buf, sizeof(buf), rl ? "update %ld/%ld" : "step %ld/%ld", s, total);
+  std::string out = buf;
+  auto add = [&](const char* format, double v) {
+    std::snprintf(buf, sizeof(buf), format, v);
+    out += "  ";
+    out += buf;
+  };
+  if (auto* v = NumberIn(step, "loss")) add("loss %.4f", v->get<double>());
+  if (auto* v = NumberIn(step, "mean_return")) add("return %.3f", v->get<double>());
+  if (auto* v = NumberIn(step, "success_rate")) add("success %.0f%%", 100 * v->get<double>());
+  if (auto* v = NumberIn(step, "tokens_per_s")) {
+    out += "  " + HumanNumber(v->get<double>()) + " tok/s";
+  }
+  if (auto* v = NumberIn(step, "env_steps_per_s")) {
+    out += "  " + HumanNumber(v->get<double>()) + " env steps/s";
+  }
+  if (auto* v = NumberIn(step, "eval_success_rate")) {
+    add("eval success %.0f%%", 100 * v->get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string ProgressLine(const nlohmann::json& job, int width) {
   std::string state = job.value("state", "?");
   const nlohmann::json* step = nullptr;
@@ -55,10 +93,7 @@ std::string ProgressLine(const nlohmann::json& job, int width) {
   if (step) {
     long s = step->value("step", 0L), total = step->value("steps", 0L);
     if (total > 0) frac = std::clamp(static_cast<double>(s) / total, 0.0, 1.0);
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "step %ld/%ld  loss %.4f  %s tok/s", s, total,
-                  step->value("loss", 0.0), HumanNumber(step->value("tokens_per_s", 0.0)).c_str());
-    detail = buf;
+    detail = StepDetail(*step, s, total);
   } else if (job.contains("reason") && job["reason"].is_string() &&
              !job["reason"].get<std::string>().empty()) {
     detail = job["reason"].get<std::string>();

@@ -53,6 +53,29 @@ TEST(FormatTest, ProgressLine) {
   EXPECT_NE(line.find("step 50/200"), std::string::npos);
   EXPECT_NE(line.find("loss 0.5000"), std::string::npos);
   EXPECT_NE(line.find("12.3k tok/s"), std::string::npos);
+  EXPECT_EQ(line.find("return"), std::string::npos);
+
+  // An rl update: its own fields, none of a training step's shown as 0.
+  nlohmann::json rl = {{"state", "RUNNING"},
+                       {"last_step", {{"step", 3}, {"steps", 12}, {"env_steps", 3072},
+                                      {"env_steps_per_s", 2150.0}, {"mean_return", 0.4216},
+                                      {"success_rate", 0.25}, {"eval_success_rate", 0.5},
+                                      {"policy_loss", -0.01}}}};
+  line = ProgressLine(rl, 12);
+  EXPECT_NE(line.find("update 3/12"), std::string::npos) << line;
+  EXPECT_NE(line.find("return 0.422"), std::string::npos) << line;
+  EXPECT_NE(line.find("success 25%"), std::string::npos) << line;
+  EXPECT_NE(line.find("2.15k env steps/s"), std::string::npos) << line;
+  EXPECT_NE(line.find("eval success 50%"), std::string::npos) << line;
+  EXPECT_EQ(line.find("loss"), std::string::npos) << line;
+  EXPECT_EQ(line.find("tok/s"), std::string::npos) << line;
+  // An update in which no episode ended: no return or success rate at all.
+  rl["last_step"]["mean_return"] = nullptr;
+  rl["last_step"]["success_rate"] = nullptr;
+  line = ProgressLine(rl, 12);
+  EXPECT_EQ(line.find("return"), std::string::npos) << line;
+  EXPECT_EQ(line.find(" success"), line.find("eval success") + 4) << line;
+
   nlohmann::json pending = {{"state", "PENDING"}, {"last_step", nullptr},
                             {"reason", "waiting for 2 nodes"}};
   EXPECT_NE(ProgressLine(pending, 10).find("waiting for 2 nodes"), std::string::npos);
