@@ -11,17 +11,15 @@
 #include "common/time_util.h"
 #include "engine/checkpoint_model.h"
 #include "engine/data/loader.h"
-#include "engine/dataset_source.h"
-#include "engine/dist/agree_on_failure.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
 #include "engine/precision.h"
-#include "engine/sim/demo_source.h"
 #include "engine/train/checkpointer.h"
 #include "engine/train/final_eval.h"
 #include "engine/train/resume.h"
+#include "engine/train/train_data.h"
 #include "engine/train/train_state.h"
 #include "engine/train/train_step.h"
 #include "engine/train_batches.h"
@@ -47,29 +45,6 @@ nlohmann::json CheckpointConfig(const api::EngineOptions& engine, const nlohmann
 void KeepLargeBlocksInHeap() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
-}
-
-// Rank 0's log lines at the start of the run: its shape and, on a dataset, what it reads.
-void LogStart(const PolicyTransformer& model, int world, int samples_per_rank, double gemm_gflops,
-              const nlohmann::json& ckpt_config, const std::string& dataset_path,
-              const DatasetSource* source, const data::DatasetStream* stream) {
-  common::LogInfo("training", {{"world_size", std::to_string(world)},
-                               {"params", std::to_string(model.layout().num_parameters())},
-                               {"samples_per_rank", std::to_string(samples_per_rank)},
-                               {"gemm_gflops", std::to_string(gemm_gflops)},
-                               {"config", ckpt_config["engine"].dump()}});
-  if (source == nullptr) return;
-  std::string cams, props;
-  for (const auto& k : source->camera_keys()) cams += (cams.empty() ? "" : ",") + k;
-  for (const auto& k : source->proprio_keys()) props += (props.empty() ? "" : ",") + k;
-  common::LogInfo("dataset",
-                  {{"path", dataset_path},
-                   {"episodes", std::to_string(source->dataset().episodes())},
-                   {"samples", std::to_string(stream->samples())},
-                   {"mean_sample_tokens", std::to_string(stream->MeanTokens())},
-                   {"cameras", cams},
-                   {"proprio", props},
-                   {"index_counts_checked", source->index_counts_checked() ? "true" : "false"}});
 }
 
 // Rank 0's last progress line: the run's totals.
@@ -119,21 +94,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForTraining(e));
-  EMBODY_ASSIGN_OR_RETURN(demos, MakeDemoSource(e.data.dataset, e.model.action_dim,
-                                                e.model.action_horizon, e.seed, config->vocab));
-  const DemoSource& task = *demos;
-
-  // A dataset directory: every rank opens it (it must be readable where every rank runs) and
-  // computes the same token counts from its indexes.
-  std::unique_ptr<DatasetSource> source;
-  std::shared_ptr<const data::DatasetStream> stream;
-  if (dataset_ref.is_directory()) {
-    auto opened = DatasetSource::Open(dataset_ref.path, e.data, *config, e.data.tokens_per_row);
-    EMBODY_RETURN_IF_ERROR(
-        AgreeOnFailure(opened.status(), comm, "to open dataset " + dataset_ref.path));
-    source = std::move(opened).value();
-    stream = std::make_shared<const data::DatasetStream>(e.seed, source->sample_tokens());
-  }
+  EMBODY_ASSIGN_OR_RETURN(train_data, TrainData::Open(e, dataset_ref, *config, comm));
   AdamWConfig ac;
   ac.weight_decay = static_cast<float>(e.optim.weight_decay);
   AdamW adam(n, ac);
@@ -151,10 +112,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     want.params = n;
     want.seed = e.seed;
     want.steps = e.optim.steps;
-    if (source != nullptr) {
-      want.dataset_samples = source->dataset().samples();
-      want.dataset_fingerprint = source->fingerprint();
-    }
+    want.dataset_samples = train_data->dataset_samples();
+    want.dataset_fingerprint = train_data->dataset_fingerprint();
     EMBODY_ASSIGN_OR_RETURN(at,
                             Resume(options.resume_from, options.resume_newest, want, comm, &state));
     resumed = at;
@@ -189,12 +148,16 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     result.gemm_gflops = comm.AllreduceSum(MeasureGemmGflops());
   }
 
-  const data::PlanConfig plan_config = PlanConfigFor(e, rank, world, stream);
+  const data::PlanConfig plan_config = train_data->PlanFor(rank, world);
   const int64_t global_samples = plan_config.samples_per_step;
   const int samples_per_rank = static_cast<int>(global_samples / world);
   if (leader) {
-    LogStart(model, world, samples_per_rank, result.gemm_gflops, ckpt_config, dataset_ref.path,
-             source.get(), stream.get());
+    common::LogInfo("training", {{"world_size", std::to_string(world)},
+                                 {"params", std::to_string(model.layout().num_parameters())},
+                                 {"samples_per_rank", std::to_string(samples_per_rank)},
+                                 {"gemm_gflops", std::to_string(result.gemm_gflops)},
+                                 {"config", ckpt_config["engine"].dump()}});
+    train_data->LogDataset();
     if (options.print_progress) {
       std::printf(
           "embody-engine: %d rank(s), policy transformer d_model %d x %d layers, %d heads, mlp "
@@ -206,36 +169,15 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     }
   }
 
-  data::Loader<TrainBatch>::Options lo;
-  lo.plan = plan_config;
-  lo.first_step = first_step;
-  lo.first_sample = next_sample;
-  lo.num_steps = steps - first_step;
-  lo.prefetch = options.prefetch;
-  const PolicyConfig model_config = *config;
-  const bool packing = e.data.packing;
-  std::unique_ptr<DatasetSampleReader> reader;
-  if (source != nullptr) {
-    reader = std::make_unique<DatasetSampleReader>(
-        *source, lo.plan, next_sample, lo.num_steps,
-        storage::ReadAheadOptions{options.read_threads,
-                                  static_cast<size_t>(2 * samples_per_rank + 1)});
-  }
-  auto fill = [&task, &reader, model_config, packing](const data::PackedPlan& plan,
-                                                      TrainBatch* b) -> common::Status {
-    if (reader != nullptr) return FillDatasetBatch(*reader, model_config, packing, plan, b);
-    return FillTrainBatch(task, model_config, packing, plan, b);
-  };
   // Activations for the largest batch expected up front (the model grows them if one is larger):
   // packed rows come out a little above rows_per_step; padded rows are at most the longest sample.
-  if (packing) {
+  if (e.data.packing) {
     model.Reserve(e.data.rows_per_step + 2, e.data.tokens_per_row);
   } else {
-    model.Reserve(samples_per_rank, stream != nullptr
-                                        ? stream->MaxTokens()
-                                        : lo.plan.lengths.MaxTokens() + e.model.action_horizon);
+    model.Reserve(samples_per_rank, train_data->MaxSampleTokens(plan_config));
   }
-  data::Loader<TrainBatch> loader(lo, fill);
+  data::Loader<TrainBatch>& loader = train_data->StartLoader(
+      plan_config, first_step, steps, next_sample, options.prefetch, options.read_threads);
   TrainStepOptions so;
   so.optim = e.optim;
   so.samples_per_step = global_samples;
@@ -272,10 +214,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     }
     const bool stopping = out.stop_requested && done < steps;
     if (checkpointer.Due(done, steps, stopping)) {
-      EMBODY_RETURN_IF_ERROR(
-          checkpointer.Save(done, state,
-                            DataPositionAt(e.seed, next_sample, stream.get(),
-                                           source != nullptr ? source->fingerprint() : 0)));
+      EMBODY_RETURN_IF_ERROR(checkpointer.Save(done, state, train_data->PositionAt(next_sample)));
       result.last_checkpoint = checkpointer.last_path();
     }
     if (stopping) {
@@ -297,10 +236,9 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   result.padding_ratio = run_slots > 0 ? 1.0 - run_real / run_slots : 0.0;
   result.params.assign(model.params(), model.params() + n);
   result.next_sample = next_sample;
-  if (stream != nullptr) {
-    result.epoch = stream->Epoch(next_sample);
-    result.in_epoch = stream->InEpoch(next_sample);
-  }
+  const DataPosition end = train_data->PositionAt(next_sample);
+  result.epoch = end.epoch;
+  result.in_epoch = end.in_epoch;
   result.data_wait_seconds = loader.data_wait_seconds();
   if (leader && options.print_progress) PrintSummary(result, ran, total, first_step, steps);
 
@@ -309,11 +247,12 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     FinalEvalOptions fo;
     fo.step = steps;
     fo.eval_samples = options.eval_samples;
-    fo.held_out = source == nullptr;
+    fo.held_out = train_data->source() == nullptr;
     fo.checkpoint_dir = checkpointer.dir();
     fo.checkpoint_config = ckpt_config;
     fo.print_progress = options.print_progress;
-    EMBODY_RETURN_IF_ERROR(EvaluateTrainedPolicy(model, task, e, fo, events, &result));
+    EMBODY_RETURN_IF_ERROR(
+        EvaluateTrainedPolicy(model, train_data->task(), e, fo, events, &result));
   }
   return result;
 }
