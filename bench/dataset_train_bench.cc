@@ -28,6 +28,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/report/recording_sink.h"
 #include "engine/testing/reach_hdf5.h"
+#include "engine/train/step_stats.h"
 #include "engine/trainer.h"
 
 namespace {
@@ -71,11 +72,17 @@ bool Run(const Args& a, const std::string& dataset, engine::Communicator& comm, 
   }
   double tokens = 0;
   for (const auto& ev : sink.events()) {
-    if (ev["type"] != "step" || ev["step"].get<int>() <= a.warmup) continue;
-    f->wait += ev["data_wait_seconds"].get<double>();
-    f->step += ev["step_seconds"].get<double>();
-    tokens += ev["tokens_per_s"].get<double>() * ev["step_seconds"].get<double>();
-    f->samples_per_s += ev["samples_per_s"].get<double>() * ev["step_seconds"].get<double>();
+    if (ev["type"] != "step") continue;
+    auto s = engine::StepStats::FromJson(ev);
+    if (!s.ok()) {
+      std::fprintf(stderr, "dataset_train_bench: %s\n", s.status().ToString().c_str());
+      return false;
+    }
+    if (s->step <= a.warmup) continue;
+    f->wait += s->data_wait_seconds;
+    f->step += s->step_seconds;
+    tokens += s->tokens_per_s * s->step_seconds;
+    f->samples_per_s += s->samples_per_s * s->step_seconds;
     ++f->steps;
   }
   f->tokens_per_s = f->step > 0 ? tokens / f->step : 0;

@@ -36,6 +36,7 @@
 #include "engine/model/linear_fast.h"
 #include "engine/report/recording_sink.h"
 #include "engine/train_batches.h"
+#include "engine/train/step_stats.h"
 #include "engine/trainer.h"
 
 namespace {
@@ -116,16 +117,22 @@ bool Run(const Args& a, bool packed, engine::Communicator& comm, Figures* f) {
   f->final_loss = r->losses.empty() ? 0.0 : r->losses.back();
   std::vector<double> tps, sec, pad, mfu, fwd, bwd, ar, opt, wait;
   for (const auto& e : sink.events()) {
-    if (e["type"] != "step" || e["step"].get<int>() <= a.warmup) continue;
-    tps.push_back(e["tokens_per_s"]);
-    sec.push_back(e["step_seconds"]);
-    pad.push_back(e["padding_ratio"]);
-    mfu.push_back(e.value("mfu", 0.0));
-    fwd.push_back(e["forward_seconds"]);
-    bwd.push_back(e["backward_seconds"]);
-    ar.push_back(e["allreduce_seconds"]);
-    opt.push_back(e["optimizer_seconds"]);
-    wait.push_back(e["data_wait_seconds"]);
+    if (e["type"] != "step") continue;
+    auto s = engine::StepStats::FromJson(e);
+    if (!s.ok()) {
+      std::fprintf(stderr, "train_throughput: %s\n", s.status().ToString().c_str());
+      return false;
+    }
+    if (s->step <= a.warmup) continue;
+    tps.push_back(s->tokens_per_s);
+    sec.push_back(s->step_seconds);
+    pad.push_back(s->padding_ratio);
+    mfu.push_back(s->mfu.value_or(0.0));
+    fwd.push_back(s->forward_seconds);
+    bwd.push_back(s->backward_seconds);
+    ar.push_back(s->allreduce_seconds);
+    opt.push_back(s->optimizer_seconds);
+    wait.push_back(s->data_wait_seconds);
   }
   f->tokens_per_s = Median(tps);
   f->step_seconds = Median(sec);

@@ -3,26 +3,25 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include "api/dataset_ref.h"
-#include "common/file_util.h"
 #include "common/log.h"
 #include "common/time_util.h"
-#include "engine/checkpoint.h"
+#include "engine/checkpoint_model.h"
 #include "engine/data/loader.h"
-#include "engine/dataset_source.h"
-#include "engine/dist/grad_buckets.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/linear_fast.h"
-#include "engine/checkpoint_model.h"
 #include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
 #include "engine/precision.h"
-#include "engine/sim/reach_task.h"
+#include "engine/train/checkpointer.h"
+#include "engine/train/final_eval.h"
+#include "engine/train/resume.h"
+#include "engine/train/train_data.h"
+#include "engine/train/train_state.h"
+#include "engine/train/train_step.h"
 #include "engine/train_batches.h"
 
 namespace engine {
@@ -48,87 +47,22 @@ void KeepLargeBlocksInHeap() {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
-// Rank 0 reads the checkpoint and broadcasts it (other nodes may not see rank 0's disk); every
-// rank then decodes the same bytes, so every rank returns the same result, errors included.
-common::Result<CheckpointData> ReadCheckpointOnAllRanks(const std::string& path, bool newest,
-                                                        Communicator& comm) {
-  std::string msg;
-  if (comm.rank() == 0) {
-    const std::string chosen = newest ? NewestCheckpointFrom(path) : path;
-    if (chosen != path) {
-      common::LogInfo("a newer checkpoint of this run exists; resuming from it",
-                      {{"asked", path}, {"resuming_from", chosen}});
-    }
-    auto bytes = common::ReadFile(chosen);
-    if (bytes.ok()) {
-      msg.reserve(bytes->size() + 1);
-      msg = "K";
-      msg += *bytes;
-    } else {
-      msg = "E" + bytes.status().message();
-    }
+// Rank 0's last progress line: the run's totals.
+void PrintSummary(const TrainResult& r, int ran, double total, int first_step, int steps) {
+  if (ran > 0) {
+    std::printf(
+        "done: %d steps in %.3f s (%.1f ms/step incl. checkpoints), loss %.4f -> %.4f, "
+        "real tokens/s %.4g, samples/s %.3g, padding %.1f%%, data wait %.3f s\n",
+        ran, total, r.mean_step_seconds * 1e3, r.losses.front(), r.losses.back(), r.tokens_per_s,
+        r.samples_per_s, 100.0 * r.padding_ratio, r.data_wait_seconds);
+  } else {
+    std::printf("done: the checkpoint is already at step %d of %d\n", first_step, steps);
   }
-  comm.BroadcastBytes(&msg, 0);
-  if (msg.empty() || msg[0] != 'K') {
-    return common::NotFound("resume_from " + path + ": " + (msg.empty() ? "" : msg.substr(1)));
-  }
-  msg.erase(0, 1);
-  auto d = DecodeCheckpoint(msg);
-  if (!d.ok()) return common::InvalidArgument("resume_from " + path + ": " + d.status().message());
-  return d;
-}
-
-// Every rank learns whether any rank failed; a rank that did returns its own error, the others
-// say which rank to look at. So a failure that only some ranks see (a corrupt chunk only one
-// rank reads) ends the run on all of them at the same point instead of leaving the rest blocked
-// in the next collective.
-common::Status AgreeOnFailure(const common::Status& mine, Communicator& comm,
-                              const std::string& what) {
-  const double failed_rank = mine.ok() ? -1.0 : static_cast<double>(comm.rank());
-  const double first = comm.AllreduceMax(failed_rank);
-  if (!mine.ok()) return mine;
-  if (first < 0) return common::Status::Ok();
-  return common::FailedPrecondition("stopped: rank " + std::to_string(static_cast<int>(first)) +
-                                    " failed " + what + " (its log says why)");
-}
-
-common::Status CheckResumable(const CheckpointData& ck, const nlohmann::json& model_json, size_t n,
-                              const api::EngineOptions& e, const std::string& path,
-                              const DatasetSource* source) {
-  if (!ck.has_data_position) {
-    return common::InvalidArgument(path + " is a version 1 checkpoint without a data position; " +
-                                   "it cannot be resumed exactly");
-  }
-  if (!ck.config.contains("model") || ck.config["model"] != model_json || ck.params.size() != n) {
-    return common::InvalidArgument(path + " holds a different model (" +
-                                   ck.config.value("model", nlohmann::json()).dump() +
-                                   ") than the job's (" + model_json.dump() + ")");
-  }
-  if (ck.data.seed != e.seed) {
-    return common::InvalidArgument(path + " continues data stream seed " +
-                                   std::to_string(ck.data.seed) + " but the job's seed is " +
-                                   std::to_string(e.seed));
-  }
-  const uint64_t samples = source != nullptr ? source->dataset().samples() : 0;
-  const uint64_t fingerprint = source != nullptr ? source->fingerprint() : 0;
-  if (ck.data.dataset_samples != samples || ck.data.dataset_fingerprint != fingerprint) {
-    auto describe = [](uint64_t n, uint64_t f) {
-      return n == 0 ? std::string("the built-in stream")
-                    : "a dataset of " + std::to_string(n) + " samples (fingerprint " +
-                          std::to_string(f) + ")";
-    };
-    return common::InvalidArgument(path + " continues " +
-                                   describe(ck.data.dataset_samples, ck.data.dataset_fingerprint) +
-                                   " but the job trains on " + describe(samples, fingerprint));
-  }
-  if (ck.step > e.optim.steps) {
-    return common::InvalidArgument(path + " is at step " + std::to_string(ck.step) +
-                                   ", past the job's " + std::to_string(e.optim.steps) + " steps");
-  }
-  return common::Status::Ok();
+  std::fflush(stdout);
 }
 
 }  // namespace
+
 common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& comm,
                                   EventSink* events, bool* failed_on_every_rank) {
   bool ignored = false;
@@ -160,21 +94,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForTraining(e));
-  EMBODY_ASSIGN_OR_RETURN(demos, MakeDemoSource(e.data.dataset, e.model.action_dim,
-                                                e.model.action_horizon, e.seed, config->vocab));
-  const DemoSource& task = *demos;
-
-  // A dataset directory: every rank opens it (it must be readable where every rank runs) and
-  // computes the same token counts from its indexes.
-  std::unique_ptr<DatasetSource> source;
-  std::shared_ptr<const data::DatasetStream> stream;
-  if (dataset_ref.is_directory()) {
-    auto opened = DatasetSource::Open(dataset_ref.path, e.data, *config, e.data.tokens_per_row);
-    EMBODY_RETURN_IF_ERROR(
-        AgreeOnFailure(opened.status(), comm, "to open dataset " + dataset_ref.path));
-    source = std::move(opened).value();
-    stream = std::make_shared<const data::DatasetStream>(e.seed, source->sample_tokens());
-  }
+  EMBODY_ASSIGN_OR_RETURN(train_data, TrainData::Open(e, dataset_ref, *config, comm));
   AdamWConfig ac;
   ac.weight_decay = static_cast<float>(e.optim.weight_decay);
   AdamW adam(n, ac);
@@ -182,38 +102,29 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   std::unique_ptr<Fp8Allreduce> fp8_allreduce;
   if (e.fp8.allreduce) fp8_allreduce = std::make_unique<Fp8Allreduce>(comm, n);
 
-  TrainResult result;
-  uint64_t next_sample = 0;
-  if (!options.resume_from.empty()) {
-    auto ck = ReadCheckpointOnAllRanks(options.resume_from, options.resume_newest, comm);
-    if (!ck.ok()) return ck.status();
-    EMBODY_RETURN_IF_ERROR(
-        CheckResumable(*ck, model_json, n, e, options.resume_from, source.get()));
-    std::copy(ck->params.begin(), ck->params.end(), model.params());
-    adam.Restore(ck->adam_t, std::move(ck->adam_m), std::move(ck->adam_v));
-    if (fp8_allreduce != nullptr) {
-      EMBODY_RETURN_IF_ERROR(fp8_allreduce->SetResidual(
-          ResidualForRank(ck->grad_residuals, ck->grad_residual_ranks, n, rank, world)));
-    }
-    result.first_step = ck->step;
-    next_sample = ck->data.next_sample;
-    if (leader) {
-      common::LogInfo("resuming",
-                      {{"path", options.resume_from},
-                       {"step", std::to_string(ck->step)},
-                       {"next_sample", std::to_string(next_sample)},
-                       {"saved_world_size", std::to_string(ck->config.value("world_size", 0))},
-                       {"world_size", std::to_string(world)}});
-    }
-  }
-  const int first_step = static_cast<int>(result.first_step);
+  TrainState state{model.params(), n, &adam, fp8_allreduce.get()};
 
-  std::string ckpt_dir;
-  if (leader && !options.checkpoint_dir.empty()) {
-    EMBODY_RETURN_IF_ERROR(common::MakeDirs(options.checkpoint_dir));
-    ckpt_dir = std::filesystem::absolute(options.checkpoint_dir).lexically_normal().string();
+  TrainResult result;
+  ResumePoint resumed;
+  if (!options.resume_from.empty()) {
+    ResumeExpectation want;
+    want.model = model_json;
+    want.params = n;
+    want.seed = e.seed;
+    want.steps = e.optim.steps;
+    want.dataset_samples = train_data->dataset_samples();
+    want.dataset_fingerprint = train_data->dataset_fingerprint();
+    EMBODY_ASSIGN_OR_RETURN(at,
+                            Resume(options.resume_from, options.resume_newest, want, comm, &state));
+    resumed = at;
   }
+  result.first_step = resumed.step;
+  const int first_step = static_cast<int>(resumed.step);
+  uint64_t next_sample = resumed.next_sample;
+
   const nlohmann::json ckpt_config = CheckpointConfig(e, model_json, world);
+  EMBODY_ASSIGN_OR_RETURN(checkpointer, Checkpointer::Create(options.checkpoint_dir, e.checkpoint,
+                                                             ckpt_config, comm, events));
   if (options.print_progress) {
     // Every rank says it is up, so each rank's log shows it took part.
     std::printf("embody-engine: rank %d of %d ready\n", rank, world);
@@ -227,8 +138,8 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (events != nullptr && precision.requested != "fp32") events->Post(PrecisionEvent(precision));
   if (leader && !precision.warning.empty()) {
     common::LogWarn("precision", {{"requested", precision.requested},
-                                     {"used", precision.used},
-                                     {"reason", precision.warning}});
+                                  {"used", precision.used},
+                                  {"reason", precision.warning}});
   }
 
   // The GEMM rate every rank measures on its own core at the same time (what the step will get),
@@ -237,7 +148,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     result.gemm_gflops = comm.AllreduceSum(MeasureGemmGflops());
   }
 
-  const data::PlanConfig plan_config = PlanConfigFor(e, rank, world, stream);
+  const data::PlanConfig plan_config = train_data->PlanFor(rank, world);
   const int64_t global_samples = plan_config.samples_per_step;
   const int samples_per_rank = static_cast<int>(global_samples / world);
   if (leader) {
@@ -246,19 +157,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
                                  {"samples_per_rank", std::to_string(samples_per_rank)},
                                  {"gemm_gflops", std::to_string(result.gemm_gflops)},
                                  {"config", ckpt_config["engine"].dump()}});
-    if (source != nullptr) {
-      std::string cams, props;
-      for (const auto& k : source->camera_keys()) cams += (cams.empty() ? "" : ",") + k;
-      for (const auto& k : source->proprio_keys()) props += (props.empty() ? "" : ",") + k;
-      common::LogInfo(
-          "dataset", {{"path", dataset_ref.path},
-                      {"episodes", std::to_string(source->dataset().episodes())},
-                      {"samples", std::to_string(stream->samples())},
-                      {"mean_sample_tokens", std::to_string(stream->MeanTokens())},
-                      {"cameras", cams},
-                      {"proprio", props},
-                      {"index_counts_checked", source->index_counts_checked() ? "true" : "false"}});
-    }
+    train_data->LogDataset();
     if (options.print_progress) {
       std::printf(
           "embody-engine: %d rank(s), policy transformer d_model %d x %d layers, %d heads, mlp "
@@ -270,165 +169,38 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     }
   }
 
-  data::Loader<TrainBatch>::Options lo;
-  lo.plan = plan_config;
-  lo.first_step = first_step;
-  lo.first_sample = next_sample;
-  lo.num_steps = steps - first_step;
-  lo.prefetch = options.prefetch;
-  const PolicyConfig model_config = *config;
-  const bool packing = e.data.packing;
-  std::unique_ptr<DatasetSampleReader> reader;
-  if (source != nullptr) {
-    reader = std::make_unique<DatasetSampleReader>(
-        *source, lo.plan, next_sample, lo.num_steps,
-        storage::ReadAheadOptions{options.read_threads,
-                                  static_cast<size_t>(2 * samples_per_rank + 1)});
-  }
-  auto fill = [&task, &reader, model_config, packing](const data::PackedPlan& plan,
-                                                      TrainBatch* b) -> common::Status {
-    if (reader != nullptr) return FillDatasetBatch(*reader, model_config, packing, plan, b);
-    return FillTrainBatch(task, model_config, packing, plan, b);
-  };
   // Activations for the largest batch expected up front (the model grows them if one is larger):
   // packed rows come out a little above rows_per_step; padded rows are at most the longest sample.
-  if (packing) {
+  if (e.data.packing) {
     model.Reserve(e.data.rows_per_step + 2, e.data.tokens_per_row);
   } else {
-    model.Reserve(samples_per_rank, stream != nullptr
-                                        ? stream->MaxTokens()
-                                        : lo.plan.lengths.MaxTokens() + e.model.action_horizon);
+    model.Reserve(samples_per_rank, train_data->MaxSampleTokens(plan_config));
   }
-  data::Loader<TrainBatch> loader(lo, fill);
-  GradBuckets buckets(comm, model.grads(), n,
-                      GradBucketOptions{options.grad_bucket_bytes, fp8_allreduce.get()});
-  BackwardHooks hooks;
-  hooks.ready = buckets.ReadyCallback();
-  hooks.poll = [&buckets] { buckets.Poll(); };
+  data::Loader<TrainBatch>& loader = train_data->StartLoader(
+      plan_config, first_step, steps, next_sample, options.prefetch, options.read_threads);
+  TrainStepOptions so;
+  so.optim = e.optim;
+  so.samples_per_step = global_samples;
+  so.grad_bucket_bytes = options.grad_bucket_bytes;
+  so.fp8_allreduce = fp8_allreduce.get();
+  so.gemm_gflops = result.gemm_gflops;
+  so.stop_requested = options.stop_requested;
+  TrainStep train_step(model, adam, comm, so);
 
   result.losses.reserve(steps - first_step);
   result.real_tokens.reserve(steps - first_step);
   const double run_start = common::MonotonicSeconds();
   double run_real = 0.0, run_slots = 0.0;
-
-  // residuals: every rank's fp8 all-reduce residual, gathered (empty without it).
-  auto save_checkpoint = [&](int done, std::vector<float> residuals) -> common::Status {
-    CheckpointData d;
-    d.grad_residual_ranks = residuals.empty() ? 0 : static_cast<uint32_t>(world);
-    d.grad_residuals = std::move(residuals);
-    d.step = done;
-    d.adam_t = adam.t();
-    d.config = ckpt_config;
-    d.params.assign(model.params(), model.params() + n);
-    d.adam_m = adam.m();
-    d.adam_v = adam.v();
-    d.data.seed = e.seed;
-    d.data.next_sample = next_sample;
-    if (stream != nullptr) {
-      d.data.epoch = stream->Epoch(next_sample);
-      d.data.in_epoch = stream->InEpoch(next_sample);
-      d.data.dataset_samples = stream->samples();
-      d.data.dataset_fingerprint = source->fingerprint();
-    }
-    const std::string path = CheckpointPath(ckpt_dir, done);
-    auto bytes = SaveCheckpoint(path, d);
-    if (!bytes.ok()) return bytes.status();
-    EMBODY_RETURN_IF_ERROR(PruneCheckpoints(ckpt_dir, e.checkpoint.keep));
-    result.last_checkpoint = path;
-    common::LogInfo(
-        "checkpoint written",
-        {{"step", std::to_string(done)}, {"path", path}, {"bytes", std::to_string(*bytes)}});
-    if (events != nullptr) {
-      events->Post({{"type", "checkpoint"}, {"step", done}, {"path", path}, {"bytes", *bytes}});
-    }
-    return common::Status::Ok();
-  };
-
   for (int step = first_step; step < steps; ++step) {
-    const double t0 = common::MonotonicSeconds();
-    auto item = loader.Next();
-    if (world > 1) {
-      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(
-          item.status(), comm, "to load step " + std::to_string(step + 1) + "'s data"));
-    } else if (!item.ok()) {
-      return item.status();
-    }
-    const TrainBatch& tb = *item->batch;
-    // Global real tokens, slots and useful FLOPs: one small all-reduce, started first so it
-    // completes alongside the gradient buckets.
-    // The fourth counts ranks asked to stop: every rank learns it in the same step.
-    const bool stop_here = options.stop_requested != nullptr && options.stop_requested->load();
-    double stats[4] = {static_cast<double>(tb.real_tokens), static_cast<double>(tb.slots),
-                       tb.useful_flops, stop_here ? 1.0 : 0.0};
-    const CollectiveId stats_id = comm.StartAllreduceSum(stats, 4);
-    const double t_data = common::MonotonicSeconds();
-
-    model.ZeroGrad();
-    auto local_loss = model.Forward(tb.batch);
-    if (!local_loss.ok()) {
-      comm.Wait(stats_id);
-      *failed_on_every_rank = false;  // a batch this rank built; the others go on
-      return local_loss.status();
-    }
-    const double t_fwd = common::MonotonicSeconds();
-    buckets.Begin(tb.batch.WeightTotal(), *local_loss);
-    common::Status backward = model.Backward(&hooks);
-    const double t_bwd = common::MonotonicSeconds();
-    const GlobalStepTotals totals = buckets.Finish();
-    comm.Wait(stats_id);
-    if (!backward.ok()) {
-      *failed_on_every_rank = false;
-      return backward;
-    }
-    const double loss = totals.loss;
-    const double t_comm = common::MonotonicSeconds();
-    next_sample = item->plan.global_end;
-    loader.Recycle(std::move(item->batch));
-    if (!std::isfinite(loss)) {
-      return common::Internal("loss is not finite at step " + std::to_string(step + 1) +
-                              " (diverged; lower engine.optim.lr)");
-    }
-    const float* g = model.grads();
-    double sq = 0.0;
-    for (size_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
-    const double grad_norm = std::sqrt(sq);
-    const double lr = LearningRate(step, e.optim.lr, e.optim.warmup_steps, steps);
-    adam.Step(model.params(), model.grads(), static_cast<float>(lr));
-    const double t1 = common::MonotonicSeconds();
-
+    EMBODY_ASSIGN_OR_RETURN(out, train_step.Run(step, steps, loader, failed_on_every_rank));
     const int done = step + 1;
-    const double step_seconds = t1 - t0;
-    const double real = stats[0], slots = stats[1], flops = stats[2];
-    run_real += real;
-    run_slots += slots;
-    const double tokens_per_s = real / step_seconds;
-    const double samples_per_s = static_cast<double>(global_samples) / step_seconds;
-    result.losses.push_back(static_cast<float>(loss));
-    result.real_tokens.push_back(static_cast<int64_t>(real));
+    next_sample = out.next_sample;
+    run_real += out.real_tokens;
+    run_slots += out.slots;
+    result.losses.push_back(static_cast<float>(out.stats.loss));
+    result.real_tokens.push_back(static_cast<int64_t>(out.real_tokens));
     if (events != nullptr) {
-      nlohmann::json ev = {{"type", "step"},
-                           {"step", done},
-                           {"steps", steps},
-                           {"loss", loss},
-                           {"lr", lr},
-                           {"grad_norm", grad_norm},
-                           {"tokens_per_s", tokens_per_s},
-                           {"samples_per_s", samples_per_s},
-                           {"step_seconds", step_seconds},
-                           {"data_wait_seconds", t_data - t0},
-                           {"forward_seconds", t_fwd - t_data},
-                           {"backward_seconds", t_bwd - t_fwd},
-                           {"allreduce_seconds", t_comm - t_bwd},
-                           {"optimizer_seconds", t1 - t_comm},
-                           {"padding_ratio", slots > 0 ? 1.0 - real / slots : 0.0},
-                           {"packing_efficiency", slots > 0 ? real / slots : 1.0},
-                           {"world_size", world}};
-      if (world > 1) {
-        ev["grad_wire_bytes"] = totals.wire_bytes;
-        ev["grad_wire_bytes_fp32"] = totals.wire_bytes_fp32;
-      }
-      if (totals.fp8.elements > 0) ev["fp8_allreduce"] = Fp8StatsJson(totals.fp8);
-      if (result.gemm_gflops > 0.0) ev["mfu"] = flops / step_seconds / (result.gemm_gflops * 1e9);
+      nlohmann::json ev = out.stats.ToJson();
       if (periodic_eval.Due(done)) {  // engine.eval_every: rank 0 alone, the others wait
         *failed_on_every_rank = false;
         EMBODY_RETURN_IF_ERROR(periodic_eval.Run(model, &ev));
@@ -437,24 +209,13 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       events->Post(std::move(ev));
     }
     if (leader && options.print_progress && (done % log_every == 0 || done == steps)) {
-      std::printf(
-          "step %d/%d loss %.4f lr %.2e grad_norm %.3f step %.1f ms tokens/s %.4g "
-          "samples/s %.3g padding %.1f%%\n",
-          done, steps, loss, lr, grad_norm, step_seconds * 1e3, tokens_per_s, samples_per_s,
-          slots > 0 ? 100.0 * (1.0 - real / slots) : 0.0);
+      std::printf("%s\n", out.stats.ProgressLine().c_str());
       std::fflush(stdout);
     }
-    const bool periodic = e.checkpoint.every_steps > 0 && done % e.checkpoint.every_steps == 0;
-    const bool stopping = stats[3] > 0 && done < steps;
-    if (!options.checkpoint_dir.empty() && (periodic || done == steps || stopping)) {
-      // Only rank 0 writes; all ranks learn whether it could.
-      std::vector<float> residuals;
-      if (fp8_allreduce != nullptr && world > 1) {  // one rank exchanges nothing, owes nothing
-        comm.GatherFloats(fp8_allreduce->residual().data(), n, &residuals, 0);
-      }
-      const common::Status saved =
-          leader ? save_checkpoint(done, std::move(residuals)) : common::Status::Ok();
-      EMBODY_RETURN_IF_ERROR(AgreeOnFailure(saved, comm, "to write a checkpoint"));
+    const bool stopping = out.stop_requested && done < steps;
+    if (checkpointer.Due(done, steps, stopping)) {
+      EMBODY_RETURN_IF_ERROR(checkpointer.Save(done, state, train_data->PositionAt(next_sample)));
+      result.last_checkpoint = checkpointer.last_path();
     }
     if (stopping) {
       result.stopped = true;
@@ -475,95 +236,23 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   result.padding_ratio = run_slots > 0 ? 1.0 - run_real / run_slots : 0.0;
   result.params.assign(model.params(), model.params() + n);
   result.next_sample = next_sample;
-  if (stream != nullptr) {
-    result.epoch = stream->Epoch(next_sample);
-    result.in_epoch = stream->InEpoch(next_sample);
-  }
+  const DataPosition end = train_data->PositionAt(next_sample);
+  result.epoch = end.epoch;
+  result.in_epoch = end.in_epoch;
   result.data_wait_seconds = loader.data_wait_seconds();
-  if (leader && options.print_progress) {
-    if (ran > 0) {
-      std::printf(
-          "done: %d steps in %.3f s (%.1f ms/step incl. checkpoints), loss %.4f -> %.4f, "
-          "real tokens/s %.4g, samples/s %.3g, padding %.1f%%, data wait %.3f s\n",
-          ran, total, result.mean_step_seconds * 1e3, result.losses.front(), result.losses.back(),
-          result.tokens_per_s, result.samples_per_s, 100.0 * result.padding_ratio,
-          result.data_wait_seconds);
-    } else {
-      std::printf("done: the checkpoint is already at step %d of %d\n", first_step, steps);
-    }
-    std::fflush(stdout);
-  }
+  if (leader && options.print_progress) PrintSummary(result, ran, total, first_step, steps);
 
   *failed_on_every_rank = false;  // the evaluation (and quantisation) runs on rank 0 alone
-  // engine.fp8.inference: quantise the trained policy, write its FP8 checkpoint, and evaluate
-  // from the checkpoint's bytes exactly as a rollout would load them.
-  std::unique_ptr<PolicyTransformer> fp8_model;
-  if (leader && e.fp8.inference && !result.stopped) {
-    EMBODY_ASSIGN_OR_RETURN(q, QuantizeToFp8Checkpoint(model, steps, ckpt_config, PtqOptions{},
-                                                       &result.fp8_summary));
-    const std::string bytes = EncodeFp8Checkpoint(q);
-    if (!ckpt_dir.empty()) {
-      result.fp8_checkpoint = ckpt_dir + "/policy-step-" + std::to_string(steps) + ".fp8";
-      EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(result.fp8_checkpoint, bytes));
-    }
-    EMBODY_ASSIGN_OR_RETURN(decoded, DecodeFp8Checkpoint(bytes));
-    EMBODY_ASSIGN_OR_RETURN(loaded, PolicyFromFp8Checkpoint(decoded, nullptr));
-    fp8_model = std::move(loaded);
-    if (options.print_progress) {
-      const fp8::Fp8Stats& st = result.fp8_summary.stats;
-      std::printf(
-          "fp8: %s%sweights %zu -> %zu bytes (%.3fx), amax %.4g, scales %.3g..%.3g, saturated "
-          "%lld, underflowed %lld\n",
-          result.fp8_checkpoint.c_str(), result.fp8_checkpoint.empty() ? "" : ": ",
-          result.fp8_summary.fp32_bytes, result.fp8_summary.fp8_bytes,
-          static_cast<double>(result.fp8_summary.fp32_bytes) / result.fp8_summary.fp8_bytes,
-          st.amax, st.scale_min, st.scale_max, static_cast<long long>(st.saturated),
-          static_cast<long long>(st.underflowed));
-      std::fflush(stdout);
-    }
-  }
-  if (leader && options.eval_samples > 0 && !result.stopped && source == nullptr) {
-    EvalResult ev;
-    if (fp8_model != nullptr) {
-      EMBODY_ASSIGN_OR_RETURN(c, CompareFp8Eval(model, *fp8_model, e, options.eval_samples));
-      ev = c.fp32;
-      result.fp8_evaluated = true;
-      result.fp8_eval = std::move(c);
-    } else {
-      EMBODY_ASSIGN_OR_RETURN(one, EvaluateHeldOut(model, task, e, options.eval_samples));
-      ev = std::move(one);
-    }
-    result.evaluated = true;
-    result.eval = ev;
-    if (events != nullptr) {
-      nlohmann::json event = {{"type", "eval"},
-                              {"step", steps},
-                              {"samples", ev.samples},
-                              {"euler_steps", ev.euler_steps},
-                              {"action_mse", ev.action_mse},
-                              {"zero_action_mse", ev.zero_action_mse}};
-      if (result.fp8_evaluated) {
-        const QuantizedPolicy& qs = result.fp8_summary;
-        event["fp8"] = Fp8StatsJson(qs.stats);
-        event["fp8"]["action_mse"] = result.fp8_eval.fp8.action_mse;
-        event["fp8"]["relative_l2"] = result.fp8_eval.relative_l2;
-        event["fp8"]["weight_bytes_ratio"] =
-            static_cast<double>(qs.fp32_bytes) / static_cast<double>(qs.fp8_bytes);
-      }
-      events->Post(event);
-    }
-    if (options.print_progress) {
-      std::printf(
-          "eval: %d held-out samples, %d Euler steps: action MSE %.4f (predicting zeros: "
-          "%.4f)\n",
-          ev.samples, ev.euler_steps, ev.action_mse, ev.zero_action_mse);
-      if (result.fp8_evaluated) {
-        std::printf("eval fp8: action MSE %.4f (%.4fx fp32), actions relative L2 %.4f\n",
-                    result.fp8_eval.fp8.action_mse, result.fp8_eval.mse_ratio,
-                    result.fp8_eval.relative_l2);
-      }
-      std::fflush(stdout);
-    }
+  if (leader && !result.stopped) {
+    FinalEvalOptions fo;
+    fo.step = steps;
+    fo.eval_samples = options.eval_samples;
+    fo.held_out = train_data->source() == nullptr;
+    fo.checkpoint_dir = checkpointer.dir();
+    fo.checkpoint_config = ckpt_config;
+    fo.print_progress = options.print_progress;
+    EMBODY_RETURN_IF_ERROR(
+        EvaluateTrainedPolicy(model, train_data->task(), e, fo, events, &result));
   }
   return result;
 }

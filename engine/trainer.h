@@ -35,6 +35,11 @@
 // differently. The checkpoint also names the dataset (its sample count and a fingerprint of its
 // shards), and a resume on another dataset is refused.
 //
+// The parts are units of their own (docs/engine.md, "The trainer's parts"): the step is
+// engine/train/train_step.h (its figures StepStats, engine/train/step_stats.h), the data
+// engine/train/train_data.h, resuming engine/train/resume.h, checkpoints engine/train/checkpointer.h, the evaluation after the last
+// step engine/train/final_eval.h; Train wires them in one loop.
+//
 // Runs with any Communicator, so tests train in one process with LocalCommunicator.
 #pragma once
 

@@ -1,0 +1,216 @@
+// Pins what engine::Train produces for one short run, as recorded from the trainer before it was
+// split into units (engine/train/): every step's loss bit for bit, every event with its fields
+// (timings by name only: they vary from run to run), the checksums of the checkpoint files it
+// writes, and a resume from the middle. Any change to the order of floating-point operations,
+// to an event field or to the checkpoint bytes fails it.
+//
+// The figures depend on the kernels, so main() below forces the baseline ones
+// (EMBODY_CPU_PATH=scalar, EMBODY_GEMM=eigen): built for baseline x86-64, they compute the same
+// bits on every x86-64 machine with this toolchain. A change meant to alter the numbers (a kernel,
+// the optimizer, the data) regenerates them: EMBODY_PRINT_GOLDEN=1 prints the current values as
+// C++ to paste below, and the commit says why they moved.
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/checkpoint.h"
+#include "engine/report/recording_sink.h"
+#include "engine/testing/small_run.h"
+#include "engine/trainer.h"
+
+namespace engine {
+namespace {
+
+// Six steps with a checkpoint every three (keep 1), evaluation during training at step 3 and 6
+// (two episodes), and at the end the FP8 policy written and evaluated beside the fp32 one on
+// held-out samples.
+TrainerOptions GoldenRun(const std::string& dir) {
+  TrainerOptions o = testing::SmallRun(6);
+  o.checkpoint_dir = dir;
+  o.engine.checkpoint.every_steps = 3;
+  o.engine.checkpoint.keep = 1;
+  o.engine.eval_every = 3;
+  o.engine.eval_episodes = 2;
+  o.eval_samples = 4;
+  o.engine.fp8.inference = true;
+  o.engine.optim.warmup_steps = 2;  // the FP8 checkpoint's options are checked as a job's
+  return o;
+}
+
+// clang-format off
+const float kLosses[] = {
+    0x1.ddd5aep+0f, 0x1.af2d84p+0f, 0x1.c2a14cp+0f, 0x1.b9d638p+0f, 0x1.979b54p+0f, 0x1.8010cp+0f,
+};
+
+const char* const kEvents[] = {
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"forward_seconds\":\"t\",\"grad_norm\":2.9594233342853067,\"loss\":1.8665417432785034,\"lr\":0.002,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.8193359375,\"padding_ratio\":0.1806640625,\"samples_per_s\":\"t\",\"step\":1,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"forward_seconds\":\"t\",\"grad_norm\":2.5539314100008257,\"loss\":1.6842882633209229,\"lr\":0.004,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.802734375,\"padding_ratio\":0.197265625,\"samples_per_s\":\"t\",\"step\":2,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"eval_episodes\":2,\"eval_mean_return\":-0.1271803304553032,\"eval_success_rate\":0.0,\"forward_seconds\":\"t\",\"grad_norm\":1.7805196001214636,\"loss\":1.7602736949920654,\"lr\":0.004,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.7194010416666666,\"padding_ratio\":0.28059895833333337,\"samples_per_s\":\"t\",\"step\":3,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"bytes\":1213283,\"path\":\"step-3.ckpt\",\"step\":3,\"type\":\"checkpoint\"}",
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"forward_seconds\":\"t\",\"grad_norm\":1.485605196501402,\"loss\":1.7259249687194824,\"lr\":0.0031000000000000003,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.7493489583333334,\"padding_ratio\":0.25065104166666663,\"samples_per_s\":\"t\",\"step\":4,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"forward_seconds\":\"t\",\"grad_norm\":0.8978437061370994,\"loss\":1.5922138690948486,\"lr\":0.0013000000000000004,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.9091796875,\"padding_ratio\":0.0908203125,\"samples_per_s\":\"t\",\"step\":5,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"allreduce_seconds\":\"t\",\"backward_seconds\":\"t\",\"data_wait_seconds\":\"t\",\"eval_episodes\":2,\"eval_mean_return\":-0.15553157776594162,\"eval_success_rate\":0.0,\"forward_seconds\":\"t\",\"grad_norm\":1.1536436516533672,\"loss\":1.5002555847167969,\"lr\":0.0004,\"optimizer_seconds\":\"t\",\"packing_efficiency\":0.8779296875,\"padding_ratio\":0.1220703125,\"samples_per_s\":\"t\",\"step\":6,\"step_seconds\":\"t\",\"steps\":6,\"tokens_per_s\":\"t\",\"type\":\"step\",\"world_size\":1}",
+    "{\"bytes\":1213283,\"path\":\"step-6.ckpt\",\"step\":6,\"type\":\"checkpoint\"}",
+    "{\"action_mse\":1.801064707074462,\"euler_steps\":4,\"fp8\":{\"action_mse\":1.800926468858067,\"amax\":0.08957467973232269,\"elements\":36864,\"nan\":0,\"relative_l2\":0.0005407521056413708,\"saturated\":0,\"scale_max\":0.00019994347530882806,\"scale_min\":9.023904567584395e-05,\"underflowed\":0,\"weight_bytes_ratio\":3.9947984395318596},\"samples\":4,\"step\":6,\"type\":\"eval\",\"zero_action_mse\":0.8403369731011839}",
+};
+
+// The FNV-1a trailers of step-3.ckpt (read before the run prunes it) and step-6.ckpt, and the
+// FNV-1a 64 of policy-step-6.fp8.
+const uint64_t kCheckpointFnv[] = {0x0f453cfcc9b1998eull, 0xaedd58c844b2ce8full};
+const uint64_t kFp8CheckpointFnv = 0xbf27fb98d9b34569ull;
+// clang-format on
+
+bool PrintGolden() { return std::getenv("EMBODY_PRINT_GOLDEN") != nullptr; }
+
+// The event with what varies from run to run replaced by a placeholder: timings, and the
+// checkpoint's directory (a temporary one).
+std::string Stable(nlohmann::json e) {
+  for (const char* k :
+       {"step_seconds", "data_wait_seconds", "forward_seconds", "backward_seconds",
+        "allreduce_seconds", "optimizer_seconds", "tokens_per_s", "samples_per_s", "mfu"}) {
+    if (e.contains(k)) e[k] = "t";
+  }
+  if (e.contains("path"))
+    e["path"] = std::filesystem::path(e["path"].get<std::string>()).filename();
+  return e.dump();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+uint64_t Fnv1a(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+common::Result<uint64_t> Trailer(const std::string& path) {
+  const std::string bytes = ReadAll(path);
+  if (bytes.size() < 8) return common::NotFound(path);
+  uint64_t v = 0;
+  std::memcpy(&v, bytes.data() + bytes.size() - 8, 8);  // little-endian, as written
+  return v;
+}
+
+// Reads step-3.ckpt's trailer when the step-3 checkpoint event arrives (the run prunes it at 6).
+class TrailerAtCheckpoint final : public EventSink {
+ public:
+  void Post(nlohmann::json event) override {
+    if (event["type"] == "checkpoint") {
+      auto t = Trailer(event["path"].get<std::string>());
+      trailers.push_back(t.ok() ? *t : 0);
+    }
+    recorded.Post(std::move(event));
+  }
+  RecordingSink recorded;
+  std::vector<uint64_t> trailers;
+};
+
+class TrainerGoldenTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("embody-trainer-golden-" +
+            std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+    std::filesystem::remove_all(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(TrainerGoldenTest, ShortRunReproducesTheRecordedLossesEventsAndCheckpoints) {
+  LocalCommunicator comm;
+  TrailerAtCheckpoint sink;
+  auto r = Train(GoldenRun(dir_.string()), comm, &sink);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto events = sink.recorded.events();
+  if (PrintGolden()) {
+    std::printf("const float kLosses[] = {\n   ");
+    for (float l : r->losses) std::printf(" %af,", static_cast<double>(l));
+    std::printf("\n};\n\nconst char* const kEvents[] = {\n");
+    for (const auto& e : events) {
+      std::string s = Stable(e), quoted;
+      for (char c : s) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
+      std::printf("    \"%s\",\n", quoted.c_str());
+    }
+    std::printf("};\n\nconst uint64_t kCheckpointFnv[] = {");
+    for (uint64_t t : sink.trailers)
+      std::printf("0x%016llxull, ", static_cast<unsigned long long>(t));
+    std::printf("};\nconst uint64_t kFp8CheckpointFnv = 0x%016llxull;\n",
+                static_cast<unsigned long long>(Fnv1a(ReadAll(r->fp8_checkpoint))));
+  }
+  ASSERT_EQ(r->losses.size(), std::size(kLosses));
+  for (size_t i = 0; i < r->losses.size(); ++i) {
+    EXPECT_EQ(r->losses[i], kLosses[i]) << "step " << i + 1 << ": " << r->losses[i];
+  }
+  ASSERT_EQ(events.size(), std::size(kEvents));
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(Stable(events[i]), kEvents[i]) << i;
+  EXPECT_EQ(sink.trailers,
+            std::vector<uint64_t>(std::begin(kCheckpointFnv), std::end(kCheckpointFnv)));
+  EXPECT_EQ(*ListCheckpointSteps(dir_.string()), (std::vector<int64_t>{6}));
+  auto last = Trailer(CheckpointPath(dir_.string(), 6));
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, kCheckpointFnv[1]);
+  EXPECT_EQ(r->fp8_checkpoint, (dir_ / "policy-step-6.fp8").string());
+  EXPECT_EQ(Fnv1a(ReadAll(r->fp8_checkpoint)), kFp8CheckpointFnv);
+}
+
+// Resumed from step 3 (written by the same run stopped there), the run takes steps 4..6 exactly as
+// the straight one did.
+TEST_F(TrainerGoldenTest, ResumeFromTheMiddleReproducesTheRecordedLosses) {
+  LocalCommunicator comm;
+  // Asked to stop after step 2, the run agrees in step 3 and checkpoints it.
+  std::atomic<bool> stop{false};
+  class StopAt final : public EventSink {
+   public:
+    explicit StopAt(std::atomic<bool>* s) : s_(s) {}
+    void Post(nlohmann::json e) override {
+      if (e["type"] == "step" && e["step"] == 2) s_->store(true);
+    }
+    std::atomic<bool>* s_;
+  } stop_at(&stop);
+  TrainerOptions stopped = GoldenRun(dir_.string());
+  stopped.stop_requested = &stop;
+  auto s = Train(stopped, comm, &stop_at);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_TRUE(s->stopped);
+  ASSERT_EQ(s->last_checkpoint, CheckpointPath(dir_.string(), 3));
+  auto trailer = Trailer(s->last_checkpoint);
+  ASSERT_TRUE(trailer.ok());
+  EXPECT_EQ(*trailer, kCheckpointFnv[0]);  // the same file the straight run wrote at step 3
+
+  TrainerOptions resumed = GoldenRun(dir_.string());
+  resumed.resume_from = s->last_checkpoint;
+  RecordingSink sink;
+  auto r = Train(resumed, comm, &sink);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->first_step, 3);
+  ASSERT_EQ(r->losses.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(r->losses[i], kLosses[3 + i]) << "step " << i + 4;
+  // From step 4 on, the resumed run's events are the straight run's.
+  const auto events = sink.events();
+  const size_t skip = std::size(kEvents) - events.size();
+  ASSERT_LE(events.size(), std::size(kEvents));
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(Stable(events[i]), kEvents[skip + i]) << i;
+}
+
+}  // namespace
+}  // namespace engine
+
+int main(int argc, char** argv) {
+  // Before anything chooses a kernel: the choice is made once per process.
+  setenv("EMBODY_CPU_PATH", "scalar", 1);
+  setenv("EMBODY_GEMM", "eigen", 1);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
