@@ -143,16 +143,23 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
   auto shapes = uow.nodes().Shapes();
   if (!shapes.ok()) return failed(shapes.status());
   const NodeSizes sizes(*shapes);
-  // Each tenant's pending jobs, read once and counted on as its members are admitted. The job
-  // store writes one pending upsert per tenant at COMMIT.
+
+  // First every member's admission, in arrival order, with what the earlier ones left: each
+  // tenant's pending jobs are read once and counted on (the job store writes one pending upsert
+  // per tenant at COMMIT).
+  struct Insert {
+    size_t member;
+    NewJob job;
+    std::optional<DatasetRecord> dataset;
+  };
+  std::vector<Insert> inserts;
   std::map<int64_t, int64_t> pending;
-  // (tenant, key) → the member that inserted it in this batch.
+  // (tenant, key) → the insert of this batch that takes it; later members with it replay it.
   std::map<std::pair<int64_t, std::string>, size_t> keyed;
-  std::vector<JobView> views(batch.size());
+  // Members with the key of an earlier insert of this batch: replays of it (or, for another
+  // body, already_exists). Index into `inserts`.
   std::vector<std::optional<size_t>> replay_of(batch.size());
-  std::vector<std::optional<AuditRecord>> rows(batch.size());
   const int64_t now = now_();
-  bool created = false;
   for (size_t i = 0; i < batch.size(); ++i) {
     const PreparedSubmit& s = batch[i]->s;
     const Principal& p = s.principal;
@@ -160,12 +167,7 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
     if (!s.idempotency_key.empty()) {
       auto first = keyed.find({p.tenant_id, s.idempotency_key});
       if (first != keyed.end()) {
-        auto same = ReplayOf(views[first->second].job, s.digest);
-        if (same.ok()) {
-          replay_of[i] = first->second;
-        } else {
-          answer = Result<SubmitResult>(same.status());
-        }
+        replay_of[i] = first->second;  // answered once its job has an id
         continue;
       }
       auto existing = uow.jobs().GetByIdempotencyKey(p.tenant_id, s.idempotency_key);
@@ -202,8 +204,8 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
       answer = Result<SubmitResult>(st);
       continue;
     }
-    // From here each step reads or writes: its refusal fails the batch, and the member then
-    // gets it alone (an eval checkpoint, init_from or dataset that is not there).
+    // From here each step reads: its refusal fails the batch, and the member then gets it
+    // alone (an eval checkpoint, init_from or dataset that is not there).
     api::JobSpec spec = s.spec;
     if (Status st = ResolveEvalCheckpoint(uow, p.tenant_id, &spec); !st.ok()) return failed(st);
     if (spec.init_from > 0) {
@@ -213,38 +215,55 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
     }
     auto dataset = ResolveDataset(uow, p.tenant_id, spec);
     if (!dataset.ok()) return failed(dataset.status());
-    const NewJob nj = NewJobOf(p, spec, s.digest, s.idempotency_key, now);
-    // already_exists here is a lone submission or another server winning the key meanwhile:
-    // the member, alone, then replays its job.
-    auto id = uow.jobs().Insert(nj);
-    if (!id.ok()) return failed(id.status());
-    auto ev = uow.events().Append(*id, now, "state", SubmittedEvent(p));
-    if (!ev.ok()) return failed(ev.status());
-    if (*dataset) {
-      if (Status st = uow.datasets().BindJob(*id, (*dataset)->id); !st.ok()) return failed(st);
+    if (tenant->quota.pending_jobs) ++pending[p.tenant_id];
+    if (!s.idempotency_key.empty()) keyed[{p.tenant_id, s.idempotency_key}] = inserts.size();
+    inserts.push_back({i, NewJobOf(p, spec, s.digest, s.idempotency_key, now), std::move(*dataset)});
+  }
+
+  // Then the admitted members' rows, a statement per table for all of them.
+  std::vector<NewJob> jobs;
+  for (const Insert& in : inserts) jobs.push_back(in.job);
+  // already_exists: a lone submission or another server took a key meanwhile; the member, alone,
+  // then replays its job.
+  auto ids = uow.jobs().InsertMany(jobs);
+  if (!ids.ok()) return failed(ids.status());
+  std::vector<EventRecord> events;
+  std::vector<AuditRecord> rows;
+  std::vector<size_t> audited;  // the member of each row
+  std::vector<JobView> views(inserts.size());
+  for (size_t k = 0; k < inserts.size(); ++k) {
+    const Insert& in = inserts[k];
+    const int64_t id = (*ids)[k];
+    const Principal& p = batch[in.member]->s.principal;
+    events.push_back({0, id, now, "state", SubmittedEvent(p)});
+    if (in.dataset) {
+      if (Status st = uow.datasets().BindJob(id, in.dataset->id); !st.ok()) return failed(st);
     }
-    if (s.audit) {
-      if (auto row = s.audit->DraftFor("job " + std::to_string(*id), p.tenant_id)) {
-        auto audit_id = uow.audit().Append(*row);
-        if (!audit_id.ok()) return failed(audit_id.status());
-        row->id = *audit_id;
-        rows[i] = std::move(row);
+    if (AuditScope* scope = batch[in.member]->s.audit) {
+      if (auto row = scope->DraftFor("job " + std::to_string(id), p.tenant_id)) {
+        rows.push_back(std::move(*row));
+        audited.push_back(in.member);
       }
     }
-    if (tenant->quota.pending_jobs) ++pending[p.tenant_id];
-    if (!s.idempotency_key.empty()) keyed[{p.tenant_id, s.idempotency_key}] = i;
-    views[i].job = NewJobRecord(nj, *id, tenant->name);
-    answer = SubmitResult{views[i], true};
-    created = true;
+    views[k].job = NewJobRecord(in.job, id, tenants[p.tenant_id]->name);
+    (*answers)[in.member] = SubmitResult{views[k], true};
   }
+  if (Status st = uow.events().AppendMany(events); !st.ok()) return failed(st);
+  auto row_ids = uow.audit().AppendMany(rows);
+  if (!row_ids.ok()) return failed(row_ids.status());
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (replay_of[i]) (*answers)[i] = SubmitResult{views[*replay_of[i]], false};
+    if (!replay_of[i]) continue;
+    const JobView& first = views[*replay_of[i]];
+    auto same = ReplayOf(first.job, batch[i]->s.digest);
+    (*answers)[i] = same.ok() ? Result<SubmitResult>(SubmitResult{first, false})
+                              : Result<SubmitResult>(same.status());
   }
   if (Status st = uow.Commit(); !st.ok()) return failed(st);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if (rows[i]) batch[i]->s.audit->MarkWritten(std::move(*rows[i]));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    rows[r].id = (*row_ids)[r];
+    batch[audited[r]]->s.audit->MarkWritten(std::move(rows[r]));
   }
-  if (created && wake_) wake_();
+  if (!inserts.empty() && wake_) wake_();
   return {Status::Ok(), true};
 }
 
