@@ -2,9 +2,11 @@
 #include "controlplane/service/submit_batcher.h"
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <utility>
 
+#include "common/log.h"
 #include "controlplane/service/checkpoints_service.h"
 #include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/dataset_store.h"
@@ -76,11 +78,21 @@ void SubmitBatcher::Run() {
 
 SubmitBatcher::Outcome SubmitBatcher::AttemptRacing(
     const std::vector<Member*>& batch, std::vector<std::optional<Result<SubmitResult>>>* answers) {
-  Outcome out = Attempt(batch, answers);
+  // What a handler's exception would be on the request's thread (the router's 500), without
+  // ending this thread and every later submission with it; the unit of work rolls back.
+  auto attempt = [&]() -> Outcome {
+    try {
+      return Attempt(batch, answers);
+    } catch (const std::exception& e) {
+      common::LogError("submission batch threw", {{"error", e.what()}});
+      return {common::Internal("internal error"), true};
+    }
+  };
+  Outcome out = attempt();
   if (batch.size() == 1 && out.began && out.status.code() == common::Code::kAlreadyExists) {
     // Its key was taken by a submission that committed meanwhile (the insert waited for it):
     // once more, and the member replays that job as a lone submission would.
-    out = Attempt(batch, answers);
+    out = attempt();
   }
   return out;
 }

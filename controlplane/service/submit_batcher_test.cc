@@ -230,6 +230,33 @@ TEST_F(SubmitBatcherTest, EachCreatedJobsAuditRowIsWrittenInTheBatch) {
   }
 }
 
+// A database that cannot be reached: no transaction opens.
+class UnreachableDatabase : public Database {
+ public:
+  Result<std::unique_ptr<UnitOfWork>> Begin() override {
+    ++begins;
+    return common::Unavailable("database unavailable (cannot connect)");
+  }
+  std::atomic<int> begins{0};
+};
+
+TEST_F(SubmitBatcherTest, WithoutTheDatabaseEveryMemberGetsTheSameUnavailable) {
+  UnreachableDatabase down;
+  auto jobs = Batched(4, &down);
+  std::vector<Call> calls;
+  for (int i = 0; i < 4; ++i) calls.push_back({member_, Spec("down-" + std::to_string(i)), ""});
+  auto answers = SubmitAll(*jobs, calls);
+  for (const auto& a : answers) {
+    ASSERT_FALSE(a.ok());
+    EXPECT_EQ(a.status().code(), Code::kUnavailable);  // 503 with its retry hint
+    EXPECT_EQ(a.status().message(), "database unavailable (cannot connect)");
+  }
+  // One try for the batch, not one more per member.
+  EXPECT_EQ(down.begins.load(), 1);
+  EXPECT_EQ(jobs->batch_stats().batches, 0);
+  EXPECT_EQ(wakes_.load(), 0);
+}
+
 TEST_F(SubmitBatcherTest, RefusalsBeforeTheBatchAreAnsweredOnTheCallersThread) {
   auto jobs = Batched(1);
   // Validation and roles are the handler's, as without batching: nothing waits for a batch.
