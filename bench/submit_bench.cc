@@ -1,7 +1,9 @@
-// Submissions per second through the real HTTP server: what tenancy's guards cost POST /v1/jobs.
+// Submissions per second through the real HTTP server: what tenancy's guards cost POST /v1/jobs
+// (--compare guards), or what the submission batcher gains (--compare batch).
 //
-//   submit_bench [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1] [--scheduler-period-ms N]
-//                [--guarded-audit 1] [--guarded-rate-limit 1] [--guarded-quota 1]
+//   submit_bench [--compare guards|batch] [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1]
+//                [--scheduler-period-ms N] [--guarded-audit 1] [--guarded-rate-limit 1]
+//                [--guarded-quota 1] [--batch-window-us 1000] [--batch-max 256]
 //                [--pg-set name=value]... [--profile 200]
 //
 // One private PostgreSQL cluster (tests/support/pg_harness.h), two databases in it, and two
@@ -9,6 +11,10 @@
 //   guarded: audit on, a per-token rate limit set high (--rate-limit-per-s 1000000, burst the
 //            same) and the tenant's pending-jobs quota set high (1e9);
 //   bare:    audit off, no rate limit, no quota.
+// With --compare batch the two are both guarded, and differ only in the submission batcher
+// (controlplane/service/submit_batcher.h):
+//   batched:   --submit-batch-window-us --batch-window-us, --submit-batch-max --batch-max;
+//   unbatched: window 0, one transaction per submission (the baseline).
 // Both authenticate every request (a member token of the default tenant) and validate and store
 // the job as always. Each server has one node with 64 slots, drained, so every job is admissible
 // and stays PENDING: what is measured is admission and storage, not the scheduler, whose loop is
@@ -17,8 +23,9 @@
 // N client threads, each with its own keep-alive connection, POST jobs back to back for
 // --seconds; the servers take turns in ABBA order (guarded, bare, bare, guarded, ...) so a drift
 // of the machine's load hits both alike, after a --warmup round on each. Printed: per round and
-// per server the submissions/s and the p50/p99 latency over all its rounds, the ratio guarded /
-// bare (goal: at least 0.9), and one JSON line; then (--profile) the statements of a submission
+// per server the submissions/s and the p50/p99 latency over all its rounds, the ratio of the
+// first to the second (guards: at least 0.9; batch: the batched server against issue 11's goal
+// of 2,000/s with p99 < 50 ms), CPU per submission, and one JSON line; then (--profile) the statements of a submission
 // to each server and PostgreSQL's time in each. The servers' log lines go to a file in the temp
 // directory, as a real server's go to its journal.
 #include <fcntl.h>
@@ -27,6 +34,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +60,9 @@ namespace {
 using nlohmann::json;
 
 struct Options {
+  std::string compare = "guards";  // or "batch"
+  int batch_window_us = 1000;
+  int batch_max = 256;
   int clients = 8;
   double seconds = 5;
   int pairs = 2;
@@ -142,10 +153,11 @@ httplib::Result Call(int port, const std::string& method, const std::string& pat
   return cli.Post(path, headers, body, "application/json");
 }
 
-// Starts a server on its own database and prepares what every submission needs.
+// Starts a server on its own database and prepares what every submission needs; `batch_window_us`
+// > 0 turns the submission batcher on.
 common::Status Start(const embody::testing::PgCluster& pg, const std::string& dir, const Options& o,
-                     bool guarded, Target* t) {
-  t->name = guarded ? "guarded" : "bare";
+                     const std::string& name, bool guarded, int batch_window_us, Target* t) {
+  t->name = name;
   auto db = pg.CreateDatabase("bench_" + t->name);
   if (!db.ok()) return db.status();
   controlplane::ServerOptions so;
@@ -156,6 +168,8 @@ common::Status Start(const embody::testing::PgCluster& pg, const std::string& di
   so.audit = guarded && o.guarded_audit;
   so.rate_limit_per_s = guarded && o.guarded_rate_limit ? o.rate_limit_per_s : 0;
   so.rate_limit_burst = so.rate_limit_per_s;
+  so.submit_batch_window_us = batch_window_us;
+  so.submit_batch_max = o.batch_max;
   auto server = controlplane::Server::Start(so);
   if (!server.ok()) return server.status();
   t->server = std::move(*server);
@@ -349,7 +363,15 @@ double Percentile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"Submissions/s through embody-server: audit, rate limit and quota on vs off"};
+  CLI::App app{"Submissions/s through embody-server: audit, rate limit and quota on vs off, or "
+               "the submission batcher on vs off"};
+  app.add_option("--compare", o.compare,
+                 "guards: guarded vs bare; batch: both guarded, batcher on vs off")
+      ->check(CLI::IsMember({"guards", "batch"}));
+  app.add_option("--batch-window-us", o.batch_window_us, "the batched server's window (batch)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--batch-max", o.batch_max, "the batched server's largest batch (batch)")
+      ->check(CLI::Range(1, 10000));
   app.add_option("--clients", o.clients, "concurrent clients")->check(CLI::Range(1, 256));
   app.add_option("--seconds", o.seconds, "length of one timed round")->check(CLI::PositiveNumber);
   app.add_option("--pairs", o.pairs, "ABBA pairs of timed rounds per server")
@@ -385,24 +407,30 @@ int main(int argc, char** argv) {
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   dup2(log_fd, STDERR_FILENO);
 
+  // `guarded` is the first of the pair, `bare` the baseline it is divided by.
+  const bool batch = o.compare == "batch";
   Target guarded, bare;
-  common::Status st = Start(pg, dir, o, true, &guarded);
-  if (st.ok()) st = Start(pg, dir, o, false, &bare);
+  common::Status st =
+      Start(pg, dir, o, batch ? "batched" : "guarded", true, batch ? o.batch_window_us : 0, &guarded);
+  if (st.ok()) st = Start(pg, dir, o, batch ? "unbatched" : "bare", batch, 0, &bare);
   dup2(saved_stderr, STDERR_FILENO);  // our own messages
   if (!st.ok()) return Fail(st.ToString());
   dup2(log_fd, STDERR_FILENO);
 
   std::printf(
-      "submit_bench: %d clients, %.1f s rounds, %d ABBA pairs, %u CPUs; guarded: audit %d,"
-      " rate limit %d, quota %d; server log %s\n",
-      o.clients, o.seconds, o.pairs, std::thread::hardware_concurrency(), o.guarded_audit,
-      o.guarded_rate_limit, o.guarded_quota, log_path.c_str());
+      "submit_bench: %s vs %s, %d clients, %.1f s rounds, %d ABBA pairs, %u CPUs; guarded: audit"
+      " %d, rate limit %d, quota %d; batch window %d us, max %d; server log %s\n",
+      guarded.name.c_str(), bare.name.c_str(), o.clients, o.seconds, o.pairs,
+      std::thread::hardware_concurrency(), o.guarded_audit, o.guarded_rate_limit, o.guarded_quota,
+      batch ? o.batch_window_us : 0, o.batch_max, log_path.c_str());
   int64_t postmaster = -1;
   {
     std::ifstream pid_file(pg.dir() + "/pgdata/postmaster.pid");
     pid_file >> postmaster;
   }
   if (postmaster <= 0) return Fail("no postmaster.pid under " + pg.dir());
+  double load_start[3] = {-1, -1, -1};
+  getloadavg(load_start, 3);
   Round(o, o.warmup, false, postmaster, &guarded);
   Round(o, o.warmup, false, postmaster, &bare);
   std::vector<double> ratios;
@@ -415,7 +443,8 @@ int main(int argc, char** argv) {
     const double g = first == &guarded ? a : b;
     const double r = first == &guarded ? b : a;
     ratios.push_back(g / r);
-    std::printf("pair %d: guarded %.0f/s, bare %.0f/s, ratio %.3f\n", p + 1, g, r, g / r);
+    std::printf("pair %d: %s %.0f/s, %s %.0f/s, ratio %.3f\n", p + 1, guarded.name.c_str(), g,
+                bare.name.c_str(), r, g / r);
     std::fflush(stdout);
   }
 
@@ -438,25 +467,45 @@ int main(int argc, char** argv) {
   std::sort(ratios.begin(), ratios.end());
   const double ratio = g / b;
   const double median_pair = ratios[ratios.size() / 2];
-  std::printf("guarded / bare throughput: %.3f (pairs %.3f..%.3f, median %.3f); goal >= 0.90: %s\n",
-              ratio, ratios.front(), ratios.back(), median_pair, ratio >= 0.9 ? "met" : "NOT met");
-  std::printf("CPU per submission (this process + PostgreSQL), guarded / bare: %.3f\n", cpu_ratio);
+  const double g_p99_ms = 1e3 * Percentile(guarded.latencies_s, 0.99);
+  if (batch) {
+    std::printf("batched / unbatched throughput: %.3f (pairs %.3f..%.3f, median %.3f)\n", ratio,
+                ratios.front(), ratios.back(), median_pair);
+    std::printf("issue 11 goal (batched >= 2000/s with p99 < 50 ms): %s (%.0f/s, p99 %.1f ms)\n",
+                g >= 2000 && g_p99_ms < 50 ? "met" : "NOT met", g, g_p99_ms);
+  } else {
+    std::printf(
+        "guarded / bare throughput: %.3f (pairs %.3f..%.3f, median %.3f); goal >= 0.90: %s\n",
+        ratio, ratios.front(), ratios.back(), median_pair, ratio >= 0.9 ? "met" : "NOT met");
+  }
+  std::printf("CPU per submission (this process + PostgreSQL), %s / %s: %.3f\n",
+              guarded.name.c_str(), bare.name.c_str(), cpu_ratio);
+  double load[3] = {-1, -1, -1};
+  getloadavg(load, 3);
+  std::printf("load average (1 min) at start %.2f, at end %.2f\n", load_start[0], load[0]);
+  const std::string& gn = guarded.name;
+  const std::string& bn = bare.name;
   json line = {{"bench", "submit_bench"},
+               {"compare", o.compare},
                {"clients", o.clients},
                {"seconds_per_round", o.seconds},
                {"pairs", o.pairs},
                {"cpus", static_cast<int>(std::thread::hardware_concurrency())},
-               {"guarded_per_s", g},
-               {"bare_per_s", b},
+               {gn + "_per_s", g},
+               {bn + "_per_s", b},
                {"ratio", ratio},
                {"median_pair_ratio", median_pair},
-               {"guarded_p50_ms", 1e3 * Percentile(guarded.latencies_s, 0.5)},
-               {"guarded_p99_ms", 1e3 * Percentile(guarded.latencies_s, 0.99)},
-               {"bare_p50_ms", 1e3 * Percentile(bare.latencies_s, 0.5)},
-               {"bare_p99_ms", 1e3 * Percentile(bare.latencies_s, 0.99)},
-               {"guarded_cpu_ms", 1e3 * cpu_per(guarded)},
-               {"bare_cpu_ms", 1e3 * cpu_per(bare)},
+               {gn + "_p50_ms", 1e3 * Percentile(guarded.latencies_s, 0.5)},
+               {gn + "_p99_ms", g_p99_ms},
+               {bn + "_p50_ms", 1e3 * Percentile(bare.latencies_s, 0.5)},
+               {bn + "_p99_ms", 1e3 * Percentile(bare.latencies_s, 0.99)},
+               {gn + "_cpu_ms", 1e3 * cpu_per(guarded)},
+               {bn + "_cpu_ms", 1e3 * cpu_per(bare)},
                {"cpu_ratio", cpu_ratio},
+               {"batch_window_us", batch ? o.batch_window_us : 0},
+               {"batch_max", o.batch_max},
+               {"loadavg_1m_start", load_start[0]},
+               {"loadavg_1m_end", load[0]},
                {"guarded_audit", o.guarded_audit},
                {"guarded_rate_limit", o.guarded_rate_limit},
                {"guarded_quota", o.guarded_quota},

@@ -54,6 +54,12 @@ const std::vector<IntFlag>& IntFlags() {
        [](ServerOptions& o) { return &o.rate_limit_per_s; }},
       {"--rate-limit-burst", 0, 1000000, "burst per token (0: the per-second rate)",
        [](ServerOptions& o) { return &o.rate_limit_burst; }},
+      {"--submit-batch-window-us", 0, 100'000,
+       "POST /v1/jobs group commit: how long a batch waits for more submissions after its first "
+       "(0: one transaction per submission)",
+       [](ServerOptions& o) { return &o.submit_batch_window_us; }},
+      {"--submit-batch-max", 1, 10'000, "POST /v1/jobs group commit: most submissions per batch",
+       [](ServerOptions& o) { return &o.submit_batch_max; }},
       {"--preempt-min-priority", -1, 100,
        "jobs at this priority or above may preempt lower ones (-1: no preemption)",
        [](ServerOptions& o) { return &o.preempt_min_priority; }},

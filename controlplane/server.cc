@@ -155,7 +155,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto wake = [raw] { raw->scheduler->Wake(); };
   // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
   auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
-  m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake);
+  m->jobs = std::make_unique<service::JobsService>(
+      *m->database, opts.limits, now, wake,
+      service::SubmitBatchOptions{opts.submit_batch_window_us, opts.submit_batch_max});
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);

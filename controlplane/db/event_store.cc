@@ -40,6 +40,20 @@ Result<int64_t> PgEventStore::Append(int64_t job_id, int64_t time_ms, const std:
   return r->Int(0, "id");
 }
 
+Status PgEventStore::AppendMany(const std::vector<service::EventRecord>& events) {
+  if (events.empty()) return Status::Ok();
+  nlohmann::json rows = nlohmann::json::array();
+  for (const service::EventRecord& e : events) {
+    rows.push_back({{"job_id", e.job_id}, {"time_ms", e.time_ms}, {"type", e.type}, {"data", e.data}});
+  }
+  auto r = tx_.Exec("INSERT INTO job_events (job_id, time, type, data)"
+                    " SELECT x.job_id, " EMBODY_SQL_TS("x.time_ms") ", x.type, x.data"
+                    " FROM jsonb_to_recordset($1::jsonb)"
+                    " AS x(job_id bigint, time_ms bigint, type text, data jsonb)",
+                    {JsonRows(rows)});
+  return r.ok() ? Status::Ok() : r.status();
+}
+
 Result<int64_t> PgEventStore::AppendStep(int64_t job_id, int64_t time_ms, int64_t step,
                                          const nlohmann::json& data, bool provisional) {
   auto r = tx_.Exec("INSERT INTO job_events (job_id, time, type, data, step, provisional)"

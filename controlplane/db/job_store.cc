@@ -36,6 +36,17 @@ constexpr char kUpdateJob[] =
     " finished_at = " EMBODY_SQL_TS("$8") " FROM old WHERE j.id = old.id"
     " RETURNING old.tenant_id, old.state AS old_state";
 
+// The rows of InsertMany as jsonb_to_recordset gives them: ids taken beforehand (NextIds).
+constexpr char kInsertJobs[] =
+    "INSERT INTO jobs (id, tenant_id, name, kind, state, priority, spec, idempotency_key,"
+    " created_at, updated_at, token_id, request_sha256)"
+    " SELECT x.id, x.tenant_id, x.name, x.kind, 'PENDING', x.priority, x.spec, x.idempotency_key,"
+    " " EMBODY_SQL_TS("x.now_ms") ", " EMBODY_SQL_TS("x.now_ms") ", x.token_id, x.request_sha256"
+    " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, tenant_id bigint, name text, kind text,"
+    " priority int, spec jsonb, idempotency_key text, now_ms bigint, token_id bigint,"
+    " request_sha256 text)"
+    " ON CONFLICT (tenant_id, idempotency_key) DO NOTHING RETURNING id";
+
 constexpr char kAddPending[] =
     "INSERT INTO tenant_pending_jobs (tenant_id, jobs) VALUES ($1, $2)"
     " ON CONFLICT (tenant_id) DO UPDATE SET jobs = tenant_pending_jobs.jobs + EXCLUDED.jobs";
@@ -86,6 +97,49 @@ Result<int64_t> PgJobStore::Insert(const service::NewJob& job) {
   if (r->empty()) return Status(common::Code::kAlreadyExists, "idempotency key already used");
   pending_[job.tenant_id] += 1;  // inserted PENDING
   return r->Int(0, "id");
+}
+
+Result<std::vector<int64_t>> NextIds(PgTx& tx, const std::string& table, size_t n) {
+  auto r = tx.Exec("SELECT nextval(pg_get_serial_sequence($1, 'id')) AS id"
+                   " FROM generate_series(1, $2::int)",
+                   {P(table), P(static_cast<int64_t>(n))});
+  if (!r.ok()) return r.status();
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < r->size(); ++i) ids.push_back(r->Int(i, "id"));
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+Param JsonRows(const nlohmann::json& rows) {
+  return P(rows.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+Result<std::vector<int64_t>> PgJobStore::InsertMany(const std::vector<service::NewJob>& jobs) {
+  if (jobs.empty()) return std::vector<int64_t>();
+  auto ids = NextIds(tx_, "jobs", jobs.size());
+  if (!ids.ok()) return ids.status();
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const service::NewJob& j = jobs[i];
+    auto opt = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+    rows.push_back({{"id", (*ids)[i]},
+                    {"tenant_id", j.tenant_id},
+                    {"name", j.name},
+                    {"kind", j.kind},
+                    {"priority", j.priority},
+                    {"spec", j.spec},
+                    {"idempotency_key", opt(j.idempotency_key)},
+                    {"now_ms", j.now_ms},
+                    {"token_id", j.token_id ? nlohmann::json(j.token_id) : nlohmann::json()},
+                    {"request_sha256", opt(j.request_sha256)}});
+  }
+  auto r = tx_.Exec(kInsertJobs, {JsonRows(rows)});
+  if (!r.ok()) return r.status();
+  if (r->size() != jobs.size()) {
+    return Status(common::Code::kAlreadyExists, "idempotency key already used");
+  }
+  for (const service::NewJob& j : jobs) pending_[j.tenant_id] += 1;  // inserted PENDING
+  return std::move(*ids);
 }
 
 Result<std::optional<JobRecord>> PgJobStore::Get(int64_t id, std::optional<int64_t> tenant_id,

@@ -25,10 +25,19 @@ namespace controlplane::db {
 // rows in the same order and cannot deadlock on them.
 using PendingDeltas = std::map<int64_t, int64_t>;
 
+// `n` fresh ids of `table`'s id sequence, increasing: rows written by one multi-row INSERT then
+// get the ids of their order (the order of RETURNING is not promised).
+common::Result<std::vector<int64_t>> NextIds(PgTx& tx, const std::string& table, size_t n);
+// Rows for a multi-row INSERT ... SELECT FROM jsonb_to_recordset($1): one parameter, however
+// many rows, and JSON's own quoting of their text.
+Param JsonRows(const nlohmann::json& rows);
+
 class PgJobStore : public service::JobStore {
  public:
   PgJobStore(PgTx& tx, PendingDeltas& pending) : tx_(tx), pending_(pending) {}
   common::Result<int64_t> Insert(const service::NewJob& job) override;
+  common::Result<std::vector<int64_t>> InsertMany(
+      const std::vector<service::NewJob>& jobs) override;
   common::Result<std::optional<service::JobRecord>> Get(int64_t id,
                                                         std::optional<int64_t> tenant_id,
                                                         bool for_update) override;
@@ -97,6 +106,7 @@ class PgEventStore : public service::EventStore {
   explicit PgEventStore(PgTx& tx) : tx_(tx) {}
   common::Result<int64_t> Append(int64_t job_id, int64_t time_ms, const std::string& type,
                                  const nlohmann::json& data) override;
+  common::Status AppendMany(const std::vector<service::EventRecord>& events) override;
   common::Result<int64_t> AppendStep(int64_t job_id, int64_t time_ms, int64_t step,
                                      const nlohmann::json& data, bool provisional) override;
   common::Status DropProvisionalSteps(int64_t job_id) override;
@@ -166,6 +176,8 @@ class PgAuditStore : public service::AuditStore {
  public:
   explicit PgAuditStore(PgTx& tx) : tx_(tx) {}
   common::Result<int64_t> Append(const service::AuditRecord& r) override;
+  common::Result<std::vector<int64_t>> AppendMany(
+      const std::vector<service::AuditRecord>& rows) override;
   common::Status Amend(int64_t id, const service::AuditRecord& r) override;
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
 

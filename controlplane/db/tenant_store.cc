@@ -243,6 +243,34 @@ Result<int64_t> PgAuditStore::Append(const service::AuditRecord& a) {
   return r->Int(0, "id");
 }
 
+Result<std::vector<int64_t>> PgAuditStore::AppendMany(
+    const std::vector<service::AuditRecord>& rows) {
+  if (rows.empty()) return std::vector<int64_t>();
+  auto ids = NextIds(tx_, "audit_log", rows.size());
+  if (!ids.ok()) return ids.status();
+  nlohmann::json out = nlohmann::json::array();
+  auto opt = [](int64_t v) { return v ? nlohmann::json(v) : nlohmann::json(); };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const service::AuditRecord& a = rows[i];
+    out.push_back({{"id", (*ids)[i]}, {"time_ms", a.time_ms}, {"token_id", opt(a.token_id)},
+                   {"actor", a.actor}, {"role", a.role}, {"tenant_id", opt(a.tenant_id)},
+                   {"target_tenant_id", opt(a.target_tenant_id)}, {"method", a.method},
+                   {"route", a.route}, {"path", a.path}, {"target", a.target},
+                   {"status", a.status}, {"outcome", a.outcome}, {"request_id", a.request_id}});
+  }
+  auto r = tx_.Exec(
+      "INSERT INTO audit_log (id, time, token_id, actor, role, tenant_id, target_tenant_id, method,"
+      " route, path, target, status, outcome, request_id)"
+      " SELECT x.id, " EMBODY_SQL_TS("x.time_ms") ", x.token_id, x.actor, x.role, x.tenant_id,"
+      " x.target_tenant_id, x.method, x.route, x.path, x.target, x.status, x.outcome, x.request_id"
+      " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, time_ms bigint, token_id bigint,"
+      " actor text, role text, tenant_id bigint, target_tenant_id bigint, method text, route text,"
+      " path text, target text, status int, outcome text, request_id text)",
+      {JsonRows(out)});
+  if (!r.ok()) return r.status();
+  return std::move(*ids);
+}
+
 Status PgAuditStore::Amend(int64_t id, const service::AuditRecord& a) {
   return OkOr(
       tx_.Exec("UPDATE audit_log SET status = $2, outcome = $3, target = $4, target_tenant_id = $5"

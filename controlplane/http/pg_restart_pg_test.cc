@@ -4,7 +4,9 @@
 // first answer was lost to the fault) or 503 with Retry-After, never a 500 and never a wait past
 // a bound; every key ends with exactly one job, each with its submission event (nothing half
 // written); /readyz says 503 while the database is away and 200 after; the server is never
-// restarted.
+// restarted. Built twice: as it is, and with the submission batcher on
+// (EMBODY_SUBMIT_BATCH_WINDOW_US; controlplane_pg_restart_batched_pg_test), where a fault in a
+// batch's transaction reaches all its members at once.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -20,13 +22,21 @@
 namespace controlplane {
 namespace {
 
+#ifndef EMBODY_SUBMIT_BATCH_WINDOW_US
+#define EMBODY_SUBMIT_BATCH_WINDOW_US 0
+#endif
+
 constexpr int kThreads = 4;
 // No request may take longer than this, whatever the database does.
 constexpr double kMaxRequestSeconds = 15;
 
 class PgRestartTest : public InProcessServerTest {
  protected:
-  static void SetUpTestSuite() { StartServer("pgrestart"); }
+  static void SetUpTestSuite() {
+    StartServer("pgrestart", 1000, "", [](ServerOptions& o) {
+      o.submit_batch_window_us = EMBODY_SUBMIT_BATCH_WINDOW_US;
+    });
+  }
   static void TearDownTestSuite() { InProcessServerTest::TearDownTestSuite(); }
 
   struct Tally {

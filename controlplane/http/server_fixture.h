@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -31,9 +32,11 @@ class InProcessServerTest : public ::testing::Test {
  protected:
   // Call from the suite's SetUpTestSuite; `name` labels the temp directory.
   // `heartbeat_interval_ms`: nodes the test registers and never heartbeats go DOWN after three.
-  // `web_dir`: the dashboard's files ("": the build's, which may not be built).
+  // `web_dir`: the dashboard's files ("": the build's, which may not be built). `tune` changes
+  // the server's options last (e.g. the submission batch window).
   static void StartServer(const std::string& name, int heartbeat_interval_ms = 1000,
-                          const std::string& web_dir = "") {
+                          const std::string& web_dir = "",
+                          const std::function<void(ServerOptions&)>& tune = nullptr) {
     pg_ = new embody::testing::PgCluster;
     common::Status st = pg_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -48,6 +51,7 @@ class InProcessServerTest : public ::testing::Test {
     o.scheduler_period_ms = 100;
     o.dataset_root = *dir_ + "/datasets";
     if (!web_dir.empty()) o.web_dir = web_dir;
+    if (tune) tune(o);
     auto server = Server::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = server.value().release();

@@ -61,6 +61,13 @@ void AuditScope::NoteTarget(std::string target, int64_t tenant_id) {
   current_scope->noted_target_tenant_ = tenant_id;
 }
 
+std::optional<AuditRecord> AuditScope::DraftFor(std::string target, int64_t target_tenant) {
+  if (written_) return std::nullopt;
+  noted_target_ = std::move(target);
+  noted_target_tenant_ = target_tenant;
+  return draft_(*this);
+}
+
 Result<std::unique_ptr<UnitOfWork>> AuditedDatabase::Begin() {
   EMBODY_ASSIGN_OR_RETURN(uow, inner_.Begin());
   const AuditScope* opened_in = AuditScope::Current();

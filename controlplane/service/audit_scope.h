@@ -19,7 +19,9 @@
 // anyone noticing. The router installs the scope once, around every audited handler, and every
 // unit of work the call opens is covered with no code in handlers or services. The price: work
 // handed to another thread is not covered (none is); its commit would still be audited, by the
-// router, afterwards.
+// router, afterwards. The one exception is the submission batcher (submit_batcher.h): the
+// handler thread waits while the batcher's thread writes the call's row in the batch's
+// transaction through HandedOff() below, so the row stays atomic with the job.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,17 @@ class AuditScope {
 
   // For services: notes the target of the current call; nothing when no scope is open.
   static void NoteTarget(std::string target, int64_t tenant_id);
+
+  // For work handed to another thread while this thread waits for its answer: the scope open on
+  // this thread (nullptr outside one). The other thread may call DraftFor and MarkWritten until
+  // it answers; the waiting thread must not touch the scope meanwhile, and the answer's hand-over
+  // (a promise) orders their writes.
+  static AuditScope* HandedOff() { return Current(); }
+  // The row this call commits as a service acting on `target` of `target_tenant` drafts it;
+  // nullopt when a unit of work of this call already wrote one.
+  std::optional<AuditRecord> DraftFor(std::string target, int64_t target_tenant);
+  // `row` (with its id) was committed for this call by the thread it was handed to.
+  void MarkWritten(AuditRecord row) { written_ = std::move(row); }
 
  private:
   friend class AuditedDatabase;

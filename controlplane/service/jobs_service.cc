@@ -8,6 +8,7 @@
 #include "controlplane/service/audit_scope.h"
 #include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/roles.h"
+#include "controlplane/service/submit_batcher.h"
 #include "controlplane/service/transitions.h"
 
 namespace controlplane::service {
@@ -25,7 +26,8 @@ Result<JobRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, boo
   return std::move(*job);
 }
 
-// The row a successful insert of `nj` stored, as a read of it would return it.
+}  // namespace
+
 JobRecord NewJobRecord(const NewJob& nj, int64_t id, const std::string& tenant_name) {
   JobRecord j;
   j.id = id;
@@ -42,7 +44,53 @@ JobRecord NewJobRecord(const NewJob& nj, int64_t id, const std::string& tenant_n
   j.updated_ms = nj.now_ms;
   return j;
 }
-}  // namespace
+
+NewJob NewJobOf(const Principal& p, const api::JobSpec& spec, const std::string& digest,
+                const std::string& idempotency_key, int64_t now_ms) {
+  NewJob nj;
+  nj.tenant_id = p.tenant_id;
+  nj.token_id = p.token_id;
+  nj.request_sha256 = digest;
+  nj.name = spec.name;
+  nj.kind = api::JobKindName(spec.kind);
+  nj.priority = spec.priority;
+  nj.spec = api::ToJson(spec);
+  nj.idempotency_key = idempotency_key;
+  nj.now_ms = now_ms;
+  return nj;
+}
+
+Result<JobRecord> ReplayOf(JobRecord existing, const std::string& digest) {
+  if (existing.request_sha256 != digest) {
+    return Status(common::Code::kAlreadyExists,
+                  "Idempotency-Key already used for job " + std::to_string(existing.id) +
+                      " with a different request body",
+                  "Idempotency-Key");
+  }
+  return existing;
+}
+
+nlohmann::json SubmittedEvent(const Principal& p) {
+  return {{"from", nullptr},
+          {"to", "PENDING"},
+          {"reason", "submitted"},
+          {"actor", p.tenant + "/" + p.token_name}};
+}
+
+JobsService::JobsService(Database& db, api::SpecLimits limits, Clock now,
+                         std::function<void()> wake, SubmitBatchOptions batch)
+    : db_(db), limits_(limits), now_(std::move(now)), wake_(std::move(wake)) {
+  if (batch.window_us > 0) {
+    batcher_ = std::make_unique<SubmitBatcher>(db_, batch, now_, wake_);
+  }
+}
+
+JobsService::~JobsService() = default;
+
+SubmitBatchStats JobsService::batch_stats() const {
+  return batcher_ ? batcher_->stats() : SubmitBatchStats{};
+}
+JobsService::JobsService(JobsService&&) noexcept = default;
 
 Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "changing jobs"); }
 
@@ -83,16 +131,13 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                   "import jobs are started by POST /v1/datasets", "kind");
   }
   const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
+  if (batcher_) {
+    // Written with whatever else arrives now, in one transaction (submit_batcher.h).
+    return batcher_->Submit(
+        PreparedSubmit{p, std::move(spec), digest, idempotency_key, AuditScope::HandedOff()});
+  }
   // The same key answers with the first job only for the same request.
-  auto replay = [&](JobRecord existing) -> Result<JobRecord> {
-    if (existing.request_sha256 != digest) {
-      return Status(common::Code::kAlreadyExists,
-                    "Idempotency-Key already used for job " + std::to_string(existing.id) +
-                        " with a different request body",
-                    "Idempotency-Key");
-    }
-    return existing;
-  };
+  auto replay = [&](JobRecord existing) { return ReplayOf(std::move(existing), digest); };
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   if (!idempotency_key.empty()) {
     EMBODY_ASSIGN_OR_RETURN(existing, uow->jobs().GetByIdempotencyKey(p.tenant_id, idempotency_key));
@@ -122,16 +167,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
   // directory), so a later import does not change what it trains on.
   EMBODY_ASSIGN_OR_RETURN(dataset, ResolveDataset(*uow, p.tenant_id, spec));
   const int64_t now = now_();
-  NewJob nj;
-  nj.tenant_id = p.tenant_id;
-  nj.token_id = p.token_id;
-  nj.request_sha256 = digest;
-  nj.name = spec.name;
-  nj.kind = api::JobKindName(spec.kind);
-  nj.priority = spec.priority;
-  nj.spec = api::ToJson(spec);
-  nj.idempotency_key = idempotency_key;
-  nj.now_ms = now;
+  const NewJob nj = NewJobOf(p, spec, digest, idempotency_key, now);
   auto id = uow->jobs().Insert(nj);
   if (!id.ok()) {
     // A concurrent request with the same key won the race: answer with its job.
@@ -144,11 +180,7 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
     EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*again, std::move(same)));
     return SubmitResult{std::move(view), false};
   }
-  EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(*id, now, "state",
-                                                   {{"from", nullptr},
-                                                    {"to", "PENDING"},
-                                                    {"reason", "submitted"},
-                                                    {"actor", p.tenant + "/" + p.token_name}}));
+  EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(*id, now, "state", SubmittedEvent(p)));
   (void)ev;
   AuditScope::NoteTarget("job " + std::to_string(*id), p.tenant_id);
   if (dataset) EMBODY_RETURN_IF_ERROR(uow->datasets().BindJob(*id, dataset->id));

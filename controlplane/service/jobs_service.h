@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,22 @@ struct SubmitResult {
   bool created = false;  // false: an earlier submission with the same idempotency key
 };
 
+// Group commit of submissions (submit_batcher.h). window_us 0: each submission is its own
+// transaction, written on the caller's thread.
+struct SubmitBatchOptions {
+  int window_us = 0;   // how long a batch waits for more after its first member arrives
+  int max_size = 256;  // a batch closes at this many members
+};
+
+// What the batcher has done since the service started.
+struct SubmitBatchStats {
+  int64_t batches = 0;         // transactions committed (a member retried alone: one more)
+  int64_t members = 0;         // submissions answered
+  int64_t failed_batches = 0;  // batches of several that failed and were retried member by member
+};
+
+class SubmitBatcher;
+
 struct JobPage {
   std::vector<JobView> jobs;
   std::optional<std::string> next_cursor;
@@ -38,14 +55,18 @@ struct LogSnapshot {
 
 class JobsService {
  public:
-  // `wake` nudges the scheduler after a submit.
-  JobsService(Database& db, api::SpecLimits limits, Clock now, std::function<void()> wake)
-      : db_(db), limits_(limits), now_(std::move(now)), wake_(std::move(wake)) {}
+  // `wake` nudges the scheduler after a submit (once per batch with `batch`).
+  JobsService(Database& db, api::SpecLimits limits, Clock now, std::function<void()> wake,
+              SubmitBatchOptions batch = {});
+  ~JobsService();
+  JobsService(JobsService&&) noexcept;
 
   Result<SubmitResult> Submit(const Principal& p, const std::string& body,
                               const std::string& idempotency_key);
   Result<JobView> Get(const Principal& p, int64_t id);
   const api::SpecLimits& limits() const { return limits_; }
+  // All zero without a batcher.
+  SubmitBatchStats batch_stats() const;
   // `tenant_id` > 0 narrows a cluster-admin's list to one tenant; `name_contains` filters by
   // name (case-insensitive substring).
   Result<JobPage> List(const Principal& p, int limit, const std::string& cursor,
@@ -68,7 +89,20 @@ class JobsService {
   const api::SpecLimits limits_;
   Clock now_;
   std::function<void()> wake_;
+  std::unique_ptr<SubmitBatcher> batcher_;  // null: window 0
 };
+
+// The pieces of a submission that Submit and the batcher share.
+// The row an insert of `spec` for `p` writes.
+NewJob NewJobOf(const Principal& p, const api::JobSpec& spec, const std::string& digest,
+                const std::string& idempotency_key, int64_t now_ms);
+// The row a successful insert of `nj` stored, as a read of it would return it.
+JobRecord NewJobRecord(const NewJob& nj, int64_t id, const std::string& tenant_name);
+// `existing` holds the key: the answer for a request whose body has `digest` (the same body
+// replays it; another one is already_exists).
+Result<JobRecord> ReplayOf(JobRecord existing, const std::string& digest);
+// The data of a new job's first state event.
+nlohmann::json SubmittedEvent(const Principal& p);
 
 // Members and above change jobs; viewers and above read them; machine credentials do neither.
 Status RequireWriter(const Principal& p);

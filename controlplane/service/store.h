@@ -92,6 +92,11 @@ class JobStore {
   virtual ~JobStore() = default;
   // Returns the new id, or already_exists when (tenant, idempotency_key) is taken.
   virtual Result<int64_t> Insert(const NewJob& job) = 0;
+  // Insert for many jobs (the submission batcher), in one statement where the store can; their
+  // ids in the order given, increasing. already_exists when any key is taken: some of the others
+  // may be written then, so the unit of work is to be abandoned. Loops over Insert unless
+  // overridden.
+  virtual Result<std::vector<int64_t>> InsertMany(const std::vector<NewJob>& jobs);
   // for_update locks the row until the unit of work ends.
   virtual Result<std::optional<JobRecord>> Get(int64_t id, std::optional<int64_t> tenant_id,
                                                bool for_update) = 0;
@@ -254,6 +259,9 @@ class EventStore {
   virtual ~EventStore() = default;
   virtual Result<int64_t> Append(int64_t job_id, int64_t time_ms, const std::string& type,
                                  const nlohmann::json& data) = 0;
+  // Append for many events (job_id, time_ms, type, data of each; id unused), in one statement
+  // where the store can. Loops over Append unless overridden.
+  virtual Status AppendMany(const std::vector<EventRecord>& events);
   // A `step` event with its step. `provisional`: the thinning policy does not keep this step;
   // the row stands for the job's latest step until DropProvisionalSteps removes it.
   virtual Result<int64_t> AppendStep(int64_t job_id, int64_t time_ms, int64_t step,
@@ -421,6 +429,9 @@ class AuditStore {
   virtual ~AuditStore() = default;
   // Returns the new row's id.
   virtual Result<int64_t> Append(const AuditRecord& r) = 0;
+  // Append for many rows, in one statement where the store can; their ids in the order given,
+  // increasing. Loops over Append unless overridden.
+  virtual Result<std::vector<int64_t>> AppendMany(const std::vector<AuditRecord>& rows);
   // Rewrites what a row says of the call's result (status, outcome, target, target tenant): for
   // a row written inside the call's transaction before its answer was final (audit_scope.h).
   virtual Status Amend(int64_t id, const AuditRecord& r) = 0;

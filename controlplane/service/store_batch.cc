@@ -19,6 +19,31 @@ Result<std::vector<JobRecord>> JobStore::GetMany(const std::vector<int64_t>& ids
   return out;
 }
 
+Result<std::vector<int64_t>> JobStore::InsertMany(const std::vector<NewJob>& jobs) {
+  std::vector<int64_t> ids;
+  for (const NewJob& j : jobs) {
+    EMBODY_ASSIGN_OR_RETURN(id, Insert(j));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+Status EventStore::AppendMany(const std::vector<EventRecord>& events) {
+  for (const EventRecord& e : events) {
+    EMBODY_RETURN_IF_ERROR(Append(e.job_id, e.time_ms, e.type, e.data).status());
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<int64_t>> AuditStore::AppendMany(const std::vector<AuditRecord>& rows) {
+  std::vector<int64_t> ids;
+  for (const AuditRecord& r : rows) {
+    EMBODY_ASSIGN_OR_RETURN(id, Append(r));
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 Result<std::map<int64_t, std::vector<AllocationRecord>>> AllocationStore::ForJobs(
     const std::vector<int64_t>& job_ids) {
   std::map<int64_t, std::vector<AllocationRecord>> out;

@@ -222,6 +222,86 @@ TYPED_TEST_P(StoreConformanceTest, AnIdempotencyKeyIsUniquePerTenant) {
   EXPECT_FALSE(uow->jobs().GetByIdempotencyKey(a, "")->has_value());
 }
 
+// The submission batcher's forms: many jobs, events and audit rows in one call each, with ids
+// in the order given, read back as the one-row forms write them.
+TYPED_TEST_P(StoreConformanceTest, BatchInsertsKeepTheirOrderAndReadBackAsOneByOne) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  this->AddJob(a, "before", "taken");
+  auto uow = this->Begin();
+  auto ids = uow->jobs().InsertMany(
+      {this->Job(a, "one"), this->Job(b, "two", "k"), this->Job(a, "three", "k")});
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  ASSERT_EQ(ids->size(), 3u);
+  EXPECT_LT((*ids)[0], (*ids)[1]);
+  EXPECT_LT((*ids)[1], (*ids)[2]);
+  std::vector<service::EventRecord> events;
+  for (int64_t id : *ids) {
+    events.push_back({0, id, this->kNow + 1, "state", {{"to", "PENDING"}, {"job", id}}});
+  }
+  ASSERT_TRUE(uow->events().AppendMany(events).ok());
+  service::AuditRecord row;
+  row.time_ms = this->kNow;
+  row.actor = "someone \"quoted\" \\ é";
+  row.role = "member";
+  row.tenant_id = a;
+  row.method = "POST";
+  row.route = "/v1/jobs";
+  row.path = "/v1/jobs";
+  row.status = 201;
+  row.outcome = "ok";
+  std::vector<service::AuditRecord> rows;
+  for (int64_t id : *ids) {
+    row.target = "job " + std::to_string(id);
+    row.request_id = "batch";  // not unique: ids are not found through it
+    rows.push_back(row);
+  }
+  auto row_ids = uow->audit().AppendMany(rows);
+  ASSERT_TRUE(row_ids.ok()) << row_ids.status().ToString();
+  ASSERT_EQ(row_ids->size(), 3u);
+  EXPECT_LT((*row_ids)[0], (*row_ids)[1]);
+  EXPECT_LT((*row_ids)[1], (*row_ids)[2]);
+  ASSERT_TRUE(uow->Commit().ok());
+
+  uow = this->Begin();
+  const std::vector<std::string> names = {"one", "two", "three"};
+  for (size_t i = 0; i < 3; ++i) {
+    auto j = uow->jobs().Get((*ids)[i], std::nullopt, false);
+    ASSERT_TRUE(j.ok() && j->has_value());
+    EXPECT_EQ((*j)->name, names[i]);
+    EXPECT_EQ((*j)->state, api::JobState::kPending);
+    EXPECT_EQ((*j)->created_ms, this->kNow);
+    EXPECT_EQ((*j)->spec["name"], names[i]);
+    auto ev = uow->events().List((*ids)[i], 0, "state", 10);
+    ASSERT_TRUE(ev.ok());
+    ASSERT_EQ(ev->size(), 1u);
+    EXPECT_EQ((*ev)[0].data["job"], (*ids)[i]);
+    EXPECT_EQ((*ev)[0].time_ms, this->kNow + 1);
+  }
+  EXPECT_EQ((**uow->jobs().GetByIdempotencyKey(b, "k")).id, (*ids)[1]);
+  EXPECT_EQ((**uow->jobs().GetByIdempotencyKey(a, "k")).request_sha256, "digest-of-three");
+  EXPECT_EQ(*uow->jobs().PendingCount(a), 3);
+  EXPECT_EQ(*uow->jobs().PendingCount(b), 1);
+  service::AuditQuery q;
+  auto audit = uow->audit().List(q);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 3u);
+  for (const service::AuditRecord& r : *audit) {
+    const size_t i = std::find(row_ids->begin(), row_ids->end(), r.id) - row_ids->begin();
+    ASSERT_LT(i, 3u);
+    EXPECT_EQ(r.target, "job " + std::to_string((*ids)[i]));
+    EXPECT_EQ(r.actor, row.actor);
+    EXPECT_EQ(r.status, 201);
+    EXPECT_EQ(r.tenant_id, a);
+  }
+  uow.reset();
+
+  // A key already taken: already_exists (the unit is then abandoned).
+  uow = this->Begin();
+  auto clash = uow->jobs().InsertMany({this->Job(a, "x"), this->Job(a, "y", "taken")});
+  EXPECT_EQ(clash.status().code(), common::Code::kAlreadyExists);
+  EXPECT_TRUE(uow->jobs().InsertMany({})->empty());
+}
+
 TYPED_TEST_P(StoreConformanceTest, JobListsAreNewestFirstWithCursorsFiltersAndLimits) {
   const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
   std::vector<int64_t> ids;
@@ -551,6 +631,7 @@ TYPED_TEST_P(StoreConformanceTest, NodeShapesCountEveryNodeBySize) {
 REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
                             IdsAreNeverReusedAfterARollback, ARowReadForUpdateWaitsForItsHolder,
                             JobsRoundTripAndAreScopedByTenant, AnIdempotencyKeyIsUniquePerTenant,
+                            BatchInsertsKeepTheirOrderAndReadBackAsOneByOne,
                             JobListsAreNewestFirstWithCursorsFiltersAndLimits,
                             AllocationsAreHeadFirstReleasedThenDeleted,
                             NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
