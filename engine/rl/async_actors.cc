@@ -18,13 +18,14 @@ int64_t NanosSince(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-constexpr uint64_t kEnvSalt = 0x656e76ULL;   // "env", as the synchronous loop seeds its envs
-constexpr uint64_t kActSalt = 0x616374ULL;   // "act"
+constexpr uint64_t kEnvSalt = 0x656e76ULL;  // "env", as the synchronous loop seeds its envs
+constexpr uint64_t kActSalt = 0x616374ULL;  // "act"
 
 // A replica of the learner's policy for acting, at the store's current version.
 common::Result<std::unique_ptr<ActorCritic>> Replica(const ActorSetup& s) {
-  EMBODY_ASSIGN_OR_RETURN(policy, ActorCritic::Create(s.policy, s.engine.seed,
-                                                      static_cast<float>(s.engine.rl.init_log_std)));
+  EMBODY_ASSIGN_OR_RETURN(
+      policy,
+      ActorCritic::Create(s.policy, s.engine.seed, static_cast<float>(s.engine.rl.init_log_std)));
   return policy;
 }
 
@@ -36,7 +37,8 @@ void SampleRows(const ActorCritic& policy, int n, const std::vector<common::Rng*
   for (int i = 0; i < n; ++i) {
     const float* mu = policy.mean() + static_cast<size_t>(i) * A;
     float* a = actions + static_cast<size_t>(i) * A;
-    for (int j = 0; j < A; ++j) a[j] = static_cast<float>(mu[j] + std::exp(log_std[j]) * noise[i]->Normal());
+    for (int j = 0; j < A; ++j)
+      a[j] = static_cast<float>(mu[j] + std::exp(log_std[j]) * noise[i]->Normal());
     logp[i] = static_cast<float>(GaussianLogProb(mu, log_std, a, A));
     values[i] = policy.value()[i];
   }
@@ -421,8 +423,7 @@ common::Result<std::unique_ptr<Actors>> StartEnvActors(const ActorSetup& s) {
     auto made = MakeVecEnv(ActorEnvSpec(s, 1));
     if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
     EMBODY_ASSIGN_OR_RETURN(env, WithLatency(std::move(made).value(), s.engine.rl.env_latency,
-                                             s.engine.seed,
-                                             static_cast<uint64_t>(s.rank) * N + e));
+                                             s.engine.seed, static_cast<uint64_t>(s.rank) * N + e));
     // One environment per VecEnv: its episodes are seeded by (rank, e) instead of its index.
     env->Reset(common::Rng::ForKey(s.engine.seed, kEnvSalt, static_cast<uint64_t>(s.rank),
                                    static_cast<uint64_t>(e) + 1)

@@ -5,7 +5,7 @@
 //                   newer version is there, between inferences; they never wait for it, except at
 //                   the staleness gate below.
 //   SegmentQueue    finished trajectories (Segment: one environment's rollout_steps steps). Every
-//                   environment contributes its j-th segment to global batch j, so a batch is
+//                   environment contributes its j-th segment to rollout j, so a rollout is
 //                   the (T, N) rollout of the synchronous loop, made by possibly several versions.
 //   staleness gate  an environment starts its j-th segment only once the learner's version is at
 //                   least j − η. Batch j is learned at version j and every step of it was acted
@@ -58,8 +58,8 @@ class PolicyStore {
 
 // One environment's rollout_steps steps, acted by the versions in `versions`.
 struct Segment {
-  int env = 0;        // index on this rank
-  int64_t batch = 0;  // the global batch it belongs to (the environment's segment count)
+  int env = 0;                        // index on this rank
+  int64_t batch = 0;                  // the rollout it belongs to (the environment's segment count)
   std::vector<PolicySample> obs;      // (T)
   std::vector<float> actions;         // (T, A)
   std::vector<float> behaviour_logp;  // (T)

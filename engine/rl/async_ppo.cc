@@ -24,7 +24,8 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 // Segments of `envs` environments (sorted by environment) as one (T, envs) rollout.
 Rollout ToRollout(std::vector<Segment>& segs, int T, int A, int64_t version,
                   std::vector<PolicySample>* last_obs, std::vector<int64_t>* versions) {
-  std::sort(segs.begin(), segs.end(), [](const Segment& a, const Segment& b) { return a.env < b.env; });
+  std::sort(segs.begin(), segs.end(),
+            [](const Segment& a, const Segment& b) { return a.env < b.env; });
   const int N = static_cast<int>(segs.size());
   Rollout r;
   r.policy_version = version;
@@ -144,8 +145,8 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       waited += Seconds(w0, Clock::now());
       tally.Add(segs, version);
       Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
-      const bool stale = std::any_of(versions.begin(), versions.end(),
-                                     [&](int64_t v) { return v != version; });
+      const bool stale =
+          std::any_of(versions.begin(), versions.end(), [&](int64_t v) { return v != version; });
       if (stale) {
         // Decoupled PPO: π_prox is the learner's policy now; the critic's values are too.
         EMBODY_RETURN_IF_ERROR(learner.Evaluate(r.obs, r.actions.data(), &proximal_logp, &values));
@@ -223,12 +224,13 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       staleness_sum += count * b;
       steps += count;
     }
-    rec.max_staleness = static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
+    rec.max_staleness =
+        static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
     rec.mean_staleness = steps > 0 ? staleness_sum / steps : 0.0;
     rec.queue_depth = static_cast<int64_t>(comm.AllreduceSum(static_cast<double>(depth)));
     const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
-    const double actor_idle = 1e-9 * static_cast<double>(wait_ns - actor_wait_ns) /
-                              (actors->env_threads() * own_seconds);
+    const double actor_idle =
+        1e-9 * static_cast<double>(wait_ns - actor_wait_ns) / (actors->env_threads() * own_seconds);
     actor_wait_ns = wait_ns;
     const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
     rec.inference_batch = inferences > last_inferences

@@ -10,11 +10,13 @@
 //   level 2, engine.rl.env_async       one thread per environment, inference batched by
 //                                      max_batch / max_wait_ms. Off: one thread steps all of them
 //                                      together.
-//   level 3, engine.rl.streaming       the learner accumulates the gradient micro-batch by
-//                                      micro-batch as trajectories arrive, one optimiser step per
-//                                      global batch (PpoLearner::AccumulateStreaming). Off: the
-//                                      whole batch, then epochs × minibatches steps.
-// The global batch is the synchronous loop's: every environment's next rollout_steps steps, per
+//   level 3, engine.rl.streaming       the learner's first epoch runs as trajectories arrive:
+//                                      each global batch (PPO's minibatch, in order of arrival)
+//                                      is accumulated micro-batch by micro-batch and ends in one
+//                                      optimiser step (PpoLearner::AccumulateStreaming); the other
+//                                      epochs − 1 run once the rollout is in. Off: the whole
+//                                      rollout, then epochs × minibatches steps.
+// The rollout is the synchronous loop's: every environment's next rollout_steps steps, per
 // rank; with several ranks every rank runs this pipeline and the learners average gradients.
 // Staleness of a step = the learner's version when it learns it − the version that acted it;
 // never above η (the gate in async_actors.h). With every level off, kind rl runs RunSyncPpo.

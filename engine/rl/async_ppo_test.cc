@@ -176,8 +176,8 @@ TEST(AsyncPpoTest, StreamingTakesAsManyStepsAndLearnsOnReach) {
   // 4 global batches streamed (one optimiser step each), then 3 more epochs of 4 minibatches.
   for (const UpdateRecord& u : r->updates) EXPECT_EQ(u.ppo.minibatches, 16);
   const double first = MeanSuccess(r->updates, 0, 5), best = BestWindow(r->updates);
-  std::printf("levels 1+3: success first 5 updates %.3f, best 5 %.3f, last 5 %.3f\n", first,
-              best, MeanSuccess(r->updates, 55, 60));
+  std::printf("levels 1+3: success first 5 updates %.3f, best 5 %.3f, last 5 %.3f\n", first, best,
+              MeanSuccess(r->updates, 55, 60));
   EXPECT_GT(best, first + 0.3);
 }
 

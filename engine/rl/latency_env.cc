@@ -48,8 +48,8 @@ common::Result<std::unique_ptr<VecEnv>> WithLatency(std::unique_ptr<VecEnv> env,
                                                     uint64_t seed, uint64_t first_env) {
   if (!(latency.mean_ms > 0.0)) return env;
   EMBODY_ASSIGN_OR_RETURN(model, StepLatencyFromOptions(latency, seed));
-  const auto mode = latency.busy ? sim::StepLatency::WaitMode::kBusy
-                                 : sim::StepLatency::WaitMode::kSleep;
+  const auto mode =
+      latency.busy ? sim::StepLatency::WaitMode::kBusy : sim::StepLatency::WaitMode::kSleep;
   return std::unique_ptr<VecEnv>(
       std::make_unique<LatencyVecEnv>(std::move(env), std::move(model), mode, first_env));
 }

@@ -33,9 +33,7 @@ class LatencyVecEnv final : public VecEnv {
   void Reset(uint64_t seed) override { inner_->Reset(seed); }
   // The inner Step, then the longest of this step's latencies.
   common::Status Step(std::span<const float> actions, StepResult* out) override;
-  const std::vector<PolicySample>& observations() const override {
-    return inner_->observations();
-  }
+  const std::vector<PolicySample>& observations() const override { return inner_->observations(); }
   // Seconds spent waiting on latency so far.
   double waited_seconds() const { return waited_; }
 

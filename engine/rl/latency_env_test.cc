@@ -52,7 +52,8 @@ TEST(LatencyEnvTest, AStepWaitsTheSlowestEnvironmentsDrawAndEachEnvironmentKeeps
     }
     double longest = 0.0;
     for (int e = 0; e < N; ++e) {
-      longest = std::max(longest, static_cast<LatencyVecEnv&>(*alone[e]).waited_seconds() - before[e]);
+      longest =
+          std::max(longest, static_cast<LatencyVecEnv&>(*alone[e]).waited_seconds() - before[e]);
     }
     expected += longest;
     ASSERT_TRUE((*together)->Step(actions, &r).ok());

@@ -210,16 +210,15 @@ common::Status PpoLearner::Evaluate(std::span<const PolicySample> obs, const flo
     const size_t e = std::min(obs.size(), b + static_cast<size_t>(chunk));
     EMBODY_RETURN_IF_ERROR(policy_->Forward(obs.subspan(b, e - b)));
     for (size_t i = b; i < e; ++i) {
-      (*logp)[i] = static_cast<float>(GaussianLogProb(policy_->mean() + (i - b) * A,
-                                                      policy_->log_std(), actions + i * A, A));
+      (*logp)[i] = static_cast<float>(
+          GaussianLogProb(policy_->mean() + (i - b) * A, policy_->log_std(), actions + i * A, A));
       (*values)[i] = policy_->value()[i - b];
     }
   }
   return common::Status::Ok();
 }
 
-common::Status PpoLearner::AccumulateStreaming(Rollout&& r,
-                                               std::span<const PolicySample> last_obs,
+common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const PolicySample> last_obs,
                                                double weight, PpoBatch* learned) {
   const int T = r.steps, N = r.envs, A = policy_->action_dim(), n = T * N;
   if (static_cast<int>(last_obs.size()) != N || static_cast<int>(r.obs.size()) != n ||
@@ -269,9 +268,9 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r,
   streaming_.policy_loss += pl * weight;
   streaming_.value_loss += vl * weight;
   for (int i = 0; i < n; ++i) {
-    learned->proximal_logp.push_back(static_cast<float>(
-        GaussianLogProb(mean + static_cast<size_t>(i) * A, log_std,
-                        r.actions.data() + static_cast<size_t>(i) * A, A)));
+    learned->proximal_logp.push_back(
+        static_cast<float>(GaussianLogProb(mean + static_cast<size_t>(i) * A, log_std,
+                                           r.actions.data() + static_cast<size_t>(i) * A, A)));
     learned->values.push_back(value[i]);
   }
   for (auto& o : r.obs) learned->obs.push_back(std::move(o));

@@ -46,8 +46,9 @@ common::Result<CheckpointData> ReadOnAllRanks(const std::string& path, Communica
 common::Result<std::unique_ptr<ActorCritic>> MakeRlPolicy(const SyncPpoOptions& options,
                                                           const PolicyConfig& config,
                                                           Communicator& comm) {
-  EMBODY_ASSIGN_OR_RETURN(policy, ActorCritic::Create(config, options.engine.seed,
-                                                      static_cast<float>(options.engine.rl.init_log_std)));
+  EMBODY_ASSIGN_OR_RETURN(policy,
+                          ActorCritic::Create(config, options.engine.seed,
+                                              static_cast<float>(options.engine.rl.init_log_std)));
   if (!options.init_from.empty()) {
     EMBODY_ASSIGN_OR_RETURN(ck, ReadOnAllRanks(options.init_from, comm));
     EMBODY_RETURN_IF_ERROR(policy->LoadTrunk(ck));

@@ -41,7 +41,7 @@ struct UpdateRecord {
   double env_steps_per_s = 0;
   PpoStats ppo;
   // Asynchronous runs (async_ppo.h) only.
-  double trajectories_per_s = 0;  // segments of rollout_steps steps learned per second
+  double trajectories_per_s = 0;   // segments of rollout_steps steps learned per second
   std::vector<int64_t> staleness;  // steps learned per staleness 0..η (versions behind)
   int64_t max_staleness = 0;
   double mean_staleness = 0;
