@@ -142,6 +142,21 @@ class LockstepActors final : public Actors {
 
 // Serves the environments' inference requests in batches (level 2).
 class InferenceBatcher {
+  // One environment's request, on its thread's stack until answered.
+  struct Request {
+    int env;
+    int64_t step;
+    const PolicySample* obs;
+    float* action;
+    float* logp;
+    float* value;
+    int64_t* version;
+    Clock::time_point since;
+    bool taken = false;  // by the server: it will answer
+    bool done = false;
+    bool failed = false;
+  };
+
  public:
   InferenceBatcher(const ActorSetup& s, std::unique_ptr<ActorCritic> policy, ActorCounters* c)
       : s_(s), policy_(std::move(policy)), counters_(c) {
@@ -158,8 +173,14 @@ class InferenceBatcher {
     std::unique_lock lk(mu_);
     pending_.push_back(&r);
     cv_.notify_all();
-    served_.wait(lk, [&] { return r.done || stop_; });
-    return r.done;
+    // A request the server has taken is always answered (it writes into r): wait for that even
+    // when stopping; one still pending is withdrawn.
+    served_.wait(lk, [&] { return r.done || (stop_ && !r.taken); });
+    if (!r.done) {
+      pending_.erase(std::remove(pending_.begin(), pending_.end(), &r), pending_.end());
+      return false;
+    }
+    return !r.failed;
   }
 
   // The serving loop; returns on Stop or on a policy error (which it returns).
@@ -187,6 +208,7 @@ class InferenceBatcher {
         const size_t take = std::min(pending_.size(), static_cast<size_t>(max_batch_));
         batch.assign(pending_.begin(), pending_.begin() + take);
         pending_.erase(pending_.begin(), pending_.begin() + take);
+        for (Request* r : batch) r->taken = true;
       }
       version = s_.store->Refresh(version, policy_.get());
       const int n = static_cast<int>(batch.size());
@@ -198,25 +220,36 @@ class InferenceBatcher {
       }
       noise.resize(n);
       for (int i = 0; i < n; ++i) noise[i] = &rngs[i];
-      EMBODY_RETURN_IF_ERROR(policy_->Forward(obs));
+      if (common::Status st = policy_->Forward(obs); !st.ok()) {
+        Answer(batch, /*failed=*/true);
+        return st;
+      }
       act.resize(static_cast<size_t>(n) * A);
       logp.resize(n);
       value.resize(n);
       SampleRows(*policy_, n, noise, act.data(), logp.data(), value.data());
       ++counters_->inferences;
       counters_->inferred += n;
-      std::lock_guard lk(mu_);
       for (int i = 0; i < n; ++i) {
         Request* r = batch[i];
         std::memcpy(r->action, act.data() + static_cast<size_t>(i) * A, sizeof(float) * A);
         *r->logp = logp[i];
         *r->value = value[i];
         *r->version = version;
-        r->done = true;
       }
-      batch.clear();
-      served_.notify_all();
+      Answer(batch, /*failed=*/false);
     }
+  }
+
+  // Marks the taken requests answered (their outputs are written already unless failed).
+  void Answer(std::vector<Request*>& batch, bool failed) {
+    std::lock_guard lk(mu_);
+    for (Request* r : batch) {
+      r->failed = failed;
+      r->done = true;
+    }
+    batch.clear();
+    served_.notify_all();
   }
 
   void Stop() {
@@ -227,18 +260,6 @@ class InferenceBatcher {
   }
 
  private:
-  struct Request {
-    int env;
-    int64_t step;
-    const PolicySample* obs;
-    float* action;
-    float* logp;
-    float* value;
-    int64_t* version;
-    Clock::time_point since;
-    bool done = false;
-  };
-
   ActorSetup s_;
   std::unique_ptr<ActorCritic> policy_;
   ActorCounters* counters_;
