@@ -242,6 +242,15 @@ constexpr std::array kStepRules = {
     FieldRule{"clip_fraction", Kind::kRatioOrNull},
     FieldRule{"rollout_seconds", Kind::kNumberOrNull},
     FieldRule{"update_seconds", Kind::kNumberOrNull},
+    // Asynchronous rl (engine.rl.disaggregated / env_async / streaming, docs/rl.md).
+    FieldRule{"trajectories_per_s", Kind::kNumberOrNull},
+    FieldRule{"staleness", Kind::kNumberMap},
+    FieldRule{"staleness_mean", Kind::kNumberOrNull},
+    FieldRule{"staleness_max", Kind::kCount},
+    FieldRule{"queue_depth", Kind::kCount},
+    FieldRule{"actor_idle_share", Kind::kRatioOrNull},
+    FieldRule{"learner_idle_share", Kind::kRatioOrNull},
+    FieldRule{"inference_batch", Kind::kNumberOrNull},
     // engine.eval_every: closed-loop evaluation at this step (engine/eval/periodic_eval.h).
     FieldRule{"eval_success_rate", Kind::kRatioOrNull},
     FieldRule{"eval_mean_return", Kind::kNumberOrNull},

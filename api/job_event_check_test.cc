@@ -57,6 +57,16 @@ TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
   none["success_rate"] = nullptr;  // no episode ended in the rollout
   none["mean_return"] = nullptr;
   EXPECT_EQ(ReasonOf(none), "ok");
+  json async = rl;  // an asynchronous run's extra fields (docs/rl.md)
+  async.update({{"trajectories_per_s", 70.5},
+                {"staleness", {{"0", 100}, {"1", 412}}},
+                {"staleness_mean", 0.8},
+                {"staleness_max", 1},
+                {"queue_depth", 3},
+                {"actor_idle_share", 0.1},
+                {"learner_idle_share", 0.6},
+                {"inference_batch", 5.5}});
+  EXPECT_EQ(ReasonOf(async), "ok");
   for (auto [key, value] : std::vector<std::pair<std::string, json>>{
            {"success_rate", 1.5},
            {"success_rate", -0.1},
@@ -65,7 +75,13 @@ TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
            {"env_steps", 1.5},
            {"episodes", "many"},
            {"approx_kl", "small"},
-           {"entropy", json::array()}}) {
+           {"entropy", json::array()},
+           {"staleness", 3},
+           {"staleness", json{{"0", "all"}}},
+           {"staleness_max", -1},
+           {"queue_depth", 0.5},
+           {"actor_idle_share", 1.5},
+           {"learner_idle_share", -0.2}}) {
     json bad = rl;
     bad[key] = value;
     EXPECT_EQ(ReasonOf(bad), "bad_field") << key << " = " << value.dump();

@@ -284,13 +284,59 @@ Status ParseFp8(const json& j, Fp8Options* fp8) {
   return Status::Ok();
 }
 
+// engine.rl's latency model and asynchronous levels: each level is on when its object is there.
+Status ParseRlAsync(const ObjectReader& o, RlOptions* r) {
+  if (o.Has("env_latency")) {
+    ObjectReader l(o.At("env_latency"), "engine.rl.env_latency");
+    RlLatencyOptions& m = r->env_latency;
+    EMBODY_RETURN_IF_ERROR(l.CheckObject());
+    EMBODY_RETURN_IF_ERROR(
+        l.CheckKeys({"mean_ms", "jitter", "tail_probability", "tail_alpha", "tail_scale", "busy"}));
+    // The bounds of engine/sim/step_latency.h, so the model accepts whatever passes here.
+    EMBODY_RETURN_IF_ERROR(l.GetDouble("mean_ms", 0.0, 60000.0, &m.mean_ms));
+    EMBODY_RETURN_IF_ERROR(l.GetDouble("jitter", 0.0, 10.0, &m.jitter));
+    EMBODY_RETURN_IF_ERROR(l.GetDouble("tail_probability", 0.0, 0.999, &m.tail_probability));
+    EMBODY_RETURN_IF_ERROR(l.GetDouble("tail_alpha", 1.001, 100.0, &m.tail_alpha));
+    EMBODY_RETURN_IF_ERROR(l.GetDouble("tail_scale", 1.0, 1000.0, &m.tail_scale));
+    EMBODY_RETURN_IF_ERROR(l.GetBool("busy", &m.busy));
+  }
+  if (o.Has("disaggregated")) {
+    ObjectReader d(o.At("disaggregated"), "engine.rl.disaggregated");
+    EMBODY_RETURN_IF_ERROR(d.CheckObject());
+    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness"}));
+    r->disaggregated = true;
+    EMBODY_RETURN_IF_ERROR(d.GetInt("max_staleness", 0, 64, &r->max_staleness));
+  }
+  if (o.Has("env_async")) {
+    ObjectReader a(o.At("env_async"), "engine.rl.env_async");
+    EMBODY_RETURN_IF_ERROR(a.CheckObject());
+    EMBODY_RETURN_IF_ERROR(a.CheckKeys({"max_batch", "max_wait_ms"}));
+    r->env_async = true;
+    EMBODY_RETURN_IF_ERROR(a.GetInt("max_batch", 0, r->envs, &r->max_batch));
+    EMBODY_RETURN_IF_ERROR(a.GetDouble("max_wait_ms", 0.0, 10000.0, &r->max_wait_ms));
+  }
+  if (o.Has("streaming")) {
+    ObjectReader m(o.At("streaming"), "engine.rl.streaming");
+    EMBODY_RETURN_IF_ERROR(m.CheckObject());
+    EMBODY_RETURN_IF_ERROR(m.CheckKeys({"micro_batches"}));
+    r->streaming = true;
+    EMBODY_RETURN_IF_ERROR(m.GetInt("micro_batches", 1, r->envs, &r->micro_batches));
+    // Streaming overlaps the learner with acting, which only a disaggregated learner does.
+    if (!r->disaggregated) {
+      return InvalidArgument("needs engine.rl.disaggregated", "engine.rl.streaming");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ParseRl(const json& j, RlOptions* r) {
   ObjectReader o(j, "engine.rl");
   EMBODY_RETURN_IF_ERROR(o.CheckObject());
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"task", "envs", "rollout_steps", "total_env_steps", "episode_steps", "success_radius",
        "cameras", "gamma", "gae_lambda", "clip", "value_clip", "value_coef", "entropy_coef",
-       "epochs", "minibatches", "lr", "max_grad_norm", "init_log_std", "importance_cap"}));
+       "epochs", "minibatches", "lr", "max_grad_norm", "init_log_std", "importance_cap",
+       "env_latency", "disaggregated", "env_async", "streaming"}));
   EMBODY_RETURN_IF_ERROR(o.GetString("task", {"reach", "push", "pick_place"}, &r->task));
   EMBODY_RETURN_IF_ERROR(o.GetInt("envs", 1, 4096, &r->envs));
   EMBODY_RETURN_IF_ERROR(o.GetInt("rollout_steps", 1, 4096, &r->rollout_steps));
@@ -318,7 +364,7 @@ Status ParseRl(const json& j, RlOptions* r) {
                                ")",
                            "engine.rl.minibatches");
   }
-  return Status::Ok();
+  return ParseRlAsync(o, r);
 }
 
 Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
@@ -709,6 +755,21 @@ json ToJson(const JobSpec& s) {
                            {"max_grad_norm", r.max_grad_norm},
                            {"init_log_std", r.init_log_std},
                            {"importance_cap", r.importance_cap}};
+      json& rl = j["engine"]["rl"];
+      const RlLatencyOptions& l = r.env_latency;
+      if (l.mean_ms > 0.0) {
+        rl["env_latency"] = {{"mean_ms", l.mean_ms},
+                             {"jitter", l.jitter},
+                             {"tail_probability", l.tail_probability},
+                             {"tail_alpha", l.tail_alpha},
+                             {"tail_scale", l.tail_scale},
+                             {"busy", l.busy}};
+      }
+      if (r.disaggregated) rl["disaggregated"] = {{"max_staleness", r.max_staleness}};
+      if (r.env_async) {
+        rl["env_async"] = {{"max_batch", r.max_batch}, {"max_wait_ms", r.max_wait_ms}};
+      }
+      if (r.streaming) rl["streaming"] = {{"micro_batches", r.micro_batches}};
     }
     if (e.fp8.inference) {
       j["engine"]["fp8"] = {{"inference", true}, {"format", e.fp8.format}};

@@ -123,8 +123,21 @@ struct Fp8Options {
   std::string format = "e4m3";
 };
 
-// engine.rl (kind "rl" only): PPO on a built-in simulated task, synchronous colocated loop
-// (docs/rl.md). Per rank: `envs` environments; an update every rollout_steps steps of them.
+// engine.rl.env_latency: every environment step takes a seeded time drawn from a lognormal
+// body with a Pareto tail (engine/sim/step_latency.h), so the light simulator stands in for a
+// heavy one. mean_ms 0: no latency (the default).
+struct RlLatencyOptions {
+  double mean_ms = 0.0;
+  double jitter = 0.0;            // the body's coefficient of variation
+  double tail_probability = 0.0;  // share of steps that stall
+  double tail_alpha = 2.0;        // the stall's Pareto shape
+  double tail_scale = 5.0;        // the stall's minimum, in multiples of mean_ms
+  bool busy = false;              // spin on the core instead of sleeping
+};
+
+// engine.rl (kind "rl" only): PPO on a built-in simulated task (docs/rl.md). Per rank: `envs`
+// environments; an update every rollout_steps steps of them. Without any of the three
+// asynchronous levels (disaggregated, env_async, streaming) the synchronous colocated loop runs.
 struct RlOptions {
   std::string task = "reach";
   int envs = 16;                    // environments per rank
@@ -145,6 +158,24 @@ struct RlOptions {
   double max_grad_norm = 0.5;
   double init_log_std = -0.5;
   double importance_cap = 2.0;  // decoupled PPO's cap on π_prox / π_behaviour
+  RlLatencyOptions env_latency;
+
+  // Level 1 (engine.rl.disaggregated): acting and learning apart; actors run up to
+  // max_staleness policy versions ahead of the learner.
+  bool disaggregated = false;
+  int max_staleness = 1;  // η
+  // Level 2 (engine.rl.env_async): every environment steps on its own; inference runs when
+  // max_batch requests wait or the oldest has waited max_wait_ms. max_batch 0: envs.
+  bool env_async = false;
+  int max_batch = 0;
+  double max_wait_ms = 2.0;
+  // Level 3 (engine.rl.streaming): the learner's first epoch runs as trajectories arrive: a
+  // global batch (PPO's minibatch, one optimiser step) is taken in micro_batches micro-batches,
+  // forward/backward on each as it fills (needs disaggregated).
+  bool streaming = false;
+  int micro_batches = 4;
+
+  bool any_async() const { return disaggregated || env_async || streaming; }
 };
 
 struct EngineOptions {

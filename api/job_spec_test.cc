@@ -146,6 +146,31 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
        "engine.eval_every"},
       {"eval_episodes 0", [](json& j) { j["engine"]["eval_episodes"] = 0; },
        "engine.eval_episodes"},
+      {"latency mean negative", [](json& j) { j["engine"]["rl"]["env_latency"]["mean_ms"] = -1; },
+       "engine.rl.env_latency.mean_ms"},
+      {"latency tail alpha 1",
+       [](json& j) { j["engine"]["rl"]["env_latency"] = {{"mean_ms", 5}, {"tail_alpha", 1.0}}; },
+       "engine.rl.env_latency.tail_alpha"},
+      {"latency unknown key", [](json& j) { j["engine"]["rl"]["env_latency"]["mode"] = "x"; },
+       "engine.rl.env_latency.mode"},
+      {"staleness negative",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["max_staleness"] = -1; },
+       "engine.rl.disaggregated.max_staleness"},
+      {"disaggregated not an object", [](json& j) { j["engine"]["rl"]["disaggregated"] = true; },
+       "engine.rl.disaggregated"},
+      {"max_batch over envs", [](json& j) { j["engine"]["rl"]["env_async"]["max_batch"] = 9; },
+       "engine.rl.env_async.max_batch"},
+      {"max_wait_ms negative",
+       [](json& j) { j["engine"]["rl"]["env_async"]["max_wait_ms"] = -0.5; },
+       "engine.rl.env_async.max_wait_ms"},
+      {"streaming alone", [](json& j) { j["engine"]["rl"]["streaming"] = json::object(); },
+       "engine.rl.streaming"},
+      {"micro_batches over envs",
+       [](json& j) {
+         j["engine"]["rl"]["disaggregated"] = json::object();
+         j["engine"]["rl"]["streaming"]["micro_batches"] = 9;
+       },
+       "engine.rl.streaming.micro_batches"},
   };
   for (const Case& c : cases) {
     json j = ValidRl();
@@ -154,6 +179,39 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
     EXPECT_EQ(s.code(), common::Code::kInvalidArgument) << c.what << ": " << s.ToString();
     EXPECT_EQ(s.field(), c.field) << c.what << ": " << s.ToString();
   }
+}
+
+TEST(JobSpecTest, RlAsyncLevelsAreOffUnlessNamedAndRoundTrip) {
+  auto plain = ParseJobSpec(ValidRl(), {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->engine.rl.any_async());
+  EXPECT_EQ(plain->engine.rl.env_latency.mean_ms, 0.0);
+  EXPECT_FALSE(ToJson(*plain)["engine"]["rl"].contains("env_latency"));
+
+  json j = ValidRl();
+  j["engine"]["rl"]["env_latency"] = {{"mean_ms", 4}, {"jitter", 0.5}, {"tail_probability", 0.05}};
+  j["engine"]["rl"]["disaggregated"] = {{"max_staleness", 2}};
+  j["engine"]["rl"]["env_async"] = {{"max_batch", 4}, {"max_wait_ms", 1.5}};
+  j["engine"]["rl"]["streaming"] = {{"micro_batches", 2}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const api::RlOptions& rl = r->engine.rl;
+  EXPECT_TRUE(rl.disaggregated && rl.env_async && rl.streaming);
+  EXPECT_EQ(rl.max_staleness, 2);
+  EXPECT_EQ(rl.max_batch, 4);
+  EXPECT_DOUBLE_EQ(rl.max_wait_ms, 1.5);
+  EXPECT_EQ(rl.micro_batches, 2);
+  EXPECT_DOUBLE_EQ(rl.env_latency.mean_ms, 4.0);
+  EXPECT_DOUBLE_EQ(rl.env_latency.tail_scale, 5.0);  // default
+  EXPECT_EQ(ToJson(*ParseJobSpec(ToJson(*r), {})), ToJson(*r));
+
+  // One level alone leaves the others off.
+  json only = ValidRl();
+  only["engine"]["rl"]["env_async"] = json::object();
+  auto o = ParseJobSpec(only, {});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_TRUE(o->engine.rl.env_async);
+  EXPECT_FALSE(o->engine.rl.disaggregated || o->engine.rl.streaming);
 }
 
 TEST(JobSpecTest, RlTasksAndEvalEveryRoundTrip) {

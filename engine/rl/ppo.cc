@@ -89,6 +89,10 @@ PpoLearner::PpoLearner(ActorCritic* policy, const PpoConfig& config, Communicato
       head_opt_(policy->heads().size(), AdamWConfig{0.9f, 0.999f, 1e-8f, 0.0f}) {}
 
 common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
+  return Update(batch, config_.epochs);
+}
+
+common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch, int epochs) {
   const int n = batch.size(), A = policy_->action_dim(), M = config_.minibatches;
   if (n < M || M < 1) {
     return common::InvalidArgument("a batch of " + std::to_string(n) + " steps cannot make " +
@@ -107,8 +111,7 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
   std::vector<int> order(n);
   std::vector<PolicySample> obs;
   std::vector<float> d_mean, d_value, d_log_std(A);
-  PolicyTransformer& trunk = policy_->trunk();
-  for (int epoch = 0; epoch < config_.epochs; ++epoch) {
+  for (int epoch = 0; epoch < epochs; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     common::Rng rng = common::Rng::ForKey(seed_, 0x70706fULL, static_cast<uint64_t>(updates_),
                                           static_cast<uint64_t>(epoch));
@@ -155,21 +158,7 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
       for (int j = 0; j < A; ++j) d_log_std[j] -= static_cast<float>(config_.entropy_coef);
       EMBODY_RETURN_IF_ERROR(policy_->Backward(d_mean.data(), d_log_std.data(), d_value.data()));
 
-      comm_->AllreduceMean(trunk.grads(), trunk.num_params());
-      comm_->AllreduceMean(policy_->head_grads().data(), policy_->head_grads().size());
-      double norm_sq = 0.0;
-      for (size_t i = 0; i < trunk.num_params(); ++i)
-        norm_sq += double(trunk.grads()[i]) * trunk.grads()[i];
-      for (float g : policy_->head_grads()) norm_sq += double(g) * g;
-      const double norm = std::sqrt(norm_sq);
-      if (config_.max_grad_norm > 0 && norm > config_.max_grad_norm) {
-        const float s = static_cast<float>(config_.max_grad_norm / norm);
-        for (size_t i = 0; i < trunk.num_params(); ++i) trunk.grads()[i] *= s;
-        for (float& g : policy_->head_grads()) g *= s;
-      }
-      trunk_opt_.Step(trunk.params(), trunk.grads(), static_cast<float>(config_.lr));
-      head_opt_.Step(policy_->heads().data(), policy_->head_grads().data(),
-                     static_cast<float>(config_.lr));
+      const double norm = ApplyGradients();
 
       stats.policy_loss += pl * inv_m;
       stats.value_loss += vl * inv_m;
@@ -187,6 +176,123 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch) {
   stats.clip_fraction = comm_->AllreduceSum(stats.clip_fraction) * per;
   stats.entropy /= stats.minibatches;  // log_std is the same on every rank
   stats.grad_norm /= stats.minibatches;
+  ++updates_;
+  return stats;
+}
+
+double PpoLearner::ApplyGradients() {
+  PolicyTransformer& trunk = policy_->trunk();
+  comm_->AllreduceMean(trunk.grads(), trunk.num_params());
+  comm_->AllreduceMean(policy_->head_grads().data(), policy_->head_grads().size());
+  double norm_sq = 0.0;
+  for (size_t i = 0; i < trunk.num_params(); ++i)
+    norm_sq += double(trunk.grads()[i]) * trunk.grads()[i];
+  for (float g : policy_->head_grads()) norm_sq += double(g) * g;
+  const double norm = std::sqrt(norm_sq);
+  if (config_.max_grad_norm > 0 && norm > config_.max_grad_norm) {
+    const float s = static_cast<float>(config_.max_grad_norm / norm);
+    for (size_t i = 0; i < trunk.num_params(); ++i) trunk.grads()[i] *= s;
+    for (float& g : policy_->head_grads()) g *= s;
+  }
+  trunk_opt_.Step(trunk.params(), trunk.grads(), static_cast<float>(config_.lr));
+  head_opt_.Step(policy_->heads().data(), policy_->head_grads().data(),
+                 static_cast<float>(config_.lr));
+  return norm;
+}
+
+common::Status PpoLearner::Evaluate(std::span<const PolicySample> obs, const float* actions,
+                                    std::vector<float>* logp, std::vector<float>* values,
+                                    int chunk) {
+  const int A = policy_->action_dim();
+  logp->resize(obs.size());
+  values->resize(obs.size());
+  for (size_t b = 0; b < obs.size(); b += chunk) {
+    const size_t e = std::min(obs.size(), b + static_cast<size_t>(chunk));
+    EMBODY_RETURN_IF_ERROR(policy_->Forward(obs.subspan(b, e - b)));
+    for (size_t i = b; i < e; ++i) {
+      (*logp)[i] = static_cast<float>(
+          GaussianLogProb(policy_->mean() + (i - b) * A, policy_->log_std(), actions + i * A, A));
+      (*values)[i] = policy_->value()[i - b];
+    }
+  }
+  return common::Status::Ok();
+}
+
+common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const PolicySample> last_obs,
+                                               double weight, PpoBatch* learned) {
+  const int T = r.steps, N = r.envs, A = policy_->action_dim(), n = T * N;
+  if (static_cast<int>(last_obs.size()) != N || static_cast<int>(r.obs.size()) != n ||
+      r.action_dim != A) {
+    return common::InvalidArgument("a streamed micro-batch's shapes do not match its rollout");
+  }
+  if (!accumulating_) {
+    policy_->ZeroGrad();
+    streaming_ = PpoStats{};
+    accumulating_ = true;
+  }
+  EMBODY_RETURN_IF_ERROR(policy_->Forward(last_obs));
+  const std::vector<float> last_values(policy_->value(), policy_->value() + N);
+  EMBODY_RETURN_IF_ERROR(policy_->Forward(r.obs));  // (T·N) rows, the one Backward differentiates
+  const float* mean = policy_->mean();
+  const float* value = policy_->value();
+  const float* log_std = policy_->log_std();
+  std::vector<float> adv(n), ret(n);
+  ComputeGae(r.rewards.data(), value, r.dones.data(), last_values.data(), T, N, config_.gamma,
+             config_.gae_lambda, adv.data(), ret.data());
+  double sum = 0.0, sq = 0.0;
+  for (float a : adv) sum += a;
+  const double mu = sum / n;
+  for (float a : adv) sq += (a - mu) * (a - mu);
+  const double sd = std::sqrt(sq / n) + 1e-8;
+
+  std::vector<float> d_mean(static_cast<size_t>(n) * A, 0.0f), d_value(n, 0.0f), d_log_std(A, 0.0f);
+  double pl = 0, vl = 0;
+  for (int i = 0; i < n; ++i) {
+    const float* mu_i = mean + static_cast<size_t>(i) * A;
+    const float* a = r.actions.data() + static_cast<size_t>(i) * A;
+    const double logp = GaussianLogProb(mu_i, log_std, a, A);
+    double d_logp = 0.0;
+    bool clipped = false;
+    // π = π_prox here: r = 1, never clipped; w caps how far the behaviour policy lagged.
+    pl += ClippedSurrogate(logp, logp, r.behaviour_logp[i], (adv[i] - mu) / sd, config_.clip,
+                           config_.importance_cap, &d_logp, &clipped);
+    GaussianLogProbGrad(mu_i, log_std, a, A, d_logp * weight,
+                        d_mean.data() + static_cast<size_t>(i) * A, d_log_std.data());
+    double dv = 0.0;
+    vl += ValueLoss(value[i], value[i], ret[i], config_.clip, config_.value_clip, &dv);
+    d_value[i] = static_cast<float>(config_.value_coef * dv * weight);
+  }
+  const double share = weight * n;  // this micro-batch's share of the global batch
+  for (int j = 0; j < A; ++j) d_log_std[j] -= static_cast<float>(config_.entropy_coef * share);
+  EMBODY_RETURN_IF_ERROR(policy_->Backward(d_mean.data(), d_log_std.data(), d_value.data()));
+  streaming_.policy_loss += pl * weight;
+  streaming_.value_loss += vl * weight;
+  for (int i = 0; i < n; ++i) {
+    learned->proximal_logp.push_back(
+        static_cast<float>(GaussianLogProb(mean + static_cast<size_t>(i) * A, log_std,
+                                           r.actions.data() + static_cast<size_t>(i) * A, A)));
+    learned->values.push_back(value[i]);
+  }
+  for (auto& o : r.obs) learned->obs.push_back(std::move(o));
+  learned->actions.insert(learned->actions.end(), r.actions.begin(), r.actions.end());
+  learned->behaviour_logp.insert(learned->behaviour_logp.end(), r.behaviour_logp.begin(),
+                                 r.behaviour_logp.end());
+  learned->advantages.insert(learned->advantages.end(), adv.begin(), adv.end());
+  learned->returns.insert(learned->returns.end(), ret.begin(), ret.end());
+  learned->policy_version.insert(learned->policy_version.end(), n, r.policy_version);
+  return common::Status::Ok();
+}
+
+common::Result<PpoStats> PpoLearner::StepAccumulated() {
+  if (!accumulating_) return common::FailedPrecondition("no micro-batch was accumulated");
+  PpoStats stats = streaming_;
+  stats.grad_norm = ApplyGradients();
+  stats.minibatches = 1;
+  const double world = comm_->world_size();
+  stats.policy_loss = comm_->AllreduceSum(stats.policy_loss) / world;
+  stats.value_loss = comm_->AllreduceSum(stats.value_loss) / world;
+  stats.entropy = GaussianEntropy(policy_->log_std(), policy_->action_dim());
+  accumulating_ = false;
   ++updates_;
   return stats;
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -100,15 +101,44 @@ class PpoLearner {
   // K epochs over batch (every rank passes a batch of the same size). Errors: a batch not
   // divisible into `minibatches` non-empty minibatches, model errors.
   common::Result<PpoStats> Update(PpoBatch& batch);
+
+  // The same with `epochs` passes instead of the configured number (level 3's later epochs).
+  common::Result<PpoStats> Update(PpoBatch& batch, int epochs);
+
+  // Streaming (asynchronous level 3): the first epoch runs as trajectories arrive. A global
+  // batch (one optimiser step) is accumulated micro-batch by micro-batch: AccumulateStreaming
+  // runs the policy once over `rollout` (and once over `last_obs`, the observation after each
+  // environment's last step), so π_prox is the current policy (r = 1; the capped weights
+  // π_prox/π_behaviour still correct stale actors); GAE uses the current values, advantages are
+  // normalised over the micro-batch, and the loss's gradient, times `weight` per step (1 / the
+  // global batch's steps), is added to what was accumulated since the last StepAccumulated.
+  // The steps, with that π_prox, value and GAE advantage, are appended to *learned (moving the
+  // observations out of rollout) for the later epochs. StepAccumulated averages the gradient
+  // over ranks, clips it and takes the step.
+  common::Status AccumulateStreaming(Rollout&& rollout, std::span<const PolicySample> last_obs,
+                                     double weight, PpoBatch* learned);
+  common::Result<PpoStats> StepAccumulated();
+
+  // π(a) and V(s) of the current policy over a batch of steps, in chunks of `chunk` samples:
+  // the proximal policy of decoupled PPO, evaluated by the learner on stale trajectories.
+  common::Status Evaluate(std::span<const PolicySample> obs, const float* actions,
+                          std::vector<float>* logp, std::vector<float>* values, int chunk = 512);
+
   int64_t updates() const { return updates_; }
 
  private:
+  // All-reduces the accumulated gradients (mean over ranks), clips them to max_grad_norm and
+  // takes one AdamW step; returns the norm before clipping.
+  double ApplyGradients();
+
   ActorCritic* policy_;
   PpoConfig config_;
   Communicator* comm_;
   uint64_t seed_;
   AdamW trunk_opt_, head_opt_;
   int64_t updates_ = 0;
+  PpoStats streaming_;  // sums of the micro-batches since the last StepAccumulated
+  bool accumulating_ = false;
 };
 
 }  // namespace engine::rl

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "engine/rl/async_ppo.h"
 #include "engine/rl/sync_ppo.h"
 
 namespace engine::rl {
@@ -21,15 +22,22 @@ common::Result<RlJobResult> RunRlJob(const api::JobSpec& spec, Communicator& com
   if (const char* from = std::getenv("EMBODY_RESUME_FROM"); from != nullptr && *from != '\0') {
     options.init_from = from;
   }
+  const api::RlOptions& rl = spec.engine.rl;
   if (comm.rank() == 0) {
     common::LogInfo(
-        "rl: synchronous PPO",
+        rl.any_async() ? "rl: asynchronous PPO" : "rl: synchronous PPO",
         {{"task", spec.engine.rl.task},
+         {"disaggregated",
+          rl.disaggregated ? "max_staleness " + std::to_string(rl.max_staleness) : "off"},
+         {"env_async", rl.env_async ? "on" : "off"},
+         {"streaming", rl.streaming ? std::to_string(rl.micro_batches) + " micro-batches" : "off"},
          {"envs_per_rank", std::to_string(spec.engine.rl.envs)},
          {"world_size", std::to_string(comm.world_size())},
          {"init_from", options.init_from.empty() ? "(fresh trunk)" : options.init_from}});
   }
-  EMBODY_ASSIGN_OR_RETURN(result, RunSyncPpo(options, comm, events));
+  // With every level off the synchronous loop runs, exactly as before the levels existed.
+  EMBODY_ASSIGN_OR_RETURN(result, rl.any_async() ? RunAsyncPpo(options, comm, events)
+                                                 : RunSyncPpo(options, comm, events));
   if (comm.rank() == 0 && !result.updates.empty()) {
     const UpdateRecord& last = result.updates.back();
     std::printf(

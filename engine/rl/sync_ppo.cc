@@ -11,6 +11,7 @@
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
+#include "engine/rl/latency_env.h"
 #include "engine/rl/make_env.h"
 #include "engine/rl/policy_checkpoint.h"
 
@@ -42,6 +43,47 @@ common::Result<CheckpointData> ReadOnAllRanks(const std::string& path, Communica
 
 }  // namespace
 
+common::Result<std::unique_ptr<ActorCritic>> MakeRlPolicy(const SyncPpoOptions& options,
+                                                          const PolicyConfig& config,
+                                                          Communicator& comm) {
+  EMBODY_ASSIGN_OR_RETURN(policy,
+                          ActorCritic::Create(config, options.engine.seed,
+                                              static_cast<float>(options.engine.rl.init_log_std)));
+  if (!options.init_from.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(ck, ReadOnAllRanks(options.init_from, comm));
+    EMBODY_RETURN_IF_ERROR(policy->LoadTrunk(ck));
+    if (comm.rank() == 0) {
+      common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
+    }
+  }
+  return policy;
+}
+
+nlohmann::json RlStepEvent(const UpdateRecord& rec, int64_t step, int64_t steps, double lr,
+                           double rollout_seconds, double update_seconds, double step_seconds,
+                           int world_size) {
+  const PpoStats& stats = rec.ppo;
+  return {{"type", "step"},
+          {"step", step},
+          {"steps", steps},
+          {"env_steps", rec.env_steps},
+          {"env_steps_per_s", rec.env_steps_per_s},
+          {"episodes", rec.episodes},
+          {"mean_return", NumberOrNull(rec.mean_return)},
+          {"success_rate", NumberOrNull(rec.success_rate)},
+          {"policy_loss", stats.policy_loss},
+          {"value_loss", stats.value_loss},
+          {"entropy", stats.entropy},
+          {"approx_kl", stats.approx_kl},
+          {"clip_fraction", stats.clip_fraction},
+          {"grad_norm", stats.grad_norm},
+          {"lr", lr},
+          {"rollout_seconds", rollout_seconds},
+          {"update_seconds", update_seconds},
+          {"step_seconds", step_seconds},
+          {"world_size", world_size}};
+}
+
 PpoConfig PpoConfigFromOptions(const api::RlOptions& r) {
   PpoConfig c;
   c.gamma = r.gamma;
@@ -63,18 +105,12 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
   const api::RlOptions& rl = options.engine.rl;
   const uint64_t seed = options.engine.seed;
   EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
-  EMBODY_ASSIGN_OR_RETURN(policy,
-                          ActorCritic::Create(config, seed, static_cast<float>(rl.init_log_std)));
-  if (!options.init_from.empty()) {
-    EMBODY_ASSIGN_OR_RETURN(ck, ReadOnAllRanks(options.init_from, comm));
-    EMBODY_RETURN_IF_ERROR(policy->LoadTrunk(ck));
-    if (comm.rank() == 0) {
-      common::LogInfo("policy trunk loaded", {{"init_from", options.init_from}});
-    }
-  }
+  EMBODY_ASSIGN_OR_RETURN(policy, MakeRlPolicy(options, config, comm));
   auto made = MakeVecEnv(RlEnvSpec(rl, config.action_dim, config.vocab));
   if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
-  std::unique_ptr<VecEnv> env = std::move(made).value();
+  // engine.rl.env_latency: the environments wait as a heavy simulator would (none by default).
+  EMBODY_ASSIGN_OR_RETURN(env, WithLatency(std::move(made).value(), rl.env_latency, seed,
+                                           static_cast<uint64_t>(comm.rank()) * rl.envs));
   env->Reset(common::Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
 
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForRl(options.engine));
@@ -157,25 +193,8 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
     rec.ppo = stats;
     result.updates.push_back(rec);
     if (events != nullptr && comm.rank() == 0) {
-      nlohmann::json ev = {{"type", "step"},
-                           {"step", version + 1},
-                           {"steps", total_updates},
-                           {"env_steps", env_steps},
-                           {"env_steps_per_s", rec.env_steps_per_s},
-                           {"episodes", rec.episodes},
-                           {"mean_return", NumberOrNull(rec.mean_return)},
-                           {"success_rate", NumberOrNull(rec.success_rate)},
-                           {"policy_loss", stats.policy_loss},
-                           {"value_loss", stats.value_loss},
-                           {"entropy", stats.entropy},
-                           {"approx_kl", stats.approx_kl},
-                           {"clip_fraction", stats.clip_fraction},
-                           {"grad_norm", stats.grad_norm},
-                           {"lr", ppo.lr},
-                           {"rollout_seconds", Seconds(t0, t1)},
-                           {"update_seconds", Seconds(t1, t2)},
-                           {"step_seconds", seconds},
-                           {"world_size", comm.world_size()}};
+      nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, ppo.lr, Seconds(t0, t1),
+                                      Seconds(t1, t2), seconds, comm.world_size());
       // engine.eval_every: rank 0 alone evaluates; an error ends its run (the agent reports it).
       if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
       events->Post(std::move(ev));

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,15 @@ struct UpdateRecord {
   int64_t episodes = 0;
   double env_steps_per_s = 0;
   PpoStats ppo;
+  // Asynchronous runs (async_ppo.h) only.
+  double trajectories_per_s = 0;   // segments of rollout_steps steps learned per second
+  std::vector<int64_t> staleness;  // steps learned per staleness 0..η (versions behind)
+  int64_t max_staleness = 0;
+  double mean_staleness = 0;
+  int64_t queue_depth = 0;        // trajectories waiting when the learner began this update
+  double actor_idle_share = 0;    // of the acting threads' time, waiting (gate or inference)
+  double learner_idle_share = 0;  // of the learner's time, waiting for trajectories
+  double inference_batch = 0;     // mean requests per batched inference of the actors
 };
 
 struct SyncPpoResult {
@@ -50,6 +60,17 @@ struct SyncPpoResult {
 
 common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communicator& comm,
                                          EventSink* events);
+
+// The policy of an rl job: a fresh trunk of `config`, or the trunk of options.init_from (read by
+// rank 0, sent to every rank), with fresh heads.
+common::Result<std::unique_ptr<ActorCritic>> MakeRlPolicy(const SyncPpoOptions& options,
+                                                          const PolicyConfig& config,
+                                                          Communicator& comm);
+
+// The step event of one update (docs/rl.md), without the asynchronous fields.
+nlohmann::json RlStepEvent(const UpdateRecord& rec, int64_t step, int64_t steps, double lr,
+                           double rollout_seconds, double update_seconds, double step_seconds,
+                           int world_size);
 
 // PpoConfig from a job's engine.rl (engine.optim is not used by kind "rl").
 PpoConfig PpoConfigFromOptions(const api::RlOptions& rl);

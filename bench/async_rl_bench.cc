@@ -1,0 +1,189 @@
+// Asynchronous RL in three levels (docs/rl.md) against the synchronous loop: the same reach task,
+// policy, seed, rank count (one) and heterogeneous step-latency model (engine.rl.env_latency,
+// sleep mode: the environments stand in for simulators served elsewhere), run one after another
+// for the same number of env steps:
+//   sync        RunSyncPpo: every step waits for the slowest environment, acting waits for
+//               every update
+//   +L1         disaggregated: acting goes on while the learner updates (η = --eta)
+//   +L1+L2      and every environment steps on its own, inference batched
+//   +L1+L2+L3   and the learner streams its first epoch in micro-batches
+//   L2 alone    level 2 without level 1 (η = 0: acting waits for every update, on-policy)
+// Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen, and success:
+// the final policy's Gaussian mean evaluated on --eval-episodes seeded episodes (the same
+// episodes for every configuration), and the training episodes' rate over the last 5 updates;
+// with --seeds S, every configuration runs S seeds and success is their mean (one seed of a
+// short run varies by tens of points).
+// Last line: one JSON object.
+//
+//   async_rl_bench [--seeds 3] [--updates 60] [--mean-ms 2] [--tail-p 0.05] [--tail-scale 8] [--eta
+//   1]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/dist/communicator.h"
+#include "engine/report/recording_sink.h"
+#include "engine/rl/async_ppo.h"
+#include "engine/rl/sync_ppo.h"
+#include "engine/testing/small_reach.h"
+
+namespace {
+
+struct Config {
+  const char* name;
+  bool disaggregated, env_async, streaming;
+};
+
+struct Outcome {
+  double seconds = 0, env_steps_per_s = 0, trajectories_per_s = 0;
+  double eval_success = NAN, train_success = NAN, mean_staleness = 0;
+  int64_t env_steps = 0, max_staleness = 0;
+};
+
+double LastSuccess(const std::vector<engine::rl::UpdateRecord>& u, size_t k) {
+  double s = 0;
+  int n = 0;
+  for (size_t i = u.size() > k ? u.size() - k : 0; i < u.size(); ++i) {
+    if (std::isfinite(u[i].success_rate)) {
+      s += u[i].success_rate;
+      ++n;
+    }
+  }
+  return n > 0 ? s / n : NAN;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("asynchronous RL levels vs the synchronous loop (env steps/s, success)");
+  int updates = 60, envs = 16, rollout = 32, eta = 1, micro = 4, episodes = 200;
+  double mean_ms = 2.0, jitter = 0.5, tail_p = 0.05, tail_alpha = 2.0, tail_scale = 8.0;
+  double max_wait_ms = 1.0;
+  uint64_t seed = 1;
+  int seeds = 1;
+  app.add_option("--updates", updates, "PPO updates (global batches) per configuration");
+  app.add_option("--envs", envs, "environments");
+  app.add_option("--rollout-steps", rollout, "steps per environment per global batch");
+  app.add_option("--eta", eta, "maximum staleness (level 1)");
+  app.add_option("--micro-batches", micro, "micro-batches per global batch (level 3)");
+  app.add_option("--max-wait-ms", max_wait_ms, "inference deadline (level 2)");
+  app.add_option("--mean-ms", mean_ms, "step latency: body mean");
+  app.add_option("--jitter", jitter, "step latency: body coefficient of variation");
+  app.add_option("--tail-p", tail_p, "step latency: stall probability");
+  app.add_option("--tail-alpha", tail_alpha, "step latency: stall Pareto shape");
+  app.add_option("--tail-scale", tail_scale, "step latency: stall minimum / mean");
+  app.add_option("--eval-episodes", episodes, "episodes evaluating each final policy");
+  app.add_option("--seed", seed, "first seed");
+  app.add_option("--seeds", seeds, "seeds run per configuration (seed, seed + 1, ...)");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<Config> configs = {{"sync", false, false, false},
+                                       {"+L1", true, false, false},
+                                       {"+L1+L2", true, true, false},
+                                       {"+L1+L2+L3", true, true, true},
+                                       // Level 2 without level 1: acting stays on-policy.
+                                       {"L2 alone", false, true, false}};
+  std::vector<Outcome> out(configs.size());
+  std::vector<std::vector<double>> evals(configs.size());
+  for (int k = 0; k < seeds; ++k) {
+    for (size_t ci = 0; ci < configs.size(); ++ci) {
+      const Config& c = configs[ci];
+      engine::rl::SyncPpoOptions o =
+          engine::testing::SmallReach(static_cast<int64_t>(envs) * rollout * updates);
+      api::RlOptions& rl = o.engine.rl;
+      o.engine.seed = seed + k;
+      rl.envs = envs;
+      rl.rollout_steps = rollout;
+      rl.env_latency.mean_ms = mean_ms;
+      rl.env_latency.jitter = jitter;
+      rl.env_latency.tail_probability = tail_p;
+      rl.env_latency.tail_alpha = tail_alpha;
+      rl.env_latency.tail_scale = tail_scale;
+      rl.disaggregated = c.disaggregated;
+      rl.max_staleness = eta;
+      rl.env_async = c.env_async;
+      rl.max_wait_ms = max_wait_ms;
+      rl.streaming = c.streaming;
+      rl.micro_batches = micro;
+      o.engine.eval_every = updates;  // the final policy, once
+      o.engine.eval_episodes = episodes;
+      engine::LocalCommunicator comm;
+      engine::RecordingSink sink;
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = rl.any_async() ? engine::rl::RunAsyncPpo(o, comm, &sink)
+                              : engine::rl::RunSyncPpo(o, comm, &sink);
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s: %s\n", c.name, r.status().ToString().c_str());
+        return 1;
+      }
+      // Sums over seeds; divided below.
+      Outcome& x = out[ci];
+      x.env_steps += r->updates.back().env_steps;
+      // The loop's time, update by update: neither set-up nor the final evaluation counts.
+      for (const auto& u : r->updates)
+        x.seconds += static_cast<double>(envs) * rollout / u.env_steps_per_s;
+      double eval = NAN;
+      for (const nlohmann::json& ev : sink.events()) {
+        if (ev.contains("eval_success_rate") && ev["eval_success_rate"].is_number()) {
+          eval = ev["eval_success_rate"].get<double>();
+        }
+      }
+      evals[ci].push_back(eval);
+      x.train_success = (k == 0 ? 0.0 : x.train_success) + LastSuccess(r->updates, 5) / seeds;
+      x.eval_success = (k == 0 ? 0.0 : x.eval_success) + eval / seeds;
+      for (const auto& u : r->updates) {
+        x.mean_staleness += u.mean_staleness / r->updates.size() / seeds;
+        x.max_staleness = std::max(x.max_staleness, u.max_staleness);
+      }
+      std::fprintf(stderr, "seed %llu %s: %.1f s, eval success %.3f\n",
+                   static_cast<unsigned long long>(seed + k), c.name, seconds, eval);
+    }
+  }
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    Outcome& x = out[ci];
+    x.env_steps_per_s = x.env_steps / x.seconds;
+    x.trajectories_per_s = x.env_steps_per_s / rollout;
+  }
+
+  std::printf(
+      "reach, %d seed(s), %d envs x %d steps x %d updates, latency mean %.1f ms jitter %.2f, "
+      "stall p %.3f alpha %.1f scale %.1f (sleep), eta %d, %d micro-batches\n",
+      seeds, envs, rollout, updates, mean_ms, jitter, tail_p, tail_alpha, tail_scale, eta, micro);
+  std::printf("%-11s %10s %9s %8s %9s %10s %10s %9s %9s\n", "config", "env_steps", "seconds",
+              "steps/s", "vs sync", "traj/s", "staleness", "eval_succ", "train_succ");
+  nlohmann::json j = {
+      {"bench", "async_rl"}, {"seeds", seeds},           {"updates", updates},
+      {"envs", envs},        {"rollout_steps", rollout}, {"eta", eta},
+      {"mean_ms", mean_ms},  {"tail_p", tail_p},         {"tail_scale", tail_scale}};
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Outcome& x = out[i];
+    const double ratio = x.env_steps_per_s / out[0].env_steps_per_s;
+    std::printf("%-11s %10lld %9.2f %8.0f %8.2fx %10.1f %6.2f/%lld %9.3f %10.3f\n", configs[i].name,
+                static_cast<long long>(x.env_steps), x.seconds, x.env_steps_per_s, ratio,
+                x.trajectories_per_s, x.mean_staleness, static_cast<long long>(x.max_staleness),
+                x.eval_success, x.train_success);
+    j[configs[i].name] = {
+        {"env_steps_per_s", x.env_steps_per_s},
+        {"speedup", ratio},
+        {"trajectories_per_s", x.trajectories_per_s},
+        {"mean_staleness", x.mean_staleness},
+        {"max_staleness", x.max_staleness},
+        {"eval_success",
+         std::isfinite(x.eval_success) ? nlohmann::json(x.eval_success) : nlohmann::json()},
+        {"eval_success_delta_pp", std::isfinite(x.eval_success)
+                                      ? nlohmann::json(100 * (x.eval_success - out[0].eval_success))
+                                      : nlohmann::json()},
+        {"eval_success_per_seed", evals[i]},
+        {"train_success",
+         std::isfinite(x.train_success) ? nlohmann::json(x.train_success) : nlohmann::json()}};
+  }
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}

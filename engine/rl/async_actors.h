@@ -1,0 +1,127 @@
+// The acting side of asynchronous PPO (async_ppo.h): the policy versions the learner publishes,
+// the queue trajectories stream into, and the two ways of acting.
+//
+//   PolicyStore     the learner's latest parameters and their version. Actors copy them when a
+//                   newer version is there, between inferences; they never wait for it, except at
+//                   the staleness gate below.
+//   SegmentQueue    finished trajectories (Segment: one environment's rollout_steps steps). Every
+//                   environment contributes its j-th segment to rollout j, so a rollout is
+//                   the (T, N) rollout of the synchronous loop, made by possibly several versions.
+//   staleness gate  an environment starts its j-th segment only once the learner's version is at
+//                   least j − η. Batch j is learned at version j and every step of it was acted
+//                   by a version ≥ j − η: staleness never exceeds η. η = 0 is the synchronous
+//                   loop's barrier (acting waits for every update).
+//   LockstepActor   one thread steps all environments together, one batched inference per step
+//                   (level 2 off): every step waits for the slowest environment.
+//   EnvActors       level 2: one thread per environment, each stepping on its own; their
+//                   inference requests are served by an InferenceBatcher, which runs the policy
+//                   when max_batch requests wait or the oldest has waited max_wait.
+// Errors of any actor close the queue; the learner sees them at its next Take.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "api/job_spec.h"
+#include "common/rng.h"
+#include "common/status.h"
+#include "engine/rl/actor_critic.h"
+#include "engine/rl/vec_env.h"
+
+namespace engine::rl {
+
+class PolicyStore {
+ public:
+  explicit PolicyStore(ActorCritic& policy);  // version 0: policy's parameters now
+  void Publish(ActorCritic& policy, int64_t version);
+  // Copies the parameters into *policy when they are newer than `have`; returns the version
+  // *policy now holds.
+  int64_t Refresh(int64_t have, ActorCritic* policy) const;
+  int64_t version() const;
+  // Blocks until version() ≥ v or Close(); false when closed.
+  bool WaitForVersion(int64_t v) const;
+  void Close();
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  int64_t version_ = 0;
+  bool closed_ = false;
+  std::vector<float> trunk_, heads_;
+};
+
+// One environment's rollout_steps steps, acted by the versions in `versions`.
+struct Segment {
+  int env = 0;                        // index on this rank
+  int64_t batch = 0;                  // the rollout it belongs to (the environment's segment count)
+  std::vector<PolicySample> obs;      // (T)
+  std::vector<float> actions;         // (T, A)
+  std::vector<float> behaviour_logp;  // (T)
+  std::vector<float> values;          // (T) V under the behaviour policy
+  std::vector<float> rewards;         // (T)
+  std::vector<uint8_t> dones;         // (T)
+  std::vector<int64_t> versions;      // (T)
+  PolicySample last_obs;              // the observation after the last step
+  double episodes = 0, successes = 0, returns = 0;  // of episodes ended in the segment
+};
+
+class SegmentQueue {
+ public:
+  void Push(Segment segment);
+  // Blocks until `count` segments of `batch` are queued, then removes and returns them in the
+  // order they arrived. Errors: the queue was closed (an actor's error, or the run stopping).
+  common::Result<std::vector<Segment>> Take(int64_t batch, int count);
+  // Segments queued now (every batch).
+  int depth() const;
+  void Close(common::Status why);
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Segment> queued_;
+  common::Status closed_ = common::Status::Ok();
+  bool is_closed_ = false;
+};
+
+// What both kinds of actors share.
+struct ActorSetup {
+  api::EngineOptions engine;  // model, rl, seed
+  PolicyConfig policy;
+  int rank = 0;
+  int max_staleness = 0;  // η
+  PolicyStore* store = nullptr;
+  SegmentQueue* queue = nullptr;
+  int64_t batches = 0;  // segments each environment makes before it stops
+};
+
+// Counters the learner reads for its step events. Times in nanoseconds, summed over threads.
+struct ActorCounters {
+  std::atomic<int64_t> gate_wait_ns{0};       // environments waiting at the staleness gate
+  std::atomic<int64_t> inference_wait_ns{0};  // environments waiting for their action
+  std::atomic<int64_t> inferences{0};         // batched policy runs
+  std::atomic<int64_t> inferred{0};           // requests they served
+};
+
+// Starts acting on construction; the destructor stops and joins every thread (closing the
+// store and queue first is what unblocks them).
+class Actors {
+ public:
+  virtual ~Actors() = default;
+  virtual const ActorCounters& counters() const = 0;
+  // Threads that step environments (for idle shares).
+  virtual int env_threads() const = 0;
+};
+
+common::Result<std::unique_ptr<Actors>> StartLockstepActors(const ActorSetup& setup);
+common::Result<std::unique_ptr<Actors>> StartEnvActors(const ActorSetup& setup);
+
+// The noise of environment `env`'s step `step` on `rank`: the same whichever way it is acted.
+common::Rng ActionNoise(uint64_t seed, int rank, int env, int64_t step);
+
+}  // namespace engine::rl

@@ -1,0 +1,273 @@
+#include "engine/rl/async_ppo.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/eval/periodic_eval.h"
+#include "engine/model/policy_options.h"
+#include "engine/rl/async_actors.h"
+#include "engine/rl/gaussian.h"
+#include "engine/rl/policy_checkpoint.h"
+
+namespace engine::rl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Segments of `envs` environments (sorted by environment) as one (T, envs) rollout.
+Rollout ToRollout(std::vector<Segment>& segs, int T, int A, int64_t version,
+                  std::vector<PolicySample>* last_obs, std::vector<int64_t>* versions) {
+  std::sort(segs.begin(), segs.end(),
+            [](const Segment& a, const Segment& b) { return a.env < b.env; });
+  const int N = static_cast<int>(segs.size());
+  Rollout r;
+  r.policy_version = version;
+  r.steps = T;
+  r.envs = N;
+  r.action_dim = A;
+  const size_t n = static_cast<size_t>(T) * N;
+  r.obs.resize(n);
+  r.actions.resize(n * A);
+  r.behaviour_logp.resize(n);
+  r.values.resize(n);
+  r.rewards.resize(n);
+  r.dones.resize(n);
+  versions->resize(n);
+  last_obs->clear();
+  for (int e = 0; e < N; ++e) {
+    Segment& s = segs[e];
+    for (int t = 0; t < T; ++t) {
+      const size_t i = static_cast<size_t>(t) * N + e;
+      r.obs[i] = std::move(s.obs[t]);
+      std::copy_n(s.actions.data() + static_cast<size_t>(t) * A, A, r.actions.data() + i * A);
+      r.behaviour_logp[i] = s.behaviour_logp[t];
+      r.values[i] = s.values[t];
+      r.rewards[i] = s.rewards[t];
+      r.dones[i] = s.dones[t];
+      (*versions)[i] = s.versions[t];
+    }
+    last_obs->push_back(std::move(s.last_obs));
+  }
+  return r;
+}
+
+// What one update saw of its trajectories.
+struct Tally {
+  double episodes = 0, successes = 0, returns = 0;
+  std::vector<double> staleness;  // steps per versions behind, 0..η
+
+  void Add(const std::vector<Segment>& segs, int64_t version) {
+    for (const Segment& s : segs) {
+      episodes += s.episodes;
+      successes += s.successes;
+      returns += s.returns;
+      for (int64_t v : s.versions) {
+        // The gate makes version − v ≤ η; a larger one would be a bug the tests catch.
+        const size_t behind = static_cast<size_t>(std::max<int64_t>(0, version - v));
+        if (behind >= staleness.size()) staleness.resize(behind + 1, 0.0);
+        staleness[behind] += 1;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communicator& comm,
+                                          EventSink* events) {
+  const api::RlOptions& rl = options.engine.rl;
+  EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
+  EMBODY_ASSIGN_OR_RETURN(policy, MakeRlPolicy(options, config, comm));
+  EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForRl(options.engine));
+  const PpoConfig ppo = PpoConfigFromOptions(rl);
+  PpoLearner learner(policy.get(), ppo, &comm, options.engine.seed);
+  const int N = rl.envs, T = rl.rollout_steps, A = config.action_dim;
+  const int eta = rl.disaggregated ? rl.max_staleness : 0;
+  const int64_t per_update = static_cast<int64_t>(N) * T * comm.world_size();
+  const int64_t total_updates = (rl.total_env_steps + per_update - 1) / per_update;
+
+  PolicyStore store(*policy);
+  SegmentQueue queue;
+  ActorSetup setup;
+  setup.engine = options.engine;
+  setup.policy = config;
+  setup.rank = comm.rank();
+  setup.max_staleness = eta;
+  setup.store = &store;
+  setup.queue = &queue;
+  setup.batches = total_updates;
+  std::unique_ptr<Actors> actors;
+  // Declared after actors, so destroyed before them: closing is what lets their threads end.
+  struct Closer {
+    PolicyStore& store;
+    SegmentQueue& queue;
+    ~Closer() {
+      store.Close();
+      queue.Close(common::Unavailable("the run ended"));
+    }
+  } closer{store, queue};
+  if (rl.env_async) {
+    EMBODY_ASSIGN_OR_RETURN(started, StartEnvActors(setup));
+    actors = std::move(started);
+  } else {
+    EMBODY_ASSIGN_OR_RETURN(started, StartLockstepActors(setup));
+    actors = std::move(started);
+  }
+
+  SyncPpoResult result;
+  int64_t env_steps = 0;
+  const ActorCounters& counters = actors->counters();
+  int64_t actor_wait_ns = 0, last_inferences = 0, last_inferred = 0;
+  Clock::time_point last = Clock::now();
+  std::vector<PolicySample> last_obs;
+  std::vector<int64_t> versions;
+  std::vector<float> proximal_logp, values;
+  for (int64_t version = 0; version < total_updates; ++version) {
+    if (options.stop_requested != nullptr && options.stop_requested->load()) {
+      result.stopped = true;
+      break;
+    }
+    const int64_t depth = queue.depth();
+    double waited = 0;  // the learner, for trajectories
+    Tally tally;
+    tally.staleness.assign(eta + 1, 0.0);
+    PpoStats stats;
+    if (!rl.streaming) {
+      const Clock::time_point w0 = Clock::now();
+      EMBODY_ASSIGN_OR_RETURN(segs, queue.Take(version, N));
+      waited += Seconds(w0, Clock::now());
+      tally.Add(segs, version);
+      Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
+      const bool stale =
+          std::any_of(versions.begin(), versions.end(), [&](int64_t v) { return v != version; });
+      if (stale) {
+        // Decoupled PPO: π_prox is the learner's policy now; the critic's values are too.
+        EMBODY_RETURN_IF_ERROR(learner.Evaluate(r.obs, r.actions.data(), &proximal_logp, &values));
+        r.values = values;
+      }
+      EMBODY_RETURN_IF_ERROR(policy->Forward(last_obs));
+      r.last_values.assign(policy->value(), policy->value() + N);
+      PpoBatch batch;
+      AppendRollout(std::move(r), ppo, &batch);
+      if (stale) batch.proximal_logp = proximal_logp;
+      batch.policy_version = versions;
+      EMBODY_ASSIGN_OR_RETURN(s, learner.Update(batch));
+      stats = s;
+    } else {
+      // The first epoch streams: trajectories in order of arrival; the rollout's N make
+      // `minibatches` global batches (PPO's minibatches, one optimiser step each), each taken in
+      // `micro_batches` micro-batches. The other epochs − 1 run once the rollout is in.
+      const int G = std::min(ppo.minibatches, N);
+      PpoBatch learned;
+      double policy_loss = 0, value_loss = 0, grad_norm = 0;
+      for (int g = 0; g < G; ++g) {
+        const int in_global = (g + 1) * N / G - g * N / G;
+        const int M = std::min(rl.micro_batches, in_global);
+        const double weight = 1.0 / (static_cast<double>(in_global) * T);
+        for (int m = 0; m < M; ++m) {
+          const int count = (m + 1) * in_global / M - m * in_global / M;
+          const Clock::time_point w0 = Clock::now();
+          EMBODY_ASSIGN_OR_RETURN(segs, queue.Take(version, count));
+          waited += Seconds(w0, Clock::now());
+          tally.Add(segs, version);
+          Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
+          EMBODY_RETURN_IF_ERROR(
+              learner.AccumulateStreaming(std::move(r), last_obs, weight, &learned));
+        }
+        EMBODY_ASSIGN_OR_RETURN(s, learner.StepAccumulated());
+        policy_loss += s.policy_loss / G;
+        value_loss += s.value_loss / G;
+        grad_norm += s.grad_norm / G;
+      }
+      if (ppo.epochs > 1) {
+        EMBODY_ASSIGN_OR_RETURN(s, learner.Update(learned, ppo.epochs - 1));
+        stats = s;
+        stats.minibatches += G;
+      } else {
+        stats.policy_loss = policy_loss;
+        stats.value_loss = value_loss;
+        stats.grad_norm = grad_norm;
+        stats.entropy = GaussianEntropy(policy->log_std(), A);
+        stats.minibatches = G;
+      }
+    }
+    store.Publish(*policy, version + 1);
+    const Clock::time_point now = Clock::now();
+    const double own_seconds = Seconds(last, now);
+    last = now;
+
+    env_steps += per_update;
+    UpdateRecord rec;
+    rec.env_steps = env_steps;
+    rec.episodes = static_cast<int64_t>(comm.AllreduceSum(tally.episodes));
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    rec.mean_return = rec.episodes > 0 ? comm.AllreduceSum(tally.returns) / rec.episodes : nan;
+    rec.success_rate = rec.episodes > 0 ? comm.AllreduceSum(tally.successes) / rec.episodes : nan;
+    const double seconds = comm.AllreduceMax(own_seconds);
+    rec.env_steps_per_s = per_update / seconds;
+    rec.trajectories_per_s = static_cast<double>(N) * comm.world_size() / seconds;
+    rec.ppo = stats;
+    double staleness_sum = 0, steps = 0;
+    for (size_t b = 0; b < tally.staleness.size(); ++b) {
+      // Every rank's histogram has η + 1 buckets (more only on a gate bug, which max reports).
+      const double count = b <= static_cast<size_t>(eta) ? comm.AllreduceSum(tally.staleness[b])
+                                                         : tally.staleness[b];
+      rec.staleness.push_back(static_cast<int64_t>(count));
+      if (count > 0) rec.max_staleness = static_cast<int64_t>(b);
+      staleness_sum += count * b;
+      steps += count;
+    }
+    rec.max_staleness =
+        static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
+    rec.mean_staleness = steps > 0 ? staleness_sum / steps : 0.0;
+    rec.queue_depth = static_cast<int64_t>(comm.AllreduceSum(static_cast<double>(depth)));
+    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
+    const double actor_idle =
+        1e-9 * static_cast<double>(wait_ns - actor_wait_ns) / (actors->env_threads() * own_seconds);
+    actor_wait_ns = wait_ns;
+    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
+    rec.inference_batch = inferences > last_inferences
+                              ? static_cast<double>(inferred - last_inferred) /
+                                    static_cast<double>(inferences - last_inferences)
+                              : 0.0;
+    last_inferences = inferences;
+    last_inferred = inferred;
+    rec.actor_idle_share = std::clamp(comm.AllreduceSum(actor_idle) / comm.world_size(), 0.0, 1.0);
+    rec.learner_idle_share =
+        std::clamp(comm.AllreduceSum(waited / own_seconds) / comm.world_size(), 0.0, 1.0);
+    result.updates.push_back(rec);
+    if (events != nullptr && comm.rank() == 0) {
+      nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, ppo.lr, waited,
+                                      own_seconds - waited, seconds, comm.world_size());
+      nlohmann::json hist = nlohmann::json::object();
+      for (size_t b = 0; b < rec.staleness.size(); ++b) hist[std::to_string(b)] = rec.staleness[b];
+      ev["trajectories_per_s"] = rec.trajectories_per_s;
+      ev["staleness"] = hist;
+      ev["staleness_mean"] = rec.mean_staleness;
+      ev["staleness_max"] = rec.max_staleness;
+      ev["queue_depth"] = rec.queue_depth;
+      ev["actor_idle_share"] = rec.actor_idle_share;
+      ev["learner_idle_share"] = rec.learner_idle_share;
+      ev["inference_batch"] = rec.inference_batch;
+      if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
+      events->Post(std::move(ev));
+    }
+  }
+  if (comm.rank() == 0 && !options.checkpoint_dir.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(
+        path, SaveRlPolicy(options.checkpoint_dir, *policy, options.engine,
+                           static_cast<int64_t>(result.updates.size()), comm.world_size(), events));
+    result.checkpoint = path;
+  }
+  result.final_heads = policy->heads();
+  return result;
+}
+
+}  // namespace engine::rl
