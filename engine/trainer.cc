@@ -157,6 +157,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (!created.ok()) return created.status();
   PolicyTransformer& model = **created;
   model.Init(e.seed);  // same seed on every rank: identical replicas
+  if (e.fp8.compute) EMBODY_RETURN_IF_ERROR(model.EnableFp8Compute(Fp8ComputeOptionsFrom(e.fp8)));
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForTraining(e));
@@ -374,6 +375,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
     buckets.Begin(tb.batch.WeightTotal(), *local_loss);
     common::Status backward = model.Backward(&hooks);
     const double t_bwd = common::MonotonicSeconds();
+    const Fp8ComputeStats fp8_compute = model.TakeFp8ComputeStats();  // this rank's, this step's
     const GlobalStepTotals totals = buckets.Finish();
     comm.Wait(stats_id);
     if (!backward.ok()) {
@@ -428,10 +430,15 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
         ev["grad_wire_bytes_fp32"] = totals.wire_bytes_fp32;
       }
       if (totals.fp8.elements > 0) ev["fp8_allreduce"] = Fp8StatsJson(totals.fp8);
+      if (model.fp8_compute()) {
+        ev["fp8_compute_e4m3"] = Fp8StatsJson(fp8_compute.e4m3);
+        ev["fp8_compute_e5m2"] = Fp8StatsJson(fp8_compute.e5m2);
+      }
       if (result.gemm_gflops > 0.0) ev["mfu"] = flops / step_seconds / (result.gemm_gflops * 1e9);
       if (periodic_eval.Due(done)) {  // engine.eval_every: rank 0 alone, the others wait
         *failed_on_every_rank = false;
         EMBODY_RETURN_IF_ERROR(periodic_eval.Run(model, &ev));
+        model.TakeFp8ComputeStats();  // the evaluation's products belong to no step
         *failed_on_every_rank = true;
       }
       events->Post(std::move(ev));
