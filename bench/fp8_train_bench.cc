@@ -33,8 +33,7 @@ double Median(std::vector<double> v) {
 }
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double MeanOfLast(const std::vector<float>& v, size_t k) {
@@ -56,7 +55,8 @@ double LoadAvg() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"FP8 compute in training vs fp32: one Linear's products, and the loss after N steps"};
+  CLI::App app{
+      "FP8 compute in training vs fp32: one Linear's products, and the loss after N steps"};
   int d_model = 256, layers = 4, heads = 8, mlp = 1024, rows = 2, tokens = 512, steps = 100,
       reps = 20;
   uint64_t seed = 11;
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps + 1; ++r) {  // the first rep warms up, not counted
     double t0 = Now();
     engine::LinearForwardFast(y.data(), x.data(), w.data(), b.data(), B, C, OC);
-    engine::LinearBackwardFast(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), B,
-                               C, OC, true);
+    engine::LinearBackwardFast(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), B, C,
+                               OC, true);
     double t1 = Now();
     block.Forward(y.data(), x.data(), w.data(), b.data(), B, C, OC);
     block.Backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), B, C, OC, true);
@@ -103,9 +103,10 @@ int main(int argc, char** argv) {
   const double m32 = Median(t32), mblock = Median(tblock), mdelayed = Median(tdelayed);
   std::printf("Linear (%d x %d) -> %d forward + backward, %s, median of %d:\n", B, C, OC,
               engine::LinearComputeName(engine::ActiveLinearCompute()), reps);
-  std::printf("  fp32 %8.2f ms\n  fp8 block %8.2f ms (%.2fx fp32's time)\n"
-              "  fp8 delayed %8.2f ms (%.2fx fp32's time)\n",
-              m32 * 1e3, mblock * 1e3, mblock / m32, mdelayed * 1e3, mdelayed / m32);
+  std::printf(
+      "  fp32 %8.2f ms\n  fp8 block %8.2f ms (%.2fx fp32's time)\n"
+      "  fp8 delayed %8.2f ms (%.2fx fp32's time)\n",
+      m32 * 1e3, mblock * 1e3, mblock / m32, mdelayed * 1e3, mdelayed / m32);
 
   // 2. Training three ways.
   struct Run {
@@ -114,8 +115,8 @@ int main(int argc, char** argv) {
     const char* scaling;
     double loss = 0.0, step_s = 0.0;
   };
-  std::vector<Run> runs = {{"fp32", false, "block"}, {"fp8-block", true, "block"},
-                           {"fp8-delayed", true, "delayed"}};
+  std::vector<Run> runs = {
+      {"fp32", false, "block"}, {"fp8-block", true, "block"}, {"fp8-delayed", true, "delayed"}};
   if (steps > 0) {
     engine::LocalCommunicator comm;
     for (Run& run : runs) {
@@ -142,9 +143,10 @@ int main(int argc, char** argv) {
       run.loss = MeanOfLast(r->losses, 10);
       run.step_s = r->mean_step_seconds;
     }
-    std::printf("Training d_model %d, %d layers, mlp %d, %d x %d tokens per step, %d steps, "
-                "seed %llu (loss: mean of the last 10 steps):\n",
-                d_model, layers, mlp, rows, tokens, steps, static_cast<unsigned long long>(seed));
+    std::printf(
+        "Training d_model %d, %d layers, mlp %d, %d x %d tokens per step, %d steps, "
+        "seed %llu (loss: mean of the last 10 steps):\n",
+        d_model, layers, mlp, rows, tokens, steps, static_cast<unsigned long long>(seed));
     for (const Run& run : runs) {
       std::printf("  %-12s loss %.5f (%+.2f%% vs fp32)  step %.3f s (%.2fx fp32's)\n", run.name,
                   run.loss, 100.0 * (run.loss / runs[0].loss - 1.0), run.step_s,

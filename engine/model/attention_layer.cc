@@ -61,8 +61,7 @@ common::Status SegmentAttentionBackward(float* dq, float* dk, float* dv, const f
 common::Status SelfAttentionForward(float* out, const AttentionActs& a, const float* inp,
                                     const float* w_qkv, const float* b_qkv, const float* w_proj,
                                     const float* b_proj, const AttentionGrid& g,
-                                    kernels::AttentionWorkspace* ws,
-                                    const AttentionFp8Weights& fp8,
+                                    kernels::AttentionWorkspace* ws, const AttentionFp8Weights& fp8,
                                     const AttentionFp8Compute& c) {
   const int N = g.batch->num_slots(), C = g.H * g.D;
   const long CC = static_cast<long>(C) * C;
@@ -94,8 +93,8 @@ common::Status SelfAttentionBackward(float* dinp, float* dw_qkv, float* db_qkv, 
       SegmentAttentionBackward(s.dq, s.dk, s.dv, s.dattn, a.q, a.k, a.v, a.attn, a.lse, g, ws));
   LinearBackwardCompute(c.q, dinp, dw_qkv, db_qkv, s.dq, inp, w_qkv, N, C, C);
   LinearBackwardCompute(c.k, dinp, dw_qkv + CC, db_qkv + C, s.dk, inp, w_qkv + CC, N, C, C);
-  LinearBackwardCompute(c.v, dinp, dw_qkv + 2 * CC, db_qkv + 2 * C, s.dv, inp, w_qkv + 2 * CC, N,
-                        C, C);
+  LinearBackwardCompute(c.v, dinp, dw_qkv + 2 * CC, db_qkv + 2 * C, s.dv, inp, w_qkv + 2 * CC, N, C,
+                        C);
   return common::Status::Ok();
 }
 

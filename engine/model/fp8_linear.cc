@@ -18,8 +18,8 @@ using fp8::Fp8Matrix;
 // needs them only while it runs, and per-layer copies would cost the reference model hundreds of
 // megabytes.
 struct Scratch {
-  Fp8Matrix a, b;            // the two quantised operands of a product
-  Fp8Matrix wt;              // W's codes transposed (C, OC)
+  Fp8Matrix a, b;             // the two quantised operands of a product
+  Fp8Matrix wt;               // W's codes transposed (C, OC)
   std::vector<float> t1, t2;  // transposes of dY and X, a product to add
   std::vector<float> sum;
 };
@@ -106,7 +106,8 @@ void TransposeWeightCodes(const Fp8Matrix& m, Fp8Matrix* t) {
       const int c1 = std::min(m.cols, c0 + 64);
       for (int r = r0; r < r1; ++r) {
         for (int c = c0; c < c1; ++c) {
-          t->codes[static_cast<size_t>(c) * m.rows + r] = m.codes[static_cast<size_t>(r) * m.cols + c];
+          t->codes[static_cast<size_t>(c) * m.rows + r] =
+              m.codes[static_cast<size_t>(r) * m.cols + c];
         }
       }
     }
@@ -129,8 +130,8 @@ float Fp8Linear::TensorScale(const AmaxHistory& h, Format f, float current) cons
   return fp8::BlockScale(f, h.empty() ? current : h.Max());
 }
 
-void Fp8Linear::Forward(float* out, const float* inp, const float* weight, const float* bias,
-                        int B, int C, int OC) {
+void Fp8Linear::Forward(float* out, const float* inp, const float* weight, const float* bias, int B,
+                        int C, int OC) {
   const bool delayed = options_.scaling == Fp8Scaling::kDelayed;
   const long BC = static_cast<long>(B) * C, OCC = static_cast<long>(OC) * C;
   // Delayed scaling needs this call's amax for the history; block scaling finds it per block.
@@ -141,7 +142,8 @@ void Fp8Linear::Forward(float* out, const float* inp, const float* weight, const
   const float w_scale = TensorScale(w_history_, Format::kE4M3, aw);
   Scratch& s = scratch;
   stats_.e4m3.Merge(QuantizeForCompute(inp, B, C, 1, Format::kE4M3, x_scale_, ax, &s.a));
-  stats_.e4m3.Merge(QuantizeForCompute(weight, OC, C, fp8::kBlock, Format::kE4M3, w_scale, aw, &w8_));
+  stats_.e4m3.Merge(
+      QuantizeForCompute(weight, OC, C, fp8::kBlock, Format::kE4M3, w_scale, aw, &w8_));
   Check(fp8::MatmulFp8(out, s.a, w8_, bias));  // (B, OC)
   if (delayed) {
     x_history_.Push(ax);
@@ -182,7 +184,8 @@ void Fp8Linear::Backward(float* dinp, float* dweight, float* dbias, const float*
   Transpose(s.t1.data(), dout, B, OC);
   Transpose(s.t2.data(), inp, B, C);
   stats_.e5m2.Merge(QuantizeForCompute(s.t1.data(), OC, B, 1, Format::kE5M2, dy_scale, ady, &s.a));
-  stats_.e4m3.Merge(QuantizeForCompute(s.t2.data(), C, B, 1, Format::kE4M3, x_scale_, x_amax_, &s.b));
+  stats_.e4m3.Merge(
+      QuantizeForCompute(s.t2.data(), C, B, 1, Format::kE4M3, x_scale_, x_amax_, &s.b));
   Resize(&s.sum, OCC);
   Check(fp8::MatmulFp8(s.sum.data(), s.a, s.b, nullptr));
   for (long i = 0; i < OCC; ++i) dweight[i] += s.sum[i];

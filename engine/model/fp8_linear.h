@@ -89,9 +89,9 @@ class Fp8Linear {
 
   Fp8ComputeOptions options_;
   AmaxHistory x_history_, w_history_, dy_history_;
-  fp8::Fp8Matrix w8_;      // the Forward's weight codes (OC, C)
-  float x_scale_ = 0.0f;   // the Forward's tensor scale for X (kDelayed), reused for Xᵀ
-  float x_amax_ = 0.0f;    // and X's amax (kDelayed), for Xᵀ's statistics
+  fp8::Fp8Matrix w8_;     // the Forward's weight codes (OC, C)
+  float x_scale_ = 0.0f;  // the Forward's tensor scale for X (kDelayed), reused for Xᵀ
+  float x_amax_ = 0.0f;   // and X's amax (kDelayed), for Xᵀ's statistics
   bool have_forward_ = false;
   Fp8ComputeStats stats_;
 };

@@ -45,7 +45,8 @@ std::vector<float> Dequant(const float* x, int rows, int cols, int block_rows, F
 std::vector<float> Transposed(const std::vector<float>& x, int rows, int cols) {
   std::vector<float> t(x.size());
   for (int r = 0; r < rows; ++r) {
-    for (int c = 0; c < cols; ++c) t[static_cast<size_t>(c) * rows + r] = x[static_cast<size_t>(r) * cols + c];
+    for (int c = 0; c < cols; ++c)
+      t[static_cast<size_t>(c) * rows + r] = x[static_cast<size_t>(r) * cols + c];
   }
   return t;
 }

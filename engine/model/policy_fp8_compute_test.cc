@@ -83,7 +83,8 @@ TEST(PolicyFp8ComputeTest, LossAndGradientsWithinFp8ErrorOfFp32) {
   const long N = b.num_slots(), C = c.d_model, M = c.mlp;
   // Per layer E4M3: X twice (forward, and along tokens for dW) and W once, for q, k, v, proj
   // (C → C) and fc1 (C → M), fc2 (M → C); E5M2: dY twice per product.
-  const long e4m3 = c.layers * (4 * (2 * N * C + C * C) + (2 * N * C + M * C) + (2 * N * M + C * M));
+  const long e4m3 =
+      c.layers * (4 * (2 * N * C + C * C) + (2 * N * C + M * C) + (2 * N * M + C * M));
   const long e5m2 = c.layers * (4 * 2 * N * C + 2 * N * M + 2 * N * C);
   EXPECT_EQ(st.e4m3.elements, e4m3);
   EXPECT_EQ(st.e5m2.elements, e5m2);

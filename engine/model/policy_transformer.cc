@@ -378,8 +378,8 @@ common::Status PolicyTransformer::RunForward() {
     ResidualForward(resid_[l + 1], ba.mid, branch_, NC);
   }
   RmsNormForward(lnf_, rstdf_, resid_[config_.layers], P + norm_f_, N, C);
-  ActionHeadForward(pred_, head_in_, lnf_, action_slots_.data(), P + head_w_, P + head_b_, Na, C,
-                    A, head_fp8_);
+  ActionHeadForward(pred_, head_in_, lnf_, action_slots_.data(), P + head_w_, P + head_b_, Na, C, A,
+                    head_fp8_);
   return common::Status::Ok();
 }
 
@@ -444,16 +444,14 @@ common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
     const BlockActs& ba = block_acts_[l];
     std::memset(dln_, 0, sizeof(float) * NC);
     GeluMlpBackward(dln_, G + bp.fc1_w, G + bp.fc1_b, G + bp.fc2_w, G + bp.fc2_b, dpre_, dres_,
-                    ba.ln2, ba.pre, ba.act, P + bp.fc1_w, P + bp.fc2_w, N, C, M,
-                    mlp_compute_[l]);
+                    ba.ln2, ba.pre, ba.act, P + bp.fc1_w, P + bp.fc2_w, N, C, M, mlp_compute_[l]);
     poll();
     RmsNormBackward(dres_, G + bp.norm2, dln_, ba.mid, P + bp.norm2, ba.rstd2, N, C);
     std::memset(dln_, 0, sizeof(float) * NC);
     poll();
-    EMBODY_RETURN_IF_ERROR(SelfAttentionBackward(dln_, G + bp.qkv_w, G + bp.qkv_b, G + bp.proj_w,
-                                                 G + bp.proj_b, attn_scratch_, dres_, ba.attn,
-                                                 ba.ln1, P + bp.qkv_w, P + bp.proj_w, grid, &ws_,
-                                                 attn_compute_[l]));
+    EMBODY_RETURN_IF_ERROR(SelfAttentionBackward(
+        dln_, G + bp.qkv_w, G + bp.qkv_b, G + bp.proj_w, G + bp.proj_b, attn_scratch_, dres_,
+        ba.attn, ba.ln1, P + bp.qkv_w, P + bp.proj_w, grid, &ws_, attn_compute_[l]));
     RmsNormBackward(dres_, G + bp.norm1, dln_, resid_[l], P + bp.norm1, ba.rstd1, N, C);
     // Block l's tensors are contiguous: from its norm1 to the next block's (or norm_f).
     ready(bp.norm1, l + 1 < config_.layers ? blocks_[l + 1].norm1 : norm_f_);
