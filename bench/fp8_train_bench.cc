@@ -5,9 +5,12 @@
 //    GEMM the process uses) vs FP8 (engine/model/fp8_linear.h, block and delayed scaling),
 //    interleaved rep by rep; median times and the ratio.
 // 2. Training: the model trained --steps steps three ways from the same seed and data: fp32,
-//    FP8 with block scaling, FP8 with delayed scaling. The final loss both ways (mean of the last
-//    10 steps), FP8's relative difference from fp32 (the goal: within 2%), and the mean
-//    step time. Skipped with --steps 0.
+//    FP8 with block scaling, FP8 with delayed scaling. The final loss (mean of the last 10
+//    steps) and FP8's relative difference from fp32 (the goal: within 2%). Skipped with
+//    --steps 0.
+// 3. Step time: --time-rounds rounds of --time-steps steps of each way in turn (fp32, block,
+//    delayed, fp32, ...), so a machine shared with other work loads the three alike; the
+//    median over rounds of each way's mean step time. Skipped with --time-rounds 0.
 // The CPU has no FP8 arithmetic: the FP8 products decode to fp32 before multiplying, so FP8 is
 // slower here; what this measures is the accuracy of the recipe, and its cost on a CPU.
 // Ends with one JSON line.
@@ -58,7 +61,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "FP8 compute in training vs fp32: one Linear's products, and the loss after N steps"};
   int d_model = 256, layers = 4, heads = 8, mlp = 1024, rows = 2, tokens = 512, steps = 100,
-      reps = 20;
+      reps = 20, time_rounds = 5, time_steps = 5;
   uint64_t seed = 11;
   app.add_option("--d_model", d_model);
   app.add_option("--layers", layers);
@@ -69,6 +72,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "training steps each way (0: products only)");
   app.add_option("--reps", reps, "repetitions of the product timing");
   app.add_option("--seed", seed);
+  app.add_option("--time-rounds", time_rounds, "rounds of the interleaved step timing (0: none)");
+  app.add_option("--time-steps", time_steps, "steps of each way per round");
   CLI11_PARSE(app, argc, argv);
 
   // 1. One Linear, forward + backward.
@@ -117,40 +122,62 @@ int main(int argc, char** argv) {
   };
   std::vector<Run> runs = {
       {"fp32", false, "block"}, {"fp8-block", true, "block"}, {"fp8-delayed", true, "delayed"}};
+  auto options = [&](const Run& run, int n) {
+    engine::TrainerOptions o;
+    api::EngineOptions& e = o.engine;
+    e.model.d_model = d_model;
+    e.model.layers = layers;
+    e.model.heads = heads;
+    e.model.mlp = mlp;
+    e.model.action_horizon = 16;
+    e.data.rows_per_step = rows;
+    e.data.tokens_per_row = tokens;
+    e.optim.steps = n;
+    e.optim.warmup_steps = std::max(1, n / 10);
+    e.seed = seed;
+    e.fp8.compute = run.fp8;
+    if (run.fp8) e.fp8.scaling = run.scaling;
+    o.print_progress = false;
+    return o;
+  };
+  engine::LocalCommunicator comm;
   if (steps > 0) {
-    engine::LocalCommunicator comm;
     for (Run& run : runs) {
-      engine::TrainerOptions o;
-      api::EngineOptions& e = o.engine;
-      e.model.d_model = d_model;
-      e.model.layers = layers;
-      e.model.heads = heads;
-      e.model.mlp = mlp;
-      e.model.action_horizon = 16;
-      e.data.rows_per_step = rows;
-      e.data.tokens_per_row = tokens;
-      e.optim.steps = steps;
-      e.optim.warmup_steps = std::max(1, steps / 10);
-      e.seed = seed;
-      e.fp8.compute = run.fp8;
-      if (run.fp8) e.fp8.scaling = run.scaling;
-      o.print_progress = false;
-      auto r = engine::Train(o, comm, nullptr);
+      auto r = engine::Train(options(run, steps), comm, nullptr);
       if (!r.ok()) {
         std::fprintf(stderr, "%s: %s\n", run.name, r.status().ToString().c_str());
         return 1;
       }
       run.loss = MeanOfLast(r->losses, 10);
-      run.step_s = r->mean_step_seconds;
     }
     std::printf(
         "Training d_model %d, %d layers, mlp %d, %d x %d tokens per step, %d steps, "
         "seed %llu (loss: mean of the last 10 steps):\n",
         d_model, layers, mlp, rows, tokens, steps, static_cast<unsigned long long>(seed));
     for (const Run& run : runs) {
-      std::printf("  %-12s loss %.5f (%+.2f%% vs fp32)  step %.3f s (%.2fx fp32's)\n", run.name,
-                  run.loss, 100.0 * (run.loss / runs[0].loss - 1.0), run.step_s,
-                  run.step_s / runs[0].step_s);
+      std::printf("  %-12s loss %.5f (%+.2f%% vs fp32)\n", run.name, run.loss,
+                  100.0 * (run.loss / runs[0].loss - 1.0));
+    }
+  }
+  // 3. Step time, the three ways in turn.
+  if (time_rounds > 0) {
+    std::vector<std::vector<double>> per_run(runs.size());
+    for (int round = 0; round < time_rounds; ++round) {
+      for (size_t i = 0; i < runs.size(); ++i) {
+        auto r = engine::Train(options(runs[i], time_steps), comm, nullptr);
+        if (!r.ok()) {
+          std::fprintf(stderr, "%s: %s\n", runs[i].name, r.status().ToString().c_str());
+          return 1;
+        }
+        per_run[i].push_back(r->mean_step_seconds);
+      }
+    }
+    std::printf("Step time, %d rounds of %d steps each way in turn (median of the rounds):\n",
+                time_rounds, time_steps);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      runs[i].step_s = Median(per_run[i]);
+      std::printf("  %-12s %.3f s (%.2fx fp32's)\n", runs[i].name, runs[i].step_s,
+                  runs[i].step_s / runs[0].step_s);
     }
   }
   std::printf(
