@@ -231,6 +231,9 @@ constexpr std::array kStepRules = {
     FieldRule{"grad_wire_bytes", Kind::kCount},
     FieldRule{"grad_wire_bytes_fp32", Kind::kCount},
     FieldRule{"fp8_allreduce", Kind::kFp8Stats},
+    // FP8 compute (engine.fp8.compute): what this rank's products quantised, by format.
+    FieldRule{"fp8_compute_e4m3", Kind::kFp8Stats},
+    FieldRule{"fp8_compute_e5m2", Kind::kFp8Stats},
     // Reinforcement learning (kind "rl"): one step event per PPO update.
     FieldRule{"env_steps", Kind::kCount},         FieldRule{"episodes", Kind::kCount},
     FieldRule{"env_steps_per_s", Kind::kNumberOrNull},

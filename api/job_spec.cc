@@ -264,19 +264,25 @@ bool ValidMetricName(const std::string& s) {
 Status ParseFp8(const json& j, Fp8Options* fp8) {
   ObjectReader f(j, "engine.fp8");
   EMBODY_RETURN_IF_ERROR(f.CheckObject());
-  EMBODY_RETURN_IF_ERROR(f.CheckKeys({"inference", "format", "allreduce", "compute"}));
+  EMBODY_RETURN_IF_ERROR(
+      f.CheckKeys({"inference", "format", "allreduce", "compute", "scaling", "amax_history"}));
   EMBODY_RETURN_IF_ERROR(f.GetBool("inference", &fp8->inference));
   // E5M2's 2 mantissa bits cost weights accuracy for a range block scaling makes unnecessary.
   EMBODY_RETURN_IF_ERROR(f.GetString("format", {"e4m3"}, &fp8->format));
   // allreduce: E4M3 on the wire with error feedback (engine/dist/fp8_allreduce.h); its format is
   // fixed, so "format" still applies only to inference.
   EMBODY_RETURN_IF_ERROR(f.GetBool("allreduce", &fp8->allreduce));
-  bool compute = false;
-  EMBODY_RETURN_IF_ERROR(f.GetBool("compute", &compute));
-  if (compute) {
-    return Status(Code::kUnimplemented,
-                  "FP8 compute is not available yet; only \"inference\" and \"allreduce\" are",
-                  "engine.fp8.compute");
+  // compute: the blocks' Linear products in FP8 (engine/model/fp8_linear.h); scaling and its
+  // history length only mean something with it.
+  EMBODY_RETURN_IF_ERROR(f.GetBool("compute", &fp8->compute));
+  EMBODY_RETURN_IF_ERROR(f.GetString("scaling", {"block", "delayed"}, &fp8->scaling));
+  EMBODY_RETURN_IF_ERROR(f.GetInt("amax_history", 1, 1024, &fp8->amax_history));
+  if (f.Has("scaling") && !fp8->compute) {
+    return InvalidArgument("applies only with \"compute\": true", "engine.fp8.scaling");
+  }
+  if (f.Has("amax_history") && fp8->scaling != "delayed") {
+    return InvalidArgument("applies only with \"scaling\": \"delayed\"",
+                           "engine.fp8.amax_history");
   }
   if (f.Has("format") && !fp8->inference) {
     return InvalidArgument("applies only with \"inference\": true", "engine.fp8.format");
@@ -380,6 +386,12 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
   EMBODY_RETURN_IF_ERROR(o.GetInt("eval_episodes", 1, kMaxEvalEpisodes, &e->eval_episodes));
   EMBODY_RETURN_IF_ERROR(o.GetString("attention", {"varlen", "padded"}, &e->attention));
   EMBODY_RETURN_IF_ERROR(o.GetString("precision", {"fp32", "bf16"}, &e->precision));
+  // Both choose how the products round their operands; the fp8 products have no bf16 variant.
+  if (e->fp8.compute && e->precision != "fp32") {
+    return InvalidArgument("cannot be combined with engine.precision \"" + e->precision +
+                               "\" (FP8 compute sets the products' precision itself)",
+                           "engine.fp8.compute");
+  }
   if (o.Has("model")) {
     ObjectReader m(o.At("model"), "engine.model");
     EMBODY_RETURN_IF_ERROR(m.CheckObject());
@@ -775,6 +787,11 @@ json ToJson(const JobSpec& s) {
       j["engine"]["fp8"] = {{"inference", true}, {"format", e.fp8.format}};
     }
     if (e.fp8.allreduce) j["engine"]["fp8"]["allreduce"] = true;
+    if (e.fp8.compute) {
+      j["engine"]["fp8"]["compute"] = true;
+      j["engine"]["fp8"]["scaling"] = e.fp8.scaling;
+      if (e.fp8.scaling == "delayed") j["engine"]["fp8"]["amax_history"] = e.fp8.amax_history;
+    }
     if (!e.checkpoint.best_metric.empty()) {
       j["engine"]["checkpoint"]["best"] = {{"metric", e.checkpoint.best_metric},
                                            {"mode", e.checkpoint.best_mode}};

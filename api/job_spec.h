@@ -116,11 +116,17 @@ struct CheckpointOptions {
 // of the blocks, 128 x 128 E4M3 blocks with fp32 scales), writes the FP8 checkpoint beside its
 // last one, and evaluates from it. With `allreduce` the gradient all-reduce sends E4M3 codes in
 // 1 x 128 blocks with fp32 scales and keeps each rank's quantisation error for the next step
-// (engine/dist/fp8_allreduce.h). `compute` is accepted only as false until it exists.
+// (engine/dist/fp8_allreduce.h). With `compute` the blocks' Linear products train in FP8 (E4M3
+// activations and weights, E5M2 output gradients, fp32 master weights; engine/model/fp8_linear.h)
+// with `scaling` "block" (per-block scales from the current amax) or "delayed" (per-tensor
+// scales from the largest amax of the last `amax_history` steps); not with precision "bf16".
 struct Fp8Options {
   bool inference = false;
   bool allreduce = false;
   std::string format = "e4m3";
+  bool compute = false;
+  std::string scaling = "block";
+  int amax_history = 16;
 };
 
 // engine.rl.env_latency: every environment step takes a seeded time drawn from a lognormal

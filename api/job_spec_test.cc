@@ -34,6 +34,28 @@ TEST(JobSpecTest, ValidSpecFillsDefaultsAndRoundTrips) {
   EXPECT_EQ(ToJson(*again), ToJson(*r));
 }
 
+TEST(JobSpecTest, Fp8ComputeRoundTrips) {
+  json j = Valid();
+  j["engine"]["fp8"] = {{"compute", true}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->engine.fp8.compute);
+  EXPECT_EQ(r->engine.fp8.scaling, "block");
+  EXPECT_EQ(ToJson(*r)["engine"]["fp8"]["compute"], true);
+  EXPECT_FALSE(ToJson(*r)["engine"]["fp8"].contains("amax_history"));
+  j["engine"]["fp8"] = {{"compute", true}, {"scaling", "delayed"}, {"amax_history", 32},
+                        {"allreduce", true}};
+  r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->engine.fp8.amax_history, 32);
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(ToJson(*again), ToJson(*r));
+  EXPECT_EQ(again->engine.fp8.scaling, "delayed");
+  EXPECT_EQ(again->engine.fp8.amax_history, 32);
+  EXPECT_TRUE(again->engine.fp8.allreduce);
+}
+
 TEST(JobSpecTest, Fp8InferenceRoundTrips) {
   json j = Valid();
   j["engine"]["fp8"] = {{"inference", true}, {"allreduce", false}, {"compute", false}};
@@ -486,9 +508,28 @@ TEST(JobSpecTest, EachRuleRejectsWithField) {
       {"fp8 format with allreduce only",
        [](json& j) { j["engine"]["fp8"] = {{"allreduce", true}, {"format", "e4m3"}}; },
        Code::kInvalidArgument, "engine.fp8.format"},
-      {"fp8 compute not built",
-       [](json& j) { j["engine"]["fp8"] = {{"inference", true}, {"compute", true}}; },
-       Code::kUnimplemented, "engine.fp8.compute"},
+      {"fp8 compute with bf16",
+       [](json& j) {
+         j["engine"]["fp8"] = {{"compute", true}};
+         j["engine"]["precision"] = "bf16";
+       },
+       Code::kInvalidArgument, "engine.fp8.compute"},
+      {"fp8 compute type", [](json& j) { j["engine"]["fp8"] = {{"compute", "on"}}; },
+       Code::kInvalidArgument, "engine.fp8.compute"},
+      {"fp8 scaling unknown",
+       [](json& j) { j["engine"]["fp8"] = {{"compute", true}, {"scaling", "tensor"}}; },
+       Code::kInvalidArgument, "engine.fp8.scaling"},
+      {"fp8 scaling without compute",
+       [](json& j) { j["engine"]["fp8"] = {{"scaling", "delayed"}}; }, Code::kInvalidArgument,
+       "engine.fp8.scaling"},
+      {"fp8 amax history with block scaling",
+       [](json& j) { j["engine"]["fp8"] = {{"compute", true}, {"amax_history", 8}}; },
+       Code::kInvalidArgument, "engine.fp8.amax_history"},
+      {"fp8 amax history 0",
+       [](json& j) {
+         j["engine"]["fp8"] = {{"compute", true}, {"scaling", "delayed"}, {"amax_history", 0}};
+       },
+       Code::kInvalidArgument, "engine.fp8.amax_history"},
       {"rl block on train", [](json& j) { j["engine"]["rl"] = json::object(); },
        Code::kInvalidArgument, "engine.rl"},
       {"heads do not divide", [](json& j) { j["engine"]["model"] = {{"d_model", 96}, {"heads", 5}}; },

@@ -91,6 +91,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
   if (!created.ok()) return created.status();
   PolicyTransformer& model = **created;
   model.Init(e.seed);  // same seed on every rank: identical replicas
+  if (e.fp8.compute) EMBODY_RETURN_IF_ERROR(model.EnableFp8Compute(Fp8ComputeOptionsFrom(e.fp8)));
   const size_t n = model.num_params();
   const nlohmann::json model_json = ModelJson(*config, n);
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForTraining(e));
@@ -204,6 +205,7 @@ common::Result<TrainResult> Train(const TrainerOptions& options, Communicator& c
       if (periodic_eval.Due(done)) {  // engine.eval_every: rank 0 alone, the others wait
         *failed_on_every_rank = false;
         EMBODY_RETURN_IF_ERROR(periodic_eval.Run(model, &ev));
+        model.TakeFp8ComputeStats();  // the evaluation's products belong to no step
         *failed_on_every_rank = true;
       }
       events->Post(std::move(ev));

@@ -4,6 +4,7 @@
 
 #include "engine/kernels/attention_padded.h"
 #include "engine/kernels/attention_varlen.h"
+#include "engine/model/fp8_linear.h"
 #include "engine/model/linear_fast.h"
 
 namespace engine {
@@ -60,17 +61,17 @@ common::Status SegmentAttentionBackward(float* dq, float* dk, float* dv, const f
 common::Status SelfAttentionForward(float* out, const AttentionActs& a, const float* inp,
                                     const float* w_qkv, const float* b_qkv, const float* w_proj,
                                     const float* b_proj, const AttentionGrid& g,
-                                    kernels::AttentionWorkspace* ws,
-                                    const AttentionFp8Weights& fp8) {
+                                    kernels::AttentionWorkspace* ws, const AttentionFp8Weights& fp8,
+                                    const AttentionFp8Compute& c) {
   const int N = g.batch->num_slots(), C = g.H * g.D;
   const long CC = static_cast<long>(C) * C;
   // Three products against the three slices of the fused weight write q, k, v straight into the
   // kernels' layout (no split copy).
-  LinearForwardMaybeFp8(a.q, inp, w_qkv, fp8.q, b_qkv, N, C, C);
-  LinearForwardMaybeFp8(a.k, inp, w_qkv + CC, fp8.k, b_qkv + C, N, C, C);
-  LinearForwardMaybeFp8(a.v, inp, w_qkv + 2 * CC, fp8.v, b_qkv + 2 * C, N, C, C);
+  LinearForwardCompute(c.q, a.q, inp, w_qkv, fp8.q, b_qkv, N, C, C);
+  LinearForwardCompute(c.k, a.k, inp, w_qkv + CC, fp8.k, b_qkv + C, N, C, C);
+  LinearForwardCompute(c.v, a.v, inp, w_qkv + 2 * CC, fp8.v, b_qkv + 2 * C, N, C, C);
   EMBODY_RETURN_IF_ERROR(SegmentAttentionForward(a.attn, a.lse, a.q, a.k, a.v, g, ws));
-  LinearForwardMaybeFp8(out, a.attn, w_proj, fp8.proj, b_proj, N, C, C);
+  LinearForwardCompute(c.proj, out, a.attn, w_proj, fp8.proj, b_proj, N, C, C);
   return common::Status::Ok();
 }
 
@@ -78,20 +79,22 @@ common::Status SelfAttentionBackward(float* dinp, float* dw_qkv, float* db_qkv, 
                                      float* db_proj, const AttentionScratch& s, const float* dout,
                                      const AttentionActs& a, const float* inp, const float* w_qkv,
                                      const float* w_proj, const AttentionGrid& g,
-                                     kernels::AttentionWorkspace* ws) {
+                                     kernels::AttentionWorkspace* ws,
+                                     const AttentionFp8Compute& c) {
   const int N = g.batch->num_slots(), C = g.H * g.D;
   const long NC = static_cast<long>(N) * C, CC = static_cast<long>(C) * C;
   // Backward in reverse order of the forward.
-  LinearBackwardFast(s.dattn, dw_proj, db_proj, dout, a.attn, w_proj, N, C, C,
-                     /*overwrite_dinp=*/true);
+  LinearBackwardCompute(c.proj, s.dattn, dw_proj, db_proj, dout, a.attn, w_proj, N, C, C,
+                        /*overwrite_dinp=*/true);
   std::memset(s.dq, 0, sizeof(float) * NC);
   std::memset(s.dk, 0, sizeof(float) * NC);
   std::memset(s.dv, 0, sizeof(float) * NC);
   EMBODY_RETURN_IF_ERROR(
       SegmentAttentionBackward(s.dq, s.dk, s.dv, s.dattn, a.q, a.k, a.v, a.attn, a.lse, g, ws));
-  LinearBackwardFast(dinp, dw_qkv, db_qkv, s.dq, inp, w_qkv, N, C, C);
-  LinearBackwardFast(dinp, dw_qkv + CC, db_qkv + C, s.dk, inp, w_qkv + CC, N, C, C);
-  LinearBackwardFast(dinp, dw_qkv + 2 * CC, db_qkv + 2 * C, s.dv, inp, w_qkv + 2 * CC, N, C, C);
+  LinearBackwardCompute(c.q, dinp, dw_qkv, db_qkv, s.dq, inp, w_qkv, N, C, C);
+  LinearBackwardCompute(c.k, dinp, dw_qkv + CC, db_qkv + C, s.dk, inp, w_qkv + CC, N, C, C);
+  LinearBackwardCompute(c.v, dinp, dw_qkv + 2 * CC, db_qkv + 2 * C, s.dv, inp, w_qkv + 2 * CC, N, C,
+                        C);
   return common::Status::Ok();
 }
 

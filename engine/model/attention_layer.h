@@ -25,6 +25,8 @@ struct Fp8Matrix;
 
 namespace engine {
 
+class Fp8Linear;
+
 enum class AttentionKind { kVarlen, kPadded };
 
 struct AttentionGrid {
@@ -65,12 +67,23 @@ struct AttentionFp8Weights {
   const fp8::Fp8Matrix* proj = nullptr;
 };
 
+// FP8 compute in training (fp8_linear.h): the four products' FP8 state, one per product (q, k
+// and v each have their own scales); null pointers run that product in fp32. The same objects go
+// to the forward and the backward that follows it.
+struct AttentionFp8Compute {
+  Fp8Linear* q = nullptr;
+  Fp8Linear* k = nullptr;
+  Fp8Linear* v = nullptr;
+  Fp8Linear* proj = nullptr;
+};
+
 // out (N, C) = proj(attention(qkv(inp))). w_qkv (3C, C), b_qkv (3C), w_proj (C, C), b_proj (C).
 common::Status SelfAttentionForward(float* out, const AttentionActs& acts, const float* inp,
                                     const float* w_qkv, const float* b_qkv, const float* w_proj,
                                     const float* b_proj, const AttentionGrid& grid,
                                     kernels::AttentionWorkspace* ws,
-                                    const AttentionFp8Weights& fp8 = {});
+                                    const AttentionFp8Weights& fp8 = {},
+                                    const AttentionFp8Compute& compute = {});
 
 // Scratch for the backward: four (N, C) buffers, overwritten.
 struct AttentionScratch {
@@ -85,6 +98,7 @@ common::Status SelfAttentionBackward(float* dinp, float* dw_qkv, float* db_qkv, 
                                      float* db_proj, const AttentionScratch& scratch,
                                      const float* dout, const AttentionActs& acts, const float* inp,
                                      const float* w_qkv, const float* w_proj,
-                                     const AttentionGrid& grid, kernels::AttentionWorkspace* ws);
+                                     const AttentionGrid& grid, kernels::AttentionWorkspace* ws,
+                                     const AttentionFp8Compute& compute = {});
 
 }  // namespace engine

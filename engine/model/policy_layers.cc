@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 
+#include "engine/model/fp8_linear.h"
 #include "engine/model/linear_fast.h"
 
 namespace engine {
@@ -100,20 +101,22 @@ void TimeFeatures(float* out, const float* t, int n) {
 
 void GeluMlpForward(float* out, float* pre, float* act, const float* inp, const float* w1,
                     const float* b1, const float* w2, const float* b2, int N, int C, int M,
-                    const MlpFp8Weights& fp8) {
-  LinearForwardMaybeFp8(pre, inp, w1, fp8.fc1, b1, N, C, M);  // (N, M)
+                    const MlpFp8Weights& fp8, const MlpFp8Compute& c) {
+  LinearForwardCompute(c.fc1, pre, inp, w1, fp8.fc1, b1, N, C, M);  // (N, M)
   GeluForwardFast(act, pre, static_cast<long>(N) * M);
-  LinearForwardMaybeFp8(out, act, w2, fp8.fc2, b2, N, M, C);  // (N, C)
+  LinearForwardCompute(c.fc2, out, act, w2, fp8.fc2, b2, N, M, C);  // (N, C)
 }
 
 void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2,
                      float* dpre_scratch, const float* dout, const float* inp, const float* pre,
-                     const float* act, const float* w1, const float* w2, int N, int C, int M) {
+                     const float* act, const float* w1, const float* w2, int N, int C, int M,
+                     const MlpFp8Compute& c) {
   // dact (N, M) written into the scratch, then GELU's derivative scales it into dpre in place.
   const long NM = static_cast<long>(N) * M;
-  LinearBackwardFast(dpre_scratch, dw2, db2, dout, act, w2, N, M, C, /*overwrite_dinp=*/true);
+  LinearBackwardCompute(c.fc2, dpre_scratch, dw2, db2, dout, act, w2, N, M, C,
+                        /*overwrite_dinp=*/true);
   GeluGradInPlace(dpre_scratch, pre, NM);
-  LinearBackwardFast(dinp, dw1, db1, dpre_scratch, inp, w1, N, C, M);
+  LinearBackwardCompute(c.fc1, dinp, dw1, db1, dpre_scratch, inp, w1, N, C, M);
 }
 
 void ActionHeadForward(float* pred, float* gathered, const float* hidden, const int32_t* rows,

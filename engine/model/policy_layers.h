@@ -15,6 +15,8 @@ struct Fp8Matrix;
 
 namespace engine {
 
+class Fp8Linear;
+
 inline constexpr float kRmsNormEps = 1e-5f;
 inline constexpr int kTimeFeatures = 64;  // sinusoidal features of the flow-matching time
 
@@ -53,13 +55,20 @@ struct MlpFp8Weights {
   const fp8::Fp8Matrix* fc1 = nullptr;
   const fp8::Fp8Matrix* fc2 = nullptr;
 };
+// FP8 compute in training (fp8_linear.h): fc1's and fc2's FP8 state, null for fp32; the same
+// objects go to the forward and the backward that follows it.
+struct MlpFp8Compute {
+  Fp8Linear* fc1 = nullptr;
+  Fp8Linear* fc2 = nullptr;
+};
 void GeluMlpForward(float* out, float* pre, float* act, const float* inp, const float* w1,
                     const float* b1, const float* w2, const float* b2, int N, int C, int M,
-                    const MlpFp8Weights& fp8 = {});
+                    const MlpFp8Weights& fp8 = {}, const MlpFp8Compute& compute = {});
 // dpre_scratch (N, M) is overwritten; dinp, dw1, db1, dw2, db2 accumulate.
 void GeluMlpBackward(float* dinp, float* dw1, float* db1, float* dw2, float* db2,
                      float* dpre_scratch, const float* dout, const float* inp, const float* pre,
-                     const float* act, const float* w1, const float* w2, int N, int C, int M);
+                     const float* act, const float* w1, const float* w2, int N, int C, int M,
+                     const MlpFp8Compute& compute = {});
 
 // Action head on the action tokens only: pred[a] = hidden[rows[a]] · weightᵀ + bias.
 // hidden (N, C), rows (Na) slot of each action token, gathered (Na, C) is saved for backward,

@@ -27,4 +27,11 @@ common::Result<PolicyConfig> PolicyConfigFromOptions(const api::EngineOptions& e
   return c;
 }
 
+Fp8ComputeOptions Fp8ComputeOptionsFrom(const api::Fp8Options& fp8) {
+  Fp8ComputeOptions o;
+  o.scaling = fp8.scaling == "delayed" ? Fp8Scaling::kDelayed : Fp8Scaling::kBlock;
+  o.history = fp8.amax_history;
+  return o;
+}
+
 }  // namespace engine

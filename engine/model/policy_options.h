@@ -14,4 +14,7 @@ namespace engine {
 // PolicyConfig::Validate rejects (ParseJobSpec rejects both first).
 common::Result<PolicyConfig> PolicyConfigFromOptions(const api::EngineOptions& options);
 
+// engine.fp8.{scaling, amax_history} for PolicyTransformer::EnableFp8Compute.
+Fp8ComputeOptions Fp8ComputeOptionsFrom(const api::Fp8Options& fp8);
+
 }  // namespace engine

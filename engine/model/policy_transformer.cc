@@ -79,10 +79,36 @@ PolicyTransformer::PolicyTransformer(const PolicyConfig& c) : config_(c) {
   grads_.assign(layout_.total_floats(), 0.0f);
   attn_fp8_.assign(c.layers, AttentionFp8Weights{});
   mlp_fp8_.assign(c.layers, MlpFp8Weights{});
+  attn_compute_.assign(c.layers, AttentionFp8Compute{});
+  mlp_compute_.assign(c.layers, MlpFp8Compute{});
+}
+
+common::Status PolicyTransformer::EnableFp8Compute(const Fp8ComputeOptions& options) {
+  if (!fp8_.empty()) {
+    return common::FailedPrecondition("a policy with FP8 weights runs inference only");
+  }
+  if (options.history < 1) return common::InvalidArgument("amax history must be >= 1", "history");
+  constexpr int kPerLayer = 6;
+  fp8_linears_.assign(static_cast<size_t>(config_.layers) * kPerLayer, Fp8Linear(options));
+  for (int l = 0; l < config_.layers; ++l) {
+    Fp8Linear* f = fp8_linears_.data() + static_cast<size_t>(l) * kPerLayer;
+    attn_compute_[l] = AttentionFp8Compute{f, f + 1, f + 2, f + 3};
+    mlp_compute_[l] = MlpFp8Compute{f + 4, f + 5};
+  }
+  return common::Status::Ok();
+}
+
+Fp8ComputeStats PolicyTransformer::TakeFp8ComputeStats() {
+  Fp8ComputeStats all;
+  for (Fp8Linear& f : fp8_linears_) all.Merge(f.TakeStats());
+  return all;
 }
 
 common::Status PolicyTransformer::SetFp8Weights(
     std::map<std::string, std::vector<fp8::Fp8Matrix>> weights) {
+  if (fp8_compute()) {
+    return common::FailedPrecondition("a policy training with FP8 compute takes no FP8 weights");
+  }
   // Every Linear weight that may be quantised, with where its pointers go.
   struct Slot {
     std::vector<const fp8::Fp8Matrix**> parts;
@@ -344,16 +370,16 @@ common::Status PolicyTransformer::RunForward() {
     RmsNormForward(ba.ln1, ba.rstd1, resid_[l], P + bp.norm1, N, C);
     EMBODY_RETURN_IF_ERROR(SelfAttentionForward(branch_, ba.attn, ba.ln1, P + bp.qkv_w,
                                                 P + bp.qkv_b, P + bp.proj_w, P + bp.proj_b, grid,
-                                                &ws_, attn_fp8_[l]));
+                                                &ws_, attn_fp8_[l], attn_compute_[l]));
     ResidualForward(ba.mid, resid_[l], branch_, NC);
     RmsNormForward(ba.ln2, ba.rstd2, ba.mid, P + bp.norm2, N, C);
     GeluMlpForward(branch_, ba.pre, ba.act, ba.ln2, P + bp.fc1_w, P + bp.fc1_b, P + bp.fc2_w,
-                   P + bp.fc2_b, N, C, M, mlp_fp8_[l]);
+                   P + bp.fc2_b, N, C, M, mlp_fp8_[l], mlp_compute_[l]);
     ResidualForward(resid_[l + 1], ba.mid, branch_, NC);
   }
   RmsNormForward(lnf_, rstdf_, resid_[config_.layers], P + norm_f_, N, C);
-  ActionHeadForward(pred_, head_in_, lnf_, action_slots_.data(), P + head_w_, P + head_b_, Na, C,
-                    A, head_fp8_);
+  ActionHeadForward(pred_, head_in_, lnf_, action_slots_.data(), P + head_w_, P + head_b_, Na, C, A,
+                    head_fp8_);
   return common::Status::Ok();
 }
 
@@ -418,14 +444,14 @@ common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
     const BlockActs& ba = block_acts_[l];
     std::memset(dln_, 0, sizeof(float) * NC);
     GeluMlpBackward(dln_, G + bp.fc1_w, G + bp.fc1_b, G + bp.fc2_w, G + bp.fc2_b, dpre_, dres_,
-                    ba.ln2, ba.pre, ba.act, P + bp.fc1_w, P + bp.fc2_w, N, C, M);
+                    ba.ln2, ba.pre, ba.act, P + bp.fc1_w, P + bp.fc2_w, N, C, M, mlp_compute_[l]);
     poll();
     RmsNormBackward(dres_, G + bp.norm2, dln_, ba.mid, P + bp.norm2, ba.rstd2, N, C);
     std::memset(dln_, 0, sizeof(float) * NC);
     poll();
-    EMBODY_RETURN_IF_ERROR(SelfAttentionBackward(dln_, G + bp.qkv_w, G + bp.qkv_b, G + bp.proj_w,
-                                                 G + bp.proj_b, attn_scratch_, dres_, ba.attn,
-                                                 ba.ln1, P + bp.qkv_w, P + bp.proj_w, grid, &ws_));
+    EMBODY_RETURN_IF_ERROR(SelfAttentionBackward(
+        dln_, G + bp.qkv_w, G + bp.qkv_b, G + bp.proj_w, G + bp.proj_b, attn_scratch_, dres_,
+        ba.attn, ba.ln1, P + bp.qkv_w, P + bp.proj_w, grid, &ws_, attn_compute_[l]));
     RmsNormBackward(dres_, G + bp.norm1, dln_, resid_[l], P + bp.norm1, ba.rstd1, N, C);
     // Block l's tensors are contiguous: from its norm1 to the next block's (or norm_f).
     ready(bp.norm1, l + 1 < config_.layers ? blocks_[l + 1].norm1 : norm_f_);

@@ -34,6 +34,7 @@
 #include "engine/fp8/block_quant.h"
 #include "engine/kernels/attention_workspace.h"
 #include "engine/model/attention_layer.h"
+#include "engine/model/fp8_linear.h"
 #include "engine/model/packed_batch.h"
 #include "engine/model/param_layout.h"
 #include "engine/model/policy_layers.h"
@@ -109,6 +110,16 @@ class PolicyTransformer {
   common::Status SetFp8Weights(std::map<std::string, std::vector<fp8::Fp8Matrix>> weights);
   const std::map<std::string, std::vector<fp8::Fp8Matrix>>& fp8_weights() const { return fp8_; }
 
+  // FP8 compute in training (engine.fp8.compute, docs/fp8.md): from now on the blocks' Linear
+  // products (q, k, v, attention projection, fc1, fc2) run in FP8 (fp8_linear.h) forward and
+  // backward; the parameters, gradients and everything else (embeddings and input Linears,
+  // norms, attention itself, the action head) stay fp32. Refused for a policy with FP8 weights.
+  common::Status EnableFp8Compute(const Fp8ComputeOptions& options);
+  bool fp8_compute() const { return !fp8_linears_.empty(); }
+  // The statistics of every FP8 product since the last call (all layers merged), then resets
+  // them; empty without FP8 compute.
+  Fp8ComputeStats TakeFp8ComputeStats();
+
   const PolicyConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
   size_t num_params() const { return params_.size(); }  // floats of the flat buffer
@@ -166,6 +177,11 @@ class PolicyTransformer {
   std::vector<MlpFp8Weights> mlp_fp8_;
   const fp8::Fp8Matrix *patch_fp8_ = nullptr, *state_fp8_ = nullptr, *action_fp8_ = nullptr,
                        *time_fp8_ = nullptr, *head_fp8_ = nullptr;
+  // FP8 compute (EnableFp8Compute): 6 per layer (q, k, v, proj, fc1, fc2), and per layer
+  // pointers into them (null: fp32). Sized once, so the pointers stay valid.
+  std::vector<Fp8Linear> fp8_linears_;
+  std::vector<AttentionFp8Compute> attn_compute_;
+  std::vector<MlpFp8Compute> mlp_compute_;
 
   // The batch of the last Forward and its per-slot plan.
   const PackedBatch* batch_ = nullptr;

@@ -27,6 +27,26 @@ common::Status ReadOptional(const nlohmann::json& j, const char* key, std::optio
   return common::Status::Ok();
 }
 
+common::Status ReadFp8Stats(const nlohmann::json& event, const char* key,
+                            std::optional<fp8::Fp8Stats>* out) {
+  out->reset();
+  auto it = event.find(key);
+  if (it == event.end()) return common::Status::Ok();
+  if (!it->is_object()) {
+    return common::InvalidArgument(std::string(key) + " is not an object", key);
+  }
+  fp8::Fp8Stats f;
+  EMBODY_RETURN_IF_ERROR(Read(*it, "elements", &f.elements));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "amax", &f.amax));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "scale_min", &f.scale_min));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "scale_max", &f.scale_max));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "saturated", &f.saturated));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "underflowed", &f.underflowed));
+  EMBODY_RETURN_IF_ERROR(Read(*it, "nan", &f.nan));
+  *out = f;
+  return common::Status::Ok();
+}
+
 }  // namespace
 
 nlohmann::json StepStats::ToJson() const {
@@ -50,6 +70,8 @@ nlohmann::json StepStats::ToJson() const {
   if (grad_wire_bytes) j["grad_wire_bytes"] = *grad_wire_bytes;
   if (grad_wire_bytes_fp32) j["grad_wire_bytes_fp32"] = *grad_wire_bytes_fp32;
   if (fp8_allreduce) j["fp8_allreduce"] = Fp8StatsJson(*fp8_allreduce);
+  if (fp8_compute_e4m3) j["fp8_compute_e4m3"] = Fp8StatsJson(*fp8_compute_e4m3);
+  if (fp8_compute_e5m2) j["fp8_compute_e5m2"] = Fp8StatsJson(*fp8_compute_e5m2);
   if (mfu) j["mfu"] = *mfu;
   return j;
 }
@@ -78,20 +100,9 @@ common::Result<StepStats> StepStats::FromJson(const nlohmann::json& event) {
   EMBODY_RETURN_IF_ERROR(ReadOptional(event, "grad_wire_bytes", &s.grad_wire_bytes));
   EMBODY_RETURN_IF_ERROR(ReadOptional(event, "grad_wire_bytes_fp32", &s.grad_wire_bytes_fp32));
   EMBODY_RETURN_IF_ERROR(ReadOptional(event, "mfu", &s.mfu));
-  if (auto it = event.find("fp8_allreduce"); it != event.end()) {
-    if (!it->is_object()) {
-      return common::InvalidArgument("fp8_allreduce is not an object", "fp8_allreduce");
-    }
-    fp8::Fp8Stats f;
-    EMBODY_RETURN_IF_ERROR(Read(*it, "elements", &f.elements));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "amax", &f.amax));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "scale_min", &f.scale_min));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "scale_max", &f.scale_max));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "saturated", &f.saturated));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "underflowed", &f.underflowed));
-    EMBODY_RETURN_IF_ERROR(Read(*it, "nan", &f.nan));
-    s.fp8_allreduce = f;
-  }
+  EMBODY_RETURN_IF_ERROR(ReadFp8Stats(event, "fp8_allreduce", &s.fp8_allreduce));
+  EMBODY_RETURN_IF_ERROR(ReadFp8Stats(event, "fp8_compute_e4m3", &s.fp8_compute_e4m3));
+  EMBODY_RETURN_IF_ERROR(ReadFp8Stats(event, "fp8_compute_e5m2", &s.fp8_compute_e5m2));
   return s;
 }
 

@@ -40,6 +40,10 @@ struct StepStats {
   std::optional<uint64_t> grad_wire_bytes_fp32;
   // engine.fp8.allreduce: what quantising the gradients did this step.
   std::optional<fp8::Fp8Stats> fp8_allreduce;
+  // engine.fp8.compute: this rank's quantised operands this step, E4M3 (activations and weights)
+  // and E5M2 (output gradients).
+  std::optional<fp8::Fp8Stats> fp8_compute_e4m3;
+  std::optional<fp8::Fp8Stats> fp8_compute_e5m2;
   // Useful FLOPs per second / the measured GEMM rate (TrainerOptions::measure_gemm_ceiling).
   std::optional<double> mfu;
 

@@ -54,6 +54,7 @@ common::Result<StepOutcome> TrainStep::Run(int step, int steps, data::Loader<Tra
   buckets_.Begin(tb.batch.WeightTotal(), *local_loss);
   common::Status backward = model_.Backward(&hooks_);
   const double t_bwd = common::MonotonicSeconds();
+  const Fp8ComputeStats fp8_compute = model_.TakeFp8ComputeStats();  // this rank's, this step's
   const GlobalStepTotals totals = buckets_.Finish();
   comm_.Wait(figures_id);
   if (!backward.ok()) {
@@ -103,6 +104,10 @@ common::Result<StepOutcome> TrainStep::Run(int step, int steps, data::Loader<Tra
     s.grad_wire_bytes_fp32 = totals.wire_bytes_fp32;
   }
   if (totals.fp8.elements > 0) s.fp8_allreduce = totals.fp8;
+  if (model_.fp8_compute()) {
+    s.fp8_compute_e4m3 = fp8_compute.e4m3;
+    s.fp8_compute_e5m2 = fp8_compute.e5m2;
+  }
   if (options_.gemm_gflops > 0.0) {
     s.mfu = flops / s.step_seconds / (options_.gemm_gflops * 1e9);
   }
