@@ -37,6 +37,27 @@ TEST(MpiCommunicatorTest, AllreduceMean) {
   EXPECT_DOUBLE_EQ(comm.AllreduceMax(comm.rank()), comm.world_size() - 1);
 }
 
+// Rank 0 alone creates the checkpoint directory; when it cannot, every rank's run ends with an
+// error at once instead of the other ranks waiting for rank 0 in the first step.
+TEST(MpiTrainTest, CheckpointDirectoryRank0CannotCreateFailsEveryRank) {
+  MpiCommunicator comm;
+  TrainerOptions o;
+  o.engine.model.d_model = 32;
+  o.engine.model.layers = 1;
+  o.engine.model.heads = 2;
+  o.engine.model.mlp = 64;
+  o.engine.model.action_horizon = 4;
+  o.engine.data.rows_per_step = 1;
+  o.engine.optim.steps = 4;
+  o.checkpoint_dir = "/proc/embody-cannot-create-this/ckpt";
+  o.print_progress = false;
+  auto r = Train(o, comm, nullptr);
+  ASSERT_FALSE(r.ok()) << "rank " << comm.rank() << " trained without its checkpoint directory";
+  if (comm.rank() != 0) {
+    EXPECT_NE(r.status().message().find("rank 0"), std::string::npos) << r.status().ToString();
+  }
+}
+
 TEST(MpiTrainTest, ParametersIdenticalOnAllRanksAndLossFalls) {
   MpiCommunicator comm;
   TrainerOptions o;

@@ -14,10 +14,17 @@ common::Result<Checkpointer> Checkpointer::Create(const std::string& dir,
                                                   nlohmann::json config, Communicator& comm,
                                                   EventSink* events) {
   std::string absolute;
+  common::Status made = common::Status::Ok();
   if (comm.rank() == 0 && !dir.empty()) {
-    EMBODY_RETURN_IF_ERROR(common::MakeDirs(dir));
-    absolute = std::filesystem::absolute(dir).lexically_normal().string();
+    made = common::MakeDirs(dir);
+    if (made.ok()) absolute = std::filesystem::absolute(dir).lexically_normal().string();
   }
+  // Only rank 0 writes checkpoints, so only it can fail here: the others learn it now rather than
+  // wait for it in the first step's collectives.
+  if (comm.world_size() > 1) {
+    EMBODY_RETURN_IF_ERROR(AgreeOnFailure(made, comm, "to create the checkpoint directory"));
+  }
+  EMBODY_RETURN_IF_ERROR(made);
   return Checkpointer(!dir.empty(), std::move(absolute), options, std::move(config), comm,
                       comm.rank() == 0 ? events : nullptr);
 }
