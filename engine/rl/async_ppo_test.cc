@@ -13,21 +13,10 @@
 namespace engine::rl {
 namespace {
 
+using testing::MeanSuccess;
 using testing::SmallReach;
 
 constexpr int64_t kPerUpdate = 16 * 32;  // SmallReach: 16 environments × 32 steps
-
-double MeanSuccess(const std::vector<UpdateRecord>& u, size_t begin, size_t end) {
-  double s = 0;
-  int n = 0;
-  for (size_t i = begin; i < end; ++i) {
-    if (std::isfinite(u[i].success_rate)) {
-      s += u[i].success_rate;
-      ++n;
-    }
-  }
-  return n > 0 ? s / n : 0.0;
-}
 
 // The best success over 5 consecutive updates.
 double BestWindow(const std::vector<UpdateRecord>& u) {

@@ -16,9 +16,9 @@
 namespace engine::rl {
 namespace {
 
-TEST(MpiSyncPpoTest, ReplicasStayIdenticalAcrossRanks) {
-  MpiCommunicator comm;
-  ASSERT_EQ(comm.world_size(), 2);
+// A 1-layer policy on a position-only reach, 4 environments × 8 steps per rank, run for
+// `updates` updates over 2 ranks.
+SyncPpoOptions TinyRl(int updates) {
   SyncPpoOptions o;
   o.engine.seed = 3;
   o.engine.model.d_model = 16;
@@ -29,9 +29,16 @@ TEST(MpiSyncPpoTest, ReplicasStayIdenticalAcrossRanks) {
   o.engine.model.action_horizon = 1;
   o.engine.rl.envs = 4;
   o.engine.rl.rollout_steps = 8;
-  o.engine.rl.total_env_steps = 4 * 8 * 2 * 3;  // 3 updates over 2 ranks
+  o.engine.rl.total_env_steps = 4 * 8 * 2 * updates;
   o.engine.rl.cameras = 0;
   o.engine.rl.minibatches = 2;
+  return o;
+}
+
+TEST(MpiSyncPpoTest, ReplicasStayIdenticalAcrossRanks) {
+  MpiCommunicator comm;
+  ASSERT_EQ(comm.world_size(), 2);
+  SyncPpoOptions o = TinyRl(3);
   auto r = RunSyncPpo(o, comm, nullptr);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->updates.size(), 3u);
@@ -49,19 +56,7 @@ TEST(MpiSyncPpoTest, ReplicasStayIdenticalAcrossRanks) {
 TEST(MpiSyncPpoTest, AsynchronousLearnersStayIdenticalAcrossRanks) {
   MpiCommunicator comm;
   ASSERT_EQ(comm.world_size(), 2);
-  SyncPpoOptions o;
-  o.engine.seed = 3;
-  o.engine.model.d_model = 16;
-  o.engine.model.layers = 1;
-  o.engine.model.heads = 2;
-  o.engine.model.mlp = 32;
-  o.engine.model.action_dim = 3;
-  o.engine.model.action_horizon = 1;
-  o.engine.rl.envs = 4;
-  o.engine.rl.rollout_steps = 8;
-  o.engine.rl.total_env_steps = 4 * 8 * 2 * 4;  // 4 updates over 2 ranks
-  o.engine.rl.cameras = 0;
-  o.engine.rl.minibatches = 2;
+  SyncPpoOptions o = TinyRl(4);
   o.engine.rl.env_latency.mean_ms = 0.5;
   o.engine.rl.env_latency.tail_probability = 0.1;
   o.engine.rl.disaggregated = true;

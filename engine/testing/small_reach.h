@@ -1,10 +1,13 @@
 // The test-sized reach the rl tests share: a position-only arm (action_dim 3), a 10 cm success
 // radius, no cameras, a 1-layer policy (d_model 32, 2 heads, MLP 64), 16 environments and
 // rollouts of 32 steps, the PPO defaults otherwise, lr 5e-4. Tests change what they are about
-// on the copy they get.
+// on the copy they get. MeanSuccess reads a run's learning curve.
 #pragma once
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/rl/sync_ppo.h"
 
@@ -28,6 +31,20 @@ inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
   e.rl.cameras = 0;
   e.rl.lr = 5e-4;
   return o;
+}
+
+// The mean success rate of updates [begin, end), over those in which an episode ended (0 when
+// none did).
+inline double MeanSuccess(const std::vector<rl::UpdateRecord>& u, size_t begin, size_t end) {
+  double s = 0;
+  int n = 0;
+  for (size_t i = begin; i < end; ++i) {
+    if (std::isfinite(u[i].success_rate)) {
+      s += u[i].success_rate;
+      ++n;
+    }
+  }
+  return n > 0 ? s / n : 0.0;
 }
 
 }  // namespace engine::testing
