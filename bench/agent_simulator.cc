@@ -244,14 +244,20 @@ void Submit(const Stack& s, const Tenant& t, const std::string& client_name, int
 }
 
 // Counts one tenant's jobs by state, page by page.
-common::Status CountStates(const Stack& s, const Tenant& t, std::map<std::string, int64_t>* out) {
+// Jobs by state; `why` (optional) counts the reasons of jobs that did not succeed.
+common::Status CountStates(const Stack& s, const Tenant& t, std::map<std::string, int64_t>* out,
+                           std::map<std::string, int64_t>* why = nullptr) {
   EMBODY_ASSIGN_OR_RETURN(client, ClientFor(s.url, t.token));
   std::string cursor;
   for (int page = 0; page < 100000; ++page) {
     std::string path = "/v1/jobs?limit=500";
     if (!cursor.empty()) path += "&cursor=" + cursor;
     EMBODY_ASSIGN_OR_RETURN(j, CallJson(*client, "GET", path));
-    for (const auto& job : j.value("jobs", json::array())) ++(*out)[job.value("state", "?")];
+    for (const auto& job : j.value("jobs", json::array())) {
+      const std::string state = job.value("state", "?");
+      ++(*out)[state];
+      if (why && state != "SUCCEEDED") ++(*why)[state + ": " + job.value("reason", "")];
+    }
     if (!j.contains("next_cursor") || j["next_cursor"].is_null()) return common::Status::Ok();
     cursor = j["next_cursor"].get<std::string>();
   }
@@ -467,10 +473,10 @@ int main(int argc, char** argv) {
   pool.Stop();
 
   // 4. What the server says.
-  std::map<std::string, int64_t> states;
+  std::map<std::string, int64_t> states, why_not;
   common::Status counted = common::Status::Ok();
   for (const auto& t : *tenants) {
-    counted = CountStates(stack, t, &states);
+    counted = CountStates(stack, t, &states, &why_not);
     if (!counted.ok()) break;
   }
   const auto totals = tracker.Get();
@@ -494,7 +500,11 @@ int main(int argc, char** argv) {
   for (const auto& [state, n] : states)
     std::printf(" %s %lld", state.c_str(), static_cast<long long>(n));
   if (!counted.ok()) std::printf(" (listing failed: %s)", counted.ToString().c_str());
-  std::printf("\nlatency:\n");
+  std::printf("\n");
+  for (const auto& [why, n] : why_not) {
+    std::printf("    %lld %s\n", static_cast<long long>(n), why.c_str());
+  }
+  std::printf("latency:\n");
   PrintLatency("register", stats.Of("register"));
   PrintLatency("heartbeat, idle", stats.Of("heartbeat/idle"));
   PrintLatency("heartbeat, under load", stats.Of("heartbeat/load"));

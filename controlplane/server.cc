@@ -40,6 +40,7 @@ struct Server::Impl {
   std::unique_ptr<service::CheckpointFiles> checkpoint_files;
   std::unique_ptr<service::CheckpointsService> checkpoints;
   std::unique_ptr<http::ServerMetrics> metrics;
+  service::NodeHeard heard;  // heartbeats received, for the DOWN rule before they commit
   std::unique_ptr<service::SchedulerLoop> scheduler;
   // Held heartbeats: a quarter of the HTTP server's 32 worker threads at most, so requests
   // (and heartbeats answered at once) always find threads.
@@ -161,6 +162,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
+  m->nodes->SetHeard(&m->heard);
+  m->scheduler->SetHeard(&m->heard);
   if (!opts.plan_cluster.empty()) {
     EMBODY_ASSIGN_OR_RETURN(text, common::ReadFile(opts.plan_cluster));
     service::PlanWatchOptions watch;

@@ -163,6 +163,8 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
 Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t node_id,
                                                  const api::HeartbeatRequest& req) {
   EMBODY_RETURN_IF_ERROR(RequireNode(p, node_id));
+  // Heard now, whatever the database makes it wait for (node_heard.h).
+  if (heard_) heard_->Heard(node_id, now_());
   EMBODY_RETURN_IF_ERROR(CheckBounds(req));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(node, uow->nodes().Get(node_id));
@@ -180,6 +182,9 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
   uint64_t lost = 0;
   EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, reads, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
+  // And heard when answered: the node's silence is from its reply to its next heartbeat, not
+  // from the arrival of a heartbeat that the database held up.
+  if (heard_) heard_->Heard(node_id, now_());
   // Counted once committed: a heartbeat whose transaction failed gave nothing up.
   if (!dropped.empty() || lost > 0) {
     std::lock_guard<std::mutex> lock(dropped_mu_);

@@ -27,6 +27,7 @@
 #include "api/agent_protocol.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/log_files.h"
+#include "controlplane/service/node_heard.h"
 #include "controlplane/service/node_waiters.h"
 #include "controlplane/service/plan_watch.h"
 #include "controlplane/service/store.h"
@@ -49,6 +50,8 @@ class NodeService {
                                            const api::HeartbeatRequest& req);
   // Where held heartbeats wait; null (the default): none is held. Set before serving.
   void SetWaiters(NodeWaiters* waiters) { waiters_ = waiters; }
+  // Records each authenticated heartbeat's arrival there, for the scheduler's DOWN rule.
+  void SetHeard(NodeHeard* heard) { heard_ = heard; }
   // Compares train jobs' step times with their plan (plan_watch.h); null (the default): none is.
   // Set before serving.
   void SetPlanWatch(PlanWatch* watch) { plan_watch_ = watch; }
@@ -116,6 +119,7 @@ class NodeService {
   Clock now_;
   std::function<void()> wake_;
   NodeWaiters* waiters_ = nullptr;
+  NodeHeard* heard_ = nullptr;
   PlanWatch* plan_watch_ = nullptr;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;

@@ -30,7 +30,8 @@ Status SchedulerLoop::MarkLostNodes() {
   const int64_t now = now_();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   for (NodeRecord& n : nodes) {
-    const int64_t heard = std::max(n.last_heartbeat_ms, judging_since_ms_);
+    int64_t heard = std::max(n.last_heartbeat_ms, judging_since_ms_);
+    if (heard_) heard = std::max(heard, heard_->Last(n.id));
     if (n.state == "UP" && now - heard > 3LL * opts_.heartbeat_interval_ms) {
       EMBODY_RETURN_IF_ERROR(uow->nodes().SetState(n.id, "DOWN"));
       n.state = "DOWN";

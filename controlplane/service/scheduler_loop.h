@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/node_heard.h"
 #include "controlplane/service/scheduler.h"
 #include "controlplane/service/store.h"
 
@@ -92,6 +93,8 @@ class SchedulerLoop {
   // Freed capacity (a job ended, a node came back): a cycle now, without the gap, since the
   // queue's next job waits on it and a slot should not idle for the gap.
   void WakeForCapacity();
+  // Heartbeats this server received, committed or not (node_heard.h); null: the database only.
+  void SetHeard(const NodeHeard* heard) { heard_ = heard; }
 
  private:
   // A unit of work holding the cycle's leadership epoch, if it has one.
@@ -108,6 +111,7 @@ class SchedulerLoop {
   std::function<std::optional<int64_t>()> try_lead_;
   std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
+  const NodeHeard* heard_ = nullptr;
   // Since when this server can have heard every node: its start. A node is lost only after 3
   // silent intervals within that time, so agents reconnecting to a restarted server are not held
   // DOWN for the server's own absence. (Replicas record heartbeats in the database, whichever

@@ -172,6 +172,33 @@ TEST_F(SchedulerLoopTest, ANodeLostRestartsItsJobsWhileRestartsAreLeft) {
   EXPECT_EQ(relaunch->commands[0].resume_from, "/ck/7");
 }
 
+TEST_F(SchedulerLoopTest, AHeartbeatHeardButNotYetCommittedKeepsItsNodeUp) {
+  NodeHeard heard;
+  nodes_->SetHeard(&heard);
+  int64_t n1 = 0, n2 = 0;
+  const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  AddNode(*nodes_, join_, "n2", 2, &n2);
+  const int64_t job = Submit(Spec("job", 1, 2));
+  auto loop = Loop();
+  loop.SetHeard(&heard);
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const int64_t placed_on = Placement(job).at(0).node_id;
+  const int64_t other = placed_on == n1 ? n2 : n1;
+  // A heartbeat's arrival is recorded before its transaction, whose commit the DOWN rule
+  // cannot see yet (held up by locks or the connection pool under load).
+  now_ += 100;
+  ASSERT_TRUE(nodes_->Heartbeat(c1, n1, {}).ok());
+  EXPECT_EQ(heard.Last(n1), now_.load());
+  now_ += 3001;
+  heard.Heard(placed_on, now_.load());  // arrived, its transaction not committed
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto uow = Begin();
+  EXPECT_EQ((**uow->nodes().Get(placed_on)).state, "UP");
+  EXPECT_EQ((**uow->nodes().Get(other)).state, "DOWN");  // silent: heard neither way
+  uow.reset();
+  EXPECT_EQ(JobRow(job).state, JobState::kScheduled);
+}
+
 TEST_F(SchedulerLoopTest, APreemptedJobIsKilledThenRequeuedWithItsPlace) {
   int64_t n1 = 0;
   const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
