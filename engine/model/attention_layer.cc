@@ -9,6 +9,10 @@
 
 namespace engine {
 
+int AttentionGrid::tokens() const {
+  return row_start != nullptr ? row_start[batch->rows] : batch->num_slots();
+}
+
 common::Status SegmentAttentionForward(float* attn, float* lse, const float* q, const float* k,
                                        const float* v, const AttentionGrid& g,
                                        kernels::AttentionWorkspace* ws) {
@@ -21,15 +25,17 @@ common::Status SegmentAttentionForward(float* attn, float* lse, const float* q, 
   }
   for (int r = 0; r < b.rows; ++r) {
     const int real = b.RowTokens(r);
-    const long off = r * row_floats;
+    const long off = g.row_start != nullptr ? static_cast<long>(g.row_start[r]) * C : r * row_floats;
     if (real > 0) {
       kernels::VarlenShape shape{real, g.H, g.D, g.causal};
       EMBODY_RETURN_IF_ERROR(
           kernels::AttentionVarlenForward(attn + off, lse + static_cast<long>(r) * g.H * T, q + off,
                                           k + off, v + off, b.CuSeqlens(r), shape, ws));
     }
-    std::memset(attn + off + static_cast<long>(real) * C, 0,
-                sizeof(float) * static_cast<long>(T - real) * C);
+    if (g.row_start == nullptr) {  // the slot layout's padding slots
+      std::memset(attn + off + static_cast<long>(real) * C, 0,
+                  sizeof(float) * static_cast<long>(T - real) * C);
+    }
   }
   return common::Status::Ok();
 }
@@ -49,7 +55,7 @@ common::Status SegmentAttentionBackward(float* dq, float* dk, float* dv, const f
   for (int r = 0; r < b.rows; ++r) {
     const int real = b.RowTokens(r);
     if (real == 0) continue;
-    const long off = r * row_floats;
+    const long off = g.row_start != nullptr ? static_cast<long>(g.row_start[r]) * C : r * row_floats;
     kernels::VarlenShape shape{real, g.H, g.D, g.causal};
     EMBODY_RETURN_IF_ERROR(kernels::AttentionVarlenBackward(
         dq + off, dk + off, dv + off, dattn + off, q + off, k + off, v + off, attn + off,
@@ -63,7 +69,7 @@ common::Status SelfAttentionForward(float* out, const AttentionActs& a, const fl
                                     const float* b_proj, const AttentionGrid& g,
                                     kernels::AttentionWorkspace* ws, const AttentionFp8Weights& fp8,
                                     const AttentionFp8Compute& c) {
-  const int N = g.batch->num_slots(), C = g.H * g.D;
+  const int N = g.tokens(), C = g.H * g.D;
   const long CC = static_cast<long>(C) * C;
   // Three products against the three slices of the fused weight write q, k, v straight into the
   // kernels' layout (no split copy).
@@ -81,7 +87,7 @@ common::Status SelfAttentionBackward(float* dinp, float* dw_qkv, float* db_qkv, 
                                      const float* w_proj, const AttentionGrid& g,
                                      kernels::AttentionWorkspace* ws,
                                      const AttentionFp8Compute& c) {
-  const int N = g.batch->num_slots(), C = g.H * g.D;
+  const int N = g.tokens(), C = g.H * g.D;
   const long NC = static_cast<long>(N) * C, CC = static_cast<long>(C) * C;
   // Backward in reverse order of the forward.
   LinearBackwardCompute(c.proj, s.dattn, dw_proj, db_proj, dout, a.attn, w_proj, N, C, C,

@@ -3,13 +3,15 @@
 // engine/kernels: the tiled varlen kernel per row over the row's cu_seqlens (the packed path), or
 // the padded baseline kernel with a key padding mask (one sample per row).
 //
-// Layouts: the N = rows·T token slots of a PackedBatch, row-major. inp, out, q, k, v, attn
-// (N, C) with C = H·D, i.e. q/k/v are (rows, T, H, D), which is the kernels' (T, H, D) per row.
-// lse (rows, H, T). The fused QKV weight is (3C, C): rows [0, C) make q, [C, 2C) k, [2C, 3C) v
+// Layouts: the N tokens of a PackedBatch, row-major. inp, out, q, k, v, attn (N, C) with
+// C = H·D, each row's tokens being the kernels' (T, H, D). Either the N = rows·T token slots
+// (padding included), or, with AttentionGrid::row_start, only the real tokens, the rows back to
+// back (what the model computes on: no product or pass spends work on padding). lse (rows, H, T)
+// either way. The fused QKV weight is (3C, C): rows [0, C) make q, [C, 2C) k, [2C, 3C) v
 // (PyTorch's Linear(C, 3C) followed by split), head h owning features [h·D, (h+1)·D) of each.
 //
-// Padding: the varlen path runs the kernel on each row's real tokens only and writes zeros to
-// the attention output of padding slots; the padded path computes padding queries as a padded
+// Padding: the varlen path runs the kernel on each row's real tokens only and, in the slot
+// layout, writes zeros to the attention output of padding slots; the padded path computes padding queries as a padded
 // framework would (their outputs are meaningless and never reach a real token or the loss).
 #pragma once
 
@@ -36,6 +38,12 @@ struct AttentionGrid {
   bool causal = false;
   AttentionKind kind = AttentionKind::kVarlen;
   const uint8_t* key_mask = nullptr;  // (rows, T), nonzero = real token; padded path only
+  // Varlen only: (rows + 1) offsets of the compact layout, row r's real tokens at
+  // [row_start[r], row_start[r + 1]). Null: the slot layout, row r at r·T.
+  const int32_t* row_start = nullptr;
+
+  // Tokens in the layout: row_start[rows], or rows·T.
+  int tokens() const;
 };
 
 // attn (N, C) = attention(q, k, v) within segments; lse (rows, H, T) saved for backward.

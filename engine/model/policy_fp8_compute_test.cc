@@ -80,7 +80,11 @@ TEST(PolicyFp8ComputeTest, LossAndGradientsWithinFp8ErrorOfFp32) {
   }
   const Fp8ComputeStats st = fp8->TakeFp8ComputeStats();
   const PolicyConfig c = SmallConfig();
-  const long N = b.num_slots(), C = c.d_model, M = c.mlp;
+  // The model computes on the real tokens only (no padding slot reaches a product).
+  long N = 0;
+  for (int r = 0; r < b.rows; ++r) N += b.RowTokens(r);
+  ASSERT_LT(N, b.num_slots());
+  const long C = c.d_model, M = c.mlp;
   // Per layer E4M3: X twice (forward, and along tokens for dW) and W once, for q, k, v, proj
   // (C → C) and fc1 (C → M), fc2 (M → C); E5M2: dY twice per product.
   const long e4m3 =

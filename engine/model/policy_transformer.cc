@@ -204,13 +204,36 @@ const float* PolicyTransformer::grad(std::string_view name) const {
 void PolicyTransformer::Reserve(int rows, int tokens_per_row) {
   const int N = rows * tokens_per_row;
   // Every slot could be an action, patch or state: bounded by N each.
-  BindActivations(N, rows, N, N, N);
+  BindActivations(N, static_cast<long>(N) * config_.heads, N, N, N);
+}
+
+const float* PolicyTransformer::ToSlotLayout(const float* compact, std::vector<float>* out) const {
+  if (token_slot_.empty()) return compact;  // computed in the slot layout
+  const long C = config_.d_model;
+  out->assign(static_cast<size_t>(slots_) * C, 0.0f);
+  for (int i = 0; i < tokens_; ++i) {
+    std::memcpy(out->data() + token_slot_[i] * C, compact + i * C, sizeof(float) * C);
+  }
+  return out->data();
+}
+
+const float* PolicyTransformer::embeddings() const {
+  if (resid_.empty()) return nullptr;
+  if (!slot_embeddings_valid_) ToSlotLayout(resid_[0], &slot_embeddings_);
+  slot_embeddings_valid_ = true;
+  return token_slot_.empty() ? resid_[0] : slot_embeddings_.data();
+}
+
+const float* PolicyTransformer::final_hidden() const {
+  if (lnf_ == nullptr) return nullptr;
+  if (!slot_hidden_valid_) ToSlotLayout(lnf_, &slot_hidden_);
+  slot_hidden_valid_ = true;
+  return token_slot_.empty() ? lnf_ : slot_hidden_.data();
 }
 
 // Carves every activation and scratch buffer out of acts_, growing it if the batch needs more.
-void PolicyTransformer::BindActivations(int N, int rows, int Na, int Np, int Ns) {
-  const long C = config_.d_model, M = config_.mlp, H = config_.heads, L = config_.layers;
-  const long T = rows > 0 ? N / rows : 0;
+void PolicyTransformer::BindActivations(int N, long lse_floats, int Na, int Np, int Ns) {
+  const long C = config_.d_model, M = config_.mlp, L = config_.layers;
   std::vector<std::pair<float**, long>>& slices = bind_slices_;  // keeps its capacity
   slices.clear();
   auto add = [&](float** p, long n) { slices.push_back({p, (n + 15) / 16 * 16}); };
@@ -224,7 +247,7 @@ void PolicyTransformer::BindActivations(int N, int rows, int Na, int Np, int Ns)
     add(&b.attn.k, N * C);
     add(&b.attn.v, N * C);
     add(&b.attn.attn, N * C);
-    add(&b.attn.lse, rows * H * T);
+    add(&b.attn.lse, lse_floats);
     add(&b.mid, N * C);
     add(&b.ln2, N * C);
     add(&b.rstd2, N);
@@ -276,9 +299,26 @@ common::Status PolicyTransformer::PrepareBatch(const PackedBatch& b) {
       }
     }
   }
-  const int N = b.num_slots(), Na = b.num_actions();
+  const int Na = b.num_actions(), T = b.tokens_per_row;
   const int Np = static_cast<int>(b.patches.size() / kPatchDim);
   const int Ns = static_cast<int>(b.states.size() / kStateDim);
+  // The tokens computed on: varlen, each row's real tokens (its first RowTokens slots, by
+  // ValidateBatch), rows back to back; padded, every slot as it lies.
+  slots_ = b.num_slots();
+  token_slot_.clear();
+  row_start_.clear();
+  if (config_.attention == AttentionKind::kVarlen) {
+    row_start_.resize(b.rows + 1);
+    for (int r = 0; r < b.rows; ++r) {
+      row_start_[r] = static_cast<int32_t>(token_slot_.size());
+      for (int t = 0, real = b.RowTokens(r); t < real; ++t) token_slot_.push_back(r * T + t);
+    }
+    row_start_[b.rows] = static_cast<int32_t>(token_slot_.size());
+    tokens_ = row_start_[b.rows];
+  } else {
+    tokens_ = b.num_slots();
+  }
+  const int N = tokens_;
   lang_ids_.assign(N, -1);
   pos_ids_.assign(N, -1);
   mod_ids_.assign(N, -1);
@@ -288,12 +328,13 @@ common::Status PolicyTransformer::PrepareBatch(const PackedBatch& b) {
   action_slots_.assign(Na, -1);
   action_time_.assign(Na, 0.0f);
   for (int i = 0; i < N; ++i) {
-    const auto m = static_cast<Modality>(b.modality[i]);
+    const int slot = token_slot_.empty() ? i : token_slot_[i];
+    const auto m = static_cast<Modality>(b.modality[slot]);
     if (m == Modality::kPad) continue;
-    pos_ids_[i] = b.position[i];
-    mod_ids_[i] = b.modality[i] - 1;
+    pos_ids_[i] = b.position[slot];
+    mod_ids_[i] = b.modality[slot] - 1;
     key_mask_[i] = 1;
-    const int idx = b.index[i];
+    const int idx = b.index[slot];
     switch (m) {
       case Modality::kLanguage:
         lang_ids_[i] = idx;
@@ -306,7 +347,7 @@ common::Status PolicyTransformer::PrepareBatch(const PackedBatch& b) {
         break;
       case Modality::kAction:
         action_slots_[idx] = i;
-        action_time_[idx] = b.time[b.sample[i]];
+        action_time_[idx] = b.time[b.sample[slot]];
         break;
       case Modality::kPad:
         break;
@@ -321,8 +362,9 @@ common::Status PolicyTransformer::PrepareBatch(const PackedBatch& b) {
   }
   const double total = b.loss_normalizer > 0.0 ? b.loss_normalizer : b.WeightTotal();
   normalizer_ = total > 0.0 ? total : 1.0;  // no weighted action token: loss and gradients are 0
-  BindActivations(N, b.rows, Na, Np, Ns);
+  BindActivations(N, static_cast<long>(b.rows) * config_.heads * T, Na, Np, Ns);
   batch_ = &b;
+  slot_embeddings_valid_ = slot_hidden_valid_ = false;
   return common::Status::Ok();
 }
 
@@ -337,7 +379,7 @@ common::Result<float> PolicyTransformer::Forward(const PackedBatch& batch) {
 common::Status PolicyTransformer::RunForward() {
   const PackedBatch& b = *batch_;
   const float* P = params_.data();
-  const int N = b.num_slots(), C = config_.d_model, M = config_.mlp, A = config_.action_dim;
+  const int N = tokens_, C = config_.d_model, M = config_.mlp, A = config_.action_dim;
   const int Na = b.num_actions(), Np = static_cast<int>(image_slots_.size()),
             Ns = static_cast<int>(state_slots_.size());
   const long NC = static_cast<long>(N) * C;
@@ -363,7 +405,13 @@ common::Status PolicyTransformer::RunForward() {
   ScatterAddRows(x, act_emb_, action_slots_.data(), Na, C);
 
   const AttentionGrid grid{
-      &b, config_.heads, config_.head_dim(), config_.causal, config_.attention, key_mask_.data()};
+      &b,
+      config_.heads,
+      config_.head_dim(),
+      config_.causal,
+      config_.attention,
+      key_mask_.data(),
+      row_start_.empty() ? nullptr : row_start_.data()};
   for (int l = 0; l < config_.layers; ++l) {
     const BlockParams& bp = blocks_[l];
     BlockActs& ba = block_acts_[l];
@@ -391,7 +439,7 @@ common::Status PolicyTransformer::Backward(const BackwardHooks* hooks) {
   const PackedBatch& b = *batch_;
   const float* P = params_.data();
   float* G = grads_.data();
-  const int N = b.num_slots(), C = config_.d_model, A = config_.action_dim;
+  const int N = tokens_, C = config_.d_model, A = config_.action_dim;
   const int Na = b.num_actions();
   const long NC = static_cast<long>(N) * C;
 
@@ -411,7 +459,12 @@ common::Status PolicyTransformer::BackwardFromHidden(const float* d_hidden,
   if (!fp8_.empty()) {
     return common::FailedPrecondition("a policy with FP8 weights runs inference only");
   }
-  std::memcpy(dln_, d_hidden, sizeof(float) * batch_->num_slots() * config_.d_model);
+  // d_hidden is in the slot layout; the trunk computes on tokens_.
+  const long C = config_.d_model;
+  for (int i = 0; i < tokens_; ++i) {
+    const long slot = token_slot_.empty() ? i : token_slot_[i];
+    std::memcpy(dln_ + i * C, d_hidden + slot * C, sizeof(float) * C);
+  }
   return BackwardTrunk(hooks);
 }
 
@@ -425,7 +478,7 @@ common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
   const PackedBatch& b = *batch_;
   const float* P = params_.data();
   float* G = grads_.data();
-  const int N = b.num_slots(), C = config_.d_model, M = config_.mlp, A = config_.action_dim;
+  const int N = tokens_, C = config_.d_model, M = config_.mlp, A = config_.action_dim;
   const int Na = b.num_actions(), Np = static_cast<int>(image_slots_.size()),
             Ns = static_cast<int>(state_slots_.size());
   const long NC = static_cast<long>(N) * C;
@@ -438,7 +491,13 @@ common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
   // Blocks in reverse. A residual's backward passes dres through unchanged (ResidualBackward
   // with the identity branch folded in): each branch's input gradient is added into dres.
   const AttentionGrid grid{
-      &b, config_.heads, config_.head_dim(), config_.causal, config_.attention, key_mask_.data()};
+      &b,
+      config_.heads,
+      config_.head_dim(),
+      config_.causal,
+      config_.attention,
+      key_mask_.data(),
+      row_start_.empty() ? nullptr : row_start_.data()};
   for (int l = config_.layers - 1; l >= 0; --l) {
     const BlockParams& bp = blocks_[l];
     const BlockActs& ba = block_acts_[l];

@@ -14,6 +14,10 @@
 // φ(t) is the sinusoidal time features of policy_layers.h (TimeFeatures). Attention is
 // bidirectional within a sample unless config.causal.
 //
+// With varlen attention the model computes on the batch's real tokens only: PrepareBatch lists
+// them row after row (a compact layout of N = Σ row tokens, no padding slot in any product,
+// norm or elementwise pass), and only the accessors below speak of the batch's slot layout.
+//
 // Parameters live in one float allocation, gradients in a second with the same layout (names,
 // shapes and offsets in layout(); see param_layout.h). Activations live in a third allocation
 // sized for the largest batch seen (or reserved up front with Reserve) and reused, so steady-state
@@ -132,10 +136,11 @@ class PolicyTransformer {
   const float* grad(std::string_view name) const;
   // Predicted velocities of the last Forward, (num_actions, action_dim).
   const float* velocity() const { return pred_; }
-  // Token embeddings (input of block 0) and the final RMSNorm's output of the last Forward,
-  // (N, d_model) each: for tests and debugging.
-  const float* embeddings() const { return resid_.empty() ? nullptr : resid_[0]; }
-  const float* final_hidden() const { return lnf_; }
+  // Token embeddings (input of block 0) and the final RMSNorm's output of the last Forward, in
+  // the batch's slot layout (N = rows·T, d_model) with zeros on padding slots. Valid until the
+  // next Forward.
+  const float* embeddings() const;
+  const float* final_hidden() const;
   // Activation floats currently allocated; grows only.
   size_t activation_floats() const { return acts_.size(); }
 
@@ -157,7 +162,10 @@ class PolicyTransformer {
   };
 
   common::Status PrepareBatch(const PackedBatch& batch);
-  void BindActivations(int N, int rows, int Na, int Np, int Ns);
+  // N tokens computed on (compact: the real ones), lse_floats for attention's (rows, H, T).
+  void BindActivations(int N, long lse_floats, int Na, int Np, int Ns);
+  // A computed (tokens_, C) activation in the slot layout, zeros on padding, written to *out.
+  const float* ToSlotLayout(const float* compact, std::vector<float>* out) const;
   common::Status RunForward();
   // Backward from dln_ = d loss / d final_hidden (N, C) down: what Backward and
   // BackwardFromHidden share.
@@ -183,8 +191,12 @@ class PolicyTransformer {
   std::vector<AttentionFp8Compute> attn_compute_;
   std::vector<MlpFp8Compute> mlp_compute_;
 
-  // The batch of the last Forward and its per-slot plan.
+  // The batch of the last Forward and its per-token plan, in the computed layout: tokens_
+  // tokens, token i at batch slot token_slot_[i]. Varlen: the real tokens only, row r's from
+  // row_start_[r]; padded: every slot (token_slot_ empty: the identity; row_start_ empty).
   const PackedBatch* batch_ = nullptr;
+  int tokens_ = 0, slots_ = 0;  // slots_: the batch's rows·T
+  std::vector<int32_t> token_slot_, row_start_;
   std::vector<int32_t> lang_ids_, pos_ids_, mod_ids_;  // (N), -1 where not applicable
   std::vector<int32_t> image_slots_, state_slots_,
       action_slots_;                // slot of each patch/state/action
@@ -203,6 +215,9 @@ class PolicyTransformer {
   float *dres_, *dln_, *dpre_, *dpred_, *dhead_in_, *dsmall_;
   AttentionScratch attn_scratch_{};
   kernels::AttentionWorkspace ws_;
+  // embeddings() / final_hidden() in the slot layout, filled on first use after a Forward.
+  mutable std::vector<float> slot_embeddings_, slot_hidden_;
+  mutable bool slot_embeddings_valid_ = false, slot_hidden_valid_ = false;
 };
 
 }  // namespace engine
