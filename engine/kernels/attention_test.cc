@@ -1,13 +1,16 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/kernels/attention_padded.h"
 #include "engine/kernels/attention_reference.h"
+#include "engine/fp8/cpu_path.h"
 #include "engine/kernels/attention_varlen.h"
+#include "engine/kernels/attention_varlen_kernels.h"
 
 namespace engine::kernels {
 namespace {
@@ -45,8 +48,10 @@ struct Case {
   float stddev;  // of q, k: larger makes the softmax peakier
 };
 
-// Forward and backward of the varlen kernel against the float64 reference.
-void CheckVarlenAgainstReference(const Case& c, uint32_t seed) {
+// Forward and backward of the varlen kernel against the float64 reference: through the public
+// entry points (the process's CPU path), or straight through one path's table when given.
+void CheckVarlenAgainstReference(const Case& c, uint32_t seed,
+                                 const VarlenKernels* kernels = nullptr) {
   std::mt19937 rng(seed);
   const std::vector<int32_t> cu = CuFromLengths(c.lengths);
   const int T = cu.back(), H = c.H, D = c.D;
@@ -57,13 +62,19 @@ void CheckVarlenAgainstReference(const Case& c, uint32_t seed) {
   AttentionWorkspace ws;
   const VarlenShape shape{T, H, D, c.causal};
   std::vector<float> out(n), lse(static_cast<size_t>(H) * T);
-  ASSERT_TRUE(
-      AttentionVarlenForward(out.data(), lse.data(), q.data(), k.data(), v.data(), cu, shape, &ws)
-          .ok());
   std::vector<float> dq(n, 0.0f), dk(n, 0.0f), dv(n, 0.0f);
-  ASSERT_TRUE(AttentionVarlenBackward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(),
-                                      k.data(), v.data(), out.data(), lse.data(), cu, shape, &ws)
-                  .ok());
+  if (kernels != nullptr) {
+    kernels->forward(out.data(), lse.data(), q.data(), k.data(), v.data(), cu, shape, &ws);
+    kernels->backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                      out.data(), lse.data(), cu, shape, &ws);
+  } else {
+    ASSERT_TRUE(
+        AttentionVarlenForward(out.data(), lse.data(), q.data(), k.data(), v.data(), cu, shape, &ws)
+            .ok());
+    ASSERT_TRUE(AttentionVarlenBackward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(),
+                                        k.data(), v.data(), out.data(), lse.data(), cu, shape, &ws)
+                    .ok());
+  }
 
   const auto qd = ToDouble(q), kd = ToDouble(k), vd = ToDouble(v), doutd = ToDouble(dout);
   std::vector<double> rout(n), rlse(lse.size()), rdq(n), rdk(n), rdv(n);
@@ -100,6 +111,27 @@ TEST(AttentionVarlenTest, MatchesReferenceOnRandomSegments) {
     const bool causal = trial % 2 == 1;
     SCOPED_TRACE("trial " + std::to_string(trial));
     CheckVarlenAgainstReference({lengths, 2, D, causal, 1.5f}, 100 + trial);
+  }
+}
+
+// Every copy this CPU can run (each has its own register blocking: 8-wide tiles of 4 rows below
+// AVX-512, 16-wide tiles of 8 rows on it), on segments ragged against both: lengths around 8,
+// 16, 32 and the 64-token tiles, and head dims that leave a column tail.
+TEST(AttentionVarlenTest, EveryCpuPathMatchesReferenceOnRaggedSegments) {
+  const std::vector<int> lengths = {1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 285};
+  for (fp8::CpuPath path : fp8::SupportedCpuPaths()) {
+    const VarlenKernels& k = path == fp8::CpuPath::kAvx512 ? Avx512VarlenKernels()
+                             : path == fp8::CpuPath::kAvx2 ? Avx2VarlenKernels()
+                                                           : Sse2VarlenKernels();
+    EXPECT_STREQ(k.name, fp8::CpuPathName(path) == std::string("scalar") ? "sse2"
+                                                                         : fp8::CpuPathName(path));
+    for (bool causal : {false, true}) {
+      for (int D : {32, 40, 8}) {
+        SCOPED_TRACE(std::string(k.name) + (causal ? " causal" : " bidirectional") + " D " +
+                     std::to_string(D));
+        CheckVarlenAgainstReference({lengths, 2, D, causal, 1.5f}, 7 + D, &k);
+      }
+    }
   }
 }
 

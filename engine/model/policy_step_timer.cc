@@ -3,7 +3,7 @@
 // the Eigen GEMM ceiling of this machine measured side by side.
 //
 //   policy_step_timer [--rows 8] [--tokens 512] [--reps 5] [--d_model 256] [--layers 4]
-//                     [--heads 8] [--mlp 1024] [--padded] [--no-ceiling]
+//                     [--heads 8] [--mlp 1024] [--padded] [--no-ceiling] [--bf16]
 // Prints a breakdown and a final JSON line.
 #include <time.h>
 
@@ -37,6 +37,7 @@ struct Args {
   int rows = 8, tokens = 512, reps = 5, d_model = 256, layers = 4, heads = 8, mlp = 1024;
   bool padded = false;
   bool ceiling = true;  // --no-ceiling: skip the GEMM ceiling (slow under emulation)
+  bool bf16 = false;    // --bf16: the Linear products in bfloat16 (oneDNN), as engine.precision
 };
 
 std::vector<PolicySample> DrawSamples(int n, int horizon, int action_dim, uint64_t seed) {
@@ -64,6 +65,13 @@ std::vector<PolicySample> DrawSamples(int n, int horizon, int action_dim, uint64
 }
 
 int Run(const Args& a) {
+  if (a.bf16) {
+    if (!Bf16ComputeSupported()) {
+      std::fprintf(stderr, "--bf16: no native bfloat16 on this CPU\n");
+      return 2;
+    }
+    SetLinearCompute(LinearCompute::kOnednnBf16);
+  }
   PolicyConfig c;
   c.d_model = a.d_model;
   c.layers = a.layers;
@@ -190,10 +198,12 @@ int main(int argc, char** argv) {
       a.padded = true;
     else if (f == "--no-ceiling")
       a.ceiling = false;
+    else if (f == "--bf16")
+      a.bf16 = true;
     else {
       std::fprintf(stderr,
                    "usage: policy_step_timer [--rows N] [--tokens T] [--reps R] "
-                   "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded] [--no-ceiling]\n");
+                   "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded] [--no-ceiling] [--bf16]\n");
       return 2;
     }
   }
