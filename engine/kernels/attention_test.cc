@@ -114,9 +114,9 @@ TEST(AttentionVarlenTest, MatchesReferenceOnRandomSegments) {
   }
 }
 
-// Every copy this CPU can run (each has its own register blocking: 8-wide tiles of 4 rows below
-// AVX-512, 16-wide tiles of 8 rows on it), on segments ragged against both: lengths around 8,
-// 16, 32 and the 64-token tiles, and head dims that leave a column tail.
+// Every copy this CPU can run (the public entry points test only the process's own), on
+// segments ragged against the register blocks and tiles: lengths around 8, 16, 32 and the
+// 64-token tiles, and head dims that leave a column tail.
 TEST(AttentionVarlenTest, EveryCpuPathMatchesReferenceOnRaggedSegments) {
   const std::vector<int> lengths = {1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 285};
   for (fp8::CpuPath path : fp8::SupportedCpuPaths()) {

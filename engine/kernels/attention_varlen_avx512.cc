@@ -2,8 +2,4 @@
 // engine/kernels/CMakeLists.txt); runs only where engine/fp8/cpu_path.h found AVX-512 F/BW/VL.
 #define EMBODY_VARLEN_TABLE Avx512VarlenKernels
 #define EMBODY_VARLEN_NAME "avx512"
-// Tiles at the full ZMM width (tile_ops.h).
-#define EMBODY_TILE_VEC_FLOATS 16
-#define EMBODY_TILE_ROWS 8
-#define EMBODY_TILE_COL_VECS 1
 #include "engine/kernels/attention_varlen_body.inc"

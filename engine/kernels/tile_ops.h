@@ -25,26 +25,10 @@ namespace {
 // multiply-adds. GCC/Clang vector extensions (not ISA intrinsics) make the accumulators
 // registers; the compiler maps them to whatever SIMD the target has. Column tails narrower than
 // kCols fall back to plain loops.
-//
-// The width is the includer's: EMBODY_TILE_VEC_FLOATS (default 8, one AVX register; the AVX-512
-// copy sets 16, one ZMM register, so every load, FMA and exp step covers twice the lanes) and
-// EMBODY_TILE_ROWS and EMBODY_TILE_COL_VECS (default 4 × 2 vectors). The AVX-512 copy blocks
-// 8 rows × 1 vector: as many accumulators (8 ZMM), each B row loaded once for 8 multiply-adds,
-// and kCols stays 16, so a segment's ragged last key tile rounds up by at most 15 columns (2
-// vectors of 16 would waste up to 31 on the embodied lengths, ~100 tokens a sample).
-#ifndef EMBODY_TILE_VEC_FLOATS
-#define EMBODY_TILE_VEC_FLOATS 8
-#endif
-#ifndef EMBODY_TILE_ROWS
-#define EMBODY_TILE_ROWS 4
-#endif
-#ifndef EMBODY_TILE_COL_VECS
-#define EMBODY_TILE_COL_VECS 2
-#endif
-constexpr int kVecWidth = EMBODY_TILE_VEC_FLOATS;
-using Vec = float __attribute__((vector_size(kVecWidth * sizeof(float))));
-constexpr int kRows = EMBODY_TILE_ROWS;
-constexpr int kColVecs = EMBODY_TILE_COL_VECS;
+using Vec = float __attribute__((vector_size(32)));  // 8 floats
+constexpr int kVecWidth = 8;
+constexpr int kRows = 4;
+constexpr int kColVecs = 2;
 constexpr int kCols = kColVecs * kVecWidth;
 
 Vec LoadVec(const float* p) {
@@ -143,7 +127,7 @@ int RoundUpToBlock(int n) { return (n + kCols - 1) / kCols * kCols; }
 // exp(x) for x ≤ 88, relative error ≈ 2e-7; exactly 0 below -87 (so exp(-inf) = 0, no NaN).
 // Cephes expf: x = n·ln2 + r with |r| ≤ ln2/2, degree-6 polynomial for e^r, 2^n via exponent bits.
 // Written once for a vector of lanes (the hot path) and used lane-wise for scalars.
-using IVec = int32_t __attribute__((vector_size(kVecWidth * sizeof(int32_t))));
+using IVec = int32_t __attribute__((vector_size(32)));
 
 Vec ExpVec(Vec x) {
   const Vec lo = Vec{} - 87.0f, hi = Vec{} + 88.0f;
