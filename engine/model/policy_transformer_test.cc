@@ -206,6 +206,54 @@ TEST(PolicyTransformerTest, PackedAndUnpackedComputeTheSameFunction) {
   }
 }
 
+// Varlen computes on the real tokens only, rows back to back; the outside still sees the slot
+// layout. Against the padded kernel (which computes on every slot) on the same one-sample rows,
+// one of them exactly full: final_hidden() agrees on real slots and is zero on padding, and a
+// gradient given in the slot layout to BackwardFromHidden reaches the same parameter gradients.
+TEST(PolicyTransformerTest, RealTokensOnlyKeepsTheSlotLayoutOutside) {
+  const PolicyConfig c = TinyConfig();
+  auto samples = Samples(6);
+  int longest = 0;
+  for (const auto& s : samples) longest = std::max(longest, s.NumTokens(kHorizon));
+  const PackedBatch b = testing::PaddedBatchOf(samples, longest, kHorizon, kActionDim);
+  PolicyConfig cv = c, cp = c;
+  cv.attention = AttentionKind::kVarlen;
+  cp.attention = AttentionKind::kPadded;
+  auto varlen = Make(cv), padded = Make(cp);
+  ASSERT_TRUE(varlen->Forward(b).ok());
+  ASSERT_TRUE(padded->Forward(b).ok());
+  const long C = c.d_model, N = b.num_slots();
+  common::Rng rng(8);
+  std::vector<float> d_hidden(N * C, 0.0f);
+  int pad_slots = 0;
+  for (long i = 0; i < N; ++i) {
+    const bool pad = static_cast<Modality>(b.modality[i]) == Modality::kPad;
+    pad_slots += pad;
+    for (long e = 0; e < C; ++e) {
+      const float hv = varlen->final_hidden()[i * C + e], hp = padded->final_hidden()[i * C + e];
+      if (pad) {
+        ASSERT_EQ(hv, 0.0f) << "slot " << i;
+        ASSERT_EQ(varlen->embeddings()[i * C + e], 0.0f) << "slot " << i;
+      } else {
+        ASSERT_NEAR(hv, hp, 1e-5f * (1.0f + std::fabs(hp))) << "slot " << i;
+        d_hidden[i * C + e] = static_cast<float>(rng.Normal());
+      }
+    }
+  }
+  ASSERT_GT(pad_slots, 0);
+  varlen->ZeroGrad();
+  padded->ZeroGrad();
+  ASSERT_TRUE(varlen->BackwardFromHidden(d_hidden.data()).ok());
+  ASSERT_TRUE(padded->BackwardFromHidden(d_hidden.data()).ok());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = 0; i < varlen->num_params(); ++i) {
+    diff += std::pow(static_cast<double>(varlen->grads()[i]) - padded->grads()[i], 2);
+    norm += std::pow(static_cast<double>(padded->grads()[i]), 2);
+  }
+  EXPECT_GT(norm, 0.0);
+  EXPECT_LE(std::sqrt(diff), 1e-5 * std::sqrt(norm));
+}
+
 TEST(PolicyTransformerTest, LossNormalizerAndAccumulation) {
   auto samples = Samples(4);
   PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
