@@ -189,8 +189,12 @@ common::Status Agent::Impl::Prepare() {
   uid_pool = std::make_unique<UidPool>(sandbox);
   RshBridgeOptions rsh_opts;
   rsh_opts.jobs = jobs;
+  rsh_opts.orphan_grace = cfg.orphan_grace;
   max_rsh_streams = rsh_opts.max_daemons;
   bridge = std::make_unique<RshBridge>(rsh_opts, uid_pool.get(), &logs);
+  if (int left = bridge->StopLeftovers(); left > 0) {
+    common::LogWarn("stopped job daemons an earlier agent left", {{"count", std::to_string(left)}});
+  }
   return common::Status::Ok();
 }
 

@@ -34,7 +34,9 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/job_record.h"
 #include "agent/job_sandbox_options.h"
+#include "agent/job_watcher.h"
 #include "agent/rank_logs.h"
 #include "agent/sandbox.h"
 #include "api/agent_protocol.h"
@@ -48,6 +50,10 @@ struct RshBridgeOptions {
   JobSandboxOptions jobs;
   // Streams held at once; each holds one of the local API's threads (agent/local_api.h).
   int max_daemons = 8;
+  // How long a daemon and its ranks outlive this agent process before their watcher stops them
+  // (agent/job_watcher.h), as for the jobs this node heads; no watcher when jobs.rank_exec (the
+  // agent binary) is empty.
+  std::chrono::milliseconds orphan_grace{3000};
 };
 
 // One started daemon, shared by the stream that reads it and the bridge that may end it.
@@ -103,6 +109,12 @@ class RshBridge {
                                                       const std::string& authorization,
                                                       const std::string& body);
 
+  // At the agent's start, before it serves: stops whatever daemons an earlier agent process on
+  // this data directory left running (its records, <data-dir>/daemons/running), their watchers
+  // first. Those jobs' heads lost their streams; what is left of them here is only in the way.
+  // Returns how many records were found.
+  int StopLeftovers();
+
   std::vector<int64_t> Running() const;  // jobs whose daemon runs here
   std::string JobDir(int64_t job_id) const;
   std::string LogDir(int64_t job_id) const;
@@ -115,11 +127,13 @@ class RshBridge {
   struct Started {
     std::optional<uid_t> uid;
     std::unique_ptr<JobCgroup> cgroup;
+    std::unique_ptr<JobWatcher> watcher;  // null: none (no agent binary, or it failed to start)
   };
   // Waits for the daemon, then sweeps what it left and releases its uid and cgroup.
   void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);
 
   const RshBridgeOptions options_;
+  const JobRecords records_;  // the daemons running, for a restarted agent (StopLeftovers)
   UidPool* const uids_;
   RankLogs* const logs_;
   mutable std::mutex mu_;
