@@ -281,7 +281,7 @@ common::Status Agent::Impl::StartParts() {
   RshBridge* b = bridge.get();
   loop->SetWorkerHandler(
       [b](const std::vector<api::Command>& workers) { b->SetAssignments(workers); },
-      [b](int64_t job_id) { b->Kill(job_id); });
+      [b](int64_t job_id) { b->Kill(job_id); }, [b] { return b->HeldAssignments(); });
   HeartbeatLoop* l = loop.get();
   runner->SetOnFinish([this, l](int64_t id) {
     metrics.RemoveJob(id);

@@ -150,6 +150,15 @@ void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
     std::map<int64_t, Assignment> next;
     for (const api::Command& w : workers) {
       if (w.type != api::Command::Type::kWorker) continue;
+      if (w.held) {
+        // "Keep it as it is": only what this bridge holds in full, of that attempt. Anything
+        // else is not listed in the next heartbeat, which brings it in full.
+        auto it = assignments_.find(w.job_id);
+        if (it != assignments_.end() && it->second.worker.attempt == w.attempt) {
+          next[w.job_id] = it->second;
+        }
+        continue;
+      }
       Assignment a;
       a.worker = w;
       auto it = assignments_.find(w.job_id);
@@ -166,6 +175,13 @@ void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
     assignments_.swap(next);
   }
   for (auto& d : ended) d->Stop("the job's placement on this node ended");
+}
+
+std::vector<api::LaunchAck> RshBridge::HeldAssignments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::LaunchAck> held;
+  for (const auto& [id, a] : assignments_) held.push_back({id, a.worker.attempt});
+  return held;
 }
 
 void RshBridge::Kill(int64_t job_id) {

@@ -97,8 +97,11 @@ class RshBridge {
   RshBridge& operator=(const RshBridge&) = delete;
 
   // The worker commands of one heartbeat reply, the whole set: daemons of jobs no longer
-  // listed (ended, or a new attempt) are stopped.
+  // listed (ended, or a new attempt) are stopped. A short (`held`) command keeps the assignment
+  // of that attempt as it is; one this bridge does not hold in full is dropped.
   void SetAssignments(const std::vector<api::Command>& workers);
+  // The assignments held in full, by job and attempt (api::HeartbeatRequest::workers).
+  std::vector<api::LaunchAck> HeldAssignments() const;
   // A kill command: the job's daemon here is stopped and the assignment forgotten.
   void Kill(int64_t job_id);
 

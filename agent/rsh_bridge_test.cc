@@ -89,6 +89,29 @@ TEST_F(RshBridgeTest, RefusesWhatTheServerDidNotPlaceHereOrAnotherJobsToken) {
   EXPECT_TRUE(bridge_->Running().empty());
 }
 
+// A short worker command keeps the assignment held in full of that attempt, and nothing else.
+TEST_F(RshBridgeTest, AShortWorkerCommandKeepsOnlyWhatIsHeldInFull) {
+  bridge_->SetAssignments({Worker(7, "token-of-7")});
+  EXPECT_EQ(bridge_->HeldAssignments(), (std::vector<api::LaunchAck>{{7, 0}}));
+  api::Command held;
+  held.type = api::Command::Type::kWorker;
+  held.held = true;
+  held.job_id = 7;
+  held.attempt = 0;
+  api::Command unknown = held;
+  unknown.job_id = 8;
+  bridge_->SetAssignments({held, unknown});
+  EXPECT_EQ(bridge_->HeldAssignments(), (std::vector<api::LaunchAck>{{7, 0}}));
+  // The assignment kept is the full one: its token still opens it (the request then fails on
+  // the body, past the token check).
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", "not json"), common::Code::kInvalidArgument);
+  // A short command for another attempt keeps nothing.
+  held.attempt = 1;
+  bridge_->SetAssignments({held});
+  EXPECT_TRUE(bridge_->HeldAssignments().empty());
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", kOrted), common::Code::kNotFound);
+}
+
 // A restarted agent first stops the daemons its predecessor left (their records), whatever
 // their watchers have or have not done yet, and forgets them.
 TEST_F(RshBridgeTest, StopLeftoversStopsWhatAnEarlierAgentRecorded) {
