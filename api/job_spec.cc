@@ -309,9 +309,10 @@ Status ParseRlAsync(const ObjectReader& o, RlOptions* r) {
   if (o.Has("disaggregated")) {
     ObjectReader d(o.At("disaggregated"), "engine.rl.disaggregated");
     EMBODY_RETURN_IF_ERROR(d.CheckObject());
-    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness"}));
+    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness", "proximal"}));
     r->disaggregated = true;
     EMBODY_RETURN_IF_ERROR(d.GetInt("max_staleness", 0, 64, &r->max_staleness));
+    EMBODY_RETURN_IF_ERROR(d.GetString("proximal", {"current", "behaviour"}, &r->proximal));
   }
   if (o.Has("env_async")) {
     ObjectReader a(o.At("env_async"), "engine.rl.env_async");
@@ -777,7 +778,9 @@ json ToJson(const JobSpec& s) {
                              {"tail_scale", l.tail_scale},
                              {"busy", l.busy}};
       }
-      if (r.disaggregated) rl["disaggregated"] = {{"max_staleness", r.max_staleness}};
+      if (r.disaggregated) {
+        rl["disaggregated"] = {{"max_staleness", r.max_staleness}, {"proximal", r.proximal}};
+      }
       if (r.env_async) {
         rl["env_async"] = {{"max_batch", r.max_batch}, {"max_wait_ms", r.max_wait_ms}};
       }

@@ -170,6 +170,10 @@ struct RlOptions {
   // max_staleness policy versions ahead of the learner.
   bool disaggregated = false;
   int max_staleness = 1;  // η
+  // The proximal policy of decoupled PPO on steps learned stale (engine/rl/ppo.h): "current"
+  // (the learner's policy when it learns them; w = π/π_b corrects the lag) or "behaviour" (the
+  // policy that acted: the surrogate is clipped around it, as the synchronous loop's is).
+  std::string proximal = "current";
   // Level 2 (engine.rl.env_async): every environment steps on its own; inference runs when
   // max_batch requests wait or the oldest has waited max_wait_ms. max_batch 0: envs.
   bool env_async = false;

@@ -156,10 +156,14 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       r.last_values.assign(policy->value(), policy->value() + N);
       PpoBatch batch;
       AppendRollout(std::move(r), ppo, &batch);
-      if (stale) batch.proximal_logp = proximal_logp;
+      if (stale && !ppo.proximal_behaviour) batch.proximal_logp = proximal_logp;
       batch.policy_version = versions;
       EMBODY_ASSIGN_OR_RETURN(s, learner.Update(batch));
       stats = s;
+      // The lag of the behaviour policies behind the learner's, whichever π_prox was used
+      // (every rank calls it: it all-reduces).
+      BehaviourStats(stale ? proximal_logp.data() : batch.behaviour_logp.data(),
+                     batch.behaviour_logp.data(), batch.size(), ppo.importance_cap, &comm, &stats);
     } else {
       // The first epoch streams: trajectories in order of arrival; the rollout's N make
       // `minibatches` global batches (PPO's minibatches, one optimiser step each), each taken in
