@@ -72,6 +72,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   bool trace = false;
   std::string proximal = api::RlOptions{}.proximal;
+  double importance_cap = api::RlOptions{}.importance_cap;
+  double stale_lr_scale = api::RlOptions{}.stale_lr_scale;
+  double lr = engine::testing::SmallReach(1).engine.rl.lr;
+  int epochs = api::RlOptions{}.epochs;
   app.add_option("--updates", updates, "PPO updates (global batches) per configuration");
   app.add_option("--envs", envs, "environments");
   app.add_option("--rollout-steps", rollout, "steps per environment per global batch");
@@ -90,6 +94,11 @@ int main(int argc, char** argv) {
                  "run only these configurations (names as printed; ratios need sync)")
       ->delimiter(',');
   app.add_option("--proximal", proximal, "level 1's proximal policy: current or behaviour");
+  app.add_option("--importance-cap", importance_cap, "decoupled PPO's cap on π_prox / π_b");
+  app.add_option("--stale-lr-scale", stale_lr_scale,
+                 "level 1: lr times this to the power of the batch's mean staleness");
+  app.add_option("--lr", lr, "PPO learning rate (every configuration)");
+  app.add_option("--epochs", epochs, "PPO epochs per rollout (every configuration)");
   app.add_flag("--trace", trace, "every update's success and PPO statistics, to stderr");
   CLI11_PARSE(app, argc, argv);
 
@@ -119,6 +128,10 @@ int main(int argc, char** argv) {
       rl.disaggregated = c.disaggregated;
       rl.max_staleness = eta;
       rl.proximal = proximal;
+      rl.importance_cap = importance_cap;
+      rl.lr = lr;
+      rl.stale_lr_scale = stale_lr_scale;
+      rl.epochs = epochs;
       rl.env_async = c.env_async;
       rl.max_wait_ms = max_wait_ms;
       rl.streaming = c.streaming;

@@ -123,8 +123,8 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch, int epochs) {
   for (float& a : batch.advantages) a = static_cast<float>((a - mu) / sd);
 
   PpoStats stats;
-  BehaviourStats(batch.proximal_logp.data(), batch.behaviour_logp.data(), n,
-                 config_.importance_cap, comm_, &stats);
+  BehaviourStats(batch.proximal_logp.data(), batch.behaviour_logp.data(), n, config_.importance_cap,
+                 comm_, &stats);
   std::vector<int> order(n);
   std::vector<PolicySample> obs;
   std::vector<float> d_mean, d_value, d_log_std(A);
@@ -293,12 +293,11 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
   streaming_.policy_loss += pl * weight;
   streaming_.value_loss += vl * weight;
   for (int i = 0; i < n; ++i) {
-    learned->proximal_logp.push_back(
-        config_.proximal_behaviour
-            ? r.behaviour_logp[i]
-            : static_cast<float>(GaussianLogProb(mean + static_cast<size_t>(i) * A, log_std,
-                                                 r.actions.data() + static_cast<size_t>(i) * A,
-                                                 A)));
+    learned->proximal_logp.push_back(config_.proximal_behaviour
+                                         ? r.behaviour_logp[i]
+                                         : static_cast<float>(GaussianLogProb(
+                                               mean + static_cast<size_t>(i) * A, log_std,
+                                               r.actions.data() + static_cast<size_t>(i) * A, A)));
     learned->values.push_back(value[i]);
   }
   for (auto& o : r.obs) learned->obs.push_back(std::move(o));

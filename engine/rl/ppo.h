@@ -136,6 +136,10 @@ class PpoLearner {
                           std::vector<float>* logp, std::vector<float>* values, int chunk = 512);
 
   int64_t updates() const { return updates_; }
+  // The learning rate of the optimiser steps from now on (asynchronous learners lower it on
+  // stale data); every rank must set the same.
+  void set_lr(double lr) { config_.lr = lr; }
+  double lr() const { return config_.lr; }
 
  private:
   // All-reduces the accumulated gradients (mean over ranks), clips them to max_grad_norm and
