@@ -8,7 +8,9 @@
 //   +L1+L2      and every environment steps on its own, inference batched
 //   +L1+L2+L3   and the learner streams its first epoch in micro-batches
 //   L2 alone    level 2 without level 1 (η = 0: acting waits for every update, on-policy)
-// Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen, and success:
+// Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen and what the
+// learner saw of it (KL between the behaviour and learner policies, the share of importance
+// weights over the cap, PPO's approx_kl and clip fraction), and success:
 // the final policy's Gaussian mean evaluated on --eval-episodes seeded episodes (the same
 // episodes for every configuration), and the training episodes' rate over the last 5 updates;
 // with --seeds S, every configuration runs S seeds and success is their mean (one seed of a
@@ -16,7 +18,9 @@
 // Last line: one JSON object.
 //
 //   async_rl_bench [--seeds 3] [--updates 60] [--mean-ms 2] [--tail-p 0.05] [--tail-scale 8] [--eta
-//   1]
+//   1] [--proximal behaviour|current] [--stale-lr-scale 0.25] [--configs sync,+L1+L2] [--trace]
+// --configs runs a subset (quick comparisons of learning; ratios need sync), --trace prints every
+// update's statistics; --lr, --epochs and --importance-cap change every configuration.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
