@@ -234,6 +234,11 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       stats.importance_capped = streamed.importance_capped;
       stats.importance_weight = streamed.importance_weight;
     }
+    // The actors' counters are read before the new version goes out: with level 1 off the next
+    // rollout's inferences start on the publish, and read after it some could be counted in this
+    // update (under load, all of them, leaving the next update none).
+    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
+    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
     store.Publish(*policy, version + 1);
     const Clock::time_point now = Clock::now();
     const double own_seconds = Seconds(last, now);
@@ -264,11 +269,9 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
         static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
     rec.mean_staleness = steps > 0 ? staleness_sum / steps : 0.0;
     rec.queue_depth = static_cast<int64_t>(comm.AllreduceSum(static_cast<double>(depth)));
-    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
     const double actor_idle =
         1e-9 * static_cast<double>(wait_ns - actor_wait_ns) / (actors->env_threads() * own_seconds);
     actor_wait_ns = wait_ns;
-    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
     rec.inference_batch = inferences > last_inferences
                               ? static_cast<double>(inferred - last_inferred) /
                                     static_cast<double>(inferences - last_inferences)
