@@ -36,6 +36,10 @@ struct ServerOptions {
   int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call
+  // 1: authenticated tokens are kept in memory, cleared on every change to tokens or tenants
+  // (service/principal_cache.h, db/principal_listener.h); 0: every request reads its token in
+  // a transaction of its own.
+  int auth_cache = 1;
   // Group commit of POST /v1/jobs (service/submit_batcher.h): submissions arriving within the
   // window of the first are written in one transaction, at most submit_batch_max of them.
   // 0: one transaction per submission.

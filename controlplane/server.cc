@@ -13,6 +13,7 @@
 #include "common/time_util.h"
 #include "controlplane/db/leader_lock.h"
 #include "controlplane/db/migrations.h"
+#include "controlplane/db/principal_listener.h"
 #include "controlplane/db/stores.h"
 #include "controlplane/http/api_server.h"
 #include "controlplane/http/ready_check.h"
@@ -31,6 +32,11 @@ struct Server::Impl {
   ServerOptions opts;
   std::unique_ptr<db::PgPool> pool;
   std::unique_ptr<db::PgDatabase> pg_database;
+  // Authenticated tokens (--auth-cache), emptied by every token or tenant change this replica
+  // commits (watched) or hears of from the others (listener).
+  service::PrincipalCache principal_cache;
+  std::unique_ptr<service::PrincipalWatchedDatabase> watched;
+  std::unique_ptr<db::PrincipalListener> principal_listener;  // null with --auth-cache 0
   // What every service and the router use: the database whose units of work write the audit
   // row of the call they commit for (service/audit_scope.h).
   std::unique_ptr<service::AuditedDatabase> database;
@@ -112,7 +118,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
   if (!applied.ok()) return applied.status();
   m->pg_database = std::make_unique<db::PgDatabase>(*m->pool);
-  m->database = std::make_unique<service::AuditedDatabase>(*m->pg_database);
+  m->watched = std::make_unique<service::PrincipalWatchedDatabase>(*m->pg_database,
+                                                                   m->principal_cache);
+  m->database = std::make_unique<service::AuditedDatabase>(*m->watched);
+  if (opts.auth_cache) {
+    m->principal_listener = std::make_unique<db::PrincipalListener>(*m->pool, m->principal_cache);
+    m->principal_listener->Start();
+  }
 
   auto boot = service::Bootstrap(*m->database, common::NowMillis());
   if (!boot.ok()) return boot.status();
@@ -219,6 +231,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.router.rate_limit_burst =
       opts.rate_limit_burst > 0 ? opts.rate_limit_burst : opts.rate_limit_per_s;
   deps.router.audit = opts.audit;
+  deps.router.principal_cache = opts.auth_cache ? &m->principal_cache : nullptr;
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
@@ -331,6 +344,7 @@ void Server::Stop() {
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();
   impl_->StopSweeper();
+  if (impl_->principal_listener) impl_->principal_listener->Stop();
   common::LogInfo("stopped");
 }
 
