@@ -4,7 +4,7 @@
 //
 //   submit_bench [--compare guards|batch|auth] [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1]
 //                [--scheduler-period-ms N] [--guarded-audit 1] [--guarded-rate-limit 1]
-//                [--guarded-quota 1] [--batch-window-us 1000] [--batch-max 256]
+//                [--guarded-quota 1] [--batch-window-us 1000] [--batch-max 256] [--auth-cache 1]
 //                [--pg-set name=value]... [--profile 200]
 //
 // One private PostgreSQL cluster (tests/support/pg_harness.h), two databases in it, and two
@@ -15,7 +15,8 @@
 // With --compare batch the two are both guarded, and differ only in the submission batcher
 // (controlplane/service/submit_batcher.h):
 //   batched:   --submit-batch-window-us --batch-window-us, --submit-batch-max --batch-max;
-//   unbatched: window 0, one transaction per submission (the baseline).
+//   unbatched: window 0, one transaction per submission, on its request's thread (the
+//              baseline).
 // With --compare auth the two are both guarded and batched as above, and differ only in
 // --auth-cache (controlplane/service/principal_cache.h):
 //   cached:   a token is read from the database once, then answered from memory;
@@ -82,6 +83,8 @@ struct Options {
   // e.g. commit_delay or synchronous_commit on the same bench.
   std::vector<std::string> pg_set;
   int profile = 200;  // submissions per server in the statement profile after the rounds; 0: none
+  // --auth-cache of both servers with --compare guards|batch (auth compares 1 with 0).
+  bool auth_cache = true;
 };
 
 // CPU seconds used so far by this process (servers and clients) and by the PostgreSQL cluster
@@ -392,6 +395,8 @@ int main(int argc, char** argv) {
   app.add_option("--guarded-audit", o.guarded_audit, "the guarded server writes audit rows");
   app.add_option("--guarded-rate-limit", o.guarded_rate_limit, "the guarded server rate-limits");
   app.add_option("--guarded-quota", o.guarded_quota, "the guarded tenant has a pending quota");
+  app.add_option("--auth-cache", o.auth_cache,
+                 "both servers keep authenticated tokens in memory (guards, batch)");
   app.add_option("--pg-set", o.pg_set, "a PostgreSQL setting name=value (repeatable)");
   app.add_option("--profile", o.profile,
                  "submissions per server whose statements are logged and grouped; 0: none")
@@ -425,8 +430,10 @@ int main(int argc, char** argv) {
     if (st.ok()) st = Start(pg, dir, o, "uncached", true, o.batch_window_us, false, &bare);
   } else {
     st = Start(pg, dir, o, batch ? "batched" : "guarded", true, batch ? o.batch_window_us : 0,
-               true, &guarded);
-    if (st.ok()) st = Start(pg, dir, o, batch ? "unbatched" : "bare", batch, 0, true, &bare);
+               o.auth_cache, &guarded);
+    if (st.ok()) {
+      st = Start(pg, dir, o, batch ? "unbatched" : "bare", batch, 0, o.auth_cache, &bare);
+    }
   }
   dup2(saved_stderr, STDERR_FILENO);  // our own messages
   if (!st.ok()) return Fail(st.ToString());
@@ -524,6 +531,7 @@ int main(int argc, char** argv) {
                {"guarded_audit", o.guarded_audit},
                {"guarded_rate_limit", o.guarded_rate_limit},
                {"guarded_quota", o.guarded_quota},
+               {"auth_cache", auth ? "cached vs uncached" : o.auth_cache ? "both" : "neither"},
                {"failed", guarded.failed + bare.failed}};
   std::printf("%s\n", line.dump().c_str());
   std::fflush(stdout);

@@ -42,8 +42,8 @@ struct ServerOptions {
   int auth_cache = 1;
   // Group commit of POST /v1/jobs (service/submit_batcher.h): submissions arriving within the
   // window of the first are written in one transaction, at most submit_batch_max of them.
-  // 0: one transaction per submission.
-  int submit_batch_window_us = 0;
+  // 0: one transaction per submission. A lone submitter's batch never waits (submit_batcher.h).
+  int submit_batch_window_us = 1000;
   int submit_batch_max = 256;
   std::string web_dir = DefaultWebDir();  // the dashboard's built files
   // Where imported datasets live (<root>/tenant-<tid>/dataset-<id>), the same path on every

@@ -168,9 +168,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto wake = [raw] { raw->scheduler->Wake(); };
   // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
   auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
-  m->jobs = std::make_unique<service::JobsService>(
-      *m->database, opts.limits, now, wake,
-      service::SubmitBatchOptions{opts.submit_batch_window_us, opts.submit_batch_max});
+  service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
+  batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
+  m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake,
+                                                   std::move(batching));
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
@@ -240,6 +241,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
+  if (opts.auth_cache) {
+    m->metrics->SetAuthCacheSource([raw] {
+      service::PrincipalCache::Stats s = raw->principal_cache.GetStats();
+      return http::AuthCacheStats{s.hits, s.misses, s.enabled};
+    });
+  }
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
   if (m->plan_watch) {
