@@ -19,8 +19,7 @@ int64_t MsSince(Clock::time_point t) {
 }
 }  // namespace
 
-PrincipalListener::PrincipalListener(PgPool& pool, service::PrincipalCache& cache,
-                                     Options options)
+PrincipalListener::PrincipalListener(PgPool& pool, service::PrincipalCache& cache, Options options)
     : pool_(pool), cache_(cache), options_(options) {}
 
 PrincipalListener::~PrincipalListener() { Stop(); }
@@ -134,9 +133,10 @@ bool PrincipalListener::ListenOnce() {
   listening_ = false;
   PgPool::Close(conn);
   if (!lost.empty()) {
-    common::LogWarn("stopped listening for token and tenant changes; the principal cache is off "
-                    "until it listens again",
-                    {{"reason", lost}});
+    common::LogWarn(
+        "stopped listening for token and tenant changes; the principal cache is off "
+        "until it listens again",
+        {{"reason", lost}});
   }
   return true;
 }

@@ -62,8 +62,8 @@ class PrincipalListenerPgTest : public ::testing::Test {
 
   void SetUp() override {
     static int counter = 0;
-    auto info = testing::PgBackend::cluster()->CreateDatabase("principals_" +
-                                                              std::to_string(++counter));
+    auto info =
+        testing::PgBackend::cluster()->CreateDatabase("principals_" + std::to_string(++counter));
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     {
       auto pool = db::PgPool::Open(*info, 1);
@@ -154,8 +154,7 @@ TEST_F(PrincipalListenerPgTest, ARevocationIsRefusedAtOnceHereAndOnNotificationE
   ASSERT_GE(took, 0) << "the other replica still accepts the revoked token";
   EXPECT_GT(b_->listener->notifications(), heard);
   EXPECT_EQ(b_->Auth(secret, now_).status().message(), "token revoked");
-  std::printf("revocation reached the other replica after %lld ms\n",
-              static_cast<long long>(took));
+  std::printf("revocation reached the other replica after %lld ms\n", static_cast<long long>(took));
 }
 
 TEST_F(PrincipalListenerPgTest, AnOperatorsSqlReachesEveryReplica) {
@@ -209,13 +208,11 @@ TEST_F(PrincipalListenerPgTest, ASessionThatStopsAnsweringTurnsTheCacheOff) {
   Warm(*b_, AddToken(tenant_, "member"));
   // Frozen, as behind a network partition: the socket stays open, nothing comes back.
   int pid = 0;
-  ASSERT_GE(WaitFor([&] { return (pid = ListenerPid()) > 0; }), 0)
-      << "no listener caught pinging";
+  ASSERT_GE(WaitFor([&] { return (pid = ListenerPid()) > 0; }), 0) << "no listener caught pinging";
   // Both replicas' listeners ping; freeze whichever was caught and watch its replica.
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
-  const int64_t took = WaitFor([&] {
-    return !a_->cache.GetStats().enabled || !b_->cache.GetStats().enabled;
-  });
+  const int64_t took =
+      WaitFor([&] { return !a_->cache.GetStats().enabled || !b_->cache.GetStats().enabled; });
   ::kill(pid, SIGCONT);
   ASSERT_GE(took, 0) << "a frozen listening session left the cache on";
   // ping interval 200 ms + ping timeout 400 ms, and the poll: well under a second.

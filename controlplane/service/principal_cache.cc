@@ -70,9 +70,7 @@ class WatchedTenantStore : public TenantStore {
     changed_ = true;
     return inner_.UpdateTenant(t, now_ms);
   }
-  Result<TenantUsageNow> UsageNow(int64_t tenant_id) override {
-    return inner_.UsageNow(tenant_id);
-  }
+  Result<TenantUsageNow> UsageNow(int64_t tenant_id) override { return inner_.UsageNow(tenant_id); }
   Result<int64_t> CreateToken(const NewToken& t) override { return inner_.CreateToken(t); }
   Result<std::vector<TokenRecord>> ListTokens(std::optional<int64_t> tenant_id) override {
     return inner_.ListTokens(tenant_id);
