@@ -282,14 +282,16 @@ TEST_F(SubmitBatcherTest, ALoneSubmitterDoesNotWaitForTheWindow) {
 }
 
 // Once submissions overlap, a batch waits its window for the others: eight at once land in two
-// batches (the first, taken before the rest had arrived, or the rest past the batch size).
+// batches (the first, taken before the rest had arrived, and the rest up to the batch size), or
+// in a few more where a loaded machine starts a thread after a batch was taken; never one each.
 TEST_F(SubmitBatcherTest, ConcurrentSubmittersStillShareBatches) {
   JobsService jobs(db_, api::SpecLimits{}, clock(), nullptr, SubmitBatchOptions{300'000, 7});
   std::vector<Call> calls;
   for (int i = 0; i < 8; ++i) calls.push_back({member_, Spec("c-" + std::to_string(i)), ""});
   for (const auto& a : SubmitAll(jobs, calls)) ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(jobs.batch_stats().members, 8);
-  EXPECT_EQ(jobs.batch_stats().batches, 2);
+  EXPECT_GE(jobs.batch_stats().batches, 2);  // at most 7 to a batch
+  EXPECT_LE(jobs.batch_stats().batches, 4);
 }
 
 // A database that cannot be reached: no transaction opens.
