@@ -2,6 +2,7 @@
 
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
+#include "controlplane/service/forwarding_unit_of_work.h"
 #include "controlplane/service/leader_fence.h"
 
 namespace controlplane::service {
@@ -99,30 +100,19 @@ class WatchedTenantStore : public TenantStore {
   bool changed_ = false;
 };
 
-class WatchedUnitOfWork : public UnitOfWork {
+class WatchedUnitOfWork : public ForwardingUnitOfWork {
  public:
   WatchedUnitOfWork(std::unique_ptr<UnitOfWork> inner, PrincipalCache& cache)
-      : inner_(std::move(inner)), tenants_(inner_->tenants()), cache_(cache) {}
-  JobStore& jobs() override { return inner_->jobs(); }
-  AllocationStore& allocations() override { return inner_->allocations(); }
-  NodeStore& nodes() override { return inner_->nodes(); }
-  EventStore& events() override { return inner_->events(); }
-  LogIndex& logs() override { return inner_->logs(); }
+      : ForwardingUnitOfWork(std::move(inner)), tenants_(this->inner().tenants()), cache_(cache) {}
   TenantStore& tenants() override { return tenants_; }
-  AuditStore& audit() override { return inner_->audit(); }
-  FairShareStore& fair_share() override { return inner_->fair_share(); }
-  CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
-  DatasetStore& datasets() override { return inner_->datasets(); }
-  LeaderFence& leader() override { return inner_->leader(); }
   Status Commit() override {
-    Status st = inner_->Commit();
+    Status st = inner().Commit();
     // Also when COMMIT failed: a lost connection leaves it unknown whether it committed.
     if (tenants_.changed()) cache_.Clear();
     return st;
   }
 
  private:
-  std::unique_ptr<UnitOfWork> inner_;
   WatchedTenantStore tenants_;
   PrincipalCache& cache_;
 };
