@@ -2,6 +2,8 @@
 // steady heartbeat runs (every job running and acknowledged) are counted on the pool, with a few
 // jobs on the node and with many, and must not grow with them. The behaviour of heartbeats is
 // proved by the service flows (testing/service_flow_suite.h), which run on PostgreSQL too.
+#include <memory>
+
 #include <gtest/gtest.h>
 
 #include "controlplane/db/pg.h"
@@ -19,7 +21,18 @@ using service::Principal;
 
 class HeartbeatCostPgTest : public testing::PgDatabaseTest {
  protected:
-  void SetUp() override { OpenFreshDatabase("heartbeat_cost"); }
+  // Tenant "a" and the services the tests drive, over a fresh database at a 1 s interval.
+  void SetUp() override {
+    OpenFreshDatabase("heartbeat_cost");
+    a_ = MakeTenant("a");
+    auto clock = [this] { return now_.load(); };
+    files_ = std::make_unique<service::LogFiles>(data_dir_);
+    nodes_ = std::make_unique<service::NodeService>(*database_, *files_, 1000, clock, nullptr);
+    loop_ = std::make_unique<service::SchedulerLoop>(*database_,
+                                                     service::SchedulerLoop::Options{1000, 500, 1000, {}},
+                                                     clock, nullptr, nullptr);
+    jobs_ = std::make_unique<service::JobsService>(*database_, api::SpecLimits{}, clock, nullptr);
+  }
 
   // Submits `n` one-slot jobs, places them, and runs the heartbeats that launch them and report
   // them running. Returns the request a steady heartbeat of every job on the node sends.
@@ -44,6 +57,12 @@ class HeartbeatCostPgTest : public testing::PgDatabaseTest {
     return held;
   }
 
+  Principal a_;
+  std::unique_ptr<service::LogFiles> files_;
+  std::unique_ptr<service::NodeService> nodes_;
+  std::unique_ptr<service::SchedulerLoop> loop_;
+  std::unique_ptr<service::JobsService> jobs_;
+
   uint64_t StatementsOf(service::NodeService& nodes, const Principal& node,
                         const api::HeartbeatRequest& req) {
     const uint64_t before = pool_->StatementsRun();
@@ -55,12 +74,10 @@ class HeartbeatCostPgTest : public testing::PgDatabaseTest {
 };
 
 TEST_F(HeartbeatCostPgTest, StatementsPerHeartbeatDoNotGrowWithTheJobsOnTheNode) {
-  Principal a = MakeTenant("a");
-  auto clock = [this] { return now_.load(); };
-  service::LogFiles files(data_dir_);
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(*database_, {1000, 500, 1000, {}}, clock, nullptr, nullptr);
-  service::JobsService jobs(*database_, api::SpecLimits{}, clock, nullptr);
+  Principal& a = a_;
+  service::NodeService& nodes = *nodes_;
+  service::SchedulerLoop& loop = *loop_;
+  service::JobsService& jobs = *jobs_;
   auto reg = nodes.Register(Person(a.tenant_id, "a", service::kJoinRole, 0),
                             {"big", "127.0.0.1", "", 256, 0, {}, {}});
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
@@ -97,12 +114,10 @@ TEST_F(HeartbeatCostPgTest, StatementsPerHeartbeatDoNotGrowWithTheJobsOnTheNode)
 // A node holding part of many multi-node jobs: once its agent lists the assignments it holds,
 // a steady heartbeat reads nothing more of them, however many they are.
 TEST_F(HeartbeatCostPgTest, AWorkerNodesHeartbeatDoesNotGrowWithItsAssignments) {
-  Principal a = MakeTenant("a");
-  auto clock = [this] { return now_.load(); };
-  service::LogFiles files(data_dir_);
-  service::NodeService nodes(*database_, files, 1000, clock, nullptr);
-  service::SchedulerLoop loop(*database_, {1000, 500, 1000, {}}, clock, nullptr, nullptr);
-  service::JobsService jobs(*database_, api::SpecLimits{}, clock, nullptr);
+  Principal& a = a_;
+  service::NodeService& nodes = *nodes_;
+  service::SchedulerLoop& loop = *loop_;
+  service::JobsService& jobs = *jobs_;
   const Principal join = Person(a.tenant_id, "a", service::kJoinRole, 0);
   auto r1 = nodes.Register(join, {"n1", "127.0.0.1", "", 256, 0, {}, {}});
   auto r2 = nodes.Register(join, {"n2", "127.0.0.2", "", 256, 0, {}, {}});
