@@ -189,8 +189,12 @@ common::Status Agent::Impl::Prepare() {
   uid_pool = std::make_unique<UidPool>(sandbox);
   RshBridgeOptions rsh_opts;
   rsh_opts.jobs = jobs;
+  rsh_opts.orphan_grace = cfg.orphan_grace;
   max_rsh_streams = rsh_opts.max_daemons;
   bridge = std::make_unique<RshBridge>(rsh_opts, uid_pool.get(), &logs);
+  if (int left = bridge->StopLeftovers(); left > 0) {
+    common::LogWarn("stopped job daemons an earlier agent left", {{"count", std::to_string(left)}});
+  }
   return common::Status::Ok();
 }
 
@@ -277,7 +281,7 @@ common::Status Agent::Impl::StartParts() {
   RshBridge* b = bridge.get();
   loop->SetWorkerHandler(
       [b](const std::vector<api::Command>& workers) { b->SetAssignments(workers); },
-      [b](int64_t job_id) { b->Kill(job_id); });
+      [b](int64_t job_id) { b->Kill(job_id); }, [b] { return b->HeldAssignments(); });
   HeartbeatLoop* l = loop.get();
   runner->SetOnFinish([this, l](int64_t id) {
     metrics.RemoveJob(id);

@@ -91,6 +91,11 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   // Every launch held acknowledges its launch command: the server repeats a launch until then.
   req.has_launched = true;
   req.launched = runner_->HeldLaunches();
+  // And every worker assignment held in full: the server sends those short.
+  if (held_workers_) {
+    req.has_workers = true;
+    req.workers = held_workers_();
+  }
   req.events = std::move(events.events);
   req.logs = std::move(logs.chunks);
   const bool idle = req.finished.empty() && req.events.empty() && req.logs.empty();
@@ -136,7 +141,11 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   metrics_->HeartbeatSucceeded();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    again_at_once_ = !reply->commands.empty() || !req.finished.empty() || woken_;
+    // A launch or a kill may be followed by news at once (a launch that ends quickly); worker
+    // assignments, in every reply while a job runs here, are not news.
+    bool acted = false;
+    for (const auto& cmd : reply->commands) acted = acted || cmd.type != api::Command::Type::kWorker;
+    again_at_once_ = acted || !req.finished.empty() || woken_;
   }
   logs_->Commit(req.logs);
   events_->Commit(events.last_seq);

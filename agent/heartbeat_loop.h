@@ -57,11 +57,15 @@ class HeartbeatLoop {
   // Ends the current wait early (e.g. a job finished and should be reported now).
   void Wake();
   // Receives the worker commands of every successful reply (the whole set, possibly empty) and
-  // the kill commands (agent/rsh_bridge.h). Set before Run.
+  // the kill commands (agent/rsh_bridge.h); `held` says which assignments are held in full, for
+  // each heartbeat's `workers` (null: not sent, every worker command comes in full). Set before
+  // Run.
   void SetWorkerHandler(std::function<void(const std::vector<api::Command>& workers)> on_workers,
-                        std::function<void(int64_t job_id)> on_kill) {
+                        std::function<void(int64_t job_id)> on_kill,
+                        std::function<std::vector<api::LaunchAck>()> held = nullptr) {
     on_workers_ = std::move(on_workers);
     on_kill_ = std::move(on_kill);
+    held_workers_ = std::move(held);
   }
 
   // kInterrupted: a held heartbeat given up by Wake(); it reported nothing, nothing is lost.
@@ -87,6 +91,7 @@ class HeartbeatLoop {
   AgentMetrics* metrics_;
   std::function<void(const std::vector<api::Command>&)> on_workers_;
   std::function<void(int64_t)> on_kill_;
+  std::function<std::vector<api::LaunchAck>()> held_workers_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/job_processes.h"
 #include "agent/mpi_launch.h"
 #include "agent/process_tree.h"
 #include "agent/rsh_protocol.h"
@@ -99,7 +100,30 @@ void RemoteDaemon::Kill() {
 }
 
 RshBridge::RshBridge(RshBridgeOptions options, UidPool* uids, RankLogs* logs)
-    : options_(std::move(options)), uids_(uids), logs_(logs) {}
+    : options_(std::move(options)),
+      records_(options_.jobs.data_dir + "/daemons/running"),
+      uids_(uids),
+      logs_(logs) {}
+
+int RshBridge::StopLeftovers() {
+  std::vector<JobRecord> found = records_.LoadAll();
+  for (const JobRecord& r : found) {
+    // Its watcher first, so that nothing else acts on the daemon while it is stopped here.
+    if (r.watcher.pid > 0) SignalAll({r.watcher}, SIGKILL);
+    int stopped = 0;
+    if (r.processes) {
+      stopped = StopJobProcesses(*r.processes, options_.jobs.kill_grace);
+      LockDir(JobDir(r.job_id), uids_);
+      LockDir(options_.jobs.CheckpointDir(r.job_id), uids_);
+    }
+    records_.Remove(r.job_id);
+    common::LogWarn("stopped a job daemon an earlier agent left",
+                    {{"job", std::to_string(r.job_id)},
+                     {"attempt", std::to_string(r.attempt)},
+                     {"processes", std::to_string(stopped)}});
+  }
+  return static_cast<int>(found.size());
+}
 
 RshBridge::~RshBridge() {
   std::vector<std::shared_ptr<RemoteDaemon>> all;
@@ -126,6 +150,15 @@ void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
     std::map<int64_t, Assignment> next;
     for (const api::Command& w : workers) {
       if (w.type != api::Command::Type::kWorker) continue;
+      if (w.held) {
+        // "Keep it as it is": only what this bridge holds in full, of that attempt. Anything
+        // else is not listed in the next heartbeat, which brings it in full.
+        auto it = assignments_.find(w.job_id);
+        if (it != assignments_.end() && it->second.worker.attempt == w.attempt) {
+          next[w.job_id] = it->second;
+        }
+        continue;
+      }
       Assignment a;
       a.worker = w;
       auto it = assignments_.find(w.job_id);
@@ -142,6 +175,13 @@ void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
     assignments_.swap(next);
   }
   for (auto& d : ended) d->Stop("the job's placement on this node ended");
+}
+
+std::vector<api::LaunchAck> RshBridge::HeldAssignments() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<api::LaunchAck> held;
+  for (const auto& [id, a] : assignments_) held.push_back({id, a.worker.attempt});
+  return held;
 }
 
 void RshBridge::Kill(int64_t job_id) {
@@ -282,6 +322,36 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
     logs_->MarkFinished(job_id);
     return fail(pid.status());
   }
+  // Where its processes are, for its watcher and for a restarted agent (StopLeftovers).
+  JobRecord record;
+  record.job_id = job_id;
+  record.attempt = w.attempt;
+  record.tenant = std::to_string(w.tenant_id);
+  JobProcesses procs;
+  procs.job_id = job_id;
+  procs.launcher = ProcessIdOf(*pid);
+  procs.launcher.pid = *pid;
+  procs.uid = started.uid;
+  if (started.cgroup) {
+    procs.cgroup_version = options_.jobs.cgroups.version;
+    procs.cgroup_dirs = started.cgroup->dirs();
+  }
+  record.processes = procs;
+  if (!options_.jobs.rank_exec.empty()) {
+    auto watcher = JobWatcher::Start(options_.jobs.rank_exec, LogDir(job_id) + "/daemon-watcher.log",
+                                     procs, options_.orphan_grace, options_.jobs.kill_grace);
+    if (watcher.ok()) {
+      record.watcher = (*watcher)->id();
+      started.watcher = std::move(*watcher);
+    } else {
+      // The daemon runs on; should this agent die, its restart still stops it (the record).
+      common::LogWarn("cannot start the job daemon's watcher",
+                      {{"job", id}, {"error", watcher.status().message()}});
+    }
+  }
+  if (common::Status rec = records_.Save(record); !rec.ok()) {
+    common::LogWarn("cannot record the job daemon", {{"job", id}, {"error", rec.message()}});
+  }
   auto daemon = std::shared_ptr<RemoteDaemon>(new RemoteDaemon(job_id, options_.jobs.kill_grace));
   daemon->pid_ = *pid;
   daemon->output_fd_ = ::open(output_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -316,6 +386,9 @@ void RshBridge::Reap(std::shared_ptr<RemoteDaemon> d, Started started) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  // Nothing of it is left for its watcher or a restarted agent to stop.
+  if (started.watcher) started.watcher->Release();
+  records_.Remove(d->job_id_);
   logs_->Collect(d->job_id_, /*final=*/true);
   logs_->MarkFinished(d->job_id_);
   if (started.uid) {

@@ -34,7 +34,9 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/job_record.h"
 #include "agent/job_sandbox_options.h"
+#include "agent/job_watcher.h"
 #include "agent/rank_logs.h"
 #include "agent/sandbox.h"
 #include "api/agent_protocol.h"
@@ -48,6 +50,10 @@ struct RshBridgeOptions {
   JobSandboxOptions jobs;
   // Streams held at once; each holds one of the local API's threads (agent/local_api.h).
   int max_daemons = 8;
+  // How long a daemon and its ranks outlive this agent process before their watcher stops them
+  // (agent/job_watcher.h), as for the jobs this node heads; no watcher when jobs.rank_exec (the
+  // agent binary) is empty.
+  std::chrono::milliseconds orphan_grace{3000};
 };
 
 // One started daemon, shared by the stream that reads it and the bridge that may end it.
@@ -91,8 +97,11 @@ class RshBridge {
   RshBridge& operator=(const RshBridge&) = delete;
 
   // The worker commands of one heartbeat reply, the whole set: daemons of jobs no longer
-  // listed (ended, or a new attempt) are stopped.
+  // listed (ended, or a new attempt) are stopped. A short (`held`) command keeps the assignment
+  // of that attempt as it is; one this bridge does not hold in full is dropped.
   void SetAssignments(const std::vector<api::Command>& workers);
+  // The assignments held in full, by job and attempt (api::HeartbeatRequest::workers).
+  std::vector<api::LaunchAck> HeldAssignments() const;
   // A kill command: the job's daemon here is stopped and the assignment forgotten.
   void Kill(int64_t job_id);
 
@@ -102,6 +111,12 @@ class RshBridge {
   common::Result<std::shared_ptr<RemoteDaemon>> Start(int64_t job_id,
                                                       const std::string& authorization,
                                                       const std::string& body);
+
+  // At the agent's start, before it serves: stops whatever daemons an earlier agent process on
+  // this data directory left running (its records, <data-dir>/daemons/running), their watchers
+  // first. Those jobs' heads lost their streams; what is left of them here is only in the way.
+  // Returns how many records were found.
+  int StopLeftovers();
 
   std::vector<int64_t> Running() const;  // jobs whose daemon runs here
   std::string JobDir(int64_t job_id) const;
@@ -115,11 +130,13 @@ class RshBridge {
   struct Started {
     std::optional<uid_t> uid;
     std::unique_ptr<JobCgroup> cgroup;
+    std::unique_ptr<JobWatcher> watcher;  // null: none (no agent binary, or it failed to start)
   };
   // Waits for the daemon, then sweeps what it left and releases its uid and cgroup.
   void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);
 
   const RshBridgeOptions options_;
+  const JobRecords records_;  // the daemons running, for a restarted agent (StopLeftovers)
   UidPool* const uids_;
   RankLogs* const logs_;
   mutable std::mutex mu_;

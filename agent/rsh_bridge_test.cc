@@ -1,8 +1,12 @@
 #include "agent/rsh_bridge.h"
 
-#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "common/crypto.h"
 
@@ -83,6 +87,62 @@ TEST_F(RshBridgeTest, RefusesWhatTheServerDidNotPlaceHereOrAnotherJobsToken) {
   bridge_->SetAssignments({Worker(8, "new-attempt")});
   EXPECT_EQ(Refusal(8, "Bearer token-of-8", kOrted), common::Code::kUnauthenticated);
   EXPECT_TRUE(bridge_->Running().empty());
+}
+
+// A short worker command keeps the assignment held in full of that attempt, and nothing else.
+TEST_F(RshBridgeTest, AShortWorkerCommandKeepsOnlyWhatIsHeldInFull) {
+  bridge_->SetAssignments({Worker(7, "token-of-7")});
+  EXPECT_EQ(bridge_->HeldAssignments(), (std::vector<api::LaunchAck>{{7, 0}}));
+  api::Command held;
+  held.type = api::Command::Type::kWorker;
+  held.held = true;
+  held.job_id = 7;
+  held.attempt = 0;
+  api::Command unknown = held;
+  unknown.job_id = 8;
+  bridge_->SetAssignments({held, unknown});
+  EXPECT_EQ(bridge_->HeldAssignments(), (std::vector<api::LaunchAck>{{7, 0}}));
+  // The assignment kept is the full one: its token still opens it (the request then fails on
+  // the body, past the token check).
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", "not json"), common::Code::kInvalidArgument);
+  // A short command for another attempt keeps nothing.
+  held.attempt = 1;
+  bridge_->SetAssignments({held});
+  EXPECT_TRUE(bridge_->HeldAssignments().empty());
+  EXPECT_EQ(Refusal(7, "Bearer token-of-7", kOrted), common::Code::kNotFound);
+}
+
+// A restarted agent first stops the daemons its predecessor left (their records), whatever
+// their watchers have or have not done yet, and forgets them.
+TEST_F(RshBridgeTest, StopLeftoversStopsWhatAnEarlierAgentRecorded) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setsid();
+    ::execlp("sleep", "sleep", "300", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  JobProcesses procs;
+  procs.job_id = 11;
+  for (int i = 0; i < 100 && procs.launcher.start_time == 0; ++i) {
+    procs.launcher = ProcessIdOf(pid);
+    ::usleep(10'000);
+  }
+  procs.launcher.pid = pid;
+  JobRecord r;
+  r.job_id = 11;
+  r.attempt = 2;
+  r.processes = procs;
+  std::filesystem::create_directories(dir_ / "daemons");
+  const JobRecords records(dir_.string() + "/daemons/running");
+  if (!records.Save(r).ok()) ::kill(pid, SIGKILL);
+  ASSERT_TRUE(records.LoadAll().size() == 1);
+  EXPECT_EQ(bridge_->StopLeftovers(), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_TRUE(records.LoadAll().empty());
+  EXPECT_EQ(bridge_->StopLeftovers(), 0);
 }
 
 }  // namespace

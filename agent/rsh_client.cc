@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -19,6 +20,10 @@ constexpr int kLauncherFailed = 255;
 // The agent sends a keepalive frame every second while the daemon is silent; this much silence
 // means the other node (or the network to it) is gone.
 constexpr int kReadTimeoutS = 30;
+// The other node's agent learns of its part in the job from its own heartbeats, which may come
+// after the head's launch: a refusal for a job it does not know yet (404), or for the attempt it
+// knew before (401), is asked again for this long before the launch fails.
+constexpr int kAssignmentWaitMs = 15'000;
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "embody-agent rsh: %s\n", message.c_str());
@@ -70,45 +75,56 @@ int RshMain(const std::vector<std::string>& args) {
 
   int status = 0;
   std::string refusal;
-  FrameDecoder decoder;
   std::optional<int> exit_code;
   std::string broken;
-  req.response_handler = [&](const httplib::Response& res) {
-    status = res.status;
-    return true;
-  };
-  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-    if (status != 200) {
-      if (refusal.size() < 4096) refusal.append(data, std::min<size_t>(n, 4096));
+  int waited_ms = 0;
+  for (int pause_ms = 100;; pause_ms = std::min(pause_ms * 2, 1000)) {
+    FrameDecoder decoder;
+    status = 0;
+    refusal.clear();
+    req.response_handler = [&](const httplib::Response& res) {
+      status = res.status;
       return true;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      if (status != 200) {
+        if (refusal.size() < 4096) refusal.append(data, std::min<size_t>(n, 4096));
+        return true;
+      }
+      decoder.Feed(data, n);
+      while (true) {
+        auto f = decoder.Next();
+        if (!f.ok()) {
+          broken = f.status().message();
+          return false;
+        }
+        if (!*f) return true;
+        const Frame& frame = **f;
+        if (frame.type == FrameType::kOutput && !WriteAll(STDOUT_FILENO, frame.payload)) {
+          broken = "cannot write the daemon's output";
+          return false;
+        }
+        if (frame.type == FrameType::kExit) {
+          auto code = common::ParseInt(frame.payload, 0, 255);
+          exit_code = code.ok() ? static_cast<int>(*code) : kLauncherFailed;
+        }
+      }
+    };
+    auto res = client.send(req);
+    if ((status == 404 || status == 401) && waited_ms < kAssignmentWaitMs && !exit_code &&
+        broken.empty()) {
+      ::usleep(static_cast<useconds_t>(pause_ms) * 1000);
+      waited_ms += pause_ms;
+      continue;
     }
-    decoder.Feed(data, n);
-    while (true) {
-      auto f = decoder.Next();
-      if (!f.ok()) {
-        broken = f.status().message();
-        return false;
-      }
-      if (!*f) return true;
-      const Frame& frame = **f;
-      if (frame.type == FrameType::kOutput && !WriteAll(STDOUT_FILENO, frame.payload)) {
-        broken = "cannot write the daemon's output";
-        return false;
-      }
-      if (frame.type == FrameType::kExit) {
-        auto code = common::ParseInt(frame.payload, 0, 255);
-        exit_code = code.ok() ? static_cast<int>(*code) : kLauncherFailed;
-      }
+    if (exit_code) return *exit_code;
+    if (!broken.empty()) return Fail(broken);
+    if (status != 0 && status != 200) {
+      return Fail(inv->host + " refused the daemon (HTTP " + std::to_string(status) + "): " + refusal);
     }
-  };
-  auto res = client.send(req);
-  if (exit_code) return *exit_code;
-  if (!broken.empty()) return Fail(broken);
-  if (status != 0 && status != 200) {
-    return Fail(inv->host + " refused the daemon (HTTP " + std::to_string(status) + "): " + refusal);
+    if (!res) return Fail("no answer from " + url->get<std::string>() + ": " + httplib::to_string(res.error()));
+    return Fail("the stream from " + inv->host + " ended before the daemon's exit");
   }
-  if (!res) return Fail("no answer from " + url->get<std::string>() + ": " + httplib::to_string(res.error()));
-  return Fail("the stream from " + inv->host + " ended before the daemon's exit");
 }
 
 }  // namespace agent

@@ -73,6 +73,12 @@ json ToJson(const HeartbeatRequest& r) {
       j["launched"].push_back({{"job_id", l.job_id}, {"attempt", l.attempt}});
     }
   }
+  if (r.has_workers) {
+    j["workers"] = json::array();
+    for (const auto& w : r.workers) {
+      j["workers"].push_back({{"job_id", w.job_id}, {"attempt", w.attempt}});
+    }
+  }
   j["finished"] = json::array();
   for (const auto& f : r.finished) {
     j["finished"].push_back({{"job_id", f.job_id},
@@ -102,7 +108,10 @@ json ToJson(const HeartbeatResponse& r) {
                        : c.type == Command::Type::kWorker ? "worker"
                                                           : "kill";
     json j{{"type", type}, {"job_id", c.job_id}};
-    if (c.type == Command::Type::kWorker) {
+    if (c.type == Command::Type::kWorker && c.held) {
+      j["attempt"] = c.attempt;
+      j["held"] = true;
+    } else if (c.type == Command::Type::kWorker) {
       j["tenant_id"] = c.tenant_id;
       j["tenant"] = c.tenant;
       j["attempt"] = c.attempt;
@@ -211,6 +220,12 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
         r.launched.push_back({IntOf<int64_t>(l.at("job_id")), IntOf<int>(l.at("attempt"))});
       }
     }
+    if (j.contains("workers")) {
+      r.has_workers = true;
+      for (const auto& w : j.at("workers")) {
+        r.workers.push_back({IntOf<int64_t>(w.at("job_id")), IntOf<int>(w.at("attempt"))});
+      }
+    }
     for (const auto& f : j.value("finished", json::array())) {
       FinishedJob done{IntOf<int64_t>(f.at("job_id")), IntOf<int>(f.at("exit_code")),
                        f.value("reason", "")};
@@ -284,6 +299,10 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
                                h.at("address").get<std::string>(), h.at("ranks").get<int>(),
                                h.value("agent_url", "")});
         }
+      } else if (type == "worker" && c.value("held", false)) {
+        cmd.type = Command::Type::kWorker;
+        cmd.held = true;
+        cmd.attempt = c.at("attempt").get<int>();
       } else if (type == "worker") {
         cmd.type = Command::Type::kWorker;
         cmd.tenant_id = c.at("tenant_id").get<int64_t>();

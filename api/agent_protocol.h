@@ -106,6 +106,11 @@ struct HeartbeatRequest {
   // on the wire (older agents): the server takes `running` and `finished` as the acknowledgement.
   std::vector<LaunchAck> launched;
   bool has_launched = false;  // whether the agent sent `launched` at all
+  // The worker assignments (Command::kWorker) the agent holds in full, by job and attempt: the
+  // server answers those with the short form (Command::held). Absent on the wire (older agents,
+  // has_workers false): every worker command goes in full.
+  std::vector<LaunchAck> workers;
+  bool has_workers = false;
   std::vector<FinishedJob> finished;
   std::vector<JobEventReport> events;
   std::vector<LogChunk> logs;
@@ -148,7 +153,9 @@ struct CheckpointRef {
 // commands of each reply as the whole set of its assignments (one that is gone has ended there).
 // It carries what the node needs to start Open MPI's daemon for the job when the head asks
 // (docs/multinode.md): the job, attempt, tenant, spec, log_bytes, the SHA-256 of the job token,
-// and in `hosts` this node's own entry (its ranks of the job).
+// and in `hosts` this node's own entry (its ranks of the job). Once the agent lists the
+// assignment in HeartbeatRequest::workers, the server sends it short (`held`: the job and attempt
+// only), so a reply costs no reads of the job's spec and logs however long the job runs.
 struct Command {
   enum class Type { kLaunch, kKill, kWorker };
   Type type = Type::kLaunch;
@@ -176,6 +183,10 @@ struct Command {
   std::string job_token;
   // kWorker: hex SHA-256 of the attempt's job token, which a daemon request must present.
   std::string job_token_sha256;
+  // kWorker: the short form, job_id and attempt only, for an assignment the agent said it holds
+  // (HeartbeatRequest::workers): keep it as it is. An agent that does not hold that attempt in
+  // full ignores it, does not list it, and gets it in full in the next reply.
+  bool held = false;
 };
 
 struct HeartbeatResponse {

@@ -154,6 +154,39 @@ TEST(AgentProtocolTest, MultiNodeLaunchAndWorkerRoundTrip) {
   EXPECT_FALSE(ParseHeartbeatResponse(wire).ok());
 }
 
+// Worker assignments the agent holds are acknowledged like launches, and answered short.
+TEST(AgentProtocolTest, HeldWorkerAssignmentsTravelShort) {
+  HeartbeatRequest r;
+  r.has_workers = true;
+  r.workers = {{9, 2}};
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->has_workers);
+  EXPECT_EQ(p->workers, r.workers);
+  auto older = ParseHeartbeatRequest({{"running", {4}}});
+  ASSERT_TRUE(older.ok());
+  EXPECT_FALSE(older->has_workers);
+  EXPECT_FALSE(ParseHeartbeatRequest({{"workers", {{{"job_id", 9}}}}}).ok());
+
+  HeartbeatResponse reply;
+  Command held;
+  held.type = Command::Type::kWorker;
+  held.job_id = 9;
+  held.attempt = 2;
+  held.held = true;
+  held.spec = {{"never", "sent"}};
+  reply.commands.push_back(held);
+  const nlohmann::json wire = ToJson(reply);
+  EXPECT_FALSE(wire["commands"][0].contains("spec")) << wire.dump();
+  EXPECT_FALSE(wire["commands"][0].contains("job_token_sha256")) << wire.dump();
+  auto back = ParseHeartbeatResponse(wire);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->commands.size(), 1u);
+  EXPECT_TRUE(back->commands[0].held);
+  EXPECT_EQ(back->commands[0].attempt, 2);
+  EXPECT_TRUE(back->commands[0].job_token_sha256.empty());
+}
+
 TEST(AgentProtocolTest, BadInputIsAnError) {
   EXPECT_FALSE(ParseRegisterRequest({{"name", "n"}}).ok());
   EXPECT_FALSE(ParseHeartbeatRequest({{"running", {"x"}}}).ok());

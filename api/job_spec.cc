@@ -309,9 +309,11 @@ Status ParseRlAsync(const ObjectReader& o, RlOptions* r) {
   if (o.Has("disaggregated")) {
     ObjectReader d(o.At("disaggregated"), "engine.rl.disaggregated");
     EMBODY_RETURN_IF_ERROR(d.CheckObject());
-    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness"}));
+    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness", "proximal", "stale_lr_scale"}));
     r->disaggregated = true;
     EMBODY_RETURN_IF_ERROR(d.GetInt("max_staleness", 0, 64, &r->max_staleness));
+    EMBODY_RETURN_IF_ERROR(d.GetString("proximal", {"behaviour", "current"}, &r->proximal));
+    EMBODY_RETURN_IF_ERROR(d.GetDouble("stale_lr_scale", 0.01, 1.0, &r->stale_lr_scale));
   }
   if (o.Has("env_async")) {
     ObjectReader a(o.At("env_async"), "engine.rl.env_async");
@@ -777,7 +779,11 @@ json ToJson(const JobSpec& s) {
                              {"tail_scale", l.tail_scale},
                              {"busy", l.busy}};
       }
-      if (r.disaggregated) rl["disaggregated"] = {{"max_staleness", r.max_staleness}};
+      if (r.disaggregated) {
+        rl["disaggregated"] = {{"max_staleness", r.max_staleness},
+                               {"proximal", r.proximal},
+                               {"stale_lr_scale", r.stale_lr_scale}};
+      }
       if (r.env_async) {
         rl["env_async"] = {{"max_batch", r.max_batch}, {"max_wait_ms", r.max_wait_ms}};
       }

@@ -170,6 +170,13 @@ struct RlOptions {
   // max_staleness policy versions ahead of the learner.
   bool disaggregated = false;
   int max_staleness = 1;  // η
+  // The proximal policy of decoupled PPO on steps learned stale (engine/rl/ppo.h): "behaviour"
+  // (the policy that acted: the surrogate is clipped around it, as the synchronous loop's is) or
+  // "current" (the learner's policy when it learns them; w = π/π_b corrects the lag).
+  std::string proximal = "behaviour";
+  // An update's learning rate is lr · stale_lr_scale^s, s its steps' mean staleness (all ranks):
+  // lr on fresh data, a quarter of it by default on data one version old (docs/rl.md).
+  double stale_lr_scale = 0.25;
   // Level 2 (engine.rl.env_async): every environment steps on its own; inference runs when
   // max_batch requests wait or the oldest has waited max_wait_ms. max_batch 0: envs.
   bool env_async = false;

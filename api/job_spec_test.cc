@@ -180,6 +180,15 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
        "engine.rl.disaggregated.max_staleness"},
       {"disaggregated not an object", [](json& j) { j["engine"]["rl"]["disaggregated"] = true; },
        "engine.rl.disaggregated"},
+      {"proximal unknown",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["proximal"] = "average"; },
+       "engine.rl.disaggregated.proximal"},
+      {"stale_lr_scale 0",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["stale_lr_scale"] = 0; },
+       "engine.rl.disaggregated.stale_lr_scale"},
+      {"stale_lr_scale over 1",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["stale_lr_scale"] = 1.5; },
+       "engine.rl.disaggregated.stale_lr_scale"},
       {"max_batch over envs", [](json& j) { j["engine"]["rl"]["env_async"]["max_batch"] = 9; },
        "engine.rl.env_async.max_batch"},
       {"max_wait_ms negative",
@@ -212,7 +221,8 @@ TEST(JobSpecTest, RlAsyncLevelsAreOffUnlessNamedAndRoundTrip) {
 
   json j = ValidRl();
   j["engine"]["rl"]["env_latency"] = {{"mean_ms", 4}, {"jitter", 0.5}, {"tail_probability", 0.05}};
-  j["engine"]["rl"]["disaggregated"] = {{"max_staleness", 2}};
+  j["engine"]["rl"]["disaggregated"] = {
+      {"max_staleness", 2}, {"proximal", "current"}, {"stale_lr_scale", 0.5}};
   j["engine"]["rl"]["env_async"] = {{"max_batch", 4}, {"max_wait_ms", 1.5}};
   j["engine"]["rl"]["streaming"] = {{"micro_batches", 2}};
   auto r = ParseJobSpec(j, {});
@@ -220,6 +230,10 @@ TEST(JobSpecTest, RlAsyncLevelsAreOffUnlessNamedAndRoundTrip) {
   const api::RlOptions& rl = r->engine.rl;
   EXPECT_TRUE(rl.disaggregated && rl.env_async && rl.streaming);
   EXPECT_EQ(rl.max_staleness, 2);
+  EXPECT_EQ(rl.proximal, "current");
+  EXPECT_DOUBLE_EQ(rl.stale_lr_scale, 0.5);
+  EXPECT_EQ(api::RlOptions{}.proximal, "behaviour");  // the defaults docs/rl.md gives
+  EXPECT_DOUBLE_EQ(api::RlOptions{}.stale_lr_scale, 0.25);
   EXPECT_EQ(rl.max_batch, 4);
   EXPECT_DOUBLE_EQ(rl.max_wait_ms, 1.5);
   EXPECT_EQ(rl.micro_batches, 2);

@@ -8,7 +8,9 @@
 //   +L1+L2      and every environment steps on its own, inference batched
 //   +L1+L2+L3   and the learner streams its first epoch in micro-batches
 //   L2 alone    level 2 without level 1 (η = 0: acting waits for every update, on-policy)
-// Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen, and success:
+// Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen and what the
+// learner saw of it (KL between the behaviour and learner policies, the share of importance
+// weights over the cap, PPO's approx_kl and clip fraction), and success:
 // the final policy's Gaussian mean evaluated on --eval-episodes seeded episodes (the same
 // episodes for every configuration), and the training episodes' rate over the last 5 updates;
 // with --seeds S, every configuration runs S seeds and success is their mean (one seed of a
@@ -16,7 +18,10 @@
 // Last line: one JSON object.
 //
 //   async_rl_bench [--seeds 3] [--updates 60] [--mean-ms 2] [--tail-p 0.05] [--tail-scale 8] [--eta
-//   1]
+//   1] [--proximal behaviour|current] [--stale-lr-scale 0.25] [--configs sync,+L1+L2] [--trace]
+// --configs runs a subset (quick comparisons of learning; ratios need sync), --trace prints every
+// update's statistics; --lr, --epochs and --importance-cap change every configuration.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -42,6 +47,8 @@ struct Config {
 struct Outcome {
   double seconds = 0, env_steps_per_s = 0, trajectories_per_s = 0;
   double eval_success = NAN, train_success = NAN, mean_staleness = 0;
+  // Means over updates and seeds: the learner's view of how stale its data was.
+  double behaviour_kl = 0, importance_capped = 0, approx_kl = 0, clip_fraction = 0;
   int64_t env_steps = 0, max_staleness = 0;
 };
 
@@ -66,6 +73,13 @@ int main(int argc, char** argv) {
   double max_wait_ms = 1.0;
   uint64_t seed = 1;
   int seeds = 1;
+  std::vector<std::string> only;
+  bool trace = false;
+  std::string proximal = api::RlOptions{}.proximal;
+  double importance_cap = api::RlOptions{}.importance_cap;
+  double stale_lr_scale = api::RlOptions{}.stale_lr_scale;
+  double lr = engine::testing::SmallReach(1).engine.rl.lr;
+  int epochs = api::RlOptions{}.epochs;
   app.add_option("--updates", updates, "PPO updates (global batches) per configuration");
   app.add_option("--envs", envs, "environments");
   app.add_option("--rollout-steps", rollout, "steps per environment per global batch");
@@ -80,6 +94,16 @@ int main(int argc, char** argv) {
   app.add_option("--eval-episodes", episodes, "episodes evaluating each final policy");
   app.add_option("--seed", seed, "first seed");
   app.add_option("--seeds", seeds, "seeds run per configuration (seed, seed + 1, ...)");
+  app.add_option("--configs", only,
+                 "run only these configurations (names as printed; ratios need sync)")
+      ->delimiter(',');
+  app.add_option("--proximal", proximal, "level 1's proximal policy: current or behaviour");
+  app.add_option("--importance-cap", importance_cap, "decoupled PPO's cap on π_prox / π_b");
+  app.add_option("--stale-lr-scale", stale_lr_scale,
+                 "level 1: lr times this to the power of the batch's mean staleness");
+  app.add_option("--lr", lr, "PPO learning rate (every configuration)");
+  app.add_option("--epochs", epochs, "PPO epochs per rollout (every configuration)");
+  app.add_flag("--trace", trace, "every update's success and PPO statistics, to stderr");
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<Config> configs = {{"sync", false, false, false},
@@ -93,6 +117,7 @@ int main(int argc, char** argv) {
   for (int k = 0; k < seeds; ++k) {
     for (size_t ci = 0; ci < configs.size(); ++ci) {
       const Config& c = configs[ci];
+      if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
       engine::rl::SyncPpoOptions o =
           engine::testing::SmallReach(static_cast<int64_t>(envs) * rollout * updates);
       api::RlOptions& rl = o.engine.rl;
@@ -106,6 +131,11 @@ int main(int argc, char** argv) {
       rl.env_latency.tail_scale = tail_scale;
       rl.disaggregated = c.disaggregated;
       rl.max_staleness = eta;
+      rl.proximal = proximal;
+      rl.importance_cap = importance_cap;
+      rl.lr = lr;
+      rl.stale_lr_scale = stale_lr_scale;
+      rl.epochs = epochs;
       rl.env_async = c.env_async;
       rl.max_wait_ms = max_wait_ms;
       rl.streaming = c.streaming;
@@ -138,8 +168,22 @@ int main(int argc, char** argv) {
       evals[ci].push_back(eval);
       x.train_success = (k == 0 ? 0.0 : x.train_success) + LastSuccess(r->updates, 5) / seeds;
       x.eval_success = (k == 0 ? 0.0 : x.eval_success) + eval / seeds;
+      for (size_t i = 0; trace && i < r->updates.size(); ++i) {
+        const auto& u = r->updates[i];
+        std::fprintf(stderr,
+                     "  %s update %zu: success %.3f staleness %.2f kl_b %.4f capped %.3f w %.3f "
+                     "kl_upd %.4f clipped %.3f entropy %.3f grad %.3f vloss %.4f\n",
+                     c.name, i, u.success_rate, u.mean_staleness, u.ppo.behaviour_kl,
+                     u.ppo.importance_capped, u.ppo.importance_weight, u.ppo.approx_kl,
+                     u.ppo.clip_fraction, u.ppo.entropy, u.ppo.grad_norm, u.ppo.value_loss);
+      }
       for (const auto& u : r->updates) {
-        x.mean_staleness += u.mean_staleness / r->updates.size() / seeds;
+        const double share = 1.0 / r->updates.size() / seeds;
+        x.mean_staleness += u.mean_staleness * share;
+        x.behaviour_kl += u.ppo.behaviour_kl * share;
+        x.importance_capped += u.ppo.importance_capped * share;
+        x.approx_kl += u.ppo.approx_kl * share;
+        x.clip_fraction += u.ppo.clip_fraction * share;
         x.max_staleness = std::max(x.max_staleness, u.max_staleness);
       }
       std::fprintf(stderr, "seed %llu %s: %.1f s, eval success %.3f\n",
@@ -156,8 +200,9 @@ int main(int argc, char** argv) {
       "reach, %d seed(s), %d envs x %d steps x %d updates, latency mean %.1f ms jitter %.2f, "
       "stall p %.3f alpha %.1f scale %.1f (sleep), eta %d, %d micro-batches\n",
       seeds, envs, rollout, updates, mean_ms, jitter, tail_p, tail_alpha, tail_scale, eta, micro);
-  std::printf("%-11s %10s %9s %8s %9s %10s %10s %9s %9s\n", "config", "env_steps", "seconds",
-              "steps/s", "vs sync", "traj/s", "staleness", "eval_succ", "train_succ");
+  std::printf("%-11s %10s %9s %8s %9s %10s %10s %9s %9s %8s %7s %8s %7s\n", "config", "env_steps",
+              "seconds", "steps/s", "vs sync", "traj/s", "staleness", "eval_succ", "train_succ",
+              "kl_b", "capped", "kl_upd", "clipped");
   nlohmann::json j = {
       {"bench", "async_rl"}, {"seeds", seeds},           {"updates", updates},
       {"envs", envs},        {"rollout_steps", rollout}, {"eta", eta},
@@ -165,16 +210,22 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < configs.size(); ++i) {
     const Outcome& x = out[i];
     const double ratio = x.env_steps_per_s / out[0].env_steps_per_s;
-    std::printf("%-11s %10lld %9.2f %8.0f %8.2fx %10.1f %6.2f/%lld %9.3f %10.3f\n", configs[i].name,
-                static_cast<long long>(x.env_steps), x.seconds, x.env_steps_per_s, ratio,
-                x.trajectories_per_s, x.mean_staleness, static_cast<long long>(x.max_staleness),
-                x.eval_success, x.train_success);
+    std::printf(
+        "%-11s %10lld %9.2f %8.0f %8.2fx %10.1f %6.2f/%lld %9.3f %10.3f %8.4f %7.3f %8.4f %7.3f\n",
+        configs[i].name, static_cast<long long>(x.env_steps), x.seconds, x.env_steps_per_s, ratio,
+        x.trajectories_per_s, x.mean_staleness, static_cast<long long>(x.max_staleness),
+        x.eval_success, x.train_success, x.behaviour_kl, x.importance_capped, x.approx_kl,
+        x.clip_fraction);
     j[configs[i].name] = {
         {"env_steps_per_s", x.env_steps_per_s},
         {"speedup", ratio},
         {"trajectories_per_s", x.trajectories_per_s},
         {"mean_staleness", x.mean_staleness},
         {"max_staleness", x.max_staleness},
+        {"behaviour_kl", x.behaviour_kl},
+        {"importance_capped", x.importance_capped},
+        {"approx_kl", x.approx_kl},
+        {"clip_fraction", x.clip_fraction},
         {"eval_success",
          std::isfinite(x.eval_success) ? nlohmann::json(x.eval_success) : nlohmann::json()},
         {"eval_success_delta_pp", std::isfinite(x.eval_success)

@@ -1,9 +1,10 @@
 // Submissions per second through the real HTTP server: what tenancy's guards cost POST /v1/jobs
-// (--compare guards), or what the submission batcher gains (--compare batch).
+// (--compare guards), what the submission batcher gains (--compare batch), or what keeping
+// authenticated tokens in memory gains (--compare auth).
 //
-//   submit_bench [--compare guards|batch] [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1]
+//   submit_bench [--compare guards|batch|auth] [--clients 8] [--seconds 5] [--pairs 2] [--warmup 1]
 //                [--scheduler-period-ms N] [--guarded-audit 1] [--guarded-rate-limit 1]
-//                [--guarded-quota 1] [--batch-window-us 1000] [--batch-max 256]
+//                [--guarded-quota 1] [--batch-window-us 1000] [--batch-max 256] [--auth-cache 1]
 //                [--pg-set name=value]... [--profile 200]
 //
 // One private PostgreSQL cluster (tests/support/pg_harness.h), two databases in it, and two
@@ -14,7 +15,12 @@
 // With --compare batch the two are both guarded, and differ only in the submission batcher
 // (controlplane/service/submit_batcher.h):
 //   batched:   --submit-batch-window-us --batch-window-us, --submit-batch-max --batch-max;
-//   unbatched: window 0, one transaction per submission (the baseline).
+//   unbatched: window 0, one transaction per submission, on its request's thread (the
+//              baseline).
+// With --compare auth the two are both guarded and batched as above, and differ only in
+// --auth-cache (controlplane/service/principal_cache.h):
+//   cached:   a token is read from the database once, then answered from memory;
+//   uncached: every request reads its token in a transaction of its own (the baseline).
 // Both authenticate every request (a member token of the default tenant) and validate and store
 // the job as always. Each server has one node with 64 slots, drained, so every job is admissible
 // and stays PENDING: what is measured is admission and storage, not the scheduler, whose loop is
@@ -60,7 +66,7 @@ namespace {
 using nlohmann::json;
 
 struct Options {
-  std::string compare = "guards";  // or "batch"
+  std::string compare = "guards";  // or "batch", "auth"
   int batch_window_us = 1000;
   int batch_max = 256;
   int clients = 8;
@@ -77,6 +83,8 @@ struct Options {
   // e.g. commit_delay or synchronous_commit on the same bench.
   std::vector<std::string> pg_set;
   int profile = 200;  // submissions per server in the statement profile after the rounds; 0: none
+  // --auth-cache of both servers with --compare guards|batch (auth compares 1 with 0).
+  bool auth_cache = true;
 };
 
 // CPU seconds used so far by this process (servers and clients) and by the PostgreSQL cluster
@@ -156,7 +164,8 @@ httplib::Result Call(int port, const std::string& method, const std::string& pat
 // Starts a server on its own database and prepares what every submission needs; `batch_window_us`
 // > 0 turns the submission batcher on.
 common::Status Start(const embody::testing::PgCluster& pg, const std::string& dir, const Options& o,
-                     const std::string& name, bool guarded, int batch_window_us, Target* t) {
+                     const std::string& name, bool guarded, int batch_window_us, bool auth_cache,
+                     Target* t) {
   t->name = name;
   auto db = pg.CreateDatabase("bench_" + t->name);
   if (!db.ok()) return db.status();
@@ -170,6 +179,7 @@ common::Status Start(const embody::testing::PgCluster& pg, const std::string& di
   so.rate_limit_burst = so.rate_limit_per_s;
   so.submit_batch_window_us = batch_window_us;
   so.submit_batch_max = o.batch_max;
+  so.auth_cache = auth_cache ? 1 : 0;
   auto server = controlplane::Server::Start(so);
   if (!server.ok()) return server.status();
   t->server = std::move(*server);
@@ -366,8 +376,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Submissions/s through embody-server: audit, rate limit and quota on vs off, or "
                "the submission batcher on vs off"};
   app.add_option("--compare", o.compare,
-                 "guards: guarded vs bare; batch: both guarded, batcher on vs off")
-      ->check(CLI::IsMember({"guards", "batch"}));
+                 "guards: guarded vs bare; batch: both guarded, batcher on vs off; auth: both "
+                 "guarded and batched, --auth-cache 1 vs 0")
+      ->check(CLI::IsMember({"guards", "batch", "auth"}));
   app.add_option("--batch-window-us", o.batch_window_us, "the batched server's window (batch)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--batch-max", o.batch_max, "the batched server's largest batch (batch)")
@@ -384,6 +395,8 @@ int main(int argc, char** argv) {
   app.add_option("--guarded-audit", o.guarded_audit, "the guarded server writes audit rows");
   app.add_option("--guarded-rate-limit", o.guarded_rate_limit, "the guarded server rate-limits");
   app.add_option("--guarded-quota", o.guarded_quota, "the guarded tenant has a pending quota");
+  app.add_option("--auth-cache", o.auth_cache,
+                 "both servers keep authenticated tokens in memory (guards, batch)");
   app.add_option("--pg-set", o.pg_set, "a PostgreSQL setting name=value (repeatable)");
   app.add_option("--profile", o.profile,
                  "submissions per server whose statements are logged and grouped; 0: none")
@@ -409,10 +422,19 @@ int main(int argc, char** argv) {
 
   // `guarded` is the first of the pair, `bare` the baseline it is divided by.
   const bool batch = o.compare == "batch";
+  const bool auth = o.compare == "auth";
   Target guarded, bare;
-  common::Status st =
-      Start(pg, dir, o, batch ? "batched" : "guarded", true, batch ? o.batch_window_us : 0, &guarded);
-  if (st.ok()) st = Start(pg, dir, o, batch ? "unbatched" : "bare", batch, 0, &bare);
+  common::Status st;
+  if (auth) {
+    st = Start(pg, dir, o, "cached", true, o.batch_window_us, true, &guarded);
+    if (st.ok()) st = Start(pg, dir, o, "uncached", true, o.batch_window_us, false, &bare);
+  } else {
+    st = Start(pg, dir, o, batch ? "batched" : "guarded", true, batch ? o.batch_window_us : 0,
+               o.auth_cache, &guarded);
+    if (st.ok()) {
+      st = Start(pg, dir, o, batch ? "unbatched" : "bare", batch, 0, o.auth_cache, &bare);
+    }
+  }
   dup2(saved_stderr, STDERR_FILENO);  // our own messages
   if (!st.ok()) return Fail(st.ToString());
   dup2(log_fd, STDERR_FILENO);
@@ -422,7 +444,7 @@ int main(int argc, char** argv) {
       " %d, rate limit %d, quota %d; batch window %d us, max %d; server log %s\n",
       guarded.name.c_str(), bare.name.c_str(), o.clients, o.seconds, o.pairs,
       std::thread::hardware_concurrency(), o.guarded_audit, o.guarded_rate_limit, o.guarded_quota,
-      batch ? o.batch_window_us : 0, o.batch_max, log_path.c_str());
+      batch || auth ? o.batch_window_us : 0, o.batch_max, log_path.c_str());
   int64_t postmaster = -1;
   {
     std::ifstream pid_file(pg.dir() + "/pgdata/postmaster.pid");
@@ -468,11 +490,11 @@ int main(int argc, char** argv) {
   const double ratio = g / b;
   const double median_pair = ratios[ratios.size() / 2];
   const double g_p99_ms = 1e3 * Percentile(guarded.latencies_s, 0.99);
-  if (batch) {
-    std::printf("batched / unbatched throughput: %.3f (pairs %.3f..%.3f, median %.3f)\n", ratio,
-                ratios.front(), ratios.back(), median_pair);
-    std::printf("issue 11 goal (batched >= 2000/s with p99 < 50 ms): %s (%.0f/s, p99 %.1f ms)\n",
-                g >= 2000 && g_p99_ms < 50 ? "met" : "NOT met", g, g_p99_ms);
+  if (batch || auth) {
+    std::printf("%s / %s throughput: %.3f (pairs %.3f..%.3f, median %.3f)\n", guarded.name.c_str(),
+                bare.name.c_str(), ratio, ratios.front(), ratios.back(), median_pair);
+    std::printf("issue 11 goal (%s >= 2000/s with p99 < 50 ms): %s (%.0f/s, p99 %.1f ms)\n",
+                guarded.name.c_str(), g >= 2000 && g_p99_ms < 50 ? "met" : "NOT met", g, g_p99_ms);
   } else {
     std::printf(
         "guarded / bare throughput: %.3f (pairs %.3f..%.3f, median %.3f); goal >= 0.90: %s\n",
@@ -502,13 +524,14 @@ int main(int argc, char** argv) {
                {gn + "_cpu_ms", 1e3 * cpu_per(guarded)},
                {bn + "_cpu_ms", 1e3 * cpu_per(bare)},
                {"cpu_ratio", cpu_ratio},
-               {"batch_window_us", batch ? o.batch_window_us : 0},
+               {"batch_window_us", batch || auth ? o.batch_window_us : 0},
                {"batch_max", o.batch_max},
                {"loadavg_1m_start", load_start[0]},
                {"loadavg_1m_end", load[0]},
                {"guarded_audit", o.guarded_audit},
                {"guarded_rate_limit", o.guarded_rate_limit},
                {"guarded_quota", o.guarded_quota},
+               {"auth_cache", auth ? "cached vs uncached" : o.auth_cache ? "both" : "neither"},
                {"failed", guarded.failed + bare.failed}};
   std::printf("%s\n", line.dump().c_str());
   std::fflush(stdout);

@@ -54,6 +54,10 @@ const std::vector<IntFlag>& IntFlags() {
        [](ServerOptions& o) { return &o.rate_limit_per_s; }},
       {"--rate-limit-burst", 0, 1000000, "burst per token (0: the per-second rate)",
        [](ServerOptions& o) { return &o.rate_limit_burst; }},
+      {"--auth-cache", 0, 1,
+       "keep authenticated tokens in memory, emptied on every token or tenant change this or "
+       "another replica commits (0: read the token at every request)",
+       [](ServerOptions& o) { return &o.auth_cache; }},
       {"--submit-batch-window-us", 0, 100'000,
        "POST /v1/jobs group commit: how long a batch waits for more submissions after its first "
        "(0: one transaction per submission)",

@@ -36,10 +36,14 @@ struct ServerOptions {
   int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
   int rate_limit_burst = 0;  // 0: the per-second rate
   bool audit = true;         // an audit row per mutating call
+  // 1: authenticated tokens are kept in memory, cleared on every change to tokens or tenants
+  // (service/principal_cache.h, db/principal_listener.h); 0: every request reads its token in
+  // a transaction of its own.
+  int auth_cache = 1;
   // Group commit of POST /v1/jobs (service/submit_batcher.h): submissions arriving within the
   // window of the first are written in one transaction, at most submit_batch_max of them.
-  // 0: one transaction per submission.
-  int submit_batch_window_us = 0;
+  // 0: one transaction per submission. A lone submitter's batch never waits (submit_batcher.h).
+  int submit_batch_window_us = 1000;
   int submit_batch_max = 256;
   std::string web_dir = DefaultWebDir();  // the dashboard's built files
   // Where imported datasets live (<root>/tenant-<tid>/dataset-<id>), the same path on every

@@ -13,6 +13,7 @@
 #include "common/time_util.h"
 #include "controlplane/db/leader_lock.h"
 #include "controlplane/db/migrations.h"
+#include "controlplane/db/principal_listener.h"
 #include "controlplane/db/stores.h"
 #include "controlplane/http/api_server.h"
 #include "controlplane/http/ready_check.h"
@@ -31,6 +32,11 @@ struct Server::Impl {
   ServerOptions opts;
   std::unique_ptr<db::PgPool> pool;
   std::unique_ptr<db::PgDatabase> pg_database;
+  // Authenticated tokens (--auth-cache), emptied by every token or tenant change this replica
+  // commits (watched) or hears of from the others (listener).
+  service::PrincipalCache principal_cache;
+  std::unique_ptr<service::PrincipalWatchedDatabase> watched;
+  std::unique_ptr<db::PrincipalListener> principal_listener;  // null with --auth-cache 0
   // What every service and the router use: the database whose units of work write the audit
   // row of the call they commit for (service/audit_scope.h).
   std::unique_ptr<service::AuditedDatabase> database;
@@ -112,7 +118,13 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
   if (!applied.ok()) return applied.status();
   m->pg_database = std::make_unique<db::PgDatabase>(*m->pool);
-  m->database = std::make_unique<service::AuditedDatabase>(*m->pg_database);
+  m->watched = std::make_unique<service::PrincipalWatchedDatabase>(*m->pg_database,
+                                                                   m->principal_cache);
+  m->database = std::make_unique<service::AuditedDatabase>(*m->watched);
+  if (opts.auth_cache) {
+    m->principal_listener = std::make_unique<db::PrincipalListener>(*m->pool, m->principal_cache);
+    m->principal_listener->Start();
+  }
 
   auto boot = service::Bootstrap(*m->database, common::NowMillis());
   if (!boot.ok()) return boot.status();
@@ -156,9 +168,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto wake = [raw] { raw->scheduler->Wake(); };
   // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
   auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
-  m->jobs = std::make_unique<service::JobsService>(
-      *m->database, opts.limits, now, wake,
-      service::SubmitBatchOptions{opts.submit_batch_window_us, opts.submit_batch_max});
+  service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
+  batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
+  m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake,
+                                                   std::move(batching));
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
@@ -219,6 +232,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.router.rate_limit_burst =
       opts.rate_limit_burst > 0 ? opts.rate_limit_burst : opts.rate_limit_per_s;
   deps.router.audit = opts.audit;
+  deps.router.principal_cache = opts.auth_cache ? &m->principal_cache : nullptr;
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
@@ -227,6 +241,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     db::PgPoolStats s = raw->pool->Stats();
     return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
   });
+  if (opts.auth_cache) {
+    m->metrics->SetAuthCacheSource([raw] {
+      service::PrincipalCache::Stats s = raw->principal_cache.GetStats();
+      return http::AuthCacheStats{s.hits, s.misses, s.enabled};
+    });
+  }
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
   if (m->plan_watch) {
@@ -331,6 +351,7 @@ void Server::Stop() {
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();
   impl_->StopSweeper();
+  if (impl_->principal_listener) impl_->principal_listener->Stop();
   common::LogInfo("stopped");
 }
 

@@ -42,6 +42,10 @@ Result<int64_t> PgEventStore::Append(int64_t job_id, int64_t time_ms, const std:
 
 Status PgEventStore::AppendMany(const std::vector<service::EventRecord>& events) {
   if (events.empty()) return Status::Ok();
+  if (events.size() == 1) {  // a lone submission's: a plain VALUES row, no recordset to unpack
+    const service::EventRecord& e = events[0];
+    return Append(e.job_id, e.time_ms, e.type, e.data).status();
+  }
   nlohmann::json rows = nlohmann::json::array();
   for (const service::EventRecord& e : events) {
     rows.push_back({{"job_id", e.job_id}, {"time_ms", e.time_ms}, {"type", e.type}, {"data", e.data}});

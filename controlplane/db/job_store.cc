@@ -116,6 +116,12 @@ Param JsonRows(const nlohmann::json& rows) {
 
 Result<std::vector<int64_t>> PgJobStore::InsertMany(const std::vector<service::NewJob>& jobs) {
   if (jobs.empty()) return std::vector<int64_t>();
+  if (jobs.size() == 1) {
+    // One statement instead of two (no ids to take first): a lone submission's batch.
+    auto id = Insert(jobs[0]);
+    if (!id.ok()) return id.status();
+    return std::vector<int64_t>{*id};
+  }
   auto ids = NextIds(tx_, "jobs", jobs.size());
   if (!ids.ok()) return ids.status();
   nlohmann::json rows = nlohmann::json::array();

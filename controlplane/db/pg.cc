@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <libpq-fe.h>
 
@@ -398,9 +399,23 @@ Result<PgRows> PgTx::Exec(const std::string& sql, const Params& params) {
 
 Status PgTx::Commit() {
   open_ = false;
-  auto r = db::Exec(lease_.get(), "COMMIT");
-  if (!r.ok()) lease_.pool()->CountError();
-  return r.ok() ? Status::Ok() : r.status();
+  PGconn* conn = lease_.get();
+  PGresult* res = PQexec(conn, "COMMIT");
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    Status error = ErrorStatus(conn, res);
+    PQclear(res);
+    lease_.pool()->CountError();
+    return error;
+  }
+  // PostgreSQL answers COMMIT of a transaction that an earlier statement aborted with the
+  // command tag ROLLBACK, not an error: nothing was written, and the caller must not think so.
+  const bool rolled_back = std::strcmp(PQcmdStatus(res), "ROLLBACK") == 0;
+  PQclear(res);
+  if (rolled_back) {
+    lease_.pool()->CountError();
+    return common::Internal("database: COMMIT rolled back a transaction a statement had failed");
+  }
+  return Status::Ok();
 }
 
 }  // namespace controlplane::db

@@ -125,6 +125,33 @@ TEST_F(PgFaultsTest, UnitOfWorkOnAKilledConnectionIsUnavailableAndWritesNothing)
   EXPECT_EQ(CountJobs(), 0);
 }
 
+// PostgreSQL answers COMMIT of a transaction an earlier statement aborted with ROLLBACK and no
+// error: the commit must fail, not report the half-done unit of work as written.
+TEST_F(PgFaultsTest, CommitOfAnAbortedTransactionIsAnError) {
+  const int64_t tenant = AddTenant();
+  auto tx = db::PgTx::Begin(*pool_);
+  ASSERT_TRUE(tx.ok());
+  db::PendingDeltas pending;
+  db::PgJobStore jobs(**tx, pending);
+  ASSERT_TRUE(jobs.Insert(Job(tenant, "lost")).ok());
+  auto bad = (*tx)->Exec("SELECT 1 / $1::int AS x", {db::P(0)});
+  ASSERT_FALSE(bad.ok());
+  const uint64_t errors = pool_->Stats().errors;
+  common::Status committed = (*tx)->Commit();
+  EXPECT_EQ(committed.code(), Code::kInternal) << committed.ToString();
+  EXPECT_NE(committed.message().find("rolled back"), std::string::npos) << committed.ToString();
+  EXPECT_GT(pool_->Stats().errors, errors);
+  tx->reset();
+  EXPECT_EQ(CountJobs(), 0);
+  // The connection goes back to the pool usable: the next unit of work commits.
+  auto again = database_->Begin();
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->jobs().Insert(Job(tenant, "kept")).ok());
+  EXPECT_TRUE((*again)->Commit().ok());
+  again->reset();
+  EXPECT_EQ(CountJobs(), 1);
+}
+
 TEST_F(PgFaultsTest, StatementAndLockTimeoutsAreUnavailable) {
   db::PgOptions o;
   o.statement_timeout_ms = 200;

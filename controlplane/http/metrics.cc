@@ -79,7 +79,23 @@ ServerMetrics::ServerMetrics()
                            .Help("Train job attempts whose step time stayed far above their "
                                  "plan's (a plan_deviation event each)")
                            .Register(*registry_)
-                           .Add({})) {
+                           .Add({})),
+      submit_batch_members_(BuildHistogram()
+                                .Name("embody_submit_batch_members")
+                                .Help("Submissions written per transaction of POST /v1/jobs "
+                                      "(the submission batcher; 1 for a lone one)")
+                                .Register(*registry_)
+                                .Add({}, prometheus::Histogram::BucketBoundaries{
+                                             1, 2, 4, 8, 16, 32, 64, 128, 256})),
+      auth_lookups_(BuildCounter()
+                        .Name("embody_auth_lookups_total")
+                        .Help("Bearer tokens authenticated, by where the answer came from: "
+                              "cache (memory) or database")
+                        .Register(*registry_)),
+      auth_hits_(auth_lookups_.Add({{"source", "cache"}})),
+      auth_misses_(auth_lookups_.Add({{"source", "database"}})),
+      auth_enabled_(OneGauge(*registry_, "embody_auth_cache_enabled",
+                             "1 while the principal cache is on (its listener is listening)")) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
 }
@@ -113,6 +129,15 @@ void ServerMetrics::ObserveCycle(const service::CycleStats& stats) {
     nodes_.Add({{"state", state}}).Set(static_cast<double>(n));
   }
   queue_depth_.Set(static_cast<double>(stats.queue_depth));
+}
+
+void ServerMetrics::ObserveSubmitBatch(int members) {
+  submit_batch_members_.Observe(static_cast<double>(members));
+}
+
+void ServerMetrics::SetAuthCacheSource(std::function<AuthCacheStats()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auth_source_ = std::move(source);
 }
 
 void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
@@ -161,6 +186,15 @@ std::string ServerMetrics::Serialize(bool with_tenant_series) {
         plan_deviations_.Increment(static_cast<double>(total - deviations_seen_));
         deviations_seen_ = total;
       }
+    }
+    if (auth_source_) {
+      const AuthCacheStats a = auth_source_();
+      if (a.hits > auth_seen_.hits) auth_hits_.Increment(static_cast<double>(a.hits - auth_seen_.hits));
+      if (a.misses > auth_seen_.misses) {
+        auth_misses_.Increment(static_cast<double>(a.misses - auth_seen_.misses));
+      }
+      auth_seen_ = a;
+      auth_enabled_.Set(a.enabled ? 1 : 0);
     }
     if (pool_source_) {
       DbPoolStats s = pool_source_();

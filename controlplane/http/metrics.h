@@ -48,9 +48,20 @@ struct DbPoolStats {
   uint64_t errors = 0;
 };
 
+// The principal cache as the metrics see it (service::PrincipalCache::Stats).
+struct AuthCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  bool enabled = false;
+};
+
 class ServerMetrics {
  public:
   ServerMetrics();
+  // One answered submission batch of `members` (service/submit_batcher.h; 1 for a lone one).
+  void ObserveSubmitBatch(int members);
+  // Read at every Serialize(); unset: the auth cache series stay at 0.
+  void SetAuthCacheSource(std::function<AuthCacheStats()> source);
   void ObserveRequest(const std::string& route, const std::string& method, int status,
                       double seconds);
   void ObserveCycle(const service::CycleStats& stats);
@@ -88,6 +99,11 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& events_dropped_;
   prometheus::Counter& launches_lost_;
   prometheus::Counter& plan_deviations_;
+  prometheus::Histogram& submit_batch_members_;
+  prometheus::Family<prometheus::Counter>& auth_lookups_;
+  prometheus::Counter& auth_hits_;
+  prometheus::Counter& auth_misses_;
+  prometheus::Gauge& auth_enabled_;
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
@@ -99,6 +115,8 @@ class ServerMetrics {
   uint64_t lost_seen_ = 0;
   std::function<uint64_t()> deviations_source_;
   uint64_t deviations_seen_ = 0;
+  std::function<AuthCacheStats()> auth_source_;
+  AuthCacheStats auth_seen_;
 };
 
 }  // namespace controlplane::http

@@ -127,6 +127,33 @@ TEST(ServerMetricsTest, LostLaunchesFollowTheirSource) {
   EXPECT_TRUE(Has(t, "embody_launches_lost_total 2")) << t;
 }
 
+TEST(ServerMetricsTest, SubmitBatchSizesAreAHistogram) {
+  ServerMetrics m;
+  m.ObserveSubmitBatch(1);
+  m.ObserveSubmitBatch(3);
+  m.ObserveSubmitBatch(40);
+  const std::string t = m.Serialize(false);
+  EXPECT_TRUE(Has(t, R"(embody_submit_batch_members_bucket{le="1"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_submit_batch_members_bucket{le="4"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_submit_batch_members_bucket{le="64"} 3)")) << t;
+  EXPECT_TRUE(Has(t, "embody_submit_batch_members_count 3")) << t;
+  EXPECT_TRUE(Has(t, "embody_submit_batch_members_sum 44")) << t;
+}
+
+TEST(ServerMetricsTest, AuthLookupsFollowTheCache) {
+  ServerMetrics m;
+  AuthCacheStats a;
+  m.SetAuthCacheSource([&a] { return a; });
+  std::string t = m.Serialize(false);
+  EXPECT_TRUE(Has(t, "embody_auth_cache_enabled 0")) << t;
+  a = {10, 2, true};
+  t = m.Serialize(false);
+  t = m.Serialize(false);  // read twice, counted once
+  EXPECT_TRUE(Has(t, R"(embody_auth_lookups_total{source="cache"} 10)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_auth_lookups_total{source="database"} 2)")) << t;
+  EXPECT_TRUE(Has(t, "embody_auth_cache_enabled 1")) << t;
+}
+
 TEST(ServerMetricsTest, PlanDeviationsFollowTheirSource) {
   ServerMetrics m;
   uint64_t flagged = 0;

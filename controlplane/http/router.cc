@@ -119,7 +119,8 @@ void Router::HandleRegex(const std::string& method, const std::string& regex,
     try {
       bool allowed = true;
       if (auth != Auth::kNone && (auth == Auth::kBearer || req.has_header("Authorization"))) {
-        auto p = service::Authenticate(db_, req.get_header_value("Authorization"), now_ms_());
+        auto p = service::Authenticate(db_, options_.principal_cache,
+                                       req.get_header_value("Authorization"), now_ms_());
         if (p.ok()) {
           ctx.principal = *p;
           ctx.authenticated = true;

@@ -20,6 +20,7 @@
 #include "controlplane/http/metrics.h"
 #include "controlplane/http/rate_limiter.h"
 #include "controlplane/service/audit_scope.h"
+#include "controlplane/service/principal_cache.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::http {
@@ -40,6 +41,8 @@ struct RouterOptions {
   double rate_limit_per_s = 0;  // per token; 0: no limit
   double rate_limit_burst = 0;
   bool audit = true;
+  // Where authenticated tokens are kept (service/principal_cache.h); null: none.
+  service::PrincipalCache* principal_cache = nullptr;
 };
 
 using RouteHandler =

@@ -495,6 +495,49 @@ TEST_F(TenancyPgTest, GrantsStayAtOrBelowTheGrantersRole) {
   EXPECT_EQ(Call("GET", "/v1/tokens", Admin()).body["tokens"].size(), before);
 }
 
+// Hostile callers with tokens the server has already answered (so kept in its principal
+// cache): an expired token, a revoked one and one whose tenant an operator deleted by hand are
+// refused at once, the last as soon as the database's notification arrives.
+TEST_F(TenancyPgTest, DeadTokensAreRefusedEvenWhenTheServerHasSeenThem) {
+  const std::string who = "/v1/whoami";
+  Reply short_lived = Call("POST", "/v1/tokens", Admin(),
+                           json{{"tenant_id", Ids()["acme"]}, {"role", "viewer"}, {"name", "brief"},
+                                {"expires_at", common::FormatTimeMillis(common::NowMillis() + 1500)}}
+                               .dump());
+  ASSERT_EQ(short_lived.status, 201) << short_lived.text;
+  const std::string brief = short_lived.body["token"];
+  EXPECT_EQ(Call("GET", who, brief).status, 200);
+  EXPECT_EQ(Call("GET", who, brief).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  Reply expired = Call("GET", who, brief);
+  EXPECT_EQ(expired.status, 401);
+  EXPECT_EQ(expired.body["error"]["message"], "token expired");
+
+  const std::string self = CreateToken(Ids()["acme"], "member", "self-revoker");
+  Reply me = Call("GET", who, self);
+  ASSERT_EQ(me.status, 200);
+  EXPECT_EQ(Call("DELETE", "/v1/tokens/" + me.body["token_id"].dump(), self).status, 200);
+  EXPECT_EQ(Call("GET", who, self).body["error"]["message"], "token revoked");
+
+  const int64_t doomed = CreateTenant("doomed");
+  const std::string orphan = CreateToken(doomed, "tenant-admin", "doomed-admin");
+  EXPECT_EQ(Call("GET", who, orphan).status, 200);
+  EXPECT_EQ(Call("GET", who, orphan).status, 200);
+  auto deleted = pg_->Psql("BEGIN; DELETE FROM tokens WHERE tenant_id = " +
+                           std::to_string(doomed) + "; DELETE FROM tenants WHERE id = " +
+                           std::to_string(doomed) + "; COMMIT");
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  const auto start = std::chrono::steady_clock::now();
+  Reply gone;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(3)) {
+    gone = Call("GET", who, orphan);
+    if (gone.status != 200) break;
+  }
+  EXPECT_EQ(gone.status, 401);
+  EXPECT_EQ(gone.body["error"]["message"], "unknown token");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+}
+
 TEST_F(TenancyPgTest, TenantPatchRefusesStaleVersions) {
   const std::string path = "/v1/tenants/" + std::to_string(Ids()["globex"]);
   Reply got = Call("GET", path, Admin());

@@ -2,6 +2,7 @@
 
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
+#include "controlplane/service/forwarding_unit_of_work.h"
 #include "controlplane/service/leader_fence.h"
 
 namespace controlplane::service {
@@ -13,33 +14,21 @@ thread_local AuditScope* current_scope = nullptr;
 thread_local uint64_t scopes_opened = 0;
 
 // A unit of work that writes the open scope's row before it commits; otherwise the inner one.
-class AuditedUnitOfWork : public UnitOfWork {
+class AuditedUnitOfWork : public ForwardingUnitOfWork {
  public:
   AuditedUnitOfWork(std::unique_ptr<UnitOfWork> inner, std::function<Status()> before_commit,
                     std::function<void()> after_commit)
-      : inner_(std::move(inner)),
+      : ForwardingUnitOfWork(std::move(inner)),
         before_commit_(std::move(before_commit)),
         after_commit_(std::move(after_commit)) {}
-  JobStore& jobs() override { return inner_->jobs(); }
-  AllocationStore& allocations() override { return inner_->allocations(); }
-  NodeStore& nodes() override { return inner_->nodes(); }
-  EventStore& events() override { return inner_->events(); }
-  LogIndex& logs() override { return inner_->logs(); }
-  TenantStore& tenants() override { return inner_->tenants(); }
-  AuditStore& audit() override { return inner_->audit(); }
-  FairShareStore& fair_share() override { return inner_->fair_share(); }
-  CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
-  DatasetStore& datasets() override { return inner_->datasets(); }
-  LeaderFence& leader() override { return inner_->leader(); }
   Status Commit() override {
     EMBODY_RETURN_IF_ERROR(before_commit_());
-    EMBODY_RETURN_IF_ERROR(inner_->Commit());
+    EMBODY_RETURN_IF_ERROR(inner().Commit());
     after_commit_();
     return Status::Ok();
   }
 
  private:
-  std::unique_ptr<UnitOfWork> inner_;
   std::function<Status()> before_commit_;
   std::function<void()> after_commit_;
 };

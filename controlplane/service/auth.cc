@@ -1,6 +1,7 @@
 #include "controlplane/service/auth.h"
 
 #include "common/crypto.h"
+#include "controlplane/service/principal_cache.h"
 #include "controlplane/service/roles.h"
 
 namespace controlplane::service {
@@ -10,17 +11,30 @@ constexpr size_t kMaxTokenChars = 256;
 }  // namespace
 
 Result<Principal> Authenticate(Database& db, const std::string& header, int64_t now_ms) {
+  return Authenticate(db, nullptr, header, now_ms);
+}
+
+Result<Principal> Authenticate(Database& db, PrincipalCache* cache, const std::string& header,
+                               int64_t now_ms) {
   const std::string kPrefix = "Bearer ";
   if (header.size() <= kPrefix.size() || header.compare(0, kPrefix.size(), kPrefix) != 0) {
     return Status(common::Code::kUnauthenticated, "missing bearer token");
   }
-  const std::string token = header.substr(kPrefix.size());
-  if (token.size() > kMaxTokenChars) return Status(common::Code::kUnauthenticated, "unknown token");
-  const std::string digest = common::Sha256Hex(token);
-  EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
-  EMBODY_ASSIGN_OR_RETURN(m, uow->tenants().FindToken(digest));
-  if (!m || !common::ConstantTimeEquals(m->sha256_hex, digest)) {
-    return Status(common::Code::kUnauthenticated, "unknown token");
+  const size_t token_chars = header.size() - kPrefix.size();
+  if (token_chars > kMaxTokenChars) return Status(common::Code::kUnauthenticated, "unknown token");
+  const std::string digest = common::Sha256Hex(header.substr(kPrefix.size()));
+  uint64_t epoch = 0;
+  std::optional<TokenMatch> m;
+  if (cache) m = cache->Get(digest, &epoch);
+  if (!m) {
+    EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
+    EMBODY_ASSIGN_OR_RETURN(found, uow->tenants().FindToken(digest));
+    m = std::move(found);
+    if (!m || !common::ConstantTimeEquals(m->sha256_hex, digest)) {
+      return Status(common::Code::kUnauthenticated, "unknown token");
+    }
+    // Only live tokens are kept; expiry is checked below on every call, hit or not.
+    if (cache && !m->revoked_ms) cache->Put(digest, *m, epoch);
   }
   if (m->revoked_ms) return Status(common::Code::kUnauthenticated, "token revoked");
   if (m->expires_ms && *m->expires_ms <= now_ms) {

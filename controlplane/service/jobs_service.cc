@@ -80,16 +80,12 @@ nlohmann::json SubmittedEvent(const Principal& p) {
 JobsService::JobsService(Database& db, api::SpecLimits limits, Clock now,
                          std::function<void()> wake, SubmitBatchOptions batch)
     : db_(db), limits_(limits), now_(std::move(now)), wake_(std::move(wake)) {
-  if (batch.window_us > 0) {
-    batcher_ = std::make_unique<SubmitBatcher>(db_, batch, now_, wake_);
-  }
+  batcher_ = std::make_unique<SubmitBatcher>(db_, std::move(batch), now_, wake_);
 }
 
 JobsService::~JobsService() = default;
 
-SubmitBatchStats JobsService::batch_stats() const {
-  return batcher_ ? batcher_->stats() : SubmitBatchStats{};
-}
+SubmitBatchStats JobsService::batch_stats() const { return batcher_->stats(); }
 JobsService::JobsService(JobsService&&) noexcept = default;
 
 Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "changing jobs"); }
@@ -131,67 +127,9 @@ Result<SubmitResult> JobsService::Submit(const Principal& p, const std::string& 
                   "import jobs are started by POST /v1/datasets", "kind");
   }
   const std::string digest = idempotency_key.empty() ? "" : common::Sha256Hex(body);
-  if (batcher_) {
-    // Written with whatever else arrives now, in one transaction (submit_batcher.h).
-    return batcher_->Submit(
-        PreparedSubmit{p, std::move(spec), digest, idempotency_key, AuditScope::HandedOff()});
-  }
-  // The same key answers with the first job only for the same request.
-  auto replay = [&](JobRecord existing) { return ReplayOf(std::move(existing), digest); };
-  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
-  if (!idempotency_key.empty()) {
-    EMBODY_ASSIGN_OR_RETURN(existing, uow->jobs().GetByIdempotencyKey(p.tenant_id, idempotency_key));
-    if (existing) {
-      EMBODY_ASSIGN_OR_RETURN(same, replay(std::move(*existing)));
-      EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(same)));
-      return SubmitResult{std::move(view), false};
-    }
-  }
-  // Admission: serialised per tenant so two submits cannot both take the last pending slot.
-  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
-  if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
-  // The node sizes, not the node list: a few rows however many nodes there are. The pending
-  // jobs are looked up only against a quota on them.
-  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
-  int64_t pending = 0;
-  if (tenant->quota.pending_jobs) {
-    EMBODY_ASSIGN_OR_RETURN(n, uow->jobs().PendingCount(p.tenant_id));
-    pending = n;
-  }
-  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending, NodeSizes(shapes), spec.resources));
-  // Kind eval: the checkpoint its eval block names becomes init_from (evaluations.h).
-  EMBODY_RETURN_IF_ERROR(ResolveEvalCheckpoint(*uow, p.tenant_id, &spec));
-  // A checkpoint of another tenant is not found, as its job would not be.
-  if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
-  // A stored dataset must be ready now; the job is bound to that version (launched as its
-  // directory), so a later import does not change what it trains on.
-  EMBODY_ASSIGN_OR_RETURN(dataset, ResolveDataset(*uow, p.tenant_id, spec));
-  const int64_t now = now_();
-  const NewJob nj = NewJobOf(p, spec, digest, idempotency_key, now);
-  auto id = uow->jobs().Insert(nj);
-  if (!id.ok()) {
-    // A concurrent request with the same key won the race: answer with its job.
-    if (id.status().code() != common::Code::kAlreadyExists) return id.status();
-    uow.reset();  // the failed insert aborted the transaction
-    EMBODY_ASSIGN_OR_RETURN(again, db_.Begin());
-    EMBODY_ASSIGN_OR_RETURN(winner, again->jobs().GetByIdempotencyKey(p.tenant_id, idempotency_key));
-    if (!winner) return common::Unavailable("idempotency key conflict, retry");
-    EMBODY_ASSIGN_OR_RETURN(same, replay(std::move(*winner)));
-    EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*again, std::move(same)));
-    return SubmitResult{std::move(view), false};
-  }
-  EMBODY_ASSIGN_OR_RETURN(ev, uow->events().Append(*id, now, "state", SubmittedEvent(p)));
-  (void)ev;
-  AuditScope::NoteTarget("job " + std::to_string(*id), p.tenant_id);
-  if (dataset) EMBODY_RETURN_IF_ERROR(uow->datasets().BindJob(*id, dataset->id));
-  // The answer is the row just written, built here rather than read back: a new job has no
-  // allocation, step or checkpoint yet, and its columns are what this insert gave them (times
-  // are stored to the millisecond). Four reads fewer per submission (docs/benchmarks.md).
-  JobView view;
-  view.job = NewJobRecord(nj, *id, tenant->name);
-  EMBODY_RETURN_IF_ERROR(uow->Commit());
-  if (wake_) wake_();
-  return SubmitResult{std::move(view), true};
+  // Written with whatever else arrives now, in one transaction, or alone (submit_batcher.h).
+  return batcher_->Submit(
+      PreparedSubmit{p, std::move(spec), digest, idempotency_key, AuditScope::HandedOff()});
 }
 
 Result<JobView> JobsService::Get(const Principal& p, int64_t id) {

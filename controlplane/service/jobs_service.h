@@ -27,10 +27,17 @@ struct SubmitResult {
 };
 
 // Group commit of submissions (submit_batcher.h). window_us 0: each submission is its own
-// transaction, written on the caller's thread.
+// transaction (a batch of one), written on the caller's thread.
 struct SubmitBatchOptions {
-  int window_us = 0;   // how long a batch waits for more after its first member arrives
+  // How long a batch waits for more after its first member arrives, when submissions have
+  // lately been concurrent (a lone submitter's never waits).
+  int window_us = 0;
   int max_size = 256;  // a batch closes at this many members
+  // false: every batch waits its window, even a lone submitter's (tests that need to know
+  // which members share a batch).
+  bool skip_window_when_alone = true;
+  // Called with each batch's number of members once it is answered (the server's metrics).
+  std::function<void(int)> observe_batch;
 };
 
 // What the batcher has done since the service started.
@@ -65,7 +72,6 @@ class JobsService {
                               const std::string& idempotency_key);
   Result<JobView> Get(const Principal& p, int64_t id);
   const api::SpecLimits& limits() const { return limits_; }
-  // All zero without a batcher.
   SubmitBatchStats batch_stats() const;
   // `tenant_id` > 0 narrows a cluster-admin's list to one tenant; `name_contains` filters by
   // name (case-insensitive substring).
@@ -89,10 +95,11 @@ class JobsService {
   const api::SpecLimits limits_;
   Clock now_;
   std::function<void()> wake_;
-  std::unique_ptr<SubmitBatcher> batcher_;  // null: window 0
+  // Every submission's write path, batched or (window 0) alone on the caller's thread.
+  std::unique_ptr<SubmitBatcher> batcher_;
 };
 
-// The pieces of a submission that Submit and the batcher share.
+// The pieces of a submission that Submit, the batcher and tests share.
 // The row an insert of `spec` for `p` writes.
 NewJob NewJobOf(const Principal& p, const api::JobSpec& spec, const std::string& digest,
                 const std::string& idempotency_key, int64_t now_ms);

@@ -39,7 +39,8 @@ constexpr size_t kMaxReasonBytes = 1024;
 
 Status CheckBounds(const api::HeartbeatRequest& req) {
   if (req.running.size() > kMaxReportsPerHeartbeat || req.finished.size() > kMaxReportsPerHeartbeat ||
-      req.events.size() > kMaxReportsPerHeartbeat || req.logs.size() > kMaxReportsPerHeartbeat) {
+      req.events.size() > kMaxReportsPerHeartbeat || req.logs.size() > kMaxReportsPerHeartbeat ||
+      req.launched.size() > kMaxReportsPerHeartbeat || req.workers.size() > kMaxReportsPerHeartbeat) {
     return common::InvalidArgument("too many reports in one heartbeat");
   }
   for (const auto& l : req.logs) {
@@ -47,6 +48,16 @@ Status CheckBounds(const api::HeartbeatRequest& req) {
   }
   return Status::Ok();
 }
+
+// Whether a reply says something the agent does not already hold: anything but short worker
+// assignments. Only such a reply ends a held heartbeat.
+bool HasNews(const api::HeartbeatResponse& reply) {
+  for (const api::Command& c : reply.commands) {
+    if (!(c.type == api::Command::Type::kWorker && c.held)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Status RequireNode(const Principal& p, int64_t node_id) {
@@ -142,20 +153,22 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   // its jobs ends (to report it at once), and resends only what is safe to resend.
   const bool holdable = waiters_ && req.wait_ms > 0 && req.finished.empty() &&
                         req.events.empty() && req.logs.empty();
-  if (!holdable || !reply.commands.empty()) return reply;
+  if (!holdable || HasNews(reply)) return reply;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::min(req.wait_ms, heartbeat_interval_ms_));
   api::HeartbeatRequest again;  // what the agent holds, as it said; nothing to store twice
   again.running = req.running;
   again.launched = req.launched;
   again.has_launched = req.has_launched;
+  again.workers = req.workers;
+  again.has_workers = req.has_workers;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || !waiters_->Wait(node_id, generation, left)) return reply;
     generation = waiters_->Generation(node_id);
     EMBODY_ASSIGN_OR_RETURN(fresh, Beat(p, node_id, again));
-    if (!fresh.commands.empty()) return fresh;
+    if (HasNews(fresh)) return fresh;
     reply = std::move(fresh);  // woken for another node (NotifyAll): wait on
   }
 }
@@ -180,7 +193,7 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
   EMBODY_RETURN_IF_ERROR(LockChanging(*uow, req, reads));
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, reads, now));
   uint64_t lost = 0;
-  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, reads, now, &lost));
+  EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, req, reads, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   // And heard when answered: the node's silence is from its reply to its next heartbeat, not
   // from the arrival of a heartbeat that the database held up.
@@ -284,13 +297,18 @@ Result<api::Command> JobCommand(UnitOfWork& uow, api::Command::Type type, const 
   return c;
 }
 
-// Whether the agent lists the launch of `attempt` of job `job_id` among those it holds.
-bool Holds(const api::HeartbeatRequest& req, int64_t job_id, int attempt) {
-  for (const api::LaunchAck& l : req.launched) {
+// Whether the agent lists `attempt` of job `job_id` among those it holds (launches, or worker
+// assignments).
+bool Holds(const std::vector<api::LaunchAck>& held, int64_t job_id, int attempt) {
+  for (const api::LaunchAck& l : held) {
     if (l.job_id == job_id && l.attempt == attempt) return true;
   }
   return false;
 }
+bool Holds(const api::HeartbeatRequest& req, int64_t job_id, int attempt) {
+  return Holds(req.launched, job_id, attempt);
+}
+
 
 // Whether job `job_id` exists and its latest placement includes `node_id`: events and logs are
 // kept only from where the job ran.
@@ -524,6 +542,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
 
 Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t node_id,
                                                      const std::string& node_name,
+                                                     const api::HeartbeatRequest& req,
                                                      HeartbeatReads& r, int64_t now,
                                                      uint64_t* lost) {
   api::HeartbeatResponse reply;
@@ -578,6 +597,16 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // A node that runs part of the job without being its head: it starts Open MPI's daemon
       // when the head's `embody-agent rsh` asks with the job's token (docs/multinode.md). Sent in
       // every reply while the job lives: the agent takes the set as its whole assignment list.
+      // Short once the agent holds this attempt in full: nothing of the job is read again.
+      if (Holds(req.workers, job->id, job->attempt)) {
+        api::Command c;
+        c.type = api::Command::Type::kWorker;
+        c.job_id = job->id;
+        c.attempt = job->attempt;
+        c.held = true;
+        reply.commands.push_back(std::move(c));
+        continue;
+      }
       EMBODY_ASSIGN_OR_RETURN(c, JobCommand(uow, api::Command::Type::kWorker, *job));
       c.job_token_sha256 = common::Sha256Hex(a.job_token);
       c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});

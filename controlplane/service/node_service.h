@@ -110,7 +110,8 @@ class NodeService {
                              HeartbeatReads& r);
   // Adds the launches it gives up on to `*lost`.
   Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id,
-                                          const std::string& node_name, HeartbeatReads& r,
+                                          const std::string& node_name,
+                                          const api::HeartbeatRequest& req, HeartbeatReads& r,
                                           int64_t now, uint64_t* lost);
 
   Database& db_;

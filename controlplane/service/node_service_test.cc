@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -221,6 +222,35 @@ TEST_F(NodeServiceTest, AMultiNodeJobGivesTheHeadTheTokenAndTheOtherNodeItsDiges
   EXPECT_EQ(worker.job_token_sha256, common::Sha256Hex("t0k"));
   EXPECT_TRUE(worker.job_token.empty());
   EXPECT_EQ(worker.spec["name"], "two");
+  EXPECT_FALSE(worker.held);
+
+  // Once the agent lists the assignment as held, it comes short: the job and attempt only.
+  api::HeartbeatRequest holding;
+  holding.has_workers = true;
+  holding.workers = {{id, worker.attempt}};
+  auto short_form = nodes_->Heartbeat(cred2, n2, holding);
+  ASSERT_TRUE(short_form.ok());
+  ASSERT_EQ(short_form->commands.size(), 1u);
+  EXPECT_TRUE(short_form->commands[0].held);
+  EXPECT_EQ(short_form->commands[0].job_id, id);
+  EXPECT_TRUE(short_form->commands[0].spec.is_null());
+  EXPECT_TRUE(short_form->commands[0].job_token_sha256.empty());
+  // An idle heartbeat whose reply holds nothing new is held like one with no commands.
+  NodeWaiters waiters(4);
+  nodes_->SetWaiters(&waiters);
+  holding.wait_ms = 300;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(nodes_->Heartbeat(cred2, n2, holding).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
+  nodes_->SetWaiters(nullptr);
+  holding.wait_ms = 0;
+  // Another attempt than the one held: in full again.
+  holding.workers = {{id, worker.attempt + 1}};
+  auto full = nodes_->Heartbeat(cred2, n2, holding);
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(full->commands.size(), 1u);
+  EXPECT_FALSE(full->commands[0].held);
+  EXPECT_EQ(full->commands[0].job_token_sha256, common::Sha256Hex("t0k"));
 
   // Once the head reports it ended, the other node is told nothing more about it.
   api::HeartbeatRequest done;

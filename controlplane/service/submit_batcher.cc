@@ -18,10 +18,12 @@ namespace controlplane::service {
 SubmitBatcher::SubmitBatcher(Database& db, SubmitBatchOptions options, Clock now,
                              std::function<void()> wake)
     : db_(db),
-      options_{std::max(options.window_us, 0), std::max(options.max_size, 1)},
+      options_{std::max(options.window_us, 0), std::max(options.max_size, 1),
+               options.skip_window_when_alone, std::move(options.observe_batch)},
       now_(std::move(now)),
-      wake_(std::move(wake)),
-      thread_([this] { Run(); }) {}
+      wake_(std::move(wake)) {
+  if (options_.window_us > 0) thread_ = std::thread([this] { Run(); });
+}
 
 SubmitBatcher::~SubmitBatcher() {
   {
@@ -29,16 +31,24 @@ SubmitBatcher::~SubmitBatcher() {
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 Result<SubmitResult> SubmitBatcher::Submit(PreparedSubmit s) {
   Member m{std::move(s), std::chrono::steady_clock::now(), {}};
   auto answer = m.answer.get_future();
+  if (!thread_.joinable()) {
+    // Window 0: a batch of one, on this thread. Its audit row is the one any unit of work
+    // committing on this thread writes (AuditedDatabase), so it is not drafted here.
+    m.s.audit = nullptr;
+    Write({&m});
+    return answer.get();
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return common::Unavailable("server shutting down");
     queue_.push_back(&m);
+    peak_ = std::max(peak_, queue_.size() + writing_);
     // The thread waits for a first member, then for the window or a full batch: only those
     // two events need it awake.
     if (queue_.size() == 1 || queue_.size() >= static_cast<size_t>(options_.max_size)) {
@@ -60,14 +70,21 @@ void SubmitBatcher::Run() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) break;
-    // The window runs from the first member's arrival: members that queued while the previous
-    // batch was being written have waited already and go at once.
-    cv_.wait_until(lock, queue_.front()->arrived + window,
-                   [&] { return stop_ || queue_.size() >= max_size; });
-    if (stop_) break;
+    // Waiting pays only when others submit meanwhile: not when every submission since the last
+    // batch was taken arrived with nothing else queued or being written (one submitter, whose
+    // every submission would otherwise wait the whole window). The window runs from the first
+    // member's arrival: members that queued while the previous batch was being written have
+    // waited already and go at once.
+    if (peak_ > 1 || !options_.skip_window_when_alone) {
+      cv_.wait_until(lock, queue_.front()->arrived + window,
+                     [&] { return stop_ || queue_.size() >= max_size; });
+      if (stop_) break;
+    }
     const size_t n = std::min(queue_.size(), max_size);
     std::vector<Member*> batch(queue_.begin(), queue_.begin() + static_cast<long>(n));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(n));
+    writing_ = n;
+    peak_ = n + queue_.size();
     lock.unlock();
     Write(batch);
     lock.lock();
@@ -129,7 +146,10 @@ void SubmitBatcher::Write(const std::vector<Member*>& batch) {
     stats_.batches += committed;
     stats_.members += static_cast<int64_t>(batch.size());
     if (retried) ++stats_.failed_batches;
+    // Before the answers: a member's next submission must not find its own batch still counted.
+    writing_ = 0;
   }
+  if (options_.observe_batch) options_.observe_batch(static_cast<int>(batch.size()));
   for (size_t i = 0; i < batch.size(); ++i) batch[i]->answer.set_value(std::move(*answers[i]));
 }
 
@@ -256,6 +276,9 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
         rows.push_back(std::move(*row));
         audited.push_back(in.member);
       }
+    } else {
+      // Alone on the caller's thread: the scope open there (if any) writes the row at commit.
+      AuditScope::NoteTarget("job " + std::to_string(id), p.tenant_id);
     }
     views[k].job = NewJobRecord(in.job, id, tenants[p.tenant_id]->name);
     (*answers)[in.member] = SubmitResult{views[k], true};

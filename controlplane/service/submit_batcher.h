@@ -6,12 +6,16 @@
 // per submission throughput is bound by flushes, not CPU (docs/benchmarks.md, "Submissions per
 // second at the issue's goal"). Here the handler thread validates and authorises as before
 // (JobsService::Submit), then hands the prepared submission over and waits; one thread collects
-// what arrives within `window_us` of the first waiting member (or up to `max_size`), and writes
+// what arrives within `window_us` of the first waiting member (or up to `max_size`; no wait when
+// nothing else was submitted since the last batch was taken: a lone submitter), and writes
 // the batch: tenant rows locked FOR UPDATE in tenant-id order, the node sizes read once, each
 // tenant's pending count read once and the pending upsert written once per tenant (the job
 // store's per-unit bookkeeping), then per member in arrival order exactly what a lone submission
 // does (idempotency key, admission, eval checkpoint, init_from, dataset, job row, first state
 // event, audit row), one COMMIT, one scheduler wake.
+//
+// With window 0 there is no thread: each submission is a batch of one written on the caller's
+// thread, so this is the one write path of POST /v1/jobs.
 //
 // What a caller sees is what a lone submission gives it:
 // - Admission is judged member by member in arrival order with the counts the earlier members
@@ -104,7 +108,11 @@ class SubmitBatcher {
   std::deque<Member*> queue_;  // waiting, in arrival order; owned by their Submit calls
   bool stop_ = false;
   SubmitBatchStats stats_;
-  std::thread thread_;  // last: starts once everything above is built
+  size_t writing_ = 0;  // members of the batch being written
+  // The most submissions queued or being written at once since the last batch was taken: more
+  // than one, and the next batch waits for its window.
+  size_t peak_ = 0;
+  std::thread thread_;  // last: starts once everything above is built; none with window 0
 };
 
 }  // namespace controlplane::service

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -32,7 +34,8 @@ class SubmitBatcherTest : public testing::TwoTenantServiceTest {
   // A JobsService whose batches close at `size` members (or after 10 s).
   std::unique_ptr<JobsService> Batched(int size, Database* db = nullptr) {
     return std::make_unique<JobsService>(db ? *db : db_, api::SpecLimits{}, clock(),
-                                         [this] { ++wakes_; }, SubmitBatchOptions{10'000'000, size});
+                                         [this] { ++wakes_; },
+                                         SubmitBatchOptions{10'000'000, size, false, {}});
   }
 
   // Every call on a thread of its own, all at once; answers in the order of `calls`.
@@ -228,6 +231,67 @@ TEST_F(SubmitBatcherTest, EachCreatedJobsAuditRowIsWrittenInTheBatch) {
                                                           r.target == written[i]->target);
     EXPECT_TRUE(stored) << "member " << i;
   }
+}
+
+// Window 0: each submission is a batch of one on the caller's thread, its audit row written once
+// by the unit of work that commits there, naming the job.
+TEST_F(SubmitBatcherTest, WithWindowZeroEachSubmissionIsABatchOfOneWithOneAuditRow) {
+  AuditedDatabase audited(db_);
+  JobsService jobs(audited, api::SpecLimits{}, clock(), [this] { ++wakes_; });
+  for (int i = 0; i < 2; ++i) {
+    AuditScope scope([](const AuditScope& s) {
+      AuditRecord r;
+      r.method = "POST";
+      r.route = "/v1/jobs";
+      r.target = s.noted_target();
+      r.target_tenant_id = s.noted_target_tenant();
+      r.status = 201;
+      return r;
+    });
+    auto r = jobs.Submit(member_, Spec("alone-" + std::to_string(i)), "");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(scope.written());
+    EXPECT_EQ(scope.written()->target, "job " + std::to_string(r->job.job.id));
+    EXPECT_EQ(scope.written()->target_tenant_id, a_);
+  }
+  EXPECT_EQ(jobs.batch_stats().batches, 2);
+  EXPECT_EQ(jobs.batch_stats().members, 2);
+  EXPECT_EQ(wakes_.load(), 2);
+  auto uow = Begin();
+  EXPECT_EQ(uow->audit().List(AuditQuery{})->size(), 2u);
+}
+
+// A lone submitter's batch does not wait for the window (here 10 s): nothing else is coming.
+TEST_F(SubmitBatcherTest, ALoneSubmitterDoesNotWaitForTheWindow) {
+  std::vector<int> observed;
+  std::mutex mu;
+  SubmitBatchOptions o{10'000'000, 256};
+  o.observe_batch = [&](int n) {
+    std::lock_guard<std::mutex> lock(mu);
+    observed.push_back(n);
+  };
+  JobsService jobs(db_, api::SpecLimits{}, clock(), nullptr, o);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(jobs.Submit(member_, Spec("solo-" + std::to_string(i)), "").ok());
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(jobs.batch_stats().batches, 3);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(observed, (std::vector<int>{1, 1, 1}));
+}
+
+// Once submissions overlap, a batch waits its window for the others: eight at once land in two
+// batches (the first, taken before the rest had arrived, and the rest up to the batch size), or
+// in a few more where a loaded machine starts a thread after a batch was taken; never one each.
+TEST_F(SubmitBatcherTest, ConcurrentSubmittersStillShareBatches) {
+  JobsService jobs(db_, api::SpecLimits{}, clock(), nullptr, SubmitBatchOptions{300'000, 7});
+  std::vector<Call> calls;
+  for (int i = 0; i < 8; ++i) calls.push_back({member_, Spec("c-" + std::to_string(i)), ""});
+  for (const auto& a : SubmitAll(jobs, calls)) ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(jobs.batch_stats().members, 8);
+  EXPECT_GE(jobs.batch_stats().batches, 2);  // at most 7 to a batch
+  EXPECT_LE(jobs.batch_stats().batches, 4);
 }
 
 // A database that cannot be reached: no transaction opens.

@@ -78,7 +78,20 @@ struct Tally {
   }
 };
 
+// The mean staleness of `versions` learned at `version`, over every rank (the same on all, so
+// their optimiser steps stay equal).
+double MeanStaleness(const std::vector<int64_t>& versions, int64_t version, Communicator& comm) {
+  double sum = 0;
+  for (int64_t v : versions) sum += static_cast<double>(version - v);
+  const double count = comm.AllreduceSum(static_cast<double>(versions.size()));
+  return count > 0 ? comm.AllreduceSum(sum) / count : 0.0;
+}
+
 }  // namespace
+
+double StaleLearningRate(double lr, double scale, double mean_staleness) {
+  return lr * std::pow(scale, mean_staleness);
+}
 
 common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communicator& comm,
                                           EventSink* events) {
@@ -90,6 +103,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
   PpoLearner learner(policy.get(), ppo, &comm, options.engine.seed);
   const int N = rl.envs, T = rl.rollout_steps, A = config.action_dim;
   const int eta = rl.disaggregated ? rl.max_staleness : 0;
+  const double stale_lr_scale = rl.disaggregated ? rl.stale_lr_scale : 1.0;
   const int64_t per_update = static_cast<int64_t>(N) * T * comm.world_size();
   const int64_t total_updates = (rl.total_env_steps + per_update - 1) / per_update;
 
@@ -156,21 +170,30 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       r.last_values.assign(policy->value(), policy->value() + N);
       PpoBatch batch;
       AppendRollout(std::move(r), ppo, &batch);
-      if (stale) batch.proximal_logp = proximal_logp;
+      if (stale && !ppo.proximal_behaviour) batch.proximal_logp = proximal_logp;
       batch.policy_version = versions;
+      learner.set_lr(
+          StaleLearningRate(ppo.lr, stale_lr_scale, MeanStaleness(versions, version, comm)));
       EMBODY_ASSIGN_OR_RETURN(s, learner.Update(batch));
       stats = s;
+      // The lag of the behaviour policies behind the learner's, whichever π_prox was used
+      // (every rank calls it: it all-reduces).
+      BehaviourStats(stale ? proximal_logp.data() : batch.behaviour_logp.data(),
+                     batch.behaviour_logp.data(), batch.size(), ppo.importance_cap, &comm, &stats);
     } else {
       // The first epoch streams: trajectories in order of arrival; the rollout's N make
       // `minibatches` global batches (PPO's minibatches, one optimiser step each), each taken in
       // `micro_batches` micro-batches. The other epochs − 1 run once the rollout is in.
       const int G = std::min(ppo.minibatches, N);
       PpoBatch learned;
-      double policy_loss = 0, value_loss = 0, grad_norm = 0;
+      PpoStats streamed;  // means over the G streamed steps
+      streamed.importance_weight = 0;
+      std::vector<int64_t> global_versions, rollout_versions;
       for (int g = 0; g < G; ++g) {
         const int in_global = (g + 1) * N / G - g * N / G;
         const int M = std::min(rl.micro_batches, in_global);
         const double weight = 1.0 / (static_cast<double>(in_global) * T);
+        global_versions.clear();
         for (int m = 0; m < M; ++m) {
           const int count = (m + 1) * in_global / M - m * in_global / M;
           const Clock::time_point w0 = Clock::now();
@@ -178,26 +201,44 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           waited += Seconds(w0, Clock::now());
           tally.Add(segs, version);
           Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
+          global_versions.insert(global_versions.end(), versions.begin(), versions.end());
+          rollout_versions.insert(rollout_versions.end(), versions.begin(), versions.end());
           EMBODY_RETURN_IF_ERROR(
               learner.AccumulateStreaming(std::move(r), last_obs, weight, &learned));
         }
+        // The global batch's step at the learning rate of its own steps' staleness.
+        learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,
+                                         MeanStaleness(global_versions, version, comm)));
         EMBODY_ASSIGN_OR_RETURN(s, learner.StepAccumulated());
-        policy_loss += s.policy_loss / G;
-        value_loss += s.value_loss / G;
-        grad_norm += s.grad_norm / G;
+        streamed.policy_loss += s.policy_loss / G;
+        streamed.value_loss += s.value_loss / G;
+        streamed.grad_norm += s.grad_norm / G;
+        streamed.behaviour_kl += s.behaviour_kl / G;
+        streamed.importance_capped += s.importance_capped / G;
+        streamed.importance_weight += s.importance_weight / G;
       }
       if (ppo.epochs > 1) {
+        learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,
+                                         MeanStaleness(rollout_versions, version, comm)));
         EMBODY_ASSIGN_OR_RETURN(s, learner.Update(learned, ppo.epochs - 1));
         stats = s;
         stats.minibatches += G;
       } else {
-        stats.policy_loss = policy_loss;
-        stats.value_loss = value_loss;
-        stats.grad_norm = grad_norm;
+        stats = streamed;
         stats.entropy = GaussianEntropy(policy->log_std(), A);
         stats.minibatches = G;
       }
+      // The lag as the streamed pass measured it against the learner's policy (the later epochs'
+      // π_prox is the behaviour policy by default, against which there is no lag to see).
+      stats.behaviour_kl = streamed.behaviour_kl;
+      stats.importance_capped = streamed.importance_capped;
+      stats.importance_weight = streamed.importance_weight;
     }
+    // The actors' counters are read before the new version goes out: with level 1 off the next
+    // rollout's inferences start on the publish, and read after it some could be counted in this
+    // update (under load, all of them, leaving the next update none).
+    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
+    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
     store.Publish(*policy, version + 1);
     const Clock::time_point now = Clock::now();
     const double own_seconds = Seconds(last, now);
@@ -228,11 +269,9 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
         static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
     rec.mean_staleness = steps > 0 ? staleness_sum / steps : 0.0;
     rec.queue_depth = static_cast<int64_t>(comm.AllreduceSum(static_cast<double>(depth)));
-    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
     const double actor_idle =
         1e-9 * static_cast<double>(wait_ns - actor_wait_ns) / (actors->env_threads() * own_seconds);
     actor_wait_ns = wait_ns;
-    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
     rec.inference_batch = inferences > last_inferences
                               ? static_cast<double>(inferred - last_inferred) /
                                     static_cast<double>(inferences - last_inferences)
@@ -244,7 +283,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
         std::clamp(comm.AllreduceSum(waited / own_seconds) / comm.world_size(), 0.0, 1.0);
     result.updates.push_back(rec);
     if (events != nullptr && comm.rank() == 0) {
-      nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, ppo.lr, waited,
+      nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, learner.lr(), waited,
                                       own_seconds - waited, seconds, comm.world_size());
       nlohmann::json hist = nlohmann::json::object();
       for (size_t b = 0; b < rec.staleness.size(); ++b) hist[std::to_string(b)] = rec.staleness[b];

@@ -3,10 +3,12 @@
 // from them into the learner's queue and weights go back with a version.
 //
 //   level 1, engine.rl.disaggregated   acting goes on while the learner updates: environments run
-//                                      up to η = max_staleness versions ahead; the learner sets
-//                                      π_prox to its current policy on stale steps (decoupled PPO,
-//                                      capped importance weights, ppo.h) and recomputes their
-//                                      values. Off: η = 0, acting waits for every update.
+//                                      up to η = max_staleness versions ahead; on stale steps
+//                                      the learner recomputes their values, keeps π_prox = the
+//                                      acting policy (or, proximal "current", its own: decoupled
+//                                      PPO, capped importance weights, ppo.h) and lowers its
+//                                      learning rate (StaleLearningRate). Off: η = 0, acting
+//                                      waits for every update.
 //   level 2, engine.rl.env_async       one thread per environment, inference batched by
 //                                      max_batch / max_wait_ms. Off: one thread steps all of them
 //                                      together.
@@ -32,6 +34,10 @@ namespace engine::rl {
 // Rank 0 posts one step event per update: the synchronous loop's fields plus
 // trajectories_per_s, staleness ({"0": steps, ...}), staleness_mean, staleness_max, queue_depth,
 // actor_idle_share, learner_idle_share and inference_batch (mean requests per inference).
+// The learning rate of an optimiser step on steps of mean staleness `mean_staleness`
+// (engine.rl.disaggregated.stale_lr_scale): lr · scale^mean_staleness; lr on fresh data.
+double StaleLearningRate(double lr, double scale, double mean_staleness);
+
 common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communicator& comm,
                                           EventSink* events);
 

@@ -171,6 +171,35 @@ TEST(AsyncPpoTest, StreamingTakesAsManyStepsAndLearnsOnReach) {
   EXPECT_GT(best, first + 0.3);
 }
 
+TEST(AsyncPpoTest, StaleDataIsLearnedAtTheScaledRate) {
+  EXPECT_DOUBLE_EQ(StaleLearningRate(1e-3, 0.25, 0.0), 1e-3);
+  EXPECT_DOUBLE_EQ(StaleLearningRate(1e-3, 0.25, 1.0), 2.5e-4);
+  EXPECT_DOUBLE_EQ(StaleLearningRate(1e-3, 0.25, 0.5), 5e-4);
+  EXPECT_DOUBLE_EQ(StaleLearningRate(1e-3, 0.25, 2.0), 6.25e-5);
+  // Every update's rate follows its batch's staleness (with streaming, the later epochs' rate,
+  // which is the whole rollout's), and some updates are stale.
+  LocalCommunicator comm;
+  for (bool streaming : {false, true}) {
+    SyncPpoOptions o = Levels(8, true, true, streaming);
+    o.engine.rl.env_latency = Latency();
+    RecordingSink sink;
+    auto r = RunAsyncPpo(o, comm, &sink);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    double stale = 0;
+    for (const nlohmann::json& ev : sink.events()) {
+      const double s = ev["staleness_mean"].get<double>();
+      EXPECT_NEAR(ev["lr"].get<double>(), StaleLearningRate(5e-4, 0.25, s), 1e-12) << ev.dump();
+      stale = std::max(stale, s);
+    }
+    EXPECT_GT(stale, 0.0);
+  }
+  // Without level 1 nothing is stale and the rate is lr.
+  RecordingSink sink;
+  auto r = RunAsyncPpo(Levels(2, false, true, false), comm, &sink);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const nlohmann::json& ev : sink.events()) EXPECT_EQ(ev["lr"].get<double>(), 5e-4);
+}
+
 TEST(AsyncPpoTest, StopRequestEndsTheRunAndItsThreads) {
   LocalCommunicator comm;
   std::atomic<bool> stop{true};

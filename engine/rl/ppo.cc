@@ -78,6 +78,21 @@ void AppendRollout(Rollout&& r, const PpoConfig& config, PpoBatch* batch) {
   batch->policy_version.insert(batch->policy_version.end(), n, r.policy_version);
 }
 
+void BehaviourStats(const float* proximal_logp, const float* behaviour_logp, int n,
+                    double importance_cap, Communicator* comm, PpoStats* stats) {
+  double kl = 0, capped = 0, weight = 0;
+  for (int i = 0; i < n; ++i) {
+    const double log_rho = double(proximal_logp[i]) - behaviour_logp[i];
+    kl += std::expm1(log_rho) - log_rho;
+    capped += std::exp(log_rho) > importance_cap ? 1 : 0;
+    weight += std::min(std::exp(log_rho), importance_cap);
+  }
+  const double count = comm->AllreduceSum(static_cast<double>(n));
+  stats->behaviour_kl = comm->AllreduceSum(kl) / count;
+  stats->importance_capped = comm->AllreduceSum(capped) / count;
+  stats->importance_weight = comm->AllreduceSum(weight) / count;
+}
+
 PpoLearner::PpoLearner(ActorCritic* policy, const PpoConfig& config, Communicator* comm,
                        uint64_t seed)
     : policy_(policy),
@@ -108,6 +123,8 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch, int epochs) {
   for (float& a : batch.advantages) a = static_cast<float>((a - mu) / sd);
 
   PpoStats stats;
+  BehaviourStats(batch.proximal_logp.data(), batch.behaviour_logp.data(), n, config_.importance_cap,
+                 comm_, &stats);
   std::vector<int> order(n);
   std::vector<PolicySample> obs;
   std::vector<float> d_mean, d_value, d_log_std(A);
@@ -228,6 +245,7 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
   if (!accumulating_) {
     policy_->ZeroGrad();
     streaming_ = PpoStats{};
+    streaming_.importance_weight = 0;  // summed below
     accumulating_ = true;
   }
   EMBODY_RETURN_IF_ERROR(policy_->Forward(last_obs));
@@ -253,8 +271,15 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
     const double logp = GaussianLogProb(mu_i, log_std, a, A);
     double d_logp = 0.0;
     bool clipped = false;
-    // π = π_prox here: r = 1, never clipped; w caps how far the behaviour policy lagged.
-    pl += ClippedSurrogate(logp, logp, r.behaviour_logp[i], (adv[i] - mu) / sd, config_.clip,
+    // π_prox: this π (r = 1, never clipped; w caps how far the behaviour policy lagged), or the
+    // behaviour policy (w = 1, r clipped around it).
+    const double prox = config_.proximal_behaviour ? r.behaviour_logp[i] : logp;
+    // The lag statistics compare the behaviour policy with this one, whichever π_prox is.
+    const double log_rho = logp - r.behaviour_logp[i];
+    streaming_.behaviour_kl += (std::expm1(log_rho) - log_rho) * weight;
+    streaming_.importance_capped += (std::exp(log_rho) > config_.importance_cap ? 1 : 0) * weight;
+    streaming_.importance_weight += std::min(std::exp(log_rho), config_.importance_cap) * weight;
+    pl += ClippedSurrogate(logp, prox, r.behaviour_logp[i], (adv[i] - mu) / sd, config_.clip,
                            config_.importance_cap, &d_logp, &clipped);
     GaussianLogProbGrad(mu_i, log_std, a, A, d_logp * weight,
                         d_mean.data() + static_cast<size_t>(i) * A, d_log_std.data());
@@ -268,9 +293,11 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
   streaming_.policy_loss += pl * weight;
   streaming_.value_loss += vl * weight;
   for (int i = 0; i < n; ++i) {
-    learned->proximal_logp.push_back(
-        static_cast<float>(GaussianLogProb(mean + static_cast<size_t>(i) * A, log_std,
-                                           r.actions.data() + static_cast<size_t>(i) * A, A)));
+    learned->proximal_logp.push_back(config_.proximal_behaviour
+                                         ? r.behaviour_logp[i]
+                                         : static_cast<float>(GaussianLogProb(
+                                               mean + static_cast<size_t>(i) * A, log_std,
+                                               r.actions.data() + static_cast<size_t>(i) * A, A)));
     learned->values.push_back(value[i]);
   }
   for (auto& o : r.obs) learned->obs.push_back(std::move(o));
@@ -292,6 +319,9 @@ common::Result<PpoStats> PpoLearner::StepAccumulated() {
   stats.policy_loss = comm_->AllreduceSum(stats.policy_loss) / world;
   stats.value_loss = comm_->AllreduceSum(stats.value_loss) / world;
   stats.entropy = GaussianEntropy(policy_->log_std(), policy_->action_dim());
+  stats.behaviour_kl = comm_->AllreduceSum(stats.behaviour_kl) / world;
+  stats.importance_capped = comm_->AllreduceSum(stats.importance_capped) / world;
+  stats.importance_weight = comm_->AllreduceSum(stats.importance_weight) / world;
   accumulating_ = false;
   ++updates_;
   return stats;

@@ -41,6 +41,9 @@ struct PpoConfig {
   double weight_decay = 0.0;  // the trunk's; the heads are not decayed
   double max_grad_norm = 0.5;
   double importance_cap = 2.0;
+  // Asynchronous learners (async_ppo.h): π_prox of stale steps is the behaviour policy (true) or
+  // the learner's current policy (false). The synchronous loop's steps are never stale.
+  bool proximal_behaviour = false;
 };
 
 // T steps of N environments, row t·N + e. Made by one policy version.
@@ -93,7 +96,15 @@ struct PpoStats {
   double policy_loss = 0, value_loss = 0, entropy = 0, approx_kl = 0, clip_fraction = 0;
   double grad_norm = 0;
   int minibatches = 0;
+  // How far the behaviour policies lag π_prox over the batch (0 for on-policy data):
+  // KL(π_b ‖ π_prox) estimated on π_b's own actions as mean (ρ − 1) − log ρ, ρ = π_prox / π_b;
+  // the share of steps whose ρ exceeds importance_cap; the mean capped weight w.
+  double behaviour_kl = 0, importance_capped = 0, importance_weight = 1;
 };
+
+// The behaviour fields of PpoStats over n steps (summed over the ranks of comm).
+void BehaviourStats(const float* proximal_logp, const float* behaviour_logp, int n,
+                    double importance_cap, Communicator* comm, PpoStats* stats);
 
 class PpoLearner {
  public:
@@ -125,6 +136,10 @@ class PpoLearner {
                           std::vector<float>* logp, std::vector<float>* values, int chunk = 512);
 
   int64_t updates() const { return updates_; }
+  // The learning rate of the optimiser steps from now on (asynchronous learners lower it on
+  // stale data); every rank must set the same.
+  void set_lr(double lr) { config_.lr = lr; }
+  double lr() const { return config_.lr; }
 
  private:
   // All-reduces the accumulated gradients (mean over ranks), clips them to max_grad_norm and

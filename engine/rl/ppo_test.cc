@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/dist/communicator.h"
+#include "engine/rl/gaussian.h"
+#include "engine/rl/reach_env.h"
+
 namespace engine::rl {
 namespace {
 
@@ -96,6 +100,107 @@ TEST(ClippedSurrogateTest, StaleBehaviourIsReweightedByTheCappedImportanceWeight
   EXPECT_NEAR(d, 2.0 * d_sync, 1e-9);
   // The clip is relative to the proximal policy, not the behaviour one: r = 1.1 is inside.
   EXPECT_FALSE(clipped);
+}
+
+TEST(ClippedSurrogateTest, BehaviourProximalClipsAroundTheActingPolicy) {
+  // The same stale step as above (π_b(a) = e^−2, the learner's π(a) = e^−1.5), with level 1's
+  // two choices of π_prox:
+  //   behaviour  r = π/π_b = e^0.5 ≈ 1.65, w = 1: past 1 + ε for Â = 1, so the step is clipped:
+  //              loss −(1 + ε)·Â = −1.2, no gradient; for Â = −1 the unclipped branch is the min:
+  //              loss +1.65, gradient +1.65.
+  //   current    r = 1, w = min(e^0.5, 2): loss −1.65·Â, gradient −1.65·Â, never clipped.
+  const double lp = -1.5, b = -2.0, clip = 0.2, cap = 2.0, rho = std::exp(0.5);
+  double d = 0;
+  bool clipped = false;
+  EXPECT_NEAR(ClippedSurrogate(lp, b, b, 1.0, clip, cap, &d, &clipped), -1.2, 1e-12);
+  EXPECT_TRUE(clipped);
+  EXPECT_EQ(d, 0.0);
+  EXPECT_NEAR(ClippedSurrogate(lp, b, b, -1.0, clip, cap, &d, &clipped), rho, 1e-12);
+  EXPECT_FALSE(clipped);
+  EXPECT_NEAR(d, rho, 1e-12);
+  EXPECT_NEAR(ClippedSurrogate(lp, lp, b, 1.0, clip, cap, &d, &clipped), -rho, 1e-12);
+  EXPECT_FALSE(clipped);
+  EXPECT_NEAR(d, -rho, 1e-12);
+}
+
+TEST(BehaviourStatsTest, MatchesAHandComputedCase) {
+  // ρ = π_prox/π_b of 1 and 3, cap 2: KL estimate mean((ρ − 1) − log ρ) = (2 − log 3)/2, one
+  // step of two over the cap, mean capped weight (1 + 2)/2.
+  const float prox[2] = {-1.0f, static_cast<float>(std::log(3.0) - 1.0)};
+  const float behaviour[2] = {-1.0f, -1.0f};
+  LocalCommunicator comm;
+  PpoStats s;
+  BehaviourStats(prox, behaviour, 2, 2.0, &comm, &s);
+  EXPECT_NEAR(s.behaviour_kl, (2.0 - std::log(3.0)) / 2, 1e-6);
+  EXPECT_DOUBLE_EQ(s.importance_capped, 0.5);
+  EXPECT_NEAR(s.importance_weight, 1.5, 1e-6);
+  BehaviourStats(behaviour, behaviour, 2, 2.0, &comm, &s);  // on-policy: no lag
+  EXPECT_EQ(s.behaviour_kl, 0.0);
+  EXPECT_EQ(s.importance_capped, 0.0);
+  EXPECT_EQ(s.importance_weight, 1.0);
+}
+
+// A (T = 2, N = 2) rollout of reach observations acted by a policy that gave every action
+// log-prob `lag` below what `policy` gives it now (a stale behaviour policy).
+Rollout StaleRollout(ActorCritic& policy, double lag, std::vector<PolicySample>* last_obs) {
+  ReachEnvConfig ec;
+  ec.num_envs = 2;
+  ec.action_dim = 3;
+  ec.cameras = 0;
+  auto env = std::move(*ReachVecEnv::Create(ec));
+  env->Reset(11);
+  Rollout r;
+  r.steps = 2;
+  r.envs = 2;
+  r.action_dim = 3;
+  for (int t = 0; t < 2; ++t) {
+    for (const PolicySample& o : env->observations()) r.obs.push_back(o);
+  }
+  *last_obs = env->observations();
+  r.actions = {0.1f, -0.2f, 0.3f, 0.0f, 0.2f, -0.1f, -0.3f, 0.1f, 0.0f, 0.2f, 0.2f, 0.2f};
+  EXPECT_TRUE(policy.Forward(r.obs).ok());
+  for (int i = 0; i < 4; ++i) {
+    r.behaviour_logp.push_back(static_cast<float>(
+        GaussianLogProb(policy.mean() + i * 3, policy.log_std(), r.actions.data() + i * 3, 3) -
+        lag));
+  }
+  r.values = {0, 0, 0, 0};
+  r.rewards = {0.5f, -0.5f, 1.0f, 0.0f};
+  r.dones = {0, 0, 0, 1};
+  return r;
+}
+
+TEST(PpoLearnerTest, StreamingUsesTheConfiguredProximalPolicy) {
+  PolicyConfig c;
+  c.d_model = 16;
+  c.layers = 1;
+  c.heads = 2;
+  c.mlp = 32;
+  c.action_dim = 3;
+  c.action_horizon = 1;
+  const double lag = 0.5;  // log π − log π_b of every step
+  for (bool behaviour : {false, true}) {
+    auto policy = std::move(*ActorCritic::Create(c, 5, -0.5f));
+    PpoConfig config;
+    config.proximal_behaviour = behaviour;
+    LocalCommunicator comm;
+    PpoLearner learner(policy.get(), config, &comm, 1);
+    std::vector<PolicySample> last_obs;
+    Rollout r = StaleRollout(*policy, lag, &last_obs);
+    const std::vector<float> b = r.behaviour_logp;
+    PpoBatch learned;
+    ASSERT_TRUE(learner.AccumulateStreaming(std::move(r), last_obs, 0.25, &learned).ok());
+    ASSERT_EQ(learned.size(), 4);
+    for (int i = 0; i < 4; ++i) {
+      // behaviour: π_prox is π_b; current: the learner's π, lag above it.
+      EXPECT_NEAR(learned.proximal_logp[i], behaviour ? b[i] : b[i] + lag, 1e-4) << i;
+    }
+    auto stats = learner.StepAccumulated();
+    ASSERT_TRUE(stats.ok());
+    // The lag is measured against the learner's policy either way: ρ = e^0.5 < the cap.
+    EXPECT_NEAR(stats->behaviour_kl, std::expm1(lag) - lag, 1e-4);
+    EXPECT_EQ(stats->importance_capped, 0.0);
+  }
 }
 
 TEST(ValueLossTest, ClippedAndPlain) {

@@ -27,8 +27,11 @@ common::Result<RlJobResult> RunRlJob(const api::JobSpec& spec, Communicator& com
     common::LogInfo(
         rl.any_async() ? "rl: asynchronous PPO" : "rl: synchronous PPO",
         {{"task", spec.engine.rl.task},
-         {"disaggregated",
-          rl.disaggregated ? "max_staleness " + std::to_string(rl.max_staleness) : "off"},
+         {"disaggregated", rl.disaggregated
+                               ? "max_staleness " + std::to_string(rl.max_staleness) +
+                                     ", proximal " + rl.proximal + ", stale_lr_scale " +
+                                     std::to_string(rl.stale_lr_scale)
+                               : "off"},
          {"env_async", rl.env_async ? "on" : "off"},
          {"streaming", rl.streaming ? std::to_string(rl.micro_batches) + " micro-batches" : "off"},
          {"envs_per_rank", std::to_string(spec.engine.rl.envs)},

@@ -97,6 +97,7 @@ PpoConfig PpoConfigFromOptions(const api::RlOptions& r) {
   c.lr = r.lr;
   c.max_grad_norm = r.max_grad_norm;
   c.importance_cap = r.importance_cap;
+  c.proximal_behaviour = r.disaggregated && r.proximal == "behaviour";
   return c;
 }
 

@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -220,6 +223,47 @@ TEST_F(MultiNodeNetnsTest, ForgedDaemonRequestsAreRefused) {
   EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
   // Its token is worth nothing once the job has ended.
   EXPECT_EQ(post(id, tok, orted), 404);
+}
+
+// Processes whose command line is exactly `sleep <arg>`.
+int CountSleeps(const std::string& arg) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd == std::string("sleep\0", 6) + arg + std::string(1, '\0')) ++n;
+  }
+  return n;
+}
+
+// node-b's agent killed mid-job (the head's stays): the job's daemon and ranks there, and a
+// process a rank started in a session of its own (out of the daemon's tree), are stopped by
+// their watcher after the agent's orphan grace; nothing of the job keeps running outside any
+// agent's control. Last in the suite: it restarts node-b's agent at the end.
+TEST_F(MultiNodeNetnsTest, AWorkerAgentKilledLeavesNothingOfTheJobRunning) {
+  const std::string escaped = "7" + std::to_string(::getpid() % 100000) + ".5";
+  json spec = {{"name", "orphans"},
+               {"kind", "command"},
+               {"resources", TwoNodes()},
+               {"command",
+                {"sh", "-c",
+                 "setsid sleep " + escaped + " </dev/null >/dev/null 2>&1 & exec sleep 600"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  // Both ranks have started their escaped process.
+  for (int i = 0; i < 200 && CountSleeps(escaped) < 2; ++i) ::usleep(50'000);
+  ASSERT_EQ(CountSleeps(escaped), 2) << Logs(id, -1);
+  stack_->KillAgent(1);
+  // The agent's orphan grace (3 s), SIGTERM, and some slack for a loaded machine.
+  for (int i = 0; i < 300 && CountSleeps(escaped) > 0; ++i) ::usleep(100'000);
+  EXPECT_EQ(CountSleeps(escaped), 0) << "a rank's process outlived its node's agent";
+  job = stack_->WaitForState(id, {"FAILED", "SUCCEEDED", "CANCELLED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
+  ASSERT_TRUE(stack_->RestartAgent(1));
 }
 
 }  // namespace
