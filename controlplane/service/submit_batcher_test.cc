@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -281,15 +283,51 @@ TEST_F(SubmitBatcherTest, ALoneSubmitterDoesNotWaitForTheWindow) {
   EXPECT_EQ(observed, (std::vector<int>{1, 1, 1}));
 }
 
+// A database whose transactions open only once `expected` submitters have entered Submit (or
+// after 5 s): the first submission, written alone on its thread, is still being written when the
+// others arrive, however late a loaded machine starts their threads.
+class WaitForSubmitters : public Database {
+ public:
+  WaitForSubmitters(Database& db, int expected) : db_(db), expected_(expected) {}
+  void Entered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+  }
+  Result<std::unique_ptr<UnitOfWork>> Begin() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return entered_ >= expected_; });
+    lock.unlock();
+    return db_.Begin();
+  }
+
+ private:
+  Database& db_;
+  const int expected_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+};
+
 // Once submissions overlap, a batch waits its window for the others: eight at once land in two
-// batches (the first, taken before the rest had arrived, and the rest up to the batch size), or
-// in a few more where a loaded machine starts a thread after a batch was taken; never one each.
+// batches (the first, written alone before the rest had arrived, and the rest up to the batch
+// size), or in a few more where a loaded machine starts a thread after a batch was taken; never
+// one each.
 TEST_F(SubmitBatcherTest, ConcurrentSubmittersStillShareBatches) {
-  JobsService jobs(db_, api::SpecLimits{}, clock(), nullptr, SubmitBatchOptions{300'000, 7});
-  std::vector<Call> calls;
-  for (int i = 0; i < 8; ++i) calls.push_back({member_, Spec("c-" + std::to_string(i)), ""});
-  for (const auto& a : SubmitAll(jobs, calls)) ASSERT_TRUE(a.ok()) << a.status().ToString();
-  EXPECT_EQ(jobs.batch_stats().members, 8);
+  constexpr int kN = 8;
+  WaitForSubmitters gated(db_, kN);
+  JobsService jobs(gated, api::SpecLimits{}, clock(), nullptr, SubmitBatchOptions{300'000, 7});
+  std::vector<std::optional<Result<SubmitResult>>> out(kN);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kN; ++i) {
+    threads.emplace_back([&, i] {
+      gated.Entered();
+      out[i] = jobs.Submit(member_, Spec("c-" + std::to_string(i)), "");
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& a : out) ASSERT_TRUE(a->ok()) << a->status().ToString();
+  EXPECT_EQ(jobs.batch_stats().members, kN);
   EXPECT_GE(jobs.batch_stats().batches, 2);  // at most 7 to a batch
   EXPECT_LE(jobs.batch_stats().batches, 4);
 }
