@@ -5,7 +5,14 @@
 # fresh /tmp, /dev/shm, /proc and /sys of its own; the command runs chrooted into it, in the
 # caller's working directory.
 #
-#   tests/vm/run_in_vm.sh [--memory-mib N] [--timeout-s N] -- COMMAND [ARG...]
+#   tests/vm/run_in_vm.sh [--memory-mib N] [--timeout-s N] [--systemd] -- COMMAND [ARG...]
+#
+# With --systemd the guest boots the host's systemd as its init instead: the root is the host's
+# file system under a writable overlay (a tmpfs upper layer, so the guest may install packages'
+# files, users and units, and nothing reaches the host), /etc/fstab is emptied and the consoles'
+# gettys masked, and COMMAND runs as a oneshot unit once multi-user.target is reached, with its
+# output on the serial console; the guest powers off when it ends. This is how units meet a real
+# service manager (deploy/systemd/install_test.sh).
 #
 # Exits with the command's status; 77 when this host cannot start one (no qemu-system-x86_64, no
 # Debian kernel under /boot, or no cpio): ctest counts that as skipped. Needs Debian's
@@ -15,10 +22,12 @@ set -euo pipefail
 
 memory_mib=2048
 timeout_s=480
+boot=command
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --memory-mib) memory_mib="$2"; shift 2 ;;
     --timeout-s) timeout_s="$2"; shift 2 ;;
+    --systemd) boot=systemd; shift ;;
     --) shift; break ;;
     *) echo "run_in_vm.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -39,6 +48,9 @@ kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -1 || true)
 kver=${kernel#/boot/vmlinuz-}
 moddir=/lib/modules/$kver
 [[ -d "$moddir" ]] || skip "no modules for $kver"
+if [[ $boot == systemd ]]; then
+  [[ -x /lib/systemd/systemd ]] || skip "no systemd on this host"
+fi
 
 work=$(mktemp -d /tmp/embody-vm.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -49,7 +61,8 @@ cp "$busybox" "$root/bin/busybox"
 command -v modprobe >/dev/null || skip "no modprobe (Debian package kmod)"
 mods=$(modprobe --show-depends -S "$kver" virtio_pci 2>/dev/null
        modprobe --show-depends -S "$kver" 9pnet_virtio 2>/dev/null
-       modprobe --show-depends -S "$kver" 9p 2>/dev/null) || true
+       modprobe --show-depends -S "$kver" 9p 2>/dev/null
+       modprobe --show-depends -S "$kver" overlay 2>/dev/null) || true
 for f in $(awk '$1 == "insmod" { print $2 }' <<< "$mods"); do
   m=$(basename "$f"); m=${m%%.ko*}
   grep -qx "$m" "$root/modules/order" 2>/dev/null && continue
@@ -65,6 +78,81 @@ done
 # The command travels as a NUL-separated file so any argument survives.
 printf '%s\0' "$@" > "$root/command"
 printf '%s' "$PWD" > "$root/cwd"
+if [[ $boot == systemd ]]; then
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+# Boots the host's systemd on an overlay of the host's root; the command runs as a unit.
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "insmod $m failed" >&2; done
+mkdir -p /lower /rw
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /lower; then
+  echo "EMBODY-VM-EXIT 70"; poweroff -f
+fi
+mount -t tmpfs -o mode=0755 tmpfs /rw
+mkdir -p /rw/upper /rw/work
+if ! mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot; then
+  echo "EMBODY-VM-EXIT 71"; poweroff -f
+fi
+n=/newroot
+: > $n/etc/fstab
+# The host's container marker would make systemd believe it runs in a container.
+rm -f $n/.dockerenv $n/run/.containerenv
+rm -f $n/etc/machine-id && : > $n/etc/machine-id
+echo embody-vm > $n/etc/hostname
+for u in serial-getty@ttyS0.service getty@tty1.service console-getty.service \
+         systemd-firstboot.service systemd-timesyncd.service; do
+  ln -sf /dev/null $n/etc/systemd/system/$u
+done
+mkdir -p $n/etc/embody-vm
+cp /command /cwd $n/etc/embody-vm/
+cat > $n/etc/embody-vm/run.sh <<'RUN'
+#!/bin/sh
+# The command, in the caller's directory, with a clean environment; its status on the console.
+# Its lines are marked, so the host can tell them from systemd's own on the same console.
+cd "$(cat /etc/embody-vm/cwd)" || exit 1
+rc_file=/run/embody-vm-rc
+{ xargs -0 -a /etc/embody-vm/command env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root sh -c 'exec "$@"' sh 2>&1
+  echo $? > $rc_file; } | sed -u 's/^/EMBODY-VM-OUT /'
+echo "EMBODY-VM-EXIT $(cat $rc_file)"
+systemctl --no-block poweroff
+RUN
+chmod 755 $n/etc/embody-vm/run.sh
+# The guest boots to embody-vm.target (the kernel's command line names it): basic.target, the
+# network's targets and the command, none of the host's own services.
+cat > $n/etc/systemd/system/embody-vm.target <<'UNIT'
+[Unit]
+Description=A throwaway machine of tests/vm/run_in_vm.sh --systemd
+Requires=basic.target embody-vm-command.service
+Wants=network-online.target
+After=basic.target network-online.target
+AllowIsolate=yes
+UNIT
+cat > $n/etc/systemd/system/embody-vm-command.service <<'UNIT'
+[Unit]
+Description=The command of tests/vm/run_in_vm.sh --systemd
+After=basic.target network-online.target
+[Service]
+Type=oneshot
+ExecStart=/etc/embody-vm/run.sh
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/ttyS0
+TimeoutStartSec=infinity
+UNIT
+# A /run of its own: the host's may say "container", and systemd in a container ignores the
+# kernel's command line. The target and quiet status go on systemd's command line as well.
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs $n/run
+# And the guest's own /proc, /sys and /dev: over 9p the lower layer's are the host's.
+mount -t proc proc $n/proc
+mount -t sysfs sys $n/sys
+mount -t devtmpfs dev $n/dev
+echo "EMBODY-VM-START"
+exec switch_root /newroot /lib/systemd/systemd --unit=embody-vm.target --show-status=no
+INIT
+else
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -91,26 +179,40 @@ cd /newroot && chroot /newroot /bin/sh -c 'cd "$(cat /proc/1/root/cwd)" && xargs
 echo "EMBODY-VM-EXIT $?"
 poweroff -f
 INIT
+fi
 chmod 755 "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet) > "$work/initrd"
 
+boot_args=
+[[ $boot == systemd ]] && boot_args="systemd.unit=embody-vm.target systemd.show_status=no"
 accel=(-accel tcg)
 if [[ "${EMBODY_VM_ACCEL:-tcg}" == kvm ]]; then accel=(-accel kvm -cpu max); fi
 cpus=$(nproc); (( cpus > 2 )) && cpus=2
 set +e
 timeout "$timeout_s" "$qemu" "${accel[@]}" -m "$memory_mib" -smp "$cpus" -nographic -no-reboot \
   -kernel "$kernel" -initrd "$work/initrd" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init $boot_args" \
   -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on" \
   -nic none -serial mon:stdio -display none </dev/null > "$work/console" 2>&1
 qemu_rc=$?
 set -e
-tr -d '\r' < "$work/console" | sed -n '/EMBODY-VM-START/,$p' | grep -v '^EMBODY-VM-START$' |
-  grep -v 'EMBODY-VM-EXIT' || true
+# EMBODY_VM_CONSOLE=FILE keeps the whole console (systemd's messages too) for a post-mortem.
+[[ -n "${EMBODY_VM_CONSOLE:-}" ]] && cp "$work/console" "$EMBODY_VM_CONSOLE"
+if [[ $boot == systemd ]]; then
+  tr -d '\r' < "$work/console" | sed -n 's/^EMBODY-VM-OUT //p' || true
+else
+  tr -d '\r' < "$work/console" | sed -n '/EMBODY-VM-START/,$p' | grep -v '^EMBODY-VM-START$' |
+    grep -v 'EMBODY-VM-EXIT' || true
+fi
 rc=$(tr -d '\r' < "$work/console" | sed -n 's/.*EMBODY-VM-EXIT \([0-9]*\).*/\1/p' | tail -1)
 if [[ -z "$rc" ]]; then
   echo "run_in_vm.sh: the machine ended without the command's status (qemu $qemu_rc); console:" >&2
   tail -40 "$work/console" >&2
+  exit 1
+fi
+if [[ "$rc" == 71 ]]; then
+  echo "run_in_vm.sh: the guest could not mount its overlay root; console:" >&2
+  tail -30 "$work/console" >&2
   exit 1
 fi
 if [[ "$rc" == 70 ]]; then
