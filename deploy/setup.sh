@@ -25,9 +25,12 @@ packages=(
 # With --test (deploy/test.sh): what only the tests need. tests/vm/run_in_vm.sh boots a Debian
 # kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian
 # host linux-image-amd64 is normally there already. The multi-node test makes network namespaces
-# (iproute2, ping); an engine test runs a step under valgrind, whose CPU has no AVX-512.
+# (iproute2, ping); an engine test runs a step under valgrind, whose CPU has no AVX-512. The same
+# virtual machine boots the host's systemd for the units' install test. bench/wrk_submit.sh
+# drives the server with wrk.
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind)
+  packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind
+             wrk)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.
