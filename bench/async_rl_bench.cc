@@ -14,7 +14,8 @@
 // the final policy's Gaussian mean evaluated on --eval-episodes seeded episodes (the same
 // episodes for every configuration), and the training episodes' rate over the last 5 updates;
 // with --seeds S, every configuration runs S seeds and success is their mean (one seed of a
-// short run varies by tens of points).
+// short run varies by tens of points), with the standard deviation over seeds and, paired by
+// seed, the mean difference from sync and its standard error (sd of the differences / √S).
 // Last line: one JSON object.
 //
 //   async_rl_bench [--seeds 3] [--updates 60] [--mean-ms 2] [--tail-p 0.05] [--tail-scale 8] [--eta
@@ -62,6 +63,33 @@ double LastSuccess(const std::vector<engine::rl::UpdateRecord>& u, size_t k) {
     }
   }
   return n > 0 ? s / n : NAN;
+}
+
+struct Spread {
+  int n = 0;
+  double mean = NAN, sd = NAN, se = NAN;
+};
+
+// Mean, sample standard deviation and standard error of the mean of x.
+Spread SpreadOf(const std::vector<double>& x) {
+  Spread s;
+  s.n = static_cast<int>(x.size());
+  if (s.n == 0) return s;
+  double sum = 0, sq = 0;
+  for (double v : x) sum += v;
+  s.mean = sum / s.n;
+  for (double v : x) sq += (v - s.mean) * (v - s.mean);
+  s.sd = s.n > 1 ? std::sqrt(sq / (s.n - 1)) : 0.0;
+  s.se = s.sd / std::sqrt(static_cast<double>(s.n));
+  return s;
+}
+
+// x − y seed by seed, where both ran (empty otherwise).
+std::vector<double> Differences(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<double> d;
+  if (x.size() != y.size()) return d;
+  for (size_t i = 0; i < x.size(); ++i) d.push_back(x[i] - y[i]);
+  return d;
 }
 
 }  // namespace
@@ -234,6 +262,25 @@ int main(int argc, char** argv) {
         {"eval_success_per_seed", evals[i]},
         {"train_success",
          std::isfinite(x.train_success) ? nlohmann::json(x.train_success) : nlohmann::json()}};
+  }
+  // Success against sync seed by seed: the seeds spread far more than the levels differ, so the
+  // comparison is paired (same seed, same latency schedule) and carries its standard error.
+  std::printf("%-11s %14s %22s\n", "config", "eval_succ sd", "vs sync, paired (pp)");
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (evals[i].empty()) continue;
+    const Spread spread = SpreadOf(evals[i]);
+    const Spread paired = SpreadOf(Differences(evals[i], evals[0]));
+    if (i == 0 || paired.n == 0) {
+      std::printf("%-11s %14.3f\n", configs[i].name, spread.sd);
+    } else {
+      std::printf("%-11s %14.3f %12.1f +- %5.1f\n", configs[i].name, spread.sd, 100 * paired.mean,
+                  100 * paired.se);
+    }
+    if (!evals[i].empty()) j[configs[i].name]["eval_success_sd"] = spread.sd;
+    if (paired.n > 0 && i > 0) {
+      j[configs[i].name]["paired_delta_pp"] = 100 * paired.mean;
+      j[configs[i].name]["paired_delta_se_pp"] = 100 * paired.se;
+    }
   }
   std::printf("%s\n", j.dump().c_str());
   return 0;

@@ -143,6 +143,14 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
   std::vector<PolicySample> last_obs;
   std::vector<int64_t> versions;
   std::vector<float> proximal_logp, values;
+  // Level 3: the policy as the update began, which evaluates the streamed micro-batches.
+  std::unique_ptr<ActorCritic> start;
+  int64_t start_version = -1;
+  if (rl.streaming) {
+    EMBODY_ASSIGN_OR_RETURN(copy, ActorCritic::Create(config, options.engine.seed,
+                                                      static_cast<float>(rl.init_log_std)));
+    start = std::move(copy);
+  }
   for (int64_t version = 0; version < total_updates; ++version) {
     if (options.stop_requested != nullptr && options.stop_requested->load()) {
       result.stopped = true;
@@ -203,8 +211,15 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
           global_versions.insert(global_versions.end(), versions.begin(), versions.end());
           rollout_versions.insert(rollout_versions.end(), versions.begin(), versions.end());
+          // Evaluated as the non-streaming learner evaluates its rollout: by the policy as the
+          // update began (the store's version `version`), not the one this update has moved.
+          start_version = store.Refresh(start_version, start.get());
           EMBODY_RETURN_IF_ERROR(
-              learner.AccumulateStreaming(std::move(r), last_obs, weight, &learned));
+              EvaluatePolicy(*start, r.obs, r.actions.data(), &proximal_logp, &r.values));
+          EMBODY_RETURN_IF_ERROR(start->Forward(last_obs));
+          r.last_values.assign(start->value(), start->value() + r.envs);
+          EMBODY_RETURN_IF_ERROR(
+              learner.AccumulateStreaming(std::move(r), proximal_logp, weight, N * T, &learned));
         }
         // The global batch's step at the learning rate of its own steps' staleness.
         learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,

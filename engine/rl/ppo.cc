@@ -217,29 +217,44 @@ double PpoLearner::ApplyGradients() {
   return norm;
 }
 
-common::Status PpoLearner::Evaluate(std::span<const PolicySample> obs, const float* actions,
-                                    std::vector<float>* logp, std::vector<float>* values,
-                                    int chunk) {
-  const int A = policy_->action_dim();
+common::Status EvaluatePolicy(ActorCritic& policy, std::span<const PolicySample> obs,
+                              const float* actions, std::vector<float>* logp,
+                              std::vector<float>* values, int chunk) {
+  const int A = policy.action_dim();
   logp->resize(obs.size());
   values->resize(obs.size());
   for (size_t b = 0; b < obs.size(); b += chunk) {
     const size_t e = std::min(obs.size(), b + static_cast<size_t>(chunk));
-    EMBODY_RETURN_IF_ERROR(policy_->Forward(obs.subspan(b, e - b)));
+    EMBODY_RETURN_IF_ERROR(policy.Forward(obs.subspan(b, e - b)));
     for (size_t i = b; i < e; ++i) {
       (*logp)[i] = static_cast<float>(
-          GaussianLogProb(policy_->mean() + (i - b) * A, policy_->log_std(), actions + i * A, A));
-      (*values)[i] = policy_->value()[i - b];
+          GaussianLogProb(policy.mean() + (i - b) * A, policy.log_std(), actions + i * A, A));
+      (*values)[i] = policy.value()[i - b];
     }
   }
   return common::Status::Ok();
 }
 
-common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const PolicySample> last_obs,
-                                               double weight, PpoBatch* learned) {
+AdvantageWindow::Moments AdvantageWindow::Add(const float* adv, int n, int window,
+                                              Communicator* comm) {
+  kept_.insert(kept_.end(), adv, adv + n);
+  while (static_cast<int>(kept_.size()) > std::max(window, n)) kept_.pop_front();
+  double sum = 0.0, sq = 0.0;
+  for (float a : kept_) sum += a;
+  const double count = comm->AllreduceSum(static_cast<double>(kept_.size()));
+  Moments m;
+  m.mean = comm->AllreduceSum(sum) / count;
+  for (float a : kept_) sq += (a - m.mean) * (a - m.mean);
+  m.sd = std::sqrt(comm->AllreduceSum(sq) / count) + 1e-8;
+  return m;
+}
+
+common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const float> start_logp,
+                                               double weight, int window, PpoBatch* learned) {
   const int T = r.steps, N = r.envs, A = policy_->action_dim(), n = T * N;
-  if (static_cast<int>(last_obs.size()) != N || static_cast<int>(r.obs.size()) != n ||
-      r.action_dim != A) {
+  if (static_cast<int>(r.last_values.size()) != N || static_cast<int>(r.obs.size()) != n ||
+      static_cast<int>(r.values.size()) != n || r.action_dim != A ||
+      static_cast<int>(start_logp.size()) != n) {
     return common::InvalidArgument("a streamed micro-batch's shapes do not match its rollout");
   }
   if (!accumulating_) {
@@ -248,21 +263,19 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
     streaming_.importance_weight = 0;  // summed below
     accumulating_ = true;
   }
-  EMBODY_RETURN_IF_ERROR(policy_->Forward(last_obs));
-  const std::vector<float> last_values(policy_->value(), policy_->value() + N);
-  EMBODY_RETURN_IF_ERROR(policy_->Forward(r.obs));  // (T·N) rows, the one Backward differentiates
+  // GAE with the values of the update's starting critic, as AppendRollout on the evaluated
+  // rollout of the non-streaming learner.
+  std::vector<float> adv(n), ret(n);
+  ComputeGae(r.rewards.data(), r.values.data(), r.dones.data(), r.last_values.data(), T, N,
+             config_.gamma, config_.gae_lambda, adv.data(), ret.data());
+  const AdvantageWindow::Moments norm = advantage_window_.Add(adv.data(), n, window, comm_);
+  // π_prox: the behaviour policy (w = 1, r clipped around it), or the update's starting policy.
+  const float* prox = config_.proximal_behaviour ? r.behaviour_logp.data() : start_logp.data();
+
+  EMBODY_RETURN_IF_ERROR(policy_->Forward(r.obs));  // (T·N) rows, the policy being trained
   const float* mean = policy_->mean();
   const float* value = policy_->value();
   const float* log_std = policy_->log_std();
-  std::vector<float> adv(n), ret(n);
-  ComputeGae(r.rewards.data(), value, r.dones.data(), last_values.data(), T, N, config_.gamma,
-             config_.gae_lambda, adv.data(), ret.data());
-  double sum = 0.0, sq = 0.0;
-  for (float a : adv) sum += a;
-  const double mu = sum / n;
-  for (float a : adv) sq += (a - mu) * (a - mu);
-  const double sd = std::sqrt(sq / n) + 1e-8;
-
   std::vector<float> d_mean(static_cast<size_t>(n) * A, 0.0f), d_value(n, 0.0f), d_log_std(A, 0.0f);
   double pl = 0, vl = 0;
   for (int i = 0; i < n; ++i) {
@@ -271,20 +284,20 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
     const double logp = GaussianLogProb(mu_i, log_std, a, A);
     double d_logp = 0.0;
     bool clipped = false;
-    // π_prox: this π (r = 1, never clipped; w caps how far the behaviour policy lagged), or the
-    // behaviour policy (w = 1, r clipped around it).
-    const double prox = config_.proximal_behaviour ? r.behaviour_logp[i] : logp;
-    // The lag statistics compare the behaviour policy with this one, whichever π_prox is.
-    const double log_rho = logp - r.behaviour_logp[i];
+    // The lag of the behaviour policy behind the update's starting policy, whichever π_prox is
+    // (as the non-streaming learner measures it).
+    const double log_rho = double(start_logp[i]) - r.behaviour_logp[i];
     streaming_.behaviour_kl += (std::expm1(log_rho) - log_rho) * weight;
     streaming_.importance_capped += (std::exp(log_rho) > config_.importance_cap ? 1 : 0) * weight;
     streaming_.importance_weight += std::min(std::exp(log_rho), config_.importance_cap) * weight;
-    pl += ClippedSurrogate(logp, prox, r.behaviour_logp[i], (adv[i] - mu) / sd, config_.clip,
-                           config_.importance_cap, &d_logp, &clipped);
-    GaussianLogProbGrad(mu_i, log_std, a, A, d_logp * weight,
-                        d_mean.data() + static_cast<size_t>(i) * A, d_log_std.data());
+    pl += ClippedSurrogate(logp, prox[i], r.behaviour_logp[i], (adv[i] - norm.mean) / norm.sd,
+                           config_.clip, config_.importance_cap, &d_logp, &clipped);
+    if (d_logp != 0.0) {
+      GaussianLogProbGrad(mu_i, log_std, a, A, d_logp * weight,
+                          d_mean.data() + static_cast<size_t>(i) * A, d_log_std.data());
+    }
     double dv = 0.0;
-    vl += ValueLoss(value[i], value[i], ret[i], config_.clip, config_.value_clip, &dv);
+    vl += ValueLoss(value[i], r.values[i], ret[i], config_.clip, config_.value_clip, &dv);
     d_value[i] = static_cast<float>(config_.value_coef * dv * weight);
   }
   const double share = weight * n;  // this micro-batch's share of the global batch
@@ -292,20 +305,15 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const Poli
   EMBODY_RETURN_IF_ERROR(policy_->Backward(d_mean.data(), d_log_std.data(), d_value.data()));
   streaming_.policy_loss += pl * weight;
   streaming_.value_loss += vl * weight;
-  for (int i = 0; i < n; ++i) {
-    learned->proximal_logp.push_back(config_.proximal_behaviour
-                                         ? r.behaviour_logp[i]
-                                         : static_cast<float>(GaussianLogProb(
-                                               mean + static_cast<size_t>(i) * A, log_std,
-                                               r.actions.data() + static_cast<size_t>(i) * A, A)));
-    learned->values.push_back(value[i]);
-  }
+
   for (auto& o : r.obs) learned->obs.push_back(std::move(o));
   learned->actions.insert(learned->actions.end(), r.actions.begin(), r.actions.end());
   learned->behaviour_logp.insert(learned->behaviour_logp.end(), r.behaviour_logp.begin(),
                                  r.behaviour_logp.end());
+  learned->proximal_logp.insert(learned->proximal_logp.end(), prox, prox + n);
   learned->advantages.insert(learned->advantages.end(), adv.begin(), adv.end());
   learned->returns.insert(learned->returns.end(), ret.begin(), ret.end());
+  learned->values.insert(learned->values.end(), r.values.begin(), r.values.end());
   learned->policy_version.insert(learned->policy_version.end(), n, r.policy_version);
   return common::Status::Ok();
 }

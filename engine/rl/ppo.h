@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <vector>
 
@@ -106,6 +107,28 @@ struct PpoStats {
 void BehaviourStats(const float* proximal_logp, const float* behaviour_logp, int n,
                     double importance_cap, Communicator* comm, PpoStats* stats);
 
+// π(a) (log-prob of each step's action) and V(s) of `policy` over a batch of steps, in chunks of
+// `chunk` samples.
+common::Status EvaluatePolicy(ActorCritic& policy, std::span<const PolicySample> obs,
+                              const float* actions, std::vector<float>* logp,
+                              std::vector<float>* values, int chunk = 512);
+
+// The mean and standard deviation of the most recent advantages seen, up to `window` per rank,
+// pooled over the ranks of comm: the streamed epoch's normalisation (AccumulateStreaming).
+class AdvantageWindow {
+ public:
+  struct Moments {
+    double mean = 0, sd = 1;  // sd includes Update's 1e-8
+  };
+  // Adds adv[0..n) as the newest, drops the oldest beyond `window` (at least n are kept), and
+  // returns the moments of what is kept on every rank (every rank calls it: it all-reduces).
+  Moments Add(const float* adv, int n, int window, Communicator* comm);
+  size_t size() const { return kept_.size(); }
+
+ private:
+  std::deque<float> kept_;  // oldest first
+};
+
 class PpoLearner {
  public:
   PpoLearner(ActorCritic* policy, const PpoConfig& config, Communicator* comm, uint64_t seed);
@@ -116,24 +139,33 @@ class PpoLearner {
   // The same with `epochs` passes instead of the configured number (level 3's later epochs).
   common::Result<PpoStats> Update(PpoBatch& batch, int epochs);
 
-  // Streaming (asynchronous level 3): the first epoch runs as trajectories arrive. A global
-  // batch (one optimiser step) is accumulated micro-batch by micro-batch: AccumulateStreaming
-  // runs the policy once over `rollout` (and once over `last_obs`, the observation after each
-  // environment's last step), so π_prox is the current policy (r = 1; the capped weights
-  // π_prox/π_behaviour still correct stale actors); GAE uses the current values, advantages are
-  // normalised over the micro-batch, and the loss's gradient, times `weight` per step (1 / the
-  // global batch's steps), is added to what was accumulated since the last StepAccumulated.
-  // The steps, with that π_prox, value and GAE advantage, are appended to *learned (moving the
-  // observations out of rollout) for the later epochs. StepAccumulated averages the gradient
-  // over ranks, clips it and takes the step.
-  common::Status AccumulateStreaming(Rollout&& rollout, std::span<const PolicySample> last_obs,
-                                     double weight, PpoBatch* learned);
+  // Streaming (asynchronous level 3): the first epoch runs as trajectories arrive, with the
+  // maths of Update's first epoch wherever the data already in allow it. A global batch (one
+  // optimiser step) is accumulated micro-batch by micro-batch. The caller evaluates each
+  // micro-batch as the non-streaming learner evaluates its rollout, with the policy as it was
+  // when the update began (EvaluatePolicy on a copy; this learner's policy moves with every
+  // global batch): rollout.values and rollout.last_values are that critic's (GAE, and V_old of
+  // the value clip), and `start_logp` that policy's log π(a): π_prox unless
+  // PpoConfig::proximal_behaviour, and what the lag statistics compare with. Advantages are
+  // normalised with the mean and deviation of the last `window` advantages streamed (per rank,
+  // pooled over ranks; AdvantageWindow): Update uses the whole rollout's, which are not known
+  // before its last trajectory, and `window` = the rollout's steps makes the estimate the most
+  // recent rollout's worth. The loss (ppo.h's, on the policy now) times `weight` per step (1 /
+  // the global batch's steps) has its gradient added to what was accumulated since the last
+  // StepAccumulated. The steps, with their raw advantages, returns, V_old and π_prox, are appended
+  // to *learned (moving the observations out of rollout): the batch the later epochs run on, the
+  // one the non-streaming learner builds. StepAccumulated averages the gradient over ranks, clips
+  // it and takes the step.
+  common::Status AccumulateStreaming(Rollout&& rollout, std::span<const float> start_logp,
+                                     double weight, int window, PpoBatch* learned);
   common::Result<PpoStats> StepAccumulated();
 
-  // π(a) and V(s) of the current policy over a batch of steps, in chunks of `chunk` samples:
-  // the proximal policy of decoupled PPO, evaluated by the learner on stale trajectories.
+  // π(a) and V(s) of the current policy over a batch of steps (EvaluatePolicy): the proximal
+  // policy of decoupled PPO and the critic, evaluated by the learner on stale trajectories.
   common::Status Evaluate(std::span<const PolicySample> obs, const float* actions,
-                          std::vector<float>* logp, std::vector<float>* values, int chunk = 512);
+                          std::vector<float>* logp, std::vector<float>* values, int chunk = 512) {
+    return EvaluatePolicy(*policy_, obs, actions, logp, values, chunk);
+  }
 
   int64_t updates() const { return updates_; }
   // The learning rate of the optimiser steps from now on (asynchronous learners lower it on
@@ -154,6 +186,7 @@ class PpoLearner {
   int64_t updates_ = 0;
   PpoStats streaming_;  // sums of the micro-batches since the last StepAccumulated
   bool accumulating_ = false;
+  AdvantageWindow advantage_window_;
 };
 
 }  // namespace engine::rl

@@ -7,7 +7,6 @@
 
 #include "engine/dist/communicator.h"
 #include "engine/rl/gaussian.h"
-#include "engine/rl/reach_env.h"
 
 namespace engine::rl {
 namespace {
@@ -138,69 +137,6 @@ TEST(BehaviourStatsTest, MatchesAHandComputedCase) {
   EXPECT_EQ(s.behaviour_kl, 0.0);
   EXPECT_EQ(s.importance_capped, 0.0);
   EXPECT_EQ(s.importance_weight, 1.0);
-}
-
-// A (T = 2, N = 2) rollout of reach observations acted by a policy that gave every action
-// log-prob `lag` below what `policy` gives it now (a stale behaviour policy).
-Rollout StaleRollout(ActorCritic& policy, double lag, std::vector<PolicySample>* last_obs) {
-  ReachEnvConfig ec;
-  ec.num_envs = 2;
-  ec.action_dim = 3;
-  ec.cameras = 0;
-  auto env = std::move(*ReachVecEnv::Create(ec));
-  env->Reset(11);
-  Rollout r;
-  r.steps = 2;
-  r.envs = 2;
-  r.action_dim = 3;
-  for (int t = 0; t < 2; ++t) {
-    for (const PolicySample& o : env->observations()) r.obs.push_back(o);
-  }
-  *last_obs = env->observations();
-  r.actions = {0.1f, -0.2f, 0.3f, 0.0f, 0.2f, -0.1f, -0.3f, 0.1f, 0.0f, 0.2f, 0.2f, 0.2f};
-  EXPECT_TRUE(policy.Forward(r.obs).ok());
-  for (int i = 0; i < 4; ++i) {
-    r.behaviour_logp.push_back(static_cast<float>(
-        GaussianLogProb(policy.mean() + i * 3, policy.log_std(), r.actions.data() + i * 3, 3) -
-        lag));
-  }
-  r.values = {0, 0, 0, 0};
-  r.rewards = {0.5f, -0.5f, 1.0f, 0.0f};
-  r.dones = {0, 0, 0, 1};
-  return r;
-}
-
-TEST(PpoLearnerTest, StreamingUsesTheConfiguredProximalPolicy) {
-  PolicyConfig c;
-  c.d_model = 16;
-  c.layers = 1;
-  c.heads = 2;
-  c.mlp = 32;
-  c.action_dim = 3;
-  c.action_horizon = 1;
-  const double lag = 0.5;  // log π − log π_b of every step
-  for (bool behaviour : {false, true}) {
-    auto policy = std::move(*ActorCritic::Create(c, 5, -0.5f));
-    PpoConfig config;
-    config.proximal_behaviour = behaviour;
-    LocalCommunicator comm;
-    PpoLearner learner(policy.get(), config, &comm, 1);
-    std::vector<PolicySample> last_obs;
-    Rollout r = StaleRollout(*policy, lag, &last_obs);
-    const std::vector<float> b = r.behaviour_logp;
-    PpoBatch learned;
-    ASSERT_TRUE(learner.AccumulateStreaming(std::move(r), last_obs, 0.25, &learned).ok());
-    ASSERT_EQ(learned.size(), 4);
-    for (int i = 0; i < 4; ++i) {
-      // behaviour: π_prox is π_b; current: the learner's π, lag above it.
-      EXPECT_NEAR(learned.proximal_logp[i], behaviour ? b[i] : b[i] + lag, 1e-4) << i;
-    }
-    auto stats = learner.StepAccumulated();
-    ASSERT_TRUE(stats.ok());
-    // The lag is measured against the learner's policy either way: ρ = e^0.5 < the cap.
-    EXPECT_NEAR(stats->behaviour_kl, std::expm1(lag) - lag, 1e-4);
-    EXPECT_EQ(stats->importance_capped, 0.0);
-  }
 }
 
 TEST(ValueLossTest, ClippedAndPlain) {
