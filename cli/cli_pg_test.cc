@@ -130,7 +130,8 @@ TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
   // A change made since the caller read the tenant is reported, and nothing is written.
   r = Cli({"tenants", "set", id, "--weight", "5", "--if-version", std::to_string(version)});
   EXPECT_EQ(r.code, cli::kExitRefused);
-  EXPECT_NE(r.err.find("read it again (field If-Match)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("embody: If-Match: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("read it again"), std::string::npos) << r.err;
   r = Cli({"tenants", "show", id, "-o", "json"});
   EXPECT_EQ(r.Json()["weight"], 2.0);
   r = Cli({"tenants", "set", id, "--weight", "5", "--if-version", std::to_string(version + 1), "-o",
@@ -142,7 +143,7 @@ TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
   // The server's message and field, exit 1; a usage error never reaches it, exit 2.
   r = Cli({"tenants", "create", "Bad Name"});
   EXPECT_EQ(r.code, cli::kExitRefused);
-  EXPECT_NE(r.err.find("(field name)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("embody: name: "), std::string::npos) << r.err;
   r = Cli({"tenants", "set", id});
   EXPECT_EQ(r.code, cli::kExitUsage);
   r = Cli({"tenants", "show", "999999"});
@@ -317,7 +318,7 @@ TEST_F(CliPgTest, PlanThePapersTable) {
   r = Cli({"plan", dir + "paper-cluster.json", "--gpus", "8", "--cluster",
            dir + "paper-cluster.json"});
   EXPECT_EQ(r.code, cli::kExitRefused);
-  EXPECT_NE(r.err.find("(field job."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("embody: job."), std::string::npos) << r.err;
   r = Cli({"plan", dir + "groot-n15-request.json", "--gpus", "8,x"});
   EXPECT_EQ(r.code, cli::kExitRefused);
   EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;

@@ -131,9 +131,7 @@ class Commands {
   }
 
   int Fail(const common::Status& s) {
-    std::string msg = s.message();
-    if (!s.field().empty()) msg += " (field " + s.field() + ")";
-    io_.err << "embody: " << msg << "\n";
+    io_.err << "embody: " << RefusalText(s) << "\n";
     return kExitRefused;
   }
 

@@ -90,9 +90,7 @@ bool Retryable(const Status& s) {
 }
 
 int Refused(std::ostream& err, const Status& s, int64_t id) {
-  std::string msg = s.message();
-  if (!s.field().empty()) msg += " (field " + s.field() + ")";
-  err << "\nembody: " << msg << "\n";
+  err << "\nembody: " << RefusalText(s) << "\n";
   if (id > 0) {
     err << "embody: the upload of dataset " << id << " is kept; continue it with --resume " << id
         << ", or delete it with `embody datasets rm " << id << "`\n";

@@ -166,4 +166,12 @@ std::string EvaluationTable(const nlohmann::json& reply) {
   return FormatTable(table);
 }
 
+std::string RefusalText(const common::Status& s) {
+  const std::string& field = s.field();
+  if (field.empty() || s.message().find(field) != std::string::npos) {
+    return field.empty() ? s.message() : s.message() + " (field " + field + ")";
+  }
+  return field + ": " + s.message();
+}
+
 }  // namespace cli

@@ -6,7 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
+
 namespace cli {
+
+// A refusal as the CLI prints it: the server's message, led by the field it names when the
+// message does not say it ("resources.nodes: must be at least 1"; the server's messages are
+// written to sit next to their field in the dashboard's form).
+std::string RefusalText(const common::Status& s);
 
 // Left-aligned columns separated by two spaces; the first row is the header.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);

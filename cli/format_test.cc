@@ -82,5 +82,14 @@ TEST(FormatTest, ProgressLine) {
   EXPECT_NE(ProgressLine({{"state", "SUCCEEDED"}}, 10).find("100%"), std::string::npos);
 }
 
+TEST(RefusalTextTest, LeadsWithTheFieldUnlessTheMessageSaysIt) {
+  EXPECT_EQ(RefusalText(common::InvalidArgument("is required", "resources")),
+            "resources: is required");
+  EXPECT_EQ(RefusalText(common::InvalidArgument("resources.nodes must be at least 1",
+                                                "resources.nodes")),
+            "resources.nodes must be at least 1 (field resources.nodes)");
+  EXPECT_EQ(RefusalText(common::InvalidArgument("no such job")), "no such job");
+}
+
 }  // namespace
 }  // namespace cli
