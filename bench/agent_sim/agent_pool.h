@@ -61,8 +61,11 @@ class AgentPool {
   int registered() const { return registered_.load(); }
   int64_t heartbeats() const { return heartbeats_.load(); }
   int64_t repeated_launches() const;
-  // Gaps between an agent's answered heartbeats longer than 3 intervals (the server's DOWN rule).
+  // Gaps between an agent's answered heartbeats longer than 3 intervals (the server's DOWN rule)
+  // that remain so once the heartbeat's late start is taken off: the server's doing.
   int64_t down_gaps() const { return down_gaps_.load(); }
+  // Gaps over 3 intervals only because this process started the heartbeat late.
+  int64_t late_gaps() const { return late_gaps_.load(); }
 
  private:
   struct Agent;
@@ -85,6 +88,7 @@ class AgentPool {
   std::atomic<int> registered_{0};
   std::atomic<int64_t> heartbeats_{0};
   std::atomic<int64_t> down_gaps_{0};
+  std::atomic<int64_t> late_gaps_{0};
 
   std::mutex mu_;
   std::condition_variable cv_;
