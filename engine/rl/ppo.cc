@@ -78,19 +78,29 @@ void AppendRollout(Rollout&& r, const PpoConfig& config, PpoBatch* batch) {
   batch->policy_version.insert(batch->policy_version.end(), n, r.policy_version);
 }
 
+namespace {
+
+// One step's share of BehaviourStats' three fields, times `weight`, added to *stats.
+void AddBehaviourLag(double log_rho, double importance_cap, double weight, PpoStats* stats) {
+  const double rho = std::exp(log_rho);
+  stats->behaviour_kl += (std::expm1(log_rho) - log_rho) * weight;
+  stats->importance_capped += (rho > importance_cap ? 1 : 0) * weight;
+  stats->importance_weight += std::min(rho, importance_cap) * weight;
+}
+
+}  // namespace
+
 void BehaviourStats(const float* proximal_logp, const float* behaviour_logp, int n,
                     double importance_cap, Communicator* comm, PpoStats* stats) {
-  double kl = 0, capped = 0, weight = 0;
+  PpoStats sums;
+  sums.importance_weight = 0;
   for (int i = 0; i < n; ++i) {
-    const double log_rho = double(proximal_logp[i]) - behaviour_logp[i];
-    kl += std::expm1(log_rho) - log_rho;
-    capped += std::exp(log_rho) > importance_cap ? 1 : 0;
-    weight += std::min(std::exp(log_rho), importance_cap);
+    AddBehaviourLag(double(proximal_logp[i]) - behaviour_logp[i], importance_cap, 1.0, &sums);
   }
   const double count = comm->AllreduceSum(static_cast<double>(n));
-  stats->behaviour_kl = comm->AllreduceSum(kl) / count;
-  stats->importance_capped = comm->AllreduceSum(capped) / count;
-  stats->importance_weight = comm->AllreduceSum(weight) / count;
+  stats->behaviour_kl = comm->AllreduceSum(sums.behaviour_kl) / count;
+  stats->importance_capped = comm->AllreduceSum(sums.importance_capped) / count;
+  stats->importance_weight = comm->AllreduceSum(sums.importance_weight) / count;
 }
 
 PpoLearner::PpoLearner(ActorCritic* policy, const PpoConfig& config, Communicator* comm,
@@ -122,9 +132,9 @@ common::Result<PpoStats> PpoLearner::Update(PpoBatch& batch, int epochs) {
   const double sd = std::sqrt(comm_->AllreduceSum(sq) / count) + 1e-8;
   for (float& a : batch.advantages) a = static_cast<float>((a - mu) / sd);
 
+  // The behaviour fields stay on-policy's (0, 0, 1): the asynchronous learner measures the lag
+  // against its own policy, which only it knows (BehaviourStats in async_ppo.cc).
   PpoStats stats;
-  BehaviourStats(batch.proximal_logp.data(), batch.behaviour_logp.data(), n, config_.importance_cap,
-                 comm_, &stats);
   std::vector<int> order(n);
   std::vector<PolicySample> obs;
   std::vector<float> d_mean, d_value, d_log_std(A);
@@ -286,10 +296,8 @@ common::Status PpoLearner::AccumulateStreaming(Rollout&& r, std::span<const floa
     bool clipped = false;
     // The lag of the behaviour policy behind the update's starting policy, whichever π_prox is
     // (as the non-streaming learner measures it).
-    const double log_rho = double(start_logp[i]) - r.behaviour_logp[i];
-    streaming_.behaviour_kl += (std::expm1(log_rho) - log_rho) * weight;
-    streaming_.importance_capped += (std::exp(log_rho) > config_.importance_cap ? 1 : 0) * weight;
-    streaming_.importance_weight += std::min(std::exp(log_rho), config_.importance_cap) * weight;
+    AddBehaviourLag(double(start_logp[i]) - r.behaviour_logp[i], config_.importance_cap, weight,
+                    &streaming_);
     pl += ClippedSurrogate(logp, prox[i], r.behaviour_logp[i], (adv[i] - norm.mean) / norm.sd,
                            config_.clip, config_.importance_cap, &d_logp, &clipped);
     if (d_logp != 0.0) {
