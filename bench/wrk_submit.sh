@@ -34,7 +34,7 @@ export EMBODY_URL EMBODY_TOKEN
 
 drained=0
 for id in $("$cli" nodes -o json | grep -o '"id" *: *[0-9]*' | grep -o '[0-9]*$'); do
-  "$cli" nodes drain "$id" >/dev/null 2>&1 || true
+  "$cli" nodes drain "$id" >/dev/null || { echo "wrk_submit.sh: could not drain node $id" >&2; exit 1; }
   drained=$((drained + 1))
 done
 [[ $drained -gt 0 ]] || { echo "wrk_submit.sh: the stack has no node, so every job would be refused as never fitting" >&2; exit 1; }
@@ -48,8 +48,7 @@ secret=$("$cli" tokens create --tenant "$tenant_id" --role member --name wrk -o 
 
 echo "wrk_submit: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg);" \
      "$connections connections, $threads threads, $seconds s against $EMBODY_URL, tenant $tenant"
-out=$(WRK_TOKEN=$secret wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency \
-        -s "$here/wrk_submit.lua" "$EMBODY_URL/v1/jobs")
-echo "$out"
+WRK_TOKEN=$secret wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency \
+  -s "$here/wrk_submit.lua" "$EMBODY_URL/v1/jobs"
 
 echo "wrk_submit: the stack's $drained nodes are left drained, and tenant $tenant's jobs PENDING"

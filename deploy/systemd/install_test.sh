@@ -13,7 +13,6 @@
 set -euo pipefail
 
 build=$(cd "${1:?usage: install_test.sh BUILD_DIR}" && pwd)
-src=$(cd "$(dirname "$0")/../.." && pwd)
 step() { echo "== $(date +%T) $*"; }
 fail() {
   echo "FAIL: $*"

@@ -10,8 +10,9 @@
 # With --systemd the guest boots the host's systemd as its init instead: the root is the host's
 # file system under a writable overlay (a tmpfs upper layer, so the guest may install packages'
 # files, users and units, and nothing reaches the host), /etc/fstab is emptied and the consoles'
-# gettys masked, and COMMAND runs as a oneshot unit once multi-user.target is reached, with its
-# output on the serial console; the guest powers off when it ends. This is how units meet a real
+# gettys masked, and the guest boots to a target of its own (basic.target, the network's targets
+# and COMMAND as a oneshot unit, none of the host's services), with COMMAND's output on the
+# serial console; the guest powers off when it ends. This is how units meet a real
 # service manager (deploy/systemd/install_test.sh).
 #
 # Exits with the command's status; 77 when this host cannot start one (no qemu-system-x86_64, no
@@ -78,19 +79,29 @@ done
 # The command travels as a NUL-separated file so any argument survives.
 printf '%s\0' "$@" > "$root/command"
 printf '%s' "$PWD" > "$root/cwd"
-if [[ $boot == systemd ]]; then
+# Both kinds of guest start alike: their own /proc, /sys and /dev, the modules, and mount_host,
+# which mounts the host's file system read-only over 9p (status 70 when it cannot).
 cat > "$root/init" <<'INIT'
 #!/bin/busybox sh
-# Boots the host's systemd on an overlay of the host's root; the command runs as a unit.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
+ifconfig lo 127.0.0.1 up
+hostname embody-vm
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "insmod $m failed" >&2; done
-mkdir -p /lower /rw
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /lower; then
-  echo "EMBODY-VM-EXIT 70"; poweroff -f
-fi
+mount_host() {
+  mkdir -p "$1"
+  if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot "$1"; then
+    echo "EMBODY-VM-EXIT 70"; poweroff -f
+  fi
+}
+INIT
+if [[ $boot == systemd ]]; then
+cat >> "$root/init" <<'INIT'
+# Boots the host's systemd on an overlay of the host's root; the command runs as a unit.
+mount_host /lower
+mkdir -p /rw
 mount -t tmpfs -o mode=0755 tmpfs /rw
 mkdir -p /rw/upper /rw/work
 if ! mount -t overlay overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work /newroot; then
@@ -99,7 +110,7 @@ fi
 n=/newroot
 : > $n/etc/fstab
 # The host's container marker would make systemd believe it runs in a container.
-rm -f $n/.dockerenv $n/run/.containerenv
+rm -f $n/.dockerenv
 rm -f $n/etc/machine-id && : > $n/etc/machine-id
 echo embody-vm > $n/etc/hostname
 for u in serial-getty@ttyS0.service getty@tty1.service console-getty.service \
@@ -120,7 +131,7 @@ echo "EMBODY-VM-EXIT $(cat $rc_file)"
 systemctl --no-block poweroff
 RUN
 chmod 755 $n/etc/embody-vm/run.sh
-# The guest boots to embody-vm.target (the kernel's command line names it): basic.target, the
+# The guest boots to embody-vm.target (systemd's command line names it): basic.target, the
 # network's targets and the command, none of the host's own services.
 cat > $n/etc/systemd/system/embody-vm.target <<'UNIT'
 [Unit]
@@ -142,10 +153,10 @@ StandardError=tty
 TTYPath=/dev/ttyS0
 TimeoutStartSec=infinity
 UNIT
-# A /run of its own: the host's may say "container", and systemd in a container ignores the
-# kernel's command line. The target and quiet status go on systemd's command line as well.
+# The guest's own /run, /proc, /sys and /dev: over 9p the lower layer's are the host's, which
+# tell systemd it runs in a container (where it ignores the kernel's command line; the target
+# and quiet status are on its own command line).
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs $n/run
-# And the guest's own /proc, /sys and /dev: over 9p the lower layer's are the host's.
 mount -t proc proc $n/proc
 mount -t sysfs sys $n/sys
 mount -t devtmpfs dev $n/dev
@@ -153,18 +164,8 @@ echo "EMBODY-VM-START"
 exec switch_root /newroot /lib/systemd/systemd --unit=embody-vm.target --show-status=no
 INIT
 else
-cat > "$root/init" <<'INIT'
-#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-ifconfig lo 127.0.0.1 up
-hostname embody-vm
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "insmod $m failed" >&2; done
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot /newroot; then
-  echo "EMBODY-VM-EXIT 70"; poweroff -f
-fi
+cat >> "$root/init" <<'INIT'
+mount_host /newroot
 mount -t proc proc /newroot/proc
 mount -t sysfs sys /newroot/sys
 mount -t cgroup2 -o nsdelegate cgroup2 /newroot/sys/fs/cgroup
@@ -183,15 +184,13 @@ fi
 chmod 755 "$root/init"
 (cd "$root" && find . | cpio -o -H newc --quiet) > "$work/initrd"
 
-boot_args=
-[[ $boot == systemd ]] && boot_args="systemd.unit=embody-vm.target systemd.show_status=no"
 accel=(-accel tcg)
 if [[ "${EMBODY_VM_ACCEL:-tcg}" == kvm ]]; then accel=(-accel kvm -cpu max); fi
 cpus=$(nproc); (( cpus > 2 )) && cpus=2
 set +e
 timeout "$timeout_s" "$qemu" "${accel[@]}" -m "$memory_mib" -smp "$cpus" -nographic -no-reboot \
   -kernel "$kernel" -initrd "$work/initrd" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init $boot_args" \
+  -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \
   -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on" \
   -nic none -serial mon:stdio -display none </dev/null > "$work/console" 2>&1
 qemu_rc=$?
