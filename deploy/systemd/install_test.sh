@@ -7,7 +7,8 @@
 #     filter, MemoryDenyWriteExecute, a read-only system) and writes bootstrap.json;
 #   - embody-agent starts, gets a cgroup v2 subtree of its own from Delegate=yes, and its node is UP;
 #   - a `command` job submitted with the CLI SUCCEEDS, runs as a uid that is not root, inside a
-#     cgroup below the agent's;
+#     cgroup below the agent's, and can read none of the node's secrets (join token, node
+#     credential, the server's database password and bootstrap tokens);
 #   - `systemctl stop` ends both services cleanly (inactive, not failed) and leaves no job process.
 # Usage (inside the machine): install_test.sh BUILD_DIR
 set -euo pipefail
@@ -90,7 +91,7 @@ step "5. a job through the CLI"
 spec=$(mktemp)
 cat > "$spec" <<'JSON'
 {"name": "systemd-check", "kind": "command", "resources": {"nodes": 1, "ranks_per_node": 1},
- "command": ["sh", "-c", "echo uid=$(id -u); echo cgroup=$(cut -d: -f3 /proc/self/cgroup); sleep 1"]}
+ "command": ["sh", "-c", "echo uid=$(id -u); echo cgroup=$(cut -d: -f3 /proc/self/cgroup); for f in /etc/embody/agent.token /var/lib/embody/.pgpass /var/lib/embody/server/bootstrap.json /var/lib/embody-agent/node.token; do head -c1 $f >/dev/null 2>&1 && echo read=$f; done; head -c1 /etc/passwd >/dev/null && echo control=read; sleep 1"]}
 JSON
 id=$(embody submit "$spec")
 [[ $id =~ ^[0-9]+$ ]] || fail "embody submit printed '$id'"
@@ -99,6 +100,12 @@ logs=$(embody logs "$id")
 echo "$logs" | sed 's/^/   job: /'
 uid=$(echo "$logs" | sed -n 's/.*uid=\([0-9]*\).*/\1/p' | head -1)
 [[ -n $uid && $uid != 0 ]] || fail "the job ran as uid '${uid}', not a uid of its own"
+# What the tenant's code must not read on a node installed this way: the join token, the
+# server's database password and bootstrap tokens, the node's credential.
+echo "$logs" | grep -q 'control=read' || fail "the job could not read /etc/passwd: the secrets check means nothing"
+if echo "$logs" | grep -q 'read='; then
+  fail "the job read secrets of the node: $(echo "$logs" | grep 'read=' | tr '\n' ' ')"
+fi
 agent_cgroup=$(systemctl show -p ControlGroup --value embody-agent)
 echo "$logs" | grep -q "cgroup=$agent_cgroup/" ||
   fail "the job's cgroup is not below the agent's ($agent_cgroup)"
