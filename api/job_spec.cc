@@ -309,9 +309,11 @@ Status ParseRlAsync(const ObjectReader& o, RlOptions* r) {
   if (o.Has("disaggregated")) {
     ObjectReader d(o.At("disaggregated"), "engine.rl.disaggregated");
     EMBODY_RETURN_IF_ERROR(d.CheckObject());
-    EMBODY_RETURN_IF_ERROR(d.CheckKeys({"max_staleness", "proximal", "stale_lr_scale"}));
+    EMBODY_RETURN_IF_ERROR(
+        d.CheckKeys({"max_staleness", "proximal", "stale_lr_scale", "rollout_ranks"}));
     r->disaggregated = true;
     EMBODY_RETURN_IF_ERROR(d.GetInt("max_staleness", 0, 64, &r->max_staleness));
+    EMBODY_RETURN_IF_ERROR(d.GetInt("rollout_ranks", 0, 1 << 20, &r->rollout_ranks));
     EMBODY_RETURN_IF_ERROR(d.GetString("proximal", {"behaviour", "current"}, &r->proximal));
     EMBODY_RETURN_IF_ERROR(d.GetDouble("stale_lr_scale", 0.01, 1.0, &r->stale_lr_scale));
   }
@@ -664,6 +666,16 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
     if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));
     EMBODY_RETURN_IF_ERROR(CheckEngineForKind(spec.kind, o));
+    if (const int R = spec.engine.rl.rollout_ranks; R > 0) {
+      // The engine checks the same against the world it runs in (engine/rl/rollout_ranks.h).
+      const int W = spec.resources.TotalRanks(), learners = W - R;
+      if (learners < 1 || R % learners != 0) {
+        return InvalidArgument("must be below the job's ranks (" + std::to_string(W) +
+                                   ") and a multiple of the learner ranks left (ranks − "
+                                   "rollout_ranks)",
+                               "engine.rl.disaggregated.rollout_ranks");
+      }
+    }
     if (spec.engine.optim.warmup_steps > spec.engine.optim.steps) {
       return InvalidArgument("must not exceed engine.optim.steps", "engine.optim.warmup_steps");
     }
@@ -783,6 +795,7 @@ json ToJson(const JobSpec& s) {
         rl["disaggregated"] = {{"max_staleness", r.max_staleness},
                                {"proximal", r.proximal},
                                {"stale_lr_scale", r.stale_lr_scale}};
+        if (r.rollout_ranks > 0) rl["disaggregated"]["rollout_ranks"] = r.rollout_ranks;
       }
       if (r.env_async) {
         rl["env_async"] = {{"max_batch", r.max_batch}, {"max_wait_ms", r.max_wait_ms}};

@@ -170,6 +170,10 @@ struct RlOptions {
   // max_staleness policy versions ahead of the learner.
   bool disaggregated = false;
   int max_staleness = 1;  // η
+  // 0: the actors are threads of every rank. R > 0: the last R ranks act and the others learn
+  // (engine/rl/rollout_ranks.h); R must be a multiple of the learners' count, and envs is per
+  // rollout rank.
+  int rollout_ranks = 0;
   // The proximal policy of decoupled PPO on steps learned stale (engine/rl/ppo.h): "behaviour"
   // (the policy that acted: the surrogate is clipped around it, as the synchronous loop's is) or
   // "current" (the learner's policy when it learns them; w = π/π_b corrects the lag).

@@ -196,6 +196,18 @@ TEST(JobSpecTest, RlFieldsAreValidatedByName) {
        "engine.rl.env_async.max_wait_ms"},
       {"streaming alone", [](json& j) { j["engine"]["rl"]["streaming"] = json::object(); },
        "engine.rl.streaming"},
+      {"rollout_ranks all of the job's ranks",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["rollout_ranks"] = 2; },
+       "engine.rl.disaggregated.rollout_ranks"},
+      {"rollout_ranks not a multiple of the learners",
+       [](json& j) {
+         j["resources"]["ranks_per_node"] = 5;
+         j["engine"]["rl"]["disaggregated"]["rollout_ranks"] = 3;
+       },
+       "engine.rl.disaggregated.rollout_ranks"},
+      {"rollout_ranks negative",
+       [](json& j) { j["engine"]["rl"]["disaggregated"]["rollout_ranks"] = -1; },
+       "engine.rl.disaggregated.rollout_ranks"},
       {"micro_batches over envs",
        [](json& j) {
          j["engine"]["rl"]["disaggregated"] = json::object();
@@ -240,6 +252,15 @@ TEST(JobSpecTest, RlAsyncLevelsAreOffUnlessNamedAndRoundTrip) {
   EXPECT_DOUBLE_EQ(rl.env_latency.mean_ms, 4.0);
   EXPECT_DOUBLE_EQ(rl.env_latency.tail_scale, 5.0);  // default
   EXPECT_EQ(ToJson(*ParseJobSpec(ToJson(*r), {})), ToJson(*r));
+  EXPECT_EQ(rl.rollout_ranks, 0);  // actors on threads unless named
+
+  // Rollout ranks: 1 learner and 1 rollout rank of the job's 2, kept through the round trip.
+  json ranks = j;
+  ranks["engine"]["rl"]["disaggregated"]["rollout_ranks"] = 1;
+  auto rr = ParseJobSpec(ranks, {});
+  ASSERT_TRUE(rr.ok()) << rr.status().ToString();
+  EXPECT_EQ(rr->engine.rl.rollout_ranks, 1);
+  EXPECT_EQ(ParseJobSpec(ToJson(*rr), {})->engine.rl.rollout_ranks, 1);
 
   // One level alone leaves the others off.
   json only = ValidRl();

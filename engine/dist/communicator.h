@@ -12,7 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace engine {
@@ -57,6 +61,21 @@ class Communicator {
   // Blocking: root's *all becomes every rank's n floats, rank by rank (world_size · n); other
   // ranks' *all is left empty.
   virtual void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int root) = 0;
+
+  // A communicator of the ranks that passed the same `color`, ranked in their order here.
+  // Collective: every rank of this one calls it, in the same order as its other collectives.
+  virtual std::unique_ptr<Communicator> Split(int color) = 0;
+
+  // Point-to-point messages (the disaggregated RL roles, engine/rl/rollout_ranks.h). Messages
+  // from one rank to another with the same tag arrive in the order they were sent.
+  // Starts sending `bytes` to rank `dest`; the communicator keeps the buffer until the send
+  // completes, which later calls (any of these three) drive. bytes.size() < 2^31.
+  virtual void SendBytes(int dest, int tag, std::string bytes) = 0;
+  // Receives a message with `tag` from any rank if one has arrived: true, with *bytes and
+  // *source filled. Never blocks.
+  virtual bool TryReceiveBytes(int tag, std::string* bytes, int* source) = 0;
+  // Blocks until every message this rank sent has been delivered.
+  virtual void FlushSends() = 0;
 };
 
 // A world of one: collectives return their input and complete at once.
@@ -82,6 +101,25 @@ class LocalCommunicator final : public Communicator {
   void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int) override {
     all->assign(mine, mine + n);
   }
+  std::unique_ptr<Communicator> Split(int) override {
+    return std::make_unique<LocalCommunicator>();
+  }
+  // Messages to itself (the only rank there is).
+  void SendBytes(int, int tag, std::string bytes) override {
+    inbox_[tag].push_back(std::move(bytes));
+  }
+  bool TryReceiveBytes(int tag, std::string* bytes, int* source) override {
+    auto it = inbox_.find(tag);
+    if (it == inbox_.end() || it->second.empty()) return false;
+    *bytes = std::move(it->second.front());
+    it->second.pop_front();
+    *source = 0;
+    return true;
+  }
+  void FlushSends() override {}
+
+ private:
+  std::map<int, std::deque<std::string>> inbox_;
 };
 
 }  // namespace engine

@@ -1,7 +1,7 @@
-// MpiCommunicator: Communicator over MPI_COMM_WORLD. The caller owns MPI_Init(_thread) and
-// MPI_Finalize (main.cc, or an MPI test's main); construct this only between them, and call it
-// from one thread (the engine asks for MPI_THREAD_FUNNELED: its data loader threads never call
-// MPI).
+// MpiCommunicator: Communicator over MPI_COMM_WORLD (or a Split of it). The caller owns
+// MPI_Init(_thread) and MPI_Finalize (main.cc, or an MPI test's main); construct this only between
+// them, and call it from one thread (the engine asks for MPI_THREAD_FUNNELED: its data loader
+// threads never call MPI).
 //
 // AllreduceMean is MPI_Allreduce(SUM) in place over the whole flat buffer, then a divide by the
 // world size. The nonblocking collectives are MPI_Iallreduce; their requests live in a slot table
@@ -17,6 +17,9 @@
 
 #include <mpi.h>
 
+#include <list>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/dist/communicator.h"
@@ -46,15 +49,28 @@ class MpiCommunicator final : public Communicator {
   void Wait(CollectiveId id) override;
   void BroadcastBytes(std::string* bytes, int root) override;
   void GatherFloats(const float* mine, size_t n, std::vector<float>* all, int root) override;
+  // MPI_Comm_split of this communicator; the new one owns its MPI communicator.
+  std::unique_ptr<Communicator> Split(int color) override;
+  // MPI_Isend / MPI_Iprobe + MPI_Recv on a duplicate of this communicator, so no message can
+  // match a collective's traffic.
+  void SendBytes(int dest, int tag, std::string bytes) override;
+  bool TryReceiveBytes(int tag, std::string* bytes, int* source) override;
+  void FlushSends() override;
 
  private:
+  // Over `comm`, which it owns (MPI_Comm_free at destruction).
+  explicit MpiCommunicator(MPI_Comm comm);
+  void CompleteSends(bool wait);
   CollectiveId Start(void* data, size_t n, MPI_Datatype type);
   MPI_Request* FreeSlot(size_t n, const char* what);
   MPI_Request& Slot(CollectiveId id);
 
   int rank_ = 0;
   int world_size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;      // the collectives' (a duplicate of the world, or a split)
   std::vector<MPI_Request> requests_;  // MPI_REQUEST_NULL: free slot
+  MPI_Comm p2p_comm_ = MPI_COMM_NULL;
+  std::list<std::pair<MPI_Request, std::string>> sends_;  // in flight, with their buffers
   MPI_Comm alltoall_comm_ = MPI_COMM_NULL;
   MPI_Comm allgather_comm_ = MPI_COMM_NULL;
 };

@@ -356,6 +356,14 @@ void PolicyStore::Publish(ActorCritic& policy, int64_t version) {
   cv_.notify_all();
 }
 
+void PolicyStore::Publish(std::vector<float> trunk, std::vector<float> heads, int64_t version) {
+  std::lock_guard lk(mu_);
+  trunk_ = std::move(trunk);
+  heads_ = std::move(heads);
+  version_ = version;
+  cv_.notify_all();
+}
+
 int64_t PolicyStore::Refresh(int64_t have, ActorCritic* policy) const {
   std::lock_guard lk(mu_);
   if (have >= version_) return have;
@@ -406,6 +414,16 @@ common::Result<std::vector<Segment>> SegmentQueue::Take(int64_t batch, int count
     }
   }
   return out;
+}
+
+common::Result<bool> SegmentQueue::PopFor(std::chrono::microseconds timeout, Segment* out) {
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, timeout, [&] { return is_closed_ || !queued_.empty(); });
+  if (is_closed_) return closed_.ok() ? common::Unavailable("the run is stopping") : closed_;
+  if (queued_.empty()) return false;
+  *out = std::move(queued_.front());
+  queued_.pop_front();
+  return true;
 }
 
 int SegmentQueue::depth() const {

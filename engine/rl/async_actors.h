@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,8 @@ class PolicyStore {
  public:
   explicit PolicyStore(ActorCritic& policy);  // version 0: policy's parameters now
   void Publish(ActorCritic& policy, int64_t version);
+  // The same from flat parameters (trunk().params() and heads() of a policy of this shape).
+  void Publish(std::vector<float> trunk, std::vector<float> heads, int64_t version);
   // Copies the parameters into *policy when they are newer than `have`; returns the version
   // *policy now holds.
   int64_t Refresh(int64_t have, ActorCritic* policy) const;
@@ -77,6 +80,9 @@ class SegmentQueue {
   // Blocks until `count` segments of `batch` are queued, then removes and returns them in the
   // order they arrived. Errors: the queue was closed (an actor's error, or the run stopping).
   common::Result<std::vector<Segment>> Take(int64_t batch, int count);
+  // Removes the oldest segment of any batch, waiting up to `timeout` for one: true with *out,
+  // false when none came. Errors: the queue was closed.
+  common::Result<bool> PopFor(std::chrono::microseconds timeout, Segment* out);
   // Segments queued now (every batch).
   int depth() const;
   void Close(common::Status why);
@@ -106,6 +112,15 @@ struct ActorCounters {
   std::atomic<int64_t> inference_wait_ns{0};  // environments waiting for their action
   std::atomic<int64_t> inferences{0};         // batched policy runs
   std::atomic<int64_t> inferred{0};           // requests they served
+};
+
+// A reading of the counters, summed over wherever the actors run (this rank's threads, or the
+// rollout ranks of rollout_ranks.h).
+struct ActorTotals {
+  int64_t wait_ns = 0;  // gate_wait_ns + inference_wait_ns
+  int64_t inferences = 0;
+  int64_t inferred = 0;
+  int env_threads = 0;
 };
 
 // Starts acting on construction; the destructor stops and joins every thread (closing the

@@ -11,6 +11,7 @@
 #include "engine/rl/async_actors.h"
 #include "engine/rl/gaussian.h"
 #include "engine/rl/policy_checkpoint.h"
+#include "engine/rl/rollout_ranks.h"
 
 namespace engine::rl {
 namespace {
@@ -87,6 +88,76 @@ double MeanStaleness(const std::vector<int64_t>& versions, int64_t version, Comm
   return count > 0 ? comm.AllreduceSum(sum) / count : 0.0;
 }
 
+// Where the learner's segments come from and where its versions go (besides its own store).
+class Acting {
+ public:
+  virtual ~Acting() = default;
+  virtual common::Result<std::vector<Segment>> Take(int64_t batch, int count) = 0;
+  virtual int depth() const = 0;
+  virtual void Publish(ActorCritic& policy, int64_t version) = 0;
+  virtual ActorTotals totals() const = 0;
+};
+
+// Actors on this rank's threads, reading the learner's store.
+class LocalActing final : public Acting {
+ public:
+  static common::Result<std::unique_ptr<LocalActing>> Start(ActorSetup setup, bool env_async) {
+    std::unique_ptr<LocalActing> a(new LocalActing(*setup.store));
+    setup.queue = &a->queue_;
+    EMBODY_ASSIGN_OR_RETURN(actors, env_async ? StartEnvActors(setup) : StartLockstepActors(setup));
+    a->actors_ = std::move(actors);
+    return a;
+  }
+  // Closing the store and the queue is what lets the actors' threads end.
+  ~LocalActing() override {
+    store_.Close();
+    queue_.Close(common::Unavailable("the run ended"));
+    actors_.reset();
+  }
+  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override {
+    return queue_.Take(batch, count);
+  }
+  int depth() const override { return queue_.depth(); }
+  void Publish(ActorCritic&, int64_t) override {}  // the actors read the store
+  ActorTotals totals() const override {
+    const ActorCounters& c = actors_->counters();
+    ActorTotals t;
+    t.wait_ns = c.gate_wait_ns.load() + c.inference_wait_ns.load();
+    t.inferences = c.inferences.load();
+    t.inferred = c.inferred.load();
+    t.env_threads = actors_->env_threads();
+    return t;
+  }
+
+ private:
+  explicit LocalActing(PolicyStore& store) : store_(store) {}
+  PolicyStore& store_;
+  SegmentQueue queue_;
+  std::unique_ptr<Actors> actors_;
+};
+
+// Rollout ranks (rollout_ranks.h).
+class RemoteActing final : public Acting {
+ public:
+  RemoteActing(Communicator& world, const RolloutLayout& layout, int envs, int64_t batches,
+               const std::atomic<bool>* stop)
+      : ranks_(world, layout, envs, batches, stop) {}
+  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override {
+    return ranks_.Take(batch, count);
+  }
+  int depth() const override { return ranks_.depth(); }
+  void Publish(ActorCritic& policy, int64_t version) override { ranks_.Publish(policy, version); }
+  ActorTotals totals() const override { return ranks_.totals(); }
+
+ private:
+  RolloutRanks ranks_;
+};
+
+// Whether a Take failed because the run is stopping (not for an actor's error).
+bool Stopping(const SyncPpoOptions& options, const common::Result<std::vector<Segment>>& taken) {
+  return !taken.ok() && options.stop_requested != nullptr && options.stop_requested->load();
+}
+
 }  // namespace
 
 double StaleLearningRate(double lr, double scale, double mean_staleness) {
@@ -99,45 +170,50 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
   EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
   EMBODY_ASSIGN_OR_RETURN(policy, MakeRlPolicy(options, config, comm));
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForRl(options.engine));
-  const PpoConfig ppo = PpoConfigFromOptions(rl);
-  PpoLearner learner(policy.get(), ppo, &comm, options.engine.seed);
-  const int N = rl.envs, T = rl.rollout_steps, A = config.action_dim;
+  const int T = rl.rollout_steps, A = config.action_dim;
   const int eta = rl.disaggregated ? rl.max_staleness : 0;
   const double stale_lr_scale = rl.disaggregated ? rl.stale_lr_scale : 1.0;
-  const int64_t per_update = static_cast<int64_t>(N) * T * comm.world_size();
+  const bool remote = rl.disaggregated && rl.rollout_ranks > 0;
+  RolloutLayout layout;
+  if (remote) {
+    EMBODY_ASSIGN_OR_RETURN(l, RolloutLayout::For(comm.world_size(), rl.rollout_ranks));
+    layout = l;
+  }
+  // The ranks that act: every rank, or the rollout ranks.
+  const int acting_ranks = remote ? layout.rollout_ranks : comm.world_size();
+  const int64_t per_update = static_cast<int64_t>(rl.envs) * T * acting_ranks;
   const int64_t total_updates = (rl.total_env_steps + per_update - 1) / per_update;
+  // The learners' communicator: the world, or the learners split from the rollout ranks.
+  std::unique_ptr<Communicator> split;
+  if (remote) split = comm.Split(layout.IsLearner(comm.rank()) ? 0 : 1);
+  if (remote && !layout.IsLearner(comm.rank())) {
+    return RunRolloutRank(options, *policy, comm, layout, total_updates);
+  }
+  Communicator& learners = remote ? *split : comm;
+  // Segments per update on this learner.
+  const int N = remote ? rl.envs * layout.per_learner : rl.envs;
+  const PpoConfig ppo = PpoConfigFromOptions(rl);
+  PpoLearner learner(policy.get(), ppo, &learners, options.engine.seed);
 
   PolicyStore store(*policy);
-  SegmentQueue queue;
-  ActorSetup setup;
-  setup.engine = options.engine;
-  setup.policy = config;
-  setup.rank = comm.rank();
-  setup.max_staleness = eta;
-  setup.store = &store;
-  setup.queue = &queue;
-  setup.batches = total_updates;
-  std::unique_ptr<Actors> actors;
-  // Declared after actors, so destroyed before them: closing is what lets their threads end.
-  struct Closer {
-    PolicyStore& store;
-    SegmentQueue& queue;
-    ~Closer() {
-      store.Close();
-      queue.Close(common::Unavailable("the run ended"));
-    }
-  } closer{store, queue};
-  if (rl.env_async) {
-    EMBODY_ASSIGN_OR_RETURN(started, StartEnvActors(setup));
-    actors = std::move(started);
+  std::unique_ptr<Acting> acting;
+  if (remote) {
+    acting = std::make_unique<RemoteActing>(comm, layout, rl.envs, total_updates,
+                                            options.stop_requested);
   } else {
-    EMBODY_ASSIGN_OR_RETURN(started, StartLockstepActors(setup));
-    actors = std::move(started);
+    ActorSetup setup;
+    setup.engine = options.engine;
+    setup.policy = config;
+    setup.rank = comm.rank();
+    setup.max_staleness = eta;
+    setup.store = &store;
+    setup.batches = total_updates;
+    EMBODY_ASSIGN_OR_RETURN(local, LocalActing::Start(setup, rl.env_async));
+    acting = std::move(local);
   }
 
   SyncPpoResult result;
   int64_t env_steps = 0;
-  const ActorCounters& counters = actors->counters();
   int64_t actor_wait_ns = 0, last_inferences = 0, last_inferred = 0;
   Clock::time_point last = Clock::now();
   std::vector<PolicySample> last_obs;
@@ -156,14 +232,21 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       result.stopped = true;
       break;
     }
-    const int64_t depth = queue.depth();
+    const int64_t depth = acting->depth();
     double waited = 0;  // the learner, for trajectories
     Tally tally;
     tally.staleness.assign(eta + 1, 0.0);
     PpoStats stats;
+    bool stopping = false;  // a Take gave up because the run is stopping
     if (!rl.streaming) {
       const Clock::time_point w0 = Clock::now();
-      EMBODY_ASSIGN_OR_RETURN(segs, queue.Take(version, N));
+      auto taken = acting->Take(version, N);
+      if (Stopping(options, taken)) {
+        result.stopped = true;
+        break;
+      }
+      if (!taken.ok()) return taken.status();
+      std::vector<Segment>& segs = *taken;
       waited += Seconds(w0, Clock::now());
       tally.Add(segs, version);
       Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
@@ -181,13 +264,14 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       if (stale && !ppo.proximal_behaviour) batch.proximal_logp = proximal_logp;
       batch.policy_version = versions;
       learner.set_lr(
-          StaleLearningRate(ppo.lr, stale_lr_scale, MeanStaleness(versions, version, comm)));
+          StaleLearningRate(ppo.lr, stale_lr_scale, MeanStaleness(versions, version, learners)));
       EMBODY_ASSIGN_OR_RETURN(s, learner.Update(batch));
       stats = s;
       // The lag of the behaviour policies behind the learner's, whichever π_prox was used
       // (every rank calls it: it all-reduces).
       BehaviourStats(stale ? proximal_logp.data() : batch.behaviour_logp.data(),
-                     batch.behaviour_logp.data(), batch.size(), ppo.importance_cap, &comm, &stats);
+                     batch.behaviour_logp.data(), batch.size(), ppo.importance_cap, &learners,
+                     &stats);
     } else {
       // The first epoch streams: trajectories in order of arrival; the rollout's N make
       // `minibatches` global batches (PPO's minibatches, one optimiser step each), each taken in
@@ -205,7 +289,13 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
         for (int m = 0; m < M; ++m) {
           const int count = (m + 1) * in_global / M - m * in_global / M;
           const Clock::time_point w0 = Clock::now();
-          EMBODY_ASSIGN_OR_RETURN(segs, queue.Take(version, count));
+          auto taken = acting->Take(version, count);
+          if (Stopping(options, taken)) {
+            stopping = true;
+            break;
+          }
+          if (!taken.ok()) return taken.status();
+          std::vector<Segment>& segs = *taken;
           waited += Seconds(w0, Clock::now());
           tally.Add(segs, version);
           Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
@@ -221,9 +311,10 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           EMBODY_RETURN_IF_ERROR(
               learner.AccumulateStreaming(std::move(r), proximal_logp, weight, N * T, &learned));
         }
+        if (stopping) break;
         // The global batch's step at the learning rate of its own steps' staleness.
         learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,
-                                         MeanStaleness(global_versions, version, comm)));
+                                         MeanStaleness(global_versions, version, learners)));
         EMBODY_ASSIGN_OR_RETURN(s, learner.StepAccumulated());
         streamed.policy_loss += s.policy_loss / G;
         streamed.value_loss += s.value_loss / G;
@@ -234,7 +325,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       }
       if (ppo.epochs > 1) {
         learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,
-                                         MeanStaleness(rollout_versions, version, comm)));
+                                         MeanStaleness(rollout_versions, version, learners)));
         EMBODY_ASSIGN_OR_RETURN(s, learner.Update(learned, ppo.epochs - 1));
         stats = s;
         stats.minibatches += G;
@@ -249,12 +340,18 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       stats.importance_capped = streamed.importance_capped;
       stats.importance_weight = streamed.importance_weight;
     }
+    if (stopping) {
+      result.stopped = true;
+      break;
+    }
     // The actors' counters are read before the new version goes out: with level 1 off the next
     // rollout's inferences start on the publish, and read after it some could be counted in this
     // update (under load, all of them, leaving the next update none).
-    const int64_t wait_ns = counters.gate_wait_ns.load() + counters.inference_wait_ns.load();
-    const int64_t inferences = counters.inferences.load(), inferred = counters.inferred.load();
+    const ActorTotals totals = acting->totals();
+    const int64_t wait_ns = totals.wait_ns;
+    const int64_t inferences = totals.inferences, inferred = totals.inferred;
     store.Publish(*policy, version + 1);
+    acting->Publish(*policy, version + 1);
     const Clock::time_point now = Clock::now();
     const double own_seconds = Seconds(last, now);
     last = now;
@@ -262,18 +359,19 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
     env_steps += per_update;
     UpdateRecord rec;
     rec.env_steps = env_steps;
-    rec.episodes = static_cast<int64_t>(comm.AllreduceSum(tally.episodes));
+    rec.episodes = static_cast<int64_t>(learners.AllreduceSum(tally.episodes));
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    rec.mean_return = rec.episodes > 0 ? comm.AllreduceSum(tally.returns) / rec.episodes : nan;
-    rec.success_rate = rec.episodes > 0 ? comm.AllreduceSum(tally.successes) / rec.episodes : nan;
-    const double seconds = comm.AllreduceMax(own_seconds);
+    rec.mean_return = rec.episodes > 0 ? learners.AllreduceSum(tally.returns) / rec.episodes : nan;
+    rec.success_rate =
+        rec.episodes > 0 ? learners.AllreduceSum(tally.successes) / rec.episodes : nan;
+    const double seconds = learners.AllreduceMax(own_seconds);
     rec.env_steps_per_s = per_update / seconds;
-    rec.trajectories_per_s = static_cast<double>(N) * comm.world_size() / seconds;
+    rec.trajectories_per_s = static_cast<double>(N) * learners.world_size() / seconds;
     rec.ppo = stats;
     double staleness_sum = 0, steps = 0;
     for (size_t b = 0; b < tally.staleness.size(); ++b) {
       // Every rank's histogram has η + 1 buckets (more only on a gate bug, which max reports).
-      const double count = b <= static_cast<size_t>(eta) ? comm.AllreduceSum(tally.staleness[b])
+      const double count = b <= static_cast<size_t>(eta) ? learners.AllreduceSum(tally.staleness[b])
                                                          : tally.staleness[b];
       rec.staleness.push_back(static_cast<int64_t>(count));
       if (count > 0) rec.max_staleness = static_cast<int64_t>(b);
@@ -281,11 +379,13 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       steps += count;
     }
     rec.max_staleness =
-        static_cast<int64_t>(comm.AllreduceMax(static_cast<double>(rec.max_staleness)));
+        static_cast<int64_t>(learners.AllreduceMax(static_cast<double>(rec.max_staleness)));
     rec.mean_staleness = steps > 0 ? staleness_sum / steps : 0.0;
-    rec.queue_depth = static_cast<int64_t>(comm.AllreduceSum(static_cast<double>(depth)));
-    const double actor_idle =
-        1e-9 * static_cast<double>(wait_ns - actor_wait_ns) / (actors->env_threads() * own_seconds);
+    rec.queue_depth = static_cast<int64_t>(learners.AllreduceSum(static_cast<double>(depth)));
+    const double actor_idle = totals.env_threads > 0
+                                  ? 1e-9 * static_cast<double>(wait_ns - actor_wait_ns) /
+                                        (totals.env_threads * own_seconds)
+                                  : 0.0;
     actor_wait_ns = wait_ns;
     rec.inference_batch = inferences > last_inferences
                               ? static_cast<double>(inferred - last_inferred) /
@@ -293,11 +393,12 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
                               : 0.0;
     last_inferences = inferences;
     last_inferred = inferred;
-    rec.actor_idle_share = std::clamp(comm.AllreduceSum(actor_idle) / comm.world_size(), 0.0, 1.0);
+    rec.actor_idle_share =
+        std::clamp(learners.AllreduceSum(actor_idle) / learners.world_size(), 0.0, 1.0);
     rec.learner_idle_share =
-        std::clamp(comm.AllreduceSum(waited / own_seconds) / comm.world_size(), 0.0, 1.0);
+        std::clamp(learners.AllreduceSum(waited / own_seconds) / learners.world_size(), 0.0, 1.0);
     result.updates.push_back(rec);
-    if (events != nullptr && comm.rank() == 0) {
+    if (events != nullptr && learners.rank() == 0) {
       nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, learner.lr(), waited,
                                       own_seconds - waited, seconds, comm.world_size());
       nlohmann::json hist = nlohmann::json::object();
@@ -314,7 +415,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       events->Post(std::move(ev));
     }
   }
-  if (comm.rank() == 0 && !options.checkpoint_dir.empty()) {
+  if (learners.rank() == 0 && !options.checkpoint_dir.empty()) {
     EMBODY_ASSIGN_OR_RETURN(
         path, SaveRlPolicy(options.checkpoint_dir, *policy, options.engine,
                            static_cast<int64_t>(result.updates.size()), comm.world_size(), events));
