@@ -1,5 +1,6 @@
 // Asynchronous RL in three levels (docs/rl.md) against the synchronous loop: the same reach task,
-// policy, seed, rank count (one) and heterogeneous step-latency model (engine.rl.env_latency,
+// policy, seed, ranks (one, or as mpirun starts it), environments in all (--envs, spread over
+// the ranks that act) and heterogeneous step-latency model (engine.rl.env_latency,
 // sleep mode: the environments stand in for simulators served elsewhere), run one after another
 // for the same number of env steps:
 //   sync        RunSyncPpo: every step waits for the slowest environment, acting waits for
@@ -8,6 +9,10 @@
 //   +L1+L2      and every environment steps on its own, inference batched
 //   +L1+L2+L3   and the learner streams its first epoch in micro-batches
 //   L2 alone    level 2 without level 1 (η = 0: acting waits for every update, on-policy)
+//   +L1(ranks)… with 2+ ranks: the same levels with level 1's actors on ranks of their own
+//               (engine.rl.disaggregated.rollout_ranks, --rollout-ranks, half the ranks by
+//               default): `mpirun -np 2 async_rl_bench` compares 2 colocated ranks with 1
+//               learner + 1 rollout rank, the same environments in all
 // Prints env steps/s and its ratio over sync, trajectories/s, the staleness seen and what the
 // learner saw of it (KL between the behaviour and learner policies, the share of importance
 // weights over the cap, PPO's approx_kl and clip fraction), and success:
@@ -32,7 +37,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <mpi.h>
+
 #include "engine/dist/communicator.h"
+#include "engine/dist/mpi_communicator.h"
 #include "engine/report/recording_sink.h"
 #include "engine/rl/async_ppo.h"
 #include "engine/rl/sync_ppo.h"
@@ -43,6 +51,7 @@ namespace {
 struct Config {
   const char* name;
   bool disaggregated, env_async, streaming;
+  bool rollout_ranks = false;  // level 1's actors on ranks of their own (needs 2+ ranks)
 };
 
 struct Outcome {
@@ -95,6 +104,14 @@ std::vector<double> Differences(const std::vector<double>& x, const std::vector<
 }  // namespace
 
 int main(int argc, char** argv) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  struct Finalize {
+    ~Finalize() { MPI_Finalize(); }
+  } finalize;
+  engine::MpiCommunicator world;
+  const int W = world.world_size();
+  const bool root = world.rank() == 0;
   CLI::App app("asynchronous RL levels vs the synchronous loop (env steps/s, success)");
   int updates = 60, envs = 16, rollout = 32, eta = 1, micro = 4, episodes = 200;
   double mean_ms = 2.0, jitter = 0.5, tail_p = 0.05, tail_alpha = 2.0, tail_scale = 8.0;
@@ -109,7 +126,12 @@ int main(int argc, char** argv) {
   double lr = engine::testing::SmallReach(1).engine.rl.lr;
   int epochs = api::RlOptions{}.epochs;
   app.add_option("--updates", updates, "PPO updates (global batches) per configuration");
-  app.add_option("--envs", envs, "environments");
+  app.add_option("--envs", envs,
+                 "environments in all: envs / ranks on each rank, or envs / rollout ranks on each "
+                 "rollout rank");
+  int rollout_ranks = W / 2;
+  app.add_option("--rollout-ranks", rollout_ranks,
+                 "ranks that act in the (ranks) configurations (default: half of them)");
   app.add_option("--rollout-steps", rollout, "steps per environment per global batch");
   app.add_option("--eta", eta, "maximum staleness (level 1)");
   app.add_option("--micro-batches", micro, "micro-batches per global batch (level 3)");
@@ -133,13 +155,23 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", epochs, "PPO epochs per rollout (every configuration)");
   app.add_flag("--trace", trace, "every update's success and PPO statistics, to stderr");
   CLI11_PARSE(app, argc, argv);
+  if (envs % W != 0 || (W > 1 && (rollout_ranks < 1 || envs % rollout_ranks != 0))) {
+    if (root) std::fprintf(stderr, "--envs %d must divide over %d ranks and the rollout ranks\n",
+                           envs, W);
+    return 2;
+  }
 
-  const std::vector<Config> configs = {{"sync", false, false, false},
-                                       {"+L1", true, false, false},
-                                       {"+L1+L2", true, true, false},
-                                       {"+L1+L2+L3", true, true, true},
-                                       // Level 2 without level 1: acting stays on-policy.
-                                       {"L2 alone", false, true, false}};
+  std::vector<Config> configs = {{"sync", false, false, false},
+                                 {"+L1", true, false, false},
+                                 {"+L1+L2", true, true, false},
+                                 {"+L1+L2+L3", true, true, true},
+                                 // Level 2 without level 1: acting stays on-policy.
+                                 {"L2 alone", false, true, false}};
+  if (W > 1) {
+    configs.push_back({"+L1(ranks)", true, false, false, true});
+    configs.push_back({"+L1(ranks)+L2", true, true, false, true});
+    configs.push_back({"+L1(ranks)+L2+L3", true, true, true, true});
+  }
   std::vector<Outcome> out(configs.size());
   std::vector<std::vector<double>> evals(configs.size());
   for (int k = 0; k < seeds; ++k) {
@@ -150,7 +182,8 @@ int main(int argc, char** argv) {
           engine::testing::SmallReach(static_cast<int64_t>(envs) * rollout * updates);
       api::RlOptions& rl = o.engine.rl;
       o.engine.seed = seed + k;
-      rl.envs = envs;
+      rl.envs = c.rollout_ranks ? envs / rollout_ranks : envs / W;
+      rl.rollout_ranks = c.rollout_ranks ? rollout_ranks : 0;
       rl.rollout_steps = rollout;
       rl.env_latency.mean_ms = mean_ms;
       rl.env_latency.jitter = jitter;
@@ -170,7 +203,7 @@ int main(int argc, char** argv) {
       rl.micro_batches = micro;
       o.engine.eval_every = updates;  // the final policy, once
       o.engine.eval_episodes = episodes;
-      engine::LocalCommunicator comm;
+      engine::Communicator& comm = world;
       engine::RecordingSink sink;
       const auto t0 = std::chrono::steady_clock::now();
       auto r = rl.any_async() ? engine::rl::RunAsyncPpo(o, comm, &sink)
@@ -179,14 +212,15 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (!r.ok()) {
         std::fprintf(stderr, "%s: %s\n", c.name, r.status().ToString().c_str());
-        return 1;
+        MPI_Abort(MPI_COMM_WORLD, 1);
       }
+      if (!root) continue;  // rank 0 learns in every configuration and reports
       // Sums over seeds; divided below.
       Outcome& x = out[ci];
       x.env_steps += r->updates.back().env_steps;
       // The loop's time, update by update: neither set-up nor the final evaluation counts.
       for (const auto& u : r->updates)
-        x.seconds += static_cast<double>(envs) * rollout / u.env_steps_per_s;
+        x.seconds += static_cast<double>(envs) * rollout / u.env_steps_per_s;  // envs in all
       double eval = NAN;
       for (const nlohmann::json& ev : sink.events()) {
         if (ev.contains("eval_success_rate") && ev["eval_success_rate"].is_number()) {
@@ -218,6 +252,7 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(seed + k), c.name, seconds, eval);
     }
   }
+  if (!root) return 0;
   for (size_t ci = 0; ci < configs.size(); ++ci) {
     Outcome& x = out[ci];
     x.env_steps_per_s = x.env_steps / x.seconds;
@@ -225,21 +260,25 @@ int main(int argc, char** argv) {
   }
 
   std::printf(
-      "reach, %d seed(s), %d envs x %d steps x %d updates, latency mean %.1f ms jitter %.2f, "
-      "stall p %.3f alpha %.1f scale %.1f (sleep), eta %d, %d micro-batches\n",
-      seeds, envs, rollout, updates, mean_ms, jitter, tail_p, tail_alpha, tail_scale, eta, micro);
-  std::printf("%-11s %10s %9s %8s %9s %10s %10s %9s %9s %8s %7s %8s %7s\n", "config", "env_steps",
+      "reach, %d rank(s) (%d rollout ranks in the (ranks) configurations), %d seed(s), %d envs "
+      "in all x %d steps x %d updates, latency mean %.1f ms jitter %.2f, stall p %.3f alpha %.1f "
+      "scale %.1f (sleep), eta %d, %d micro-batches\n",
+      W, W > 1 ? rollout_ranks : 0, seeds, envs, rollout, updates, mean_ms, jitter, tail_p,
+      tail_alpha, tail_scale, eta, micro);
+  std::printf("%-16s %10s %9s %8s %9s %10s %10s %9s %9s %8s %7s %8s %7s\n", "config", "env_steps",
               "seconds", "steps/s", "vs sync", "traj/s", "staleness", "eval_succ", "train_succ",
               "kl_b", "capped", "kl_upd", "clipped");
   nlohmann::json j = {
-      {"bench", "async_rl"}, {"seeds", seeds},           {"updates", updates},
+      {"bench", "async_rl"}, {"ranks", W}, {"rollout_ranks", W > 1 ? rollout_ranks : 0},
+      {"seeds", seeds},           {"updates", updates},
       {"envs", envs},        {"rollout_steps", rollout}, {"eta", eta},
       {"mean_ms", mean_ms},  {"tail_p", tail_p},         {"tail_scale", tail_scale}};
   for (size_t i = 0; i < configs.size(); ++i) {
     const Outcome& x = out[i];
+    if (x.env_steps == 0) continue;  // not among --configs
     const double ratio = x.env_steps_per_s / out[0].env_steps_per_s;
     std::printf(
-        "%-11s %10lld %9.2f %8.0f %8.2fx %10.1f %6.2f/%lld %9.3f %10.3f %8.4f %7.3f %8.4f %7.3f\n",
+        "%-16s %10lld %9.2f %8.0f %8.2fx %10.1f %6.2f/%lld %9.3f %10.3f %8.4f %7.3f %8.4f %7.3f\n",
         configs[i].name, static_cast<long long>(x.env_steps), x.seconds, x.env_steps_per_s, ratio,
         x.trajectories_per_s, x.mean_staleness, static_cast<long long>(x.max_staleness),
         x.eval_success, x.train_success, x.behaviour_kl, x.importance_capped, x.approx_kl,
@@ -265,15 +304,15 @@ int main(int argc, char** argv) {
   }
   // Success against sync seed by seed: the seeds spread far more than the levels differ, so the
   // comparison is paired (same seed, same latency schedule) and carries its standard error.
-  std::printf("%-11s %14s %22s\n", "config", "eval_succ sd", "vs sync, paired (pp)");
+  std::printf("%-16s %14s %22s\n", "config", "eval_succ sd", "vs sync, paired (pp)");
   for (size_t i = 0; i < configs.size(); ++i) {
     if (evals[i].empty()) continue;
     const Spread spread = SpreadOf(evals[i]);
     const Spread paired = SpreadOf(Differences(evals[i], evals[0]));
     if (i == 0 || paired.n == 0) {
-      std::printf("%-11s %14.3f\n", configs[i].name, spread.sd);
+      std::printf("%-16s %14.3f\n", configs[i].name, spread.sd);
     } else {
-      std::printf("%-11s %14.3f %12.1f +- %5.1f\n", configs[i].name, spread.sd, 100 * paired.mean,
+      std::printf("%-16s %14.3f %12.1f +- %5.1f\n", configs[i].name, spread.sd, 100 * paired.mean,
                   100 * paired.se);
     }
     if (!evals[i].empty()) j[configs[i].name]["eval_success_sd"] = spread.sd;

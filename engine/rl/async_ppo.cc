@@ -411,6 +411,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       ev["actor_idle_share"] = rec.actor_idle_share;
       ev["learner_idle_share"] = rec.learner_idle_share;
       ev["inference_batch"] = rec.inference_batch;
+      if (remote) ev["rollout_ranks"] = layout.rollout_ranks;
       if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
       events->Post(std::move(ev));
     }

@@ -1,6 +1,7 @@
 // Asynchronous PPO (kind "rl" with any of the three levels of docs/rl.md on): the learner runs
-// on the calling thread, the actors (async_actors.h) on their own threads, trajectories stream
-// from them into the learner's queue and weights go back with a version.
+// on the calling thread, the actors (async_actors.h) on their own threads, or with
+// engine.rl.disaggregated.rollout_ranks on rollout ranks of their own (rollout_ranks.h);
+// trajectories stream from them into the learner and weights go back with a version.
 //
 //   level 1, engine.rl.disaggregated   acting goes on while the learner updates: environments run
 //                                      up to η = max_staleness versions ahead; on stale steps
@@ -19,7 +20,8 @@
 //                                      epochs − 1 run once the rollout is in. Off: the whole
 //                                      rollout, then epochs × minibatches steps.
 // The rollout is the synchronous loop's: every environment's next rollout_steps steps, per
-// rank; with several ranks every rank runs this pipeline and the learners average gradients.
+// rank; with several ranks every rank runs this pipeline and the learners average gradients
+// (with rollout ranks: each learner over its rollout ranks' environments).
 // Staleness of a step = the learner's version when it learns it − the version that acted it;
 // never above η (the gate in async_actors.h). With every level off, kind rl runs RunSyncPpo.
 #pragma once

@@ -30,7 +30,8 @@ common::Result<RlJobResult> RunRlJob(const api::JobSpec& spec, Communicator& com
          {"disaggregated", rl.disaggregated
                                ? "max_staleness " + std::to_string(rl.max_staleness) +
                                      ", proximal " + rl.proximal + ", stale_lr_scale " +
-                                     std::to_string(rl.stale_lr_scale)
+                                     std::to_string(rl.stale_lr_scale) + ", rollout_ranks " +
+                                     std::to_string(rl.rollout_ranks)
                                : "off"},
          {"env_async", rl.env_async ? "on" : "off"},
          {"streaming", rl.streaming ? std::to_string(rl.micro_batches) + " micro-batches" : "off"},

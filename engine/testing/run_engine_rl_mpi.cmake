@@ -39,6 +39,31 @@ if(NOT EXISTS "${WORK_DIR}/ckpt/step-3.ckpt")
   message(FATAL_ERROR "the rl job left no policy ${WORK_DIR}/ckpt/step-3.ckpt")
 endif()
 
+# The same job with level 1 across ranks: rank 0 learns, rank 1 acts (4 environments, so 64 steps
+# an update), from the same behaviour-cloning trunk, which the rollout rank must get too.
+file(READ "${RL_SPEC}" spec)
+string(REPLACE "\"rl\": {" "\"rl\": {\"disaggregated\": {\"rollout_ranks\": 1}, \"env_async\": {}, "
+       spec "${spec}")
+file(WRITE "${WORK_DIR}/rollout_ranks.json" "${spec}")
+file(MAKE_DIRECTORY "${WORK_DIR}/ranks")
+set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ranks")
+execute_process(
+  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${WORK_DIR}/rollout_ranks.json"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+message("${out}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "rl with rollout ranks failed (${rc}):\n${err}")
+endif()
+foreach(want "rollout_ranks 1" "policy trunk loaded" "rl: 6 updates, 384 env steps")
+  if(NOT "${out}${err}" MATCHES "${want}")
+    message(FATAL_ERROR "output lacks '${want}':\n${out}\n${err}")
+  endif()
+endforeach()
+if(NOT EXISTS "${WORK_DIR}/ranks/step-6.ckpt")
+  message(FATAL_ERROR "the rl job with rollout ranks left no policy ${WORK_DIR}/ranks/step-6.ckpt")
+endif()
+set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ckpt")
+
 # The closed loop: kind "eval" on the BC checkpoint and on the rl policy (EVAL_SPEC, one rank).
 foreach(pair "step-40.ckpt;bc" "step-3.ckpt;rl")
   list(GET pair 0 file)
