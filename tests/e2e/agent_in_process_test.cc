@@ -53,6 +53,9 @@ class AgentInProcessTest : public ::testing::Test {
     auto server = controlplane::Server::Start(so);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = server->release();
+    // One authenticated request served: the server's accept pool, created once its listener
+    // runs, exists by then, so its threads are in every test's "threads before" count.
+    ASSERT_EQ(Call("GET", "/v1/nodes").value("http_status", 0), 200);
   }
   static void TearDownTestSuite() {
     if (server_ != nullptr) server_->Stop();
