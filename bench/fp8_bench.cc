@@ -216,55 +216,70 @@ int main(int argc, char** argv) {
   out["weight_bytes_ratio"] = static_cast<double>(fp32_bytes) / fp8_bytes;
 
   // 3. Weight-only at inference batch sizes, per vector path, against the engine's fp32 Linear
-  // (LinearForwardFast: the product fp32 inference runs, oneDNN or Eigen as this process chose).
-  // fp8 runs both weight-only products where the bf16 one runs (Bf16DotRuns), all interleaved.
+  // (LinearForwardFast with the compute this process chose, as fp32 inference runs it) and,
+  // where that is not Eigen, against LinearForwardFast on Eigen too. fp8 runs both weight-only
+  // products where the bf16 one runs (Bf16DotRuns). All modes interleaved rep by rep.
   std::vector<CpuPath> vector_paths;
   for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
     if (p != CpuPath::kScalar) vector_paths.push_back(p);
   }
   const int max_in = 1024, max_out = 1024;
-  const char* fp32_compute = engine::LinearComputeName(engine::ActiveLinearCompute());
+  const engine::LinearCompute active = engine::ActiveLinearCompute();
+  const bool eigen_too = active != engine::LinearCompute::kEigenFp32;
+  out["fp32_compute"] = engine::LinearComputeName(active);
   std::printf(
-      "\nall 16 linears, fp32 (LinearForwardFast, %s) vs fp32 x fp8-E4M3 weights: fp8 = the "
-      "fp32-activation product, fp8-bf16 = bf16 dot products (x rounded to bf16):\n",
-      fp32_compute);
-  out["fp32_compute"] = fp32_compute;
+      "\nall 16 linears, fp32 (LinearForwardFast: %s%s) vs fp32 x fp8-E4M3 weights; fp8 = the "
+      "fp32-activation product, fp8-bf16 = bf16 dot products (x rounded to bf16); ratios are "
+      "fp32 time / fp8 time:\n",
+      engine::LinearComputeName(active), eigen_too ? ", and eigen-fp32" : "");
   for (int batch : {1, 4, 8}) {
     const std::vector<float> x = Gaussian(static_cast<size_t>(batch) * max_in, 7, 1.0f);
     std::vector<float> y(static_cast<size_t>(batch) * max_out);
+    const auto fp32_pass = [&] {
+      for (const Layer& l : layers) {
+        engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), batch, l.in, l.out);
+      }
+    };
     for (CpuPath p : vector_paths) {
       const bool bf16 = engine::fp8::Bf16DotRuns(Format::kE4M3, p);
+      const auto fp8_pass = [&, p](engine::fp8::WeightOnlyKernel kernel) {
+        for (const Layer& l : layers) {
+          Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p,
+                                             kernel));
+        }
+      };
       std::vector<std::function<void()>> modes = {
-          [&] {
-            for (const Layer& l : layers) {
-              engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), batch, l.in,
-                                        l.out);
-            }
-          },
-          [&] {
-            for (const Layer& l : layers) {
-              Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p,
-                                                 engine::fp8::WeightOnlyKernel::kFp32));
-            }
-          }};
-      if (bf16) {
+          fp32_pass, [&] { fp8_pass(engine::fp8::WeightOnlyKernel::kFp32); }};
+      const size_t i_bf16 = modes.size();
+      if (bf16) modes.push_back([&] { fp8_pass(engine::fp8::WeightOnlyKernel::kBf16Dot); });
+      const size_t i_eigen = modes.size();
+      if (eigen_too) {
         modes.push_back([&] {
-          for (const Layer& l : layers) {
-            Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p,
-                                               engine::fp8::WeightOnlyKernel::kBf16Dot));
-          }
+          engine::SetLinearCompute(engine::LinearCompute::kEigenFp32);
+          fp32_pass();
+          engine::SetLinearCompute(active);
         });
       }
       const std::vector<double> t = BestOfInterleaved(flags.reps, modes);
       const char* name = engine::fp8::CpuPathName(p);
-      std::printf("  batch %d, %-6s fp32 %8.1f us  fp8 %8.1f us (%.2fx)", batch, name, t[0] * 1e6,
-                  t[1] * 1e6, t[0] / t[1]);
       auto& j = out["weight_only"][name]["batch_" + std::to_string(batch)];
+      std::printf("  batch %d, %-6s fp32 %7.1f us", batch, name, t[0] * 1e6);
       j = {{"fp32_us", t[0] * 1e6}, {"fp8_us", t[1] * 1e6}, {"ratio", t[0] / t[1]}};
+      if (eigen_too) {
+        std::printf("  fp32 eigen %7.1f us", t[i_eigen] * 1e6);
+        j["fp32_eigen_us"] = t[i_eigen] * 1e6;
+        j["ratio_vs_eigen"] = t[i_eigen] / t[1];
+      }
+      std::printf("  fp8 %7.1f us (%.2fx", t[1] * 1e6, t[0] / t[1]);
+      if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[1]);
+      std::printf(")");
       if (bf16) {
-        std::printf("  fp8-bf16 %8.1f us (%.2fx)", t[2] * 1e6, t[0] / t[2]);
-        j["fp8_bf16_us"] = t[2] * 1e6;
-        j["ratio_bf16"] = t[0] / t[2];
+        std::printf("  fp8-bf16 %7.1f us (%.2fx", t[i_bf16] * 1e6, t[0] / t[i_bf16]);
+        if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[i_bf16]);
+        std::printf(")");
+        j["fp8_bf16_us"] = t[i_bf16] * 1e6;
+        j["ratio_bf16"] = t[0] / t[i_bf16];
+        if (eigen_too) j["ratio_bf16_vs_eigen"] = t[i_eigen] / t[i_bf16];
       }
       std::printf("\n");
     }

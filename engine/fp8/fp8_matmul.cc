@@ -46,15 +46,18 @@ common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix&
         CpuPathName(path) + ")");
   }
   const KernelTable& k = KernelsFor(path);
-  // One pass over the codes (64 bytes a step) spares the per-element NaN blend in the kernel.
-  const bool w_has_nan = k.has_nan(w.format, w.codes.data(), static_cast<long>(w.codes.size()));
-  if (kernel != WeightOnlyKernel::kFp32 && bf16_runs && !w_has_nan) {
+  bool done = false;
+  if (kernel != WeightOnlyKernel::kFp32 && bf16_runs) {
     // Reused across calls on a thread: inference calls this with the same few shapes.
     thread_local std::vector<uint16_t> scratch;
     const size_t need = static_cast<size_t>(W8Bf16ScratchWords(w.cols));
     if (scratch.size() < need) scratch.resize(need);
-    Avx512Bf16MatmulW8()(x, M, w.View(), scratch.data(), y);
-  } else {
+    // False when w holds NaN codes: the fp32-activation product below keeps them exact.
+    done = Avx512Bf16MatmulW8()(x, M, w.View(), scratch.data(), y);
+  }
+  if (!done) {
+    // One pass over the codes (64 bytes a step) spares the per-element NaN blend in the kernel.
+    const bool w_has_nan = k.has_nan(w.format, w.codes.data(), static_cast<long>(w.codes.size()));
     k.matmul_w8(x, M, w.View(), w_has_nan, y);
   }
   AddBias(y, bias, M, w.rows);

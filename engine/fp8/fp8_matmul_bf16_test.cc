@@ -195,13 +195,18 @@ TEST_F(Bf16DotTest, NanCodesPropagateThroughTheExactKernel) {
   const int M = 3, N = 6, K = 140;
   const std::vector<float> x = Gaussian(M * K, 61, 1.0f);
   std::vector<float> w = Gaussian(N * K, 62, 1.0f);
-  w[4 * K + 131] = std::numeric_limits<float>::quiet_NaN();  // row 4, second K-block
+  w[4 * K + 131] = std::numeric_limits<float>::quiet_NaN();  // row 4, in the ragged last chunk
+  w[1 * K + 5] = -std::numeric_limits<float>::quiet_NaN();   // row 1, code 0xff
   Fp8Matrix wq;
   ASSERT_TRUE(QuantizeWeights(w.data(), N, K, Format::kE4M3, &wq).ok());
+  ASSERT_EQ(wq.codes[4 * K + 131], 0x7f);
+  ASSERT_EQ(wq.codes[1 * K + 5], 0xff);
   for (WeightOnlyKernel kernel : {WeightOnlyKernel::kBf16Dot, WeightOnlyKernel::kFastest}) {
     const std::vector<float> y = Run(x, M, wq, kernel);
     for (int m = 0; m < M; ++m) {
-      for (int n = 0; n < N; ++n) EXPECT_EQ(std::isnan(y[m * N + n]), n == 4) << m << "," << n;
+      for (int n = 0; n < N; ++n) {
+        EXPECT_EQ(std::isnan(y[m * N + n]), n == 1 || n == 4) << m << "," << n;
+      }
     }
   }
 }

@@ -23,7 +23,8 @@
 // Numerics (docs/engine.md): x · scale is rounded to bf16 (relative error ≤ 2^-8); E4M3
 // subnormal codes are bf16 subnormals, read as zero (each such weight is < 2^-6 · 7/8 of its
 // block's scale); products below 2^-62 of the row's largest are lost. NaN codes are not
-// decoded here: the caller takes the fp32 kernel for a matrix that has them.
+// decoded here: the product notices them on the way (two operations a load) and reports them,
+// and the caller takes the fp32 kernel for that matrix.
 #include <immintrin.h>
 
 #include "engine/fp8/kernels.h"
@@ -106,9 +107,10 @@ __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // y rows m0 .. m0+MR, columns n0 .. n0+n_cols (≤ NR, all in one row block of w) from the
-// prepared rows xs (MR rows of kp words) and the codes; y = Σ · 2^exps[i].
+// prepared rows xs (MR rows of kp words) and the codes; y = Σ · 2^exps[i]. Returns whether the
+// codes read hold a NaN code (0x7f or 0xff), which this product does not decode.
 template <int MR, int NR>
-void Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_cols,
+bool Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_cols,
           const float* exps, float* y, long N) {
   const long K = w.cols;
   const uint8_t* wr[NR];
@@ -124,12 +126,16 @@ void Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_co
     for (auto& v : row) v = _mm512_setzero_ps();
   }
   const __m512i magnitude = _mm512_set1_epi16(static_cast<short>(0x87F0));
+  // The largest doubled code byte: 0xfe only for the NaN codes (x + x drops the sign). Two
+  // operations a load, where a separate pass over the codes would cost more than the product.
+  __m512i doubled_max = _mm512_setzero_si512();
   for (long k = 0; k < K; k += kChunk) {
     const long left = K - k;
     const __mmask64 live = left >= kChunk ? ~0ull : (1ull << left) - 1;
     __m512i even[NR], odd[NR];
     for (int j = 0; j < NR; ++j) {
       const __m512i c = _mm512_maskz_loadu_epi8(live, wr[j] + k);
+      doubled_max = _mm512_max_epu8(doubled_max, _mm512_add_epi8(c, c));
       odd[j] = _mm512_and_si512(_mm512_srai_epi16(c, 4), magnitude);
       even[j] = _mm512_and_si512(_mm512_srai_epi16(_mm512_slli_epi16(c, 8), 4), magnitude);
     }
@@ -165,11 +171,12 @@ void Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_co
     const __m128 s = _mm_maskz_loadu_ps(cols, sums + i * NR);
     _mm_mask_storeu_ps(y + i * N + n0, cols, _mm_scalef_ps(s, _mm_set1_ps(exps[i])));
   }
+  return _mm512_cmpeq_epi8_mask(doubled_max, _mm512_set1_epi8(static_cast<char>(0xfe))) != 0;
 }
 
-// MR rows of x (≤ 8) against all of w.
+// MR rows of x (≤ 4) against all of w; false as soon as a NaN code is seen.
 template <int MR, int NR>
-void RowTile(const float* x, const Fp8MatrixView& w, uint16_t* scratch, float* y) {
+bool RowTile(const float* x, const Fp8MatrixView& w, uint16_t* scratch, float* y) {
   const long K = w.cols, N = w.rows, kp = RoundUpToChunk(K);
   const long kb_count = (K + kBlock - 1) / kBlock;
   int x_exp[MR];
@@ -206,31 +213,33 @@ void RowTile(const float* x, const Fp8MatrixView& w, uint16_t* scratch, float* y
     }
     for (long n0 = r0; n0 < r_end; n0 += NR) {
       const int n_cols = r_end - n0 >= NR ? NR : static_cast<int>(r_end - n0);
-      Tile<MR, NR>(scratch, kp, w, n0, n_cols, exps, y, N);
+      if (Tile<MR, NR>(scratch, kp, w, n0, n_cols, exps, y, N)) return false;
     }
   }
+  return true;
 }
 
-void MatmulW8Bf16(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch, float* y) {
+bool MatmulW8Bf16(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch, float* y) {
   const long K = w.cols, N = w.rows;
   for (long m0 = 0; m0 < M; m0 += 4) {
     const float* xm = x + m0 * K;
     float* ym = y + m0 * N;
     switch (M - m0 >= 4 ? 4 : M - m0) {
       case 1:
-        RowTile<1, 4>(xm, w, scratch, ym);
+        if (!RowTile<1, 4>(xm, w, scratch, ym)) return false;
         break;
       case 2:
-        RowTile<2, 4>(xm, w, scratch, ym);
+        if (!RowTile<2, 4>(xm, w, scratch, ym)) return false;
         break;
       case 3:
-        RowTile<3, 4>(xm, w, scratch, ym);
+        if (!RowTile<3, 4>(xm, w, scratch, ym)) return false;
         break;
       default:
-        RowTile<4, 4>(xm, w, scratch, ym);
+        if (!RowTile<4, 4>(xm, w, scratch, ym)) return false;
         break;
     }
   }
+  return true;
 }
 
 }  // namespace
