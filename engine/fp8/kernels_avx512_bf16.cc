@@ -166,10 +166,11 @@ bool Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_co
   for (int g = 0; g < kCount; g += 4) {
     _mm_store_ps(sums + g, Reduce4(at(g), at(g + 1), at(g + 2), at(g + 3)));
   }
+  static_assert(NR <= 8, "a row's sums are one 8-float vector");
   const __mmask8 cols = static_cast<__mmask8>((1u << n_cols) - 1);
   for (int i = 0; i < MR; ++i) {
-    const __m128 s = _mm_maskz_loadu_ps(cols, sums + i * NR);
-    _mm_mask_storeu_ps(y + i * N + n0, cols, _mm_scalef_ps(s, _mm_set1_ps(exps[i])));
+    const __m256 s = _mm256_maskz_loadu_ps(cols, sums + i * NR);
+    _mm256_mask_storeu_ps(y + i * N + n0, cols, _mm256_scalef_ps(s, _mm256_set1_ps(exps[i])));
   }
   return _mm512_cmpeq_epi8_mask(doubled_max, _mm512_set1_epi8(static_cast<char>(0xfe))) != 0;
 }
@@ -226,7 +227,7 @@ bool MatmulW8Bf16(const float* x, int M, const Fp8MatrixView& w, uint16_t* scrat
     float* ym = y + m0 * N;
     switch (M - m0 >= 4 ? 4 : M - m0) {
       case 1:
-        if (!RowTile<1, 4>(xm, w, scratch, ym)) return false;
+        if (!RowTile<1, 8>(xm, w, scratch, ym)) return false;
         break;
       case 2:
         if (!RowTile<2, 4>(xm, w, scratch, ym)) return false;
