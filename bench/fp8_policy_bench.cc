@@ -142,6 +142,9 @@ int main(int argc, char** argv) {
     auto env = OrDie(engine::rl::MakeVecEnv(env_spec), "environment");
     env->Reset(7);
     const auto& obs = env->observations();
+    // Rows of each Linear product: every token of every sample, context and action chunk.
+    int rows = 0;
+    for (const auto& o : obs) rows += o.NumTokens(e.model.action_horizon);
     std::vector<float> a32, a8;
     std::vector<std::function<void()>> modes = {
         [&] { OrDie(p32.actor->Act(obs, 11, &a32), "fp32 act"); },
@@ -161,7 +164,8 @@ int main(int argc, char** argv) {
       den += static_cast<double>(a32[i]) * a32[i];
     }
     const double rel = den > 0 ? std::sqrt(num / den) : 0.0;
-    std::printf("  batch %d: fp32 %8.1f us (best %8.1f)", batch, t[0].median_us, t[0].best_us);
+    std::printf("  batch %d (%d rows a product): fp32 %8.1f us (best %8.1f)", batch, rows,
+                t[0].median_us, t[0].best_us);
     if (eigen_too) {
       std::printf("  fp32 eigen %8.1f us (best %8.1f)", t[2].median_us, t[2].best_us);
     }
@@ -172,7 +176,8 @@ int main(int argc, char** argv) {
     auto& j = out["batch_" + std::to_string(batch)];
     j = {{"fp32_us", t[0].median_us},     {"fp32_best_us", t[0].best_us},
          {"fp8_us", t[1].median_us},      {"fp8_best_us", t[1].best_us},
-         {"ratio", t[0].median_us / t[1].median_us}, {"actions_relative_l2", rel}};
+         {"ratio", t[0].median_us / t[1].median_us}, {"actions_relative_l2", rel},
+         {"rows", rows}};
     if (eigen_too) {
       j["fp32_eigen_us"] = t[2].median_us;
       j["fp32_eigen_best_us"] = t[2].best_us;
