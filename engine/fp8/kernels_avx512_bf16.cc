@@ -5,7 +5,7 @@
 // only <immintrin.h> and plain-data headers are included.
 //
 // Why: decoding E4M3 to fp32 (a widening, a lane shuffle, two half conversions per 32 weights)
-// bounds the fp32-activation kernel, not the bytes. Here an E4M3 code becomes a bf16 with two
+// bounds the fp32-activation kernel, not the bytes. Here an E4M3 code becomes a bf16 with
 // shifts and a mask and no shuffle: a code's sign and 7 magnitude bits placed at bits 15 and
 // 10..4 of a 16-bit word read as a bf16 of value · 2^-120 (exponent bias 127 against 7).
 // 64 codes loaded as 32 words give two such vectors, the odd codes (word >> 4, arithmetic) and
@@ -16,11 +16,11 @@
 //
 // Scaling: each x row is multiplied, before rounding, by its K-block's weight scale (normalised
 // by the row block's largest) and by a power of two that puts the row's largest |x · scale| near
-// 2^63, so that products · 2^-120 stay far above fp32's normal range (VDPBF16PS flushes
+// 2^63, so that products · 2^-120 stay far inside fp32's normal range (VDPBF16PS flushes
 // subnormal inputs and results to zero). The powers of two are undone with one VSCALEFPS per
 // output, which rounds once and overflows or underflows only where the exact result does.
 //
-// Numerics (docs/engine.md): x · scale is rounded to bf16 (relative error ≤ 2^-8); E4M3
+// Numerics (docs/fp8.md): x · scale is rounded to bf16 (relative error ≤ 2^-8); E4M3
 // subnormal codes are bf16 subnormals, read as zero (each such weight is < 2^-6 · 7/8 of its
 // block's scale); products below 2^-62 of the row's largest are lost. NaN codes are not
 // decoded here: the product notices them on the way (two operations a load) and reports them,
