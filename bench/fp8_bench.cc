@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
     } else if (a == "--weight-only") {
       flags.weight_only = true;
     } else {
-      std::fprintf(stderr, "usage: fp8_bench [--reps N] [--train-m M] [--codec-mb MB] [--weight-only]\n");
+      std::fprintf(stderr,
+                   "usage: fp8_bench [--reps N] [--train-m M] [--codec-mb MB] [--weight-only]\n");
       return 2;
     }
   }
@@ -244,8 +245,8 @@ int main(int argc, char** argv) {
       const bool bf16 = engine::fp8::Bf16DotRuns(Format::kE4M3, p);
       const auto fp8_pass = [&, p](engine::fp8::WeightOnlyKernel kernel) {
         for (const Layer& l : layers) {
-          Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p,
-                                             kernel));
+          Check(
+              engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p, kernel));
         }
       };
       std::vector<std::function<void()>> modes = {

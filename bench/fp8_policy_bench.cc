@@ -14,8 +14,8 @@
 //
 //   fp8_policy_bench [--reps 40] [--task reach]
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -174,9 +174,12 @@ int main(int argc, char** argv) {
     if (eigen_too) std::printf(", eigen/fp8 %.2fx", t[2].median_us / t[1].median_us);
     std::printf("  (actions relative L2 %.2e)\n", rel);
     auto& j = out["batch_" + std::to_string(batch)];
-    j = {{"fp32_us", t[0].median_us},     {"fp32_best_us", t[0].best_us},
-         {"fp8_us", t[1].median_us},      {"fp8_best_us", t[1].best_us},
-         {"ratio", t[0].median_us / t[1].median_us}, {"actions_relative_l2", rel},
+    j = {{"fp32_us", t[0].median_us},
+         {"fp32_best_us", t[0].best_us},
+         {"fp8_us", t[1].median_us},
+         {"fp8_best_us", t[1].best_us},
+         {"ratio", t[0].median_us / t[1].median_us},
+         {"actions_relative_l2", rel},
          {"rows", rows}};
     if (eigen_too) {
       j["fp32_eigen_us"] = t[2].median_us;

@@ -6,15 +6,15 @@
 //                    the weights is the cost and fp8 reads a quarter of the bytes. Two products:
 //                    kFp32 decodes W's 16-wide vectors to fp32 and scales them in registers,
 //                    reused across up to 4 rows of X (2 on AVX2); kBf16Dot (E4M3, CPUs with
-//                    AVX512_BF16) reads the codes as bf16 with two shifts and a mask and
+//                    AVX512_BF16) reads the codes as bf16 with shifts and a mask and
 //                    multiplies with VDPBF16PS against X rounded to bf16 (WeightOnlyKernel).
 //   MatmulFp8        fp8 X (1 × 128 tiles) × fp8 W (128 × 128 blocks), fp32 accumulation: the
 //                    training-sized product. Each K-block of both operands is decoded once
 //                    into L1-sized fp32 panels and multiplied by a register-tiled kernel.
 //
 // Both accumulate in fp32 and agree with an fp32 product of the dequantised operands up to
-// summation order (kBf16Dot: within the bound below). NaN codes propagate as NaN; E5M2 infinities as infinities. The CPU path is
-// the process's (cpu_path.h) unless one is passed.
+// summation order (kBf16Dot: within the bound below). NaN codes propagate as NaN; E5M2
+// infinities as infinities. The CPU path is the process's (cpu_path.h) unless one is passed.
 #pragma once
 
 #include "common/status.h"

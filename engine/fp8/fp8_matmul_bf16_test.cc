@@ -70,9 +70,10 @@ TEST_F(Bf16DotTest, MatchesDequantisedReferenceWithinBound) {
   struct Shape {
     int N, K;
   };
-  // The policy's shapes and ragged ones (N, K not multiples of 2, 4, 64 or 128).
-  const Shape shapes[] = {{768, 256}, {256, 1024}, {37, 200}, {130, 129}, {1, 7}, {67, 300},
-                          {5, 64},    {3, 65},     {129, 1}};
+  // The policy's shapes and ragged ones (N, K not multiples of 2, 4, 64 or 128); K past 64
+  // blocks (8192), which the product's scales take 64 at a time.
+  const Shape shapes[] = {{768, 256}, {256, 1024}, {37, 200}, {130, 129}, {1, 7},
+                          {67, 300},  {5, 64},     {3, 65},   {129, 1},   {3, 8300}};
   uint32_t seed = 100;
   for (const Shape& s : shapes) {
     for (int M = 1; M <= 9; ++M) {
@@ -128,7 +129,8 @@ TEST_F(Bf16DotTest, ExtremeMagnitudesOfXAndScales) {
         for (float& v : x) v *= x_mag;
         for (int k = 0; k < K; ++k) x[k] *= 1e-3f;
         const double product = static_cast<double>(x_mag) * w_mag;
-        if (product * K > 1e37 || product < 1e-30) continue;  // the fp32 result itself over/underflows
+        if (product * K > 1e37 || product < 1e-30)
+          continue;  // the fp32 result itself over/underflows
         EXPECT_LE(WorstOverBound(Run(x, M, wq), x, wq, M), 1.0)
             << "x " << x_mag << " w " << w_mag << " M " << M;
       }
@@ -232,9 +234,8 @@ TEST_F(Bf16DotTest, FastestIsBf16WhereItRunsAndRefusalsElsewhere) {
         common::Code::kFailedPrecondition);
     // kFastest there is the exact product.
     std::vector<float> exact(M * N);
-    ASSERT_TRUE(MatmulWeightFp8(exact.data(), x.data(), M, wq, nullptr, p,
-                                WeightOnlyKernel::kFp32)
-                    .ok());
+    ASSERT_TRUE(
+        MatmulWeightFp8(exact.data(), x.data(), M, wq, nullptr, p, WeightOnlyKernel::kFp32).ok());
     ASSERT_TRUE(
         MatmulWeightFp8(y.data(), x.data(), M, wq, nullptr, p, WeightOnlyKernel::kFastest).ok());
     EXPECT_EQ(y, exact);

@@ -67,9 +67,9 @@ float RowAmax(const float* x, long K) {
 // K, where f[kb] = 2^shift · block_scale[kb] (the normalised scales, < 2).
 void PrepareRow(const float* x, long K, int shift, const float* norm_scales, uint16_t* xs) {
   const __m512 two_shift = _mm512_set1_ps(static_cast<float>(shift));
-  const __m512i even_idx = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36,
-                                            34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8,
-                                            6, 4, 2, 0);
+  const __m512i even_idx =
+      _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26,
+                       24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odd_idx = _mm512_add_epi16(even_idx, _mm512_set1_epi16(1));
   for (long k = 0; k < K; k += kChunk) {
     const __m512 f = _mm512_set1_ps(norm_scales[k / kBlock]);
@@ -84,7 +84,8 @@ void PrepareRow(const float* x, long K, int shift, const float* norm_scales, uin
                            f);
     }
     const __m512i lo = __builtin_bit_cast(__m512i, _mm512_cvtne2ps_pbh(v[1], v[0]));  // k .. k+31
-    const __m512i hi = __builtin_bit_cast(__m512i, _mm512_cvtne2ps_pbh(v[3], v[2]));  // k+32 .. k+63
+    const __m512i hi =
+        __builtin_bit_cast(__m512i, _mm512_cvtne2ps_pbh(v[3], v[2]));  // k+32 .. k+63
     _mm512_storeu_si512(xs + k, _mm512_permutex2var_epi16(lo, even_idx, hi));
     _mm512_storeu_si512(xs + k + 32, _mm512_permutex2var_epi16(lo, odd_idx, hi));
   }
@@ -100,9 +101,11 @@ __m128 Reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
   const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
   // Per 128-bit lane: ab = [a0+a2, b0+b2, a1+a3, b1+b3], cd likewise.
-  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd),
-                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
+  const __m512 abcd =
+      _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+  const __m256 h =
+      _mm256_add_ps(_mm512_castps512_ps256(abcd),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
@@ -160,9 +163,7 @@ bool Tile(const uint16_t* xs, long kp, const Fp8MatrixView& w, long n0, int n_co
   // Lane sums, four accumulators at a time, row-major (i, j) into sums.
   constexpr int kCount = MR * NR;
   alignas(16) float sums[(kCount + 3) / 4 * 4];
-  const auto at = [&acc](int g) {
-    return g < kCount ? acc[g / NR][g % NR] : _mm512_setzero_ps();
-  };
+  const auto at = [&acc](int g) { return g < kCount ? acc[g / NR][g % NR] : _mm512_setzero_ps(); };
   for (int g = 0; g < kCount; g += 4) {
     _mm_store_ps(sums + g, Reduce4(at(g), at(g + 1), at(g + 2), at(g + 3)));
   }
