@@ -1,20 +1,25 @@
 // FP8 benchmark: codec throughput per CPU path, weight bytes, and the linear layers of the
 // reference policy (d_model 256, MLP 1024, 4 layers: qkv 256→768, proj 256→256, fc1 256→1024,
 // fc2 1024→256) run three ways, each pair interleaved rep by rep in one run:
-//   fp32         the engine's own Linear (LinearForwardFast: Eigen, as the trainer runs it)
-//   fp8 weights  MatmulWeightFp8 (fp32 activations × E4M3 weights, 128×128 blocks), batch 1/4/8
+//   fp32         the engine's own Linear (LinearForwardFast: oneDNN or Eigen, as the engine
+//                runs it in this process; the name is printed)
+//   fp8 weights  MatmulWeightFp8 (fp32 activations × E4M3 weights, 128×128 blocks), batch 1/4/8,
+//                both products (WeightOnlyKernel kFp32, and kBf16Dot where the CPU has it)
 //   fp8 × fp8    MatmulFp8 at a training-sized M (E4M3 1×128 activation tiles × weights), with
 //                and without quantising the activations first
 // One "pass" is all 16 linear layers in a row; best of --reps passes per mode. Prints the CPU
 // model, absolute times, ratios, and one JSON line at the end.
 //
-//   fp8_bench [--reps 30] [--train-m 4096] [--codec-mb 16]
+//   fp8_bench [--reps 30] [--train-m 4096] [--codec-mb 16] [--weight-only]
+//
+// --weight-only runs only the weight bytes and the weight-only products (sections 2 and 3).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +42,7 @@ struct Flags {
   int reps = 30;
   int train_m = 4096;
   int codec_mb = 16;
+  bool weight_only = false;  // only the weight bytes and the weight-only products
 };
 
 std::string CpuModel() {
@@ -98,6 +104,20 @@ std::vector<Layer> ReferenceLayers() {
   return layers;
 }
 
+// Best-of-reps times of several modes run in turn rep by rep, so drift hits all alike.
+std::vector<double> BestOfInterleaved(int reps, const std::vector<std::function<void()>>& modes) {
+  std::vector<double> best(modes.size(), 1e30);
+  for (const auto& m : modes) m();  // warm caches and scratch
+  for (int r = 0; r < reps; ++r) {
+    for (size_t i = 0; i < modes.size(); ++i) {
+      const auto t0 = Clock::now();
+      modes[i]();
+      best[i] = std::min(best[i], Seconds(t0));
+    }
+  }
+  return best;
+}
+
 // Best-of-reps times of two modes run alternately, so drift hits both alike.
 template <typename A, typename B>
 std::pair<double, double> BestOfInterleaved(int reps, A a, B b) {
@@ -134,8 +154,11 @@ int main(int argc, char** argv) {
       flags.train_m = std::max(1, next());
     } else if (a == "--codec-mb") {
       flags.codec_mb = std::max(1, next());
+    } else if (a == "--weight-only") {
+      flags.weight_only = true;
     } else {
-      std::fprintf(stderr, "usage: fp8_bench [--reps N] [--train-m M] [--codec-mb MB]\n");
+      std::fprintf(stderr,
+                   "usage: fp8_bench [--reps N] [--train-m M] [--codec-mb MB] [--weight-only]\n");
       return 2;
     }
   }
@@ -149,7 +172,7 @@ int main(int argc, char** argv) {
   out["active_path"] = engine::fp8::ActiveCpuPathName();
 
   // 1. Codec throughput per path: E4M3 encode (with counts) and decode, in floats per second.
-  {
+  if (!flags.weight_only) {
     const size_t n = static_cast<size_t>(flags.codec_mb) * (1 << 20) / sizeof(float);
     const std::vector<float> x = Gaussian(n, 99, 10.0f);
     std::vector<uint8_t> codes(n);
@@ -193,40 +216,78 @@ int main(int argc, char** argv) {
   out["weight_bytes_fp8"] = fp8_bytes;
   out["weight_bytes_ratio"] = static_cast<double>(fp32_bytes) / fp8_bytes;
 
-  // 3. Weight-only at inference batch sizes, per vector path, against the engine's fp32 Linear.
+  // 3. Weight-only at inference batch sizes, per vector path, against the engine's fp32 Linear
+  // (LinearForwardFast with the compute this process chose, as fp32 inference runs it) and,
+  // where that is not Eigen, against LinearForwardFast on Eigen too. fp8 runs both weight-only
+  // products where the bf16 one runs (Bf16DotRuns). All modes interleaved rep by rep.
   std::vector<CpuPath> vector_paths;
   for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
     if (p != CpuPath::kScalar) vector_paths.push_back(p);
   }
   const int max_in = 1024, max_out = 1024;
-  std::printf("\nall 16 linears, fp32 (LinearForwardFast) vs fp32 x fp8-E4M3 weights:\n");
+  const engine::LinearCompute active = engine::ActiveLinearCompute();
+  const bool eigen_too = active != engine::LinearCompute::kEigenFp32;
+  out["fp32_compute"] = engine::LinearComputeName(active);
+  std::printf(
+      "\nall 16 linears, fp32 (LinearForwardFast: %s%s) vs fp32 x fp8-E4M3 weights; fp8 = the "
+      "fp32-activation product, fp8-bf16 = bf16 dot products (x rounded to bf16); ratios are "
+      "fp32 time / fp8 time:\n",
+      engine::LinearComputeName(active), eigen_too ? ", and eigen-fp32" : "");
   for (int batch : {1, 4, 8}) {
     const std::vector<float> x = Gaussian(static_cast<size_t>(batch) * max_in, 7, 1.0f);
     std::vector<float> y(static_cast<size_t>(batch) * max_out);
+    const auto fp32_pass = [&] {
+      for (const Layer& l : layers) {
+        engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), batch, l.in, l.out);
+      }
+    };
     for (CpuPath p : vector_paths) {
-      const auto [t32, t8] = BestOfInterleaved(
-          flags.reps,
-          [&] {
-            for (const Layer& l : layers) {
-              engine::LinearForwardFast(y.data(), x.data(), l.w.data(), l.b.data(), batch, l.in,
-                                        l.out);
-            }
-          },
-          [&] {
-            for (const Layer& l : layers) {
-              Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p));
-            }
-          });
+      const bool bf16 = engine::fp8::Bf16DotRuns(Format::kE4M3, p);
+      const auto fp8_pass = [&, p](engine::fp8::WeightOnlyKernel kernel) {
+        for (const Layer& l : layers) {
+          Check(
+              engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p, kernel));
+        }
+      };
+      std::vector<std::function<void()>> modes = {
+          fp32_pass, [&] { fp8_pass(engine::fp8::WeightOnlyKernel::kFp32); }};
+      const size_t i_bf16 = modes.size();
+      if (bf16) modes.push_back([&] { fp8_pass(engine::fp8::WeightOnlyKernel::kBf16Dot); });
+      const size_t i_eigen = modes.size();
+      if (eigen_too) {
+        modes.push_back([&] {
+          engine::SetLinearCompute(engine::LinearCompute::kEigenFp32);
+          fp32_pass();
+          engine::SetLinearCompute(active);
+        });
+      }
+      const std::vector<double> t = BestOfInterleaved(flags.reps, modes);
       const char* name = engine::fp8::CpuPathName(p);
-      std::printf("  batch %d, %-6s fp32 %8.1f us  fp8 weights %8.1f us  fp32/fp8 %.2fx\n", batch,
-                  name, t32 * 1e6, t8 * 1e6, t32 / t8);
-      out["weight_only"][name]["batch_" + std::to_string(batch)] = {
-          {"fp32_us", t32 * 1e6}, {"fp8_us", t8 * 1e6}, {"ratio", t32 / t8}};
+      auto& j = out["weight_only"][name]["batch_" + std::to_string(batch)];
+      std::printf("  batch %d, %-6s fp32 %7.1f us", batch, name, t[0] * 1e6);
+      j = {{"fp32_us", t[0] * 1e6}, {"fp8_us", t[1] * 1e6}, {"ratio", t[0] / t[1]}};
+      if (eigen_too) {
+        std::printf("  fp32 eigen %7.1f us", t[i_eigen] * 1e6);
+        j["fp32_eigen_us"] = t[i_eigen] * 1e6;
+        j["ratio_vs_eigen"] = t[i_eigen] / t[1];
+      }
+      std::printf("  fp8 %7.1f us (%.2fx", t[1] * 1e6, t[0] / t[1]);
+      if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[1]);
+      std::printf(")");
+      if (bf16) {
+        std::printf("  fp8-bf16 %7.1f us (%.2fx", t[i_bf16] * 1e6, t[0] / t[i_bf16]);
+        if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[i_bf16]);
+        std::printf(")");
+        j["fp8_bf16_us"] = t[i_bf16] * 1e6;
+        j["ratio_bf16"] = t[0] / t[i_bf16];
+        if (eigen_too) j["ratio_bf16_vs_eigen"] = t[i_eigen] / t[i_bf16];
+      }
+      std::printf("\n");
     }
   }
 
   // 4. fp8 x fp8 at a training-sized M.
-  {
+  if (!flags.weight_only) {
     const int M = flags.train_m;
     const std::vector<float> x = Gaussian(static_cast<size_t>(M) * max_in, 8, 1.0f);
     std::vector<float> y(static_cast<size_t>(M) * max_out);

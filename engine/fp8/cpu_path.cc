@@ -30,6 +30,7 @@ namespace {
 struct CpuFlags {
   bool avx2 = false;
   bool avx512 = false;
+  bool avx512_bf16 = false;
 };
 
 CpuFlags Detect() {
@@ -41,14 +42,22 @@ CpuFlags Detect() {
            __builtin_cpu_supports("f16c") && __builtin_cpu_supports("popcnt");
   f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
   return f;
 }
 
+const CpuFlags& Flags() {
+  static const CpuFlags flags = Detect();
+  return flags;
+}
+
 }  // namespace
 
+bool CpuSupportsAvx512Bf16() { return Flags().avx512_bf16; }
+
 bool CpuSupports(CpuPath path) {
-  static const CpuFlags flags = Detect();
+  const CpuFlags& flags = Flags();
   switch (path) {
     case CpuPath::kScalar:
       return true;

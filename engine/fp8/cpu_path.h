@@ -26,6 +26,9 @@ std::optional<CpuPath> ParseCpuPath(std::string_view name);
 
 // Whether this CPU (and its operating system, which must save the wider registers) runs `path`.
 bool CpuSupports(CpuPath path);
+// Whether this CPU runs the avx512 path and has AVX512_BF16 (VDPBF16PS, VCVTNE2PS2BF16): a
+// capability within the avx512 path, used by the weight-only fp8 product (fp8_matmul.h).
+bool CpuSupportsAvx512Bf16();
 // Every path this machine runs, scalar first.
 std::vector<CpuPath> SupportedCpuPaths();
 

@@ -1,5 +1,6 @@
 #include "engine/fp8/fp8_matmul.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,37 @@ void AddBias(float* y, const float* bias, long M, long N) {
 
 }  // namespace
 
+bool Bf16DotRuns(Format format, CpuPath path) {
+  return format == Format::kE4M3 && path == CpuPath::kAvx512 && CpuSupportsAvx512Bf16() &&
+         Avx512Bf16MatmulW8() != nullptr;
+}
+
 common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix& w,
-                               const float* bias, CpuPath path) {
+                               const float* bias, CpuPath path, WeightOnlyKernel kernel) {
   EMBODY_RETURN_IF_ERROR(CheckMatrix(w, "w"));
   if (M < 1) return common::InvalidArgument("fp8 matmul: M must be >= 1");
+  const bool bf16_runs = Bf16DotRuns(w.format, path);
+  if (kernel == WeightOnlyKernel::kBf16Dot && !bf16_runs) {
+    return common::FailedPrecondition(
+        std::string("fp8 matmul: the bf16 weight-only product needs E4M3 weights and the avx512 "
+                    "path on a CPU with AVX512_BF16 (path ") +
+        CpuPathName(path) + ")");
+  }
   const KernelTable& k = KernelsFor(path);
-  // One pass over the codes (64 bytes a step) spares the per-element NaN blend in the kernel.
-  const bool w_has_nan = k.has_nan(w.format, w.codes.data(), static_cast<long>(w.codes.size()));
-  k.matmul_w8(x, M, w.View(), w_has_nan, y);
+  bool done = false;
+  if (kernel != WeightOnlyKernel::kFp32 && bf16_runs) {
+    // Reused across calls on a thread: inference calls this with the same few shapes.
+    thread_local std::vector<uint16_t> scratch;
+    const size_t need = static_cast<size_t>(W8Bf16ScratchWords(w.cols));
+    if (scratch.size() < need) scratch.resize(need);
+    // False when w holds NaN codes: the fp32-activation product below keeps them exact.
+    done = Avx512Bf16MatmulW8()(x, M, w.View(), scratch.data(), y);
+  }
+  if (!done) {
+    // One pass over the codes (64 bytes a step) spares the per-element NaN blend in the kernel.
+    const bool w_has_nan = k.has_nan(w.format, w.codes.data(), static_cast<long>(w.codes.size()));
+    k.matmul_w8(x, M, w.View(), w_has_nan, y);
+  }
   AddBias(y, bias, M, w.rows);
   return common::Status::Ok();
 }

@@ -79,7 +79,9 @@ TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
       Fp8Matrix wq;
       ASSERT_TRUE(QuantizeWeights(w.data(), s.N, s.K, f, &wq, CpuPath::kScalar).ok());
       std::vector<float> y(static_cast<size_t>(s.M) * s.N);
-      ASSERT_TRUE(MatmulWeightFp8(y.data(), x.data(), s.M, wq, bias.data(), path).ok());
+      ASSERT_TRUE(MatmulWeightFp8(y.data(), x.data(), s.M, wq, bias.data(), path,
+                                  WeightOnlyKernel::kFp32)
+                      .ok());
       std::vector<float> want = ReferenceMatmul(x, Dequantized(wq), s.M, s.N, s.K);
       for (int m = 0; m < s.M; ++m) {
         for (int n = 0; n < s.N; ++n) want[static_cast<size_t>(m) * s.N + n] += bias[n];

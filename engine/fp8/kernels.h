@@ -1,6 +1,7 @@
 // The fp8 compute kernels behind one small table of function pointers, one table per CPU path
-// (kernels_scalar.cc, kernels_avx2.cc, kernels_avx512.cc); codec.h, block_quant.h and
-// fp8_matmul.h pick the table once and call through it. Internal to engine/fp8.
+// (kernels_scalar.cc, kernels_avx2.cc, kernels_avx512.cc), plus one bf16 weight-only product
+// (kernels_avx512_bf16.cc); codec.h, block_quant.h and fp8_matmul.h pick the table once and
+// call through it. Internal to engine/fp8.
 //
 // Everything here is plain data: the per-ISA files include only this header, fp8_constants.h
 // and <immintrin.h>, so no inline function or template is ever instantiated with AVX flags and
@@ -65,6 +66,17 @@ struct KernelTable {
   // blocks in both; scratch holds X8W8ScratchFloats(M) floats.
   void (*matmul_x8w8)(const Fp8MatrixView& x, const Fp8MatrixView& w, float* scratch, float* y);
 };
+
+// Weight-only E4M3 product on bf16 dot products (kernels_avx512_bf16.cc), for the avx512 path
+// on CPUs with AVX512_BF16 (CpuSupportsAvx512Bf16): y (M, N) = x (M, K) · dequant(w) (N, K)ᵀ with
+// each x element times its K-block's scale rounded to bf16 and E4M3 subnormal weights read as
+// zero (fp8_matmul.h has the bound). w must be E4M3; NaN codes are not decoded: the product
+// returns false when it meets one (y is then unspecified) and true otherwise. scratch holds
+// W8Bf16ScratchWords(w.cols) words.
+using MatmulW8Bf16Fn = bool (*)(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch,
+                                float* y);
+constexpr long W8Bf16ScratchWords(long K) { return 4 * ((K + 63) / 64 * 64); }
+MatmulW8Bf16Fn Avx512Bf16MatmulW8();
 
 const KernelTable& ScalarKernels();
 // Null when the build's compiler could not produce the path (non-x86 hosts).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that no code compiled for AVX2 or AVX-512 can run on a CPU without it.
 
-The engine compiles a few translation units per instruction set (*_avx2.cc, *_avx512.cc) and
+The engine compiles a few translation units per instruction set (*_avx2.cc, *_avx512*.cc) and
 picks one at run time (engine/fp8/cpu_path.h). The hazard is the linker: an inline function or
 template instantiated with external linkage in an AVX-512 unit and in any other unit is one
 symbol, and the linker keeps either copy, so baseline code could call AVX-512 instructions. This
@@ -60,7 +60,8 @@ def main(argv):
     for archive in argv[1:]:
         for member, syms in defined_code_symbols(archive).items():
             objects[f"{archive}:{member}"] = syms
-    isa = {k: v for k, v in objects.items() if "_avx2." in k or "_avx512." in k}
+    # kernels_avx512.cc.o, kernels_avx512_bf16.cc.o, linear_fast_avx2.cc.o, ...
+    isa = {k: v for k, v in objects.items() if re.search(r"_avx(2|512)[._]", k)}
     if not isa:
         print("no per-ISA objects found in the given libraries", file=sys.stderr)
         return 1
