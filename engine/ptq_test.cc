@@ -84,7 +84,9 @@ TEST(Fp8CheckpointTest, RoundTripsBitForBit) {
       EXPECT_EQ(a.fp8[p].codes, b.fp8[p].codes) << a.name;
       EXPECT_EQ(a.fp8[p].scales, b.fp8[p].scales) << a.name;
     }
-    if (a.name.ends_with("attn.qkv.weight")) EXPECT_EQ(a.fp8.size(), 3u);
+    if (a.name.ends_with("attn.qkv.weight")) {
+      EXPECT_EQ(a.fp8.size(), 3u);
+    }
   }
   EXPECT_EQ(EncodeFp8Checkpoint(*back), EncodeFp8Checkpoint(*d));
 }
@@ -195,7 +197,9 @@ TEST(Fp8PolicyTest, ForwardMatchesFp32OfDequantisedWeights) {
   EXPECT_GT(quantised, 2 * bound);  // the bound tells the fp8 products from the fp32 ones
   // Where it runs, the bf16 product is what inference uses: its rounding shows (fp32 activations
   // agree to 2.4e-7 here).
-  if (bf16) EXPECT_GT(worst, 1e-5 * std::max(1.0, scale));
+  if (bf16) {
+    EXPECT_GT(worst, 1e-5 * std::max(1.0, scale));
+  }
   // A quantised policy is not trained.
   EXPECT_FALSE(fp8->Backward().ok());
 }

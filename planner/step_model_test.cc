@@ -191,7 +191,9 @@ TEST(StepModel, StrongScalingEpochShrinksButEfficiencyFalls) {
   for (size_t i = 1; i < plan->sizes.size(); ++i) {
     // While compute dominates, more ranks finish the epoch sooner; past that the all-reduce's
     // latency terms, which grow with the ranks, can make it slower.
-    if (i < 4) EXPECT_LT(plan->sizes[i].epoch_s, plan->sizes[i - 1].epoch_s);
+    if (i < 4) {
+      EXPECT_LT(plan->sizes[i].epoch_s, plan->sizes[i - 1].epoch_s);
+    }
     EXPECT_LE(plan->sizes[i].efficiency, plan->sizes[i - 1].efficiency + 1e-9);
   }
   EXPECT_GT(plan->sizes[5].epoch_s, plan->sizes[4].epoch_s);

@@ -152,7 +152,9 @@ TEST_F(Bf16DotTest, ZeroScaleBlocksAndZeroRows) {
   EXPECT_LE(WorstOverBound(y, x, wq, M), 1.0);
   for (int n = 0; n < N; ++n) {
     EXPECT_EQ(y[2 * N + n], 0.0f) << n;
-    if (n >= 128) EXPECT_EQ(y[n], 0.0f) << n;
+    if (n >= 128) {
+      EXPECT_EQ(y[n], 0.0f) << n;
+    }
   }
 }
 

@@ -76,7 +76,9 @@ TEST(PolicyFp8ComputeTest, LossAndGradientsWithinFp8ErrorOfFp32) {
     // The blocks' weight gradients are FP8 products (E5M2 × E4M3); every other gradient reaches
     // fp32 code through dX = dY · W of FP8 products too, so none is exact, but all are close.
     EXPECT_LT(e, 0.15) << t.name;
-    if (block_linear) EXPECT_GT(e, 1e-4) << t.name << " did not go through FP8";
+    if (block_linear) {
+      EXPECT_GT(e, 1e-4) << t.name << " did not go through FP8";
+    }
   }
   const Fp8ComputeStats st = fp8->TakeFp8ComputeStats();
   const PolicyConfig c = SmallConfig();
