@@ -123,6 +123,21 @@ TEST(RolloutRanksTest, TwoLearnersStayIdentical) {
   MPI_Comm_free(&learners);
 }
 
+// A rollout rank that cannot act (here: no such task, which only acting ranks build) fails the
+// run: its learner returns the rollout rank's error instead of waiting for trajectories, and
+// every rank returns (the ending's handshake leaves nothing in flight).
+TEST(RolloutRanksTest, ARolloutRanksFailureFailsItsLearner) {
+  MpiCommunicator comm;
+  SyncPpoOptions o = TinyRl(comm.world_size() - 1, 3);
+  o.engine.rl.task = "no_such_task";
+  auto r = RunAsyncPpo(o, comm, nullptr);
+  ASSERT_FALSE(r.ok());
+  const std::string why = r.status().ToString();
+  EXPECT_NE(why.find("no_such_task"), std::string::npos) << why;
+  if (comm.rank() == 0) EXPECT_NE(why.find("rollout rank"), std::string::npos) << why;
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 // A layout the world cannot hold is refused on every rank, before anything runs.
 TEST(RolloutRanksTest, ImpossibleLayoutIsRefused) {
   MpiCommunicator comm;
