@@ -21,6 +21,7 @@ constexpr double kPushZ = kBlockHalf + 0.02;  // m: below this, the push expert 
 // m: below this the experts rise before they travel; above it a straight path toward the travel
 // height clears a block on the table (top plus effector radius, 6.5 cm) by 2.5 cm.
 constexpr double kTravelZ = 0.09;
+constexpr double kFunnelSlope = 2.0;  // m of height per m of horizontal distance
 
 double Norm(double x, double y, double z = 0.0) { return std::sqrt(x * x + y * y + z * z); }
 
@@ -36,6 +37,21 @@ double MoveToward(const TableWorld& w, int e, const double* target, float* a) {
   const double s = m > 1.0 ? 1.0 / m : 1.0;
   for (int k = 0; k < 3; ++k) a[k] = static_cast<float>(d[k] * s);
   return Norm(target[0] - w.ee(e, 0), target[1] - w.ee(e, 1), target[2] - w.ee(e, 2));
+}
+
+// A move down a funnel onto (x, y, z): the height aimed at rises with the horizontal distance
+// d, z + kFunnelSlope·(d − kLow), up to kSafeZ, so the effector comes in high and descends as it
+// closes in, clearing the block's top (at d = 4 cm, the block's contact reach, the funnel is
+// 6 cm above its centre). Below the funnel it rises first: the horizontal move shrinks to
+// nothing as the effector falls kLow to 3·kLow under it. The action is a continuous function of
+// the state, without a phase boundary for a cloned policy to smear.
+void FunnelToward(const TableWorld& w, int e, double x, double y, double z, float* a) {
+  const double ex = w.ee(e, 0), ey = w.ee(e, 1), ez = w.ee(e, 2);
+  const double d = Norm(x - ex, y - ey);
+  const double aim = std::clamp(z + kFunnelSlope * (d - kLow), z, std::max(z, kSafeZ));
+  const double xy = std::clamp(1.0 - (aim - ez - kLow) / (2 * kLow), 0.0, 1.0);
+  const double target[3] = {ex + xy * (x - ex), ey + xy * (y - ey), aim};
+  MoveToward(w, e, target, a);
 }
 
 }  // namespace
@@ -250,42 +266,26 @@ void SimTasks::ExpertPickPlace(int e, float* a) const {
   const double* g = &goal_[3 * static_cast<size_t>(e)];
   const double bx = w.block(e, 0, 0), by = w.block(e, 0, 1), bz = w.block(e, 0, 2);
   const double ex = w.ee(e, 0), ey = w.ee(e, 1), ez = w.ee(e, 2);
-  const double up[3] = {ex, ey, kSafeZ};
   if (w.held(e) == 0) {
     a[3] = 1.0f;
-    if (Norm(g[0] - ex, g[1] - ey) < kApproach) {
-      if (bz <= kBlockHalf + kArrived) {
-        a[3] = -1.0f;  // the block sits on the table by the goal: let go
-        return;
-      }
-      // Lower until the block sits on the table, steering over the goal.
-      const double down[3] = {g[0], g[1], std::max(kEffectorMinZ, ez - (bz - kBlockHalf))};
-      MoveToward(w, e, down, a);
-    } else if (ez < kTravelZ) {
-      MoveToward(w, e, up, a);  // lift
-    } else {
-      const double over[3] = {g[0], g[1], kSafeZ};  // carry above the goal
-      MoveToward(w, e, over, a);
+    if (Norm(g[0] - ex, g[1] - ey) < kApproach && bz <= kBlockHalf + kArrived) {
+      a[3] = -1.0f;  // the block sits on the table by the goal: let go
+      return;
     }
+    // Down the funnel above the goal to where the block touches the table.
+    FunnelToward(w, e, g[0], g[1], ez - (bz - kBlockHalf), a);
     return;
   }
   a[3] = -1.0f;
   if (w.gripper_closed(e)) {  // closed on nothing: open and rise
+    const double up[3] = {ex, ey, kSafeZ};
     MoveToward(w, e, up, a);
     return;
   }
-  if (Norm(bx - ex, by - ey) < kApproach) {
-    // Above the block, fingers open: down around it, steering over it, and close once level
-    // with it and centred (well inside the grasp's reach, kGraspRadius and kGraspHeight).
-    const double at[3] = {bx, by, bz};
-    MoveToward(w, e, at, a);
-    if (std::abs(ez - bz) < kLow && Norm(bx - ex, by - ey) < kLow) a[3] = 1.0f;
-  } else if (ez < kTravelZ) {
-    MoveToward(w, e, up, a);  // rise clear of the block
-  } else {
-    const double over[3] = {bx, by, kSafeZ};  // travel above the block
-    MoveToward(w, e, over, a);
-  }
+  // Down the funnel above the block, fingers open (they straddle it within kGraspRadius), and
+  // close once level with it and centred, well inside the grasp's reach.
+  FunnelToward(w, e, bx, by, bz, a);
+  if (std::abs(ez - bz) < kLow && Norm(bx - ex, by - ey) < kLow) a[3] = 1.0f;
 }
 
 }  // namespace engine::sim
