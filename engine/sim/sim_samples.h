@@ -38,9 +38,10 @@ inline constexpr double kDemoNoise = 0.2;
 class SimDemoSource : public DemoSource {
  public:
   // Validates action_dim (4 or ≥ 7), horizon ≥ 1 and vocab ≥ InstructionVocab().
-  static common::Result<std::unique_ptr<SimDemoSource>> Create(
-      TaskKind kind, int action_dim, int horizon, uint64_t seed, int vocab,
-      double demo_noise = kDemoNoise);
+  static common::Result<std::unique_ptr<SimDemoSource>> Create(TaskKind kind, int action_dim,
+                                                               int horizon, uint64_t seed,
+                                                               int vocab,
+                                                               double demo_noise = kDemoNoise);
 
   void MakeSample(uint64_t index, uint64_t sample_seed, const data::SampleComposition& comp,
                   int vocab, PolicySample* out) const override;

@@ -15,10 +15,10 @@ constexpr double kStartSeparation = 0.08;         // m
 constexpr double kArrived = 1e-3;                 // m: the expert's "there"
 constexpr double kContact = kEffectorRadius + kBlockHalf;
 constexpr double kPushStandoff = kContact + 0.01;  // m: where the push expert descends, behind
-constexpr double kApproach = 0.02;  // m: "above" a point, horizontally, to descend to it
-constexpr double kLow = 0.01;       // m: level with the block, to grasp it
+constexpr double kApproach = 0.02;  // m: horizontal slack: descend behind, push reach, release
+constexpr double kLow = 0.01;       // m: "level with", "centred on" (the grasp); the funnel tip
 constexpr double kPushZ = kBlockHalf + 0.02;  // m: below this, the push expert pushes
-// m: below this the experts rise before they travel; above it a straight path toward the travel
+// m: below this the push expert rises before it travels; above it a straight path toward the travel
 // height clears a block on the table (top plus effector radius, 6.5 cm) by 2.5 cm.
 constexpr double kTravelZ = 0.09;
 constexpr double kFunnelSlope = 2.0;  // m of height per m of horizontal distance
@@ -227,8 +227,8 @@ void SimTasks::ExpertReach(int e, float* a) const {
 // shows (effector, gripper, block, whether it is held, goal), with the phase read off the
 // geometry rather than remembered, so a policy that sees one frame can clone them. Their tests
 // are generous (kApproach, kTravelZ) and they correct as they go (a descent or a push steers back
-// to its line), so a policy a centimetre off the expert's path gets the action that brings it
-// back rather than one of another phase.
+// to its line; pick_place's funnels have no phase boundary at all), so a policy a centimetre off
+// the expert's path gets the action that brings it back rather than one of another phase.
 
 void SimTasks::ExpertPush(int e, float* a) const {
   const TableWorld& w = world_;

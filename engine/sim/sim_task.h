@@ -61,7 +61,7 @@ inline constexpr double kReachTolerance = 0.03;  // m
 inline constexpr double kGoalTolerance = 0.04;   // m
 inline constexpr double kSuccessBonus = 10.0;
 inline constexpr double kSafeZ = 0.12;     // m: the expert's travel height, clear of any block
-inline constexpr double kRealign = 0.02;  // m: the push expert's lateral tolerance
+inline constexpr double kRealign = 0.02;   // m: the push expert's lateral tolerance
 
 class SimTasks {
  public:
