@@ -41,7 +41,7 @@ void Proprioception(const SimTasks& tasks, int e, float* state);
 //   8..9   goal − effector (x, y) / kRelativeScale
 //   10     the block held: +1, else −1
 // What the push and pick_place experts decide on, at the precision they need: a 32×32 render
-// places the block to about a pixel (1.9 cm), coarser than the push expert's line tolerance, and
+// places the block to about a pixel (1.9 cm), as coarse as the push expert's line tolerance, and
 // the effector's height is not in the top-down view. The offsets are the experts' own inputs
 // (each move is toward a point set off from the block or the goal), scaled so a centimetre is a
 // tenth, which a small policy resolves far better than the difference of two absolute entries.
