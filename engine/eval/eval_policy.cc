@@ -88,7 +88,9 @@ rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::
     s.cameras = 1;
     s.episode_steps = task == "reach" ? 50 : 0;  // push, pick_place: the task's own limit
     s.success_radius = 0.05;
-    s.privileged_state = false;
+    // The table tasks' demonstrations carry the object state (engine/sim/render.h:
+    // ObjectState); reach's (sim:reach) carry proprioception only.
+    s.privileged_state = task != "reach";
   }
   s.task = task;  // the task asked, whatever the policy trained on
   return s;

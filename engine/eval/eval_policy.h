@@ -8,9 +8,9 @@
 // layout): `fp8` with one is invalid_argument.
 //
 // EnvFor gives the environment a policy is evaluated in: a behaviour-cloned policy sees what its
-// demonstrations showed (one camera, no privileged state entries, the task's default limits);
-// an rl policy sees what its job trained on (engine.rl: cameras, episode_steps, success_radius,
-// privileged state).
+// demonstrations showed (one camera; the object state on push and pick_place, none on reach; the
+// task's default limits); an rl policy sees what its job trained on (engine.rl: cameras,
+// episode_steps, success_radius, privileged state).
 #pragma once
 
 #include <cstdint>

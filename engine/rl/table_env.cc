@@ -90,14 +90,7 @@ void TableVecEnv::Observe(int e) {
   }
   s.states.assign(kStateDim, 0.0f);
   sim::Proprioception(tasks_, e, s.states.data());
-  if (config_.privileged_state) {
-    const sim::TableWorld& w = tasks_.world();
-    s.states[4] = static_cast<float>(w.block(e, 0, 0) / 0.3);
-    s.states[5] = static_cast<float>(w.block(e, 0, 1) / 0.3);
-    s.states[6] = static_cast<float>(w.block(e, 0, 2) / 0.15 - 1.0);
-    s.states[7] = static_cast<float>(tasks_.goal(e, 0) / 0.3);
-    s.states[8] = static_cast<float>(tasks_.goal(e, 1) / 0.3);
-  }
+  if (config_.privileged_state) sim::ObjectState(tasks_, e, s.states.data());
   s.actions.clear();
   s.noise.clear();
   s.time = 0.0f;

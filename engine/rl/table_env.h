@@ -22,10 +22,10 @@
 //             language_tokens;
 //   images    `cameras` (0-3) 32×32 renders (engine/sim/render.h), 16 patches each;
 //   state     the proprioception (render.h: Proprioception) zero-padded to kStateDim; with
-//             privileged_state also the block's centre (x/0.3, y/0.3, z/0.15 − 1) and the goal
-//             (x/0.3, y/0.3) in entries 4..8. The demonstrations carry no such entries, so a
-//             behaviour-cloned policy is evaluated without them; RL from scratch on a small
-//             policy learns from them in few env steps.
+//             privileged_state also the object state (render.h: ObjectState, the block's centre
+//             (x/0.3, y/0.3, z/0.15 − 1) and the goal (x/0.3, y/0.3)) in entries 4..8, as the
+//             demonstrations of sim:push and sim:pick_place carry it: RL from scratch and
+//             behaviour-cloned policies are both evaluated with it.
 #pragma once
 
 #include <cstdint>
@@ -62,8 +62,7 @@ class TableVecEnv final : public VecEnv {
   const std::vector<PolicySample>& observations() const override { return obs_; }
 
   // The scripted expert's action for every environment's current state, in the policy's layout
-  // (num_envs, action_dim): a reference policy for tests. Call at most once per Step (the
-  // expert keeps a phase per environment).
+  // (num_envs, action_dim): a reference policy for tests (a function of the state alone).
   std::vector<float> ExpertActions();
   int episode_steps() const { return episode_steps_; }
 

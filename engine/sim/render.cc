@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/model/packed_batch.h"
+
 namespace engine::sim {
 namespace {
 
@@ -87,6 +89,25 @@ void Proprioception(const SimTasks& tasks, int e, float* state) {
   state[1] = static_cast<float>(w.ee(e, 1) / kHalfExtent);
   state[2] = static_cast<float>(w.ee(e, 2) / (0.5 * kMaxZ) - 1.0);
   state[3] = w.gripper_closed(e) ? 1.0f : -1.0f;
+}
+
+static_assert(kProprioDim + kObjectStateDim <= kStateDim, "the state token holds 16 values");
+
+void ObjectState(const SimTasks& tasks, int e, float* state) {
+  const TableWorld& w = tasks.world();
+  float* s = state + kProprioDim;
+  s[0] = static_cast<float>(w.block(e, 0, 0) / kHalfExtent);
+  s[1] = static_cast<float>(w.block(e, 0, 1) / kHalfExtent);
+  s[2] = static_cast<float>(w.block(e, 0, 2) / (0.5 * kMaxZ) - 1.0);
+  s[3] = static_cast<float>(tasks.goal(e, 0) / kHalfExtent);
+  s[4] = static_cast<float>(tasks.goal(e, 1) / kHalfExtent);
+  for (int k = 0; k < 3; ++k) {
+    s[5 + k] = static_cast<float>((w.block(e, 0, k) - w.ee(e, k)) / kRelativeScale);
+  }
+  for (int k = 0; k < 2; ++k) {
+    s[8 + k] = static_cast<float>((tasks.goal(e, k) - w.ee(e, k)) / kRelativeScale);
+  }
+  s[10] = w.held(e) == 0 ? 1.0f : -1.0f;
 }
 
 }  // namespace engine::sim

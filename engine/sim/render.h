@@ -33,4 +33,22 @@ void CutPatches(const float* image, int side, int count, float* patches);
 inline constexpr int kProprioDim = 4;
 void Proprioception(const SimTasks& tasks, int e, float* state);
 
+// The table tasks' object state, the state token's entries after the proprioception (at
+// state + kProprioDim, kObjectStateDim floats):
+//   0..2   the block's centre (x/0.3, y/0.3, z/0.15 − 1)
+//   3..4   the goal (x/0.3, y/0.3)
+//   5..7   block − effector, per axis / kRelativeScale
+//   8..9   goal − effector (x, y) / kRelativeScale
+//   10     the block held: +1, else −1
+// What the push and pick_place experts decide on, at the precision they need: a 32×32 render
+// places the block to about a pixel (1.9 cm), as coarse as the push expert's line tolerance, and
+// the effector's height is not in the top-down view. The offsets are the experts' own inputs
+// (each move is toward a point set off from the block or the goal), scaled so a centimetre is a
+// tenth, which a small policy resolves far better than the difference of two absolute entries.
+// Their demonstrations (sim_samples.h) and the environments a policy acts in
+// (engine/rl/table_env.h) carry it.
+inline constexpr int kObjectStateDim = 11;
+inline constexpr double kRelativeScale = 0.1;  // m
+void ObjectState(const SimTasks& tasks, int e, float* state);
+
 }  // namespace engine::sim

@@ -14,12 +14,16 @@ namespace {
 
 constexpr uint64_t kEpisodeSalt = 0x657069736f6465ULL;  // "episode"
 constexpr uint64_t kSampleSalt = 0x73616d706c65ULL;     // "sample"
+constexpr uint64_t kNoiseSalt = 0x6e6f697365ULL;        // "noise"
+// An episode perturbed with σ flips the gripper command on a share kGripFlipPerNoise·σ of its
+// steps (7.5% at σ = 0.3).
+constexpr double kGripFlipPerNoise = 0.25;
 
 }  // namespace
 
 common::Result<std::unique_ptr<SimDemoSource>> SimDemoSource::Create(TaskKind kind, int action_dim,
                                                                      int horizon, uint64_t seed,
-                                                                     int vocab) {
+                                                                     int vocab, double demo_noise) {
   if (action_dim != kActionDim && action_dim < 7) {
     return common::InvalidArgument(
         std::string("the simulated task ") + TaskName(kind) + " needs action_dim 4 (dx, dy, dz, " +
@@ -32,11 +36,38 @@ common::Result<std::unique_ptr<SimDemoSource>> SimDemoSource::Create(TaskKind ki
     return common::InvalidArgument("the simulated tasks' instructions need a vocab of at least " +
                                    std::to_string(InstructionVocab()));
   }
-  return std::unique_ptr<SimDemoSource>(new SimDemoSource(kind, action_dim, horizon, seed));
+  if (!(demo_noise >= 0.0 && demo_noise <= 1.0)) {
+    return common::InvalidArgument("the demonstrations' noise must be in [0, 1]");
+  }
+  return std::unique_ptr<SimDemoSource>(
+      new SimDemoSource(kind, action_dim, horizon, seed, demo_noise));
 }
 
 uint64_t SimDemoSource::EpisodeSeed(uint64_t index) const {
   return common::Rng::ForKey(seed_, kEpisodeSalt, index).NextU64();
+}
+
+SimDemoSource::DemoEpisode SimDemoSource::RunEpisode(uint64_t index) const {
+  const uint64_t episode = EpisodeSeed(index);
+  SimTasks tasks(kind_, 1);
+  tasks.Reset(0, episode);
+  common::Rng rng = common::Rng::ForKey(episode, kNoiseSalt);
+  const double sigma = rng.Uniform(0.0, noise_);  // this episode's perturbation scale
+  DemoEpisode d;
+  d.executed.reserve(static_cast<size_t>(tasks.max_steps()) * kActionDim);
+  d.expert.reserve(d.executed.capacity());
+  for (bool done = false; !done;) {
+    float a[kActionDim];
+    tasks.ExpertAction(0, a);
+    d.expert.insert(d.expert.end(), a, a + kActionDim);
+    for (int k = 0; k < 3; ++k) a[k] += static_cast<float>(sigma * rng.Normal());
+    // The gripper too, now and then: a close on nothing, a dropped block, each with the
+    // expert's way out in the labels that follow.
+    if (rng.Uniform() < kGripFlipPerNoise * sigma) a[3] = -a[3];
+    d.executed.insert(d.executed.end(), a, a + kActionDim);
+    tasks.StepEnv(0, a, &done);
+  }
+  return d;
 }
 
 void SimDemoSource::ToModelAction(const float* a, int action_dim, float* out) {
@@ -50,17 +81,9 @@ void SimDemoSource::MakeSample(uint64_t index, uint64_t sample_seed,
                                PolicySample* out) const {
   (void)vocab;  // every id is below InstructionVocab(), checked against the model's at Create
   const uint64_t episode = EpisodeSeed(index);
-  // The expert's episode, to its end: its actions.
   SimTasks tasks(kind_, 1);
-  tasks.Reset(0, episode);
-  std::vector<float> actions;
-  actions.reserve(static_cast<size_t>(tasks.max_steps()) * kActionDim);
-  for (bool done = false; !done;) {
-    float a[kActionDim];
-    tasks.ExpertAction(0, a);
-    actions.insert(actions.end(), a, a + kActionDim);
-    tasks.StepEnv(0, a, &done);
-  }
+  const DemoEpisode demo = RunEpisode(index);
+  const std::vector<float>& actions = demo.executed;
   const int length = static_cast<int>(actions.size() / kActionDim);
   common::Rng rng = common::Rng::ForKey(sample_seed, kSampleSalt);
   const int t = static_cast<int>(rng.NextU64() % static_cast<uint64_t>(length));
@@ -86,6 +109,7 @@ void SimDemoSource::MakeSample(uint64_t index, uint64_t sample_seed,
                      static_cast<size_t>(f * comp.cameras + cam) * per_camera * kPatchDim);
     }
     Proprioception(tasks, 0, out->states.data() + static_cast<size_t>(f) * kStateDim);
+    ObjectState(tasks, 0, out->states.data() + static_cast<size_t>(f) * kStateDim);
   };
   // Frame f shows the state after max(0, t − frames + 1 + f) steps.
   int stepped = 0;
@@ -109,8 +133,8 @@ void SimDemoSource::MakeSample(uint64_t index, uint64_t sample_seed,
   out->actions.assign(static_cast<size_t>(horizon_) * action_dim_, 0.0f);
   for (int h = 0; h < horizon_; ++h) {
     const int s = t + h;
-    float a[kActionDim] = {0.0f, 0.0f, 0.0f, actions[actions.size() - 1]};
-    if (s < length) std::copy_n(&actions[static_cast<size_t>(s) * kActionDim], kActionDim, a);
+    float a[kActionDim] = {0.0f, 0.0f, 0.0f, demo.expert[demo.expert.size() - 1]};
+    if (s < length) std::copy_n(&demo.expert[static_cast<size_t>(s) * kActionDim], kActionDim, a);
     ToModelAction(a, action_dim_, out->actions.data() + static_cast<size_t>(h) * action_dim_);
   }
   out->weight = 1.0f;

@@ -60,26 +60,76 @@ TEST(SimSamplesTest, SampleIsAPureFunctionOfItsKeysAndHasTheComposition) {
 }
 
 TEST(SimSamplesTest, ChunkIsTheExpertsActionsFromTheObservedState) {
-  // With one frame, the sample's state token is the effector where the chunk starts: replaying
-  // the expert's episode must pass through that state, and act as the chunk says from there.
-  auto src = SimDemoSource::Create(TaskKind::kPush, 4, 4, 2, 512).value();
-  PolicySample s;
-  src->MakeSample(5, 123, Comp(5, 1, 1), 512, &s);
-  SimTasks tasks(TaskKind::kPush, 1);
-  tasks.Reset(0, src->EpisodeSeed(5));
-  bool done = false, found = false;
-  while (!done && !found) {
-    float state[kProprioDim];
-    Proprioception(tasks, 0, state);
-    float a[kActionDim];
-    tasks.ExpertAction(0, a);
-    if (std::memcmp(state, s.states.data(), sizeof(state)) == 0 &&
-        std::memcmp(a, s.actions.data(), sizeof(a)) == 0) {
-      found = true;
+  // With one frame, the sample's state token is the state where the chunk starts: replaying the
+  // episode's (perturbed) actions must pass through that state, and the chunk's first action is
+  // what the expert does there.
+  for (TaskKind kind : {TaskKind::kPush, TaskKind::kPickPlace}) {
+    auto src = SimDemoSource::Create(kind, 4, 4, 2, 512).value();
+    for (uint64_t index : {5, 6, 7}) {
+      PolicySample s;
+      src->MakeSample(index, 123 + index, Comp(5, 1, 1), 512, &s);
+      const SimDemoSource::DemoEpisode demo = src->RunEpisode(index);
+      SimTasks tasks(kind, 1);
+      tasks.Reset(0, src->EpisodeSeed(index));
+      bool done = false, found = false;
+      for (size_t t = 0; !done && !found; ++t) {
+        float state[kProprioDim + kObjectStateDim];
+        Proprioception(tasks, 0, state);
+        ObjectState(tasks, 0, state);
+        float a[kActionDim];
+        tasks.ExpertAction(0, a);
+        EXPECT_EQ(std::memcmp(a, &demo.expert[t * kActionDim], sizeof(a)), 0);
+        if (std::memcmp(state, s.states.data(), sizeof(state)) == 0 &&
+            std::memcmp(a, s.actions.data(), sizeof(a)) == 0) {
+          found = true;
+        }
+        tasks.StepEnv(0, &demo.executed[t * kActionDim], &done);
+      }
+      EXPECT_TRUE(found) << TaskName(kind) << " sample " << index;
     }
-    tasks.StepEnv(0, a, &done);
   }
-  EXPECT_TRUE(found);
+}
+
+TEST(SimSamplesTest, DemonstrationsArePerturbedAndTheExpertStillSucceeds) {
+  // The executed motion departs from the expert's (so the data holds states off its path, each
+  // labelled with the expert's action there), the gripper now and then (a few percent of steps),
+  // and the perturbed episodes still end in success: the reactive expert recovers from where
+  // the noise takes it.
+  for (TaskKind kind : {TaskKind::kPush, TaskKind::kPickPlace}) {
+    auto noisy = SimDemoSource::Create(kind, 4, 4, 3, 512, kDemoNoise).value();
+    auto clean = SimDemoSource::Create(kind, 4, 4, 3, 512, 0.0).value();
+    int perturbed = 0, succeeded = 0;
+    size_t steps = 0, flips = 0;
+    const int episodes = 40;
+    for (uint64_t i = 0; i < episodes; ++i) {
+      const auto d = noisy->RunEpisode(i);
+      const auto c = clean->RunEpisode(i);
+      EXPECT_EQ(c.executed, c.expert);
+      ASSERT_EQ(d.executed.size(), d.expert.size());
+      bool differs = false;
+      for (size_t k = 0; k < d.expert.size(); ++k) {
+        if (k % kActionDim == 3) {
+          flips += d.executed[k] != d.expert[k];
+        } else {
+          differs |= d.executed[k] != d.expert[k];
+        }
+      }
+      steps += d.expert.size() / kActionDim;
+      perturbed += differs;
+      SimTasks tasks(kind, 1);
+      tasks.Reset(0, noisy->EpisodeSeed(i));
+      bool done = false;
+      for (size_t t = 0; !done; ++t) tasks.StepEnv(0, &d.executed[t * kActionDim], &done);
+      succeeded += tasks.Success(0);
+    }
+    EXPECT_GT(flips, 0u) << TaskName(kind);
+    EXPECT_LT(flips, steps / 20) << TaskName(kind);
+    EXPECT_EQ(perturbed, episodes);
+    EXPECT_GE(succeeded, episodes * 9 / 10) << TaskName(kind);
+    std::printf("%s: %d of %d perturbed demonstrations succeed, %zu gripper flips in %zu steps\n",
+                TaskName(kind), succeeded, episodes, flips, steps);
+  }
+  EXPECT_FALSE(SimDemoSource::Create(TaskKind::kPush, 4, 4, 3, 512, -0.1).ok());
 }
 
 TEST(SimSamplesTest, RefusesWhatTheTaskCannotExpress) {

@@ -14,6 +14,14 @@ constexpr uint64_t kResetSalt = 0x7265736574ULL;  // "reset"
 constexpr double kStartSeparation = 0.08;         // m
 constexpr double kArrived = 1e-3;                 // m: the expert's "there"
 constexpr double kContact = kEffectorRadius + kBlockHalf;
+constexpr double kPushStandoff = kContact + 0.01;  // m: where the push expert descends, behind
+constexpr double kApproach = 0.02;  // m: horizontal slack: descend behind, push reach, release
+constexpr double kLow = 0.01;       // m: "level with", "centred on" (the grasp); the funnel tip
+constexpr double kPushZ = kBlockHalf + 0.02;  // m: below this, the push expert pushes
+// m: below this the push expert rises before it travels; above it a straight path toward the travel
+// height clears a block on the table (top plus effector radius, 6.5 cm) by 2.5 cm.
+constexpr double kTravelZ = 0.09;
+constexpr double kFunnelSlope = 2.0;  // m of height per m of horizontal distance
 
 double Norm(double x, double y, double z = 0.0) { return std::sqrt(x * x + y * y + z * z); }
 
@@ -29,6 +37,21 @@ double MoveToward(const TableWorld& w, int e, const double* target, float* a) {
   const double s = m > 1.0 ? 1.0 / m : 1.0;
   for (int k = 0; k < 3; ++k) a[k] = static_cast<float>(d[k] * s);
   return Norm(target[0] - w.ee(e, 0), target[1] - w.ee(e, 1), target[2] - w.ee(e, 2));
+}
+
+// A move down a funnel onto (x, y, z): the height aimed at rises with the horizontal distance
+// d, z + kFunnelSlope·(d − kLow), up to kSafeZ, so the effector comes in high and descends as it
+// closes in, clearing the block's top (at d = 4 cm, the block's contact reach, the funnel is
+// 6 cm above its centre). Below the funnel it rises first: the horizontal move shrinks to
+// nothing as the effector falls kLow to 3·kLow under it. The action is a continuous function of
+// the state, without a phase boundary for a cloned policy to smear.
+void FunnelToward(const TableWorld& w, int e, double x, double y, double z, float* a) {
+  const double ex = w.ee(e, 0), ey = w.ee(e, 1), ez = w.ee(e, 2);
+  const double d = Norm(x - ex, y - ey);
+  const double aim = std::clamp(z + kFunnelSlope * (d - kLow), z, std::max(z, kSafeZ));
+  const double xy = std::clamp(1.0 - (aim - ez - kLow) / (2 * kLow), 0.0, 1.0);
+  const double target[3] = {ex + xy * (x - ex), ey + xy * (y - ey), aim};
+  MoveToward(w, e, target, a);
 }
 
 }  // namespace
@@ -59,7 +82,6 @@ SimTasks::SimTasks(TaskKind kind, int num_envs)
       goal_(static_cast<size_t>(num_envs) * 3, 0.0),
       steps_(num_envs, 0),
       finished_(num_envs, 0),
-      phase_(num_envs, 0),
       stepped_(num_envs, 0),
       last_latency_(num_envs, 0.0) {}
 
@@ -107,7 +129,6 @@ void SimTasks::Reset(int e, uint64_t seed) {
   world_.ResetEnv(e, ee, blocks, block);
   steps_[e] = 0;
   finished_[e] = 0;
-  phase_[e] = 0;
 }
 
 bool SimTasks::Success(int e) const {
@@ -182,7 +203,7 @@ void SimTasks::Step(std::span<const float> actions, std::span<double> rewards,
   StepLatency::Wait(slowest, wait_mode_);
 }
 
-void SimTasks::ExpertAction(int e, float* a) {
+void SimTasks::ExpertAction(int e, float* a) const {
   std::fill(a, a + kActionDim, 0.0f);
   switch (kind_) {
     case TaskKind::kReach:
@@ -202,94 +223,69 @@ void SimTasks::ExpertReach(int e, float* a) const {
   a[3] = -1.0f;
 }
 
-void SimTasks::ExpertPush(int e, float* a) {
+// The table experts are reactive: each step's action is a function of what the observation
+// shows (effector, gripper, block, whether it is held, goal), with the phase read off the
+// geometry rather than remembered, so a policy that sees one frame can clone them. Their tests
+// are generous (kApproach, kTravelZ) and they correct as they go (a descent or a push steers back
+// to its line; pick_place's funnels have no phase boundary at all), so a policy a centimetre off
+// the expert's path gets the action that brings it back rather than one of another phase.
+
+void SimTasks::ExpertPush(int e, float* a) const {
   const TableWorld& w = world_;
   const double* g = &goal_[3 * static_cast<size_t>(e)];
   a[3] = 1.0f;  // closed throughout: a closed gripper pushes instead of straddling
   if (Success(e)) return;
   const double bx = w.block(e, 0, 0), by = w.block(e, 0, 1);
+  const double ex = w.ee(e, 0), ey = w.ee(e, 1), ez = w.ee(e, 2);
   const double gl = std::max(1e-9, Norm(g[0] - bx, g[1] - by));
   const double ux = (g[0] - bx) / gl, uy = (g[1] - by) / gl;  // the push direction
-  const double behind[3] = {bx - ux * (kContact + 0.01), by - uy * (kContact + 0.01), kBlockHalf};
-  int& phase = phase_[e];
-  if (phase == 3) {
-    // Still on the line behind the block? (lateral offset of the block from the effector's line)
-    const double vx = bx - w.ee(e, 0), vy = by - w.ee(e, 1);
-    const double lateral = std::abs(ux * vy - uy * vx);
-    const double along = ux * vx + uy * vy;
-    if (lateral > kRealign || along <= 0.0) phase = 0;
-  }
-  if (phase == 0) {  // rise clear of the block
-    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
-    if (MoveToward(w, e, up, a) < kArrived) phase = 1;
-  }
-  if (phase == 1) {  // above the point behind the block
-    const double over[3] = {behind[0], behind[1], kSafeZ};
-    if (MoveToward(w, e, over, a) < kArrived) phase = 2;
-  }
-  if (phase == 2) {  // down to the table behind it
-    if (MoveToward(w, e, behind, a) < kArrived) phase = 3;
-  }
-  if (phase == 3) {  // push: where the effector is when the block's centre is on the goal
-    const double end[3] = {g[0] - ux * kContact, g[1] - uy * kContact, kBlockHalf};
-    MoveToward(w, e, end, a);
+  const double behind[3] = {bx - ux * kPushStandoff, by - uy * kPushStandoff, kBlockHalf};
+  // Where the block lies as seen from the effector: across the push line and along it.
+  const double vx = bx - ex, vy = by - ey;
+  const double lateral = std::abs(ux * vy - uy * vx);
+  const double along = ux * vx + uy * vy;
+  if (ez < kPushZ && lateral <= kRealign && along > 0.0 && along <= kPushStandoff + kApproach) {
+    // Low and behind the block: push along the line, steering onto it, one step's worth past
+    // the contact point (less near the goal, so the block stops there).
+    const double step = std::min(kMaxStep, gl);
+    const double to[3] = {bx - ux * (kContact - step), by - uy * (kContact - step), kBlockHalf};
+    MoveToward(w, e, to, a);
+  } else if (Norm(behind[0] - ex, behind[1] - ey) < kApproach) {
+    MoveToward(w, e, behind, a);  // above the point behind the block: down to it
+  } else if (ez < kTravelZ) {
+    const double up[3] = {ex, ey, kSafeZ};  // too low to travel: rise clear of the block
+    MoveToward(w, e, up, a);
+  } else {
+    const double over[3] = {behind[0], behind[1], kSafeZ};  // travel above the point behind it
+    MoveToward(w, e, over, a);
   }
 }
 
-void SimTasks::ExpertPickPlace(int e, float* a) {
+void SimTasks::ExpertPickPlace(int e, float* a) const {
   const TableWorld& w = world_;
   const double* g = &goal_[3 * static_cast<size_t>(e)];
   const double bx = w.block(e, 0, 0), by = w.block(e, 0, 1), bz = w.block(e, 0, 2);
-  int& phase = phase_[e];
-  const bool holding = w.held(e) == 0;
-  a[3] = -1.0f;
-  if (phase >= 4 && phase <= 6 && !holding) phase = 0;  // dropped: start again
-  if (phase == 0) {                                     // rise, open
-    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
-    if (MoveToward(w, e, up, a) < kArrived) phase = 1;
-  }
-  if (phase == 1) {  // above the block
-    const double over[3] = {bx, by, kSafeZ};
-    if (MoveToward(w, e, over, a) < kArrived) phase = 2;
-  }
-  if (phase == 2) {  // down around it, fingers open
-    const double at[3] = {bx, by, bz};
-    if (MoveToward(w, e, at, a) < kArrived) {
-      phase = 3;
-      a[3] = 1.0f;  // close on this step
+  const double ex = w.ee(e, 0), ey = w.ee(e, 1), ez = w.ee(e, 2);
+  if (w.held(e) == 0) {
+    a[3] = 1.0f;
+    if (Norm(g[0] - ex, g[1] - ey) < kApproach && bz <= kBlockHalf + kArrived) {
+      a[3] = -1.0f;  // the block sits on the table by the goal: let go
       return;
     }
-  }
-  if (phase == 3) {  // the close took (or not)
-    if (!holding) {
-      phase = 0;
-      return;
-    }
-    phase = 4;
-  }
-  if (phase >= 4) a[3] = 1.0f;
-  if (phase == 4) {  // lift
-    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
-    if (MoveToward(w, e, up, a) < kArrived) phase = 5;
-  }
-  if (phase == 5) {  // carry above the goal
-    const double over[3] = {g[0], g[1], kSafeZ};
-    if (MoveToward(w, e, over, a) < kArrived) phase = 6;
-  }
-  if (phase == 6) {  // lower until the block sits on the table
-    const double down[3] = {g[0], g[1], std::max(kEffectorMinZ, w.ee(e, 2) - (bz - kBlockHalf))};
-    if (MoveToward(w, e, down, a) < kArrived) phase = 7;
-  }
-  if (phase == 7) {  // let go
-    a[3] = -1.0f;
-    phase = 8;
+    // Down the funnel above the goal to where the block touches the table.
+    FunnelToward(w, e, g[0], g[1], ez - (bz - kBlockHalf), a);
     return;
   }
-  if (phase == 8) {  // rise clear
-    a[3] = -1.0f;
-    const double up[3] = {w.ee(e, 0), w.ee(e, 1), kSafeZ};
+  a[3] = -1.0f;
+  if (w.gripper_closed(e)) {  // closed on nothing: open and rise
+    const double up[3] = {ex, ey, kSafeZ};
     MoveToward(w, e, up, a);
+    return;
   }
+  // Down the funnel above the block, fingers open (they straddle it within kGraspRadius), and
+  // close once level with it and centred, well inside the grasp's reach.
+  FunnelToward(w, e, bx, by, bz, a);
+  if (std::abs(ez - bz) < kLow && Norm(bx - ex, by - ey) < kLow) a[3] = 1.0f;
 }
 
 }  // namespace engine::sim

@@ -19,13 +19,18 @@
 // plus kSuccessBonus on the step the success predicate first holds; an episode ends there or
 // at max_steps() (a truncation, not a failure signal of its own).
 //
-// Expert: a state machine per environment (ExpertAction) that reads the true state:
+// Expert (ExpertAction): a function of the current state alone (effector, gripper, block, whether
+// it is held, goal), no memory, so one frame of observation determines its action:
 //   reach       a saturated proportional move to the goal.
-//   push        rise to a safe height, go behind the block on the line goal→block, descend with the
-//               gripper closed, push along the line; if the block leaves the line by more than
-//               kRealign, rise and go behind it again.
-//   pick_place  above the block with the gripper open, descend, close, lift, carry above the goal,
-//               descend, open, rise.
+//   push        low behind the block (within kRealign of the line goal→block): push along the
+//               line, steering onto it; above the point behind the block: descend to it; too low
+//               to travel: rise; otherwise travel at kSafeZ to above the point behind the block.
+//   pick_place  holding: above the goal, lower the block to the table and open once it rests;
+//               else lift and carry above the goal. Not holding: above the block, descend with the
+//               fingers open and close once level with it; else rise and travel above it.
+// Each phase is read off the geometry with margins of a centimetre or two, and each move steers
+// back to its line, so the expert recovers from perturbed states (sim_samples.h perturbs its
+// demonstrations) and a policy slightly off its path is shown the way back.
 //
 // Step latency (optional, SetLatency): StepEnv spends env e's draw for its n-th step since
 // construction, StepLatency::Sample(e, n) — an environment stepped on its own thread takes its
@@ -56,7 +61,7 @@ inline constexpr double kReachTolerance = 0.03;  // m
 inline constexpr double kGoalTolerance = 0.04;   // m
 inline constexpr double kSuccessBonus = 10.0;
 inline constexpr double kSafeZ = 0.12;     // m: the expert's travel height, clear of any block
-inline constexpr double kRealign = 0.012;  // m: the push expert's lateral tolerance
+inline constexpr double kRealign = 0.02;   // m: the push expert's lateral tolerance
 
 class SimTasks {
  public:
@@ -87,9 +92,9 @@ class SimTasks {
   // Seconds the last step of env e was given (0 without a latency model).
   double last_latency(int e) const { return last_latency_[e]; }
 
-  // The scripted expert's action (kActionDim floats) for env e's current state. It keeps a phase
-  // per environment, so call it once per step, before Step.
-  void ExpertAction(int e, float* action);
+  // The scripted expert's action (kActionDim floats) for env e's current state: a function of
+  // that state alone (no memory), so it may be asked any number of times, for any state.
+  void ExpertAction(int e, float* action) const;
 
   // The shaped per-step value of env e's current state (the reward above without the success
   // bonus): RL environments use it as a potential (engine/rl/table_env.h).
@@ -98,15 +103,14 @@ class SimTasks {
  private:
   double Advance(int e, const float* action, bool* done);
   void ExpertReach(int e, float* a) const;
-  void ExpertPush(int e, float* a);
-  void ExpertPickPlace(int e, float* a);
+  void ExpertPush(int e, float* a) const;
+  void ExpertPickPlace(int e, float* a) const;
 
   TaskKind kind_;
   TableWorld world_;
   std::vector<double> goal_;  // (N, 3)
   std::vector<int> steps_;    // (N)
   std::vector<uint8_t> finished_;
-  std::vector<int> phase_;  // (N): the expert's state
   std::optional<StepLatency> latency_;
   StepLatency::WaitMode wait_mode_ = StepLatency::WaitMode::kSleep;
   std::vector<uint64_t> stepped_;     // (N): steps taken in each slot, the latency key

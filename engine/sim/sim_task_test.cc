@@ -56,6 +56,32 @@ TEST(SimTaskTest, ExpertSucceedsOnAtLeast95PercentOfEpisodes) {
   }
 }
 
+TEST(SimTaskTest, TheExpertIsAFunctionOfTheStateAlone) {
+  // Asking the expert again, any number of times, returns the same action and changes nothing
+  // about the episode: it keeps no phase, so a policy seeing the state can clone it.
+  for (TaskKind kind : {TaskKind::kPush, TaskKind::kPickPlace}) {
+    SimTasks once(kind, 1), thrice(kind, 1);
+    once.Reset(0, 77);
+    thrice.Reset(0, 77);
+    bool done_once = false, done_thrice = false;
+    int steps = 0;
+    while (!done_once) {
+      float a[kActionDim], b[kActionDim], c[kActionDim];
+      once.ExpertAction(0, a);
+      thrice.ExpertAction(0, b);
+      thrice.ExpertAction(0, c);
+      ASSERT_EQ(std::memcmp(b, c, sizeof(b)), 0) << TaskName(kind) << " step " << steps;
+      thrice.ExpertAction(0, c);
+      ASSERT_EQ(std::memcmp(a, c, sizeof(a)), 0) << TaskName(kind) << " step " << steps;
+      once.StepEnv(0, a, &done_once);
+      thrice.StepEnv(0, c, &done_thrice);
+      ++steps;
+    }
+    EXPECT_TRUE(done_thrice);
+    EXPECT_TRUE(once.Success(0)) << TaskName(kind);
+  }
+}
+
 TEST(SimTaskTest, SameSeedGivesBitIdenticalTrajectories) {
   for (TaskKind kind : kAll) {
     std::vector<double> a, b, c;
