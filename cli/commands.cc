@@ -251,17 +251,11 @@ class Commands {
     if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
       io_.out << "checkpoint: " << Cell(job["latest_checkpoint"], "path") << "\n";
     }
-    // The engine closes a training run by sampling actions on held-out demonstrations.
+    // A training run ends by sampling actions on held-out demonstrations; an eval job by its
+    // episodes' success rates.
     auto eval = api_.Get("/v1/jobs/" + id + "/events?type=eval&limit=1");
     if (eval.ok() && (*eval)["events"].is_array() && !(*eval)["events"].empty()) {
-      const json& d = (*eval)["events"][0]["data"];
-      char buf[256];
-      std::snprintf(buf, sizeof(buf),
-                    "evaluation: action MSE %.4f vs %.4f for zero actions (%d held-out samples, "
-                    "%d Euler steps)\n",
-                    d.value("action_mse", 0.0), d.value("zero_action_mse", 0.0),
-                    d.value("samples", 0), d.value("euler_steps", 0));
-      io_.out << buf;
+      io_.out << EvalEventLine((*eval)["events"][0]["data"]);
     }
     if (state != "SUCCEEDED" && job.contains("reason")) {
       io_.out << "reason: " << Cell(job, "reason") << "\n";

@@ -174,4 +174,28 @@ std::string RefusalText(const common::Status& s) {
   return field + ": " + s.message();
 }
 
+std::string EvalEventLine(const nlohmann::json& data) {
+  char buf[256];
+  if (data.contains("action_mse")) {
+    std::snprintf(buf, sizeof(buf),
+                  "evaluation: action MSE %.4f vs %.4f for zero actions (%d held-out samples, "
+                  "%d Euler steps)\n",
+                  data.value("action_mse", 0.0), data.value("zero_action_mse", 0.0),
+                  data.value("samples", 0), data.value("euler_steps", 0));
+    return buf;
+  }
+  const nlohmann::json& tasks = data.value("tasks", nlohmann::json::array());
+  if (!tasks.is_array() || tasks.empty()) return "";
+  std::string line = "evaluation:";
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const nlohmann::json& t = tasks[i];
+    if (!t.is_object()) continue;
+    std::snprintf(buf, sizeof(buf), "%s %s %.3f (%d/%d)", i > 0 ? "," : "",
+                  t.value("task", std::string("?")).c_str(), t.value("success_rate", 0.0),
+                  t.value("successes", 0), t.value("episodes", 0));
+    line += buf;
+  }
+  return line + "\n";
+}
+
 }  // namespace cli

@@ -33,4 +33,9 @@ std::string MetricsTable(const nlohmann::json& reply);
 // MEAN_RETURN, POLICY, STEP; a line saying so when there are no results yet.
 std::string EvaluationTable(const nlohmann::json& reply);
 
+// The line `embody watch` ends a job with from its last `eval` event's data: a training run's
+// held-out action MSE, or an eval job's success rate per task ("evaluation: push 0.906 (58/64),
+// ..."); empty for data of neither form.
+std::string EvalEventLine(const nlohmann::json& data);
+
 }  // namespace cli

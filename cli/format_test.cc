@@ -91,5 +91,17 @@ TEST(RefusalTextTest, LeadsWithTheFieldUnlessTheMessageSaysIt) {
   EXPECT_EQ(RefusalText(common::InvalidArgument("no such job")), "no such job");
 }
 
+TEST(EvalEventLineTest, TrainingRunsAndEvalJobsEachGetTheirOwnLine) {
+  EXPECT_EQ(EvalEventLine(nlohmann::json{{"action_mse", 0.143}, {"zero_action_mse", 0.4909},
+                                         {"samples", 64}, {"euler_steps", 4}}),
+            "evaluation: action MSE 0.1430 vs 0.4909 for zero actions (64 held-out samples, 4 "
+            "Euler steps)\n");
+  const nlohmann::json eval_job = nlohmann::json::parse(R"({"type": "eval", "policy": "bc",
+      "tasks": [{"task": "push", "episodes": 64, "successes": 58, "success_rate": 0.90625},
+                {"task": "pick_place", "episodes": 64, "successes": 3, "success_rate": 0.046875}]})");
+  EXPECT_EQ(EvalEventLine(eval_job), "evaluation: push 0.906 (58/64), pick_place 0.047 (3/64)\n");
+  EXPECT_EQ(EvalEventLine(nlohmann::json::object()), "");
+}
+
 }  // namespace
 }  // namespace cli

@@ -82,6 +82,7 @@ SimTasks::SimTasks(TaskKind kind, int num_envs)
       goal_(static_cast<size_t>(num_envs) * 3, 0.0),
       steps_(num_envs, 0),
       finished_(num_envs, 0),
+      lifted_(num_envs, 0),
       stepped_(num_envs, 0),
       last_latency_(num_envs, 0.0) {}
 
@@ -129,6 +130,7 @@ void SimTasks::Reset(int e, uint64_t seed) {
   world_.ResetEnv(e, ee, blocks, block);
   steps_[e] = 0;
   finished_[e] = 0;
+  lifted_[e] = 0;
 }
 
 bool SimTasks::Success(int e) const {
@@ -140,7 +142,8 @@ bool SimTasks::Success(int e) const {
     case TaskKind::kPush:
     case TaskKind::kPickPlace: {
       const bool near = Norm(w.block(e, 0, 0) - g[0], w.block(e, 0, 1) - g[1]) < kGoalTolerance;
-      return near && (kind_ == TaskKind::kPush || w.BlockResting(e, 0));
+      if (kind_ == TaskKind::kPush) return near;
+      return near && lifted_[e] != 0 && w.BlockResting(e, 0);
     }
   }
   return false;
@@ -170,6 +173,10 @@ double SimTasks::Advance(int e, const float* action, bool* done) {
   ++stepped_[e];
   world_.StepEnv(e, action);
   ++steps_[e];
+  if (kind_ == TaskKind::kPickPlace && world_.held(e) == 0 &&
+      world_.block(e, 0, 2) - kBlockHalf > kLiftClearance) {
+    lifted_[e] = 1;
+  }
   double r = Shaped(e);
   const bool success = Success(e);
   if (success) r += kSuccessBonus;

@@ -4,7 +4,9 @@
 //   push        push the block so its centre lies within kGoalTolerance (horizontally) of a goal
 //               on the table; the block stays on the table.
 //   pick_place  grasp the block, lift it, carry it and put it down with its centre within
-//               kGoalTolerance of a goal on the table; success needs it released and resting.
+//               kGoalTolerance of a goal on the table; success needs it released and resting,
+//               and lifted (held more than kLiftClearance above the table) earlier in the
+//               episode, so a block pushed to the goal is not a pick and place.
 //
 // Reset(e, seed) draws env e's start state and goal from common::Rng::ForKey(seed, kResetSalt,
 // task): the effector in the air, the block on the table at least 8 cm from the effector's
@@ -61,6 +63,9 @@ inline constexpr double kReachTolerance = 0.03;  // m
 inline constexpr double kGoalTolerance = 0.04;   // m
 inline constexpr double kSuccessBonus = 10.0;
 inline constexpr double kSafeZ = 0.12;     // m: the expert's travel height, clear of any block
+// m: pick_place counts its block as picked once it has been held with its bottom this far above
+// the table; only then can putting it down succeed (pushing it to the goal does not).
+inline constexpr double kLiftClearance = 0.02;
 inline constexpr double kRealign = 0.02;   // m: the push expert's lateral tolerance
 
 class SimTasks {
@@ -111,6 +116,7 @@ class SimTasks {
   std::vector<double> goal_;  // (N, 3)
   std::vector<int> steps_;    // (N)
   std::vector<uint8_t> finished_;
+  std::vector<uint8_t> lifted_;  // (N): pick_place's block has been picked this episode
   std::optional<StepLatency> latency_;
   StepLatency::WaitMode wait_mode_ = StepLatency::WaitMode::kSleep;
   std::vector<uint64_t> stepped_;     // (N): steps taken in each slot, the latency key

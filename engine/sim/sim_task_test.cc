@@ -150,22 +150,42 @@ TEST(SimTaskTest, SuccessEndsTheEpisodeWithTheBonusAndIdleStepsDoNot) {
   EXPECT_FALSE(tasks.Success(0));
 }
 
-TEST(SimTaskTest, PickPlaceNeedsTheBlockPutDown) {
+TEST(SimTaskTest, PickPlaceNeedsTheBlockPickedAndPutDown) {
   SimTasks tasks(TaskKind::kPickPlace, 1);
   tasks.Reset(0, 11);
   TableWorld& w = tasks.mutable_world();
-  // Held over the goal: not yet a success; released there: success.
+  // On the goal without having been lifted (pushed there, or grasped and let go in place): not
+  // a success. Push counts the same position.
   w.SetEffector(0, tasks.goal(0, 0), tasks.goal(0, 1), kBlockHalf);
   w.SetBlock(0, 0, tasks.goal(0, 0), tasks.goal(0, 1), kBlockHalf);
   const float close[kActionDim] = {0, 0, 0, 1}, open[kActionDim] = {0, 0, 0, -1};
+  const float up[kActionDim] = {0, 0, 1, 1}, down[kActionDim] = {0, 0, -1, 1};
   bool done = false;
   tasks.StepEnv(0, close, &done);
   ASSERT_EQ(w.held(0), 0);
-  EXPECT_FALSE(tasks.Success(0));
+  EXPECT_FALSE(tasks.Success(0)) << "held";
+  tasks.StepEnv(0, open, &done);
+  EXPECT_FALSE(tasks.Success(0)) << "released where it lay: never picked";
+  EXPECT_FALSE(done);
+  // Grasped, lifted past kLiftClearance, put down on the goal, released: success.
+  tasks.StepEnv(0, close, &done);
+  ASSERT_EQ(w.held(0), 0);
+  for (int i = 0; i < 40 && w.block(0, 0, 2) - kBlockHalf <= kLiftClearance + 0.005; ++i) {
+    tasks.StepEnv(0, up, &done);
+  }
+  ASSERT_GT(w.block(0, 0, 2) - kBlockHalf, kLiftClearance);
+  for (int i = 0; i < 60 && w.block(0, 0, 2) - kBlockHalf > 1e-6; ++i) tasks.StepEnv(0, down, &done);
+  EXPECT_FALSE(tasks.Success(0)) << "still held";
   const double r = tasks.StepEnv(0, open, &done);
   EXPECT_TRUE(tasks.Success(0));
   EXPECT_TRUE(done);
   EXPECT_GT(r, kSuccessBonus - 1.0);
+
+  SimTasks push(TaskKind::kPush, 1);
+  push.Reset(0, 11);
+  push.mutable_world().SetBlock(0, 0, push.goal(0, 0), push.goal(0, 1), kBlockHalf);
+  push.StepEnv(0, open, &done);
+  EXPECT_TRUE(push.Success(0));
 }
 
 TEST(SimTaskTest, ParsesTaskNames) {
