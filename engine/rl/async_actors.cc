@@ -438,6 +438,31 @@ void SegmentQueue::Close(common::Status why) {
   cv_.notify_all();
 }
 
+common::Result<std::unique_ptr<ThreadActing>> ThreadActing::Start(ActorSetup setup,
+                                                                  bool env_async) {
+  std::unique_ptr<ThreadActing> a(new ThreadActing(*setup.store));
+  setup.queue = &a->queue_;
+  EMBODY_ASSIGN_OR_RETURN(actors, env_async ? StartEnvActors(setup) : StartLockstepActors(setup));
+  a->actors_ = std::move(actors);
+  return a;
+}
+
+ThreadActing::~ThreadActing() {
+  store_.Close();
+  queue_.Close(common::Unavailable("the run ended"));
+  actors_.reset();
+}
+
+ActorTotals ThreadActing::totals() const {
+  const ActorCounters& c = actors_->counters();
+  ActorTotals t;
+  t.wait_ns = c.gate_wait_ns.load() + c.inference_wait_ns.load();
+  t.inferences = c.inferences.load();
+  t.inferred = c.inferred.load();
+  t.env_threads = actors_->env_threads();
+  return t;
+}
+
 common::Rng ActionNoise(uint64_t seed, int rank, int env, int64_t step) {
   return common::Rng::ForKey(seed, kActSalt + (static_cast<uint64_t>(rank) << 24),
                              static_cast<uint64_t>(env), static_cast<uint64_t>(step));

@@ -136,6 +136,46 @@ class Actors {
 common::Result<std::unique_ptr<Actors>> StartLockstepActors(const ActorSetup& setup);
 common::Result<std::unique_ptr<Actors>> StartEnvActors(const ActorSetup& setup);
 
+// Where a learner's trajectories come from, and where its versions go besides its own store:
+// actors on this rank's threads (ThreadActing), or rollout ranks (rollout_ranks.h).
+class Acting {
+ public:
+  virtual ~Acting() = default;
+  // Blocks until `count` segments of `batch` are in, then removes and returns them in the order
+  // they arrived. Errors: an actor's, or the run is stopping.
+  virtual common::Result<std::vector<Segment>> Take(int64_t batch, int count) = 0;
+  // Segments in and not yet taken.
+  virtual int depth() const = 0;
+  // After the learner's store has `version`.
+  virtual void Publish(ActorCritic& policy, int64_t version) = 0;
+  virtual ActorTotals totals() const = 0;
+};
+
+// Actors on this rank's threads (lockstep, or level 2's with env_async) reading setup.store,
+// streaming into a queue of their own (setup.queue is ignored). The destructor closes the store
+// and the queue, which is what lets the threads end, then joins them.
+class ThreadActing final : public Acting {
+ public:
+  static common::Result<std::unique_ptr<ThreadActing>> Start(ActorSetup setup, bool env_async);
+  ~ThreadActing() override;
+  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override {
+    return queue_.Take(batch, count);
+  }
+  int depth() const override { return queue_.depth(); }
+  void Publish(ActorCritic&, int64_t) override {}  // the actors read the store
+  ActorTotals totals() const override;
+  // The oldest segment of any batch (SegmentQueue::PopFor).
+  common::Result<bool> PopFor(std::chrono::microseconds timeout, Segment* out) {
+    return queue_.PopFor(timeout, out);
+  }
+
+ private:
+  explicit ThreadActing(PolicyStore& store) : store_(store) {}
+  PolicyStore& store_;
+  SegmentQueue queue_;
+  std::unique_ptr<Actors> actors_;
+};
+
 // The noise of environment `env`'s step `step` on `rank`: the same whichever way it is acted.
 common::Rng ActionNoise(uint64_t seed, int rank, int env, int64_t step);
 

@@ -88,71 +88,6 @@ double MeanStaleness(const std::vector<int64_t>& versions, int64_t version, Comm
   return count > 0 ? comm.AllreduceSum(sum) / count : 0.0;
 }
 
-// Where the learner's segments come from and where its versions go (besides its own store).
-class Acting {
- public:
-  virtual ~Acting() = default;
-  virtual common::Result<std::vector<Segment>> Take(int64_t batch, int count) = 0;
-  virtual int depth() const = 0;
-  virtual void Publish(ActorCritic& policy, int64_t version) = 0;
-  virtual ActorTotals totals() const = 0;
-};
-
-// Actors on this rank's threads, reading the learner's store.
-class LocalActing final : public Acting {
- public:
-  static common::Result<std::unique_ptr<LocalActing>> Start(ActorSetup setup, bool env_async) {
-    std::unique_ptr<LocalActing> a(new LocalActing(*setup.store));
-    setup.queue = &a->queue_;
-    EMBODY_ASSIGN_OR_RETURN(actors, env_async ? StartEnvActors(setup) : StartLockstepActors(setup));
-    a->actors_ = std::move(actors);
-    return a;
-  }
-  // Closing the store and the queue is what lets the actors' threads end.
-  ~LocalActing() override {
-    store_.Close();
-    queue_.Close(common::Unavailable("the run ended"));
-    actors_.reset();
-  }
-  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override {
-    return queue_.Take(batch, count);
-  }
-  int depth() const override { return queue_.depth(); }
-  void Publish(ActorCritic&, int64_t) override {}  // the actors read the store
-  ActorTotals totals() const override {
-    const ActorCounters& c = actors_->counters();
-    ActorTotals t;
-    t.wait_ns = c.gate_wait_ns.load() + c.inference_wait_ns.load();
-    t.inferences = c.inferences.load();
-    t.inferred = c.inferred.load();
-    t.env_threads = actors_->env_threads();
-    return t;
-  }
-
- private:
-  explicit LocalActing(PolicyStore& store) : store_(store) {}
-  PolicyStore& store_;
-  SegmentQueue queue_;
-  std::unique_ptr<Actors> actors_;
-};
-
-// Rollout ranks (rollout_ranks.h).
-class RemoteActing final : public Acting {
- public:
-  RemoteActing(Communicator& world, const RolloutLayout& layout, int envs, int64_t batches,
-               const std::atomic<bool>* stop)
-      : ranks_(world, layout, envs, batches, stop) {}
-  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override {
-    return ranks_.Take(batch, count);
-  }
-  int depth() const override { return ranks_.depth(); }
-  void Publish(ActorCritic& policy, int64_t version) override { ranks_.Publish(policy, version); }
-  ActorTotals totals() const override { return ranks_.totals(); }
-
- private:
-  RolloutRanks ranks_;
-};
-
 // Whether a Take failed because the run is stopping (not for an actor's error).
 bool Stopping(const SyncPpoOptions& options, const common::Result<std::vector<Segment>>& taken) {
   return !taken.ok() && options.stop_requested != nullptr && options.stop_requested->load();
@@ -198,7 +133,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
   PolicyStore store(*policy);
   std::unique_ptr<Acting> acting;
   if (remote) {
-    acting = std::make_unique<RemoteActing>(comm, layout, rl.envs, total_updates,
+    acting = std::make_unique<RolloutRanks>(comm, layout, rl.envs, total_updates,
                                             options.stop_requested);
   } else {
     ActorSetup setup;
@@ -208,7 +143,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
     setup.max_staleness = eta;
     setup.store = &store;
     setup.batches = total_updates;
-    EMBODY_ASSIGN_OR_RETURN(local, LocalActing::Start(setup, rl.env_async));
+    EMBODY_ASSIGN_OR_RETURN(local, ThreadActing::Start(setup, rl.env_async));
     acting = std::move(local);
   }
 

@@ -274,7 +274,6 @@ common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, Acto
   const int learner = layout.LearnerOf(world.rank());
   EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
   PolicyStore store(policy);
-  SegmentQueue queue;
   ActorSetup setup;
   setup.engine = options.engine;
   setup.policy = config;
@@ -283,27 +282,13 @@ common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, Acto
   setup.rank = world.rank() - layout.learners;
   setup.max_staleness = rl.max_staleness;
   setup.store = &store;
-  setup.queue = &queue;
   setup.batches = batches;
   SyncPpoResult result;
-  common::Status failed = common::Status::Ok();
   std::vector<bool> learner_ended(1, false);
-  {
-    std::unique_ptr<Actors> actors;
-    struct Closer {
-      PolicyStore& store;
-      SegmentQueue& queue;
-      ~Closer() {
-        store.Close();
-        queue.Close(common::Unavailable("the run ended"));
-      }
-    } closer{store, queue};
-    auto started = rl.env_async ? StartEnvActors(setup) : StartLockstepActors(setup);
-    if (!started.ok()) {
-      failed = started.status();
-    } else {
-      actors = std::move(*started);
-    }
+  auto started = ThreadActing::Start(setup, rl.env_async);
+  common::Status failed = started.status();
+  if (failed.ok()) {
+    ThreadActing& acting = **started;
     const int64_t total = batches * rl.envs;
     int64_t sent = 0;
     std::string bytes;
@@ -330,22 +315,17 @@ common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, Acto
       }
       if (!failed.ok() || learner_ended[0]) break;
       Segment s;
-      auto popped = queue.PopFor(kPoll, &s);
+      auto popped = acting.PopFor(kPoll, &s);
       if (!popped.ok()) {
         failed = popped.status();
         break;
       }
       if (!*popped) continue;
-      const ActorCounters& c = actors->counters();
-      ActorTotals t;
-      t.wait_ns = c.gate_wait_ns.load() + c.inference_wait_ns.load();
-      t.inferences = c.inferences.load();
-      t.inferred = c.inferred.load();
-      t.env_threads = actors->env_threads();
-      world.SendBytes(learner, kToLearner, EncodeSegment(s, t));
+      world.SendBytes(learner, kToLearner, EncodeSegment(s, acting.totals()));
       ++sent;
     }
-  }  // the actors stop here
+    started->reset();  // the actors stop here
+  }
   if (!failed.ok()) world.SendBytes(learner, kToLearner, kFailure + failed.ToString());
   world.SendBytes(learner, kToLearner, std::string(1, kEnd));
   DrainUntilEnded(world, kToRollout, learner, &learner_ended);

@@ -57,21 +57,21 @@ common::Status DecodeWeights(const std::string& bytes, std::vector<float>* trunk
 // The learner's side: its rollout ranks' segments, and versions sent back. Take blocks (polling
 // the communicator, so only the calling thread talks MPI) until `count` segments of `batch` are
 // in; it fails on a rollout rank's error message, or with Unavailable once *stop is set.
-class RolloutRanks {
+class RolloutRanks final : public Acting {
  public:
   // `world` is the world communicator; segments arrive at most `batches` per environment.
   RolloutRanks(Communicator& world, const RolloutLayout& layout, int envs_per_rank, int64_t batches,
                const std::atomic<bool>* stop);
   // Sends the end message and drains (the ending above).
-  ~RolloutRanks();
+  ~RolloutRanks() override;
   RolloutRanks(const RolloutRanks&) = delete;
   RolloutRanks& operator=(const RolloutRanks&) = delete;
 
-  common::Result<std::vector<Segment>> Take(int64_t batch, int count);
-  int depth() const { return static_cast<int>(arrived_.size()); }
+  common::Result<std::vector<Segment>> Take(int64_t batch, int count) override;
+  int depth() const override { return static_cast<int>(arrived_.size()); }
   // Sends `version` to every rollout rank of this learner (not when version ≥ batches).
-  void Publish(ActorCritic& policy, int64_t version);
-  ActorTotals totals() const;
+  void Publish(ActorCritic& policy, int64_t version) override;
+  ActorTotals totals() const override;
 
  private:
   common::Status Receive(bool* got);
