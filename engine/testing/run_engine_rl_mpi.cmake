@@ -12,32 +12,32 @@ set(ENV{OMPI_ALLOW_RUN_AS_ROOT} 1)
 set(ENV{OMPI_ALLOW_RUN_AS_ROOT_CONFIRM} 1)
 unset(ENV{EMBODY_AGENT_URL})
 unset(ENV{EMBODY_RESUME_FROM})
-execute_process(
-  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${BC_SPEC}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "behaviour cloning under mpirun failed (${rc}):\n${err}")
-endif()
-if(NOT EXISTS "${WORK_DIR}/ckpt/step-40.ckpt")
-  message(FATAL_ERROR "behaviour cloning wrote no ${WORK_DIR}/ckpt/step-40.ckpt")
-endif()
+
+# Runs embody-engine on `spec` under mpirun with `np` ranks; fails naming `what` unless it exits 0,
+# prints every regex in ARGN (stdout and stderr) and leaves the file `leaves`.
+function(run_engine what np spec leaves)
+  execute_process(
+    COMMAND "${MPIEXEC}" -np ${np} --oversubscribe "${ENGINE}" --spec "${spec}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  message("${out}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${err}")
+  endif()
+  foreach(want ${ARGN})
+    if(NOT "${out}${err}" MATCHES "${want}")
+      message(FATAL_ERROR "${what}: output lacks '${want}':\n${out}\n${err}")
+    endif()
+  endforeach()
+  if(NOT EXISTS "${leaves}")
+    message(FATAL_ERROR "${what} left no ${leaves}")
+  endif()
+endfunction()
+
+run_engine("behaviour cloning under mpirun" 2 "${BC_SPEC}" "${WORK_DIR}/ckpt/step-40.ckpt")
 
 set(ENV{EMBODY_RESUME_FROM} "${WORK_DIR}/ckpt/step-40.ckpt")
-execute_process(
-  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${RL_SPEC}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
-message("${out}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "rl under mpirun failed (${rc}):\n${err}")
-endif()
-foreach(want "policy trunk loaded" "rl: 3 updates, 384 env steps")
-  if(NOT "${out}${err}" MATCHES "${want}")
-    message(FATAL_ERROR "output lacks '${want}':\n${out}\n${err}")
-  endif()
-endforeach()
-if(NOT EXISTS "${WORK_DIR}/ckpt/step-3.ckpt")
-  message(FATAL_ERROR "the rl job left no policy ${WORK_DIR}/ckpt/step-3.ckpt")
-endif()
+run_engine("rl under mpirun" 2 "${RL_SPEC}" "${WORK_DIR}/ckpt/step-3.ckpt"
+           "policy trunk loaded" "rl: 3 updates, 384 env steps")
 
 # The same job with level 1 across ranks: rank 0 learns, rank 1 acts (4 environments, so 64 steps
 # an update), from the same behaviour-cloning trunk, which the rollout rank must get too.
@@ -47,21 +47,9 @@ string(REPLACE "\"rl\": {" "\"rl\": {\"disaggregated\": {\"rollout_ranks\": 1}, 
 file(WRITE "${WORK_DIR}/rollout_ranks.json" "${spec}")
 file(MAKE_DIRECTORY "${WORK_DIR}/ranks")
 set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ranks")
-execute_process(
-  COMMAND "${MPIEXEC}" -np 2 --oversubscribe "${ENGINE}" --spec "${WORK_DIR}/rollout_ranks.json"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
-message("${out}")
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "rl with rollout ranks failed (${rc}):\n${err}")
-endif()
-foreach(want "rollout_ranks 1" "policy trunk loaded" "rl: 6 updates, 384 env steps")
-  if(NOT "${out}${err}" MATCHES "${want}")
-    message(FATAL_ERROR "output lacks '${want}':\n${out}\n${err}")
-  endif()
-endforeach()
-if(NOT EXISTS "${WORK_DIR}/ranks/step-6.ckpt")
-  message(FATAL_ERROR "the rl job with rollout ranks left no policy ${WORK_DIR}/ranks/step-6.ckpt")
-endif()
+run_engine("rl with rollout ranks" 2 "${WORK_DIR}/rollout_ranks.json"
+           "${WORK_DIR}/ranks/step-6.ckpt"
+           "rollout_ranks 1" "policy trunk loaded" "rl: 6 updates, 384 env steps")
 set(ENV{EMBODY_CHECKPOINT_DIR} "${WORK_DIR}/ckpt")
 
 # The closed loop: kind "eval" on the BC checkpoint and on the rl policy (EVAL_SPEC, one rank).
