@@ -9,25 +9,14 @@
 
 #include "engine/dist/mpi_communicator.h"
 #include "engine/rl/async_ppo.h"
+#include "engine/testing/small_reach.h"
 
 namespace engine::rl {
 namespace {
 
-// A 1-layer policy on a position-only reach, 4 environments × 8 steps per rollout rank.
+// The tests' tiny reach with its actors on `rollout_ranks` ranks of their own.
 SyncPpoOptions TinyRl(int rollout_ranks, int updates) {
-  SyncPpoOptions o;
-  o.engine.seed = 5;
-  o.engine.model.d_model = 16;
-  o.engine.model.layers = 1;
-  o.engine.model.heads = 2;
-  o.engine.model.mlp = 32;
-  o.engine.model.action_dim = 3;
-  o.engine.model.action_horizon = 1;
-  o.engine.rl.envs = 4;
-  o.engine.rl.rollout_steps = 8;
-  o.engine.rl.total_env_steps = 4 * 8 * rollout_ranks * updates;
-  o.engine.rl.cameras = 0;
-  o.engine.rl.minibatches = 2;
+  SyncPpoOptions o = testing::TinyReach(rollout_ranks, updates, 5);
   o.engine.rl.disaggregated = true;
   o.engine.rl.rollout_ranks = rollout_ranks;
   return o;

@@ -12,28 +12,13 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/rl/async_ppo.h"
 #include "engine/rl/sync_ppo.h"
+#include "engine/testing/small_reach.h"
 
 namespace engine::rl {
 namespace {
 
-// A 1-layer policy on a position-only reach, 4 environments × 8 steps per rank, run for
-// `updates` updates over 2 ranks.
-SyncPpoOptions TinyRl(int updates) {
-  SyncPpoOptions o;
-  o.engine.seed = 3;
-  o.engine.model.d_model = 16;
-  o.engine.model.layers = 1;
-  o.engine.model.heads = 2;
-  o.engine.model.mlp = 32;
-  o.engine.model.action_dim = 3;
-  o.engine.model.action_horizon = 1;
-  o.engine.rl.envs = 4;
-  o.engine.rl.rollout_steps = 8;
-  o.engine.rl.total_env_steps = 4 * 8 * 2 * updates;
-  o.engine.rl.cameras = 0;
-  o.engine.rl.minibatches = 2;
-  return o;
-}
+// The tests' tiny reach over 2 ranks.
+SyncPpoOptions TinyRl(int updates) { return testing::TinyReach(2, updates, 3); }
 
 TEST(MpiSyncPpoTest, ReplicasStayIdenticalAcrossRanks) {
   MpiCommunicator comm;

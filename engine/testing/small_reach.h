@@ -33,6 +33,27 @@ inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
   return o;
 }
 
+// The MPI rl tests' tinier reach: a 1-layer policy (d_model 16, 2 heads, MLP 32) on a
+// position-only arm, 4 environments × 8 steps a rollout per acting rank, run for `updates`
+// updates of `acting_ranks` ranks' environments.
+inline rl::SyncPpoOptions TinyReach(int acting_ranks, int updates, uint64_t seed) {
+  rl::SyncPpoOptions o;
+  api::EngineOptions& e = o.engine;
+  e.seed = seed;
+  e.model.d_model = 16;
+  e.model.layers = 1;
+  e.model.heads = 2;
+  e.model.mlp = 32;
+  e.model.action_dim = 3;
+  e.model.action_horizon = 1;
+  e.rl.envs = 4;
+  e.rl.rollout_steps = 8;
+  e.rl.total_env_steps = int64_t{4} * 8 * acting_ranks * updates;
+  e.rl.cameras = 0;
+  e.rl.minibatches = 2;
+  return o;
+}
+
 // The mean success rate of updates [begin, end), over those in which an episode ended (0 when
 // none did).
 inline double MeanSuccess(const std::vector<rl::UpdateRecord>& u, size_t begin, size_t end) {
