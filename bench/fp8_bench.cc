@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -26,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/load_average.h"
 #include "engine/fp8/block_quant.h"
 #include "engine/fp8/codec.h"
 #include "engine/fp8/cpu_path.h"
@@ -45,14 +45,6 @@ struct Flags {
   bool weight_only = false;  // only the weight bytes and the weight-only products
 };
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
 
 void Check(const common::Status& s) {
   if (!s.ok()) {
@@ -162,8 +154,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  nlohmann::json out = {{"bench", "fp8"}, {"cpu", CpuModel()}, {"reps", flags.reps}};
-  std::printf("fp8_bench on %s; CPU paths:", CpuModel().c_str());
+  nlohmann::json out = {{"bench", "fp8"}, {"cpu", bench::CpuModel()}, {"reps", flags.reps}};
+  std::printf("fp8_bench on %s; CPU paths:", bench::CpuModel().c_str());
   std::vector<std::string> paths;
   for (CpuPath p : engine::fp8::SupportedCpuPaths()) paths.push_back(engine::fp8::CpuPathName(p));
   for (const auto& p : paths) std::printf(" %s", p.c_str());

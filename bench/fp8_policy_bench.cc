@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,14 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown";
-}
 
 template <typename T>
 T OrDie(common::Result<T> r, const char* what) {
@@ -126,11 +117,11 @@ int main(int argc, char** argv) {
   std::printf(
       "fp8_policy_bench on %s, load average %.2f; fp32 compute %s; fp8 weight-only product %s "
       "(cpu path %s); %d Euler steps, task %s, %d reps\n\n",
-      CpuModel().c_str(), load, engine::LinearComputeName(active),
+      bench::CpuModel().c_str(), load, engine::LinearComputeName(active),
       bf16 ? "bf16 dot (VDPBF16PS)" : "fp32 activations", engine::fp8::ActiveCpuPathName(),
       e.model.inference_steps, task.c_str(), reps);
   nlohmann::json out = {{"bench", "fp8_policy"},
-                        {"cpu", CpuModel()},
+                        {"cpu", bench::CpuModel()},
                         {"load_average", load},
                         {"fp32_compute", engine::LinearComputeName(active)},
                         {"fp8_product", bf16 ? "bf16_dot" : "fp32_activations"},
