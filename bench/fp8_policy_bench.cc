@@ -1,18 +1,23 @@
 // Policy inference latency, fp32 vs FP8 weights, at batch 1, 4 and 8: the reference policy
 // (d_model 256, 4 layers, 8 heads, MLP 1024, horizon 16, action_dim 7, 4 Euler steps) acting on
 // a batch of `reach` observations the way closed-loop evaluation and rollouts run it
-// (engine/eval: LoadEvalPolicy on a checkpoint's bytes, FlowPolicyActor::Act). Three modes,
+// (engine/eval: LoadEvalPolicy on a checkpoint's bytes, FlowPolicyActor::Act). Up to four modes,
 // interleaved rep by rep:
 //   fp32        the checkpoint as trained, its Linears on the engine's fp32 compute (oneDNN or
 //               Eigen, as this process chose; the name is printed)
 //   fp32 eigen  the same on Eigen, where the process's compute is not Eigen
 //   fp8         the checkpoint quantised as `embody-engine quantize` does (the blocks' Linears,
 //               E4M3 128 × 128 blocks) and loaded from the FP8 checkpoint's bytes; its products
-//               run MatmulWeightFp8 as inference does (the bf16 product where the CPU has it)
-// Weights are the seeded initialisation: latency does not depend on training. Prints the CPU,
-// load average, median and best per call, ratios, and one JSON line.
+//               run as inference runs them (LinearForwardMaybeFp8: the weight-only product on
+//               the codes below kFp8GemmMinRows rows, the bf16 GEMM from there)
+//   bf16        the fp32 checkpoint on oneDNN's bf16 compute, where the CPU runs bf16 natively
+// Weights are the seeded initialisation: latency does not depend on training. --by-rows also
+// times the fp8 policy's products alone at row counts from 8 to 376, three ways (the weight-only
+// product on the codes, oneDNN's bf16 GEMM on the dequantised weights, fp32): the measurement
+// behind kFp8GemmMinRows (engine/model/linear_fast.h). Prints the CPU, load average, median and
+// best per call, ratios, and one JSON line.
 //
-//   fp8_policy_bench [--reps 40] [--task reach]
+//   fp8_policy_bench [--reps 40] [--task reach] [--by-rows]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -28,6 +33,7 @@
 #include "engine/checkpoint.h"
 #include "engine/checkpoint_model.h"
 #include "engine/eval/eval_policy.h"
+#include "engine/fp8/block_quant.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
@@ -85,6 +91,8 @@ int main(int argc, char** argv) {
   std::string task = "reach";
   app.add_option("--reps", reps, "timed calls per mode and batch")->check(CLI::Range(1, 100000));
   app.add_option("--task", task, "observations of this built-in task");
+  bool by_rows = false;
+  app.add_flag("--by-rows", by_rows, "also time the fp8 policy's products by row count");
   CLI11_PARSE(app, argc, argv);
 
   api::EngineOptions e;
@@ -113,6 +121,7 @@ int main(int argc, char** argv) {
   const engine::LinearCompute active = engine::ActiveLinearCompute();
   const bool eigen_too = active != engine::LinearCompute::kEigenFp32;
   const bool bf16 = engine::fp8::Bf16DotRuns(engine::fp8::Format::kE4M3);
+  const bool bf16_compute = engine::Bf16ComputeSupported();
   const double load = bench::LoadAverage();
   std::printf(
       "fp8_policy_bench on %s, load average %.2f; fp32 compute %s; fp8 weight-only product %s "
@@ -147,6 +156,15 @@ int main(int argc, char** argv) {
         engine::SetLinearCompute(active);
       });
     }
+    std::vector<float> a16;
+    const size_t i_bf16 = modes.size();
+    if (bf16_compute) {
+      modes.push_back([&] {
+        engine::SetLinearCompute(engine::LinearCompute::kOnednnBf16);
+        OrDie(p32.actor->Act(obs, 11, &a16), "fp32 checkpoint on bf16 act");
+        engine::SetLinearCompute(active);
+      });
+    }
     const std::vector<Timing> t = Interleaved(reps, modes);
     // How far the fp8 policy's actions are from the fp32 one's (same observations and noise).
     double num = 0, den = 0;
@@ -164,6 +182,10 @@ int main(int argc, char** argv) {
                 t[0].median_us / t[1].median_us);
     if (eigen_too) std::printf(", eigen/fp8 %.2fx", t[2].median_us / t[1].median_us);
     std::printf("  (actions relative L2 %.2e)\n", rel);
+    if (bf16_compute) {
+      std::printf("    fp32 checkpoint on bf16 compute %8.1f us (best %8.1f)  fp32/bf16 %.2fx\n",
+                  t[i_bf16].median_us, t[i_bf16].best_us, t[0].median_us / t[i_bf16].median_us);
+    }
     auto& j = out["batch_" + std::to_string(batch)];
     j = {{"fp32_us", t[0].median_us},
          {"fp32_best_us", t[0].best_us},
@@ -172,10 +194,61 @@ int main(int argc, char** argv) {
          {"ratio", t[0].median_us / t[1].median_us},
          {"actions_relative_l2", rel},
          {"rows", rows}};
+    if (bf16_compute) {
+      j["bf16_us"] = t[i_bf16].median_us;
+      j["ratio_bf16"] = t[0].median_us / t[i_bf16].median_us;
+    }
     if (eigen_too) {
       j["fp32_eigen_us"] = t[2].median_us;
       j["fp32_eigen_best_us"] = t[2].best_us;
       j["ratio_vs_eigen"] = t[2].median_us / t[1].median_us;
+    }
+  }
+  if (by_rows && bf16_compute) {
+    // The FP8 policy's own products at the row counts a batch gives them, three ways each.
+    std::vector<const engine::fp8::Fp8Matrix*> mats;
+    std::vector<std::vector<float>> deq;
+    for (const auto& [name, parts] : p8.flow->fp8_weights()) {
+      for (const auto& m : parts) {
+        mats.push_back(&m);
+        deq.emplace_back(static_cast<size_t>(m.rows) * m.cols);
+        engine::fp8::Dequantize(m, deq.back().data());
+      }
+    }
+    std::printf(
+        "\nthe fp8 policy's %zu products, all in one pass, by rows (M): the weight-only product on "
+        "the codes (fp8 %s), oneDNN's bf16 GEMM on the dequantised weights, and fp32 (%s) on "
+        "them; medians; products from %d rows run the bf16 GEMM in inference\n",
+        mats.size(), bf16 ? "bf16 dot" : "fp32 activations", engine::LinearComputeName(active),
+        engine::kFp8GemmMinRows);
+    for (int M : {8, 16, 24, 32, 47, 64, 94, 141, 188, 282, 376}) {
+      const std::vector<float> x(static_cast<size_t>(M) * 1024, 0.5f);
+      std::vector<float> y(static_cast<size_t>(M) * 1024);
+      const auto dot = [&] {
+        for (const auto* m : mats) {
+          OrDie(engine::fp8::MatmulWeightFp8(y.data(), x.data(), M, *m, nullptr),
+                "weight-only product");
+        }
+      };
+      const auto gemm = [&](engine::LinearCompute c) {
+        engine::SetLinearCompute(c);
+        for (size_t i = 0; i < mats.size(); ++i) {
+          engine::LinearForwardFast(y.data(), x.data(), deq[i].data(), nullptr, M, mats[i]->cols,
+                                    mats[i]->rows);
+        }
+        engine::SetLinearCompute(active);
+      };
+      const std::vector<Timing> t =
+          Interleaved(reps, {dot, [&] { gemm(engine::LinearCompute::kOnednnBf16); },
+                             [&] { gemm(active); }});
+      std::printf(
+          "  M %4d: codes %8.1f us  bf16 GEMM %8.1f us  fp32 %8.1f us   fp32/codes %.2fx  "
+          "fp32/bf16-GEMM %.2fx\n",
+          M, t[0].median_us, t[1].median_us, t[2].median_us, t[2].median_us / t[0].median_us,
+          t[2].median_us / t[1].median_us);
+      out["by_rows"][std::to_string(M)] = {{"codes_us", t[0].median_us},
+                                           {"bf16_gemm_us", t[1].median_us},
+                                           {"fp32_us", t[2].median_us}};
     }
   }
   std::printf("\n%s\n", out.dump().c_str());

@@ -122,6 +122,10 @@ void LinearForwardMaybeFp8(float* out, const float* inp, const float* weight,
     LinearForwardFast(out, inp, weight, bias, B, C, OC);
     return;
   }
+  if (B >= kFp8GemmMinRows && Bf16ComputeSupported()) {
+    linear::OnednnForward(linear::OnednnType::kBf16, out, inp, weight, bias, B, C, OC);
+    return;
+  }
   // The model checked the matrix's shape when it took it (PolicyTransformer::SetFp8Weights).
   const common::Status s = fp8::MatmulWeightFp8(out, inp, B, *weight8, bias);
   if (!s.ok()) {  // cannot happen: a bug, not bad input

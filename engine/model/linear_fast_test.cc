@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "common/rng.h"
+#include "engine/fp8/block_quant.h"
+#include "engine/fp8/fp8_matmul.h"
 #include "engine/model/layers.h"
 
 namespace engine {
@@ -117,6 +119,41 @@ TEST(LinearBf16Test, ForwardAndBackwardWithinBf16Tolerance) {
     EXPECT_LT(RelativeL2(dw, dw_ref), 8e-3) << "dweight";
     EXPECT_GT(RelativeL2(dw, dw_ref), 1e-5) << "dweight";
     ExpectClose(db, db_ref, 1e-4, "dbias (fp32 sums)");  // not a product: stays fp32
+  }
+}
+
+// A product of FP8 weights: below kFp8GemmMinRows rows the weight-only fp8 product on the codes,
+// from it (where oneDNN has native bf16) the bf16 GEMM on the dequantised weights, bitwise what
+// each of those computes. Either way within 2^-7 · Σ|x·w| (x and the weights each rounded to
+// bf16 at most once, ≤ 2^-8 relative apiece) of the fp32 product of the dequantised weights.
+TEST(LinearFp8Test, FewRowsDecodeTheCodesManyRowsRunTheBf16Gemm) {
+  common::Rng rng(10);
+  const int C = 300, OC = 200;  // ragged against the 128 x 128 blocks
+  auto w = Random(rng, OC * C), b = Random(rng, OC);
+  fp8::Fp8Matrix w8;
+  ASSERT_TRUE(fp8::QuantizeWeights(w.data(), OC, C, fp8::Format::kE4M3, &w8).ok());
+  std::vector<float> deq(w.size());
+  fp8::Dequantize(w8, deq.data());
+  for (int B : {1, kFp8GemmMinRows - 1, kFp8GemmMinRows, 2 * kFp8GemmMinRows + 3}) {
+    auto x = Random(rng, B * C);
+    std::vector<float> y(B * OC), y_codes(B * OC), y_gemm(B * OC), y_ref(B * OC);
+    LinearForwardMaybeFp8(y.data(), x.data(), deq.data(), &w8, b.data(), B, C, OC);
+    ASSERT_TRUE(fp8::MatmulWeightFp8(y_codes.data(), x.data(), B, w8, b.data()).ok());
+    {
+      ScopedCompute scoped(LinearCompute::kOnednnBf16);
+      LinearForwardFast(y_gemm.data(), x.data(), deq.data(), b.data(), B, C, OC);
+    }
+    LinearForward(y_ref.data(), x.data(), deq.data(), b.data(), B, C, OC);
+    const bool gemm = B >= kFp8GemmMinRows && Bf16ComputeSupported();
+    EXPECT_EQ(y, gemm ? y_gemm : y_codes) << B << " rows";
+    for (int i = 0; i < B; ++i) {
+      for (int o = 0; o < OC; ++o) {
+        double abs_sum = 0.0;
+        for (int k = 0; k < C; ++k) abs_sum += std::fabs(x[i * C + k] * deq[o * C + k]);
+        ASSERT_NEAR(y[i * OC + o], y_ref[i * OC + o], abs_sum / 128 + 1e-5)
+            << B << " rows, (" << i << ", " << o << ")";
+      }
+    }
   }
 }
 
