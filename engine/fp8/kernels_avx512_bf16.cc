@@ -117,7 +117,9 @@ void PrepareRow(const float* x, long K, int shift, const float* norm_scales, uin
       const __mmask16 live = left >= 16  ? static_cast<__mmask16>(0xffff)
                              : left <= 0 ? static_cast<__mmask16>(0)
                                          : static_cast<__mmask16>((1u << left) - 1);
-      // x · 2^shift is exact (|result| < 2^(kTop+1)); one rounding for the scale, one for bf16.
+      // x · 2^shift is exact (below 2^(kTop+1); shift < 0 only for a row whose largest |x| is
+      // ≥ 2^126, where only elements below 2^-124 could lose bits); one rounding for the scale,
+      // one for bf16.
       v[q] = _mm512_mul_ps(_mm512_scalef_ps(_mm512_maskz_loadu_ps(live, x + k + 16 * q), two_shift),
                            f);
     }
@@ -240,7 +242,8 @@ bool RowTile(const float* x, const Fp8MatrixView& w, uint16_t* scratch, float* y
     // the stack; each row is prepared against them.
     const __m128 neg_s_exp = _mm_set_ss(static_cast<float>(-s_exp));
     for (int i = 0; i < MR; ++i) {
-      // x · 2^(kTop - e_x) · scale · 2^-s_exp: the row's largest in [2^kTop, 2^(kTop+2)).
+      // x · 2^(kTop - e_x) puts the row's largest |x| in [2^kTop, 2^(kTop+1)); times the
+      // normalised scales every x' is below 2^(kTop+2).
       const int shift = kTop<F> - x_exp[i];
       for (long kb_base = 0; kb_base < kb_count; kb_base += 64) {
         const long kb_n = kb_count - kb_base < 64 ? kb_count - kb_base : 64;
