@@ -3,8 +3,9 @@
 // fc2 1024→256) run three ways, each pair interleaved rep by rep in one run:
 //   fp32         the engine's own Linear (LinearForwardFast: oneDNN or Eigen, as the engine
 //                runs it in this process; the name is printed)
-//   fp8 weights  MatmulWeightFp8 (fp32 activations × E4M3 weights, 128×128 blocks), batch 1/4/8,
-//                both products (WeightOnlyKernel kFp32, and kBf16Dot where the CPU has it)
+//   fp8 weights  MatmulWeightFp8 (fp32 activations × E4M3 weights, and the same weights in
+//                E5M2, 128×128 blocks), batch 1/4/8, both products (WeightOnlyKernel kFp32, and
+//                kBf16Dot where the CPU has it)
 //   fp8 × fp8    MatmulFp8 at a training-sized M (E4M3 1×128 activation tiles × weights), with
 //                and without quantising the activations first
 // One "pass" is all 16 linear layers in a row; best of --reps passes per mode. Prints the CPU
@@ -29,6 +30,7 @@
 #include "engine/fp8/block_quant.h"
 #include "engine/fp8/codec.h"
 #include "engine/fp8/cpu_path.h"
+#include "engine/fp8/fp8_format.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_fast.h"
 
@@ -44,7 +46,6 @@ struct Flags {
   int codec_mb = 16;
   bool weight_only = false;  // only the weight bytes and the weight-only products
 };
-
 
 void Check(const common::Status& s) {
   if (!s.ok()) {
@@ -69,7 +70,8 @@ struct Layer {
   const char* name;
   int in, out;  // C → OC
   std::vector<float> w, b;
-  engine::fp8::Fp8Matrix wq;
+  engine::fp8::Fp8Matrix wq;   // E4M3
+  engine::fp8::Fp8Matrix wq5;  // E5M2
 };
 
 std::vector<Layer> ReferenceLayers() {
@@ -86,9 +88,13 @@ std::vector<Layer> ReferenceLayers() {
                   k.out,
                   Gaussian(static_cast<size_t>(k.in) * k.out, seed++, 0.02f),
                   Gaussian(k.out, seed++, 0.01f),
+                  {},
                   {}};
       Check(engine::fp8::QuantizeWeights(layer.w.data(), layer.out, layer.in, Format::kE4M3,
                                          &layer.wq)
+                .status());
+      Check(engine::fp8::QuantizeWeights(layer.w.data(), layer.out, layer.in, Format::kE5M2,
+                                         &layer.wq5)
                 .status());
       layers.push_back(std::move(layer));
     }
@@ -211,7 +217,8 @@ int main(int argc, char** argv) {
   // 3. Weight-only at inference batch sizes, per vector path, against the engine's fp32 Linear
   // (LinearForwardFast with the compute this process chose, as fp32 inference runs it) and,
   // where that is not Eigen, against LinearForwardFast on Eigen too. fp8 runs both weight-only
-  // products where the bf16 one runs (Bf16DotRuns). All modes interleaved rep by rep.
+  // products where the bf16 one runs (Bf16DotRuns), E4M3 and E5M2 weights. All modes
+  // interleaved rep by rep.
   std::vector<CpuPath> vector_paths;
   for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
     if (p != CpuPath::kScalar) vector_paths.push_back(p);
@@ -221,9 +228,9 @@ int main(int argc, char** argv) {
   const bool eigen_too = active != engine::LinearCompute::kEigenFp32;
   out["fp32_compute"] = engine::LinearComputeName(active);
   std::printf(
-      "\nall 16 linears, fp32 (LinearForwardFast: %s%s) vs fp32 x fp8-E4M3 weights; fp8 = the "
-      "fp32-activation product, fp8-bf16 = bf16 dot products (x rounded to bf16); ratios are "
-      "fp32 time / fp8 time:\n",
+      "\nall 16 linears, fp32 (LinearForwardFast: %s%s) vs fp32 x fp8 weights (E4M3, and the "
+      "same weights in E5M2); fp8 = the fp32-activation product, fp8-bf16 = bf16 dot products "
+      "(x rounded to bf16); ratios are fp32 time / fp8 time, and fp8 time / fp8-bf16 time:\n",
       engine::LinearComputeName(active), eigen_too ? ", and eigen-fp32" : "");
   for (int batch : {1, 4, 8}) {
     const std::vector<float> x = Gaussian(static_cast<size_t>(batch) * max_in, 7, 1.0f);
@@ -234,17 +241,9 @@ int main(int argc, char** argv) {
       }
     };
     for (CpuPath p : vector_paths) {
-      const bool bf16 = engine::fp8::Bf16DotRuns(Format::kE4M3, p);
-      const auto fp8_pass = [&, p](engine::fp8::WeightOnlyKernel kernel) {
-        for (const Layer& l : layers) {
-          Check(
-              engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch, l.wq, l.b.data(), p, kernel));
-        }
-      };
-      std::vector<std::function<void()>> modes = {
-          fp32_pass, [&] { fp8_pass(engine::fp8::WeightOnlyKernel::kFp32); }};
-      const size_t i_bf16 = modes.size();
-      if (bf16) modes.push_back([&] { fp8_pass(engine::fp8::WeightOnlyKernel::kBf16Dot); });
+      // Modes: fp32, [fp32 eigen], then per format the fp32-activation product and, where it
+      // runs, the bf16 one.
+      std::vector<std::function<void()>> modes = {fp32_pass};
       const size_t i_eigen = modes.size();
       if (eigen_too) {
         modes.push_back([&] {
@@ -253,28 +252,58 @@ int main(int argc, char** argv) {
           engine::SetLinearCompute(active);
         });
       }
+      struct FormatModes {
+        Format format;
+        bool bf16;
+        size_t i_fp8, i_bf16;
+      };
+      std::vector<FormatModes> formats;
+      for (Format f : {Format::kE4M3, Format::kE5M2}) {
+        const auto fp8_pass = [&, p, f](engine::fp8::WeightOnlyKernel kernel) {
+          for (const Layer& l : layers) {
+            Check(engine::fp8::MatmulWeightFp8(y.data(), x.data(), batch,
+                                               f == Format::kE4M3 ? l.wq : l.wq5, l.b.data(), p,
+                                               kernel));
+          }
+        };
+        FormatModes fm{f, engine::fp8::Bf16DotRuns(f, p), modes.size(), 0};
+        modes.push_back([fp8_pass] { fp8_pass(engine::fp8::WeightOnlyKernel::kFp32); });
+        fm.i_bf16 = modes.size();
+        if (fm.bf16) {
+          modes.push_back([fp8_pass] { fp8_pass(engine::fp8::WeightOnlyKernel::kBf16Dot); });
+        }
+        formats.push_back(fm);
+      }
       const std::vector<double> t = BestOfInterleaved(flags.reps, modes);
       const char* name = engine::fp8::CpuPathName(p);
       auto& j = out["weight_only"][name]["batch_" + std::to_string(batch)];
-      std::printf("  batch %d, %-6s fp32 %7.1f us", batch, name, t[0] * 1e6);
-      j = {{"fp32_us", t[0] * 1e6}, {"fp8_us", t[1] * 1e6}, {"ratio", t[0] / t[1]}};
-      if (eigen_too) {
-        std::printf("  fp32 eigen %7.1f us", t[i_eigen] * 1e6);
-        j["fp32_eigen_us"] = t[i_eigen] * 1e6;
-        j["ratio_vs_eigen"] = t[i_eigen] / t[1];
-      }
-      std::printf("  fp8 %7.1f us (%.2fx", t[1] * 1e6, t[0] / t[1]);
-      if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[1]);
-      std::printf(")");
-      if (bf16) {
-        std::printf("  fp8-bf16 %7.1f us (%.2fx", t[i_bf16] * 1e6, t[0] / t[i_bf16]);
-        if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t[i_bf16]);
+      j = {{"fp32_us", t[0] * 1e6}};
+      if (eigen_too) j["fp32_eigen_us"] = t[i_eigen] * 1e6;
+      for (const FormatModes& fm : formats) {
+        // E4M3's figures at the top level of the row, E5M2's under "e5m2".
+        auto& jf = fm.format == Format::kE4M3 ? j : j["e5m2"];
+        const double t8 = t[fm.i_fp8];
+        std::printf("  batch %d, %-6s %s fp32 %7.1f us", batch, name,
+                    engine::fp8::FormatName(fm.format), t[0] * 1e6);
+        if (eigen_too) std::printf("  fp32 eigen %7.1f us", t[i_eigen] * 1e6);
+        std::printf("  fp8 %7.1f us (%.2fx", t8 * 1e6, t[0] / t8);
+        if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / t8);
         std::printf(")");
-        j["fp8_bf16_us"] = t[i_bf16] * 1e6;
-        j["ratio_bf16"] = t[0] / t[i_bf16];
-        if (eigen_too) j["ratio_bf16_vs_eigen"] = t[i_eigen] / t[i_bf16];
+        jf["fp8_us"] = t8 * 1e6;
+        jf["ratio"] = t[0] / t8;
+        if (eigen_too) jf["ratio_vs_eigen"] = t[i_eigen] / t8;
+        if (fm.bf16) {
+          const double tb = t[fm.i_bf16];
+          std::printf("  fp8-bf16 %7.1f us (%.2fx", tb * 1e6, t[0] / tb);
+          if (eigen_too) std::printf(", %.2fx eigen", t[i_eigen] / tb);
+          std::printf("; %.2fx fp8)", t8 / tb);
+          jf["fp8_bf16_us"] = tb * 1e6;
+          jf["ratio_bf16"] = t[0] / tb;
+          jf["bf16_vs_fp8"] = t8 / tb;
+          if (eigen_too) jf["ratio_bf16_vs_eigen"] = t[i_eigen] / tb;
+        }
+        std::printf("\n");
       }
-      std::printf("\n");
     }
   }
 

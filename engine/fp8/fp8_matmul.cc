@@ -30,8 +30,8 @@ void AddBias(float* y, const float* bias, long M, long N) {
 }  // namespace
 
 bool Bf16DotRuns(Format format, CpuPath path) {
-  return format == Format::kE4M3 && path == CpuPath::kAvx512 && CpuSupportsAvx512Bf16() &&
-         Avx512Bf16MatmulW8() != nullptr;
+  return (format == Format::kE4M3 || format == Format::kE5M2) && path == CpuPath::kAvx512 &&
+         CpuSupportsAvx512Bf16() && Avx512Bf16MatmulW8() != nullptr;
 }
 
 common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix& w,
@@ -41,8 +41,8 @@ common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix&
   const bool bf16_runs = Bf16DotRuns(w.format, path);
   if (kernel == WeightOnlyKernel::kBf16Dot && !bf16_runs) {
     return common::FailedPrecondition(
-        std::string("fp8 matmul: the bf16 weight-only product needs E4M3 weights and the avx512 "
-                    "path on a CPU with AVX512_BF16 (path ") +
+        std::string("fp8 matmul: the bf16 weight-only product needs the avx512 path on a CPU "
+                    "with AVX512_BF16 (path ") +
         CpuPathName(path) + ")");
   }
   const KernelTable& k = KernelsFor(path);
@@ -52,7 +52,8 @@ common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix&
     thread_local std::vector<uint16_t> scratch;
     const size_t need = static_cast<size_t>(W8Bf16ScratchWords(w.cols));
     if (scratch.size() < need) scratch.resize(need);
-    // False when w holds NaN codes: the fp32-activation product below keeps them exact.
+    // False when w holds NaN codes (or E5M2 infinities): the fp32-activation product below
+    // keeps them exact.
     done = Avx512Bf16MatmulW8()(x, M, w.View(), scratch.data(), y);
   }
   if (!done) {

@@ -5,8 +5,8 @@
 //   MatmulWeightFp8  fp32 X × fp8 W (weight-only): policy inference at batch 1..8, where reading
 //                    the weights is the cost and fp8 reads a quarter of the bytes. Two products:
 //                    kFp32 decodes W's 16-wide vectors to fp32 and scales them in registers,
-//                    reused across up to 4 rows of X (2 on AVX2); kBf16Dot (E4M3, CPUs with
-//                    AVX512_BF16) reads the codes as bf16 with shifts and a mask and
+//                    reused across up to 4 rows of X (2 on AVX2); kBf16Dot (E4M3 and E5M2,
+//                    CPUs with AVX512_BF16) reads the codes as bf16 with shifts and a mask and
 //                    multiplies with VDPBF16PS against X rounded to bf16 (WeightOnlyKernel).
 //   MatmulFp8        fp8 X (1 × 128 tiles) × fp8 W (128 × 128 blocks), fp32 accumulation: the
 //                    training-sized product. Each K-block of both operands is decoded once
@@ -27,11 +27,11 @@ namespace engine::fp8 {
 //   kFp32     x stays fp32: the dequantised product up to summation order, on every path and
 //             format.
 //   kBf16Dot  each x element times its K-block's weight scale is rounded to bf16 (relative error
-//             ≤ 2^-8) and E4M3 subnormal codes count as zero (each is < 2^-6 · 7/8 of its
-//             block's scale), so |y - y_dequantised| ≤ Σ_k (2^-8 |x_k w_k| + |x_k| · [w_k
-//             subnormal] · |w_k|) plus fp32 summation order. E4M3 on the avx512 path of a CPU
-//             with AVX512_BF16 only (Bf16DotRuns), FailedPrecondition elsewhere. A matrix with
-//             NaN codes runs kFp32, which keeps NaNs exact.
+//             ≤ 2^-8) and subnormal codes count as zero (each is ≤ 2^-6 · 7/8 of its block's
+//             scale in E4M3, ≤ 2^-14 · 3/4 in E5M2), so |y - y_dequantised| ≤ Σ_k (2^-8 |x_k w_k|
+//             + |x_k| · [w_k subnormal] · |w_k|) plus fp32 summation order. On the avx512 path
+//             of a CPU with AVX512_BF16 only (Bf16DotRuns), FailedPrecondition elsewhere. A
+//             matrix with NaN codes (or E5M2 infinities) runs kFp32, which keeps them exact.
 //   kFastest  kBf16Dot where it runs, else kFp32: what policy inference uses.
 enum class WeightOnlyKernel { kFastest, kFp32, kBf16Dot };
 

@@ -67,12 +67,12 @@ struct KernelTable {
   void (*matmul_x8w8)(const Fp8MatrixView& x, const Fp8MatrixView& w, float* scratch, float* y);
 };
 
-// Weight-only E4M3 product on bf16 dot products (kernels_avx512_bf16.cc), for the avx512 path
-// on CPUs with AVX512_BF16 (CpuSupportsAvx512Bf16): y (M, N) = x (M, K) · dequant(w) (N, K)ᵀ with
-// each x element times its K-block's scale rounded to bf16 and E4M3 subnormal weights read as
-// zero (fp8_matmul.h has the bound). w must be E4M3; NaN codes are not decoded: the product
-// returns false when it meets one (y is then unspecified) and true otherwise. scratch holds
-// W8Bf16ScratchWords(w.cols) words.
+// Weight-only E4M3 or E5M2 product on bf16 dot products (kernels_avx512_bf16.cc), for the
+// avx512 path on CPUs with AVX512_BF16 (CpuSupportsAvx512Bf16): y (M, N) = x (M, K) ·
+// dequant(w) (N, K)ᵀ with each x element times its K-block's scale rounded to bf16 and
+// subnormal weights read as zero (fp8_matmul.h has the bound). NaN codes and E5M2's infinities
+// are not decoded: the product returns false when it meets one (y is then unspecified) and
+// true otherwise. scratch holds W8Bf16ScratchWords(w.cols) words.
 using MatmulW8Bf16Fn = bool (*)(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch,
                                 float* y);
 constexpr long W8Bf16ScratchWords(long K) { return 4 * ((K + 63) / 64 * 64); }
