@@ -75,7 +75,7 @@ struct KernelTable {
 // true otherwise. scratch holds W8Bf16ScratchWords(w.cols) words.
 using MatmulW8Bf16Fn = bool (*)(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch,
                                 float* y);
-constexpr long W8Bf16ScratchWords(long K) { return 4 * ((K + 63) / 64 * 64); }
+constexpr long W8Bf16ScratchWords(long K) { return 5 * ((K + 63) / 64 * 64); }
 MatmulW8Bf16Fn Avx512Bf16MatmulW8();
 
 const KernelTable& ScalarKernels();
