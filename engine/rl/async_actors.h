@@ -149,6 +149,9 @@ class Acting {
   // After the learner's store has `version`.
   virtual void Publish(ActorCritic& policy, int64_t version) = 0;
   virtual ActorTotals totals() const = 0;
+  // Whether an acting rank asked the run to stop (a rollout rank passes its stop flag on to its
+  // learner rather than stop alone); threads share the learner's own flag.
+  virtual bool stop_requested() const { return false; }
 };
 
 // Actors on this rank's threads (lockstep, or level 2's with env_async) reading setup.store,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/dist/agree_on_stop.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/async_actors.h"
@@ -88,11 +89,6 @@ double MeanStaleness(const std::vector<int64_t>& versions, int64_t version, Comm
   return count > 0 ? comm.AllreduceSum(sum) / count : 0.0;
 }
 
-// Whether a Take failed because the run is stopping (not for an actor's error).
-bool Stopping(const SyncPpoOptions& options, const common::Result<std::vector<Segment>>& taken) {
-  return !taken.ok() && options.stop_requested != nullptr && options.stop_requested->load();
-}
-
 }  // namespace
 
 double StaleLearningRate(double lr, double scale, double mean_staleness) {
@@ -133,8 +129,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
   PolicyStore store(*policy);
   std::unique_ptr<Acting> acting;
   if (remote) {
-    acting = std::make_unique<RolloutRanks>(comm, layout, rl.envs, total_updates,
-                                            options.stop_requested);
+    acting = std::make_unique<RolloutRanks>(comm, layout, rl.envs, total_updates);
   } else {
     ActorSetup setup;
     setup.engine = options.engine;
@@ -162,8 +157,13 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
                                                       static_cast<float>(rl.init_log_std)));
     start = std::move(copy);
   }
+  // This learner's stop vote: its own flag, or one of its rollout ranks asked (their flags reach
+  // it as messages). The learners agree on it (agree_on_stop.h): one that left alone would leave
+  // the others in the next update's gradient all-reduce.
+  auto stop_here = [&] { return Raised(options.stop_requested) || acting->stop_requested(); };
+  bool stop = AgreeOnStop(stop_here(), learners);
   for (int64_t version = 0; version < total_updates; ++version) {
-    if (options.stop_requested != nullptr && options.stop_requested->load()) {
+    if (stop) {
       result.stopped = true;
       break;
     }
@@ -172,14 +172,9 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
     Tally tally;
     tally.staleness.assign(eta + 1, 0.0);
     PpoStats stats;
-    bool stopping = false;  // a Take gave up because the run is stopping
     if (!rl.streaming) {
       const Clock::time_point w0 = Clock::now();
       auto taken = acting->Take(version, N);
-      if (Stopping(options, taken)) {
-        result.stopped = true;
-        break;
-      }
       if (!taken.ok()) return taken.status();
       std::vector<Segment>& segs = *taken;
       waited += Seconds(w0, Clock::now());
@@ -225,10 +220,6 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           const int count = (m + 1) * in_global / M - m * in_global / M;
           const Clock::time_point w0 = Clock::now();
           auto taken = acting->Take(version, count);
-          if (Stopping(options, taken)) {
-            stopping = true;
-            break;
-          }
           if (!taken.ok()) return taken.status();
           std::vector<Segment>& segs = *taken;
           waited += Seconds(w0, Clock::now());
@@ -246,7 +237,6 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           EMBODY_RETURN_IF_ERROR(
               learner.AccumulateStreaming(std::move(r), proximal_logp, weight, N * T, &learned));
         }
-        if (stopping) break;
         // The global batch's step at the learning rate of its own steps' staleness.
         learner.set_lr(StaleLearningRate(ppo.lr, stale_lr_scale,
                                          MeanStaleness(global_versions, version, learners)));
@@ -275,10 +265,6 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       stats.importance_capped = streamed.importance_capped;
       stats.importance_weight = streamed.importance_weight;
     }
-    if (stopping) {
-      result.stopped = true;
-      break;
-    }
     // The actors' counters are read before the new version goes out: with level 1 off the next
     // rollout's inferences start on the publish, and read after it some could be counted in this
     // update (under load, all of them, leaving the next update none).
@@ -294,7 +280,10 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
     env_steps += per_update;
     UpdateRecord rec;
     rec.env_steps = env_steps;
-    rec.episodes = static_cast<int64_t>(learners.AllreduceSum(tally.episodes));
+    // The learners' stop votes travel with the episode count.
+    const SumAndStop counted = AllreduceSumAndStop(tally.episodes, stop_here(), learners);
+    rec.episodes = static_cast<int64_t>(counted.sum);
+    stop = counted.stop;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     rec.mean_return = rec.episodes > 0 ? learners.AllreduceSum(tally.returns) / rec.episodes : nan;
     rec.success_rate =

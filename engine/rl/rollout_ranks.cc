@@ -4,14 +4,15 @@
 #include <thread>
 
 #include "engine/binary_io.h"
+#include "engine/dist/agree_on_stop.h"
 #include "engine/model/policy_options.h"
 
 namespace engine::rl {
 namespace {
 
-constexpr int kToLearner = 71;  // 'S' segment, 'F' failure, 'E' end
+constexpr int kToLearner = 71;  // 'S' segment, 'F' failure, 'T' stop requested, 'E' end
 constexpr int kToRollout = 72;  // 'W' weights, 'E' end
-constexpr char kSegment = 'S', kFailure = 'F', kEnd = 'E', kWeights = 'W';
+constexpr char kSegment = 'S', kFailure = 'F', kStop = 'T', kEnd = 'E', kWeights = 'W';
 // The learner polls at this period while nothing has arrived.
 constexpr std::chrono::microseconds kPoll{50};
 
@@ -175,13 +176,12 @@ common::Status DecodeWeights(const std::string& bytes, std::vector<float>* trunk
 }
 
 RolloutRanks::RolloutRanks(Communicator& world, const RolloutLayout& layout, int envs_per_rank,
-                           int64_t batches, const std::atomic<bool>* stop)
+                           int64_t batches)
     : world_(world),
       layout_(layout),
       first_(layout.FirstRolloutOf(world.rank())),
       envs_per_rank_(envs_per_rank),
       batches_(batches),
-      stop_(stop),
       totals_(layout.per_learner),
       received_(layout.per_learner, 0),
       ended_(layout.per_learner, false) {}
@@ -207,6 +207,10 @@ common::Status RolloutRanks::Receive(bool* got) {
   if (bytes[0] == kFailure) {
     return common::Internal("rollout rank " + std::to_string(source) + ": " + bytes.substr(1));
   }
+  if (bytes[0] == kStop) {
+    stop_requested_ = true;
+    return common::Status::Ok();
+  }
   Segment s;
   EMBODY_RETURN_IF_ERROR(DecodeSegment(bytes, &s, &totals_[i]));
   if (s.env < 0 || s.env >= envs_per_rank_ || s.batch < 0 || s.batch >= batches_) {
@@ -223,11 +227,10 @@ common::Result<std::vector<Segment>> RolloutRanks::Take(int64_t batch, int count
     int ready = 0;
     for (const Segment& s : arrived_) ready += s.batch == batch ? 1 : 0;
     if (ready >= count) break;
-    if (stop_ != nullptr && stop_->load()) return common::Unavailable("the run is stopping");
     bool got = false;
     EMBODY_RETURN_IF_ERROR(Receive(&got));
     if (!got) {
-      // A rollout rank that ended short (it stopped) will not send what this batch lacks.
+      // A rollout rank that ended short (it failed) will not send what this batch lacks.
       for (size_t i = 0; i < ended_.size(); ++i) {
         if (ended_[i] && received_[i] < batches_ * envs_per_rank_) {
           return common::Unavailable("rollout rank " + std::to_string(first_ + i) +
@@ -291,12 +294,15 @@ common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, Acto
     ThreadActing& acting = **started;
     const int64_t total = batches * rl.envs;
     int64_t sent = 0;
+    bool asked_to_stop = false;
     std::string bytes;
     int source = 0;
     while (failed.ok() && sent < total && !learner_ended[0]) {
-      if (options.stop_requested != nullptr && options.stop_requested->load()) {
-        result.stopped = true;
-        break;
+      // Passed on once, and acting goes on: the learner may still need this rank's segments to
+      // finish the update the learners stop after.
+      if (!asked_to_stop && Raised(options.stop_requested)) {
+        world.SendBytes(learner, kToLearner, std::string(1, kStop));
+        asked_to_stop = true;
       }
       while (world.TryReceiveBytes(kToRollout, &bytes, &source)) {
         if (!bytes.empty() && bytes[0] == kEnd) {
@@ -325,6 +331,8 @@ common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, Acto
       ++sent;
     }
     started->reset();  // the actors stop here
+    // Ended by its learner before its segments were all sent: the run stopped early.
+    result.stopped = failed.ok() && sent < total;
   }
   if (!failed.ok()) world.SendBytes(learner, kToLearner, kFailure + failed.ToString());
   world.SendBytes(learner, kToLearner, std::string(1, kEnd));

@@ -17,9 +17,12 @@
 // discarding, until its peers' end messages are in, so every message either side sent is
 // delivered before the communicator goes away. A rollout rank that sees its learner's end stops
 // acting; a rollout rank's failure reaches its learner as an error message, which fails the run.
+// Stopping is the learners' decision: a rollout rank whose stop flag goes up sends its learner a
+// stop message (ahead of the segments it sends later) and acts on until its learner ends it; the
+// learners agree to stop after the same update (async_ppo.cc) and then end their rollout ranks.
+// A rollout rank that stopped alone would leave its learner short of the update's segments.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -56,12 +59,12 @@ common::Status DecodeWeights(const std::string& bytes, std::vector<float>* trunk
 
 // The learner's side: its rollout ranks' segments, and versions sent back. Take blocks (polling
 // the communicator, so only the calling thread talks MPI) until `count` segments of `batch` are
-// in; it fails on a rollout rank's error message, or with Unavailable once *stop is set.
+// in; it fails on a rollout rank's error message, or when a rollout rank ended short.
 class RolloutRanks final : public Acting {
  public:
   // `world` is the world communicator; segments arrive at most `batches` per environment.
-  RolloutRanks(Communicator& world, const RolloutLayout& layout, int envs_per_rank, int64_t batches,
-               const std::atomic<bool>* stop);
+  RolloutRanks(Communicator& world, const RolloutLayout& layout, int envs_per_rank,
+               int64_t batches);
   // Sends the end message and drains (the ending above).
   ~RolloutRanks() override;
   RolloutRanks(const RolloutRanks&) = delete;
@@ -72,6 +75,8 @@ class RolloutRanks final : public Acting {
   // Sends `version` to every rollout rank of this learner (not when version ≥ batches).
   void Publish(ActorCritic& policy, int64_t version) override;
   ActorTotals totals() const override;
+  // A rollout rank's stop message has arrived (in a Take).
+  bool stop_requested() const override { return stop_requested_; }
 
  private:
   common::Status Receive(bool* got);
@@ -81,16 +86,16 @@ class RolloutRanks final : public Acting {
   int first_ = 0;  // world rank of the first rollout rank
   int envs_per_rank_ = 0;
   int64_t batches_ = 0;
-  const std::atomic<bool>* stop_;
+  bool stop_requested_ = false;
   std::vector<Segment> arrived_;     // in order of arrival
   std::vector<ActorTotals> totals_;  // the latest reading of each rollout rank
   std::vector<int64_t> received_;    // segments from each rollout rank
   std::vector<bool> ended_;          // rollout ranks whose end message is in
 };
 
-// The rollout rank's side: acts until its `batches` segments per environment are sent, its
-// learner ends, or *stop is set (then result.stopped). `policy` is the starting policy (version
-// 0), as every rank made it.
+// The rollout rank's side: acts until its `batches` segments per environment are sent or its
+// learner ends (before they are: result.stopped). Its stop flag is passed on to the learner (the
+// stopping above). `policy` is the starting policy (version 0), as every rank made it.
 common::Result<SyncPpoResult> RunRolloutRank(const SyncPpoOptions& options, ActorCritic& policy,
                                              Communicator& world, const RolloutLayout& layout,
                                              int64_t batches);

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/rng.h"
 #include "engine/checkpoint.h"
+#include "engine/dist/agree_on_stop.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
@@ -124,8 +125,11 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
   SyncPpoResult result;
   StepResult step;
   int64_t env_steps = 0;
+  // Whether to stop, the same on every rank (agree_on_stop.h): a rank that left alone would leave
+  // the others in the next update's gradient all-reduce.
+  bool stop = AgreeOnStop(Raised(options.stop_requested), comm);
   for (int64_t version = 0; version < total_updates; ++version) {
-    if (options.stop_requested != nullptr && options.stop_requested->load()) {
+    if (stop) {
       result.stopped = true;
       break;
     }
@@ -184,8 +188,11 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
     env_steps += per_update;
     UpdateRecord rec;
     rec.env_steps = env_steps;
-    // Every rank sees the same global episode count, so all of them take the same branches.
-    rec.episodes = static_cast<int64_t>(comm.AllreduceSum(episodes));
+    // Every rank sees the same global episode count, so all of them take the same branches. The
+    // ranks' stop flags travel with it.
+    const SumAndStop counted = AllreduceSumAndStop(episodes, Raised(options.stop_requested), comm);
+    rec.episodes = static_cast<int64_t>(counted.sum);
+    stop = counted.stop;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     rec.mean_return = rec.episodes > 0 ? comm.AllreduceSum(returns) / rec.episodes : nan;
     rec.success_rate = rec.episodes > 0 ? comm.AllreduceSum(successes) / rec.episodes : nan;

@@ -27,7 +27,8 @@ struct SyncPpoOptions {
   api::EngineOptions engine;  // model, seed and rl
   // A behaviour-cloning checkpoint file the trunk starts from; empty: a fresh trunk.
   std::string init_from;
-  const std::atomic<bool>* stop_requested = nullptr;  // checked once per update
+  // Checked once per update; the ranks stop after the same one (agree_on_stop.h).
+  const std::atomic<bool>* stop_requested = nullptr;
   // Where rank 0 writes the final policy (policy_checkpoint.h) as step-<updates>.ckpt and posts a
   // `checkpoint` event for it; empty: none.
   std::string checkpoint_dir;

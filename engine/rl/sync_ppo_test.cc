@@ -1,5 +1,6 @@
 #include "engine/rl/sync_ppo.h"
 
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -65,6 +66,47 @@ TEST(SyncPpoTest, AMissingInitCheckpointIsAnError) {
   o.init_from = "/nonexistent/step-1.ckpt";
   auto r = RunSyncPpo(o, comm, nullptr);
   EXPECT_FALSE(r.ok());
+}
+
+// Raises *stop when update `at`'s step event is posted: between two updates.
+class StopAtStep final : public EventSink {
+ public:
+  StopAtStep(std::atomic<bool>* stop, int64_t at) : stop_(stop), at_(at) {}
+  void Post(nlohmann::json event) override {
+    if (event.value("type", "") == "step" && event.value("step", int64_t{0}) == at_) {
+      stop_->store(true);
+    }
+  }
+
+ private:
+  std::atomic<bool>* stop_;
+  int64_t at_;
+};
+
+// A stop is decided with the update's episode count (as the ranks of a multi-rank run agree on
+// it): a flag raised after update 2's count stops the run after update 3, which the stopped run
+// computes exactly as the full run does; a flag up before the run stops it before any update.
+TEST(SyncPpoTest, AStopEndsTheRunAfterTheNextUpdatesCount) {
+  LocalCommunicator comm;
+  auto full = RunSyncPpo(SmallReach(16 * 32 * 5), comm, nullptr);
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  ASSERT_FALSE(full->stopped);
+  std::atomic<bool> stop{false};
+  SyncPpoOptions o = SmallReach(16 * 32 * 5);
+  o.stop_requested = &stop;
+  StopAtStep sink(&stop, 2);
+  auto stopped = RunSyncPpo(o, comm, &sink);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_TRUE(stopped->stopped);
+  ASSERT_EQ(stopped->updates.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(stopped->updates[i].ppo.value_loss, full->updates[i].ppo.value_loss) << i;
+    EXPECT_EQ(stopped->updates[i].episodes, full->updates[i].episodes) << i;
+  }
+  auto before = RunSyncPpo(o, comm, nullptr);  // the flag is still up
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_TRUE(before->stopped);
+  EXPECT_TRUE(before->updates.empty());
 }
 
 }  // namespace
