@@ -116,13 +116,18 @@ void LinearForwardFast(float* out, const float* inp, const float* weight, const 
   For(B, C, OC).forward(out, inp, weight, bias, B, C, OC);
 }
 
+bool Fp8RowsRunBf16Gemm(int rows) {
+  return rows >= kFp8GemmMinRows && fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512 &&
+         Bf16ComputeSupported();
+}
+
 void LinearForwardMaybeFp8(float* out, const float* inp, const float* weight,
                            const fp8::Fp8Matrix* weight8, const float* bias, int B, int C, int OC) {
   if (weight8 == nullptr) {
     LinearForwardFast(out, inp, weight, bias, B, C, OC);
     return;
   }
-  if (B >= kFp8GemmMinRows && Bf16ComputeSupported()) {
+  if (Fp8RowsRunBf16Gemm(B)) {
     linear::OnednnForward(linear::OnednnType::kBf16, out, inp, weight, bias, B, C, OC);
     return;
   }

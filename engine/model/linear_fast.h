@@ -48,18 +48,22 @@ void LinearForwardFast(float* out, const float* inp, const float* weight, const 
 
 // Rows from which a product of FP8 weights runs as a bf16 GEMM (below).
 inline constexpr int kFp8GemmMinRows = 80;
+// Whether LinearForwardMaybeFp8 runs a product of `rows` rows as the bf16 GEMM here: from
+// kFp8GemmMinRows rows, on the avx512 path (so EMBODY_CPU_PATH=scalar or avx2 keeps the
+// weight-only product everywhere) where oneDNN runs bf16 natively.
+bool Fp8RowsRunBf16Gemm(int rows);
 
 // The same product with the weight as FP8 codes and 128 x 128 block scales when weight8 is not
 // null (the inference path of a quantised policy); with weight8 null, LinearForwardFast on
 // `weight`. weight8 must be (OC, C), and `weight` its dequantised values (what a quantised
 // PolicyTransformer's params() hold).
-//   B < kFp8GemmMinRows, or no native bf16: fp8::MatmulWeightFp8 (weight-only, weights decoded
-//     in registers): at few rows reading the weights is the cost, and fp8 reads a quarter.
-//   B ≥ kFp8GemmMinRows where Bf16ComputeSupported(): oneDNN's bf16 GEMM on `weight` (x and the
-//     dequantised weights rounded to bf16, fp32 accumulation; AMX where the CPU has it). At that
-//     many rows the product is bound by multiply-adds, not bytes, and a GEMM that reuses each
-//     weight across a register tile of rows runs faster than re-decoding the codes for every
-//     few rows. The crossover is measured: docs/benchmarks.md, "Policy inference latency".
+//   Fp8RowsRunBf16Gemm(B): oneDNN's bf16 GEMM on `weight` (x and the dequantised weights
+//     rounded to bf16, fp32 accumulation; AMX where the CPU has it). At that many rows the
+//     product is bound by multiply-adds, not bytes, and a GEMM that reuses each weight across a
+//     register tile of rows runs faster than re-decoding the codes for every few rows. The
+//     crossover is measured: docs/benchmarks.md, "Policy inference latency".
+//   otherwise: fp8::MatmulWeightFp8 (weight-only, weights decoded in registers): at few rows
+//     reading the weights is the cost, and fp8 reads a quarter.
 void LinearForwardMaybeFp8(float* out, const float* inp, const float* weight,
                            const fp8::Fp8Matrix* weight8, const float* bias, int B, int C, int OC);
 

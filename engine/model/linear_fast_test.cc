@@ -10,6 +10,7 @@
 
 #include "common/rng.h"
 #include "engine/fp8/block_quant.h"
+#include "engine/fp8/cpu_path.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/layers.h"
 
@@ -144,7 +145,9 @@ TEST(LinearFp8Test, FewRowsDecodeTheCodesManyRowsRunTheBf16Gemm) {
       LinearForwardFast(y_gemm.data(), x.data(), deq.data(), b.data(), B, C, OC);
     }
     LinearForward(y_ref.data(), x.data(), deq.data(), b.data(), B, C, OC);
-    const bool gemm = B >= kFp8GemmMinRows && Bf16ComputeSupported();
+    const bool gemm = Fp8RowsRunBf16Gemm(B);
+    EXPECT_EQ(gemm, B >= kFp8GemmMinRows && fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512 &&
+                        Bf16ComputeSupported());
     EXPECT_EQ(y, gemm ? y_gemm : y_codes) << B << " rows";
     for (int i = 0; i < B; ++i) {
       for (int o = 0; o < OC; ++o) {

@@ -123,7 +123,9 @@ TEST(RolloutRanksTest, ARolloutRanksFailureFailsItsLearner) {
   ASSERT_FALSE(r.ok());
   const std::string why = r.status().ToString();
   EXPECT_NE(why.find("no_such_task"), std::string::npos) << why;
-  if (comm.rank() == 0) EXPECT_NE(why.find("rollout rank"), std::string::npos) << why;
+  if (comm.rank() == 0) {
+    EXPECT_NE(why.find("rollout rank"), std::string::npos) << why;
+  }
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
