@@ -151,8 +151,12 @@ const void* Operand(ThreadState& s, OnednnType type, int slot, const float* p, l
 bool OnednnHasNativeBf16() {
   static const bool native = [] {
     try {
-      const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-      return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+      // ISAs are bit sets, each a superset of those it extends (avx512_core_amx of
+      // avx512_core_bf16): any ISA that contains avx512_core_bf16's bits runs bf16 natively,
+      // including ones newer than this list (avx2_vnni does not: it lacks AVX-512).
+      const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+      const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+      return (isa & bf16) == bf16;
     } catch (const dnnl::error&) {
       return false;
     }
