@@ -7,6 +7,21 @@
 
 namespace controlplane::service {
 
+namespace {
+
+// FP8 evaluation quantises a behaviour-cloning checkpoint; an rl job's checkpoints are rl
+// policies (trunk and heads), which have no FP8 path. Refused here, where the source job's kind
+// is known, rather than by the engine after the job was scheduled (it checks too).
+Status CheckFp8Source(const api::EvalOptions& ev, const JobRecord& source) {
+  if (!ev.fp8 || source.kind != "rl") return Status::Ok();
+  return common::InvalidArgument(
+      "FP8 evaluation applies to behaviour-cloning checkpoints; job " +
+          std::to_string(source.id) + " is kind rl, whose checkpoints are rl policies",
+      "eval.fp8");
+}
+
+}  // namespace
+
 Status ResolveEvalCheckpoint(UnitOfWork& uow, int64_t tenant_id, api::JobSpec* spec) {
   if (spec->kind != api::JobKind::kEval) return Status::Ok();
   if (spec->init_from != 0) {
@@ -23,6 +38,10 @@ Status ResolveEvalCheckpoint(UnitOfWork& uow, int64_t tenant_id, api::JobSpec* s
                     "checkpoint " + std::to_string(ev.checkpoint) + " not found",
                     "eval.checkpoint");
     }
+    if (ev.fp8) {
+      EMBODY_ASSIGN_OR_RETURN(source, uow.jobs().Get(c->job_id, tenant_id, false));
+      if (source) EMBODY_RETURN_IF_ERROR(CheckFp8Source(ev, *source));
+    }
     spec->init_from = c->id;
     return Status::Ok();
   }
@@ -32,6 +51,7 @@ Status ResolveEvalCheckpoint(UnitOfWork& uow, int64_t tenant_id, api::JobSpec* s
                   "job " + std::to_string(ev.checkpoint_from_job) + " not found",
                   "eval.checkpoint_from_job");
   }
+  EMBODY_RETURN_IF_ERROR(CheckFp8Source(ev, *job));
   EMBODY_ASSIGN_OR_RETURN(latest, uow.checkpoints().LatestReady(job->id));
   if (!latest || latest->tenant_id != tenant_id) {
     return Status(common::Code::kFailedPrecondition,

@@ -101,6 +101,43 @@ TEST_F(EvaluationsTest, AHostileTenantFindsNothingToEvaluate) {
   EXPECT_EQ(CountJobs(), before);  // nothing stored
 }
 
+// FP8 evaluation quantises behaviour-cloning checkpoints: one from an rl job (an rl policy) is
+// refused at submit, naming eval.fp8, by job or by checkpoint id, and nothing is stored.
+TEST_F(EvaluationsTest, Fp8EvaluationOfAnRlPolicyIsRefusedAtSubmit) {
+  auto jobs = Jobs();
+  auto rl = jobs.Submit(
+      member_, R"({"name":"rl","kind":"rl","resources":{"nodes":1},"engine":{"rl":{"task":"reach"}}})",
+      "");
+  ASSERT_TRUE(rl.ok()) << rl.status().ToString();
+  const int64_t rl_job = rl->job.job.id;
+  const int64_t rl_ckpt = AddCheckpoint(rl_job, a_, 40);
+  const int64_t bc_job = jobs.Submit(member_, Spec("bc"), "")->job.job.id;
+  const int64_t bc_ckpt = AddCheckpoint(bc_job, a_, 600);
+  const auto fp8_spec = [](const std::string& source) {
+    return R"({"name":"ev","kind":"eval","resources":{"nodes":1},"eval":{)" + source +
+           R"(,"tasks":["reach"],"fp8":true}})";
+  };
+  const int64_t before = CountJobs();
+  for (const std::string& source : {R"("checkpoint_from_job":)" + std::to_string(rl_job),
+                                    R"("checkpoint":)" + std::to_string(rl_ckpt)}) {
+    auto r = jobs.Submit(member_, fp8_spec(source), "");
+    ASSERT_FALSE(r.ok()) << source;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+    EXPECT_EQ(r.status().field(), "eval.fp8") << source;
+    EXPECT_NE(r.status().message().find("kind rl"), std::string::npos) << r.status().ToString();
+  }
+  EXPECT_EQ(CountJobs(), before);
+  // The rl policy without fp8, and a behaviour-cloning checkpoint with it, are evaluated.
+  EXPECT_TRUE(
+      jobs.Submit(member_, EvalSpec(R"("checkpoint_from_job":)" + std::to_string(rl_job)), "")
+          .ok());
+  for (const std::string& source : {R"("checkpoint_from_job":)" + std::to_string(bc_job),
+                                    R"("checkpoint":)" + std::to_string(bc_ckpt)}) {
+    auto r = jobs.Submit(member_, fp8_spec(source), "");
+    EXPECT_TRUE(r.ok()) << source << ": " << r.status().ToString();
+  }
+}
+
 TEST_F(EvaluationsTest, ResultsAreStoredPerTaskAndReadOnlyByTheJobsTenant) {
   auto jobs = Jobs();
   const int64_t trained = jobs.Submit(member_, Spec("bc"), "")->job.job.id;
