@@ -101,8 +101,8 @@ void Die(const std::string& what, const common::Status& s) {
 
 // Closed loop: the policy acts, the expert is asked in the same state, the world takes the
 // policy's action. Episodes as in engine::eval::EvaluateTask (seed 9, one batch).
-ActionError OnPolicyError(engine::eval::PolicyActor& actor, engine::sim::TaskKind kind, int action_dim,
-                          int vocab, int episodes, std::FILE* trace = nullptr) {
+ActionError OnPolicyError(engine::eval::PolicyActor& actor, engine::sim::TaskKind kind,
+                          int action_dim, int vocab, int episodes, std::FILE* trace = nullptr) {
   engine::rl::TableEnvConfig c;
   c.task = kind;
   c.num_envs = episodes;
@@ -121,8 +121,8 @@ ActionError OnPolicyError(engine::eval::PolicyActor& actor, engine::sim::TaskKin
   const int grip = action_dim == engine::sim::kActionDim ? 3 : 6;
   for (int t = 0; t < max_steps; ++t) {
     const std::vector<float> expert = (*env)->ExpertActions();
-    auto s = actor.Act((*env)->observations(), common::Rng::ForKey(9, 0x6f6e, t).NextU64(),
-                       &actions);
+    auto s =
+        actor.Act((*env)->observations(), common::Rng::ForKey(9, 0x6f6e, t).NextU64(), &actions);
     if (!s.ok()) Die("act", s);
     for (int e = 0; e < episodes; ++e) {
       if (ended[e]) continue;
@@ -178,8 +178,8 @@ ActionError DemoError(engine::eval::PolicyActor& actor, const engine::sim::SimDe
     for (int i = 0; i < samples; ++i) {
       double m[3] = {0, 0, 0}, m2[3] = {0, 0, 0};
       for (int d = 0; d < 8; ++d) {
-        auto s = actor.Act(std::span<const engine::PolicySample>(&obs[i], 1), 900 + 8 * i + d,
-                           &actions);
+        auto s =
+            actor.Act(std::span<const engine::PolicySample>(&obs[i], 1), 900 + 8 * i + d, &actions);
         if (!s.ok()) Die("act", s);
         for (int k = 0; k < 3; ++k) {
           const double x = std::clamp(actions[k], -1.0f, 1.0f);
@@ -252,13 +252,14 @@ int main(int argc, char** argv) {
                                                   512, demo_noise);
   if (!demos.ok()) Die("demos", demos.status());
 
-  nlohmann::json line = {{"bench", "bc_decay"}, {"task", task},       {"steps", steps},
-                         {"lr", lr},            {"episodes", episodes}, {"train_seconds", train_s},
+  nlohmann::json line = {{"bench", "bc_decay"},      {"task", task},
+                         {"steps", steps},           {"lr", lr},
+                         {"episodes", episodes},     {"train_seconds", train_s},
                          {"fine_steps", fine_steps}, {"demo_noise", demo_noise}};
   nlohmann::json rows = nlohmann::json::array();
   std::printf("%-6s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "step", "loss", "success",
-              "succ_fine", "succ_x0=0", "err_onpol", "err_demo", "err_mixed", "err_x0=0",
-              "spread", "grip_demo");
+              "succ_fine", "succ_x0=0", "err_onpol", "err_demo", "err_mixed", "err_x0=0", "spread",
+              "grip_demo");
   for (int at = every; at <= steps; at += every) {
     auto bytes = common::ReadFile((dir / ("step-" + std::to_string(at) + ".ckpt")).string());
     if (!bytes.ok()) Die("read checkpoint", bytes.status());

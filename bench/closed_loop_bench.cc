@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -81,9 +82,15 @@ int main(int argc, char** argv) {
                          {"demo_noise", noises}};
   std::printf("%-11s %8s %6s %10s %10s %10s %12s %12s %8s\n", "task", "steps", "noise",
               "untrained", "bc", "bc_fp8", "ret_untr", "ret_bc", "train_s");
-  for (const std::string& task : tasks)
-  for (size_t ni = 0; ni < (task == "reach" ? 1 : noises.size()); ++ni) {
-    const double demo_noise = noises[ni];
+  // (task, demo_noise) runs: reach's stream has no demonstration noise, so it runs once.
+  std::vector<std::pair<std::string, double>> runs;
+  for (const std::string& task : tasks) {
+    for (double noise : noises) {
+      runs.emplace_back(task, noise);
+      if (task == "reach") break;
+    }
+  }
+  for (const auto& [task, demo_noise] : runs) {
     engine::TrainerOptions o = engine::testing::SmallRun(steps, 3);
     o.engine.optim.warmup_steps = std::min(10, steps);
     o.engine.data.dataset = "sim:" + task;

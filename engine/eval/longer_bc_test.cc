@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/dist/communicator.h"
 #include "engine/eval/episodes.h"
+#include "engine/eval/eval_policy.h"
 #include "engine/eval/policy_actor.h"
 #include "engine/model/policy_options.h"
-#include "engine/dist/communicator.h"
-#include "engine/eval/eval_policy.h"
 #include "engine/testing/small_run.h"
 
 namespace engine::eval {
