@@ -214,7 +214,8 @@ Status ParseData(const json& j, DataOptions* data) {
   ObjectReader d(j, "engine.data");
   EMBODY_RETURN_IF_ERROR(d.CheckObject());
   EMBODY_RETURN_IF_ERROR(d.CheckKeys({"dataset", "rows_per_step", "packing", "tokens_per_row",
-                                      "cameras", "proprio", "image_size", "language"}));
+                                      "cameras", "proprio", "image_size", "language",
+                                      "demo_noise"}));
   if (d.Has("dataset")) {
     if (!d.At("dataset").is_string()) {
       return InvalidArgument("must be a string", "engine.data.dataset");
@@ -231,6 +232,11 @@ Status ParseData(const json& j, DataOptions* data) {
       return InvalidArgument("only applies to a \"dir:\" or \"dataset:\" dataset", d.PathOf(key));
     }
   }
+  if (d.Has("demo_noise") && data->dataset != "sim:push" && data->dataset != "sim:pick_place") {
+    return InvalidArgument("only applies to \"sim:push\" and \"sim:pick_place\"",
+                           "engine.data.demo_noise");
+  }
+  EMBODY_RETURN_IF_ERROR(d.GetDouble("demo_noise", 0.0, 1.0, &data->demo_noise));
   EMBODY_RETURN_IF_ERROR(GetObsKeys(d, "cameras", &data->cameras));
   EMBODY_RETURN_IF_ERROR(GetObsKeys(d, "proprio", &data->proprio));
   EMBODY_RETURN_IF_ERROR(d.GetInt("image_size", kMinImageSize, kMaxImageSize, &data->image_size));
@@ -700,6 +706,8 @@ json DataJson(const DataOptions& d) {
             {"rows_per_step", d.rows_per_step},
             {"packing", d.packing},
             {"tokens_per_row", d.tokens_per_row}};
+  // Written only when set, so specs (and checkpoints) of the default stream read as before.
+  if (d.demo_noise != kDefaultDemoNoise) j["demo_noise"] = d.demo_noise;
   // The dataset options exist only for a dataset directory or a stored dataset (launched as its
   // directory); ParseData refuses them with the built-in stream.
   if (!IsBuiltinDataset(d.dataset)) {

@@ -46,6 +46,9 @@ struct ModelOptions {
   // Euler steps of the flow-matching sampler at inference (GR00T N1.5 uses 4, π0 10).
   int inference_steps = 4;
 };
+// engine.data.demo_noise's default (engine/sim/sim_samples.h: kDemoNoise).
+inline constexpr double kDefaultDemoNoise = 0.2;
+
 struct DataOptions {
   // "sim:reach", "sim:push", "sim:pick_place" (built-in tasks), "dir:/abs/path" (a dataset made
   // by embody-data) or
@@ -78,6 +81,11 @@ struct DataOptions {
   // Instruction for episodes that carry none (robomimic files have none; LIBERO's come from the
   // file). Empty: such samples have no language tokens.
   std::string language;
+  // "sim:push" and "sim:pick_place" only: the largest perturbation of the demonstrations, in
+  // action units (1 = 3 cm a step), 0..1. Each episode's motion is the expert's plus Gaussian
+  // noise of a standard deviation drawn from [0, demo_noise] (docs/sim.md); wider noise labels
+  // more of the states a cloned policy drifts into (docs/eval.md, "Why push success fell").
+  double demo_noise = kDefaultDemoNoise;
 };
 
 inline constexpr int kMaxDatasetKeys = 16;

@@ -707,6 +707,33 @@ TEST(JobSpecTest, DatasetDirectoryOptions) {
   }
 }
 
+// engine.data.demo_noise: the table tasks' demonstrations only, 0..1, written back only when set.
+TEST(JobSpecTest, DemoNoiseAppliesToTheTableTasks) {
+  json j = Valid();
+  j["engine"]["data"] = {{"dataset", "sim:push"}, {"demo_noise", 1.0}};
+  auto r = ParseJobSpec(j, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->engine.data.demo_noise, 1.0);
+  EXPECT_EQ(ToJson(*r)["engine"]["data"]["demo_noise"], 1.0);
+  auto again = ParseJobSpec(ToJson(*r), {});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->engine.data.demo_noise, 1.0);
+  j["engine"]["data"] = {{"dataset", "sim:pick_place"}};
+  auto d = ParseJobSpec(j, {});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->engine.data.demo_noise, kDefaultDemoNoise);
+  EXPECT_FALSE(ToJson(*d)["engine"]["data"].contains("demo_noise"));
+  for (const json& data : {json{{"dataset", "sim:push"}, {"demo_noise", 1.5}},
+                           json{{"dataset", "sim:push"}, {"demo_noise", -0.1}},
+                           json{{"dataset", "sim:push"}, {"demo_noise", "1"}},
+                           json{{"dataset", "sim:reach"}, {"demo_noise", 0.5}},
+                           json{{"dataset", "dir:/d"}, {"demo_noise", 0.5}}}) {
+    json bad = Valid();
+    bad["engine"]["data"] = data;
+    EXPECT_EQ(Err(bad).field(), "engine.data.demo_noise") << data.dump();
+  }
+}
+
 TEST(JobSpecTest, CommandRules) {
   json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}}};
   EXPECT_EQ(Err(j).field(), "command");

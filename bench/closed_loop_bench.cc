@@ -4,10 +4,15 @@
 // (seed), same model shape; prints a table and one JSON line.
 //
 //   closed_loop_bench [--steps 600] [--episodes 64] [--tasks reach,push,pick_place]
+//                     [--demo-noise 0.2[,1.0...]]
+//
+// --demo-noise lists values of engine.data.demo_noise for push and pick_place: each is trained
+// and evaluated once per value, side by side (JSON keys "push@1.0" when more than one is given).
 #include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -61,19 +66,38 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "BC steps per task")->check(CLI::Range(1, 100000));
   app.add_option("--episodes", episodes, "episodes per evaluation")->check(CLI::Range(1, 1000));
   app.add_option("--tasks", tasks_arg, "comma-separated tasks");
+  std::vector<double> noises = {api::kDefaultDemoNoise};
+  app.add_option("--demo-noise", noises, "largest perturbations of the push and pick_place "
+                 "demonstrations (engine.data.demo_noise), comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
   CLI11_PARSE(app, argc, argv);
   std::vector<std::string> tasks;
   std::stringstream ss(tasks_arg);
   for (std::string t; std::getline(ss, t, ',');) tasks.push_back(t);
 
-  nlohmann::json line = {{"bench", "closed_loop"}, {"steps", steps}, {"episodes", episodes}};
-  std::printf("%-11s %8s %10s %10s %10s %12s %12s %8s\n", "task", "steps", "untrained", "bc",
-              "bc_fp8", "ret_untr", "ret_bc", "train_s");
+  nlohmann::json line = {{"bench", "closed_loop"},
+                         {"steps", steps},
+                         {"episodes", episodes},
+                         {"demo_noise", noises}};
+  std::printf("%-11s %8s %6s %10s %10s %10s %12s %12s %8s\n", "task", "steps", "noise",
+              "untrained", "bc", "bc_fp8", "ret_untr", "ret_bc", "train_s");
+  // (task, demo_noise) runs: reach's stream has no demonstration noise, so it runs once.
+  std::vector<std::pair<std::string, double>> runs;
   for (const std::string& task : tasks) {
+    for (double noise : noises) {
+      runs.emplace_back(task, noise);
+      if (task == "reach") break;
+    }
+  }
+  for (const auto& [task, demo_noise] : runs) {
     engine::TrainerOptions o = engine::testing::SmallRun(steps, 3);
     o.engine.optim.warmup_steps = std::min(10, steps);
     o.engine.data.dataset = "sim:" + task;
-    if (task != "reach") o.engine.model.action_dim = 4;  // (dx, dy, dz, grip)
+    if (task != "reach") {
+      o.engine.model.action_dim = 4;  // (dx, dy, dz, grip)
+      o.engine.data.demo_noise = demo_noise;
+    }
     engine::LocalCommunicator comm;
     const auto t0 = std::chrono::steady_clock::now();
     auto trained = engine::Train(o, comm, nullptr);
@@ -92,11 +116,13 @@ int main(int argc, char** argv) {
     const auto u = Evaluate(CheckpointBytes(o, init), false, task, episodes);
     const auto b = Evaluate(bc, false, task, episodes);
     const auto q = Evaluate(bc, true, task, episodes);
-    std::printf("%-11s %8d %10.3f %10.3f %10.3f %12.3f %12.3f %8.1f\n", task.c_str(), steps,
-                u.success_rate, b.success_rate, q.success_rate, u.mean_return, b.mean_return,
-                train_s);
+    std::printf("%-11s %8d %6.2f %10.3f %10.3f %10.3f %12.3f %12.3f %8.1f\n", task.c_str(),
+                steps, task == "reach" ? 0.0 : demo_noise, u.success_rate, b.success_rate,
+                q.success_rate, u.mean_return, b.mean_return, train_s);
     std::fflush(stdout);
-    line[task] = {{"untrained", u.success_rate}, {"bc", b.success_rate},
+    char key[64];
+    std::snprintf(key, sizeof key, "%s@%g", task.c_str(), demo_noise);
+    line[task == "reach" || noises.size() == 1 ? task : std::string(key)] = {{"untrained", u.success_rate}, {"bc", b.success_rate},
                   {"bc_fp8", q.success_rate},    {"return_untrained", u.mean_return},
                   {"return_bc", b.mean_return},  {"train_seconds", train_s}};
   }

@@ -111,7 +111,7 @@ common::Result<Fp8EvalComparison> CompareFp8Eval(PolicyTransformer& fp32, Policy
   // Held-out samples of the job's own built-in task (sim:push's for a sim:push job).
   EMBODY_ASSIGN_OR_RETURN(demos,
                           MakeDemoSource(e.data.dataset, e.model.action_dim, e.model.action_horizon,
-                                         e.seed, fp32.config().vocab));
+                                         e.seed, fp32.config().vocab, e.data.demo_noise));
   const DemoSource& task = *demos;
   Fp8EvalComparison c;
   EMBODY_ASSIGN_OR_RETURN(a, EvaluateHeldOut(fp32, task, e, num_samples));

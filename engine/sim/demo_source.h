@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/data/embodied_lengths.h"
 #include "engine/model/packed_batch.h"
@@ -25,11 +26,13 @@ class DemoSource {
 };
 
 // The trainer's built-in stream for engine.data.dataset `dataset`: the table-top task of
-// "sim:push" or "sim:pick_place", and ReachTask for anything else (the stream "sim:reach" and the
+// "sim:push" or "sim:pick_place" (their demonstrations perturbed up to demo_noise,
+// engine.data.demo_noise), and ReachTask for anything else (the stream "sim:reach" and the
 // held-out samples of earlier releases). Errors (invalid_argument): an action_dim the task cannot
-// express, or a vocab too small for its instructions.
+// express, a vocab too small for its instructions, or demo_noise outside [0, 1].
 common::Result<std::unique_ptr<DemoSource>> MakeDemoSource(const std::string& dataset,
                                                            int action_dim, int horizon,
-                                                           uint64_t seed, int vocab);
+                                                           uint64_t seed, int vocab,
+                                                           double demo_noise = api::kDefaultDemoNoise);
 
 }  // namespace engine

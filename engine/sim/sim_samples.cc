@@ -147,12 +147,14 @@ namespace engine {
 
 common::Result<std::unique_ptr<DemoSource>> MakeDemoSource(const std::string& dataset,
                                                            int action_dim, int horizon,
-                                                           uint64_t seed, int vocab) {
+                                                           uint64_t seed, int vocab,
+                                                           double demo_noise) {
   const std::string prefix = "sim:";
   if (dataset.rfind(prefix, 0) == 0 && dataset != "sim:reach") {
     EMBODY_ASSIGN_OR_RETURN(kind, sim::ParseTaskKind(dataset.substr(prefix.size())));
     EMBODY_ASSIGN_OR_RETURN(source,
-                            sim::SimDemoSource::Create(kind, action_dim, horizon, seed, vocab));
+                            sim::SimDemoSource::Create(kind, action_dim, horizon, seed, vocab,
+                                                       demo_noise));
     return std::unique_ptr<DemoSource>(std::move(source));
   }
   return std::unique_ptr<DemoSource>(std::make_unique<ReachTask>(action_dim, horizon, seed));

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "api/job_spec.h"
 #include "engine/sim/demo_source.h"
 #include "engine/sim/sim_task.h"
 
@@ -33,7 +34,8 @@ namespace engine::sim {
 // The largest perturbation of the demonstrations: an episode's motion is the expert's plus
 // Gaussian noise of standard deviation σ (in action units, 1 = 3 cm), σ drawn per episode
 // uniformly from [0, kDemoNoise]; the labels stay the expert's own action in every state reached.
-inline constexpr double kDemoNoise = 0.2;
+// engine.data.demo_noise sets it per job.
+inline constexpr double kDemoNoise = api::kDefaultDemoNoise;
 
 class SimDemoSource : public DemoSource {
  public:

@@ -12,8 +12,10 @@ common::Result<std::unique_ptr<TrainData>> TrainData::Open(const api::EngineOpti
                                                            const PolicyConfig& model,
                                                            Communicator& comm) {
   std::unique_ptr<TrainData> d(new TrainData(e, model, dataset.is_directory() ? dataset.path : ""));
-  EMBODY_ASSIGN_OR_RETURN(task, MakeDemoSource(e.data.dataset, e.model.action_dim,
-                                               e.model.action_horizon, e.seed, model.vocab));
+  EMBODY_ASSIGN_OR_RETURN(task,
+                          MakeDemoSource(e.data.dataset, e.model.action_dim,
+                                         e.model.action_horizon, e.seed, model.vocab,
+                                         e.data.demo_noise));
   d->task_ = std::move(task);
   if (dataset.is_directory()) {
     // It must be readable where every rank runs; every rank computes the same token counts from
