@@ -22,7 +22,7 @@ Result<std::unique_ptr<UnitOfWork>> SchedulerLoop::BeginAsLeader() {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   // First, so that a new leadership's advance waits for this unit rather than overlapping it.
   if (epoch_) EMBODY_RETURN_IF_ERROR(uow->leader().Hold(*epoch_));
-  return std::move(uow);
+  return uow;
 }
 
 Status SchedulerLoop::MarkLostNodes() {

@@ -409,7 +409,9 @@ TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
     ASSERT_TRUE(loop.RunOnce().ok());
   }
   for (const auto& n : (*nodes.List(a))["nodes"]) {
-    if (n["name"] == "node-p") EXPECT_EQ(n["state"], "UP");
+    if (n["name"] == "node-p") {
+      EXPECT_EQ(n["state"], "UP");
+    }
   }
   auto view = jobs.Get(a, id);
   ASSERT_TRUE(view.ok());
