@@ -46,7 +46,7 @@ struct ModelOptions {
   // Euler steps of the flow-matching sampler at inference (GR00T N1.5 uses 4, π0 10).
   int inference_steps = 4;
 };
-// engine.data.demo_noise's default (engine/sim/sim_samples.h: kDemoNoise).
+// engine.data.demo_noise's default (engine/sim/sim_samples.h).
 inline constexpr double kDefaultDemoNoise = 0.2;
 
 struct DataOptions {

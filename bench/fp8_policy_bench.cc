@@ -83,6 +83,14 @@ std::vector<Timing> Interleaved(int reps, const std::vector<std::function<void()
   return out;
 }
 
+// f() with the Linear products on compute c, then `active` again.
+template <typename F>
+void OnCompute(engine::LinearCompute c, engine::LinearCompute active, F f) {
+  engine::SetLinearCompute(c);
+  f();
+  engine::SetLinearCompute(active);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,26 +153,19 @@ int main(int argc, char** argv) {
     // Rows of each Linear product: every token of every sample, context and action chunk.
     int rows = 0;
     for (const auto& o : obs) rows += o.NumTokens(e.model.action_horizon);
-    std::vector<float> a32, a8;
+    std::vector<float> a32, a8, a16;
     std::vector<std::function<void()>> modes = {
         [&] { OrDie(p32.actor->Act(obs, 11, &a32), "fp32 act"); },
         [&] { OrDie(p8.actor->Act(obs, 11, &a8), "fp8 act"); }};
-    if (eigen_too) {
-      modes.push_back([&] {
-        engine::SetLinearCompute(engine::LinearCompute::kEigenFp32);
-        OrDie(p32.actor->Act(obs, 11, &a32), "fp32 eigen act");
-        engine::SetLinearCompute(active);
-      });
-    }
-    std::vector<float> a16;
+    // The fp32 checkpoint acting on another compute.
+    const auto act_on = [&](engine::LinearCompute c, std::vector<float>* actions) {
+      return [&, c, actions] {
+        OnCompute(c, active, [&] { OrDie(p32.actor->Act(obs, 11, actions), "fp32 act"); });
+      };
+    };
+    if (eigen_too) modes.push_back(act_on(engine::LinearCompute::kEigenFp32, &a32));
     const size_t i_bf16 = modes.size();
-    if (bf16_compute) {
-      modes.push_back([&] {
-        engine::SetLinearCompute(engine::LinearCompute::kOnednnBf16);
-        OrDie(p32.actor->Act(obs, 11, &a16), "fp32 checkpoint on bf16 act");
-        engine::SetLinearCompute(active);
-      });
-    }
+    if (bf16_compute) modes.push_back(act_on(engine::LinearCompute::kOnednnBf16, &a16));
     const std::vector<Timing> t = Interleaved(reps, modes);
     // How far the fp8 policy's actions are from the fp32 one's (same observations and noise).
     double num = 0, den = 0;
@@ -231,12 +232,12 @@ int main(int argc, char** argv) {
         }
       };
       const auto gemm = [&](engine::LinearCompute c) {
-        engine::SetLinearCompute(c);
-        for (size_t i = 0; i < mats.size(); ++i) {
-          engine::LinearForwardFast(y.data(), x.data(), deq[i].data(), nullptr, M, mats[i]->cols,
-                                    mats[i]->rows);
-        }
-        engine::SetLinearCompute(active);
+        OnCompute(c, active, [&] {
+          for (size_t i = 0; i < mats.size(); ++i) {
+            engine::LinearForwardFast(y.data(), x.data(), deq[i].data(), nullptr, M,
+                                      mats[i]->cols, mats[i]->rows);
+          }
+        });
       };
       const std::vector<Timing> t =
           Interleaved(reps, {dot, [&] { gemm(engine::LinearCompute::kOnednnBf16); },

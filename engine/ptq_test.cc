@@ -195,8 +195,9 @@ TEST(Fp8PolicyTest, ForwardMatchesFp32OfDequantisedWeights) {
       worst, bound, bf16 ? "bf16" : "fp32", quantised);
   EXPECT_LT(worst, bound);
   EXPECT_GT(quantised, 2 * bound);  // the bound tells the fp8 products from the fp32 ones
-  // Where it runs, the bf16 product is what inference uses: its rounding shows (fp32 activations
-  // agree to 2.4e-7 here).
+  // Where it runs, a bf16 product is what inference uses (the weight-only one below
+  // kFp8GemmMinRows rows, the bf16 GEMM from there): its rounding shows (fp32 activations agree
+  // to 2.4e-7 here).
   if (bf16) {
     EXPECT_GT(worst, 1e-5 * std::max(1.0, scale));
   }

@@ -27,7 +27,9 @@ class EvaluationsTest : public testing::TwoTenantServiceTest {
     c.state = "uploading";
     auto id = uow->checkpoints().InsertUpload(c, now_.load());
     EXPECT_TRUE(id.ok()) << id.status().ToString();
-    if (ready) EXPECT_TRUE(uow->checkpoints().MarkReady(*id, now_.load()).ok());
+    if (ready) {
+      EXPECT_TRUE(uow->checkpoints().MarkReady(*id, now_.load()).ok());
+    }
     EXPECT_TRUE(uow->Commit().ok());
     return *id;
   }

@@ -269,32 +269,27 @@ template <Format F>
 bool MatmulW8Bf16Typed(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch, float* y) {
   const long K = w.cols, N = w.rows;
   // Five rows a tile where there are five: each decoded weight vector serves 5 rows (20
-  // accumulators, 8 decoded vectors and 2 of x: 30 of the 32 registers). Measured against 4 x 4,
-  // 6 x 3 and 8 x 2 with fp8_policy_bench --by-rows: 5-7% faster than 4 x 4 from 8 rows up; 8 x
-  // 2 and 6 x 3 were slower (more x loads per product).
+  // accumulators, 8 decoded vectors and 2 of x: 30 of the 32 registers). Against 4 x 4 in
+  // consecutive fp8_policy_bench --by-rows runs: about 5% faster from 47 rows up, no different
+  // at 8 to 32; 8 x 2 and 6 x 3 were slower (more x loads per product).
   long m0 = 0;
   for (; M - m0 >= 5; m0 += 5) {
     if (!RowTile<F, 5, 4>(x + m0 * K, w, scratch, y + m0 * N)) return false;
   }
-  for (; m0 < M; m0 += 4) {
-    const float* xm = x + m0 * K;
-    float* ym = y + m0 * N;
-    switch (M - m0 >= 4 ? 4 : M - m0) {
-      case 1:
-        if (!RowTile<F, 1, 8>(xm, w, scratch, ym)) return false;
-        break;
-      case 2:
-        if (!RowTile<F, 2, 4>(xm, w, scratch, ym)) return false;
-        break;
-      case 3:
-        if (!RowTile<F, 3, 4>(xm, w, scratch, ym)) return false;
-        break;
-      default:
-        if (!RowTile<F, 4, 4>(xm, w, scratch, ym)) return false;
-        break;
-    }
+  const float* xm = x + m0 * K;
+  float* ym = y + m0 * N;
+  switch (M - m0) {  // the last 0 to 4 rows
+    case 1:
+      return RowTile<F, 1, 8>(xm, w, scratch, ym);
+    case 2:
+      return RowTile<F, 2, 4>(xm, w, scratch, ym);
+    case 3:
+      return RowTile<F, 3, 4>(xm, w, scratch, ym);
+    case 4:
+      return RowTile<F, 4, 4>(xm, w, scratch, ym);
+    default:
+      return true;
   }
-  return true;
 }
 
 bool MatmulW8Bf16(const float* x, int M, const Fp8MatrixView& w, uint16_t* scratch, float* y) {

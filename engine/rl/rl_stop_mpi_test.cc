@@ -17,25 +17,10 @@
 #include "engine/rl/async_ppo.h"
 #include "engine/rl/sync_ppo.h"
 #include "engine/testing/small_reach.h"
+#include "engine/testing/stop_at_step.h"
 
 namespace engine::rl {
 namespace {
-
-// Raises *stop once the step event of update `at` is posted (rank 0 alone posts them), so this
-// rank's flag goes up between two updates while the other ranks' never does.
-class StopAtStep final : public EventSink {
- public:
-  StopAtStep(std::atomic<bool>* stop, int64_t at) : stop_(stop), at_(at) {}
-  void Post(nlohmann::json event) override {
-    if (event.value("type", "") == "step" && event.value("step", int64_t{0}) == at_) {
-      stop_->store(true);
-    }
-  }
-
- private:
-  std::atomic<bool>* stop_;
-  int64_t at_;
-};
 
 enum class Loop { kSync, kAsync };
 
@@ -49,7 +34,7 @@ common::Result<SyncPpoResult> RunStoppedOn(SyncPpoOptions o, Loop loop, int rank
                               ("rl_stop_mpi_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   if (comm.rank() == 0) o.checkpoint_dir = dir.string();
-  StopAtStep sink(&stop, at_step);
+  testing::StopAtStep sink(&stop, at_step);
   EventSink* events = comm.rank() == rank && at_step > 0 ? &sink : nullptr;
   auto r = loop == Loop::kSync ? RunSyncPpo(o, comm, events) : RunAsyncPpo(o, comm, events);
   std::filesystem::remove_all(dir);

@@ -8,6 +8,7 @@
 
 #include "engine/report/recording_sink.h"
 #include "engine/testing/small_reach.h"
+#include "engine/testing/stop_at_step.h"
 
 namespace engine::rl {
 namespace {
@@ -68,21 +69,6 @@ TEST(SyncPpoTest, AMissingInitCheckpointIsAnError) {
   EXPECT_FALSE(r.ok());
 }
 
-// Raises *stop when update `at`'s step event is posted: between two updates.
-class StopAtStep final : public EventSink {
- public:
-  StopAtStep(std::atomic<bool>* stop, int64_t at) : stop_(stop), at_(at) {}
-  void Post(nlohmann::json event) override {
-    if (event.value("type", "") == "step" && event.value("step", int64_t{0}) == at_) {
-      stop_->store(true);
-    }
-  }
-
- private:
-  std::atomic<bool>* stop_;
-  int64_t at_;
-};
-
 // A stop is decided with the update's episode count (as the ranks of a multi-rank run agree on
 // it): a flag raised after update 2's count stops the run after update 3, which the stopped run
 // computes exactly as the full run does; a flag up before the run stops it before any update.
@@ -94,7 +80,7 @@ TEST(SyncPpoTest, AStopEndsTheRunAfterTheNextUpdatesCount) {
   std::atomic<bool> stop{false};
   SyncPpoOptions o = SmallReach(16 * 32 * 5);
   o.stop_requested = &stop;
-  StopAtStep sink(&stop, 2);
+  testing::StopAtStep sink(&stop, 2);
   auto stopped = RunSyncPpo(o, comm, &sink);
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
   EXPECT_TRUE(stopped->stopped);

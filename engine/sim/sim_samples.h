@@ -31,19 +31,16 @@
 
 namespace engine::sim {
 
-// The largest perturbation of the demonstrations: an episode's motion is the expert's plus
-// Gaussian noise of standard deviation σ (in action units, 1 = 3 cm), σ drawn per episode
-// uniformly from [0, kDemoNoise]; the labels stay the expert's own action in every state reached.
-// engine.data.demo_noise sets it per job.
-inline constexpr double kDemoNoise = api::kDefaultDemoNoise;
-
 class SimDemoSource : public DemoSource {
  public:
-  // Validates action_dim (4 or ≥ 7), horizon ≥ 1 and vocab ≥ InstructionVocab().
-  static common::Result<std::unique_ptr<SimDemoSource>> Create(TaskKind kind, int action_dim,
-                                                               int horizon, uint64_t seed,
-                                                               int vocab,
-                                                               double demo_noise = kDemoNoise);
+  // Validates action_dim (4 or ≥ 7), horizon ≥ 1, vocab ≥ InstructionVocab() and demo_noise in
+  // [0, 1]: the largest perturbation of the demonstrations, an episode's motion being the
+  // expert's plus Gaussian noise of standard deviation σ (in action units, 1 = 3 cm) drawn per
+  // episode uniformly from [0, demo_noise]; the labels stay the expert's own action in every
+  // state reached. engine.data.demo_noise sets it per job.
+  static common::Result<std::unique_ptr<SimDemoSource>> Create(
+      TaskKind kind, int action_dim, int horizon, uint64_t seed, int vocab,
+      double demo_noise = api::kDefaultDemoNoise);
 
   void MakeSample(uint64_t index, uint64_t sample_seed, const data::SampleComposition& comp,
                   int vocab, PolicySample* out) const override;

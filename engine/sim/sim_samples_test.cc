@@ -96,7 +96,7 @@ TEST(SimSamplesTest, DemonstrationsArePerturbedAndTheExpertStillSucceeds) {
   // and the perturbed episodes still end in success: the reactive expert recovers from where
   // the noise takes it.
   for (TaskKind kind : {TaskKind::kPush, TaskKind::kPickPlace}) {
-    auto noisy = SimDemoSource::Create(kind, 4, 4, 3, 512, kDemoNoise).value();
+    auto noisy = SimDemoSource::Create(kind, 4, 4, 3, 512, api::kDefaultDemoNoise).value();
     auto clean = SimDemoSource::Create(kind, 4, 4, 3, 512, 0.0).value();
     int perturbed = 0, succeeded = 0;
     size_t steps = 0, flips = 0;
@@ -171,9 +171,9 @@ TEST(SimSamplesTest, DemoNoiseWidensWhatTheDemonstrationsLabel) {
     }
     return static_cast<double>(rises) / static_cast<double>(states);
   };
-  const double narrow = rise_share(kDemoNoise), wide = rise_share(1.0);
+  const double narrow = rise_share(api::kDefaultDemoNoise), wide = rise_share(1.0);
   std::printf("push demonstrations: the expert rises in %.4f of the states at demo_noise %.1f, "
-              "%.4f at 1.0\n", narrow, kDemoNoise, wide);
+              "%.4f at 1.0\n", narrow, api::kDefaultDemoNoise, wide);
   EXPECT_GT(wide, 3.0 * narrow);
 }
 

@@ -13,22 +13,31 @@
 
 namespace engine::testing {
 
-inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
+// A 1-layer policy (2 heads, MLP 2·d_model) on a position-only arm (action_dim 3, no cameras),
+// `envs` environments of `rollout_steps` steps a rollout, for `env_steps` environment steps.
+inline rl::SyncPpoOptions OneLayerReach(int d_model, int envs, int rollout_steps,
+                                        int64_t env_steps) {
   rl::SyncPpoOptions o;
   api::EngineOptions& e = o.engine;
-  e.seed = 1;
-  e.model.d_model = 32;
+  e.model.d_model = d_model;
   e.model.layers = 1;
   e.model.heads = 2;
-  e.model.mlp = 64;
+  e.model.mlp = 2 * d_model;
   e.model.action_dim = 3;
   e.model.action_horizon = 1;
-  e.rl.envs = 16;
-  e.rl.rollout_steps = 32;
+  e.rl.envs = envs;
+  e.rl.rollout_steps = rollout_steps;
   e.rl.total_env_steps = env_steps;
+  e.rl.cameras = 0;
+  return o;
+}
+
+inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
+  rl::SyncPpoOptions o = OneLayerReach(32, 16, 32, env_steps);
+  api::EngineOptions& e = o.engine;
+  e.seed = 1;
   e.rl.episode_steps = 30;
   e.rl.success_radius = 0.1;
-  e.rl.cameras = 0;
   e.rl.lr = 5e-4;
   return o;
 }
@@ -37,20 +46,9 @@ inline rl::SyncPpoOptions SmallReach(int64_t env_steps) {
 // position-only arm, 4 environments × 8 steps a rollout per acting rank, run for `updates`
 // updates of `acting_ranks` ranks' environments.
 inline rl::SyncPpoOptions TinyReach(int acting_ranks, int updates, uint64_t seed) {
-  rl::SyncPpoOptions o;
-  api::EngineOptions& e = o.engine;
-  e.seed = seed;
-  e.model.d_model = 16;
-  e.model.layers = 1;
-  e.model.heads = 2;
-  e.model.mlp = 32;
-  e.model.action_dim = 3;
-  e.model.action_horizon = 1;
-  e.rl.envs = 4;
-  e.rl.rollout_steps = 8;
-  e.rl.total_env_steps = int64_t{4} * 8 * acting_ranks * updates;
-  e.rl.cameras = 0;
-  e.rl.minibatches = 2;
+  rl::SyncPpoOptions o = OneLayerReach(16, 4, 8, int64_t{4} * 8 * acting_ranks * updates);
+  o.engine.seed = seed;
+  o.engine.rl.minibatches = 2;
   return o;
 }
 

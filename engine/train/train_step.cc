@@ -6,6 +6,7 @@
 
 #include "common/time_util.h"
 #include "engine/dist/agree_on_failure.h"
+#include "engine/dist/agree_on_stop.h"
 
 namespace engine {
 
@@ -37,7 +38,7 @@ common::Result<StepOutcome> TrainStep::Run(int step, int steps, data::Loader<Tra
   // Global real tokens, slots and useful FLOPs: one small all-reduce, started first so it
   // completes alongside the gradient buckets. The fourth counts ranks asked to stop: every rank
   // learns it in the same step.
-  const bool stop_here = options_.stop_requested != nullptr && options_.stop_requested->load();
+  const bool stop_here = Raised(options_.stop_requested);
   double figures[4] = {static_cast<double>(tb.real_tokens), static_cast<double>(tb.slots),
                        tb.useful_flops, stop_here ? 1.0 : 0.0};
   const CollectiveId figures_id = comm_.StartAllreduceSum(figures, 4);
