@@ -13,6 +13,7 @@
 
 #include "agent/agent_metrics.h"
 #include "agent/checkpoint_uploader.h"
+#include "agent/job_binaries.h"
 #include "agent/dataset_import.h"
 #include "agent/event_queue.h"
 #include "agent/gpu_collector.h"
@@ -98,6 +99,7 @@ struct Agent::Impl {
   std::thread retention;
   int port = 0;
   std::string local_url;
+  std::string embody_data;  // the embody-data import jobs run (job_binaries.h)
   State state = State::kCreated;
 
   common::Status Prepare();
@@ -138,6 +140,21 @@ common::Status Agent::Impl::Prepare() {
     sandbox.switch_uid = true;
   }
   EMBODY_RETURN_IF_ERROR(PrepareDataDir(jobs.data_dir, sandbox.switch_uid));
+  // What jobs' uids execute must be reachable by them (job_binaries.h).
+  embody_data = cfg.embody_data;
+  if (sandbox.switch_uid) {
+    const std::string bin = jobs.data_dir + "/bin";
+    for (std::string* exe : {&jobs.rank_exec, &jobs.engine, &embody_data}) {
+      auto reachable = ExecutableForJobs(*exe, bin);
+      if (!reachable.ok()) return reachable.status();
+      *exe = *reachable;
+    }
+    if (jobs.rank_exec != cfg.agent_binary) {
+      common::LogInfo("jobs run copies of the agent's executables: they are below a directory "
+                      "job uids cannot pass",
+                      {{"from", cfg.agent_binary}, {"to", bin}});
+    }
+  }
   // Tenant directories an earlier agent made readable by anyone get their tenant's group now.
   if (auto st = PrepareDatasetRoot(cfg.dataset_root, sandbox); !st.ok()) {
     return common::Status(st.code(),
@@ -234,7 +251,7 @@ common::Status Agent::Impl::StartParts() {
   JobRunnerOptions run_opts;
   run_opts.jobs = jobs;
   run_opts.agent_url = local_url;
-  run_opts.embody_data = cfg.embody_data;
+  run_opts.embody_data = embody_data;
   run_opts.dataset_root = cfg.dataset_root;
   run_opts.orphan_grace = cfg.orphan_grace;
   for (const auto& g : node.gpus) run_opts.gpus.push_back(g.index);

@@ -407,7 +407,8 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
     job->cgroup = std::move(*cg);
   }
 
-  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), job->uid, job->attempt, launch.log_bytes);
+  logs_->AddJob(job->id, in.job_dir, LogDir(job->id), plan.total_ranks, job->uid, job->attempt,
+                launch.log_bytes);
   SpawnRequest req;
   req.argv = plan.argv;
   req.env = EnvironmentStrings(plan.env);

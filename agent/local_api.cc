@@ -13,6 +13,9 @@
 #include "api/job_event_check.h"
 #include "common/crypto.h"
 #include "common/http/access_log.h"
+#include "common/http/edge_policy.h"
+#include "common/http/gated_server.h"
+#include "common/http/request_head.h"
 #include "common/http/route_pattern.h"
 #include "common/http/status_http.h"
 #include "common/log.h"
@@ -139,14 +142,30 @@ MetricsAudience LocalApi::MetricsAudienceFor(const std::string& authorization) c
 }
 
 common::Result<int> LocalApi::Start(const std::string& host, int port) {
-  server_ = std::make_unique<httplib::Server>();
+  // The same edge as embody-server's (common/http/gated_server.h, edge_policy.h): requests are
+  // read whole by the gate, within deadlines, before a worker sees them; bodies are bounded
+  // before they are read; rsh streams have threads of their own, as many as the bridge allows
+  // daemons (and a few more, so that the bridge itself says why it refuses one).
+  common::http::GateOptions gate;
+  gate.workers = 8;
+  gate.max_body = kMaxBodyBytes;
+  gate.anonymous_body = kAnonymousBodyBytes;
+  gate.max_connections = 4096;
+  if (bridge_ != nullptr) {
+    gate.is_stream = [](const common::http::RequestHead& head) {
+      std::string_view path = common::http::TargetPath(head.target);
+      return head.method == "POST" && path.size() > 4 && path.substr(path.size() - 4) == "/rsh";
+    };
+    gate.stream_workers = static_cast<size_t>(max_streams_) + 4;
+  }
+  server_ = std::make_unique<common::http::GatedServer>(std::move(gate));
   // httplib writes a request's headers and body separately: without TCP_NODELAY on both ends,
   // Nagle's algorithm and the delayed ACK hold every post for about 40 ms.
   server_->set_tcp_nodelay(true);
-  server_->set_payload_max_length(kMaxBodyBytes + 1);
-  // Threads for the ordinary requests, plus one per rsh stream the bridge may hold.
-  const size_t threads = 8 + static_cast<size_t>(bridge_ ? max_streams_ : 0);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_read_timeout(30, 0);
+  server_->set_write_timeout(30, 0);
+  common::http::InstallEdgePolicy(*server_, {.max_body = kMaxBodyBytes,
+                                             .anonymous_body = kAnonymousBodyBytes});
   using common::http::ServedCall;
   using common::http::WithAccessLog;
   const std::string events_route = "/v1/local/jobs/{id}/events";
@@ -214,7 +233,7 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   server_->Patch(R"([\s\S]*)", unmatched("PATCH"));
   int bound =
       port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
+  if (bound <= 0 || !server_->SetListenBacklog(1024)) {
     return common::Unavailable("cannot listen on " + host + ":" + std::to_string(port));
   }
   auto ended = std::make_shared<std::atomic<bool>>(false);
@@ -233,6 +252,7 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
 void LocalApi::Stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (server_) server_->StopGate();
 }
 
 }  // namespace agent

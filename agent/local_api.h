@@ -48,8 +48,10 @@
 #include "common/status.h"
 
 namespace httplib {
-class Server;
 struct Response;
+}
+namespace common::http {
+class GatedServer;
 }
 
 namespace agent {
@@ -68,6 +70,9 @@ struct LocalReply {
 class LocalApi {
  public:
   static constexpr size_t kMaxBodyBytes = 1024 * 1024;
+  // Without a bearer token, bodies over this are refused unread (every route that takes one
+  // needs a token).
+  static constexpr size_t kAnonymousBodyBytes = 16 * 1024;
   static constexpr size_t kMaxEventsPerPost = 1000;
 
   // `metrics_token_sha256`: hex SHA-256 of the metrics secret; empty for an agent without one,
@@ -108,7 +113,7 @@ class LocalApi {
   std::function<void(int64_t, const nlohmann::json&)> observer_;
   RshBridge* bridge_ = nullptr;
   int max_streams_ = 0;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<common::http::GatedServer> server_;
   std::thread thread_;
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/time_util.h"
 #include "common/log.h"
 
 namespace agent {
@@ -124,7 +125,8 @@ size_t Utf8SafePrefix(const std::string& s) {
 
 }  // namespace
 
-RankLogs::RankLogs(size_t max_batch_bytes) : max_batch_bytes_(max_batch_bytes) {}
+RankLogs::RankLogs(size_t max_batch_bytes, Caps caps)
+    : max_batch_bytes_(max_batch_bytes), caps_(caps) {}
 
 std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
   if (rank < 0) return log_dir + "/launcher.log";
@@ -132,7 +134,7 @@ std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
 }
 
 void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
-                      std::optional<uid_t> owner, int attempt,
+                      int ranks, std::optional<uid_t> owner, int attempt,
                       std::map<int, int64_t> base_bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& job = jobs_[job_id];
@@ -140,8 +142,11 @@ void RankLogs::AddJob(int64_t job_id, const std::string& job_dir, const std::str
   job.dir = job_dir;
   job.log_dir = log_dir;
   job.owner = owner;
+  job.world_size = std::max(1, ranks);
   job.attempt = attempt;
   job.base_bytes = std::move(base_bytes);
+  job.allowance = static_cast<double>(caps_.burst_bytes);
+  job.refilled_ms = common::NowMillis();
   job.ranks[-1].path = RankLogPath(log_dir, -1);
   job.ranks[-1].base = BaseOf(job, -1);
 }
@@ -179,7 +184,7 @@ void RankLogs::DiscoverRanks(Job* job) {
     if (name.rfind("rank.", 0) != 0) return;
     char* end = nullptr;
     long rank = std::strtol(name.c_str() + 5, &end, 10);
-    if (end == name.c_str() + 5 || *end != '\0' || rank < 0 || rank > (1 << 24)) return;
+    if (end == name.c_str() + 5 || *end != '\0' || rank < 0 || rank >= job->world_size) return;
     RankFile& rf = job->ranks[static_cast<int>(rank)];
     rf.base = BaseOf(*job, static_cast<int>(rank));
     if (!rf.sources.empty()) return;
@@ -195,19 +200,28 @@ void RankLogs::DiscoverRanks(Job* job) {
   }
 }
 
-int RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldSource(const Job& job, const std::string& dest, Source* src, bool final,
+                         int64_t* budget, int64_t* dropped) {
   int fd = OpenBeneath(job.dir, src->path, S_IFREG, job.owner);
   if (fd < 0) return 0;
   struct stat st;
   int64_t size = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-  int err = FoldFrom(fd, size, dest, src, final);
+  int err = FoldFrom(fd, size, dest, src, final, budget, dropped);
   ::close(fd);
   return err;
 }
 
-int RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final) {
+int RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final,
+                       int64_t* budget, int64_t* dropped) {
   while (size > src->consumed) {
-    size_t n = static_cast<size_t>(std::min<int64_t>(size - src->consumed, kMaxFoldBytes));
+    if (*budget <= 0) {
+      // Over the cap: skipped unread, never kept.
+      *dropped += size - src->consumed;
+      src->consumed = size;
+      return 0;
+    }
+    size_t n = static_cast<size_t>(
+        std::min<int64_t>({size - src->consumed, static_cast<int64_t>(kMaxFoldBytes), *budget}));
     std::string data = ReadRangeFd(fd, src->consumed, n);
     if (data.empty()) return 0;
     size_t take = data.size();
@@ -215,13 +229,14 @@ int RankLogs::FoldFrom(int fd, int64_t size, const std::string& dest, Source* sr
       size_t nl = data.rfind('\n');
       if (nl != std::string::npos) {
         take = nl + 1;
-      } else if (data.size() < kMaxPartialLine) {
+      } else if (data.size() < kMaxPartialLine && static_cast<int64_t>(data.size()) < *budget) {
         return 0;  // wait for the rest of the line
       }
     }
     data.resize(take);
     if (int err = AppendFile(dest, data); err != 0) return err;
     src->consumed += static_cast<int64_t>(take);
+    *budget -= static_cast<int64_t>(take);
     if (take < n) return 0;
   }
   return 0;
@@ -233,16 +248,46 @@ void RankLogs::Collect(int64_t job_id, bool final) {
   if (it == jobs_.end()) return;
   Job& job = it->second;
   DiscoverRanks(&job);
+  // The rate cap is a token bucket of `burst_bytes`, topped up at `bytes_per_s`.
+  const int64_t now = common::NowMillis();
+  job.allowance = std::min<double>(
+      static_cast<double>(caps_.burst_bytes),
+      job.allowance + static_cast<double>(caps_.bytes_per_s) *
+                          static_cast<double>(std::max<int64_t>(0, now - job.refilled_ms)) / 1e3);
+  job.refilled_ms = now;
   for (auto& [rank, rf] : job.ranks) {
+    int64_t dropped = 0;
     for (auto& src : rf.sources) {
-      int err = FoldSource(job, rf.path, &src, final);
+      const int64_t left = caps_.total_bytes - job.folded;
+      int64_t budget = std::min<int64_t>(static_cast<int64_t>(job.allowance), left);
+      const int64_t before = budget;
+      int err = FoldSource(job, rf.path, &src, final, &budget, &dropped);
+      job.folded += before - budget;
+      job.allowance -= static_cast<double>(before - budget);
       if (err != 0 && job.write_error.empty()) {
         job.write_error = "cannot write " + rf.path + ": " + std::strerror(err);
         common::LogWarn("cannot fold a rank's log",
                         {{"job", std::to_string(job_id)}, {"error", job.write_error}});
       }
     }
+    if (dropped == 0) continue;
+    // A marker where the output was cut, so a reader knows the log is not whole. Past the total
+    // cap, one marker per rank and then silence.
+    std::string marker;
+    if (job.folded >= caps_.total_bytes) {
+      if (!job.total_reached) {
+        marker = "\n[embody: this job's logs reached their cap of " +
+                 std::to_string(caps_.total_bytes >> 20) +
+                 " MiB; further output is dropped]\n";
+      }
+    } else {
+      marker = "\n[embody: dropped " + std::to_string(dropped) +
+               " bytes of this rank's output: over the job's log rate of " +
+               std::to_string(caps_.bytes_per_s >> 20) + " MiB/s]\n";
+    }
+    if (!marker.empty()) (void)AppendFile(rf.path, marker);
   }
+  if (job.folded >= caps_.total_bytes) job.total_reached = true;
 }
 
 std::string RankLogs::WriteError(int64_t job_id) const {
@@ -292,6 +337,17 @@ RankLogs::Batch RankLogs::NextBatch() {
       if (size > rf.acked) pending.push_back({id, rank, &rf, size, job.attempt});
     }
     if (complete) batch.complete_jobs.insert(id);
+  }
+  // More files with new bytes than a batch holds: this batch takes kMaxBatchChunks of them,
+  // starting where the last one stopped, so every file is shipped in turn.
+  if (pending.size() > kMaxBatchChunks) {
+    const size_t from = batch_turn_ % pending.size();
+    std::rotate(pending.begin(), pending.begin() + static_cast<ptrdiff_t>(from), pending.end());
+    for (size_t i = kMaxBatchChunks; i < pending.size(); ++i) {
+      batch.complete_jobs.erase(pending[i].job_id);  // bytes of theirs wait for a later batch
+    }
+    pending.resize(kMaxBatchChunks);
+    batch_turn_ = from + kMaxBatchChunks;
   }
   // Fair share first, then the leftover in order, so one chatty rank cannot starve the others.
   size_t budget = max_batch_bytes_;

@@ -13,7 +13,8 @@
 //
 // Shipping is two-phase: NextBatch() reads new bytes from the acknowledged offsets without moving
 // them; Commit() moves them once a heartbeat carrying the batch succeeded, so a failed heartbeat
-// re-sends the same bytes. A batch holds at most `max_batch_bytes`, shared fairly between files.
+// re-sends the same bytes. A batch holds at most `max_batch_bytes` and kMaxBatchChunks chunks,
+// shared fairly between files.
 // Thread-safe.
 #pragma once
 
@@ -32,13 +33,28 @@
 
 namespace agent {
 
+// How much of a job's rank output is kept: a job is tenant code, and one that writes logs as
+// fast as it can must not fill the node's disk or the server's log store. Past `bytes_per_s`
+// (with `burst_bytes` of slack) output is dropped and a marker line says how much; past
+// `total_bytes` per attempt every further byte is dropped after one marker line. A real job
+// never meets the defaults.
+struct RankLogCaps {
+  int64_t bytes_per_s = 16 << 20;
+  int64_t burst_bytes = 64 << 20;
+  int64_t total_bytes = int64_t{4} << 30;
+};
+
 class RankLogs {
  public:
   static constexpr size_t kDefaultBatchBytes = 256 * 1024;
+  // Chunks in one batch at most (the server refuses a heartbeat of more than 10,000 reports);
+  // when more files have new bytes, successive batches take them in turn.
+  static constexpr size_t kMaxBatchChunks = 512;
   // A line longer than this is folded in pieces rather than waiting for its newline.
   static constexpr size_t kMaxPartialLine = 64 * 1024;
 
-  explicit RankLogs(size_t max_batch_bytes = kDefaultBatchBytes);
+  using Caps = RankLogCaps;
+  explicit RankLogs(size_t max_batch_bytes = kDefaultBatchBytes, Caps caps = Caps());
 
   // Starts tracking a job whose Open MPI output lives in `job_dir`/ranks, folding it into
   // `log_dir`; `owner`: the job's uid, when it has one of its own.
@@ -47,7 +63,10 @@ class RankLogs {
   // `base_bytes`: bytes of each rank's log (-1: the launcher) the server already holds for this
   // attempt, which this run's bytes follow: a job put back in the queue without a new attempt
   // (preempted) runs again under the same attempt (api::Command::log_bytes).
-  void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir,
+  // `ranks`: the job's world size; only rank.0 … rank.(ranks-1) are its ranks' output, whatever
+  // else the job makes there (a job is tenant code: 20,000 rank directories must not become
+  // 20,000 logs to ship).
+  void AddJob(int64_t job_id, const std::string& job_dir, const std::string& log_dir, int ranks,
               std::optional<uid_t> owner = std::nullopt, int attempt = 0,
               std::map<int, int64_t> base_bytes = {});
   // Folds new rank output into the rank-N.log files: whole lines, or everything when `final`
@@ -87,21 +106,31 @@ class RankLogs {
     std::string dir;
     std::string log_dir;
     std::optional<uid_t> owner;
+    int world_size = 1;
     bool finished = false;
     std::map<int, RankFile> ranks;
     int attempt = 0;
     std::map<int, int64_t> base_bytes;
     std::string write_error;
+    int64_t folded = 0;      // bytes of rank output kept, this attempt
+    double allowance = 0;    // bytes the rate cap lets through now
+    int64_t refilled_ms = 0;  // when `allowance` was last topped up
+    bool total_reached = false;
   };
 
   void DiscoverRanks(Job* job);
   static int64_t BaseOf(const Job& job, int rank);
   // Both return 0 or the errno of a failed write to `dest`.
-  int FoldSource(const Job& job, const std::string& dest, Source* src, bool final);
-  static int FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final);
+  int FoldSource(const Job& job, const std::string& dest, Source* src, bool final,
+                 int64_t* budget, int64_t* dropped);
+  // `budget`: bytes that may still be kept; what is over it is skipped and added to `dropped`.
+  static int FoldFrom(int fd, int64_t size, const std::string& dest, Source* src, bool final,
+                      int64_t* budget, int64_t* dropped);
 
   const size_t max_batch_bytes_;
+  const Caps caps_;
   mutable std::mutex mu_;
+  size_t batch_turn_ = 0;  // where the next batch starts when more files wait than it holds
   std::map<int64_t, Job> jobs_;
 };
 

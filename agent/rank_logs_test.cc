@@ -1,5 +1,8 @@
 #include "agent/rank_logs.h"
 
+#include <filesystem>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "agent/test_util.h"
@@ -23,7 +26,7 @@ class RankLogsTest : public ::testing::Test {
 
 TEST_F(RankLogsTest, FoldsWholeLinesOfBothStreams) {
   RankLogs logs;
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   AppendTo(Out(0), "out line\npartial");
   AppendTo(Err(0), "err line\n");
   logs.Collect(1, false);
@@ -39,7 +42,7 @@ TEST_F(RankLogsTest, FoldsWholeLinesOfBothStreams) {
 
 TEST_F(RankLogsTest, ShipsFromAcknowledgedOffsetsAndResendsOnFailure) {
   RankLogs logs;
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   AppendTo(Out(0), "a0\n");
   AppendTo(Out(1), "b1\n");
   AppendTo(RankLogs::RankLogPath(job_dir_, -1), "launcher\n");
@@ -69,7 +72,7 @@ TEST_F(RankLogsTest, ShipsFromAcknowledgedOffsetsAndResendsOnFailure) {
 // logs on the server after the bytes it holds, rank by rank; ranks it holds nothing of start at 0.
 TEST_F(RankLogsTest, ARunAgainUnderTheSameAttemptFollowsTheBytesTheServerHolds) {
   RankLogs logs;
-  logs.AddJob(1, job_dir_, job_dir_, std::nullopt, 2, {{-1, 100}, {0, 40}});
+  logs.AddJob(1, job_dir_, job_dir_, 4, std::nullopt, 2, {{-1, 100}, {0, 40}});
   AppendTo(Out(0), "a0\n");
   AppendTo(Out(1), "b1\n");
   AppendTo(RankLogs::RankLogPath(job_dir_, -1), "resuming\n");
@@ -92,7 +95,7 @@ TEST_F(RankLogsTest, ARunAgainUnderTheSameAttemptFollowsTheBytesTheServerHolds) 
 
 TEST_F(RankLogsTest, BatchIsBoundedAndShared) {
   RankLogs logs(/*max_batch_bytes=*/100);
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   AppendTo(Out(0), std::string(300, 'x') + "\n");
   AppendTo(Out(1), "short\n");
   logs.CollectAll();
@@ -119,7 +122,7 @@ TEST_F(RankLogsTest, BatchIsBoundedAndShared) {
 
 TEST_F(RankLogsTest, FinishedJobIsCompleteOnlyWhenAllBytesAreInTheBatch) {
   RankLogs logs(/*max_batch_bytes=*/10);
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   AppendTo(Out(0), "0123456789abcdef\n");
   logs.Collect(1, true);
   logs.MarkFinished(1);
@@ -134,7 +137,7 @@ TEST_F(RankLogsTest, FinishedJobIsCompleteOnlyWhenAllBytesAreInTheBatch) {
 
 TEST_F(RankLogsTest, NeverSplitsAUtf8Character) {
   RankLogs logs(/*max_batch_bytes=*/4);
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   AppendTo(Out(0), "ab\xC3\xA9\xC3\xA9\n");  // "abéé\n"
   logs.Collect(1, false);
   auto b = logs.NextBatch();
@@ -149,9 +152,91 @@ TEST_F(RankLogsTest, FindsRanksUnderAJobIdDirectoryToo) {
   ASSERT_TRUE(common::MakeDirs(job_dir_ + "/ranks/1/rank.3").ok());
   AppendTo(job_dir_ + "/ranks/1/rank.3/stdout", "deep\n");
   RankLogs logs;
-  logs.AddJob(1, job_dir_, job_dir_);
+  logs.AddJob(1, job_dir_, job_dir_, 4);
   logs.CollectAll();
   EXPECT_EQ(ReadAll(RankLogs::RankLogPath(job_dir_, 3)), "deep\n");
+}
+
+TEST_F(RankLogsTest, OnlyTheJobsOwnRanksAreDiscovered) {
+  // A hostile job makes rank directories far beyond its world size (here 2): none is a log.
+  for (int r = 2; r < 20'000; r += 1) {
+    ASSERT_TRUE(common::MakeDirs(job_dir_ + "/ranks/rank." + std::to_string(r)).ok());
+    if (r % 1000 == 0) AppendTo(Out(r), "forged\n");
+  }
+  AppendTo(Out(0), "real 0\n");
+  AppendTo(Out(1), "real 1\n");
+  RankLogs logs;
+  logs.AddJob(1, job_dir_, job_dir_, 2);
+  logs.CollectAll();
+  auto batch = logs.NextBatch();
+  ASSERT_EQ(batch.chunks.size(), 2u);
+  EXPECT_EQ(batch.chunks[0].data, "real 0\n");
+  EXPECT_EQ(batch.chunks[1].data, "real 1\n");
+  EXPECT_FALSE(std::filesystem::exists(RankLogs::RankLogPath(job_dir_, 1000)));
+}
+
+TEST_F(RankLogsTest, BatchesHoldBoundedChunksAndTakeEveryFileInTurn) {
+  const int ranks = 1500;
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_TRUE(common::MakeDirs(job_dir_ + "/ranks/rank." + std::to_string(r)).ok());
+    AppendTo(Out(r), "line of " + std::to_string(r) + "\n");
+  }
+  RankLogs logs;
+  logs.AddJob(1, job_dir_, job_dir_, ranks);
+  logs.CollectAll();
+  logs.MarkFinished(1);
+  std::set<int> shipped;
+  int batches = 0;
+  for (; batches < 10; ++batches) {
+    auto batch = logs.NextBatch();
+    if (batch.chunks.empty()) break;
+    EXPECT_LE(batch.chunks.size(), RankLogs::kMaxBatchChunks);
+    // Not complete while some of its files wait for a later batch.
+    if (shipped.size() + batch.chunks.size() < static_cast<size_t>(ranks)) {
+      EXPECT_EQ(batch.complete_jobs.count(1), 0u);
+    }
+    for (const auto& c : batch.chunks) {
+      EXPECT_EQ(c.data, "line of " + std::to_string(c.rank) + "\n");
+      shipped.insert(c.rank);
+    }
+    logs.Commit(batch.chunks);
+  }
+  EXPECT_EQ(shipped.size(), static_cast<size_t>(ranks));
+  EXPECT_EQ(batches, 3);  // ceil(1500 / 512)
+}
+
+TEST_F(RankLogsTest, OutputOverTheRateCapIsDroppedWithAMarker) {
+  RankLogs logs(RankLogs::kDefaultBatchBytes, {.bytes_per_s = 1000, .burst_bytes = 1000,
+                                               .total_bytes = int64_t{1} << 30});
+  logs.AddJob(1, job_dir_, job_dir_, 2);
+  std::string lines;
+  for (int i = 0; i < 1000; ++i) lines += "123456789\n";  // 10,000 bytes
+  AppendTo(Out(0), lines);
+  logs.Collect(1, false);
+  const std::string got = ReadAll(RankLogs::RankLogPath(job_dir_, 0));
+  EXPECT_EQ(got.substr(0, 1000), lines.substr(0, 1000));
+  EXPECT_NE(got.find("[embody: dropped 9000 bytes of this rank's output"), std::string::npos)
+      << got;
+  EXPECT_LT(got.size(), 1200u);
+}
+
+TEST_F(RankLogsTest, OutputPastTheTotalCapIsDroppedAfterOneMarker) {
+  RankLogs logs(RankLogs::kDefaultBatchBytes,
+                {.bytes_per_s = 1 << 30, .burst_bytes = 1 << 30, .total_bytes = 500});
+  logs.AddJob(1, job_dir_, job_dir_, 2);
+  std::string lines;
+  for (int i = 0; i < 100; ++i) lines += "123456789\n";  // 1,000 bytes
+  AppendTo(Out(0), lines);
+  logs.Collect(1, false);
+  std::string got = ReadAll(RankLogs::RankLogPath(job_dir_, 0));
+  EXPECT_EQ(got.substr(0, 500), lines.substr(0, 500));
+  EXPECT_NE(got.find("reached their cap"), std::string::npos) << got;
+  const size_t size = got.size();
+  AppendTo(Out(0), lines);
+  AppendTo(Err(1), lines);
+  logs.Collect(1, true);
+  EXPECT_EQ(ReadAll(RankLogs::RankLogPath(job_dir_, 0)).size(), size) << "kept past the cap";
+  EXPECT_EQ(ReadAll(RankLogs::RankLogPath(job_dir_, 1)), "");
 }
 
 }  // namespace

@@ -315,7 +315,10 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
-  logs_->AddJob(job_id, in.job_dir, LogDir(job_id), started.uid, w.attempt, w.log_bytes);
+  int world_size = 0;
+  for (const auto& host : w.hosts) world_size += std::max(0, host.ranks);
+  logs_->AddJob(job_id, in.job_dir, LogDir(job_id), world_size, started.uid, w.attempt,
+                w.log_bytes);
   auto pid = SpawnInNewSession(req);
   if (!pid.ok()) {
     logs_->Collect(job_id, /*final=*/true);

@@ -8,26 +8,49 @@
 
 #include "common/http/status_http.h"
 #include "common/parse_int.h"
-#include "controlplane/http/gated_server.h"
+#include "common/http/edge_policy.h"
+#include "common/http/gated_server.h"
+#include "common/http/request_head.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
 
 namespace controlplane::http {
 
 namespace {
-// httplib refuses bodies above this before any handler runs; it is set well above the JobSpec
-// limit so that an oversize JobSpec gets our 400 with a JSON error rather than httplib's 413.
+// Bodies over this are refused unread (413); it is set well above the JobSpec limit so that an
+// oversize JobSpec gets our 400 naming the field, and above a checkpoint or dataset part (4 MiB).
 constexpr size_t kTransportBodyLimit = 8 * 1024 * 1024;
-// The most of a body read from a request that names no bearer token.
-constexpr int64_t kUnauthenticatedBodyLimit = 64 * 1024;
+// The most of a body read from a request that names no bearer token: every route that takes a
+// body needs one, so this is only what a 401 needs.
+constexpr size_t kUnauthenticatedBodyLimit = 64 * 1024;
 constexpr size_t kHttpThreads = 32;
+// Log follows served at once, each on a thread of its own pool (beyond: 503).
+constexpr size_t kStreamThreads = 256;
 // Connections the kernel completes before the accept loop takes them: every agent reconnects at
 // once after a server restart.
 constexpr int kListenBacklog = 1024;
 
-GateOptions Gate() {
-  GateOptions o;
+common::http::BodyLimits Limits() {
+  return {.max_body = kTransportBodyLimit, .anonymous_body = kUnauthenticatedBodyLimit};
+}
+
+// GET /v1/jobs/{id}/logs?follow=1: a response that lasts as long as the job.
+bool IsLogFollow(const common::http::RequestHead& head) {
+  if (head.method != "GET") return false;
+  std::string_view path = common::http::TargetPath(head.target);
+  constexpr std::string_view kJobs = "/v1/jobs/", kLogs = "/logs";
+  return path.size() > kJobs.size() + kLogs.size() && path.substr(0, kJobs.size()) == kJobs &&
+         path.substr(path.size() - kLogs.size()) == kLogs &&
+         common::http::QueryValue(head.target, "follow") == "1";
+}
+
+common::http::GateOptions Gate() {
+  common::http::GateOptions o;
   o.workers = kHttpThreads;
+  o.max_body = kTransportBodyLimit;
+  o.anonymous_body = kUnauthenticatedBodyLimit;
+  o.is_stream = IsLogFollow;
+  o.stream_workers = kStreamThreads;
   return o;
 }
 }  // namespace
@@ -38,79 +61,22 @@ struct ApiServer::Impl {
         router(server, *deps.db, *deps.metrics, deps.router, deps.now_ms) {}
   ApiDeps deps;
   // Workers serve whole requests only: idle and slow clients wait at its gate (gated_server.h).
-  GatedServer server{Gate()};
+  common::http::GatedServer server{Gate()};
   Router router;
   std::atomic<bool> stopping{false};
 };
 
 ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps))) {
   Impl& m = *impl_;
-  m.server.set_payload_max_length(kTransportBodyLimit);
   m.server.set_read_timeout(30, 0);
   // Requests arrive as separate header and body writes; without TCP_NODELAY on both ends Nagle's
   // algorithm and the delayed ACK add about 40 ms to a heartbeat.
   m.server.set_tcp_nodelay(true);
   m.server.set_write_timeout(30, 0);
-  // Debian's httplib answers "Accept-Encoding: br" (every browser sends it) with Brotli at its
-  // slowest quality: 0.2 s for the dashboard's 94 KB bundle, about 1 s for 500 KB of metrics
-  // JSON. Offered gzip instead, it compresses the same in 10 ms. httplib reads the header from
-  // this same Request when it writes the response.
-  //
-  // This handler runs after the headers and before httplib reads a body, so it is also where a
-  // body is refused before it is read: a chunked one (httplib 0.11.4 reads chunked bodies without
-  // its length limit, so one could grow without bound; every client of ours sends a length) and
-  // one sent with no bearer token (every route that takes a body needs one). The answer asks the
-  // client to close (Connection: close); a client that keeps sending only feeds httplib's bounded
-  // request-line reader, and the unread body of a refused request was not served as a request
-  // (api_pg_test).
-  m.server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    auto refuse = [&](int status, common::Code code, const std::string& why) {
-      // httplib decides to close from the request's own Connection header.
-      auto& headers = const_cast<httplib::Request&>(req).headers;
-      headers.erase("Connection");
-      headers.emplace("Connection", "close");
-      RespondJson(res, status, common::http::ErrorBody(common::Status(code, why)));
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    const std::string te = req.get_header_value("Transfer-Encoding");
-    if (!te.empty() && te != "identity") {
-      return refuse(411, common::Code::kInvalidArgument,
-                    "request bodies must be sent with Content-Length, not Transfer-Encoding: " +
-                        te.substr(0, 64));
-    }
-    // A small body without a token goes on to the router, which audits the refusal; a larger
-    // one is refused here, unread, like the transport's own 413.
-    if (req.has_header("Content-Length") &&
-        !common::ParseInt64(req.get_header_value("Content-Length"), 0, kUnauthenticatedBodyLimit)
-             .ok() &&
-        req.get_header_value("Authorization").rfind("Bearer ", 0) != 0) {
-      return refuse(401, common::Code::kUnauthenticated,
-                    "missing bearer token (a body over " +
-                        std::to_string(kUnauthenticatedBodyLimit >> 10) +
-                        " KiB is not read without one)");
-    }
-    auto& headers = const_cast<httplib::Request&>(req).headers;
-    auto it = headers.find("Accept-Encoding");
-    if (it != headers.end() && it->second.find("br") != std::string::npos) {
-      it->second = it->second.find("gzip") != std::string::npos ? "gzip" : "identity";
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // httplib answers some requests itself, before any route runs: a request it cannot read
-  // (400), a URI over its limit (414), a body over the transport limit (413). Those get a JSON
-  // error as well; an error a handler wrote is left as it is.
-  m.server.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        const std::string what = res.status == 413   ? "request body too large"
-                                 : res.status == 414 ? "request URI too long"
-                                                     : "HTTP " + std::to_string(res.status);
-        const common::Code code = res.status == 404   ? common::Code::kNotFound
-                                  : res.status >= 500 ? common::Code::kInternal
-                                                      : common::Code::kInvalidArgument;
-        RespondJson(res, res.status, common::http::ErrorBody(common::Status(code, what)));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  // Every body is bounded before it is read, chunked and encoded bodies are refused, a request
+  // without a length has no body, "Accept-Encoding: br" is answered with gzip; httplib's own
+  // errors get the JSON body (common/http/edge_policy.h).
+  common::http::InstallEdgePolicy(m.server, Limits());
   using A = Router::Auth;
   Router& r = m.router;
 

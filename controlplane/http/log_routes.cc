@@ -1,8 +1,10 @@
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <thread>
 
+#include "common/http/gated_server.h"
 #include "controlplane/http/routes.h"
 #include "controlplane/service/log_files.h"
 
@@ -12,7 +14,11 @@ using A = Router::Auth;
 
 namespace {
 
+// A follow reads the job's logs every kFollowPoll while they grow, backing off to
+// kFollowIdlePoll while they do not; between reads it looks every kFollowPoll whether the client
+// is still there, so a dropped stream frees its thread within that.
 constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+constexpr int kFollowIdlePolls = 5;  // kFollowPoll slices between reads of a quiet log
 constexpr size_t kReadChunk = 256 * 1024;
 
 // The state of one log response: which job, which rank (or all), and how far it has read.
@@ -76,20 +82,33 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
         const bool follow = req.get_param_value("follow") == "1";
         bool terminal = false;
         if (!follow) {
-          // Whole logs at once; loop because one read returns a bounded chunk per rank. Only the
-          // last read flushes partial lines, so a line across a chunk boundary stays one line.
-          std::string all;
-          for (bool final = false;;) {
-            auto text = cursor->Next(jobs, &terminal, final);
-            if (!text.ok()) return RespondError(res, text.status());
-            all += *text;
-            if (text->empty()) {
-              if (final) break;
-              final = true;
-            }
-          }
+          // The whole log, streamed a bounded chunk per rank at a time, never held whole. Access
+          // is checked before the answer starts, so errors are still proper JSON answers. Only
+          // the last read flushes partial lines, so a line across a chunk boundary stays one.
+          auto first = cursor->Next(jobs, &terminal, false);
+          if (!first.ok()) return RespondError(res, first.status());
+          auto head = std::make_shared<std::string>(std::move(*first));
           res.status = 200;
-          res.set_content(all, "text/plain");
+          res.set_chunked_content_provider(
+              "text/plain", [cursor, head, &jobs](size_t, httplib::DataSink& sink) {
+                bool terminal = false;
+                std::string text;
+                if (!head->empty()) {
+                  text.swap(*head);
+                } else {
+                  auto next = cursor->Next(jobs, &terminal, false);
+                  if (!next.ok()) return false;
+                  text = std::move(*next);
+                  if (text.empty()) {
+                    auto rest = cursor->Next(jobs, &terminal, true);
+                    if (!rest.ok()) return false;
+                    if (!rest->empty() && !sink.write(rest->data(), rest->size())) return false;
+                    sink.done();
+                    return true;
+                  }
+                }
+                return sink.write(text.data(), text.size());
+              });
           return;
         }
         // Check access before the stream starts, so errors are still proper JSON answers.
@@ -99,8 +118,9 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
         res.status = 200;
         res.set_chunked_content_provider(
             "text/plain", [cursor, &jobs, &stopping](size_t, httplib::DataSink& sink) {
+              int quiet = 0;  // reads in a row that found nothing new
               while (!stopping.load()) {
-                if (!sink.is_writable()) return false;
+                if (!sink.is_writable() || common::http::GatedServer::ClientGone()) return false;
                 bool terminal = false;
                 auto text = cursor->Next(jobs, &terminal, false);
                 if (!text.ok()) return false;
@@ -117,7 +137,11 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
                   }
                   break;
                 }
-                std::this_thread::sleep_for(kFollowPoll);
+                quiet = std::min(quiet + 1, kFollowIdlePolls);
+                for (int i = 0; i < quiet && !stopping.load(); ++i) {
+                  if (common::http::GatedServer::ClientGone()) return false;
+                  std::this_thread::sleep_for(kFollowPoll);
+                }
               }
               sink.done();
               return true;

@@ -83,8 +83,22 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
                   "application/json");
 }
 
-void RespondError(httplib::Response& res, const common::Status& status) {
-  if (current_request) current_request->error_code = common::CodeName(status.code());
+void RespondError(httplib::Response& res, const common::Status& given) {
+  if (current_request) current_request->error_code = common::CodeName(given.code());
+  // What went wrong inside (a database's own words, an internal failure) is for the operator:
+  // the server's log has it under the request id, the client gets the code and that id.
+  common::Status status = given;
+  const bool internal = given.code() == common::Code::kInternal;
+  if (internal || given.message().rfind("database: ", 0) == 0) {
+    const std::string id = current_request ? current_request->request_id : "";
+    common::LogWarn("request failed", {{"request_id", id},
+                                       {"code", common::CodeName(given.code())},
+                                       {"error", given.message()}});
+    status = common::Status(given.code(),
+                            std::string(internal ? "internal error"
+                                                 : "the request conflicts with stored state") +
+                                "; the server's log has the detail under request id " + id);
+  }
   // A 503 (the database away or busy) tells clients when to try again; a header set before
   // (the rate limiter's) stays.
   const int retry_after = common::http::RetryAfterSecondsFor(status.code());

@@ -1,0 +1,47 @@
+#include "agent/job_binaries.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/file_util.h"
+
+namespace agent {
+
+bool OthersCanExecute(const std::string& path) {
+  if (path.empty() || path[0] != '/') return true;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  for (std::filesystem::path dir = std::filesystem::path(path).parent_path();;
+       dir = dir.parent_path()) {
+    if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+    if (dir == dir.root_path()) return true;
+  }
+}
+
+common::Result<std::string> ExecutableForJobs(const std::string& path, const std::string& dir) {
+  if (OthersCanExecute(path) || !std::filesystem::exists(path)) return path;
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(dir));
+  if (::chmod(dir.c_str(), 0755) != 0) {
+    return common::Internal("cannot make " + dir + " reachable by jobs");
+  }
+  const std::string target = dir + "/" + std::filesystem::path(path).filename().string();
+  const std::string temp = target + ".tmp";
+  std::error_code ec;
+  std::filesystem::copy_file(path, temp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) {
+    std::filesystem::permissions(temp, std::filesystem::perms(0755),
+                                 std::filesystem::perm_options::replace, ec);
+  }
+  if (!ec) std::filesystem::rename(temp, target, ec);
+  if (ec) {
+    std::filesystem::remove(temp, ec);
+    return common::Internal("cannot copy " + path + " to " + target +
+                            " for jobs to run: " + ec.message());
+  }
+  return target;
+}
+
+}  // namespace agent

@@ -1,0 +1,89 @@
+#include "agent/job_binaries.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/file_util.h"
+
+namespace agent {
+namespace {
+
+class JobBinariesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/job_binaries_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    ::chmod(root_.c_str(), 0755);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // An executable script at `path`, mode 0755.
+  void MakeExecutable(const std::string& path) {
+    ASSERT_TRUE(common::MakeDirs(std::filesystem::path(path).parent_path().string()).ok());
+    std::ofstream(path) << "#!/bin/sh\necho hello\n";
+    ::chmod(path.c_str(), 0755);
+  }
+
+  std::string root_;
+};
+
+TEST_F(JobBinariesTest, AReachableExecutableIsRunWhereItIs) {
+  const std::string exe = root_ + "/pub/bin/embody-engine";
+  MakeExecutable(exe);
+  ::chmod((root_ + "/pub").c_str(), 0755);
+  ::chmod((root_ + "/pub/bin").c_str(), 0755);
+  EXPECT_TRUE(OthersCanExecute(exe));
+  auto got = ExecutableForJobs(exe, root_ + "/data/bin");
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, exe);
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/data/bin"));
+  EXPECT_TRUE(OthersCanExecute("embody-engine")) << "a bare name is found on PATH";
+}
+
+TEST_F(JobBinariesTest, OneBelowAPrivateDirectoryIsCopiedWhereJobsReachIt) {
+  // As a clone in /root (0700) is: the file is 0755, a directory above is not passable.
+  const std::string exe = root_ + "/private/repo/build/bin/embody-agent";
+  MakeExecutable(exe);
+  ::chmod((root_ + "/private").c_str(), 0700);
+  EXPECT_FALSE(OthersCanExecute(exe));
+  const std::string dir = root_ + "/data/bin";
+  ASSERT_TRUE(common::MakeDirs(root_ + "/data").ok());
+  ::chmod((root_ + "/data").c_str(), 0711);
+  auto got = ExecutableForJobs(exe, dir);
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(*got, dir + "/embody-agent");
+  EXPECT_TRUE(OthersCanExecute(*got));
+  EXPECT_EQ(*common::ReadFile(*got), *common::ReadFile(exe));
+  // Again (an agent restarted after a rebuild): replaced with the current file.
+  std::ofstream(exe, std::ios::app) << "echo rebuilt\n";
+  got = ExecutableForJobs(exe, dir);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*common::ReadFile(*got), *common::ReadFile(exe));
+  EXPECT_FALSE(std::filesystem::exists(*got + ".tmp"));
+}
+
+TEST_F(JobBinariesTest, AFileOthersCannotExecuteIsCopiedAndOneMissingIsLeftAlone) {
+  const std::string exe = root_ + "/bin/tool";
+  MakeExecutable(exe);
+  ::chmod(exe.c_str(), 0700);
+  EXPECT_FALSE(OthersCanExecute(exe));
+  auto got = ExecutableForJobs(exe, root_ + "/data/bin");
+  ASSERT_TRUE(got.ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(got->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  const std::string missing = root_ + "/private-none/embody-data";
+  got = ExecutableForJobs(missing, root_ + "/data/bin");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, missing);
+}
+
+}  // namespace
+}  // namespace agent

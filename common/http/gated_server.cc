@@ -1,0 +1,540 @@
+#include "common/http/gated_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/http/status_http.h"
+
+namespace common::http {
+
+// One client connection between accept and close.
+struct GateConnection {
+  int fd = -1;
+  std::string address;  // the client's, for the per-address cap
+  std::string pending;  // read by the gate, not yet consumed by a request
+  int64_t deadline_ms = 0;
+  bool request_started = false;  // some of the next request's bytes have arrived
+  // Once the head is complete: its length plus that of the body the gate reads; 0 before.
+  size_t request_bytes = 0;
+  size_t body_reserved = 0;  // of the gate's body budget
+  bool stream = false;       // served by the stream pool
+  // Refused: the answer is sent, the write side shut, and what the client still sends is read
+  // and dropped until the deadline, so that its client reads the answer rather than a reset.
+  bool lingering = false;
+  size_t discarded = 0;
+};
+
+namespace {
+
+constexpr int kLingerMs = 1000;
+constexpr size_t kLingerMaxBytes = 4 * 1024 * 1024;
+constexpr size_t kReadChunk = 64 * 1024;
+
+thread_local int current_client_fd = -1;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Where the blank line that ends the headers is; npos if not there yet.
+size_t HeaderEnd(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\n') continue;
+    if (i + 1 < s.size() && s[i + 1] == '\n') return i + 2;
+    if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') return i + 3;
+  }
+  return std::string::npos;
+}
+
+bool WaitFor(int fd, short events, time_t sec, time_t usec) {
+  pollfd p{fd, events, 0};
+  const int timeout_ms = static_cast<int>(sec * 1000 + usec / 1000);
+  for (;;) {
+    int n = ::poll(&p, 1, timeout_ms);
+    if (n < 0 && errno == EINTR) continue;
+    return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
+  }
+}
+
+void Address(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (rc != 0) return;
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    port = ntohs(a->sin6_port);
+  }
+  ip = buf;
+}
+
+// A complete response with our JSON error body, for the answers the gate gives itself.
+std::string Canned(int status, const char* reason, Code code, const std::string& message) {
+  const std::string body = ErrorBodyText(Status(code, message));
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n" + (status == 503 ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
+}
+
+// httplib's view of a connection while a worker serves one request: the bytes the gate read
+// come first, then the socket, each wait bounded by the server's read and write timeouts.
+class ConnectionStream : public httplib::Stream {
+ public:
+  ConnectionStream(GateConnection& conn, time_t read_sec, time_t read_usec, time_t write_sec,
+                   time_t write_usec)
+      : conn_(conn),
+        read_sec_(read_sec),
+        read_usec_(read_usec),
+        write_sec_(write_sec),
+        write_usec_(write_usec) {}
+
+  // What the request left unread (the start of a pipelined next one) stays with the connection.
+  ~ConnectionStream() override { conn_.pending.erase(0, consumed_); }
+
+  bool is_readable() const override {
+    return consumed_ < conn_.pending.size() || WaitFor(conn_.fd, POLLIN, read_sec_, read_usec_);
+  }
+  bool is_writable() const override { return WaitFor(conn_.fd, POLLOUT, write_sec_, write_usec_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (consumed_ < conn_.pending.size()) {
+      size_t n = std::min(size, conn_.pending.size() - consumed_);
+      std::memcpy(ptr, conn_.pending.data() + consumed_, n);
+      consumed_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    if (!WaitFor(conn_.fd, POLLIN, read_sec_, read_usec_)) return -1;
+    for (;;) {
+      ssize_t n = ::recv(conn_.fd, ptr, size, 0);
+      if (n < 0 && errno == EINTR) continue;
+      return n;
+    }
+  }
+
+  // The response asked the client to close, or refused the request before reading its body,
+  // whose bytes would otherwise be read as the next request.
+  bool close_after() const { return close_after_; }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    // httplib writes a response's status line and headers in one write, interim 100 Continue
+    // apart; that write says how the connection goes on.
+    std::string_view head(ptr, size);
+    if (!response_seen_ && head.rfind("HTTP/1.", 0) == 0 && head.substr(8, 5) != " 100 ") {
+      response_seen_ = true;
+      const std::string headers(head.substr(0, head.find("\r\n\r\n") + 2));
+      const std::string_view status = head.substr(9, 3);
+      close_after_ = headers.find("\r\nConnection: close\r\n") != std::string::npos ||
+                     status == "411" || status == "413" || status == "414" || status == "415" ||
+                     status == "431";
+    }
+    if (!is_writable()) return -1;
+    for (;;) {
+      ssize_t n = ::send(conn_.fd, ptr, size, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      return n;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    Address(conn_.fd, true, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    Address(conn_.fd, false, ip, port);
+  }
+  socket_t socket() const override { return conn_.fd; }
+
+ private:
+  GateConnection& conn_;
+  size_t consumed_ = 0;
+  bool response_seen_ = false;
+  bool close_after_ = false;
+  time_t read_sec_, read_usec_, write_sec_, write_usec_;
+};
+
+}  // namespace
+
+// The thread that owns every connection between requests (see the header).
+class GatedServer::Gate {
+ public:
+  Gate(const GateOptions& options, std::function<void(GateConnection)> dispatch)
+      : options_(options), dispatch_(std::move(dispatch)), wake_(::eventfd(0, EFD_CLOEXEC)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~Gate() {
+    Stop();
+    ::close(wake_);
+  }
+
+  // A new connection (fresh = just accepted) or one a worker has served a request on. Closes it
+  // when the gate has stopped or, for a new one, when too many are open.
+  void Add(GateConnection conn, bool fresh) {
+    if (fresh) {
+      int port = 0;
+      Address(conn.fd, true, conn.address, port);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (fresh) {
+        size_t& from_address = per_address_[conn.address];
+        if (stopped_ || open_ >= options_.max_connections ||
+            (options_.max_connections_per_address > 0 &&
+             from_address >= options_.max_connections_per_address)) {
+          ::close(conn.fd);
+          if (from_address == 0) per_address_.erase(conn.address);
+          return;
+        }
+        ++open_;
+        ++from_address;
+      } else if (stopped_) {
+        ::close(conn.fd);
+        ForgetLocked(conn.address);
+        return;
+      }
+      if (!conn.lingering) {
+        conn.request_started = !conn.pending.empty();
+        conn.deadline_ms =
+            NowMs() + (conn.request_started ? options_.header_timeout_ms
+                                            : options_.keep_alive_timeout_ms);
+      }
+      inbox_.push_back(std::move(conn));
+    }
+    Wake();
+  }
+
+  // A connection a worker has served a refused request on: linger, then close.
+  void Linger(GateConnection conn) {
+    StartLinger(conn);
+    Add(std::move(conn), /*fresh=*/false);
+  }
+
+  // A connection a worker has closed.
+  void Closed(const GateConnection& conn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ForgetLocked(conn.address);
+  }
+
+  void StreamDone() {
+    std::lock_guard<std::mutex> lock(mu_);
+    --streams_;
+  }
+
+  size_t Open() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return open_;
+  }
+
+  size_t Streams() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return streams_;
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    Wake();
+    thread_.join();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (GateConnection& c : inbox_) ::close(c.fd);
+    for (GateConnection& c : waiting_) ::close(c.fd);
+    open_ -= inbox_.size() + waiting_.size();
+    inbox_.clear();
+    waiting_.clear();
+  }
+
+ private:
+  void Wake() {
+    uint64_t one = 1;
+    (void)!::write(wake_, &one, sizeof one);
+  }
+
+  void ForgetLocked(const std::string& address) {
+    --open_;
+    auto it = per_address_.find(address);
+    if (it != per_address_.end() && --it->second == 0) per_address_.erase(it);
+  }
+
+  void Close(GateConnection& c) {
+    ::close(c.fd);
+    c.fd = -1;
+    budget_used_ -= c.body_reserved;
+    c.body_reserved = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    ForgetLocked(c.address);
+  }
+
+  static void StartLinger(GateConnection& c) {
+    ::shutdown(c.fd, SHUT_WR);
+    c.lingering = true;
+    c.deadline_ms = NowMs() + kLingerMs;
+    c.pending.clear();
+  }
+
+  // Answers `c` on the spot and lingers.
+  void Refuse(GateConnection& c, const std::string& response) {
+    (void)!::send(c.fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    budget_used_ -= c.body_reserved;
+    c.body_reserved = 0;
+    StartLinger(c);
+  }
+
+  // Reads what `c` has sent (up to kReadChunk). Closes `c` (fd -1) on end of stream or error.
+  void Read(GateConnection& c) {
+    char buf[kReadChunk];
+    ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (n <= 0) return Close(c);
+    if (c.lingering) {
+      c.discarded += static_cast<size_t>(n);
+      if (c.discarded > kLingerMaxBytes) Close(c);
+      return;
+    }
+    c.pending.append(buf, static_cast<size_t>(n));
+    if (!c.request_started) {
+      c.request_started = true;
+      c.deadline_ms = NowMs() + options_.header_timeout_ms;
+    }
+  }
+
+  // Moves `c` on as far as what it has sent allows; true when it was handed to a worker.
+  bool Advance(GateConnection& c) {
+    if (c.lingering || !c.request_started) return false;
+    if (c.request_bytes == 0) {
+      const size_t end = HeaderEnd(c.pending);
+      if (end == std::string::npos) {
+        if (c.pending.size() > options_.max_header_bytes) {
+          Refuse(c, Canned(431, "Request Header Fields Too Large", Code::kInvalidArgument,
+                           "request line and headers too large"));
+        }
+        return false;
+      }
+      const RequestHead head = ParseRequestHead(std::string_view(c.pending).substr(0, end));
+      if (!head.error.empty()) {
+        Refuse(c, Canned(400, "Bad Request", Code::kInvalidArgument, head.error));
+        return false;
+      }
+      c.stream = options_.is_stream && options_.is_stream(head);
+      // The body is read here only when the edge policy will let a worker read it; otherwise
+      // the worker answers at once without reading (or there is no body).
+      uint64_t body = head.content_length.value_or(0);
+      const bool read_here = !head.has_transfer_encoding && !head.has_content_encoding &&
+                             body <= options_.max_body &&
+                             (head.has_bearer || body <= options_.anonymous_body);
+      if (!read_here) body = 0;
+      c.request_bytes = end + body;
+      if (body > 0) {
+        c.deadline_ms = NowMs() + options_.body_timeout_ms +
+                        static_cast<int64_t>(body * 1000 /
+                                             std::max<size_t>(1, options_.min_body_bytes_per_s));
+      }
+    }
+    if (c.pending.size() < c.request_bytes) {
+      if (c.body_reserved == 0) {
+        const size_t need = c.request_bytes - std::min(c.request_bytes, c.pending.size());
+        if (budget_used_ == 0 || budget_used_ + need <= options_.body_budget) {
+          c.body_reserved = need;
+          budget_used_ += need;
+        }
+      }
+      return false;
+    }
+    budget_used_ -= c.body_reserved;
+    c.body_reserved = 0;
+    c.request_bytes = 0;
+    if (c.stream) {
+      bool full;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        full = streams_ >= options_.stream_workers;
+        if (!full) ++streams_;
+      }
+      if (full) {
+        Refuse(c, Canned(503, "Service Unavailable", Code::kUnavailable,
+                         "too many streams open on this server; retry later"));
+        return false;
+      }
+    }
+    dispatch_(std::move(c));
+    c.fd = -1;
+    return true;
+  }
+
+  // Whether the gate reads from `c` now: a body waiting for its share of the budget is not read
+  // (its bytes stay in the kernel, its deadline runs).
+  static bool Polled(const GateConnection& c) {
+    return c.lingering || c.request_bytes == 0 || c.body_reserved > 0;
+  }
+
+  void Run() {
+    std::vector<pollfd> fds;
+    std::vector<size_t> polled;  // index in waiting_ of fds[i + 1]
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopped_) return;
+        for (GateConnection& c : inbox_) waiting_.push_back(std::move(c));
+        inbox_.clear();
+      }
+      // A served connection may hold the whole next request already (pipelining), and a body
+      // may now get its share of the budget.
+      for (GateConnection& c : waiting_) Advance(c);
+      std::erase_if(waiting_, [](const GateConnection& c) { return c.fd < 0; });
+
+      const int64_t now = NowMs();
+      int64_t next = now + 60'000;
+      fds.assign(1, pollfd{wake_, POLLIN, 0});
+      polled.clear();
+      for (size_t i = 0; i < waiting_.size(); ++i) {
+        next = std::min(next, waiting_[i].deadline_ms);
+        if (!Polled(waiting_[i])) continue;
+        fds.push_back(pollfd{waiting_[i].fd, POLLIN, 0});
+        polled.push_back(i);
+      }
+      int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, next - now)));
+      if (n < 0 && errno != EINTR) return;
+      if (fds[0].revents & POLLIN) {
+        uint64_t count;
+        (void)!::read(wake_, &count, sizeof count);
+      }
+      for (size_t k = 0; k < polled.size(); ++k) {
+        GateConnection& c = waiting_[polled[k]];
+        if (fds[k + 1].revents == 0) continue;
+        Read(c);
+        if (c.fd >= 0) Advance(c);
+      }
+      // Too slow: an idle connection past its keep-alive time, a request not complete in time,
+      // a refused one done lingering.
+      const int64_t after = NowMs();
+      for (GateConnection& c : waiting_) {
+        if (c.fd < 0 || c.deadline_ms > after) continue;
+        if (c.request_started && !c.lingering) {
+          const std::string timeout = Canned(408, "Request Timeout", Code::kInvalidArgument,
+                                             "the request did not arrive in time");
+          (void)!::send(c.fd, timeout.data(), timeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        Close(c);
+      }
+      std::erase_if(waiting_, [](const GateConnection& c) { return c.fd < 0; });
+    }
+  }
+
+  const GateOptions options_;
+  const std::function<void(GateConnection)> dispatch_;
+  const int wake_;
+  mutable std::mutex mu_;
+  bool stopped_ = false;
+  size_t open_ = 0;
+  size_t streams_ = 0;
+  std::map<std::string, size_t> per_address_;
+  std::vector<GateConnection> inbox_;    // added, not yet seen by the gate thread
+  std::vector<GateConnection> waiting_;  // the gate thread's own
+  size_t budget_used_ = 0;               // the gate thread's own
+  std::thread thread_;
+};
+
+GatedServer::GatedServer(GateOptions options) : options_(std::move(options)) {
+  workers_ = std::make_unique<httplib::ThreadPool>(options_.workers);
+  if (options_.stream_workers > 0) {
+    stream_workers_ = std::make_unique<httplib::ThreadPool>(options_.stream_workers);
+  }
+  gate_ = std::make_unique<Gate>(options_, [this](GateConnection c) {
+    // The connection is moved into the task; std::function needs a copyable callable.
+    auto shared = std::make_shared<GateConnection>(std::move(c));
+    httplib::ThreadPool& pool = shared->stream ? *stream_workers_ : *workers_;
+    pool.enqueue([this, shared] { Serve(std::move(*shared)); });
+  });
+  // httplib's own pool only hands accepted sockets to the gate.
+  new_task_queue = [] { return new httplib::ThreadPool(2); };
+}
+
+GatedServer::~GatedServer() { StopGate(); }
+
+void GatedServer::StopGate() {
+  if (gate_stopped_.exchange(true)) return;
+  gate_->Stop();
+  workers_->shutdown();
+  if (stream_workers_) stream_workers_->shutdown();
+}
+
+bool GatedServer::SetListenBacklog(int backlog) {
+  // listen() again on a listening socket changes only its backlog (capped by somaxconn).
+  return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0;
+}
+
+size_t GatedServer::OpenConnections() const { return gate_->Open(); }
+
+size_t GatedServer::ActiveStreams() const { return gate_->Streams(); }
+
+bool GatedServer::ClientGone() {
+  const int fd = current_client_fd;
+  if (fd < 0) return false;
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
+  char byte;
+  return (p.revents & POLLIN) && ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+bool GatedServer::process_and_close_socket(socket_t sock) {
+  GateConnection conn;
+  conn.fd = sock;
+  gate_->Add(std::move(conn), /*fresh=*/true);
+  return true;
+}
+
+void GatedServer::Serve(GateConnection conn) {
+  bool connection_closed = false;
+  bool ok;
+  bool close_after = false;
+  {
+    ConnectionStream stream(conn, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_,
+                            write_timeout_usec_);
+    current_client_fd = conn.fd;
+    ok = process_request(stream, /*close_connection=*/gate_stopped_.load(), connection_closed,
+                         nullptr);
+    current_client_fd = -1;
+    close_after = stream.close_after();
+  }
+  if (conn.stream) gate_->StreamDone();
+  conn.stream = false;
+  if (ok && (close_after || connection_closed) && !gate_stopped_.load()) {
+    // The answer is written; what the client may still be sending is dropped for a moment.
+    gate_->Linger(std::move(conn));
+    return;
+  }
+  if (!ok || gate_stopped_.load()) {
+    ::close(conn.fd);
+    gate_->Closed(conn);
+    return;
+  }
+  gate_->Add(std::move(conn), /*fresh=*/false);
+}
+
+}  // namespace common::http
