@@ -241,6 +241,7 @@ std::vector<double> TimedCalls(int port, int n, const std::string& method, const
                                const std::string& body) {
   httplib::Client c("127.0.0.1", port);
   c.set_keep_alive(true);
+  c.set_tcp_nodelay(true);
   c.set_connection_timeout(2, 0);
   c.set_read_timeout(2, 0);
   c.set_write_timeout(2, 0);
@@ -346,7 +347,11 @@ std::pair<int, double> SendUntilAnswered(int port, const std::string& head, cons
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n >= 12 && std::string(buf, 9) == "HTTP/1.1 ") status = std::atoi(std::string(buf + 9, 3).c_str());
+    if (n >= 12 && std::string(buf, 9) == "HTTP/1.1 ") {
+      status = std::atoi(std::string(buf + 9, 3).c_str());
+    } else {
+      status = n == 0 ? -1 : -errno;  // closed, or reset, without an answer
+    }
     break;
   }
   const double seconds = Since(start);
@@ -431,6 +436,7 @@ json Submit(const Options& o, int port) {
     threads.emplace_back([&, i] {
       httplib::Client c("127.0.0.1", port);
       c.set_keep_alive(true);
+      c.set_tcp_nodelay(true);
       c.set_read_timeout(2, 0);
       httplib::Headers h = {{"Authorization", "Bearer t"}};
       while (!done) {
