@@ -315,8 +315,15 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
+  // The job's world size (a worker's `hosts` holds only its own node's entry).
   int world_size = 0;
-  for (const auto& host : w.hosts) world_size += std::max(0, host.ranks);
+  if (w.spec.is_object() && w.spec.contains("resources") && w.spec["resources"].is_object()) {
+    const auto& r = w.spec["resources"];
+    const int64_t nodes = r.value("nodes", 1), per_node = r.value("ranks_per_node", 1);
+    if (nodes > 0 && per_node > 0 && nodes * per_node <= (1 << 20)) {
+      world_size = static_cast<int>(nodes * per_node);
+    }
+  }
   logs_->AddJob(job_id, in.job_dir, LogDir(job_id), world_size, started.uid, w.attempt,
                 w.log_bytes);
   auto pid = SpawnInNewSession(req);

@@ -36,16 +36,16 @@ httplib::Server::HandlerResponse ApplyEdgePolicy(const httplib::Request& req,
   } else {
     const std::string length = req.get_header_value("Content-Length");
     const bool bearer = req.get_header_value("Authorization").rfind("Bearer ", 0) == 0;
-    if (!ParseInt64(length, 0, static_cast<int64_t>(limits.max_body)).ok()) {
-      return refuse(413, Code::kInvalidArgument,
-                    "request body too large (the most is " +
-                        std::to_string(limits.max_body >> 10) + " KiB)");
-    }
     if (!bearer && !ParseInt64(length, 0, static_cast<int64_t>(limits.anonymous_body)).ok()) {
       return refuse(401, Code::kUnauthenticated,
                     "missing bearer token (a body over " +
                         std::to_string(limits.anonymous_body >> 10) +
                         " KiB is not read without one)");
+    }
+    if (!ParseInt64(length, 0, static_cast<int64_t>(limits.max_body)).ok()) {
+      return refuse(413, Code::kInvalidArgument,
+                    "request body too large (the most is " +
+                        std::to_string(limits.max_body >> 10) + " KiB)");
     }
   }
   auto it = headers.find("Accept-Encoding");
