@@ -49,8 +49,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "bench/load_average.h"
@@ -62,7 +62,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Options {
   int connections = 1000;
@@ -112,29 +114,31 @@ void AddHandlers(httplib::Server& s, bool gated, int stream_seconds) {
   s.Post("/v1/jobs", [parse](const httplib::Request& req, httplib::Response& res) {
     parse(req, res, 201, R"({"id":1})");
   });
-  s.Get("/v1/jobs/1/logs", [gated, stream_seconds](const httplib::Request& req,
-                                                   httplib::Response& res) {
-    if (!Authorized(req, res)) return;
-    res.set_chunked_content_provider("text/plain", [gated, stream_seconds](size_t,
-                                                                          httplib::DataSink& sink) {
-      ++*g_streams;
-      bool ok = sink.write("started\n", 8);
-      auto start = Clock::now();
-      while (ok && Since(start) < stream_seconds) {
-        if (!sink.is_writable()) break;
-        if (gated && common::http::GatedServer::ClientGone()) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      --*g_streams;
-      if (ok) sink.done();
-      return false;
-    });
-  });
+  s.Get("/v1/jobs/1/logs",
+        [gated, stream_seconds](const httplib::Request& req, httplib::Response& res) {
+          if (!Authorized(req, res)) return;
+          res.set_chunked_content_provider(
+              "text/plain", [gated, stream_seconds](size_t, httplib::DataSink& sink) {
+                ++*g_streams;
+                bool ok = sink.write("started\n", 8);
+                auto start = Clock::now();
+                while (ok && Since(start) < stream_seconds) {
+                  if (!sink.is_writable()) break;
+                  if (gated && common::http::GatedServer::ClientGone()) break;
+                  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                }
+                --*g_streams;
+                if (ok) sink.done();
+                return false;
+              });
+        });
 }
 
 // Plain httplib with the backlog raised as the gated server's is, so both take a burst alike.
 struct PlainServer : httplib::Server {
-  PlainServer() { new_task_queue = [] { return new httplib::ThreadPool(32); }; }
+  PlainServer() {
+    new_task_queue = [] { return new httplib::ThreadPool(32); };
+  }
   void SetListenBacklog(int backlog) { ::listen(svr_sock_, backlog); }
 };
 
@@ -265,11 +269,13 @@ std::vector<double> TimedCalls(int port, int n, const std::string& method, const
 }
 
 const std::string kHeartbeat = json{{"slots_free", 2}, {"jobs", json::array()}}.dump();
-const std::string kJob = json{{"name", "edge"}, {"kind", "command"},
-                              {"command", {"true"}},
-                              {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
-                              {"pad", std::string(800, 'x')}}
-                             .dump();
+const std::string kJob = json{
+    {"name", "edge"},
+    {"kind", "command"},
+    {"command", {"true"}},
+    {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+    {"pad",
+     std::string(800, 'x')}}.dump();
 
 struct Row {
   std::string edge;
@@ -300,7 +306,8 @@ json SlowClients(const Options& o, pid_t pid, int port) {
   std::thread dribble([&] {
     while (!done) {
       for (int fd : slow) (void)::send(fd, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      for (int i = 0; i < 10 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 10 && !done; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -339,8 +346,8 @@ std::pair<int, double> SendUntilAnswered(int port, const std::string& head, cons
     while (!answered && sent < total && Since(start) < limit_s) {
       const std::string& src = body.empty() ? block : body;
       size_t at = body.empty() ? 0 : static_cast<size_t>(sent);
-      size_t n = static_cast<size_t>(std::min<int64_t>(total - sent, body.empty() ? block.size()
-                                                                                 : 1 << 20));
+      size_t n = static_cast<size_t>(
+          std::min<int64_t>(total - sent, body.empty() ? block.size() : 1 << 20));
       pollfd p{fd, POLLOUT, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
       ssize_t w = ::send(fd, src.data() + at, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -374,7 +381,9 @@ json NoLength(const Options& o, pid_t pid, int port) {
   auto [status, seconds] = SendUntilAnswered(
       port, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n", "",
       static_cast<int64_t>(o.no_length_mib) << 20, 60);
-  return {{"status", status}, {"seconds", seconds}, {"growth_mib", rss.GrowthMiB()},
+  return {{"status", status},
+          {"seconds", seconds},
+          {"growth_mib", rss.GrowthMiB()},
           {"mib", o.no_length_mib}};
 }
 
@@ -403,14 +412,17 @@ std::string GzipZeros(double gib) {
 json Bomb(double gib, pid_t pid, int port) {
   const std::string body = GzipZeros(gib);
   RssSampler rss(pid);
-  auto [status, seconds] = SendUntilAnswered(
-      port,
-      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-      "Content-Encoding: gzip\r\nAuthorization: Bearer x\r\nContent-Length: " +
-          std::to_string(body.size()) + "\r\n\r\n",
-      body, 0, 120);
-  return {{"status", status}, {"seconds", seconds}, {"growth_mib", rss.GrowthMiB()},
-          {"gib", gib}, {"compressed_mib", static_cast<double>(body.size()) / (1 << 20)}};
+  auto [status, seconds] =
+      SendUntilAnswered(port,
+                        "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                        "Content-Encoding: gzip\r\nAuthorization: Bearer x\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n",
+                        body, 0, 120);
+  return {{"status", status},
+          {"seconds", seconds},
+          {"growth_mib", rss.GrowthMiB()},
+          {"gib", gib},
+          {"compressed_mib", static_cast<double>(body.size()) / (1 << 20)}};
 }
 
 json Streams(const Options& o, int port) {
@@ -431,7 +443,8 @@ json Streams(const Options& o, int port) {
   while (g_streams->load() > 0 && Since(dropped) < o.stream_seconds + 5) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return {{"opened", fds.size()}, {"served_at_once", serving},
+  return {{"opened", fds.size()},
+          {"served_at_once", serving},
           {"submit_p99_ms", Percentile(submits, 0.99) * 1e3},
           {"released_s", Since(dropped)}};
 }
@@ -523,7 +536,8 @@ int main(int argc, char** argv) {
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   g_streams = new (shared) std::atomic<int>(0);
 
-  json out{{"bench", "edge_bench"}, {"cpu", bench::CpuModel()}, {"load_before", bench::LoadAverage()}};
+  json out{
+      {"bench", "edge_bench"}, {"cpu", bench::CpuModel()}, {"load_before", bench::LoadAverage()}};
   if (o.edge != "gated") out["httplib"] = RunEdge(o, false);
   if (o.edge != "httplib") out["gated"] = RunEdge(o, true);
 
@@ -538,7 +552,8 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   };
-  std::printf("\nCPU: %s, load before %.2f\n", bench::CpuModel().c_str(), out["load_before"].get<double>());
+  std::printf("\nCPU: %s, load before %.2f\n", bench::CpuModel().c_str(),
+              out["load_before"].get<double>());
   std::printf("%-44s %19s %19s\n", "", "httplib", "gated");
   line("slow: heartbeat p99", "slow", "heartbeat_p99_ms", "ms");
   line("slow: GET /v1/jobs p99", "slow", "list_p99_ms", "ms");

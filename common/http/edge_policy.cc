@@ -8,8 +8,7 @@
 namespace common::http {
 
 httplib::Server::HandlerResponse ApplyEdgePolicy(const httplib::Request& req,
-                                                 httplib::Response& res,
-                                                 const BodyLimits& limits) {
+                                                 httplib::Response& res, const BodyLimits& limits) {
   // httplib decides how the connection goes on from the request's own headers, and reads the
   // body by them after this handler: both are adjusted on the request itself.
   auto& headers = const_cast<httplib::Request&>(req).headers;
@@ -43,9 +42,9 @@ httplib::Server::HandlerResponse ApplyEdgePolicy(const httplib::Request& req,
                         " KiB is not read without one)");
     }
     if (!ParseInt64(length, 0, static_cast<int64_t>(limits.max_body)).ok()) {
-      return refuse(413, Code::kInvalidArgument,
-                    "request body too large (the most is " +
-                        std::to_string(limits.max_body >> 10) + " KiB)");
+      return refuse(
+          413, Code::kInvalidArgument,
+          "request body too large (the most is " + std::to_string(limits.max_body >> 10) + " KiB)");
     }
   }
   auto it = headers.find("Accept-Encoding");

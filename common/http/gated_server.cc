@@ -217,9 +217,8 @@ class GatedServer::Gate {
       }
       if (!conn.lingering) {
         conn.request_started = !conn.pending.empty();
-        conn.deadline_ms =
-            NowMs() + (conn.request_started ? options_.header_timeout_ms
-                                            : options_.keep_alive_timeout_ms);
+        conn.deadline_ms = NowMs() + (conn.request_started ? options_.header_timeout_ms
+                                                           : options_.keep_alive_timeout_ms);
       }
       inbox_.push_back(std::move(conn));
     }
@@ -350,9 +349,9 @@ class GatedServer::Gate {
       if (!read_here) body = 0;
       c.request_bytes = end + body;
       if (body > 0) {
-        c.deadline_ms = NowMs() + options_.body_timeout_ms +
-                        static_cast<int64_t>(body * 1000 /
-                                             std::max<size_t>(1, options_.min_body_bytes_per_s));
+        c.deadline_ms =
+            NowMs() + options_.body_timeout_ms +
+            static_cast<int64_t>(body * 1000 / std::max<size_t>(1, options_.min_body_bytes_per_s));
       }
     }
     if (c.pending.size() < c.request_bytes) {

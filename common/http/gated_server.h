@@ -38,18 +38,18 @@ namespace common::http {
 struct GateConnection;  // gated_server.cc
 
 struct GateOptions {
-  size_t workers = 32;                // threads that serve requests
-  int header_timeout_ms = 10'000;     // a request's first byte to the end of its headers
-  int keep_alive_timeout_ms = 5'000;  // idle between requests (and before the first)
-  size_t max_header_bytes = 32 * 1024;  // request line and headers; more: 431, closed
-  size_t max_connections = 10'000;      // open at once; more are closed on accept
+  size_t workers = 32;                       // threads that serve requests
+  int header_timeout_ms = 10'000;            // a request's first byte to the end of its headers
+  int keep_alive_timeout_ms = 5'000;         // idle between requests (and before the first)
+  size_t max_header_bytes = 32 * 1024;       // request line and headers; more: 431, closed
+  size_t max_connections = 10'000;           // open at once; more are closed on accept
   size_t max_connections_per_address = 512;  // from one client address; 0: no cap
   // Bodies the gate reads before a worker sees the request: up to this length (longer ones are
   // refused unread by the edge policy), and up to anonymous_body without a bearer token. Keep
   // them equal to the edge policy's BodyLimits.
   size_t max_body = 8 * 1024 * 1024;
   size_t anonymous_body = 64 * 1024;
-  int body_timeout_ms = 10'000;             // end of headers to end of body, plus ...
+  int body_timeout_ms = 10'000;              // end of headers to end of body, plus ...
   size_t min_body_bytes_per_s = 256 * 1024;  // ... the body's length at this rate
   size_t body_budget = 128 * 1024 * 1024;    // bytes of bodies being read at once, all clients
   // Long-lived responses: which requests are streams, and how many may be served at once.

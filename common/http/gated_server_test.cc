@@ -119,7 +119,9 @@ TEST(GatedServerTest, IdleAndSlowClientsDoNotStarveTheWorkers) {
   // past its 2 s timeout. This is what the gate is for, and shows the measurement can fail.
   {
     struct Plain : httplib::Server {
-      Plain() { new_task_queue = [] { return new httplib::ThreadPool(2); }; }
+      Plain() {
+        new_task_queue = [] { return new httplib::ThreadPool(2); };
+      }
     };
     Running<Plain> plain;
     embody_test::SlowClients hogs(plain.port, 0, 4, "/ping", std::chrono::milliseconds(100));
@@ -220,10 +222,10 @@ TEST(GatedServerTest, BodiesThatCannotBeBoundedAreRefusedUnread) {
     // Part of a body follows the headers, as a client that does not wait for 100 Continue sends.
     bool closed = false;
     double seconds = 0;
-    std::string got =
-        Exchange(gated.port, "POST /size HTTP/1.1\r\nHost: x\r\n" + c.headers + "\r\n\r\n" +
-                                 std::string(1000, 'z'),
-                 3, &closed, &seconds);
+    std::string got = Exchange(
+        gated.port,
+        "POST /size HTTP/1.1\r\nHost: x\r\n" + c.headers + "\r\n\r\n" + std::string(1000, 'z'), 3,
+        &closed, &seconds);
     EXPECT_EQ(got.rfind(std::string("HTTP/1.1 ") + c.status, 0), 0u) << c.headers << ": " << got;
     EXPECT_NE(got.find("\"error\""), std::string::npos) << got;
     EXPECT_TRUE(closed) << c.headers;
@@ -256,8 +258,9 @@ TEST(GatedServerTest, SlowBodiesDoNotHoldAWorkerAndAreCutOff) {
   EXPECT_EQ(got.rfind("HTTP/1.1 408", 0), 0u) << got;
   for (int fd : slow) ::close(fd);
   // A body that arrives whole is served.
-  got = Exchange(gated.port, "POST /size HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
-                                 head.substr(head.find("Authorization")) + std::string(1000, 'z'),
+  got = Exchange(gated.port,
+                 "POST /size HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+                     head.substr(head.find("Authorization")) + std::string(1000, 'z'),
                  3, &closed);
   EXPECT_NE(got.find("\r\n\r\n1000"), std::string::npos) << got;
 }

@@ -8,7 +8,8 @@ namespace {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -45,8 +46,7 @@ RequestHead ParseRequestHead(std::string_view head) {
     std::string_view value = Trim(field.substr(colon + 1));
     if (NameIs(name, "content-length")) {
       if (value.empty() || value.size() > 19 ||
-          !std::all_of(value.begin(), value.end(),
-                       [](char c) { return c >= '0' && c <= '9'; })) {
+          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         h.error = "Content-Length is not a number";
         continue;
       }
@@ -64,9 +64,7 @@ RequestHead ParseRequestHead(std::string_view head) {
   return h;
 }
 
-std::string_view TargetPath(std::string_view target) {
-  return target.substr(0, target.find('?'));
-}
+std::string_view TargetPath(std::string_view target) { return target.substr(0, target.find('?')); }
 
 std::string QueryValue(std::string_view target, std::string_view name) {
   size_t q = target.find('?');

@@ -40,17 +40,17 @@ TEST(RequestHeadTest, EncodingsAndChunking) {
 }
 
 TEST(RequestHeadTest, RefusesLengthsThatCannotBeServed) {
-  EXPECT_EQ(ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n")
-                .error,
-            "conflicting Content-Length");
-  EXPECT_EQ(ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n")
-                .error,
-            "");
+  EXPECT_EQ(
+      ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n").error,
+      "conflicting Content-Length");
+  EXPECT_EQ(
+      ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").error,
+      "");
   for (const char* bad : {"-1", "+5", "0x10", "", "99999999999999999999", "5 5"}) {
-    EXPECT_NE(ParseRequestHead(std::string("POST / HTTP/1.1\r\nContent-Length: ") + bad +
-                               "\r\n\r\n")
-                  .error,
-              "")
+    EXPECT_NE(
+        ParseRequestHead(std::string("POST / HTTP/1.1\r\nContent-Length: ") + bad + "\r\n\r\n")
+            .error,
+        "")
         << bad;
   }
   EXPECT_NE(ParseRequestHead("garbage\r\n\r\n").error, "");

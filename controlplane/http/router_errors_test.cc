@@ -29,7 +29,8 @@ TEST(RespondErrorTest, InternalDetailStaysInTheServersLog) {
 
 TEST(RespondErrorTest, ErrorsMeantForTheClientAreKept) {
   httplib::Response res;
-  RespondError(res, common::InvalidArgument("resources.nodes must be at least 1", "resources.nodes"));
+  RespondError(res,
+               common::InvalidArgument("resources.nodes must be at least 1", "resources.nodes"));
   EXPECT_EQ(res.status, 400);
   EXPECT_NE(res.body.find("resources.nodes must be at least 1"), std::string::npos) << res.body;
   EXPECT_NE(res.body.find("\"field\""), std::string::npos) << res.body;
