@@ -45,14 +45,28 @@ std::map<int64_t, SlotSeconds> AccrueUsageByTenant(const std::map<int64_t, SlotS
   return out;
 }
 
+SlotSeconds ClusterUsage(const std::vector<TenantUsage>& tenants, const SlotCounts& cluster_total) {
+  SlotSeconds sum{};
+  for (const TenantUsage& t : tenants) {
+    for (int k = 0; k < kSlotKinds; ++k) {
+      sum[k] += std::max(0.0, t.usage[k]) + static_cast<double>(t.held[k]) * kHeldNowSeconds;
+    }
+  }
+  for (int k = 0; k < kSlotKinds; ++k) {
+    sum[k] = cluster_total[k] <= 0
+                 ? 0
+                 : std::max(sum[k], static_cast<double>(cluster_total[k]) * kHeldNowSeconds);
+  }
+  return sum;
+}
+
 double DominantShare(const SlotSeconds& usage, const SlotCounts& held,
-                     const SlotCounts& cluster_total, double weight, double half_life_seconds) {
-  const double to_slots = half_life_seconds > 0 ? std::log(2.0) / half_life_seconds : 0;
+                     const SlotSeconds& cluster_usage, double weight) {
   double dominant = 0;
   for (int k = 0; k < kSlotKinds; ++k) {
-    if (cluster_total[k] <= 0) continue;
-    const double slots = usage[k] * to_slots + static_cast<double>(held[k]);
-    dominant = std::max(dominant, slots / static_cast<double>(cluster_total[k]));
+    if (cluster_usage[k] <= 0) continue;
+    const double mine = std::max(0.0, usage[k]) + static_cast<double>(held[k]) * kHeldNowSeconds;
+    dominant = std::max(dominant, mine / cluster_usage[k]);
   }
   return dominant / std::max(weight, kMinWeight);
 }

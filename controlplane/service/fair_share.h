@@ -2,11 +2,18 @@
 // cycle to the next, and the dominant share the scheduler orders tenants by.
 //
 // History is decayed slot-seconds per slot type: every slot held for a second adds one, and the
-// total halves every `half_life_seconds` (Slurm's PriorityDecayHalfLife). Dividing it by
-// half_life / ln 2 turns it back into slots: a tenant that held s slots for a long time has a
-// history worth s slots. The dominant share (DRF over slot types) adds what the tenant holds now
-// to that, divides by the cluster's slots of each type, takes the largest, and divides by the
-// tenant's weight; the tenant with the lowest share goes first.
+// total halves every `half_life_seconds` (Slurm's PriorityDecayHalfLife).
+//
+// A tenant's share is its part of the cluster's history, not of the cluster's size: its decayed
+// slot-seconds, plus what it holds now counted as kHeldNowSeconds of history, over the same sum
+// for every tenant (ClusterUsage), per slot type; the dominant share (DRF) takes the largest
+// over the types, divided by the tenant's weight; the lowest share goes first. Two backlogged
+// tenants of weights 1 and 3 so get 25% and 75% of the slot-seconds on any cluster size within a
+// few job lengths, whatever the half-life: a tenant behind its weight takes every slot that
+// frees until its history catches up, as under Slurm's fair-share factor. (Measured against the
+// cluster's size instead, a day's half-life made an hour of history worth less than one slot held
+// now, and two tenants on two slots each refilled their own slot: 50% / 50%.) What a tenant holds
+// now still counts a little, so one cycle's placements interleave by weight.
 //
 // Pure functions: the scheduler loop persists the history (table fair_share) and calls
 // AccrueUsage once per cycle with what each tenant held since the last one.
@@ -16,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace controlplane::service {
 
@@ -43,9 +51,21 @@ std::map<int64_t, SlotSeconds> AccrueUsageByTenant(const std::map<int64_t, SlotS
                                                    double elapsed_seconds,
                                                    double half_life_seconds);
 
+// Seconds of history one slot held now counts for in a share (see above).
+inline constexpr double kHeldNowSeconds = 1;
+
+// The denominator of every share in one scheduling cycle, per slot type: every tenant's history
+// plus what it holds now (kHeldNowSeconds a slot), and never less than the whole cluster held for
+// kHeldNowSeconds (so a fresh cluster's shares are fractions of its slots).
+struct TenantUsage {
+  SlotSeconds usage{};
+  SlotCounts held{};
+};
+SlotSeconds ClusterUsage(const std::vector<TenantUsage>& tenants, const SlotCounts& cluster_total);
+
 // The tenant's dominant share (see above). Slot types the cluster has none of are ignored; a
 // weight <= 0 is treated as a tiny one (such a tenant goes last), never as a division by zero.
 double DominantShare(const SlotSeconds& usage, const SlotCounts& held,
-                     const SlotCounts& cluster_total, double weight, double half_life_seconds);
+                     const SlotSeconds& cluster_usage, double weight);
 
 }  // namespace controlplane::service

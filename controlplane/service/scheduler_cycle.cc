@@ -74,11 +74,15 @@ int Cycle::TenantIndex(int64_t tenant_id) {
 }
 
 double Cycle::Share(const TenantRun& t) const {
-  return DominantShare(t.t.usage, t.held, cluster_total_, t.t.weight,
-                       opt_.fair_share_half_life_seconds);
+  return DominantShare(t.t.usage, t.held, cluster_usage_, t.t.weight);
 }
 
 ScheduleDecision Cycle::Run() {
+  // Every share of this cycle is measured against the cluster's usage as the cycle starts.
+  std::vector<TenantUsage> usage;
+  usage.reserve(tenants_.size());
+  for (const TenantRun& t : tenants_) usage.push_back({t.t.usage, t.held});
+  cluster_usage_ = ClusterUsage(usage, cluster_total_);
   // Sorted by priority, then tenant, then age: each tenant's jobs of one priority are a run.
   std::vector<std::pair<int, const PendingJob*>> queue;  // (tenant index, job)
   queue.reserve(in_.pending.size());

@@ -80,6 +80,7 @@ class Cycle {
   std::array<std::vector<int64_t>, kSlotKinds> free_hist_;   // usable lanes by free slots now
   const NodeSizes registered_;                               // for "never fits" (job_fit.h)
   SlotCounts cluster_total_{};
+  SlotSeconds cluster_usage_{};  // the shares' denominator this cycle (fair_share.h)
   std::vector<TenantRun> tenants_;
   std::unordered_map<int64_t, int> tenant_index_;
   std::vector<RunRecord> running_;

@@ -118,9 +118,9 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   }
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
   EMBODY_ASSIGN_OR_RETURN(fair_share, uow->fair_share().Load());
-  Accrual accrual = Accrue(fair_share, HoldingsOf(jobs, allocs), now,
-                           opts_.schedule.fair_share_half_life_seconds, opts_.accrue_period_ms,
-                           opts_.accrue_max_gap_ms);
+  const std::vector<Holding> holdings = HoldingsOf(jobs, allocs);
+  Accrual accrual = Accrue(fair_share, holdings, now, opts_.schedule.fair_share_half_life_seconds,
+                           opts_.accrue_period_ms, opts_.accrue_max_gap_ms);
   if (accrual.due) {
     EMBODY_RETURN_IF_ERROR(uow->fair_share().Save(accrual.state));
     EMBODY_RETURN_IF_ERROR(uow->fair_share().AddDailyUsage(accrual.daily));
@@ -128,8 +128,15 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   if (!any_pending) return uow->Commit();
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(tenants, uow->tenants().ListTenants(std::nullopt));
+  // The decision sees history accrued up to now, also between the periods it is stored at: with
+  // jobs shorter than the period, the stored history would lag a job or more behind.
+  const FairShareState fresh =
+      accrual.due ? accrual.state
+                  : Accrue(fair_share, holdings, now, opts_.schedule.fair_share_half_life_seconds,
+                           0, opts_.accrue_max_gap_ms)
+                        .state;
   ScheduleDecision d =
-      Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, accrual.state.usage)),
+      Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, fresh.usage)),
                opts_.schedule);
   for (const Placement& p : d.placements) {
     // One token for the attempt, on every node of it: the head hands it to the job, the others

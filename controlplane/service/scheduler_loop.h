@@ -69,7 +69,7 @@ class SchedulerLoop {
     ScheduleOptions schedule;
     // Fair-share history and usage_daily are advanced at most this often (usage_accounting.h),
     // and after a gap (no leader, server down) by at most `accrue_max_gap_ms` of holding.
-    int accrue_period_ms = 5000;
+    int accrue_period_ms = 1000;
     int accrue_max_gap_ms = 60'000;
   };
   // `try_lead`: the epoch of this replica's leadership, nullopt when it does not lead; null: it
