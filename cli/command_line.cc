@@ -20,6 +20,7 @@ const std::pair<const char*, const char*> kQuotaFlags[] = {
     {"--quota-running-jobs", "running_jobs"},
     {"--quota-pending-jobs", "pending_jobs"},
     {"--quota-nodes-per-job", "nodes_per_job"},
+    {"--quota-max-priority", "max_priority"},
 };
 
 // A quota value: a non-negative integer, or "none" for no limit.

@@ -70,6 +70,7 @@ std::string TenantDetail(const json& t) {
                 {"running jobs", UsedOf(t, "running_jobs", "running_jobs")},
                 {"pending jobs", UsedOf(t, "pending_jobs", "pending_jobs")},
                 {"nodes per job", Cell(At(t, "quota"), "nodes_per_job")},
+                {"max priority", Cell(At(t, "quota"), "max_priority")},
                 {"version", Cell(t, "version")},
                 {"created", Cell(t, "created_at")},
                 {"updated", Cell(t, "updated_at")}});

@@ -15,7 +15,8 @@ TEST(TenancyFormatTest, TenantsShowUsageAgainstQuota) {
      "quota":{"slots":null,"running_jobs":null,"pending_jobs":null,"nodes_per_job":null},
      "usage":{"slots_in_use":0,"running_jobs":0,"pending_jobs":0},"version":1},
     {"id":2,"name":"robotics","weight":2.5,
-     "quota":{"slots":64,"running_jobs":4,"pending_jobs":null,"nodes_per_job":8},
+     "quota":{"slots":64,"running_jobs":4,"pending_jobs":null,"nodes_per_job":8,
+              "max_priority":60},
      "usage":{"slots_in_use":8,"running_jobs":2,"pending_jobs":5},"version":4}]})");
   EXPECT_EQ(TenantsTable(reply),
             "ID  NAME      WEIGHT  SLOTS  RUNNING  PENDING  NODES/JOB  VERSION\n"
@@ -29,6 +30,7 @@ TEST(TenancyFormatTest, TenantsShowUsageAgainstQuota) {
             "running jobs:  2/4\n"
             "pending jobs:  5/-\n"
             "nodes per job: 8\n"
+            "max priority:  60\n"
             "version:       4\n"
             "created:       -\n"
             "updated:       -\n");

@@ -67,6 +67,10 @@ const std::vector<IntFlag>& IntFlags() {
       {"--preempt-min-priority", -1, 100,
        "jobs at this priority or above may preempt lower ones (-1: no preemption)",
        [](ServerOptions& o) { return &o.preempt_min_priority; }},
+      {"--default-max-priority", 0, 100,
+       "the highest priority a member or tenant-admin may give a job where the tenant's "
+       "quota.max_priority is not set",
+       [](ServerOptions& o) { return &o.default_max_priority; }},
       {"--preempt-grace-ms", 0, 3600 * 1000, "how long a preempted job may take to exit",
        [](ServerOptions& o) { return &o.preempt_grace_ms; }},
       {"--fair-share-half-life-s", 0, 365 * 86400, "half-life of past usage in fair share",

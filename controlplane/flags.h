@@ -51,6 +51,9 @@ struct ServerOptions {
   std::string dataset_root;
   // Scheduling (controlplane/service/scheduler.h).
   int preempt_min_priority = -1;  // jobs at this priority or above may preempt; -1: never
+  // The highest priority members and tenant-admins may give a job where their tenant has no
+  // quota.max_priority; cluster-admins are not bounded.
+  int default_max_priority = 100;
   int preempt_grace_ms = 30'000;  // how long a preempted job is expected to take to exit
   int fair_share_half_life_s = 86'400;
   int max_reservations = 16;

@@ -170,6 +170,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
   service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
   batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
+  batching.default_max_priority = opts.default_max_priority;
   m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake,
                                                    std::move(batching));
   m->nodes = std::make_unique<service::NodeService>(

@@ -134,7 +134,8 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   ASSERT_TRUE(loop.RunOnce().ok());
   auto victim = jobs.Get(tenant_, low_id);
   EXPECT_EQ(victim->job.state, JobState::kRestarting);
-  EXPECT_EQ(victim->job.reason, "preempted by job " + std::to_string(high_id));
+  EXPECT_EQ(victim->job.reason,
+            "preempted by job " + std::to_string(high_id) + ": priority 10 below 90, same tenant");
   auto waiting = jobs.Get(tenant_, high_id);
   EXPECT_EQ(waiting->job.state, JobState::kPending);
   EXPECT_EQ(waiting->job.reason, "preempting jobs " + std::to_string(low_id));
@@ -154,7 +155,8 @@ TEST_F(SchedulerPgTest, PreemptedJobIsKilledThenRequeuedWithItsPlaceAndCheckpoin
   ASSERT_TRUE(nodes.Heartbeat(agent, node_id, gone).ok());
   auto requeued = jobs.Get(tenant_, low_id);
   EXPECT_EQ(requeued->job.state, JobState::kPending);
-  EXPECT_EQ(requeued->job.reason, "preempted by job " + std::to_string(high_id) + ", requeued");
+  EXPECT_EQ(requeued->job.reason, "preempted by job " + std::to_string(high_id) +
+                                      ": priority 10 below 90, same tenant, requeued");
   EXPECT_EQ(requeued->job.attempt, 0);
   EXPECT_EQ(requeued->job.created_ms, low_submitted);
   EXPECT_FALSE(requeued->job.exit_code.has_value());

@@ -596,6 +596,37 @@ TEST_F(TenancyPgTest, QuotasRefuseOrHoldSubmissions) {
             2);
 }
 
+TEST_F(TenancyPgTest, PriorityIsBoundedByTheTenantsMaxPriority) {
+  Reply t = Call("POST", "/v1/tenants", Admin(),
+                 R"({"name": "prio-co", "quota": {"max_priority": 40}})");
+  ASSERT_EQ(t.status, 201) << t.text;
+  EXPECT_EQ(t.body["quota"]["max_priority"], 40);
+  const std::string member = CreateToken(t.body["id"], "member", "prio-member");
+  const std::string admin = CreateToken(t.body["id"], "tenant-admin", "prio-admin");
+  json spec = PendingSpec("p40");
+  spec["priority"] = 40;
+  EXPECT_EQ(Call("POST", "/v1/jobs", member, spec.dump()).status, 201);
+  for (const std::string* who : {&member, &admin}) {
+    spec["priority"] = 41;
+    Reply over = Call("POST", "/v1/jobs", *who, spec.dump());
+    EXPECT_EQ(over.status, 403) << over.text;
+    EXPECT_EQ(over.body["error"]["field"], "priority");
+    EXPECT_EQ(over.body["error"]["message"],
+              "priority 41 is above this tenant's quota.max_priority 40");
+  }
+  // Out of range: refused, the tenant unchanged.
+  Reply bad = Call("PATCH", "/v1/tenants/" + t.body["id"].dump(), Admin(),
+                   R"({"quota": {"max_priority": 101}})");
+  EXPECT_EQ(bad.status, 400) << bad.text;
+  EXPECT_EQ(bad.body["error"]["field"], "quota.max_priority");
+  // Unset: the server's default (100 here) applies.
+  Reply unset = Call("PATCH", "/v1/tenants/" + t.body["id"].dump(), Admin(),
+                     R"({"quota": {"max_priority": null}})");
+  ASSERT_EQ(unset.status, 200) << unset.text;
+  spec["priority"] = 100;
+  EXPECT_EQ(Call("POST", "/v1/jobs", member, spec.dump()).status, 201);
+}
+
 TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   const std::string acme = std::to_string(Ids()["acme"]);
   // What the scheduler leader accounts (usage_accounting.h), written here directly, on days long

@@ -92,6 +92,18 @@ Status RequireWriter(const Principal& p) { return RequireAtLeast(p, kMember, "ch
 
 Status RequireReader(const Principal& p) { return RequireAtLeast(p, kViewer, "reading jobs"); }
 
+Status CheckPriority(const Principal& p, const TenantRecord& tenant, int priority,
+                     int default_max) {
+  if (p.IsClusterAdmin()) return Status::Ok();
+  const int cap = tenant.quota.max_priority.value_or(default_max);
+  if (priority <= cap) return Status::Ok();
+  return Status(common::Code::kPermissionDenied,
+                "priority " + std::to_string(priority) + " is above this tenant's " +
+                    (tenant.quota.max_priority ? "quota.max_priority " : "default max priority ") +
+                    std::to_string(cap),
+                "priority");
+}
+
 Status CheckAdmission(const TenantRecord& tenant, int64_t pending_jobs, const NodeSizes& nodes,
                       const api::Resources& r) {
   if (auto no = WhyNeverFits(r, LimitsOf(tenant.quota), nodes)) {

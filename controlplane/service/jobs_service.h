@@ -38,6 +38,9 @@ struct SubmitBatchOptions {
   bool skip_window_when_alone = true;
   // Called with each batch's number of members once it is answered (the server's metrics).
   std::function<void(int)> observe_batch;
+  // The highest priority a member or tenant-admin may give a job where its tenant's
+  // quota.max_priority is not set (--default-max-priority); cluster-admins are not bounded.
+  int default_max_priority = 100;
 };
 
 // What the batcher has done since the service started.
@@ -120,6 +123,10 @@ Status RequireReader(const Principal& p);
 // ever hold), 429 (resource_exhausted) when its pending-jobs quota is full (`pending_jobs`: the
 // tenant's jobs waiting now; only looked at when the tenant has that quota). Slot and
 // running-job quotas that are merely full make the job wait instead (the scheduler says why).
+// Whether `p` may give a job of `tenant` this priority: up to its quota.max_priority, or
+// `default_max` where that is not set; a cluster-admin any.
+Status CheckPriority(const Principal& p, const TenantRecord& tenant, int priority,
+                     int default_max);
 Status CheckAdmission(const TenantRecord& tenant, int64_t pending_jobs, const NodeSizes& nodes,
                       const api::Resources& r);
 

@@ -22,7 +22,11 @@
 //    limit never free their slots in this model), from the time the last of them has room.
 //  - Preemption (opt-in): a job with priority >= preempt_min_priority that cannot start may
 //    preempt strictly lower-priority running jobs, lowest priority first, then the youngest
-//    (latest start), keeping the fewest that make it fit. Victims are expected to have
+//    (latest start), keeping the fewest that make it fit. Another tenant's job is a victim only
+//    while that tenant is above its fair share: its share is at least the preempting tenant's
+//    once the job is placed (as Kueue's LessThanOrEqualToFinalShare), so a high priority buys
+//    precedence among a tenant's own jobs and over tenants using more than their weight, never
+//    a larger part of the cluster than the weight gives. Victims are expected to have
 //    checkpointed and exited `preempt_grace_ms` from now; nothing is placed over them in this
 //    cycle, and a reservation holds their nodes for the job, which waits with the reason
 //    "preempting jobs 12, 14" until they are gone.
@@ -120,6 +124,7 @@ struct Reservation {
 struct Preemption {
   int64_t job_id = 0;              // the job they make room for
   std::vector<int64_t> victims;    // running jobs to checkpoint and stop, ascending ids
+  std::map<int64_t, std::string> why;  // victim -> why it may be preempted, for its job event
 };
 
 struct ScheduleDecision {

@@ -75,12 +75,14 @@ namespace {
 // reports it gone (the heartbeat sends the kill, the agent SIGTERMs it with a grace period);
 // then it goes back to PENDING with its submit time and attempt, to resume from its latest
 // checkpoint. A job that never launched goes back at once.
-Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, int64_t now) {
+Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, const std::string& reason,
+               int64_t now) {
   // Read again under its lock: it may have ended or been cancelled since the cycle read it.
   if (victim.state != JobState::kScheduled && victim.state != JobState::kRunning) {
     return Status::Ok();
   }
-  const std::string why = "preempted by job " + std::to_string(for_job);
+  const std::string why =
+      "preempted by job " + std::to_string(for_job) + (reason.empty() ? "" : ": " + reason);
   EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().ForJob(victim.id));
   const bool launched = std::any_of(allocs.begin(), allocs.end(), [](const AllocationRecord& a) {
     return a.is_head && LaunchSent(a);
@@ -92,6 +94,7 @@ Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, int64_t now)
   }
   common::LogInfo("job preempted", {{"job", std::to_string(victim.id)},
                                     {"for_job", std::to_string(for_job)},
+                                    {"reason", reason},
                                     {"launched", launched ? "true" : "false"}});
   return Status::Ok();
 }
@@ -159,7 +162,11 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   for (const Preemption& p : d.preemptions) {
     for (int64_t victim : p.victims) {
       EMBODY_ASSIGN_OR_RETURN(locked, uow->jobs().Get(victim, std::nullopt, true));
-      if (locked) EMBODY_RETURN_IF_ERROR(Preempt(*uow, *locked, p.job_id, now));
+      auto reason = p.why.find(victim);
+      if (locked) {
+        EMBODY_RETURN_IF_ERROR(Preempt(*uow, *locked, p.job_id,
+                                       reason == p.why.end() ? "" : reason->second, now));
+      }
     }
   }
   for (const auto& [id, reason] : d.waiting) {

@@ -144,5 +144,40 @@ TEST(PreemptTest, TheQuotaStillApplies) {
   EXPECT_EQ(d.waiting[1], "never fits: the tenant's quota allows no running jobs");
 }
 
+// Across tenants, a high priority preempts only a tenant above its fair share: here tenant 2
+// holds the whole node and tenant 1 nothing, so tenant 2's share (1.0) is above tenant 1's once
+// its job runs (0.5), and the reason says so.
+TEST(PreemptTest, AnotherTenantsJobsOnlyWhileThatTenantIsAboveItsShare) {
+  std::vector<SchedNode> nodes{Node(1, 4)};
+  std::vector<RunningJob> running{Running(nodes, 31, {1}, 2, 10, 100, 0, /*tenant=*/2),
+                                  Running(nodes, 32, {1}, 2, 10, 50, 0, /*tenant=*/2)};
+  auto d = Decide(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 90})}, running);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{32}));
+  EXPECT_NE(d.preemptions[0].why.at(32).find("tenant 2 above its fair share (share 1.000, "
+                                               "tenant 1's 0.500 after)"),
+            std::string::npos)
+      << d.preemptions[0].why.at(32);
+}
+
+// Tenant 1 already holds half the node; with its job it would hold it all (1.0), more than
+// tenant 2's half (0.5): tenant 2's job is never the victim, whatever the priority. Tenant 1's
+// own lower-priority job is: within a tenant, priority decides.
+TEST(PreemptTest, APriorityNeverBuysMoreThanTheWeightGives) {
+  std::vector<SchedNode> nodes{Node(1, 4)};
+  std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 10, 100, 0, /*tenant=*/1),
+                                  Running(nodes, 42, {1}, 2, 10, 50, 0, /*tenant=*/2)};
+  auto d = Decide(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})}, running);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{41}));
+  EXPECT_EQ(d.preemptions[0].why.at(41), "priority 10 below 100, same tenant");
+  // Its own job at the same priority: nothing to preempt, tenant 2's job stays.
+  std::vector<SchedNode> nodes2{Node(1, 4)};
+  std::vector<RunningJob> own{Running(nodes2, 41, {1}, 2, 100, 100, 0, /*tenant=*/1),
+                              Running(nodes2, 42, {1}, 2, 10, 50, 0, /*tenant=*/2)};
+  d = Decide(nodes2, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})}, own);
+  EXPECT_TRUE(d.preemptions.empty());
+}
+
 }  // namespace
 }  // namespace controlplane::service

@@ -1,6 +1,7 @@
 // Reservations and preemptions for jobs that cannot start now (scheduler.h states the rules;
 // scheduler_cycle.h the model they work on).
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "common/time_util.h"
@@ -90,12 +91,33 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   for (int lane : usable_[kind]) usable[lane] = 1;
   for (int lane : usable_[kind]) refresh(lane);
 
+  // Another tenant's jobs are victims only while that tenant's share is at least this tenant's
+  // once the job is placed (scheduler.h).
+  const TenantRun& mine = tenants_[TenantIndex(job.tenant_id)];
+  SlotCounts held_after = mine.held;
+  held_after[kind] += static_cast<int64_t>(slots) * r.nodes;
+  const double share_after = DominantShare(mine.t.usage, held_after, cluster_usage_, mine.t.weight);
+  std::map<int64_t, std::string> why;
   std::vector<int> candidates;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RunRecord& v = running_[i];
     if (v.victim || v.job->preempting || v.kind != kind || v.job->priority >= job.priority ||
         v.release <= deadline) {
       continue;
+    }
+    const std::string priorities = "priority " + std::to_string(v.job->priority) + " below " +
+                                   std::to_string(job.priority);
+    if (v.job->tenant_id == job.tenant_id) {
+      why[v.job->job_id] = priorities + ", same tenant";
+    } else {
+      const double theirs = Share(tenants_[TenantIndex(v.job->tenant_id)]);
+      if (theirs < share_after) continue;
+      char shares[160];
+      std::snprintf(shares, sizeof shares,
+                    ", tenant %lld above its fair share (share %.3f, tenant %lld's %.3f after)",
+                    static_cast<long long>(v.job->tenant_id), theirs,
+                    static_cast<long long>(job.tenant_id), share_after);
+      why[v.job->job_id] = priorities + shares;
     }
     if (std::any_of(v.lanes.begin(), v.lanes.end(), [&](auto& l) { return usable[l.first]; })) {
       candidates.push_back(static_cast<int>(i));
@@ -169,7 +191,9 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   }
   std::sort(leaving.begin(), leaving.end());
   if (!victims.empty()) {
-    out_.preemptions.push_back({job.job_id, victims});
+    std::map<int64_t, std::string> reasons;
+    for (int64_t victim : victims) reasons[victim] = why[victim];
+    out_.preemptions.push_back({job.job_id, victims, std::move(reasons)});
     ForgetFailures();  // slots come back sooner than the failures assumed
   }
   if (leaving.empty()) {

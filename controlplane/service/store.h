@@ -321,6 +321,9 @@ struct Quota {
   std::optional<int> running_jobs;   // jobs SCHEDULED or RUNNING at once
   std::optional<int> pending_jobs;   // jobs waiting (PENDING); past it a submit is refused (429)
   std::optional<int> nodes_per_job;  // nodes one job may ask for; past it a submit is refused (422)
+  // The highest priority its members and tenant-admins may give a job; past it a submit is
+  // refused (403). nullopt: the server's --default-max-priority.
+  std::optional<int> max_priority;
 };
 
 struct TenantRecord {

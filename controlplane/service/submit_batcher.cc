@@ -19,7 +19,8 @@ SubmitBatcher::SubmitBatcher(Database& db, SubmitBatchOptions options, Clock now
                              std::function<void()> wake)
     : db_(db),
       options_{std::max(options.window_us, 0), std::max(options.max_size, 1),
-               options.skip_window_when_alone, std::move(options.observe_batch)},
+               options.skip_window_when_alone, std::move(options.observe_batch),
+               std::clamp(options.default_max_priority, 0, 100)},
       now_(std::move(now)),
       wake_(std::move(wake)) {
   if (options_.window_us > 0) thread_ = std::thread([this] { Run(); });
@@ -231,6 +232,11 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
         known = pending.emplace(p.tenant_id, *n).first;
       }
       pending_now = known->second;
+    }
+    if (Status st = CheckPriority(p, *tenant, s.spec.priority, options_.default_max_priority);
+        !st.ok()) {
+      answer = Result<SubmitResult>(st);
+      continue;
     }
     if (Status st = CheckAdmission(*tenant, pending_now, sizes, s.spec.resources); !st.ok()) {
       answer = Result<SubmitResult>(st);

@@ -87,7 +87,7 @@ Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
     if (!q.is_object()) return common::InvalidArgument("must be an object", "quota");
     for (auto it = q.begin(); it != q.end(); ++it) {
       if (it.key() != "slots" && it.key() != "running_jobs" && it.key() != "pending_jobs" &&
-          it.key() != "nodes_per_job") {
+          it.key() != "nodes_per_job" && it.key() != "max_priority") {
         return common::InvalidArgument("unknown field", "quota." + it.key());
       }
     }
@@ -95,6 +95,11 @@ Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
     EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "running_jobs", &t->quota.running_jobs));
     EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "pending_jobs", &t->quota.pending_jobs));
     EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "nodes_per_job", &t->quota.nodes_per_job));
+    EMBODY_RETURN_IF_ERROR(ParseQuotaField(q, "max_priority", &t->quota.max_priority));
+    if (t->quota.max_priority && *t->quota.max_priority > 100) {
+      return common::InvalidArgument("must be between 0 and 100, or null for the server's default",
+                                     "quota.max_priority");
+    }
   }
   return Status::Ok();
 }
@@ -107,7 +112,8 @@ json ToJson(const TenantRecord& t, const TenantUsageNow& u) {
            {{"slots", OptJson(t.quota.slots)},
             {"running_jobs", OptJson(t.quota.running_jobs)},
             {"pending_jobs", OptJson(t.quota.pending_jobs)},
-            {"nodes_per_job", OptJson(t.quota.nodes_per_job)}}},
+            {"nodes_per_job", OptJson(t.quota.nodes_per_job)},
+            {"max_priority", OptJson(t.quota.max_priority)}}},
           {"usage",
            {{"slots_in_use", u.slots_in_use},
             {"running_jobs", u.running_jobs},

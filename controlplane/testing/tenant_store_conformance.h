@@ -25,6 +25,7 @@ TYPED_TEST_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdat
   t.weight = 2.5;
   t.quota.slots = 8;
   t.quota.pending_jobs = 3;
+  t.quota.max_priority = 40;
   const int64_t a = *uow->tenants().CreateTenant(t, this->kNow);
   t.name = "b";
   t.quota = {};
@@ -37,15 +38,18 @@ TYPED_TEST_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdat
   EXPECT_EQ(got.quota.slots, 8);
   EXPECT_EQ(got.quota.pending_jobs, 3);
   EXPECT_FALSE(got.quota.running_jobs || got.quota.nodes_per_job);
+  EXPECT_EQ(got.quota.max_priority, 40);
   EXPECT_EQ(got.version, 1);
   EXPECT_EQ(got.created_ms, this->kNow);
   got.quota.running_jobs = 0;
+  got.quota.max_priority.reset();
   got.weight = 0.1;
   got.version = 99;  // not written: the store bumps it
   ASSERT_TRUE(uow->tenants().UpdateTenant(got, this->kNow + 7).ok());
   auto after = **uow->tenants().GetTenant(a, false);
   EXPECT_EQ(after.version, 2);
   EXPECT_EQ(after.quota.running_jobs, 0);
+  EXPECT_FALSE(after.quota.max_priority);
   EXPECT_EQ(after.weight, 0.1);
   EXPECT_EQ(after.updated_ms, this->kNow + 7);
   EXPECT_EQ(after.created_ms, this->kNow);

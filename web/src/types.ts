@@ -95,6 +95,7 @@ export interface Quota {
   running_jobs: number | null;
   pending_jobs: number | null;
   nodes_per_job: number | null;
+  max_priority: number | null;
 }
 
 export interface Tenant {

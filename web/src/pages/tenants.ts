@@ -9,12 +9,19 @@ import type { Page } from "../router";
 import type { Quota, Tenant, UsageDay } from "../types";
 import { card, emptyRow, messageBox, table } from "../ui";
 
-const kQuotaKeys: (keyof Quota)[] = ["slots", "running_jobs", "pending_jobs", "nodes_per_job"];
+const kQuotaKeys: (keyof Quota)[] = [
+  "slots",
+  "running_jobs",
+  "pending_jobs",
+  "nodes_per_job",
+  "max_priority",
+];
 const kQuotaLabels: Record<keyof Quota, string> = {
   slots: "Slots",
   running_jobs: "Running jobs",
   pending_jobs: "Pending jobs",
   nodes_per_job: "Nodes per job",
+  max_priority: "Max priority",
 };
 
 function quotaInputs(q: Partial<Quota> = {}): { el: HTMLElement; read(): Quota } {
