@@ -142,14 +142,17 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(eval, p, "job");
   AddOutput(eval, p);
 
-  CLI::App* nodes = Command(app, p, "nodes", "nodes and their state; drain or undrain one");
+  CLI::App* nodes =
+      Command(app, p, "nodes", "nodes and their state; drain, undrain or reset one");
   nodes->require_subcommand(0, 1);
   AddOutput(nodes, p);
-  for (const char* verb : {"drain", "undrain"}) {
+  for (const char* verb : {"drain", "undrain", "reset"}) {
+    const std::string v = verb;
     CLI::App* sub = Command(*nodes, p, verb,
-                            std::string(verb) == "drain"
-                                ? "place no new job on the node (cluster-admin)"
-                                : "put a drained node back into service (cluster-admin)",
+                            v == "drain"     ? "place no new job on the node (cluster-admin)"
+                            : v == "undrain" ? "put a drained node back into service (cluster-admin)"
+                                             : "revoke the node's credential, so that a new agent "
+                                               "may register its name (cluster-admin)",
                             std::string("nodes ") + verb);
     AddId(sub, p, "node");
     AddOutput(sub, p);

@@ -66,6 +66,12 @@ class Commands {
                    (drain ? "draining: no new jobs are placed on it\n" : "back in service\n");
           });
     }
+    if (c == "nodes reset") {
+      return Print(api_.Post("/v1/nodes/" + id + "/reset", "{}"), [](const json& n) {
+        return "node " + Cell(n, "id") + " (" + Cell(n, "name") +
+               ") reset: its credential is revoked; the join token may register it again\n";
+      });
+    }
     if (c == "tenants") return Print(api_.Get("/v1/tenants"), TenantsTable);
     if (c == "tenants create") {
       return Print(api_.Post("/v1/tenants", TenantBody(inv_).dump()), TenantDetail);

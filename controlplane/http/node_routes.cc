@@ -44,6 +44,16 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   });
   }
 
+  router.Handle("POST", "/v1/nodes/{id}/reset", A::kBearer,
+                [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  auto id = PathId(req, 1, "node");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  ctx.audit_target = "node " + std::to_string(*id);
+                  auto node = nodes.Reset(ctx.principal, *id);
+                  if (!node.ok()) return RespondError(res, node.status());
+                  RespondJson(res, 200, *node);
+                });
+
   router.Handle("POST", "/v1/agents/register", A::kBearer,
                 [&nodes](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto body = ParseJsonBody(req);

@@ -153,6 +153,33 @@ TEST_F(CheckpointsPgTest, RoundTripAndWhoMay) {
   EXPECT_TRUE(ListedSteps(s, job).empty());
 }
 
+// A node's rights are scoped to now: once the job ended and its placement was released, the
+// node that ran it cannot download its checkpoints any more; it may still upload the last one
+// for an hour (the agent uploads after the exit), and never deletes one.
+TEST_F(CheckpointsPgTest, ANodeActsOnlyForJobsPlacedOnItNow) {
+  auto s = Service();
+  const int64_t job = PlacedJob(member_, node_a_);
+  auto up = Upload(s, node_a_, job, 10, "checkpoint bytes");
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  const int64_t id = (*up)["id"];
+  EXPECT_EQ(s.Delete(node_a_, job, id).code(), common::Code::kPermissionDenied);
+  {
+    auto uow = database_->Begin();
+    service::JobRecord j = **(*uow)->jobs().Get(job, std::nullopt, true);
+    j.state = api::JobState::kSucceeded;
+    j.finished_ms = now_.load();
+    ASSERT_TRUE((*uow)->jobs().Update(j).ok());
+    ASSERT_TRUE((*uow)->allocations().ReleaseForJob(job).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
+  }
+  EXPECT_EQ(s.OpenData(node_a_, job, id).status().code(), common::Code::kNotFound);
+  EXPECT_TRUE(s.OpenData(member_, job, id).ok());
+  EXPECT_TRUE(Upload(s, node_a_, job, 20, "the last one").ok());
+  now_ += 3601 * 1000;
+  EXPECT_EQ(Upload(s, node_a_, job, 30, "too late").status().code(), common::Code::kNotFound);
+  EXPECT_EQ(s.List(node_a_, job).status().code(), common::Code::kNotFound);
+}
+
 TEST_F(CheckpointsPgTest, TornUploadsAreNeverListedAndStaleOnesAreSwept) {
   auto s = Service();
   const int64_t job = PlacedJob(member_, node_a_);

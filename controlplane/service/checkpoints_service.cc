@@ -51,6 +51,8 @@ Status CheckMetrics(const json& m) {
   return Status::Ok();
 }
 
+constexpr int64_t kNodeUploadGraceMs = 3600 * 1000;
+
 bool PlacedOn(const std::vector<AllocationRecord>& placement, int64_t node_id) {
   for (const AllocationRecord& a : placement) {
     if (a.node_id == node_id) return true;
@@ -105,11 +107,23 @@ json ToJson(const CheckpointBlob& c) {
 Result<JobRecord> CheckpointsService::JobFor(UnitOfWork& uow, const Principal& p, int64_t job_id,
                                              Access access, int64_t checkpoint_id) {
   if (p.role == kNodeRole) {
+    if (access == Access::kDelete) {
+      return Status(common::Code::kPermissionDenied, "nodes do not delete checkpoints");
+    }
     EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(job_id, std::nullopt, false));
     if (!job) return NotFoundJob(job_id);
-    EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().PlacementForJob(job_id));
-    if (PlacedOn(placement, p.node_id)) return *job;
-    if (access == Access::kRead && checkpoint_id > 0) {
+    if (access == Access::kDownload) {
+      // The bytes: only for a job that holds this node now.
+      EMBODY_ASSIGN_OR_RETURN(live, uow.allocations().ForJob(job_id));
+      if (PlacedOn(live, p.node_id)) return *job;
+    } else {
+      // Metadata and uploads: the latest attempt's nodes, while the job runs and for an hour
+      // after it ended (the agent uploads its last checkpoint after the exit).
+      EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().PlacementForJob(job_id));
+      const bool recent = !job->finished_ms || now_() - *job->finished_ms <= kNodeUploadGraceMs;
+      if (recent && PlacedOn(placement, p.node_id)) return *job;
+    }
+    if (access == Access::kDownload && checkpoint_id > 0) {
       // A job started from this checkpoint (init_from) runs on this node.
       EMBODY_ASSIGN_OR_RETURN(mine, uow.allocations().ForNode(p.node_id));
       for (const AllocationRecord& a : mine) {
@@ -123,9 +137,9 @@ Result<JobRecord> CheckpointsService::JobFor(UnitOfWork& uow, const Principal& p
     return Status(common::Code::kPermissionDenied,
                   "checkpoints are uploaded by the agents of the nodes the job runs on");
   }
-  EMBODY_RETURN_IF_ERROR(
-      RequireAtLeast(p, access == Access::kRead ? kViewer : kMember,
-                     access == Access::kRead ? "reading checkpoints" : "deleting checkpoints"));
+  const bool reading = access == Access::kRead || access == Access::kDownload;
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, reading ? kViewer : kMember,
+                                        reading ? "reading checkpoints" : "deleting checkpoints"));
   EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(job_id, p.TenantScope(), false));
   if (!job) return NotFoundJob(job_id);
   return *job;
@@ -355,7 +369,7 @@ Result<json> CheckpointsService::Entry(const Principal& p, int64_t job_id, int64
 Result<CheckpointDownload> CheckpointsService::OpenData(const Principal& p, int64_t job_id,
                                                         int64_t id) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
-  EMBODY_ASSIGN_OR_RETURN(job, JobFor(*uow, p, job_id, Access::kRead, id));
+  EMBODY_ASSIGN_OR_RETURN(job, JobFor(*uow, p, job_id, Access::kDownload, id));
   EMBODY_ASSIGN_OR_RETURN(c, BlobOf(*uow, job, id, false));
   if (c.state != "ready") {
     return common::NotFound("checkpoint " + std::to_string(id) + " is not committed");

@@ -73,7 +73,11 @@ class CheckpointsService {
   Result<int> SweepStale(int limit = 100);
 
  private:
-  enum class Access { kRead, kUpload, kDelete };
+  // kRead: a checkpoint's metadata; kDownload: its bytes. A node (scoped to now, see JobFor):
+  // downloads only for a job placed on it now (or a job placed on it now that starts from the
+  // checkpoint); reads and uploads for the latest attempt it ran, until an hour after the job
+  // ended (its last checkpoint is uploaded after the exit); never deletes.
+  enum class Access { kRead, kDownload, kUpload, kDelete };
   // The job, if `p` may act on it as `access` (for kRead on checkpoint `id`, a node running an
   // init_from job of the same tenant counts too); not_found otherwise.
   Result<JobRecord> JobFor(UnitOfWork& uow, const Principal& p, int64_t job_id, Access access,

@@ -92,13 +92,16 @@ Result<api::RegisterResponse> NodeService::Register(const Principal& p,
                     "name");
     }
   } else if (existing) {
-    // The join token may take over a name only from a node that is gone (DOWN) or that never had
-    // a credential: a live node keeps its identity.
+    // The join token, which every node holds, never takes over a name whose node has a
+    // credential, UP or DOWN: that node's agent re-registers with its own credential, and only
+    // an operator gives the name to another agent (Reset revokes the credential).
     EMBODY_ASSIGN_OR_RETURN(live, uow->tenants().HasLiveNodeToken(existing->id, now));
-    if (existing->state == "UP" && live) {
+    if (live) {
       return Status(common::Code::kAlreadyExists,
-                    "node \"" + req.name + "\" is registered and up; register with its own "
-                    "credential, or wait until it is DOWN",
+                    "node \"" + req.name + "\" is registered (" + existing->state +
+                        "); its agent re-registers with its own credential; to give the name "
+                        "to another agent, a cluster-admin resets it first (embody nodes reset " +
+                        req.name + ")",
                     "name");
     }
   }
@@ -125,6 +128,24 @@ Result<api::RegisterResponse> NodeService::Register(const Principal& p,
                                       {"credential", reply.node_token.empty() ? "kept" : "issued"}});
   if (wake_) wake_();
   return reply;
+}
+
+Result<nlohmann::json> NodeService::Reset(const Principal& p, int64_t node_id) {
+  if (!p.IsClusterAdmin()) {
+    return Status(common::Code::kPermissionDenied, "resetting nodes needs role cluster-admin");
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  const int64_t now = now_();
+  EMBODY_ASSIGN_OR_RETURN(node, uow->nodes().Get(node_id));
+  if (!node) return common::NotFound("node " + std::to_string(node_id) + " not found");
+  // Its credential is revoked: the agent holding it is refused from its next call and goes
+  // silent, so the node is DOWN and its jobs restart elsewhere as after a node loss; the join
+  // token may then register the name again.
+  EMBODY_RETURN_IF_ERROR(uow->tenants().RevokeNodeTokens(node_id, now));
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().ForNode(node_id));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  common::LogInfo("node reset", {{"node", node->name}, {"node_id", std::to_string(node_id)}});
+  return ToJson(*node, SlotsUsed(node_id, allocs));
 }
 
 Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node_id,
@@ -631,6 +652,20 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       c.job_id = job->id;
       reply.commands.push_back(std::move(c));
     }
+  }
+  // Fencing: a job the agent runs that holds no slot here any more (requeued elsewhere while
+  // this node was DOWN, or ended) is told to stop. The agent then reports it ended, which finds
+  // no allocation and changes nothing.
+  std::set<int64_t> placed_here;
+  for (const AllocationRecord& a : r.mine) placed_here.insert(a.job_id);
+  for (int64_t id : req.running) {
+    if (placed_here.count(id)) continue;
+    common::LogWarn("stale job on a node told to stop",
+                    {{"job", std::to_string(id)}, {"node", node_name}});
+    api::Command c;
+    c.type = api::Command::Type::kKill;
+    c.job_id = id;
+    reply.commands.push_back(std::move(c));
   }
   EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchesSent(sent, node_id));
   return reply;

@@ -42,6 +42,9 @@ class NodeService {
         now_(std::move(now)), wake_(std::move(wake)) {}
 
   Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
+  // Revokes the node's credential (cluster-admin): its agent is refused from then on, the node
+  // goes DOWN when silent, and the join token may register its name again.
+  Result<nlohmann::json> Reset(const Principal& p, int64_t node_id);
   // Answers at once, unless the request asks to wait (HeartbeatRequest::wait_ms), carries no
   // report that must not be resent, gets no command, and `waiters` (SetWaiters) has room: then
   // it is held until a command exists for the node or the wait (at most one heartbeat interval)

@@ -54,6 +54,54 @@ TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {
   EXPECT_EQ((*list)["nodes"][0]["address"], "127.0.0.2");
 }
 
+// The join token, on every node, cannot take a registered name, UP or DOWN: a node that went
+// DOWN keeps its identity for its own agent (its credential), and only a cluster-admin's reset
+// gives the name to another agent, revoking the old credential.
+TEST_F(NodeServiceTest, TheJoinTokenTakesANameOnlyAfterAnOperatorReset) {
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  {
+    auto uow = Begin();
+    ASSERT_TRUE(uow->nodes().SetState(n1, "DOWN").ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto taken = nodes_->Register(join_, {"n1", "127.0.0.9", "", 2, 0, {}, {}});
+  EXPECT_EQ(taken.status().code(), Code::kAlreadyExists);
+  EXPECT_NE(taken.status().message().find("embody nodes reset n1"), std::string::npos)
+      << taken.status().message();
+  // Its own agent comes back with its credential.
+  EXPECT_TRUE(nodes_->Register(cred1, {"n1", "127.0.0.1", "", 2, 0, {}, {}}).ok());
+  // A member or the node itself cannot reset; a cluster-admin can.
+  const Principal admin = AddPerson(a_, "cluster-admin");
+  EXPECT_EQ(nodes_->Reset(member_, n1).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(nodes_->Reset(cred1, n1).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(nodes_->Reset(admin, n1 + 100).status().code(), Code::kNotFound);
+  ASSERT_TRUE(nodes_->Reset(admin, n1).ok());
+  auto again = nodes_->Register(join_, {"n1", "127.0.0.9", "", 2, 0, {}, {}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->node_id, n1);
+  EXPECT_FALSE(again->node_token.empty());
+}
+
+// A node heard again after its job moved on runs a stale attempt: the reply tells it to stop
+// that job, and only that one.
+TEST_F(NodeServiceTest, AJobRunningWhereItHoldsNoSlotIsToldToStop) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  AddNode(*nodes_, join_, "n2", 2, &n2);
+  const int64_t here = PlacedJob(member_, n1);
+  const int64_t moved = PlacedJob(member_, n2);  // placed elsewhere, as after a requeue
+  api::HeartbeatRequest req;
+  req.running = {here, moved};
+  auto reply = nodes_->Heartbeat(cred1, n1, req);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  std::vector<int64_t> killed;
+  for (const api::Command& c : reply->commands) {
+    if (c.type == api::Command::Type::kKill) killed.push_back(c.job_id);
+  }
+  EXPECT_EQ(killed, (std::vector<int64_t>{moved}));
+}
+
 TEST_F(NodeServiceTest, AHeartbeatActsForItsOwnNodeOnly) {
   int64_t n1 = 0, n2 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);

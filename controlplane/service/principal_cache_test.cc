@@ -131,7 +131,9 @@ TEST_F(PrincipalCacheTest, AReplacedNodeCredentialIsRefusedFromTheNextCall) {
     ASSERT_TRUE(uow->nodes().SetState(reg->node_id, "DOWN").ok());
     ASSERT_TRUE(uow->Commit().ok());
   }
-  // The join token claims the DOWN node again: its old credential is revoked, a new one issued.
+  // Reset by an operator, the join token claims the node again: its old credential is revoked, a
+  // new one issued.
+  ASSERT_TRUE(nodes.Reset(admin_, reg->node_id).ok());
   auto again = nodes.Register(join_, {"n1", "127.0.0.1", "", 2, 0, {}, {}});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(Auth(old_credential).status().message(), "token revoked");
