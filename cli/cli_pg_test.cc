@@ -27,7 +27,8 @@ struct CliRun {
 class CliPgTest : public InProcessServerTest {
  protected:
   static void SetUpTestSuite() {
-    StartServer("cli");
+    // Every refusal of AuditFollowsPages is an audit row (no budget per address here).
+    StartServer("cli", 1000, "", [](ServerOptions& o) { o.audit_anonymous_burst = 100'000; });
     auto doc =
         embody::testing::LoadYamlFile(std::string(EMBODY_SOURCE_DIR) + "/docs/api/openapi.yaml");
     ASSERT_TRUE(doc.ok()) << doc.status().ToString();

@@ -35,6 +35,9 @@ struct ServerOptions {
   int db_lock_timeout_ms = 10'000;       // 0: none
   int rate_limit_per_s = 0;  // requests per second per token; 0: no limit
   int rate_limit_burst = 0;  // 0: the per-second rate
+  // Audit rows of unauthenticated refusals per client address: this many at once, then one a
+  // minute; the rest are counted (embody_audit_suppressed_total).
+  int audit_anonymous_burst = 20;
   bool audit = true;         // an audit row per mutating call
   // 1: authenticated tokens are kept in memory, cleared on every change to tokens or tenants
   // (service/principal_cache.h, db/principal_listener.h); 0: every request reads its token in

@@ -233,6 +233,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.router.rate_limit_burst =
       opts.rate_limit_burst > 0 ? opts.rate_limit_burst : opts.rate_limit_per_s;
   deps.router.audit = opts.audit;
+  deps.router.anonymous_audit_burst = opts.audit_anonymous_burst;
   deps.router.principal_cache = opts.auth_cache ? &m->principal_cache : nullptr;
   deps.jobs = m->jobs.get();
   deps.nodes = m->nodes.get();

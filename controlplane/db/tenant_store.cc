@@ -294,7 +294,8 @@ Result<std::vector<service::AuditRecord>> PgAuditStore::List(const service::Audi
       " a.actor, a.role, COALESCE(a.tenant_id, 0) AS tenant_id, COALESCE(t.name, '') AS tenant,"
       " COALESCE(a.target_tenant_id, 0) AS target_tenant_id, a.method, a.route, a.path, a.target,"
       " a.status, a.outcome, a.request_id FROM audit_log a LEFT JOIN tenants t ON t.id = a.tenant_id"
-      " WHERE ($1::bigint IS NULL OR a.tenant_id = $1 OR a.target_tenant_id = $1)"
+      " WHERE ($1::bigint IS NULL OR (a.tenant_id = $1 AND a.role <> 'cluster-admin')"
+      " OR a.target_tenant_id = $1)"
       " AND ($2::bigint IS NULL OR a.id < $2) ORDER BY a.id DESC LIMIT $3",
       {q.tenant_id ? P(*q.tenant_id) : std::nullopt, q.before_id ? P(*q.before_id) : std::nullopt,
        P(q.limit)});

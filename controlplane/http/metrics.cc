@@ -80,6 +80,12 @@ ServerMetrics::ServerMetrics()
                                  "plan's (a plan_deviation event each)")
                            .Register(*registry_)
                            .Add({})),
+      audit_suppressed_(BuildCounter()
+                            .Name("embody_audit_suppressed_total")
+                            .Help("Unauthenticated refusals not written to the audit log, their "
+                                  "client address being over its budget of rows")
+                            .Register(*registry_)
+                            .Add({})),
       submit_batch_members_(BuildHistogram()
                                 .Name("embody_submit_batch_members")
                                 .Help("Submissions written per transaction of POST /v1/jobs "

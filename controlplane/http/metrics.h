@@ -60,6 +60,8 @@ class ServerMetrics {
   ServerMetrics();
   // One answered submission batch of `members` (service/submit_batcher.h; 1 for a lone one).
   void ObserveSubmitBatch(int members);
+  // An unauthenticated refusal not written to the audit log: its address was over its budget.
+  void CountAuditSuppressed() { audit_suppressed_.Increment(); }
   // Read at every Serialize(); unset: the auth cache series stay at 0.
   void SetAuthCacheSource(std::function<AuthCacheStats()> source);
   void ObserveRequest(const std::string& route, const std::string& method, int status,
@@ -99,6 +101,7 @@ class ServerMetrics {
   prometheus::Family<prometheus::Counter>& events_dropped_;
   prometheus::Counter& launches_lost_;
   prometheus::Counter& plan_deviations_;
+  prometheus::Counter& audit_suppressed_;
   prometheus::Histogram& submit_batch_members_;
   prometheus::Family<prometheus::Counter>& auth_lookups_;
   prometheus::Counter& auth_hits_;

@@ -177,7 +177,15 @@ void Router::HandleRegex(const std::string& method, const std::string& regex,
       if (written && res.status < 400 && written->status != res.status) {
         success_status->store(res.status);
       }
-      Audit(final, written);
+      // Refusals of callers without a valid token are written up to a budget per client
+      // address, then only counted: anyone can send them, and each would be a row.
+      if (!ctx.authenticated && res.status == 401 &&
+          anonymous_audit_.Take(static_cast<int64_t>(std::hash<std::string>{}(req.remote_addr)),
+                                call.start_s) > 0) {
+        metrics_.CountAuditSuppressed();
+      } else {
+        Audit(final, written);
+      }
     }
     metrics_.ObserveRequest(pattern, method, res.status, call.ElapsedSeconds());
     call.log_fields = {{"path", req.path},
@@ -199,7 +207,12 @@ void Router::HandleRegex(const std::string& method, const std::string& regex,
 }
 
 bool IsAuditedRoute(const std::string& method, const std::string& pattern) {
-  if (method == "GET" || method == "HEAD" || method == "OPTIONS") return false;
+  // Reads are not audited, but for downloads of what a tenant keeps: checkpoints, logs, datasets.
+  if (method == "GET") {
+    return pattern == "/v1/jobs/{id}/checkpoints/{checkpoint_id}/data" ||
+           pattern == "/v1/jobs/{id}/logs" || pattern == "/v1/datasets/{id}/upload";
+  }
+  if (method == "HEAD" || method == "OPTIONS") return false;
   return pattern != "/v1/agents/{id}/heartbeat";
 }
 

@@ -7,6 +7,7 @@
 // (service/audit_scope.h), in one of its own otherwise.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -41,6 +42,9 @@ struct RouterOptions {
   double rate_limit_per_s = 0;  // per token; 0: no limit
   double rate_limit_burst = 0;
   bool audit = true;
+  // Audit rows of unauthenticated refusals per client address: this many at once, then one a
+  // minute; the rest are counted (embody_audit_suppressed_total).
+  int anonymous_audit_burst = 20;
   // Where authenticated tokens are kept (service/principal_cache.h); null: none.
   service::PrincipalCache* principal_cache = nullptr;
 };
@@ -53,7 +57,9 @@ class Router {
   Router(httplib::Server& server, service::Database& db, ServerMetrics& metrics,
          RouterOptions options, std::function<int64_t()> now_ms)
       : server_(server), db_(db), metrics_(metrics), options_(options),
-        limiter_(options.rate_limit_per_s, options.rate_limit_burst), now_ms_(std::move(now_ms)) {}
+        limiter_(options.rate_limit_per_s, options.rate_limit_burst),
+        anonymous_audit_(kAnonymousAuditPerS, std::max(1, options.anonymous_audit_burst)),
+        now_ms_(std::move(now_ms)) {}
 
   // kNone: no token looked at. kBearer: a valid token is required (401 otherwise). kOptional: a
   // valid token is used when present; none or a bad one proceeds unauthenticated.
@@ -93,6 +99,8 @@ class Router {
   ServerMetrics& metrics_;
   const RouterOptions options_;
   RateLimiter limiter_;
+  static constexpr double kAnonymousAuditPerS = 1.0 / 60;
+  RateLimiter anonymous_audit_;
   std::function<int64_t()> now_ms_;
   std::vector<RouteInfo> routes_;
 };
@@ -116,8 +124,9 @@ common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string&
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what);
 common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 
-// Routes whose calls are not audited although they are POSTs: an agent's heartbeat every second
-// per node would drown the log, and is itself the record of the node's liveness.
+// Routes whose calls are audited: every mutating one but an agent's heartbeat (every second per
+// node, it would drown the log, and is itself the record of the node's liveness), and the GETs
+// that download what a tenant keeps (checkpoints, logs, dataset uploads).
 bool IsAuditedRoute(const std::string& method, const std::string& pattern);
 
 }  // namespace controlplane::http

@@ -422,7 +422,9 @@ struct AuditRecord {
 };
 
 struct AuditQuery {
-  std::optional<int64_t> tenant_id;  // rows by or about this tenant; nullopt: all
+  // Rows about this tenant's resources, and those by its own people (not by cluster-admins,
+  // whose tenant is only where their token was made); nullopt: all.
+  std::optional<int64_t> tenant_id;
   std::optional<int64_t> before_id;
   int limit = 100;
 };

@@ -262,8 +262,9 @@ Result<std::vector<service::AuditRecord>> MemoryAuditStore::List(const service::
     const service::AuditRecord& a = it->second;
     if (q.before_id && a.id >= *q.before_id) continue;
     // A zero tenant is NULL in the table: it equals nothing.
-    if (q.tenant_id && !((a.tenant_id != 0 && a.tenant_id == *q.tenant_id) ||
-                         (a.target_tenant_id != 0 && a.target_tenant_id == *q.tenant_id))) {
+    if (q.tenant_id &&
+        !((a.tenant_id != 0 && a.tenant_id == *q.tenant_id && a.role != "cluster-admin") ||
+          (a.target_tenant_id != 0 && a.target_tenant_id == *q.tenant_id))) {
       continue;
     }
     service::AuditRecord r = a;

@@ -310,7 +310,11 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
   // When a node is back, the restarted job is placed again and its launch resumes from the
   // checkpoint the first attempt wrote; a first launch carries none.
   EXPECT_TRUE(hb->commands[0].resume_from.empty());
-  // DOWN, the node may be claimed again by the join token: a new credential, the old one revoked.
+  // DOWN and reset by an operator, the node may be claimed again by the join token: a new
+  // credential, the old one revoked. Without the reset the name stays its own agent's.
+  EXPECT_EQ(nodes.Register(join, reg).status().code(), common::Code::kAlreadyExists);
+  const Principal admin = this->Person(a.tenant_id, "a", "cluster-admin");
+  ASSERT_TRUE(nodes.Reset(admin, node->node_id).ok());
   auto rejoined = nodes.Register(join, reg);
   ASSERT_TRUE(rejoined.ok()) << rejoined.status().ToString();
   EXPECT_EQ(rejoined->node_id, node->node_id);

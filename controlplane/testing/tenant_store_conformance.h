@@ -128,6 +128,40 @@ TYPED_TEST_P(TenantStoreConformanceTest, TokensAreFoundByDigestScopedAndRevokedO
   EXPECT_EQ(uow->tenants().CreateToken(t).status().code(), common::Code::kAlreadyExists);
 }
 
+// A cluster-admin's token belongs to some tenant (the bootstrap one), but its actions are not
+// that tenant's to read: a tenant sees those on its own resources only.
+TYPED_TEST_P(TenantStoreConformanceTest, ATenantSeesAClusterAdminsActionsOnlyOnItsResources) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  auto uow = this->Begin();
+  auto row = [&](int64_t target, const std::string& path) {
+    service::AuditRecord r;
+    r.time_ms = this->kNow;
+    r.token_id = 1;
+    r.actor = "admin";
+    r.role = "cluster-admin";
+    r.tenant_id = a;
+    r.target_tenant_id = target;
+    r.method = "POST";
+    r.route = "/v1/tenants";
+    r.path = path;
+    r.status = 201;
+    r.outcome = "ok";
+    EXPECT_TRUE(uow->audit().Append(r).ok());
+  };
+  row(b, "/on-b");
+  row(0, "/on-nobody");
+  row(a, "/on-a");
+  auto paths = [&](int64_t tenant) {
+    service::AuditQuery q;
+    q.tenant_id = tenant;
+    std::vector<std::string> out;
+    for (const auto& r : *uow->audit().List(q)) out.push_back(r.path);
+    return out;
+  };
+  EXPECT_EQ(paths(a), (std::vector<std::string>{"/on-a"}));
+  EXPECT_EQ(paths(b), (std::vector<std::string>{"/on-b"}));
+}
+
 TYPED_TEST_P(TenantStoreConformanceTest, TheAuditLogIsNewestFirstByOrAboutATenant) {
   const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
   auto uow = this->Begin();
@@ -273,7 +307,8 @@ TYPED_TEST_P(TenantStoreConformanceTest, BadTextAndBrokenReferencesAreRefused) {
 
 REGISTER_TYPED_TEST_SUITE_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdates,
                             TokensAreFoundByDigestScopedAndRevokedOnce,
-                            TheAuditLogIsNewestFirstByOrAboutATenant, FairShareHistoryAndDailyUsage,
+                            TheAuditLogIsNewestFirstByOrAboutATenant,
+                            ATenantSeesAClusterAdminsActionsOnlyOnItsResources, FairShareHistoryAndDailyUsage,
                             BadTextAndBrokenReferencesAreRefused);
 
 }  // namespace controlplane::testing
