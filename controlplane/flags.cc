@@ -101,6 +101,12 @@ const std::vector<IntFlag>& IntFlags() {
        "logs and events (all but state changes) of jobs finished this long ago are pruned "
        "(0: never)",
        [](ServerOptions& o) { return &o.history_retention_days; }},
+      {"--audit-retention-days", 0, 100 * 365,
+       "audit log rows older than this are deleted (0: never)",
+       [](ServerOptions& o) { return &o.audit_retention_days; }},
+      {"--usage-retention-days", 0, 100 * 365,
+       "daily usage totals (GET /v1/tenants/{id}/usage) older than this are deleted (0: never)",
+       [](ServerOptions& o) { return &o.usage_retention_days; }},
       {"--plan-deviation-percent", 101, 10000,
        "a train job whose step takes more than this % of its plan's is slow (with --plan-cluster)",
        [](ServerOptions& o) { return &o.plan_deviation_percent; }},

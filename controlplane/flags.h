@@ -73,6 +73,9 @@ struct ServerOptions {
   // Jobs finished this many days ago lose their logs and events but state changes
   // (service/history_retention.h); 0: kept forever.
   int history_retention_days = 30;
+  // Audit rows and daily usage totals older than this are deleted; 0: kept forever.
+  int audit_retention_days = 365;
+  int usage_retention_days = 400;
   // Running train jobs against their plan (service/plan_watch.h): the nodes' cluster description
   // (a POST /v1/plan "cluster" object in a file; "": no comparison), and how far off, for how
   // many consecutive step events, flags a job.

@@ -307,19 +307,32 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
       }
     });
   }
+  service::RecordRetention records;
+  records.audit_max_age_ms = int64_t{opts.audit_retention_days} * 86'400'000;
+  records.usage_max_age_ms = int64_t{opts.usage_retention_days} * 86'400'000;
   if (opts.history_retention_days > 0) {
     m->history = std::make_unique<service::HistoryRetention>(
         *m->database, *m->log_files, now, int64_t{opts.history_retention_days} * 86'400'000);
-    // A minute between sweeps, each of a bounded number of jobs: a backlog (a first start with
-    // years of history) drains without holding the database for long.
-    m->history_sweeper = std::thread([raw] {
+  }
+  if (m->history || records.audit_max_age_ms > 0 || records.usage_max_age_ms > 0) {
+    // A minute between sweeps, each of a bounded number of jobs and rows: a backlog (a first
+    // start with years of history) drains without holding the database for long.
+    m->history_sweeper = std::thread([raw, records, now] {
       std::unique_lock<std::mutex> lock(raw->sweeper_mu);
       while (!raw->sweeper_cv.wait_for(lock, std::chrono::seconds(60),
                                        [raw] { return raw->sweeper_stop; })) {
         lock.unlock();
-        auto swept = raw->history->Sweep();
-        if (!swept.ok()) {
-          common::LogWarn("history retention sweep failed", {{"error", swept.status().ToString()}});
+        if (raw->history) {
+          auto swept = raw->history->Sweep();
+          if (!swept.ok()) {
+            common::LogWarn("history retention sweep failed",
+                            {{"error", swept.status().ToString()}});
+          }
+        }
+        auto pruned = service::PruneRecords(*raw->database, now(), records);
+        if (!pruned.ok()) {
+          common::LogWarn("audit and usage retention sweep failed",
+                          {{"error", pruned.status().ToString()}});
         }
         lock.lock();
       }

@@ -121,4 +121,13 @@ Result<std::vector<DailyUsage>> PgFairShareStore::ListDailyUsage(std::optional<i
   return out;
 }
 
+Result<int64_t> PgFairShareStore::DeleteDailyUsageBefore(const std::string& day, int limit) {
+  auto r = tx_.Exec(
+      "WITH gone AS (DELETE FROM usage_daily WHERE ctid IN (SELECT ctid FROM usage_daily WHERE"
+      " day < $1::date LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone",
+      {P(day), P(limit)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "n");
+}
+
 }  // namespace controlplane::db

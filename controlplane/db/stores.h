@@ -180,6 +180,7 @@ class PgAuditStore : public service::AuditStore {
       const std::vector<service::AuditRecord>& rows) override;
   common::Status Amend(int64_t id, const service::AuditRecord& r) override;
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
+  common::Result<int64_t> DeleteBefore(int64_t before_ms, int limit) override;
 
  private:
   PgTx& tx_;
@@ -194,6 +195,7 @@ class PgFairShareStore : public service::FairShareStore {
   common::Result<std::vector<service::DailyUsage>> ListDailyUsage(
       std::optional<int64_t> tenant_id, const std::string& from_day,
       const std::string& to_day) override;
+  common::Result<int64_t> DeleteDailyUsageBefore(const std::string& day, int limit) override;
 
  private:
   PgTx& tx_;

@@ -288,6 +288,15 @@ Status PgAuditStore::Amend(int64_t id, const service::AuditRecord& a) {
                 a.target_tenant_id ? P(a.target_tenant_id) : std::nullopt}));
 }
 
+Result<int64_t> PgAuditStore::DeleteBefore(int64_t before_ms, int limit) {
+  auto r = tx_.Exec(
+      "WITH gone AS (DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE time < "
+      EMBODY_SQL_TS("$1") " ORDER BY id LIMIT $2) RETURNING 1) SELECT count(*) AS n FROM gone",
+      {P(before_ms), P(limit)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "n");
+}
+
 Result<std::vector<service::AuditRecord>> PgAuditStore::List(const service::AuditQuery& q) {
   auto r = tx_.Exec(
       "SELECT a.id, " EMBODY_SQL_MS("a.time") " AS time_ms, COALESCE(a.token_id, 0) AS token_id,"

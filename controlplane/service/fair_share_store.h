@@ -27,6 +27,8 @@ class FairShareStore {
   virtual Result<std::vector<DailyUsage>> ListDailyUsage(std::optional<int64_t> tenant_id,
                                                          const std::string& from_day,
                                                          const std::string& to_day) = 0;
+  // Deletes at most `limit` daily rows of days before `day` ("YYYY-MM-DD"); returns how many.
+  virtual Result<int64_t> DeleteDailyUsageBefore(const std::string& day, int limit) = 0;
 };
 
 }  // namespace controlplane::service

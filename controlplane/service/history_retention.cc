@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "common/log.h"
+#include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/usage_accounting.h"
 
 namespace controlplane::service {
 
@@ -31,6 +33,26 @@ Result<int> HistoryRetention::Sweep() {
   }
   if (pruned > 0) common::LogInfo("pruned finished jobs' history", {{"jobs", std::to_string(pruned)}});
   return pruned;
+}
+
+Result<int64_t> PruneRecords(Database& db, int64_t now_ms, const RecordRetention& r) {
+  int64_t deleted = 0;
+  if (r.audit_max_age_ms > 0) {
+    EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
+    EMBODY_ASSIGN_OR_RETURN(n, uow->audit().DeleteBefore(now_ms - r.audit_max_age_ms,
+                                                         r.rows_per_sweep));
+    EMBODY_RETURN_IF_ERROR(uow->Commit());
+    deleted += n;
+  }
+  if (r.usage_max_age_ms > 0) {
+    EMBODY_ASSIGN_OR_RETURN(uow, db.Begin());
+    EMBODY_ASSIGN_OR_RETURN(n, uow->fair_share().DeleteDailyUsageBefore(
+                                   UtcDay(now_ms - r.usage_max_age_ms), r.rows_per_sweep));
+    EMBODY_RETURN_IF_ERROR(uow->Commit());
+    deleted += n;
+  }
+  if (deleted > 0) common::LogInfo("pruned old audit and usage rows", {{"rows", std::to_string(deleted)}});
+  return deleted;
 }
 
 }  // namespace controlplane::service

@@ -3,6 +3,9 @@
 // but its state changes; the job row and its transitions (who, when, why) stay, as do its
 // checkpoints, which have their own retention. A sweep handles a bounded number of jobs, each in
 // its own transaction, so it never holds locks long and picks up where it stopped.
+//
+// The audit log and the daily usage totals have retentions of their own (PruneRecords): rows
+// older than theirs are deleted, a bounded number per sweep.
 #pragma once
 
 #include <cstdint>
@@ -33,5 +36,14 @@ class HistoryRetention {
   const int64_t max_age_ms_;
   const int jobs_per_sweep_;
 };
+
+struct RecordRetention {
+  int64_t audit_max_age_ms = 0;  // 0: kept forever
+  int64_t usage_max_age_ms = 0;  // 0: kept forever
+  int rows_per_sweep = 10'000;
+};
+
+// One sweep of the audit log and usage_daily; returns the rows deleted.
+Result<int64_t> PruneRecords(Database& db, int64_t now_ms, const RecordRetention& r);
 
 }  // namespace controlplane::service

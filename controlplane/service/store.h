@@ -441,6 +441,8 @@ class AuditStore {
   // a row written inside the call's transaction before its answer was final (audit_scope.h).
   virtual Status Amend(int64_t id, const AuditRecord& r) = 0;
   virtual Result<std::vector<AuditRecord>> List(const AuditQuery& q) = 0;  // newest first
+  // Deletes at most `limit` rows older than `before_ms`, oldest first; returns how many.
+  virtual Result<int64_t> DeleteBefore(int64_t before_ms, int limit) = 0;
 };
 
 class FairShareStore;   // fair_share_store.h

@@ -100,6 +100,21 @@ Result<std::vector<DailyUsage>> MemoryFairShareStore::ListDailyUsage(
   return out;
 }
 
+Result<int64_t> MemoryFairShareStore::DeleteDailyUsageBefore(const std::string& day, int limit) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  if (!IsoDay(day)) {
+    return tx_.Fail(common::Internal("memory database: invalid input syntax for type date: " + day));
+  }
+  auto& rows = tx_.tables.usage_daily.mut();
+  int64_t n = 0;
+  for (auto it = rows.begin(); it != rows.end() && n < limit;) {
+    if (std::get<0>(it->first) >= day) break;  // ordered by day first
+    it = rows.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 Result<int64_t> MemoryLeaderFence::Advance(const std::string&) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   return ++tx_.tables.leader_epoch.mut();

@@ -264,6 +264,7 @@ class MemoryAuditStore : public service::AuditStore {
   common::Result<int64_t> Append(const service::AuditRecord& r) override;
   common::Status Amend(int64_t id, const service::AuditRecord& r) override;
   common::Result<std::vector<service::AuditRecord>> List(const service::AuditQuery& q) override;
+  common::Result<int64_t> DeleteBefore(int64_t before_ms, int limit) override;
 
  private:
   MemoryTx& tx_;
@@ -298,6 +299,7 @@ class MemoryFairShareStore : public service::FairShareStore {
   common::Result<std::vector<service::DailyUsage>> ListDailyUsage(
       std::optional<int64_t> tenant_id, const std::string& from_day,
       const std::string& to_day) override;
+  common::Result<int64_t> DeleteDailyUsageBefore(const std::string& day, int limit) override;
 
  private:
   MemoryTx& tx_;

@@ -253,6 +253,21 @@ Status MemoryAuditStore::Amend(int64_t id, const service::AuditRecord& r) {
   return Status::Ok();
 }
 
+Result<int64_t> MemoryAuditStore::DeleteBefore(int64_t before_ms, int limit) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  auto& rows = tx_.tables.audit.mut();
+  int64_t n = 0;
+  for (auto it = rows.begin(); it != rows.end() && n < limit;) {
+    if (it->second.time_ms < before_ms) {
+      it = rows.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
 Result<std::vector<service::AuditRecord>> MemoryAuditStore::List(const service::AuditQuery& q) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   if (q.limit < 0) return tx_.Fail(common::Internal("memory database: LIMIT must not be negative"));

@@ -234,6 +234,41 @@ TYPED_TEST_P(TenantStoreConformanceTest, TheAuditLogIsNewestFirstByOrAboutATenan
   EXPECT_EQ(amended[0].path, "/1");
 }
 
+// Retention: audit rows before a time and daily usage rows before a day go, a bounded number
+// at a time, oldest first; newer ones stay.
+TYPED_TEST_P(TenantStoreConformanceTest, OldAuditAndUsageRowsAreDeletedInBoundedSteps) {
+  const int64_t a = this->AddTenant("a");
+  auto uow = this->Begin();
+  for (int i = 0; i < 5; ++i) {
+    service::AuditRecord r;
+    r.time_ms = this->kNow + i * 1000;
+    r.actor = "anonymous";
+    r.method = "POST";
+    r.route = "/v1/jobs";
+    r.path = "/" + std::to_string(i);
+    r.status = 401;
+    r.outcome = "unauthenticated";
+    ASSERT_TRUE(uow->audit().Append(r).ok());
+  }
+  EXPECT_EQ(*uow->audit().DeleteBefore(this->kNow + 3000, 2), 2);
+  EXPECT_EQ(*uow->audit().DeleteBefore(this->kNow + 3000, 2), 1);
+  EXPECT_EQ(*uow->audit().DeleteBefore(this->kNow + 3000, 2), 0);
+  std::vector<std::string> left;
+  for (const auto& r : *uow->audit().List({})) left.push_back(r.path);
+  EXPECT_EQ(left, (std::vector<std::string>{"/4", "/3"}));
+
+  auto& fs = uow->fair_share();
+  ASSERT_TRUE(fs.AddDailyUsage({{a, 0, "2026-01-01", "cpu", 1},
+                                {a, 0, "2026-01-02", "cpu", 2},
+                                {a, 0, "2026-01-03", "cpu", 3}})
+                  .ok());
+  EXPECT_EQ(*fs.DeleteDailyUsageBefore("2026-01-03", 10), 2);
+  auto rest = *fs.ListDailyUsage(std::nullopt, "2026-01-01", "2026-01-31");
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].day, "2026-01-03");
+  ASSERT_TRUE(uow->Commit().ok());
+}
+
 TYPED_TEST_P(TenantStoreConformanceTest, FairShareHistoryAndDailyUsage) {
   const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
   auto uow = this->Begin();
@@ -308,7 +343,8 @@ TYPED_TEST_P(TenantStoreConformanceTest, BadTextAndBrokenReferencesAreRefused) {
 REGISTER_TYPED_TEST_SUITE_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdates,
                             TokensAreFoundByDigestScopedAndRevokedOnce,
                             TheAuditLogIsNewestFirstByOrAboutATenant,
-                            ATenantSeesAClusterAdminsActionsOnlyOnItsResources, FairShareHistoryAndDailyUsage,
+                            ATenantSeesAClusterAdminsActionsOnlyOnItsResources,
+                            OldAuditAndUsageRowsAreDeletedInBoundedSteps, FairShareHistoryAndDailyUsage,
                             BadTextAndBrokenReferencesAreRefused);
 
 }  // namespace controlplane::testing
