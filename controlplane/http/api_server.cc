@@ -13,6 +13,7 @@
 #include "common/http/request_head.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
+#include "controlplane/service/roles.h"
 
 namespace controlplane::http {
 
@@ -90,12 +91,13 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
              if (!st.ok()) return RespondError(res, common::Unavailable(st.message()));
              RespondJson(res, 200, {{"status", "ready"}});
            });
-  // Open to any scraper, but the series that name tenants only to a cluster-admin's token.
+  // Open to any scraper, but the series that name tenants only to a monitoring or cluster-admin
+  // token.
   r.Handle("GET", "/metrics", A::kOptional,
            [&m](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
              res.status = 200;
              res.set_content(m.deps.metrics->Serialize(ctx.authenticated &&
-                                                       ctx.principal.IsClusterAdmin()),
+                                                       service::MayMonitor(ctx.principal)),
                              "text/plain; version=0.0.4");
            });
   AddJobRoutes(r, m.deps);

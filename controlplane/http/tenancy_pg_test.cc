@@ -633,6 +633,27 @@ TEST_F(TenancyPgTest, PriorityIsBoundedByTheTenantsMaxPriority) {
   EXPECT_EQ(Call("POST", "/v1/jobs", member, spec.dump()).status, 201);
 }
 
+// A monitoring token is what Prometheus needs and nothing more: service discovery and the
+// server's tenant series, no jobs, no tenants; only a cluster-admin grants one.
+TEST_F(TenancyPgTest, AMonitoringTokenReadsTargetsAndMetricsOnly) {
+  Reply made = Call("POST", "/v1/tokens", Admin(),
+                    json{{"tenant_id", Ids()["acme"]}, {"role", "monitoring"}, {"name", "prom"}}
+                        .dump());
+  ASSERT_EQ(made.status, 201) << made.text;
+  const std::string prom = made.body["token"];
+  EXPECT_EQ(Call("GET", "/v1/prometheus/targets", prom).status, 200);
+  EXPECT_NE(Call("GET", "/metrics", prom).text.find("embody_jobs{"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/metrics", Token(kMember)).text.find("embody_jobs{"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/v1/jobs", prom).status, 403);
+  EXPECT_EQ(Call("GET", "/v1/tenants", prom).status, 403);
+  EXPECT_EQ(Call("POST", "/v1/jobs", prom, PendingSpec("m").dump()).status, 403);
+  // A tenant-admin cannot grant it.
+  EXPECT_EQ(Call("POST", "/v1/tokens", Token(kTenantAdmin),
+                 json{{"tenant_id", Ids()["acme"]}, {"role", "monitoring"}, {"name", "p2"}}.dump())
+                .status,
+            403);
+}
+
 TEST_F(TenancyPgTest, UsageReportsSlotHoursPerDayAndToken) {
   const std::string acme = std::to_string(Ids()["acme"]);
   // What the scheduler leader accounts (usage_accounting.h), written here directly, on days long

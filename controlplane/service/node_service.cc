@@ -683,9 +683,9 @@ Result<nlohmann::json> NodeService::List(const Principal& p) {
 
 Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,
                                                   const std::string& server_address) {
-  if (!p.IsClusterAdmin()) {
+  if (!MayMonitor(p)) {
     return Status(common::Code::kPermissionDenied,
-                  "service discovery needs a cluster-admin token");
+                  "service discovery needs a monitoring or cluster-admin token");
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());

@@ -16,11 +16,14 @@ Status RequireAtLeast(const Principal& p, const char* min_role, const std::strin
                 what + " needs role " + min_role + " or above; this token is " + p.role);
 }
 
+bool MayMonitor(const Principal& p) { return p.IsClusterAdmin() || p.role == kMonitoringRole; }
+
 Status CheckGrant(const Principal& p, const std::string& role, int64_t tenant_id) {
   if (p.IsClusterAdmin()) {
-    if (PersonRank(role) > 0 || role == kJoinRole) return Status::Ok();
+    if (PersonRank(role) > 0 || role == kJoinRole || role == kMonitoringRole) return Status::Ok();
     return common::InvalidArgument(
-        "role must be one of cluster-admin, tenant-admin, member, viewer, agent", "role");
+        "role must be one of cluster-admin, tenant-admin, member, viewer, agent, monitoring",
+        "role");
   }
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "managing tokens"));
   if (tenant_id != p.tenant_id) {

@@ -6,6 +6,7 @@
 //   viewer         its tenant's jobs: read only
 //   agent          the cluster join token: POST /v1/agents/register only
 //   node           one node's credential: that node's register and heartbeat only
+//   monitoring     Prometheus: service discovery and the server's /metrics, nothing else
 //
 // A role ranks above another when it may do everything the other may. Machine roles rank
 // nowhere: they are not people and pass no person check.
@@ -23,6 +24,11 @@ inline constexpr const char* kMember = "member";
 inline constexpr const char* kViewer = "viewer";
 inline constexpr const char* kJoinRole = "agent";
 inline constexpr const char* kNodeRole = "node";
+inline constexpr const char* kMonitoringRole = "monitoring";
+
+// Whether `p` may read what a monitoring system reads: the scrape targets and the series that
+// name tenants (a cluster-admin, or a monitoring token).
+bool MayMonitor(const Principal& p);
 
 // 4 cluster-admin, 3 tenant-admin, 2 member, 1 viewer, 0 anything else.
 int PersonRank(const std::string& role);
@@ -31,7 +37,7 @@ int PersonRank(const std::string& role);
 Status RequireAtLeast(const Principal& p, const char* min_role, const std::string& what);
 
 // Whether `p` may create or revoke a token of `role` in `tenant_id`: cluster-admins any person
-// role and the join role anywhere; tenant-admins person roles up to their own, in their tenant.
+// role, the join role and the monitoring role anywhere; tenant-admins person roles up to their own, in their tenant.
 Status CheckGrant(const Principal& p, const std::string& role, int64_t tenant_id);
 
 }  // namespace controlplane::service
