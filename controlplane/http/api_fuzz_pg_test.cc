@@ -303,7 +303,10 @@ class ApiFuzzPgTest : public InProcessServerTest {
     std::string tmpl = "/tmp/embody-fuzz-web-XXXXXX";
     web_dir_ = new std::string(mkdtemp(tmpl.data()));
     std::ofstream(*web_dir_ + "/index.html") << "<!doctype html><title>Embody</title>\n";
-    StartServer("fuzz", 1000, *web_dir_);
+    // Every audited call leaves a row, anonymous refusals included (no budget per address here:
+    // audit_budget_pg_test has it).
+    StartServer("fuzz", 1000, *web_dir_,
+                [](ServerOptions& o) { o.audit_anonymous_burst = 1'000'000; });
     auto pool = db::PgPool::Open(pg_->conninfo(), 1);
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
     pool_ = pool->release();
