@@ -116,6 +116,9 @@ common::Status Agent::Impl::Prepare() {
   jobs.rank_exec = cfg.agent_binary;
   jobs.mpi_settings = OperatorMpiSettings();
   jobs.kill_grace = cfg.kill_grace;
+  logs.SetCaps({.bytes_per_s = int64_t{cfg.job_log_mib_per_s} << 20,
+                .burst_bytes = int64_t{cfg.job_log_burst_mib} << 20,
+                .total_bytes = int64_t{cfg.job_log_max_mib} << 20});
 
   // The job sandbox: what this node can do is probed once and reported at registration.
   SandboxOptions& sandbox = jobs.sandbox;

@@ -198,6 +198,33 @@ std::vector<Flag> AgentFlags(Files* files) {
          return common::Status::Ok();
        },
        [](const AgentOptions& c) { return std::to_string(c.orphan_grace.count()); }},
+      {"job-log-mib-per-s", "MIB",
+       "a job's rank output kept per second, MiB; beyond (and its burst) it is dropped with a marker",
+       [](const std::string& v, AgentOptions& c) {
+         auto n = common::ParseInt(v, 1, 1048576, "job-log-mib-per-s");
+         if (!n.ok()) return InvalidArgument("--job-log-mib-per-s " + n.status().message(), "job-log-mib-per-s");
+         c.job_log_mib_per_s = *n;
+         return common::Status::Ok();
+       },
+       [](const AgentOptions& c) { return std::to_string(c.job_log_mib_per_s); }},
+      {"job-log-burst-mib", "MIB",
+       "a job's rank output kept at once above its rate, MiB",
+       [](const std::string& v, AgentOptions& c) {
+         auto n = common::ParseInt(v, 1, 1048576, "job-log-burst-mib");
+         if (!n.ok()) return InvalidArgument("--job-log-burst-mib " + n.status().message(), "job-log-burst-mib");
+         c.job_log_burst_mib = *n;
+         return common::Status::Ok();
+       },
+       [](const AgentOptions& c) { return std::to_string(c.job_log_burst_mib); }},
+      {"job-log-max-mib", "MIB",
+       "a job's rank output kept per attempt, MiB; beyond it is dropped after a marker",
+       [](const std::string& v, AgentOptions& c) {
+         auto n = common::ParseInt(v, 1, 1073741824, "job-log-max-mib");
+         if (!n.ok()) return InvalidArgument("--job-log-max-mib " + n.status().message(), "job-log-max-mib");
+         c.job_log_max_mib = *n;
+         return common::Status::Ok();
+       },
+       [](const AgentOptions& c) { return std::to_string(c.job_log_max_mib); }},
       {"finished-job-retention-s", "S",
        "a finished job's directories here are removed once untouched this long (0: kept)",
        [](const std::string& v, AgentOptions& c) {

@@ -29,6 +29,11 @@ struct AgentOptions {
   std::chrono::milliseconds kill_grace{5000};      // --kill-grace-ms: SIGTERM -> SIGKILL
   // --orphan-grace-ms: how long a job outlives its agent before its watcher stops it
   std::chrono::milliseconds orphan_grace{3000};
+  // --job-log-mib-per-s, --job-log-burst-mib, --job-log-max-mib: how much of a job's rank output
+  // is kept (rank_logs.h, RankLogCaps).
+  int job_log_mib_per_s = 16;
+  int job_log_burst_mib = 64;
+  int job_log_max_mib = 4096;
   // --finished-job-retention-s: a finished job's directories on this node are removed once
   // untouched this long; 0: kept
   std::chrono::seconds finished_job_retention{3 * 86400};

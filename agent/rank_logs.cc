@@ -128,6 +128,11 @@ size_t Utf8SafePrefix(const std::string& s) {
 RankLogs::RankLogs(size_t max_batch_bytes, Caps caps)
     : max_batch_bytes_(max_batch_bytes), caps_(caps) {}
 
+void RankLogs::SetCaps(Caps caps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  caps_ = caps;
+}
+
 std::string RankLogs::RankLogPath(const std::string& log_dir, int rank) {
   if (rank < 0) return log_dir + "/launcher.log";
   return log_dir + "/rank-" + std::to_string(rank) + ".log";

@@ -55,6 +55,8 @@ class RankLogs {
 
   using Caps = RankLogCaps;
   explicit RankLogs(size_t max_batch_bytes = kDefaultBatchBytes, Caps caps = Caps());
+  // For jobs added from now on.
+  void SetCaps(Caps caps);
 
   // Starts tracking a job whose Open MPI output lives in `job_dir`/ranks, folding it into
   // `log_dir`; `owner`: the job's uid, when it has one of its own.
@@ -128,7 +130,7 @@ class RankLogs {
                       int64_t* budget, int64_t* dropped);
 
   const size_t max_batch_bytes_;
-  const Caps caps_;
+  Caps caps_;
   mutable std::mutex mu_;
   size_t batch_turn_ = 0;  // where the next batch starts when more files wait than it holds
   std::map<int64_t, Job> jobs_;
