@@ -165,7 +165,7 @@ bool SetUpV1(const std::map<std::string, std::string>& own, const std::string& t
     return false;
   }
   std::map<std::string, std::string> parents;
-  for (const char* c : {"memory", "cpu", "pids"}) {
+  for (const char* c : {"memory", "cpu", "pids", "devices"}) {
     auto it = own.find(c);
     if (it == own.end()) continue;
     std::string parent = it->second + "/embody-" + tag;
@@ -186,6 +186,14 @@ bool SetUpV1(const std::map<std::string, std::string>& own, const std::string& t
 }
 
 }  // namespace
+
+std::vector<std::string> GpuDenyRules(const std::vector<int>& minors) {
+  std::vector<std::string> rules;
+  for (int m : minors) {
+    if (m >= 0 && m < 255) rules.push_back("c 195:" + std::to_string(m) + " rwm");
+  }
+  return rules;
+}
 
 const char* CgroupVersionName(CgroupVersion v) {
   switch (v) {
@@ -263,7 +271,7 @@ std::map<std::string, std::string> OwnCgroupDirs(const std::vector<CgroupMount>&
       }
       continue;
     }
-    for (const char* c : {"memory", "cpu", "pids"}) {
+    for (const char* c : {"memory", "cpu", "pids", "devices"}) {
       auto it = self.find(c);
       if (!m.controllers.count(c) || it == self.end() || out.count(c)) continue;
       std::string dir = join(m, it->second);
@@ -332,6 +340,10 @@ common::Result<std::unique_ptr<JobCgroup>> JobCgroup::Create(const CgroupSetup& 
       }
       if (st.ok() && limits.max_pids > 0) {
         st = WriteText(dir + "/pids.max", std::to_string(limits.max_pids));
+      }
+    } else if (controller == "devices") {
+      for (const std::string& rule : GpuDenyRules(limits.denied_gpus)) {
+        if (st.ok()) st = WriteText(dir + "/devices.deny", rule);
       }
     } else if (controller == "memory" && limits.memory_bytes > 0) {
       st = WriteText(dir + "/memory.limit_in_bytes", std::to_string(limits.memory_bytes));

@@ -67,7 +67,15 @@ struct CgroupLimits {
   int64_t memory_bytes = 0;  // 0: none
   int cpus = 0;              // CPU quota in whole CPUs; 0: none
   int64_t max_pids = 0;      // 0: none
+  // NVIDIA GPU minors (/dev/nvidiaN is character device 195:N) the job may not open: the node's
+  // GPUs that are not the job's. Enforced by the v1 devices controller where it is mounted;
+  // CUDA_VISIBLE_DEVICES alone is advice a job can unset. (v2 needs a BPF device program: not
+  // done, the job then keeps only CUDA_VISIBLE_DEVICES.)
+  std::vector<int> denied_gpus;
 };
+
+// The devices-controller rules that deny `minors` of /dev/nvidia* ("c 195:N rwm" each).
+std::vector<std::string> GpuDenyRules(const std::vector<int>& minors);
 
 // One job's cgroup (one directory per hierarchy on v1).
 class JobCgroup {

@@ -2,6 +2,9 @@
 // agent could not use cgroups: not root, or nothing mounted).
 #include "agent/cgroup.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,6 +133,47 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
   for (const auto& d : (*cg)->ProcsFiles()) ADD_FAILURE() << "left " << d;
   TearDownCgroups(setup);
   for (const auto& [c, parent] : setup.parents) EXPECT_NE(::access(parent.c_str(), F_OK), 0);
+}
+
+// GPUs that are not the job's cannot be opened from its cgroup (v1 devices controller), whatever
+// its CUDA_VISIBLE_DEVICES says: stand-in device nodes 195:3 (denied) and 195:4 (not) made here;
+// with no driver behind them, an allowed open fails ENXIO or ENODEV, a denied one EPERM.
+TEST(CgroupTest, AJobCannotOpenAnotherJobsGpu) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups; CI runs as root";
+  TempDir dir;
+  CgroupSetup setup = SetUpCgroups(common::Sha256Hex(dir.path() + "dev").substr(0, 12));
+  if (setup.version != CgroupVersion::kV1 || !setup.parents.count("devices")) {
+    TearDownCgroups(setup);
+    GTEST_SKIP() << "no v1 devices controller here (v2 would need a BPF device program)";
+  }
+  EXPECT_EQ(GpuDenyRules({3, 7}), (std::vector<std::string>{"c 195:3 rwm", "c 195:7 rwm"}));
+  const std::string denied = dir.path() + "/nvidia3", allowed = dir.path() + "/nvidia4";
+  ASSERT_EQ(::mknod(denied.c_str(), S_IFCHR | 0666, makedev(195, 3)), 0) << std::strerror(errno);
+  ASSERT_EQ(::mknod(allowed.c_str(), S_IFCHR | 0666, makedev(195, 4)), 0) << std::strerror(errno);
+  CgroupLimits limits;
+  limits.denied_gpus = {3};
+  auto cg = JobCgroup::Create(setup, 78, limits);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  // A child joins the job cgroup and reports the errno of each open in its exit code.
+  pid_t child = ::fork();
+  if (child == 0) {
+    for (const auto& procs : (*cg)->ProcsFiles()) {
+      int fd = ::open(procs.c_str(), O_WRONLY);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(100);
+      ::close(fd);
+    }
+    int a = ::open(denied.c_str(), O_RDWR) < 0 ? errno : 0;
+    int b = ::open(allowed.c_str(), O_RDWR) < 0 ? errno : 0;
+    ::_exit((a == EPERM ? 1 : 0) | (b != EPERM ? 2 : 0));
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 100) << "could not join the job cgroup";
+  EXPECT_TRUE(WEXITSTATUS(status) & 1) << "the denied GPU opened (or failed other than EPERM)";
+  EXPECT_TRUE(WEXITSTATUS(status) & 2) << "the job's own GPU was denied";
+  ASSERT_TRUE((*cg)->Remove().ok());
+  TearDownCgroups(setup);
 }
 
 // The v2 half of a job cgroup (membership, cgroup.kill, removal) on this kernel's own cgroup2

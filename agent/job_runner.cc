@@ -325,6 +325,11 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   }
   if (!res.gpu) limits.cpus = local_ranks * res.slots_per_rank;
   limits.max_pids = options_.jobs.sandbox.max_processes;
+  for (int g : options_.gpus) {
+    if (std::find(job->gpus.begin(), job->gpus.end(), g) == job->gpus.end()) {
+      limits.denied_gpus.push_back(g);
+    }
+  }
   plan = BuildLaunchPlan(in);  // again, with the GPUs and limits now known
   if (!plan.ok()) {
     ReleaseResources(job);
