@@ -62,8 +62,8 @@ TEST(FairShareLiveTest, WeightsOneToThreeOnTwoSlots) {
   }
   std::sort(starts.begin(), starts.end());
   // While both tenants still wait (the first kJobs starts), the heavier tenant should start about
-  // three in four (12 of 16; the first two slots go one to each); turns in alternation gave it
-  // half (8).
+  // three in four (12 of 16 measured; the first two slots go one to each); turns in alternation
+  // gave it half (8). 10 leaves room for a loaded machine's timing and still tells them apart.
   const int window = kJobs;
   int heavy_starts = 0;
   for (int i = 0; i < window; ++i) heavy_starts += starts[i].second == heavy.id ? 1 : 0;
@@ -71,7 +71,7 @@ TEST(FairShareLiveTest, WeightsOneToThreeOnTwoSlots) {
   for (const auto& s : starts) order += s.second == heavy.id ? 'H' : 'l';
   std::printf("starts in order: %s; the weight-3 tenant's part of the first %d: %d\n",
               order.c_str(), window, heavy_starts);
-  EXPECT_GE(heavy_starts, 11) << "weights 1:3 on two slots did not give the heavier tenant 3 in 4";
+  EXPECT_GE(heavy_starts, 10) << "weights 1:3 on two slots did not give the heavier tenant 3 in 4";
 }
 
 }  // namespace
