@@ -62,7 +62,8 @@ TEST(HostileJobTest, RankDirectoriesAndALogFloodDoNotStopTheNode) {
     ::usleep(100'000);
   }
   EXPECT_NE(log.find("hostile-start"), std::string::npos);
-  EXPECT_NE(log.find("[embody: dropped "), std::string::npos) << "no marker where the flood was cut";
+  EXPECT_NE(log.find("[embody: dropped "), std::string::npos)
+      << "no marker where the flood was cut";
   EXPECT_LT(log.size(), size_t{12} << 20) << "the flood was not capped";
   for (int rank : {7, 700, 7000, 19999}) {
     EXPECT_EQ(stack.Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
