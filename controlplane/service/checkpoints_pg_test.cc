@@ -337,12 +337,15 @@ TEST_F(CheckpointsPgTest, LaunchesResumeFromTheLatestReadyUploadOrInitFrom) {
   ASSERT_TRUE(ours.ok()) << ours.status().ToString();
   const int64_t started = ours->job.job.id;
   EXPECT_EQ(s.OpenData(node_b_, job, c20_id).status().code(), common::Code::kNotFound);
+  EXPECT_EQ(s.Entry(node_b_, job, c20_id).status().code(), common::Code::kNotFound);
   {
     auto w = database_->Begin();
     service::AllocationRecord a{started, node_b_.node_id, "", "", 1, 1, "cpu", true, false};
     ASSERT_TRUE((*w)->allocations().Insert(a).ok());
     ASSERT_TRUE((*w)->Commit().ok());
   }
+  // The agent's download reads the entry first, then the bytes (HttpCheckpointStore::Get).
+  EXPECT_TRUE(s.Entry(node_b_, job, c20_id).ok());
   EXPECT_TRUE(s.OpenData(node_b_, job, c20_id).ok());
   uow = database_->Begin();
   auto started_record = (*uow)->jobs().Get(started, std::nullopt, false);

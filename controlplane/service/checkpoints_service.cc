@@ -123,8 +123,9 @@ Result<JobRecord> CheckpointsService::JobFor(UnitOfWork& uow, const Principal& p
       const bool recent = !job->finished_ms || now_() - *job->finished_ms <= kNodeUploadGraceMs;
       if (recent && PlacedOn(placement, p.node_id)) return *job;
     }
-    if (access == Access::kDownload && checkpoint_id > 0) {
-      // A job started from this checkpoint (init_from) runs on this node.
+    if ((access == Access::kRead || access == Access::kDownload) && checkpoint_id > 0) {
+      // A job started from this checkpoint (init_from) runs on this node now: it reads the
+      // entry, then the bytes (storage/checkpoint_http_store.h's Get).
       EMBODY_ASSIGN_OR_RETURN(mine, uow.allocations().ForNode(p.node_id));
       for (const AllocationRecord& a : mine) {
         EMBODY_ASSIGN_OR_RETURN(other, uow.jobs().Get(a.job_id, job->tenant_id, false));

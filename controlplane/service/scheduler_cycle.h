@@ -50,6 +50,8 @@ struct Shape {
   int nodes = 0;
   int64_t end = 0;   // placements: the job's end
   int priority = 0;  // preemptions: the job's priority
+  // preemptions: the job's tenant, since whose jobs it may preempt depends on its share
+  int64_t tenant = 0;
 };
 
 class Cycle {

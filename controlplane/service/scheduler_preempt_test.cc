@@ -179,5 +179,22 @@ TEST(PreemptTest, APriorityNeverBuysMoreThanTheWeightGives) {
   EXPECT_TRUE(d.preemptions.empty());
 }
 
+// A preemption that failed for one tenant says nothing of another's job of the same shape: whose
+// jobs a job may preempt depends on its tenant's share. Tenant 2's job finds no victim (its own
+// job outranks it, tenant 1 is below tenant 2's share after); tenant 3's, considered after it at a
+// lower priority, may take tenant 1's job.
+TEST(PreemptTest, AFailureOfOneTenantDoesNotStopAnother) {
+  std::vector<SchedNode> nodes{Node(1, 4)};
+  std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 10, 100, 0, /*tenant=*/1),
+                                  Running(nodes, 42, {1}, 2, 95, 50, 0, /*tenant=*/2)};
+  auto d = Decide(nodes,
+                  {Job(1, {.tenant = 2, .ranks_per_node = 2, .priority = 90}),
+                   Job(2, {.tenant = 3, .ranks_per_node = 2, .priority = 89})},
+                  running);
+  ASSERT_EQ(d.preemptions.size(), 1u);
+  EXPECT_EQ(d.preemptions[0].job_id, 2);
+  EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{41}));
+}
+
 }  // namespace
 }  // namespace controlplane::service

@@ -11,9 +11,11 @@ namespace controlplane::service::sched_internal {
 
 namespace {
 
-bool Dominated(const std::vector<Shape>& failed, int kind, int slots, int nodes, int priority) {
+bool Dominated(const std::vector<Shape>& failed, int kind, int slots, int nodes, int priority,
+               int64_t tenant = 0) {
   for (const Shape& f : failed) {
-    if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.priority >= priority) {
+    if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.priority >= priority &&
+        f.tenant == tenant) {
       return true;
     }
   }
@@ -75,7 +77,7 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
 bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   const api::Resources& r = job.resources;
   const int slots = r.SlotsPerNode();
-  if (Dominated(failed_preempt_, kind, slots, r.nodes, job.priority)) return false;
+  if (Dominated(failed_preempt_, kind, slots, r.nodes, job.priority, job.tenant_id)) return false;
   // Victims are expected gone by `deadline`; a lane is ready when it has room for good by then.
   const int64_t deadline = now_ + std::max<int64_t>(opt_.preempt_grace_ms, 1);
   std::vector<char> usable(lanes_.size(), 0), ready(lanes_.size(), 0);
@@ -97,7 +99,10 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   SlotCounts held_after = mine.held;
   held_after[kind] += static_cast<int64_t>(slots) * r.nodes;
   const double share_after = DominantShare(mine.t.usage, held_after, cluster_usage_, mine.t.weight);
-  std::map<int64_t, std::string> why;
+  auto may_preempt = [&](const RunningJob& v) {
+    return v.tenant_id == job.tenant_id ||
+           Share(tenants_[TenantIndex(v.tenant_id)]) >= share_after;
+  };
   std::vector<int> candidates;
   for (size_t i = 0; i < running_.size(); ++i) {
     const RunRecord& v = running_[i];
@@ -105,20 +110,7 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
         v.release <= deadline) {
       continue;
     }
-    const std::string priorities = "priority " + std::to_string(v.job->priority) + " below " +
-                                   std::to_string(job.priority);
-    if (v.job->tenant_id == job.tenant_id) {
-      why[v.job->job_id] = priorities + ", same tenant";
-    } else {
-      const double theirs = Share(tenants_[TenantIndex(v.job->tenant_id)]);
-      if (theirs < share_after) continue;
-      char shares[160];
-      std::snprintf(shares, sizeof shares,
-                    ", tenant %lld above its fair share (share %.3f, tenant %lld's %.3f after)",
-                    static_cast<long long>(v.job->tenant_id), theirs,
-                    static_cast<long long>(job.tenant_id), share_after);
-      why[v.job->job_id] = priorities + shares;
-    }
+    if (!may_preempt(*v.job)) continue;
     if (std::any_of(v.lanes.begin(), v.lanes.end(), [&](auto& l) { return usable[l.first]; })) {
       candidates.push_back(static_cast<int>(i));
     }
@@ -146,7 +138,7 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   if (ready_count < r.nodes) {
     for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) preempt(*it, false);
     if (failed_preempt_.size() < 64) {
-      failed_preempt_.push_back({kind, slots, r.nodes, 0, job.priority});
+      failed_preempt_.push_back({kind, slots, r.nodes, 0, job.priority, job.tenant_id});
     }
     return false;
   }
@@ -191,8 +183,24 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   }
   std::sort(leaving.begin(), leaving.end());
   if (!victims.empty()) {
+    // Why each victim may go, for its job event: written for the victims only.
     std::map<int64_t, std::string> reasons;
-    for (int64_t victim : victims) reasons[victim] = why[victim];
+    for (int c : chosen) {
+      const RunningJob& v = *running_[c].job;
+      std::string why = "priority " + std::to_string(v.priority) + " below " +
+                        std::to_string(job.priority);
+      if (v.tenant_id == job.tenant_id) {
+        why += ", same tenant";
+      } else {
+        char shares[160];
+        std::snprintf(shares, sizeof shares,
+                      ", tenant %lld above its fair share (share %.3f, tenant %lld's %.3f after)",
+                      static_cast<long long>(v.tenant_id), Share(tenants_[TenantIndex(v.tenant_id)]),
+                      static_cast<long long>(job.tenant_id), share_after);
+        why += shares;
+      }
+      reasons[v.job_id] = std::move(why);
+    }
     out_.preemptions.push_back({job.job_id, victims, std::move(reasons)});
     ForgetFailures();  // slots come back sooner than the failures assumed
   }
