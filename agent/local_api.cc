@@ -13,7 +13,6 @@
 #include "api/job_event_check.h"
 #include "common/crypto.h"
 #include "common/http/access_log.h"
-#include "common/http/edge_policy.h"
 #include "common/http/gated_server.h"
 #include "common/http/request_head.h"
 #include "common/http/route_pattern.h"
@@ -148,8 +147,7 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   // daemons (and a few more, so that the bridge itself says why it refuses one).
   common::http::GateOptions gate;
   gate.workers = 8;
-  gate.max_body = kMaxBodyBytes;
-  gate.anonymous_body = kAnonymousBodyBytes;
+  gate.limits = {.max_body = kMaxBodyBytes, .anonymous_body = kAnonymousBodyBytes};
   gate.max_connections = 4096;
   if (bridge_ != nullptr) {
     gate.is_stream = [](const common::http::RequestHead& head) {
@@ -164,8 +162,6 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   server_->set_tcp_nodelay(true);
   server_->set_read_timeout(30, 0);
   server_->set_write_timeout(30, 0);
-  common::http::InstallEdgePolicy(*server_, {.max_body = kMaxBodyBytes,
-                                             .anonymous_body = kAnonymousBodyBytes});
   using common::http::ServedCall;
   using common::http::WithAccessLog;
   const std::string events_route = "/v1/local/jobs/{id}/events";

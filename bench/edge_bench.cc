@@ -54,7 +54,6 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/load_average.h"
-#include "common/http/edge_policy.h"
 #include "common/http/gated_server.h"
 
 namespace {
@@ -151,9 +150,7 @@ struct PlainServer : httplib::Server {
     o.is_stream = [](const common::http::RequestHead& head) {
       return common::http::QueryValue(head.target, "follow") == "1";
     };
-    auto g = std::make_unique<common::http::GatedServer>(std::move(o));
-    common::http::InstallEdgePolicy(*g, {});
-    server = std::move(g);
+    server = std::make_unique<common::http::GatedServer>(std::move(o));
   } else {
     server = std::make_unique<PlainServer>();
     server->set_payload_max_length(8 * 1024 * 1024);

@@ -16,8 +16,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 #include <httplib.h>
+
+#include "common/status.h"
 
 namespace common::http {
 
@@ -25,6 +29,17 @@ struct BodyLimits {
   size_t max_body = 8 * 1024 * 1024;
   size_t anonymous_body = 64 * 1024;  // without "Authorization: Bearer …"
 };
+
+// Why a body is refused unread, from what its head says: chunked (411), encoded (415), over the
+// anonymous bound without a bearer token (401), over `max_body` (413); nullopt: it may be read.
+// `length` nullopt: no Content-Length (no body). The gate (gated_server.h) and ApplyEdgePolicy
+// both decide by it, so the gate reads exactly the bodies a worker would.
+struct BodyRefusal {
+  int http_status = 0;
+  Status status;
+};
+std::optional<BodyRefusal> RefuseBody(bool chunked, bool encoded, std::optional<uint64_t> length,
+                                      bool bearer, const BodyLimits& limits);
 
 // The pre-routing handler: Handled with the refusal written to `res`, or Unhandled.
 httplib::Server::HandlerResponse ApplyEdgePolicy(const httplib::Request& req,

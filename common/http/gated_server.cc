@@ -29,6 +29,8 @@ struct GateConnection {
   std::string pending;  // read by the gate, not yet consumed by a request
   int64_t deadline_ms = 0;
   bool request_started = false;  // some of the next request's bytes have arrived
+  size_t header_scanned = 0;     // bytes of `pending` already searched for the headers' end
+  bool recheck = true;           // new to the gate: its pending bytes may hold a whole request
   // Once the head is complete: its length plus that of the body the gate reads; 0 before.
   size_t request_bytes = 0;
   size_t body_reserved = 0;  // of the gate's body budget
@@ -53,9 +55,9 @@ int64_t NowMs() {
       .count();
 }
 
-// Where the blank line that ends the headers is; npos if not there yet.
-size_t HeaderEnd(const std::string& s) {
-  for (size_t i = 0; i < s.size(); ++i) {
+// Where the blank line that ends the headers is, searching from `from`; npos if not there yet.
+size_t HeaderEnd(const std::string& s, size_t from) {
+  for (size_t i = from; i < s.size(); ++i) {
     if (s[i] != '\n') continue;
     if (i + 1 < s.size() && s[i + 1] == '\n') return i + 2;
     if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') return i + 3;
@@ -215,6 +217,8 @@ class GatedServer::Gate {
         ForgetLocked(conn.address);
         return;
       }
+      conn.recheck = true;
+      conn.header_scanned = 0;
       if (!conn.lingering) {
         conn.request_started = !conn.pending.empty();
         conn.deadline_ms = NowMs() + (conn.request_started ? options_.header_timeout_ms
@@ -326,7 +330,10 @@ class GatedServer::Gate {
   bool Advance(GateConnection& c) {
     if (c.lingering || !c.request_started) return false;
     if (c.request_bytes == 0) {
-      const size_t end = HeaderEnd(c.pending);
+      // Only what arrived since the last look is searched (less the 3 bytes a terminator
+      // split across reads may have begun with): a slow client's headers cost linear time.
+      const size_t end = HeaderEnd(c.pending, c.header_scanned < 3 ? 0 : c.header_scanned - 3);
+      c.header_scanned = c.pending.size();
       if (end == std::string::npos) {
         if (c.pending.size() > options_.max_header_bytes) {
           Refuse(c, Canned(431, "Request Header Fields Too Large", Code::kInvalidArgument,
@@ -343,10 +350,10 @@ class GatedServer::Gate {
       // The body is read here only when the edge policy will let a worker read it; otherwise
       // the worker answers at once without reading (or there is no body).
       uint64_t body = head.content_length.value_or(0);
-      const bool read_here = !head.has_transfer_encoding && !head.has_content_encoding &&
-                             body <= options_.max_body &&
-                             (head.has_bearer || body <= options_.anonymous_body);
-      if (!read_here) body = 0;
+      if (RefuseBody(head.has_transfer_encoding, head.has_content_encoding, head.content_length,
+                     head.has_bearer, options_.limits)) {
+        body = 0;
+      }
       c.request_bytes = end + body;
       if (body > 0) {
         c.deadline_ms =
@@ -367,6 +374,7 @@ class GatedServer::Gate {
     budget_used_ -= c.body_reserved;
     c.body_reserved = 0;
     c.request_bytes = 0;
+    c.header_scanned = 0;
     if (c.stream) {
       bool full;
       {
@@ -401,9 +409,14 @@ class GatedServer::Gate {
         for (GateConnection& c : inbox_) waiting_.push_back(std::move(c));
         inbox_.clear();
       }
-      // A served connection may hold the whole next request already (pipelining), and a body
-      // may now get its share of the budget.
-      for (GateConnection& c : waiting_) Advance(c);
+      // A connection new to the gate may hold a whole request already (pipelining), and a body
+      // waiting for its share of the budget may get it now; the others move only on new bytes.
+      for (GateConnection& c : waiting_) {
+        if (c.recheck || (c.request_bytes > 0 && c.body_reserved == 0)) {
+          c.recheck = false;
+          Advance(c);
+        }
+      }
       std::erase_if(waiting_, [](const GateConnection& c) { return c.fd < 0; });
 
       const int64_t now = NowMs();
@@ -471,6 +484,7 @@ GatedServer::GatedServer(GateOptions options) : options_(std::move(options)) {
   });
   // httplib's own pool only hands accepted sockets to the gate.
   new_task_queue = [] { return new httplib::ThreadPool(2); };
+  InstallEdgePolicy(*this, options_.limits);
 }
 
 GatedServer::~GatedServer() { StopGate(); }

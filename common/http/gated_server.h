@@ -9,9 +9,10 @@
 // arrived. So:
 // - a request's headers must arrive within header_timeout of its first byte, and its body within
 //   body_timeout plus its length at min_body_rate; too slow: 408, closed;
-// - bodies the edge policy (edge_policy.h) will refuse unread (too large, anonymous and over the
-//   anonymous bound, chunked, encoded) go to a worker at once, which answers without reading;
-//   a request with no Content-Length has no body;
+// - bodies the edge policy (edge_policy.h, installed by the constructor with options.limits)
+//   refuses unread (too large, anonymous and over the anonymous bound, chunked, encoded) go to a
+//   worker at once, which answers without reading; a request with no Content-Length has no
+//   body;
 // - the bodies being read at once hold at most body_budget bytes; the rest wait their turn;
 // - an idle keep-alive connection is closed after keep_alive_timeout; open connections are capped
 //   in all and per client address;
@@ -31,6 +32,7 @@
 
 #include <httplib.h>
 
+#include "common/http/edge_policy.h"
 #include "common/http/request_head.h"
 
 namespace common::http {
@@ -44,11 +46,9 @@ struct GateOptions {
   size_t max_header_bytes = 32 * 1024;       // request line and headers; more: 431, closed
   size_t max_connections = 10'000;           // open at once; more are closed on accept
   size_t max_connections_per_address = 512;  // from one client address; 0: no cap
-  // Bodies the gate reads before a worker sees the request: up to this length (longer ones are
-  // refused unread by the edge policy), and up to anonymous_body without a bearer token. Keep
-  // them equal to the edge policy's BodyLimits.
-  size_t max_body = 8 * 1024 * 1024;
-  size_t anonymous_body = 64 * 1024;
+  // The bodies accepted: the gate reads them before a worker sees the request, and the edge
+  // policy, which the server installs with them, refuses the others unread (edge_policy.h).
+  BodyLimits limits;
   int body_timeout_ms = 10'000;              // end of headers to end of body, plus ...
   size_t min_body_bytes_per_s = 256 * 1024;  // ... the body's length at this rate
   size_t body_budget = 128 * 1024 * 1024;    // bytes of bodies being read at once, all clients

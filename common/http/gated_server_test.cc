@@ -18,7 +18,6 @@
 
 #include <gtest/gtest.h>
 
-#include "common/http/edge_policy.h"
 #include "tests/support/slow_clients.h"
 
 namespace common::http {
@@ -58,10 +57,7 @@ struct Running {
   explicit Running(A&&... args) : server(std::forward<A>(args)...) {
     AddRoutes(server);
     port = server.bind_to_any_port("127.0.0.1");
-    if constexpr (std::is_same_v<S, GatedServer>) {
-      server.SetListenBacklog(1024);
-      InstallEdgePolicy(server, {.max_body = 1 << 20, .anonymous_body = 1024});
-    }
+    if constexpr (std::is_same_v<S, GatedServer>) server.SetListenBacklog(1024);
     thread = std::thread([this] { server.listen_after_bind(); });
     while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -96,8 +92,7 @@ GateOptions SmallGate() {
   o.workers = 2;
   o.header_timeout_ms = 3000;
   o.keep_alive_timeout_ms = 3000;
-  o.max_body = 1 << 20;
-  o.anonymous_body = 1024;
+  o.limits = {.max_body = 1 << 20, .anonymous_body = 1024};
   return o;
 }
 

@@ -8,7 +8,6 @@
 
 #include "common/http/status_http.h"
 #include "common/parse_int.h"
-#include "common/http/edge_policy.h"
 #include "common/http/gated_server.h"
 #include "common/http/request_head.h"
 #include "controlplane/http/router.h"
@@ -31,10 +30,6 @@ constexpr size_t kStreamThreads = 256;
 // once after a server restart.
 constexpr int kListenBacklog = 1024;
 
-common::http::BodyLimits Limits() {
-  return {.max_body = kTransportBodyLimit, .anonymous_body = kUnauthenticatedBodyLimit};
-}
-
 // GET /v1/jobs/{id}/logs?follow=1: a response that lasts as long as the job.
 bool IsLogFollow(const common::http::RequestHead& head) {
   if (head.method != "GET") return false;
@@ -48,8 +43,7 @@ bool IsLogFollow(const common::http::RequestHead& head) {
 common::http::GateOptions Gate() {
   common::http::GateOptions o;
   o.workers = kHttpThreads;
-  o.max_body = kTransportBodyLimit;
-  o.anonymous_body = kUnauthenticatedBodyLimit;
+  o.limits = {.max_body = kTransportBodyLimit, .anonymous_body = kUnauthenticatedBodyLimit};
   o.is_stream = IsLogFollow;
   o.stream_workers = kStreamThreads;
   return o;
@@ -74,10 +68,6 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   // algorithm and the delayed ACK add about 40 ms to a heartbeat.
   m.server.set_tcp_nodelay(true);
   m.server.set_write_timeout(30, 0);
-  // Every body is bounded before it is read, chunked and encoded bodies are refused, a request
-  // without a length has no body, "Accept-Encoding: br" is answered with gzip; httplib's own
-  // errors get the JSON body (common/http/edge_policy.h).
-  common::http::InstallEdgePolicy(m.server, Limits());
   using A = Router::Auth;
   Router& r = m.router;
 

@@ -87,27 +87,31 @@ void AddLogRoutes(Router& router, const ApiDeps& deps, const std::atomic<bool>& 
           // the last read flushes partial lines, so a line across a chunk boundary stays one.
           auto first = cursor->Next(jobs, &terminal, false);
           if (!first.ok()) return RespondError(res, first.status());
-          auto head = std::make_shared<std::string>(std::move(*first));
+          // Reads until one comes back empty, then in final mode (partial last lines flushed)
+          // until one does again.
+          struct Whole {
+            std::string pending;
+            bool final = false;
+          };
+          auto whole = std::make_shared<Whole>(Whole{std::move(*first)});
           res.status = 200;
           res.set_chunked_content_provider(
-              "text/plain", [cursor, head, &jobs](size_t, httplib::DataSink& sink) {
-                bool terminal = false;
+              "text/plain", [cursor, whole, &jobs](size_t, httplib::DataSink& sink) {
                 std::string text;
-                if (!head->empty()) {
-                  text.swap(*head);
-                } else {
-                  auto next = cursor->Next(jobs, &terminal, false);
+                text.swap(whole->pending);
+                if (text.empty()) {
+                  bool terminal = false;
+                  auto next = cursor->Next(jobs, &terminal, whole->final);
                   if (!next.ok()) return false;
                   text = std::move(*next);
-                  if (text.empty()) {
-                    auto rest = cursor->Next(jobs, &terminal, true);
-                    if (!rest.ok()) return false;
-                    if (!rest->empty() && !sink.write(rest->data(), rest->size())) return false;
-                    sink.done();
-                    return true;
-                  }
                 }
-                return sink.write(text.data(), text.size());
+                if (!text.empty()) return sink.write(text.data(), text.size());
+                if (whole->final) {
+                  sink.done();
+                } else {
+                  whole->final = true;
+                }
+                return true;
               });
           return;
         }
