@@ -276,8 +276,8 @@ void RankLogs::Collect(int64_t job_id, bool final) {
       }
     }
     if (dropped == 0) continue;
-    // A marker where the output was cut, so a reader knows the log is not whole. Past the total
-    // cap, one marker per rank and then silence.
+    // A marker where the output was cut, so a reader knows the log is not whole. Reaching the
+    // total cap marks each rank cut in that collection once; after it, silence.
     std::string marker;
     if (job.folded >= caps_.total_bytes) {
       if (!job.total_reached) {

@@ -40,6 +40,16 @@ int64_t MemoryPerRank(const nlohmann::json& spec) {
   return std::max<int64_t>(0, m->get<int64_t>());
 }
 
+// The job's world size: nodes x ranks_per_node (a worker's `hosts` holds only its own node's
+// entry); 0 when the spec does not say.
+int TotalRanks(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 0;
+  const auto& r = spec["resources"];
+  const int64_t nodes = r.value("nodes", 1), per_node = r.value("ranks_per_node", 1);
+  if (nodes <= 0 || per_node <= 0 || nodes * per_node > (1 << 20)) return 0;
+  return static_cast<int>(nodes * per_node);
+}
+
 int SlotsPerRank(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 1;
   auto s = spec["resources"].find("slots_per_rank");
@@ -315,16 +325,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
-  // The job's world size (a worker's `hosts` holds only its own node's entry).
-  int world_size = 0;
-  if (w.spec.is_object() && w.spec.contains("resources") && w.spec["resources"].is_object()) {
-    const auto& r = w.spec["resources"];
-    const int64_t nodes = r.value("nodes", 1), per_node = r.value("ranks_per_node", 1);
-    if (nodes > 0 && per_node > 0 && nodes * per_node <= (1 << 20)) {
-      world_size = static_cast<int>(nodes * per_node);
-    }
-  }
-  logs_->AddJob(job_id, in.job_dir, LogDir(job_id), world_size, started.uid, w.attempt,
+  logs_->AddJob(job_id, in.job_dir, LogDir(job_id), TotalRanks(w.spec), started.uid, w.attempt,
                 w.log_bytes);
   auto pid = SpawnInNewSession(req);
   if (!pid.ok()) {
