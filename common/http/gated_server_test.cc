@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -198,6 +199,25 @@ TEST(GatedServerTest, ARequestWithoutALengthHasNoBody) {
   std::string got(buf, static_cast<size_t>(n));
   EXPECT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got;
   EXPECT_NE(got.find("\r\n\r\n0"), std::string::npos) << got;
+}
+
+// The same with the client people type: curl's `-X POST` without `-d` sends no length and waits
+// for the answer (deploy/setup.sh installs curl).
+TEST(GatedServerTest, CurlPostWithoutABodyIsAnsweredAtOnce) {
+  if (::access("/usr/bin/curl", X_OK) != 0) GTEST_SKIP() << "no curl";
+  Running<GatedServer> gated(SmallGate());
+  const std::string cmd = "/usr/bin/curl -s -m 5 -X POST http://127.0.0.1:" +
+                          std::to_string(gated.port) + "/size 2>&1";
+  auto start = Clock::now();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, p);
+  const int rc = ::pclose(p);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(rc, 0) << std::string(buf, n);
+  EXPECT_EQ(std::string(buf, n), "0");
+  EXPECT_LT(seconds, 2.0);
 }
 
 TEST(GatedServerTest, BodiesThatCannotBeBoundedAreRefusedUnread) {
