@@ -238,6 +238,64 @@ int CountSleeps(const std::string& arg) {
   return n;
 }
 
+// A node cut off from the network while it runs a job (its link taken down inside its namespace,
+// the agent and the job left running): the server marks it DOWN and restarts the job on the
+// other node. When the link comes back, the node's first heartbeat is told to stop the attempt
+// it still runs, so two attempts of one job never run side by side for longer than that; the
+// new attempt is left alone.
+TEST_F(MultiNodeNetnsTest, APartitionedNodeStopsItsStaleAttemptWhenHeardAgain) {
+  const std::string marker = "6" + std::to_string(::getpid() % 100000) + ".25";
+  json spec = {{"name", "fenced"},
+               {"kind", "command"},
+               {"max_restarts", 1},
+               {"resources",
+                {{"nodes", 1}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}}},
+               {"command", {"sleep", marker}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  ASSERT_EQ(job["allocation"].size(), 1u) << job.dump(2);
+  const int64_t first_node = job["allocation"][0]["node_id"].get<int64_t>();
+  const std::string first_name = job["allocation"][0].value("node", "");
+  ASSERT_TRUE(first_name == "node-a" || first_name == "node-b") << job.dump(2);
+  const int cut = first_name == "node-a" ? 0 : 1;
+  const std::string ns = cut == 0 ? g_net->ns_a : g_net->ns_b;
+  const std::string link = (cut == 0 ? "ea" : "eb") + g_net->tag;
+  for (int i = 0; i < 200 && CountSleeps(marker) < 1; ++i) ::usleep(50'000);
+  ASSERT_EQ(CountSleeps(marker), 1) << Logs(id, -1);
+
+  ASSERT_EQ(Sh("ip -n " + ns + " link set " + link + " down"), 0);
+  // Restarted on the other node while the cut-off one still runs the first attempt.
+  bool moved = false;
+  for (int i = 0; i < 600 && !moved; ++i) {
+    job = stack_->Get("/v1/jobs/" + std::to_string(id)).body;
+    moved = job.value("state", "") == "RUNNING" && job.value("attempt", 0) == 1 &&
+            job["allocation"].size() == 1 &&
+            job["allocation"][0]["node_id"].get<int64_t>() != first_node;
+    if (!moved) ::usleep(100'000);
+  }
+  const bool healed = Sh("ip -n " + ns + " link set " + link + " up") == 0;
+  ASSERT_TRUE(moved) << job.dump(2);
+  ASSERT_TRUE(healed);
+  for (int i = 0; i < 200 && CountSleeps(marker) < 2; ++i) ::usleep(50'000);
+  ASSERT_EQ(CountSleeps(marker), 2) << "the new attempt did not start beside the stale one";
+
+  // Heard again: the stale attempt stops, the new one runs on.
+  const std::string stale_env = "EMBODY_CHECKPOINT_DIR=" + stack_->agent_data_dir(cut) + "/";
+  for (int i = 0; i < 300 && !ProcessesWith(stale_env).empty(); ++i) ::usleep(100'000);
+  EXPECT_TRUE(ProcessesWith(stale_env).empty()) << "the stale attempt still runs on " << first_name;
+  EXPECT_EQ(CountSleeps(marker), 1);
+  job = stack_->Get("/v1/jobs/" + std::to_string(id)).body;
+  EXPECT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  EXPECT_EQ(job.value("attempt", 0), 1) << job.dump(2);
+  ASSERT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "").status, 200);
+  job = stack_->WaitForState(id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+  for (int i = 0; i < 100 && CountSleeps(marker) > 0; ++i) ::usleep(50'000);
+  EXPECT_EQ(CountSleeps(marker), 0);
+}
+
 // node-b's agent killed mid-job (the head's stays): the job's daemon and ranks there, and a
 // process a rank started in a session of its own (out of the daemon's tree), are stopped by
 // their watcher after the agent's orphan grace; nothing of the job keeps running outside any
