@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/cgroup_device_filter.h"
 #include "common/file_util.h"
 #include "common/log.h"
 
@@ -340,6 +341,12 @@ common::Result<std::unique_ptr<JobCgroup>> JobCgroup::Create(const CgroupSetup& 
       }
       if (st.ok() && limits.max_pids > 0) {
         st = WriteText(dir + "/pids.max", std::to_string(limits.max_pids));
+      }
+      // v2 has no devices controller: the other jobs' GPUs are fenced by a device program,
+      // attached before any process of the job can be inside.
+      if (st.ok() && !limits.denied_gpus.empty()) {
+        auto program = GpuDenyProgram(limits.denied_gpus);
+        st = program.ok() ? AttachDeviceProgram(dir, *program) : program.status();
       }
     } else if (controller == "devices") {
       for (const std::string& rule : GpuDenyRules(limits.denied_gpus)) {

@@ -8,10 +8,12 @@
 // (embody-<tag>, the tag derived from its data directory, so two agents on one machine never
 // share one):
 //
-//   v2: <own>/embody-<tag>/job-<id>        memory.max, memory.swap.max 0, cpu.max, pids.max
+//   v2: <own>/embody-<tag>/job-<id>        memory.max, memory.swap.max 0, cpu.max, pids.max,
+//                                          a BPF device program (other jobs' GPUs)
 //   v1: <memory own>/embody-<tag>/job-<id> memory.limit_in_bytes (+ memsw where present)
 //       <cpu own>/embody-<tag>/job-<id>    cpu.cfs_quota_us / cpu.cfs_period_us
 //       <pids own>/embody-<tag>/job-<id>   pids.max
+//       <devices own>/embody-<tag>/job-<id> devices.deny (other jobs' GPUs)
 //
 // On v2 a cgroup with processes cannot hand controllers to children (unless it is the root):
 // the agent then moves itself into <own>/embody-agent first. The job's first process joins the
@@ -68,9 +70,11 @@ struct CgroupLimits {
   int cpus = 0;              // CPU quota in whole CPUs; 0: none
   int64_t max_pids = 0;      // 0: none
   // NVIDIA GPU minors (/dev/nvidiaN is character device 195:N) the job may not open: the node's
-  // GPUs that are not the job's. Enforced by the v1 devices controller where it is mounted;
-  // CUDA_VISIBLE_DEVICES alone is advice a job can unset. (v2 needs a BPF device program: not
-  // done, the job then keeps only CUDA_VISIBLE_DEVICES.)
+  // GPUs that are not the job's. CUDA_VISIBLE_DEVICES alone is advice a job can unset, so the
+  // cgroup enforces it: on v1 by the devices controller's devices.deny where that controller is
+  // mounted (without it, nothing is enforced), on v2 by a BPF device program attached to the
+  // job's cgroup (agent/cgroup_device_filter.h). Create fails when the rules or the program
+  // cannot be put in place.
   std::vector<int> denied_gpus;
 };
 

@@ -1,5 +1,5 @@
-// Reading the node's cgroup layout, and a job cgroup's life on this machine (skipped where the
-// agent could not use cgroups: not root, or nothing mounted).
+// Reading the node's cgroup layout, the GPU device program's encoding, and a job cgroup's life on
+// this machine (skipped where the agent could not use cgroups: not root, or nothing mounted).
 #include "agent/cgroup.h"
 
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/cgroup_device_filter.h"
 #include "agent/sandbox.h"
 #include "agent/spawn.h"
 #include "agent/test_util.h"
@@ -135,45 +136,231 @@ TEST(CgroupTest, JobCgroupHoldsTheJobAndIsRemoved) {
   for (const auto& [c, parent] : setup.parents) EXPECT_NE(::access(parent.c_str(), F_OK), 0);
 }
 
-// GPUs that are not the job's cannot be opened from its cgroup (v1 devices controller), whatever
-// its CUDA_VISIBLE_DEVICES says: stand-in device nodes 195:3 (denied) and 195:4 (not) made here;
-// with no driver behind them, an allowed open fails ENXIO or ENODEV, a denied one EPERM.
+// Runs `program` on one device access as the kernel would, for the instructions GpuDenyProgram
+// uses (any other, a jump out of the program or a read outside the context fails the test):
+// the reference the builder's encoding is checked against where no kernel will load it.
+int RunDeviceProgram(const std::vector<bpf_insn>& program, uint32_t type, uint32_t access,
+                     uint32_t major, uint32_t minor) {
+  const bpf_cgroup_dev_ctx ctx{(access << 16) | type, major, minor};
+  uint64_t r[11] = {};
+  size_t pc = 0;
+  while (pc < program.size()) {
+    const bpf_insn& in = program[pc++];
+    if (in.dst_reg > 10) {
+      ADD_FAILURE() << "register r" << int(in.dst_reg) << " at " << pc - 1;
+      return -1;
+    }
+    uint64_t& dst = r[in.dst_reg];
+    const uint64_t imm = static_cast<uint64_t>(static_cast<int64_t>(in.imm));  // sign-extended
+    bool jump = false;
+    switch (in.code) {
+      case BPF_LDX | BPF_MEM | BPF_W:
+        if (in.src_reg != BPF_REG_1 || in.off < 0 || in.off % 4 != 0 ||
+            in.off + 4 > static_cast<int>(sizeof(ctx))) {
+          ADD_FAILURE() << "load outside the context at " << pc - 1;
+          return -1;
+        }
+        uint32_t word;
+        std::memcpy(&word, reinterpret_cast<const char*>(&ctx) + in.off, 4);
+        dst = word;
+        break;
+      case BPF_ALU | BPF_AND | BPF_K:
+        dst = static_cast<uint32_t>(dst & imm);
+        break;
+      case BPF_ALU64 | BPF_MOV | BPF_K:
+        dst = imm;
+        break;
+      case BPF_JMP | BPF_JEQ | BPF_K:
+        jump = dst == imm;
+        break;
+      case BPF_JMP | BPF_JNE | BPF_K:
+        jump = dst != imm;
+        break;
+      case BPF_JMP | BPF_EXIT:
+        return static_cast<int>(r[0]);
+      default:
+        ADD_FAILURE() << "unexpected opcode " << int(in.code) << " at " << pc - 1;
+        return -1;
+    }
+    if (jump) {
+      if (in.off < 0 || pc + in.off >= program.size()) {
+        ADD_FAILURE() << "jump out of the program at " << pc - 1;
+        return -1;
+      }
+      pc += in.off;
+    }
+  }
+  ADD_FAILURE() << "ran off the end of the program";
+  return -1;
+}
+
+TEST(CgroupTest, GpuDenyProgramDeniesOnlyTheListedGpus) {
+  // The shape: a two-instruction allow-all for none, else 10 plus one compare per minor.
+  for (auto [minors, want] :
+       std::vector<std::pair<std::vector<int>, size_t>>{{{}, 2}, {{3}, 11}, {{0, 3, 7}, 13}}) {
+    auto p = GpuDenyProgram(minors);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    EXPECT_EQ(p->size(), want) << minors.size() << " minors";
+  }
+
+  auto p = GpuDenyProgram({3, 7});
+  ASSERT_TRUE(p.ok());
+  const uint32_t kAll = BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE;
+  for (uint32_t access : {uint32_t{BPF_DEVCG_ACC_READ}, uint32_t{BPF_DEVCG_ACC_WRITE},
+                          uint32_t{BPF_DEVCG_ACC_MKNOD}, kAll}) {
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 195, 3), 0) << access;
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 195, 7), 0) << access;
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 195, 4), 1) << access;
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 195, 255), 1) << "nvidiactl";
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_BLOCK, access, 195, 3), 1) << "a block device";
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 1, 3), 1) << "/dev/mem";
+    EXPECT_EQ(RunDeviceProgram(*p, BPF_DEVCG_DEV_CHAR, access, 1, 5), 1) << "/dev/zero";
+  }
+  auto none = GpuDenyProgram({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(RunDeviceProgram(*none, BPF_DEVCG_DEV_CHAR, kAll, 195, 0), 1);
+
+  // The bound: kMaxDeniedMinors is accepted (and every one of them denied), one more refused.
+  std::vector<int> many(kMaxDeniedMinors);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = static_cast<int>(i);
+  auto most = GpuDenyProgram(many);
+  ASSERT_TRUE(most.ok()) << most.status().ToString();
+  EXPECT_EQ(most->size(), 10 + kMaxDeniedMinors);
+  EXPECT_EQ(RunDeviceProgram(*most, BPF_DEVCG_DEV_CHAR, kAll, 195, 0), 0);
+  EXPECT_EQ(RunDeviceProgram(*most, BPF_DEVCG_DEV_CHAR, kAll, 195, kMaxDeniedMinors - 1), 0);
+  EXPECT_EQ(RunDeviceProgram(*most, BPF_DEVCG_DEV_CHAR, kAll, 195, kMaxDeniedMinors), 1);
+  many.push_back(static_cast<int>(kMaxDeniedMinors));
+  auto too_many = GpuDenyProgram(many);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().code(), common::Code::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("at most 1024"), std::string::npos)
+      << too_many.status().message();
+  EXPECT_FALSE(GpuDenyProgram({-1}).ok());
+  EXPECT_FALSE(GpuDenyProgram({kMaxDeviceMinor + 1}).ok());
+  EXPECT_TRUE(GpuDenyProgram({kMaxDeviceMinor}).ok());
+}
+
+// The errno of open(path, O_RDWR) by a child that first joins `job`'s cgroup (0: it opened;
+// kCouldNotJoin: it never got inside).
+constexpr int kCouldNotJoin = 200;
+int OpenErrnoInside(const JobCgroup& job, const std::string& path) {
+  const std::vector<std::string> procs_files = job.ProcsFiles();
+  pid_t child = ::fork();
+  if (child == 0) {
+    for (const auto& procs : procs_files) {
+      int fd = ::open(procs.c_str(), O_WRONLY);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(kCouldNotJoin);
+      ::close(fd);
+    }
+    int fd = ::open(path.c_str(), O_RDWR);
+    ::_exit(fd < 0 ? errno : 0);
+  }
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+    return kCouldNotJoin;
+  }
+  return WEXITSTATUS(status);
+}
+
+int OpenErrno(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+// Makes a stand-in GPU /dev/nvidiaN (character device 195:N) in `dir` and returns its path.
+std::string MakeStandInGpu(const std::string& dir, int minor) {
+  std::string path = dir + "/nvidia" + std::to_string(minor);
+  EXPECT_EQ(::mknod(path.c_str(), S_IFCHR | 0666, makedev(195, minor)), 0) << std::strerror(errno);
+  return path;
+}
+
+// A job denied GPU 3 cannot open it from its cgroup, while GPU 4 (its own) is not refused. The
+// stand-in nodes have no driver behind them: an allowed open fails ENXIO or ENODEV, a denied one
+// EPERM; from outside the cgroup neither is EPERM, so the refusal is the job cgroup's.
+void ExpectOnlyTheJobsGpuOpens(const CgroupSetup& setup, int64_t job_id, const std::string& dir) {
+  const std::string denied = MakeStandInGpu(dir, 3), allowed = MakeStandInGpu(dir, 4);
+  ASSERT_NE(OpenErrno(denied), EPERM) << "this machine refuses 195:3 to the test itself";
+  CgroupLimits limits;
+  limits.denied_gpus = {3};
+  auto cg = JobCgroup::Create(setup, job_id, limits);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  int denied_err = OpenErrnoInside(**cg, denied);
+  int allowed_err = OpenErrnoInside(**cg, allowed);
+  EXPECT_NE(denied_err, kCouldNotJoin) << "could not join the job cgroup";
+  EXPECT_EQ(denied_err, EPERM) << "the denied GPU: " << std::strerror(denied_err);
+  EXPECT_NE(allowed_err, EPERM) << "the job's own GPU was denied";
+  EXPECT_NE(allowed_err, kCouldNotJoin) << "could not join the job cgroup";
+  EXPECT_TRUE((*cg)->Remove().ok());
+}
+
+// GPUs that are not the job's cannot be opened from its cgroup, whatever its
+// CUDA_VISIBLE_DEVICES says: through the v1 devices controller, or on v2 through the device
+// program JobCgroup::Create attaches (the v2 half runs in agent_cgroup_v2_vm_test).
 TEST(CgroupTest, AJobCannotOpenAnotherJobsGpu) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups; CI runs as root";
   TempDir dir;
   CgroupSetup setup = SetUpCgroups(common::Sha256Hex(dir.path() + "dev").substr(0, 12));
-  if (setup.version != CgroupVersion::kV1 || !setup.parents.count("devices")) {
+  const bool v1_devices = setup.version == CgroupVersion::kV1 && setup.parents.count("devices") > 0;
+  if (!v1_devices && setup.version != CgroupVersion::kV2) {
+    std::string why = std::string("cgroups: ") + CgroupVersionName(setup.version) +
+                      (setup.note.empty() ? "" : " (" + setup.note + ")");
     TearDownCgroups(setup);
-    GTEST_SKIP() << "no v1 devices controller here (v2 would need a BPF device program)";
+    GTEST_SKIP() << "no device control here, neither a v1 devices controller nor cgroup v2; "
+                 << why;
   }
-  EXPECT_EQ(GpuDenyRules({3, 7}), (std::vector<std::string>{"c 195:3 rwm", "c 195:7 rwm"}));
-  const std::string denied = dir.path() + "/nvidia3", allowed = dir.path() + "/nvidia4";
-  ASSERT_EQ(::mknod(denied.c_str(), S_IFCHR | 0666, makedev(195, 3)), 0) << std::strerror(errno);
-  ASSERT_EQ(::mknod(allowed.c_str(), S_IFCHR | 0666, makedev(195, 4)), 0) << std::strerror(errno);
+  if (v1_devices) {
+    EXPECT_EQ(GpuDenyRules({3, 7}), (std::vector<std::string>{"c 195:3 rwm", "c 195:7 rwm"}));
+  }
+  ExpectOnlyTheJobsGpuOpens(setup, 78, dir.path());
+  TearDownCgroups(setup);
+}
+
+// The device program on this kernel's own cgroup2 mount, whatever the agent uses for limits (on
+// a hybrid node the v1 devices controller lets everything through, so only the program can
+// refuse): it fences the job's GPUs, a program attached above (as systemd's is) still runs
+// beside it, and a deny list it cannot build fails Create and leaves no cgroup.
+TEST(CgroupTest, V2DeviceProgramFencesGpusBesideTheOneAbove) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create cgroups; CI runs as root";
+  auto mounts = ParseCgroupMounts(ReadAll("/proc/self/mountinfo"));
+  auto own = OwnCgroupDirs(mounts, ParseProcCgroup(ReadAll("/proc/self/cgroup")));
+  if (!own.count("")) GTEST_SKIP() << "no cgroup2 hierarchy mounted";
+  TempDir dir;
+  std::string parent = own[""] + "/embody-v2dev-" + common::Sha256Hex(dir.path()).substr(0, 8);
+  ASSERT_EQ(::mkdir(parent.c_str(), 0755), 0) << parent << ": " << std::strerror(errno);
+  CgroupSetup setup;
+  setup.version = CgroupVersion::kV2;
+  setup.parents = {{"", parent}};
+  auto above = GpuDenyProgram({5});
+  ASSERT_TRUE(above.ok());
+  common::Status st = AttachDeviceProgram(parent, *above);
+  if (!st.ok()) {
+    TearDownCgroups(setup);
+    FAIL() << st.ToString();
+  }
+  const std::string fenced_above = MakeStandInGpu(dir.path(), 5);
+  // A program the verifier refuses (it exits with r0 never set) comes back with its log.
+  bpf_insn bare_exit{};
+  bare_exit.code = BPF_JMP | BPF_EXIT;
+  st = AttachDeviceProgram(parent, {bare_exit});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("verifier: "), std::string::npos) << st.message();
+
+  ExpectOnlyTheJobsGpuOpens(setup, 79, dir.path());
   CgroupLimits limits;
   limits.denied_gpus = {3};
-  auto cg = JobCgroup::Create(setup, 78, limits);
+  auto cg = JobCgroup::Create(setup, 79, limits);
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
-  // A child joins the job cgroup and reports the errno of each open in its exit code.
-  pid_t child = ::fork();
-  if (child == 0) {
-    for (const auto& procs : (*cg)->ProcsFiles()) {
-      int fd = ::open(procs.c_str(), O_WRONLY);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(100);
-      ::close(fd);
-    }
-    int a = ::open(denied.c_str(), O_RDWR) < 0 ? errno : 0;
-    int b = ::open(allowed.c_str(), O_RDWR) < 0 ? errno : 0;
-    ::_exit((a == EPERM ? 1 : 0) | (b != EPERM ? 2 : 0));
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_NE(WEXITSTATUS(status), 100) << "could not join the job cgroup";
-  EXPECT_TRUE(WEXITSTATUS(status) & 1) << "the denied GPU opened (or failed other than EPERM)";
-  EXPECT_TRUE(WEXITSTATUS(status) & 2) << "the job's own GPU was denied";
-  ASSERT_TRUE((*cg)->Remove().ok());
+  EXPECT_EQ(OpenErrnoInside(**cg, fenced_above), EPERM) << "the program above did not run";
+  EXPECT_TRUE((*cg)->Remove().ok());
+
+  limits.denied_gpus = {3, -1};
+  auto refused = JobCgroup::Create(setup, 80, limits);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(::access((parent + "/job-80").c_str(), F_OK), 0) << "a job cgroup without its fence";
   TearDownCgroups(setup);
+  EXPECT_NE(::access(parent.c_str(), F_OK), 0);
 }
 
 // The v2 half of a job cgroup (membership, cgroup.kill, removal) on this kernel's own cgroup2
