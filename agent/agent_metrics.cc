@@ -128,46 +128,69 @@ void AgentMetrics::AddJobCollector(const prometheus::Collectable* collector) {
   job_collectors_.push_back(collector);
 }
 
-std::vector<prometheus::MetricFamily> AgentMetrics::JobFamilies() const {
-  std::map<std::string, prometheus::MetricFamily> by_name;
-  prometheus::MetricFamily steps = MakeFamily(
-      "embody_job_steps_total", "Optimizer steps the job has completed (its latest step)",
-      prometheus::MetricType::Counter);
-  for (const auto& [id, job] : jobs_) {
-    MetricLabels labels{{"job", std::to_string(id)}, {"tenant", job.tenant}};
-    for (const auto& [name, value] : job.values) {
-      auto it = by_name.find(name);
-      if (it == by_name.end()) {
-        it =
-            by_name
-                .emplace(name, MakeFamily(name, JobSeriesHelp(name), prometheus::MetricType::Gauge))
-                .first;
-      }
-      AddSample(it->second, labels, value);
-    }
-    if (job.has_step) AddSample(steps, labels, job.step);
-  }
+std::vector<prometheus::MetricFamily> AgentMetrics::JobFamilies(int64_t job_id) const {
   std::vector<prometheus::MetricFamily> out;
-  for (auto& [name, family] : by_name) out.push_back(std::move(family));
-  if (!steps.metric.empty()) out.push_back(std::move(steps));
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return out;
+  const JobSteps& job = it->second;
+  for (const auto& [name, value] : job.values) {
+    out.push_back(MakeFamily(name, JobSeriesHelp(name), prometheus::MetricType::Gauge));
+    AddSample(out.back(), {}, value);
+  }
+  if (job.has_step) {
+    out.push_back(MakeFamily("embody_job_steps_total",
+                             "Optimizer steps the job has completed (its latest step)",
+                             prometheus::MetricType::Counter));
+    AddSample(out.back(), {}, job.step);
+  }
   return out;
 }
 
-std::string AgentMetrics::Serialize(MetricsAudience audience) const {
-  const bool per_job = audience == MetricsAudience::kScraper;
+std::string AgentMetrics::Serialize() const {
   std::vector<prometheus::MetricFamily> families = registry_->Collect();
   std::vector<const prometheus::Collectable*> collectors;
   {
     std::lock_guard<std::mutex> lock(mu_);
     collectors = node_collectors_;
-    if (per_job) {
-      for (auto& f : JobFamilies()) families.push_back(std::move(f));
-      collectors.insert(collectors.end(), job_collectors_.begin(), job_collectors_.end());
-    }
   }
   // Outside the lock: collectors read /proc and NVML, which can take milliseconds.
   for (const auto* c : collectors) {
     for (auto& f : c->Collect()) families.push_back(std::move(f));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+std::string AgentMetrics::SerializeJob(int64_t job_id) const {
+  std::vector<prometheus::MetricFamily> families;
+  std::vector<const prometheus::Collectable*> collectors;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    families = JobFamilies(job_id);
+    collectors = job_collectors_;
+  }
+  // A job collector's samples of this job only, without the labels discovery assigns.
+  const std::string id = std::to_string(job_id);
+  for (const auto* c : collectors) {
+    for (auto& f : c->Collect()) {
+      std::vector<prometheus::ClientMetric> mine;
+      for (auto& m : f.metric) {
+        bool ours = false;
+        std::vector<prometheus::ClientMetric::Label> kept;
+        for (auto& l : m.label) {
+          if (l.name == "job") {
+            ours = l.value == id;
+          } else if (l.name != "tenant") {
+            kept.push_back(std::move(l));
+          }
+        }
+        if (!ours) continue;
+        m.label = std::move(kept);
+        mine.push_back(std::move(m));
+      }
+      if (mine.empty()) continue;
+      f.metric = std::move(mine);
+      families.push_back(std::move(f));
+    }
   }
   return prometheus::TextSerializer().Serialize(families);
 }

@@ -1,12 +1,17 @@
 // The agent's Prometheus series: its own health, the node, and per-job step metrics taken from
-// the latest `step` event of each job (labels `job` and `tenant`; removed when the job ends).
-// Thread-safe; Serialize() renders the text exposition format for GET /metrics.
+// the latest `step` event of each job (removed when the job ends). Thread-safe; Serialize()
+// renders the node's set for GET /metrics, SerializeJob() one job's for GET /metrics/jobs/{id}.
 //
 // Two sets, kept apart by construction rather than by filtering text: the public set (the
 // agent's health counters, and node and GPU collectors) names no job and no tenant and is served
 // to anyone, since every job on the node can reach the agent's port; the per-job set (step
-// series and job collectors) names jobs and tenants and is served only to the scraper holding
-// the cluster's metrics secret (local_api.h), so one tenant's job cannot list another's.
+// series and job collectors) is served one job at a time, only to the scraper holding the
+// cluster's metrics secret (local_api.h), so one tenant's job cannot read another's.
+//
+// A job's series carry no label naming the job, its tenant or the node: Prometheus takes those
+// from the server's service discovery, which lists one target per job and node placement
+// (controlplane/service/scrape_targets.h). A node, whatever it runs, can then only set the
+// values of the series of jobs placed on it, never name another node, job or tenant.
 //
 // Every numeric top-level field of a step event becomes a gauge named by NameJobSeries
 // (job_series.h), so a job's further series appear without code changes; `step` also feeds
@@ -35,12 +40,6 @@
 
 namespace agent {
 
-// Who a scrape is served to.
-enum class MetricsAudience {
-  kAnyone,   // the public set only: series that name no job and no tenant
-  kScraper,  // the holder of the metrics secret: the public set and the per-job set
-};
-
 class AgentMetrics {
  public:
   static constexpr size_t kMaxSeriesPerJob = 64;
@@ -62,12 +61,16 @@ class AgentMetrics {
   void RemoveJob(int64_t job_id);
 
   // `collector` must outlive every later Serialize() call; its families are appended as they are.
-  // A node collector's families go to anyone and must name no job and no tenant; a job
-  // collector's go to the scraper only.
+  // A node collector's families go to anyone and must name no job and no tenant. A job
+  // collector's samples carry the label `job` (the id) and may carry `tenant`: SerializeJob keeps
+  // those of its job and drops both labels.
   void AddNodeCollector(const prometheus::Collectable* collector);
   void AddJobCollector(const prometheus::Collectable* collector);
 
-  std::string Serialize(MetricsAudience audience) const;
+  // The public set: the agent's health, the node's and its GPUs' series.
+  std::string Serialize() const;
+  // One job's series, without job, tenant or node labels (empty when the job has none here).
+  std::string SerializeJob(int64_t job_id) const;
 
  private:
   struct JobSteps {
@@ -77,7 +80,7 @@ class AgentMetrics {
     double step = 0;
   };
 
-  std::vector<prometheus::MetricFamily> JobFamilies() const;  // mu_ held
+  std::vector<prometheus::MetricFamily> JobFamilies(int64_t job_id) const;  // mu_ held
 
   std::shared_ptr<prometheus::Registry> registry_;  // public: the agent's own health
   prometheus::Counter& heartbeats_;

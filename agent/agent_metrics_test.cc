@@ -13,6 +13,18 @@ bool Has(const std::string& text, const std::string& line) {
   return text.find(line) != std::string::npos;
 }
 
+// Sample lines of a text exposition (neither comments nor blank).
+size_t Samples(const std::string& text) {
+  size_t n = 0, at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at && text[at] != '#') ++n;
+    at = end + 1;
+  }
+  return n;
+}
+
 TEST(AgentMetricsTest, EveryNumericStepFieldBecomesAJobGauge) {
   AgentMetrics m;
   m.ObserveStep(3, "acme",
@@ -38,8 +50,9 @@ TEST(AgentMetricsTest, EveryNumericStepFieldBecomesAJobGauge) {
                      {"note", "text is not a series"},
                      {"ok", true},
                      {"phases", {{"x", 1}}}});
-  std::string text = m.Serialize(MetricsAudience::kScraper);
-  const std::string l = R"({job="3",tenant="acme"} )";
+  std::string text = m.SerializeJob(3);
+  // No label names the job or its tenant: discovery assigns them (agent_metrics.h).
+  const std::string l = " ";
   for (const std::string& line :
        {"embody_job_step" + l + "12", "embody_job_target_steps" + l + "100",
         "embody_job_loss" + l + "0.75", "embody_job_tokens_per_second" + l + "5000",
@@ -60,11 +73,14 @@ TEST(AgentMetricsTest, EveryNumericStepFieldBecomesAJobGauge) {
   EXPECT_FALSE(Has(text, "note"));
   EXPECT_FALSE(Has(text, "embody_job_ok"));
   EXPECT_FALSE(Has(text, "phases"));
-  EXPECT_TRUE(Has(text, "embody_agent_job_series_dropped_total 0")) << text;
+  EXPECT_FALSE(Has(text, "{")) << text;
+  EXPECT_FALSE(Has(text, "acme")) << text;
+  EXPECT_TRUE(Has(m.Serialize(), "embody_agent_job_series_dropped_total 0"));
+  EXPECT_EQ(m.SerializeJob(4), "");
 
   // Later events update the values; fields a later event leaves out keep their last value.
   m.ObserveStep(3, "acme", json{{"step", 13}, {"loss", 0.5}});
-  text = m.Serialize(MetricsAudience::kScraper);
+  text = m.SerializeJob(3);
   EXPECT_TRUE(Has(text, "embody_job_loss" + l + "0.5"));
   EXPECT_TRUE(Has(text, "embody_job_steps_total" + l + "13"));
   EXPECT_TRUE(Has(text, "embody_job_mfu_ratio" + l + "0.42"));
@@ -78,27 +94,23 @@ TEST(AgentMetricsTest, SeriesNamesPerJobAreBoundedAndDropsCounted) {
   }
   step["steps_total"] = 5;  // refused name: counted too
   m.ObserveStep(1, "t", step);
-  std::string text = m.Serialize(MetricsAudience::kScraper);
-  size_t gauges = 0;
-  for (size_t at = text.find("{job=\"1\""); at != std::string::npos;
-       at = text.find("{job=\"1\"", at + 1)) {
-    ++gauges;
-  }
+  std::string text = m.SerializeJob(1);
   // kMaxSeriesPerJob gauges, plus embody_job_step (always kept) and embody_job_steps_total.
-  EXPECT_EQ(gauges, AgentMetrics::kMaxSeriesPerJob + 2) << text;
-  EXPECT_TRUE(Has(text, R"(embody_job_step{job="1",tenant="t"} 1)"));
+  EXPECT_EQ(Samples(text), AgentMetrics::kMaxSeriesPerJob + 2) << text;
+  EXPECT_TRUE(Has(text, "embody_job_step 1\n"));
   // 74 named fields for 64 places: 10 over the limit, plus the refused one.
-  EXPECT_TRUE(Has(text, "embody_agent_job_series_dropped_total 11")) << text;
+  EXPECT_TRUE(Has(m.Serialize(), "embody_agent_job_series_dropped_total 11")) << m.Serialize();
 
   // Names already held keep updating; another job has its own budget.
   step = json{{"field_1000", 42.0}, {"field_1073", 1.0}};
   m.ObserveStep(1, "t", step);
   m.ObserveStep(2, "t", json{{"loss", 1}});
-  text = m.Serialize(MetricsAudience::kScraper);
-  EXPECT_TRUE(Has(text, R"(embody_job_field_1000{job="1",tenant="t"} 42)"));
+  text = m.SerializeJob(1);
+  EXPECT_TRUE(Has(text, "embody_job_field_1000 42"));
   EXPECT_FALSE(Has(text, "embody_job_field_1073"));
-  EXPECT_TRUE(Has(text, R"(embody_job_loss{job="2",tenant="t"} 1)"));
-  EXPECT_TRUE(Has(text, "embody_agent_job_series_dropped_total 12"));
+  EXPECT_FALSE(Has(text, "embody_job_loss"));
+  EXPECT_TRUE(Has(m.SerializeJob(2), "embody_job_loss 1"));
+  EXPECT_TRUE(Has(m.Serialize(), "embody_agent_job_series_dropped_total 12"));
 }
 
 TEST(AgentMetricsTest, RemoveJobDropsAllItsSeries) {
@@ -106,12 +118,10 @@ TEST(AgentMetricsTest, RemoveJobDropsAllItsSeries) {
   m.ObserveStep(7, "a", json{{"step", 1}, {"loss", 2}, {"custom_thing", 3}});
   m.ObserveStep(8, "b", json{{"step", 4}, {"custom_thing", 5}});
   m.RemoveJob(7);
-  std::string text = m.Serialize(MetricsAudience::kScraper);
-  EXPECT_FALSE(Has(text, R"(job="7")")) << text;
-  EXPECT_TRUE(Has(text, R"(embody_job_custom_thing{job="8",tenant="b"} 5)"));
+  EXPECT_EQ(m.SerializeJob(7), "");  // no empty families left behind either
+  EXPECT_TRUE(Has(m.SerializeJob(8), "embody_job_custom_thing 5"));
   m.RemoveJob(8);
-  text = m.Serialize(MetricsAudience::kScraper);
-  EXPECT_FALSE(Has(text, "embody_job_")) << text;  // no empty families left behind either
+  EXPECT_EQ(m.SerializeJob(8), "");
 }
 
 class FixedCollector : public prometheus::Collectable {
@@ -127,7 +137,8 @@ class JobCollector : public prometheus::Collectable {
  public:
   std::vector<prometheus::MetricFamily> Collect() const override {
     auto f = MakeFamily("embody_job_process_test", "test", prometheus::MetricType::Gauge);
-    AddSample(f, {{"job", "9"}, {"tenant", "globex-private"}}, 1);
+    AddSample(f, {{"job", "9"}, {"tenant", "globex-private"}, {"k", "kept"}}, 1);
+    AddSample(f, {{"job", "19"}, {"tenant", "other"}}, 2);
     return {f};
   }
 };
@@ -136,12 +147,13 @@ TEST(AgentMetricsTest, CollectorsAreReadAtEachScrape) {
   AgentMetrics m;
   FixedCollector c;
   m.AddNodeCollector(&c);
-  EXPECT_TRUE(Has(m.Serialize(MetricsAudience::kScraper), R"(embody_test_value{k="v"} 2.5)"));
-  EXPECT_TRUE(Has(m.Serialize(MetricsAudience::kAnyone), R"(embody_test_value{k="v"} 2.5)"));
+  EXPECT_TRUE(Has(m.Serialize(), R"(embody_test_value{k="v"} 2.5)"));
+  EXPECT_TRUE(Has(m.Serialize(), R"(embody_test_value{k="v"} 2.5)"));
 }
 
 // What any job on the node can read: the agent's and the node's series, and nothing that names
-// a job or a tenant; the scraper with the secret gets those too.
+// a job or a tenant. Each job's series are served apart, with the job collectors' samples of that
+// job only, and no label naming the job or the tenant.
 TEST(AgentMetricsTest, AnyoneGetsThePublicSetOnly) {
   AgentMetrics m;
   FixedCollector node;
@@ -153,7 +165,7 @@ TEST(AgentMetricsTest, AnyoneGetsThePublicSetOnly) {
   m.HeartbeatSucceeded();
   m.ObserveStep(7, "acme-private", json{{"step", 3}, {"loss", 0.5}, {"tokens_per_s", 100}});
 
-  std::string anyone = m.Serialize(MetricsAudience::kAnyone);
+  std::string anyone = m.Serialize();
   for (const char* s :
        {"embody_agent_heartbeats_total 1", "embody_node_cpu_slots 8", "embody_agent_jobs_running 2",
         "embody_agent_job_series_dropped_total 0", R"(embody_test_value{k="v"} 2.5)"}) {
@@ -163,12 +175,18 @@ TEST(AgentMetricsTest, AnyoneGetsThePublicSetOnly) {
     EXPECT_FALSE(Has(anyone, s)) << s << "\n" << anyone;
   }
 
-  std::string scraper = m.Serialize(MetricsAudience::kScraper);
-  for (const char* s : {R"(embody_job_loss{job="7",tenant="acme-private"} 0.5)",
-                        R"(embody_job_steps_total{job="7",tenant="acme-private"} 3)",
-                        R"(embody_job_process_test{job="9",tenant="globex-private"} 1)",
-                        "embody_node_cpu_slots 8", R"(embody_test_value{k="v"} 2.5)"}) {
-    EXPECT_TRUE(Has(scraper, s)) << s << "\n" << scraper;
+  std::string seven = m.SerializeJob(7);
+  for (const char* s : {"embody_job_loss 0.5", "embody_job_steps_total 3",
+                        "embody_job_tokens_per_second 100"}) {
+    EXPECT_TRUE(Has(seven, s)) << s << "\n" << seven;
+  }
+  for (const char* s : {"job=", "tenant=", "acme-private", "embody_job_process_test", "embody_node_"}) {
+    EXPECT_FALSE(Has(seven, s)) << s << "\n" << seven;
+  }
+  std::string nine = m.SerializeJob(9);
+  EXPECT_TRUE(Has(nine, R"(embody_job_process_test{k="kept"} 1)")) << nine;
+  for (const char* s : {"job=", "tenant=", "globex-private", "embody_job_loss"}) {
+    EXPECT_FALSE(Has(nine, s)) << s << "\n" << nine;
   }
 }
 

@@ -128,16 +128,13 @@ LocalReply LocalApi::PostEvents(int64_t job_id, const std::string& authorization
   return {202, json{{"accepted", list.size()}}.dump()};
 }
 
-MetricsAudience LocalApi::MetricsAudienceFor(const std::string& authorization) const {
-  if (metrics_token_sha256_.empty()) return MetricsAudience::kAnyone;
+bool LocalApi::MayScrapeJobs(const std::string& authorization) const {
+  if (metrics_token_sha256_.empty()) return false;
   std::string secret = BearerCredential(authorization);
   // Digests of equal length, compared in constant time: the time taken says nothing of how much
   // of a guess was right.
-  if (secret.empty() ||
-      !common::ConstantTimeEquals(common::Sha256Hex(secret), metrics_token_sha256_)) {
-    return MetricsAudience::kAnyone;
-  }
-  return MetricsAudience::kScraper;
+  return !secret.empty() &&
+         common::ConstantTimeEquals(common::Sha256Hex(secret), metrics_token_sha256_);
 }
 
 common::Result<int> LocalApi::Start(const std::string& host, int port) {
@@ -200,13 +197,33 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                       }));
   }
   server_->Get("/metrics", WithAccessLog("GET", "/metrics",
-                                         [this](const httplib::Request& req,
-                                                httplib::Response& res, ServedCall&) {
-                                           MetricsAudience audience = MetricsAudienceFor(
-                                               req.get_header_value("Authorization"));
-                                           res.set_content(metrics_->Serialize(audience),
+                                         [this](const httplib::Request&, httplib::Response& res,
+                                                ServedCall&) {
+                                           res.set_content(metrics_->Serialize(),
                                                            "text/plain; version=0.0.4");
                                          }));
+  const std::string job_metrics_route = "/metrics/jobs/{id}";
+  server_->Get(
+      common::http::PatternRegex(job_metrics_route),
+      WithAccessLog("GET", job_metrics_route,
+                    [this](const httplib::Request& req, httplib::Response& res, ServedCall&) {
+                      if (!MayScrapeJobs(req.get_header_value("Authorization"))) {
+                        LocalReply r =
+                            metrics_token_sha256_.empty()
+                                ? Error(common::Status(common::Code::kNotFound,
+                                                       "this agent serves no job series: it was "
+                                                       "started without --metrics-token-file"))
+                                : Error(common::Status(common::Code::kUnauthenticated,
+                                                       "job series need the metrics secret"));
+                        res.status = r.http_status;
+                        res.set_content(r.body, "application/json");
+                        return;
+                      }
+                      // An id too large for any job is a job with no series here.
+                      auto id = common::ParseInt64(req.matches[1].str(), 1);
+                      res.set_content(id.ok() ? metrics_->SerializeJob(*id) : std::string(),
+                                      "text/plain; version=0.0.4");
+                    }));
   server_->Get("/healthz",
                WithAccessLog("GET", "/healthz",
                              [](const httplib::Request&, httplib::Response& res, ServedCall&) {

@@ -7,10 +7,13 @@
 //        or a bad event (the message names it and why; nothing of the post is queued); 429 with
 //        Retry-After when the event queue has no room (nothing queued). Every refused event is
 //        counted in embody_agent_events_dropped_total{reason}.
-//   GET  /metrics                     Prometheus text format. With `Authorization: Bearer
-//        <metrics secret>` (--metrics-token-file) every series; otherwise (no header, a wrong
-//        secret, or an agent without one) only those that name no job and no tenant
-//        (agent_metrics.h). Never 401: the node's series stay public.
+//   GET  /metrics                     Prometheus text format: the agent's, the node's and its
+//        GPUs' series, which name no job and no tenant (agent_metrics.h). Never 401: they are
+//        public.
+//   GET  /metrics/jobs/{id}           Authorization: Bearer <metrics secret> (--metrics-token-file):
+//        the series of job id on this node, with no label naming the job, tenant or node (the
+//        scrape config assigns them from the server's discovery). 200 with no series for a job
+//        not running here; 401 without the secret; 404 from an agent started without one.
 //   GET  /healthz                     "ok"
 //   POST /v1/local/jobs/{id}/rsh      Authorization: Bearer <the job's token>, body
 //        {"argv": [words...]}: the head node's `embody-agent rsh` asking this node to start Open
@@ -89,8 +92,9 @@ class LocalApi {
 
   // `authorization` is the raw header value.
   LocalReply PostEvents(int64_t job_id, const std::string& authorization, const std::string& body);
-  // Who a GET /metrics with this Authorization header value is served to.
-  MetricsAudience MetricsAudienceFor(const std::string& authorization) const;
+  // Whether a request with this Authorization header value may read jobs' series: it carries the
+  // metrics secret (never, for an agent started without one).
+  bool MayScrapeJobs(const std::string& authorization) const;
 
   // Serves the rsh route through `bridge` (which must outlive Stop), holding up to
   // `max_streams` streams at once. Set before Start.

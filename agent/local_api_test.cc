@@ -33,11 +33,11 @@ class LocalApiTest : public ::testing::Test {
     return client_->Post("/v1/local/jobs/" + std::to_string(job) + "/events", h, body,
                          "application/json");
   }
-  // GET /metrics with `authorization` as the header value (none when empty).
-  httplib::Result Scrape(const std::string& authorization) {
+  // GET `path` with `authorization` as the header value (none when empty).
+  httplib::Result Scrape(const std::string& authorization, const std::string& path = "/metrics") {
     httplib::Headers h;
     if (!authorization.empty()) h.emplace("Authorization", authorization);
-    return client_->Get("/metrics", h);
+    return client_->Get(path, h);
   }
 
   EventQueue events_;
@@ -66,17 +66,16 @@ TEST_F(LocalApiTest, AcceptsEventsWithTheJobToken) {
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(events_.size(), 3u);
 
-  auto m = Scrape(std::string("Bearer ") + kScrapeSecret);
+  auto m = Scrape(std::string("Bearer ") + kScrapeSecret, "/metrics/jobs/7");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
-  EXPECT_NE(m->body.find(R"(embody_job_loss{job="7",tenant="acme"} 0.25)"), std::string::npos)
-      << m->body;
-  EXPECT_NE(m->body.find(R"(embody_job_step{job="7",tenant="acme"} 4)"), std::string::npos);
-  EXPECT_NE(m->body.find(R"(embody_job_tokens_per_second{job="7",tenant="acme"} 1000)"),
-            std::string::npos);
+  EXPECT_NE(m->body.find("embody_job_loss 0.25\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("embody_job_step 4\n"), std::string::npos);
+  EXPECT_NE(m->body.find("embody_job_tokens_per_second 1000\n"), std::string::npos);
   metrics_.RemoveJob(7);
-  m = Scrape(std::string("Bearer ") + kScrapeSecret);
-  EXPECT_EQ(m->body.find(R"(job="7")"), std::string::npos);
+  m = Scrape(std::string("Bearer ") + kScrapeSecret, "/metrics/jobs/7");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->body, "");
 }
 
 TEST_F(LocalApiTest, RejectsWrongTokenUnknownJobAndBadBodies) {
@@ -151,7 +150,8 @@ TEST_F(LocalApiTest, HealthAndNodeMetrics) {
 }
 
 // A job on the node can reach this port: without the scrape secret it learns no job id and no
-// tenant, yet it is not refused (the node's series are public).
+// tenant, yet /metrics is not refused (the node's series are public); a job's series are served
+// at /metrics/jobs/{id} to the secret only, and name neither the job nor its tenant.
 TEST_F(LocalApiTest, PerJobSeriesOnlyWithTheScrapeSecret) {
   metrics_.SetNode(8, 0);
   ASSERT_EQ(Post(7, "secret-7", R"({"type":"step","step":4,"loss":0.25})")->status, 202);
@@ -172,14 +172,30 @@ TEST_F(LocalApiTest, PerJobSeriesOnlyWithTheScrapeSecret) {
     for (const char* leak : {"job=", "tenant=", "acme", "embody_job_"}) {
       EXPECT_EQ(m->body.find(leak), std::string::npos) << authorization << ": " << leak;
     }
-    EXPECT_EQ(api_->MetricsAudienceFor(authorization), MetricsAudience::kAnyone) << authorization;
+    auto j = Scrape(authorization, "/metrics/jobs/7");
+    ASSERT_TRUE(j) << authorization;
+    EXPECT_EQ(j->status, 401) << authorization;
+    EXPECT_EQ(j->body.find("embody_job_"), std::string::npos) << authorization;
+    EXPECT_FALSE(api_->MayScrapeJobs(authorization)) << authorization;
   }
+  // With the secret: the node's series stay the same, the job's come from its own path.
   auto m = Scrape("Bearer " + secret);
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find(R"(embody_job_loss{job="7",tenant="acme"} 0.25)"), std::string::npos)
-      << m->body;
-  EXPECT_NE(m->body.find("embody_node_cpu_slots 8"), std::string::npos);
-  EXPECT_EQ(api_->MetricsAudienceFor("Bearer " + secret), MetricsAudience::kScraper);
+  EXPECT_EQ(m->body.find("embody_job_"), std::string::npos) << m->body;
+  auto j = Scrape("Bearer " + secret, "/metrics/jobs/7");
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->status, 200);
+  EXPECT_NE(j->body.find("embody_job_loss 0.25\n"), std::string::npos) << j->body;
+  EXPECT_EQ(j->body.find("acme"), std::string::npos) << j->body;
+  EXPECT_EQ(j->body.find("embody_node_"), std::string::npos) << j->body;
+  // A job not running here, or an id no job has: no series, not an error.
+  for (const char* path : {"/metrics/jobs/8", "/metrics/jobs/99999999999999999999999"}) {
+    auto none = Scrape("Bearer " + secret, path);
+    ASSERT_TRUE(none) << path;
+    EXPECT_EQ(none->status, 200) << path;
+    EXPECT_EQ(none->body, "") << path;
+  }
+  EXPECT_TRUE(api_->MayScrapeJobs("Bearer " + secret));
 }
 
 // A job's bad event is refused to the job, saying which and why, and counted by reason; nothing of
@@ -208,7 +224,7 @@ TEST_F(LocalApiTest, BadEventsAreRefusedWithTheReasonAndCounted) {
     EXPECT_EQ(st.field(), c.field) << st.message();
   }
   EXPECT_EQ(events_.size(), 0u);
-  const std::string m = metrics_.Serialize(MetricsAudience::kAnyone);
+  const std::string m = metrics_.Serialize();
   for (const char* series :
        {R"(embody_agent_events_dropped_total{reason="bad_text"} 1)",
         R"(embody_agent_events_dropped_total{reason="bad_field"} 2)",
@@ -247,7 +263,7 @@ TEST(LocalApiQueueTest, AFullQueueAnswers429AndOldStepsMakeRoomFirst) {
   EXPECT_EQ(common::http::StatusFromResponse(full->status, full->body).code(),
             common::Code::kResourceExhausted);
   EXPECT_EQ(events.size(), 2u);
-  const std::string m = metrics.Serialize(MetricsAudience::kAnyone);
+  const std::string m = metrics.Serialize();
   EXPECT_NE(m.find(R"(embody_agent_events_dropped_total{reason="queue_full"} 1)"),
             std::string::npos) << m;
   EXPECT_NE(m.find(R"(embody_agent_events_dropped_total{reason="evicted"} 1)"),
@@ -261,8 +277,19 @@ TEST(LocalApiNoSecretTest, AnAgentWithoutAScrapeSecretServesThePublicSetToEveryo
   metrics.ObserveStep(7, "acme", nlohmann::json{{"step", 1}});
   for (const char* authorization :
        {"", "Bearer ", "Bearer x", "Bearer scrape-secret-0123456789abcdef"}) {
-    EXPECT_EQ(api.MetricsAudienceFor(authorization), MetricsAudience::kAnyone) << authorization;
+    EXPECT_FALSE(api.MayScrapeJobs(authorization)) << authorization;
   }
+  auto port = api.Start("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok());
+  httplib::Client client("127.0.0.1", *port);
+  auto j = client.Get("/metrics/jobs/7");
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->status, 404);
+  EXPECT_NE(j->body.find("--metrics-token-file"), std::string::npos) << j->body;
+  auto m = client.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_EQ(m->body.find("acme"), std::string::npos);
 }
 
 }  // namespace

@@ -689,7 +689,22 @@ Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
-  return service::ScrapeTargets(server_address, nodes);
+  // The running jobs' placements: one target per job and node, labelled from these records.
+  EMBODY_ASSIGN_OR_RETURN(running, uow->jobs().ListInStates({JobState::kRunning}, false));
+  std::vector<int64_t> ids;
+  std::map<int64_t, std::string> tenants;
+  for (const JobRecord& j : running) {
+    ids.push_back(j.id);
+    tenants[j.id] = j.tenant;
+  }
+  std::vector<JobPlacement> placed;
+  if (!ids.empty()) {
+    EMBODY_ASSIGN_OR_RETURN(placements, uow->allocations().ForJobs(ids));
+    for (const auto& [job_id, allocs] : placements) {
+      for (const AllocationRecord& a : allocs) placed.push_back({job_id, tenants[job_id], a.node_id});
+    }
+  }
+  return service::ScrapeTargets(server_address, nodes, std::move(placed));
 }
 
 }  // namespace controlplane::service

@@ -1,5 +1,8 @@
 #include "controlplane/service/scrape_targets.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace controlplane::service {
 
 using nlohmann::json;
@@ -31,16 +34,34 @@ std::optional<AgentEndpoint> ParseAgentUrl(const std::string& url) {
   return e;
 }
 
-json ScrapeTargets(const std::string& server_address, const std::vector<NodeRecord>& nodes) {
+json ScrapeTargets(const std::string& server_address, const std::vector<NodeRecord>& nodes,
+                   std::vector<JobPlacement> jobs) {
+  std::sort(jobs.begin(), jobs.end(), [](const JobPlacement& a, const JobPlacement& b) {
+    return std::tie(a.node_id, a.job_id) < std::tie(b.node_id, b.job_id);
+  });
+  std::vector<const NodeRecord*> up;
+  for (const NodeRecord& n : nodes) up.push_back(&n);
+  std::sort(up.begin(), up.end(),
+            [](const NodeRecord* a, const NodeRecord* b) { return a->id < b->id; });
   json out = json::array();
   out.push_back({{"targets", {server_address}}, {"labels", {{"role", "server"}}}});
-  for (const NodeRecord& n : nodes) {
-    if (n.state != "UP") continue;
-    auto endpoint = ParseAgentUrl(n.agent_url);
+  for (const NodeRecord* n : up) {
+    if (n->state != "UP") continue;
+    auto endpoint = ParseAgentUrl(n->agent_url);
     if (!endpoint) continue;
-    json labels = {{"role", "agent"}, {"node", n.name}, {"node_id", std::to_string(n.id)}};
+    json labels = {{"role", "agent"}, {"node", n->name}, {"node_id", std::to_string(n->id)}};
     if (endpoint->scheme == "https") labels["__scheme__"] = "https";
     out.push_back({{"targets", {endpoint->address}}, {"labels", labels}});
+    auto first = std::lower_bound(jobs.begin(), jobs.end(), n->id,
+                                  [](const JobPlacement& j, int64_t id) { return j.node_id < id; });
+    for (auto j = first; j != jobs.end() && j->node_id == n->id; ++j) {
+      json job_labels = labels;
+      job_labels["role"] = "job";
+      job_labels["job"] = std::to_string(j->job_id);
+      job_labels["tenant"] = j->tenant;
+      job_labels["__metrics_path__"] = "/metrics/jobs/" + std::to_string(j->job_id);
+      out.push_back({{"targets", {endpoint->address}}, {"labels", job_labels}});
+    }
   }
   return out;
 }

@@ -50,5 +50,32 @@ TEST(ScrapeTargetsTest, ServerThenEveryUpAgentWithNodeLabels) {
   EXPECT_EQ(ScrapeTargets("s:1", {}).size(), 1u);
 }
 
+// Each running job's part on an UP node is a target of its own, after its node's, labelled from
+// the server's records; parts on DOWN nodes or nodes without a usable URL are left out.
+TEST(ScrapeTargetsTest, EachRunningJobOnAnUpNodeIsATargetLabelledByTheServer) {
+  json t = ScrapeTargets("s:1",
+                         {Node(4, "node-d", "https://10.0.0.4:9443"),
+                          Node(1, "node-a", "http://127.0.0.1:9001"),
+                          Node(2, "node-b", "http://127.0.0.1:9002", "DOWN"), Node(3, "node-c", "")},
+                         {{12, "globex", 1}, {7, "acme", 4}, {9, "acme", 1}, {7, "acme", 2},
+                          {8, "acme", 3}});
+  EXPECT_EQ(t, json::parse(R"([
+    {"targets": ["s:1"], "labels": {"role": "server"}},
+    {"targets": ["127.0.0.1:9001"], "labels": {"role": "agent", "node": "node-a", "node_id": "1"}},
+    {"targets": ["127.0.0.1:9001"],
+     "labels": {"role": "job", "job": "9", "tenant": "acme", "node": "node-a", "node_id": "1",
+                "__metrics_path__": "/metrics/jobs/9"}},
+    {"targets": ["127.0.0.1:9001"],
+     "labels": {"role": "job", "job": "12", "tenant": "globex", "node": "node-a", "node_id": "1",
+                "__metrics_path__": "/metrics/jobs/12"}},
+    {"targets": ["10.0.0.4:9443"],
+     "labels": {"role": "agent", "node": "node-d", "node_id": "4", "__scheme__": "https"}},
+    {"targets": ["10.0.0.4:9443"],
+     "labels": {"role": "job", "job": "7", "tenant": "acme", "node": "node-d", "node_id": "4",
+                "__scheme__": "https", "__metrics_path__": "/metrics/jobs/7"}}
+  ])"))
+      << t.dump(2);
+}
+
 }  // namespace
 }  // namespace controlplane::service

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ctest `prometheus_config_check`: the shipped Prometheus files pass promtool.
 #   1. deploy/prometheus_config.sh renders deploy/prometheus.yml (raw token and bootstrap JSON)
-#      and `promtool check config` accepts the result, rules included; the agents are scraped
-#      with the scrape secret, never with the admin token;
+#      and `promtool check config` accepts the result, rules included; jobs' series are scraped
+#      with the scrape secret, never with the admin token, and no target's labels are honoured;
 #   2. the unrendered template and bad arguments are refused;
 #   3. `promtool check rules` accepts alerts.yml and `promtool test rules` passes alerts_test.yml.
 # Usage: check_test.sh WORK_DIR. Exits 77 (ctest: skipped) when promtool is not installed.
@@ -30,14 +30,24 @@ grep -q 'url: http://127.0.0.1:18080/v1/prometheus/targets$' "$work/raw/promethe
   fail "service discovery URL not rendered"
 grep -q "credentials_file: $work/token\$" "$work/raw/prometheus.yml" ||
   fail "credentials_file not rendered"
-# The server job sends the admin token; the agent job (everything after its name) the secret.
-agent_job=$(sed -n '/job_name: embody-agent/,$p' "$work/raw/prometheus.yml")
+# The server job sends the admin token; the agent job (public series) no credential but for
+# service discovery; the job-series job (everything after its name) the scrape secret. None
+# honours a target's labels, and the agent job drops series naming a job or a tenant.
+job_job=$(sed -n '/job_name: embody-job/,$p' "$work/raw/prometheus.yml")
+agent_job=$(sed -n '/job_name: embody-agent/,/job_name: embody-job/p' "$work/raw/prometheus.yml")
 server_job=$(sed -n '/job_name: embody-server/,/job_name: embody-agent/p' "$work/raw/prometheus.yml")
-[ "$(grep -c "credentials_file: $work/metrics.token\$" <<<"$agent_job")" = 1 ] ||
-  fail "the agent scrape job does not send the scrape secret"
+[ "$(grep -c "credentials_file: $work/metrics.token\$" <<<"$job_job")" = 1 ] ||
+  fail "the job-series scrape job does not send the scrape secret"
+[ "$(grep -c "credentials_file: $work/token\$" <<<"$job_job")" = 1 ] ||
+  fail "the job-series scrape job sends the admin token for more than service discovery"
 [ "$(grep -c "credentials_file: $work/token\$" <<<"$agent_job")" = 1 ] ||
   fail "the agent scrape job sends the admin token for more than service discovery"
+! grep -q "metrics.token" <<<"$agent_job" || fail "the agent scrape job sends the scrape secret"
 ! grep -q "metrics.token" <<<"$server_job" || fail "the server scrape job sends the scrape secret"
+[ "$(grep -c 'honor_labels: false' "$work/raw/prometheus.yml")" = 3 ] ||
+  fail "a scrape job honours its targets' labels"
+! grep -q 'honor_labels: true' "$work/raw/prometheus.yml" || fail "honor_labels: true"
+grep -q 'regex: embody_job_' <<<"$agent_job" || fail "the agent job keeps job series"
 ! grep -q '__EMBODY_' "$work/raw/prometheus.yml" || fail "placeholder left in the rendered file"
 cmp -s "$here/alerts.yml" "$work/raw/prometheus/alerts.yml" || fail "rules not copied"
 
@@ -59,10 +69,10 @@ promtool check config "$work/fast/prometheus.yml"
 [ "$(grep -c '^  scrape_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] || fail "scrape_interval"
 [ "$(grep -c '^  evaluation_interval: 1s$' "$work/fast/prometheus.yml")" = 1 ] ||
   fail "evaluation_interval"
-[ "$(grep -c '^        refresh_interval: 500ms$' "$work/fast/prometheus.yml")" = 2 ] ||
-  fail "refresh_interval not set for both scrape jobs"
+[ "$(grep -c '^        refresh_interval: 500ms$' "$work/fast/prometheus.yml")" = 3 ] ||
+  fail "refresh_interval not set for every scrape job"
 grep -q '^  scrape_interval: 15s$' "$work/raw/prometheus.yml" || fail "default scrape_interval"
-[ "$(grep -c '^        refresh_interval: 30s$' "$work/raw/prometheus.yml")" = 2 ] ||
+[ "$(grep -c '^        refresh_interval: 30s$' "$work/raw/prometheus.yml")" = 3 ] ||
   fail "default refresh_interval"
 
 # 2. The template as shipped is not a usable config, and bad arguments are refused.
