@@ -17,6 +17,7 @@
 #include "agent/dataset_import.h"
 #include "agent/event_queue.h"
 #include "agent/gpu_collector.h"
+#include "agent/gpu_pool.h"
 #include "agent/heartbeat_loop.h"
 #include "agent/job_runner.h"
 #include "agent/job_sandbox_options.h"
@@ -82,8 +83,10 @@ struct Agent::Impl {
   std::unique_ptr<JobProcessCollector> job_collector;
   std::unique_ptr<GpuCollector> gpu_collector;
   AgentMetrics metrics;
-  // One uid pool for the jobs this node heads and the daemons it runs for jobs headed elsewhere.
+  // One uid pool and one GPU pool for the jobs this node heads and the daemons it runs for jobs
+  // headed elsewhere.
   std::unique_ptr<UidPool> uid_pool;
+  std::shared_ptr<GpuPool> gpu_pool;
   std::unique_ptr<RshBridge> bridge;
   int max_rsh_streams = 0;  // the bridge's daemons at once, each holding one local API thread
   std::unique_ptr<storage::HttpCheckpointStore> checkpoint_store;
@@ -207,8 +210,20 @@ common::Status Agent::Impl::Prepare() {
                     {{"file", cfg.metrics_token_file}});
   }
   uid_pool = std::make_unique<UidPool>(sandbox);
+  // Each GPU's device minor as NVML says it (the index where it cannot), for the cgroup's rules.
+  std::map<int, int> minors;
+  if (nvml) {
+    for (const GpuSample& s : nvml->Sample()) minors[s.index] = s.minor_number;
+  }
+  std::vector<NodeGpu> node_gpus;
+  for (const auto& g : node.gpus) {
+    auto m = minors.find(g.index);
+    node_gpus.push_back({g.index, m == minors.end() ? g.index : m->second});
+  }
+  gpu_pool = std::make_shared<GpuPool>(std::move(node_gpus));
   RshBridgeOptions rsh_opts;
   rsh_opts.jobs = jobs;
+  rsh_opts.gpus = gpu_pool;
   rsh_opts.orphan_grace = cfg.orphan_grace;
   max_rsh_streams = rsh_opts.max_daemons;
   bridge = std::make_unique<RshBridge>(rsh_opts, uid_pool.get(), &logs);
@@ -257,7 +272,7 @@ common::Status Agent::Impl::StartParts() {
   run_opts.embody_data = embody_data;
   run_opts.dataset_root = cfg.dataset_root;
   run_opts.orphan_grace = cfg.orphan_grace;
-  for (const auto& g : node.gpus) run_opts.gpus.push_back(g.index);
+  run_opts.gpus = gpu_pool;
   run_opts.uid_pool = uid_pool.get();
   storage::HttpCheckpointStore* store = checkpoint_store.get();
   run_opts.fetch_checkpoint = [store](const api::CheckpointRef& ref,

@@ -248,8 +248,7 @@ std::string JobRunner::JobDir(int64_t job_id) const { return options_.jobs.JobDi
 std::string JobRunner::LogDir(int64_t job_id) const { return options_.jobs.LogDir(job_id); }
 
 std::vector<int> JobRunner::GpusInUse() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return {gpus_in_use_.begin(), gpus_in_use_.end()};
+  return options_.gpus ? options_.gpus->InUse() : std::vector<int>{};
 }
 
 // Gives the job its uid, GPUs, directories and cgroup and starts mpirun, or records why it could
@@ -297,21 +296,15 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
     job->uid = *uid;
     creds = JobCredentials{*uid, static_cast<gid_t>(*uid), *group};
   }
-  if (!options_.gpus.empty()) {
+  if (options_.gpus && !options_.gpus->empty()) {
     // A cpu job sees no GPU; a gpu job sees the ones it was given, no other job's.
-    int want = res.gpu ? local_ranks * res.slots_per_rank : 0;
-    for (int g : options_.gpus) {
-      if (static_cast<int>(job->gpus.size()) == want) break;
-      if (!gpus_in_use_.count(g)) job->gpus.push_back(g);
-    }
-    if (static_cast<int>(job->gpus.size()) < want) {
-      std::string why = "the job needs " + std::to_string(want) + " GPUs and " +
-                        std::to_string(job->gpus.size()) + " are free on this node";
-      job->gpus.clear();
+    auto taken = options_.gpus->Take(HeadGpuHolder(job->id),
+                                     res.gpu ? local_ranks * res.slots_per_rank : 0);
+    if (!taken.ok()) {
       ReleaseResources(job);
-      return Finish(job, 1, why);
+      return Finish(job, 1, taken.status().message());
     }
-    gpus_in_use_.insert(job->gpus.begin(), job->gpus.end());
+    job->gpus = *taken;
     in.cuda_visible_devices = JoinInts(job->gpus);
   }
   CgroupLimits limits;
@@ -325,11 +318,7 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   }
   if (!res.gpu) limits.cpus = local_ranks * res.slots_per_rank;
   limits.max_pids = options_.jobs.sandbox.max_processes;
-  for (int g : options_.gpus) {
-    if (std::find(job->gpus.begin(), job->gpus.end(), g) == job->gpus.end()) {
-      limits.denied_gpus.push_back(g);
-    }
-  }
+  if (options_.gpus) limits.denied_gpus = options_.gpus->MinorsExcept(job->gpus);
   plan = BuildLaunchPlan(in);  // again, with the GPUs and limits now known
   if (!plan.ok()) {
     ReleaseResources(job);
@@ -490,7 +479,7 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
 void JobRunner::ReleaseResources(Job* job) {
   if (job->uid) uids_.Release(*job->uid);
   job->uid.reset();
-  for (int g : job->gpus) gpus_in_use_.erase(g);
+  if (!job->gpus.empty() && options_.gpus) options_.gpus->Release(HeadGpuHolder(job->id));
   job->gpus.clear();
   if (job->cgroup) {
     if (auto st = job->cgroup->Remove(); !st.ok()) {

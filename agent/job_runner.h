@@ -42,6 +42,7 @@
 #include "agent/dataset_import.h"
 #include "agent/dataset_upload_fetch.h"
 #include "agent/job_record.h"
+#include "agent/gpu_pool.h"
 #include "agent/job_sandbox_options.h"
 #include "agent/job_watcher.h"
 #include "agent/mpi_launch.h"
@@ -61,7 +62,9 @@ struct JobRunnerOptions {
   // How long a job's processes outlive this agent process before its watcher stops them
   // (agent/job_watcher.h). No watcher when jobs.rank_exec (the agent binary) is empty.
   std::chrono::milliseconds orphan_grace{3000};
-  std::vector<int> gpus;  // NVML indices of this node's GPUs
+  // The node's GPUs, shared with the rsh bridge (daemons of jobs headed elsewhere take theirs
+  // from the same pool); null or empty: a node without GPUs.
+  std::shared_ptr<GpuPool> gpus;
   // Writes a blob-store checkpoint (api::Command::resume_checkpoint) to a local path, verified;
   // unset: launches ignore resume_checkpoint.
   std::function<common::Status(const api::CheckpointRef&, const std::string& local_path)>
@@ -203,7 +206,6 @@ class JobRunner {
   std::condition_variable changed_;
   std::map<int64_t, std::unique_ptr<Job>> jobs_;
   std::deque<int64_t> recently_acknowledged_;  // to ignore late duplicate kills
-  std::set<int> gpus_in_use_;
   std::function<void(int64_t)> on_finish_;
 };
 

@@ -62,7 +62,9 @@ class JobSandboxTest : public ::testing::Test {
     o.jobs.sandbox.tenant_gid_count = 100;
     o.dataset_root = dir_.path() + "/datasets";
     if (cgroups) o.jobs.cgroups = cgroups_;
-    o.gpus = std::move(gpus);
+    std::vector<NodeGpu> node_gpus;
+    for (int g : gpus) node_gpus.push_back({g, g});
+    o.gpus = std::make_shared<GpuPool>(node_gpus);
     runner_.reset();
     pool_ = std::make_unique<UidPool>(o.jobs.sandbox);
     o.uid_pool = pool_.get();

@@ -50,6 +50,18 @@ int TotalRanks(const nlohmann::json& spec) {
   return static_cast<int>(nodes * per_node);
 }
 
+bool IsGpuJob(const nlohmann::json& spec) {
+  if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return false;
+  auto t = spec["resources"].find("slot_type");
+  return t != spec["resources"].end() && t->is_string() && t->get<std::string>() == "gpu";
+}
+
+std::string JoinInts(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
 int SlotsPerRank(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 1;
   auto s = spec["resources"].find("slots_per_rank");
@@ -270,9 +282,6 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   const int local_ranks = w.hosts.empty() ? 1 : std::max(1, w.hosts[0].ranks);
   LaunchInput in = options_.jobs.LaunchInputFor(job_id);
   in.spec = w.spec;
-  EMBODY_ASSIGN_OR_RETURN(plan,
-                          BuildDaemonPlan(in, DaemonBinary(options_.jobs.mpirun, command.program),
-                                          DaemonArgsForNode(command, in.job_dir + "/ranks")));
 
   Started started;
   std::optional<JobCredentials> creds;
@@ -288,16 +297,32 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
       LockDir(in.job_dir, uids_);
       uids_->Release(*started.uid);
     }
+    if (started.gpus) options_.gpus->Release(DaemonGpuHolder(job_id));
     return st;
   };
+  // This node's part of a gpu job gets GPUs of its own, as the head's part gets the head's: its
+  // ranks see those (CUDA_VISIBLE_DEVICES in the daemon's environment, which its ranks inherit)
+  // and its cgroup cannot open the others. A cpu job's part sees none.
+  std::vector<int> gpus;
+  if (options_.gpus && !options_.gpus->empty()) {
+    auto taken = options_.gpus->Take(DaemonGpuHolder(job_id),
+                                     IsGpuJob(w.spec) ? local_ranks * SlotsPerRank(w.spec) : 0);
+    if (!taken.ok()) return fail(taken.status());
+    gpus = *taken;
+    started.gpus = !gpus.empty();
+    in.cuda_visible_devices = JoinInts(gpus);
+  }
+  auto plan = BuildDaemonPlan(in, DaemonBinary(options_.jobs.mpirun, command.program),
+                              DaemonArgsForNode(command, in.job_dir + "/ranks"));
+  if (!plan.ok()) return fail(plan.status());
   // A fresh job directory for this daemon, as the head makes one for mpirun.
   const std::string daemons_dir = options_.jobs.data_dir + "/daemons";
   const std::string output_path = daemons_dir + "/job-" + id + ".out";
   common::Status st = MakePrivateDir(in.job_dir, creds);
   if (st.ok()) st = MakePrivateDir(in.job_dir + "/tmp", creds);
-  if (st.ok()) st = MakePrivateDir(plan.ranks_dir, creds);
+  if (st.ok()) st = MakePrivateDir(plan->ranks_dir, creds);
   if (st.ok()) st = common::WriteFileAtomic(in.job_dir + "/spec.json", w.spec.dump(2) + "\n");
-  if (st.ok()) st = common::WriteFileAtomic(plan.command_path, plan.command);
+  if (st.ok()) st = common::WriteFileAtomic(plan->command_path, plan->command);
   if (st.ok()) st = MakePrivateDir(LogDir(job_id), std::nullopt);
   if (st.ok()) st = common::MakeDirs(in.checkpoint_dir);
   if (st.ok() && creds) st = AdoptTree(in.checkpoint_dir, *creds, *uids_);
@@ -311,14 +336,15 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
     limits.memory_bytes = MemoryPerRank(w.spec) * local_ranks;
     limits.cpus = local_ranks * SlotsPerRank(w.spec);
     limits.max_pids = options_.jobs.sandbox.max_processes;
+    if (options_.gpus) limits.denied_gpus = options_.gpus->MinorsExcept(gpus);
     auto cg = JobCgroup::Create(options_.jobs.cgroups, job_id, limits);
     if (!cg.ok()) return fail(cg.status());
     started.cgroup = std::move(*cg);
   }
 
   SpawnRequest req;
-  req.argv = plan.argv;
-  req.env = EnvironmentStrings(plan.env);
+  req.argv = plan->argv;
+  req.env = EnvironmentStrings(plan->env);
   req.cwd = in.job_dir;
   req.output_path = output_path;
   if (started.cgroup) req.cgroup_procs = started.cgroup->ProcsFiles();
@@ -407,6 +433,7 @@ void RshBridge::Reap(std::shared_ptr<RemoteDaemon> d, Started started) {
     LockDir(options_.jobs.CheckpointDir(d->job_id_), uids_);
     uids_->Release(*started.uid);
   }
+  if (started.gpus) options_.gpus->Release(DaemonGpuHolder(d->job_id_));
   if (started.cgroup) {
     if (auto st = started.cgroup->Remove(); !st.ok()) {
       common::LogWarn("cannot remove the job daemon's cgroup",

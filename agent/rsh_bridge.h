@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent/cgroup.h"
+#include "agent/gpu_pool.h"
 #include "agent/job_record.h"
 #include "agent/job_sandbox_options.h"
 #include "agent/job_watcher.h"
@@ -54,6 +55,9 @@ struct RshBridgeOptions {
   // (agent/job_watcher.h), as for the jobs this node heads; no watcher when jobs.rank_exec (the
   // agent binary) is empty.
   std::chrono::milliseconds orphan_grace{3000};
+  // The node's GPUs, shared with the jobs it heads (agent/gpu_pool.h): a gpu job's daemon takes
+  // its ranks' GPUs here, and its cgroup is denied the others. Null: a node without GPUs.
+  std::shared_ptr<GpuPool> gpus;
 };
 
 // One started daemon, shared by the stream that reads it and the bridge that may end it.
@@ -131,8 +135,9 @@ class RshBridge {
     std::optional<uid_t> uid;
     std::unique_ptr<JobCgroup> cgroup;
     std::unique_ptr<JobWatcher> watcher;  // null: none (no agent binary, or it failed to start)
+    bool gpus = false;  // holds GPUs of options_.gpus (DaemonGpuHolder)
   };
-  // Waits for the daemon, then sweeps what it left and releases its uid and cgroup.
+  // Waits for the daemon, then sweeps what it left and releases its uid, GPUs and cgroup.
   void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);
 
   const RshBridgeOptions options_;

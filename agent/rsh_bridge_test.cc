@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -143,6 +144,97 @@ TEST_F(RshBridgeTest, StopLeftoversStopsWhatAnEarlierAgentRecorded) {
   EXPECT_TRUE(WIFSIGNALED(status)) << status;
   EXPECT_TRUE(records.LoadAll().empty());
   EXPECT_EQ(bridge_->StopLeftovers(), 0);
+}
+
+// A gpu job's part on this node takes GPUs of its own from the node's pool, which the jobs this
+// node heads share: its daemon (and so every rank it starts) sees those, a cpu job's part sees
+// none, a part the pool cannot serve is refused taking nothing, and the GPUs go back when the
+// daemon ends.
+TEST(RshBridgeGpuTest, AGpuJobsPartGetsGpusOfItsOwnFromTheNodesPool) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("rsh-bridge-gpu-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "bin");
+  std::filesystem::create_directories(dir / "data" / "jobs");  // as the agent makes them
+  std::filesystem::create_directories(dir / "data" / "logs");
+  {
+    // The daemon as Open MPI's would be found beside mpirun; it shows what its ranks inherit.
+    std::ofstream orted(dir / "bin" / "orted");
+    orted << "#!/bin/sh\necho \"gpus=[$CUDA_VISIBLE_DEVICES] order=$CUDA_DEVICE_ORDER\"\n"
+             "sleep 0.5\n";
+  }
+  std::filesystem::permissions(dir / "bin" / "orted", std::filesystem::perms::owner_all);
+  RshBridgeOptions o;
+  o.jobs.data_dir = (dir / "data").string();
+  o.jobs.address = "10.0.0.2";
+  o.jobs.mpirun = (dir / "bin" / "mpirun").string();
+  o.jobs.sandbox.switch_uid = false;
+  o.max_daemons = 4;
+  o.gpus = std::make_shared<GpuPool>(std::vector<NodeGpu>{{0, 0}, {1, 1}, {2, 7}});
+  ASSERT_TRUE(o.gpus->Take(HeadGpuHolder(99), 1).ok());  // a job this node heads holds GPU 0
+  RankLogs logs;
+  UidPool uids(o.jobs.sandbox);
+  auto bridge = std::make_unique<RshBridge>(o, &uids, &logs);
+
+  auto gpu_worker = [](int64_t id, int ranks) {
+    api::Command w = Worker(id, "token-of-" + std::to_string(id));
+    w.spec["resources"] = {{"nodes", 2}, {"ranks_per_node", ranks}, {"slot_type", "gpu"},
+                           {"slots_per_rank", 1}};
+    w.hosts[0].ranks = ranks;
+    return w;
+  };
+  api::Command cpu = Worker(9, "token-of-9");
+  cpu.spec["resources"] = {{"nodes", 2}, {"ranks_per_node", 1}, {"slot_type", "cpu"}};
+  bridge->SetAssignments({gpu_worker(7, 1), gpu_worker(8, 2), cpu});
+  auto output_of = [](const std::shared_ptr<RemoteDaemon>& d) {
+    std::string out;
+    for (int i = 0; i < 100 && out.find('\n') == std::string::npos; ++i) {
+      out += d->Next(std::chrono::milliseconds(50)).output;
+    }
+    return out;
+  };
+
+  auto seven = bridge->Start(7, "Bearer token-of-7", kOrted);
+  ASSERT_TRUE(seven.ok()) << seven.status().ToString();
+  EXPECT_EQ(output_of(*seven), "gpus=[1] order=PCI_BUS_ID\n");
+  EXPECT_EQ(o.gpus->InUse(), (std::vector<int>{0, 1}));
+  // Two ranks of GPUs with one free: refused, nothing taken.
+  auto eight = bridge->Start(8, "Bearer token-of-8", kOrted);
+  ASSERT_FALSE(eight.ok());
+  EXPECT_EQ(eight.status().code(), common::Code::kFailedPrecondition) << eight.status().ToString();
+  EXPECT_EQ(o.gpus->InUse(), (std::vector<int>{0, 1}));
+  auto nine = bridge->Start(9, "Bearer token-of-9", kOrted);
+  ASSERT_TRUE(nine.ok()) << nine.status().ToString();
+  EXPECT_EQ(output_of(*nine), "gpus=[] order=PCI_BUS_ID\n");
+  // Daemon 7 ends: its GPU is free again; the head's job keeps its own.
+  for (int i = 0; i < 100; ++i) {
+    if ((*seven)->Next(std::chrono::milliseconds(50)).exit_code) break;
+  }
+  EXPECT_EQ(o.gpus->InUse(), (std::vector<int>{0}));
+  bridge.reset();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GpuPoolTest, TakesFreeGpusOncePerHolderAndDeniesTheOthersByMinor) {
+  GpuPool pool({{0, 4}, {1, 5}, {2, 6}});
+  auto a = pool.Take(HeadGpuHolder(1), 2);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<int>{0, 1}));
+  EXPECT_EQ(pool.MinorsExcept(*a), (std::vector<int>{6}));
+  EXPECT_EQ(pool.MinorsExcept({}), (std::vector<int>{4, 5, 6}));
+  EXPECT_EQ(pool.Take(HeadGpuHolder(1), 1).status().code(), common::Code::kFailedPrecondition);
+  auto b = pool.Take(DaemonGpuHolder(2), 2);
+  EXPECT_EQ(b.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(b.status().message().find("1 are free"), std::string::npos) << b.status().ToString();
+  EXPECT_EQ(pool.InUse(), (std::vector<int>{0, 1}));
+  auto none = pool.Take(DaemonGpuHolder(3), 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  pool.Release(HeadGpuHolder(1));
+  auto c = pool.Take(DaemonGpuHolder(2), 3);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, (std::vector<int>{0, 1, 2}));
+  pool.Release(DaemonGpuHolder(2));
+  EXPECT_TRUE(pool.InUse().empty());
 }
 
 }  // namespace
