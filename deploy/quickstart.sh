@@ -5,6 +5,11 @@
 #
 # State lives in $EMBODY_HOME (default: .embody/ in the repository). Running it again restarts
 # the stack on the same database, port and tokens.
+#
+#   quickstart.sh              install packages, build, start the stack, run the demo job
+#   quickstart.sh --no-build   the same with what is installed and built already: no packages, no
+#                              build, the binaries in $EMBODY_BUILD_DIR/bin (default build/bin)
+#   quickstart.sh stop         stop what it started
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,16 +93,27 @@ if [ "${1:-}" = "stop" ]; then
   echo "stopped the Embody stack in $EMBODY_HOME"
   exit 0
 fi
-[ $# -eq 0 ] || die "usage: $0 [stop]"
+build_it=1
+case "$*" in
+  "") ;;
+  --no-build) build_it=0 ;;
+  *) die "usage: $0 [--no-build | stop]" ;;
+esac
 
-say "Installing packages (deploy/setup.sh)"
-"$repo/deploy/setup.sh"
+if [ "$build_it" -eq 1 ]; then
+  say "Installing packages (deploy/setup.sh)"
+  "$repo/deploy/setup.sh"
 
-say "Building (Release) in $build"
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
-  die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
-cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody \
-  embody-data embody-web
+  say "Building (Release) in $build"
+  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
+    die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
+  cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody \
+    embody-data embody-web
+else
+  for exe in embody-server embody-agent embody-engine embody embody-data; do
+    [ -x "$bin/$exe" ] || die "--no-build: $bin/$exe is missing; build it, or run without --no-build"
+  done
+fi
 
 # A second run restarts what the first one left running.
 stop_stack
