@@ -790,7 +790,9 @@ std::vector<api::FinishedJob> JobRunner::Unreported() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<api::FinishedJob> out;
   for (const auto& [id, job] : jobs_) {
-    if (!job->running) out.push_back(job->result);
+    if (job->running) continue;
+    out.push_back(job->result);
+    if (job->from_launch) out.back().attempt = job->attempt;
   }
   return out;
 }

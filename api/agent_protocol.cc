@@ -86,6 +86,7 @@ json ToJson(const HeartbeatRequest& r) {
                              {"reason", f.reason},
                              {"killed", f.killed}});
     if (f.lost) j["finished"].back()["lost"] = true;
+    if (f.attempt >= 0) j["finished"].back()["attempt"] = f.attempt;
   }
   j["events"] = json::array();
   for (const auto& e : r.events) {
@@ -231,6 +232,7 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
                        f.value("reason", "")};
       if (f.contains("killed")) done.killed = f.at("killed").get<bool>();
       if (f.contains("lost")) done.lost = f.at("lost").get<bool>();
+      if (f.contains("attempt")) done.attempt = IntOf<int>(f.at("attempt"));
       r.finished.push_back(std::move(done));
     }
     for (const auto& e : j.value("events", json::array())) {

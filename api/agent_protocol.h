@@ -69,6 +69,11 @@ struct FinishedJob {
   // The job did not end: the node lost it (its agent restarted while it ran and stopped what was
   // left). The server restarts it as after a node loss. Absent on the wire: false.
   bool lost = false;
+  // The attempt that ended. The server takes the report only for the job's current attempt, so
+  // the end of a stale attempt (one a node ran while cut off, after the job was requeued and
+  // placed on the same node again) never ends the new one. Absent on the wire (older agents, -1
+  // here): the current attempt.
+  int attempt = -1;
 };
 
 // An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the

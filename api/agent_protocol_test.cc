@@ -90,6 +90,22 @@ TEST(AgentProtocolTest, FinishedJobsSayWhetherTheNodeLostThem) {
       ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"lost", 1}}}}}).ok());
 }
 
+// A finished job names its attempt; an older agent's report names none (-1: the current one).
+TEST(AgentProtocolTest, FinishedJobsNameTheirAttempt) {
+  HeartbeatRequest r;
+  r.finished.push_back({3, 137, "killed", /*killed=*/true});
+  r.finished.back().attempt = 2;
+  r.finished.push_back({4, 0, ""});
+  auto p = ParseHeartbeatRequest(ToJson(r));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->finished[0].attempt, 2);
+  EXPECT_EQ(p->finished[1].attempt, -1);
+  EXPECT_FALSE(ToJson(r)["finished"][1].contains("attempt"));
+  EXPECT_FALSE(ParseHeartbeatRequest(
+                   {{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"attempt", "2"}}}}})
+                   .ok());
+}
+
 TEST(AgentProtocolTest, CommandsRoundTrip) {
   HeartbeatResponse r;
   Command launch;

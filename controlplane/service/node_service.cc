@@ -515,8 +515,10 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     if (it == r.jobs.end()) continue;
     JobRecord* job = &it->second;
     // Only the head's report counts, and only for the attempt that still holds this node; a
-    // report repeated after the job ended finds no allocation and is ignored.
+    // report repeated after the job ended finds no allocation and is ignored, and the end of an
+    // earlier attempt (a node that ran it while cut off) is not the end of this one.
     if (!live_here(f.job_id, true)) continue;
+    if (f.attempt >= 0 && f.attempt != job->attempt) continue;
     // The agent's words, stored as text: nothing PostgreSQL would refuse, and bounded.
     std::string reason = api::StorableText(f.reason, kMaxReasonBytes);
     JobState to;
@@ -658,10 +660,25 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
   // no allocation and changes nothing.
   std::set<int64_t> placed_here;
   for (const AllocationRecord& a : r.mine) placed_here.insert(a.job_id);
+  // A job placed here again after a requeue while the node still runs an earlier attempt of it
+  // (the agent lists the attempt it holds) is stale the same way: its end is reported with its
+  // attempt and changes nothing, and the new attempt's launch, which the agent leaves until the
+  // old one is gone, then starts.
+  std::map<int64_t, int> held_attempt;
+  for (const api::LaunchAck& l : req.launched) held_attempt[l.job_id] = l.attempt;
   for (int64_t id : req.running) {
-    if (placed_here.count(id)) continue;
+    std::string why;
+    if (!placed_here.count(id)) {
+      why = "holds no slot here";
+    } else if (auto h = held_attempt.find(id); h != held_attempt.end()) {
+      auto j = r.jobs.find(id);
+      if (j != r.jobs.end() && h->second < j->second.attempt) {
+        why = "attempt " + std::to_string(h->second) + " of " + std::to_string(j->second.attempt);
+      }
+    }
+    if (why.empty()) continue;
     common::LogWarn("stale job on a node told to stop",
-                    {{"job", std::to_string(id)}, {"node", node_name}});
+                    {{"job", std::to_string(id)}, {"node", node_name}, {"why", why}});
     api::Command c;
     c.type = api::Command::Type::kKill;
     c.job_id = id;

@@ -102,6 +102,64 @@ TEST_F(NodeServiceTest, AJobRunningWhereItHoldsNoSlotIsToldToStop) {
   EXPECT_EQ(killed, (std::vector<int64_t>{moved}));
 }
 
+// Requeued while its node was cut off, then placed on that node again: the node still runs the
+// earlier attempt. The reply tells it to stop that attempt, and its end, reported with its
+// attempt, does not end the new one.
+TEST_F(NodeServiceTest, AnEarlierAttemptOnTheNodeTheJobIsPlacedOnAgainIsStoppedAndItsEndIgnored) {
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t job = PlacedJob(member_, n1);
+  {
+    auto uow = Begin();
+    JobRecord j = **uow->jobs().Get(job, std::nullopt, true);
+    j.attempt = 1;  // restarted after its node was lost, and placed here again
+    ASSERT_TRUE(uow->jobs().Update(j).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  api::HeartbeatRequest req;
+  req.running = {job};
+  req.has_launched = true;
+  req.launched = {{job, 0}};
+  auto reply = nodes_->Heartbeat(cred1, n1, req);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  int kills = 0, launches = 0;
+  for (const api::Command& c : reply->commands) {
+    kills += c.type == api::Command::Type::kKill && c.job_id == job;
+    launches += c.type == api::Command::Type::kLaunch && c.job_id == job && c.attempt == 1;
+  }
+  EXPECT_EQ(kills, 1);
+  EXPECT_EQ(launches, 1);  // the new attempt's launch stands, for when the old one is gone
+  EXPECT_EQ(JobRow(job).state, JobState::kScheduled);  // attempt 0 running is not attempt 1's
+
+  // The old attempt ends (killed): nothing changes for attempt 1.
+  api::HeartbeatRequest ended;
+  ended.has_launched = true;
+  ended.launched = {{job, 0}};
+  api::FinishedJob f{job, 137, "killed by signal 9"};
+  f.attempt = 0;
+  ended.finished = {f};
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, ended).ok());
+  EXPECT_EQ(JobRow(job).state, JobState::kScheduled);
+  EXPECT_EQ(JobRow(job).attempt, 1);
+
+  // The new attempt runs and ends: that end counts.
+  api::HeartbeatRequest second;
+  second.running = {job};
+  second.has_launched = true;
+  second.launched = {{job, 1}};
+  reply = nodes_->Heartbeat(cred1, n1, second);
+  ASSERT_TRUE(reply.ok());
+  for (const api::Command& c : reply->commands) EXPECT_NE(c.type, api::Command::Type::kKill);
+  EXPECT_EQ(JobRow(job).state, JobState::kRunning);
+  api::FinishedJob done{job, 0, "exited with code 0"};
+  done.attempt = 1;
+  done.killed = false;
+  second.running.clear();
+  second.finished = {done};
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, second).ok());
+  EXPECT_EQ(JobRow(job).state, JobState::kSucceeded);
+}
+
 TEST_F(NodeServiceTest, AHeartbeatActsForItsOwnNodeOnly) {
   int64_t n1 = 0, n2 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);

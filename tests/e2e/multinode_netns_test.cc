@@ -296,6 +296,66 @@ TEST_F(MultiNodeNetnsTest, APartitionedNodeStopsItsStaleAttemptWhenHeardAgain) {
   EXPECT_EQ(CountSleeps(marker), 0);
 }
 
+// The same cut, with the other node drained: the requeued job can only go back to the node that
+// still runs its first attempt. Heard again, that node is told to stop the old attempt; its end
+// (reported with its attempt) does not end the new one, which then starts there.
+TEST_F(MultiNodeNetnsTest, AJobPlacedBackOnThePartitionedNodeReplacesItsStaleAttempt) {
+  const std::string marker = "5" + std::to_string(::getpid() % 100000) + ".75";
+  HttpResult nodes = stack_->Get("/v1/nodes");
+  int64_t a_id = 0, b_id = 0;
+  for (const auto& n : nodes.body["nodes"]) {
+    if (n.value("name", "") == "node-a") a_id = n.value("id", int64_t{0});
+    if (n.value("name", "") == "node-b") b_id = n.value("id", int64_t{0});
+  }
+  ASSERT_TRUE(a_id > 0 && b_id > 0) << nodes.text;
+  ASSERT_EQ(stack_->Post("/v1/nodes/" + std::to_string(a_id) + "/drain", "").status, 200);
+  json spec = {{"name", "placed-back"},
+               {"kind", "command"},
+               {"max_restarts", 1},
+               {"resources",
+                {{"nodes", 1}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}}},
+               {"command", {"sleep", marker}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+  ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+  ASSERT_EQ(job["allocation"][0].value("node", ""), "node-b") << job.dump(2);
+  for (int i = 0; i < 200 && CountSleeps(marker) < 1; ++i) ::usleep(50'000);
+  ASSERT_EQ(CountSleeps(marker), 1);
+
+  const std::string link = "eb" + g_net->tag;
+  ASSERT_EQ(Sh("ip -n " + g_net->ns_b + " link set " + link + " down"), 0);
+  bool requeued = false;
+  for (int i = 0; i < 600 && !requeued; ++i) {
+    job = stack_->Get("/v1/jobs/" + std::to_string(id)).body;
+    requeued = job.value("attempt", 0) == 1 && job.value("state", "") == "PENDING";
+    if (!requeued) ::usleep(100'000);
+  }
+  const bool healed = Sh("ip -n " + g_net->ns_b + " link set " + link + " up") == 0;
+  EXPECT_TRUE(requeued) << job.dump(2);
+  ASSERT_TRUE(healed);
+  EXPECT_EQ(CountSleeps(marker), 1) << "the first attempt stopped while its node was cut off";
+
+  // Back on node-b: the new attempt runs, alone.
+  bool replaced = false;
+  for (int i = 0; i < 300 && !replaced; ++i) {
+    job = stack_->Get("/v1/jobs/" + std::to_string(id)).body;
+    replaced = job.value("state", "") == "RUNNING" && job.value("attempt", 0) == 1;
+    if (!replaced) ::usleep(100'000);
+  }
+  EXPECT_TRUE(replaced) << job.dump(2) << Logs(id, -1);
+  for (int i = 0; i < 100 && CountSleeps(marker) != 1; ++i) ::usleep(50'000);
+  EXPECT_EQ(CountSleeps(marker), 1);
+  EXPECT_EQ(job["allocation"][0].value("node", ""), "node-b") << job.dump(2);
+
+  ASSERT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "").status, 200);
+  job = stack_->WaitForState(id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+  EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+  EXPECT_EQ(stack_->Post("/v1/nodes/" + std::to_string(a_id) + "/undrain", "").status, 200);
+  for (int i = 0; i < 100 && CountSleeps(marker) > 0; ++i) ::usleep(50'000);
+  EXPECT_EQ(CountSleeps(marker), 0);
+}
+
 // node-b's agent killed mid-job (the head's stays): the job's daemon and ranks there, and a
 // process a rank started in a session of its own (out of the daemon's tree), are stopped by
 // their watcher after the agent's orphan grace; nothing of the job keeps running outside any
