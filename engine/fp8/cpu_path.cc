@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 namespace engine::fp8 {
 
@@ -22,6 +23,7 @@ std::optional<CpuPath> ParseCpuPath(std::string_view name) {
   for (CpuPath p : {CpuPath::kScalar, CpuPath::kAvx2, CpuPath::kAvx512}) {
     if (name == CpuPathName(p)) return p;
   }
+  if (name == "avx512_bf16") return CpuPath::kAvx512;
   return std::nullopt;
 }
 
@@ -56,6 +58,20 @@ const CpuFlags& Flags() {
 
 bool CpuSupportsAvx512Bf16() { return Flags().avx512_bf16; }
 
+bool CpuPathRunsHere(std::string_view name) {
+  const std::optional<CpuPath> p = ParseCpuPath(name);
+  if (!p || !CpuSupports(*p)) return false;
+  return name != "avx512_bf16" || CpuSupportsAvx512Bf16();
+}
+
+bool Avx512Bf16Enabled() {
+  static const bool enabled = [] {
+    const char* forced = std::getenv("EMBODY_CPU_PATH");
+    return CpuSupportsAvx512Bf16() && !(forced != nullptr && std::string_view(forced) == "avx512");
+  }();
+  return enabled;
+}
+
 bool CpuSupports(CpuPath path) {
   const CpuFlags& flags = Flags();
   switch (path) {
@@ -84,11 +100,11 @@ CpuPath ChooseCpuPath(const char* forced, std::string* warning) {
   if (!p) {
     if (warning) {
       *warning = std::string("EMBODY_CPU_PATH=") + forced +
-                 " is not one of scalar, avx2, avx512; using " + CpuPathName(best);
+                 " is not one of scalar, avx2, avx512, avx512_bf16; using " + CpuPathName(best);
     }
     return best;
   }
-  if (!CpuSupports(*p)) {
+  if (!CpuPathRunsHere(forced)) {
     if (warning) {
       *warning = std::string("EMBODY_CPU_PATH=") + forced + ": this CPU lacks it; using " +
                  CpuPathName(best);

@@ -7,9 +7,10 @@
 //   avx2    AVX2 + FMA + F16C (+ POPCNT)
 //   avx512  AVX-512 F/BW/VL on top of the above
 //
-// EMBODY_CPU_PATH=scalar|avx2|avx512 forces a path for tests and benchmarks. A forced path the
-// CPU lacks is not taken: the best supported one is, with a warning on stderr (a typo or a
-// smaller machine must not turn into SIGILL).
+// EMBODY_CPU_PATH=scalar|avx2|avx512|avx512_bf16 forces a path for tests and benchmarks:
+// avx512 without the AVX512_BF16 products, avx512_bf16 with them (unset: with them where the CPU
+// has them). A forced path the CPU lacks is not taken: the best supported one is, with a warning
+// on stderr (a typo or a smaller machine must not turn into SIGILL).
 #pragma once
 
 #include <optional>
@@ -31,6 +32,11 @@ bool CpuSupports(CpuPath path);
 bool CpuSupportsAvx512Bf16();
 // Every path this machine runs, scalar first.
 std::vector<CpuPath> SupportedCpuPaths();
+// Whether this machine runs the path EMBODY_CPU_PATH=`name` asks for (avx512_bf16 included).
+bool CpuPathRunsHere(std::string_view name);
+// Whether the AVX512_BF16 products may run in this process: the CPU has them and EMBODY_CPU_PATH
+// does not say avx512 (decided once, like ActiveCpuPath).
+bool Avx512Bf16Enabled();
 
 // The path chosen for this process: decided on first call (EMBODY_CPU_PATH, else the widest
 // supported), the same for the rest of the process.

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <optional>
+
 #include <gtest/gtest.h>
 
 namespace engine::fp8 {
@@ -56,13 +58,34 @@ TEST(CpuPathTest, ActivePathIsStableAndSupported) {
   EXPECT_STREQ(ActiveCpuPathName(), CpuPathName(p));
 }
 
-// ctest runs this binary once more with EMBODY_CPU_PATH=scalar (engine/fp8/CMakeLists.txt).
+// ctest runs this binary once more under each EMBODY_CPU_PATH (engine/fp8/CMakeLists.txt).
 TEST(CpuPathTest, ActivePathHonoursTheVariable) {
   const char* forced = std::getenv("EMBODY_CPU_PATH");
   if (forced == nullptr) GTEST_SKIP() << "EMBODY_CPU_PATH not set";
   EXPECT_EQ(ActiveCpuPath(), ChooseCpuPath(forced, nullptr));
   if (std::string(forced) == "scalar") {
     EXPECT_EQ(ActiveCpuPath(), CpuPath::kScalar);
+  }
+  // avx512 runs without the AVX512_BF16 products, avx512_bf16 with them (where it runs at all).
+  if (std::string(forced) == "avx512") EXPECT_FALSE(Avx512Bf16Enabled());
+  if (std::string(forced) == "avx512_bf16" && CpuPathRunsHere("avx512_bf16")) {
+    EXPECT_EQ(ActiveCpuPath(), CpuPath::kAvx512);
+    EXPECT_TRUE(Avx512Bf16Enabled());
+  }
+}
+
+TEST(CpuPathTest, EveryPathNameSaysWhetherItRunsHere) {
+  EXPECT_TRUE(CpuPathRunsHere("scalar"));
+  EXPECT_EQ(CpuPathRunsHere("avx2"), CpuSupports(CpuPath::kAvx2));
+  EXPECT_EQ(CpuPathRunsHere("avx512"), CpuSupports(CpuPath::kAvx512));
+  EXPECT_EQ(CpuPathRunsHere("avx512_bf16"), CpuSupportsAvx512Bf16());
+  EXPECT_FALSE(CpuPathRunsHere("sse9"));
+  EXPECT_FALSE(CpuPathRunsHere(""));
+  EXPECT_EQ(ParseCpuPath("avx512_bf16"), std::optional<CpuPath>(CpuPath::kAvx512));
+  if (!CpuSupportsAvx512Bf16()) {
+    std::string warning;
+    EXPECT_EQ(ChooseCpuPath("avx512_bf16", &warning), SupportedCpuPaths().back());
+    EXPECT_FALSE(warning.empty());
   }
 }
 

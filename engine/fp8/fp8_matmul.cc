@@ -31,7 +31,7 @@ void AddBias(float* y, const float* bias, long M, long N) {
 
 bool Bf16DotRuns(Format format, CpuPath path) {
   return (format == Format::kE4M3 || format == Format::kE5M2) && path == CpuPath::kAvx512 &&
-         CpuSupportsAvx512Bf16() && Avx512Bf16MatmulW8() != nullptr;
+         Avx512Bf16Enabled() && Avx512Bf16MatmulW8() != nullptr;
 }
 
 common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix& w,
