@@ -33,6 +33,8 @@
 #include "agent/server_client.h"
 #include "common/crypto.h"
 #include "common/file_util.h"
+#include "common/http/client.h"
+#include "common/http/server_tls.h"
 #include "common/log.h"
 #include "storage/checkpoint_http_store.h"
 
@@ -44,6 +46,19 @@ namespace {
 
 bool AnyAddress(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host.empty();
+}
+
+// Where jobs on this node reach the local API, and where other nodes do.
+std::string LocalHost(const AgentOptions& cfg) {
+  return AnyAddress(cfg.listen_host) ? "127.0.0.1" : cfg.listen_host;
+}
+std::string PublicHost(const AgentOptions& cfg) {
+  return AnyAddress(cfg.listen_host) ? cfg.address : cfg.listen_host;
+}
+
+// A host as a URL writes it: an IPv6 address in brackets.
+std::string UrlHost(const std::string& host) {
+  return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
 }
 
 std::string NormalDataDir(const std::string& dir) {
@@ -74,6 +89,9 @@ struct Agent::Impl {
   api::NodeIsolation isolation;
   NodeResources node;
   std::unique_ptr<NodeCredential> credential;
+  // The local API's TLS (--tls-cert); null: plaintext.
+  std::shared_ptr<const common::http::ServerTls> tls;
+  std::string ca_file;  // --ca-file, absolute
   // Kept open for the agent's life: the GPU series are read from it at every scrape.
   std::unique_ptr<Nvml> nvml;
   EventQueue events;
@@ -106,6 +124,7 @@ struct Agent::Impl {
   State state = State::kCreated;
 
   common::Status Prepare();
+  common::Status PrepareTls();
   common::Status StartParts();
   void StopParts();
 };
@@ -146,6 +165,7 @@ common::Status Agent::Impl::Prepare() {
     sandbox.switch_uid = true;
   }
   EMBODY_RETURN_IF_ERROR(PrepareDataDir(jobs.data_dir, sandbox.switch_uid));
+  EMBODY_RETURN_IF_ERROR(PrepareTls());
   // What jobs' uids execute must be reachable by them (job_binaries.h).
   embody_data = cfg.embody_data;
   if (sandbox.switch_uid) {
@@ -155,6 +175,10 @@ common::Status Agent::Impl::Prepare() {
       if (!reachable.ok()) return reachable.status();
       *exe = *reachable;
     }
+    // The rsh launcher and the ranks' reports verify agents with it, as the job's uid.
+    auto readable = ReadableForJobs(jobs.ca_file, bin);
+    if (!readable.ok()) return readable.status();
+    jobs.ca_file = *readable;
     if (jobs.rank_exec != cfg.agent_binary) {
       common::LogInfo("jobs run copies of the agent's executables: they are below a directory "
                       "job uids cannot pass",
@@ -233,12 +257,42 @@ common::Status Agent::Impl::Prepare() {
   return common::Status::Ok();
 }
 
+// The certificate and the CA file are read before anything starts, so that a bad file, or a
+// certificate the agent's own clients would refuse, is an error at start rather than a failure
+// of every job later.
+common::Status Agent::Impl::PrepareTls() {
+  const AgentOptions& cfg = options;
+  if (!cfg.ca_file.empty()) {
+    std::error_code ec;
+    ca_file = std::filesystem::absolute(cfg.ca_file, ec).lexically_normal().string();
+    EMBODY_RETURN_IF_ERROR(common::http::CheckCaFile(ca_file));
+  }
+  jobs.ca_file = ca_file;
+  if (cfg.tls_cert.empty() && cfg.tls_key.empty()) return common::Status::Ok();
+  EMBODY_ASSIGN_OR_RETURN(loaded, common::http::ServerTls::Load({cfg.tls_cert, cfg.tls_key}));
+  tls = loaded;
+  // Jobs reach the API at the local host, other nodes at the public one: the certificate must
+  // name both, as our clients read it (subjectAltName only).
+  for (const std::string& host : {LocalHost(cfg), PublicHost(cfg)}) {
+    if (!tls->Names(host)) {
+      return common::InvalidArgument(
+          "the certificate in " + cfg.tls_cert + " does not name " + host +
+              " in its subjectAltName; " +
+              (host == LocalHost(cfg) ? "jobs on this node" : "other nodes") +
+              " reach the agent there",
+          "tls-cert");
+    }
+  }
+  return common::Status::Ok();
+}
+
 common::Status Agent::Impl::StartParts() {
   const AgentOptions& cfg = options;
   // Checkpoints jobs write go to the server's blob store in the background, so a restart on
   // another node finds them (docs/checkpoints.md).
   storage::HttpCheckpointStoreOptions store_opts;
   store_opts.server_url = cfg.server;
+  store_opts.ca_file = ca_file;
   NodeCredential* cred = credential.get();
   store_opts.token = [cred] { return cred->Bearer(); };
   checkpoint_store = std::make_unique<storage::HttpCheckpointStore>(store_opts);
@@ -255,16 +309,18 @@ common::Status Agent::Impl::StartParts() {
   local_api->SetEventObserver(
       [up](int64_t job_id, const nlohmann::json& e) { up->Observe(job_id, e); });
   local_api->SetRshBridge(bridge.get(), max_rsh_streams);
+  local_api->SetTls(tls);
   EMBODY_ASSIGN_OR_RETURN(bound, local_api->Start(cfg.listen_host, cfg.listen_port));
   port = bound;
   const std::string port_text = std::to_string(port);
-  const std::string local_host = AnyAddress(cfg.listen_host) ? "127.0.0.1" : cfg.listen_host;
-  const std::string public_host = AnyAddress(cfg.listen_host) ? cfg.address : cfg.listen_host;
-  local_url = "http://" + local_host + ":" + port_text;
+  const std::string scheme = tls ? "https://" : "http://";
+  local_url = scheme + UrlHost(LocalHost(cfg)) + ":" + port_text;
   if (!cfg.port_file.empty()) {
     EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(cfg.port_file, port_text + "\n"));
   }
-  common::LogInfo("agent listening", {{"host", cfg.listen_host}, {"port", port_text}});
+  common::LogInfo(
+      "agent listening",
+      {{"host", cfg.listen_host}, {"port", port_text}, {"tls", tls ? "true" : "false"}});
 
   JobRunnerOptions run_opts;
   run_opts.jobs = jobs;
@@ -288,6 +344,7 @@ common::Status Agent::Impl::StartParts() {
   // An import of an uploaded file reads the server's copy (agent/dataset_upload_fetch.h).
   UploadFetchOptions upload_fetch;
   upload_fetch.server_url = cfg.server;
+  upload_fetch.ca_file = ca_file;
   upload_fetch.token = [cred] { return cred->Bearer(); };
   run_opts.fetch_upload = [upload_fetch](const UploadRef& ref,
                                          const std::string& path) -> common::Status {
@@ -304,13 +361,13 @@ common::Status Agent::Impl::StartParts() {
   HeartbeatOptions hb_opts;
   hb_opts.node.name = cfg.name;
   hb_opts.node.address = cfg.address;
-  hb_opts.node.agent_url = "http://" + public_host + ":" + port_text;
+  hb_opts.node.agent_url = scheme + UrlHost(PublicHost(cfg)) + ":" + port_text;
   hb_opts.node.cpu_slots = node.cpu_slots;
   hb_opts.node.memory_bytes = node.memory_bytes;
   hb_opts.node.gpus = node.gpus;
   hb_opts.node.isolation = isolation;
   hb_opts.hold_idle_heartbeats = !cfg.no_held_heartbeats;
-  channel = std::make_unique<HttpServerChannel>(cfg.server, credential.get());
+  channel = std::make_unique<HttpServerChannel>(cfg.server, ca_file, credential.get());
   loop = std::make_unique<HeartbeatLoop>(hb_opts, channel.get(), credential.get(), runner.get(),
                                          &logs, &events, &metrics);
   RshBridge* b = bridge.get();

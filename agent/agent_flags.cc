@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cctype>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -136,7 +137,7 @@ struct Files {
 
 std::vector<Flag> AgentFlags(Files* files) {
   return {
-      {"server", "URL", "embody-server's URL, http://HOST:PORT (required)",
+      {"server", "URL", "embody-server's URL, http://HOST:PORT or https://HOST:PORT (required)",
        Text(&AgentOptions::server)},
       {"token", "TOKEN", "the join token (this or --token-file is required)",
        Text(&AgentOptions::token)},
@@ -287,6 +288,17 @@ std::vector<Flag> AgentFlags(Files* files) {
        "the scrape secret shared with Prometheus; without it /metrics serves the node's series "
        "only",
        Text(&AgentOptions::metrics_token_file)},
+      {"tls-cert", "FILE",
+       "PEM certificate chain (this node's first), naming --address and the address jobs use "
+       "(127.0.0.1, or the --listen host): the local API, rsh bridge and /metrics over TLS "
+       "only; needs --tls-key",
+       Text(&AgentOptions::tls_cert)},
+      {"tls-key", "FILE", "PEM private key of --tls-cert, not encrypted",
+       Text(&AgentOptions::tls_key)},
+      {"ca-file", "FILE",
+       "PEM file of the CAs the certificates of embody-server, the other nodes' agents and this "
+       "one's must chain to (default: the system's)",
+       Text(&AgentOptions::ca_file)},
   };
 }
 
@@ -358,6 +370,20 @@ common::Result<AgentOptions> ParseAgentFlags(const std::vector<std::string>& arg
   }
   const std::string& token_file = files.token_file;
   if (c.server.empty()) return InvalidArgument("--server is required", "server");
+  if (c.server.rfind("http://", 0) != 0 && c.server.rfind("https://", 0) != 0) {
+    return InvalidArgument(
+        "--server wants http://HOST:PORT or https://HOST:PORT, got \"" + c.server + "\"", "server");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together",
+                           c.tls_cert.empty() ? "tls-cert" : "tls-key");
+  }
+  // The value travels in mpirun's launcher command line, which Open MPI splits on whitespace.
+  for (char ch : c.ca_file) {
+    if (std::isspace(static_cast<unsigned char>(ch))) {
+      return InvalidArgument("--ca-file must be a path without whitespace", "ca-file");
+    }
+  }
   if (c.data_dir.empty()) return InvalidArgument("--data-dir is required", "data-dir");
   if (!token_file.empty()) {
     if (!c.token.empty()) {

@@ -11,7 +11,7 @@
 namespace agent {
 
 struct AgentOptions {
-  std::string server;                     // --server http://HOST:PORT (required)
+  std::string server;                     // --server http(s)://HOST:PORT (required)
   std::string token;                      // --token, or read from --token-file (one is required)
   std::string name;                       // --name, default: host name
   std::string data_dir;                   // --data-dir (required)
@@ -56,6 +56,13 @@ struct AgentOptions {
   // (empty: none, and /metrics serves the public series only; local_api.h).
   std::string metrics_token_sha256;
   std::string metrics_token_file;  // the file it was read from, for the start-up checks
+  // --tls-cert FILE --tls-key FILE (both or neither): the local API, the rsh bridge and /metrics
+  // over TLS only; the agent then registers an https:// URL (docs/operations.md).
+  std::string tls_cert;
+  std::string tls_key;
+  // --ca-file FILE: the CAs every https server this agent and its jobs call (embody-server,
+  // other nodes' agents, this agent's own API) must chain to; "": the system's.
+  std::string ca_file;
   // Not a flag: the embody-agent binary that every rank runs as `exec-rank` and every job's
   // watcher as `watch-job`; ParseAgentFlags sets this executable (SelfExecutable).
   std::string agent_binary;

@@ -216,6 +216,43 @@ TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
   EXPECT_EQ(flags->job_uid_base, 300000);
 }
 
+TEST(AgentFlagsTest, TlsFlagsAndTheCaFile) {
+  const std::vector<std::string> base = {
+      "--server", "https://ctl.example:8443", "--token", "t", "--data-dir", "d"};
+  auto parse = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ParseAgentFlags(args);
+  };
+  auto plain = parse({});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->server, "https://ctl.example:8443");
+  EXPECT_EQ(plain->tls_cert, "");
+  EXPECT_EQ(plain->ca_file, "");
+  auto tls = parse({"--tls-cert", "/etc/embody/node.pem", "--tls-key=/etc/embody/node.key",
+                    "--ca-file", "/etc/embody/ca.pem"});
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  EXPECT_EQ(tls->tls_cert, "/etc/embody/node.pem");
+  EXPECT_EQ(tls->tls_key, "/etc/embody/node.key");
+  EXPECT_EQ(tls->ca_file, "/etc/embody/ca.pem");
+  auto no_key = parse({"--tls-cert", "/c.pem"});
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_EQ(no_key.status().field(), "tls-key");
+  auto no_cert = parse({"--tls-key", "/k.pem"});
+  ASSERT_FALSE(no_cert.ok());
+  EXPECT_EQ(no_cert.status().field(), "tls-cert");
+  // mpirun's launcher command carries the CA file's path, split on whitespace.
+  auto spaced = parse({"--ca-file", "/etc/my ca.pem"});
+  ASSERT_FALSE(spaced.ok());
+  EXPECT_EQ(spaced.status().field(), "ca-file");
+  auto ftp = ParseAgentFlags({"--server", "ftp://s", "--token", "t", "--data-dir", "d"});
+  ASSERT_FALSE(ftp.ok());
+  EXPECT_EQ(ftp.status().field(), "server");
+  for (const char* flag : {"--tls-cert", "--tls-key", "--ca-file"}) {
+    EXPECT_NE(AgentUsage().find(flag), std::string::npos) << flag;
+  }
+}
+
 // Tenant groups: a job's gid is its uid, so the two ranges must never meet.
 TEST(AgentFlagsTest, TenantGroupsStayApartFromJobUids) {
   const std::vector<std::string> base = {"--server", "http://s", "--token", "t", "--data-dir", "d"};

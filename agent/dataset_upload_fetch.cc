@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/http/client.h"
 
 namespace agent {
 
@@ -88,6 +89,11 @@ common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,
   const std::string path = "/v1/datasets/" + std::to_string(ref.dataset_id) + "/upload";
   while (st.ok() && written < ref.bytes) {
     httplib::Client cli(o.server_url);
+    if (common::Status secure = common::http::VerifyServer(cli, o.server_url, o.ca_file);
+        !secure.ok()) {
+      st = secure;
+      break;
+    }
     cli.set_connection_timeout(10, 0);
     cli.set_read_timeout(o.timeout.count(), 0);
     httplib::Headers headers;

@@ -35,7 +35,8 @@ std::optional<UploadRef> UploadOf(const nlohmann::json& spec);
 nlohmann::json SpecReadingCopy(const nlohmann::json& spec, const std::string& local_path);
 
 struct UploadFetchOptions {
-  std::string server_url;              // http://host:port
+  std::string server_url;              // http://host:port or https://host:port
+  std::string ca_file;                 // https: the CAs the server must chain to; "": system's
   std::function<std::string()> token;  // the node credential, read at each request
   int max_retries = 5;                 // interrupted downloads resume with Range
   std::chrono::milliseconds first_backoff{200};

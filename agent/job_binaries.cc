@@ -10,10 +10,12 @@
 
 namespace agent {
 
-bool OthersCanExecute(const std::string& path) {
-  if (path.empty() || path[0] != '/') return true;
+namespace {
+
+// Whether others pass every directory above absolute `path` and have `file_bit` on the file.
+bool OthersCan(const std::string& path, mode_t file_bit) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & file_bit) == 0) return false;
   for (std::filesystem::path dir = std::filesystem::path(path).parent_path();;
        dir = dir.parent_path()) {
     if (::stat(dir.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0) return false;
@@ -21,8 +23,9 @@ bool OthersCanExecute(const std::string& path) {
   }
 }
 
-common::Result<std::string> ExecutableForJobs(const std::string& path, const std::string& dir) {
-  if (OthersCanExecute(path) || !std::filesystem::exists(path)) return path;
+// A copy of `path` in `dir` (made 0755), named as `path` is, with `mode`; written atomically.
+common::Result<std::string> CopyForJobs(const std::string& path, const std::string& dir,
+                                        std::filesystem::perms mode) {
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(dir));
   if (::chmod(dir.c_str(), 0755) != 0) {
     return common::Internal("cannot make " + dir + " reachable by jobs");
@@ -32,16 +35,30 @@ common::Result<std::string> ExecutableForJobs(const std::string& path, const std
   std::error_code ec;
   std::filesystem::copy_file(path, temp, std::filesystem::copy_options::overwrite_existing, ec);
   if (!ec) {
-    std::filesystem::permissions(temp, std::filesystem::perms(0755),
-                                 std::filesystem::perm_options::replace, ec);
+    std::filesystem::permissions(temp, mode, std::filesystem::perm_options::replace, ec);
   }
   if (!ec) std::filesystem::rename(temp, target, ec);
   if (ec) {
     std::filesystem::remove(temp, ec);
-    return common::Internal("cannot copy " + path + " to " + target +
-                            " for jobs to run: " + ec.message());
+    return common::Internal("cannot copy " + path + " to " + target + " for jobs: " + ec.message());
   }
   return target;
+}
+
+}  // namespace
+
+bool OthersCanExecute(const std::string& path) {
+  return path.empty() || path[0] != '/' || OthersCan(path, S_IXOTH);
+}
+
+common::Result<std::string> ExecutableForJobs(const std::string& path, const std::string& dir) {
+  if (OthersCanExecute(path) || !std::filesystem::exists(path)) return path;
+  return CopyForJobs(path, dir, std::filesystem::perms(0755));
+}
+
+common::Result<std::string> ReadableForJobs(const std::string& path, const std::string& dir) {
+  if (path.empty() || OthersCan(path, S_IROTH) || !std::filesystem::exists(path)) return path;
+  return CopyForJobs(path, dir, std::filesystem::perms(0644));
 }
 
 }  // namespace agent

@@ -5,6 +5,8 @@
 // Such an executable is copied into a directory of the agent's that jobs reach (its data
 // directory's bin/) and run from there.
 //
+// The same holds for the one file jobs read that the operator names, the CA file (agent_flags.h).
+//
 // Not here: which uids jobs run as (sandbox.h), the data directory's own modes (job_runner).
 #pragma once
 
@@ -23,5 +25,10 @@ bool OthersCanExecute(const std::string& path);
 // if its parents are), written atomically and named as `path` is, which is returned. A `path`
 // that does not exist is returned unchanged: the job fails as it would have.
 common::Result<std::string> ExecutableForJobs(const std::string& path, const std::string& dir);
+
+// The same for a file jobs read, absolute `path`: itself when others can read it (o+r, and o+x on
+// every directory above), else a copy in `dir` made 0644. An empty or missing `path` is returned
+// unchanged.
+common::Result<std::string> ReadableForJobs(const std::string& path, const std::string& dir);
 
 }  // namespace agent

@@ -69,6 +69,28 @@ TEST_F(JobBinariesTest, OneBelowAPrivateDirectoryIsCopiedWhereJobsReachIt) {
   EXPECT_FALSE(std::filesystem::exists(*got + ".tmp"));
 }
 
+TEST_F(JobBinariesTest, ACaFileJobsCannotReadIsCopiedReadableAndOneTheyCanIsLeft) {
+  const std::string pub = root_ + "/etc/ca.pem";
+  ASSERT_TRUE(common::MakeDirs(root_ + "/etc").ok());
+  ::chmod((root_ + "/etc").c_str(), 0755);
+  std::ofstream(pub) << "-----BEGIN CERTIFICATE-----\n";
+  ::chmod(pub.c_str(), 0644);
+  auto same = ReadableForJobs(pub, root_ + "/data/bin");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(*same, pub);
+  ::chmod(pub.c_str(), 0600);  // as a key-like file in /root would be
+  auto copy = ReadableForJobs(pub, root_ + "/data/bin");
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  EXPECT_EQ(*copy, root_ + "/data/bin/ca.pem");
+  struct stat st {};
+  ASSERT_EQ(::stat(copy->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(*common::ReadFile(*copy), *common::ReadFile(pub));
+  auto none = ReadableForJobs("", root_ + "/data/bin");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "");
+}
+
 TEST_F(JobBinariesTest, AFileOthersCannotExecuteIsCopiedAndOneMissingIsLeftAlone) {
   const std::string exe = root_ + "/bin/tool";
   MakeExecutable(exe);

@@ -40,6 +40,7 @@ LaunchInput JobSandboxOptions::LaunchInputFor(int64_t job_id) const {
   in.mpirun = mpirun;
   in.engine = engine;
   in.rank_exec = rank_exec;
+  in.ca_file = ca_file;
   in.path = sandbox.path;
   in.mpi_settings = mpi_settings;
   // Root without the uid switch: Open MPI must be told it may run as root.

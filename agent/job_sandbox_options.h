@@ -26,6 +26,9 @@ struct JobSandboxOptions {
   std::string mpirun = "mpirun";  // Open MPI's launcher; its daemon is the binary beside it
   std::string engine;             // embody-engine, for engine kinds
   std::string rank_exec;          // the embody-agent binary, run by every rank as `exec-rank`
+  // The CAs the agents' certificates chain to ("": the system's), readable by jobs: the rsh
+  // launcher and the ranks' reports verify https agent URLs with it (EMBODY_CA_FILE).
+  std::string ca_file;
   // The operator's Open MPI settings (OpenMpiSettings of the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
   std::chrono::milliseconds kill_grace{5000};  // SIGTERM to SIGKILL when a job is killed

@@ -25,6 +25,7 @@ TEST(JobSandboxOptionsTest, LaunchInputCarriesTheNodesSettings) {
   o.mpirun = "/opt/openmpi/bin/mpirun";
   o.engine = "/opt/embody/bin/embody-engine";
   o.rank_exec = "/opt/embody/bin/embody-agent";
+  o.ca_file = "/d/bin/ca.pem";
   o.mpi_settings = {{"OMPI_MCA_btl", "self,tcp"}};
   o.sandbox.path = "/usr/bin:/bin";
   o.sandbox.switch_uid = true;
@@ -37,6 +38,7 @@ TEST(JobSandboxOptionsTest, LaunchInputCarriesTheNodesSettings) {
   EXPECT_EQ(in.mpirun, o.mpirun);
   EXPECT_EQ(in.engine, o.engine);
   EXPECT_EQ(in.rank_exec, o.rank_exec);
+  EXPECT_EQ(in.ca_file, "/d/bin/ca.pem");
   EXPECT_EQ(in.path, "/usr/bin:/bin");
   EXPECT_EQ(in.mpi_settings, o.mpi_settings);
   EXPECT_FALSE(in.as_root) << "jobs that switch uid never run as root";

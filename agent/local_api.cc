@@ -146,6 +146,7 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
   gate.workers = 8;
   gate.limits = {.max_body = kMaxBodyBytes, .anonymous_body = kAnonymousBodyBytes};
   gate.max_connections = 4096;
+  gate.tls = tls_;
   if (bridge_ != nullptr) {
     gate.is_stream = [](const common::http::RequestHead& head) {
       std::string_view path = common::http::TargetPath(head.target);

@@ -55,6 +55,7 @@ struct Response;
 }
 namespace common::http {
 class GatedServer;
+class ServerTls;
 }
 
 namespace agent {
@@ -103,6 +104,9 @@ class LocalApi {
     max_streams_ = max_streams;
   }
 
+  // Serves every connection over TLS (common/http/server_tls.h). Set before Start.
+  void SetTls(std::shared_ptr<const common::http::ServerTls> tls) { tls_ = std::move(tls); }
+
   // Binds host:port (port 0: any free port) and serves on a background thread.
   common::Result<int> Start(const std::string& host, int port);
   void Stop();
@@ -117,6 +121,7 @@ class LocalApi {
   std::function<void(int64_t, const nlohmann::json&)> observer_;
   RshBridge* bridge_ = nullptr;
   int max_streams_ = 0;
+  std::shared_ptr<const common::http::ServerTls> tls_;
   std::unique_ptr<common::http::GatedServer> server_;
   std::thread thread_;
 };

@@ -124,9 +124,10 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.hostfile += address + " slots=" + std::to_string(n) + "\n";
   }
   const bool multi_node = slots.size() > 1;
-  if (multi_node && (HasSpace(in.rank_exec) || HasSpace(in.job_dir))) {
-    return common::InvalidArgument("a multi-node launch needs the agent binary and data directory "
-                                   "at paths without whitespace");
+  if (multi_node && (HasSpace(in.rank_exec) || HasSpace(in.job_dir) || HasSpace(in.ca_file))) {
+    return common::InvalidArgument(
+        "a multi-node launch needs the agent binary, data directory "
+        "and CA file at paths without whitespace");
   }
   auto program = ProgramArgv(in);
   if (!program.ok()) return program.status();
@@ -143,10 +144,12 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   if (multi_node) {
     plan.rsh_hosts_path = in.job_dir + "/rsh-hosts.json";
     plan.rsh_hosts = rsh_hosts.dump() + "\n";
-    plan.argv.insert(plan.argv.end(),
-                     {"--mca", "plm_rsh_agent",
-                      in.rank_exec + " rsh --hosts " + plan.rsh_hosts_path, "--mca",
-                      "plm_rsh_no_tree_spawn", "1"});
+    // The other agents' URLs are https when they serve TLS: the launcher verifies them against
+    // the CA file this node was given.
+    const std::string ca = in.ca_file.empty() ? "" : " --ca-file " + in.ca_file;
+    plan.argv.insert(plan.argv.end(), {"--mca", "plm_rsh_agent",
+                                       in.rank_exec + " rsh --hosts " + plan.rsh_hosts_path + ca,
+                                       "--mca", "plm_rsh_no_tree_spawn", "1"});
   }
   for (const char* name : kForwardedVariables) {
     plan.argv.push_back("-x");
@@ -155,6 +158,10 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   if (!in.resume_from.empty()) {
     plan.argv.push_back("-x");
     plan.argv.push_back("EMBODY_RESUME_FROM");
+  }
+  if (!in.ca_file.empty()) {  // it goes with EMBODY_AGENT_URL
+    plan.argv.push_back("-x");
+    plan.argv.push_back("EMBODY_CA_FILE");
   }
   plan.argv.push_back("--");
   plan.argv.push_back(in.rank_exec);
@@ -185,6 +192,7 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
   }
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
+  if (!in.ca_file.empty()) plan.env.push_back({"EMBODY_CA_FILE", in.ca_file});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
     // from) numbers them by PCI bus.

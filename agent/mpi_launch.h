@@ -18,10 +18,11 @@
 //    `embody-agent exec-rank [--address-space N] <job>/command.json` (agent/rank_exec.h), which
 //    execs it. mpirun sees only words the agent wrote.
 //  - Ranks on other hosts (docs/multinode.md): mpirun's rsh launcher runs
-//    `embody-agent rsh --hosts <job>/rsh-hosts.json HOST orted ...` (agent/rsh_protocol.h), which
-//    asks that host's agent to start Open MPI's daemon there. The agent string is split on
-//    whitespace, so the binary and job paths must hold none. The daemons are launched by mpirun
-//    itself (plm_rsh_no_tree_spawn): a daemon never launches another.
+//    `embody-agent rsh --hosts <job>/rsh-hosts.json [--ca-file CA] HOST orted ...`
+//    (agent/rsh_protocol.h), which asks that host's agent to start Open MPI's daemon there. The
+//    agent string is split on whitespace, so the binary, job and CA paths must hold none. The
+//    daemons are launched by mpirun itself (plm_rsh_no_tree_spawn): a daemon never launches
+//    another.
 //  - Each node has its own data directory, so a multi-node exec-rank reads `command.json`
 //    relative to its working directory: on the head that is mpirun's, the job directory; on
 //    another node the head's directory is not the rank's to enter and Open MPI falls back to
@@ -56,7 +57,10 @@ struct LaunchInput {
   std::string embody_data;  // embody-data path, for kind import
   std::string import_output;  // kind import: the directory embody-data creates (must not exist)
   std::string rank_exec;  // the embody-agent binary every rank runs as `exec-rank`
-  std::string agent_url;  // http://127.0.0.1:PORT
+  std::string agent_url;  // http://127.0.0.1:PORT, or https:// when the agent serves TLS
+  // The CAs agents' certificates chain to (EMBODY_CA_FILE of the ranks, --ca-file of the rsh
+  // launcher); "": the system's, and neither is set.
+  std::string ca_file;
   std::string job_token;
   std::string resume_from;  // checkpoint to resume from; empty: start at step 0
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job

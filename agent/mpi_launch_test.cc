@@ -231,6 +231,40 @@ TEST(MpiLaunchTest, OtherHostsAreReachedThroughTheirAgents) {
   EXPECT_FALSE(HasEnv(*plan, "EMBODY_RANK_LOG_DIR", "/data/jobs/job-42/ranks"));
 }
 
+// Agents that serve TLS: the launcher verifies the other agents' https URLs with the node's CA
+// file, and the ranks (whose reports go to this agent's https API) get it as EMBODY_CA_FILE.
+TEST(MpiLaunchTest, TheCaFileReachesTheLauncherAndTheRanks) {
+  LaunchInput in = BaseInput("train");
+  in.agent_url = "https://127.0.0.1:7001";
+  in.ca_file = "/etc/embody/ca.pem";
+  in.hosts.push_back({2, "node-b", "10.0.0.2", 3, "https://10.0.0.2:7002"});
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto at = [&](const std::string& word) {
+    return std::find(plan->argv.begin(), plan->argv.end(), word) - plan->argv.begin();
+  };
+  EXPECT_EQ(plan->argv[at("plm_rsh_agent") + 1],
+            "/opt/embody/bin/embody-agent rsh --hosts /data/jobs/job-42/rsh-hosts.json "
+            "--ca-file /etc/embody/ca.pem");
+  EXPECT_EQ(nlohmann::json::parse(plan->rsh_hosts),
+            (nlohmann::json{{"10.0.0.2", "https://10.0.0.2:7002"}}));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_CA_FILE", "/etc/embody/ca.pem"));
+  EXPECT_TRUE(HasEnv(*plan, "EMBODY_AGENT_URL", "https://127.0.0.1:7001"));
+  const auto forwarded = at("EMBODY_CA_FILE");
+  ASSERT_LT(forwarded, at("--"));
+  EXPECT_EQ(plan->argv[forwarded - 1], "-x");
+  // The launcher's command line is split on whitespace.
+  in.ca_file = "/etc/my ca.pem";
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+  // Without a CA file, neither.
+  in.ca_file = "";
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->argv[at("plm_rsh_agent") + 1].find("--ca-file"), std::string::npos);
+  EXPECT_EQ(at("EMBODY_CA_FILE"), static_cast<long>(plan->argv.size()));
+  for (const auto& [k, v] : plan->env) EXPECT_NE(k, "EMBODY_CA_FILE");
+}
+
 TEST(MpiLaunchTest, RefusesHostsItCannotReachOrWrite) {
   auto with = [](api::HostSlot extra) {
     LaunchInput in = BaseInput("train");

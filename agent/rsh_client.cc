@@ -11,6 +11,7 @@
 
 #include "agent/rsh_protocol.h"
 #include "common/file_util.h"
+#include "common/http/client.h"
 #include "common/parse_int.h"
 
 namespace agent {
@@ -63,6 +64,11 @@ int RshMain(const std::vector<std::string>& args) {
   }
 
   httplib::Client client(url->get<std::string>());
+  if (common::Status secure =
+          common::http::VerifyServer(client, url->get<std::string>(), inv->ca_file);
+      !secure.ok()) {
+    return Fail(secure.message());
+  }
   client.set_connection_timeout(10, 0);
   client.set_read_timeout(kReadTimeoutS, 0);
   client.set_write_timeout(10, 0);

@@ -1,7 +1,8 @@
-// `embody-agent rsh --hosts FILE HOST WORD...`: Open MPI's remote launcher (plm_rsh_agent) for
-// a job whose ranks span nodes (docs/multinode.md). mpirun runs it, as the job's uid on the
-// head node, once per other node; it asks HOST's agent (its URL from FILE, written by the head
-// agent) to start the daemon command WORD... for the job (EMBODY_JOB_ID, authenticated with
+// `embody-agent rsh --hosts FILE [--ca-file CA] HOST WORD...`: Open MPI's remote launcher
+// (plm_rsh_agent) for a job whose ranks span nodes (docs/multinode.md). mpirun runs it, as the
+// job's uid on the head node, once per other node; it asks HOST's agent (its URL from FILE,
+// written by the head agent; an https URL is verified against CA, the head agent's --ca-file) to
+// start the daemon command WORD... for the job (EMBODY_JOB_ID, authenticated with
 // EMBODY_JOB_TOKEN, both in mpirun's environment), copies the daemon's output to its stdout and
 // exits with the daemon's exit status, as ssh would.
 //

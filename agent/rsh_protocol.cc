@@ -102,6 +102,7 @@ common::Result<RshInvocation> ParseRshArgs(const std::vector<std::string>& args)
                "embody-agent rsh");
   app.prefix_command();  // everything from HOST on is the remote command, options included
   app.add_option("--hosts", inv.hosts_file, "host address -> agent URL (JSON)")->required();
+  app.add_option("--ca-file", inv.ca_file, "the CAs an https agent's certificate chains to");
   // What ssh-style launchers are commonly given; nothing here has a meaning for the bridge.
   bool ignored = false;
   app.add_flag("-x,-n,-T,-q", ignored, "ignored (ssh compatibility)");

@@ -30,6 +30,7 @@ inline constexpr size_t kMaxDaemonWords = 1024;
 // `embody-agent rsh --hosts FILE [-x] [-n] [-l USER] HOST WORD...` (args exclude "rsh").
 struct RshInvocation {
   std::string hosts_file;  // JSON object: host address -> agent URL (written by the head agent)
+  std::string ca_file;     // --ca-file: the CAs https agent URLs are verified with; "": system's
   std::string host;
   std::vector<std::string> words;
 };

@@ -27,6 +27,14 @@ TEST(RshProtocolTest, ParsesWhatMpirunPasses) {
   EXPECT_FALSE(ParseRshArgs({"--hosts", "/j/h.json"}).ok());                // no host
   EXPECT_FALSE(ParseRshArgs({"--hosts", "/j/h.json", "10.213.0.2"}).ok());  // no command
   EXPECT_FALSE(ParseRshArgs({"10.213.0.2", "orted"}).ok());                 // no --hosts
+  EXPECT_EQ(inv->ca_file, "");
+  // The head agent's --ca-file, for agents that serve TLS; a word after HOST is the command's.
+  inv = ParseRshArgs({"--hosts", "/j/h.json", "--ca-file", "/etc/embody/ca.pem", "10.213.0.2",
+                      "orted", "--ca-file", "x"});
+  ASSERT_TRUE(inv.ok()) << inv.status().ToString();
+  EXPECT_EQ(inv->ca_file, "/etc/embody/ca.pem");
+  EXPECT_EQ(inv->host, "10.213.0.2");
+  EXPECT_EQ(inv->words, (std::vector<std::string>{"orted", "--ca-file", "x"}));
 }
 
 TEST(RshProtocolTest, TakesOpenMpisDaemonAndUnquotesItsArguments) {

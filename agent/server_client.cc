@@ -15,11 +15,11 @@ constexpr double kIoTimeoutS = 15;
 
 }  // namespace
 
-HttpServerChannel::HttpServerChannel(const std::string& server_url,
+HttpServerChannel::HttpServerChannel(const std::string& server_url, const std::string& ca_file,
                                      const NodeCredential* credential)
     : credential_(credential) {
   auto client = common::http::Client::Create(
-      {server_url, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, /*bearer_token=*/""});
+      {server_url, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, /*bearer_token=*/"", ca_file});
   if (client.ok()) {
     client_ = std::move(*client);
   } else {

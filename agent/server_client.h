@@ -34,9 +34,11 @@ class ServerChannel {
 class HttpServerChannel : public ServerChannel {
  public:
   // `server_url` like "http://127.0.0.1:8080"; every call carries `credential`'s current bearer
-  // token. `credential` must outlive the channel. A URL that is not http(s) makes every call
-  // fail with invalid_argument (the agent's flags refuse one before it gets here).
-  HttpServerChannel(const std::string& server_url, const NodeCredential* credential);
+  // token. `credential` must outlive the channel. `ca_file`: for an https server, the CAs its
+  // certificate must chain to ("": the system's). A URL that is not http(s), or a CA file that
+  // cannot be read, makes every call fail with invalid_argument (the agent checks both at start).
+  HttpServerChannel(const std::string& server_url, const std::string& ca_file,
+                    const NodeCredential* credential);
   ~HttpServerChannel() override;
 
   common::Result<api::RegisterResponse> Register(const api::RegisterRequest& req) override;

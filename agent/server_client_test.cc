@@ -53,7 +53,7 @@ class FakeHttpServer {
 TEST(HttpServerChannelTest, RegisterAndHeartbeat) {
   FakeHttpServer fake;
   NodeCredential credential("agent-token", "/nonexistent/node.token");
-  HttpServerChannel channel(fake.url(), &credential);
+  HttpServerChannel channel(fake.url(), /*ca_file=*/"", &credential);
   fake.reply = R"({"node_id": 12, "heartbeat_interval_ms": 500})";
   auto reg = channel.Register({"n1", "127.0.0.1", "http://127.0.0.1:1", 4, 1024, {}, {}});
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
@@ -80,7 +80,7 @@ TEST(HttpServerChannelTest, EachCallCarriesTheCurrentCredential) {
   FakeHttpServer fake;
   TempDir dir;
   NodeCredential credential("join-token", dir.path() + "/node.token");
-  HttpServerChannel channel(fake.url(), &credential);
+  HttpServerChannel channel(fake.url(), /*ca_file=*/"", &credential);
   fake.reply = R"({"commands": []})";
   ASSERT_TRUE(channel.Heartbeat(12, {}).ok());
   EXPECT_EQ(fake.last_auth, "Bearer join-token");
@@ -95,7 +95,7 @@ TEST(HttpServerChannelTest, EachCallCarriesTheCurrentCredential) {
 TEST(HttpServerChannelTest, MapsFailures) {
   FakeHttpServer fake;
   NodeCredential credential("t", "/nonexistent/node.token");
-  HttpServerChannel channel(fake.url(), &credential);
+  HttpServerChannel channel(fake.url(), /*ca_file=*/"", &credential);
   fake.status = 404;
   fake.reply = R"({"error": {"code": "not_found", "message": "no node 12"}})";
   auto r = channel.Heartbeat(12, {});
@@ -107,14 +107,14 @@ TEST(HttpServerChannelTest, MapsFailures) {
   fake.status = 401;
   EXPECT_EQ(channel.Heartbeat(12, {}).status().code(), common::Code::kUnauthenticated);
 
-  HttpServerChannel nowhere("http://127.0.0.1:1", &credential);
+  HttpServerChannel nowhere("http://127.0.0.1:1", /*ca_file=*/"", &credential);
   EXPECT_EQ(nowhere.Heartbeat(1, {}).status().code(), common::Code::kUnavailable);
 }
 
 TEST(HttpServerChannelTest, InterruptAbortsAHeldHeartbeatAndTheNextCallWorks) {
   FakeHttpServer fake;
   NodeCredential credential("agent-token", "/nonexistent/node.token");
-  HttpServerChannel channel(fake.url(), &credential);
+  HttpServerChannel channel(fake.url(), /*ca_file=*/"", &credential);
   fake.reply = R"({"commands": []})";
   ASSERT_TRUE(channel.Heartbeat(12, {}).ok());  // a kept-alive connection, as between beats
   fake.hold_ms = 3'000;

@@ -160,7 +160,7 @@ common::Status StartStack(const Options& o, Stack* s) {
 
 common::Result<std::unique_ptr<common::http::Client>> ClientFor(const std::string& url,
                                                                 const std::string& token) {
-  return common::http::Client::Create({url, 3, 30, 30, token});
+  return common::http::Client::Create({url, 3, 30, 30, token, /*ca_file=*/""});
 }
 
 common::Result<json> CallJson(common::http::Client& c, const std::string& method,

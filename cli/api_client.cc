@@ -13,10 +13,13 @@ constexpr double kStreamReadTimeoutS = 3600;
 }  // namespace
 
 ApiClient::ApiClient(Config config) : config_(std::move(config)) {
-  auto client = common::http::Client::Create(
-      {config_.url, /*connect_timeout_s=*/5, kReadTimeoutS, /*write_timeout_s=*/60, config_.token});
+  auto client =
+      common::http::Client::Create({config_.url, /*connect_timeout_s=*/5, kReadTimeoutS,
+                                    /*write_timeout_s=*/60, config_.token, config_.ca_file});
   if (client.ok()) {
     http_ = std::move(*client);
+  } else if (client.status().field() == "ca-file") {
+    bad_url_ = common::InvalidArgument(client.status().message(), "EMBODY_CA_FILE");
   } else {
     bad_url_ = common::InvalidArgument("server URL: " + client.status().message(), "EMBODY_URL");
   }

@@ -45,7 +45,8 @@ class CliPgTest : public InProcessServerTest {
     std::istringstream in;
     cli::Io io{out, err, in};
     io.config = [token]() -> common::Result<cli::Config> {
-      return cli::Config{"http://127.0.0.1:" + std::to_string(server_->port()), token, "test"};
+      return cli::Config{"http://127.0.0.1:" + std::to_string(server_->port()), token, "test",
+                         /*ca_file=*/""};
     };
     CliRun r;
     r.code = cli::RunCli(args, io);

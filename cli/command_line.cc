@@ -11,7 +11,8 @@ namespace {
 
 const char* kFooter = R"(
 The server and token come from EMBODY_URL / EMBODY_TOKEN, or from the .embody/env file that
-./deploy/quickstart.sh writes. Exit status: 0 done, 1 refused by the server (its message is
+./deploy/quickstart.sh writes; an https server's certificate is checked against the CAs of
+--ca-file or EMBODY_CA_FILE (default: the system's). Exit status: 0 done, 1 refused by the server (its message is
 printed) or server unreachable, 2 usage error.)";
 
 // The quota flags of `tenants create` and `tenants set`, and the quota field each one sets.
@@ -80,6 +81,10 @@ void Build(CLI::App& app, Parsed* p) {
   Invocation& inv = p->inv;
   app.require_subcommand(1);
   app.footer(kFooter);
+  app.add_option("--ca-file", inv.ca_file,
+                 "PEM file of the CAs an https server's certificate must chain to "
+                 "(default: EMBODY_CA_FILE)")
+      ->type_name("FILE");
   app.get_formatter()->column_width(34);
 
   CLI::App* ls = Command(app, p, "ls", "list jobs, newest first");

@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 2;
 
 struct Invocation {
   std::string command;  // "ls", "show", "tenants create", "nodes drain", ...
+  std::string ca_file;  // --ca-file: replaces EMBODY_CA_FILE
   bool json = false;    // --output json: print the server's JSON as it came
   int64_t id = 0;       // the ID argument (job, node, tenant or token)
   // submit, plan (file: the JobSpec or plan request)

@@ -29,6 +29,17 @@ Outcome Parse(const std::vector<std::string>& args) {
   return o;
 }
 
+TEST(CommandLineTest, CaFileIsAnOptionOfEveryCommand) {
+  Outcome o = Parse({"--ca-file", "/etc/embody/ca.pem", "ls"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "ls");
+  EXPECT_EQ(o.inv->ca_file, "/etc/embody/ca.pem");
+  o = Parse({"whoami"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->ca_file, "");
+  EXPECT_NE(Parse({"--help"}).out.find("--ca-file"), std::string::npos);
+}
+
 TEST(CommandLineTest, ListsAndShowsTakeOutputJson) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{{"ls", "-o", "json"},

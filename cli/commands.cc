@@ -379,6 +379,7 @@ int RunCli(const std::vector<std::string>& args, Io& io) {
     io.err << "embody: " << config.status().message() << "\n";
     return kExitUsage;
   }
+  if (!inv.ca_file.empty()) config->ca_file = inv.ca_file;
   ApiClient api(*config);
   return Commands(io, api, inv).Run();
 }

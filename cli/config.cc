@@ -51,8 +51,10 @@ common::Result<Config> LoadConfig() {
   Config c;
   const char* url = std::getenv("EMBODY_URL");
   const char* token = std::getenv("EMBODY_TOKEN");
+  const char* ca_file = std::getenv("EMBODY_CA_FILE");
   if (url && *url) c.url = url;
   if (token && *token) c.token = token;
+  if (ca_file && *ca_file) c.ca_file = ca_file;
   c.source = "environment";
   if (c.url.empty() || c.token.empty()) {
     std::string path = FindEnvFile();
@@ -62,6 +64,7 @@ common::Result<Config> LoadConfig() {
         auto kv = ParseEnvFile(*text);
         if (c.url.empty()) c.url = kv["EMBODY_URL"];
         if (c.token.empty()) c.token = kv["EMBODY_TOKEN"];
+        if (c.ca_file.empty()) c.ca_file = kv["EMBODY_CA_FILE"];
         c.source = path;
       }
     }

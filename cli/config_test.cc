@@ -43,5 +43,28 @@ TEST(ConfigTest, EnvironmentWinsThenHomeFile) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ConfigTest, CaFileComesFromTheEnvironmentOrTheEnvFile) {
+  auto dir = std::filesystem::temp_directory_path() / ("embody_cfg_ca_" + std::to_string(getpid()));
+  ASSERT_TRUE(common::MakeDirs(dir.string()).ok());
+  ASSERT_TRUE(common::WriteFileAtomic((dir / "env").string(),
+                                      "export EMBODY_URL=https://h:1\nexport EMBODY_TOKEN=t1\n"
+                                      "export EMBODY_CA_FILE=/etc/embody/ca.pem\n")
+                  .ok());
+  ::setenv("EMBODY_HOME", dir.c_str(), 1);
+  ::unsetenv("EMBODY_URL");
+  ::unsetenv("EMBODY_TOKEN");
+  ::unsetenv("EMBODY_CA_FILE");
+  auto c = LoadConfig();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->ca_file, "/etc/embody/ca.pem");
+  ::setenv("EMBODY_CA_FILE", "/home/me/ca.pem", 1);
+  c = LoadConfig();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->ca_file, "/home/me/ca.pem");
+  ::unsetenv("EMBODY_CA_FILE");
+  ::unsetenv("EMBODY_HOME");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cli

@@ -140,6 +140,12 @@ const std::vector<TextFlag>& TextFlags() {
        "absolute directory every node mounts at the same path, holding imported datasets; "
        "unset: POST /v1/datasets is refused",
        [](ServerOptions& o) { return &o.dataset_root; }},
+      {"--tls-cert", "FILE",
+       "PEM certificate chain (the server's first): the API is served over TLS only, which "
+       "needs --tls-key too",
+       [](ServerOptions& o) { return &o.tls_cert; }},
+      {"--tls-key", "FILE", "PEM private key of --tls-cert, not encrypted",
+       [](ServerOptions& o) { return &o.tls_key; }},
       {"--plan-cluster", "FILE",
        "the nodes as a POST /v1/plan cluster (docs/planner.md); train jobs' step times are "
        "compared with their plan. Unset: no comparison",
@@ -263,6 +269,10 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
   if (given("--audit")) {
     EMBODY_ASSIGN_OR_RETURN(audit, common::ParseInt(raw.audit, 0, 1, "--audit"));
     o.audit = audit == 1;
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return common::InvalidArgument("--tls-cert and --tls-key go together",
+                                   o.tls_cert.empty() ? "--tls-cert" : "--tls-key");
   }
   if (o.db.empty()) return common::InvalidArgument("is required", "--db");
   if (o.data_dir.empty()) return common::InvalidArgument("is required", "--data-dir");

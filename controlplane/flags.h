@@ -17,6 +17,9 @@ struct ServerOptions {
   std::string listen_host = "127.0.0.1";
   int listen_port = 0;  // 0: any free port
   std::string advertise;  // --advertise HOST:PORT: where Prometheus scrapes this server
+  // --tls-cert FILE --tls-key FILE (both or neither): the API over TLS only (docs/operations.md).
+  std::string tls_cert;
+  std::string tls_key;
   std::string db;       // libpq conninfo
   std::string data_dir;
   std::string port_file;      // written with the bound port

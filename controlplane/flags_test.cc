@@ -29,6 +29,27 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->max_reservations, 4);
 }
 
+TEST(ServerFlagsTest, TlsTakesACertificateAndItsKeyTogether) {
+  auto plain = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->tls_cert, "");
+  EXPECT_EQ(plain->tls_key, "");
+  auto tls = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d",
+                               "--tls-cert", "/etc/embody/server.pem", "--tls-key=/etc/k.pem"});
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  EXPECT_EQ(tls->tls_cert, "/etc/embody/server.pem");
+  EXPECT_EQ(tls->tls_key, "/etc/k.pem");
+  auto no_key = ParseServerFlags(
+      {"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d", "--tls-cert", "/c.pem"});
+  ASSERT_FALSE(no_key.ok());
+  EXPECT_EQ(no_key.status().field(), "--tls-key");
+  auto no_cert = ParseServerFlags(
+      {"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d", "--tls-key", "/k.pem"});
+  ASSERT_FALSE(no_cert.ok());
+  EXPECT_EQ(no_cert.status().field(), "--tls-cert");
+  EXPECT_NE(ServerUsage().find("--tls-cert"), std::string::npos);
+}
+
 TEST(ServerFlagsTest, DatabaseTimeoutsHaveDefaultsAndBounds) {
   auto d = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
   ASSERT_TRUE(d.ok());

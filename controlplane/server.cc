@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/file_util.h"
+#include "common/http/server_tls.h"
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/db/leader_lock.h"
@@ -101,6 +102,16 @@ Status WriteBootstrapFile(const std::string& path, const service::BootstrapResul
 }  // namespace
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
+  // The certificate first: a bad file stops the start before the database is touched.
+  std::shared_ptr<const common::http::ServerTls> tls;
+  if (!opts.tls_cert.empty() || !opts.tls_key.empty()) {
+    auto loaded = common::http::ServerTls::Load({opts.tls_cert, opts.tls_key});
+    if (!loaded.ok()) {
+      const common::Status& st = loaded.status();
+      return common::Status(st.code(), st.message(), "--" + st.field());
+    }
+    tls = *loaded;
+  }
   auto m = std::make_unique<Impl>();
   m->opts = opts;
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
@@ -271,6 +282,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
       },
       1.0, [] { return common::MonotonicSeconds(); });
   deps.ready = [raw] { return raw->ready_check->Get(); };
+  deps.tls = tls;
   m->api = std::make_unique<http::ApiServer>(std::move(deps));
   auto port = m->api->Bind(opts.listen_host, opts.listen_port);
   if (!port.ok()) return port.status();
@@ -346,7 +358,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     m->StopSweeper();
     return common::Internal("HTTP server did not start");
   }
-  common::LogInfo("listening", {{"host", opts.listen_host}, {"port", std::to_string(m->port)}});
+  common::LogInfo("listening", {{"host", opts.listen_host},
+                                {"port", std::to_string(m->port)},
+                                {"tls", tls ? "true" : "false"}});
   return std::unique_ptr<Server>(new Server(std::move(m)));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/http/client.h"
 #include "storage/atomic_file.h"
 
 namespace storage {
@@ -69,6 +70,9 @@ HttpCheckpointStore::Reply HttpCheckpointStore::Call(
     const std::string& content_type,
     const std::vector<std::pair<std::string, std::string>>& extra) {
   httplib::Client cli(options_.server_url);
+  Reply r;
+  r.error = common::http::VerifyServer(cli, options_.server_url, options_.ca_file);
+  if (!r.error.ok()) return r;
   cli.set_connection_timeout(10, 0);
   cli.set_read_timeout(options_.timeout.count(), 0);
   cli.set_write_timeout(options_.timeout.count(), 0);
@@ -80,7 +84,6 @@ HttpCheckpointStore::Reply HttpCheckpointStore::Call(
                         : method == "PUT"    ? cli.Put(path, headers, body, content_type)
                         : method == "DELETE" ? cli.Delete(path, headers)
                                              : cli.Post(path, headers, body, content_type);
-  Reply r;
   if (!res) {
     r.error = common::Unavailable("cannot reach " + options_.server_url + path + ": " +
                                   httplib::to_string(res.error()));
@@ -216,6 +219,10 @@ Result<CheckpointInfo> HttpCheckpointStore::Get(int64_t job_id, int64_t id,
   const std::string path = JobPath(job_id) + "/" + std::to_string(id) + "/data";
   while (out->written() < info.bytes) {
     httplib::Client cli(options_.server_url);
+    if (Status secure = common::http::VerifyServer(cli, options_.server_url, options_.ca_file);
+        !secure.ok()) {
+      return secure;
+    }
     cli.set_connection_timeout(10, 0);
     cli.set_read_timeout(options_.timeout.count(), 0);
     httplib::Headers headers;

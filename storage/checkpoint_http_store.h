@@ -15,8 +15,9 @@
 // server check the whole file's SHA-256; until it succeeds the checkpoint is not listed. Get streams the bytes to an AtomicFileWriter, resumes an interrupted
 // download with Range, and renames the file into place only after its SHA-256 matched.
 //
-// This is a small private HTTP helper over cpp-httplib; it becomes a user of common/'s HTTP
-// client once that exists. Thread-safe: each call uses its own connection.
+// This is a small private HTTP helper over cpp-httplib (its streamed, resumable GET needs the
+// raw client), which verifies an https server as common/http/client.h does (VerifyServer).
+// Thread-safe: each call uses its own connection.
 #pragma once
 
 #include <chrono>
@@ -28,7 +29,8 @@
 namespace storage {
 
 struct HttpCheckpointStoreOptions {
-  std::string server_url;  // http://host:port
+  std::string server_url;  // http://host:port or https://host:port
+  std::string ca_file;     // https: the CAs the server must chain to; "": the system's
   // Called for every request: the current bearer credential (an agent's node credential may be
   // replaced while it runs).
   std::function<std::string()> token;

@@ -27,6 +27,7 @@ common::Result<std::unique_ptr<ImportReporter>> ImportReporter::FromEnv() {
   common::http::ClientOptions o;
   o.base_url = url;
   o.bearer_token = token;
+  o.ca_file = Env("EMBODY_CA_FILE");  // the agent's API over TLS: the CAs its certificate chains to
   o.connect_timeout_s = 2;
   o.read_timeout_s = 10;
   o.write_timeout_s = 10;

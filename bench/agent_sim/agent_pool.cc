@@ -45,7 +45,8 @@ class ConnectionPerCallChannel : public agent::ServerChannel {
   common::Result<json> PostJson(const std::string& path, const json& body) {
     EMBODY_ASSIGN_OR_RETURN(
         client, common::http::Client::Create(
-                    {url_, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, credential_->Bearer()}));
+                    {url_, kConnectTimeoutS, kIoTimeoutS, kIoTimeoutS, credential_->Bearer(),
+                     /*ca_file=*/""}));
     common::http::Request req;
     req.method = "POST";
     req.path = path;
@@ -92,7 +93,8 @@ AgentPool::AgentPool(AgentPoolOptions options, SimStats* stats, JobObserver* obs
     auto a = std::make_unique<Agent>(name, options_.job_seconds, options_.join_token,
                                      options_.credential_dir + "/" + name + ".token");
     if (options_.keep_alive) {
-      a->channel = std::make_unique<agent::HttpServerChannel>(options_.server_url, &a->credential);
+      a->channel = std::make_unique<agent::HttpServerChannel>(options_.server_url,
+                                                              /*ca_file=*/"", &a->credential);
     } else {
       a->channel = std::make_unique<ConnectionPerCallChannel>(options_.server_url, &a->credential);
     }

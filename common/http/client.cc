@@ -2,8 +2,15 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 #include <strings.h>
 
+#include "common/http/server_tls.h"
 #include "common/http/status_http.h"
 #include "common/request_id.h"
 
@@ -20,7 +27,62 @@ HeaderList ToList(const httplib::Headers& headers) {
   return HeaderList(headers.begin(), headers.end());
 }
 
+// "https://host:port/p" -> "host"; "https://[::1]:port" -> "::1".
+std::string HostOf(const std::string& url) {
+  const size_t start = url.find("://") == std::string::npos ? 0 : url.find("://") + 3;
+  std::string authority = url.substr(start, url.find('/', start) - start);
+  if (!authority.empty() && authority.front() == '[') {
+    return authority.substr(1, authority.find(']') - 1);
+  }
+  return authority.substr(0, authority.find(':'));
+}
+
+bool IsIpAddress(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
 }  // namespace
+
+Status CheckCaFile(const std::string& ca_file) {
+  X509_STORE* probe = X509_STORE_new();
+  const bool loaded = probe != nullptr && X509_STORE_load_file(probe, ca_file.c_str()) == 1;
+  X509_STORE_free(probe);
+  if (!loaded) {
+    return InvalidArgument(
+        "cannot load the CA file " + ca_file + ": " + OpenSslErrors("no PEM certificate in it"),
+        "ca-file");
+  }
+  return Status::Ok();
+}
+
+Status VerifyServer(httplib::Client& http, const std::string& url, const std::string& ca_file) {
+  if (url.rfind("https://", 0) != 0) return Status::Ok();
+  SSL_CTX* ctx = http.ssl_context();
+  if (ctx == nullptr) return InvalidArgument("cannot use TLS for '" + url + "'", "url");
+  if (!ca_file.empty()) {
+    // httplib reads the file at the first call and then says only "SSL loading certs": read it
+    // here too, so that a wrong path is an error that names it, at once.
+    EMBODY_RETURN_IF_ERROR(CheckCaFile(ca_file));
+    http.set_ca_cert_path(ca_file);
+  }
+  http.enable_server_certificate_verification(true);
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // httplib checks the name too, but falls back to the subject's common name when no
+  // subjectAltName matches; OpenSSL's check, made during chain verification, does not.
+  X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+  X509_VERIFY_PARAM_set_hostflags(
+      param, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  const std::string host = HostOf(url);
+  const int set = IsIpAddress(host) ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str())
+                                    : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0);
+  if (set != 1) {
+    ERR_clear_error();
+    return InvalidArgument("cannot verify TLS for host '" + host + "'", "url");
+  }
+  return Status::Ok();
+}
 
 std::string Response::Header(const std::string& name) const {
   for (const auto& [k, v] : headers) {
@@ -66,6 +128,7 @@ Result<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   http->set_tcp_nodelay(true);
   http->set_keep_alive(true);
   if (!options.bearer_token.empty()) http->set_bearer_token_auth(options.bearer_token);
+  EMBODY_RETURN_IF_ERROR(VerifyServer(*http, split->first, options.ca_file));
   std::string prefix = split->second;
   return std::unique_ptr<Client>(new Client(std::move(options), std::move(prefix), std::move(http)));
 }

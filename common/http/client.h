@@ -5,6 +5,9 @@
 // keep-alive, the bearer token, and an X-Request-Id on every request (the caller's, or a fresh
 // one) so one call can be found in the logs of both ends.
 //
+// An https:// client verifies the server (VerifyServer below): its chain against the CA file
+// given (or the system's CAs), its name against the URL's host. There is no way to turn that off.
+//
 // Failures come back as Status: no answer at all is unavailable; an answer that is not 2xx is
 // decoded by StatusFromResponse (status_http.h) when asked for with Call/Stream, so a client
 // sees the server's code, message and field.
@@ -39,6 +42,8 @@ struct ClientOptions {
   double read_timeout_s = 60;
   double write_timeout_s = 60;
   std::string bearer_token;  // empty: no Authorization header
+  // https: the PEM file of the CAs the server's certificate must chain to; empty: the system's.
+  std::string ca_file;
 };
 
 struct Request {
@@ -63,7 +68,8 @@ struct Response {
 
 class Client {
  public:
-  // invalid_argument when `base_url` is not an http(s) URL with a host.
+  // invalid_argument when `base_url` is not an http(s) URL with a host, or `ca_file` holds no
+  // certificate that can be read.
   static Result<std::unique_ptr<Client>> Create(ClientOptions options);
   ~Client();
   Client(const Client&) = delete;
@@ -97,6 +103,17 @@ class Client {
   std::mutex mu_;
   std::unique_ptr<httplib::Client> http_;
 };
+
+// For an https `url`, makes `http` (built from that URL) verify the server: its certificate must
+// chain to a CA of `ca_file` (empty: the system's CAs) and name the URL's host in its
+// subjectAltName (a DNS name, or the IP address for a URL with one; the subject's common name is
+// not looked at, so a certificate for another host never passes); TLS 1.2 or later. Nothing for
+// http. invalid_argument when `ca_file` holds no certificate that can be read. For the few callers
+// that need httplib::Client itself (streams with their own receivers); the others use Client.
+Status VerifyServer(httplib::Client& http, const std::string& url, const std::string& ca_file);
+
+// invalid_argument, naming `ca_file` and why, unless it holds a PEM certificate OpenSSL reads.
+Status CheckCaFile(const std::string& ca_file);
 
 // "http://h:1/p/" -> {"http://h:1", "/p"}: what httplib connects to and the prefix of every path.
 // invalid_argument when the scheme is not http or https or there is no host.

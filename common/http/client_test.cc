@@ -63,7 +63,7 @@ Request Req(std::string method, std::string path, std::string body = "") {
 }
 
 std::unique_ptr<Client> Make(const std::string& url, const std::string& token = "") {
-  auto c = Client::Create({url, 2, 5, 5, token});
+  auto c = Client::Create({url, 2, 5, 5, token, /*ca_file=*/""});
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(*c) : nullptr;
 }

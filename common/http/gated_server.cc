@@ -1,7 +1,5 @@
 #include "common/http/gated_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -10,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,28 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/http/gate_connection.h"
 #include "common/http/status_http.h"
 
 namespace common::http {
-
-// One client connection between accept and close.
-struct GateConnection {
-  int fd = -1;
-  std::string address;  // the client's, for the per-address cap
-  std::string pending;  // read by the gate, not yet consumed by a request
-  int64_t deadline_ms = 0;
-  bool request_started = false;  // some of the next request's bytes have arrived
-  size_t header_scanned = 0;     // bytes of `pending` already searched for the headers' end
-  bool recheck = true;           // new to the gate: its pending bytes may hold a whole request
-  // Once the head is complete: its length plus that of the body the gate reads; 0 before.
-  size_t request_bytes = 0;
-  size_t body_reserved = 0;  // of the gate's body budget
-  bool stream = false;       // served by the stream pool
-  // Refused: the answer is sent, the write side shut, and what the client still sends is read
-  // and dropped until the deadline, so that its client reads the answer rather than a reset.
-  bool lingering = false;
-  size_t discarded = 0;
-};
 
 namespace {
 
@@ -47,7 +26,8 @@ constexpr int kLingerMs = 1000;
 constexpr size_t kLingerMaxBytes = 4 * 1024 * 1024;
 constexpr size_t kReadChunk = 64 * 1024;
 
-thread_local int current_client_fd = -1;
+// The connection the worker on this thread serves, for ClientGone().
+thread_local GateConnection* current_client = nullptr;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -65,35 +45,6 @@ size_t HeaderEnd(const std::string& s, size_t from) {
   return std::string::npos;
 }
 
-bool WaitFor(int fd, short events, time_t sec, time_t usec) {
-  pollfd p{fd, events, 0};
-  const int timeout_ms = static_cast<int>(sec * 1000 + usec / 1000);
-  for (;;) {
-    int n = ::poll(&p, 1, timeout_ms);
-    if (n < 0 && errno == EINTR) continue;
-    return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
-  }
-}
-
-void Address(int fd, bool peer, std::string& ip, int& port) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
-                : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  if (rc != 0) return;
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (addr.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    ::inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    port = ntohs(a->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    ::inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-    port = ntohs(a->sin6_port);
-  }
-  ip = buf;
-}
-
 // A complete response with our JSON error body, for the answers the gate gives itself.
 std::string Canned(int status, const char* reason, Code code, const std::string& message) {
   const std::string body = ErrorBodyText(Status(code, message));
@@ -101,81 +52,6 @@ std::string Canned(int status, const char* reason, Code code, const std::string&
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n" + (status == 503 ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
 }
-
-// httplib's view of a connection while a worker serves one request: the bytes the gate read
-// come first, then the socket, each wait bounded by the server's read and write timeouts.
-class ConnectionStream : public httplib::Stream {
- public:
-  ConnectionStream(GateConnection& conn, time_t read_sec, time_t read_usec, time_t write_sec,
-                   time_t write_usec)
-      : conn_(conn),
-        read_sec_(read_sec),
-        read_usec_(read_usec),
-        write_sec_(write_sec),
-        write_usec_(write_usec) {}
-
-  // What the request left unread (the start of a pipelined next one) stays with the connection.
-  ~ConnectionStream() override { conn_.pending.erase(0, consumed_); }
-
-  bool is_readable() const override {
-    return consumed_ < conn_.pending.size() || WaitFor(conn_.fd, POLLIN, read_sec_, read_usec_);
-  }
-  bool is_writable() const override { return WaitFor(conn_.fd, POLLOUT, write_sec_, write_usec_); }
-
-  ssize_t read(char* ptr, size_t size) override {
-    if (consumed_ < conn_.pending.size()) {
-      size_t n = std::min(size, conn_.pending.size() - consumed_);
-      std::memcpy(ptr, conn_.pending.data() + consumed_, n);
-      consumed_ += n;
-      return static_cast<ssize_t>(n);
-    }
-    if (!WaitFor(conn_.fd, POLLIN, read_sec_, read_usec_)) return -1;
-    for (;;) {
-      ssize_t n = ::recv(conn_.fd, ptr, size, 0);
-      if (n < 0 && errno == EINTR) continue;
-      return n;
-    }
-  }
-
-  // The response asked the client to close, or refused the request before reading its body,
-  // whose bytes would otherwise be read as the next request.
-  bool close_after() const { return close_after_; }
-
-  ssize_t write(const char* ptr, size_t size) override {
-    // httplib writes a response's status line and headers in one write, interim 100 Continue
-    // apart; that write says how the connection goes on.
-    std::string_view head(ptr, size);
-    if (!response_seen_ && head.rfind("HTTP/1.", 0) == 0 && head.substr(8, 5) != " 100 ") {
-      response_seen_ = true;
-      const std::string headers(head.substr(0, head.find("\r\n\r\n") + 2));
-      const std::string_view status = head.substr(9, 3);
-      close_after_ = headers.find("\r\nConnection: close\r\n") != std::string::npos ||
-                     status == "411" || status == "413" || status == "414" || status == "415" ||
-                     status == "431";
-    }
-    if (!is_writable()) return -1;
-    for (;;) {
-      ssize_t n = ::send(conn_.fd, ptr, size, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      return n;
-    }
-  }
-
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    Address(conn_.fd, true, ip, port);
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    Address(conn_.fd, false, ip, port);
-  }
-  socket_t socket() const override { return conn_.fd; }
-
- private:
-  GateConnection& conn_;
-  size_t consumed_ = 0;
-  bool response_seen_ = false;
-  bool close_after_ = false;
-  time_t read_sec_, read_usec_, write_sec_, write_usec_;
-};
 
 }  // namespace
 
@@ -197,11 +73,9 @@ class GatedServer::Gate {
   void Add(GateConnection conn, bool fresh) {
     if (fresh) {
       int port = 0;
-      Address(conn.fd, true, conn.address, port);
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (fresh) {
+      SocketAddress(conn.fd, true, conn.address, port);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
         size_t& from_address = per_address_[conn.address];
         if (stopped_ || open_ >= options_.max_connections ||
             (options_.max_connections_per_address > 0 &&
@@ -212,8 +86,23 @@ class GatedServer::Gate {
         }
         ++open_;
         ++from_address;
-      } else if (stopped_) {
-        ::close(conn.fd);
+      }
+      // The handshake is the gate's, like a request's headers, and as bounded: a client that
+      // never finishes one holds no worker and is closed at the header deadline.
+      if (options_.tls) {
+        conn.tls = options_.tls->Accept(conn.fd);
+        conn.handshaking = true;
+        if (!conn.tls) {
+          CloseSocket(conn);
+          Closed(conn);
+          return;
+        }
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) {
+        CloseSocket(conn);
         ForgetLocked(conn.address);
         return;
       }
@@ -221,8 +110,9 @@ class GatedServer::Gate {
       conn.header_scanned = 0;
       if (!conn.lingering) {
         conn.request_started = !conn.pending.empty();
-        conn.deadline_ms = NowMs() + (conn.request_started ? options_.header_timeout_ms
-                                                           : options_.keep_alive_timeout_ms);
+        conn.deadline_ms =
+            NowMs() + (conn.request_started || conn.handshaking ? options_.header_timeout_ms
+                                                                : options_.keep_alive_timeout_ms);
       }
       inbox_.push_back(std::move(conn));
     }
@@ -265,8 +155,8 @@ class GatedServer::Gate {
     Wake();
     thread_.join();
     std::lock_guard<std::mutex> lock(mu_);
-    for (GateConnection& c : inbox_) ::close(c.fd);
-    for (GateConnection& c : waiting_) ::close(c.fd);
+    for (GateConnection& c : inbox_) CloseSocket(c);
+    for (GateConnection& c : waiting_) CloseSocket(c);
     open_ -= inbox_.size() + waiting_.size();
     inbox_.clear();
     waiting_.clear();
@@ -285,8 +175,7 @@ class GatedServer::Gate {
   }
 
   void Close(GateConnection& c) {
-    ::close(c.fd);
-    c.fd = -1;
+    CloseSocket(c);
     budget_used_ -= c.body_reserved;
     c.body_reserved = 0;
     std::lock_guard<std::mutex> lock(mu_);
@@ -294,7 +183,7 @@ class GatedServer::Gate {
   }
 
   static void StartLinger(GateConnection& c) {
-    ::shutdown(c.fd, SHUT_WR);
+    ShutWrite(c);
     c.lingering = true;
     c.deadline_ms = NowMs() + kLingerMs;
     c.pending.clear();
@@ -302,24 +191,48 @@ class GatedServer::Gate {
 
   // Answers `c` on the spot and lingers.
   void Refuse(GateConnection& c, const std::string& response) {
-    (void)!::send(c.fd, response.data(), response.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    SendNow(c, response);
     budget_used_ -= c.body_reserved;
     c.body_reserved = 0;
     StartLinger(c);
   }
 
-  // Reads what `c` has sent (up to kReadChunk). Closes `c` (fd -1) on end of stream or error.
+  // Reads what `c` has sent (up to kReadChunk), moving its TLS handshake on first. Closes `c`
+  // (fd -1) on end of stream or error.
   void Read(GateConnection& c) {
     char buf[kReadChunk];
-    ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (n <= 0) return Close(c);
     if (c.lingering) {
+      // Dropped as it comes, TLS records unopened: only the client's close is awaited.
+      ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+      if (n <= 0) return Close(c);
       c.discarded += static_cast<size_t>(n);
       if (c.discarded > kLingerMaxBytes) Close(c);
       return;
     }
-    c.pending.append(buf, static_cast<size_t>(n));
+    if (c.handshaking) {
+      const ssize_t done = c.tls.Handshake();
+      if (done == TlsSession::kWait) return;
+      if (done == 0) return Close(c);  // not TLS (a plaintext request included), or refused
+      c.handshaking = false;
+      // Idle until the first request begins, as a plaintext connection is from its accept.
+      c.deadline_ms = NowMs() + options_.keep_alive_timeout_ms;
+    }
+    // A TLS read yields one record (16 KiB at most): what the socket holds is read in one go
+    // rather than one record per round of poll().
+    size_t got = 0;
+    for (;;) {
+      const ssize_t n = ReadNow(c, buf + got, sizeof buf - got);
+      if (n == TlsSession::kWait) break;
+      if (n <= 0) {
+        if (got == 0) return Close(c);
+        break;  // what came before the end is still a request; the end is seen next round
+      }
+      got += static_cast<size_t>(n);
+      if (!c.tls || got == sizeof buf) break;
+    }
+    if (got == 0) return;
+    c.pending.append(buf, got);
     if (!c.request_started) {
       c.request_started = true;
       c.deadline_ms = NowMs() + options_.header_timeout_ms;
@@ -426,8 +339,10 @@ class GatedServer::Gate {
       for (size_t i = 0; i < waiting_.size(); ++i) {
         next = std::min(next, waiting_[i].deadline_ms);
         if (!Polled(waiting_[i])) continue;
-        fds.push_back(pollfd{waiting_[i].fd, POLLIN, 0});
+        fds.push_back(pollfd{waiting_[i].fd, GateEvents(waiting_[i]), 0});
         polled.push_back(i);
+        // Bytes OpenSSL has already decrypted do not make the socket readable.
+        if (ReadableNow(waiting_[i])) next = now;
       }
       int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, next - now)));
       if (n < 0 && errno != EINTR) return;
@@ -437,7 +352,7 @@ class GatedServer::Gate {
       }
       for (size_t k = 0; k < polled.size(); ++k) {
         GateConnection& c = waiting_[polled[k]];
-        if (fds[k + 1].revents == 0) continue;
+        if (fds[k + 1].revents == 0 && !ReadableNow(c)) continue;
         Read(c);
         if (c.fd >= 0) Advance(c);
       }
@@ -449,7 +364,7 @@ class GatedServer::Gate {
         if (c.request_started && !c.lingering) {
           const std::string timeout = Canned(408, "Request Timeout", Code::kInvalidArgument,
                                              "the request did not arrive in time");
-          (void)!::send(c.fd, timeout.data(), timeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          SendNow(c, timeout);
         }
         Close(c);
       }
@@ -506,13 +421,7 @@ size_t GatedServer::OpenConnections() const { return gate_->Open(); }
 size_t GatedServer::ActiveStreams() const { return gate_->Streams(); }
 
 bool GatedServer::ClientGone() {
-  const int fd = current_client_fd;
-  if (fd < 0) return false;
-  pollfd p{fd, POLLIN | POLLRDHUP, 0};
-  if (::poll(&p, 1, 0) <= 0) return false;
-  if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return true;
-  char byte;
-  return (p.revents & POLLIN) && ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+  return current_client != nullptr && ClientClosed(*current_client);
 }
 
 bool GatedServer::process_and_close_socket(socket_t sock) {
@@ -529,10 +438,10 @@ void GatedServer::Serve(GateConnection conn) {
   {
     ConnectionStream stream(conn, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_,
                             write_timeout_usec_);
-    current_client_fd = conn.fd;
+    current_client = &conn;
     ok = process_request(stream, /*close_connection=*/gate_stopped_.load(), connection_closed,
                          nullptr);
-    current_client_fd = -1;
+    current_client = nullptr;
     close_after = stream.close_after();
   }
   if (conn.stream) gate_->StreamDone();
@@ -543,7 +452,7 @@ void GatedServer::Serve(GateConnection conn) {
     return;
   }
   if (!ok || gate_stopped_.load()) {
-    ::close(conn.fd);
+    CloseSocket(conn);
     gate_->Closed(conn);
     return;
   }

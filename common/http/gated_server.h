@@ -22,6 +22,13 @@
 // A refused request's connection is closed after a short lingering read, so that its client reads
 // the answer rather than a reset.
 //
+// With options.tls the gate terminates TLS itself (server_tls.h): it drives each connection's
+// handshake from its poll loop, within header_timeout of the accept (a client that connects and
+// never finishes a handshake costs no worker and is closed then, as a slow header is), reads
+// requests decrypted, and the worker serves the request through the same session. Every rule
+// above holds for TLS as for plaintext; a client that speaks plaintext to a TLS listener fails
+// its handshake and is closed unanswered.
+//
 // Not here: routes, what bodies a route accepts (edge_policy.h and the handlers).
 #pragma once
 
@@ -37,7 +44,8 @@
 
 namespace common::http {
 
-struct GateConnection;  // gated_server.cc
+struct GateConnection;  // gate_connection.h
+class ServerTls;        // server_tls.h
 
 struct GateOptions {
   size_t workers = 32;                       // threads that serve requests
@@ -55,6 +63,8 @@ struct GateOptions {
   // Long-lived responses: which requests are streams, and how many may be served at once.
   std::function<bool(const RequestHead&)> is_stream;
   size_t stream_workers = 0;
+  // TLS on every connection (ServerTls::Load, which reports bad files); null: plaintext.
+  std::shared_ptr<const ServerTls> tls;
 };
 
 class GatedServer : public httplib::Server {

@@ -9,6 +9,7 @@
 #include "common/http/status_http.h"
 #include "common/parse_int.h"
 #include "common/http/gated_server.h"
+#include "common/http/server_tls.h"
 #include "common/http/request_head.h"
 #include "controlplane/http/router.h"
 #include "controlplane/http/routes.h"
@@ -40,8 +41,9 @@ bool IsLogFollow(const common::http::RequestHead& head) {
          common::http::QueryValue(head.target, "follow") == "1";
 }
 
-common::http::GateOptions Gate() {
+common::http::GateOptions Gate(std::shared_ptr<const common::http::ServerTls> tls) {
   common::http::GateOptions o;
+  o.tls = std::move(tls);
   o.workers = kHttpThreads;
   o.limits = {.max_body = kTransportBodyLimit, .anonymous_body = kUnauthenticatedBodyLimit};
   o.is_stream = IsLogFollow;
@@ -53,10 +55,11 @@ common::http::GateOptions Gate() {
 struct ApiServer::Impl {
   explicit Impl(ApiDeps d)
       : deps(std::move(d)),
+        server(Gate(deps.tls)),
         router(server, *deps.db, *deps.metrics, deps.router, deps.now_ms) {}
   ApiDeps deps;
   // Workers serve whole requests only: idle and slow clients wait at its gate (gated_server.h).
-  common::http::GatedServer server{Gate()};
+  common::http::GatedServer server;
   Router router;
   std::atomic<bool> stopping{false};
 };

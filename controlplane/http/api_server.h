@@ -19,6 +19,10 @@
 #include "controlplane/service/tenants_service.h"
 #include "controlplane/service/tokens_service.h"
 
+namespace common::http {
+class ServerTls;
+}
+
 namespace controlplane::http {
 
 struct ApiDeps {
@@ -39,6 +43,8 @@ struct ApiDeps {
   // header of the discovery request (Prometheus reached the server there).
   std::string advertise_address;
   std::string web_dir;  // the dashboard's built files (web_files.h)
+  // Every connection over TLS (common/http/server_tls.h); null: plaintext.
+  std::shared_ptr<const common::http::ServerTls> tls;
 };
 
 class ApiServer {

@@ -21,6 +21,7 @@ std::optional<ReporterConfig> ReporterConfig::FromEnv() {
   if (c.agent_url.empty()) return std::nullopt;
   c.job_id = get("EMBODY_JOB_ID");
   c.token = get("EMBODY_JOB_TOKEN");
+  c.ca_file = get("EMBODY_CA_FILE");
   return c;
 }
 
@@ -63,11 +64,11 @@ void HttpEventReporter::Run() {
   std::unique_ptr<common::http::Client> client;
   auto made = common::http::Client::Create({config_.agent_url, config_.connect_timeout_s,
                                             config_.io_timeout_s, config_.io_timeout_s,
-                                            config_.token});
+                                            config_.token, config_.ca_file});
   if (made.ok()) {
     client = std::move(*made);
   } else {
-    common::LogError("cannot post job events: bad EMBODY_AGENT_URL",
+    common::LogError("cannot post job events: bad EMBODY_AGENT_URL or EMBODY_CA_FILE",
                      {{"url", config_.agent_url}, {"error", made.status().ToString()}});
   }
   std::unique_lock<std::mutex> lock(mu_);

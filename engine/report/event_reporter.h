@@ -32,13 +32,14 @@ struct ReporterConfig {
   std::string agent_url;  // "http://127.0.0.1:PORT", optionally with a path prefix
   std::string job_id;
   std::string token;
+  std::string ca_file;  // https: the CAs the agent's certificate chains to; "": the system's
   double flush_interval_s = 0.2;
   double connect_timeout_s = 1.0;
   double io_timeout_s = 2.0;
   size_t max_queue = 10000;
 
-  // From EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN; nullopt when EMBODY_AGENT_URL is unset
-  // or empty (no agent: nothing to post to).
+  // From EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN, EMBODY_CA_FILE; nullopt when
+  // EMBODY_AGENT_URL is unset or empty (no agent: nothing to post to).
   static std::optional<ReporterConfig> FromEnv();
 };
 
