@@ -27,10 +27,10 @@ packages=(
 # host linux-image-amd64 is normally there already. The multi-node test makes network namespaces
 # (iproute2, ping); an engine test runs a step under valgrind, whose CPU has no AVX-512. The same
 # virtual machine boots the host's systemd for the units' install test. bench/wrk_submit.sh
-# drives the server with wrk.
+# drives the server with wrk. The Python SDK's embody.data is tested with Debian's numpy.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind
-             wrk)
+             wrk python3-numpy)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.
