@@ -136,6 +136,16 @@ common::Status Agent::Impl::Prepare() {
   jobs.mpirun = cfg.mpirun;
   jobs.engine = cfg.engine;
   jobs.rank_exec = cfg.agent_binary;
+  // The Python SDK where the build and an install both put it: beside the agent's bin/.
+  if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
+    std::error_code ec;
+    auto sdk = std::filesystem::weakly_canonical(
+        std::filesystem::path(cfg.agent_binary).parent_path() / ".." / "share" / "embody" / "python",
+        ec);
+    if (!ec && std::filesystem::is_regular_file(sdk / "embody" / "__init__.py", ec)) {
+      jobs.python_sdk = sdk.string();
+    }
+  }
   jobs.mpi_settings = OperatorMpiSettings();
   jobs.kill_grace = cfg.kill_grace;
   logs.SetCaps({.bytes_per_s = int64_t{cfg.job_log_mib_per_s} << 20,
@@ -175,6 +185,9 @@ common::Status Agent::Impl::Prepare() {
       if (!reachable.ok()) return reachable.status();
       *exe = *reachable;
     }
+    auto sdk = PythonPackageForJobs(jobs.python_sdk, jobs.data_dir + "/python");
+    if (!sdk.ok()) return sdk.status();
+    jobs.python_sdk = *sdk;
     // The rsh launcher and the ranks' reports verify agents with it, as the job's uid.
     auto readable = ReadableForJobs(jobs.ca_file, bin);
     if (!readable.ok()) return readable.status();

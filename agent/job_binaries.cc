@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "common/file_util.h"
 
@@ -59,6 +60,30 @@ common::Result<std::string> ExecutableForJobs(const std::string& path, const std
 common::Result<std::string> ReadableForJobs(const std::string& path, const std::string& dir) {
   if (path.empty() || OthersCan(path, S_IROTH) || !std::filesystem::exists(path)) return path;
   return CopyForJobs(path, dir, std::filesystem::perms(0644));
+}
+
+common::Result<std::string> PythonPackageForJobs(const std::string& dir, const std::string& dest) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_regular_file(dir + "/embody/__init__.py", ec)) return std::string();
+  std::vector<std::string> files;
+  bool all_readable = true;
+  for (const auto& e : fs::directory_iterator(dir + "/embody", ec)) {
+    if (!e.is_regular_file() || e.path().extension() != ".py") continue;
+    files.push_back(e.path().string());
+    all_readable = all_readable && OthersCan(e.path().string(), S_IROTH);
+  }
+  if (ec) return common::Internal("cannot list " + dir + "/embody: " + ec.message());
+  if (all_readable) return dir;
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(dest));
+  if (::chmod(dest.c_str(), 0755) != 0) {
+    return common::Internal("cannot make " + dest + " reachable by jobs");
+  }
+  for (const std::string& f : files) {
+    auto copied = CopyForJobs(f, dest + "/embody", fs::perms(0644));
+    if (!copied.ok()) return copied.status();
+  }
+  return dest;
 }
 
 }  // namespace agent

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -30,5 +31,10 @@ common::Result<std::string> ExecutableForJobs(const std::string& path, const std
 // every directory above), else a copy in `dir` made 0644. An empty or missing `path` is returned
 // unchanged.
 common::Result<std::string> ReadableForJobs(const std::string& path, const std::string& dir);
+
+// The Python SDK for jobs' PYTHONPATH: `dir` holds the package `embody/`. `dir` itself when others
+// can read its files; else a copy of the package's files in `dest`/embody (dirs 0755, files 0644),
+// and `dest` is returned. "" when `dir` holds no package.
+common::Result<std::string> PythonPackageForJobs(const std::string& dir, const std::string& dest);
 
 }  // namespace agent

@@ -107,5 +107,37 @@ TEST_F(JobBinariesTest, AFileOthersCannotExecuteIsCopiedAndOneMissingIsLeftAlone
   EXPECT_EQ(*got, missing);
 }
 
+// The SDK's package below a private directory is copied where job uids read it; one they can read
+// is used where it is; a directory without the package gives none.
+TEST_F(JobBinariesTest, ThePythonSdkJobsCannotReadIsCopiedWhereTheyCan) {
+  const std::string pub = root_ + "/pub/python";
+  ASSERT_TRUE(common::MakeDirs(pub + "/embody").ok());
+  std::ofstream(pub + "/embody/__init__.py") << "x = 1\n";
+  std::ofstream(pub + "/embody/_report.py") << "y = 2\n";
+  ::chmod((root_ + "/pub").c_str(), 0755);
+  ::chmod(pub.c_str(), 0755);
+  ::chmod((pub + "/embody").c_str(), 0755);
+  ::chmod((pub + "/embody/__init__.py").c_str(), 0644);
+  ::chmod((pub + "/embody/_report.py").c_str(), 0644);
+  auto same = PythonPackageForJobs(pub, root_ + "/data/python");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(*same, pub);
+
+  ::chmod((root_ + "/pub").c_str(), 0700);
+  auto copied = PythonPackageForJobs(pub, root_ + "/data/python");
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  EXPECT_EQ(*copied, root_ + "/data/python");
+  for (const char* f : {"/embody/__init__.py", "/embody/_report.py"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((*copied + f).c_str(), &st), 0) << f;
+    EXPECT_EQ(st.st_mode & 0777, 0644u) << f;
+  }
+  EXPECT_EQ(*common::ReadFile(*copied + "/embody/_report.py"), "y = 2\n");
+
+  auto none = PythonPackageForJobs(root_ + "/nothing", root_ + "/data/python2");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "");
+}
+
 }  // namespace
 }  // namespace agent

@@ -1,6 +1,9 @@
 #include "agent/job_runner.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -22,6 +25,25 @@
 
 namespace agent {
 namespace {
+
+// A TCP port no socket of this node holds now (0 when none can be had): bound on every address,
+// as torch's TCPStore binds it, and released for the job's rank 0 to take.
+int FreeTcpPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
 
 constexpr size_t kRememberAcknowledged = 1024;
 
@@ -270,6 +292,11 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
   // The server's token for this attempt, which the job's daemons on other nodes are checked
   // against (docs/multinode.md); an older server sends none.
   in.job_token = launch.job_token.empty() ? common::RandomToken() : launch.job_token;
+  if (launch.spec.is_object() && launch.spec.value("kind", "") == "command") {
+    // A port for torch.distributed's rendezvous store, free now on this node (rank 0 runs here
+    // and binds it); a job that does not use it loses nothing.
+    in.master_port = FreeTcpPort();
+  }
   if (UploadOf(launch.spec)) return Finish(job, 1, "this agent cannot fetch dataset uploads");
   if (launch.spec.is_object() && launch.spec.value("kind", "") == "import") {
     auto paths = ImportPathsFor(options_.dataset_root, launch.tenant_id, launch.spec);

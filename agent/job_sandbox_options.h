@@ -29,6 +29,9 @@ struct JobSandboxOptions {
   // The CAs the agents' certificates chain to ("": the system's), readable by jobs: the rsh
   // launcher and the ranks' reports verify https agent URLs with it (EMBODY_CA_FILE).
   std::string ca_file;
+  // The directory holding the Python SDK's package `embody`, put on every rank's PYTHONPATH
+  // (jobs' uids can read it); "": jobs get no PYTHONPATH.
+  std::string python_sdk;
   // The operator's Open MPI settings (OpenMpiSettings of the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
   std::chrono::milliseconds kill_grace{5000};  // SIGTERM to SIGKILL when a job is killed

@@ -159,6 +159,12 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.argv.push_back("-x");
     plan.argv.push_back("EMBODY_RESUME_FROM");
   }
+  if (in.master_port > 0) {
+    for (const char* name : {"MASTER_ADDR", "MASTER_PORT"}) {
+      plan.argv.push_back("-x");
+      plan.argv.push_back(name);
+    }
+  }
   if (!in.ca_file.empty()) {  // it goes with EMBODY_AGENT_URL
     plan.argv.push_back("-x");
     plan.argv.push_back("EMBODY_CA_FILE");
@@ -192,6 +198,13 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
   }
   if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
+  if (in.master_port > 0) {
+    // torch.distributed's env:// rendezvous: rank 0's store on the head node, at the address the
+    // other nodes reach it by (exec-rank sets RANK, WORLD_SIZE, LOCAL_RANK, ... from Open MPI's).
+    plan.env.push_back({"MASTER_ADDR", in.hosts.empty() ? in.local_address : in.hosts[0].address});
+    plan.env.push_back({"MASTER_PORT", std::to_string(in.master_port)});
+  }
+  if (!in.python_sdk.empty()) plan.env.push_back({"PYTHONPATH", in.python_sdk});
   if (!in.ca_file.empty()) plan.env.push_back({"EMBODY_CA_FILE", in.ca_file});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
@@ -240,6 +253,8 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
               {"EMBODY_JOB_DIR", in.job_dir},
               {"EMBODY_RANK_LOG_DIR", plan.ranks_dir},
               {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)}};
+  // Each node's own copy of the SDK (not forwarded: paths differ between nodes).
+  if (!in.python_sdk.empty()) plan.env.push_back({"PYTHONPATH", in.python_sdk});
   if (in.cuda_visible_devices) {
     plan.env.push_back({"CUDA_DEVICE_ORDER", "PCI_BUS_ID"});
     plan.env.push_back({"CUDA_VISIBLE_DEVICES", *in.cuda_visible_devices});

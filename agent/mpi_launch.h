@@ -63,6 +63,11 @@ struct LaunchInput {
   std::string ca_file;
   std::string job_token;
   std::string resume_from;  // checkpoint to resume from; empty: start at step 0
+  // The directory holding the Python SDK's package `embody` (PYTHONPATH of the ranks); "": none.
+  std::string python_sdk;
+  // A command job's torch.distributed rendezvous on the head node (MASTER_ADDR, MASTER_PORT of
+  // every rank, forwarded to the other nodes); 0: none.
+  int master_port = 0;
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
   int64_t address_space_bytes = 0;  // RLIMIT_AS of each rank; 0: none
   // CUDA_VISIBLE_DEVICES on a node with GPUs ("" hides them all); unset on a node without.

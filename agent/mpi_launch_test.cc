@@ -265,6 +265,42 @@ TEST(MpiLaunchTest, TheCaFileReachesTheLauncherAndTheRanks) {
   for (const auto& [k, v] : plan->env) EXPECT_NE(k, "EMBODY_CA_FILE");
 }
 
+// A command job's ranks get torch.distributed's rendezvous on the head node (forwarded to the other
+// nodes) and, on every node, that node's copy of the SDK on PYTHONPATH.
+TEST(MpiLaunchTest, ACommandJobGetsTheRendezvousAndTheSdk) {
+  LaunchInput in = BaseInput("command");
+  in.hosts = {{1, "node-a", "10.0.0.1", 1, "http://10.0.0.1:1"},
+              {2, "node-b", "10.0.0.2", 1, "http://10.0.0.2:1"}};
+  in.local_address = "10.0.0.1";
+  in.master_port = 29517;
+  in.python_sdk = "/opt/embody/share/embody/python";
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasEnv(*plan, "MASTER_ADDR", "10.0.0.1"));
+  EXPECT_TRUE(HasEnv(*plan, "MASTER_PORT", "29517"));
+  EXPECT_TRUE(HasEnv(*plan, "PYTHONPATH", "/opt/embody/share/embody/python"));
+  int forwarded = 0;
+  for (size_t i = 0; i + 1 < plan->argv.size(); ++i) {
+    if (plan->argv[i] != "-x") continue;
+    forwarded += plan->argv[i + 1] == "MASTER_ADDR" || plan->argv[i + 1] == "MASTER_PORT";
+    EXPECT_NE(plan->argv[i + 1], "PYTHONPATH");  // each node's own
+  }
+  EXPECT_EQ(forwarded, 2);
+  // No port: no rendezvous (an engine job, or none could be had).
+  in.master_port = 0;
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  for (const auto& [k, v] : plan->env) EXPECT_NE(k, "MASTER_PORT");
+  // The other node's daemon puts its own copy on its ranks' path.
+  LaunchInput here = BaseInput("command");
+  here.python_sdk = "/srv/embody/python";
+  auto daemon = BuildDaemonPlan(here, "/usr/bin/orted", {"-mca", "ess", "env"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  bool has = false;
+  for (const auto& [k, v] : daemon->env) has |= k == "PYTHONPATH" && v == "/srv/embody/python";
+  EXPECT_TRUE(has);
+}
+
 TEST(MpiLaunchTest, RefusesHostsItCannotReachOrWrite) {
   auto with = [](api::HostSlot extra) {
     LaunchInput in = BaseInput("train");

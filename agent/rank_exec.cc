@@ -1,6 +1,9 @@
 #include "agent/rank_exec.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -46,6 +50,54 @@ std::string RedirectOutput(const std::string& dir) {
     ::close(out);
   }
   return "";
+}
+
+// torch.distributed's names for what Open MPI tells each rank (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, NODE_RANK), so init_process_group(init_method="env://") finds its peers as
+// under torchrun; MASTER_ADDR and MASTER_PORT come from the head's agent. Ranks are placed node
+// by node, the same number on each (the job's ranks_per_node), so a rank's node is its rank over
+// that number. Nothing is set where Open MPI said nothing (a rank started some other way).
+void SetTorchRendezvous() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (rank == nullptr || size == nullptr || local_rank == nullptr || local_size == nullptr) return;
+  auto r = common::ParseInt64(rank, 0, 1 << 24, "OMPI_COMM_WORLD_RANK");
+  auto n = common::ParseInt64(local_size, 1, 1 << 24, "OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!r.ok() || !n.ok()) return;
+  ::setenv("RANK", rank, 1);
+  ::setenv("WORLD_SIZE", size, 1);
+  ::setenv("LOCAL_RANK", local_rank, 1);
+  ::setenv("LOCAL_WORLD_SIZE", local_size, 1);
+  ::setenv("NODE_RANK", std::to_string(*r / *n).c_str(), 1);
+}
+
+// The interface that holds this node's address (EMBODY_NODE_ADDRESS, the one other nodes reach it
+// by), named to gloo and NCCL for their own sockets unless the job names one: left to itself,
+// gloo takes the address the host name resolves to, often 127.0.1.1, which no other node reaches.
+void SetCollectiveInterface() {
+  const char* address = std::getenv("EMBODY_NODE_ADDRESS");
+  if (address == nullptr || *address == '\0') return;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return;
+  std::string name;
+  for (ifaddrs* a = list; a != nullptr && name.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text,
+                  sizeof text);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, text,
+                  sizeof text);
+    }
+    if (std::string(text) == address) name = a->ifa_name;
+  }
+  ::freeifaddrs(list);
+  if (name.empty()) return;
+  ::setenv("GLOO_SOCKET_IFNAME", name.c_str(), 0);
+  ::setenv("NCCL_SOCKET_IFNAME", name.c_str(), 0);
 }
 
 }  // namespace
@@ -98,6 +150,8 @@ int RankExecMain(const std::vector<std::string>& args) {
       return Fail(std::string("cannot set RLIMIT_AS: ") + std::strerror(errno));
     }
   }
+  SetTorchRendezvous();
+  SetCollectiveInterface();
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   libcli11-dev libyaml-cpp-dev
   libhdf5-dev
+  libsnappy-dev libzstd-dev
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   prometheus
   chromium
@@ -27,10 +28,11 @@ packages=(
 # host linux-image-amd64 is normally there already. The multi-node test makes network namespaces
 # (iproute2, ping); an engine test runs a step under valgrind, whose CPU has no AVX-512. The same
 # virtual machine boots the host's systemd for the units' install test. bench/wrk_submit.sh
-# drives the server with wrk. The Python SDK's embody.data is tested with Debian's numpy.
+# drives the server with wrk. The Python SDK's embody.data is tested with Debian's numpy, and a
+# user's PyTorch DDP script across two nodes with Debian's torch.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind
-             wrk python3-numpy)
+             wrk python3-numpy python3-torch)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.

@@ -356,6 +356,58 @@ TEST_F(MultiNodeNetnsTest, AJobPlacedBackOnThePartitionedNodeReplacesItsStaleAtt
   EXPECT_EQ(CountSleeps(marker), 0);
 }
 
+// A user's own PyTorch script as a command job on both nodes, written as for torchrun: it finds its
+// peers through the env:// rendezvous the agents give every rank (MASTER_ADDR, MASTER_PORT, RANK,
+// WORLD_SIZE, LOCAL_RANK, NODE_RANK), all-reduces over gloo across the namespaces, and reports a
+// step through the SDK the agent puts on its PYTHONPATH. Skipped where Debian's python3-torch is
+// not installed.
+TEST_F(MultiNodeNetnsTest, APyTorchDdpScriptFindsItsPeersAndReports) {
+  if (Sh("/usr/bin/python3 -c \"import torch.distributed\"") != 0) {
+    GTEST_SKIP() << "no torch for /usr/bin/python3 (Debian package python3-torch)";
+  }
+  const std::string script =
+      "import os, torch, torch.distributed as dist, embody\n"
+      "dist.init_process_group('gloo', init_method='env://')\n"
+      "t = torch.tensor([float(dist.get_rank() + 1)])\n"
+      "dist.all_reduce(t)\n"
+      "print('rank', os.environ['RANK'], 'of', os.environ['WORLD_SIZE'], 'node',\n"
+      "      os.environ['NODE_RANK'], 'local', os.environ['LOCAL_RANK'], 'sum', t.item(),\n"
+      "      flush=True)\n"
+      "embody.report(step=1, loss=t.item())\n"
+      "embody.flush()\n"
+      "dist.destroy_process_group()\n";
+  json spec = {{"name", "ddp"},
+               {"kind", "command"},
+               {"resources", TwoNodes()},
+               {"command", {"/usr/bin/python3", "-c", script}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2) << Logs(id, -1) << Logs(id, 0)
+                                                 << Logs(id, 1);
+  std::string all;
+  for (int i = 0; i < 100; ++i) {
+    all = Logs(id, 0) + Logs(id, 1);
+    if (all.find("rank 0 of 2 node 0 local 0 sum 3.0") != std::string::npos &&
+        all.find("rank 1 of 2 node 1 local 0 sum 3.0") != std::string::npos) {
+      break;
+    }
+    ::usleep(100'000);
+  }
+  EXPECT_NE(all.find("rank 0 of 2 node 0 local 0 sum 3.0"), std::string::npos) << all;
+  EXPECT_NE(all.find("rank 1 of 2 node 1 local 0 sum 3.0"), std::string::npos) << all;
+  // The step rank 0 reported through the SDK is the job's, as an engine's would be.
+  json step;
+  for (int i = 0; i < 100; ++i) {
+    step = stack_->Get("/v1/jobs/" + std::to_string(id)).body.value("last_step", json());
+    if (step.is_object()) break;
+    ::usleep(100'000);
+  }
+  ASSERT_TRUE(step.is_object()) << stack_->Get("/v1/jobs/" + std::to_string(id)).text;
+  EXPECT_EQ(step.value("step", 0), 1) << step.dump();
+  EXPECT_EQ(step.value("loss", 0.0), 3.0) << step.dump();
+}
+
 // node-b's agent killed mid-job (the head's stays): the job's daemon and ranks there, and a
 // process a rank started in a session of its own (out of the daemon's tree), are stopped by
 // their watcher after the agent's orphan grace; nothing of the job keeps running outside any
