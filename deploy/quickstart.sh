@@ -108,7 +108,7 @@ if [ "$build_it" -eq 1 ]; then
   cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$EMBODY_HOME/logs/cmake.log" ||
     die "cmake failed, see $EMBODY_HOME/logs/cmake.log"
   cmake --build "$build" -j "$(nproc)" --target embody-server embody-agent embody-engine embody \
-    embody-data embody-web
+    embody-data embody-web embody-python-sdk
 else
   for exe in embody-server embody-agent embody-engine embody embody-data; do
     [ -x "$bin/$exe" ] || die "--no-build: $bin/$exe is missing; build it, or run without --no-build"
