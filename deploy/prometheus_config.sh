@@ -3,6 +3,7 @@
 #
 #   deploy/prometheus_config.sh --server http://HOST:PORT --token-file FILE \
 #       --metrics-token-file SECRET_FILE --out DIR [--scrape-interval 15s] [--sd-refresh-interval 30s]
+#       [--ca-file CA_FILE]
 #
 # writes DIR/prometheus.yml and DIR/prometheus/alerts.yml; run `prometheus
 # --config.file=DIR/prometheus.yml`. FILE holds the bearer token for service discovery, alone or
@@ -13,16 +14,19 @@
 # --scrape-interval sets how often targets are scraped and rules evaluated (global
 # scrape_interval and evaluation_interval), --sd-refresh-interval how often the target list is
 # fetched; both take Prometheus durations (500ms, 1s, 2m). Tests use 1s for both.
+# --ca-file: the CAs the server's and the agents' TLS certificates chain to (their --tls-cert;
+# docs/operations.md): Prometheus verifies the service discovery URL and every https target with
+# it.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 usage() {
   echo "usage: $0 --server http://HOST:PORT --token-file FILE --metrics-token-file FILE" \
-    "--out DIR [--scrape-interval DURATION] [--sd-refresh-interval DURATION]" >&2
+    "--out DIR [--scrape-interval DURATION] [--sd-refresh-interval DURATION] [--ca-file FILE]" >&2
   exit 2
 }
 
-server="" token_file="" metrics_token_file="" out="" scrape_interval="" sd_refresh=""
+server="" token_file="" metrics_token_file="" out="" scrape_interval="" sd_refresh="" ca_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) server=${2:-}; shift 2 || usage ;;
@@ -31,6 +35,7 @@ while [ $# -gt 0 ]; do
     --out) out=${2:-}; shift 2 || usage ;;
     --scrape-interval) scrape_interval=${2:-}; shift 2 || usage ;;
     --sd-refresh-interval) sd_refresh=${2:-}; shift 2 || usage ;;
+    --ca-file) ca_file=${2:-}; shift 2 || usage ;;
     *) usage ;;
   esac
 done
@@ -49,6 +54,11 @@ server=${server%/}
 [ -r "$token_file" ] || { echo "$0: cannot read token file '$token_file'" >&2; exit 2; }
 [ -r "$metrics_token_file" ] ||
   { echo "$0: cannot read metrics token file '$metrics_token_file'" >&2; exit 2; }
+if [ -n "$ca_file" ]; then
+  grep -q -- '-----BEGIN CERTIFICATE-----' "$ca_file" 2>/dev/null ||
+    { echo "$0: '$ca_file' holds no PEM certificate" >&2; exit 2; }
+  ca_file=$(cd "$(dirname "$ca_file")" && pwd)/$(basename "$ca_file")
+fi
 
 mkdir -p "$out/prometheus"
 out=$(cd "$out" && pwd)
@@ -84,5 +94,14 @@ sed -e "s|__EMBODY_SERVER_URL__|$(sed_escape "$server")|g" \
   -e "s|__EMBODY_METRICS_TOKEN_FILE__|$(sed_escape "$metrics_token_file")|g" \
   ${overrides[@]+"${overrides[@]}"} \
   "$here/prometheus.yml" >"$out/prometheus.yml"
+if [ -n "$ca_file" ]; then
+  # Every scrape job (its https targets) and every discovery URL verify against the CA file.
+  awk -v ca="$ca_file" '
+    { print }
+    /^  - job_name: / { print "    tls_config:"; print "      ca_file: " ca }
+    /^      - url: /  { print "        tls_config:"; print "          ca_file: " ca }
+  ' "$out/prometheus.yml" >"$out/prometheus.yml.tmp"
+  mv "$out/prometheus.yml.tmp" "$out/prometheus.yml"
+fi
 cp "$here/prometheus/alerts.yml" "$out/prometheus/alerts.yml"
 echo "$out/prometheus.yml"

@@ -75,6 +75,18 @@ grep -q '^  scrape_interval: 15s$' "$work/raw/prometheus.yml" || fail "default s
 [ "$(grep -c '^        refresh_interval: 30s$' "$work/raw/prometheus.yml")" = 3 ] ||
   fail "default refresh_interval"
 
+# ...with a CA file: every scrape job and every discovery URL verify TLS against it.
+printf -- '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' >"$work/ca.pem"
+"$deploy/prometheus_config.sh" --server https://embody.example:8443 --token-file "$work/token" \
+  "${m[@]}" --out "$work/tls" --ca-file "$work/ca.pem" >/dev/null
+promtool check config "$work/tls/prometheus.yml" >/dev/null
+[ "$(grep -c "^      ca_file: $work/ca.pem\$" "$work/tls/prometheus.yml")" = 3 ] ||
+  fail "a scrape job does not verify its targets with the CA file"
+[ "$(grep -c "^          ca_file: $work/ca.pem\$" "$work/tls/prometheus.yml")" = 3 ] ||
+  fail "a discovery URL is not verified with the CA file"
+! grep -q ca_file "$work/raw/prometheus.yml" || fail "a CA file appeared without --ca-file"
+printf 'not a certificate\n' >"$work/notca.pem"
+
 # 2. The template as shipped is not a usable config, and bad arguments are refused.
 mkdir -p "$work/template/prometheus"
 cp "$deploy/prometheus.yml" "$work/template/"
@@ -95,7 +107,9 @@ for args in "--server 127.0.0.1:8080 --token-file $work/token $mt --out $work/x"
             "--server http://h:1 --token-file $work/token --metrics-token-file $work/two.token --out $work/x" \
             "--server http://h:1 --token-file $work/token $mt --out $work/x --scrape-interval 1" \
             "--server http://h:1 --token-file $work/token $mt --out $work/x --sd-refresh-interval 0s" \
-            "--server http://h:1 --token-file $work/token $mt --out $work/x --scrape-interval"; do
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --scrape-interval" \
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --ca-file $work/notca.pem" \
+            "--server http://h:1 --token-file $work/token $mt --out $work/x --ca-file $work/none.pem"; do
   # shellcheck disable=SC2086
   if "$deploy/prometheus_config.sh" $args >/dev/null 2>&1; then fail "accepted: $args"; fi
 done
