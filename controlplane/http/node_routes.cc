@@ -18,7 +18,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                     return RespondError(res, common::InvalidArgument(
                                                  "no Host header and no --advertise address"));
                   }
-                  auto targets = nodes.ScrapeTargets(ctx.principal, self);
+                  auto targets = nodes.ScrapeTargets(ctx.principal, self, deps.tls != nullptr);
                   if (!targets.ok()) return RespondError(res, targets.status());
                   RespondJson(res, 200, *targets);
                 });

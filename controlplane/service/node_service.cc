@@ -699,7 +699,8 @@ Result<nlohmann::json> NodeService::List(const Principal& p) {
 }
 
 Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,
-                                                  const std::string& server_address) {
+                                                  const std::string& server_address,
+                                                  bool server_tls) {
   if (!MayMonitor(p)) {
     return Status(common::Code::kPermissionDenied,
                   "service discovery needs a monitoring or cluster-admin token");
@@ -721,7 +722,7 @@ Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,
       for (const AllocationRecord& a : allocs) placed.push_back({job_id, tenants[job_id], a.node_id});
     }
   }
-  return service::ScrapeTargets(server_address, nodes, std::move(placed));
+  return service::ScrapeTargets(server_address, nodes, std::move(placed), server_tls);
 }
 
 }  // namespace controlplane::service

@@ -65,7 +65,8 @@ class NodeService {
   Result<nlohmann::json> SetDraining(const Principal& p, int64_t node_id, bool draining);
   // Prometheus service discovery (scrape_targets.h). Cluster-admin only: it names every node
   // and where its agent listens. `server_address` is host:port of this server.
-  Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address);
+  Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address,
+                                       bool server_tls = false);
   // Job events dropped from committed heartbeats since start, by api::EventRejection reason
   // (embody_heartbeat_events_dropped_total).
   std::map<std::string, uint64_t> EventsDropped() const;

@@ -35,7 +35,7 @@ std::optional<AgentEndpoint> ParseAgentUrl(const std::string& url) {
 }
 
 json ScrapeTargets(const std::string& server_address, const std::vector<NodeRecord>& nodes,
-                   std::vector<JobPlacement> jobs) {
+                   std::vector<JobPlacement> jobs, bool server_tls) {
   std::sort(jobs.begin(), jobs.end(), [](const JobPlacement& a, const JobPlacement& b) {
     return std::tie(a.node_id, a.job_id) < std::tie(b.node_id, b.job_id);
   });
@@ -44,7 +44,9 @@ json ScrapeTargets(const std::string& server_address, const std::vector<NodeReco
   std::sort(up.begin(), up.end(),
             [](const NodeRecord* a, const NodeRecord* b) { return a->id < b->id; });
   json out = json::array();
-  out.push_back({{"targets", {server_address}}, {"labels", {{"role", "server"}}}});
+  json server_labels = {{"role", "server"}};
+  if (server_tls) server_labels["__scheme__"] = "https";
+  out.push_back({{"targets", {server_address}}, {"labels", server_labels}});
   for (const NodeRecord* n : up) {
     if (n->state != "UP") continue;
     auto endpoint = ParseAgentUrl(n->agent_url);

@@ -43,8 +43,9 @@ struct JobPlacement {
 };
 
 // `server_address` is host:port of this server's /metrics.
+// `server_tls`: the server serves TLS (its group gets __scheme__="https").
 nlohmann::json ScrapeTargets(const std::string& server_address,
                              const std::vector<NodeRecord>& nodes,
-                             std::vector<JobPlacement> jobs = {});
+                             std::vector<JobPlacement> jobs = {}, bool server_tls = false);
 
 }  // namespace controlplane::service

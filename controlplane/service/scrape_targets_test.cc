@@ -48,6 +48,8 @@ TEST(ScrapeTargetsTest, ServerThenEveryUpAgentWithNodeLabels) {
   ])"))
       << t.dump(2);
   EXPECT_EQ(ScrapeTargets("s:1", {}).size(), 1u);
+  EXPECT_EQ(ScrapeTargets("s:1", {}, {}, /*server_tls=*/true)[0]["labels"],
+            json::parse(R"({"role": "server", "__scheme__": "https"})"));
 }
 
 // Each running job's part on an UP node is a target of its own, after its node's, labelled from
