@@ -2,8 +2,10 @@
 //
 //   embody-data import-hdf5 IN.hdf5 OUT_DIR [--filter F] [--shard-mib N] [--language TEXT]
 //                           [--patch N] [--max-episode-frames N] [--nan skip|refuse] [--report]
-//   embody-data import-video DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
-//                           LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)
+//   embody-data import-lerobot DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
+//                           a LeRobot dataset as LeRobot writes it (meta/info.json, v2.x or
+//                           v3.0), or the older episodes.jsonl + videos/<camera>/*.mp4 layout;
+//                           import-video is the same command under its first name
 //   embody-data inspect DIR     the manifest and statistics, as JSON
 //   embody-data verify DIR      reads every chunk and checks its checksum
 //
@@ -26,7 +28,7 @@
 #include "storage/dataset_reader.h"
 #include "storage/hdf5_importer.h"
 #include "storage/import_reporter.h"
-#include "storage/lerobot_importer.h"
+#include "storage/lerobot_dataset.h"
 
 namespace {
 
@@ -113,7 +115,7 @@ int ImportVideo(const std::string& in, const std::string& out,
     options.video.width = static_cast<int>(w);
   }
   options.progress = ProgressPrinter("episodes");
-  auto result = storage::ImportVideoEpisodes(in, out, options);
+  auto result = storage::ImportLerobot(in, out, options);
   if (!result.ok()) return Fail(result.status());
   nlohmann::json line = {{"episodes", result->episodes}, {"frames", result->frames},
                          {"bytes", result->bytes},       {"shards", result->manifest.shards.size()},
@@ -193,8 +195,11 @@ int main(int argc, char** argv) {
   uint64_t video_shard_mib = 256, video_chunk_kib = 1024;
   storage::VideoEpisodesImportOptions video;
   auto* vid = app.add_subcommand(
-      "import-video", "import LeRobot-style episodes (episodes.jsonl + videos/<camera>/*.mp4)");
-  vid->add_option("DIR", video_in, "episode directory")->required()->check(CLI::ExistingDirectory);
+      "import-lerobot",
+      "import a LeRobot dataset (meta/info.json v2.x or v3.0, or episodes.jsonl + "
+      "videos/<camera>/*.mp4)");
+  vid->alias("import-video");
+  vid->add_option("DIR", video_in, "dataset directory")->required()->check(CLI::ExistingDirectory);
   vid->add_option("OUT_DIR", video_out, "output dataset directory (must not exist)")->required();
   vid->add_option("--resize", resize, "decode every camera to HxW (e.g. 224x224)");
   vid->add_option("--threads", video.threads, "episodes decoded at once")

@@ -116,5 +116,53 @@ TEST(EmbodyDataTest, ImportVideoEpisodes) {
   fs::remove_all(root);
 }
 
+TEST(EmbodyDataTest, ImportLerobotV30) {
+  const fs::path fixtures = EMBODY_LEROBOT_FIXTURES;
+  if (!fs::exists(fixtures / "expected.json")) {
+    GTEST_SKIP() << "LeRobot datasets from parquet-wasm were not generated (see "
+                 << fixtures.parent_path() / "UNAVAILABLE"
+                 << ")";
+  }
+  std::string root = testing::MakeTempDir("embody_data_test");
+  std::string in = root + "/in", out = root + "/ds";
+  fs::copy(fixtures / "v30", in, fs::copy_options::recursive);
+  std::ifstream ein(fixtures / "expected.json");
+  auto expected = nlohmann::json::parse(ein);
+  const int h = expected["height"], w = expected["width"];
+  testing::VideoWriteOptions vo;
+  vo.fps = expected["fps"];
+  for (const auto& v : expected["videos"]["v30"]) {
+    std::vector<uint8_t> rgb;
+    int64_t frames = 0;
+    for (const auto& e : v["episodes"]) {
+      int64_t n = expected["episodes"][e.get<size_t>()]["length"];
+      auto f = testing::BlockFrames(e.get<uint64_t>() + 1, n, h, w);
+      rgb.insert(rgb.end(), f.begin(), f.end());
+      frames += n;
+    }
+    std::string path = in + "/" + v["path"].get<std::string>();
+    fs::create_directories(fs::path(path).parent_path());
+    ASSERT_TRUE(testing::WriteVideo(path, rgb.data(), frames, h, w, vo).ok());
+  }
+  ToolRun imp = Tool(root, "import-lerobot " + in + " " + out + " --threads 2");
+  ASSERT_EQ(imp.exit_code, 0) << imp.err;
+  EXPECT_NE(imp.err.find("import: 3/3 episodes (100%)"), std::string::npos) << imp.err;
+  auto line = nlohmann::json::parse(imp.out);
+  EXPECT_EQ(line["episodes"], 3);
+  EXPECT_EQ(line["frames"], 28);
+  ToolRun inspect = Tool(root, "inspect " + out);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(nlohmann::json::parse(inspect.out)["source"]["codebase_version"], "v3.0");
+
+  // A data file gone: exit 1, the file named, nothing written.
+  std::string data = in + "/data/chunk-000/file-001.parquet";
+  fs::remove(data);
+  ToolRun bad = Tool(root, "import-lerobot " + in + " " + root + "/x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find(data), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(root + "/x"));
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace storage

@@ -255,6 +255,11 @@ common::Result<std::unique_ptr<VideoFrameReader>> VideoFrameReader::Open(
 
 int VideoFrameReader::height() const { return state_->out_h; }
 int VideoFrameReader::width() const { return state_->out_w; }
+double VideoFrameReader::fps() const {
+  const AVStream* st = state_->format->streams[state_->stream];
+  AVRational rate = st->avg_frame_rate.num > 0 ? st->avg_frame_rate : st->r_frame_rate;
+  return rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0;
+}
 
 common::Status VideoFrameReader::ReadFrame(int64_t index, uint8_t* out) {
   State& s = *state_;

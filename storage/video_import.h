@@ -62,6 +62,8 @@ class VideoFrameReader {
   // Output frame size (the resize target, or the source's).
   int height() const;
   int width() const;
+  // The stream's average frame rate (what frame indices are counted in); 0 when unknown.
+  double fps() const;
   // Writes frame `index` as height() × width() × 3 bytes to `out`.
   common::Status ReadFrame(int64_t index, uint8_t* out);
 

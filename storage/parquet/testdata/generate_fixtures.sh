@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Writes the Parquet test fixtures with the independent writer (gen_fixtures.mjs) into OUT_DIR,
+# and small LeRobot datasets (gen_lerobot.mjs) into OUT_DIR/lerobot,
 # installing its pinned npm packages into WORK_DIR first (only when package-lock.json changed,
 # so a machine that installed once builds offline).
 #
@@ -20,7 +21,7 @@ unavailable() {
 }
 command -v node >/dev/null 2>&1 || unavailable "node is not installed (deploy/setup.sh installs nodejs)"
 command -v npm >/dev/null 2>&1 || unavailable "npm is not installed (deploy/setup.sh installs npm)"
-cp "$src/package.json" "$src/package-lock.json" "$src/gen_fixtures.mjs" "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src/gen_fixtures.mjs" "$src/gen_lerobot.mjs" "$work/"
 stamp="$work/node_modules/.embody-installed-lock.json"
 if ! cmp -s "$src/package-lock.json" "$stamp"; then
   (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) ||
@@ -28,3 +29,5 @@ if ! cmp -s "$src/package-lock.json" "$stamp"; then
   cp "$src/package-lock.json" "$stamp"
 fi
 node "$work/gen_fixtures.mjs" "$out"
+# LeRobot v2.1 / v3.0 datasets without their videos, for storage/lerobot_dataset_test.cc.
+node "$work/gen_lerobot.mjs" "$out/lerobot"
