@@ -191,9 +191,11 @@ void Build(CLI::App& app, Parsed* p) {
   tokens->require_subcommand(1);
   CLI::App* tk =
       Command(*tokens, p, "create", "create a token; prints its secret once", "tokens create");
-  tk->add_option("--role", inv.role, "cluster-admin, tenant-admin, member, viewer or agent")
+  tk->add_option("--role", inv.role,
+                 "cluster-admin, tenant-admin, member, viewer, agent or monitoring")
       ->required()
-      ->check(CLI::IsMember({"cluster-admin", "tenant-admin", "member", "viewer", "agent"}));
+      ->check(CLI::IsMember(
+          {"cluster-admin", "tenant-admin", "member", "viewer", "agent", "monitoring"}));
   tk->add_option("--name", inv.name, "what the token is for (1-128 characters)")->required();
   p->given["tenant"] = tk->add_option("--tenant", p->tenant, "tenant id (default: yours)")
                            ->check(CLI::PositiveNumber);
@@ -219,18 +221,24 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(dshow, p, "dataset");
   AddOutput(dshow, p);
   CLI::App* di = Command(*datasets, p, "import",
-                         "import an HDF5 file (robomimic / LIBERO) as the next version of NAME; "
-                         "runs as a job",
+                         "import an HDF5 file (robomimic / LIBERO) or a LeRobot dataset directory "
+                         "(v2.x, v3.0) as the next version of NAME; runs as a job",
                          "datasets import");
   di->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
       ->required();
   di->add_option("PATH", inv.path,
-                 "absolute path of the file, as the nodes see it (read as an unprivileged uid)")
+                 "absolute path of the file (hdf5) or directory (lerobot), as the nodes see it "
+                 "(read as an unprivileged uid)")
       ->required();
-  di->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
-  di->add_option("--language", inv.language, "language instruction (overrides the file's)");
-  di->add_option("--nan", inv.nan, "demos with NaN/Inf actions: refuse the file (default) or skip them")
+  di->add_option("--format", inv.format, "hdf5 (default) or lerobot")
+      ->check(CLI::IsMember({"hdf5", "lerobot"}));
+  di->add_option("--filter", inv.filter, "hdf5: import only the demos listed in mask/<F>");
+  di->add_option("--language", inv.language,
+                 "language instruction (overrides the file's, or the LeRobot tasks)");
+  di->add_option("--nan", inv.nan,
+                 "hdf5: demos with NaN/Inf actions: refuse the file (default) or skip them")
       ->check(CLI::IsMember({"refuse", "skip"}));
+  di->add_option("--resize", inv.resize, "lerobot: decode every camera to HxW (e.g. 224x224)");
   AddOutput(di, p);
   CLI::App* du = Command(*datasets, p, "upload",
                          "upload a local HDF5 file (robomimic / LIBERO) in chunks as the next "

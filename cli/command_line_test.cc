@@ -91,6 +91,10 @@ TEST(CommandLineTest, NestedCommandsAndTheirValues) {
   EXPECT_EQ(
       TokenBody(*o.inv).dump(),
       R"({"expires_at":"2027-01-01T00:00:00Z","name":"ci bot","role":"member","tenant_id":2})");
+  // Prometheus's token (docs/tenancy.md): service discovery and tenant series only.
+  auto mon = Parse({"tokens", "create", "--role", "monitoring", "--name", "prometheus"});
+  ASSERT_TRUE(mon.inv) << mon.err;
+  EXPECT_EQ(TokenBody(*mon.inv).dump(), R"({"name":"prometheus","role":"monitoring"})");
   o = Parse({"tokens", "create", "--role", "viewer", "--name", "x"});
   ASSERT_TRUE(o.inv);
   EXPECT_EQ(TokenBody(*o.inv).dump(), R"({"name":"x","role":"viewer"})");
