@@ -62,6 +62,16 @@ TEST(DatasetImportTest, PathsAndArgv) {
   plan = BuildLaunchPlan(in);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(json::parse(plan->command)["argv"].back(), "--nan=skip");
+  // A LeRobot directory runs import-lerobot, one episode at a time on the job's one slot.
+  in.spec["import"]["source"] = {{"format", "lerobot"}, {"path", "/d/pusht"}, {"resize", "96x128"}};
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(json::parse(plan->command)["argv"],
+            json({"/bin/embody-data", "import-lerobot", "/d/pusht", p->output_dir, "--report",
+                  "--resize=96x128", "--threads=1"}));
+  in.spec["import"]["source"]["filter"] = "train";  // an hdf5 option
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+  in.spec["import"]["source"] = {{"format", "hdf5"}, {"path", "/d/lift.hdf5"}};
   // What the server would have refused is refused here too.
   in.spec["import"]["source"]["path"] = "/d/../etc/shadow";
   EXPECT_FALSE(BuildLaunchPlan(in).ok());

@@ -42,8 +42,9 @@ bool HasSpace(const std::string& s) {
 const char* const kForwardedVariables[] = {"EMBODY_AGENT_URL", "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
                                            "EMBODY_CHECKPOINT_DIR"};
 
-// Kind import: embody-data reading the source file into `import_output`, reporting to the
-// job-local API. The spec was validated by the server; the agent re-checks what it passes on.
+// Kind import: embody-data reading the source (an HDF5 file, or a LeRobot dataset directory)
+// into `import_output`, reporting to the job-local API. The spec was validated by the server;
+// the agent re-checks what it passes on.
 common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   if (in.embody_data.empty()) return common::InvalidArgument("no embody-data path configured");
   if (in.import_output.empty()) return common::InvalidArgument("no import output directory");
@@ -53,12 +54,16 @@ common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   }
   auto source = api::ParseImportSource((*imp)["source"], "import.source");
   if (!source.ok()) return source.status();
-  std::vector<std::string> argv{in.embody_data, "import-hdf5", source->path, in.import_output,
-                                "--report"};
+  std::vector<std::string> argv{in.embody_data,
+                                source->is_lerobot() ? "import-lerobot" : "import-hdf5",
+                                source->path, in.import_output, "--report"};
   // "--opt=value": a value starting with '-' stays a value.
   if (!source->filter.empty()) argv.push_back("--filter=" + source->filter);
   if (!source->language.empty()) argv.push_back("--language=" + source->language);
   if (source->skip_nan) argv.push_back("--nan=skip");
+  if (source->resize_height > 0) argv.push_back("--resize=" + api::ResizeText(*source));
+  // The job holds one cpu slot: decode one episode at a time instead of the tool's default two.
+  if (source->is_lerobot()) argv.push_back("--threads=1");
   return argv;
 }
 

@@ -2,6 +2,8 @@
 // names data.
 #include "api/dataset_ref.h"
 
+#include <utility>
+
 #include "common/parse_int.h"
 
 namespace api {
@@ -156,6 +158,47 @@ common::Result<UploadSource> ParseUpload(const json& j, const std::string& field
   return u;
 }
 
+// "HxW": height then width, as embody-data's --resize takes it.
+common::Result<std::pair<int, int>> ParseResize(const std::string& text, const std::string& field) {
+  const std::string bad = "must be HxW (height x width, each 1-" +
+                          std::to_string(kMaxImportResizeSide) + "), e.g. \"224x224\"";
+  const size_t x = text.find('x');
+  if (x == std::string::npos) return InvalidArgument(bad, field);
+  auto h = common::ParseInt(std::string_view(text).substr(0, x), 1, kMaxImportResizeSide);
+  auto w = common::ParseInt(std::string_view(text).substr(x + 1), 1, kMaxImportResizeSide);
+  if (!h.ok() || !w.ok()) return InvalidArgument(bad, field);
+  return std::pair<int, int>(*h, *w);
+}
+
+// What a LeRobot source may not say. The upload path carries one file, and a LeRobot dataset is
+// a directory tree; filter and nan are HDF5 notions (mask/<F>, per-demo NaN policy) that the
+// LeRobot importer has no counterpart for, so they are refused rather than silently ignored.
+common::Status CheckLerobotFields(const json& j, const std::string& field) {
+  if (j.contains("upload")) {
+    return InvalidArgument(
+        "a LeRobot dataset is a directory: give its \"path\" as the nodes see it (an upload "
+        "carries one HDF5 file)",
+        field + ".upload");
+  }
+  for (const char* hdf5_only : {"filter", "nan"}) {
+    if (j.contains(hdf5_only)) {
+      return InvalidArgument("applies to \"hdf5\" imports only", field + "." + hdf5_only);
+    }
+  }
+  // The one file-for-directory mistake the server can see without touching the path.
+  const std::string path = j["path"].get<std::string>();
+  for (const char* ext : {".hdf5", ".h5", ".hdf"}) {
+    const std::string e = ext;
+    if (path.size() > e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0) {
+      return InvalidArgument(
+          "a LeRobot dataset is a directory (with meta/info.json), and this names an HDF5 "
+          "file; import it with \"format\": \"hdf5\"",
+          field + ".path");
+    }
+  }
+  return common::Status::Ok();
+}
+
 }  // namespace
 
 bool IsSha256Hex(const std::string& s) {
@@ -173,15 +216,16 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
     const std::string key = it.key();
     const std::string where = field + "." + key;
     if (key != "format" && key != "path" && key != "upload" && key != "filter" &&
-        key != "language" && key != "nan") {
+        key != "language" && key != "nan" && key != "resize") {
       return InvalidArgument("unknown field", where);
     }
     if (key != "upload" && !it->is_string()) return InvalidArgument("must be a string", where);
   }
   if (j.contains("format")) s.format = j["format"].get<std::string>();
-  if (s.format != "hdf5") {
+  if (s.format != kImportFormatHdf5 && s.format != kImportFormatLerobot) {
     return common::Status(common::Code::kUnimplemented,
-                          "only \"hdf5\" (robomimic / LIBERO layout) can be imported",
+                          "only \"hdf5\" (robomimic / LIBERO layout) and \"lerobot\" (a LeRobot "
+                          "dataset directory, v2.x or v3.0) can be imported",
                           field + ".format");
   }
   if (j.contains("path") == j.contains("upload")) {
@@ -190,6 +234,7 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
         "server in chunks) is required",
         field + (j.contains("path") ? ".upload" : ".path"));
   }
+  if (s.is_lerobot()) EMBODY_RETURN_IF_ERROR(CheckLerobotFields(j, field));
   if (j.contains("upload")) {
     EMBODY_ASSIGN_OR_RETURN(u, ParseUpload(j["upload"], field + ".upload"));
     s.upload = u;
@@ -221,7 +266,20 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
     }
     s.skip_nan = nan == "skip";
   }
+  if (j.contains("resize")) {
+    // The HDF5 importer takes images as stored; only decoded video can be scaled on the way.
+    if (!s.is_lerobot()) {
+      return InvalidArgument("applies to \"lerobot\" imports only", field + ".resize");
+    }
+    EMBODY_ASSIGN_OR_RETURN(hw, ParseResize(j["resize"].get<std::string>(), field + ".resize"));
+    s.resize_height = hw.first;
+    s.resize_width = hw.second;
+  }
   return s;
+}
+
+std::string ResizeText(const ImportSource& s) {
+  return std::to_string(s.resize_height) + "x" + std::to_string(s.resize_width);
 }
 
 json ToJson(const ImportSource& s) {
@@ -234,6 +292,7 @@ json ToJson(const ImportSource& s) {
   if (!s.filter.empty()) j["filter"] = s.filter;
   if (!s.language.empty()) j["language"] = s.language;
   if (s.skip_nan) j["nan"] = "skip";
+  if (s.resize_height > 0) j["resize"] = ResizeText(s);
   return j;
 }
 

@@ -75,19 +75,36 @@ struct UploadSource {
   std::string sha256;  // 64 lower-case hex characters
 };
 
+inline constexpr char kImportFormatHdf5[] = "hdf5";
+inline constexpr char kImportFormatLerobot[] = "lerobot";
+// The largest side --resize accepts (embody-data's own bound).
+inline constexpr int kMaxImportResizeSide = 16384;
+
 struct ImportSource {
-  std::string format = "hdf5";  // the only one built
-  std::string path;             // absolute path of the file, as the import job sees it; "" for an upload
+  // "hdf5": one robomimic / LIBERO file (path or upload). "lerobot": a LeRobot dataset
+  // directory (v2.x, v3.0, or the older episodes.jsonl layout), by path only: an upload is
+  // one file, and a LeRobot dataset is a tree of parquet and mp4 files.
+  std::string format = kImportFormatHdf5;
+  std::string path;                    // absolute path, as the import job sees it; "" for an upload
   std::optional<UploadSource> upload;  // exactly one of path and upload
-  std::string filter;           // mask/<filter> of the HDF5 file; "": every demo
-  std::string language;         // instruction overriding the file's; "": the file's
-  bool skip_nan = false;        // "nan": "skip" drops demos with NaN/Inf actions; else the file is refused
+  std::string filter;                  // hdf5: mask/<filter> of the file; "": every demo
+  std::string language;   // instruction overriding the file's (hdf5) or the tasks (lerobot)
+  bool skip_nan = false;  // hdf5: "nan": "skip" drops demos with NaN/Inf actions
+  int resize_height = 0;  // lerobot: "resize": "HxW" decodes every camera to H x W; 0: as is
+  int resize_width = 0;
+
+  bool is_lerobot() const { return format == kImportFormatLerobot; }
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").
-// Exactly one of "path" and "upload" is required.
+// Exactly one of "path" and "upload" is required; "lerobot" takes a path only, with "resize"
+// and "language", and refuses the HDF5 options ("filter", "nan") and a path that names an
+// HDF5 file by its extension. Whether the path is a directory is learnt where the job runs
+// (the server never looks at tenant paths): embody-data fails the import, naming it.
 common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field);
 nlohmann::json ToJson(const ImportSource& s);
+// "HxW" of a source with a resize, as embody-data's --resize takes it.
+std::string ResizeText(const ImportSource& s);
 
 // 64 lower-case hex characters.
 bool IsSha256Hex(const std::string& s);

@@ -116,6 +116,50 @@ TEST(ImportSourceTest, AcceptsAbsolutePathWithOptions) {
   EXPECT_EQ(ParseImportSource(json{{"path", "/a.hdf5"}}, "source")->format, "hdf5");
 }
 
+TEST(ImportSourceTest, LerobotIsADirectoryWithItsOwnOptions) {
+  auto s = ParseImportSource(json{{"format", "lerobot"},
+                                  {"path", "/data/lerobot/pusht"},
+                                  {"resize", "96x128"},
+                                  {"language", "push"}},
+                             "source");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(s->is_lerobot());
+  EXPECT_EQ(s->resize_height, 96);
+  EXPECT_EQ(s->resize_width, 128);
+  EXPECT_EQ(ResizeText(*s), "96x128");
+  // What goes into the job's spec parses back to the same source.
+  auto again = ParseImportSource(ToJson(*s), "import.source");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(ToJson(*again), ToJson(*s));
+  EXPECT_FALSE(ToJson(*ParseImportSource(json{{"format", "lerobot"}, {"path", "/d"}}, "source"))
+                   .contains("resize"));
+
+  const json upload{{"bytes", 4}, {"sha256", std::string(64, 'b')}};
+  EXPECT_EQ(
+      ParseImportSource(json{{"format", "lerobot"}, {"upload", upload}}, "source").status().field(),
+      "source.upload");
+  EXPECT_EQ(ParseImportSource(json{{"format", "lerobot"}, {"path", "/d/x.h5"}}, "source")
+                .status()
+                .field(),
+            "source.path");
+  EXPECT_EQ(
+      ParseImportSource(json{{"format", "lerobot"}, {"path", "/d"}, {"filter", "t"}}, "source")
+          .status()
+          .field(),
+      "source.filter");
+  EXPECT_EQ(
+      ParseImportSource(json{{"path", "/d.hdf5"}, {"resize", "9x9"}}, "source").status().field(),
+      "source.resize");
+  for (const char* bad : {"", "x", "9", "9x", "x9", "0x9", "9x0", "-1x9", "9x16385", "9x9x9"}) {
+    EXPECT_EQ(
+        ParseImportSource(json{{"format", "lerobot"}, {"path", "/d"}, {"resize", bad}}, "source")
+            .status()
+            .field(),
+        "source.resize")
+        << bad;
+  }
+}
+
 TEST(ImportSourceTest, RefusesPathsThatAreNotPlainAbsolute) {
   for (const char* bad :
        {"", "rel/a.hdf5", "/a/../etc/shadow", "/a/./b", "/a//b", "/a/", "/a/..", "/a\nb"}) {

@@ -51,6 +51,8 @@ struct Invocation {
   std::string from, to;
   // datasets import, datasets upload (name above; path is the local FILE for upload)
   std::string path, filter, language, nan;
+  std::string format = "hdf5";    // datasets import: "hdf5" or "lerobot" (a directory)
+  std::string resize;             // datasets import, lerobot: "HxW"
   int chunk_mib = 4;              // datasets upload
   std::optional<int64_t> resume;  // datasets upload: the version to continue
 };

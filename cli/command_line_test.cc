@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "cli/dataset_format.h"
 #include "cli/requests.h"
 
 namespace cli {
@@ -121,6 +122,25 @@ TEST(CommandLineTest, NestedCommandsAndTheirValues) {
   ASSERT_TRUE(o.inv) << o.err;
   EXPECT_EQ(o.inv->attempt, 1);
   EXPECT_FALSE(Parse({"logs", "5", "--attempt", "-1"}).inv);
+}
+
+TEST(CommandLineTest, DatasetsImportTakesALerobotDirectory) {
+  Outcome o = Parse({"datasets", "import", "pusht", "/d/pusht", "--format", "lerobot", "--resize",
+                     "96x128", "--language", "push the T"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "datasets import");
+  const DatasetImportFlags flags{o.inv->format, o.inv->filter, o.inv->language, o.inv->nan,
+                                 o.inv->resize};
+  EXPECT_EQ(DatasetImportBody(o.inv->name, o.inv->path, flags),
+            nlohmann::json::parse(R"({"name": "pusht", "source": {"format": "lerobot",
+                "path": "/d/pusht", "resize": "96x128", "language": "push the T"}})"));
+  // Without --format it is an HDF5 file, as before.
+  o = Parse({"datasets", "import", "lift", "/d/lift.hdf5", "--filter", "train"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(DatasetImportBody(o.inv->name, o.inv->path, {o.inv->format, o.inv->filter}),
+            nlohmann::json::parse(R"({"name": "lift", "source": {"format": "hdf5",
+                "path": "/d/lift.hdf5", "filter": "train"}})"));
+  EXPECT_EQ(Parse({"datasets", "import", "x", "/d", "--format", "parquet"}).code, kExitUsage);
 }
 
 TEST(CommandLineTest, UsageErrorsExitTwoAndSayWhy) {

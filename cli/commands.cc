@@ -96,9 +96,9 @@ class Commands {
     }
     if (c == "datasets show") return Print(api_.Get("/v1/datasets/" + id), DatasetDetail);
     if (c == "datasets import") {
-      return Print(api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, inv_.filter,
-                                                               inv_.language, inv_.nan)
-                                                 .dump()),
+      const DatasetImportFlags flags{inv_.format, inv_.filter, inv_.language, inv_.nan,
+                                     inv_.resize};
+      return Print(api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, flags).dump()),
                    [](const json& d) {
                      return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
                             Cell(d, "version") + ") importing as job " + Cell(d, "job_id") +

@@ -91,12 +91,12 @@ std::string DatasetDetail(const json& d) {
 }
 
 json DatasetImportBody(const std::string& name, const std::string& path,
-                       const std::string& filter, const std::string& language,
-                       const std::string& nan) {
-  json source{{"format", "hdf5"}, {"path", path}};
-  if (!filter.empty()) source["filter"] = filter;
-  if (!language.empty()) source["language"] = language;
-  if (!nan.empty()) source["nan"] = nan;
+                       const DatasetImportFlags& flags) {
+  json source{{"format", flags.format.empty() ? "hdf5" : flags.format}, {"path", path}};
+  if (!flags.filter.empty()) source["filter"] = flags.filter;
+  if (!flags.language.empty()) source["language"] = flags.language;
+  if (!flags.nan.empty()) source["nan"] = flags.nan;
+  if (!flags.resize.empty()) source["resize"] = flags.resize;
   return json{{"name", name}, {"source", source}};
 }
 

@@ -14,9 +14,15 @@ std::string DatasetsTable(const nlohmann::json& reply);
 // counts, where it came from and where it is, and the statistics' keys with their shapes.
 std::string DatasetDetail(const nlohmann::json& dataset);
 
-// {"name", "source": {"format": "hdf5", "path", "filter"?, "language"?, "nan"?}}
+// What `embody datasets import` sends; empty strings are left out of the source.
+struct DatasetImportFlags {
+  std::string format = "hdf5";  // "hdf5" or "lerobot"
+  std::string filter, language, nan, resize;
+};
+
+// {"name", "source": {"format", "path", "filter"?, "language"?, "nan"?, "resize"?}}. The server
+// says which options a format takes; this only carries them.
 nlohmann::json DatasetImportBody(const std::string& name, const std::string& path,
-                                 const std::string& filter, const std::string& language,
-                                 const std::string& nan = "");
+                                 const DatasetImportFlags& flags);
 
 }  // namespace cli

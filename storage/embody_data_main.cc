@@ -5,7 +5,8 @@
 //   embody-data import-lerobot DIR OUT_DIR [--resize HxW] [--threads N] [--chunk-kib N] ...
 //                           a LeRobot dataset as LeRobot writes it (meta/info.json, v2.x or
 //                           v3.0), or the older episodes.jsonl + videos/<camera>/*.mp4 layout;
-//                           import-video is the same command under its first name
+//                           import-video is the same command under its first name;
+//                           --report as for import-hdf5
 //   embody-data inspect DIR     the manifest and statistics, as JSON
 //   embody-data verify DIR      reads every chunk and checks its checksum
 //
@@ -37,71 +38,89 @@ int Fail(const common::Status& st) {
   return 1;
 }
 
+// What every import command shares: progress on stderr every 5% and at the end, and with
+// --report the same progress, then the manifest or the error, posted to the agent. `unit`
+// ("demos", "episodes") and `read` (" read" after the MiB, or "") keep each command's progress
+// line as it always was.
+class ImportRun {
+ public:
+  ImportRun(const char* unit, const char* read) : unit_(unit), read_(read) {}
+
+  // failed_precondition when --report was given but the environment names no agent or job.
+  common::Status Start(bool report) {
+    if (!report) return common::Status::Ok();
+    auto r = storage::ImportReporter::FromEnv();
+    if (!r.ok()) return r.status();
+    reporter_ = std::move(*r);
+    return common::Status::Ok();
+  }
+
+  std::function<void(const storage::ImportProgress&)> Progress() {
+    return [this](const storage::ImportProgress& p) {
+      int pct = static_cast<int>(100 * p.demos_done / std::max<uint64_t>(1, p.demos_total));
+      if (pct / 5 == last_pct_ / 5 && p.demos_done != p.demos_total) return;
+      last_pct_ = pct;
+      std::fprintf(stderr, "import: %llu/%llu %s (%d%%), %llu frames, %.1f MiB%s\n",
+                   static_cast<unsigned long long>(p.demos_done),
+                   static_cast<unsigned long long>(p.demos_total), unit_, pct,
+                   static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0, read_);
+      if (reporter_) Note(reporter_->Progress(p.demos_done, p.demos_total, p.frames, p.bytes));
+    };
+  }
+
+  // Reports the outcome and prints the last stdout line (`line` plus the counts every import
+  // has); returns the exit status.
+  int Finish(const common::Result<storage::ImportResult>& result, const std::string& out,
+             nlohmann::json line) {
+    if (!result.ok()) {
+      if (reporter_) Note(reporter_->Error(result.status().message()));
+      return Fail(result.status());
+    }
+    if (reporter_) {
+      // Without its manifest the control plane cannot mark the dataset ready: that one must
+      // arrive.
+      common::Status st = reporter_->Manifest(result->manifest.ToJson());
+      if (!st.ok()) return Fail(common::Unavailable("cannot report the manifest: " + st.message()));
+    }
+    line["episodes"] = result->episodes;
+    line["frames"] = result->frames;
+    line["bytes"] = result->bytes;
+    line["shards"] = result->manifest.shards.size();
+    line["seconds"] = result->seconds;
+    line["out"] = out;
+    std::cout << line.dump() << std::endl;
+    return 0;
+  }
+
+ private:
+  // A report that cannot be posted is said on stderr once; the import goes on.
+  void Note(const common::Status& st) {
+    if (st.ok() || report_failed_) return;
+    report_failed_ = true;
+    std::cerr << "embody-data: cannot report to the agent: " << st.message() << "\n";
+  }
+
+  const char* unit_;
+  const char* read_;
+  std::unique_ptr<storage::ImportReporter> reporter_;
+  bool report_failed_ = false;
+  int last_pct_ = -1;
+};
+
 int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5ImportOptions options,
                uint64_t shard_mib, const std::string& nan, bool report) {
-  std::unique_ptr<storage::ImportReporter> reporter;
-  if (report) {
-    auto r = storage::ImportReporter::FromEnv();
-    if (!r.ok()) return Fail(r.status());
-    reporter = std::move(*r);
-  }
-  // A report that cannot be posted is said on stderr once; the import goes on.
-  bool report_failed = false;
-  auto note = [&](const common::Status& st) {
-    if (st.ok() || report_failed) return;
-    report_failed = true;
-    std::cerr << "embody-data: cannot report to the agent: " << st.message() << "\n";
-  };
+  ImportRun run("demos", " read");
+  if (common::Status st = run.Start(report); !st.ok()) return Fail(st);
   options.writer.shard_bytes = shard_mib << 20;
   options.nan_policy = nan == "skip" ? storage::NanPolicy::kSkip : storage::NanPolicy::kRefuse;
-  int last_pct = -1;
-  options.progress = [&](const storage::ImportProgress& p) {
-    int pct = static_cast<int>(100 * p.demos_done / std::max<uint64_t>(1, p.demos_total));
-    if (pct / 5 == last_pct / 5 && p.demos_done != p.demos_total) return;
-    last_pct = pct;
-    std::fprintf(stderr, "import: %llu/%llu demos (%d%%), %llu frames, %.1f MiB read\n",
-                 static_cast<unsigned long long>(p.demos_done),
-                 static_cast<unsigned long long>(p.demos_total), pct,
-                 static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0);
-    if (reporter) note(reporter->Progress(p.demos_done, p.demos_total, p.frames, p.bytes));
-  };
+  options.progress = run.Progress();
   auto result = storage::ImportHdf5(in, out, options);
-  if (!result.ok()) {
-    if (reporter) note(reporter->Error(result.status().message()));
-    return Fail(result.status());
-  }
-  if (reporter) {
-    // Without its manifest the control plane cannot mark the dataset ready: that one must arrive.
-    common::Status st = reporter->Manifest(result->manifest.ToJson());
-    if (!st.ok()) return Fail(common::Unavailable("cannot report the manifest: " + st.message()));
-  }
-  nlohmann::json line = {{"episodes", result->episodes},
-                         {"frames", result->frames},
-                         {"bytes", result->bytes},
-                         {"shards", result->manifest.shards.size()},
-                         {"skipped_nan", result->skipped_nan},
-                         {"seconds", result->seconds},
-                         {"out", out}};
-  std::cout << line.dump() << std::endl;
-  return 0;
-}
-
-// Progress on stderr every 5% and at the end.
-std::function<void(const storage::ImportProgress&)> ProgressPrinter(const char* unit) {
-  return [unit, last_pct = -1](const storage::ImportProgress& p) mutable {
-    int pct = static_cast<int>(100 * p.demos_done / std::max<uint64_t>(1, p.demos_total));
-    if (pct / 5 == last_pct / 5 && p.demos_done != p.demos_total) return;
-    last_pct = pct;
-    std::fprintf(stderr, "import: %llu/%llu %s (%d%%), %llu frames, %.1f MiB\n",
-                 static_cast<unsigned long long>(p.demos_done),
-                 static_cast<unsigned long long>(p.demos_total), unit, pct,
-                 static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0);
-  };
+  return run.Finish(result, out, {{"skipped_nan", result.ok() ? result->skipped_nan : 0}});
 }
 
 int ImportVideo(const std::string& in, const std::string& out,
                 storage::VideoEpisodesImportOptions options, uint64_t shard_mib,
-                const std::string& resize) {
+                const std::string& resize, bool report) {
   options.writer.shard_bytes = shard_mib << 20;
   if (!resize.empty()) {
     unsigned h = 0, w = 0;
@@ -114,14 +133,10 @@ int ImportVideo(const std::string& in, const std::string& out,
     options.video.height = static_cast<int>(h);
     options.video.width = static_cast<int>(w);
   }
-  options.progress = ProgressPrinter("episodes");
-  auto result = storage::ImportLerobot(in, out, options);
-  if (!result.ok()) return Fail(result.status());
-  nlohmann::json line = {{"episodes", result->episodes}, {"frames", result->frames},
-                         {"bytes", result->bytes},       {"shards", result->manifest.shards.size()},
-                         {"seconds", result->seconds},   {"out", out}};
-  std::cout << line.dump() << std::endl;
-  return 0;
+  ImportRun run("episodes", "");
+  if (common::Status st = run.Start(report); !st.ok()) return Fail(st);
+  options.progress = run.Progress();
+  return run.Finish(storage::ImportLerobot(in, out, options), out, nlohmann::json::object());
 }
 
 int Inspect(const std::string& dir) {
@@ -192,6 +207,7 @@ int main(int argc, char** argv) {
                 "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
 
   std::string video_in, video_out, resize;
+  bool video_report = false;
   uint64_t video_shard_mib = 256, video_chunk_kib = 1024;
   storage::VideoEpisodesImportOptions video;
   auto* vid = app.add_subcommand(
@@ -219,6 +235,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   vid->add_option("--max-episode-frames", video.max_episode_frames, "refuse longer episodes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  vid->add_flag("--report", video_report,
+                "post progress, the manifest and errors to the job-local API (EMBODY_AGENT_URL, "
+                "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
 
   auto* inspect = app.add_subcommand("inspect", "print a dataset's manifest and statistics");
   inspect->add_option("DIR", dir, "dataset directory")->required();
@@ -229,14 +248,18 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // An import job whose input is missing says so to the control plane too.
-    if (imp->parsed() && report) {
+    // By the flag's count, not its variable: a failed check on DIR (a file, or missing) stops
+    // CLI11 before it sets the variables of later options.
+    if ((imp->parsed() && imp->count("--report") > 0) ||
+        (vid->parsed() && vid->count("--report") > 0)) {
       if (auto r = storage::ImportReporter::FromEnv(); r.ok()) (void)(*r)->Error(e.what());
     }
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan, report);
   video.writer.shard.chunk_bytes = video_chunk_kib << 10;
-  if (vid->parsed()) return ImportVideo(video_in, video_out, video, video_shard_mib, resize);
+  if (vid->parsed())
+    return ImportVideo(video_in, video_out, video, video_shard_mib, resize, video_report);
   if (inspect->parsed()) return Inspect(dir);
   return Verify(dir);
 }

@@ -3,12 +3,14 @@
 // imported through POST /v1/datasets (an import job runs embody-data as an unprivileged uid),
 // trained on through `engine.data.dataset: "dataset:NAME"`, versioned, kept from other tenants,
 // refused while read and deleted; a bad file fails without leaving anything behind; the `embody`
-// CLI imports and lists once.
+// CLI imports and lists once. A LeRobot v2.1 dataset directory (parquet from an independent
+// writer, videos encoded here) goes the same way with "format": "lerobot".
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <thread>
 
@@ -16,6 +18,7 @@
 
 #include "engine/testing/reach_hdf5.h"
 #include "storage/testing/robomimic_file.h"
+#include "storage/testing/video_file.h"
 #include "tests/e2e/local_stack.h"
 
 namespace embody_test {
@@ -468,6 +471,101 @@ TEST_F(DatasetApiTest, CliImportsAndLists) {
   bool ready = false;
   for (const json& x : ls["datasets"]) ready |= x["name"] == "from-cli" && x["state"] == "ready";
   EXPECT_TRUE(ready) << listed.output;
+}
+
+// 8. A LeRobot v2.1 dataset directory (the parquet files and metadata storage/parquet/testdata/
+// gen_lerobot.mjs writes at build time, videos encoded here) through POST /v1/datasets and the
+// CLI: the import job runs `embody-data import-lerobot --report`, progress shows, and the version
+// lands with every episode. A file named as the directory fails the import saying so.
+TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
+  ASSERT_FALSE(a_->member.empty());
+  const fs::path fixtures = EMBODY_LEROBOT_FIXTURES;
+  if (fs::exists(fixtures.parent_path() / "UNAVAILABLE") ||
+      !fs::exists(fixtures / "expected.json")) {
+    GTEST_SKIP() << "LeRobot datasets from parquet-wasm were not generated (node/npm missing; "
+                    "see "
+                 << fixtures.parent_path() / "UNAVAILABLE"
+                 << ", target parquet_fixtures)";
+  }
+  std::ifstream ein(fixtures / "expected.json");
+  const json expected = json::parse(ein);
+  const int h = expected["height"], w = expected["width"];
+  const std::string dir = inputs_ + "/lerobot-v21";
+  fs::copy(fixtures / "v21", dir, fs::copy_options::recursive);
+  storage::testing::VideoWriteOptions vo;
+  vo.fps = expected["fps"];
+  int64_t total_frames = 0;
+  for (const json& e : expected["episodes"]) total_frames += e["length"].get<int64_t>();
+  for (const json& v : expected["videos"]["v21"]) {
+    std::vector<uint8_t> rgb;
+    int64_t frames = 0;
+    for (const json& e : v["episodes"]) {
+      const int64_t n = expected["episodes"][e.get<size_t>()]["length"];
+      auto f = storage::testing::BlockFrames(e.get<uint64_t>() + 1, n, h, w);
+      rgb.insert(rgb.end(), f.begin(), f.end());
+      frames += n;
+    }
+    const std::string path = dir + "/" + v["path"].get<std::string>();
+    fs::create_directories(fs::path(path).parent_path());
+    ASSERT_TRUE(storage::testing::WriteVideo(path, rgb.data(), frames, h, w, vo).ok()) << path;
+  }
+  // The import job reads the tree as an unprivileged uid.
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    fs::permissions(entry.path(), entry.is_directory()
+                                      ? fs::perms::owner_all | fs::perms::group_read |
+                                            fs::perms::group_exec | fs::perms::others_read |
+                                            fs::perms::others_exec
+                                      : fs::perms::owner_read | fs::perms::owner_write |
+                                            fs::perms::group_read | fs::perms::others_read);
+  }
+
+  HttpResult r =
+      stack_->Post("/v1/datasets",
+                   json{{"name", "pusht"},
+                        {"source", {{"format", "lerobot"}, {"path", dir}, {"resize", "16x24"}}}}
+                       .dump(),
+                   a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body["source"]["format"], "lerobot");
+  json d = WaitForDataset(r.body["id"].get<int64_t>(), a_->member, 120);
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  EXPECT_EQ(d["episodes"], expected["episodes"].size());
+  EXPECT_EQ(d["frames"], total_frames);
+  EXPECT_EQ(d["progress"], 1.0);
+  ASSERT_TRUE(d["manifest"].is_object()) << d.dump(2);
+  EXPECT_EQ(d["manifest"]["source"]["type"], "lerobot");
+  EXPECT_EQ(d["manifest"]["source"]["codebase_version"], "v2.1");
+  EXPECT_EQ(d["manifest"]["source"]["resize"], json({16, 24}));
+  EXPECT_TRUE(fs::exists(d["path"].get<std::string>() + "/dataset.json")) << d.dump(2);
+  ExpectNoStaging(TenantDir(a_->id));
+
+  // The CLI takes the same directory as the next version.
+  auto cli = embody::testing::RunCommand({"env", "EMBODY_URL=" + stack_->url(),
+                                          "EMBODY_TOKEN=" + a_->member,
+                                          LocalStack::bin_dir() + "/embody", "datasets", "import",
+                                          "pusht", dir, "--format", "lerobot", "-o", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  json v2 = json::parse(cli.output, nullptr, false);
+  ASSERT_TRUE(v2.is_object()) << cli.output;
+  EXPECT_EQ(v2["version"], 2);
+  d = WaitForDataset(v2["id"].get<int64_t>(), a_->member, 120);
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  EXPECT_EQ(d["episodes"], expected["episodes"].size());
+
+  // A file where the directory should be: the server cannot look (the path is read only where
+  // the job runs), so the import fails and says what it found.
+  const std::string file = dir + "/meta/info.json";
+  r = stack_->Post(
+      "/v1/datasets",
+      json{{"name", "not-a-dir"}, {"source", {{"format", "lerobot"}, {"path", file}}}}.dump(),
+      a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  d = WaitForDataset(r.body["id"].get<int64_t>(), a_->member, 90);
+  ASSERT_EQ(d.value("state", ""), "failed") << d.dump(2);
+  const std::string error = d.value("error", "");
+  EXPECT_NE(error.find(file), std::string::npos) << error;
+  EXPECT_NE(error.find("file"), std::string::npos) << error;
+  ExpectNoStaging(TenantDir(a_->id));
 }
 
 }  // namespace
