@@ -1,5 +1,7 @@
 #include "engine/checkpoint.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,7 +18,7 @@ class CheckpointTest : public ::testing::Test {
   void SetUp() override {
     dir_ =
         std::filesystem::temp_directory_path() /
-        ("embody-ckpt-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+        ("embody-ckpt-test-" + std::to_string(::getpid()) +
          "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);

@@ -24,6 +24,8 @@
 // A change meant to alter the numbers (a kernel, the optimizer, the data) regenerates them:
 // EMBODY_PRINT_GOLDEN=1 prints the current values as C++ to paste below, and the commit says why
 // they moved.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -193,7 +195,7 @@ class TrainerGoldenTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("embody-trainer-golden-" +
-            std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+            std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

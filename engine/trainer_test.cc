@@ -1,6 +1,8 @@
 #include "engine/testing/small_run.h"
 #include "engine/trainer.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <numeric>
@@ -126,7 +128,7 @@ TEST(TrainerTest, SameSeedGivesSameRun) {
 TEST(TrainerTest, WritesCheckpointsKeepsNewestAndReports) {
   auto dir =
       std::filesystem::temp_directory_path() /
-      ("embody-trainer-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+      ("embody-trainer-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   TrainerOptions o = SmallRun(25);
   o.checkpoint_dir = dir.string();
@@ -187,7 +189,7 @@ TEST(TrainerTest, RefusesAStoredDatasetNameItWasNotLaunchedWith) {
 TEST(TrainerTest, ResumeFromHalfwayMatchesStraightRun) {
   auto dir = std::filesystem::temp_directory_path() /
              ("embody-trainer-resume-" +
-              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+              std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   TrainerOptions o = SmallRun(20);
   o.checkpoint_dir = dir.string();
@@ -239,7 +241,7 @@ class StopAtStep final : public EventSink {
 TEST(TrainerTest, StopRequestCheckpointsTheStepAndResumesToTheSameRun) {
   auto dir = std::filesystem::temp_directory_path() /
              ("embody-trainer-stop-" +
-              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+              std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   LocalCommunicator comm;
   TrainerOptions straight = SmallRun(20);
@@ -276,7 +278,7 @@ TEST(TrainerTest, StopRequestCheckpointsTheStepAndResumesToTheSameRun) {
 TEST(TrainerTest, ResumeRejectsMissingOrMismatchedCheckpoints) {
   auto dir = std::filesystem::temp_directory_path() /
              ("embody-trainer-resume-bad-" +
-              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+              std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   LocalCommunicator comm;
   TrainerOptions o = SmallRun(4);

@@ -1,5 +1,7 @@
 #include "engine/train/checkpointer.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,7 +20,7 @@ class CheckpointerTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() /
            ("embody-checkpointer-test-" +
-            std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+            std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     // A few updates so the moments are not zeros.
     std::vector<float> grads = {0.5f, -0.25f, 1.0f, 0.0f, -2.0f};

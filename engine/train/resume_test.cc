@@ -1,5 +1,7 @@
 #include "engine/train/resume.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -87,7 +89,7 @@ class ResumeFileTest : public ::testing::Test {
   void SetUp() override {
     dir_ =
         std::filesystem::temp_directory_path() /
-        ("embody-resume-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+        ("embody-resume-test-" + std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
