@@ -18,62 +18,15 @@
 #include <httplib.h>
 
 #include "tests/e2e/local_stack.h"
+#include "tests/support/netns.h"
 
 namespace embody_test {
 namespace {
 
 using nlohmann::json;
 
-int Sh(const std::string& cmd) { return std::system(("bash -c '" + cmd + "' >/dev/null 2>&1").c_str()); }
-
-// The namespaces and links of one run, named after the pid so parallel runs never meet.
-struct Netns {
-  std::string tag = std::to_string(::getpid() % 100000);
-  std::string subnet = "10.213." + std::to_string(::getpid() % 200 + 20);
-  std::string ns_a = "emb-a-" + tag, ns_b = "emb-b-" + tag;
-  std::string br = "embr" + tag;
-  std::string server = subnet + ".1", addr_a = subnet + ".2", addr_b = subnet + ".3";
-
-  bool Up() {
-    Down();
-    const std::string cmds[] = {
-        "ip link add " + br + " type bridge",
-        "ip addr add " + server + "/24 dev " + br,
-        "ip link set " + br + " up",
-        "ip netns add " + ns_a,
-        "ip netns add " + ns_b,
-        "ip link add ea" + tag + " type veth peer name pa" + tag,
-        "ip link add eb" + tag + " type veth peer name pb" + tag,
-        "ip link set ea" + tag + " netns " + ns_a,
-        "ip link set eb" + tag + " netns " + ns_b,
-        "ip link set pa" + tag + " master " + br + " up",
-        "ip link set pb" + tag + " master " + br + " up",
-        "ip -n " + ns_a + " addr add " + addr_a + "/24 dev ea" + tag,
-        "ip -n " + ns_b + " addr add " + addr_b + "/24 dev eb" + tag,
-        "ip -n " + ns_a + " link set ea" + tag + " up",
-        "ip -n " + ns_b + " link set eb" + tag + " up",
-        "ip -n " + ns_a + " link set lo up",
-        "ip -n " + ns_b + " link set lo up",
-    };
-    for (const auto& c : cmds) {
-      if (Sh(c) != 0) {
-        std::fprintf(stderr, "network set-up failed at: %s\n", c.c_str());
-        return false;
-      }
-    }
-    // The bridge must forward between its ports even where br_netfilter would filter them.
-    Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b);
-    return Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b) == 0 &&
-           Sh("ip netns exec " + ns_b + " ping -c1 -W2 " + server) == 0;
-  }
-  void Down() {
-    Sh("ip netns del " + ns_a);
-    Sh("ip netns del " + ns_b);
-    Sh("ip link del pa" + tag);
-    Sh("ip link del pb" + tag);
-    Sh("ip link del " + br);
-  }
-};
+using embody::testing::Sh;
+using Netns = embody::testing::TwoNamespaces;
 
 Netns* g_net = nullptr;
 
@@ -88,11 +41,12 @@ class MultiNodeNetnsTest : public testing::Test {
       skip_ = "`ip netns` is not available";
       return;
     }
-    g_net = new Netns;
+    g_net = new Netns("emb", 213);
     std::atexit([] {
       if (g_net) g_net->Down();
     });
-    if (!g_net->Up()) {
+    if (std::string failed; !g_net->Up(&failed)) {
+      std::fprintf(stderr, "network set-up failed at: %s\n", failed.c_str());
       skip_ = "cannot make the test's network namespaces here";
       return;
     }
@@ -261,7 +215,7 @@ TEST_F(MultiNodeNetnsTest, APartitionedNodeStopsItsStaleAttemptWhenHeardAgain) {
   ASSERT_TRUE(first_name == "node-a" || first_name == "node-b") << job.dump(2);
   const int cut = first_name == "node-a" ? 0 : 1;
   const std::string ns = cut == 0 ? g_net->ns_a : g_net->ns_b;
-  const std::string link = (cut == 0 ? "ea" : "eb") + g_net->tag;
+  const std::string link = cut == 0 ? g_net->link_a : g_net->link_b;
   for (int i = 0; i < 200 && CountSleeps(marker) < 1; ++i) ::usleep(50'000);
   ASSERT_EQ(CountSleeps(marker), 1) << Logs(id, -1);
 
@@ -323,7 +277,7 @@ TEST_F(MultiNodeNetnsTest, AJobPlacedBackOnThePartitionedNodeReplacesItsStaleAtt
   for (int i = 0; i < 200 && CountSleeps(marker) < 1; ++i) ::usleep(50'000);
   ASSERT_EQ(CountSleeps(marker), 1);
 
-  const std::string link = "eb" + g_net->tag;
+  const std::string link = g_net->link_b;
   ASSERT_EQ(Sh("ip -n " + g_net->ns_b + " link set " + link + " down"), 0);
   bool requeued = false;
   for (int i = 0; i < 600 && !requeued; ++i) {

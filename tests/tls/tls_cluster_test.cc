@@ -27,6 +27,7 @@
 
 #include "common/http/client.h"
 #include "tests/support/pg_harness.h"
+#include "tests/support/netns.h"
 #include "tests/support/test_ca.h"
 
 namespace {
@@ -34,55 +35,9 @@ namespace {
 using embody::testing::ChildProcess;
 using nlohmann::json;
 
-int Sh(const std::string& cmd) {
-  return std::system(("bash -c '" + cmd + "' >/dev/null 2>&1").c_str());
-}
-
-// Two namespaces joined by a bridge in the root namespace, where the server runs; named after the
-// pid (and apart from multinode_netns_test's 10.213.N) so that parallel runs never meet.
-struct Netns {
-  std::string tag = std::to_string(::getpid() % 100000);
-  std::string subnet = "10.214." + std::to_string(::getpid() % 200 + 20);
-  std::string ns_a = "emt-a-" + tag, ns_b = "emt-b-" + tag;
-  std::string br = "embt" + tag;
-  std::string server = subnet + ".1", addr_a = subnet + ".2", addr_b = subnet + ".3";
-
-  bool Up() {
-    Down();
-    const std::string cmds[] = {
-        "ip link add " + br + " type bridge",
-        "ip addr add " + server + "/24 dev " + br,
-        "ip link set " + br + " up",
-        "ip netns add " + ns_a,
-        "ip netns add " + ns_b,
-        "ip link add ta" + tag + " type veth peer name qa" + tag,
-        "ip link add tb" + tag + " type veth peer name qb" + tag,
-        "ip link set ta" + tag + " netns " + ns_a,
-        "ip link set tb" + tag + " netns " + ns_b,
-        "ip link set qa" + tag + " master " + br + " up",
-        "ip link set qb" + tag + " master " + br + " up",
-        "ip -n " + ns_a + " addr add " + addr_a + "/24 dev ta" + tag,
-        "ip -n " + ns_b + " addr add " + addr_b + "/24 dev tb" + tag,
-        "ip -n " + ns_a + " link set ta" + tag + " up",
-        "ip -n " + ns_b + " link set tb" + tag + " up",
-        "ip -n " + ns_a + " link set lo up",
-        "ip -n " + ns_b + " link set lo up",
-    };
-    for (const auto& c : cmds) {
-      if (Sh(c) != 0) return false;
-    }
-    Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b);
-    return Sh("ip netns exec " + ns_a + " ping -c1 -W2 " + addr_b) == 0 &&
-           Sh("ip netns exec " + ns_b + " ping -c1 -W2 " + server) == 0;
-  }
-  void Down() {
-    Sh("ip netns del " + ns_a);
-    Sh("ip netns del " + ns_b);
-    Sh("ip link del qa" + tag);
-    Sh("ip link del qb" + tag);
-    Sh("ip link del " + br);
-  }
-};
+using embody::testing::Sh;
+// Apart from multinode_netns_test's names and its 10.213 range.
+using Netns = embody::testing::TwoNamespaces;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -194,7 +149,7 @@ std::string StartCluster(Cluster& c) {
   } else if (Sh("ip netns list") != 0) {
     c.no_netns = "`ip netns` is not available";
   } else {
-    c.net = std::make_unique<Netns>();
+    c.net = std::make_unique<Netns>("emt", 214);
     if (c.net->Up()) {
       server_host = c.net->server;
       places = {{{"ip", "netns", "exec", c.net->ns_a}, c.net->addr_a},
