@@ -233,6 +233,18 @@ class WriterThread {
 
 }  // namespace
 
+common::Status FinishImport(DatasetWriter& writer, nlohmann::json source,
+                            std::chrono::steady_clock::time_point start, ImportResult* result) {
+  result->episodes = writer.episodes();
+  result->frames = writer.frames();
+  result->bytes = writer.bytes();
+  EMBODY_ASSIGN_OR_RETURN(manifest, writer.Finish(std::move(source)));
+  result->manifest = std::move(manifest);
+  result->seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return common::Status::Ok();
+}
+
 common::Result<ImportResult> ImportHdf5(const std::string& input, const std::string& out_dir,
                                         const Hdf5ImportOptions& options) {
   auto start = std::chrono::steady_clock::now();
@@ -320,12 +332,7 @@ common::Result<ImportResult> ImportHdf5(const std::string& input, const std::str
                                    std::to_string(result.skipped_nan) + " with NaN/Inf actions)");
   }
   source["skipped_nan_demos"] = result.skipped_nan;
-  result.episodes = writer->episodes();
-  result.frames = writer->frames();
-  result.bytes = writer->bytes();
-  EMBODY_ASSIGN_OR_RETURN(manifest, writer->Finish(std::move(source)));
-  result.manifest = std::move(manifest);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EMBODY_RETURN_IF_ERROR(FinishImport(*writer, std::move(source), start, &result));
   return result;
 }
 

@@ -16,6 +16,7 @@
 // is skipped and counted), an episode longer than max_episode_frames.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -52,6 +53,11 @@ struct ImportResult {
   uint64_t skipped_nan = 0;  // demos skipped under NanPolicy::kSkip
   double seconds = 0;
 };
+
+// The end every importer shares: seals `writer`'s dataset with `source` in its manifest, and fills
+// `result`'s counts, manifest and seconds since `start`.
+common::Status FinishImport(DatasetWriter& writer, nlohmann::json source,
+                            std::chrono::steady_clock::time_point start, ImportResult* result);
 
 common::Result<ImportResult> ImportHdf5(const std::string& input, const std::string& out_dir,
                                         const Hdf5ImportOptions& options);

@@ -198,12 +198,7 @@ common::Result<ImportResult> ImportLerobot(const std::string& dir, const std::st
   if (options.video.width > 0) source["resize"] = {options.video.height, options.video.width};
   if (!options.language.empty()) source["language_instruction"] = options.language;
   ImportResult result;
-  result.episodes = writer->episodes();
-  result.frames = writer->frames();
-  result.bytes = writer->bytes();
-  EMBODY_ASSIGN_OR_RETURN(manifest, writer->Finish(std::move(source)));
-  result.manifest = std::move(manifest);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EMBODY_RETURN_IF_ERROR(FinishImport(*writer, std::move(source), start, &result));
   return result;
 }
 

@@ -362,12 +362,7 @@ common::Result<ImportResult> ImportVideoEpisodes(const std::string& input,
   for (const Camera& cam : cams) source["cameras"][cam.key] = "videos/" + cam.dir;
   if (options.video.width > 0) source["resize"] = {options.video.height, options.video.width};
   if (!options.language.empty()) source["language_instruction"] = options.language;
-  result.episodes = writer->episodes();
-  result.frames = writer->frames();
-  result.bytes = writer->bytes();
-  EMBODY_ASSIGN_OR_RETURN(manifest, writer->Finish(std::move(source)));
-  result.manifest = std::move(manifest);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EMBODY_RETURN_IF_ERROR(FinishImport(*writer, std::move(source), start, &result));
   return result;
 }
 
