@@ -25,22 +25,7 @@ namespace common::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Reads until the peer closes or `wait_s` passes; `closed` says which.
-std::string ReadUntilClosed(int fd, double wait_s, bool* closed) {
-  timeval tv{static_cast<time_t>(wait_s), static_cast<suseconds_t>((wait_s - int(wait_s)) * 1e6)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string got;
-  char buf[4096];
-  *closed = false;
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) *closed = true;  // closed, or reset
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return got;
-}
+using embody_test::ReadUntilClosed;
 
 void AddRoutes(httplib::Server& s) {
   s.Get("/ping", [](const httplib::Request&, httplib::Response& res) {

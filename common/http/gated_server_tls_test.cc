@@ -174,21 +174,6 @@ class RawTls {
   bool handshaken_ = false;
 };
 
-// Reads a plaintext socket until the peer closes or `wait_s` passes; `closed` says which.
-std::string ReadPlainUntilClosed(int fd, double wait_s, bool* closed) {
-  timeval tv{static_cast<time_t>(wait_s), static_cast<suseconds_t>((wait_s - int(wait_s)) * 1e6)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string got;
-  char buf[4096];
-  *closed = false;
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0 || (n < 0 && errno == ECONNRESET)) *closed = true;
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return got;
-}
 
 class GatedTlsTest : public ::testing::Test {
  protected:
@@ -373,7 +358,7 @@ TEST_F(GatedTlsTest, APlaintextRequestToTheTlsPortIsNotServed) {
   auto start = Clock::now();
   ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
   bool closed = false;
-  std::string got = ReadPlainUntilClosed(fd, 3, &closed);
+  std::string got = embody_test::ReadUntilClosed(fd, 3, &closed);
   ::close(fd);
   EXPECT_TRUE(closed);
   EXPECT_LT(SecondsSince(start), 1.0);
@@ -428,13 +413,13 @@ TEST_F(GatedTlsTest, ClientsThatNeverHandshakeCostNoWorkerAndAreClosedAtTheDeadl
   EXPECT_LT(held_s, 0.5) << "connections without a handshake held the workers";
   // The header deadline (3 s) from the accept closes them, unanswered.
   bool closed = false;
-  std::string got = ReadPlainUntilClosed(idle.idle_fd(0), 6, &closed);
+  std::string got = embody_test::ReadUntilClosed(idle.idle_fd(0), 6, &closed);
   const double idle_s = SecondsSince(start);
   EXPECT_TRUE(closed) << "a connection that never handshook was kept open";
   EXPECT_TRUE(got.empty()) << got;
   EXPECT_GT(idle_s, 2.5);
   EXPECT_LT(idle_s, 4.5);
-  ReadPlainUntilClosed(partial[0], 2, &closed);
+  embody_test::ReadUntilClosed(partial[0], 2, &closed);
   EXPECT_TRUE(closed) << "a connection that stopped mid-handshake was kept open";
   for (int fd : partial) ::close(fd);
   for (int i = 0; i < 100 && gated.server.OpenConnections() > 0; ++i) {

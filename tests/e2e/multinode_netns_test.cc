@@ -85,6 +85,17 @@ class MultiNodeNetnsTest : public testing::Test {
 LocalStack* MultiNodeNetnsTest::stack_ = nullptr;
 std::string MultiNodeNetnsTest::skip_;
 
+// A one-node, one-rank job that sleeps `marker` seconds (so CountSleeps finds its processes) and
+// restarts once after its node is lost.
+json RestartableSleep(const std::string& name, const std::string& marker) {
+  return {{"name", name},
+          {"kind", "command"},
+          {"max_restarts", 1},
+          {"resources",
+           {{"nodes", 1}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}}},
+          {"command", {"sleep", marker}}};
+}
+
 json TwoNodes() {
   return {{"nodes", 2}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}};
 }
@@ -199,12 +210,7 @@ int CountSleeps(const std::string& arg) {
 // new attempt is left alone.
 TEST_F(MultiNodeNetnsTest, APartitionedNodeStopsItsStaleAttemptWhenHeardAgain) {
   const std::string marker = "6" + std::to_string(::getpid() % 100000) + ".25";
-  json spec = {{"name", "fenced"},
-               {"kind", "command"},
-               {"max_restarts", 1},
-               {"resources",
-                {{"nodes", 1}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}}},
-               {"command", {"sleep", marker}}};
+  json spec = RestartableSleep("fenced", marker);
   int64_t id = Submit(spec);
   ASSERT_GT(id, 0);
   json job = stack_->WaitForState(id, {"RUNNING"}, 60);
@@ -263,12 +269,7 @@ TEST_F(MultiNodeNetnsTest, AJobPlacedBackOnThePartitionedNodeReplacesItsStaleAtt
   }
   ASSERT_TRUE(a_id > 0 && b_id > 0) << nodes.text;
   ASSERT_EQ(stack_->Post("/v1/nodes/" + std::to_string(a_id) + "/drain", "").status, 200);
-  json spec = {{"name", "placed-back"},
-               {"kind", "command"},
-               {"max_restarts", 1},
-               {"resources",
-                {{"nodes", 1}, {"ranks_per_node", 1}, {"slot_type", "cpu"}, {"slots_per_rank", 1}}},
-               {"command", {"sleep", marker}}};
+  json spec = RestartableSleep("placed-back", marker);
   int64_t id = Submit(spec);
   ASSERT_GT(id, 0);
   json job = stack_->WaitForState(id, {"RUNNING"}, 60);

@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 namespace embody_test {
 
@@ -47,6 +50,21 @@ SlowClients::~SlowClients() {
   for (int fd : loris_fds_) {
     if (fd >= 0) ::close(fd);
   }
+}
+
+std::string ReadUntilClosed(int fd, double wait_s, bool* closed) {
+  timeval tv{static_cast<time_t>(wait_s), static_cast<suseconds_t>((wait_s - int(wait_s)) * 1e6)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string got;
+  char buf[4096];
+  *closed = false;
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) *closed = true;  // closed, or reset
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
 }
 
 }  // namespace embody_test

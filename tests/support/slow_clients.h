@@ -14,6 +14,10 @@ namespace embody_test {
 // A TCP connection to 127.0.0.1:`port`, or -1.
 int ConnectLoopback(int port);
 
+// Reads plain bytes from `fd` until the peer closes (or resets) or `wait_s` passes; `closed`
+// says which.
+std::string ReadUntilClosed(int fd, double wait_s, bool* closed);
+
 class SlowClients {
  public:
   // `idle` connections that send nothing and `loris` that send "GET `path` HTTP/1.1" and
