@@ -7,9 +7,12 @@
 
 #include "common/rng.h"
 #include "engine/model/flow_matching.h"
+#include "api/dataset_fit.h"
 #include "storage/token_mapping.h"
 
 namespace engine {
+
+static_assert(api::kStateTokenValues == kStateDim, "the server and the engine agree on a state token");
 namespace {
 
 constexpr int kPatchSide = 8;
@@ -68,51 +71,6 @@ void Normalisation(const storage::DatasetManifest& m, const storage::KeySpec& sp
     (*mean)[i] = mu;
     (*inv_std)[i] = sd > kMinStd ? 1.0 / sd : 1.0;
   }
-}
-
-const storage::KeySpec* FindKey(const storage::Schema& schema, const std::string& name,
-                                size_t* index) {
-  for (size_t k = 0; k < schema.size(); ++k) {
-    if (schema[k].name == name) {
-      *index = k;
-      return &schema[k];
-    }
-  }
-  return nullptr;
-}
-
-std::string KeyList(const storage::Schema& schema, bool (*pred)(const storage::KeySpec&)) {
-  std::string out;
-  for (const auto& k : schema) {
-    if (pred(k)) out += (out.empty() ? "" : ", ") + k.name;
-  }
-  return out.empty() ? "none" : out;
-}
-
-// The default proprio keys: robomimic's usual low-dim observation for image policies, else
-// LIBERO's robot state, else every low-dim obs key.
-std::vector<std::string> DefaultProprio(const storage::Schema& schema) {
-  size_t unused;
-  auto all_present = [&](const std::vector<std::string>& names) {
-    for (const auto& n : names) {
-      const storage::KeySpec* k = FindKey(schema, n, &unused);
-      if (k == nullptr || !storage::IsLowDimObsKey(*k)) return false;
-    }
-    return true;
-  };
-  const std::vector<std::string> robomimic = {"obs/robot0_eef_pos", "obs/robot0_eef_quat",
-                                              "obs/robot0_gripper_qpos"};
-  const std::vector<std::string> robomimic_no_quat = {"obs/robot0_eef_pos",
-                                                      "obs/robot0_gripper_qpos"};
-  const std::vector<std::string> libero = {"obs/joint_states", "obs/gripper_states"};
-  if (all_present(robomimic)) return robomimic;
-  if (all_present(robomimic_no_quat)) return robomimic_no_quat;
-  if (all_present(libero)) return libero;
-  std::vector<std::string> out;
-  for (const auto& k : schema) {
-    if (storage::IsLowDimObsKey(k)) out.push_back(k.name);
-  }
-  return out;
 }
 
 // A value the model cannot train on: the episode is unusable (the importer refuses NaN actions,
@@ -205,86 +163,36 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
                                    "engine.data.image_size");
   }
 
-  // Actions.
-  const storage::KeySpec* act = FindKey(schema, "actions", &action_key_);
-  if (act == nullptr) return common::InvalidArgument(dir_ + ": the dataset has no actions key");
-  if (act->frame_shape.size() != 1 || act->dtype == storage::DType::kU8) {
-    return common::InvalidArgument(dir_ + ": actions must be numeric (T, action_dim), found " +
-                                   act->ToString());
+  // Which keys feed which modality: the rules the server checks at submit (api/dataset_fit.h).
+  std::vector<api::DatasetKeyShape> keys;
+  for (const auto& k : schema) {
+    keys.push_back({k.name, storage::DTypeName(k.dtype), k.frame_shape});
   }
-  if (act->frame_shape[0] != model.action_dim) {
-    return common::InvalidArgument(
-        dir_ + ": the dataset's actions have " + std::to_string(act->frame_shape[0]) +
-            " dimensions but engine.model.action_dim is " + std::to_string(model.action_dim) +
-            "; set it to " + std::to_string(act->frame_shape[0]),
-        "engine.model.action_dim");
-  }
-  Normalisation(m, *act, &action_mean_, &action_inv_std_);
-
-  // Cameras.
-  std::vector<std::string> cams = data.cameras;
-  if (cams.empty()) {
-    for (const auto& k : schema) {
-      if (storage::IsImageKey(k)) cams.push_back(k.name);
-    }
-  }
-  for (const auto& name : cams) {
-    size_t index;
-    const storage::KeySpec* k = FindKey(schema, name, &index);
-    if (k == nullptr || !storage::IsImageKey(*k)) {
-      return common::InvalidArgument(dir_ + ": camera " + name +
-                                         " is not an image key of the dataset (image keys: " +
-                                         KeyList(schema, storage::IsImageKey) + ")",
-                                     "engine.data.cameras");
-    }
-    const int64_t ch = k->frame_shape[2];
-    if (ch != 1 && ch != 3 && ch != 4) {
-      return common::InvalidArgument(
-          dir_ + ": camera " + k->ToString() + " must have 1, 3 or 4 channels",
-          "engine.data.cameras");
-    }
+  EMBODY_ASSIGN_OR_RETURN(fit, api::FitDataset(keys, data, model.action_dim, dir_));
+  action_key_ = fit.actions;
+  Normalisation(m, schema[action_key_], &action_mean_, &action_inv_std_);
+  for (size_t index : fit.cameras) {
     cameras_.push_back(index);
-    camera_names_.push_back(name);
+    camera_names_.push_back(schema[index].name);
   }
-
-  // Proprio.
-  std::vector<std::string> prop = data.proprio.empty() ? DefaultProprio(schema) : data.proprio;
   int width = 0;
-  std::string widths;
-  for (const auto& name : prop) {
-    size_t index;
-    const storage::KeySpec* k = FindKey(schema, name, &index);
-    if (k == nullptr || !storage::IsLowDimObsKey(*k)) {
-      return common::InvalidArgument(dir_ + ": proprio key " + name +
-                                         " is not a low-dimensional obs key of the dataset "
-                                         "(those are: " +
-                                         KeyList(schema, storage::IsLowDimObsKey) + ")",
-                                     "engine.data.proprio");
-    }
+  for (size_t index : fit.proprio) {
     Lowdim l;
     l.key = index;
     l.offset = width;
-    Normalisation(m, *k, &l.mean, &l.inv_std);
-    width += static_cast<int>(k->FrameElements());
-    widths +=
-        (widths.empty() ? "" : " + ") + name + " (" + std::to_string(k->FrameElements()) + ")";
+    Normalisation(m, schema[index], &l.mean, &l.inv_std);
+    width += static_cast<int>(schema[index].FrameElements());
     proprio_.push_back(std::move(l));
-    proprio_names_.push_back(name);
+    proprio_names_.push_back(schema[index].name);
   }
-  if (width > kStateDim) {
-    return common::InvalidArgument(dir_ + ": proprio keys " + widths + " = " +
-                                       std::to_string(width) + " values, more than the model's " +
-                                       std::to_string(kStateDim) +
-                                       "-value state token; name fewer keys in engine.data.proprio",
-                                   "engine.data.proprio");
-  }
+  state_tokens_ = fit.state_tokens;
 
   // Language and token counts, per episode, from the index alone.
   const int grid = image_size_ / kPatchSide;
   const int per_camera = grid * grid;
   const int max_words = m.mapping.max_language_tokens;
   // Does the dataset's own mapping count the same tokens? Then its index must agree with us.
-  bool same_mapping = m.mapping.history_frames == 1 && m.mapping.proprio_tokens_per_frame == 1 &&
+  bool same_mapping = m.mapping.history_frames == 1 && m.mapping.proprio_tokens_per_frame == state_tokens_ &&
                       m.mapping.action_horizon == horizon_;
   int image_keys = 0;
   bool any_low_dim = false;
@@ -311,13 +219,14 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
     const std::string& text = own.empty() ? data.language : own;
     language_[e] = HashLanguage(text, max_words, vocab_);
     const int tokens = static_cast<int>(language_[e].size()) +
-                       static_cast<int>(cameras_.size()) * per_camera + 1 + horizon_;
+                       static_cast<int>(cameras_.size()) * per_camera + state_tokens_ + horizon_;
     if (tokens > tokens_per_row || tokens > model.max_positions) {
       return common::InvalidArgument(
           ds.DescribeEpisode(e) + ": a sample is " + std::to_string(tokens) + " tokens (" +
               std::to_string(language_[e].size()) + " language + " +
               std::to_string(cameras_.size()) + " cameras x " + std::to_string(per_camera) +
-              " patches + 1 state + " + std::to_string(horizon_) +
+              " patches + " + std::to_string(state_tokens_) + " state + " +
+              std::to_string(horizon_) +
               " actions), more than engine.data.tokens_per_row " + std::to_string(tokens_per_row) +
               " or the model's " + std::to_string(model.max_positions) + " positions",
           "engine.data.tokens_per_row");
@@ -371,7 +280,8 @@ common::Status DatasetSource::MakeSample(uint64_t sample, uint64_t sample_seed,
                    image_size_, out->patches.data() + c * grid * grid * kPatchDim);
   }
 
-  out->states.assign(kStateDim, 0.0f);
+  out->state_tokens = state_tokens_;
+  out->states.assign(static_cast<size_t>(state_tokens_) * kStateDim, 0.0f);
   for (const Lowdim& l : proprio_) {
     const storage::KeySpec& k = schema[l.key];
     row.resize(static_cast<size_t>(k.FrameBytes()));

@@ -9,8 +9,10 @@
 //             [0, 1], grey replicated to RGB, alpha dropped, and cut into (S/8)² patches of
 //             8×8×3 = kPatchDim floats, row-major, HWC inside a patch: what reach_samples renders.
 //   state     the proprio keys at frame t, concatenated in the order given, each element
-//             normalised with the manifest's mean/std for it, zero-padded to kStateDim; wider
-//             than kStateDim is an error naming the keys.
+//             normalised with the manifest's mean/std for it, cut into ⌈width/kStateDim⌉
+//             state tokens, the last zero-padded; wider than api::kMaxStateTokens tokens is an
+//             error naming the keys (api/dataset_fit.h holds these rules, shared with the
+//             server's check at submit).
 //   actions   rows t .. t+H-1 of "actions" (H = the model's action_horizon), normalised per
 //             dimension with the manifest's mean/std; past the episode end the last action is
 //             repeated (the arm holds still). The dataset's action_dim must equal the model's.
@@ -19,10 +21,10 @@
 //             id = FNV-1a-64(lower-cased word) mod vocab. A hash, not a trained tokenizer: equal
 //             words share an id, different words rarely collide in a vocabulary of thousands.
 // One observation frame per sample (the frame t). Tokens per sample:
-//   language + cameras·(S/8)² + 1 + H.
+//   language + cameras·(S/8)² + state tokens + H.
 // When the dataset's own token mapping describes the same tokens (its patch size cuts every
 // camera into (S/8)² patches at the stored size, every image key is a camera, one history
-// frame, one proprio token, H actions), its index counts are checked to agree with these;
+// frame, as many proprio tokens, H actions), its index counts are checked to agree with these;
 // otherwise they count different tokens and these are used in their place.
 //
 // Statistics that are missing or not finite, and standard deviations below 1e-6, normalise as
@@ -58,6 +60,8 @@ class DatasetSource {
   uint64_t fingerprint() const { return fingerprint_; }
   const std::vector<std::string>& camera_keys() const { return camera_names_; }
   const std::vector<std::string>& proprio_keys() const { return proprio_names_; }
+  // State tokens per frame: ⌈state width / kStateDim⌉, at least 1.
+  int state_tokens() const { return state_tokens_; }
   // True when the shard indexes' token counts were checked against ours (see above).
   bool index_counts_checked() const { return index_counts_checked_; }
 
@@ -66,7 +70,7 @@ class DatasetSource {
   common::Status MakeSample(uint64_t sample, uint64_t sample_seed, PolicySample* out) const;
 
  private:
-  struct Lowdim {                       // one proprio key's place in the state token
+  struct Lowdim {                       // one proprio key's place in the state tokens
     size_t key;                         // schema index
     int offset;                         // first state element
     std::vector<double> mean, inv_std;  // per element
@@ -87,6 +91,7 @@ class DatasetSource {
   std::vector<int32_t> tokens_;
   uint64_t fingerprint_ = 0;
   bool index_counts_checked_ = false;
+  int state_tokens_ = 1;
 };
 
 // Language token ids of `text` as above (exposed for tests).

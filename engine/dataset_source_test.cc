@@ -1,5 +1,5 @@
 // DatasetSource: how a dataset directory's keys become the policy's tokens (images → 8×8
-// patches, proprio → one normalised state token, actions → a normalised chunk, language →
+// patches, proprio → normalised state tokens, actions → a normalised chunk, language →
 // hashed ids), its token counts, and its refusals.
 #include "engine/dataset_source.h"
 
@@ -168,6 +168,47 @@ TEST_F(DatasetSourceTest, IndexCountsAreCheckedWhenTheMappingsAgree) {
   }
 }
 
+TEST_F(DatasetSourceTest, AWideStateTakesSeveralTokens) {
+  testing::ReachHdf5Spec spec;
+  spec.demos = 2;
+  spec.frames = 6;
+  auto dir = testing::MakeReachDataset(root_, spec);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  api::DataOptions data;
+  data.image_size = 32;
+  const std::vector<std::string> nine = {"obs/robot0_eef_pos", "obs/robot0_eef_quat",
+                                         "obs/robot0_gripper_qpos"};
+  data.proprio = nine;
+  data.proprio.insert(data.proprio.end(), nine.begin(), nine.end());  // 18 values
+  auto src = DatasetSource::Open(*dir, data, Model(), 512);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  for (int32_t t : (*src)->sample_tokens()) EXPECT_EQ(t, 16 + 2 + 4);  // no language here
+  PolicySample p;
+  ASSERT_TRUE((*src)->MakeSample(3, 1, &p).ok());
+  EXPECT_EQ(p.state_tokens, 2);
+  EXPECT_EQ(p.NumTokens(4), 22);
+  ASSERT_EQ(p.states.size(), 2u * kStateDim);
+  for (int j = 0; j < 9; ++j) EXPECT_EQ(p.states[9 + j], p.states[j]) << j;
+  for (int j = 18; j < 2 * kStateDim; ++j) EXPECT_EQ(p.states[j], 0.0f) << j;
+
+  // The batch carries both tokens of the frame, in order, and the model takes it.
+  std::vector<PolicySample> samples = {p, p};
+  data::PackedRows plan;
+  plan.budget = 64;
+  plan.row_begin = {0, 2};
+  plan.sample_index = {0, 1};
+  plan.cu_seqlens = {0, 22, 44};
+  plan.real_tokens = 44;
+  auto batch = BuildPackedBatch(samples, plan, 4, 7);
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  EXPECT_EQ(batch->states.size(), 4u * kStateDim);
+  EXPECT_EQ(batch->modality[16], static_cast<uint8_t>(Modality::kState));
+  EXPECT_EQ(batch->modality[17], static_cast<uint8_t>(Modality::kState));
+  EXPECT_EQ(batch->index[17], 1);
+  EXPECT_EQ(batch->modality[18], static_cast<uint8_t>(Modality::kAction));
+  EXPECT_TRUE(ValidateBatch(*batch, Model().vocab, Model().max_positions).ok());
+}
+
 TEST_F(DatasetSourceTest, RefusesWhatTheModelCannotTake) {
   testing::ReachHdf5Spec spec;
   spec.demos = 2;
@@ -184,9 +225,12 @@ TEST_F(DatasetSourceTest, RefusesWhatTheModelCannotTake) {
   };
   expect(data, Model(6), 512, "engine.model.action_dim", "actions have 7 dimensions");
   api::DataOptions wide = data;
-  wide.proprio = {"obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/robot0_gripper_qpos",
-                  "obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/robot0_gripper_qpos"};  // 18
-  expect(wide, Model(), 512, "engine.data.proprio", "more than the model's 16-value state token");
+  for (int i = 0; i < 8; ++i) {  // 8 × 9 = 72 values, more than 4 state tokens hold
+    for (const char* k : {"obs/robot0_eef_pos", "obs/robot0_eef_quat", "obs/robot0_gripper_qpos"}) {
+      wide.proprio.push_back(k);
+    }
+  }
+  expect(wide, Model(), 512, "engine.data.proprio", "72 values, more than the 64 of 4 state tokens");
   api::DataOptions missing = data;
   missing.proprio = {"obs/joint_states"};
   expect(missing, Model(), 512, "engine.data.proprio", "obs/joint_states");

@@ -24,6 +24,9 @@ json Manifest(int episodes, int frames) {
   return json{{"shards", {{{"file", "shard-00000.embs"}, {"episodes", episodes}, {"bytes", 1000}},
                           {{"file", "shard-00001.embs"}, {"episodes", 0}, {"bytes", 24}}}},
               {"stats", {{"episodes", episodes}, {"frames", frames}, {"token_histogram", {{"40", 3}}}}},
+              {"keys", {{{"name", "actions"}, {"dtype", "f32"}, {"shape", {7}}},
+                        {{"name", "obs/agentview_image"}, {"dtype", "u8"}, {"shape", {84, 84, 3}}},
+                        {{"name", "obs/state"}, {"dtype", "f32"}, {"shape", {26}}}}},
               {"source", {{"type", "hdf5"}}}};
 }
 
@@ -210,6 +213,19 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
             common::Code::kUnprocessable);
   EXPECT_EQ(jobs.Submit(a, TrainBody("dataset:lift@2"), "").status().code(),
             common::Code::kUnprocessable);
+  // A model that cannot train on it is refused at submit, naming both sides.
+  json wide = json::parse(TrainBody("dataset:lift@1"));
+  wide["engine"]["model"]["action_dim"] = 14;
+  auto misfit = jobs.Submit(a, wide.dump(), "");
+  EXPECT_EQ(misfit.status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(misfit.status().field(), "engine.model.action_dim");
+  EXPECT_NE(misfit.status().message().find("dataset lift@1"), std::string::npos);
+  EXPECT_NE(misfit.status().message().find("have 7 dimensions but engine.model.action_dim is 14"),
+            std::string::npos)
+      << misfit.status().message();
+  json no_camera = json::parse(TrainBody("dataset:lift@1"));
+  no_camera["engine"]["data"]["cameras"] = {"wrist"};
+  EXPECT_EQ(jobs.Submit(a, no_camera.dump(), "").status().field(), "engine.data.cameras");
   auto train = jobs.Submit(a, TrainBody("dataset:lift@1"), "");
   ASSERT_TRUE(train.ok()) << train.status().ToString();
   EXPECT_EQ(train->job.job.spec["engine"]["data"]["dataset"], "dataset:lift@1");

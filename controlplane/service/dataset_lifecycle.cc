@@ -1,5 +1,8 @@
 #include "controlplane/service/dataset_lifecycle.h"
 
+#include <algorithm>
+
+#include "api/dataset_fit.h"
 #include "common/log.h"
 #include "common/time_util.h"
 
@@ -34,6 +37,10 @@ Result<int64_t> CheckManifest(const json& m) {
   }
   if (!m.contains("shards") || !m["shards"].is_array()) {
     return common::InvalidArgument("manifest.shards must be an array", "manifest.shards");
+  }
+  // Training jobs are checked against the keys at submit (ResolveDataset).
+  if (auto keys = api::DatasetKeysOf(m); !keys.ok()) {
+    return common::InvalidArgument(keys.status().message(), "manifest.keys");
   }
   int64_t bytes = 0;
   for (const json& s : m["shards"]) {
@@ -108,6 +115,12 @@ Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t ten
   if (d->state != kDatasetReady) {
     return Status(common::Code::kUnprocessable, what + " is " + d->state + ", not ready", field);
   }
+  // The engine would refuse the job when it opens the data (the same rules, api/dataset_fit.h):
+  // refuse it now, naming the dataset's side and the spec's field, before it waits in a queue.
+  EMBODY_ASSIGN_OR_RETURN(keys, api::DatasetKeysOf(d->manifest));
+  const std::string where = "dataset " + ref.name + "@" + std::to_string(d->version);
+  auto fit = api::FitDataset(keys, spec.engine.data, spec.engine.model.action_dim, where);
+  if (!fit.ok()) return fit.status();
   return d;
 }
 

@@ -34,7 +34,8 @@ Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms
 
 // The dataset version a spec reads, for a spec naming "dataset:..." (nullopt for the built-in
 // task). unprocessable (field engine.data.dataset) when the tenant has no such version or it is
-// not ready.
+// not ready; invalid_argument, naming the dataset and the spec's field, when the job's model or
+// data options do not fit the version's keys (api/dataset_fit.h: action width, cameras, state).
 Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
                                                     const api::JobSpec& spec);
 
@@ -42,7 +43,8 @@ Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t ten
 Result<nlohmann::json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job);
 
 // Checks what the server relies on in a dataset.json document: an object with stats.episodes
-// and stats.frames (non-negative integers) and shards[] whose bytes add up. Returns the bytes.
+// and stats.frames (non-negative integers), keys[] of {name, dtype, shape} and shards[] whose
+// bytes add up. Returns the bytes.
 Result<int64_t> CheckManifest(const nlohmann::json& manifest);
 
 nlohmann::json ToJson(const DatasetRecord& d);

@@ -146,11 +146,11 @@ common::Status BuildPackedBatchInto(std::span<const PolicySample> samples,
     const PolicySample& s = samples[i];
     const std::string name = "sample " + std::to_string(i);
     const size_t num_patches = static_cast<size_t>(s.frames) * s.cameras * s.patches_per_camera;
-    if (s.frames < 0 || s.cameras < 0 || s.patches_per_camera < 0 ||
+    if (s.frames < 0 || s.cameras < 0 || s.patches_per_camera < 0 || s.state_tokens < 1 ||
         s.patches.size() != num_patches * kPatchDim ||
-        s.states.size() != static_cast<size_t>(s.frames) * kStateDim) {
+        s.states.size() != static_cast<size_t>(s.frames) * s.state_tokens * kStateDim) {
       return InvalidArgument("sample " + std::to_string(i) +
-                             ": patches/states do not match frames × cameras");
+                             ": patches/states do not match frames × cameras / state tokens");
     }
     const size_t chunk = static_cast<size_t>(action_horizon) * action_dim;
     if ((!s.actions.empty() || !s.noise.empty()) &&
@@ -201,9 +201,12 @@ common::Status BuildPackedBatchInto(std::span<const PolicySample> samples,
           put(Modality::kImage, static_cast<int32_t>(b.patches.size() / kPatchDim));
           b.patches.insert(b.patches.end(), src, src + kPatchDim);
         }
-        const float* st = s.states.data() + static_cast<size_t>(f) * kStateDim;
-        put(Modality::kState, static_cast<int32_t>(b.states.size() / kStateDim));
-        b.states.insert(b.states.end(), st, st + kStateDim);
+        for (int q = 0; q < s.state_tokens; ++q) {
+          const float* st =
+              s.states.data() + static_cast<size_t>(f * s.state_tokens + q) * kStateDim;
+          put(Modality::kState, static_cast<int32_t>(b.states.size() / kStateDim));
+          b.states.insert(b.states.end(), st, st + kStateDim);
+        }
       }
       b.time.push_back(s.time);
       for (int h = 0; h < action_horizon; ++h) {

@@ -18,7 +18,8 @@
 //
 // One sample's token sequence (BuildPackedBatch writes it in this order):
 //   language tokens (ids < vocab)
-//   for each frame: cameras × patches_per_camera image patches, then 1 proprio state token
+//   for each frame: cameras × patches_per_camera image patches, then state_tokens proprio state
+//   tokens (one unless the state is wider than kStateDim)
 //   action_horizon action tokens, one per action of the chunk
 // Inputs per modality live in side buffers addressed by the slot's `index`:
 //   language  index = token id
@@ -39,8 +40,9 @@
 namespace engine {
 
 inline constexpr int kPatchDim = 8 * 8 * 3;  // floats per image patch
-// Proprio state width. The reach task's observation (2·action_dim + 2 = 16 floats for
-// action_dim 7) fits; shorter state vectors are zero-padded, longer ones are an error.
+// Values per proprio state token. The reach task's observation (2·action_dim + 2 = 16 floats for
+// action_dim 7) fits one; shorter state vectors are zero-padded, a wider state from a dataset
+// takes several tokens (PolicySample::state_tokens, api/dataset_fit.h).
 inline constexpr int kStateDim = 16;
 
 enum class Modality : uint8_t { kPad = 0, kLanguage = 1, kImage = 2, kState = 3, kAction = 4 };
@@ -102,7 +104,9 @@ struct PolicySample {
   int cameras = 1;
   int patches_per_camera = 16;
   std::vector<float> patches;  // (frames · cameras · patches_per_camera, kPatchDim), frame-major
-  std::vector<float> states;   // (frames, kStateDim)
+  // A frame's state in state_tokens tokens of kStateDim values, the last zero-padded.
+  int state_tokens = 1;
+  std::vector<float> states;  // (frames · state_tokens, kStateDim), frame-major
   // Flow matching: the expert chunk a and the noise, (action_horizon, action_dim) each, and t.
   // For inference only the context matters; actions and noise may be left empty.
   std::vector<float> actions;
@@ -111,7 +115,8 @@ struct PolicySample {
   float weight = 1.0f;  // loss weight of each of its action tokens
 
   int ContextTokens() const {
-    return static_cast<int>(language.size()) + frames * (cameras * patches_per_camera + 1);
+    return static_cast<int>(language.size()) +
+           frames * (cameras * patches_per_camera + state_tokens);
   }
   int NumTokens(int action_horizon) const { return ContextTokens() + action_horizon; }
 };

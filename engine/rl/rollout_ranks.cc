@@ -33,6 +33,7 @@ void PutSample(std::string* out, const PolicySample& s) {
   Put(out, static_cast<int32_t>(s.frames));
   Put(out, static_cast<int32_t>(s.cameras));
   Put(out, static_cast<int32_t>(s.patches_per_camera));
+  Put(out, static_cast<int32_t>(s.state_tokens));
   PutVector(out, s.patches);
   PutVector(out, s.states);
   PutVector(out, s.actions);
@@ -42,15 +43,16 @@ void PutSample(std::string* out, const PolicySample& s) {
 }
 
 bool GetSample(BinaryReader& in, PolicySample* s) {
-  int32_t frames = 0, cameras = 0, ppc = 0;
+  int32_t frames = 0, cameras = 0, ppc = 0, state_tokens = 1;
   if (!GetVector(in, &s->language) || !in.Get(&frames) || !in.Get(&cameras) || !in.Get(&ppc) ||
-      !GetVector(in, &s->patches) || !GetVector(in, &s->states) || !GetVector(in, &s->actions) ||
+      !in.Get(&state_tokens) || !GetVector(in, &s->patches) || !GetVector(in, &s->states) || !GetVector(in, &s->actions) ||
       !GetVector(in, &s->noise) || !in.Get(&s->time) || !in.Get(&s->weight)) {
     return false;
   }
   s->frames = frames;
   s->cameras = cameras;
   s->patches_per_camera = ppc;
+  s->state_tokens = state_tokens;
   return true;
 }
 

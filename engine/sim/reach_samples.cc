@@ -85,6 +85,7 @@ void MakeReachSample(const ReachTask& task, uint64_t index, uint64_t sample_seed
   out->patches_per_camera = comp.patch_tokens_per_camera;
   const int per_camera = comp.patch_tokens_per_camera;
   out->patches.resize(static_cast<size_t>(comp.frames) * comp.cameras * per_camera * kPatchDim);
+  out->state_tokens = 1;
   out->states.assign(static_cast<size_t>(comp.frames) * kStateDim, 0.0f);
   double target[3] = {0, 0, 0}, now[3] = {0, 0, 0};
   for (int j = 0; j < std::min(n, 3); ++j) {

@@ -100,6 +100,7 @@ void SimDemoSource::MakeSample(uint64_t index, uint64_t sample_seed,
   const int side = grid * kPatchSide;
   std::vector<float> image(static_cast<size_t>(side) * side * 3);
   out->patches.resize(static_cast<size_t>(comp.frames) * comp.cameras * per_camera * kPatchDim);
+  out->state_tokens = 1;
   out->states.assign(static_cast<size_t>(comp.frames) * kStateDim, 0.0f);
   auto observe = [&](int f) {
     for (int cam = 0; cam < comp.cameras; ++cam) {

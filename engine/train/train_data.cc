@@ -71,6 +71,7 @@ void TrainData::LogDataset() const {
                    {"mean_sample_tokens", std::to_string(stream_->MeanTokens())},
                    {"cameras", cams},
                    {"proprio", props},
+                   {"state_tokens", std::to_string(source_->state_tokens())},
                    {"index_counts_checked", source_->index_counts_checked() ? "true" : "false"}});
 }
 

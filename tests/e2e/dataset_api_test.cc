@@ -550,6 +550,35 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
   EXPECT_EQ(v2["version"], 2);
   d = WaitForDataset(v2["id"].get<int64_t>(), a_->member, 120);
   ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+  // Training on it: a model left at 7 action dimensions is refused at submit, naming the
+  // dataset's 26 and the spec's field; with the dataset's widths the job trains, its 26-value
+  // state in two state tokens and its camera as patches.
+  json misfit = TrainSpec("pusht-7", "dataset:pusht", 40);
+  HttpResult refused = stack_->Post("/v1/jobs", misfit.dump(), a_->member);
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_NE(refused.text.find("dataset pusht@1: the dataset's actions have 26 dimensions but "
+                              "engine.model.action_dim is 7"),
+            std::string::npos)
+      << refused.text;
+  EXPECT_NE(refused.text.find("engine.model.action_dim"), std::string::npos) << refused.text;
+  json fit = TrainSpec("pusht-bc", "dataset:pusht", 40);
+  fit["engine"]["model"]["action_dim"] = 26;
+  fit["engine"]["data"]["image_size"] = 16;
+  const int64_t train = Submit(fit, a_->member);
+  ASSERT_GT(train, 0);
+  json trained = stack_->WaitForState(train, {"SUCCEEDED", "FAILED", "CANCELLED"}, 120);
+  ASSERT_EQ(trained.value("state", ""), "SUCCEEDED") << trained.dump(2);
+  HttpResult ev = stack_->Get("/v1/jobs/" + std::to_string(train) + "/events?type=step&limit=100");
+  ASSERT_EQ(ev.status, 200) << ev.text;
+  ASSERT_EQ(ev.body["events"].size(), 40u) << ev.text.substr(0, 500);
+  for (const json& e : ev.body["events"]) {
+    ASSERT_TRUE(std::isfinite(e["data"]["loss"].get<double>())) << e.dump();
+  }
+  HttpResult logs = stack_->Get("/v1/jobs/" + std::to_string(train) + "/logs", a_->member);
+  ASSERT_EQ(logs.status, 200) << logs.text.substr(0, 300);
+  EXPECT_NE(logs.text.find(R"("state_tokens":"2")"), std::string::npos) << logs.text.substr(0, 3000);
+  EXPECT_NE(logs.text.find(R"("cameras":"obs/)"), std::string::npos) << logs.text.substr(0, 3000);
+
   EXPECT_EQ(d["episodes"], expected["episodes"].size());
 
   // A file where the directory should be: the server cannot look (the path is read only where
