@@ -69,6 +69,15 @@ TEST(DatasetImportTest, PathsAndArgv) {
   EXPECT_EQ(json::parse(plan->command)["argv"],
             json({"/bin/embody-data", "import-lerobot", "/d/pusht", p->output_dir, "--report",
                   "--resize=96x128", "--threads=1"}));
+  // A LeRobot upload: the node's copy is a tar of the directory, which embody-data unpacks.
+  in.spec["import"]["source"]["path"] = "/data/jobs/job-9/upload.tar";
+  in.import_archive = true;
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(json::parse(plan->command)["argv"],
+            json({"/bin/embody-data", "import-lerobot", "/data/jobs/job-9/upload.tar",
+                  p->output_dir, "--report", "--resize=96x128", "--tar", "--threads=1"}));
+  in.import_archive = false;
   in.spec["import"]["source"]["filter"] = "train";  // an hdf5 option
   EXPECT_FALSE(BuildLaunchPlan(in).ok());
   in.spec["import"]["source"] = {{"format", "hdf5"}, {"path", "/d/lift.hdf5"}};

@@ -73,6 +73,15 @@ json SpecReadingCopy(const json& spec, const std::string& local_path) {
   return out;
 }
 
+std::string UploadFileName(const json& spec) {
+  const json* src = spec.is_object() ? &spec : nullptr;
+  for (const char* key : {"import", "source"}) {
+    if (!src || !src->is_object() || !src->contains(key)) return "upload.hdf5";
+    src = &(*src)[key];
+  }
+  return src->is_object() && src->value("format", "") == "lerobot" ? "upload.tar" : "upload.hdf5";
+}
+
 common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,
                            const std::string& local_path) {
   // The spec came from the server, but what the agent writes is bounded all the same.

@@ -6,7 +6,9 @@
 // into a root-only file, checks size and SHA-256, and then hands that copy to the job inside its
 // private directory (0700, the job's uid) with the spec's source rewritten to the copy's path. So
 // an upload needs no file system shared between server and nodes, and no other job on the node
-// can read it. The copy goes when the job ends.
+// can read it. The copy goes when the job ends. A LeRobot upload is a tar of the dataset
+// directory: the job's embody-data unpacks it (as the job's uid, inside its staging directory)
+// before importing, and removes what it unpacked.
 #pragma once
 
 #include <chrono>
@@ -33,6 +35,10 @@ std::optional<UploadRef> UploadOf(const nlohmann::json& spec);
 
 // `spec` with import.source naming `local_path` instead of the upload (filter and language kept).
 nlohmann::json SpecReadingCopy(const nlohmann::json& spec, const std::string& local_path);
+
+// The node copy's file name: "upload.tar" for a LeRobot upload (a tar of the dataset directory,
+// which embody-data unpacks with --tar), "upload.hdf5" otherwise.
+std::string UploadFileName(const nlohmann::json& spec);
 
 struct UploadFetchOptions {
   std::string server_url;              // http://host:port or https://host:port

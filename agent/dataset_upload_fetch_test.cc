@@ -156,6 +156,11 @@ TEST(UploadSpecTest, FindsTheUploadAndRewritesTheSourceToTheCopy) {
   path_import["import"]["source"] = {{"path", "/d/x.hdf5"}};
   EXPECT_FALSE(UploadOf(path_import));
   EXPECT_FALSE(UploadOf(json{{"kind", "train"}}));
+  // The node's copy is named for what it holds: a LeRobot upload is a tar of the directory.
+  EXPECT_EQ(UploadFileName(spec), "upload.hdf5");
+  spec["import"]["source"]["format"] = "lerobot";
+  EXPECT_EQ(UploadFileName(spec), "upload.tar");
+  EXPECT_EQ(UploadFileName(json{{"kind", "import"}}), "upload.hdf5");
 }
 
 }  // namespace

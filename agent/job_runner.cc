@@ -207,7 +207,7 @@ bool JobRunner::NeedsFetch(const api::Command& launch) const {
 void JobRunner::FetchUploadThenStart(Job* job, api::Command launch, const UploadRef& ref) {
   // Root's private directory: no job of this node reads the copy before it is the job's own.
   const std::string dir = DownloadDir(job->id);
-  const std::string fetched = dir + "/upload.hdf5";
+  const std::string fetched = dir + "/" + UploadFileName(launch.spec);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   common::Status st = common::MakeDirs(dir);
@@ -221,7 +221,7 @@ void JobRunner::FetchUploadThenStart(Job* job, api::Command launch, const Upload
   std::unique_lock<std::mutex> lock(mu_);
   job->preparing = false;
   job->upload_fetched = fetched;
-  job->upload_copy = JobDir(job->id) + "/upload.hdf5";
+  job->upload_copy = JobDir(job->id) + "/" + UploadFileName(launch.spec);
   if (job->kill_requested) return Finish(job, 128 + SIGKILL, job->kill_reason);
   if (!st.ok()) {
     common::LogWarn("cannot fetch dataset upload",
@@ -309,6 +309,7 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
     }
     job->import = *paths;
     in.import_output = paths->output_dir;
+    in.import_archive = !job->upload_fetched.empty();
   }
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
@@ -322,6 +323,13 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
     if (!uid.ok()) return Finish(job, 1, uid.status().message());
     job->uid = *uid;
     creds = JobCredentials{*uid, static_cast<gid_t>(*uid), *group};
+  }
+  if (auto venv = PythonEnvironmentOf(launch.spec); venv.ok() && !venv->empty()) {
+    // Said here, as the job's error, rather than as a rank's "python3: not found".
+    if (auto st = CheckVirtualenvFor(creds, *venv); !st.ok()) {
+      ReleaseResources(job);
+      return Finish(job, 1, st.message());
+    }
   }
   if (options_.gpus && !options_.gpus->empty()) {
     // A cpu job sees no GPU; a gpu job sees the ones it was given, no other job's.

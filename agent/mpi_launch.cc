@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/dataset_ref.h"
+#include "api/job_spec.h"
 
 namespace agent {
 namespace {
@@ -62,9 +63,91 @@ common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   if (!source->language.empty()) argv.push_back("--language=" + source->language);
   if (source->skip_nan) argv.push_back("--nan=skip");
   if (source->resize_height > 0) argv.push_back("--resize=" + api::ResizeText(*source));
+  if (in.import_archive && source->is_lerobot()) argv.push_back("--tar");
   // The job holds one cpu slot: decode one episode at a time instead of the tool's default two.
   if (source->is_lerobot()) argv.push_back("--threads=1");
   return argv;
+}
+
+bool IsTorchrun(const nlohmann::json& spec) {
+  return spec.is_object() && spec.value("kind", "") == "command" &&
+         spec.value("launcher", "mpirun") == "torchrun";
+}
+
+// A resources field of the spec as torchrun's argument; the server validated it.
+common::Result<std::string> ResourceCount(const nlohmann::json& spec, const char* key) {
+  auto r = spec.find("resources");
+  if (r == spec.end() || !r->is_object() || !r->contains(key) || !(*r)[key].is_number_integer() ||
+      (*r)[key].get<int64_t>() < 1) {
+    return common::InvalidArgument(std::string("torchrun needs resources.") + key, "resources");
+  }
+  return std::to_string((*r)[key].get<int64_t>());
+}
+
+// Kind command with "launcher": "torchrun": each node's one process is torchrun (as Python's
+// module, so it needs no script on PATH) starting the node's ranks_per_node workers: the SDK's
+// `embody.torchrun`, which is torch's with its --redirects/--tee parsing repaired for old torch
+// on Python 3.11 (sdk/python/embody/torchrun.py), where the SDK is on the ranks' path. The node's
+// rank and the rendezvous address are per node, while the command file is the same everywhere,
+// so exec-rank gives them through torchrun's own environment (PET_NODE_RANK, PET_MASTER_ADDR,
+// PET_MASTER_PORT). Static rendezvous; elastic restarts off (the platform restarts the job).
+common::Result<std::vector<std::string>> TorchrunArgv(const LaunchInput& in,
+                                                      std::vector<std::string> script) {
+  auto nodes = ResourceCount(in.spec, "nodes");
+  if (!nodes.ok()) return nodes.status();
+  auto per_node = ResourceCount(in.spec, "ranks_per_node");
+  if (!per_node.ok()) return per_node.status();
+  // Underscored option names: torch 1.x knows no others, 2.x both.
+  const char* module = in.python_sdk.empty() ? "torch.distributed.run" : "embody.torchrun";
+  std::vector<std::string> argv{"python3", "-m", module,
+                                "--nnodes", *nodes, "--nproc_per_node", *per_node,
+                                "--rdzv_backend", "static", "--max_restarts", "0"};
+  argv.insert(argv.end(), script.begin(), script.end());
+  return argv;
+}
+
+// EMBODY_DATASETS of a command job's ranks: the launch spec's "datasets", the object the server
+// made from the versions bound to the job (NAME@VERSION -> directory). The server wrote it; the
+// agent still passes on only what has that shape.
+common::Result<std::string> BoundDatasets(const nlohmann::json& spec) {
+  auto it = spec.find("datasets");
+  if (it == spec.end()) return std::string();
+  if (!it->is_object()) {
+    return common::InvalidArgument("datasets must be an object of bound versions", "datasets");
+  }
+  for (auto d = it->begin(); d != it->end(); ++d) {
+    const std::string& key = d.key();
+    const size_t at = key.rfind('@');
+    const bool key_ok = at != std::string::npos && api::IsValidName(key.substr(0, at)) &&
+                        at + 1 < key.size() &&
+                        key.find_first_not_of("0123456789", at + 1) == std::string::npos;
+    if (!key_ok || !d->is_string() ||
+        !api::ParseDatasetRef(api::kDirDatasetPrefix + d->get<std::string>(), "datasets").ok()) {
+      return common::InvalidArgument("bad bound dataset \"" + key + "\"", "datasets");
+    }
+  }
+  return it->dump();
+}
+
+// PATH and VIRTUAL_ENV of a job whose spec names a virtualenv: its bin/ before the node's PATH.
+common::Status AddPythonEnvironment(const LaunchInput& in,
+                                    std::vector<std::pair<std::string, std::string>>* env) {
+  auto venv = PythonEnvironmentOf(in.spec);
+  if (!venv.ok()) return venv.status();
+  if (venv->empty()) return common::Status::Ok();
+  for (auto& [key, value] : *env) {
+    if (key == "PATH") value = *venv + "/bin:" + value;
+  }
+  env->push_back({"VIRTUAL_ENV", *venv});
+  return common::Status::Ok();
+}
+
+// What exec-rank reads (agent/rank_exec.h): the argv, and under torchrun that each process is a
+// node's.
+std::string CommandFile(const LaunchInput& in, const std::vector<std::string>& program) {
+  nlohmann::json c{{"argv", program}};
+  if (IsTorchrun(in.spec)) c["launcher"] = "torchrun";
+  return c.dump() + "\n";
 }
 
 common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
@@ -84,6 +167,7 @@ common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
     argv.push_back(a.get<std::string>());
   }
   if (argv[0].empty()) return common::InvalidArgument("command starts with an empty word", "command");
+  if (IsTorchrun(in.spec)) return TorchrunArgv(in, std::move(argv));
   return argv;
 }
 
@@ -97,6 +181,8 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
                                    ", not this node (" + in.local_address + ")", "hosts");
   }
   LaunchPlan plan;
+  // Under torchrun mpirun starts one process per node, which starts the node's ranks itself.
+  const bool torchrun = IsTorchrun(in.spec);
   // Slots per address, in the launch's order. Nodes at this node's address (agents sharing one
   // machine) are this machine: their ranks run under this mpirun, no rsh needed.
   std::vector<std::pair<std::string, int>> slots;
@@ -107,17 +193,18 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     if (!IsHostAddress(h.address)) {
       return common::InvalidArgument("bad host address \"" + h.address + "\"", "hosts");
     }
-    plan.total_ranks += h.ranks;
+    const int processes = torchrun ? 1 : h.ranks;
+    plan.total_ranks += processes;
     auto same = std::find_if(slots.begin(), slots.end(),
                              [&](const auto& s) { return s.first == h.address; });
     if (same != slots.end() && h.address != in.local_address) {
       return common::InvalidArgument("two nodes of the job at address " + h.address, "hosts");
     }
     if (same != slots.end()) {
-      same->second += h.ranks;
+      same->second += processes;
       continue;
     }
-    slots.push_back({h.address, h.ranks});
+    slots.push_back({h.address, processes});
     if (h.address == in.local_address) continue;
     if (!IsAgentUrl(h.agent_url)) {
       return common::InvalidArgument(
@@ -136,11 +223,13 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   }
   auto program = ProgramArgv(in);
   if (!program.ok()) return program.status();
+  auto datasets = BoundDatasets(in.spec);
+  if (!datasets.ok()) return datasets.status();
 
   plan.hostfile_path = in.job_dir + "/hostfile";
   plan.ranks_dir = in.job_dir + "/ranks";
   plan.command_path = in.job_dir + "/command.json";
-  plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
+  plan.command = CommandFile(in, *program);
   plan.argv = {in.mpirun, "--hostfile", plan.hostfile_path, "-np",
                std::to_string(plan.total_ranks), "--oversubscribe"};
   if (!multi_node) {
@@ -170,6 +259,10 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
       plan.argv.push_back(name);
     }
   }
+  if (!datasets->empty()) {  // the same directories on every node, as a train job's "dir:"
+    plan.argv.push_back("-x");
+    plan.argv.push_back("EMBODY_DATASETS");
+  }
   if (!in.ca_file.empty()) {  // it goes with EMBODY_AGENT_URL
     plan.argv.push_back("-x");
     plan.argv.push_back("EMBODY_CA_FILE");
@@ -194,6 +287,7 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
               {"EMBODY_JOB_TOKEN", in.job_token},
               {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
               {"EMBODY_NODE_ADDRESS", in.local_address}};
+  if (auto st = AddPythonEnvironment(in, &plan.env); !st.ok()) return st;
   // Open MPI 4.1 sends --output-filename to every daemon in the job's launch message, so a
   // remote daemon would create the head's path on its own node. A multi-node job's ranks write
   // their own output files instead, in the job directory of the node they run on (exec-rank,
@@ -210,6 +304,7 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"MASTER_PORT", std::to_string(in.master_port)});
   }
   if (!in.python_sdk.empty()) plan.env.push_back({"PYTHONPATH", in.python_sdk});
+  if (!datasets->empty()) plan.env.push_back({"EMBODY_DATASETS", *datasets});
   if (!in.ca_file.empty()) plan.env.push_back({"EMBODY_CA_FILE", in.ca_file});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
@@ -222,7 +317,8 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   // A job of one rank has no other rank to wait for, and Open MPI 4.1 sleeps the timeout (twice,
   // measured) even when that rank has already exited: a failed import or one-rank job would end
   // 2 × grace late. For it, no wait.
-  const int sigkill_timeout_s = plan.total_ranks == 1 ? 0 : in.kill_grace_s;
+  // A node's torchrun has workers to wait for.
+  const int sigkill_timeout_s = plan.total_ranks == 1 && !torchrun ? 0 : in.kill_grace_s;
   plan.env.push_back({"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(sigkill_timeout_s)});
   for (const auto& kv : in.mpi_settings) plan.env.push_back(kv);
   if (in.as_root) {
@@ -242,7 +338,7 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
   if (!program.ok()) return program.status();
   DaemonPlan plan;
   plan.command_path = in.job_dir + "/command.json";
-  plan.command = nlohmann::json{{"argv", *program}}.dump() + "\n";
+  plan.command = CommandFile(in, *program);
   plan.ranks_dir = in.job_dir + "/ranks";
   plan.argv.push_back(daemon);
   plan.argv.insert(plan.argv.end(), daemon_args.begin(), daemon_args.end());
@@ -258,6 +354,7 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
               {"EMBODY_JOB_DIR", in.job_dir},
               {"EMBODY_RANK_LOG_DIR", plan.ranks_dir},
               {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)}};
+  if (auto st = AddPythonEnvironment(in, &plan.env); !st.ok()) return st;
   // Each node's own copy of the SDK (not forwarded: paths differ between nodes).
   if (!in.python_sdk.empty()) plan.env.push_back({"PYTHONPATH", in.python_sdk});
   if (in.cuda_visible_devices) {
@@ -270,6 +367,17 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
     plan.env.push_back({"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"});
   }
   return plan;
+}
+
+common::Result<std::string> PythonEnvironmentOf(const nlohmann::json& spec) {
+  if (!spec.is_object() || spec.value("kind", "") != "command") return std::string();
+  auto e = spec.find("environment");
+  if (e == spec.end()) return std::string();
+  if (!e->is_object() || !e->contains("python") || !(*e)["python"].is_string()) {
+    return common::InvalidArgument("environment must name a virtualenv as \"python\"",
+                                   "environment");
+  }
+  return api::ParsePythonEnvironment((*e)["python"].get<std::string>(), "environment.python");
 }
 
 std::string DaemonBinary(const std::string& mpirun, const std::string& program) {

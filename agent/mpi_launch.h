@@ -56,6 +56,9 @@ struct LaunchInput {
   std::string engine;     // embody-engine path, for engine kinds
   std::string embody_data;  // embody-data path, for kind import
   std::string import_output;  // kind import: the directory embody-data creates (must not exist)
+  // kind import of a LeRobot upload: the source path is a tar of the dataset directory, which
+  // embody-data unpacks beside import_output (--tar) and removes after.
+  bool import_archive = false;
   std::string rank_exec;  // the embody-agent binary every rank runs as `exec-rank`
   std::string agent_url;  // http://127.0.0.1:PORT, or https:// when the agent serves TLS
   // The CAs agents' certificates chain to (EMBODY_CA_FILE of the ranks, --ca-file of the rsh
@@ -89,6 +92,8 @@ struct LaunchPlan {
   std::vector<std::string> argv;  // argv[0] is the mpirun path
   // mpirun's complete environment: nothing else of the agent's reaches the job.
   std::vector<std::pair<std::string, std::string>> env;
+  // Processes mpirun starts, each with a rank log: the job's ranks, or its nodes under torchrun
+  // (a node's torchrun and its workers write one log).
   int total_ranks = 0;
 };
 
@@ -109,6 +114,12 @@ struct DaemonPlan {
 };
 common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::string& daemon,
                                            const std::vector<std::string>& daemon_args);
+
+// A command job's virtualenv ("environment": {"python": DIR} of its spec, checked again as the
+// server checks it), "" when it names none. Its bin/ comes first on the ranks' PATH and
+// VIRTUAL_ENV is DIR in both plans above; whether the job's uid can run DIR/bin/python3 is the
+// caller's check (it knows the uid).
+common::Result<std::string> PythonEnvironmentOf(const nlohmann::json& spec);
 
 // The daemon binary named `program` ("orted", "prted") of the Open MPI whose mpirun is `mpirun`:
 // beside it when mpirun is a path, else looked up in the job's PATH.

@@ -301,6 +301,123 @@ TEST(MpiLaunchTest, ACommandJobGetsTheRendezvousAndTheSdk) {
   EXPECT_TRUE(has);
 }
 
+// "environment": {"python": DIR}: the venv's bin/ first on PATH and VIRTUAL_ENV, on the head's
+// ranks and on every other node's (whose daemon the ranks inherit it from).
+TEST(MpiLaunchTest, AVirtualenvComesFirstOnEveryRanksPath) {
+  LaunchInput in = BaseInput("command");
+  in.spec["environment"] = {{"python", "/srv/venvs/bc"}};
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(HasEnv(*plan, "PATH", "/srv/venvs/bc/bin:/usr/local/bin:/usr/bin:/bin"));
+  EXPECT_TRUE(HasEnv(*plan, "VIRTUAL_ENV", "/srv/venvs/bc"));
+  auto daemon = BuildDaemonPlan(in, "/usr/bin/orted", {"-mca", "ess", "env"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  std::map<std::string, std::string> env(daemon->env.begin(), daemon->env.end());
+  EXPECT_EQ(env["PATH"], "/srv/venvs/bc/bin:/usr/local/bin:/usr/bin:/bin");
+  EXPECT_EQ(env["VIRTUAL_ENV"], "/srv/venvs/bc");
+  EXPECT_EQ(*PythonEnvironmentOf(in.spec), "/srv/venvs/bc");
+  // Without one, the node's PATH alone.
+  in.spec.erase("environment");
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  for (const auto& [k, v] : plan->env) EXPECT_NE(k, "VIRTUAL_ENV");
+  EXPECT_EQ(*PythonEnvironmentOf(in.spec), "");
+  // A path the server would have refused is refused here too.
+  for (const nlohmann::json& bad : {nlohmann::json{{"python", "/srv/../root/venv"}},
+                                    nlohmann::json{{"python", "venv"}},
+                                    nlohmann::json{{"image", "x"}}, nlohmann::json("/srv/v")}) {
+    in.spec["environment"] = bad;
+    EXPECT_FALSE(BuildLaunchPlan(in).ok()) << bad.dump();
+    EXPECT_FALSE(BuildDaemonPlan(in, "/usr/bin/orted", {}).ok()) << bad.dump();
+  }
+}
+
+TEST(MpiLaunchTest, ACommandJobsBoundDatasetsReachEveryRank) {
+  LaunchInput in = BaseInput("command");
+  in.hosts = {{1, "node-a", "10.0.0.1", 1, "http://10.0.0.1:1"},
+              {2, "node-b", "10.0.0.2", 1, "http://10.0.0.2:1"}};
+  in.local_address = "10.0.0.1";
+  const nlohmann::json bound = {{"lift@2", "/data/datasets/tenant-1/dataset-7"},
+                                {"can@1", "/data/datasets/tenant-1/dataset-3"}};
+  in.spec["datasets"] = bound;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::map<std::string, std::string> env(plan->env.begin(), plan->env.end());
+  ASSERT_EQ(env.count("EMBODY_DATASETS"), 1u);
+  EXPECT_EQ(nlohmann::json::parse(env["EMBODY_DATASETS"]), bound);
+  bool forwarded = false;
+  for (size_t i = 0; i + 1 < plan->argv.size(); ++i) {
+    forwarded |= plan->argv[i] == "-x" && plan->argv[i + 1] == "EMBODY_DATASETS";
+  }
+  EXPECT_TRUE(forwarded);
+  // Only the server's shape is passed on.
+  for (const nlohmann::json& bad :
+       {nlohmann::json{"dataset:lift"}, nlohmann::json{{"lift", "/d"}},
+        nlohmann::json{{"lift@x", "/d"}}, nlohmann::json{{"li ft@1", "/d"}},
+        nlohmann::json{{"lift@1", "relative"}}, nlohmann::json{{"lift@1", "/a/../b"}},
+        nlohmann::json{{"lift@1", 3}}}) {
+    in.spec["datasets"] = bad;
+    EXPECT_EQ(BuildLaunchPlan(in).status().field(), "datasets") << bad.dump();
+  }
+  // None bound: no variable (the SDK then says none is).
+  in.spec.erase("datasets");
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  for (const auto& [k, v] : plan->env) EXPECT_NE(k, "EMBODY_DATASETS");
+}
+
+TEST(MpiLaunchTest, TorchrunStartsOneProcessPerNodeWithTheNodesWorkers) {
+  LaunchInput in = BaseInput("command");
+  in.spec["launcher"] = "torchrun";
+  in.spec["command"] = {"train.py", "--epochs", "1"};
+  in.spec["resources"] = {{"nodes", 2}, {"ranks_per_node", 4}};
+  in.hosts = {{1, "node-a", "10.0.0.1", 4, "http://10.0.0.1:1"},
+              {2, "node-b", "10.0.0.2", 4, "http://10.0.0.2:1"}};
+  in.local_address = "10.0.0.1";
+  in.master_port = 29517;
+  in.python_sdk = "/opt/embody/share/embody/python";
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->hostfile, "10.0.0.1 slots=1\n10.0.0.2 slots=1\n");
+  EXPECT_EQ(plan->total_ranks, 2);  // processes (and rank logs): one per node
+  auto at = [&](const std::string& word) {
+    return std::find(plan->argv.begin(), plan->argv.end(), word) - plan->argv.begin();
+  };
+  EXPECT_EQ(plan->argv[at("-np") + 1], "2");
+  const std::vector<std::string> torchrun = {
+      "python3", "-m", "embody.torchrun", "--nnodes", "2", "--nproc_per_node", "4",
+      "--rdzv_backend", "static", "--max_restarts", "0", "train.py", "--epochs", "1"};
+  EXPECT_EQ(CommandArgv(*plan), torchrun);
+  EXPECT_EQ(nlohmann::json::parse(plan->command)["launcher"], "torchrun");
+  EXPECT_TRUE(HasEnv(*plan, "MASTER_PORT", "29517"));
+  EXPECT_TRUE(HasEnv(*plan, "OMPI_MCA_odls_base_sigkill_timeout", "5"));
+  // The other node writes the same command file from its own copy of the spec.
+  LaunchInput there = in;
+  there.local_address = "10.0.0.2";
+  auto daemon = BuildDaemonPlan(there, "/usr/bin/orted", {});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  EXPECT_EQ(daemon->command, plan->command);
+  // One node: still its torchrun alone, with the grace for its workers.
+  in.spec["resources"] = {{"nodes", 1}, {"ranks_per_node", 2}};
+  in.hosts = {{1, "node-a", "10.0.0.1", 2}};
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->hostfile, "10.0.0.1 slots=1\n");
+  EXPECT_EQ(CommandArgv(*plan)[6], "2");
+  EXPECT_TRUE(HasEnv(*plan, "OMPI_MCA_odls_base_sigkill_timeout", "5"));
+  // Without the SDK, torch's own torchrun.
+  in.python_sdk.clear();
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(CommandArgv(*plan)[2], "torch.distributed.run");
+  // The mpirun launcher's command file names no launcher (exec-rank sets RANK, ... itself).
+  in.spec.erase("launcher");
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(nlohmann::json::parse(plan->command).contains("launcher"));
+  EXPECT_EQ(CommandArgv(*plan)[0], "train.py");
+}
+
 TEST(MpiLaunchTest, RefusesHostsItCannotReachOrWrite) {
   auto with = [](api::HostSlot extra) {
     LaunchInput in = BaseInput("train");

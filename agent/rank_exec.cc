@@ -73,6 +73,21 @@ void SetTorchRendezvous() {
   ::setenv("NODE_RANK", std::to_string(*r / *n).c_str(), 1);
 }
 
+// Under "launcher": "torchrun" each process mpirun starts is one node's torchrun: its rank among
+// them is the node's, and torchrun reads that and the rendezvous address from its PET_*
+// variables (its workers get RANK, WORLD_SIZE, LOCAL_RANK, ... from torchrun; NODE_RANK from
+// here).
+void SetTorchrunNode() {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr || !common::ParseInt64(rank, 0, 1 << 24, "OMPI_COMM_WORLD_RANK").ok()) {
+    return;
+  }
+  ::setenv("PET_NODE_RANK", rank, 1);
+  ::setenv("NODE_RANK", rank, 1);
+  if (const char* addr = std::getenv("MASTER_ADDR")) ::setenv("PET_MASTER_ADDR", addr, 1);
+  if (const char* port = std::getenv("MASTER_PORT")) ::setenv("PET_MASTER_PORT", port, 1);
+}
+
 // The interface that holds this node's address (EMBODY_NODE_ADDRESS, the one other nodes reach it
 // by), named to gloo and NCCL for their own sockets unless the job names one: left to itself,
 // gloo takes the address the host name resolves to, often 127.0.1.1, which no other node reaches.
@@ -150,7 +165,11 @@ int RankExecMain(const std::vector<std::string>& args) {
       return Fail(std::string("cannot set RLIMIT_AS: ") + std::strerror(errno));
     }
   }
-  SetTorchRendezvous();
+  if (j.contains("launcher") && j["launcher"] == "torchrun") {
+    SetTorchrunNode();
+  } else {
+    SetTorchRendezvous();
+  }
   SetCollectiveInterface();
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());

@@ -315,6 +315,10 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   auto plan = BuildDaemonPlan(in, DaemonBinary(options_.jobs.mpirun, command.program),
                               DaemonArgsForNode(command, in.job_dir + "/ranks"));
   if (!plan.ok()) return fail(plan.status());
+  // The head checked its own node; this one may lack the virtualenv.
+  if (auto venv = PythonEnvironmentOf(w.spec); venv.ok() && !venv->empty()) {
+    if (auto st = CheckVirtualenvFor(creds, *venv); !st.ok()) return fail(st);
+  }
   // A fresh job directory for this daemon, as the head makes one for mpirun.
   const std::string daemons_dir = options_.jobs.data_dir + "/daemons";
   const std::string output_path = daemons_dir + "/job-" + id + ".out";

@@ -302,6 +302,32 @@ bool CanReadAs(const JobCredentials& creds, const std::string& path, bool dir) {
   return RunAsJob(creds, AsJob::kAccess, path.c_str(), R_OK | (dir ? X_OK : 0)) == 0;
 }
 
+bool CanExecuteAs(const std::optional<JobCredentials>& creds, const std::string& path) {
+  if (!creds) return ::access(path.c_str(), R_OK | X_OK) == 0;
+  return RunAsJob(*creds, AsJob::kAccess, path.c_str(), R_OK | X_OK) == 0;
+}
+
+common::Status CheckVirtualenvFor(const std::optional<JobCredentials>& creds,
+                                  const std::string& venv) {
+  const std::string python = venv + "/bin/python3";
+  struct stat st {};
+  if (::stat(python.c_str(), &st) != 0 && errno == ENOENT) {
+    return common::InvalidArgument("environment.python: " + python +
+                                   " does not exist on this node (make the virtualenv there with "
+                                   "`python3 -m venv " + venv + "`)");
+  }
+  // stat as the agent, then access(2) as the job: a directory named python3 is executable too.
+  const bool is_file = ::stat(python.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (!is_file || !CanExecuteAs(creds, python)) {
+    return common::InvalidArgument(
+        "environment.python: " + python + " is not a file the job's uid" +
+        (creds ? " (" + std::to_string(creds->uid) + ")" : "") +
+        " can read and execute (it and every directory above it must be open to that uid, "
+        "e.g. chmod o+rx, or through the tenant's group)");
+  }
+  return common::Status::Ok();
+}
+
 bool CanSwitchTo(const JobCredentials& creds) { return RunAsJob(creds, AsJob::kNothing) == 0; }
 
 void KillAllOfUid(uid_t uid) {

@@ -143,6 +143,15 @@ void LockDir(const std::string& path, const UidPool* pool = nullptr);
 // X_OK, for a directory to look into.
 bool CanReadAs(const JobCredentials& creds, const std::string& path, bool dir);
 
+// Whether `creds` may read and execute `path` (a program the job will run); without
+// credentials (jobs run as the agent's uid), the agent's own access(2).
+bool CanExecuteAs(const std::optional<JobCredentials>& creds, const std::string& path);
+
+// A command job's virtualenv `venv` (environment.python) as the job's uid finds it: an error
+// naming <venv>/bin/python3 unless that is a file the uid can read and execute.
+common::Status CheckVirtualenvFor(const std::optional<JobCredentials>& creds,
+                                  const std::string& venv);
+
 // SIGKILLs every process whose real or saved uid is `uid` (kill(-1) from a child running as it),
 // which catches processes that left the job's tree. Returns once the signal is sent.
 void KillAllOfUid(uid_t uid);

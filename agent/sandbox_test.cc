@@ -124,6 +124,40 @@ TEST(SandboxTest, JobRunsWithItsTenantsGroupAndNoOther) {
   EXPECT_NE(r.output.find("Groups:\t" + g + " \n"), std::string::npos) << r.output;
 }
 
+// A command job's virtualenv: its bin/python3 must be a file the job's uid reads and executes,
+// or the job is refused with the path and the reason.
+TEST(SandboxTest, AVirtualenvIsCheckedAsTheJobsUid) {
+  REQUIRE_ROOT();
+  TempDir dir;
+  const std::string venv = dir.path() + "/venv";
+  std::filesystem::create_directories(venv + "/bin");
+  ::chmod(dir.path().c_str(), 0755);
+  ::chmod(venv.c_str(), 0755);
+  ::chmod((venv + "/bin").c_str(), 0755);
+  const JobCredentials job{TestSandbox().uid_base + 21, TestSandbox().uid_base + 21};
+  common::Status missing = CheckVirtualenvFor(job, venv);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find(venv + "/bin/python3 does not exist"), std::string::npos)
+      << missing.ToString();
+  std::filesystem::create_symlink("/bin/sh", venv + "/bin/python3");
+  EXPECT_TRUE(CheckVirtualenvFor(job, venv).ok());
+  EXPECT_TRUE(CheckVirtualenvFor(std::nullopt, venv).ok());
+  // The directory closed to others: the agent (root) still gets in, the job's uid does not.
+  ::chmod(venv.c_str(), 0700);
+  common::Status closed = CheckVirtualenvFor(job, venv);
+  EXPECT_FALSE(closed.ok());
+  EXPECT_NE(closed.message().find("not a file the job's uid (" + std::to_string(job.uid) +
+                                  ") can read and execute"),
+            std::string::npos)
+      << closed.ToString();
+  EXPECT_TRUE(CheckVirtualenvFor(std::nullopt, venv).ok());
+  // A directory where python3 should be is no interpreter.
+  ::chmod(venv.c_str(), 0755);
+  std::filesystem::remove(venv + "/bin/python3");
+  std::filesystem::create_directories(venv + "/bin/python3");
+  EXPECT_FALSE(CheckVirtualenvFor(job, venv).ok());
+}
+
 // The dataset root as agents lay it out (agent/dataset_import.h): tenant A's jobs read A's
 // versions; tenant B's jobs get EACCES on the file and on listing A's directory; nobody writes
 // into a tenant's directory.

@@ -170,21 +170,16 @@ common::Result<std::pair<int, int>> ParseResize(const std::string& text, const s
   return std::pair<int, int>(*h, *w);
 }
 
-// What a LeRobot source may not say. The upload path carries one file, and a LeRobot dataset is
-// a directory tree; filter and nan are HDF5 notions (mask/<F>, per-demo NaN policy) that the
-// LeRobot importer has no counterpart for, so they are refused rather than silently ignored.
+// What a LeRobot source may not say: filter and nan are HDF5 notions (mask/<F>, per-demo NaN
+// policy) that the LeRobot importer has no counterpart for, so they are refused rather than
+// silently ignored. (An upload of a LeRobot dataset is a tar of its directory.)
 common::Status CheckLerobotFields(const json& j, const std::string& field) {
-  if (j.contains("upload")) {
-    return InvalidArgument(
-        "a LeRobot dataset is a directory: give its \"path\" as the nodes see it (an upload "
-        "carries one HDF5 file)",
-        field + ".upload");
-  }
   for (const char* hdf5_only : {"filter", "nan"}) {
     if (j.contains(hdf5_only)) {
       return InvalidArgument("applies to \"hdf5\" imports only", field + "." + hdf5_only);
     }
   }
+  if (!j.contains("path")) return common::Status::Ok();
   // The one file-for-directory mistake the server can see without touching the path.
   const std::string path = j["path"].get<std::string>();
   for (const char* ext : {".hdf5", ".h5", ".hdf"}) {

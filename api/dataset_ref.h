@@ -82,8 +82,8 @@ inline constexpr int kMaxImportResizeSide = 16384;
 
 struct ImportSource {
   // "hdf5": one robomimic / LIBERO file (path or upload). "lerobot": a LeRobot dataset
-  // directory (v2.x, v3.0, or the older episodes.jsonl layout), by path only: an upload is
-  // one file, and a LeRobot dataset is a tree of parquet and mp4 files.
+  // directory (v2.x, v3.0, or the older episodes.jsonl layout): its path, or an upload of a
+  // tar of it, which the import job unpacks (storage/tar_reader.h) before importing.
   std::string format = kImportFormatHdf5;
   std::string path;                    // absolute path, as the import job sees it; "" for an upload
   std::optional<UploadSource> upload;  // exactly one of path and upload
@@ -97,9 +97,9 @@ struct ImportSource {
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").
-// Exactly one of "path" and "upload" is required; "lerobot" takes a path only, with "resize"
-// and "language", and refuses the HDF5 options ("filter", "nan") and a path that names an
-// HDF5 file by its extension. Whether the path is a directory is learnt where the job runs
+// Exactly one of "path" and "upload" is required; "lerobot" takes "resize" and "language", and
+// refuses the HDF5 options ("filter", "nan") and a path that names an HDF5 file by its
+// extension. Whether the path is a directory is learnt where the job runs
 // (the server never looks at tenant paths): embody-data fails the import, naming it.
 common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field);
 nlohmann::json ToJson(const ImportSource& s);

@@ -134,10 +134,20 @@ TEST(ImportSourceTest, LerobotIsADirectoryWithItsOwnOptions) {
   EXPECT_FALSE(ToJson(*ParseImportSource(json{{"format", "lerobot"}, {"path", "/d"}}, "source"))
                    .contains("resize"));
 
+  // An upload of a LeRobot dataset is a tar of its directory; it keeps the LeRobot options.
   const json upload{{"bytes", 4}, {"sha256", std::string(64, 'b')}};
-  EXPECT_EQ(
-      ParseImportSource(json{{"format", "lerobot"}, {"upload", upload}}, "source").status().field(),
-      "source.upload");
+  auto up = ParseImportSource(
+      json{{"format", "lerobot"}, {"upload", upload}, {"resize", "8x8"}}, "source");
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  EXPECT_TRUE(up->is_lerobot());
+  ASSERT_TRUE(up->upload);
+  EXPECT_EQ(up->upload->bytes, 4);
+  EXPECT_EQ(ToJson(*up), json({{"format", "lerobot"}, {"upload", upload}, {"resize", "8x8"}}));
+  EXPECT_EQ(ParseImportSource(json{{"format", "lerobot"}, {"upload", upload}, {"nan", "skip"}},
+                              "source")
+                .status()
+                .field(),
+            "source.nan");
   EXPECT_EQ(ParseImportSource(json{{"format", "lerobot"}, {"path", "/d/x.h5"}}, "source")
                 .status()
                 .field(),

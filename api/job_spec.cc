@@ -565,6 +565,53 @@ Status ParseEval(const json& j, EvalOptions* ev) {
   return Status::Ok();
 }
 
+// Kind command's "datasets": stored datasets only (a "dir:" path needs no binding: the job
+// opens it where it runs), each version named once.
+Status ParseCommandDatasets(const ObjectReader& o, std::vector<std::string>* out) {
+  if (!o.Has("datasets")) return Status::Ok();
+  const json& v = o.At("datasets");
+  if (!v.is_array() || v.size() > static_cast<size_t>(kMaxCommandDatasets)) {
+    return InvalidArgument("must be an array of at most " + std::to_string(kMaxCommandDatasets) +
+                               " \"dataset:NAME[@VERSION]\" strings",
+                           "datasets");
+  }
+  std::set<std::pair<std::string, int>> seen;  // (name, version; 0: the newest ready one)
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string field = "datasets[" + std::to_string(i) + "]";
+    if (!v[i].is_string()) return InvalidArgument("must be a string", field);
+    EMBODY_ASSIGN_OR_RETURN(ref, ParseDatasetRef(v[i].get<std::string>(), field));
+    if (!ref.is_stored()) {
+      return InvalidArgument("must name a stored dataset, \"dataset:NAME[@VERSION]\" (a dir: "
+                             "path needs no binding: open it as dir:PATH)",
+                             field);
+    }
+    if (!seen.insert({ref.name, ref.version.value_or(0)}).second) {
+      return InvalidArgument("names " + v[i].get<std::string>() + " twice", field);
+    }
+    out->push_back(kDatasetRefPrefix + ref.name +
+                   (ref.version ? "@" + std::to_string(*ref.version) : ""));
+  }
+  return Status::Ok();
+}
+
+// Kind command's "environment": a virtualenv by path; OCI images are not built yet.
+Status ParseEnvironment(const ObjectReader& o, std::string* python_env) {
+  if (!o.Has("environment")) return Status::Ok();
+  ObjectReader e(o.At("environment"), "environment");
+  EMBODY_RETURN_IF_ERROR(e.CheckObject());
+  EMBODY_RETURN_IF_ERROR(e.CheckKeys(
+      {"python"},
+      {{"image", "OCI images are not built yet; name a virtualenv with \"python\" instead"}}));
+  if (!e.Has("python")) {
+    return InvalidArgument("is required: the virtualenv's absolute path", "environment.python");
+  }
+  if (!e.At("python").is_string()) return InvalidArgument("must be a string", "environment.python");
+  EMBODY_ASSIGN_OR_RETURN(path, ParsePythonEnvironment(e.At("python").get<std::string>(),
+                                                       "environment.python"));
+  *python_env = std::move(path);
+  return Status::Ok();
+}
+
 // Which engine blocks a kind uses: "rl" needs engine.rl and has no dataset, optimizer schedule,
 // FP8 or checkpoint schedule (its optimiser settings are in engine.rl; it writes no checkpoints
 // yet); "train" has no engine.rl.
@@ -589,13 +636,39 @@ Status CheckEngineForKind(JobKind kind, const ObjectReader& spec) {
 
 }  // namespace
 
+Result<std::string> ParsePythonEnvironment(const std::string& path, const std::string& field) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (p.empty() || p[0] != '/' || p.size() > 4096) {
+    return InvalidArgument("must be an absolute path of at most 4096 bytes", field);
+  }
+  for (unsigned char c : p) {
+    if (c < 0x20 || c == 0x7f || c == ':') {
+      return InvalidArgument("must not hold ':' or control characters", field);
+    }
+  }
+  // Components between slashes: "." and ".." would make the path mean another directory than
+  // the one it names.
+  for (size_t begin = 1; begin <= p.size();) {
+    size_t end = p.find('/', begin);
+    if (end == std::string::npos) end = p.size();
+    const std::string part = p.substr(begin, end - begin);
+    if (part == "." || part == "..") {
+      return InvalidArgument("must not hold \".\" or \"..\" components", field);
+    }
+    begin = end + 1;
+  }
+  if (p == "/") return InvalidArgument("must name a virtualenv directory, not /", field);
+  return p;
+}
+
 Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   JobSpec spec;
   ObjectReader o(j, "");
   if (!j.is_object()) return InvalidArgument("the job spec must be a JSON object");
   EMBODY_RETURN_IF_ERROR(o.CheckKeys(
       {"name", "kind", "resources", "priority", "max_restarts", "time_limit_seconds", "engine",
-       "command", "init_from", "import", "eval"}));
+       "command", "init_from", "import", "eval", "datasets", "launcher", "environment"}));
 
   if (!o.Has("name")) return InvalidArgument("is required", "name");
   if (!o.At("name").is_string()) return InvalidArgument("must be a string", "name");
@@ -617,6 +690,21 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
   }
   if (spec.kind != JobKind::kEval && o.Has("eval")) {
     return InvalidArgument("only allowed for kind \"eval\"", "eval");
+  }
+  if (spec.kind != JobKind::kCommand) {
+    if (o.Has("datasets")) {
+      return InvalidArgument("only allowed for kind \"command\"" +
+                                 std::string(spec.kind == JobKind::kTrain
+                                                 ? " (a train job names engine.data.dataset)"
+                                                 : ""),
+                             "datasets");
+    }
+    if (o.Has("launcher")) {
+      return InvalidArgument("only allowed for kind \"command\"", "launcher");
+    }
+    if (o.Has("environment")) {
+      return InvalidArgument("only allowed for kind \"command\"", "environment");
+    }
   }
 
   if (!o.Has("resources")) return InvalidArgument("is required", "resources");
@@ -668,6 +756,9 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
       }
       spec.command.push_back(c[i].get<std::string>());
     }
+    EMBODY_RETURN_IF_ERROR(ParseCommandDatasets(o, &spec.datasets));
+    EMBODY_RETURN_IF_ERROR(o.GetString("launcher", {"mpirun", "torchrun"}, &spec.launcher));
+    EMBODY_RETURN_IF_ERROR(ParseEnvironment(o, &spec.python_env));
   } else {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
     if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));
@@ -744,6 +835,10 @@ json ToJson(const JobSpec& s) {
     j["import"] = {{"dataset_id", s.import_dataset_id}, {"source", ToJson(s.import_source)}};
   } else if (s.kind == JobKind::kCommand) {
     j["command"] = s.command;
+    // Only when given, so specs stored before these existed read back the same.
+    if (!s.datasets.empty()) j["datasets"] = s.datasets;
+    if (s.launcher != "mpirun") j["launcher"] = s.launcher;
+    if (!s.python_env.empty()) j["environment"] = {{"python", s.python_env}};
   } else {
     const EngineOptions& e = s.engine;
     j["engine"] = {

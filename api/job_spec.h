@@ -103,6 +103,7 @@ inline constexpr int kMaxHeadDim = 128;
 inline constexpr int64_t kMinMemoryPerRankBytes = 16LL << 20;   // 16 MiB
 inline constexpr int64_t kMaxMemoryPerRankBytes = 16LL << 40;   // 16 TiB
 inline constexpr int64_t kMaxTimeLimitSeconds = 365LL * 24 * 3600;
+inline constexpr int kMaxCommandDatasets = 16;
 
 struct OptimOptions {
   double lr = 1e-3;
@@ -256,6 +257,22 @@ struct JobSpec {
   EngineOptions engine;               // kinds train and rl
   EvalOptions eval;                   // kind eval
   std::vector<std::string> command;   // kind command: argv run under mpirun
+  // Kind command: stored datasets of the job's tenant, "dataset:NAME[@VERSION]" each (at most
+  // kMaxCommandDatasets, no version named twice). The server binds each to its ready version at
+  // submit, as it does a train job's engine.data.dataset; the ranks find the versions'
+  // directories in EMBODY_DATASETS (docs/byo.md), which embody.data.open("dataset:NAME") reads.
+  std::vector<std::string> datasets;
+  // Kind command: how the ranks start. "mpirun": one process per rank (exec-rank sets RANK,
+  // WORLD_SIZE, ... from Open MPI's). "torchrun": one process per node running
+  // `python3 -m torch.distributed.run` with the node's ranks_per_node workers, the job's nodes,
+  // this node's rank and a static rendezvous at MASTER_ADDR:MASTER_PORT, elastic restarts off;
+  // `command` is then the script and its arguments as torchrun takes them.
+  std::string launcher = "mpirun";
+  // Kind command: "environment": {"python": DIR}, a Python virtualenv (absolute, no "..") whose
+  // bin/ comes first on every rank's PATH, with VIRTUAL_ENV=DIR, so the job's python3 is the
+  // venv's. The agent refuses to start the job when DIR/bin/python3 is not there for the job's
+  // uid to read and execute. "": the node's own python3. ("image" is not built yet.)
+  std::string python_env;
   // Kind import: which dataset record the job fills and from what. The agent writes the
   // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.
   int64_t import_dataset_id = 0;
@@ -270,6 +287,12 @@ struct SpecLimits {
   int max_steps = 10'000'000;
   size_t max_body_bytes = 256 * 1024;
 };
+
+// A command job's "environment.python" as the server accepts it: an absolute path, at most 4096
+// bytes, without a "." or ".." component, ':' (PATH's separator) or control characters; a
+// trailing '/' is dropped. The agent checks what it is given again.
+common::Result<std::string> ParsePythonEnvironment(const std::string& path,
+                                                   const std::string& field);
 
 common::Result<JobSpec> ParseJobSpec(const nlohmann::json& j, const SpecLimits& limits);
 // Parses raw request bytes: oversize bodies and malformed JSON are invalid_argument too.

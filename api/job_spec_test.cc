@@ -751,6 +751,103 @@ TEST(JobSpecTest, CommandRules) {
   EXPECT_EQ(Err(j).field(), "engine");
 }
 
+TEST(JobSpecTest, CommandDatasetsNameStoredVersionsOnce) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}},
+            {"command", {"python3", "train.py"}}};
+  auto plain = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->datasets.empty());
+  EXPECT_FALSE(ToJson(*plain).contains("datasets"));  // specs stored before read back the same
+  j["datasets"] = {"dataset:libero", "dataset:libero@2", "dataset:pusht@1"};
+  auto r = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->datasets, (std::vector<std::string>{"dataset:libero", "dataset:libero@2",
+                                                   "dataset:pusht@1"}));
+  auto again = ParseJobSpec(ToJson(*r), SpecLimits{});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->datasets, r->datasets);
+
+  struct Case {
+    json datasets;
+    std::string field;
+  };
+  json many = json::array();
+  for (int i = 0; i <= kMaxCommandDatasets; ++i) many.push_back("dataset:d" + std::to_string(i));
+  for (const Case& c : std::vector<Case>{
+           {"dataset:x", "datasets"},
+           {many, "datasets"},
+           {{"dataset:x", 3}, "datasets[1]"},
+           {{"dir:/data/x"}, "datasets[0]"},  // a directory needs no binding
+           {{"sim:reach"}, "datasets[0]"},
+           {{"dataset:bad name"}, "datasets[0]"},
+           {{"dataset:x@0"}, "datasets[0]"},
+           {{"dataset:x@1", "dataset:y", "dataset:x@1"}, "datasets[2]"},
+           {{"dataset:x", "dataset:x"}, "datasets[1]"}}) {
+    json bad = j;
+    bad["datasets"] = c.datasets;
+    EXPECT_EQ(Err(bad).field(), c.field) << c.datasets.dump();
+  }
+  json train = Valid();
+  train["datasets"] = {"dataset:x"};
+  EXPECT_EQ(Err(train).field(), "datasets");
+}
+
+TEST(JobSpecTest, TorchrunLauncherIsForCommandJobs) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 2}, {"ranks_per_node", 2}}},
+            {"command", {"train.py", "--steps", "10"}}};
+  auto mpirun = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(mpirun.ok());
+  EXPECT_EQ(mpirun->launcher, "mpirun");
+  EXPECT_FALSE(ToJson(*mpirun).contains("launcher"));
+  j["launcher"] = "torchrun";
+  auto r = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->launcher, "torchrun");
+  EXPECT_EQ(ParseJobSpec(ToJson(*r), SpecLimits{})->launcher, "torchrun");
+  j["launcher"] = "deepspeed";
+  EXPECT_EQ(Err(j).field(), "launcher");
+  j["launcher"] = 1;
+  EXPECT_EQ(Err(j).field(), "launcher");
+  json train = Valid();
+  train["launcher"] = "torchrun";
+  EXPECT_EQ(Err(train).field(), "launcher");
+}
+
+TEST(JobSpecTest, APythonEnvironmentIsAnAbsoluteVirtualenvPath) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}}},
+            {"command", {"python3", "train.py"}}};
+  auto none = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->python_env, "");
+  EXPECT_FALSE(ToJson(*none).contains("environment"));
+  j["environment"] = {{"python", "/srv/venvs/bc/"}};
+  auto r = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->python_env, "/srv/venvs/bc");
+  EXPECT_EQ(ToJson(*r)["environment"], json({{"python", "/srv/venvs/bc"}}));
+  EXPECT_EQ(ParseJobSpec(ToJson(*r), SpecLimits{})->python_env, "/srv/venvs/bc");
+  for (const char* bad : {"venv", "", "/", "/srv/../etc", "/srv/venv/..", "/srv/./venv",
+                          "/srv/a:b", "/srv/a\nb"}) {
+    j["environment"] = {{"python", bad}};
+    EXPECT_EQ(Err(j).field(), "environment.python") << bad;
+  }
+  j["environment"] = {{"python", 3}};
+  EXPECT_EQ(Err(j).field(), "environment.python");
+  j["environment"] = json::object();
+  EXPECT_EQ(Err(j).field(), "environment.python");
+  j["environment"] = {{"python", "/srv/venv"}, {"conda", "/x"}};
+  EXPECT_EQ(Err(j).field(), "environment.conda");
+  j["environment"] = "/srv/venv";
+  EXPECT_EQ(Err(j).field(), "environment");
+  // Images are named as a field that exists but is not built yet.
+  j["environment"] = {{"image", "ghcr.io/x/y:1"}};
+  EXPECT_EQ(Err(j).code(), common::Code::kUnimplemented);
+  EXPECT_EQ(Err(j).field(), "environment.image");
+  json train = Valid();
+  train["environment"] = {{"python", "/srv/venv"}};
+  EXPECT_EQ(Err(train).field(), "environment");
+}
+
 TEST(JobSpecTest, ConfiguredLimits) {
   SpecLimits limits;
   limits.max_nodes = 4;

@@ -58,6 +58,16 @@ Result<json> ApiClient::Post(const std::string& path, const std::string& body) {
   return std::move(r->body);
 }
 
+Result<std::string> ApiClient::GetBytes(const std::string& path, const Headers& headers) {
+  if (!http_) return bad_url_;
+  common::http::Request req;
+  req.path = path;
+  req.headers = headers;
+  auto res = http_->Call(req);
+  if (!res.ok()) return res.status();
+  return std::move(res->body);
+}
+
 Status ApiClient::Stream(const std::string& path,
                          const std::function<void(const char*, size_t)>& sink) {
   if (!http_) return bad_url_;

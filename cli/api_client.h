@@ -35,6 +35,8 @@ class ApiClient {
                              const std::string& content_type = "application/json");
   common::Result<nlohmann::json> Get(const std::string& path);
   common::Result<nlohmann::json> Post(const std::string& path, const std::string& body);
+  // GET of raw bytes (a dataset file, with a Range header); a non-2xx answer is its Status.
+  common::Result<std::string> GetBytes(const std::string& path, const Headers& headers);
   // Streams a text response to `sink` as it arrives (logs with follow=1).
   common::Status Stream(const std::string& path, const std::function<void(const char*, size_t)>& sink);
 

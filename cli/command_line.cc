@@ -241,22 +241,45 @@ void Build(CLI::App& app, Parsed* p) {
   di->add_option("--resize", inv.resize, "lerobot: decode every camera to HxW (e.g. 224x224)");
   AddOutput(di, p);
   CLI::App* du = Command(*datasets, p, "upload",
-                         "upload a local HDF5 file (robomimic / LIBERO) in chunks as the next "
-                         "version of NAME, then import it as a job",
+                         "upload a local HDF5 file (robomimic / LIBERO) or LeRobot dataset "
+                         "directory (sent as a tar) in chunks as the next version of NAME, then "
+                         "import it as a job",
                          "datasets upload");
   du->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
       ->required();
-  du->add_option("FILE", inv.path, "the local file")->required();
-  du->add_option("--filter", inv.filter, "import only the demos listed in mask/<F>");
-  du->add_option("--language", inv.language, "language instruction (overrides the file's)");
-  du->add_option("--nan", inv.nan, "demos with NaN/Inf actions: refuse the file (default) or skip them")
+  du->add_option("FILE", inv.path,
+                 "the local file (hdf5), or the LeRobot dataset directory or a tar of it "
+                 "(lerobot)")
+      ->required();
+  du->add_option("--format", inv.format, "hdf5 (default) or lerobot")
+      ->check(CLI::IsMember({"hdf5", "lerobot"}));
+  du->add_option("--filter", inv.filter, "hdf5: import only the demos listed in mask/<F>");
+  du->add_option("--language", inv.language,
+                 "language instruction (overrides the file's, or the LeRobot tasks)");
+  du->add_option("--nan", inv.nan,
+                 "hdf5: demos with NaN/Inf actions: refuse the file (default) or skip them")
       ->check(CLI::IsMember({"refuse", "skip"}));
+  du->add_option("--resize", inv.resize, "lerobot: decode every camera to HxW (e.g. 224x224)");
   du->add_option("--chunk-mib", inv.chunk_mib, "chunk size in MiB (1-8; default 4)")
       ->check(CLI::Range(1, 8));
   du->add_option("--resume", inv.resume,
                  "continue the interrupted upload of dataset ID from the bytes the server holds")
       ->check(CLI::PositiveNumber);
   AddOutput(du, p);
+  CLI::App* dexp = Command(*datasets, p, "export",
+                           "download a ready dataset version and write it into DIR as a LeRobot "
+                           "v3.0 dataset (parquet, AV1 video)",
+                           "datasets export");
+  AddId(dexp, p, "dataset");
+  dexp->add_option("DIR", inv.path, "output directory (missing or empty)")->required();
+  dexp->add_option("--format", inv.format, "lerobot (v3.0)")
+      ->required()
+      ->check(CLI::IsMember({"lerobot"}));
+  dexp->add_option("--fps", inv.fps, "frames per second (default: the dataset's own)")
+      ->check(CLI::Range(0.001, 1000.0));
+  dexp->add_option("--codec", inv.codec,
+                   "video encoder: av1 (default; libsvtav1, libaom-av1 or librav1e) or a name");
+  AddOutput(dexp, p);
   CLI::App* drm = Command(*datasets, p, "rm", "delete a dataset version", "datasets rm");
   AddId(drm, p, "dataset");
   AddOutput(drm, p);

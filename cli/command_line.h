@@ -55,6 +55,9 @@ struct Invocation {
   std::string resize;             // datasets import, lerobot: "HxW"
   int chunk_mib = 4;              // datasets upload
   std::optional<int64_t> resume;  // datasets upload: the version to continue
+  // datasets export (ID in id, DIR in path, --format lerobot)
+  double fps = 0;     // 0: the dataset's own
+  std::string codec;  // "": av1
 };
 
 // Parses `args` (without the program name) into an invocation, or returns the exit code to end

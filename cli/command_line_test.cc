@@ -143,6 +143,20 @@ TEST(CommandLineTest, DatasetsImportTakesALerobotDirectory) {
   EXPECT_EQ(Parse({"datasets", "import", "x", "/d", "--format", "parquet"}).code, kExitUsage);
 }
 
+TEST(CommandLineTest, DatasetsUploadTakesALerobotDirectory) {
+  Outcome o = Parse({"datasets", "upload", "pusht", "./pusht", "--format", "lerobot", "--resize",
+                     "96x128", "--resume", "7"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "datasets upload");
+  EXPECT_EQ(o.inv->format, "lerobot");
+  EXPECT_EQ(o.inv->resize, "96x128");
+  EXPECT_EQ(o.inv->resume, 7);
+  o = Parse({"datasets", "upload", "lift", "lift.hdf5"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->format, "hdf5");
+  EXPECT_EQ(Parse({"datasets", "upload", "x", "d", "--format", "zip"}).code, kExitUsage);
+}
+
 TEST(CommandLineTest, UsageErrorsExitTwoAndSayWhy) {
   struct Case {
     std::vector<std::string> args;

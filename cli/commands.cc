@@ -14,6 +14,7 @@
 #include "cli/plan_format.h"
 #include "cli/requests.h"
 #include "cli/dataset_format.h"
+#include "cli/dataset_export.h"
 #include "cli/dataset_upload.h"
 #include "cli/tenancy_format.h"
 #include "common/file_util.h"
@@ -106,6 +107,7 @@ class Commands {
                    });
     }
     if (c == "datasets upload") return UploadDataset(inv_, api_, io_.out, io_.err);
+    if (c == "datasets export") return ExportDataset(inv_, api_, io_.out, io_.err);
     if (c == "datasets rm") {
       auto r = api_.Send("DELETE", "/v1/datasets/" + id);
       if (!r.ok()) return Fail(r.status());

@@ -8,9 +8,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <thread>
 
+#include "cli/directory_tar.h"
 #include "cli/format.h"
 #include "cli/tenancy_format.h"
 #include "common/crypto.h"
@@ -55,21 +58,28 @@ class LocalFile {
     out.resize(done);
     return out;
   }
-  Result<std::string> Sha256Hex() const {
-    common::Sha256 h;
-    constexpr size_t kBlock = 4 << 20;
-    for (int64_t off = 0; off < size_; off += kBlock) {
-      auto block = Read(off, kBlock);
-      if (!block.ok()) return block.status();
-      h.Update(block->data(), block->size());
-    }
-    return h.FinalHex();
-  }
 
  private:
   int fd_ = -1;
   int64_t size_ = 0;
 };
+
+// What is uploaded: a local file as it is, or a directory as a tar stream (directory_tar.h).
+struct UploadBody {
+  int64_t size = 0;
+  std::function<Result<std::string>(int64_t offset, size_t n)> read;
+};
+
+Result<std::string> Sha256Of(const UploadBody& body) {
+  common::Sha256 h;
+  constexpr size_t kBlock = 4 << 20;
+  for (int64_t off = 0; off < body.size; off += kBlock) {
+    auto block = body.read(off, kBlock);
+    if (!block.ok()) return block.status();
+    h.Update(block->data(), block->size());
+  }
+  return h.FinalHex();
+}
 
 std::string Mib(int64_t bytes) {
   char buf[32];
@@ -101,11 +111,31 @@ int Refused(std::ostream& err, const Status& s, int64_t id) {
 }  // namespace
 
 int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std::ostream& err) {
+  // A LeRobot dataset is a directory: it goes as a tar stream, unpacked by the import job. A
+  // tar made elsewhere (or an HDF5 file) goes as it is.
+  const bool lerobot = inv.format == "lerobot";
   LocalFile file;
-  if (Status st = file.Open(inv.path); !st.ok()) return Refused(err, st, 0);
-  if (file.size() == 0) return Refused(err, common::InvalidArgument(inv.path + " is empty", "FILE"), 0);
-  err << "hashing " << inv.path << " (" << Mib(file.size()) << " MiB)\n";
-  auto sha = file.Sha256Hex();
+  std::unique_ptr<DirectoryTar> tar;
+  struct stat st {};
+  if (lerobot && ::stat(inv.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    auto t = DirectoryTar::Open(inv.path);
+    if (!t.ok()) return Refused(err, t.status(), 0);
+    tar = std::move(*t);
+    err << "packing " << inv.path << " as a tar stream (" << tar->files() << " files)\n";
+  } else if (Status s = file.Open(inv.path); !s.ok()) {
+    return Refused(err, s, 0);
+  }
+  UploadBody body;
+  if (tar) {
+    body = {tar->size(), [&tar](int64_t off, size_t n) { return tar->Read(off, n); }};
+  } else {
+    body = {file.size(), [&file](int64_t off, size_t n) { return file.Read(off, n); }};
+  }
+  if (body.size == 0) {
+    return Refused(err, common::InvalidArgument(inv.path + " is empty", "FILE"), 0);
+  }
+  err << "hashing " << inv.path << " (" << Mib(body.size) << " MiB)\n";
+  auto sha = Sha256Of(body);
   if (!sha.ok()) return Refused(err, sha.status(), 0);
 
   int64_t id = 0, offset = 0;
@@ -120,16 +150,19 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
                                                 d->value("state", "") + ", not uploading"),
                      0);
     }
-    if (up.value("sha256", "") != *sha || up.value("bytes", int64_t{-1}) != file.size()) {
+    if (up.value("sha256", "") != *sha || up.value("bytes", int64_t{-1}) != body.size) {
       return Refused(err,
-                     common::FailedPrecondition("dataset " + std::to_string(id) +
-                                                " is the upload of another file"),
+                     common::FailedPrecondition(
+                         "dataset " + std::to_string(id) +
+                         " is the upload of another file (or the directory changed since)"),
                      0);
     }
     offset = d->value("received_bytes", int64_t{0});
     err << "resuming dataset " << id << " at " << Mib(offset) << " MiB\n";
   } else {
-    json source = {{"format", "hdf5"}, {"upload", {{"bytes", file.size()}, {"sha256", *sha}}}};
+    json source = {{"format", lerobot ? "lerobot" : "hdf5"},
+                   {"upload", {{"bytes", body.size}, {"sha256", *sha}}}};
+    if (!inv.resize.empty()) source["resize"] = inv.resize;
     if (!inv.filter.empty()) source["filter"] = inv.filter;
     if (!inv.language.empty()) source["language"] = inv.language;
     if (!inv.nan.empty()) source["nan"] = inv.nan;
@@ -143,9 +176,9 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
   const std::string chunk_path = "/v1/datasets/" + std::to_string(id) + "/upload";
   const size_t chunk_bytes = static_cast<size_t>(inv.chunk_mib) << 20;
   int failures = 0;
-  Progress(err, id, offset, file.size());
-  while (offset < file.size()) {
-    auto chunk = file.Read(offset, chunk_bytes);
+  Progress(err, id, offset, body.size);
+  while (offset < body.size) {
+    auto chunk = body.read(offset, chunk_bytes);
     if (!chunk.ok()) return Refused(err, chunk.status(), id);
     auto r = api.Send("PUT", chunk_path + "?offset=" + std::to_string(offset), *chunk,
                       {{"X-Content-Sha256", common::Sha256Hex(*chunk)}},
@@ -153,7 +186,7 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
     if (r.ok()) {
       offset = r->body.value("received_bytes", offset + static_cast<int64_t>(chunk->size()));
       failures = 0;
-      Progress(err, id, offset, file.size());
+      Progress(err, id, offset, body.size);
       continue;
     }
     if (!Retryable(r.status()) || ++failures > kMaxFailuresInARow) {
@@ -163,9 +196,9 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
     // Go on from what the server holds, whatever happened to the last answer.
     auto d = api.Get("/v1/datasets/" + std::to_string(id));
     if (d.ok()) offset = d->value("received_bytes", offset);
-    if (offset < 0 || offset > file.size()) {
+    if (offset < 0 || offset > body.size) {
       return Refused(err, common::Internal("the server holds " + std::to_string(offset) +
-                                           " bytes of a " + std::to_string(file.size()) +
+                                           " bytes of a " + std::to_string(body.size) +
                                            "-byte file"),
                      id);
     }

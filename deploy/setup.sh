@@ -29,10 +29,11 @@ packages=(
 # (iproute2, ping); an engine test runs a step under valgrind, whose CPU has no AVX-512. The same
 # virtual machine boots the host's systemd for the units' install test. bench/wrk_submit.sh
 # drives the server with wrk. The Python SDK's embody.data is tested with Debian's numpy, and a
-# user's PyTorch DDP script across two nodes with Debian's torch.
+# user's PyTorch DDP script across two nodes with Debian's torch. bench/lerobot_bench decodes the
+# same videos with FFmpeg's own command line (ffmpeg) as the floor its import is measured against.
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind
-             wrk python3-numpy python3-torch)
+             wrk python3-numpy python3-torch ffmpeg)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.

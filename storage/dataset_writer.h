@@ -45,6 +45,8 @@ class DatasetWriter {
   // the directory into place.
   common::Result<DatasetManifest> Finish(nlohmann::json source);
 
+  // The statistics of the episodes added so far (what Finish writes into the manifest).
+  DatasetStats stats() const { return stats_.Finish(); }
   uint64_t episodes() const { return stats_episodes_; }
   uint64_t frames() const { return stats_frames_; }
   // Bytes of finished shards plus the open one.

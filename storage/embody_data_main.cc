@@ -6,7 +6,11 @@
 //                           a LeRobot dataset as LeRobot writes it (meta/info.json, v2.x or
 //                           v3.0), or the older episodes.jsonl + videos/<camera>/*.mp4 layout;
 //                           import-video is the same command under its first name;
+//                           --tar: DIR is a tar of such a directory (an upload), unpacked
+//                           safely (storage/tar_reader.h) beside OUT_DIR and removed after;
 //                           --report as for import-hdf5
+//   embody-data export-lerobot DATASET_DIR OUT_DIR [--fps N] [--codec av1] ...
+//                           the dataset as a LeRobot v3.0 directory (storage/lerobot_export.h)
 //   embody-data inspect DIR     the manifest and statistics, as JSON
 //   embody-data verify DIR      reads every chunk and checks its checksum
 //
@@ -29,7 +33,9 @@
 #include "storage/dataset_reader.h"
 #include "storage/hdf5_importer.h"
 #include "storage/import_reporter.h"
+#include "storage/lerobot_archive.h"
 #include "storage/lerobot_dataset.h"
+#include "storage/lerobot_export.h"
 
 namespace {
 
@@ -120,7 +126,7 @@ int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5Impor
 
 int ImportVideo(const std::string& in, const std::string& out,
                 storage::VideoEpisodesImportOptions options, uint64_t shard_mib,
-                const std::string& resize, bool report) {
+                const std::string& resize, bool report, bool tar) {
   options.writer.shard_bytes = shard_mib << 20;
   if (!resize.empty()) {
     unsigned h = 0, w = 0;
@@ -136,7 +142,47 @@ int ImportVideo(const std::string& in, const std::string& out,
   ImportRun run("episodes", "");
   if (common::Status st = run.Start(report); !st.ok()) return Fail(st);
   options.progress = run.Progress();
-  return run.Finish(storage::ImportLerobot(in, out, options), out, nlohmann::json::object());
+  // A tar of the dataset directory (an upload) is unpacked beside OUT_DIR and removed after.
+  auto result = tar ? storage::ImportLerobotArchive(
+                          in, out, out + ".unpack-" + std::to_string(::getpid()), options)
+                    : storage::ImportLerobot(in, out, options);
+  nlohmann::json line = nlohmann::json::object();
+  if (result.ok() && result->manifest.source.contains("stats_check")) {
+    const nlohmann::json& check = result->manifest.source["stats_check"];
+    line["stats_check"] = check;
+    if (!check.value("ok", true)) {
+      std::cerr << "embody-data: warning: the statistics LeRobot recorded disagree with the "
+                   "frames: "
+                << (check.contains("error") ? check["error"].dump()
+                                            : check.value("mismatches", nlohmann::json()).dump())
+                << "\n";
+    }
+  }
+  return run.Finish(result, out, line);
+}
+
+int ExportToLerobot(const std::string& in, const std::string& out,
+                    storage::LerobotExportOptions options) {
+  int last_pct = -1;
+  options.progress = [&last_pct](const storage::ImportProgress& p) {
+    int pct = static_cast<int>(100 * p.demos_done / std::max<uint64_t>(1, p.demos_total));
+    if (pct / 5 == last_pct / 5 && p.demos_done != p.demos_total) return;
+    last_pct = pct;
+    std::fprintf(stderr, "export: %llu/%llu episodes (%d%%), %llu frames, %.1f MiB\n",
+                 static_cast<unsigned long long>(p.demos_done),
+                 static_cast<unsigned long long>(p.demos_total), pct,
+                 static_cast<unsigned long long>(p.frames), p.bytes / 1048576.0);
+  };
+  auto r = storage::ExportLerobot(in, out, options);
+  if (!r.ok()) return Fail(r.status());
+  nlohmann::json line = {{"episodes", r->episodes}, {"frames", r->frames},
+                         {"tasks", r->tasks},       {"fps", r->fps},
+                         {"features", r->features}, {"ignored_keys", r->ignored_keys},
+                         {"video_encoder", r->video_encoder}, {"data_files", r->data_files},
+                         {"video_files", r->video_files},     {"seconds", r->seconds},
+                         {"out", out}};
+  std::cout << line.dump() << std::endl;
+  return 0;
 }
 
 int Inspect(const std::string& dir) {
@@ -215,7 +261,11 @@ int main(int argc, char** argv) {
       "import a LeRobot dataset (meta/info.json v2.x or v3.0, or episodes.jsonl + "
       "videos/<camera>/*.mp4)");
   vid->alias("import-video");
-  vid->add_option("DIR", video_in, "dataset directory")->required()->check(CLI::ExistingDirectory);
+  // Not checked here beyond existing: the importer says a file is not a directory, and --report
+  // passes that on.
+  vid->add_option("DIR", video_in, "dataset directory (with --tar: a tar file of one)")
+      ->required()
+      ->check(CLI::ExistingPath);
   vid->add_option("OUT_DIR", video_out, "output dataset directory (must not exist)")->required();
   vid->add_option("--resize", resize, "decode every camera to HxW (e.g. 224x224)");
   vid->add_option("--threads", video.threads, "episodes decoded at once")
@@ -235,9 +285,28 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   vid->add_option("--max-episode-frames", video.max_episode_frames, "refuse longer episodes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  bool video_tar = false;
+  vid->add_flag("--tar", video_tar,
+                "DIR is a tar of the dataset directory: unpacked safely beside OUT_DIR, imported, "
+                "removed");
   vid->add_flag("--report", video_report,
                 "post progress, the manifest and errors to the job-local API (EMBODY_AGENT_URL, "
                 "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
+
+  std::string export_in, export_out;
+  storage::LerobotExportOptions export_options;
+  auto* exp = app.add_subcommand("export-lerobot", "write a dataset as a LeRobot v3.0 directory");
+  exp->add_option("DATASET_DIR", export_in, "dataset directory")->required();
+  exp->add_option("OUT_DIR", export_out, "output directory (missing or empty)")->required();
+  exp->add_option("--fps", export_options.fps, "frames per second (default: the dataset's own)")
+      ->check(CLI::Range(0.001, 1000.0));
+  exp->add_option("--codec", export_options.codec,
+                  "video encoder: av1 (libsvtav1, libaom-av1 or librav1e) or an encoder name");
+  exp->add_option("--crf", export_options.crf, "video quality (AV1 CRF, lower is better)")
+      ->check(CLI::Range(0, 63));
+  exp->add_option("--gop", export_options.gop, "frames between video key frames")
+      ->check(CLI::Range(1, 1000));
+  exp->add_option("--robot-type", export_options.robot_type, "info.json's robot_type");
 
   auto* inspect = app.add_subcommand("inspect", "print a dataset's manifest and statistics");
   inspect->add_option("DIR", dir, "dataset directory")->required();
@@ -259,7 +328,9 @@ int main(int argc, char** argv) {
   if (imp->parsed()) return ImportHdf5(in, out, options, shard_mib, nan, report);
   video.writer.shard.chunk_bytes = video_chunk_kib << 10;
   if (vid->parsed())
-    return ImportVideo(video_in, video_out, video, video_shard_mib, resize, video_report);
+    return ImportVideo(video_in, video_out, video, video_shard_mib, resize, video_report,
+                       video_tar);
+  if (exp->parsed()) return ExportToLerobot(export_in, export_out, export_options);
   if (inspect->parsed()) return Inspect(dir);
   return Verify(dir);
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "storage/lerobot_dataset.h"
+#include "storage/lerobot_stats.h"
 #include "storage/read_ahead.h"
 #include "storage/video_import.h"
 
@@ -149,7 +150,13 @@ common::Result<ImportResult> ImportLerobot(const std::string& dir, const std::st
                                            const VideoEpisodesImportOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return common::InvalidArgument(dir + ": not a directory");
+  if (!fs::is_directory(dir, ec)) {
+    return common::InvalidArgument(
+        dir + (fs::is_regular_file(dir, ec)
+                   ? ": a file, not a directory (a LeRobot dataset is a directory with "
+                     "meta/info.json; a tar of one imports with --tar)"
+                   : ": not a directory"));
+  }
   if (!fs::exists(dir + "/meta/info.json", ec)) return ImportVideoEpisodes(dir, out_dir, options);
   if (options.threads < 1 || options.threads > 256) {
     return common::InvalidArgument("threads must be in [1, 256]", "threads");
@@ -197,6 +204,18 @@ common::Result<ImportResult> ImportLerobot(const std::string& dir, const std::st
   if (!layout.ignored_features.empty()) source["ignored_features"] = layout.ignored_features;
   if (options.video.width > 0) source["resize"] = {options.video.height, options.video.width};
   if (!options.language.empty()) source["language_instruction"] = options.language;
+  if (!options.source_archive.empty()) {
+    source["path"] = options.source_archive;
+    source["archive"] = "tar";
+  }
+  // LeRobot's own numbers against the frames just read: a warning in the manifest, never a
+  // failure (lerobot_stats.h).
+  auto recorded = ReadLerobotStats(layout.dir, layout.version);
+  if (!recorded.ok()) {
+    source["stats_check"] = {{"ok", false}, {"error", recorded.status().message()}};
+  } else if (*recorded) {
+    source["stats_check"] = CompareLerobotStats(**recorded, writer->stats());
+  }
   ImportResult result;
   EMBODY_RETURN_IF_ERROR(FinishImport(*writer, std::move(source), start, &result));
   return result;

@@ -359,6 +359,10 @@ common::Result<ImportResult> ImportVideoEpisodes(const std::string& input,
     if (options.progress) options.progress(progress);
   }
   nlohmann::json source = {{"type", "video"}, {"path", dir}};
+  if (!options.source_archive.empty()) {
+    source["path"] = options.source_archive;
+    source["archive"] = "tar";
+  }
   for (const Camera& cam : cams) source["cameras"][cam.key] = "videos/" + cam.dir;
   if (options.video.width > 0) source["resize"] = {options.video.height, options.video.width};
   if (!options.language.empty()) source["language_instruction"] = options.language;

@@ -49,6 +49,9 @@ struct VideoEpisodesImportOptions {
   int threads = 2;
   DatasetWriterOptions writer;
   std::function<void(const ImportProgress&)> progress;  // after each episode, caller's thread
+  // The tar the directory was unpacked from (lerobot_archive.h): the manifest's source names it
+  // as its path, with "archive": "tar", rather than the unpacked copy that is removed after.
+  std::string source_archive;
 };
 
 common::Result<ImportResult> ImportVideoEpisodes(const std::string& dir, const std::string& out_dir,

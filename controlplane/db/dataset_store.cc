@@ -150,6 +150,15 @@ Result<std::optional<DatasetRecord>> PgDatasetStore::ForJob(int64_t job_id) {
                         {P(job_id)}));
 }
 
+Result<std::vector<DatasetRecord>> PgDatasetStore::AllForJob(int64_t job_id) {
+  auto r = tx_.Exec(std::string(kSelectDataset) +
+                        "JOIN job_datasets b ON b.dataset_id = d.id WHERE b.job_id = $1"
+                        " ORDER BY d.id",
+                    {P(job_id)});
+  if (!r.ok()) return r.status();
+  return ToDatasets(*r);
+}
+
 Result<std::vector<int64_t>> PgDatasetStore::LiveJobsReading(int64_t dataset_id) {
   auto r = tx_.Exec(
       "SELECT j.id FROM job_datasets b JOIN jobs j ON j.id = b.job_id"

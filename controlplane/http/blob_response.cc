@@ -10,7 +10,7 @@ constexpr size_t kDownloadBlock = 1 << 20;
 void RespondWithBlob(const httplib::Request& req, httplib::Response& res,
                      std::shared_ptr<service::BlobReader> reader, const std::string& sha_header,
                      const std::string& sha256) {
-  res.set_header(sha_header, sha256);
+  if (!sha_header.empty()) res.set_header(sha_header, sha256);
   res.set_header("Accept-Ranges", "bytes");
   if (!req.ranges.empty()) res.status = 206;
   const size_t size = static_cast<size_t>(reader->size());

@@ -11,7 +11,8 @@
 
 namespace controlplane::http {
 
-// Streams `reader`'s bytes in blocks of at most 1 MiB, with `sha_header: sha256` and
+// Streams `reader`'s bytes in blocks of at most 1 MiB, with `sha_header: sha256` (none when
+// sha_header is empty) and
 // Accept-Ranges. A single Range is cut by httplib (206, Content-Range), asking for absolute
 // offsets, so bytes past it are never read.
 void RespondWithBlob(const httplib::Request& req, httplib::Response& res,

@@ -1,5 +1,7 @@
 // /v1/datasets: import a file into a new dataset version (a job does the work), list, read with
-// manifest and statistics, delete. Thin: the rules are in service/datasets_service.h.
+// manifest and statistics, download a version's files, delete. Thin: the rules are in
+// service/datasets_service.h.
+#include "controlplane/http/blob_response.h"
 #include "controlplane/http/routes.h"
 
 namespace controlplane::http {
@@ -43,6 +45,19 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                   auto id = PathId(req, 1, "dataset");
                   if (!id.ok()) return RespondError(res, id.status());
                   Respond(res, datasets.Get(ctx.principal, *id));
+                });
+  // Raw bytes of dataset.json or one shard, with Range (a resumed download asks for the rest).
+  router.Handle("GET", "/v1/datasets/{id}/files/{name}", A::kBearer,
+                [&datasets](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto id = PathId(req, 1, "dataset");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  const std::string name = req.matches[2];
+                  ctx.audit_target = "dataset " + std::to_string(*id) + " file " + name;
+                  auto f = datasets.OpenFile(ctx.principal, *id, name);
+                  if (!f.ok()) return RespondError(res, f.status());
+                  ctx.audit_target_tenant = f->tenant_id;
+                  RespondWithBlob(req, res, f->reader, "", "");
                 });
   router.Handle("DELETE", "/v1/datasets/{id}", A::kBearer,
                 [&datasets](const httplib::Request& req, httplib::Response& res,

@@ -210,7 +210,8 @@ bool IsAuditedRoute(const std::string& method, const std::string& pattern) {
   // Reads are not audited, but for downloads of what a tenant keeps: checkpoints, logs, datasets.
   if (method == "GET") {
     return pattern == "/v1/jobs/{id}/checkpoints/{checkpoint_id}/data" ||
-           pattern == "/v1/jobs/{id}/logs" || pattern == "/v1/datasets/{id}/upload";
+           pattern == "/v1/jobs/{id}/logs" || pattern == "/v1/datasets/{id}/upload" ||
+           pattern == "/v1/datasets/{id}/files/{name}";
   }
   if (method == "HEAD" || method == "OPTIONS") return false;
   return pattern != "/v1/agents/{id}/heartbeat";

@@ -124,8 +124,43 @@ Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t ten
   return d;
 }
 
+Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64_t tenant_id,
+                                                          const api::JobSpec& spec) {
+  std::vector<DatasetRecord> out;
+  if (spec.kind != api::JobKind::kCommand) return out;
+  for (size_t i = 0; i < spec.datasets.size(); ++i) {
+    const std::string field = "datasets[" + std::to_string(i) + "]";
+    EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.datasets[i], field));
+    EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().Find(tenant_id, ref.name, ref.version));
+    const std::string what = "dataset \"" + ref.name + "\"" +
+                             (ref.version ? " version " + std::to_string(*ref.version) : "");
+    if (!d || d->state == kDatasetDeleted) {
+      return Status(common::Code::kUnprocessable,
+                    what + (ref.version ? " not found" : " has no ready version"), field);
+    }
+    if (d->state != kDatasetReady) {
+      return Status(common::Code::kUnprocessable, what + " is " + d->state + ", not ready", field);
+    }
+    // "dataset:x" and "dataset:x@3" may be the same version: it is bound once.
+    const bool seen =
+        std::any_of(out.begin(), out.end(), [&](const DatasetRecord& o) { return o.id == d->id; });
+    if (!seen) out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+Result<json> WithBoundDatasets(UnitOfWork& uow, int64_t job_id, json spec) {
+  if (!spec.contains("datasets")) return spec;
+  EMBODY_ASSIGN_OR_RETURN(bound, uow.datasets().AllForJob(job_id));
+  json dirs = json::object();
+  for (const DatasetRecord& d : bound) dirs[d.name + "@" + std::to_string(d.version)] = d.path;
+  spec["datasets"] = std::move(dirs);
+  return spec;
+}
+
 Result<json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job) {
   json spec = job.spec;
+  if (job.kind == "command") return WithBoundDatasets(uow, job.id, std::move(spec));
   if (job.kind != "train") return spec;
   EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().ForJob(job.id));
   if (d && spec.contains("engine") && spec["engine"].contains("data")) {

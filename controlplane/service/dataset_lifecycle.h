@@ -6,7 +6,9 @@
 //    manifest -> ready; anything else -> failed, with the import's own error or the job's reason;
 //  - a training job naming "dataset:NAME[@VERSION]" is bound to the ready version at submit
 //    (ResolveDataset) and launched with that version's directory as "dir:PATH"
-//    (LaunchSpecFor); the stored spec keeps the name, for display.
+//    (LaunchSpecFor); the stored spec keeps the name, for display;
+//  - a command job's "datasets" are bound the same way, each to its version
+//    (ResolveCommandDatasets), and launched as an object from NAME@VERSION to each directory.
 #pragma once
 
 #include <optional>
@@ -39,7 +41,18 @@ Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms
 Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
                                                     const api::JobSpec& spec);
 
-// The spec a launch carries: the stored one, with a bound dataset replaced by "dir:PATH".
+// The dataset versions a command job's "datasets" name, in the spec's order, a version named
+// twice (by its number and as the newest) once. unprocessable on datasets[i] when the tenant
+// has no such version or it is not ready. Empty for other kinds.
+Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64_t tenant_id,
+                                                          const api::JobSpec& spec);
+
+// A command job's launch spec: its "datasets" list replaced by the object the ranks get as
+// EMBODY_DATASETS, from "NAME@VERSION" to the directory of each version bound to the job.
+Result<nlohmann::json> WithBoundDatasets(UnitOfWork& uow, int64_t job_id, nlohmann::json spec);
+
+// The spec a launch carries: the stored one, with a bound dataset replaced by "dir:PATH" (kind
+// train) or the bound versions' directories (kind command, WithBoundDatasets).
 Result<nlohmann::json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job);
 
 // Checks what the server relies on in a dataset.json document: an object with stats.episodes

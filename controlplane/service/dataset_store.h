@@ -1,6 +1,7 @@
 // Where datasets are kept (tables datasets and job_datasets, migrations 0008_datasets.sql and
 // 0009_dataset_uploads.sql): one
-// record per version of a tenant's named dataset, and which version a training job reads. Used
+// record per version of a tenant's named dataset, and which versions a job reads
+// (0019_job_datasets_many.sql). Used
 // through a UnitOfWork, like every store (store.h); datasets_service.h holds the rules.
 #pragma once
 
@@ -70,9 +71,13 @@ class DatasetStore {
   virtual Result<std::vector<DatasetRecord>> List(const DatasetQuery& q) = 0;  // newest first
   // Writes state, manifest, counts, path, job_id, error and received_bytes; updated_at = now.
   virtual Status Update(const DatasetRecord& d, int64_t now_ms) = 0;
-  // Records that job `job_id` reads dataset `dataset_id`.
+  // Records that job `job_id` reads dataset `dataset_id` (already_exists when it is recorded).
+  // A train job reads one version, a command job each its spec names.
   virtual Status BindJob(int64_t job_id, int64_t dataset_id) = 0;
+  // The version a train job reads (the one bound to it).
   virtual Result<std::optional<DatasetRecord>> ForJob(int64_t job_id) = 0;
+  // Every version bound to the job, by id.
+  virtual Result<std::vector<DatasetRecord>> AllForJob(int64_t job_id) = 0;
   // Ids of jobs reading the dataset that have not ended.
   virtual Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) = 0;
   // How many versions of the tenant are uploading.

@@ -1,5 +1,6 @@
 // The bytes of dataset uploads on the server's own disk:
-//   <data-dir>/dataset-uploads/<dataset id>.hdf5   0600, the server's
+//   <data-dir>/dataset-uploads/<dataset id>.hdf5   0600, the server's (the name is historical: a
+//                                                  LeRobot upload keeps its tar there too)
 // never under the dataset root, so no job reads them there; an import job's agent fetches them
 // over HTTP (dataset_uploads.h). The dataset row's received_bytes says how many bytes count; the
 // file follows it. A chunk is written at its offset after cutting the file back to that offset, so

@@ -1,5 +1,11 @@
 #include "controlplane/service/datasets_service.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "common/log.h"
@@ -182,6 +188,55 @@ Result<json> DatasetsService::Get(const Principal& p, int64_t id) {
     if (d.state == kDatasetReady) out["progress"] = 1.0;
   }
   return out;
+}
+
+Result<DatasetsService::DatasetFile> DatasetsService::OpenFile(const Principal& p, int64_t id,
+                                                              const std::string& name) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading datasets"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(d, GetScoped(*uow, p, id, false));
+  const std::string what = "dataset " + std::to_string(id);
+  if (d.state != kDatasetReady) {
+    return common::FailedPrecondition(what + " is " + d.state +
+                                      "; its files can be read once it is ready");
+  }
+  // Only the names the manifest gives: a request cannot reach anything else in the directory.
+  bool listed = name == "dataset.json";
+  if (d.manifest.is_object() && d.manifest.contains("shards") && d.manifest["shards"].is_array()) {
+    for (const json& s : d.manifest["shards"]) {
+      if (s.is_object() && s.value("file", "") == name) listed = true;
+    }
+  }
+  if (!listed || name.find('/') != std::string::npos || name == "." || name == "..") {
+    return common::NotFound(what + " has no file '" + name +
+                            "' (its files are dataset.json and the shards its manifest lists)");
+  }
+  const std::string node_way =
+      "; export on a node that mounts the dataset root instead (embody-data export-lerobot " +
+      (d.path.empty() ? std::string("DIR") : d.path) + " OUT_DIR)";
+  if (root_.empty()) {
+    return common::FailedPrecondition("this server has no dataset root (--dataset-root), so it "
+                                      "cannot read " + what + "'s files" + node_way);
+  }
+  if (d.path != DirectoryOf(root_, d.tenant_id, d.id)) {
+    return common::FailedPrecondition(what + "'s directory " + d.path +
+                                      " is not under this server's dataset root " + root_ +
+                                      node_way);
+  }
+  const std::string path = d.path + "/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    const int err = errno;
+    return common::FailedPrecondition(
+        "this server cannot read " + path + " (" + std::strerror(err) +
+        "): the dataset root is not mounted on the server, or the file is gone" + node_way);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return common::FailedPrecondition(path + " is not a regular file");
+  }
+  return DatasetFile{d.tenant_id, std::make_shared<BlobReader>(fd, static_cast<int64_t>(st.st_size))};
 }
 
 Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {

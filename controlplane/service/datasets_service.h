@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "controlplane/service/checkpoint_files.h"
 #include "controlplane/service/dataset_uploads.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"
@@ -57,6 +58,17 @@ class DatasetsService {
   // and its upload's bytes. failed_precondition while its import runs or a job that has not
   // ended reads it.
   Result<nlohmann::json> Delete(const Principal& p, int64_t id);
+
+  // One file of a ready version, for download: dataset.json or a shard its manifest lists (any
+  // other name is not_found). The server reads it from the version's directory under its own
+  // dataset root; where that root is not mounted on the server (datasets live on the nodes), or
+  // the server has none, failed_precondition says so and names the way that works: embody-data
+  // on a node that mounts the root.
+  struct DatasetFile {
+    int64_t tenant_id = 0;
+    std::shared_ptr<BlobReader> reader;
+  };
+  Result<DatasetFile> OpenFile(const Principal& p, int64_t id, const std::string& name);
 
   // <root>/tenant-<tenant_id>/dataset-<id>
   static std::string DirectoryOf(const std::string& root, int64_t tenant_id, int64_t id);

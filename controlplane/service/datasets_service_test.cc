@@ -1,10 +1,12 @@
 // POST /v1/datasets on the in-memory twin of the stores: a LeRobot dataset directory is accepted
 // where an HDF5 file is, with its own options, and what does not fit a directory import is
-// refused naming the field, with nothing stored.
+// refused naming the field, with nothing stored. And a command job's "datasets": bound to the
+// tenant's ready versions at submit, launched with their directories.
 #include "controlplane/service/datasets_service.h"
 
 #include <gtest/gtest.h>
 
+#include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/testing/memory_service_fixture.h"
 
 namespace controlplane {
@@ -89,10 +91,12 @@ TEST_F(DatasetsServiceTest, LerobotRefusalsNameTheField) {
       {{{"format", "lerobot"}, {"path", "shared/pusht"}}, "source.path", "absolute"},
       // A file where a directory is needed, when the server can tell.
       {{{"format", "lerobot"}, {"path", "/shared/pusht.hdf5"}}, "source.path", "directory"},
-      // An upload is one file.
-      {{{"format", "lerobot"}, {"upload", {{"bytes", 10}, {"sha256", std::string(64, 'a')}}}},
-       "source.upload",
-       "directory"},
+      // An upload (a tar of the directory) takes the LeRobot options only.
+      {{{"format", "lerobot"},
+        {"upload", {{"bytes", 10}, {"sha256", std::string(64, 'a')}}},
+        {"filter", "train"}},
+       "source.filter",
+       "hdf5"},
       // HDF5 options on a LeRobot source, and resize on an HDF5 one.
       {With(lerobot, "filter", "train"), "source.filter", "hdf5"},
       {With(lerobot, "nan", "skip"), "source.nan", "hdf5"},
@@ -119,6 +123,122 @@ TEST_F(DatasetsServiceTest, LerobotRefusalsNameTheField) {
   EXPECT_EQ(parquet.status().code(), common::Code::kUnimplemented);
   EXPECT_EQ(parquet.status().field(), "source.format");
   EXPECT_EQ(StoredDatasets(), 0u);
+}
+
+// A ready version of `name` in `tenant`, made by `token_id`, as a finished import leaves it.
+service::DatasetRecord AddReadyVersion(service::UnitOfWork& uow, int64_t tenant,
+                                       const std::string& name, int64_t token_id = 0) {
+  service::DatasetRecord d;
+  d.tenant_id = tenant;
+  d.token_id = token_id;
+  d.name = name;
+  d.source = {{"path", "/shared/" + name + ".hdf5"}};
+  auto in = uow.datasets().Insert(d, 1000);
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  in->state = service::kDatasetReady;
+  in->path = "/data/tenant-" + std::to_string(tenant) + "/dataset-" + std::to_string(in->id);
+  in->manifest = {{"stats", {{"episodes", 1}, {"frames", 2}}}, {"shards", json::array()}};
+  EXPECT_TRUE(uow.datasets().Update(*in, 1000).ok());
+  return *in;
+}
+
+std::string CommandWithDatasets(const json& datasets) {
+  return json{{"name", "byo"},
+              {"kind", "command"},
+              {"command", {"python3", "train.py"}},
+              {"resources", {{"nodes", 1}}},
+              {"datasets", datasets}}
+      .dump();
+}
+
+TEST_F(DatasetsServiceTest, ACommandJobIsBoundToTheVersionsItNamesAndLaunchedWithTheirDirectories) {
+  const int64_t other_tenant = AddTenant("b");
+  service::DatasetRecord lift1, lift2, can1, theirs;
+  {
+    auto uow = Begin();
+    lift1 = AddReadyVersion(*uow, tenant_, "lift");
+    lift2 = AddReadyVersion(*uow, tenant_, "lift");
+    can1 = AddReadyVersion(*uow, tenant_, "can", member_.token_id);
+    theirs = AddReadyVersion(*uow, other_tenant, "secret");
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto jobs = Jobs();
+  // "lift" (the newest ready: 2) and "lift@2" are one version, bound once; "lift@1" another.
+  auto sub = jobs.Submit(
+      member_,
+      CommandWithDatasets({"dataset:lift", "dataset:lift@2", "dataset:lift@1", "dataset:can"}), "");
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const int64_t id = sub->job.job.id;
+  // The stored spec keeps the names the job was given, for display.
+  EXPECT_EQ(sub->job.job.spec["datasets"],
+            json({"dataset:lift", "dataset:lift@2", "dataset:lift@1", "dataset:can"}));
+  {
+    const service::JobRecord row = JobRow(id);
+    auto uow = Begin();
+    auto bound = uow->datasets().AllForJob(id);
+    ASSERT_TRUE(bound.ok());
+    std::vector<int64_t> ids;
+    for (const auto& d : *bound) ids.push_back(d.id);
+    EXPECT_EQ(ids, (std::vector<int64_t>{lift1.id, lift2.id, can1.id}));
+    auto launch = service::LaunchSpecFor(*uow, row);
+    ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+    EXPECT_EQ((*launch)["datasets"],
+              json({{"lift@1", lift1.path}, {"lift@2", lift2.path}, {"can@1", can1.path}}));
+    EXPECT_EQ((*launch)["command"], json({"python3", "train.py"}));
+  }
+  // A version a live job reads is not deleted.
+  auto del = Datasets().Delete(member_, can1.id);
+  EXPECT_EQ(del.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(del.status().message().find(std::to_string(id)), std::string::npos);
+
+  // A job without datasets launches without any.
+  auto plain = jobs.Submit(member_, Spec("plain"), "");
+  ASSERT_TRUE(plain.ok());
+  {
+    const service::JobRecord row = JobRow(plain->job.job.id);
+    auto uow = Begin();
+    auto launch = service::LaunchSpecFor(*uow, row);
+    ASSERT_TRUE(launch.ok());
+    EXPECT_FALSE(launch->contains("datasets"));
+  }
+}
+
+TEST_F(DatasetsServiceTest, ACommandJobNamingADatasetItCannotReadIsRefusedAtSubmit) {
+  const int64_t other_tenant = AddTenant("b");
+  service::DatasetRecord importing;
+  {
+    auto uow = Begin();
+    AddReadyVersion(*uow, tenant_, "lift");
+    AddReadyVersion(*uow, other_tenant, "secret");
+    service::DatasetRecord d;
+    d.tenant_id = tenant_;
+    d.name = "pending";
+    d.source = {{"path", "/shared/p.hdf5"}};
+    importing = *uow->datasets().Insert(d, 1000);
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  const int64_t before = CountJobs();
+  auto jobs = Jobs();
+  struct Case {
+    json datasets;
+    std::string field, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           // Another tenant's dataset is not there for this one.
+           {{"dataset:lift", "dataset:secret"}, "datasets[1]", "has no ready version"},
+           {{"dataset:lift@2"}, "datasets[0]", "version 2 not found"},
+           {{"dataset:pending@1"}, "datasets[0]", "is importing, not ready"},
+           {{"dataset:pending"}, "datasets[0]", "has no ready version"}}) {
+    auto sub = jobs.Submit(member_, CommandWithDatasets(c.datasets), "");
+    EXPECT_EQ(sub.status().code(), common::Code::kUnprocessable) << c.datasets.dump();
+    EXPECT_EQ(sub.status().field(), c.field) << c.datasets.dump();
+    EXPECT_NE(sub.status().message().find(c.message), std::string::npos) << sub.status().message();
+  }
+  // A malformed reference is the parser's 400, before any lookup.
+  auto dir = jobs.Submit(member_, CommandWithDatasets({"dir:/data/x"}), "");
+  EXPECT_EQ(dir.status().code(), common::Code::kInvalidArgument);
+  EXPECT_EQ(dir.status().field(), "datasets[0]");
+  EXPECT_EQ(CountJobs(), before);  // nothing of the refused submissions was written
 }
 
 }  // namespace

@@ -183,7 +183,7 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
   struct Insert {
     size_t member;
     NewJob job;
-    std::optional<DatasetRecord> dataset;
+    std::vector<DatasetRecord> datasets;  // the versions the job reads
   };
   std::vector<Insert> inserts;
   std::map<int64_t, int64_t> pending;
@@ -253,9 +253,12 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
     }
     auto dataset = ResolveDataset(uow, p.tenant_id, spec);
     if (!dataset.ok()) return failed(dataset.status());
+    auto reads = ResolveCommandDatasets(uow, p.tenant_id, spec);
+    if (!reads.ok()) return failed(reads.status());
+    if (*dataset) reads->push_back(std::move(**dataset));
     if (tenant->quota.pending_jobs) ++pending[p.tenant_id];
     if (!s.idempotency_key.empty()) keyed[{p.tenant_id, s.idempotency_key}] = inserts.size();
-    inserts.push_back({i, NewJobOf(p, spec, s.digest, s.idempotency_key, now), std::move(*dataset)});
+    inserts.push_back({i, NewJobOf(p, spec, s.digest, s.idempotency_key, now), std::move(*reads)});
   }
 
   // Then the admitted members' rows, a statement per table for all of them.
@@ -274,8 +277,8 @@ SubmitBatcher::Outcome SubmitBatcher::Attempt(
     const int64_t id = (*ids)[k];
     const Principal& p = batch[in.member]->s.principal;
     events.push_back({0, id, now, "state", SubmittedEvent(p)});
-    if (in.dataset) {
-      if (Status st = uow.datasets().BindJob(id, in.dataset->id); !st.ok()) return failed(st);
+    for (const DatasetRecord& d : in.datasets) {
+      if (Status st = uow.datasets().BindJob(id, d.id); !st.ok()) return failed(st);
     }
     if (AuditScope* scope = batch[in.member]->s.audit) {
       if (auto row = scope->DraftFor("job " + std::to_string(id), p.tenant_id)) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -215,7 +216,7 @@ TYPED_TEST_P(DatasetStoreConformanceTest, UpdatesAreReadBackAndBadOnesRefused) {
   EXPECT_EQ((*still)->state, service::kDatasetReady);  // none of the refused updates landed
 }
 
-TYPED_TEST_P(DatasetStoreConformanceTest, AJobReadsOneVersionAndOnlyUnfinishedJobsHoldIt) {
+TYPED_TEST_P(DatasetStoreConformanceTest, AJobReadsItsVersionsAndOnlyUnfinishedJobsHoldThem) {
   const int64_t a = this->AddTenant("a");
   const service::DatasetRecord d = this->AddDataset(a, "lift");
   const service::DatasetRecord other = this->AddDataset(a, "can");
@@ -247,8 +248,22 @@ TYPED_TEST_P(DatasetStoreConformanceTest, AJobReadsOneVersionAndOnlyUnfinishedJo
     ASSERT_TRUE(uow->Commit().ok());
   }
   {
+    // A command job reads several versions; each is bound once.
     auto uow = this->Begin();
-    EXPECT_EQ(uow->datasets().BindJob(j1, other.id).code(), common::Code::kAlreadyExists);
+    EXPECT_EQ(uow->datasets().BindJob(j1, d.id).code(), common::Code::kAlreadyExists);
+  }
+  {
+    auto uow = this->Begin();
+    ASSERT_TRUE(uow->datasets().BindJob(j2, other.id).ok());
+    auto all = uow->datasets().AllForJob(j2);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ((*all)[0].id, std::min(d.id, other.id));
+    EXPECT_EQ((*all)[1].id, std::max(d.id, other.id));
+    EXPECT_EQ((*all)[0].tenant, "a");
+    EXPECT_TRUE(uow->datasets().AllForJob(j3 + 1000)->empty());
+    EXPECT_EQ(*uow->datasets().LiveJobsReading(other.id), (std::vector<int64_t>{j2, j3}));
+    ASSERT_TRUE(uow->Commit().ok());
   }
   {
     auto uow = this->Begin();
@@ -339,6 +354,6 @@ REGISTER_TYPED_TEST_SUITE_P(DatasetStoreConformanceTest,
                             FindTakesTheNewestReadyVersionOrTheExactOne,
                             ListsAreNewestFirstWithFiltersCursorAndLimit,
                             UpdatesAreReadBackAndBadOnesRefused,
-                            AJobReadsOneVersionAndOnlyUnfinishedJobsHoldIt);
+                            AJobReadsItsVersionsAndOnlyUnfinishedJobsHoldThem);
 
 }  // namespace controlplane::testing

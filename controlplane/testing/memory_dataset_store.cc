@@ -1,7 +1,7 @@
 // The in-memory twin's dataset versions and job bindings (service/dataset_store.h), with
 // db/dataset_store.cc's orderings and constraints: versions count up per (tenant, name) over
 // every row, deleted ones included; the state is one of the five the table's CHECK allows; a
-// job reads at most one dataset (job_datasets' primary key); references to tenants, jobs and
+// (job, dataset) pair is bound once (job_datasets' primary key); references to tenants, jobs and
 // datasets must point somewhere.
 #include <algorithm>
 
@@ -164,24 +164,33 @@ Status MemoryDatasetStore::BindJob(int64_t job_id, int64_t dataset_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Reference(tx_.tables.jobs.get().count(job_id) > 0, "bound job"));
   EMBODY_RETURN_IF_ERROR(
       tx_.Reference(tx_.tables.datasets.get().count(dataset_id) > 0, "bound dataset"));
-  if (tx_.tables.job_datasets.get().count(job_id)) {
-    return tx_.Fail(
-        Status(common::Code::kAlreadyExists, "memory database: job " + std::to_string(job_id) +
-                                                 " already reads a dataset (job_datasets_pkey)"));
+  if (tx_.tables.job_datasets.get().count({job_id, dataset_id})) {
+    return tx_.Fail(Status(common::Code::kAlreadyExists,
+                           "memory database: job " + std::to_string(job_id) +
+                               " already reads dataset " + std::to_string(dataset_id) +
+                               " (job_datasets_pkey)"));
   }
   tx_.tables.job_datasets.mut().emplace(job_id, dataset_id);
   return Status::Ok();
 }
 
-Result<std::optional<DatasetRecord>> MemoryDatasetStore::ForJob(int64_t job_id) {
+Result<std::vector<DatasetRecord>> MemoryDatasetStore::AllForJob(int64_t job_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::vector<DatasetRecord> out;  // by dataset id: the set's order
   const auto& bound = tx_.tables.job_datasets.get();
-  auto b = bound.find(job_id);
-  if (b == bound.end()) return std::optional<DatasetRecord>();
   const auto& all = tx_.tables.datasets.get();
-  auto it = all.find(b->second);
-  if (it == all.end()) return std::optional<DatasetRecord>();
-  return std::optional<DatasetRecord>(Read(it->second));
+  for (auto b = bound.lower_bound({job_id, INT64_MIN}); b != bound.end() && b->first == job_id;
+       ++b) {
+    auto it = all.find(b->second);
+    if (it != all.end()) out.push_back(Read(it->second));
+  }
+  return out;
+}
+
+Result<std::optional<DatasetRecord>> MemoryDatasetStore::ForJob(int64_t job_id) {
+  EMBODY_ASSIGN_OR_RETURN(all, AllForJob(job_id));
+  if (all.empty()) return std::optional<DatasetRecord>();
+  return std::optional<DatasetRecord>(std::move(all.front()));
 }
 
 Result<std::vector<int64_t>> MemoryDatasetStore::LiveJobsReading(int64_t dataset_id) {

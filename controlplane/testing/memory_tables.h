@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -91,7 +92,7 @@ struct MemoryTables {
   CowTable<std::optional<int64_t>> fair_share_clock;
   CowTable<std::map<DailyKey, double>> usage_daily;
   CowTable<std::map<int64_t, service::DatasetRecord>> datasets;  // `tenant` is filled on reads
-  CowTable<std::map<int64_t, int64_t>> job_datasets;             // job -> dataset
+  CowTable<std::set<std::pair<int64_t, int64_t>>> job_datasets;  // (job, dataset)
   CowTable<int64_t> leader_epoch;                                // scheduler_leader.epoch
 
   void ShareAll();
@@ -334,6 +335,7 @@ class MemoryDatasetStore : public service::DatasetStore {
   common::Status Update(const service::DatasetRecord& d, int64_t now_ms) override;
   common::Status BindJob(int64_t job_id, int64_t dataset_id) override;
   common::Result<std::optional<service::DatasetRecord>> ForJob(int64_t job_id) override;
+  common::Result<std::vector<service::DatasetRecord>> AllForJob(int64_t job_id) override;
   common::Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) override;
   common::Result<int64_t> CountUploading(int64_t tenant_id) override;
   common::Result<std::vector<service::DatasetRecord>> StaleUploads(int64_t before_ms,

@@ -309,4 +309,52 @@ common::Status DecodeBitPackedMsbFirst(const uint8_t* data, size_t size, int bit
   return common::Status::Ok();
 }
 
+namespace {
+
+void AppendUleb(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+}  // namespace
+
+void AppendRleBitPacked(const uint8_t* values, size_t count, int bit_width, std::string* out) {
+  auto run_at = [&](size_t i) {
+    size_t j = i;
+    while (j < count && values[j] == values[i]) ++j;
+    return j - i;
+  };
+  const size_t value_bytes = static_cast<size_t>(bit_width + 7) / 8;  // 0 or 1 for levels
+  size_t i = 0;
+  while (i < count) {
+    const size_t run = run_at(i);
+    if (run >= 8) {
+      AppendUleb(static_cast<uint64_t>(run) << 1, out);
+      if (value_bytes) out->push_back(static_cast<char>(values[i]));
+      i += run;
+      continue;
+    }
+    // Groups of 8 literals until a run of 8 or more starts on a group boundary.
+    size_t j = i;
+    do {
+      j += 8;
+    } while (j < count && run_at(j) < 8);
+    const size_t groups = (std::min(j, count) - i + 7) / 8;
+    AppendUleb((static_cast<uint64_t>(groups) << 1) | 1, out);
+    const size_t start = out->size();
+    out->resize(start + groups * static_cast<size_t>(bit_width), '\0');
+    uint64_t bit = 0;
+    for (size_t k = 0; k < groups * 8; ++k) {
+      const uint32_t v = i + k < count ? values[i + k] : 0;
+      for (int b = 0; b < bit_width; ++b, ++bit) {
+        if ((v >> b) & 1) (*out)[start + (bit >> 3)] |= static_cast<char>(1 << (bit & 7));
+      }
+    }
+    i = std::min(j, count);
+  }
+}
+
 }  // namespace storage::parquet

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -78,6 +79,11 @@ bool RunsAllEqual(const uint8_t* data, size_t size, int bit_width, int64_t count
 // shorter.
 common::Status DecodeBitPackedMsbFirst(const uint8_t* data, size_t size, int bit_width,
                                        int64_t count, uint8_t* out);
+
+// Appends `count` levels (bit width 0..8) in the RLE / bit-packing hybrid: an RLE run for 8 or
+// more equal values, bit-packed groups of 8 for the rest (the last group padded with zeros).
+// What the writer (writer.h) uses for definition and repetition levels.
+void AppendRleBitPacked(const uint8_t* values, size_t count, int bit_width, std::string* out);
 
 extern template void UnpackBits<uint8_t>(const uint8_t*, size_t, int, int64_t, uint8_t*);
 extern template void UnpackBits<uint32_t>(const uint8_t*, size_t, int, int64_t, uint32_t*);

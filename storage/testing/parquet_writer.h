@@ -1,8 +1,8 @@
 // Test and benchmark helpers for the Parquet reader: the inverse of its parsers, kept simple.
 //
-// - CompactWriter and Serialize*: Thrift compact bytes for the metadata structs of
-//   storage/parquet/metadata.h, so tests can state any footer or page header, including ones
-//   that lie (sizes, counts, nesting), and check the reader refuses them.
+// - CompactWriter and Serialize* (from storage/parquet/metadata_writer.h): Thrift compact bytes
+//   for the metadata structs, so tests can state any footer or page header, including ones that
+//   lie (sizes, counts, nesting), and check the reader refuses them.
 // - Reference encoders (RLE/bit-packed hybrid, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT) written
 //   from the specification, for unit tests of the decoders. The decoders are also checked
 //   against files from an independent writer (storage/parquet/testdata), so a shared
@@ -17,35 +17,15 @@
 #include <vector>
 
 #include "storage/parquet/metadata.h"
-#include "storage/parquet/thrift_compact.h"
+#include "storage/parquet/metadata_writer.h"
+#include "storage/parquet/thrift_compact_writer.h"
 
 namespace storage::testing {
 
-class CompactWriter {
- public:
-  void StructBegin() { last_ids_.push_back(0); }
-  void StructEnd();  // writes the stop byte
-  void FieldHeader(int16_t id, parquet::ThriftType type);
-  void I32(int16_t id, int32_t v);
-  void I64(int16_t id, int64_t v);
-  void Bool(int16_t id, bool v);
-  void Binary(int16_t id, std::string_view v);
-  // A list field header; the caller writes `n` elements after it (structs with StructBegin).
-  void ListBegin(int16_t id, parquet::ThriftType element, uint32_t n);
-  void Varint(uint64_t v);
-  void ZigZag(int64_t v);
-  void RawBinary(std::string_view v);
-  void Byte(uint8_t b) { out_.push_back(static_cast<char>(b)); }
-
-  const std::string& bytes() const { return out_; }
-
- private:
-  std::string out_;
-  std::vector<int16_t> last_ids_;
-};
-
-std::string SerializeFileMetaData(const parquet::FileMetaData& m);
-std::string SerializePageHeader(const parquet::PageHeader& h);
+// Moved into the library for the writer (storage/parquet/writer.h); the tests keep these names.
+using parquet::CompactWriter;
+using parquet::SerializeFileMetaData;
+using parquet::SerializePageHeader;
 
 // RLE runs for repeats of 8 or more, bit-packed groups for the rest (as common writers do).
 std::string EncodeRleHybrid(const std::vector<uint32_t>& values, int bit_width);

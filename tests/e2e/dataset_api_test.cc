@@ -4,19 +4,26 @@
 // trained on through `engine.data.dataset: "dataset:NAME"`, versioned, kept from other tenants,
 // refused while read and deleted; a bad file fails without leaving anything behind; the `embody`
 // CLI imports and lists once. A LeRobot v2.1 dataset directory (parquet from an independent
-// writer, videos encoded here) goes the same way with "format": "lerobot".
+// writer, videos encoded here) goes the same way with "format": "lerobot"; a v3.0 one by path and
+// as an upload (a tar of the directory, made by GNU tar or by the CLI), through the API and the
+// CLI, with LeRobot's own statistics checked; a hostile tar fails naming its member.
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
+#include "common/crypto.h"
 #include "engine/testing/reach_hdf5.h"
+#include "storage/testing/lerobot_fixture.h"
 #include "storage/testing/robomimic_file.h"
 #include "storage/testing/video_file.h"
 #include "tests/e2e/local_stack.h"
@@ -233,6 +240,18 @@ void ExpectRootOwnedReadOnly(const std::string& dir) {
     }
   }
   EXPECT_GE(files, 2) << "a manifest and at least one shard in " << dir;
+}
+
+// The import job reads a tree as an unprivileged uid: directories 0755, files 0644.
+void OpenToJobs(const std::string& dir) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    fs::permissions(entry.path(), entry.is_directory()
+                                      ? fs::perms::owner_all | fs::perms::group_read |
+                                            fs::perms::group_exec | fs::perms::others_read |
+                                            fs::perms::others_exec
+                                      : fs::perms::owner_read | fs::perms::owner_write |
+                                            fs::perms::group_read | fs::perms::others_read);
+  }
 }
 
 // No staging directory of any import is left in the tenant's directory.
@@ -509,15 +528,7 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
     fs::create_directories(fs::path(path).parent_path());
     ASSERT_TRUE(storage::testing::WriteVideo(path, rgb.data(), frames, h, w, vo).ok()) << path;
   }
-  // The import job reads the tree as an unprivileged uid.
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    fs::permissions(entry.path(), entry.is_directory()
-                                      ? fs::perms::owner_all | fs::perms::group_read |
-                                            fs::perms::group_exec | fs::perms::others_read |
-                                            fs::perms::others_exec
-                                      : fs::perms::owner_read | fs::perms::owner_write |
-                                            fs::perms::group_read | fs::perms::others_read);
-  }
+  OpenToJobs(dir);
 
   HttpResult r =
       stack_->Post("/v1/datasets",
@@ -539,17 +550,6 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
   EXPECT_TRUE(fs::exists(d["path"].get<std::string>() + "/dataset.json")) << d.dump(2);
   ExpectNoStaging(TenantDir(a_->id));
 
-  // The CLI takes the same directory as the next version.
-  auto cli = embody::testing::RunCommand({"env", "EMBODY_URL=" + stack_->url(),
-                                          "EMBODY_TOKEN=" + a_->member,
-                                          LocalStack::bin_dir() + "/embody", "datasets", "import",
-                                          "pusht", dir, "--format", "lerobot", "-o", "json"});
-  ASSERT_EQ(cli.exit_code, 0) << cli.output;
-  json v2 = json::parse(cli.output, nullptr, false);
-  ASSERT_TRUE(v2.is_object()) << cli.output;
-  EXPECT_EQ(v2["version"], 2);
-  d = WaitForDataset(v2["id"].get<int64_t>(), a_->member, 120);
-  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
   // Training on it: a model left at 7 action dimensions is refused at submit, naming the
   // dataset's 26 and the spec's field; with the dataset's widths the job trains, its 26-value
   // state in two state tokens and its camera as patches.
@@ -579,6 +579,17 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
   EXPECT_NE(logs.text.find(R"("state_tokens":"2")"), std::string::npos) << logs.text.substr(0, 3000);
   EXPECT_NE(logs.text.find(R"("cameras":"obs/)"), std::string::npos) << logs.text.substr(0, 3000);
 
+  // The CLI takes the same directory as the next version.
+  auto cli = embody::testing::RunCommand({"env", "EMBODY_URL=" + stack_->url(),
+                                          "EMBODY_TOKEN=" + a_->member,
+                                          LocalStack::bin_dir() + "/embody", "datasets", "import",
+                                          "pusht", dir, "--format", "lerobot", "-o", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  json v2 = json::parse(cli.output, nullptr, false);
+  ASSERT_TRUE(v2.is_object()) << cli.output;
+  EXPECT_EQ(v2["version"], 2);
+  d = WaitForDataset(v2["id"].get<int64_t>(), a_->member, 120);
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
   EXPECT_EQ(d["episodes"], expected["episodes"].size());
 
   // A file where the directory should be: the server cannot look (the path is read only where
@@ -594,6 +605,114 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
   const std::string error = d.value("error", "");
   EXPECT_NE(error.find(file), std::string::npos) << error;
   EXPECT_NE(error.find("file"), std::string::npos) << error;
+  ExpectNoStaging(TenantDir(a_->id));
+}
+
+// 9. A LeRobot v3.0 dataset four ways: by path through the API and the CLI, and uploaded as a
+// tar through the API (the tar made by GNU tar, sent in two chunks) and the CLI (`embody datasets
+// upload NAME DIR --format lerobot` packs the directory itself). The import job unpacks the
+// upload in its staging directory and removes it; every version lands with every episode and
+// LeRobot's meta/stats.json agreeing with the frames. A tar holding a symbolic link fails the
+// version, naming the member, with nothing left behind.
+TEST_F(DatasetApiTest, LerobotV30ByPathAndByUploadThroughTheApiAndTheCli) {
+  ASSERT_FALSE(a_->member.empty());
+  auto fixtures = storage::testing::FindLerobotFixtures(EMBODY_LEROBOT_FIXTURES);
+  if (!fixtures.ok()) GTEST_SKIP() << fixtures.status().message();
+  if (std::system("command -v tar >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "GNU tar is not installed (Debian package tar)";
+  }
+  const std::string dir = inputs_ + "/lerobot-v30";
+  ASSERT_TRUE(storage::testing::MakeLerobotDataset(*fixtures, "v30", dir).ok());
+  OpenToJobs(dir);
+  const size_t episodes = fixtures->expected["episodes"].size();
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{"env", "EMBODY_URL=" + stack_->url(),
+                                  "EMBODY_TOKEN=" + a_->member, LocalStack::bin_dir() + "/embody"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return embody::testing::RunCommand(argv);
+  };
+  // Every way ends the same: ready, every episode, v3.0, LeRobot's statistics agreeing.
+  auto expect_ready = [&](int64_t id, bool uploaded) {
+    json d = WaitForDataset(id, a_->member, 120);
+    ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+    EXPECT_EQ(d["episodes"], episodes);
+    const json& source = d["manifest"]["source"];
+    EXPECT_EQ(source["codebase_version"], "v3.0");
+    EXPECT_EQ(source.value("archive", ""), uploaded ? "tar" : "") << source.dump();
+    EXPECT_EQ(source["stats_check"]["file"], "meta/stats.json") << source.dump();
+    EXPECT_EQ(source["stats_check"]["compared"], json({"actions", "obs/state"}));
+    EXPECT_TRUE(source["stats_check"]["ok"]) << source.dump();
+    ExpectNoStaging(TenantDir(a_->id));
+  };
+
+  // By path: the API, then the CLI.
+  HttpResult r = stack_->Post(
+      "/v1/datasets",
+      json{{"name", "v30"}, {"source", {{"format", "lerobot"}, {"path", dir}}}}.dump(),
+      a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  expect_ready(r.body["id"].get<int64_t>(), false);
+  auto imported = cli({"datasets", "import", "v30", dir, "--format", "lerobot", "-o", "json"});
+  ASSERT_EQ(imported.exit_code, 0) << imported.output;
+  json v = json::parse(imported.output, nullptr, false);
+  ASSERT_TRUE(v.is_object()) << imported.output;
+  expect_ready(v["id"].get<int64_t>(), false);
+
+  // Uploaded through the API: a tar GNU tar wrote, declared, sent in two chunks, committed.
+  const std::string tar = stack_->dir() + "/v30.tar";
+  ASSERT_EQ(std::system(("tar -cf " + tar + " -C " + dir + " .").c_str()), 0);
+  std::ifstream tin(tar, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(tin)), std::istreambuf_iterator<char>());
+  r = stack_->Post("/v1/datasets",
+                   json{{"name", "v30-up"},
+                        {"source",
+                         {{"format", "lerobot"},
+                          {"upload", {{"bytes", bytes.size()}, {"sha256", common::Sha256Hex(bytes)}}}}}}
+                       .dump(),
+                   a_->member);
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body["state"], "uploading");
+  EXPECT_EQ(r.body["source"]["format"], "lerobot");
+  const int64_t up_id = r.body["id"];
+  const std::string upload = "/v1/datasets/" + std::to_string(up_id) + "/upload";
+  httplib::Client c(stack_->url());
+  c.set_bearer_token_auth(a_->member.c_str());
+  const size_t half = bytes.size() / 2;
+  for (size_t off : {size_t{0}, half}) {
+    const std::string part = bytes.substr(off, off == 0 ? half : std::string::npos);
+    auto res = c.Put((upload + "?offset=" + std::to_string(off)).c_str(), part,
+                     "application/octet-stream");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+  }
+  HttpResult committed = stack_->Post(upload + "/commit", "{}", a_->member);
+  ASSERT_EQ(committed.status, 200) << committed.text;
+  expect_ready(up_id, true);
+
+  // Uploaded with the CLI, which packs the directory itself.
+  auto uploaded = cli({"datasets", "upload", "v30-up", dir, "--format", "lerobot", "-o", "json"});
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.output;
+  const size_t brace = uploaded.output.find("{\"");
+  ASSERT_NE(brace, std::string::npos) << uploaded.output;
+  v = json::parse(uploaded.output.substr(brace), nullptr, false);
+  ASSERT_TRUE(v.is_object()) << uploaded.output;
+  EXPECT_EQ(v["version"], 2);
+  expect_ready(v["id"].get<int64_t>(), true);
+
+  // A tar made elsewhere that holds a symbolic link: the version fails naming the member.
+  fs::create_symlink("/etc", dir + "/meta/escape");
+  const std::string evil = stack_->dir() + "/evil.tar";
+  ASSERT_EQ(std::system(("tar -cf " + evil + " -C " + dir + " .").c_str()), 0);
+  fs::remove(dir + "/meta/escape");
+  auto refused = cli({"datasets", "upload", "evil", evil, "--format", "lerobot", "-o", "json"});
+  ASSERT_EQ(refused.exit_code, 0) << refused.output;  // the upload itself is fine
+  const size_t at = refused.output.find("{\"");
+  ASSERT_NE(at, std::string::npos) << refused.output;
+  json d = WaitForDataset(json::parse(refused.output.substr(at))["id"].get<int64_t>(), a_->member,
+                          90);
+  ASSERT_EQ(d.value("state", ""), "failed") << d.dump(2);
+  EXPECT_NE(d.value("error", "").find("'./meta/escape': a symbolic link"), std::string::npos)
+      << d.dump(2);
   ExpectNoStaging(TenantDir(a_->id));
 }
 

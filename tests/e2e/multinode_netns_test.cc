@@ -8,15 +8,18 @@
 // are removed when the suite ends, however it ends (the destructor, and a trap-like atexit).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
 #include "tests/support/netns.h"
 
@@ -54,6 +57,7 @@ class MultiNodeNetnsTest : public testing::Test {
     stack_->SetServerHost(g_net->server);
     stack_->PlaceAgent(0, {"ip", "netns", "exec", g_net->ns_a}, g_net->addr_a);
     stack_->PlaceAgent(1, {"ip", "netns", "exec", g_net->ns_b}, g_net->addr_b);
+    stack_->EnableDatasetRoot();
     ASSERT_TRUE(stack_->Start());
   }
   static void TearDownTestSuite() {
@@ -361,6 +365,89 @@ TEST_F(MultiNodeNetnsTest, APyTorchDdpScriptFindsItsPeersAndReports) {
   ASSERT_TRUE(step.is_object()) << stack_->Get("/v1/jobs/" + std::to_string(id)).text;
   EXPECT_EQ(step.value("step", 0), 1) << step.dump();
   EXPECT_EQ(step.value("loss", 0.0), 3.0) << step.dump();
+}
+
+// examples/pytorch/train_bc.py as its README submits it (shorter), on a dataset imported through
+// the API and bound with "datasets": 2 nodes x 1 rank, once with Embody's launcher and once with
+// "launcher": "torchrun" (one torchrun per node). Both ranks say which part of the data they
+// train on, rank 0 reports its steps through the SDK and prints the final loss.
+TEST_F(MultiNodeNetnsTest, TheExampleTrainsOnAnImportedDatasetAcrossBothNodes) {
+  if (Sh("/usr/bin/python3 -c \"import torch.distributed\"") != 0) {
+    GTEST_SKIP() << "no torch for /usr/bin/python3 (Debian package python3-torch)";
+  }
+  namespace fs = std::filesystem;
+  const std::string inputs = stack_->dir() + "/inputs";
+  fs::create_directories(inputs);
+  fs::permissions(inputs, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  storage::testing::RobomimicFileSpec file;
+  file.demos = 8;
+  file.frames = 40;
+  file.cameras = 0;
+  const std::string path = inputs + "/lift.hdf5";
+  auto made = storage::testing::WriteRobomimicFile(path, file);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read);
+  HttpResult r = stack_->Post(
+      "/v1/datasets",
+      json{{"name", "lift"}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump());
+  ASSERT_EQ(r.status, 201) << r.text;
+  const std::string at = "/v1/datasets/" + std::to_string(r.body["id"].get<int64_t>());
+  json d = json::object();
+  for (int i = 0; i < 900 && d.value("state", "importing") == "importing"; ++i) {
+    d = stack_->Get(at).body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+
+  constexpr int kSteps = 60;
+  const std::string example = std::string(EMBODY_SOURCE_DIR) + "/examples/pytorch/train_bc.py";
+  const std::vector<std::string> args = {"--dataset",    "dataset:lift", "--steps",
+                                         std::to_string(kSteps), "--batch-size", "8",
+                                         "--checkpoint-every", "0", "--log-every", "20"};
+  for (const std::string launcher : {"mpirun", "torchrun"}) {
+    SCOPED_TRACE(launcher);
+    json command = json::array();
+    if (launcher == "mpirun") command.push_back("/usr/bin/python3");
+    command.push_back(example);
+    for (const auto& a : args) command.push_back(a);
+    json spec = {{"name", "bc-" + launcher},
+                 {"kind", "command"},
+                 {"resources", TwoNodes()},
+                 {"datasets", {"dataset:lift"}},
+                 {"command", command}};
+    if (launcher == "torchrun") spec["launcher"] = "torchrun";
+    const int64_t id = Submit(spec);
+    ASSERT_GT(id, 0);
+    json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 300);
+    ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2) << Logs(id, -1) << Logs(id, 0)
+                                                   << Logs(id, 1);
+    // Each node's log (the other node's arrives with its next heartbeat).
+    std::string log0, log1;
+    for (int i = 0; i < 100; ++i) {
+      log0 = Logs(id, 0);
+      log1 = Logs(id, 1);
+      if (log0.find("rank 0 of 2:") != std::string::npos &&
+          log1.find("rank 1 of 2:") != std::string::npos) {
+        break;
+      }
+      ::usleep(100'000);
+    }
+    EXPECT_NE(log0.find("rank 0 of 2: 160 samples per epoch"), std::string::npos) << log0;
+    EXPECT_NE(log1.find("rank 1 of 2: 160 samples per epoch"), std::string::npos) << log1;
+    EXPECT_NE(log0.find("done: step " + std::to_string(kSteps - 1) + " loss "), std::string::npos)
+        << log0;
+    json step;
+    for (int i = 0; i < 100; ++i) {
+      step = stack_->Get("/v1/jobs/" + std::to_string(id)).body.value("last_step", json());
+      if (step.is_object() && step.value("step", 0) == kSteps - 1) break;
+      ::usleep(100'000);
+    }
+    ASSERT_TRUE(step.is_object()) << stack_->Get("/v1/jobs/" + std::to_string(id)).text;
+    EXPECT_EQ(step.value("step", 0), kSteps - 1) << step.dump();
+    EXPECT_GT(step.value("loss", 0.0), 0.0) << step.dump();
+  }
 }
 
 // node-b's agent killed mid-job (the head's stays): the job's daemon and ranks there, and a

@@ -42,6 +42,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 KEEP = 3
 _STEP_FILE = re.compile(r"step-(\d{1,18})\.ckpt")
 _COPY_BLOCK = 8 << 20
+# As embody-engine writes its checkpoints: the directory is the job's own (0700) while it runs,
+# and the next attempt on this node may run as another uid, which reads the files it adopts
+# back only through the others' bit once the agent has given them to root.
+_CHECKPOINT_MODE = 0o644
 _no_job_warned = False
 
 
@@ -105,6 +109,7 @@ def checkpoint_file(step: int, *, metrics: Optional[dict[str, Any]] = None,
             # e.g. numpy.save, which appends ".npy" to a name without it: the data went elsewhere.
             raise EmbodyError(f"nothing was written to {temp}: write the checkpoint to exactly "
                               "that path")
+        os.chmod(temp, _CHECKPOINT_MODE)
         _sync_file(temp)
         os.replace(temp, final)
     except BaseException:
@@ -202,6 +207,7 @@ def _copy_atomically(source: str, final: str) -> None:
     try:
         with open(source, "rb") as src, os.fdopen(fd, "wb") as dst:
             shutil.copyfileobj(src, dst, _COPY_BLOCK)
+            os.fchmod(dst.fileno(), _CHECKPOINT_MODE)
             dst.flush()
             os.fsync(dst.fileno())
         os.replace(temp, final)

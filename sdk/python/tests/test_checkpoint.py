@@ -46,6 +46,8 @@ class CheckpointTest(SdkTestCase):
         self.assertEqual(self.agent.requests[0].authorization, "Bearer token-7")
         # Nothing but the checkpoint in the directory: no temporary file left behind.
         self.assertEqual(os.listdir(self.dir), ["step-40.ckpt"])
+        # Readable by the uid of a later attempt on this node, as the engine's are.
+        self.assertEqual(stat.S_IMODE(os.stat(kept).st_mode), 0o644)
         # A later write to the caller's file does not touch the checkpoint.
         with open(source, "wb") as f:
             f.write(b"changed")
@@ -83,6 +85,7 @@ class CheckpointTest(SdkTestCase):
             self.assertEqual(self.agent.accepted, [])  # nothing reported before the block ends
         final = os.path.join(self.dir, "step-12.ckpt")
         self.assertEqual(os.listdir(self.dir), ["step-12.ckpt"])
+        self.assertEqual(stat.S_IMODE(os.stat(final).st_mode), 0o644)
         self.assertEqual(self.agent.accepted, [
             {"type": "checkpoint", "step": 12, "path": final, "bytes": 5}])
 

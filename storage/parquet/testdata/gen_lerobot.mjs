@@ -6,8 +6,9 @@
 //
 //   node gen_lerobot.mjs OUT_DIR
 //
-// OUT_DIR/v21, OUT_DIR/v30: the datasets without videos. OUT_DIR/bad: replacement files for the
-// tests of inconsistent data. OUT_DIR/expected.json: fps, the camera, image size, per episode its
+// OUT_DIR/v21, OUT_DIR/v30: the datasets without videos, with LeRobot's statistics of action and
+// observation.state (v2.1 meta/episodes_stats.jsonl, v3.0 meta/stats.json). OUT_DIR/bad:
+// replacement files for the tests of inconsistent data, statistics that disagree included. OUT_DIR/expected.json: fps, the camera, image size, per episode its
 // index, tasks, action and observation.state rows (float32 values exactly as stored), and the
 // video files of each layout.
 import * as arrow from "apache-arrow";
@@ -119,6 +120,21 @@ function features() {
 }
 const totalFrames = LENGTHS.reduce((a, b) => a + b, 0);
 
+// min, max, mean, std (population) and count per dimension of a list of rows.
+function vectorStats(rows) {
+  const dim = rows[0].length, n = rows.length;
+  const st = { min: [], max: [], mean: [], std: [], count: [n] };
+  for (let k = 0; k < dim; ++k) {
+    const v = rows.map((r) => r[k]);
+    const mean = v.reduce((a, b) => a + b, 0) / n;
+    st.min.push(Math.min(...v));
+    st.max.push(Math.max(...v));
+    st.mean.push(mean);
+    st.std.push(Math.sqrt(v.reduce((a, b) => a + (b - mean) * (b - mean), 0) / n));
+  }
+  return st;
+}
+
 // ---- v2.1: one parquet and one mp4 per episode, chunks of 2 episodes -------------------------
 const CHUNK21 = 2;
 const pad = (n, w) => String(n).padStart(w, "0");
@@ -137,9 +153,18 @@ writeJsonl(path.join(v21, "meta/episodes.jsonl"),
            episodes.map((ep) => ({ episode_index: ep.index, tasks: ep.tasks, length: ep.length })));
 writeJsonl(path.join(v21, "meta/tasks.jsonl"),
            TASKS.map((task, i) => ({ task_index: i, task })));
+// Per-episode statistics as LeRobot's compute_episode_stats writes them (population std).
+const episodeStats = (ep) => ({ action: vectorStats(ep.action),
+                                "observation.state": vectorStats(ep.state) });
 writeJsonl(path.join(v21, "meta/episodes_stats.jsonl"),
-           episodes.map((ep) => ({ episode_index: ep.index,
-                                   stats: { "observation.state": { count: [ep.length] } } })));
+           episodes.map((ep) => ({ episode_index: ep.index, stats: episodeStats(ep) })));
+// The same with one value that does not describe the frames: episode 2's state max[0], the
+// largest of the dataset.
+{
+  const rows = episodes.map((ep) => ({ episode_index: ep.index, stats: episodeStats(ep) }));
+  rows[2].stats["observation.state"].max[0] += 50;
+  writeJsonl(path.join(outDir, "bad/v21_episodes_stats_disagree.jsonl"), rows);
+}
 const videos21 = [];
 for (const ep of episodes) {
   const chunk = pad(Math.floor(ep.index / CHUNK21), 3);
@@ -214,6 +239,20 @@ const metaTypes = { tasks: list(STR()), [`videos/${CAMERA}/from_timestamp`]: F64
                     [`videos/${CAMERA}/to_timestamp`]: F64() };
 writeParquet(path.join(v30, "meta/episodes/chunk-000/file-000.parquet"),
              Object.entries(meta).map(([name, values]) => column(name, metaTypes[name] ?? I64(), values)));
+
+// v3.0 keeps the dataset's statistics whole in meta/stats.json (LeRobot also writes quantiles
+// and image statistics there; the importer compares action and observation.state only).
+const allRows = (field) => episodes.flatMap((ep) => ep[field]);
+const stats30 = { action: { ...vectorStats(allRows("action")), q01: [0] },
+                  "observation.state": vectorStats(allRows("state")),
+                  timestamp: vectorStats(allRows("state").map(() => [0])) };
+writeJson(path.join(v30, "meta/stats.json"), stats30);
+// The same with action's std of dimension 3 doubled: statistics that disagree with the frames.
+{
+  const bad = structuredClone(stats30);
+  bad.action.std[3] *= 2;
+  writeJson(path.join(outDir, "bad/v30_stats_disagree.json"), bad);
+}
 
 writeJson(path.join(outDir, "expected.json"), {
   fps: FPS, camera: CAMERA, height: HEIGHT, width: WIDTH, dim: DIM, episodes,

@@ -21,7 +21,8 @@ unavailable() {
 }
 command -v node >/dev/null 2>&1 || unavailable "node is not installed (deploy/setup.sh installs nodejs)"
 command -v npm >/dev/null 2>&1 || unavailable "npm is not installed (deploy/setup.sh installs npm)"
-cp "$src/package.json" "$src/package-lock.json" "$src/gen_fixtures.mjs" "$src/gen_lerobot.mjs" "$work/"
+cp "$src/package.json" "$src/package-lock.json" "$src/gen_fixtures.mjs" "$src/gen_lerobot.mjs" \
+  "$src/read_parquet.mjs" "$work/"
 stamp="$work/node_modules/.embody-installed-lock.json"
 if ! cmp -s "$src/package-lock.json" "$stamp"; then
   (cd "$work" && npm ci --no-audit --no-fund --loglevel=error) ||
