@@ -33,6 +33,12 @@ struct DatasetStats {
   static common::Result<DatasetStats> FromJson(const nlohmann::json& j);
 };
 
+// counts[i % groups][data[i]] += 1 for i < count: the per-channel byte histogram of u8 keys
+// (counts holds `groups` tables), written for speed (it ran at a third of an AV1 import's time
+// with one counter per value); tested against that loop.
+void CountBytesByGroup(const uint8_t* data, int64_t count, int64_t groups,
+                       std::array<uint64_t, 256>* counts);
+
 class StatsAccumulator {
  public:
   // The first episode fixes the schema; later ones must match it (the writer checks first).

@@ -1,6 +1,7 @@
 // Statistics: per-element moments against a direct computation, u8 channels, token histogram,
 // and the JSON round trip.
 #include <cmath>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,28 @@ TEST(StatsTest, MomentsPerElementOfTheLastDimensionMatchADirectComputation) {
   auto back = DatasetStats::FromJson(s.ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->ToJson(), s.ToJson());
+}
+
+TEST(StatsTest, ByteCountsMatchTheLoopByIndex) {
+  std::mt19937 rng(7);
+  for (int64_t groups : {1, 2, 3, 4, 5, 7}) {
+    for (int64_t count : {int64_t{0}, int64_t{1}, groups * 4 + 1, int64_t{10007}}) {
+      std::vector<uint8_t> data(static_cast<size_t>(count));
+      // Runs of equal bytes as flat image regions make them, and noise.
+      for (int64_t i = 0; i < count; ++i) {
+        data[i] = (i / 64) % 2 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(i / 640);
+      }
+      std::vector<std::array<uint64_t, 256>> want(groups), got(groups);
+      for (auto& t : want) t.fill(0);
+      for (auto& t : got) t.fill(3);  // counts add to what is there
+      for (int64_t i = 0; i < count; ++i) ++want[i % groups][data[i]];
+      for (auto& t : want) {
+        for (auto& v : t) v += 3;
+      }
+      CountBytesByGroup(data.data(), count, groups, got.data());
+      EXPECT_EQ(got, want) << "groups " << groups << " count " << count;
+    }
+  }
 }
 
 TEST(TokenMappingTest, CountsImagesProprioLanguageActionsAndHistory) {
