@@ -312,9 +312,9 @@ common::Status CheckVirtualenvFor(const std::optional<JobCredentials>& creds,
   const std::string python = venv + "/bin/python3";
   struct stat st {};
   if (::stat(python.c_str(), &st) != 0 && errno == ENOENT) {
+    const std::string make = "python3 -m venv " + venv;
     return common::InvalidArgument("environment.python: " + python +
-                                   " does not exist on this node (make the virtualenv there with "
-                                   "`python3 -m venv " + venv + "`)");
+                                   " does not exist on this node (make it there: " + make + ")");
   }
   // stat as the agent, then access(2) as the job: a directory named python3 is executable too.
   const bool is_file = ::stat(python.c_str(), &st) == 0 && S_ISREG(st.st_mode);

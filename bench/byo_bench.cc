@@ -51,9 +51,9 @@
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using embody_test::HttpResult;
 using embody_test::LocalStack;
+using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 struct Options {
@@ -176,20 +176,19 @@ bool Init(LocalStack& stack, const Options& o, const std::string& launcher, Init
     f->imported_ms.push_back(static_cast<double>(imported - submit_ns) / 1e6);
     f->init_ms.push_back(static_cast<double>(init - submit_ns) / 1e6);
   }
-  std::printf("  %-8s submit -> ranks started p50 %.0f ms; torch imported p50 %.0f ms; "
-              "init_process_group returned p50 %.0f ms, max %.0f ms (%zu runs, %d failed)\n",
-              launcher.c_str(), Percentile(f->started_ms, 0.5), Percentile(f->imported_ms, 0.5),
-              Percentile(f->init_ms, 0.5), Percentile(f->init_ms, 1.0), f->init_ms.size(),
-              f->failed);
+  std::printf(
+      "  %-8s submit -> ranks started p50 %.0f ms; torch imported p50 %.0f ms; "
+      "init_process_group returned p50 %.0f ms, max %.0f ms (%zu runs, %d failed)\n",
+      launcher.c_str(), Percentile(f->started_ms, 0.5), Percentile(f->imported_ms, 0.5),
+      Percentile(f->init_ms, 0.5), Percentile(f->init_ms, 1.0), f->init_ms.size(), f->failed);
   return true;
 }
 
 bool Ddp(LocalStack& stack, const Options& o, json* out) {
-  const json spec =
-      JobSpec("ddp", o, "mpirun",
-              {"ddp", "--blocks", std::to_string(o.blocks), "--block-steps",
-               std::to_string(o.block_steps), "--hidden", std::to_string(o.hidden), "--batch",
-               std::to_string(o.batch)});
+  const json spec = JobSpec(
+      "ddp", o, "mpirun",
+      {"ddp", "--blocks", std::to_string(o.blocks), "--block-steps", std::to_string(o.block_steps),
+       "--hidden", std::to_string(o.hidden), "--batch", std::to_string(o.batch)});
   const int64_t id = Submit(stack, spec);
   if (id == 0) return false;
   json job = Finished(stack, id);
@@ -204,14 +203,15 @@ bool Ddp(LocalStack& stack, const Options& o, json* out) {
   std::printf("  ddp      ranks' parameters: %s (%s, %s)\n", equal ? "bitwise equal" : "DIFFER",
               ranks[0]["sha256"].get<std::string>().substr(0, 16).c_str(),
               ranks[1]["sha256"].get<std::string>().substr(0, 16).c_str());
-  std::printf("  ddp      step %.2f ms without report, %.2f ms with: ratio %.4f (ABBA quads: "
-              "median %.4f, min %.4f, max %.4f); rank 0's CPU per step %.2f vs %.2f ms: ratio "
-              "%.4f; report() %.1f us per call\n",
-              r["step_ms_off"].get<double>(), r["step_ms_on"].get<double>(),
-              r["ratio"].get<double>(), r["ratio_quad_median"].get<double>(),
-              r["ratio_quad_min"].get<double>(), r["ratio_quad_max"].get<double>(),
-              r["cpu_ms_off"].get<double>(), r["cpu_ms_on"].get<double>(),
-              r["cpu_ratio"].get<double>(), r["report_call_us"].get<double>());
+  std::printf(
+      "  ddp      step %.2f ms without report, %.2f ms with: ratio %.4f (ABBA quads: "
+      "median %.4f, min %.4f, max %.4f); rank 0's CPU per step %.2f vs %.2f ms: ratio "
+      "%.4f; report() %.1f us per call\n",
+      r["step_ms_off"].get<double>(), r["step_ms_on"].get<double>(), r["ratio"].get<double>(),
+      r["ratio_quad_median"].get<double>(), r["ratio_quad_min"].get<double>(),
+      r["ratio_quad_max"].get<double>(), r["cpu_ms_off"].get<double>(),
+      r["cpu_ms_on"].get<double>(), r["cpu_ratio"].get<double>(),
+      r["report_call_us"].get<double>());
   *out = r;
   (*out).erase("what");
   (*out)["ranks_bitwise_equal"] = equal;
@@ -220,8 +220,12 @@ bool Ddp(LocalStack& stack, const Options& o, json* out) {
 }
 
 bool Resume(LocalStack& stack, const Options& o, json* out) {
-  const std::vector<std::string> args = {"resume", "--steps", "100", "--hidden",
-                                         std::to_string(o.hidden), "--batch",
+  const std::vector<std::string> args = {"resume",
+                                         "--steps",
+                                         "100",
+                                         "--hidden",
+                                         std::to_string(o.hidden),
+                                         "--batch",
                                          std::to_string(o.batch)};
   const int64_t ref = Submit(stack, JobSpec("undisturbed", o, "mpirun", args));
   if (ref == 0) return false;
@@ -265,22 +269,24 @@ bool Resume(LocalStack& stack, const Options& o, json* out) {
     if (e["data"]["to"] == "PENDING" && e["data"]["from"] == "RESTARTING") requeued = e["id"];
   }
   json ckpts = stack.Get(at + "/events?type=checkpoint&limit=100").body["events"];
-  json after = requeued > 0 ? stack.Get(at + "/events?type=step&limit=1&after=" +
-                                        std::to_string(requeued)).body["events"]
-                            : json::array();
+  json after = requeued > 0
+                   ? stack.Get(at + "/events?type=step&limit=1&after=" + std::to_string(requeued))
+                         .body["events"]
+                   : json::array();
   const int64_t checkpoint_step = ckpts.empty() ? -1 : ckpts[0]["data"].value("step", -1);
   const int64_t first_step = after.empty() ? -1 : after[0]["data"].value("step", -1);
   const double ref_loss = ref_lines.back()["final_loss"];
   const double loss = lines.back()["final_loss"];
   const double rel = std::abs(loss - ref_loss) / std::abs(ref_loss);
   const bool bitwise = ref_lines.back()["sha256"] == lines.back()["sha256"];
-  std::printf("  resume   preempted: %s; checkpoint at step %lld, resumed at step %lld; final "
-              "loss %.9g vs undisturbed %.9g: %.3g%% apart, parameters %s\n",
-              requeued > 0 ? "yes" : "NO", static_cast<long long>(checkpoint_step),
-              static_cast<long long>(first_step), loss, ref_loss, rel * 100,
-              bitwise ? "bitwise equal" : "differ");
-  *out = {{"preempted", requeued > 0},      {"checkpoint_step", checkpoint_step},
-          {"resumed_first_step", first_step}, {"final_loss", loss},
+  std::printf(
+      "  resume   preempted: %s; checkpoint at step %lld, resumed at step %lld; final "
+      "loss %.9g vs undisturbed %.9g: %.3g%% apart, parameters %s\n",
+      requeued > 0 ? "yes" : "NO", static_cast<long long>(checkpoint_step),
+      static_cast<long long>(first_step), loss, ref_loss, rel * 100,
+      bitwise ? "bitwise equal" : "differ");
+  *out = {{"preempted", requeued > 0},          {"checkpoint_step", checkpoint_step},
+          {"resumed_first_step", first_step},   {"final_loss", loss},
           {"undisturbed_final_loss", ref_loss}, {"relative_difference", rel},
           {"parameters_bitwise_equal", bitwise}};
   return requeued > 0;
@@ -332,8 +338,9 @@ bool Read(LocalStack& stack, const Options& o, json* out) {
   }
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                             fs::perms::others_read);
-  HttpResult r = stack.Post(
-      "/v1/datasets", json{{"name", "byo"}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump());
+  HttpResult r =
+      stack.Post("/v1/datasets",
+                 json{{"name", "byo"}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump());
   if (r.status != 201) {
     std::fprintf(stderr, "byo_bench: import answered %d: %s\n", r.status, r.text.c_str());
     return false;
@@ -368,11 +375,12 @@ bool Read(LocalStack& stack, const Options& o, json* out) {
   engine2 = std::max(engine2, EngineRead(dir, 2));
   const json& py = lines.back();
   const double plain = py["plain_samples_per_s"], loader = py["loader_samples_per_s"];
-  std::printf("  read     %lld samples (%dx%d camera + low-dim): engine's loader %.0f samples/s "
-              "(1 thread), %.0f (2 threads); embody.data samples() %.0f (%.2fx of 1 thread), "
-              "DataLoader 2 workers %.0f (%.2fx of 2 threads)\n",
-              static_cast<long long>(py["samples"].get<int64_t>()), o.image, o.image, engine1,
-              engine2, plain, plain / engine1, loader, loader / engine2);
+  std::printf(
+      "  read     %lld samples (%dx%d camera + low-dim): engine's loader %.0f samples/s "
+      "(1 thread), %.0f (2 threads); embody.data samples() %.0f (%.2fx of 1 thread), "
+      "DataLoader 2 workers %.0f (%.2fx of 2 threads)\n",
+      static_cast<long long>(py["samples"].get<int64_t>()), o.image, o.image, engine1, engine2,
+      plain, plain / engine1, loader, loader / engine2);
   *out = {{"samples", py["samples"]},
           {"engine_1thread_samples_per_s", engine1},
           {"engine_2threads_samples_per_s", engine2},

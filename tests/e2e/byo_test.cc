@@ -175,9 +175,8 @@ TEST_F(ByoTest, TorchrunStartsTheNodesRanksForAScriptWrittenForIt) {
 // job's uid cannot run is the job's error, said before any rank starts.
 TEST_F(ByoTest, ACommandJobRunsThePythonOfTheVirtualenvItsSpecNames) {
   const std::string venv = stack_->dir() + "/inputs/venv";
-  ASSERT_EQ(std::system(("/usr/bin/python3 -m venv --system-site-packages --without-pip " + venv)
-                            .c_str()),
-            0);
+  const std::string make = "/usr/bin/python3 -m venv --system-site-packages --without-pip " + venv;
+  ASSERT_EQ(std::system(make.c_str()), 0) << make;
   const std::string script =
       "import os, sys, torch, embody\n"
       "print('prefix', sys.prefix, os.environ['VIRTUAL_ENV'], torch.__name__, flush=True)\n";

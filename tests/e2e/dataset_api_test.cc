@@ -579,6 +579,39 @@ TEST_F(DatasetApiTest, LerobotDirectoryImportsThroughTheApiAndTheCli) {
   EXPECT_NE(logs.text.find(R"("state_tokens":"2")"), std::string::npos) << logs.text.substr(0, 3000);
   EXPECT_NE(logs.text.find(R"("cameras":"obs/)"), std::string::npos) << logs.text.substr(0, 3000);
 
+  // Export back: the CLI downloads the version's files and writes a LeRobot v3.0 dataset, which
+  // imports again through the API with every episode and frame. The files are the tenant's own.
+  const std::string version = std::to_string(r.body["id"].get<int64_t>());
+  EXPECT_EQ(stack_->Get("/v1/datasets/" + version + "/files/dataset.json", b_->member).status, 404);
+  EXPECT_EQ(stack_->Get("/v1/datasets/" + version + "/files/upload.tar", a_->member).status, 404);
+  HttpResult manifest_file =
+      stack_->Get("/v1/datasets/" + version + "/files/dataset.json", a_->member);
+  ASSERT_EQ(manifest_file.status, 200) << manifest_file.text.substr(0, 300);
+  EXPECT_EQ(manifest_file.body["stats"]["frames"], total_frames);
+  const std::string exported = inputs_ + "/pusht-exported";
+  auto exported_cli = embody::testing::RunCommand(
+      {"env", "EMBODY_URL=" + stack_->url(), "EMBODY_TOKEN=" + a_->member,
+       LocalStack::bin_dir() + "/embody", "datasets", "export", version, exported, "--format",
+       "lerobot"});
+  ASSERT_EQ(exported_cli.exit_code, 0) << exported_cli.output;
+  ASSERT_TRUE(fs::exists(exported + "/meta/info.json")) << exported_cli.output;
+  EXPECT_TRUE(fs::exists(exported + "/data/chunk-000/file-000.parquet"));
+  for (const auto& e : fs::directory_iterator(inputs_)) {  // the download is gone
+    EXPECT_EQ(e.path().filename().string().find(".pusht-exported.download"), std::string::npos)
+        << e.path();
+  }
+  OpenToJobs(exported);
+  HttpResult again = stack_->Post(
+      "/v1/datasets",
+      json{{"name", "pusht-back"}, {"source", {{"format", "lerobot"}, {"path", exported}}}}.dump(),
+      a_->member);
+  ASSERT_EQ(again.status, 201) << again.text;
+  json back = WaitForDataset(again.body["id"].get<int64_t>(), a_->member, 120);
+  ASSERT_EQ(back.value("state", ""), "ready") << back.dump(2);
+  EXPECT_EQ(back["episodes"], expected["episodes"].size());
+  EXPECT_EQ(back["frames"], total_frames);
+  EXPECT_EQ(back["manifest"]["source"]["codebase_version"], "v3.0");
+
   // The CLI takes the same directory as the next version.
   auto cli = embody::testing::RunCommand({"env", "EMBODY_URL=" + stack_->url(),
                                           "EMBODY_TOKEN=" + a_->member,
