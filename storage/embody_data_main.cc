@@ -18,11 +18,14 @@
 // success, 1 on a data or I/O error (the message names the file and the episode), 2 on usage.
 // With --report (an import run as a job by embody-agent) progress, the manifest and any error
 // are also posted to the job-local API (storage/import_reporter.h).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -218,6 +221,27 @@ int Verify(const std::string& dir) {
   return 0;
 }
 
+// CLI::ExistingPath says "does not exist" for a path it may not look at. An import job runs as
+// the job's unprivileged user, so a dataset below a private directory (/root, a 0700 home) is
+// the usual case: say which it is, and what to do.
+CLI::Validator ReachablePath() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0) return "";
+        const int err = errno;
+        if (err == EACCES) {
+          return "cannot reach " + path + ": permission denied for uid " +
+                 std::to_string(::getuid()) +
+                 " (an import job runs as the job's own unprivileged user: every directory "
+                 "above the dataset must let it through and the files be readable to it; or send "
+                 "the directory with `embody datasets upload NAME DIR --format lerobot`)";
+        }
+        return path + ": " + std::strerror(err) + " on this node";
+      },
+      "PATH");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,7 +289,7 @@ int main(int argc, char** argv) {
   // passes that on.
   vid->add_option("DIR", video_in, "dataset directory (with --tar: a tar file of one)")
       ->required()
-      ->check(CLI::ExistingPath);
+      ->check(ReachablePath());
   vid->add_option("OUT_DIR", video_out, "output dataset directory (must not exist)")->required();
   vid->add_option("--resize", resize, "decode every camera to HxW (e.g. 224x224)");
   vid->add_option("--threads", video.threads, "episodes decoded at once")

@@ -1,7 +1,9 @@
 // The embody-data tool end to end: import a robomimic file, inspect, verify, and a damaged
 // shard found by verify with the file named; import video episodes and refuse a cut video.
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -161,6 +163,27 @@ TEST(EmbodyDataTest, ImportLerobotV30) {
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find(data), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(root + "/x"));
+
+  // A directory its user may not reach is said to be that, not missing, with the way out.
+  ToolRun missing = Tool(root, "import-lerobot " + root + "/nowhere " + root + "/x");
+  EXPECT_NE(missing.exit_code, 0) << missing.err;
+  EXPECT_NE(missing.err.find(root + "/nowhere: No such file or directory"), std::string::npos)
+      << missing.err;
+  if (::geteuid() == 0 && std::system("command -v runuser >/dev/null 2>&1") == 0) {
+    fs::permissions(root, fs::perms::owner_all);  // 0700: closed to everyone else
+    const std::string cmd = "runuser -u nobody -- " + std::string(EMBODY_DATA_BIN) +
+                            " import-lerobot " + in + " /tmp/never 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string text;
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+    ::pclose(p);
+    EXPECT_NE(text.find("cannot reach " + in + ": permission denied for uid"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("embody datasets upload NAME DIR --format lerobot"), std::string::npos)
+        << text;
+  }
   fs::remove_all(root);
 }
 
