@@ -156,8 +156,9 @@ class Commands {
 
   static std::string StepOf(const json& job) {
     if (job.contains("last_step") && job["last_step"].is_object()) {
-      return std::to_string(job["last_step"].value("step", 0)) + "/" +
-             std::to_string(job["last_step"].value("steps", 0));
+      const int64_t total = job["last_step"].value("steps", int64_t{0});
+      return std::to_string(job["last_step"].value("step", int64_t{0})) +
+             (total > 0 ? "/" + std::to_string(total) : "");
     }
     return "-";
   }

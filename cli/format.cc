@@ -60,7 +60,12 @@ const nlohmann::json* NumberIn(const nlohmann::json& step, const char* key) {
 std::string StepDetail(const nlohmann::json& step, long s, long total) {
   char buf[96];
   const bool rl = NumberIn(step, "env_steps_per_s") != nullptr;
-  std::snprintf(buf, sizeof(buf), rl ? "update %ld/%ld" : "step %ld/%ld", s, total);
+  // A job that does not say how many steps it runs (a command job's own script) shows its step.
+  if (total > 0) {
+    std::snprintf(buf, sizeof(buf), rl ? "update %ld/%ld" : "step %ld/%ld", s, total);
+  } else {
+    std::snprintf(buf, sizeof(buf), rl ? "update %ld" : "step %ld", s);
+  }
   std::string out = buf;
   auto add = [&](const char* format, double v) {
     std::snprintf(buf, sizeof(buf), format, v);

@@ -80,6 +80,11 @@ TEST(FormatTest, ProgressLine) {
                             {"reason", "waiting for 2 nodes"}};
   EXPECT_NE(ProgressLine(pending, 10).find("waiting for 2 nodes"), std::string::npos);
   EXPECT_NE(ProgressLine({{"state", "SUCCEEDED"}}, 10).find("100%"), std::string::npos);
+  // A script that reports steps without a total: its step, no "/0".
+  nlohmann::json own = {{"state", "RUNNING"}, {"last_step", {{"step", 99}, {"loss", 0.5}}}};
+  line = ProgressLine(own, 10);
+  EXPECT_NE(line.find("step 99  loss 0.5000"), std::string::npos) << line;
+  EXPECT_EQ(line.find("/0"), std::string::npos) << line;
 }
 
 TEST(RefusalTextTest, LeadsWithTheFieldUnlessTheMessageSaysIt) {

@@ -123,7 +123,7 @@ def main() -> int:
             loss.backward()
             optimizer.step()
             loss_value = loss.item()
-            embody.report(step=step, loss=loss_value, lr=args.lr,
+            embody.report(step=step, steps=args.steps, loss=loss_value, lr=args.lr,
                           samples_per_s=args.batch_size * world / max(time.perf_counter() - t0, 1e-9))
             t0 = time.perf_counter()
             if rank == 0 and step % args.log_every == 0:
