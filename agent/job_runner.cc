@@ -173,6 +173,7 @@ void JobRunner::Launch(const api::Command& launch) {
   job->attempt = launch.attempt;
   job->from_launch = true;
   job->tenant = launch.tenant;
+  job->received = std::chrono::steady_clock::now();
   Job* j = job.get();
   jobs_[launch.job_id] = std::move(job);
   std::erase(recently_acknowledged_, launch.job_id);
@@ -447,7 +448,9 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
   req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
+  MarkPhase(*job, &job->timings.sandbox_prepared_ms);
   auto pid = SpawnInNewSession(req);
+  if (pid.ok()) MarkPhase(*job, &job->timings.process_started_ms);
   if (!pid.ok()) {
     logs_->Collect(job->id, /*final=*/true);
     logs_->MarkFinished(job->id);
@@ -532,7 +535,10 @@ void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
     ::unlink(job->upload_fetched.c_str());
     ::unlink(job->upload_copy.c_str());
   }
+  // Every caller has given the job's uid, GPUs and cgroup back by now.
+  MarkPhase(*job, &job->timings.slot_freed_ms);
   job->result = {job->id, exit_code, reason, job->kill_requested};
+  job->result.timings = job->timings;
   job->ended = true;
   if (common::Status st = SaveRecord(*job); !st.ok()) {
     common::LogWarn("cannot record the job's end", {{"job", std::to_string(job->id)},
@@ -645,6 +651,7 @@ void JobRunner::Wait(Job* job) {
   while (::waitid(P_PID, static_cast<id_t>(job->pid), &info, WEXITED | WNOWAIT) != 0 &&
          errno == EINTR) {
   }
+  MarkPhase(*job, &job->timings.exited_ms);
   if (job->cgroup) {
     // Every process the job made is in its cgroup (none can leave it), so its member list is
     // the whole of what is left, read without a walk of /proc; rounds, since a process can fork
@@ -828,6 +835,8 @@ std::vector<api::FinishedJob> JobRunner::Unreported() const {
     if (job->running) continue;
     out.push_back(job->result);
     if (job->from_launch) out.back().attempt = job->attempt;
+    // Put together for the heartbeat about to carry it: the last of the node's phases.
+    MarkPhase(*job, &out.back().timings.reported_ms);
   }
   return out;
 }
@@ -871,6 +880,13 @@ std::optional<api::FinishedJob> JobRunner::WaitFinished(int64_t job_id,
   });
   if (!done) return std::nullopt;
   return jobs_.at(job_id)->result;
+}
+
+void JobRunner::MarkPhase(const Job& job, int64_t* phase) {
+  if (!job.received) return;
+  *phase = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 *job.received)
+               .count();
 }
 
 void JobRunner::JoinThreads(Job* job) {

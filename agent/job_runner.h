@@ -162,6 +162,10 @@ class JobRunner {
     std::optional<JobProcesses> processes;   // where its processes are, once started
     std::unique_ptr<JobWatcher> watcher;     // stops them if this agent process goes
     api::FinishedJob result;
+    // When the launch arrived (steady clock), and where its time went since (api::LaunchTimings);
+    // unset for a job this runner did not get a launch for (a reconciled one).
+    std::optional<std::chrono::steady_clock::time_point> received;
+    api::LaunchTimings timings;
     std::thread waiter;
     std::thread killer;
     std::thread preparer;
@@ -196,6 +200,8 @@ class JobRunner {
   void Wait(Job* job);
   void KillTree(Job* job);
   static void JoinThreads(Job* job);
+  // Milliseconds from the job's launch to now, into `*phase` (kept as is without a launch time).
+  static void MarkPhase(const Job& job, int64_t* phase);
 
   const JobRunnerOptions options_;
   RankLogs* const logs_;

@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
+#include "agent/direct_launch.h"
 #include "agent/job_watcher.h"
 #include "agent/rank_exec.h"
 #include "agent/rsh_client.h"
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
   // `exec-rank` runs in every rank of a job (agent/rank_exec.h): before anything below, which
   // would hand the job a blocked signal mask through exec.
   if (!args.empty() && args[0] == "exec-rank") return agent::RankExecMain(rest);
+  // `launch-ranks`: mpirun's place for a job with "launcher": "direct" (agent/direct_launch.h).
+  if (!args.empty() && args[0] == "launch-ranks") return agent::LaunchRanksMain(rest);
   // `rsh`: Open MPI's remote launcher for multi-node jobs (agent/rsh_client.h), run by mpirun
   // with the default signal dispositions it needs.
   if (!args.empty() && args[0] == "rsh") return agent::RshMain(rest);

@@ -69,6 +69,11 @@ common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   return argv;
 }
 
+bool IsDirect(const nlohmann::json& spec) {
+  return spec.is_object() && spec.value("kind", "") == "command" &&
+         spec.value("launcher", "mpirun") == "direct";
+}
+
 bool IsTorchrun(const nlohmann::json& spec) {
   return spec.is_object() && spec.value("kind", "") == "command" &&
          spec.value("launcher", "mpirun") == "torchrun";
@@ -277,6 +282,21 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   // On other nodes the command file is that node's own (exec-rank reads a relative FILE from
   // EMBODY_JOB_DIR, which each node's agent sets for the ranks it starts).
   plan.argv.push_back(multi_node ? "command.json" : plan.command_path);
+  if (IsDirect(in.spec)) {
+    // The node's ranks forked by the agent binary itself (agent/direct_launch.h), in the same
+    // sandbox mpirun would have run in; everything but the launcher is as under mpirun.
+    if (multi_node) {
+      return common::InvalidArgument("launcher \"direct\" starts the ranks of one node only",
+                                     "launcher");
+    }
+    plan.argv = {in.rank_exec, "launch-ranks", "--ranks", std::to_string(plan.total_ranks),
+                 "--output", plan.ranks_dir, "--grace-s", std::to_string(in.kill_grace_s)};
+    if (in.address_space_bytes > 0) {
+      plan.argv.insert(plan.argv.end(),
+                       {"--address-space", std::to_string(in.address_space_bytes)});
+    }
+    plan.argv.push_back(plan.command_path);
+  }
 
   plan.env = {{"PATH", in.path},
               {"LANG", "C.UTF-8"},

@@ -120,6 +120,31 @@ TEST(MpiLaunchTest, CommandRunsArgvAndRootAddsOpenMpiVariables) {
   EXPECT_EQ(plan->env.size(), 12u);
 }
 
+// "launcher": "direct": the agent binary forks the node's ranks in mpirun's place; the command
+// file and the environment are those of an mpirun launch.
+TEST(MpiLaunchTest, DirectLauncherStartsTheRanksWithoutMpirun) {
+  LaunchInput in = BaseInput("command");
+  in.spec["launcher"] = "direct";
+  in.address_space_bytes = 1 << 30;
+  in.kill_grace_s = 7;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->argv, (std::vector<std::string>{
+                            "/opt/embody/bin/embody-agent", "launch-ranks", "--ranks", "2",
+                            "--output", "/data/jobs/job-42/ranks", "--grace-s", "7",
+                            "--address-space", "1073741824", "/data/jobs/job-42/command.json"}));
+  EXPECT_EQ(CommandArgv(*plan), (std::vector<std::string>{"python3", "train.py", "--epochs", "1"}));
+  in.spec["launcher"] = "mpirun";
+  auto mpirun = BuildLaunchPlan(in);
+  ASSERT_TRUE(mpirun.ok());
+  EXPECT_EQ(plan->env, mpirun->env);
+  EXPECT_EQ(plan->command, mpirun->command);
+  // Ranks on another node need mpirun's daemons.
+  in.spec["launcher"] = "direct";
+  in.hosts = {{1, "a", "127.0.0.1", 1, "http://127.0.0.1:1"}, {2, "b", "127.0.0.2", 1, "http://127.0.0.2:1"}};
+  EXPECT_EQ(BuildLaunchPlan(in).status().code(), common::Code::kInvalidArgument);
+}
+
 TEST(MpiLaunchTest, ArgvThatLooksLikeMpirunOptionsNeverReachesMpirun) {
   LaunchInput in = BaseInput("command");
   std::vector<std::string> hostile = {"--allow-run-as-root", "-x", "LD_PRELOAD=/tmp/evil.so",

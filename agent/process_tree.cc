@@ -5,10 +5,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "common/parse_int.h"
 
 namespace agent {
 namespace {
@@ -63,11 +66,10 @@ std::vector<ProcessEntry> ListProcesses() {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return out;
   while (dirent* e = ::readdir(dir)) {
-    char* end = nullptr;
-    long pid = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || pid <= 0) continue;
+    const auto pid = common::ParseInt64(e->d_name, 1, std::numeric_limits<pid_t>::max());
+    if (!pid.ok()) continue;  // not a process directory
     ProcessEntry p;
-    if (ReadStat(static_cast<pid_t>(pid), &p)) out.push_back(p);
+    if (ReadStat(static_cast<pid_t>(*pid), &p)) out.push_back(p);
   }
   ::closedir(dir);
   return out;

@@ -10,8 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/time_util.h"
 #include "common/log.h"
+#include "common/parse_int.h"
+#include "common/time_util.h"
 
 namespace agent {
 namespace {
@@ -187,13 +188,13 @@ int64_t RankLogs::BaseOf(const Job& job, int rank) {
 void RankLogs::DiscoverRanks(Job* job) {
   auto consider = [&](const std::string& rel, const std::string& name) {
     if (name.rfind("rank.", 0) != 0) return;
-    char* end = nullptr;
-    long rank = std::strtol(name.c_str() + 5, &end, 10);
-    if (end == name.c_str() + 5 || *end != '\0' || rank < 0 || rank >= job->world_size) return;
-    RankFile& rf = job->ranks[static_cast<int>(rank)];
-    rf.base = BaseOf(*job, static_cast<int>(rank));
+    const auto parsed = common::ParseInt(std::string_view(name).substr(5), 0, job->world_size - 1);
+    if (!parsed.ok()) return;
+    const int rank = *parsed;
+    RankFile& rf = job->ranks[rank];
+    rf.base = BaseOf(*job, rank);
     if (!rf.sources.empty()) return;
-    rf.path = RankLogPath(job->log_dir, static_cast<int>(rank));
+    rf.path = RankLogPath(job->log_dir, rank);
     rf.sources = {{rel + "/stdout", 0}, {rel + "/stderr", 0}};
   };
   for (const auto& name : SubdirsBeneath(job->dir, "ranks", job->owner)) {

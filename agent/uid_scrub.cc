@@ -11,14 +11,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <utility>
 
 #include "common/log.h"
+#include "common/parse_int.h"
 
 namespace agent {
 namespace {
@@ -123,12 +126,13 @@ std::vector<int> SystemVIds(const std::string& kind, const UidSet& uids) {
     std::vector<std::string> f;
     for (std::string v; row >> v;) f.push_back(v);
     if (static_cast<int>(f.size()) <= std::max({id_col, uid_col, cuid_col})) continue;
-    try {
-      if (uids.count(static_cast<uid_t>(std::stoul(f[uid_col]))) ||
-          uids.count(static_cast<uid_t>(std::stoul(f[cuid_col])))) {
-        ids.push_back(std::stoi(f[id_col]));
-      }
-    } catch (const std::exception&) {
+    constexpr int64_t kMaxUid = std::numeric_limits<uid_t>::max();
+    const auto id = common::ParseInt(f[id_col], 0, INT_MAX);
+    const auto uid = common::ParseInt64(f[uid_col], 0, kMaxUid);
+    const auto cuid = common::ParseInt64(f[cuid_col], 0, kMaxUid);
+    if (!id.ok() || !uid.ok() || !cuid.ok()) continue;  // not a row of ids: nothing to remove
+    if (uids.count(static_cast<uid_t>(*uid)) || uids.count(static_cast<uid_t>(*cuid))) {
+      ids.push_back(*id);
     }
   }
   return ids;

@@ -41,6 +41,47 @@ T IntOr(const json& obj, const char* key, T fallback) {
   return obj.contains(key) ? IntOf<T>(obj.at(key)) : fallback;
 }
 
+
+// The timings in the order they are reached, with their wire names.
+struct TimingField {
+  const char* name;
+  int64_t LaunchTimings::*field;
+};
+constexpr TimingField kTimingFields[] = {
+    {"sandbox_prepared_ms", &LaunchTimings::sandbox_prepared_ms},
+    {"process_started_ms", &LaunchTimings::process_started_ms},
+    {"exited_ms", &LaunchTimings::exited_ms},
+    {"slot_freed_ms", &LaunchTimings::slot_freed_ms},
+    {"reported_ms", &LaunchTimings::reported_ms}};
+
+json TimingsJson(const LaunchTimings& t) {
+  json j = json::object();
+  for (const TimingField& f : kTimingFields) {
+    if (t.*f.field >= 0) j[f.name] = t.*f.field;
+  }
+  return j;
+}
+
+// Lenient, unlike the rest of a heartbeat: timings that are not integers in range, or that go
+// backwards, are dropped whole and the report stands (they say where time went, nothing more).
+LaunchTimings ParseTimings(const json& j) {
+  LaunchTimings t;
+  if (!j.is_object()) return t;
+  int64_t last = 0;
+  for (const TimingField& f : kTimingFields) {
+    auto it = j.find(f.name);
+    if (it == j.end()) continue;
+    if (!it->is_number_integer() ||
+        (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t{kMaxLaunchTimingMs})) {
+      return LaunchTimings{};
+    }
+    const int64_t v = it->get<int64_t>();
+    if (v < last || v > kMaxLaunchTimingMs) return LaunchTimings{};
+    t.*f.field = last = v;
+  }
+  return t;
+}
+
 }  // namespace
 
 json ToJson(const RegisterRequest& r) {
@@ -87,6 +128,7 @@ json ToJson(const HeartbeatRequest& r) {
                              {"killed", f.killed}});
     if (f.lost) j["finished"].back()["lost"] = true;
     if (f.attempt >= 0) j["finished"].back()["attempt"] = f.attempt;
+    if (!f.timings.Empty()) j["finished"].back()["timings"] = TimingsJson(f.timings);
   }
   j["events"] = json::array();
   for (const auto& e : r.events) {
@@ -233,6 +275,7 @@ Result<HeartbeatRequest> ParseHeartbeatRequest(const json& j) {
       if (f.contains("killed")) done.killed = f.at("killed").get<bool>();
       if (f.contains("lost")) done.lost = f.at("lost").get<bool>();
       if (f.contains("attempt")) done.attempt = IntOf<int>(f.at("attempt"));
+      if (f.contains("timings")) done.timings = ParseTimings(f.at("timings"));
       r.finished.push_back(std::move(done));
     }
     for (const auto& e : j.value("events", json::array())) {
@@ -329,6 +372,13 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("bad heartbeat response: ") + e.what());
   }
+}
+
+bool LaunchTimings::Empty() const {
+  for (const TimingField& f : kTimingFields) {
+    if (this->*f.field >= 0) return false;
+  }
+  return true;
 }
 
 }  // namespace api

@@ -56,6 +56,24 @@ struct RegisterResponse {
   std::string node_token;  // empty: keep the credential used for this registration
 };
 
+// Where one launch's time went on its head node: milliseconds from the agent's receipt of the
+// launch command, read on the agent's monotonic clock. Only durations cross from node to server,
+// never wall times, so the phases need no agreement between the two clocks. -1: not reached (a
+// job refused before it started has no process_started_ms) or not known (older agents send none).
+// Reached phases never decrease in this order.
+struct LaunchTimings {
+  int64_t sandbox_prepared_ms = -1;  // uid, directories, launch files and cgroup ready
+  int64_t process_started_ms = -1;   // the launcher (mpirun, or the direct launcher) exec'd
+  int64_t exited_ms = -1;            // the launcher exited: every rank had
+  int64_t slot_freed_ms = -1;        // leftovers killed, logs collected, uid/GPUs/cgroup given back
+  int64_t reported_ms = -1;          // the heartbeat carrying the end was put together
+  bool Empty() const;
+  bool operator==(const LaunchTimings&) const = default;
+};
+// The most any of them may be (about 3 years); a larger value or an out-of-order set is dropped
+// at parse, whole, never failing the heartbeat that carried it.
+inline constexpr int64_t kMaxLaunchTimingMs = int64_t{100'000'000'000};
+
 // A job that ended on this node, reported once by its head agent (repeated until acknowledged by
 // a successful heartbeat reply).
 struct FinishedJob {
@@ -74,6 +92,8 @@ struct FinishedJob {
   // placed on the same node again) never ends the new one. Absent on the wire (older agents, -1
   // here): the current attempt.
   int attempt = -1;
+  // Where the launch's time went on this node (absent on the wire: all -1).
+  LaunchTimings timings;
 };
 
 // An event a job posted to its agent (step metrics, checkpoint written, ...). `data` is the

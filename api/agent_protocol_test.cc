@@ -60,6 +60,42 @@ TEST(AgentProtocolTest, FinishedJobsSayWhetherTheAgentSignalledThem) {
           .ok());
 }
 
+TEST(AgentProtocolTest, FinishedJobsCarryTheirLaunchTimingsAsDurations) {
+  HeartbeatRequest r;
+  api::FinishedJob f{3, 0, "exited with code 0"};
+  f.timings = {12, 30, 90, 95, 97};
+  r.finished.push_back(f);
+  r.finished.push_back({4, 1, "cannot start"});  // never started: no timings on the wire
+  r.finished.back().timings.slot_freed_ms = 5;   // ... but for the one it reached
+  nlohmann::json j = ToJson(r);
+  EXPECT_EQ(j["finished"][0]["timings"],
+            nlohmann::json({{"sandbox_prepared_ms", 12}, {"process_started_ms", 30},
+                            {"exited_ms", 90}, {"slot_freed_ms", 95}, {"reported_ms", 97}}));
+  EXPECT_EQ(j["finished"][1]["timings"], nlohmann::json({{"slot_freed_ms", 5}}));
+  auto p = ParseHeartbeatRequest(j);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->finished[0].timings, f.timings);
+  EXPECT_EQ(p->finished[1].timings.slot_freed_ms, 5);
+  EXPECT_EQ(p->finished[1].timings.process_started_ms, -1);
+  // Older agents send none.
+  EXPECT_TRUE(p->finished.size() == 2 && !p->finished[0].timings.Empty());
+  auto older = ParseHeartbeatRequest({{"finished", {{{"job_id", 3}, {"exit_code", 0}}}}});
+  ASSERT_TRUE(older.ok());
+  EXPECT_TRUE(older->finished[0].timings.Empty());
+  // Timings that go backwards, are negative, out of range or not integers are dropped whole,
+  // and the report stands.
+  for (const nlohmann::json& bad :
+       {nlohmann::json({{"sandbox_prepared_ms", 50}, {"process_started_ms", 40}}),
+        nlohmann::json({{"exited_ms", -1}}), nlohmann::json({{"exited_ms", 1.5}}),
+        nlohmann::json({{"exited_ms", "7"}}), nlohmann::json({{"exited_ms", ~uint64_t{0}}}),
+        nlohmann::json({{"exited_ms", api::kMaxLaunchTimingMs + 1}}), nlohmann::json("x")}) {
+    auto q = ParseHeartbeatRequest(
+        {{"finished", {{{"job_id", 3}, {"exit_code", 0}, {"timings", bad}}}}});
+    ASSERT_TRUE(q.ok()) << bad.dump() << ": " << q.status().ToString();
+    EXPECT_TRUE(q->finished[0].timings.Empty()) << bad.dump();
+  }
+}
+
 TEST(AgentProtocolTest, LogChunksNameTheirAttempt) {
   HeartbeatRequest r;
   r.logs.push_back({3, 0, 0, "a\n", 2});

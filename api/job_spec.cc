@@ -757,7 +757,12 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
       spec.command.push_back(c[i].get<std::string>());
     }
     EMBODY_RETURN_IF_ERROR(ParseCommandDatasets(o, &spec.datasets));
-    EMBODY_RETURN_IF_ERROR(o.GetString("launcher", {"mpirun", "torchrun"}, &spec.launcher));
+    EMBODY_RETURN_IF_ERROR(
+        o.GetString("launcher", {"mpirun", "torchrun", "direct"}, &spec.launcher));
+    if (spec.launcher == "direct" && spec.resources.nodes != 1) {
+      return InvalidArgument("\"direct\" starts the ranks of one node: resources.nodes must be 1",
+                             "launcher");
+    }
     EMBODY_RETURN_IF_ERROR(ParseEnvironment(o, &spec.python_env));
   } else {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");

@@ -387,7 +387,7 @@ TEST(JobSpecTest, InitFromAndBestCheckpointRoundTrip) {
   EXPECT_FALSE(ToJson(*ParseJobSpec(Valid(), {})).contains("init_from"));
 }
 
-// The transformer options of docs/DESIGN.md §8 parse, fill in and round-trip.
+// The transformer options of docs/design.md's example job spec parse, fill in and round-trip.
 TEST(JobSpecTest, TransformerOptions) {
   json j = Valid();
   j["engine"]["model"] = {{"d_model", 256}, {"layers", 4},         {"heads", 8},
@@ -810,6 +810,20 @@ TEST(JobSpecTest, TorchrunLauncherIsForCommandJobs) {
   EXPECT_EQ(Err(j).field(), "launcher");
   json train = Valid();
   train["launcher"] = "torchrun";
+  EXPECT_EQ(Err(train).field(), "launcher");
+}
+
+TEST(JobSpecTest, DirectLauncherIsForOneNodesCommandJobs) {
+  json j = {{"name", "c"}, {"kind", "command"}, {"resources", {{"nodes", 1}, {"ranks_per_node", 2}}},
+            {"command", {"true"}}, {"launcher", "direct"}};
+  auto r = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->launcher, "direct");
+  EXPECT_EQ(ParseJobSpec(ToJson(*r), SpecLimits{})->launcher, "direct");
+  j["resources"]["nodes"] = 2;  // ranks on another node need mpirun's daemons
+  EXPECT_EQ(Err(j).field(), "launcher");
+  json train = Valid();
+  train["launcher"] = "direct";
   EXPECT_EQ(Err(train).field(), "launcher");
 }
 

@@ -2,8 +2,11 @@
 // on one agent, and the time from submission to every rank running on an idle 2-node cluster.
 //
 //   jobs_bench [--jobs 100] [--slots 2] [--latency-runs 10] [--heartbeat-interval-ms 1000]
-//              [--modes held,interval]
+//              [--modes held,interval] [--launchers mpirun,direct]
 //
+// With two launchers each mode's tiny-job bursts run in turn on one stack, the second's rate
+// and run time printed over the first's; every burst also prints the mean of each launch phase
+// its jobs' launch_phases show (docs/contracts.md, "Launch phases").
 // Each mode starts its own stacks (tests/e2e/local_stack.h: a private PostgreSQL, embody-server
 // and embody-agent as real processes on loopback, the server at its default heartbeat interval
 // and scheduler period unless told otherwise):
@@ -29,6 +32,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,12 +56,25 @@ struct Options {
   int latency_runs = 10;
   int heartbeat_interval_ms = 1000;
   std::vector<std::string> modes = {"held", "interval"};
+  // Tiny-job bursts, one per launcher, in turn on the same stack: the ratio is side by side.
+  std::vector<std::string> launchers = {"mpirun"};
+};
+
+// One launcher's tiny-job burst.
+struct LauncherResult {
+  std::string launcher;
+  double jobs_per_s = 0;
+  int failed = 0;
+  double run_ms_mean = 0;
+  double between_ms_mean = 0;
+  std::map<std::string, double> phase_ms_mean;  // launch_phases of the burst's jobs
 };
 
 struct ModeResult {
   std::string mode;
   double tiny_jobs_per_s = 0;
   int tiny_failed = 0;
+  std::vector<LauncherResult> launchers;
   std::vector<double> all_ranks_ms;  // submit -> the later rank started
   std::vector<double> running_ms;    // submit -> RUNNING seen
   int latency_failed = 0;
@@ -111,14 +128,13 @@ void AddModeFlags(LocalStack& stack, const std::string& mode, const Options& o) 
   if (mode == "interval") stack.AddAgentFlags({"--no-held-heartbeats"});
 }
 
-bool TinyJobs(const std::string& mode, const Options& o, ModeResult* out) {
-  LocalStack stack(1, o.slots);
-  AddModeFlags(stack, mode, o);
-  if (!stack.Start()) return false;
-  const json spec = {{"name", "tiny"},
-                     {"kind", "command"},
-                     {"command", {"true"}},
-                     {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}};
+bool TinyBurst(LocalStack& stack, const std::string& mode, const std::string& launcher,
+               const Options& o, LauncherResult* out) {
+  json spec = {{"name", "tiny"},
+               {"kind", "command"},
+               {"command", {"true"}},
+               {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}};
+  if (launcher != "mpirun") spec["launcher"] = launcher;
   for (int i = 0; i < 3; ++i) {
     const int64_t id = Submit(stack, spec);
     if (id == 0 || WaitTerminal(stack, id, 60) != "SUCCEEDED") {
@@ -146,20 +162,28 @@ bool TinyJobs(const std::string& mode, const Options& o, ModeResult* out) {
   }
   const auto t1 = SteadyClock::now();
   submitter.join();
-  out->tiny_jobs_per_s = o.jobs / Seconds(t0, t1);
-  out->tiny_failed = failed;
-  std::printf("  %-8s tiny jobs: %d in %.2f s = %.1f jobs/s (%d not SUCCEEDED)\n", mode.c_str(),
-              o.jobs, Seconds(t0, t1), out->tiny_jobs_per_s, failed);
+  out->launcher = launcher;
+  out->jobs_per_s = o.jobs / Seconds(t0, t1);
+  out->failed = failed;
+  std::printf("  %-8s %-7s tiny jobs: %d in %.2f s = %.1f jobs/s (%d not SUCCEEDED)\n",
+              mode.c_str(), launcher.c_str(), o.jobs, Seconds(t0, t1), out->jobs_per_s, failed);
   // Where a slot's time goes, from the server's own record of each job: RUNNING (the agent
-  // reported mpirun started) to finished (the exit stored) is the run on the node; the rest of
-  // the slots' time in the burst is between runs (exit -> placement -> launch -> mpirun up).
+  // reported the launcher started) to finished (the exit stored) is the run on the node; the
+  // rest of the slots' time in the burst is between runs (exit -> placement -> launch -> up);
+  // launch_phases splits both (docs/contracts.md, "Launch phases").
   std::vector<int64_t> started, finished;
+  std::map<std::string, double> phase_sum;
+  int with_phases = 0;
   for (int64_t id : ids) {
     HttpResult r = stack.Get("/v1/jobs/" + std::to_string(id));
-    if (r.status != 200 || !r.body["started_at"].is_string() ||
-        !r.body["finished_at"].is_string()) {
-      continue;
+    if (r.status != 200) continue;
+    if (r.body.contains("launch_phases") && r.body["launch_phases"].is_object()) {
+      ++with_phases;
+      for (const json& p : r.body["launch_phases"]["phases"]) {
+        phase_sum[p["phase"].get<std::string>()] += p["ms"].get<double>();
+      }
     }
+    if (!r.body["started_at"].is_string() || !r.body["finished_at"].is_string()) continue;
     auto s = common::ParseUtcTime(r.body["started_at"].get<std::string>());
     auto f = common::ParseUtcTime(r.body["finished_at"].get<std::string>());
     if (s && f) {
@@ -175,8 +199,45 @@ bool TinyJobs(const std::string& mode, const Options& o, ModeResult* out) {
     const double n = static_cast<double>(started.size());
     out->run_ms_mean = run_ms / n;
     out->between_ms_mean = std::max(0.0, span_ms * o.slots - run_ms) / n;
-    std::printf("  %-8s per job and slot: %.0f ms running -> finished, %.0f ms between runs\n",
-                mode.c_str(), out->run_ms_mean, out->between_ms_mean);
+    std::printf("  %-8s %-7s per job and slot: %.0f ms running -> finished, %.0f ms between runs\n",
+                mode.c_str(), launcher.c_str(), out->run_ms_mean, out->between_ms_mean);
+  }
+  if (with_phases > 0) {
+    std::string line;
+    for (const char* phase :
+         {"queued", "dispatch", "sandbox", "spawn", "run", "cleanup", "report", "transit"}) {
+      const double mean = phase_sum[phase] / with_phases;
+      out->phase_ms_mean[phase] = mean;
+      char cell[64];
+      std::snprintf(cell, sizeof cell, " %s %.1f", phase, mean);
+      line += cell;
+    }
+    std::printf("  %-8s %-7s launch phases, mean ms:%s\n", mode.c_str(), launcher.c_str(),
+                line.c_str());
+  }
+  return true;
+}
+
+bool TinyJobs(const std::string& mode, const Options& o, ModeResult* out) {
+  LocalStack stack(1, o.slots);
+  AddModeFlags(stack, mode, o);
+  if (!stack.Start()) return false;
+  for (const std::string& launcher : o.launchers) {
+    LauncherResult r;
+    if (!TinyBurst(stack, mode, launcher, o, &r)) return false;
+    out->launchers.push_back(std::move(r));
+  }
+  // The mode's figures are its first launcher's, as before there was a choice.
+  const LauncherResult& first = out->launchers.front();
+  out->tiny_jobs_per_s = first.jobs_per_s;
+  out->tiny_failed = first.failed;
+  out->run_ms_mean = first.run_ms_mean;
+  out->between_ms_mean = first.between_ms_mean;
+  if (out->launchers.size() == 2) {
+    const LauncherResult& second = out->launchers[1];
+    std::printf("  %-8s %s / %s: tiny jobs/s %.2fx, running -> finished %.2fx shorter\n",
+                mode.c_str(), second.launcher.c_str(), first.launcher.c_str(),
+                second.jobs_per_s / first.jobs_per_s, first.run_ms_mean / second.run_ms_mean);
   }
   return true;
 }
@@ -247,6 +308,9 @@ int main(int argc, char** argv) {
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "the server's interval")
       ->check(CLI::Range(50, 600000));
   app.add_option("--modes", o.modes, "held and/or interval")->delimiter(',');
+  app.add_option("--launchers", o.launchers,
+                 "tiny-job bursts by launcher, in turn on one stack: mpirun and/or direct")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
   // mpirun as root (the agent runs as root here and drops to job uids for the ranks).
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -282,6 +346,13 @@ int main(int argc, char** argv) {
                     {"running_seen_ms_p50", Percentile(r.running_ms, 0.5)},
                     {"running_seen_ms_max", Percentile(r.running_ms, 1.0)},
                     {"latency_failed", r.latency_failed}};
+    for (const LauncherResult& l : r.launchers) {
+      line[r.mode]["launchers"][l.launcher] = {{"tiny_jobs_per_s", l.jobs_per_s},
+                                               {"tiny_failed", l.failed},
+                                               {"tiny_run_ms_mean", l.run_ms_mean},
+                                               {"tiny_between_ms_mean", l.between_ms_mean},
+                                               {"phase_ms_mean", l.phase_ms_mean}};
+    }
   }
   if (results.size() == 2) {
     const ModeResult& held = results[0].mode == "held" ? results[0] : results[1];

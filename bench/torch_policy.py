@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference throughput of the embodied policy transformer on packed data.
 
-The model of docs/DESIGN.md §5 at its reference size (d_model 256, 4 layers, 8 heads, MLP 1024,
+The model of docs/design.md ("The engine") at its reference size (d_model 256, 4 layers, 8 heads, MLP 1024,
 float32): per-modality embeddings (language ids, 8x8x3 image patches -> linear, 16-float proprio
 state -> linear, action x_t -> linear + sinusoidal time features -> linear), a modality embedding
 and learned positions that restart in every sample; pre-norm blocks (RMSNorm, multi-head attention

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <ostream>
 
+#include "common/parse_int.h"
+
 namespace cli {
 
 namespace {
@@ -24,12 +26,16 @@ const std::pair<const char*, const char*> kQuotaFlags[] = {
     {"--quota-max-priority", "max_priority"},
 };
 
-// A quota value: a non-negative integer, or "none" for no limit.
+// A quota value: a non-negative integer of at most 10 digits, or "none" for no limit (nullopt).
+common::Result<std::optional<int64_t>> ParseQuota(const std::string& s) {
+  if (s == "none") return std::optional<int64_t>();
+  EMBODY_ASSIGN_OR_RETURN(n, common::ParseInt64(s, 0, 9'999'999'999));
+  return std::optional<int64_t>(n);
+}
+
 const CLI::Validator kQuotaValue(
     [](std::string& s) -> std::string {
-      if (s == "none") return "";
-      if (!s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), ::isdigit)) return "";
-      return "must be a non-negative integer or none";
+      return ParseQuota(s).ok() ? "" : "must be a non-negative integer or none";
     },
     "N|none");
 
@@ -95,6 +101,10 @@ void Build(CLI::App& app, Parsed* p) {
   CLI::App* submit = Command(app, p, "submit", "submit a JobSpec (JSON); prints the job id");
   submit->add_option("FILE", inv.file, "the JobSpec file, or - for standard input")->required();
   submit->add_flag("--watch", inv.watch, "then watch it until it ends");
+  submit->add_flag("--dry-run", inv.dry_run,
+                   "submit nothing: whether it would be admitted, where and when it would start, "
+                   "its predicted run time and why it would wait");
+  AddOutput(submit, p);
 
   CLI::App* plan = Command(app, p, "plan",
                            "predict step/epoch time, memory and bottleneck at each size "
@@ -353,7 +363,7 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   if (given("tenant") || given("tenant_ls") || given("tenant_usage")) inv.tenant = p.tenant;
   for (const auto& [key, opts] : p.quota_opts) {
     for (CLI::Option* o : opts) {
-      if (o->count() > 0) inv.quota[key] = p.quota[key];
+      if (o->count() > 0) inv.quota[key] = *ParseQuota(p.quota[key]);  // checked by kQuotaValue
     }
   }
   return inv;

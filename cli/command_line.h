@@ -25,6 +25,7 @@ struct Invocation {
   // submit, plan (file: the JobSpec or plan request)
   std::string file;
   bool watch = false;
+  bool dry_run = false;  // submit: forecast only, nothing submitted
   std::string gpus;     // plan: "256,512,1024"
   std::string cluster;  // plan: the cluster description file
   // ls, audit
@@ -42,8 +43,9 @@ struct Invocation {
   // tenants create / set, tokens create
   std::string name;
   std::optional<double> weight;
-  std::map<std::string, std::string> quota;  // "slots" -> "8" or "none"
-  std::optional<int64_t> if_match;           // tenants set: the version read earlier
+  // "slots" -> 8, or nullopt for "none" (no limit)
+  std::map<std::string, std::optional<int64_t>> quota;
+  std::optional<int64_t> if_match;  // tenants set: the version read earlier
   std::string role;
   std::optional<int64_t> tenant;
   std::string expires;

@@ -72,8 +72,8 @@ TEST(CommandLineTest, NestedCommandsAndTheirValues) {
   EXPECT_EQ(o.inv->name, "robotics");
   ASSERT_TRUE(o.inv->weight);
   EXPECT_EQ(*o.inv->weight, 2.5);
-  EXPECT_EQ(o.inv->quota,
-            (std::map<std::string, std::string>{{"slots", "64"}, {"pending_jobs", "none"}}));
+  EXPECT_EQ(o.inv->quota, (std::map<std::string, std::optional<int64_t>>{
+                              {"slots", 64}, {"pending_jobs", std::nullopt}}));
   EXPECT_EQ(TenantBody(*o.inv).dump(),
             R"({"name":"robotics","quota":{"pending_jobs":null,"slots":64},"weight":2.5})");
 

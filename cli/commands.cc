@@ -11,6 +11,7 @@
 #include "cli/api_client.h"
 #include "cli/command_line.h"
 #include "cli/format.h"
+#include "cli/forecast_format.h"
 #include "cli/plan_format.h"
 #include "cli/requests.h"
 #include "cli/dataset_format.h"
@@ -46,6 +47,9 @@ class Commands {
       auto r = api_.Get("/v1/jobs/" + id);
       if (!r.ok()) return Fail(r.status());
       io_.out << (inv_.json ? r->dump() : r->dump(2)) << "\n";
+      if (!inv_.json) {
+        if (std::string phases = LaunchPhasesTable(*r); !phases.empty()) io_.out << "\n" << phases;
+      }
       return 0;
     }
     if (c == "watch") return Watch(id);
@@ -181,6 +185,12 @@ class Commands {
       auto text = common::ReadFile(inv_.file);
       if (!text.ok()) return Fail(text.status());
       body = *text;
+    }
+    if (inv_.dry_run) {
+      auto f = api_.Post("/v1/jobs?dry_run=true", body);
+      if (!f.ok()) return Fail(f.status());
+      io_.out << (inv_.json ? f->dump(2) + "\n" : ForecastText(*f)) << std::flush;
+      return 0;
     }
     auto r = api_.Post("/v1/jobs", body);
     if (!r.ok()) return Fail(r.status());

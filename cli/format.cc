@@ -113,6 +113,38 @@ std::string ProgressLine(const nlohmann::json& job, int width) {
   return line;
 }
 
+std::string LaunchPhasesTable(const nlohmann::json& job) {
+  auto lp = job.find("launch_phases");
+  if (lp == job.end() || !lp->is_object() || !lp->contains("phases")) return "";
+  static const std::map<std::string, std::string> kWhat = {
+      {"queued", "submitted -> placed by the scheduler"},
+      {"dispatch", "placed -> launch handed to the node"},
+      {"sandbox", "node: launch received -> sandbox prepared (uid, dirs, cgroup)"},
+      {"spawn", "node: -> launcher started"},
+      {"run", "node: -> exited"},
+      {"cleanup", "node: -> slot freed (leftovers killed, logs collected)"},
+      {"report", "node: -> end put in a heartbeat"},
+      {"transit", "launch and report on the network, server's own work"}};
+  std::string head = "launch of attempt " + lp->value("attempt", nlohmann::json(0)).dump();
+  if (lp->contains("node") && (*lp)["node"].is_string() && !(*lp)["node"].empty()) {
+    head += " on " + (*lp)["node"].get<std::string>();
+  }
+  if ((*lp).contains("total_ms") && (*lp)["total_ms"].is_number_integer()) {
+    head += ": " + (*lp)["total_ms"].dump() + " ms from submission to exit stored";
+  } else {
+    head += ": not ended yet";
+  }
+  std::vector<std::vector<std::string>> rows = {{"PHASE", "MS", "WHAT"}};
+  for (const auto& ph : (*lp)["phases"]) {
+    if (!ph.is_object()) continue;
+    const std::string name = ph.value("phase", "");
+    auto what = kWhat.find(name);
+    rows.push_back({name, ph.contains("ms") ? ph["ms"].dump() : "-",
+                    what == kWhat.end() ? "" : what->second});
+  }
+  return head + "\n" + FormatTable(rows);
+}
+
 std::string MetricsTable(const nlohmann::json& reply) {
   const nlohmann::json& series = reply.value("series", nlohmann::json::object());
   std::vector<std::string> names;

@@ -25,6 +25,10 @@ std::string HumanNumber(double v);
 // `job` is the Job JSON of GET /v1/jobs/{id}; `width` is the bar's width in characters.
 std::string ProgressLine(const nlohmann::json& job, int width = 30);
 
+// Where the job's launch spent its time (`launch_phases` of GET /v1/jobs/{id}): a heading line
+// and one row per phase with its milliseconds and what it covers; "" when the job has none.
+std::string LaunchPhasesTable(const nlohmann::json& job);
+
 // The series of GET /v1/jobs/{id}/metrics as a table: STEP, TIME and one column per series,
 // one row per step that any series has a point at ("-" where a series has none).
 std::string MetricsTable(const nlohmann::json& reply);

@@ -20,6 +20,21 @@ TEST(FormatTest, MetricsTable) {
   EXPECT_EQ(MetricsTable(nlohmann::json::object()), "STEP  TIME\n");
 }
 
+TEST(FormatTest, LaunchPhasesTable) {
+  auto job = nlohmann::json::parse(R"({"id": 7, "launch_phases": {"attempt": 0, "node": "n1",
+      "total_ms": 155, "phases": [{"phase": "queued", "ms": 40}, {"phase": "run", "ms": 100},
+      {"phase": "transit", "ms": 15}]}})");
+  EXPECT_EQ(LaunchPhasesTable(job),
+            "launch of attempt 0 on n1: 155 ms from submission to exit stored\n"
+            "PHASE    MS   WHAT\n"
+            "queued   40   submitted -> placed by the scheduler\n"
+            "run      100  node: -> exited\n"
+            "transit  15   launch and report on the network, server's own work\n");
+  job["launch_phases"]["total_ms"] = nullptr;
+  EXPECT_EQ(LaunchPhasesTable(job).substr(0, 36), "launch of attempt 0 on n1: not ended");
+  EXPECT_EQ(LaunchPhasesTable(nlohmann::json::parse(R"({"id": 7})")), "");
+}
+
 TEST(FormatTest, EvaluationTable) {
   auto reply = nlohmann::json::parse(R"({"job_id": 9, "tasks": [
       {"task": "push", "episodes": 20, "successes": 3, "success_rate": 0.15,

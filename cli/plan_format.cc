@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/format.h"
+#include "common/parse_int.h"
 
 namespace cli {
 
@@ -14,13 +15,12 @@ common::Result<std::vector<int>> ParseGpuList(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    if (item.empty() || item.size() > 7 ||
-        item.find_first_not_of("0123456789") != std::string::npos || std::stoi(item) < 1) {
+    const auto gpus = common::ParseInt(text.substr(start, comma - start), 1, 9'999'999);
+    if (!gpus.ok()) {
       return InvalidArgument("must be positive integers separated by commas, got \"" + text + "\"",
                              "--gpus");
     }
-    out.push_back(std::stoi(item));
+    out.push_back(*gpus);
     start = comma + 1;
   }
   return out;

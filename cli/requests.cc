@@ -31,8 +31,7 @@ json TenantBody(const Invocation& inv) {
   if (!inv.name.empty()) body["name"] = inv.name;
   if (inv.weight) body["weight"] = *inv.weight;
   for (const auto& [key, value] : inv.quota) {
-    // The parser let through only digits (at most 10) or "none".
-    body["quota"][key] = value == "none" ? json(nullptr) : json(std::stoll(value));
+    body["quota"][key] = value ? json(*value) : json(nullptr);
   }
   return body;
 }

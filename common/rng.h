@@ -1,5 +1,5 @@
-// Rng: a small, fully specified random number generator (SplitMix64), the one the engine and
-// the data layer draw from.
+// Rng: a small, fully specified random number generator (SplitMix64, common/hash.h), the one the
+// engine and the data layer draw from.
 //
 // The standard library's distributions are implementation-defined, so the same seed could give
 // different samples on different toolchains; everything drawn (initial weights, synthetic
@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/hash.h"
+
 namespace common {
 
 class Rng {
@@ -18,17 +20,14 @@ class Rng {
   // A stream keyed by several integers (seed, rank, step, index): streams for different keys are
   // statistically independent.
   static Rng ForKey(uint64_t a, uint64_t b = 0, uint64_t c = 0, uint64_t d = 0) {
-    uint64_t s = Mix(a + 0x9e3779b97f4a7c15ULL);
-    s = Mix(s ^ (b + 0x632be59bd9b4e019ULL));
-    s = Mix(s ^ (c + 0x85ebca77c2b2ae63ULL));
-    s = Mix(s ^ (d + 0xc2b2ae3d27d4eb4fULL));
+    uint64_t s = SplitMix64(a);
+    s = SplitMix64Mix(s ^ (b + 0x632be59bd9b4e019ULL));
+    s = SplitMix64Mix(s ^ (c + 0x85ebca77c2b2ae63ULL));
+    s = SplitMix64Mix(s ^ (d + 0xc2b2ae3d27d4eb4fULL));
     return Rng(s);
   }
 
-  uint64_t NextU64() {
-    state_ += 0x9e3779b97f4a7c15ULL;
-    return Mix(state_);
-  }
+  uint64_t NextU64() { return SplitMix64Next(state_); }
   // Uniform in [0, bound), bound ≥ 1, without modulo bias: draws in the short last stripe of
   // the 64-bit range are rejected.
   uint64_t Below(uint64_t bound) {
@@ -50,11 +49,6 @@ class Rng {
   }
 
  private:
-  static uint64_t Mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
   uint64_t state_;
 };
 

@@ -19,6 +19,7 @@
 #include "controlplane/http/api_server.h"
 #include "controlplane/http/ready_check.h"
 #include "controlplane/service/audit_scope.h"
+#include "controlplane/service/forecast_service.h"
 #include "controlplane/service/history_retention.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/plan_watch.h"
@@ -55,6 +56,7 @@ struct Server::Impl {
   std::unique_ptr<service::JobsService> jobs;
   std::unique_ptr<service::NodeService> nodes;
   std::unique_ptr<service::PlanWatch> plan_watch;  // null without --plan-cluster
+  std::unique_ptr<service::ForecastService> forecasts;
   std::unique_ptr<service::TenantsService> tenants;
   std::unique_ptr<service::TokensService> tokens;
   std::unique_ptr<service::DatasetUploadFiles> upload_files;
@@ -207,6 +209,19 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     m->plan_watch = std::move(*made);
     m->nodes->SetPlanWatch(m->plan_watch.get());
   }
+  service::ForecastServiceOptions forecast_opts;
+  forecast_opts.forecast.schedule = loop_opts.schedule;
+  forecast_opts.default_max_priority = opts.default_max_priority;
+  forecast_opts.observe_error = [raw](const std::string& what, double seconds) {
+    raw->metrics->ObserveForecastError(what, seconds);
+  };
+  m->forecasts = std::make_unique<service::ForecastService>(
+      *m->database, opts.limits, now, std::move(forecast_opts), m->plan_watch.get());
+  m->scheduler->SetForecastHook([raw](const service::ClusterSnapshot& s,
+                                      const std::vector<service::JobRecord>& jobs,
+                                      std::vector<int64_t> ids) {
+    raw->forecasts->OnNewPending(s, jobs, std::move(ids));
+  });
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
   service::CheckpointLimits ckpt_limits;
@@ -247,6 +262,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   deps.router.anonymous_audit_burst = opts.audit_anonymous_burst;
   deps.router.principal_cache = opts.auth_cache ? &m->principal_cache : nullptr;
   deps.jobs = m->jobs.get();
+  deps.forecasts = m->forecasts.get();
   deps.nodes = m->nodes.get();
   deps.metrics = m->metrics.get();
   deps.web_dir = opts.web_dir;
@@ -262,6 +278,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   }
   m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
   m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
+  m->nodes->SetLaunchPhasesObserver([metrics = m->metrics.get()](const service::LaunchPhases& p) {
+    metrics->ObserveLaunchPhases(service::PhaseDurations(p));
+  });
   if (m->plan_watch) {
     m->metrics->SetPlanDeviationsSource([raw] { return raw->plan_watch->deviations(); });
   }
@@ -302,6 +321,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   if (!opts.port_file.empty()) {
     EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(opts.port_file, std::to_string(m->port) + "\n"));
   }
+  m->forecasts->Start();
   m->scheduler->Start();
   if (m->uploads) {
     // Often enough that an ended import's blob leaves the disk within seconds; each round is one
@@ -379,6 +399,7 @@ void Server::Stop() {
   impl_->api->Stop();
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();
+  impl_->forecasts->Stop();
   impl_->StopSweeper();
   if (impl_->principal_listener) impl_->principal_listener->Stop();
   common::LogInfo("stopped");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/hash.h"
+
 namespace engine {
 
 static_assert(std::endian::native == std::endian::little,
@@ -60,13 +62,6 @@ class BinaryReader {
 };
 
 // FNV-1a, 64 bits: the checksum of a checkpoint's body.
-inline uint64_t CheckpointChecksum(const char* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
+inline uint64_t CheckpointChecksum(const char* p, size_t n) { return common::Fnv1a64Bytes(p, n); }
 
 }  // namespace engine

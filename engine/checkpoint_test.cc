@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_util.h"
+#include "common/hash.h"
 
 namespace engine {
 namespace {
@@ -91,11 +92,7 @@ TEST_F(CheckpointTest, Fp8ResidualsOfEveryRankRoundTrip) {
 
 // Appends the FNV-1a 64 checksum the format ends with.
 std::string WithChecksum(std::string body) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : body) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
+  const uint64_t h = common::Fnv1a64(body);
   body.append(reinterpret_cast<const char*>(&h), 8);
   return body;
 }

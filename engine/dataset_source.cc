@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/hash.h"
 #include "common/rng.h"
 #include "engine/model/flow_matching.h"
 #include "api/dataset_fit.h"
@@ -17,15 +18,6 @@ namespace {
 
 constexpr int kPatchSide = 8;
 constexpr double kMinStd = 1e-6;
-
-uint64_t Fnv1a(uint64_t h, const void* data, size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // Element i of a row of `dtype` as a double.
 double ElementAt(storage::DType dtype, const uint8_t* row, int64_t i) {
@@ -90,11 +82,11 @@ std::vector<int32_t> HashLanguage(const std::string& text, int max_tokens, int v
   while (i < text.size() && static_cast<int>(ids.size()) < max_tokens) {
     while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
     if (i == text.size()) break;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = common::kFnv1a64Basis;
     while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) {
       const unsigned char c =
           static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(text[i])));
-      h = Fnv1a(h, &c, 1);
+      h = common::Fnv1a64Bytes(&c, 1, h);
       ++i;
     }
     ids.push_back(static_cast<int32_t>(h % static_cast<uint64_t>(vocab)));
@@ -245,10 +237,10 @@ common::Status DatasetSource::Resolve(const api::DataOptions& data, const Policy
     }
   }
 
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = common::kFnv1a64Basis;
   for (const auto& s : m.shards) {
     const uint64_t words[4] = {s.index_crc, s.episodes, s.frames, s.bytes};
-    h = Fnv1a(h, words, sizeof(words));
+    h = common::Fnv1a64Bytes(words, sizeof(words), h);
   }
   fingerprint_ = h == 0 ? 1 : h;  // 0 means "the built-in stream" in checkpoints
   return common::Status::Ok();

@@ -40,6 +40,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
 #include "engine/checkpoint.h"
 #include "engine/fp8/cpu_path.h"
 #include "engine/report/recording_sink.h"
@@ -162,12 +163,6 @@ std::string ReadAll(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-uint64_t Fnv1a(const std::string& bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
 common::Result<uint64_t> Trailer(const std::string& path) {
   const std::string bytes = ReadAll(path);
   if (bytes.size() < 8) return common::NotFound(path);
@@ -221,7 +216,7 @@ TEST_F(TrainerGoldenTest, ShortRunReproducesTheRecordedLossesEventsAndCheckpoint
     for (uint64_t t : sink.trailers)
       std::printf("0x%016llxull, ", static_cast<unsigned long long>(t));
     std::printf("};\nconst uint64_t kFp8CheckpointFnv = 0x%016llxull;\n",
-                static_cast<unsigned long long>(Fnv1a(ReadAll(r->fp8_checkpoint))));
+                static_cast<unsigned long long>(common::Fnv1a64(ReadAll(r->fp8_checkpoint))));
     std::printf("const size_t kFp8CheckpointBytes = %zu;\n", ReadAll(r->fp8_checkpoint).size());
   }
   ASSERT_EQ(r->losses.size(), std::size(kLosses));
@@ -249,7 +244,7 @@ TEST_F(TrainerGoldenTest, ShortRunReproducesTheRecordedLossesEventsAndCheckpoint
   } else {
     EXPECT_EQ(sink.trailers, std::vector<uint64_t>(std::begin(kCheckpointFnv),
                                                    std::end(kCheckpointFnv)));
-    EXPECT_EQ(Fnv1a(ReadAll(r->fp8_checkpoint)), kFp8CheckpointFnv);
+    EXPECT_EQ(common::Fnv1a64(ReadAll(r->fp8_checkpoint)), kFp8CheckpointFnv);
   }
 }
 

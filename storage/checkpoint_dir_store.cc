@@ -7,6 +7,7 @@
 #include <regex>
 
 #include "common/file_util.h"
+#include "common/parse_int.h"
 #include "common/time_util.h"
 #include "storage/atomic_file.h"
 
@@ -106,7 +107,9 @@ Result<std::vector<CheckpointInfo>> DirCheckpointStore::List(int64_t job_id) {
     std::smatch m;
     const std::string name = entry.path().filename().string();
     if (!std::regex_match(name, m, kMeta)) continue;
-    auto info = ReadInfo(job_id, std::stoll(m[1].str()));
+    const auto step = common::ParseInt64(m[1].str(), 0);
+    if (!step.ok()) continue;
+    auto info = ReadInfo(job_id, *step);
     if (info.ok()) out.push_back(std::move(*info));
   }
   std::sort(out.begin(), out.end(),

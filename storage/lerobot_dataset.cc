@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/parse_int.h"
 #include "storage/parquet/columns.h"
 
 namespace storage {
@@ -81,12 +82,13 @@ common::Result<std::string> FormatPath(const std::string& tmpl, const std::strin
     } else if (auto it = ints.find(field); it != ints.end()) {
       int width = 0;
       if (!spec.empty()) {
-        if (spec.back() != 'd' || spec.size() > 4 ||
-            !std::all_of(spec.begin(), spec.end() - 1,
-                         [](char c) { return c >= '0' && c <= '9'; })) {
+        // "d" or a width of up to three digits: "06d".
+        const auto digits = std::string_view(spec).substr(0, spec.size() - 1);
+        const auto w = digits.empty() ? common::Result<int>(0) : common::ParseInt(digits, 0, 999);
+        if (spec.back() != 'd' || digits.size() > 3 || digits.starts_with('-') || !w.ok()) {
           return bad("unsupported format '{" + field + ":" + spec + "}' in '" + tmpl + "'");
         }
-        width = spec.size() > 1 ? std::stoi(spec.substr(0, spec.size() - 1)) : 0;
+        width = *w;
       }
       char buf[48];
       std::snprintf(buf, sizeof(buf), "%0*lld", width, static_cast<long long>(it->second));

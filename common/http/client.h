@@ -1,9 +1,15 @@
-// The one way an Embody process makes HTTP calls: the CLI to embody-server, an agent to
-// embody-server, a job's engine to its agent. A Client is made from a base URL and carries what
-// every call needs: connect/read/write timeouts, TCP_NODELAY (httplib writes headers and body
-// apart; without it Nagle's algorithm and the peer's delayed ACK hold each call ~40 ms),
-// keep-alive, the bearer token, and an X-Request-Id on every request (the caller's, or a fresh
-// one) so one call can be found in the logs of both ends.
+// How an Embody process makes HTTP calls: the CLI to embody-server, an agent to embody-server, a
+// job's engine to its agent. Three transfers still drive httplib::Client themselves, with their
+// own timeouts, headers and status mapping, and share only VerifyServer below: checkpoint upload
+// and download (storage/checkpoint_http_store.cc), a dataset upload's resumable download
+// (agent/dataset_upload_fetch.cc) and the rsh bridge's exec stream (agent/rsh_client.cc).
+// Every other call goes through Client.
+//
+// A Client is made from a base URL and carries what every call needs: connect/read/write
+// timeouts, TCP_NODELAY (httplib writes headers and body apart; without it Nagle's algorithm and
+// the peer's delayed ACK hold each call ~40 ms), keep-alive, the bearer token, and an
+// X-Request-Id on every request (the caller's, or a fresh one) so one call can be found in the
+// logs of both ends.
 //
 // An https:// client verifies the server (VerifyServer below): its chain against the CA file
 // given (or the system's CAs), its name against the URL's host. There is no way to turn that off.

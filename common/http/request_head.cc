@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/parse_int.h"
+
 namespace common::http {
 namespace {
 
@@ -45,14 +47,15 @@ RequestHead ParseRequestHead(std::string_view head) {
     std::string_view name = field.substr(0, colon);
     std::string_view value = Trim(field.substr(colon + 1));
     if (NameIs(name, "content-length")) {
-      if (value.empty() || value.size() > 19 ||
-          !std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        h.error = "Content-Length is not a number";
+      // 1*DIGIT (RFC 9110): ParseInt64 refuses signs, blanks and hex; "-0" is left to refuse.
+      const auto n = common::ParseInt64(value, 0);
+      if (!n.ok() || value.starts_with('-')) {
+        h.error = "Content-Length is not a number of bytes below 2^63";
         continue;
       }
-      uint64_t n = std::stoull(std::string(value));
-      if (h.content_length && *h.content_length != n) h.error = "conflicting Content-Length";
-      h.content_length = n;
+      const auto bytes = static_cast<uint64_t>(*n);
+      if (h.content_length && *h.content_length != bytes) h.error = "conflicting Content-Length";
+      h.content_length = bytes;
     } else if (NameIs(name, "transfer-encoding")) {
       h.has_transfer_encoding = h.has_transfer_encoding || !IsIdentity(value);
     } else if (NameIs(name, "content-encoding")) {

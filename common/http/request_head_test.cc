@@ -46,7 +46,8 @@ TEST(RequestHeadTest, RefusesLengthsThatCannotBeServed) {
   EXPECT_EQ(
       ParseRequestHead("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n").error,
       "");
-  for (const char* bad : {"-1", "+5", "0x10", "", "99999999999999999999", "5 5"}) {
+  for (const char* bad :
+       {"-1", "-0", "+5", "0x10", "", "99999999999999999999", "9223372036854775808", "5 5"}) {
     EXPECT_NE(
         ParseRequestHead(std::string("POST / HTTP/1.1\r\nContent-Length: ") + bad + "\r\n\r\n")
             .error,

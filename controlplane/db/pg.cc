@@ -8,11 +8,27 @@
 #include <libpq-fe.h>
 
 #include "common/log.h"
+#include "common/parse_int.h"
 
 namespace controlplane::db {
 
 using common::Result;
 using common::Status;
+
+namespace {
+
+// An integer column's text. Anything else means the query read a non-integer column (a numeric
+// average, a float) as an integer: a programming error, reported like an unknown column.
+int64_t IntText(const std::string& text, const char* col) {
+  auto v = common::ParseInt64(text);
+  if (!v.ok()) {
+    std::fprintf(stderr, "PgRows: column %s holds '%.40s', not an integer\n", col, text.c_str());
+    std::abort();
+  }
+  return *v;
+}
+
+}  // namespace
 
 size_t PgRows::Col(const char* col) const {
   for (size_t i = 0; i < cols_.size(); ++i) {
@@ -31,13 +47,13 @@ std::string PgRows::Str(size_t row, const char* col) const {
 
 int64_t PgRows::Int(size_t row, const char* col) const {
   const Param& v = rows_[row][Col(col)];
-  return v ? std::stoll(*v) : 0;
+  return v ? IntText(*v, col) : 0;
 }
 
 std::optional<int64_t> PgRows::OptInt(size_t row, const char* col) const {
   const Param& v = rows_[row][Col(col)];
   if (!v) return std::nullopt;
-  return std::stoll(*v);
+  return IntText(*v, col);
 }
 
 bool PgRows::Bool(size_t row, const char* col) const {

@@ -10,6 +10,7 @@
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/forecast_store.h"
 #include "controlplane/service/leader_fence.h"
 #include "controlplane/service/store.h"
 
@@ -263,6 +264,19 @@ class PgLeaderFence : public service::LeaderFence {
   PgTx& tx_;
 };
 
+class PgForecastStore : public service::ForecastStore {
+ public:
+  explicit PgForecastStore(PgTx& tx) : tx_(tx) {}
+  common::Status Put(const std::vector<service::ForecastRecord>& rows) override;
+  common::Result<std::map<int64_t, service::ForecastRecord>> ForJobs(
+      const std::vector<int64_t>& job_ids) override;
+  common::Result<std::vector<service::ForecastOutcome>> Due(int limit) override;
+  common::Status Judge(const std::vector<service::ForecastRecord>& rows) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
@@ -277,7 +291,8 @@ class PgUnitOfWork : public service::UnitOfWork {
         fair_share_(*tx_),
         checkpoints_(*tx_),
         datasets_(*tx_),
-        leader_(*tx_) {}
+        leader_(*tx_),
+        forecasts_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -289,6 +304,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   service::DatasetStore& datasets() override { return datasets_; }
   service::LeaderFence& leader() override { return leader_; }
+  service::ForecastStore& forecasts() override { return forecasts_; }
   common::Status Commit() override;
 
  private:
@@ -305,6 +321,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgCheckpointIndex checkpoints_;
   PgDatasetStore datasets_;
   PgLeaderFence leader_;
+  PgForecastStore forecasts_;
 };
 
 class PgDatabase : public service::Database {

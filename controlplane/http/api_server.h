@@ -13,6 +13,7 @@
 #include "controlplane/http/metrics.h"
 #include "controlplane/service/checkpoints_service.h"
 #include "controlplane/service/datasets_service.h"
+#include "controlplane/service/forecast_service.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/http/router.h"
 #include "controlplane/service/node_service.h"
@@ -28,6 +29,8 @@ namespace controlplane::http {
 struct ApiDeps {
   service::Database* db = nullptr;
   service::JobsService* jobs = nullptr;
+  // POST /v1/jobs?dry_run=true and GET /v1/jobs/{id}/forecast; null: those answer 503.
+  service::ForecastService* forecasts = nullptr;
   service::NodeService* nodes = nullptr;
   service::TenantsService* tenants = nullptr;
   service::TokensService* tokens = nullptr;

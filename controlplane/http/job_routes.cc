@@ -10,8 +10,24 @@ using A = Router::Auth;
 void AddJobRoutes(Router& router, const ApiDeps& deps) {
   service::JobsService& jobs = *deps.jobs;
 
+  service::ForecastService* forecasts = deps.forecasts;
+
   router.Handle("POST", "/v1/jobs", A::kBearer,
-                [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                [&jobs, forecasts](const httplib::Request& req, httplib::Response& res,
+                                   RequestContext& ctx) {
+                  auto dry_run = QueryBool(req, "dry_run");
+                  if (!dry_run.ok()) return RespondError(res, dry_run.status());
+                  if (*dry_run) {
+                    // Stores nothing, so it is not audited (router.h); refusals are the
+                    // submission's own.
+                    ctx.not_audited = true;
+                    if (!forecasts) {
+                      return RespondError(res, common::Unavailable("forecasts are not served"));
+                    }
+                    auto f = forecasts->DryRun(ctx.principal, req.body);
+                    if (!f.ok()) return RespondError(res, f.status());
+                    return RespondJson(res, 200, *f);
+                  }
                   auto r = jobs.Submit(ctx.principal, req.body,
                                        req.get_header_value("Idempotency-Key"));
                   if (!r.ok()) return RespondError(res, r.status());
@@ -85,6 +101,19 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   auto series = jobs.Metrics(ctx.principal, *id, *q);
                   if (!series.ok()) return RespondError(res, series.status());
                   RespondJson(res, 200, *series);
+                });
+
+  router.Handle("GET", "/v1/jobs/{id}/forecast", A::kBearer,
+                [forecasts](const httplib::Request& req, httplib::Response& res,
+                            RequestContext& ctx) {
+                  auto id = PathId(req, 1, "job");
+                  if (!id.ok()) return RespondError(res, id.status());
+                  if (!forecasts) {
+                    return RespondError(res, common::Unavailable("forecasts are not served"));
+                  }
+                  auto f = forecasts->ForJob(ctx.principal, *id);
+                  if (!f.ok()) return RespondError(res, f.status());
+                  RespondJson(res, 200, *f);
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/evaluation", A::kBearer,

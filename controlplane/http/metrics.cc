@@ -1,5 +1,8 @@
 #include "controlplane/http/metrics.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <prometheus/text_serializer.h>
 
 namespace controlplane::http {
@@ -11,6 +14,10 @@ using prometheus::BuildHistogram;
 namespace {
 const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+
+// From a millisecond (a sandbox made in no time) to minutes (a queue, a job's own run).
+const prometheus::Histogram::BucketBoundaries kPhaseBuckets = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 
 prometheus::Gauge& OneGauge(prometheus::Registry& r, const std::string& name,
                             const std::string& help, const prometheus::Labels& labels = {}) {
@@ -93,6 +100,12 @@ ServerMetrics::ServerMetrics()
                                 .Register(*registry_)
                                 .Add({}, prometheus::Histogram::BucketBoundaries{
                                              1, 2, 4, 8, 16, 32, 64, 128, 256})),
+      launch_phases_(BuildHistogram()
+                         .Name("embody_job_launch_phase_seconds")
+                         .Help("Where launches spend their time: each phase of an attempt from "
+                               "submission to its exit stored (queued, dispatch, sandbox, spawn, "
+                               "run, cleanup, report, transit), observed when its end is stored")
+                         .Register(*registry_)),
       auth_lookups_(BuildCounter()
                         .Name("embody_auth_lookups_total")
                         .Help("Bearer tokens authenticated, by where the answer came from: "
@@ -104,6 +117,18 @@ ServerMetrics::ServerMetrics()
                              "1 while the principal cache is on (its listener is listening)")) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
+  forecast_errors_ = &BuildHistogram()
+                          .Name("embody_forecast_error_seconds")
+                          .Help("How far submitted jobs' forecasts were off: |actual - "
+                                "forecast| of the start (what=start) and of the end of a run "
+                                "that succeeded (what=end)")
+                          .Register(*registry_);
+}
+
+void ServerMetrics::ObserveForecastError(const std::string& what, double seconds) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 7200, 21600, 86400};
+  forecast_errors_->Add({{"what", what}}, kBuckets).Observe(std::abs(seconds));
 }
 
 void ServerMetrics::ObserveRequest(const std::string& route, const std::string& method, int status,
@@ -139,6 +164,15 @@ void ServerMetrics::ObserveCycle(const service::CycleStats& stats) {
 
 void ServerMetrics::ObserveSubmitBatch(int members) {
   submit_batch_members_.Observe(static_cast<double>(members));
+}
+
+void ServerMetrics::ObserveLaunchPhases(
+    const std::vector<std::pair<std::string, int64_t>>& phases) {
+  for (const auto& [phase, ms] : phases) {
+    // A phase measured across two clocks (transit) can come out a millisecond below zero.
+    launch_phases_.Add({{"phase", phase}}, kPhaseBuckets)
+        .Observe(static_cast<double>(std::max<int64_t>(0, ms)) / 1000.0);
+  }
 }
 
 void ServerMetrics::SetAuthCacheSource(std::function<AuthCacheStats()> source) {

@@ -20,6 +20,12 @@
 //                                                       (the job requeued, or failed)
 //   embody_plan_deviations_total                        train job attempts flagged far off their
 //                                                       plan (service/plan_watch.h)
+//   embody_forecast_error_seconds{what}                 histogram of |actual - forecast| of
+//                                                       submitted jobs' start and end
+//                                                       (service/forecast_service.h)
+//   embody_job_launch_phase_seconds{phase}              histogram, one observation per phase of
+//                                                       each attempt whose end was stored
+//                                                       (service/launch_phases.h)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +36,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -60,6 +67,10 @@ class ServerMetrics {
   ServerMetrics();
   // One answered submission batch of `members` (service/submit_batcher.h; 1 for a lone one).
   void ObserveSubmitBatch(int members);
+  // The consecutive phases of one attempt's launch (service::PhaseDurations): name, milliseconds.
+  void ObserveLaunchPhases(const std::vector<std::pair<std::string, int64_t>>& phases);
+  // How far a submitted job's forecast was off: `what` "start" or "end", actual minus forecast.
+  void ObserveForecastError(const std::string& what, double seconds);
   // An unauthenticated refusal not written to the audit log: its address was over its budget.
   void CountAuditSuppressed() { audit_suppressed_.Increment(); }
   // Read at every Serialize(); unset: the auth cache series stay at 0.
@@ -103,10 +114,13 @@ class ServerMetrics {
   prometheus::Counter& plan_deviations_;
   prometheus::Counter& audit_suppressed_;
   prometheus::Histogram& submit_batch_members_;
+  prometheus::Family<prometheus::Histogram>& launch_phases_;
   prometheus::Family<prometheus::Counter>& auth_lookups_;
   prometheus::Counter& auth_hits_;
   prometheus::Counter& auth_misses_;
   prometheus::Gauge& auth_enabled_;
+
+  prometheus::Family<prometheus::Histogram>* forecast_errors_ = nullptr;  // set in the body
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported

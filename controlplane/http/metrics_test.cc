@@ -127,6 +127,20 @@ TEST(ServerMetricsTest, LostLaunchesFollowTheirSource) {
   EXPECT_TRUE(Has(t, "embody_launches_lost_total 2")) << t;
 }
 
+TEST(ServerMetricsTest, LaunchPhasesAreHistogramsByPhase) {
+  ServerMetrics m;
+  m.ObserveLaunchPhases({{"sandbox", 12}, {"run", 2000}, {"transit", -1}});
+  m.ObserveLaunchPhases({{"sandbox", 3}});
+  const std::string t = m.Serialize(false);
+  EXPECT_TRUE(Has(t, R"(embody_job_launch_phase_seconds_count{phase="sandbox"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_job_launch_phase_seconds_sum{phase="sandbox"} 0.015)")) << t;
+  EXPECT_TRUE(Has(t, R"(embody_job_launch_phase_seconds_bucket{phase="sandbox",le="0.005"} 1)"))
+      << t;
+  EXPECT_TRUE(Has(t, R"(embody_job_launch_phase_seconds_sum{phase="run"} 2)")) << t;
+  // Two clocks' rounding can put transit a millisecond below zero: observed as 0.
+  EXPECT_TRUE(Has(t, R"(embody_job_launch_phase_seconds_sum{phase="transit"} 0)")) << t;
+}
+
 TEST(ServerMetricsTest, SubmitBatchSizesAreAHistogram) {
   ServerMetrics m;
   m.ObserveSubmitBatch(1);

@@ -165,7 +165,7 @@ void Router::HandleRegex(const std::string& method, const std::string& regex,
       RespondError(res, common::Internal("internal error"));
     }
     if (res.status == -1) res.status = 200;
-    if (audited) {
+    if (audited && !ctx.not_audited) {
       const std::string outcome = res.status < 400         ? "ok"
                                   : ctx.error_code.empty() ? "error"
                                                            : ctx.error_code;
@@ -271,6 +271,15 @@ common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string&
                                  int64_t fallback, int64_t min, int64_t max) {
   if (!req.has_param(name.c_str())) return fallback;
   return common::ParseInt64(req.get_param_value(name.c_str()), min, max, name);
+}
+
+common::Result<bool> QueryBool(const httplib::Request& req, const std::string& name,
+                               bool fallback) {
+  if (!req.has_param(name.c_str())) return fallback;
+  const std::string v = req.get_param_value(name.c_str());
+  if (v == "true") return true;
+  if (v == "false") return false;
+  return common::InvalidArgument(name + " must be true or false", name);
 }
 
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what) {

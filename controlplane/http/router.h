@@ -36,6 +36,9 @@ struct RequestContext {
   int64_t audit_target_tenant = 0;
   // The code of the error the response carries ("not_found"), as RespondError wrote it.
   std::string error_code;
+  // Set by a handler whose call changed nothing although its route may (a dry run): such a
+  // call is not audited, as reads are not.
+  bool not_audited = false;
 };
 
 struct RouterOptions {
@@ -121,6 +124,10 @@ common::Result<int64_t> QueryInt(const httplib::Request& req, const std::string&
                                  int64_t max = std::numeric_limits<int64_t>::max());
 // The `index`th path parameter as a positive id; one that is not (too large for an id) is
 // not_found, as no such `what` can exist.
+// A boolean query parameter: absent is `fallback`; "true" or "false", else invalid_argument
+// naming the parameter.
+common::Result<bool> QueryBool(const httplib::Request& req, const std::string& name,
+                               bool fallback = false);
 common::Result<int64_t> PathId(const httplib::Request& req, int index, const std::string& what);
 common::Result<nlohmann::json> ParseJsonBody(const httplib::Request& req);
 

@@ -24,6 +24,7 @@ class ForwardingUnitOfWork : public UnitOfWork {
   CheckpointIndex& checkpoints() override { return inner_->checkpoints(); }
   DatasetStore& datasets() override { return inner_->datasets(); }
   LeaderFence& leader() override { return inner_->leader(); }
+  ForecastStore& forecasts() override { return inner_->forecasts(); }
   Status Commit() override { return inner_->Commit(); }
 
  protected:

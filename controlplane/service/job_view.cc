@@ -56,7 +56,7 @@ json ToJson(const JobView& v) {
             {"step", v.latest_checkpoint->step},
             {"bytes", v.latest_checkpoint->bytes}};
   }
-  return {{"id", j.id},
+  json out = {{"id", j.id},
           {"tenant_id", j.tenant_id},
           {"tenant", j.tenant},
           {"name", j.name},
@@ -74,6 +74,9 @@ json ToJson(const JobView& v) {
           {"allocation", alloc},
           {"last_step", v.last_step ? *v.last_step : json(nullptr)},
           {"latest_checkpoint", ckpt}};
+  if (v.launch_phases) out["launch_phases"] = *v.launch_phases;
+  if (v.forecast) out["forecast"] = *v.forecast;
+  return out;
 }
 
 json ToJson(const NodeRecord& n, int slots_used) {

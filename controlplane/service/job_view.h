@@ -16,6 +16,12 @@ struct JobView {
   std::vector<AllocationRecord> allocation;
   std::optional<nlohmann::json> last_step;  // data of the newest "step" event
   std::optional<CheckpointRecord> latest_checkpoint;
+  // Where the launch's time went (launch_phases.h); loaded for a single job only, never for a
+  // page (its field is then left out).
+  std::optional<nlohmann::json> launch_phases;
+  // The forecast made when it was submitted and how it came out (forecast_service.h); a single
+  // job's view only.
+  std::optional<nlohmann::json> forecast;
 };
 
 Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job);

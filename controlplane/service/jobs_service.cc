@@ -7,6 +7,8 @@
 #include "common/parse_int.h"
 #include "controlplane/service/audit_scope.h"
 #include "controlplane/service/dataset_lifecycle.h"
+#include "controlplane/service/forecast_service.h"
+#include "controlplane/service/launch_phases.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/submit_batcher.h"
 #include "controlplane/service/transitions.h"
@@ -148,7 +150,14 @@ Result<JobView> JobsService::Get(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
-  return LoadJobView(*uow, std::move(job));
+  EMBODY_ASSIGN_OR_RETURN(phases, LoadLaunchPhases(*uow, job));
+  EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
+  if (phases) view.launch_phases = ToJson(*phases);
+  EMBODY_ASSIGN_OR_RETURN(forecast, uow->forecasts().ForJobs({id}));
+  if (auto f = forecast.find(id); f != forecast.end()) {
+    view.forecast = StoredForecastJson(f->second);
+  }
+  return view;
 }
 
 Result<JobPage> JobsService::List(const Principal& p, int limit, const std::string& cursor,

@@ -216,6 +216,9 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
   uint64_t lost = 0;
   EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, req, reads, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
+  if (on_launch_phases_) {
+    for (const LaunchPhases& ended : reads.ended) on_launch_phases_(ended);
+  }
   // And heard when answered: the node's silence is from its reply to its next heartbeat, not
   // from the arrival of a heartbeat that the database held up.
   if (heard_) heard_->Heard(node_id, now_());
@@ -247,6 +250,12 @@ Result<NodeService::HeartbeatReads> NodeService::Read(UnitOfWork& uow, int64_t n
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   EMBODY_ASSIGN_OR_RETURN(jobs, uow.jobs().GetMany(ids, false));
   for (JobRecord& j : jobs) r.jobs.emplace(j.id, std::move(j));
+  if (!req.finished.empty()) {
+    std::vector<int64_t> finished;
+    for (const api::FinishedJob& f : req.finished) finished.push_back(f.job_id);
+    EMBODY_ASSIGN_OR_RETURN(sent, uow.events().LatestOfJobs(finished, kLaunchSentEvent));
+    r.launches_sent = std::move(sent);
+  }
   if (!reporting.empty()) {
     std::sort(reporting.begin(), reporting.end());
     reporting.erase(std::unique(reporting.begin(), reporting.end()), reporting.end());
@@ -373,7 +382,7 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
       }
       continue;
     }
-    if (e.type == PlanWatch::kDeviationEvent) {
+    if (e.type == PlanWatch::kDeviationEvent || IsLaunchPhaseEvent(e.type)) {
       // The server's own verdict (plan_watch.h): a job cannot write it.
       ++(*dropped)["reserved_type"];
       continue;
@@ -557,7 +566,16 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       continue;
     }
     job->exit_code = f.exit_code;
+    // Where this attempt's launch spent its time, kept with the end that closes it.
+    auto sent = r.launches_sent.find(f.job_id);
+    LaunchPhases phases = PhasesAtEnd(
+        *job, sent == r.launches_sent.end() ? std::nullopt : std::optional(sent->second), f, now);
+    if (phases.node.empty()) phases.node = node_name;
     EMBODY_RETURN_IF_ERROR(Transition(uow, *job, to, reason, actor, now));
+    EMBODY_ASSIGN_OR_RETURN(
+        phases_id, uow.events().Append(f.job_id, now, kLaunchPhasesEvent, ToStoredJson(phases)));
+    (void)phases_id;
+    r.ended.push_back(std::move(phases));
     r.live.erase(f.job_id);  // released or forgotten: no command for it below
   }
   return Status::Ok();
@@ -570,6 +588,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
                                                      uint64_t* lost) {
   api::HeartbeatResponse reply;
   std::vector<int64_t> sent;  // launches this reply carries
+  std::vector<EventRecord> first_sent;  // ... handed out for the first time (launch_phases.h)
   for (const AllocationRecord& a : r.mine) {
     auto it = r.jobs.find(a.job_id);
     if (it == r.jobs.end()) continue;
@@ -614,6 +633,9 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
       sent.push_back(a.job_id);
+      if (a.launch_sends == 0) {
+        first_sent.push_back({0, a.job_id, now, kLaunchSentEvent, LaunchSentData(*job, node_name)});
+      }
       reply.commands.push_back(std::move(c));
     } else if (!a.is_head && !a.job_token.empty() &&
                (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
@@ -685,6 +707,7 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
     reply.commands.push_back(std::move(c));
   }
   EMBODY_RETURN_IF_ERROR(uow.allocations().CountLaunchesSent(sent, node_id));
+  if (!first_sent.empty()) EMBODY_RETURN_IF_ERROR(uow.events().AppendMany(first_sent));
   return reply;
 }
 

@@ -26,6 +26,7 @@
 
 #include "api/agent_protocol.h"
 #include "controlplane/service/jobs_service.h"
+#include "controlplane/service/launch_phases.h"
 #include "controlplane/service/log_files.h"
 #include "controlplane/service/node_heard.h"
 #include "controlplane/service/node_waiters.h"
@@ -72,6 +73,11 @@ class NodeService {
   std::map<std::string, uint64_t> EventsDropped() const;
   // Launches requeued because their head never acknowledged them (kLaunchSendsBeforeLost).
   uint64_t LaunchesLost() const;
+  // Called, after its heartbeat committed, with the record of each attempt whose end it stored
+  // (launch_phases.h; the server's embody_job_launch_phase_seconds). Set before serving.
+  void SetLaunchPhasesObserver(std::function<void(const LaunchPhases&)> fn) {
+    on_launch_phases_ = std::move(fn);
+  }
 
   // A launch handed out in this many heartbeat replies and never acknowledged was lost by its
   // node: the job goes back to the queue as after a node loss.
@@ -91,6 +97,10 @@ class NodeService {
     std::map<int64_t, std::vector<AllocationRecord>> placements;
     // Live allocations of the jobs this heartbeat changes, read after they were locked.
     std::map<int64_t, std::vector<AllocationRecord>> live;
+    // The latest launch_sent event of each job reported finished (launch_phases.h).
+    std::map<int64_t, EventRecord> launches_sent;
+    // The launch records of the ends this heartbeat stores, observed once it committed.
+    std::vector<LaunchPhases> ended;
   };
 
   Result<HeartbeatReads> Read(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
@@ -126,6 +136,7 @@ class NodeService {
   NodeWaiters* waiters_ = nullptr;
   NodeHeard* heard_ = nullptr;
   PlanWatch* plan_watch_ = nullptr;
+  std::function<void(const LaunchPhases&)> on_launch_phases_;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;

@@ -12,6 +12,7 @@
 
 #include "api/job_event_check.h"
 #include "common/crypto.h"
+#include "common/time_util.h"
 
 #include "controlplane/testing/memory_service_fixture.h"
 
@@ -158,6 +159,81 @@ TEST_F(NodeServiceTest, AnEarlierAttemptOnTheNodeTheJobIsPlacedOnAgainIsStoppedA
   second.finished = {done};
   ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, second).ok());
   EXPECT_EQ(JobRow(job).state, JobState::kSucceeded);
+}
+
+// Where a launch's time went: the server's own moments (placed, handed out, exit stored) and the
+// head agent's durations since it got the launch, as consecutive phases that add up to the time
+// from submission to the stored end, without comparing the agent's clock with the server's. A
+// job cannot write these records itself.
+TEST_F(NodeServiceTest, AFinishedJobKeepsWhereItsLaunchSpentItsTime) {
+  std::vector<LaunchPhases> observed;
+  nodes_->SetLaunchPhasesObserver([&](const LaunchPhases& p) { observed.push_back(p); });
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t t0 = now_.load();
+  const int64_t job = PlacedJob(member_, n1);
+  {
+    auto uow = Begin();
+    JobRecord j = **uow->jobs().Get(job, std::nullopt, true);
+    j.updated_ms = t0 + 40;  // placed 40 ms after its submission (the SCHEDULED transition)
+    ASSERT_TRUE(uow->jobs().Update(j).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto jobs = Jobs();
+  auto view = [&] { return ToJson(*jobs.Get(member_, job))["launch_phases"]; };
+  EXPECT_TRUE(view().is_null());  // never handed out: nothing to say yet
+  now_ = t0 + 140;
+  auto reply = nodes_->Heartbeat(cred1, n1, {});
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  ASSERT_EQ(reply->commands.size(), 1u);
+  now_ = t0 + 190;  // a repeat, not acknowledged yet, is not another hand-out
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, {}).ok());
+  EXPECT_EQ(EventsOf(job, kLaunchSentEvent).size(), 1u);
+  now_ = t0 + 210;
+  api::HeartbeatRequest running;
+  running.running = {job};
+  running.has_launched = true;
+  running.launched = {{job, 0}};
+  // The job's own event of a reserved type is dropped.
+  running.events.push_back({job, 0, kLaunchPhasesEvent, {{"attempt", 0}}});
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, running).ok());
+  EXPECT_TRUE(EventsOf(job, kLaunchPhasesEvent).empty());
+  nlohmann::json partial = view();
+  EXPECT_EQ(partial["node"], "n1");
+  EXPECT_EQ(partial["running_at"], common::FormatTimeMillis(t0 + 210));
+  EXPECT_TRUE(partial["exit_stored_at"].is_null());
+  EXPECT_EQ(partial["phases"], nlohmann::json::parse(
+                                   R"([{"phase":"queued","ms":40},{"phase":"dispatch","ms":100}])"));
+
+  now_ = t0 + 710;
+  api::HeartbeatRequest ended;
+  ended.has_launched = true;
+  ended.launched = {{job, 0}};
+  api::FinishedJob f{job, 0, "exited with code 0"};
+  f.attempt = 0;
+  f.killed = false;
+  f.timings = {10, 25, 400, 410, 415};  // the agent's milliseconds since it got the launch
+  ended.finished = {f};
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, ended).ok());
+  EXPECT_EQ(JobRow(job).state, JobState::kSucceeded);
+  nlohmann::json p = view();
+  EXPECT_EQ(p["attempt"], 0);
+  EXPECT_EQ(p["placed_at"], common::FormatTimeMillis(t0 + 40));
+  EXPECT_EQ(p["launch_sent_at"], common::FormatTimeMillis(t0 + 140));
+  EXPECT_EQ(p["exit_stored_at"], common::FormatTimeMillis(t0 + 710));
+  EXPECT_EQ(p["agent_ms"]["exited"], 400);
+  // transit: 710 - 140 on the server's clock, less the 415 the node accounts for.
+  EXPECT_EQ(p["phases"], nlohmann::json::parse(R"([
+      {"phase":"queued","ms":40}, {"phase":"dispatch","ms":100}, {"phase":"sandbox","ms":10},
+      {"phase":"spawn","ms":15}, {"phase":"run","ms":375}, {"phase":"cleanup","ms":10},
+      {"phase":"report","ms":5}, {"phase":"transit","ms":155}])"));
+  EXPECT_EQ(p["total_ms"], 710);
+  ASSERT_EQ(observed.size(), 1u);
+  EXPECT_EQ(PhaseDurations(observed[0]).size(), 8u);
+  // The end is reported again (the reply was lost): nothing is recorded twice.
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, ended).ok());
+  EXPECT_EQ(EventsOf(job, kLaunchPhasesEvent).size(), 1u);
+  EXPECT_EQ(observed.size(), 1u);
 }
 
 TEST_F(NodeServiceTest, AHeartbeatActsForItsOwnNodeOnly) {

@@ -138,9 +138,20 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
                   : Accrue(fair_share, holdings, now, opts_.schedule.fair_share_half_life_seconds,
                            0, opts_.accrue_max_gap_ms)
                         .state;
-  ScheduleDecision d =
-      Schedule(BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, fresh.usage)),
-               opts_.schedule);
+  const ClusterSnapshot snapshot =
+      BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, fresh.usage));
+  if (forecast_hook_) {
+    // Jobs submitted since the last cycle, forecast from the snapshot this cycle decides on.
+    std::vector<int64_t> fresh_ids;
+    for (const auto& [id, job] : pending) {
+      if (id > forecast_seen_id_) fresh_ids.push_back(id);
+    }
+    if (!fresh_ids.empty()) {
+      forecast_seen_id_ = fresh_ids.back();
+      forecast_hook_(snapshot, jobs, std::move(fresh_ids));
+    }
+  }
+  ScheduleDecision d = Schedule(snapshot, opts_.schedule);
   for (const Placement& p : d.placements) {
     // One token for the attempt, on every node of it: the head hands it to the job, the others
     // check the job's daemon requests against it (docs/multinode.md).

@@ -95,6 +95,12 @@ class SchedulerLoop {
   void WakeForCapacity();
   // Heartbeats this server received, committed or not (node_heard.h); null: the database only.
   void SetHeard(const NodeHeard* heard) { heard_ = heard; }
+  // Called in a cycle, before its decision, with the snapshot it decides on, the jobs it was
+  // built from and the pending jobs submitted since the hook was last called (ids ascending;
+  // all pending jobs in the first cycle): forecast_service.h records their forecasts.
+  using ForecastHook = std::function<void(const ClusterSnapshot&, const std::vector<JobRecord>&,
+                                          std::vector<int64_t>)>;
+  void SetForecastHook(ForecastHook hook) { forecast_hook_ = std::move(hook); }
 
  private:
   // A unit of work holding the cycle's leadership epoch, if it has one.
@@ -112,6 +118,8 @@ class SchedulerLoop {
   std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
   const NodeHeard* heard_ = nullptr;
+  ForecastHook forecast_hook_;
+  int64_t forecast_seen_id_ = 0;  // the highest pending job id handed to the hook
   // Since when this server can have heard every node: its start. A node is lost only after 3
   // silent intervals within that time, so agents reconnecting to a restarted server are not held
   // DOWN for the server's own absence. (Replicas record heartbeats in the database, whichever

@@ -449,6 +449,7 @@ class FairShareStore;   // fair_share_store.h
 class CheckpointIndex;  // checkpoint_index.h
 class DatasetStore;     // dataset_store.h
 class LeaderFence;      // leader_fence.h
+class ForecastStore;    // forecast_store.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -465,6 +466,7 @@ class UnitOfWork {
   virtual CheckpointIndex& checkpoints() = 0;
   virtual DatasetStore& datasets() = 0;
   virtual LeaderFence& leader() = 0;
+  virtual ForecastStore& forecasts() = 0;
   virtual Status Commit() = 0;
 };
 

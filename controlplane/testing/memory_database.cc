@@ -80,6 +80,7 @@ void MemoryTables::ShareAll() {
   datasets.Share();
   job_datasets.Share();
   leader_epoch.Share();
+  forecasts.Share();
 }
 
 Status MemoryTx::Usable() const {
@@ -139,7 +140,8 @@ class MemoryUnitOfWork : public service::UnitOfWork {
         fair_share_(tx_),
         checkpoints_(tx_),
         datasets_(tx_),
-        leader_(tx_) {}
+        leader_(tx_),
+        forecasts_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 
   service::JobStore& jobs() override { return jobs_; }
@@ -153,6 +155,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   service::CheckpointIndex& checkpoints() override { return checkpoints_; }
   service::DatasetStore& datasets() override { return datasets_; }
   service::LeaderFence& leader() override { return leader_; }
+  service::ForecastStore& forecasts() override { return forecasts_; }
 
   Status Commit() override {
     if (tx_.ended) return common::Internal("memory database: the unit of work has ended");
@@ -190,6 +193,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   MemoryCheckpointIndex checkpoints_;
   MemoryDatasetStore datasets_;
   MemoryLeaderFence leader_;
+  MemoryForecastStore forecasts_;
 };
 
 MemoryDatabase::MemoryDatabase()

@@ -18,6 +18,7 @@
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/forecast_store.h"
 #include "controlplane/service/leader_fence.h"
 #include "controlplane/service/store.h"
 
@@ -94,6 +95,7 @@ struct MemoryTables {
   CowTable<std::map<int64_t, service::DatasetRecord>> datasets;  // `tenant` is filled on reads
   CowTable<std::set<std::pair<int64_t, int64_t>>> job_datasets;  // (job, dataset)
   CowTable<int64_t> leader_epoch;                                // scheduler_leader.epoch
+  CowTable<std::map<int64_t, service::ForecastRecord>> forecasts;  // by job
 
   void ShareAll();
 };
@@ -313,6 +315,19 @@ class MemoryLeaderFence : public service::LeaderFence {
   explicit MemoryLeaderFence(MemoryTx& tx) : tx_(tx) {}
   common::Result<int64_t> Advance(const std::string& holder) override;
   common::Status Hold(int64_t epoch) override;
+
+ private:
+  MemoryTx& tx_;
+};
+
+class MemoryForecastStore : public service::ForecastStore {
+ public:
+  explicit MemoryForecastStore(MemoryTx& tx) : tx_(tx) {}
+  common::Status Put(const std::vector<service::ForecastRecord>& rows) override;
+  common::Result<std::map<int64_t, service::ForecastRecord>> ForJobs(
+      const std::vector<int64_t>& job_ids) override;
+  common::Result<std::vector<service::ForecastOutcome>> Due(int limit) override;
+  common::Status Judge(const std::vector<service::ForecastRecord>& rows) override;
 
  private:
   MemoryTx& tx_;

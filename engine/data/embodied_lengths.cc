@@ -1,5 +1,7 @@
 #include "engine/data/embodied_lengths.h"
 
+#include "common/hash.h"
+
 namespace engine::data {
 
 int EmbodiedLengthConfig::MaxTokens() const {
@@ -24,12 +26,7 @@ double EmbodiedLengthConfig::MeanTokens() const {
 EmbodiedLengthSampler::EmbodiedLengthSampler(uint64_t seed, EmbodiedLengthConfig config)
     : state_(seed), config_(config) {}
 
-uint64_t EmbodiedLengthSampler::NextBits() {
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+uint64_t EmbodiedLengthSampler::NextBits() { return common::SplitMix64Next(state_); }
 
 int EmbodiedLengthSampler::UniformInt(int lo, int hi) {
   // Multiply-shift on the top 32 bits: bias below 2^-32 per draw for these tiny ranges.

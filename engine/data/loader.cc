@@ -2,19 +2,12 @@
 
 #include <string>
 
+#include "common/hash.h"
+
 namespace engine::data {
-namespace {
-
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 uint64_t SampleSeed(uint64_t seed, uint64_t index) {
-  return Mix(Mix(seed + 0x9E3779B97F4A7C15ull) ^ (index + 0x632BE59BD9B4E019ull));
+  return common::SplitMix64Mix(common::SplitMix64(seed) ^ (index + 0x632BE59BD9B4E019ull));
 }
 
 void RankSlice(uint64_t first, int64_t count, int rank, int world, uint64_t* begin, uint64_t* end) {

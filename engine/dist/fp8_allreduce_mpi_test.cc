@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
 #include "engine/checkpoint.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/dist/mpi_communicator.h"
@@ -69,9 +70,7 @@ std::vector<float> BlockScales(const std::vector<float>& v, Format f) {
 }
 
 uint64_t HashOnRank(const std::vector<float>& v, uint64_t* min_over_ranks) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  uint64_t h = common::Fnv1a64Bytes(v.data(), v.size() * sizeof(float));
   uint64_t hmax = 0;
   MPI_Allreduce(&h, min_over_ranks, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);

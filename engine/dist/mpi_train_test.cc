@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/hash.h"
 #include "engine/dist/mpi_communicator.h"
 #include "engine/trainer.h"
 
@@ -17,13 +18,7 @@ namespace engine {
 namespace {
 
 uint64_t Fnv1a(const std::vector<float>& v) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(float); ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+  return common::Fnv1a64Bytes(v.data(), v.size() * sizeof(float));
 }
 
 TEST(MpiCommunicatorTest, AllreduceMean) {

@@ -1,11 +1,11 @@
-// Flow-matching training targets (GR00T N1.5 / π0 convention as in docs/DESIGN.md §5):
+// Flow-matching training targets (GR00T N1.5 / π0 convention; docs/design.md, "The engine"):
 // t = 0 is pure noise and t = 1 the data, x_t = (1 − t)·noise + t·a, and the model regresses the
 // constant velocity a − noise. Inference integrates dx/dt = v(x, t) from t = 0 to 1
 // (PolicyTransformer::SampleActions).
 //
 // Training times follow GR00T N1.5: X ~ Beta(1.5, 1), t = (0.999 − X) / 0.999, which puts more
 // weight on noisy inputs (E[t] ≈ 0.40; t is clamped at 0 for X > 0.999). Beta(α, 1) has CDF x^α, so
-// X = U^(1/α): one uniform draw, bitwise reproducible through engine::Rng.
+// X = U^(1/α): one uniform draw, bitwise reproducible through common::Rng.
 #pragma once
 
 #include <algorithm>

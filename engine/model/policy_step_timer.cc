@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parse_int.h"
 #include "common/time_util.h"
 #include "engine/data/embodied_lengths.h"
 #include "engine/data/packing.h"
@@ -177,33 +178,35 @@ int Run(const Args& a) {
 
 int main(int argc, char** argv) {
   engine::Args a;
+  const std::pair<const char*, int*> sizes[] = {{"--rows", &a.rows},     {"--tokens", &a.tokens},
+                                                {"--reps", &a.reps},     {"--d_model", &a.d_model},
+                                                {"--layers", &a.layers}, {"--heads", &a.heads},
+                                                {"--mlp", &a.mlp}};
   for (int i = 1; i < argc; ++i) {
     std::string f = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
-    if (f == "--rows")
-      a.rows = next();
-    else if (f == "--tokens")
-      a.tokens = next();
-    else if (f == "--reps")
-      a.reps = next();
-    else if (f == "--d_model")
-      a.d_model = next();
-    else if (f == "--layers")
-      a.layers = next();
-    else if (f == "--heads")
-      a.heads = next();
-    else if (f == "--mlp")
-      a.mlp = next();
-    else if (f == "--padded")
+    int* size = nullptr;
+    for (const auto& [flag, field] : sizes) {
+      if (f == flag) size = field;
+    }
+    if (size != nullptr) {
+      // A size is a positive integer: a missing or malformed one is a usage error, not a 0.
+      auto v = common::ParseInt(i + 1 < argc ? argv[++i] : "", 1, 1 << 24, f);
+      if (!v.ok()) {
+        std::fprintf(stderr, "policy_step_timer: %s %s\n", f.c_str(), v.status().message().c_str());
+        return 2;
+      }
+      *size = *v;
+    } else if (f == "--padded")
       a.padded = true;
     else if (f == "--no-ceiling")
       a.ceiling = false;
     else if (f == "--bf16")
       a.bf16 = true;
     else {
-      std::fprintf(stderr,
-                   "usage: policy_step_timer [--rows N] [--tokens T] [--reps R] "
-                   "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded] [--no-ceiling] [--bf16]\n");
+      std::fprintf(
+          stderr,
+          "usage: policy_step_timer [--rows N] [--tokens T] [--reps R] "
+          "[--d_model C] [--layers L] [--heads H] [--mlp M] [--padded] [--no-ceiling] [--bf16]\n");
       return 2;
     }
   }

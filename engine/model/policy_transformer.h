@@ -1,4 +1,4 @@
-// PolicyTransformer: the embodied policy of docs/DESIGN.md §5, a pre-norm transformer over one
+// PolicyTransformer: the embodied policy of docs/design.md, a pre-norm transformer over one
 // token sequence per sample (language, image patches, proprio state, action chunk) with a
 // flow-matching action head (GR00T N1.5 / π0 style).
 //

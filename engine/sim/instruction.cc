@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "common/parse_int.h"
+
 namespace engine::sim {
 namespace {
 
@@ -50,9 +52,9 @@ common::Result<std::vector<int32_t>> Tokenize(const std::string& text) {
     if (id < 0 && word.size() >= 2 && word.size() <= 3 &&
         (word[0] == 'x' || word[0] == 'y' || word[0] == 'z') &&
         std::all_of(word.begin() + 1, word.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      const int bin = std::stoi(word.substr(1));
+      const auto bin = common::ParseInt(std::string_view(word).substr(1), 0, kCoordinateBins - 1);
       const int axis = word[0] - 'x';
-      if (bin < kCoordinateBins) id = kNumWords + axis * kCoordinateBins + bin;
+      if (bin.ok()) id = kNumWords + axis * kCoordinateBins + *bin;
     }
     if (id < 0) return common::InvalidArgument("\"" + word + "\" is not in the task vocabulary");
     ids.push_back(id);

@@ -4,24 +4,21 @@
 #include <cmath>
 #include <vector>
 
+#include "common/hash.h"
 #include "storage/hdf5_importer.h"
 #include "storage/testing/robomimic_file.h"
 
 namespace engine::testing {
 namespace {
 
-using storage::testing::Hdf5Writer;
+using common::SplitMix64;
 
-uint64_t Mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+using storage::testing::Hdf5Writer;
 
 // Uniform in [-1, 1) from (seed, a, b).
 double Uniform(uint64_t seed, uint64_t a, uint64_t b) {
-  return static_cast<double>(Mix(Mix(seed ^ (a << 20)) ^ b) >> 11) * 0x1.0p-53 * 2 - 1;
+  const uint64_t bits = SplitMix64(SplitMix64(seed ^ (a << 20)) ^ b);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53 * 2 - 1;
 }
 
 }  // namespace

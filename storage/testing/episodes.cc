@@ -4,16 +4,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/hash.h"
+
 namespace storage::testing {
 
 namespace {
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
+using common::SplitMix64;
 template <typename T>
 Array Make(const std::string& name, DType dtype, std::vector<int64_t> shape, int64_t frames,
            uint64_t seed) {
@@ -24,7 +21,7 @@ Array Make(const std::string& name, DType dtype, std::vector<int64_t> shape, int
   a.data.resize(static_cast<size_t>(n) * sizeof(T));
   T* v = reinterpret_cast<T*>(a.data.data());
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t r = Mix(seed ^ static_cast<uint64_t>(i) * 0x100000001B3ull);
+    uint64_t r = SplitMix64(seed ^ static_cast<uint64_t>(i) * 0x100000001B3ull);
     if constexpr (std::is_floating_point_v<T>) {
       v[i] = static_cast<T>(static_cast<double>(r >> 11) * 0x1.0p-53 * 4 - 2);
     } else {
@@ -37,10 +34,11 @@ Array Make(const std::string& name, DType dtype, std::vector<int64_t> shape, int
 
 Episode MakeEpisode(uint64_t seed, int64_t frames, const std::string& demo_name) {
   Episode e;
-  e.arrays.push_back(Make<float>("actions", DType::kF32, {7}, frames, Mix(seed * 4 + 0)));
-  e.arrays.push_back(Make<uint8_t>("obs/image", DType::kU8, {8, 8, 3}, frames, Mix(seed * 4 + 1)));
-  e.arrays.push_back(Make<double>("obs/state", DType::kF64, {4}, frames, Mix(seed * 4 + 2)));
-  e.arrays.push_back(Make<float>("rewards", DType::kF32, {}, frames, Mix(seed * 4 + 3)));
+  e.arrays.push_back(Make<float>("actions", DType::kF32, {7}, frames, SplitMix64(seed * 4 + 0)));
+  e.arrays.push_back(
+      Make<uint8_t>("obs/image", DType::kU8, {8, 8, 3}, frames, SplitMix64(seed * 4 + 1)));
+  e.arrays.push_back(Make<double>("obs/state", DType::kF64, {4}, frames, SplitMix64(seed * 4 + 2)));
+  e.arrays.push_back(Make<float>("rewards", DType::kF32, {}, frames, SplitMix64(seed * 4 + 3)));
   if (!demo_name.empty()) e.attributes.emplace_back(kAttrDemoName, demo_name);
   e.attributes.emplace_back(kAttrLanguage, "pick up the red block");
   return e;

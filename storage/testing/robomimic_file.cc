@@ -8,9 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/hash.h"
+
 namespace storage::testing {
 
 namespace {
+
+using common::SplitMix64;
 
 hid_t FileType(Hdf5Writer::Type t) {
   switch (t) {
@@ -48,13 +52,6 @@ H5Handle IntermediateGroups() {
   H5Handle lcpl(H5Pcreate(H5P_LINK_CREATE));
   H5Pset_create_intermediate_group(lcpl.get(), 1);
   return lcpl;
-}
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -188,7 +185,7 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
   for (size_t d = 0; d < names.size(); ++d) {
     const std::string g = "data/" + names[d];
     const int64_t T = d < spec.frames_per_demo.size() ? spec.frames_per_demo[d] : spec.frames;
-    const uint64_t salt = Mix(spec.seed * 1000003 + d);
+    const uint64_t salt = SplitMix64(spec.seed * 1000003 + d);
     Episode ep;
     auto add = [&](const std::string& key, Type type, std::vector<int64_t> dims, DType dtype,
                    const void* data, size_t bytes) -> common::Status {
@@ -205,7 +202,7 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
     auto floats = [&](int64_t n, uint64_t k) {
       std::vector<double> v(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
-        v[i] = static_cast<double>(Mix(salt ^ (k << 40) ^ static_cast<uint64_t>(i)) >> 11) *
+        v[i] = static_cast<double>(SplitMix64(salt ^ (k << 40) ^ static_cast<uint64_t>(i)) >> 11) *
                    0x1.0p-53 * 2 -
                1;
       }
@@ -242,7 +239,7 @@ common::Result<std::vector<Episode>> WriteRobomimicFile(const std::string& path,
       std::vector<uint8_t> img(static_cast<size_t>(T * S * S * 3));
       uint64_t x = salt ^ (uint64_t{10 + static_cast<uint64_t>(c)} << 40);
       for (size_t i = 0; i < img.size(); i += 8) {
-        uint64_t r = Mix(x + i);
+        uint64_t r = SplitMix64(x + i);
         std::memcpy(&img[i], &r, std::min<size_t>(8, img.size() - i));
       }
       EMBODY_RETURN_IF_ERROR(

@@ -17,21 +17,18 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include "common/hash.h"
+
 namespace storage::testing {
 
 namespace {
+
+using common::SplitMix64;
 
 std::string AvError(int err) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(err, buf, sizeof(buf));
   return buf;
-}
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
 }
 
 struct OutputCloser {
@@ -149,7 +146,7 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
 
 std::vector<uint8_t> BlockFrames(uint64_t seed, int64_t frames, int height, int width) {
   std::vector<uint8_t> out(static_cast<size_t>(frames) * height * width * 3);
-  uint64_t base = Mix(seed) % 997;
+  uint64_t base = SplitMix64(seed) % 997;
   for (int64_t f = 0; f < frames; ++f) {
     for (int y = 0; y < height; ++y) {
       for (int x = 0; x < width; ++x) {
@@ -212,7 +209,7 @@ common::Result<std::vector<Episode>> WriteVideoEpisodes(const std::string& dir,
       for (int64_t t = 0; t < len; ++t) {
         nlohmann::json row = nlohmann::json::array();
         for (int i = 0; i < dim; ++i) {
-          uint64_t r = Mix(spec.seed * 1000003 + e * 7919 + salt * 104729 + t * 131 + i);
+          uint64_t r = SplitMix64(spec.seed * 1000003 + e * 7919 + salt * 104729 + t * 131 + i);
           // Multiples of 2^-20 in [-2, 2): exact in f32 and in the JSON text.
           float x = static_cast<float>(static_cast<double>(r >> 42) * 0x1.0p-20 - 2.0);
           v[t * dim + i] = x;

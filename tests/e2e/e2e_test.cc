@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time_util.h"
 #include "engine/testing/reach_hdf5.h"
 #include "storage/manifest.h"
 #include "storage/testing/episodes.h"
@@ -344,6 +345,38 @@ TEST_F(EndToEndTest, CommandJobExitCodeIsRecorded) {
   EXPECT_EQ(job["exit_code"], 3) << job.dump(2);
   HttpResult logs = stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=0");
   EXPECT_NE(logs.text.find("failing on purpose"), std::string::npos) << logs.text;
+
+  // Where its launch spent its time: every phase, in order, none negative (transit, across two
+  // clocks, within their rounding), adding up to submission -> exit stored.
+  const json lp = stack_->Get("/v1/jobs/" + std::to_string(id)).body["launch_phases"];
+  ASSERT_TRUE(lp.is_object()) << job.dump(2);
+  std::vector<std::string> names;
+  int64_t sum = 0;
+  for (const json& p : lp["phases"]) {
+    names.push_back(p["phase"].get<std::string>());
+    EXPECT_GE(p["ms"].get<int64_t>(), names.back() == "transit" ? -2 : 0) << lp.dump(2);
+    sum += p["ms"].get<int64_t>();
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"queued", "dispatch", "sandbox", "spawn", "run",
+                                             "cleanup", "report", "transit"}))
+      << lp.dump(2);
+  EXPECT_EQ(sum, lp["total_ms"].get<int64_t>()) << lp.dump(2);
+  EXPECT_EQ(lp["total_ms"].get<int64_t>(),
+            common::ParseUtcTime(job["finished_at"].get<std::string>()).value_or(0) -
+                common::ParseUtcTime(job["created_at"].get<std::string>()).value_or(0))
+      << lp.dump(2);
+  int64_t last = 0;
+  for (const char* a : {"sandbox_prepared", "process_started", "exited", "slot_freed", "reported"}) {
+    ASSERT_TRUE(lp["agent_ms"].contains(a)) << lp.dump(2);
+    EXPECT_GE(lp["agent_ms"][a].get<int64_t>(), last) << a << ": " << lp.dump(2);
+    last = lp["agent_ms"][a].get<int64_t>();
+  }
+  EXPECT_LE(lp["placed_at"].get<std::string>(), lp["launch_sent_at"].get<std::string>());
+  EXPECT_LE(lp["launch_sent_at"].get<std::string>(), lp["exit_stored_at"].get<std::string>());
+  HttpResult metrics = stack_->Get("/metrics");
+  EXPECT_NE(metrics.text.find(R"(embody_job_launch_phase_seconds_count{phase="sandbox"})"),
+            std::string::npos)
+      << metrics.text;
 }
 
 TEST_F(EndToEndTest, JobThatCanNeverFitIsRefusedWithWhatIsShort) {

@@ -1,0 +1,254 @@
+// The forward run of the scheduler (forecast.h).
+#include "controlplane/service/forecast.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "common/time_util.h"
+#include "controlplane/service/slot_timeline.h"
+
+namespace controlplane::service {
+
+namespace {
+
+constexpr int64_t kNever = SlotTimeline::kForever;
+constexpr size_t kMaxReservationsNamed = 3;
+
+int64_t LimitEnd(int64_t start_ms, int64_t limit_seconds) {
+  return limit_seconds > 0 ? start_ms + limit_seconds * 1000 : kNever;
+}
+
+// The cluster as the run has moved it: the snapshot, with an expected end per running job.
+class ForwardRun {
+ public:
+  ForwardRun(const ClusterSnapshot& in, const ForecastTimes& times, const ForecastOptions& opt)
+      : s_(in), times_(times), opt_(opt) {
+    for (size_t i = 0; i < s_.nodes.size(); ++i) node_index_[s_.nodes[i].id] = i;
+    for (size_t i = 0; i < s_.tenants.size(); ++i) tenant_index_[s_.tenants[i].id] = i;
+    const int64_t gone = s_.now_ms + std::max<int64_t>(opt.schedule.preempt_grace_ms, 1);
+    for (const RunningJob& r : s_.running) {
+      auto known = times_.running_end_ms.find(r.job_id);
+      int64_t end = known != times_.running_end_ms.end()
+                        ? std::min(known->second, LimitEnd(r.start_ms, r.time_limit_seconds))
+                        : LimitEnd(r.start_ms, r.time_limit_seconds);
+      if (r.preempting) end = std::min(end, gone);
+      ends_.push_back(Clamp(end));
+    }
+  }
+
+  const ClusterSnapshot& snapshot() const { return s_; }
+  int64_t now() const { return s_.now_ms; }
+
+  // Starts what `d` placed now and lets its victims go.
+  void Apply(const ScheduleDecision& d) {
+    if (d.placements.empty() && d.preemptions.empty()) return;
+    std::unordered_map<int64_t, const PendingJob*> pending;
+    for (const PendingJob& p : s_.pending) pending[p.job_id] = &p;
+    std::unordered_set<int64_t> placed;
+    std::vector<RunningJob> started;
+    std::vector<int64_t> started_ends;
+    for (const Placement& pl : d.placements) {
+      const PendingJob& p = *pending.at(pl.job_id);
+      RunningJob r{p.job_id, p.tenant_id, p.priority, s_.now_ms, p.time_limit_seconds,
+                   pl.slot_type, pl.nodes, false};
+      Hold(r, +1);
+      auto run = times_.run_ms.find(p.job_id);
+      int64_t end = LimitEnd(s_.now_ms, p.time_limit_seconds);
+      if (run != times_.run_ms.end()) end = std::min(end, s_.now_ms + run->second);
+      started.push_back(std::move(r));
+      started_ends.push_back(Clamp(end));
+      placed.insert(p.job_id);
+    }
+    const int64_t gone = s_.now_ms + std::max<int64_t>(opt_.schedule.preempt_grace_ms, 1);
+    for (const Preemption& pre : d.preemptions) {
+      for (int64_t victim : pre.victims) {
+        for (size_t i = 0; i < s_.running.size(); ++i) {
+          if (s_.running[i].job_id != victim) continue;
+          s_.running[i].preempting = true;
+          ends_[i] = std::min(ends_[i], gone);
+        }
+      }
+    }
+    std::erase_if(s_.pending, [&](const PendingJob& p) { return placed.count(p.job_id) > 0; });
+    for (size_t i = 0; i < started.size(); ++i) {
+      s_.running.push_back(std::move(started[i]));
+      ends_.push_back(started_ends[i]);
+    }
+  }
+
+  // Jumps to the next expected end and frees what ends then; false when nothing is expected to
+  // end. `ended` gets the jobs that did.
+  bool Advance(std::vector<int64_t>* ended) {
+    int64_t next = kNever;
+    for (int64_t e : ends_) next = std::min(next, e);
+    if (next == kNever) return false;
+    s_.now_ms = next;
+    ended->clear();
+    size_t kept = 0;
+    for (size_t i = 0; i < s_.running.size(); ++i) {
+      if (ends_[i] <= next) {
+        Hold(s_.running[i], -1);
+        ended->push_back(s_.running[i].job_id);
+        continue;
+      }
+      if (kept != i) {
+        s_.running[kept] = std::move(s_.running[i]);
+        ends_[kept] = ends_[i];
+      }
+      ++kept;
+    }
+    s_.running.resize(kept);
+    ends_.resize(kept);
+    return true;
+  }
+
+  // The expected end of a job the run has started, if it is still running.
+  std::optional<int64_t> EndOf(int64_t job_id) const {
+    for (size_t i = 0; i < s_.running.size(); ++i) {
+      if (s_.running[i].job_id == job_id) {
+        return ends_[i] == kNever ? std::nullopt : std::optional<int64_t>(ends_[i]);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int64_t Clamp(int64_t end) const { return end == kNever ? kNever : std::max(end, s_.now_ms + 1); }
+
+  // Takes (+1) or gives back (-1) a running job's slots on its nodes and in its tenant's counts.
+  void Hold(const RunningJob& r, int sign) {
+    int64_t slots = 0;
+    for (const NodeShare& n : r.nodes) {
+      slots += n.slots;
+      auto it = node_index_.find(n.node_id);
+      if (it == node_index_.end()) continue;
+      SchedNode& node = s_.nodes[it->second];
+      (r.slot_type == "gpu" ? node.free_gpu : node.free_cpu) -= sign * n.slots;
+    }
+    auto t = tenant_index_.find(r.tenant_id);
+    if (t != tenant_index_.end()) {
+      s_.tenants[t->second].slots_in_use += sign * slots;
+      s_.tenants[t->second].running_jobs += sign;
+    }
+  }
+
+  ClusterSnapshot s_;
+  const ForecastTimes& times_;
+  const ForecastOptions& opt_;
+  std::vector<int64_t> ends_;  // parallel to s_.running; kNever: not expected to end
+  std::unordered_map<int64_t, size_t> node_index_, tenant_index_;
+};
+
+std::string JoinIds(const std::vector<int64_t>& ids, size_t most) {
+  std::string s;
+  for (size_t i = 0; i < ids.size() && i < most; ++i) {
+    s += (s.empty() ? "" : ", ") + std::to_string(ids[i]);
+  }
+  if (ids.size() > most) s += " and " + std::to_string(ids.size() - most) + " more";
+  return s;
+}
+
+// What a job waits on now, read off the first decision.
+void DescribeNow(const ScheduleDecision& d, const ClusterSnapshot& s, JobForecast& f) {
+  auto why = d.waiting.find(f.job_id);
+  if (why == d.waiting.end()) return;
+  f.reason_now = why->second;
+  f.never_fits = f.reason_now.rfind("never fits:", 0) == 0;
+  auto at = std::find(d.order.begin(), d.order.end(), f.job_id);
+  f.jobs_ahead = at - d.order.begin();
+  if (f.never_fits) {
+    f.unknown_reason = f.reason_now;
+    return;
+  }
+  f.waits.push_back(f.reason_now);
+  if (f.jobs_ahead > 0) {
+    f.waits.push_back(std::to_string(f.jobs_ahead) +
+                      " pending jobs go before it (priority, then fair share, then age)");
+  }
+  // Reservations of jobs considered before it hold slots it might have used.
+  std::unordered_set<int64_t> ahead(d.order.begin(), at);
+  std::string slot_type;
+  for (const PendingJob& p : s.pending) {
+    if (p.job_id == f.job_id) slot_type = p.resources.slot_type;
+  }
+  size_t named = 0, more = 0;
+  for (const Reservation& r : d.reservations) {
+    if (r.job_id == f.job_id || !ahead.count(r.job_id)) continue;
+    if (named == kMaxReservationsNamed) {
+      ++more;
+      continue;
+    }
+    ++named;
+    f.waits.push_back("reservation for job " + std::to_string(r.job_id) + " on " +
+                      std::to_string(r.node_ids.size()) + " nodes from " +
+                      common::FormatTimeMillis(r.start_ms));
+  }
+  if (more > 0) f.waits.push_back(std::to_string(more) + " more reservations of jobs ahead");
+}
+
+}  // namespace
+
+std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
+                                              const ForecastTimes& times,
+                                              const std::vector<int64_t>& wanted,
+                                              const ForecastOptions& options) {
+  std::map<int64_t, JobForecast> out;
+  std::unordered_set<int64_t> open;  // wanted, neither started nor given up on
+  for (const PendingJob& p : snapshot.pending) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p.job_id) != wanted.end()) {
+      out[p.job_id].job_id = p.job_id;
+      open.insert(p.job_id);
+    }
+  }
+  ForwardRun run(snapshot, times, options);
+  std::vector<int64_t> ended;
+  int cycles = 0;
+  while (!open.empty()) {
+    if (cycles == options.max_cycles) {
+      for (int64_t id : open) {
+        out[id].unknown_reason = "not started within " + std::to_string(options.max_cycles) +
+                                 " scheduling cycles of the forecast";
+      }
+      break;
+    }
+    const ScheduleDecision d = Schedule(run.snapshot(), options.schedule);
+    std::vector<int64_t> started;
+    for (const Placement& p : d.placements) {
+      if (!open.count(p.job_id)) continue;
+      started.push_back(p.job_id);
+      JobForecast& f = out[p.job_id];
+      f.starts_now = cycles == 0;
+      f.start_ms = run.now();
+      f.slot_type = p.slot_type;
+      f.nodes = p.nodes;
+      if (!ended.empty()) {
+        f.waits.push_back("starts when job" + std::string(ended.size() > 1 ? "s " : " ") +
+                          JoinIds(ended, 3) + " end" + (ended.size() > 1 ? "" : "s") +
+                          " (expected " + common::FormatTimeMillis(run.now()) + ")");
+      }
+      open.erase(p.job_id);
+    }
+    if (cycles == 0) {
+      for (auto& [id, f] : out) {
+        if (!open.count(id)) continue;
+        DescribeNow(d, run.snapshot(), f);
+        if (f.never_fits) open.erase(id);
+      }
+    }
+    ++cycles;
+    run.Apply(d);
+    for (int64_t id : started) out[id].end_ms = run.EndOf(id);
+    if (open.empty()) break;
+    if (!run.Advance(&ended)) {
+      for (int64_t id : open) {
+        out[id].unknown_reason =
+            "no running job is expected to free the slots it needs: the jobs holding them have "
+            "neither a time limit nor a predicted run time";
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace controlplane::service

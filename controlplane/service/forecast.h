@@ -1,0 +1,61 @@
+// Forecasts: when pending jobs are expected to start, found by running the scheduler's own
+// decision (scheduler.h: Schedule) forward in time over a snapshot, not by a second model of it.
+//
+// The run: Schedule() at the snapshot's now; what it places starts then and is expected to end
+// after its expected run time; then time jumps to the next expected end of a running job, that
+// job's slots come back, and Schedule() runs again on the queue that is left, until every job
+// asked about has started, can never fit, or no running job is expected to end. Reservations,
+// backfill, quotas, fair share and preemption are therefore the scheduler's, cycle by cycle.
+//
+// Expected ends: a running job's is given by the caller (the planner's prediction, or its time
+// limit); a job the run places ends after its expected run time (given per job, else its time
+// limit). A job with neither is never expected to end, as in the scheduler's own model.
+// Simplifications, each on the side of fewer events: fair-share usage stays as it is now; a
+// preempted job leaves and is not requeued; nodes neither join nor leave. No I/O, no clock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "controlplane/service/scheduler.h"
+
+namespace controlplane::service {
+
+struct ForecastTimes {
+  // Expected end of running jobs (epoch ms); absent: start + time limit, or never without one.
+  std::unordered_map<int64_t, int64_t> running_end_ms;
+  // Expected run time of pending jobs (ms) once started; absent: the time limit, or never.
+  std::unordered_map<int64_t, int64_t> run_ms;
+};
+
+struct ForecastOptions {
+  ScheduleOptions schedule;
+  int max_cycles = 5000;  // Schedule() calls at most; past them a start is not predicted
+};
+
+struct JobForecast {
+  int64_t job_id = 0;
+  bool starts_now = false;
+  std::optional<int64_t> start_ms;  // nullopt: not predicted (unknown_reason says why)
+  std::optional<int64_t> end_ms;    // start + expected run time; nullopt: not expected to end
+  std::string slot_type;
+  std::vector<NodeShare> nodes;  // where it starts, the head first
+  // The scheduler's reason now ("" when it starts now), and what it waits on, for people.
+  std::string reason_now;
+  std::vector<std::string> waits;
+  int64_t jobs_ahead = 0;  // pending jobs the scheduler considers before it now
+  std::string unknown_reason;
+  bool never_fits = false;
+};
+
+// Forecasts for the pending jobs of `snapshot` named in `wanted` (all of them when empty).
+std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
+                                              const ForecastTimes& times,
+                                              const std::vector<int64_t>& wanted,
+                                              const ForecastOptions& options);
+
+}  // namespace controlplane::service

@@ -1,0 +1,389 @@
+// Dry runs, forecasts of jobs, and the record of submitted jobs' forecasts (forecast_service.h).
+#include "controlplane/service/forecast_service.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "common/log.h"
+#include "common/time_util.h"
+#include "controlplane/service/checkpoints_service.h"
+#include "controlplane/service/dataset_lifecycle.h"
+#include "controlplane/service/evaluations.h"
+#include "controlplane/service/fair_share_store.h"
+#include "controlplane/service/job_fit.h"
+#include "controlplane/service/jobs_service.h"
+#include "controlplane/service/scheduler_snapshot.h"
+#include "controlplane/service/usage_accounting.h"
+
+namespace controlplane::service {
+
+using api::JobState;
+using nlohmann::json;
+
+namespace {
+
+// The id a dry run's job takes in the forward run: above every real one, so among jobs of its
+// priority and tenant submitted in the same millisecond it goes last, as a new job would.
+constexpr int64_t kDryRunId = std::numeric_limits<int64_t>::max();
+constexpr size_t kMaxCachedRunTimes = 200'000;
+// How long a gap in fair-share accrual is counted, as the scheduler loop's default.
+constexpr int64_t kAccrueMaxGapMs = 60'000;
+
+json OptTime(const std::optional<int64_t>& ms) {
+  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+}
+
+json OptNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::optional<int64_t> EndAfter(const std::optional<int64_t>& start, const RunTime& run) {
+  if (!start || !run.seconds) return std::nullopt;
+  return *start + static_cast<int64_t>(*run.seconds * 1000.0);
+}
+
+}  // namespace
+
+json StoredForecastJson(const ForecastRecord& f) {
+  return {{"made_at", common::FormatTimeMillis(f.made_ms)},
+          {"predicted_start", OptTime(f.start_ms)},
+          {"predicted_run_seconds", OptNumber(f.run_seconds)},
+          {"predicted_end", OptTime(f.end_ms)},
+          {"start_error_seconds", OptNumber(f.start_error_seconds)},
+          {"end_error_seconds", OptNumber(f.end_error_seconds)}};
+}
+
+ForecastService::ForecastService(Database& db, api::SpecLimits limits,
+                                 std::function<int64_t()> now, ForecastServiceOptions options,
+                                 const PlanWatch* plan)
+    : db_(db), limits_(limits), now_(std::move(now)), options_(std::move(options)), plan_(plan) {}
+
+ForecastService::~ForecastService() { Stop(); }
+
+RunTime ForecastService::PredictRun(const json& spec, const std::string& kind) const {
+  RunTime run;
+  const int64_t limit = TimeLimitSecondsOf(spec);
+  std::optional<double> planned;
+  if (kind == "train" && plan_) {
+    const api::Resources r = ResourcesOf(spec);
+    const int64_t steps = spec.value("engine", json::object())
+                              .value("optim", json::object())
+                              .value("steps", int64_t{0});
+    const std::optional<double> step = plan_->Predict(spec, r.nodes * r.ranks_per_node);
+    if (step && steps > 0) planned = *step * static_cast<double>(steps);
+  }
+  if (planned && (limit <= 0 || *planned <= static_cast<double>(limit))) {
+    run.seconds = planned;
+    run.source = "planner";
+  } else if (limit > 0) {
+    run.seconds = static_cast<double>(limit);
+    run.source = "time_limit";
+  } else if (kind != "train") {
+    run.reason = "no time limit, and the planner predicts train jobs only";
+  } else if (!plan_) {
+    run.reason = "no time limit, and the server has no cluster description (--plan-cluster)";
+  } else {
+    run.reason =
+        "no time limit, and the planner cannot model this job (a dataset other than sim:reach "
+        "names no sample length)";
+  }
+  return run;
+}
+
+std::optional<double> ForecastService::CachedRunSeconds(const JobRecord& job) {
+  if (job.kind != "train" || !plan_) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> lock(cache_mu_);
+    auto it = run_seconds_.find(job.id);
+    if (it != run_seconds_.end()) return it->second;
+  }
+  RunTime run = PredictRun(job.spec, job.kind);
+  std::optional<double> planned = run.source == "planner" ? run.seconds : std::nullopt;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (run_seconds_.size() >= kMaxCachedRunTimes) run_seconds_.clear();
+  run_seconds_[job.id] = planned;
+  return planned;
+}
+
+ForecastTimes ForecastService::TimesOf(const ClusterSnapshot& snapshot,
+                                       const std::vector<JobRecord>& jobs) {
+  ForecastTimes times;
+  if (!plan_) return times;  // time limits only: the forward run reads them off the snapshot
+  std::unordered_map<int64_t, const JobRecord*> by_id;
+  for (const JobRecord& j : jobs) by_id[j.id] = &j;
+  for (const PendingJob& p : snapshot.pending) {
+    auto j = by_id.find(p.job_id);
+    if (j == by_id.end()) continue;
+    if (auto s = CachedRunSeconds(*j->second)) times.run_ms[p.job_id] = int64_t(*s * 1000.0);
+  }
+  for (const RunningJob& r : snapshot.running) {
+    auto j = by_id.find(r.job_id);
+    if (j == by_id.end()) continue;
+    if (auto s = CachedRunSeconds(*j->second)) {
+      times.running_end_ms[r.job_id] = r.start_ms + int64_t(*s * 1000.0);
+    }
+  }
+  return times;
+}
+
+Result<ClusterSnapshot> ForecastService::Look(UnitOfWork& uow, int64_t now,
+                                              std::vector<JobRecord>* jobs) {
+  EMBODY_ASSIGN_OR_RETURN(pending, uow.jobs().ListInStates({JobState::kPending}, false));
+  EMBODY_ASSIGN_OR_RETURN(holders,
+                          uow.jobs().ListInStates({JobState::kScheduled, JobState::kRunning,
+                                                   JobState::kCancelling, JobState::kRestarting},
+                                                  false));
+  *jobs = std::move(pending);
+  jobs->insert(jobs->end(), std::make_move_iterator(holders.begin()),
+               std::make_move_iterator(holders.end()));
+  EMBODY_ASSIGN_OR_RETURN(allocs, uow.allocations().All());
+  EMBODY_ASSIGN_OR_RETURN(fair_share, uow.fair_share().Load());
+  EMBODY_ASSIGN_OR_RETURN(nodes, uow.nodes().List());
+  EMBODY_ASSIGN_OR_RETURN(tenants, uow.tenants().ListTenants(std::nullopt));
+  const FairShareState fresh =
+      Accrue(fair_share, HoldingsOf(*jobs, allocs), now,
+             options_.forecast.schedule.fair_share_half_life_seconds, 0, kAccrueMaxGapMs)
+          .state;
+  return BuildSnapshot(now, nodes, allocs, *jobs, SchedTenantsOf(tenants, fresh.usage));
+}
+
+json ForecastService::Describe(const JobForecast& f, const RunTime& run, int64_t now,
+                               const ClusterSnapshot& s) const {
+  json placement = nullptr;
+  if (f.start_ms) {
+    json nodes = json::array();
+    for (const NodeShare& n : f.nodes) {
+      std::string name;
+      for (const SchedNode& sn : s.nodes) {
+        if (sn.id == n.node_id) name = sn.name;
+      }
+      nodes.push_back({{"node_id", n.node_id}, {"node", name}, {"ranks", n.ranks},
+                       {"slots", n.slots}});
+    }
+    placement = {{"slot_type", f.slot_type}, {"nodes", nodes}};
+  }
+  json reasons = json::array();
+  for (const std::string& w : f.waits) reasons.push_back(w);
+  if (!f.start_ms && !f.unknown_reason.empty()) reasons.push_back(f.unknown_reason);
+  if (!run.seconds) reasons.push_back("run time unknown: " + run.reason);
+  const std::optional<int64_t> end = EndAfter(f.start_ms, run);
+  return {{"made_at", common::FormatTimeMillis(now)},
+          {"starts_now", f.starts_now},
+          {"predicted_start", OptTime(f.start_ms)},
+          {"predicted_wait_seconds",
+           f.start_ms ? json(static_cast<double>(*f.start_ms - now) / 1000.0) : json(nullptr)},
+          {"predicted_run_seconds", OptNumber(run.seconds)},
+          {"run_time_source", run.source.empty() ? json(nullptr) : json(run.source)},
+          {"predicted_end", OptTime(end)},
+          {"placement", placement},
+          {"jobs_ahead", f.jobs_ahead},
+          {"reasons", reasons}};
+}
+
+Result<json> ForecastService::DryRun(const Principal& p, const std::string& body) {
+  // Every check of JobsService::Submit and of its batch (submit_batcher.cc), in the same order,
+  // so a dry run is refused exactly when and as the submission would be.
+  EMBODY_RETURN_IF_ERROR(RequireWriter(p));
+  EMBODY_ASSIGN_OR_RETURN(spec, api::ParseJobSpecText(body, limits_));
+  if (spec.kind == api::JobKind::kImport) {
+    return Status(common::Code::kUnprocessable, "import jobs are started by POST /v1/datasets",
+                  "kind");
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());  // read only: never committed
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, false));
+  if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
+  int64_t pending_now = 0;
+  if (tenant->quota.pending_jobs) {
+    EMBODY_ASSIGN_OR_RETURN(n, uow->jobs().PendingCount(p.tenant_id));
+    pending_now = n;
+  }
+  EMBODY_RETURN_IF_ERROR(CheckPriority(p, *tenant, spec.priority, options_.default_max_priority));
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
+  EMBODY_RETURN_IF_ERROR(CheckAdmission(*tenant, pending_now, NodeSizes(shapes), spec.resources));
+  EMBODY_RETURN_IF_ERROR(ResolveEvalCheckpoint(*uow, p.tenant_id, &spec));
+  if (spec.init_from > 0) EMBODY_RETURN_IF_ERROR(CheckInitFrom(*uow, p.tenant_id, spec.init_from));
+  EMBODY_ASSIGN_OR_RETURN(dataset, ResolveDataset(*uow, p.tenant_id, spec));
+  (void)dataset;
+  EMBODY_ASSIGN_OR_RETURN(reads, ResolveCommandDatasets(*uow, p.tenant_id, spec));
+  (void)reads;
+
+  const int64_t now = now_();
+  std::vector<JobRecord> jobs;
+  EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*uow, now, &jobs));
+  uow.reset();  // the reads are done; the forward run holds nothing
+  ForecastTimes times = TimesOf(snapshot, jobs);
+  const json stored = api::ToJson(spec);
+  const std::string kind = api::JobKindName(spec.kind);
+  const RunTime run = PredictRun(stored, kind);
+  if (run.seconds) times.run_ms[kDryRunId] = static_cast<int64_t>(*run.seconds * 1000.0);
+  snapshot.pending.push_back(
+      {kDryRunId, p.tenant_id, spec.priority, now, spec.resources, spec.time_limit_seconds});
+  auto f = ForecastStarts(snapshot, times, {kDryRunId}, options_.forecast);
+  json out = Describe(f[kDryRunId], run, now, snapshot);
+  out["dry_run"] = true;
+  out["admitted"] = true;
+  return out;
+}
+
+Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireReader(p));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(job, uow->jobs().Get(id, p.TenantScope(), false));
+  if (!job) return common::NotFound("job " + std::to_string(id) + " not found");
+  EMBODY_ASSIGN_OR_RETURN(stored, uow->forecasts().ForJobs({id}));
+  const json submitted = stored.count(id) ? StoredForecastJson(stored.at(id)) : json(nullptr);
+  const RunTime run = PredictRun(job->spec, job->kind);
+  const int64_t now = now_();
+  json out;
+  if (job->state == JobState::kPending) {
+    std::vector<JobRecord> jobs;
+    EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*uow, now, &jobs));
+    uow.reset();
+    auto f = ForecastStarts(snapshot, TimesOf(snapshot, jobs), {id}, options_.forecast);
+    out = Describe(f[id], run, now, snapshot);
+  } else if (api::IsTerminal(job->state)) {
+    return common::FailedPrecondition(std::string("job is ") + api::JobStateName(job->state) +
+                                      ": it has nothing left to forecast; its view shows how "
+                                      "its submission's forecast came out");
+  } else {
+    // Holding slots: when it is expected to end.
+    const int64_t start = job->started_ms.value_or(job->updated_ms);
+    out = {{"made_at", common::FormatTimeMillis(now)},
+           {"started_at", OptTime(job->started_ms)},
+           {"predicted_run_seconds", OptNumber(run.seconds)},
+           {"run_time_source", run.source.empty() ? json(nullptr) : json(run.source)},
+           {"predicted_end", OptTime(EndAfter(start, run))},
+           {"reasons", run.seconds ? json::array()
+                                   : json::array({"run time unknown: " + run.reason})}};
+  }
+  out["job_id"] = id;
+  out["state"] = api::JobStateName(job->state);
+  out["submitted_forecast"] = submitted;
+  return out;
+}
+
+void ForecastService::OnNewPending(const ClusterSnapshot& snapshot,
+                                   const std::vector<JobRecord>& jobs,
+                                   std::vector<int64_t> new_ids) {
+  if (new_ids.empty()) return;
+  Work w{snapshot, TimesOf(snapshot, jobs), std::move(new_ids)};
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(w));
+  cv_.notify_one();
+}
+
+Status ForecastService::Flush() {
+  std::deque<Work> work;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    work.swap(queue_);
+  }
+  Status first = Status::Ok();
+  for (const Work& w : work) {
+    Status st = Record(w);
+    if (!st.ok()) {
+      common::LogWarn("forecasts of submitted jobs not stored", {{"error", st.ToString()}});
+      if (first.ok()) first = st;
+    }
+  }
+  return first;
+}
+
+Status ForecastService::Record(const Work& w) {
+  std::unordered_map<int64_t, const PendingJob*> pending;
+  for (const PendingJob& p : w.snapshot.pending) pending[p.job_id] = &p;
+  auto forecasts = ForecastStarts(w.snapshot, w.times, w.ids, options_.forecast);
+  std::vector<ForecastRecord> rows;
+  for (const auto& [id, f] : forecasts) {
+    const PendingJob& p = *pending.at(id);
+    RunTime run;
+    auto planned = w.times.run_ms.find(id);
+    if (planned != w.times.run_ms.end() &&
+        (p.time_limit_seconds <= 0 || planned->second <= p.time_limit_seconds * 1000)) {
+      run.seconds = static_cast<double>(planned->second) / 1000.0;
+      run.source = "planner";
+    } else if (p.time_limit_seconds > 0) {
+      run.seconds = static_cast<double>(p.time_limit_seconds);
+      run.source = "time_limit";
+    } else {
+      run.reason = "no time limit and no prediction from the planner";
+    }
+    ForecastRecord r;
+    r.job_id = id;
+    r.made_ms = w.snapshot.now_ms;
+    r.start_ms = f.start_ms;
+    r.run_seconds = run.seconds;
+    r.end_ms = EndAfter(f.start_ms, run);
+    r.detail = Describe(f, run, w.snapshot.now_ms, w.snapshot);
+    rows.push_back(std::move(r));
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_RETURN_IF_ERROR(uow->forecasts().Put(rows));
+  return uow->Commit();
+}
+
+Result<std::vector<std::pair<std::string, double>>> ForecastService::Judge(int limit) {
+  std::vector<std::pair<std::string, double>> errors;
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(due, uow->forecasts().Due(limit));
+  if (due.empty()) return errors;
+  std::vector<ForecastRecord> judged;
+  for (ForecastOutcome& o : due) {
+    ForecastRecord& f = o.forecast;
+    if (o.started_ms && f.start_ms && !f.start_error_seconds) {
+      f.start_error_seconds = static_cast<double>(*o.started_ms - *f.start_ms) / 1000.0;
+      errors.push_back({"start", *f.start_error_seconds});
+    }
+    if (api::IsTerminal(o.state)) {
+      f.open = false;
+      // Only a run that finished says how long the job runs; a failure or a cancel does not.
+      if (o.state == JobState::kSucceeded && o.started_ms && o.finished_ms && f.end_ms) {
+        f.end_error_seconds = static_cast<double>(*o.finished_ms - *f.end_ms) / 1000.0;
+        errors.push_back({"end", *f.end_error_seconds});
+      }
+    }
+    judged.push_back(f);
+  }
+  EMBODY_RETURN_IF_ERROR(uow->forecasts().Judge(judged));
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  if (options_.observe_error) {
+    for (const auto& [what, seconds] : errors) options_.observe_error(what, seconds);
+  }
+  return errors;
+}
+
+void ForecastService::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ForecastService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ForecastService::Loop() {
+  const auto period = std::chrono::milliseconds(std::max(options_.judge_period_ms, 10));
+  auto next_judge = std::chrono::steady_clock::now() + period;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_until(lock, next_judge, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) break;
+    lock.unlock();
+    (void)Flush();  // logged there
+    if (std::chrono::steady_clock::now() >= next_judge) {
+      auto judged = Judge();
+      if (!judged.ok()) {
+        common::LogWarn("forecasts not compared", {{"error", judged.status().ToString()}});
+      }
+      next_judge = std::chrono::steady_clock::now() + period;
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace controlplane::service

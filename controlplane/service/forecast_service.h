@@ -1,0 +1,119 @@
+// Forecasts as the API serves them (docs/contracts.md, "Forecasts"): POST /v1/jobs?dry_run=true
+// (a submission checked exactly as a real one and forecast, nothing stored), GET
+// /v1/jobs/{id}/forecast (a pending job's start, a running job's end), and the forecasts made
+// for submitted jobs, stored (forecast_store.h) and compared with what the jobs then did.
+//
+// The start comes from the scheduler's decision run forward (forecast.h). Run times: for a
+// train job on a server that has a cluster description (--plan-cluster), the planner's step
+// time at the job's ranks times its steps, capped by its time limit; otherwise the time limit;
+// otherwise none (and the job is not expected to end, as in the scheduler's own model).
+//
+// Submitted jobs are forecast when the scheduler first sees them pending (SchedulerLoop's
+// forecast hook): from the very snapshot that cycle decides on, before its decision, so a job
+// that starts at once was forecast to. Forward runs and their writes happen on this service's
+// own thread (Start), so a long queue does not slow the scheduling cycle; without Start they
+// wait for Flush (tests).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/job_spec.h"
+#include "controlplane/service/forecast.h"
+#include "controlplane/service/forecast_store.h"
+#include "controlplane/service/plan_watch.h"
+#include "controlplane/service/store.h"
+
+namespace controlplane::service {
+
+struct ForecastServiceOptions {
+  ForecastOptions forecast;        // the scheduler's options, and the forward run's bound
+  int default_max_priority = 100;  // as the submission path's (SubmitBatchOptions)
+  int judge_period_ms = 1000;      // how often the thread compares forecasts with their jobs
+  // Called with each forecast error found ("start" or "end", actual minus predicted seconds).
+  std::function<void(const std::string&, double)> observe_error;
+};
+
+// A job's expected run time and where it comes from.
+struct RunTime {
+  std::optional<double> seconds;
+  std::string source;  // "planner" | "time_limit" | "" (none)
+  std::string reason;  // why there is none
+};
+
+class ForecastService {
+ public:
+  // `plan`: the server's planner on its cluster description; null: run times from time limits.
+  ForecastService(Database& db, api::SpecLimits limits, std::function<int64_t()> now,
+                  ForecastServiceOptions options, const PlanWatch* plan = nullptr);
+  ~ForecastService();
+
+  // The answer to POST /v1/jobs?dry_run=true: refused exactly as a submission would be (same
+  // status, message and field), or the forecast. Writes nothing.
+  Result<nlohmann::json> DryRun(const Principal& p, const std::string& body);
+  // GET /v1/jobs/{id}/forecast: a pending job's forecast now, a job holding slots its expected
+  // end; failed_precondition for a job that has ended. Another tenant's job is not found.
+  Result<nlohmann::json> ForJob(const Principal& p, int64_t id);
+
+  // The scheduler loop's forecast hook: `new_ids` pending in `snapshot` (built from `jobs`) are
+  // forecast and stored (a job's first forecast is kept).
+  void OnNewPending(const ClusterSnapshot& snapshot, const std::vector<JobRecord>& jobs,
+                    std::vector<int64_t> new_ids);
+  // Records what OnNewPending queued, on the caller's thread (the thread does it without this;
+  // it must not be called inside a unit of work). The first error, once all were tried.
+  Status Flush();
+  // Compares stored forecasts with their jobs' starts and ends; returns the errors found.
+  Result<std::vector<std::pair<std::string, double>>> Judge(int limit = 500);
+
+  // The thread that runs forward runs for OnNewPending and judges every judge_period_ms.
+  void Start();
+  void Stop();
+
+  RunTime PredictRun(const nlohmann::json& spec, const std::string& kind) const;
+
+ private:
+  struct Work {
+    ClusterSnapshot snapshot;
+    ForecastTimes times;
+    std::vector<int64_t> ids;
+  };
+  // Expected ends and run times of the jobs of `snapshot` (planner predictions cached per job).
+  ForecastTimes TimesOf(const ClusterSnapshot& snapshot, const std::vector<JobRecord>& jobs);
+  std::optional<double> CachedRunSeconds(const JobRecord& job);
+  // The cluster now, as the scheduler loop would read it.
+  Result<ClusterSnapshot> Look(UnitOfWork& uow, int64_t now, std::vector<JobRecord>* jobs);
+  Status Record(const Work& w);
+  nlohmann::json Describe(const JobForecast& f, const RunTime& run, int64_t now,
+                          const ClusterSnapshot& s) const;
+  void Loop();
+
+  Database& db_;
+  const api::SpecLimits limits_;
+  std::function<int64_t()> now_;
+  const ForecastServiceOptions options_;
+  const PlanWatch* plan_;
+
+  std::mutex cache_mu_;
+  std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Work> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// A job's forecast as the API writes it (the stored detail of a submitted job's, too).
+nlohmann::json StoredForecastJson(const ForecastRecord& f);
+
+}  // namespace controlplane::service
