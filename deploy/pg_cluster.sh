@@ -32,8 +32,10 @@ free_port() {
   echo "pg_cluster: no free port found" >&2; return 1
 }
 
+# From / when run as root: postgres may not enter the caller's directory (a 0700 home), and
+# pg_ctl would say so on every call. Every path given here is absolute.
 as_owner() {
-  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 mkdir -p "$datadir"
