@@ -10,15 +10,31 @@ using service::JobRecord;
 
 namespace {
 
-constexpr char kSelectJob[] =
+constexpr char kJobColumns[] =
     "SELECT j.id, j.tenant_id, COALESCE(j.token_id, 0) AS token_id,"
     " COALESCE(j.request_sha256, '') AS request_sha256, t.name AS tenant, j.name, j.kind, j.state, j.reason, j.priority,"
     " j.spec::text AS spec, j.attempt, j.exit_code,"
     " " EMBODY_SQL_MS("j.created_at") " AS created_ms,"
     " " EMBODY_SQL_MS("j.updated_at") " AS updated_ms,"
     " " EMBODY_SQL_MS("j.started_at") " AS started_ms,"
-    " " EMBODY_SQL_MS("j.finished_at") " AS finished_ms"
-    " FROM jobs j JOIN tenants t ON t.id = j.tenant_id ";
+    " " EMBODY_SQL_MS("j.finished_at") " AS finished_ms";
+
+const std::string kSelectJob =
+    std::string(kJobColumns) + " FROM jobs j JOIN tenants t ON t.id = j.tenant_id ";
+
+// A page of jobs, newest first. The page is taken from jobs alone and joined with the tenants'
+// names afterwards: joined first, the planner may read every matching job of each tenant
+// through (tenant_id, state, id) and sort them all, where (state, id) or the primary key in
+// order stops after the page.
+const std::string kListJobs =
+    std::string(kJobColumns) +
+    " FROM (SELECT * FROM jobs"
+    "  WHERE ($1::bigint IS NULL OR tenant_id = $1)"
+    "  AND ($2::text IS NULL OR state = $2)"
+    "  AND ($3::bigint IS NULL OR id < $3)"
+    "  AND ($5::text IS NULL OR strpos(lower(name), lower($5)) > 0)"
+    "  ORDER BY id DESC LIMIT $4) j"
+    " JOIN tenants t ON t.id = j.tenant_id ORDER BY j.id DESC";
 
 constexpr char kInsertJob[] =
     "INSERT INTO jobs (tenant_id, name, kind, state, priority, spec, idempotency_key,"
@@ -181,17 +197,14 @@ Result<std::optional<JobRecord>> PgJobStore::GetByIdempotencyKey(int64_t tenant_
   return std::optional<JobRecord>(std::move(jobs[0]));
 }
 
+const std::string& JobListSql() { return kListJobs; }
+
 Result<std::vector<JobRecord>> PgJobStore::List(const service::JobQuery& q) {
-  std::string sql = std::string(kSelectJob) +
-                    "WHERE ($1::bigint IS NULL OR j.tenant_id = $1)"
-                    " AND ($2::text IS NULL OR j.state = $2)"
-                    " AND ($3::bigint IS NULL OR j.id < $3)"
-                    " AND ($5::text IS NULL OR strpos(lower(j.name), lower($5)) > 0)"
-                    " ORDER BY j.id DESC LIMIT $4";
-  auto r = tx_.Exec(sql, {q.tenant_id ? P(*q.tenant_id) : std::nullopt,
-                          q.state ? P(api::JobStateName(*q.state)) : std::nullopt,
-                          q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit),
-                          q.name_contains.empty() ? std::nullopt : P(q.name_contains)});
+  auto r = tx_.Exec(JobListSql(),
+                    {q.tenant_id ? P(*q.tenant_id) : std::nullopt,
+                     q.state ? P(api::JobStateName(*q.state)) : std::nullopt,
+                     q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit),
+                     q.name_contains.empty() ? std::nullopt : P(q.name_contains)});
   if (!r.ok()) return r.status();
   return ToJobs(*r);
 }

@@ -1,6 +1,8 @@
 // Nodes and the allocations of jobs onto them.
 #include "controlplane/db/stores.h"
 
+#include <algorithm>
+
 namespace controlplane::db {
 
 using common::Result;
@@ -191,9 +193,17 @@ Result<std::map<int64_t, std::vector<AllocationRecord>>> PgAllocationStore::ForJ
 Result<std::map<int64_t, std::vector<AllocationRecord>>> PgAllocationStore::PlacementForJobs(
     const std::vector<int64_t>& job_ids) {
   if (job_ids.empty()) return std::map<int64_t, std::vector<AllocationRecord>>();
-  EMBODY_ASSIGN_OR_RETURN(all, Query("WHERE a.job_id = ANY($1::bigint[])"
-                                     " ORDER BY a.job_id, a.is_head DESC, a.node_id",
-                                     {IdArray(job_ids)}));
+  // Joined with the ids as a relation, not `a.job_id = ANY($1)`: for a page of a thousand ids
+  // the planner then looks each one up in the primary key once the table is large, where with
+  // ANY it scanned the whole table, which keeps every placement of history (list_bench, 100,000
+  // rows: 6.4 ms with ANY, 1.0 ms by id). Unique ids, so each placement is read once.
+  std::vector<int64_t> ids = job_ids;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  EMBODY_ASSIGN_OR_RETURN(all,
+                          Query("JOIN unnest($1::bigint[]) AS q(job_id) ON q.job_id = a.job_id"
+                                " ORDER BY a.job_id, a.is_head DESC, a.node_id",
+                                {IdArray(ids)}));
   return ByJob(std::move(all));
 }
 

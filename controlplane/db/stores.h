@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 #include "controlplane/db/pg.h"
 #include "controlplane/service/checkpoint_index.h"
@@ -32,6 +33,11 @@ common::Result<std::vector<int64_t>> NextIds(PgTx& tx, const std::string& table,
 // Rows for a multi-row INSERT ... SELECT FROM jsonb_to_recordset($1): one parameter, however
 // many rows, and JSON's own quoting of their text.
 Param JsonRows(const nlohmann::json& rows);
+
+// The statement PgJobStore::List runs: $1 tenant id, $2 state, $3 ids below, $4 limit, $5 name
+// substring, each optional but the limit. Exposed so that its plan can be examined
+// (EXPLAIN in list_bench and in the stores' pg test).
+const std::string& JobListSql();
 
 class PgJobStore : public service::JobStore {
  public:

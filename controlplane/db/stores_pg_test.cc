@@ -3,6 +3,12 @@
 // them (testing/service_flow_suite.h). Each test gets a fresh database in one cluster per binary.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "controlplane/db/migrations.h"
 #include "controlplane/db/pg.h"
 #include "controlplane/db/stores.h"
@@ -62,6 +68,76 @@ TEST_F(StoresPgTest, ADatabaseFromANewerSchemaIsRefused) {
   auto same = db::ApplyMigrations(*pool_, with_future);
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_EQ(*same, 0);
+}
+
+// A page of GET /v1/jobs, filtered by state or not, for all tenants or one, is read from an index
+// in id order and stops after the page (jobs_state_id_idx, jobs_tenant_state_id_idx, the primary
+// key): the scan of jobs feeds the LIMIT directly, never a sort of every matching job (as a plan
+// that joined the tenants first did: for each tenant, all its jobs in the state below the
+// cursor, then sorted), and never reads the whole table.
+TEST_F(StoresPgTest, JobListPagesAreReadInIdOrderFromAnIndex) {
+  {
+    auto tx = db::PgTx::Begin(*pool_);
+    ASSERT_TRUE(tx.ok());
+    // Of every 100 jobs: 1 PENDING, 4 RUNNING, the rest SUCCEEDED; two tenants.
+    ASSERT_TRUE((*tx)->ExecScript(
+                         "INSERT INTO tenants (name) VALUES ('plan_a'), ('plan_b');"
+                         "INSERT INTO jobs (tenant_id, name, kind, state, priority, spec,"
+                         " created_at, updated_at)"
+                         " SELECT (SELECT min(id) FROM tenants WHERE name LIKE 'plan_%') + g % 2,"
+                         " 'job-' || g, 'command', CASE WHEN g % 100 = 0 THEN 'PENDING'"
+                         " WHEN g % 100 < 5 THEN 'RUNNING' ELSE 'SUCCEEDED' END, 50,"
+                         " '{}'::jsonb, now(), now() FROM generate_series(1, 30000) g;"
+                         "ANALYZE jobs; ANALYZE tenants;")
+                    .ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  auto tx = db::PgTx::Begin(*pool_);
+  ASSERT_TRUE(tx.ok());
+  auto tenant = (*tx)->Exec("SELECT min(id) AS id FROM tenants WHERE name = 'plan_a'");
+  ASSERT_TRUE(tenant.ok());
+  const std::string a = std::to_string(tenant->Int(0, "id"));
+  // Every plan node with its parent's type, depth first.
+  using Node = std::pair<nlohmann::json, std::string>;
+  std::function<void(const nlohmann::json&, const std::string&, std::vector<Node>&)> nodes =
+      [&](const nlohmann::json& n, const std::string& parent, std::vector<Node>& out) {
+        out.emplace_back(n, parent);
+        for (const auto& c : n.value("Plans", nlohmann::json::array())) {
+          nodes(c, n.value("Node Type", ""), out);
+        }
+      };
+  const db::Param none;
+  struct Page {
+    const char* what;
+    db::Param tenant, state, before;
+  };
+  for (const Page& p : {Page{"all", none, none, none}, Page{"deep", none, none, "15000"},
+                        Page{"pending", none, "PENDING", none},
+                        Page{"pending deep", none, "PENDING", "15000"},
+                        Page{"succeeded", none, "SUCCEEDED", none},
+                        Page{"pending of a tenant", a, "PENDING", none},
+                        Page{"running of a tenant, deep", a, "RUNNING", "15000"}}) {
+    auto r = (*tx)->Exec("EXPLAIN (ANALYZE, FORMAT JSON) " + db::JobListSql(),
+                         {p.tenant, p.state, p.before, db::P(int64_t{21}), none});
+    ASSERT_TRUE(r.ok()) << p.what << ": " << r.status().ToString();
+    const nlohmann::json plan = nlohmann::json::parse(r->Str(0, "QUERY PLAN"))[0]["Plan"];
+    std::vector<Node> all;
+    nodes(plan, "", all);
+    int scans = 0;
+    for (const auto& [n, parent] : all) {
+      if (n.value("Relation Name", "") != "jobs") continue;
+      ++scans;
+      const std::string type = n.value("Node Type", "");
+      EXPECT_TRUE(type == "Index Scan" || type == "Index Only Scan") << p.what << ": " << plan;
+      EXPECT_EQ(parent, "Limit") << p.what << ": " << plan;
+      // Rows read, kept and filtered out: a scan in id order past rows of other states may read
+      // many pages' worth, never most of the table (30,000 rows).
+      const double read = (n.value("Actual Rows", 0.0) + n.value("Rows Removed by Filter", 0.0)) *
+                          n.value("Actual Loops", 1.0);
+      EXPECT_LE(read, 3000) << p.what << ": " << plan;
+    }
+    EXPECT_EQ(scans, 1) << p.what << ": " << plan;
+  }
 }
 
 // A statement's text is prepared once per connection and survives a rolled-back transaction.

@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "controlplane/http/server_fixture.h"
 
@@ -98,6 +100,45 @@ TEST_F(ApiPgTest, TheSubmitAnswerIsWhatAReadOfTheJobReturns) {
                      {{"Idempotency-Key", "answer-as-read-1"}});
   ASSERT_EQ(keyed.status, 201) << keyed.text;
   EXPECT_EQ(AsSubmitted(keyed.body), AsSubmitted(GetJob(keyed.body.value("id", int64_t{0}))));
+}
+
+// GET /v1/jobs?state=S pages through next_cursor: every job in that state once, newest first;
+// each row of a page is what a read of that job says (a page leaves out the single job's
+// launch_phases and forecast).
+TEST_F(ApiPgTest, StateFilteredListPagesThroughEveryJobInTheStateOnce) {
+  auto cancel = [](int64_t id) {
+    return Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin()).status;
+  };
+  std::vector<int64_t> cancelled, pending;
+  for (int i = 0; i < 8; ++i) {
+    const int64_t id = Submit(Spec("paged-" + std::to_string(i)));
+    if (i % 3 == 0) {
+      pending.push_back(id);  // left waiting while the pages are read
+      continue;
+    }
+    ASSERT_EQ(cancel(id), 200);
+    cancelled.insert(cancelled.begin(), id);  // newest first
+  }
+  std::vector<int64_t> seen;
+  std::string cursor;
+  for (int pages = 0; pages < 10; ++pages) {
+    Reply r = Call("GET", "/v1/jobs?state=CANCELLED&q=paged-&limit=2" +
+                              (cursor.empty() ? "" : "&cursor=" + cursor),
+                   Admin());
+    ASSERT_EQ(r.status, 200) << r.text;
+    for (const json& j : r.body["jobs"]) {
+      EXPECT_EQ(j["state"], "CANCELLED");
+      json read = GetJob(j["id"].get<int64_t>());
+      read.erase("launch_phases");
+      read.erase("forecast");
+      EXPECT_EQ(j, read);
+      seen.push_back(j["id"].get<int64_t>());
+    }
+    if (r.body["next_cursor"].is_null()) break;
+    cursor = r.body["next_cursor"].get<std::string>();
+  }
+  EXPECT_EQ(seen, cancelled);
+  for (const int64_t id : pending) EXPECT_EQ(cancel(id), 200);  // nothing left for later tests
 }
 
 TEST_F(ApiPgTest, BootstrapWroteTokensOnceWithMode0600) {

@@ -46,12 +46,19 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                                         req.get_param_value("state"), *tenant,
                                         req.get_param_value("q"));
                   if (!page.ok()) return RespondError(res, page.status());
-                  json list = json::array();
-                  for (const auto& v : page->jobs) list.push_back(service::ToJson(v));
-                  RespondJson(res, 200,
-                              {{"jobs", list},
-                               {"next_cursor", page->next_cursor ? json(*page->next_cursor)
-                                                                 : json(nullptr)}});
+                  // What RespondJson would write for {"jobs": [...], "next_cursor": ...}, one
+                  // row at a time (service::AppendJson).
+                  std::string body = "{\"jobs\":[";
+                  body.reserve(512 * (page->jobs.size() + 1));
+                  for (size_t i = 0; i < page->jobs.size(); ++i) {
+                    if (i) body += ',';
+                    service::AppendJson(page->jobs[i], body);
+                  }
+                  body += "],\"next_cursor\":";
+                  body += page->next_cursor ? json(*page->next_cursor).dump() : "null";
+                  body += "}\n";
+                  res.status = 200;
+                  res.set_content(body, "application/json");
                 });
 
   router.Handle("GET", "/v1/jobs/{id}", A::kBearer,

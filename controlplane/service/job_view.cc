@@ -79,6 +79,99 @@ json ToJson(const JobView& v) {
   return out;
 }
 
+namespace {
+
+// The text nlohmann's dump() writes for a value, as the server sends it.
+void AppendDump(const json& value, std::string& out) {
+  out += value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A JSON string. Most strings here (names, states, times) need no escaping and are copied as
+// they are; any other goes through nlohmann, so escapes and replaced bytes are exactly dump()'s.
+void AppendString(const std::string& s, std::string& out) {
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') return AppendDump(json(s), out);
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+void AppendTime(const std::optional<int64_t>& ms, std::string& out) {
+  if (!ms) {
+    out += "null";
+    return;
+  }
+  out += '"';
+  out += common::FormatTimeMillis(*ms);
+  out += '"';
+}
+
+}  // namespace
+
+void AppendJson(const JobView& v, std::string& out) {
+  // Keys in the order dump() writes an object's: sorted.
+  const JobRecord& j = v.job;
+  out += "{\"allocation\":[";
+  for (size_t i = 0; i < v.allocation.size(); ++i) {
+    const AllocationRecord& a = v.allocation[i];
+    if (i) out += ',';
+    out += "{\"node\":";
+    AppendString(a.node_name, out);
+    out += ",\"node_id\":" + std::to_string(a.node_id);
+    out += ",\"ranks\":" + std::to_string(a.ranks) + "}";
+  }
+  out += "],\"attempt\":" + std::to_string(j.attempt);
+  out += ",\"created_at\":";
+  AppendTime(j.created_ms, out);
+  out += ",\"exit_code\":" + (j.exit_code ? std::to_string(*j.exit_code) : std::string("null"));
+  out += ",\"finished_at\":";
+  AppendTime(j.finished_ms, out);
+  if (v.forecast) {
+    out += ",\"forecast\":";
+    AppendDump(*v.forecast, out);
+  }
+  out += ",\"id\":" + std::to_string(j.id);
+  out += ",\"kind\":";
+  AppendString(j.kind, out);
+  out += ",\"last_step\":";
+  if (v.last_step) {
+    AppendDump(*v.last_step, out);
+  } else {
+    out += "null";
+  }
+  out += ",\"latest_checkpoint\":";
+  if (const auto& c = v.latest_checkpoint) {
+    out += "{\"bytes\":" + std::to_string(c->bytes) + ",\"path\":";
+    AppendString(c->path, out);
+    out += ",\"step\":" + std::to_string(c->step) + "}";
+  } else {
+    out += "null";
+  }
+  if (v.launch_phases) {
+    out += ",\"launch_phases\":";
+    AppendDump(*v.launch_phases, out);
+  }
+  out += ",\"name\":";
+  AppendString(j.name, out);
+  out += ",\"priority\":" + std::to_string(j.priority);
+  out += ",\"reason\":";
+  AppendString(j.reason, out);
+  out += ",\"spec\":";
+  AppendDump(j.spec, out);
+  out += ",\"started_at\":";
+  AppendTime(j.started_ms, out);
+  out += ",\"state\":\"";
+  out += api::JobStateName(j.state);
+  out += "\",\"tenant\":";
+  AppendString(j.tenant, out);
+  out += ",\"tenant_id\":" + std::to_string(j.tenant_id);
+  out += ",\"updated_at\":";
+  AppendTime(j.updated_ms, out);
+  out += '}';
+}
+
 json ToJson(const NodeRecord& n, int slots_used) {
   return {{"id", n.id},
           {"name", n.name},

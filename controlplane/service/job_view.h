@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,10 @@ Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job);
 Result<std::vector<JobView>> LoadJobViews(UnitOfWork& uow, std::vector<JobRecord> jobs);
 
 nlohmann::json ToJson(const JobView& v);
+// ToJson(v) as dump() writes it (compact, invalid UTF-8 replaced), appended to `out` without
+// building the object: a page of a thousand jobs is written once per row, not assembled as a
+// tree of a few dozen allocations per job and then walked again.
+void AppendJson(const JobView& v, std::string& out);
 nlohmann::json ToJson(const NodeRecord& n, int slots_used);
 nlohmann::json ToJson(const EventRecord& e);
 

@@ -390,6 +390,16 @@ TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
   EXPECT_TRUE(allocs.ForJob(job)->empty());            // no slots held
   EXPECT_EQ(allocs.PlacementForJob(job)->size(), 2u);  // where it ran is kept
   EXPECT_EQ((*allocs.PlacementForJob(job))[0].job_token, "");  // its credential is not
+  // A page's placements at once: each job's once, head first, whatever the ids repeat; a job
+  // without a placement (or unknown) has none.
+  auto page = *allocs.PlacementForJobs({other, job, other + 1000, job});
+  ASSERT_EQ(page.size(), 2u);
+  ASSERT_EQ(page[job].size(), 2u);
+  EXPECT_EQ(page[job][0].node_id, n2);
+  EXPECT_EQ(page[job][0].node_name, "n2");
+  EXPECT_EQ(page[job][1].node_id, n1);
+  ASSERT_EQ(page[other].size(), 1u);
+  EXPECT_EQ(page[other][0].node_id, n1);
   EXPECT_EQ(allocs.ForNode(n1)->size(), 1u);
   EXPECT_EQ(allocs.All()->size(), 1u);
   EXPECT_EQ(uow->tenants().UsageNow(a)->slots_in_use, 1);
@@ -610,6 +620,60 @@ TYPED_TEST_P(StoreConformanceTest, PendingCountFollowsEveryChange) {
   EXPECT_EQ(count(*uow, b + 1000), 0);
 }
 
+// GET /v1/jobs?state=S pages as JobsService::List reads them (the cursor is the last id of the
+// page before): every job in that state exactly once, newest first, and nothing else, for one
+// tenant and for all.
+TYPED_TEST_P(StoreConformanceTest, StateFilteredPagesHoldEveryMatchingJobOnce) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  const api::JobState kMix[] = {api::JobState::kSucceeded, api::JobState::kPending,
+                                api::JobState::kSucceeded, api::JobState::kFailed,
+                                api::JobState::kRunning};
+  struct Made {
+    int64_t id, tenant;
+    api::JobState state;
+  };
+  std::vector<Made> made;
+  {
+    auto uow = this->Begin();
+    for (int i = 0; i < 37; ++i) {
+      const int64_t tenant = i % 3 == 0 ? b : a;
+      auto id = uow->jobs().Insert(this->Job(tenant, "j" + std::to_string(i)));
+      ASSERT_TRUE(id.ok()) << id.status().ToString();
+      service::JobRecord j = **uow->jobs().Get(*id, std::nullopt, false);
+      j.state = kMix[i % 5];
+      ASSERT_TRUE(uow->jobs().Update(j).ok());
+      made.push_back({*id, tenant, j.state});
+    }
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  for (const api::JobState state : {api::JobState::kSucceeded, api::JobState::kPending}) {
+    for (const std::optional<int64_t> tenant : {std::optional<int64_t>(), std::optional(a)}) {
+      std::vector<int64_t> want;
+      for (auto m = made.rbegin(); m != made.rend(); ++m) {
+        if (m->state == state && (!tenant || m->tenant == *tenant)) want.push_back(m->id);
+      }
+      ASSERT_GE(want.size(), 4u);  // more than one page of 3
+      std::vector<int64_t> seen;
+      service::JobQuery q;
+      q.tenant_id = tenant;
+      q.state = state;
+      q.limit = 3;
+      auto uow = this->Begin();
+      for (int pages = 0; pages < 20; ++pages) {
+        auto page = uow->jobs().List(q);
+        ASSERT_TRUE(page.ok()) << page.status().ToString();
+        for (const service::JobRecord& j : *page) {
+          EXPECT_EQ(j.state, state) << j.id;
+          seen.push_back(j.id);
+        }
+        if (page->size() < 3) break;
+        q.before_id = page->back().id;
+      }
+      EXPECT_EQ(seen, want) << api::JobStateName(state) << (tenant ? " of one tenant" : "");
+    }
+  }
+}
+
 // Nodes counted by size, whatever their state, in (cpu slots, gpus) order.
 TYPED_TEST_P(StoreConformanceTest, NodeShapesCountEveryNodeBySize) {
   this->AddNode("n1", 8);
@@ -637,6 +701,7 @@ REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
                             NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
                             EvaluationsArePerTaskAndALaterOneReplaces,
                             StepsAreBucketedByStepWithTheLatestRowWinning,
-                            PendingCountFollowsEveryChange, NodeShapesCountEveryNodeBySize);
+                            PendingCountFollowsEveryChange, NodeShapesCountEveryNodeBySize,
+                            StateFilteredPagesHoldEveryMatchingJobOnce);
 
 }  // namespace controlplane::testing
