@@ -11,36 +11,20 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include "storage/av_handles.h"
+
 namespace storage {
+
+using av::CodecCloser;
+using av::FrameFree;
+using av::OutputCloser;
+using av::PacketFree;
+using av::SwsFree;
 
 namespace {
 
 constexpr const char* kAv1Encoders[] = {"libsvtav1", "libaom-av1", "librav1e"};
 
-std::string AvError(int err) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(err, buf, sizeof(buf));
-  return buf;
-}
-
-struct OutputCloser {
-  void operator()(AVFormatContext* oc) const {
-    if (oc->pb) avio_closep(&oc->pb);
-    avformat_free_context(oc);
-  }
-};
-struct CodecCloser {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-struct SwsFree {
-  void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
 
 // Constant quality at `crf` on each encoder's own knobs, at a speed fit for hours of video.
 void SetQuality(AVCodecContext* c, const std::string& name, int crf) {
@@ -83,7 +67,7 @@ struct VideoEncoder::State {
   std::unique_ptr<SwsContext, SwsFree> sws;
 
   common::Status Error(const std::string& what, int r) const {
-    return common::Internal(path + " (" + encoder + "): " + what + ": " + AvError(r));
+    return common::Internal(path + " (" + encoder + "): " + what + ": " + av::Error(r));
   }
 
   // Sends one frame (null: flush) and writes every packet the encoder has ready.
@@ -171,7 +155,7 @@ common::Result<std::unique_ptr<VideoEncoder>> VideoEncoder::Open(
     SetQuality(c.get(), name, options.crf);
     const int r = avcodec_open2(c.get(), enc, nullptr);
     if (r < 0) {
-      refusals += (refusals.empty() ? "" : "; ") + name + ": " + AvError(r);
+      refusals += (refusals.empty() ? "" : "; ") + name + ": " + av::Error(r);
       continue;
     }
     s->c = std::move(c);

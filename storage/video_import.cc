@@ -11,40 +11,19 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include "storage/av_handles.h"
+
 namespace storage {
-
-namespace {
-
-std::string AvError(int err) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(err, buf, sizeof(buf));
-  return buf;
-}
-
-struct FormatCloser {
-  void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
-};
-struct CodecCloser {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-
-}  // namespace
 
 // One open file: demuxer, decoder, the scaler to RGB and an aligned RGB buffer (swscale's fast
 // paths want aligned rows; the caller's buffer is packed).
 struct VideoFrameReader::State {
   std::string path;
   VideoDecodeOptions options;
-  std::unique_ptr<AVFormatContext, FormatCloser> format;
-  std::unique_ptr<AVCodecContext, CodecCloser> codec;
-  std::unique_ptr<AVFrame, FrameFree> frame;
-  std::unique_ptr<AVPacket, PacketFree> packet;
+  std::unique_ptr<AVFormatContext, av::InputCloser> format;
+  std::unique_ptr<AVCodecContext, av::CodecCloser> codec;
+  std::unique_ptr<AVFrame, av::FrameFree> frame;
+  std::unique_ptr<AVPacket, av::PacketFree> packet;
   SwsContext* sws = nullptr;
   // What sws was last set up for, so colour details are set once per change.
   int sws_w = 0, sws_h = 0, sws_format = -1, sws_colorspace = -1, sws_range = -1;
@@ -73,10 +52,10 @@ struct VideoFrameReader::State {
     }
     AVFormatContext* f = nullptr;
     int r = avformat_open_input(&f, path.c_str(), nullptr, nullptr);
-    if (r < 0) return Fail("not a readable video (" + AvError(r) + ")");
+    if (r < 0) return Fail("not a readable video (" + av::Error(r) + ")");
     format.reset(f);
     r = avformat_find_stream_info(f, nullptr);
-    if (r < 0) return Fail("cannot read stream information (" + AvError(r) + ")");
+    if (r < 0) return Fail("cannot read stream information (" + av::Error(r) + ")");
     const AVCodec* decoder = nullptr;
     r = av_find_best_stream(f, AVMEDIA_TYPE_VIDEO, -1, -1, &decoder, 0);
     if (r == AVERROR_STREAM_NOT_FOUND) return Fail("no video stream");
@@ -84,7 +63,7 @@ struct VideoFrameReader::State {
       const char* name = r >= 0 ? avcodec_get_name(f->streams[r]->codecpar->codec_id) : "?";
       return Fail(std::string("no decoder for its video codec (") + name + ")");
     }
-    if (r < 0) return Fail("no usable video stream (" + AvError(r) + ")");
+    if (r < 0) return Fail("no usable video stream (" + av::Error(r) + ")");
     stream = r;
     const AVCodecParameters* par = f->streams[stream]->codecpar;
     if (par->width <= 0 || par->height <= 0) return Fail("video stream has no frame size");
@@ -102,11 +81,11 @@ struct VideoFrameReader::State {
     codec.reset(avcodec_alloc_context3(decoder));
     if (!codec) return common::Internal("avcodec_alloc_context3 failed");
     r = avcodec_parameters_to_context(codec.get(), par);
-    if (r < 0) return Fail("bad codec parameters (" + AvError(r) + ")");
+    if (r < 0) return Fail("bad codec parameters (" + av::Error(r) + ")");
     codec->thread_count = std::max(1, options.threads);
     r = avcodec_open2(codec.get(), decoder, nullptr);
     if (r < 0)
-      return Fail(std::string("cannot open decoder ") + decoder->name + " (" + AvError(r) + ")");
+      return Fail(std::string("cannot open decoder ") + decoder->name + " (" + av::Error(r) + ")");
     frame.reset(av_frame_alloc());
     packet.reset(av_packet_alloc());
     if (!frame || !packet) return common::Internal("av_frame_alloc/av_packet_alloc failed");
@@ -129,7 +108,7 @@ struct VideoFrameReader::State {
         return true;
       }
       if (r == AVERROR_EOF) return false;
-      if (r != AVERROR(EAGAIN)) return Fail("decoding failed (" + AvError(r) + ")");
+      if (r != AVERROR(EAGAIN)) return Fail("decoding failed (" + av::Error(r) + ")");
       if (eof_sent) return false;
       for (;;) {
         r = av_read_frame(format.get(), packet.get());
@@ -138,14 +117,14 @@ struct VideoFrameReader::State {
           eof_sent = true;
           break;
         }
-        if (r < 0) return Fail("reading failed (" + AvError(r) + ")");
+        if (r < 0) return Fail("reading failed (" + av::Error(r) + ")");
         if (packet->stream_index != stream) {
           av_packet_unref(packet.get());
           continue;
         }
         r = avcodec_send_packet(codec.get(), packet.get());
         av_packet_unref(packet.get());
-        if (r < 0 && r != AVERROR(EAGAIN)) return Fail("decoding failed (" + AvError(r) + ")");
+        if (r < 0 && r != AVERROR(EAGAIN)) return Fail("decoding failed (" + av::Error(r) + ")");
         break;
       }
     }
@@ -277,7 +256,7 @@ common::Status VideoFrameReader::ReadFrame(int64_t index, uint8_t* out) {
   // or before the target and decodes forward.
   if (!(index == s.last_index + 1)) {
     int r = av_seek_frame(s.format.get(), s.stream, target, AVSEEK_FLAG_BACKWARD);
-    if (r < 0) return s.Fail("seeking to frame " + std::to_string(index) + ": " + AvError(r));
+    if (r < 0) return s.Fail("seeking to frame " + std::to_string(index) + ": " + av::Error(r));
     avcodec_flush_buffers(s.codec.get());
     s.eof_sent = false;
   }

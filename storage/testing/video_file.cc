@@ -18,51 +18,33 @@ extern "C" {
 }
 
 #include "common/hash.h"
+#include "storage/av_handles.h"
 
 namespace storage::testing {
 
 namespace {
 
 using common::SplitMix64;
+using av::CodecCloser;
+using av::FrameFree;
+using av::OutputCloser;
+using av::PacketFree;
+using av::SwsFree;
 
-std::string AvError(int err) {
-  char buf[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(err, buf, sizeof(buf));
-  return buf;
-}
-
-struct OutputCloser {
-  void operator()(AVFormatContext* oc) const {
-    if (oc->pb) avio_closep(&oc->pb);
-    avformat_free_context(oc);
-  }
-};
-struct CodecCloser {
-  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
-};
-struct FrameFree {
-  void operator()(AVFrame* f) const { av_frame_free(&f); }
-};
-struct PacketFree {
-  void operator()(AVPacket* p) const { av_packet_free(&p); }
-};
-struct SwsFree {
-  void operator()(SwsContext* s) const { sws_freeContext(s); }
-};
 
 // Sends one frame (null: flush) and writes every packet the encoder has ready.
 common::Status Encode(AVFormatContext* oc, AVStream* st, AVCodecContext* c, AVFrame* frame,
                       AVPacket* pkt) {
   int r = avcodec_send_frame(c, frame);
-  if (r < 0) return common::Internal("avcodec_send_frame: " + AvError(r));
+  if (r < 0) return common::Internal("avcodec_send_frame: " + av::Error(r));
   for (;;) {
     r = avcodec_receive_packet(c, pkt);
     if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return common::Status::Ok();
-    if (r < 0) return common::Internal("avcodec_receive_packet: " + AvError(r));
+    if (r < 0) return common::Internal("avcodec_receive_packet: " + av::Error(r));
     av_packet_rescale_ts(pkt, c->time_base, st->time_base);
     pkt->stream_index = st->index;
     r = av_interleaved_write_frame(oc, pkt);  // takes the packet's reference
-    if (r < 0) return common::Internal("av_interleaved_write_frame: " + AvError(r));
+    if (r < 0) return common::Internal("av_interleaved_write_frame: " + av::Error(r));
   }
 }
 
@@ -81,7 +63,7 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   if (height % 2 || width % 2) return common::InvalidArgument("height and width must be even");
   AVFormatContext* raw = nullptr;
   int r = avformat_alloc_output_context2(&raw, nullptr, "mp4", path.c_str());
-  if (r < 0) return common::Internal("avformat_alloc_output_context2: " + AvError(r));
+  if (r < 0) return common::Internal("avformat_alloc_output_context2: " + av::Error(r));
   std::unique_ptr<AVFormatContext, OutputCloser> oc(raw);
   AVStream* st = avformat_new_stream(oc.get(), nullptr);
   std::unique_ptr<AVCodecContext, CodecCloser> c(avcodec_alloc_context3(enc));
@@ -103,18 +85,18 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   }
   if (oc->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   r = avcodec_open2(c.get(), enc, nullptr);
-  if (r < 0) return common::Internal("avcodec_open2 " + options.codec + ": " + AvError(r));
+  if (r < 0) return common::Internal("avcodec_open2 " + options.codec + ": " + av::Error(r));
   r = avcodec_parameters_from_context(st->codecpar, c.get());
-  if (r < 0) return common::Internal("avcodec_parameters_from_context: " + AvError(r));
+  if (r < 0) return common::Internal("avcodec_parameters_from_context: " + av::Error(r));
   st->time_base = c->time_base;
   st->avg_frame_rate = c->framerate;
   r = avio_open(&oc->pb, path.c_str(), AVIO_FLAG_WRITE);
-  if (r < 0) return common::Internal("avio_open " + path + ": " + AvError(r));
+  if (r < 0) return common::Internal("avio_open " + path + ": " + av::Error(r));
   AVDictionary* opts = nullptr;
   if (options.faststart) av_dict_set(&opts, "movflags", "faststart", 0);
   r = avformat_write_header(oc.get(), &opts);
   av_dict_free(&opts);
-  if (r < 0) return common::Internal("avformat_write_header: " + AvError(r));
+  if (r < 0) return common::Internal("avformat_write_header: " + av::Error(r));
 
   std::unique_ptr<AVFrame, FrameFree> frame(av_frame_alloc());
   std::unique_ptr<AVPacket, PacketFree> pkt(av_packet_alloc());
@@ -122,7 +104,7 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   frame->width = width;
   frame->height = height;
   r = av_frame_get_buffer(frame.get(), 0);
-  if (r < 0) return common::Internal("av_frame_get_buffer: " + AvError(r));
+  if (r < 0) return common::Internal("av_frame_get_buffer: " + av::Error(r));
   std::unique_ptr<SwsContext, SwsFree> sws(sws_getContext(width, height, AV_PIX_FMT_RGB24, width,
                                                           height, AV_PIX_FMT_YUV420P, SWS_BILINEAR,
                                                           nullptr, nullptr, nullptr));
@@ -130,7 +112,7 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   const size_t frame_bytes = static_cast<size_t>(width) * height * 3;
   for (int64_t i = 0; i < frames; ++i) {
     r = av_frame_make_writable(frame.get());
-    if (r < 0) return common::Internal("av_frame_make_writable: " + AvError(r));
+    if (r < 0) return common::Internal("av_frame_make_writable: " + av::Error(r));
     const uint8_t* src[1] = {rgb + i * frame_bytes};
     const int src_stride[1] = {width * 3};
     sws_scale(sws.get(), src, src_stride, 0, height, frame->data, frame->linesize);
@@ -140,7 +122,7 @@ common::Status WriteVideo(const std::string& path, const uint8_t* rgb, int64_t f
   }
   EMBODY_RETURN_IF_ERROR(Encode(oc.get(), st, c.get(), nullptr, pkt.get()));
   r = av_write_trailer(oc.get());
-  if (r < 0) return common::Internal("av_write_trailer: " + AvError(r));
+  if (r < 0) return common::Internal("av_write_trailer: " + av::Error(r));
   return common::Status::Ok();
 }
 
