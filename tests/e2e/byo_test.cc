@@ -13,6 +13,7 @@
 
 #include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
+#include "tests/e2e/stack_datasets.h"
 
 namespace embody_test {
 namespace {
@@ -33,30 +34,12 @@ class ByoTest : public ::testing::Test {
     stack_->AddServerFlags({"--preempt-min-priority", "90", "--preempt-grace-ms", "20000"});
     ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
     // A robomimic-layout file, imported through the API as dataset "lift" of the admin's tenant.
-    const std::string inputs = stack_->dir() + "/inputs";
-    fs::create_directories(inputs);
-    fs::permissions(inputs, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                fs::perms::others_read | fs::perms::others_exec);
     storage::testing::RobomimicFileSpec spec;
     spec.demos = 8;
     spec.frames = 40;
     spec.cameras = 0;
-    const std::string path = inputs + "/lift.hdf5";
-    auto made = storage::testing::WriteRobomimicFile(path, spec);
-    ASSERT_TRUE(made.ok()) << made.status().ToString();
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                              fs::perms::others_read);
-    HttpResult r = stack_->Post(
-        "/v1/datasets",
-        json{{"name", "lift"}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump());
-    ASSERT_EQ(r.status, 201) << r.text;
-    const std::string at = "/v1/datasets/" + std::to_string(r.body["id"].get<int64_t>());
-    json d = json::object();
-    for (int i = 0; i < 900 && d.value("state", "importing") == "importing"; ++i) {
-      d = stack_->Get(at).body;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
+    json d = ImportRobomimicThroughApi(*stack_, "lift", spec);
+    ASSERT_EQ(d.value("state", ""), "ready");
     dataset_dir_ = d["path"].get<std::string>();
   }
   static void TearDownTestSuite() {

@@ -21,6 +21,7 @@
 
 #include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
+#include "tests/e2e/stack_datasets.h"
 #include "tests/support/netns.h"
 
 namespace embody_test {
@@ -379,30 +380,11 @@ TEST_F(MultiNodeNetnsTest, TheExampleTrainsOnAnImportedDatasetAcrossBothNodes) {
   if (Sh("/usr/bin/python3 -c \"import torch.distributed\"") != 0) {
     GTEST_SKIP() << "no torch for /usr/bin/python3 (Debian package python3-torch)";
   }
-  namespace fs = std::filesystem;
-  const std::string inputs = stack_->dir() + "/inputs";
-  fs::create_directories(inputs);
-  fs::permissions(inputs, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
   storage::testing::RobomimicFileSpec file;
   file.demos = 8;
   file.frames = 40;
   file.cameras = 0;
-  const std::string path = inputs + "/lift.hdf5";
-  auto made = storage::testing::WriteRobomimicFile(path, file);
-  ASSERT_TRUE(made.ok()) << made.status().ToString();
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                            fs::perms::others_read);
-  HttpResult r = stack_->Post(
-      "/v1/datasets",
-      json{{"name", "lift"}, {"source", {{"format", "hdf5"}, {"path", path}}}}.dump());
-  ASSERT_EQ(r.status, 201) << r.text;
-  const std::string at = "/v1/datasets/" + std::to_string(r.body["id"].get<int64_t>());
-  json d = json::object();
-  for (int i = 0; i < 900 && d.value("state", "importing") == "importing"; ++i) {
-    d = stack_->Get(at).body;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  json d = ImportRobomimicThroughApi(*stack_, "lift", file);
   ASSERT_EQ(d.value("state", ""), "ready") << d.dump(2);
 
   constexpr int kSteps = 60;
