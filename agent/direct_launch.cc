@@ -30,18 +30,7 @@ int Fail(const std::string& message) {
 // Returns "" or why not.
 std::string BecomeRank(const std::string& dir, int rank, int size) {
   if (::setpgid(0, 0) != 0) return std::string("setpgid: ") + std::strerror(errno);
-  const std::string mine = dir + "/rank." + std::to_string(rank);
-  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
-    return "cannot make " + mine + ": " + std::strerror(errno);
-  }
-  const char* names[] = {"stdout", "stderr"};
-  for (int fd = 1; fd <= 2; ++fd) {
-    const std::string path = mine + "/" + names[fd - 1];
-    int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (out < 0) return "cannot open " + path + ": " + std::strerror(errno);
-    if (::dup2(out, fd) < 0) return "cannot redirect to " + path + ": " + std::strerror(errno);
-    ::close(out);
-  }
+  if (std::string why = RedirectRankOutput(dir, rank); !why.empty()) return why;
   for (const auto& [key, value] : DirectRankEnvironment(rank, size)) {
     ::setenv(key.c_str(), value.c_str(), 1);
   }

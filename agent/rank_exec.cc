@@ -37,19 +37,7 @@ std::string RedirectOutput(const std::string& dir) {
   if (rank_text == nullptr) return "no OMPI_COMM_WORLD_RANK for EMBODY_RANK_LOG_DIR";
   auto rank = common::ParseInt64(rank_text, 0, 1 << 24, "OMPI_COMM_WORLD_RANK");
   if (!rank.ok()) return rank.status().message();
-  const std::string mine = dir + "/rank." + std::to_string(*rank);
-  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
-    return "cannot make " + mine + ": " + std::strerror(errno);
-  }
-  const char* names[] = {"stdout", "stderr"};
-  for (int fd = 1; fd <= 2; ++fd) {
-    const std::string path = mine + "/" + names[fd - 1];
-    int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (out < 0) return "cannot open " + path + ": " + std::strerror(errno);
-    if (::dup2(out, fd) < 0) return "cannot redirect to " + path + ": " + std::strerror(errno);
-    ::close(out);
-  }
-  return "";
+  return RedirectRankOutput(dir, *rank);
 }
 
 // torch.distributed's names for what Open MPI tells each rank (RANK, WORLD_SIZE, LOCAL_RANK,
@@ -116,6 +104,22 @@ void SetCollectiveInterface() {
 }
 
 }  // namespace
+
+std::string RedirectRankOutput(const std::string& dir, int64_t rank) {
+  const std::string mine = dir + "/rank." + std::to_string(rank);
+  if (::mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
+    return "cannot make " + mine + ": " + std::strerror(errno);
+  }
+  const char* names[] = {"stdout", "stderr"};
+  for (int fd = 1; fd <= 2; ++fd) {
+    const std::string path = mine + "/" + names[fd - 1];
+    int out = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (out < 0) return "cannot open " + path + ": " + std::strerror(errno);
+    if (::dup2(out, fd) < 0) return "cannot redirect to " + path + ": " + std::strerror(errno);
+    ::close(out);
+  }
+  return "";
+}
 
 int RankExecMain(const std::vector<std::string>& args) {
   // mpirun writes this command line (mpi_launch.cc); it is still checked as strictly as any.

@@ -6,6 +6,7 @@
 // job's uid and can only lower limits, never raise them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,10 @@ namespace agent {
 // `args` excludes "exec-rank". Returns only on failure: the exit code (127), after saying why
 // on stderr (the rank's log).
 int RankExecMain(const std::vector<std::string>& args);
+
+// Points this process's stdout and stderr at <dir>/rank.RANK/{stdout,stderr} (the directory made
+// 0700 if missing; files appended, never followed through a link): the layout mpirun's
+// --output-filename DIR:nojobid makes, which agent/rank_logs.h reads. Returns "" or why not.
+std::string RedirectRankOutput(const std::string& dir, int64_t rank);
 
 }  // namespace agent
