@@ -99,12 +99,12 @@ Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms
   return uow.datasets().Update(d, now_ms);
 }
 
-Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
-                                                    const api::JobSpec& spec) {
-  const char* field = "engine.data.dataset";
-  if (spec.kind != api::JobKind::kTrain) return std::optional<DatasetRecord>();
-  EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.engine.data.dataset, field));
-  if (!ref.is_stored()) return std::optional<DatasetRecord>();  // sim: or dir:, nothing to resolve
+namespace {
+
+// The ready version `ref` names in the tenant's datasets: unprocessable on `field` when it has
+// none, it was deleted, or it is not ready yet.
+Result<DatasetRecord> ReadyVersion(UnitOfWork& uow, int64_t tenant_id, const api::DatasetRef& ref,
+                                   const std::string& field) {
   EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().Find(tenant_id, ref.name, ref.version));
   const std::string what = "dataset \"" + ref.name + "\"" +
                            (ref.version ? " version " + std::to_string(*ref.version) : "");
@@ -115,13 +115,25 @@ Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t ten
   if (d->state != kDatasetReady) {
     return Status(common::Code::kUnprocessable, what + " is " + d->state + ", not ready", field);
   }
+  return std::move(*d);
+}
+
+}  // namespace
+
+Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
+                                                    const api::JobSpec& spec) {
+  const char* field = "engine.data.dataset";
+  if (spec.kind != api::JobKind::kTrain) return std::optional<DatasetRecord>();
+  EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.engine.data.dataset, field));
+  if (!ref.is_stored()) return std::optional<DatasetRecord>();  // sim: or dir:, nothing to resolve
+  EMBODY_ASSIGN_OR_RETURN(d, ReadyVersion(uow, tenant_id, ref, field));
   // The engine would refuse the job when it opens the data (the same rules, api/dataset_fit.h):
   // refuse it now, naming the dataset's side and the spec's field, before it waits in a queue.
-  EMBODY_ASSIGN_OR_RETURN(keys, api::DatasetKeysOf(d->manifest));
-  const std::string where = "dataset " + ref.name + "@" + std::to_string(d->version);
+  EMBODY_ASSIGN_OR_RETURN(keys, api::DatasetKeysOf(d.manifest));
+  const std::string where = "dataset " + ref.name + "@" + std::to_string(d.version);
   auto fit = api::FitDataset(keys, spec.engine.data, spec.engine.model.action_dim, where);
   if (!fit.ok()) return fit.status();
-  return d;
+  return std::optional<DatasetRecord>(std::move(d));
 }
 
 Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64_t tenant_id,
@@ -131,20 +143,11 @@ Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64
   for (size_t i = 0; i < spec.datasets.size(); ++i) {
     const std::string field = "datasets[" + std::to_string(i) + "]";
     EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.datasets[i], field));
-    EMBODY_ASSIGN_OR_RETURN(d, uow.datasets().Find(tenant_id, ref.name, ref.version));
-    const std::string what = "dataset \"" + ref.name + "\"" +
-                             (ref.version ? " version " + std::to_string(*ref.version) : "");
-    if (!d || d->state == kDatasetDeleted) {
-      return Status(common::Code::kUnprocessable,
-                    what + (ref.version ? " not found" : " has no ready version"), field);
-    }
-    if (d->state != kDatasetReady) {
-      return Status(common::Code::kUnprocessable, what + " is " + d->state + ", not ready", field);
-    }
+    EMBODY_ASSIGN_OR_RETURN(d, ReadyVersion(uow, tenant_id, ref, field));
     // "dataset:x" and "dataset:x@3" may be the same version: it is bound once.
     const bool seen =
-        std::any_of(out.begin(), out.end(), [&](const DatasetRecord& o) { return o.id == d->id; });
-    if (!seen) out.push_back(std::move(*d));
+        std::any_of(out.begin(), out.end(), [&](const DatasetRecord& o) { return o.id == d.id; });
+    if (!seen) out.push_back(std::move(d));
   }
   return out;
 }
