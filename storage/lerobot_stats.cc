@@ -60,8 +60,8 @@ common::Result<std::optional<LerobotFeatureStats>> ParseFeature(const json& j,
   return std::optional<LerobotFeatureStats>(std::move(f));
 }
 
-common::Result<std::optional<LerobotRecordedStats>> ReadStatsJson(const std::string& dir) {
-  const std::string rel = "meta/stats.json", path = dir + "/" + rel;
+// A statistics file is read whole: refuse one past kMaxLerobotStatsBytes before reading it.
+common::Status CheckStatsFileSize(const std::string& path) {
   std::error_code ec;
   const uint64_t size = fs::file_size(path, ec);
   if (ec) return common::InvalidArgument(path + ": " + ec.message());
@@ -69,6 +69,12 @@ common::Result<std::optional<LerobotRecordedStats>> ReadStatsJson(const std::str
     return common::InvalidArgument(path + ": larger than " + std::to_string(kMaxLerobotStatsBytes) +
                                    " bytes");
   }
+  return common::Status::Ok();
+}
+
+common::Result<std::optional<LerobotRecordedStats>> ReadStatsJson(const std::string& dir) {
+  const std::string rel = "meta/stats.json", path = dir + "/" + rel;
+  EMBODY_RETURN_IF_ERROR(CheckStatsFileSize(path));
   std::ifstream in(path, std::ios::binary);
   json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
@@ -121,13 +127,7 @@ struct Aggregate {
 
 common::Result<std::optional<LerobotRecordedStats>> ReadEpisodesStats(const std::string& dir) {
   const std::string rel = "meta/episodes_stats.jsonl", path = dir + "/" + rel;
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec) return common::InvalidArgument(path + ": " + ec.message());
-  if (size > kMaxLerobotStatsBytes) {
-    return common::InvalidArgument(path + ": larger than " + std::to_string(kMaxLerobotStatsBytes) +
-                                   " bytes");
-  }
+  EMBODY_RETURN_IF_ERROR(CheckStatsFileSize(path));
   std::ifstream in(path, std::ios::binary);
   std::map<std::string, Aggregate> agg;
   int64_t episodes = 0;
