@@ -43,6 +43,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/timing.h"
 #include "storage/dataset_reader.h"
 #include "storage/partition.h"
 #include "storage/testing/robomimic_file.h"
@@ -67,18 +68,8 @@ struct Options {
 
 const std::string kScript = std::string(EMBODY_BENCH_DIR) + "/byo_job.py";
 
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bench::Percentile;
+using bench::RealtimeNs;
 
 // A 2-node x 1-rank command job running byo_job.py with `args`, by either launcher.
 json JobSpec(const std::string& name, const Options& o, const std::string& launcher,

@@ -40,6 +40,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/timing.h"
 #include "common/time_util.h"
 #include "tests/e2e/local_stack.h"
 
@@ -86,18 +87,8 @@ double Seconds(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bench::Percentile;
+using bench::RealtimeNs;
 
 bool Terminal(const std::string& state) {
   return state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
