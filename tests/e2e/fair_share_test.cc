@@ -40,19 +40,28 @@ TEST(FairShareLiveTest, WeightsOneToThreeOnTwoSlots) {
   const Tenant light = MakeTenant(stack, "light", 1), heavy = MakeTenant(stack, "heavy", 3);
   ASSERT_FALSE(light.token.empty());
   ASSERT_FALSE(heavy.token.empty());
-  // Both backlogs in before the first job can end: 16 jobs each of 3 s, one slot.
+  // Both backlogs in before the first job starts: the two nodes are drained while 16 one-second
+  // jobs of each tenant are submitted, and undrained together once all are queued.
+  json nodes = stack.Get("/v1/nodes").body["nodes"];
+  ASSERT_EQ(nodes.size(), 2u) << nodes.dump();
+  for (const json& n : nodes) {
+    ASSERT_EQ(stack.Post("/v1/nodes/" + n["id"].dump() + "/drain", "").status, 200);
+  }
   constexpr int kJobs = 16;
   std::vector<std::pair<int64_t, int64_t>> jobs;  // (id, tenant)
   for (int i = 0; i < kJobs; ++i) {
     for (const Tenant* t : {&light, &heavy}) {
       json spec = {{"name", "fs-" + std::to_string(i)},
                    {"kind", "command"},
-                   {"command", {"sleep", "3"}},
+                   {"command", {"sleep", "1"}},
                    {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}};
       HttpResult r = stack.Post("/v1/jobs", spec.dump(), t->token);
       ASSERT_EQ(r.status, 201) << r.text;
       jobs.push_back({r.body["id"].get<int64_t>(), t->id});
     }
+  }
+  for (const json& n : nodes) {
+    ASSERT_EQ(stack.Post("/v1/nodes/" + n["id"].dump() + "/undrain", "").status, 200);
   }
   std::vector<std::pair<std::string, int64_t>> starts;  // (started_at, tenant)
   for (const auto& [id, tenant] : jobs) {
