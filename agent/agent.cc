@@ -105,6 +105,9 @@ struct Agent::Impl {
   // headed elsewhere.
   std::unique_ptr<UidPool> uid_pool;
   std::shared_ptr<GpuPool> gpu_pool;
+  // Before the bridge and the runner, which hold entries of it while jobs run.
+  std::unique_ptr<ImageCache> images;
+  std::string container_init;  // embody-container-init, PID 1 of image jobs' containers
   std::unique_ptr<RshBridge> bridge;
   int max_rsh_streams = 0;  // the bridge's daemons at once, each holding one local API thread
   std::unique_ptr<storage::HttpCheckpointStore> checkpoint_store;
@@ -178,9 +181,14 @@ common::Status Agent::Impl::Prepare() {
   EMBODY_RETURN_IF_ERROR(PrepareTls());
   // What jobs' uids execute must be reachable by them (job_binaries.h).
   embody_data = cfg.embody_data;
+  // PID 1 of image jobs' containers, built beside this binary (agent/container_init_main.cc).
+  if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
+    container_init =
+        (std::filesystem::path(cfg.agent_binary).parent_path() / "embody-container-init").string();
+  }
   if (sandbox.switch_uid) {
     const std::string bin = jobs.data_dir + "/bin";
-    for (std::string* exe : {&jobs.rank_exec, &jobs.engine, &embody_data}) {
+    for (std::string* exe : {&jobs.rank_exec, &jobs.engine, &embody_data, &container_init}) {
       auto reachable = ExecutableForJobs(*exe, bin);
       if (!reachable.ok()) return reachable.status();
       *exe = *reachable;
@@ -258,9 +266,24 @@ common::Status Agent::Impl::Prepare() {
     node_gpus.push_back({g.index, m == minors.end() ? g.index : m->second});
   }
   gpu_pool = std::make_shared<GpuPool>(std::move(node_gpus));
+  // Image jobs (docs/byo.md "Environments"): the cache of unpacked images under the data dir,
+  // for the jobs this node heads and its parts of jobs headed elsewhere.
+  {
+    ImageCacheOptions image_opts;
+    image_opts.dir = jobs.data_dir + "/images";
+    image_opts.max_bytes = int64_t{cfg.image_cache_gib} << 30;
+    auto cache = ImageCache::Open(image_opts);
+    if (!cache.ok()) {
+      common::LogWarn("no image cache: image jobs will fail", {{"error", cache.status().message()}});
+    } else {
+      images = std::move(*cache);
+    }
+  }
   RshBridgeOptions rsh_opts;
   rsh_opts.jobs = jobs;
   rsh_opts.gpus = gpu_pool;
+  rsh_opts.images = images.get();
+  rsh_opts.container_init = container_init;
   rsh_opts.orphan_grace = cfg.orphan_grace;
   max_rsh_streams = rsh_opts.max_daemons;
   bridge = std::make_unique<RshBridge>(rsh_opts, uid_pool.get(), &logs);
@@ -343,6 +366,8 @@ common::Status Agent::Impl::StartParts() {
   run_opts.orphan_grace = cfg.orphan_grace;
   run_opts.gpus = gpu_pool;
   run_opts.uid_pool = uid_pool.get();
+  run_opts.images = images.get();
+  run_opts.container_init = container_init;
   storage::HttpCheckpointStore* store = checkpoint_store.get();
   run_opts.fetch_checkpoint = [store](const api::CheckpointRef& ref,
                                       const std::string& path) -> common::Status {

@@ -238,6 +238,10 @@ std::vector<Flag> AgentFlags(Files* files) {
          return common::Status::Ok();
        },
        [](const AgentOptions& c) { return std::to_string(c.finished_job_retention.count()); }},
+      {"image-cache-gib", "GIB",
+       "unpacked OCI images kept for image jobs; past it, the least recently used no job runs "
+       "in are removed",
+       Int("image-cache-gib", &AgentOptions::image_cache_gib, 1, 1 << 20)},
       {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentOptions::nvml_library),
        Shown(&AgentOptions::nvml_library)},
       {"verbose", nullptr, "debug logs",

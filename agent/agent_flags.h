@@ -38,6 +38,8 @@ struct AgentOptions {
   // untouched this long; 0: kept
   std::chrono::seconds finished_job_retention{3 * 86400};
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml-library
+  // --image-cache-gib: the node's cache of unpacked OCI images (agent/image_cache.h)
+  int image_cache_gib = 20;
   bool verbose = false;                            // --verbose: debug logs
   // The job sandbox (agent/sandbox.h).
   int64_t job_uid_base = 200000;      // --job-uid-base: first job uid (gid the same)

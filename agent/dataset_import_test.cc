@@ -77,6 +77,14 @@ TEST(DatasetImportTest, PathsAndArgv) {
   EXPECT_EQ(json::parse(plan->command)["argv"],
             json({"/bin/embody-data", "import-lerobot", "/data/jobs/job-9/upload.tar",
                   p->output_dir, "--report", "--resize=96x128", "--tar", "--threads=1"}));
+  // An OCI image layout tar, from a path or an upload, is unpacked and checked by import-oci.
+  in.spec["import"]["source"] = {{"format", "oci"}, {"path", "/data/jobs/job-9/upload.tar"}};
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(json::parse(plan->command)["argv"],
+            json({"/bin/embody-data", "import-oci", "/data/jobs/job-9/upload.tar", p->output_dir,
+                  "--report"}));
+  in.spec["import"]["source"] = {{"format", "lerobot"}, {"path", "/d/pusht"}};
   in.import_archive = false;
   in.spec["import"]["source"]["filter"] = "train";  // an hdf5 option
   EXPECT_FALSE(BuildLaunchPlan(in).ok());

@@ -79,7 +79,8 @@ std::string UploadFileName(const json& spec) {
     if (!src || !src->is_object() || !src->contains(key)) return "upload.hdf5";
     src = &(*src)[key];
   }
-  return src->is_object() && src->value("format", "") == "lerobot" ? "upload.tar" : "upload.hdf5";
+  const std::string format = src->is_object() ? src->value("format", "") : "";
+  return format == "lerobot" || format == "oci" ? "upload.tar" : "upload.hdf5";
 }
 
 common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,

@@ -37,7 +37,7 @@ std::optional<UploadRef> UploadOf(const nlohmann::json& spec);
 nlohmann::json SpecReadingCopy(const nlohmann::json& spec, const std::string& local_path);
 
 // The node copy's file name: "upload.tar" for a LeRobot upload (a tar of the dataset directory,
-// which embody-data unpacks with --tar), "upload.hdf5" otherwise.
+// which embody-data unpacks with --tar) and an OCI image (a layout tar), "upload.hdf5" otherwise.
 std::string UploadFileName(const nlohmann::json& spec);
 
 struct UploadFetchOptions {

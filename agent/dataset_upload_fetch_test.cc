@@ -160,6 +160,8 @@ TEST(UploadSpecTest, FindsTheUploadAndRewritesTheSourceToTheCopy) {
   EXPECT_EQ(UploadFileName(spec), "upload.hdf5");
   spec["import"]["source"]["format"] = "lerobot";
   EXPECT_EQ(UploadFileName(spec), "upload.tar");
+  spec["import"]["source"]["format"] = "oci";  // an OCI image layout tar
+  EXPECT_EQ(UploadFileName(spec), "upload.tar");
   EXPECT_EQ(UploadFileName(json{{"kind", "import"}}), "upload.hdf5");
 }
 

@@ -139,17 +139,10 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
     return Outcome::kFailed;
   }
   metrics_->HeartbeatSucceeded();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // A launch or a kill may be followed by news at once (a launch that ends quickly); worker
-    // assignments, in every reply while a job runs here, are not news.
-    bool acted = false;
-    for (const auto& cmd : reply->commands) acted = acted || cmd.type != api::Command::Type::kWorker;
-    again_at_once_ = acted || !req.finished.empty() || woken_;
-  }
   logs_->Commit(req.logs);
   events_->Commit(events.last_seq);
   runner_->Acknowledge(reported);
+  bool launched_new = false;
   if (execute_commands) {
     std::vector<api::Command> workers;
     for (const auto& cmd : reply->commands) {
@@ -163,6 +156,19 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
       }
     }
     if (on_workers_) on_workers_(workers);
+    for (const api::LaunchAck& held : runner_->HeldLaunches()) {
+      launched_new = launched_new ||
+                     std::find(req.launched.begin(), req.launched.end(), held) == req.launched.end();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Only news goes at once: a launch the runner took (its acknowledgement; it may also end
+    // quickly) or an end reported. A repeated command is not: a launch waiting for an older attempt
+    // of its job here to stop, or the kill of that attempt, comes in every reply until it ends,
+    // and going again at once for it spun this loop (and the server's launch count) until then.
+    // The job's end wakes the loop itself (Wake()).
+    again_at_once_ = launched_new || !req.finished.empty() || woken_;
   }
   metrics_->SetJobsRunning(static_cast<int>(runner_->Running().size()));
   metrics_->SetEventsDropped(events_->dropped());

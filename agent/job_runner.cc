@@ -17,6 +17,7 @@
 #include <set>
 
 #include "agent/mpi_launch.h"
+#include "agent/peer_images.h"
 #include "agent/spawn.h"
 #include "agent/uid_scrub.h"
 #include "common/crypto.h"
@@ -181,6 +182,15 @@ void JobRunner::Launch(const api::Command& launch) {
   if (common::Status st = SaveRecord(*j); !st.ok()) {
     return Finish(j, 1, "cannot record the job on this node: " + st.message());
   }
+  auto image = ImageOf(launch.spec);
+  if (!image.ok()) return Finish(j, 1, image.status().message());
+  if (*image) {
+    j->running = true;
+    j->preparing = true;
+    j->preparer = std::thread(
+        [this, j, launch, ref = **image] { PrepareImageThenStart(j, launch, ref); });
+    return;
+  }
   if (NeedsFetch(launch)) {
     j->running = true;
     j->preparing = true;
@@ -188,6 +198,56 @@ void JobRunner::Launch(const api::Command& launch) {
     return;
   }
   Start(j, launch, lock);
+}
+
+void JobRunner::PrepareImageThenStart(Job* job, api::Command launch, const ImageRef& image) {
+  common::Result<std::unique_ptr<ImageUse>> use =
+      common::FailedPrecondition("this node runs no images (its agent has no image cache)");
+  if (options_.images != nullptr) {
+    common::LogInfo("preparing image", {{"job", std::to_string(job->id)},
+                                        {"image", image.name},
+                                        {"digest", image.digest}});
+    use = options_.images->Acquire(image.digest, image.path);
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!use.ok()) {
+      job->preparing = false;
+      return Finish(job, 1, "cannot prepare image " + image.name + ": " + use.status().message());
+    }
+    job->image = std::move(*use);
+    if (job->kill_requested) {
+      job->preparing = false;
+      return Finish(job, 128 + SIGKILL, job->kill_reason);
+    }
+  }
+  if (launch.hosts.size() > 1) {
+    // Every other node unpacks the image itself (agent/rsh_bridge.h): mpirun starts once all
+    // have it, or the job fails naming the node that cannot.
+    PeerImageWait wait;
+    wait.nodes.assign(launch.hosts.begin() + 1, launch.hosts.end());
+    wait.job_id = job->id;
+    wait.job_token = launch.job_token;
+    wait.ca_file = options_.jobs.ca_file;
+    wait.image = image.name;
+    common::Status peers = WaitForImageOnNodes(wait, [this, job] {
+      std::lock_guard<std::mutex> lock(mu_);
+      return job->kill_requested;
+    });
+    std::unique_lock<std::mutex> lock(mu_);
+    if (job->kill_requested) {
+      job->preparing = false;
+      return Finish(job, 128 + SIGKILL, job->kill_reason);
+    }
+    if (!peers.ok()) {
+      job->preparing = false;
+      return Finish(job, 1, peers.message());  // "node NAME: cannot prepare image ...: why"
+    }
+  }
+  if (NeedsFetch(launch)) return FetchThenStart(job, std::move(launch));
+  std::unique_lock<std::mutex> lock(mu_);
+  job->preparing = false;
+  Start(job, launch, lock);
 }
 
 bool JobRunner::NeedsFetch(const api::Command& launch) const {
@@ -312,6 +372,14 @@ void JobRunner::Start(Job* job, const api::Command& launch, std::unique_lock<std
     in.import_output = paths->output_dir;
     in.import_archive = !job->upload_fetched.empty();
   }
+  if (job->image) {
+    // Every rank runs in the image (agent/container_config.h); the binds are added by the plan.
+    ContainerPlan container;
+    container.rootfs = job->image->rootfs();
+    container.init = options_.container_init;
+    container.crun = options_.crun;
+    in.container = container;
+  }
   auto plan = BuildLaunchPlan(in);
   if (!plan.ok()) return Finish(job, 1, plan.status().message());
 
@@ -398,6 +466,16 @@ JobRunner::SpawnResult JobRunner::SpawnJob(Job* job, const api::Command& launch,
     st = HandUploadToJob(job->upload_fetched, job->upload_copy, creds);
   }
   if (!st.ok()) return {0, 1, "cannot prepare job directory: " + st.message()};
+  if (job->image) {
+    // crun, as the job's uid, cannot make mount points in the root-owned image: made here.
+    // resume_from may add its directory below (the plan is rebuilt): bind it too.
+    std::vector<std::string> dirs;
+    if (!launch.resume_from.empty()) {
+      dirs.push_back(std::filesystem::path(launch.resume_from).parent_path().string());
+    }
+    st = options_.images->EnsureContainerMountpoints(plan.command, dirs);
+    if (!st.ok()) return {0, 1, "cannot run the job's image: " + st.message()};
+  }
   if (!launch.resume_from.empty()) {
     // Checkpoints live on the disk of the node that wrote them: resume only where the job can
     // read them (the file, or its directory when the run has since written newer ones and pruned
@@ -530,6 +608,7 @@ void JobRunner::ReleaseResources(Job* job) {
 
 void JobRunner::Finish(Job* job, int exit_code, const std::string& reason) {
   job->running = false;
+  job->image.reset();  // the cache may evict it now
   if (!job->upload_fetched.empty()) {
     // The server keeps the upload until the import ended; the node keeps no copy past the job.
     ::unlink(job->upload_fetched.c_str());

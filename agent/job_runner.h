@@ -43,6 +43,7 @@
 #include "agent/dataset_upload_fetch.h"
 #include "agent/job_record.h"
 #include "agent/gpu_pool.h"
+#include "agent/image_cache.h"
 #include "agent/job_sandbox_options.h"
 #include "agent/job_watcher.h"
 #include "agent/mpi_launch.h"
@@ -75,6 +76,11 @@ struct JobRunnerOptions {
   // The uid pool to share with the node's rsh bridge (agent/rsh_bridge.h), so no uid serves two
   // jobs; null: the runner's own.
   UidPool* uid_pool = nullptr;
+  // Where image jobs' images are unpacked (agent/image_cache.h); null: such jobs fail, saying
+  // so. container_init: embody-container-init, PID 1 of their containers; crun: the runtime.
+  ImageCache* images = nullptr;
+  std::string container_init;
+  std::string crun = "crun";
 };
 
 // What the job-local API needs to know about a running job.
@@ -152,6 +158,7 @@ class JobRunner {
     std::optional<ImportPaths> import;  // kind import: where its output goes
     std::string upload_fetched;  // an uploaded import's copy, as fetched (root's)
     std::string upload_copy;     // ... and where the job reads it, in its own directory
+    std::unique_ptr<ImageUse> image;  // an image job's unpacked image, held while it runs
     int64_t memory_limit_bytes = 0;  // of the cgroup, for the finish reason
     bool running = false;
     bool ended = false;      // Finish() was called: `result` holds how
@@ -188,6 +195,9 @@ class JobRunner {
   bool NeedsFetch(const api::Command& launch) const;
   // On the preparer thread: fetches the checkpoint, then starts the job (or records why not).
   void FetchThenStart(Job* job, api::Command launch);
+  // On the preparer thread: unpacks (or finds) the job's image in the node's cache and holds it,
+  // then fetches what NeedsFetch wants, then starts the job (or records why not).
+  void PrepareImageThenStart(Job* job, api::Command launch, const ImageRef& image);
   // On the preparer thread: fetches an import's upload, then starts the job reading the copy.
   void FetchUploadThenStart(Job* job, api::Command launch, const UploadRef& ref);
   // mu_ held. Prepares the job's directories; the start note opens its launcher log.

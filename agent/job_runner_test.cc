@@ -177,6 +177,53 @@ TEST_F(JobRunnerTest, KillEscalatesToSigkillForRanksThatIgnoreSigterm) {
   for (const auto& p : tree) EXPECT_FALSE(IsAlive(p)) << "pid " << p.pid << " survived";
 }
 
+// resume_from (the checkpoint the job last reported) is handed to the job when the job's uid can
+// read it, or its directory (the job's newer checkpoints, the file pruned since); otherwise the
+// attempt starts from step 0 and the launcher log says why.
+TEST_F(JobRunnerTest, ResumesFromACheckpointOnlyWhereTheJobsUidCanReadIt) {
+  TempDir outside;  // the job's uid must be able to pass through it to reach the checkpoints
+  ASSERT_EQ(::chmod(outside.path().c_str(), 0755), 0);
+  const std::string dir = outside.path() + "/ckpts";
+  const std::string file = dir + "/step-5.ckpt";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ASSERT_TRUE(common::WriteFileAtomic(file, "5", 0644).ok());
+  struct Case {
+    mode_t dir_mode, file_mode;
+    bool resumes;
+  };
+  // 0600: root's own file (the agent runs jobs as other uids), but its directory is open to them.
+  const Case cases[] = {{0755, 0644, true}, {0755, 0600, true}, {0, 0644, false}};
+  int64_t id = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("directory " + std::to_string(c.dir_mode) + " file " +
+                 std::to_string(c.file_mode));
+    ASSERT_EQ(::chmod(file.c_str(), c.file_mode), 0);
+    ASSERT_EQ(::chmod(dir.c_str(), c.dir_mode), 0);
+    JobRunner runner(Options(), &logs_);
+    api::Command launch = CommandJob(id, {"sh", "-c", "echo \"from=${EMBODY_RESUME_FROM:-none}\""}, 1);
+    launch.resume_from = file;
+    runner.Launch(launch);
+    auto done = runner.WaitFinished(id, seconds(30));
+    ::chmod(dir.c_str(), 0755);
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->exit_code, 0) << done->reason;
+    const std::string rank = ReadAll(RankLogs::RankLogPath(runner.LogDir(id), 0));
+    const std::string launcher = ReadAll(RankLogs::RankLogPath(runner.LogDir(id), -1));
+    if (c.resumes) {
+      EXPECT_NE(rank.find("from=" + file + "\n"), std::string::npos) << rank;
+      EXPECT_NE(launcher.find("embody-agent: resuming from " + file + "\n"), std::string::npos)
+          << launcher;
+    } else {
+      EXPECT_NE(rank.find("from=none\n"), std::string::npos) << rank;
+      EXPECT_NE(launcher.find("embody-agent: checkpoint " + file +
+                              " is not readable on this node; starting from step 0\n"),
+                std::string::npos)
+          << launcher;
+    }
+    ++id;
+  }
+}
+
 TEST_F(JobRunnerTest, MissingMpirunIsReportedNotThrown) {
   JobRunnerOptions o = Options();
   o.jobs.mpirun = "/nonexistent/mpirun";

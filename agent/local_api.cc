@@ -197,6 +197,24 @@ common::Result<int> LocalApi::Start(const std::string& host, int port) {
                         ServeDaemon(*daemon, res);
                       }));
   }
+  if (bridge_ != nullptr) {
+    const std::string image_route = "/v1/local/jobs/{id}/image";
+    server_->Get(common::http::PatternRegex(image_route),
+                 WithAccessLog("GET", image_route,
+                               [this](const httplib::Request& req, httplib::Response& res,
+                                      ServedCall&) {
+                                 auto id = common::ParseInt64(req.matches[1].str(), 1);
+                                 auto ready = bridge_->ImageReady(
+                                     id.ok() ? *id : -1, req.get_header_value("Authorization"));
+                                 LocalReply r = ready.ok()
+                                                    ? LocalReply{200,
+                                                                 nlohmann::json{{"ready", *ready}}
+                                                                     .dump()}
+                                                    : Error(ready.status());
+                                 res.status = r.http_status;
+                                 res.set_content(r.body, "application/json");
+                               }));
+  }
   server_->Get("/metrics", WithAccessLog("GET", "/metrics",
                                          [this](const httplib::Request&, httplib::Response& res,
                                                 ServedCall&) {

@@ -20,8 +20,14 @@
 //        MPI's daemon for a job that has a part here (agent/rsh_bridge.h, docs/multinode.md).
 //        -> 200 with a stream of frames (agent/rsh_protocol.h: output, a keepalive each second,
 //        the exit status last); 404 no part of that job here; 401 wrong token; 400 not the
-//        daemon; 409 its daemon already runs; 429 too many daemons on this node. The stream's end
-//        (the caller gone) stops the daemon.
+//        daemon; 409 its daemon already runs; 429 too many daemons on this node; 503 the job's
+//        image is still being prepared here; 409 too when it cannot be (saying why). The
+//        stream's end (the caller gone) stops the daemon.
+//   GET  /v1/local/jobs/{id}/image    Authorization: Bearer <the job's token>: whether this node
+//        has the image of an image job that has a part here (agent/rsh_bridge.h), which the
+//        head's agent asks before it starts mpirun. -> 200 {"ready": true} (also for a job
+//        without an image) or {"ready": false} (being prepared); 409 it cannot be prepared,
+//        saying why; 404 / 401 as for rsh.
 //
 // Why a chunked response of cpp-httplib rather than Boost.Beast: a node runs one daemon per
 // multi-node job it is part of, a handful, and this server already holds the agent's HTTP edge

@@ -55,9 +55,11 @@ common::Result<std::vector<std::string>> ImportArgv(const LaunchInput& in) {
   }
   auto source = api::ParseImportSource((*imp)["source"], "import.source");
   if (!source.ok()) return source.status();
-  std::vector<std::string> argv{in.embody_data,
-                                source->is_lerobot() ? "import-lerobot" : "import-hdf5",
-                                source->path, in.import_output, "--report"};
+  // An OCI image is a tar however it came (path or upload): unpacked and checked, no options.
+  const char* command =
+      source->is_oci() ? "import-oci" : source->is_lerobot() ? "import-lerobot" : "import-hdf5";
+  std::vector<std::string> argv{in.embody_data, command, source->path, in.import_output,
+                                "--report"};
   // "--opt=value": a value starting with '-' stays a value.
   if (!source->filter.empty()) argv.push_back("--filter=" + source->filter);
   if (!source->language.empty()) argv.push_back("--language=" + source->language);
@@ -152,6 +154,24 @@ common::Status AddPythonEnvironment(const LaunchInput& in,
 std::string CommandFile(const LaunchInput& in, const std::vector<std::string>& program) {
   nlohmann::json c{{"argv", program}};
   if (IsTorchrun(in.spec)) c["launcher"] = "torchrun";
+  if (in.container) {
+    ContainerPlan plan = *in.container;
+    plan.binds = {{in.job_dir, /*read_only=*/false}, {in.checkpoint_dir, /*read_only=*/false}};
+    if (!in.python_sdk.empty()) plan.binds.push_back({in.python_sdk, true});
+    if (!in.resume_from.empty()) {
+      const size_t slash = in.resume_from.rfind('/');
+      if (slash != std::string::npos && slash > 0) {
+        plan.binds.push_back({in.resume_from.substr(0, slash), true});
+      }
+    }
+    if (auto d = in.spec.find("datasets"); d != in.spec.end() && d->is_object()) {
+      for (const auto& dir : *d) {
+        if (dir.is_string()) plan.binds.push_back({dir.get<std::string>(), true});
+      }
+    }
+    if (!in.ca_file.empty()) plan.binds.push_back({in.ca_file, true, /*is_file=*/true});
+    c["container"] = ToJson(plan);
+  }
   return c.dump() + "\n";
 }
 
@@ -172,6 +192,8 @@ common::Result<std::vector<std::string>> ProgramArgv(const LaunchInput& in) {
     argv.push_back(a.get<std::string>());
   }
   if (argv[0].empty()) return common::InvalidArgument("command starts with an empty word", "command");
+  // An image the server did not bind is refused here as a bad virtualenv path is.
+  if (auto image = ImageOf(in.spec); !image.ok()) return image.status();
   if (IsTorchrun(in.spec)) return TorchrunArgv(in, std::move(argv));
   return argv;
 }
@@ -393,11 +415,36 @@ common::Result<std::string> PythonEnvironmentOf(const nlohmann::json& spec) {
   if (!spec.is_object() || spec.value("kind", "") != "command") return std::string();
   auto e = spec.find("environment");
   if (e == spec.end()) return std::string();
+  if (e->is_object() && e->contains("image") && !e->contains("python")) return std::string();
   if (!e->is_object() || !e->contains("python") || !(*e)["python"].is_string()) {
     return common::InvalidArgument("environment must name a virtualenv as \"python\"",
                                    "environment");
   }
   return api::ParsePythonEnvironment((*e)["python"].get<std::string>(), "environment.python");
+}
+
+common::Result<std::optional<ImageRef>> ImageOf(const nlohmann::json& spec) {
+  if (!spec.is_object() || spec.value("kind", "") != "command") return std::optional<ImageRef>();
+  auto e = spec.find("environment");
+  if (e == spec.end() || !e->is_object() || !e->contains("image")) {
+    return std::optional<ImageRef>();
+  }
+  const nlohmann::json& i = (*e)["image"];
+  auto text = [&](const char* key) {
+    return i.is_object() && i.contains(key) && i[key].is_string() ? i[key].get<std::string>()
+                                                                   : std::string();
+  };
+  ImageRef ref{text("name"), text("path"), text("digest")};
+  const std::string& d = ref.digest;
+  const bool digest_ok =
+      d.size() == 71 && d.compare(0, 7, "sha256:") == 0 &&
+      d.find_first_not_of("0123456789abcdef", 7) == std::string::npos;
+  if (ref.name.empty() || !digest_ok ||
+      !api::ParseDatasetRef(api::kDirDatasetPrefix + ref.path, "environment.image").ok()) {
+    return common::InvalidArgument("environment.image is not a bound image (name, path, digest)",
+                                   "environment.image");
+  }
+  return std::optional<ImageRef>(std::move(ref));
 }
 
 std::string DaemonBinary(const std::string& mpirun, const std::string& program) {

@@ -40,6 +40,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/container_config.h"
 #include "api/agent_protocol.h"
 #include "common/status.h"
 
@@ -78,6 +79,11 @@ struct LaunchInput {
   // Operator's Open MPI settings (OMPI_MCA_*, PMIX_MCA_* from the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
   bool as_root = false;  // the job's processes run as root (Open MPI must be told it may)
+  // An image job's container (command.json's "container"; agent/container_config.h): every rank
+  // runs its command inside it. nullopt: on the node's own files. Its binds are the launch's own
+  // paths, added by BuildLaunchPlan: the job and checkpoint directories (read-write), the SDK,
+  // the directory of resume_from, each bound dataset and the CA file (read-only).
+  std::optional<ContainerPlan> container;
   int kill_grace_s = 5;  // seconds a killed job's ranks get to end on their own
 };
 
@@ -120,6 +126,16 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
 // VIRTUAL_ENV is DIR in both plans above; whether the job's uid can run DIR/bin/python3 is the
 // caller's check (it knows the uid).
 common::Result<std::string> PythonEnvironmentOf(const nlohmann::json& spec);
+
+// A command job's image as the server bound it (launch spec "environment": {"image": {"name":
+// "NAME@VERSION", "path": the version's layout directory, "digest": "sha256:<hex>" of its
+// manifest}}); nullopt for a job without one, invalid_argument for a malformed one.
+struct ImageRef {
+  std::string name;
+  std::string path;
+  std::string digest;
+};
+common::Result<std::optional<ImageRef>> ImageOf(const nlohmann::json& spec);
 
 // The daemon binary named `program` ("orted", "prted") of the Open MPI whose mpirun is `mpirun`:
 // beside it when mpirun is a path, else looked up in the job's PATH.

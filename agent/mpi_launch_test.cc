@@ -357,6 +357,48 @@ TEST(MpiLaunchTest, AVirtualenvComesFirstOnEveryRanksPath) {
   }
 }
 
+TEST(MpiLaunchTest, AnImageJobsRanksRunInItsContainerWithTheJobsPathsBound) {
+  LaunchInput in = BaseInput("command");
+  in.spec = {{"kind", "command"},
+             {"command", {"python3", "train.py"}},
+             {"datasets", {{"lift@2", "/srv/datasets/tenant-1/dataset-7"}}},
+             {"environment",
+              {{"image",
+                {{"name", "torch@1"},
+                 {"path", "/srv/datasets/tenant-1/dataset-3"},
+                 {"digest", "sha256:" + std::string(64, 'e')}}}}}};
+  in.python_sdk = "/opt/embody/share/embody/python";
+  in.resume_from = "/data/downloads/job-1/step-5.ckpt";
+  auto image = ImageOf(in.spec);
+  ASSERT_TRUE(image.ok() && *image) << image.status().message();
+  EXPECT_EQ((*image)->path, "/srv/datasets/tenant-1/dataset-3");
+  ContainerPlan container;
+  container.rootfs = "/data/images/eee/rootfs";
+  container.init = "/data/bin/embody-container-init";
+  in.container = container;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  const nlohmann::json command = nlohmann::json::parse(plan->command);
+  EXPECT_EQ(command["argv"], nlohmann::json({"python3", "train.py"}));
+  auto parsed = ParseContainerPlan(command["container"]);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->rootfs, "/data/images/eee/rootfs");
+  std::vector<std::pair<std::string, bool>> binds;
+  for (const auto& b : parsed->binds) binds.push_back({b.path, b.read_only});
+  EXPECT_EQ(binds, (std::vector<std::pair<std::string, bool>>{
+                       {in.job_dir, false},
+                       {in.checkpoint_dir, false},
+                       {"/opt/embody/share/embody/python", true},
+                       {"/data/downloads/job-1", true},
+                       {"/srv/datasets/tenant-1/dataset-7", true}}));
+  // Not bound by the server (a name where the binding belongs): refused.
+  in.spec["environment"]["image"] = "torch";
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+  in.spec["environment"]["image"] = {{"name", "torch@1"}, {"path", "/x/../y"},
+                                     {"digest", "sha256:" + std::string(64, 'e')}};
+  EXPECT_FALSE(BuildLaunchPlan(in).ok());
+}
+
 TEST(MpiLaunchTest, ACommandJobsBoundDatasetsReachEveryRank) {
   LaunchInput in = BaseInput("command");
   in.hosts = {{1, "node-a", "10.0.0.1", 1, "http://10.0.0.1:1"},

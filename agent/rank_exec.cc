@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/container_exec.h"
 #include "common/file_util.h"
 #include "common/parse_int.h"
 
@@ -175,6 +176,12 @@ int RankExecMain(const std::vector<std::string>& args) {
     SetTorchRendezvous();
   }
   SetCollectiveInterface();
+  if (j.contains("container")) {
+    // An image job: the argv runs inside its image, under crun (agent/container_exec.h).
+    auto plan = ParseContainerPlan(j["container"]);
+    if (!plan.ok()) return Fail(file + ": " + plan.status().message());
+    return Fail(ExecInContainer(*plan, argv));
+  }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

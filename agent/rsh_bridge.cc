@@ -33,6 +33,20 @@ std::string BearerCredential(const std::string& authorization) {
   return authorization.substr(kBearer.size());
 }
 
+common::Status NoPartHere(int64_t job_id) {
+  return common::NotFound("job " + std::to_string(job_id) + " has no part on this node");
+}
+
+// Whether `authorization` carries the job token of `worker`'s attempt.
+common::Status CheckJobToken(const api::Command& worker, const std::string& authorization) {
+  const std::string token = BearerCredential(authorization);
+  if (token.empty() ||
+      !common::ConstantTimeEquals(common::Sha256Hex(token), worker.job_token_sha256)) {
+    return common::Status(common::Code::kUnauthenticated, "missing or wrong job token");
+  }
+  return common::Status::Ok();
+}
+
 int64_t MemoryPerRank(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("resources") || !spec["resources"].is_object()) return 0;
   auto m = spec["resources"].find("memory_per_rank_bytes");
@@ -159,6 +173,75 @@ RshBridge::~RshBridge() {
     if (d->waiter_.joinable()) d->waiter_.join();
     if (d->killer_.joinable()) d->killer_.join();
   }
+  std::vector<Preparer> preparers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    preparers.swap(preparers_);
+  }
+  for (Preparer& p : preparers) p.thread.join();
+}
+
+std::shared_ptr<RshBridge::ImagePrep> RshBridge::StartImagePrep(const api::Command& worker) {
+  auto ref = ImageOf(worker.spec);
+  if (ref.ok() && !*ref) return nullptr;
+  auto prep = std::make_shared<ImagePrep>();
+  if (!ref.ok()) {
+    prep->done = true;
+    prep->status = ref.status();
+    return prep;
+  }
+  prep->name = (*ref)->name;
+  if (options_.images == nullptr) {
+    prep->done = true;
+    prep->status = common::FailedPrecondition(
+        "cannot prepare image " + prep->name + ": this node runs no images (its agent has no "
+        "image cache)");
+    return prep;
+  }
+  // Those done are joined now: a preparer's last act is setting its flag under mu_, held here.
+  std::erase_if(preparers_, [](Preparer& p) {
+    if (!*p.done) return false;
+    p.thread.join();
+    return true;
+  });
+  common::LogInfo("preparing image", {{"job", std::to_string(worker.job_id)},
+                                      {"image", prep->name},
+                                      {"digest", (*ref)->digest}});
+  auto finished = std::make_shared<bool>(false);
+  std::thread t([this, finished, held = prep, image = **ref]() mutable {
+    auto use = options_.images->Acquire(image.digest, image.path);
+    std::shared_ptr<ImagePrep> prep = std::move(held);  // released before the flag is set
+    if (!use.ok()) {
+      common::LogWarn("cannot prepare image",
+                      {{"image", image.name}, {"error", use.status().message()}});
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (use.ok()) {
+      prep->use = std::move(*use);
+    } else {
+      prep->status = common::FailedPrecondition("cannot prepare image " + image.name + ": " +
+                                                use.status().message());
+    }
+    prep->done = true;
+    // An assignment that ended meanwhile held the last other reference: the image goes now,
+    // under mu_ (ImageUse's release takes only the cache's own lock).
+    prep.reset();
+    *finished = true;
+  });
+  preparers_.push_back({finished, std::move(t)});
+  return prep;
+}
+
+common::Result<bool> RshBridge::ImageReady(int64_t job_id, const std::string& authorization) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = assignments_.find(job_id);
+  if (it == assignments_.end()) return NoPartHere(job_id);
+  EMBODY_RETURN_IF_ERROR(CheckJobToken(it->second.worker, authorization));
+  const std::shared_ptr<ImagePrep>& image = it->second.image;
+  if (!image) return true;
+  if (!image->done) return false;
+  if (!image->status.ok()) return image->status;
+  return true;
 }
 
 std::string RshBridge::JobDir(int64_t job_id) const { return options_.jobs.JobDir(job_id); }
@@ -184,10 +267,12 @@ void RshBridge::SetAssignments(const std::vector<api::Command>& workers) {
       Assignment a;
       a.worker = w;
       auto it = assignments_.find(w.job_id);
-      if (it != assignments_.end() && it->second.worker.attempt == w.attempt &&
-          it->second.worker.job_token_sha256 == w.job_token_sha256) {
+      const bool same_attempt = it != assignments_.end() && it->second.worker.attempt == w.attempt;
+      if (same_attempt && it->second.worker.job_token_sha256 == w.job_token_sha256) {
         a.daemon = it->second.daemon;
       }
+      // The image of an attempt is prepared once, however often its assignment comes in full.
+      a.image = same_attempt ? it->second.image : StartImagePrep(w);
       next[w.job_id] = std::move(a);
     }
     for (auto& [id, a] : assignments_) {
@@ -233,15 +318,9 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
                                                                const std::string& body) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = assignments_.find(job_id);
-  if (it == assignments_.end()) {
-    return common::NotFound("job " + std::to_string(job_id) + " has no part on this node");
-  }
+  if (it == assignments_.end()) return NoPartHere(job_id);
   Assignment& a = it->second;
-  const std::string token = BearerCredential(authorization);
-  if (token.empty() ||
-      !common::ConstantTimeEquals(common::Sha256Hex(token), a.worker.job_token_sha256)) {
-    return common::Status(common::Code::kUnauthenticated, "missing or wrong job token");
-  }
+  EMBODY_RETURN_IF_ERROR(CheckJobToken(a.worker, authorization));
   if (body.size() > kMaxBodyBytes) return common::InvalidArgument("body too large");
   auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("argv") ||
@@ -282,6 +361,18 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   const int local_ranks = w.hosts.empty() ? 1 : std::max(1, w.hosts[0].ranks);
   LaunchInput in = options_.jobs.LaunchInputFor(job_id);
   in.spec = w.spec;
+  if (a.image) {
+    // The head asks ImageReady before it starts mpirun; a request before that is early.
+    if (!a.image->done) {
+      return common::Unavailable("image " + a.image->name + " is still being prepared on this node");
+    }
+    if (!a.image->status.ok()) return a.image->status;
+    ContainerPlan container;
+    container.rootfs = a.image->use->rootfs();
+    container.init = options_.container_init;
+    container.crun = options_.crun;
+    in.container = container;
+  }
 
   Started started;
   std::optional<JobCredentials> creds;
@@ -327,6 +418,8 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   if (st.ok()) st = MakePrivateDir(plan->ranks_dir, creds);
   if (st.ok()) st = common::WriteFileAtomic(in.job_dir + "/spec.json", w.spec.dump(2) + "\n");
   if (st.ok()) st = common::WriteFileAtomic(plan->command_path, plan->command);
+  // crun, as the job's uid, cannot make mount points in the root-owned image: made here.
+  if (st.ok() && in.container) st = options_.images->EnsureContainerMountpoints(plan->command, {});
   if (st.ok()) st = MakePrivateDir(LogDir(job_id), std::nullopt);
   if (st.ok()) st = common::MakeDirs(in.checkpoint_dir);
   if (st.ok() && creds) st = AdoptTree(in.checkpoint_dir, *creds, *uids_);

@@ -18,6 +18,13 @@
 // and back through the stream into the head's launcher log. When the daemon exits everything
 // left of it (its session, cgroup and uid) is SIGKILLed, and the job directory goes back to
 // root. Thread-safe.
+//
+// A job in an OCI image (docs/byo.md "Environments") runs its ranks here inside the image too:
+// a full assignment whose spec binds an image starts unpacking it into the node's ImageCache at
+// once, on a thread of its own, and holds it while the assignment lasts. The head's agent asks
+// ImageReady (GET /v1/local/jobs/{id}/image) until every node has it, and starts mpirun only
+// then; a daemon request before that is refused (unavailable), and one after a failed
+// preparation says why (failed_precondition).
 #pragma once
 
 #include <sys/types.h>
@@ -35,6 +42,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/gpu_pool.h"
+#include "agent/image_cache.h"
 #include "agent/job_record.h"
 #include "agent/job_sandbox_options.h"
 #include "agent/job_watcher.h"
@@ -58,6 +66,12 @@ struct RshBridgeOptions {
   // The node's GPUs, shared with the jobs it heads (agent/gpu_pool.h): a gpu job's daemon takes
   // its ranks' GPUs here, and its cgroup is denied the others. Null: a node without GPUs.
   std::shared_ptr<GpuPool> gpus;
+  // Where image jobs' images are unpacked (shared with the node's JobRunner; must outlive the
+  // bridge); null: such jobs' parts fail here, saying so. container_init: embody-container-init,
+  // PID 1 of their containers; crun: the runtime.
+  ImageCache* images = nullptr;
+  std::string container_init;
+  std::string crun = "crun";
 };
 
 // One started daemon, shared by the stream that reads it and the bridge that may end it.
@@ -109,9 +123,15 @@ class RshBridge {
   // A kill command: the job's daemon here is stopped and the assignment forgotten.
   void Kill(int64_t job_id);
 
+  // Whether the job's image is ready on this node, for the head's agent (authorized as Start):
+  // true when it is unpacked and held, or the job has none; false while it is being prepared;
+  // failed_precondition, saying why, when it cannot be; not_found / unauthenticated as Start.
+  common::Result<bool> ImageReady(int64_t job_id, const std::string& authorization) const;
+
   // A daemon request. `authorization` is the raw header value; `body` is {"argv": [words...]}.
   // not_found: no such job assigned here; unauthenticated: not the job's token; invalid_argument:
-  // not the daemon; already_exists: the job's daemon runs; resource_exhausted: too many streams.
+  // not the daemon; already_exists: the job's daemon runs; resource_exhausted: too many streams;
+  // unavailable: the job's image is still being prepared; failed_precondition: it cannot be.
   common::Result<std::shared_ptr<RemoteDaemon>> Start(int64_t job_id,
                                                       const std::string& authorization,
                                                       const std::string& body);
@@ -127,9 +147,17 @@ class RshBridge {
   std::string LogDir(int64_t job_id) const;
 
  private:
+  // One assignment's image, prepared by a thread of its own; fields under the bridge's mu_.
+  struct ImagePrep {
+    std::string name;  // NAME@VERSION, for messages
+    bool done = false;
+    common::Status status;  // when done: why it cannot be used
+    std::unique_ptr<ImageUse> use;  // when done and ok: held until the assignment ends
+  };
   struct Assignment {
     api::Command worker;
     std::shared_ptr<RemoteDaemon> daemon;  // null: none started (or it ended)
+    std::shared_ptr<ImagePrep> image;      // null: the job runs on the node's own files
   };
   struct Started {
     std::optional<uid_t> uid;
@@ -139,6 +167,9 @@ class RshBridge {
   };
   // Waits for the daemon, then sweeps what it left and releases its uid, GPUs and cgroup.
   void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);
+  // mu_ held. Starts preparing the image `worker`'s spec binds, if any (a malformed binding is a
+  // preparation that failed); null when it binds none.
+  std::shared_ptr<ImagePrep> StartImagePrep(const api::Command& worker);
 
   const RshBridgeOptions options_;
   const JobRecords records_;  // the daemons running, for a restarted agent (StopLeftovers)
@@ -148,6 +179,15 @@ class RshBridge {
   std::map<int64_t, Assignment> assignments_;
   std::vector<std::shared_ptr<RemoteDaemon>> all_;  // every daemon started, to join at the end
   int live_ = 0;
+  // The threads of image preparations, each with a flag set (under mu_) as its last act; those
+  // done are joined at the next one's start, the rest when the bridge ends (an unpack is not
+  // interrupted). Only the assignment holds the preparation once its thread ended, so the image
+  // goes with the assignment.
+  struct Preparer {
+    std::shared_ptr<bool> done;
+    std::thread thread;
+  };
+  std::vector<Preparer> preparers_;
 };
 
 }  // namespace agent

@@ -237,5 +237,38 @@ TEST(GpuPoolTest, TakesFreeGpusOncePerHolderAndDeniesTheOthersByMinor) {
   EXPECT_TRUE(pool.InUse().empty());
 }
 
+// A part of a job in an image: the head asks whether the image is ready here before it starts
+// mpirun (agent/peer_images.h), with the job's token as for the daemon. A node that cannot run
+// images says so, naming the image, and refuses the daemon with the same reason.
+TEST_F(RshBridgeTest, ImageReadinessNeedsTheJobsTokenAndSaysWhyAnImageCannotBePrepared) {
+  api::Command plain = Worker(7, "token-of-7");
+  api::Command image = Worker(8, "token-of-8");
+  image.spec["environment"] = {{"image",
+                                {{"name", "torch-env@2"},
+                                 {"path", "/srv/datasets/tenant-1/dataset-3"},
+                                 {"digest", "sha256:" + std::string(64, 'a')}}}};
+  api::Command malformed = Worker(9, "token-of-9");
+  malformed.spec["environment"] = {{"image", {{"name", "x@1"}, {"path", "../x"}}}};
+  bridge_->SetAssignments({plain, image, malformed});
+  auto ready = bridge_->ImageReady(7, "Bearer token-of-7");
+  ASSERT_TRUE(ready.ok()) << ready.status().ToString();
+  EXPECT_TRUE(*ready);  // no image: nothing to wait for
+  EXPECT_EQ(bridge_->ImageReady(7, "Bearer token-of-8").status().code(),
+            common::Code::kUnauthenticated);
+  EXPECT_EQ(bridge_->ImageReady(10, "Bearer token-of-7").status().code(),
+            common::Code::kNotFound);
+  auto no_cache = bridge_->ImageReady(8, "Bearer token-of-8");
+  EXPECT_EQ(no_cache.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(no_cache.status().message().find("torch-env@2"), std::string::npos)
+      << no_cache.status().ToString();
+  EXPECT_NE(no_cache.status().message().find("no image cache"), std::string::npos)
+      << no_cache.status().ToString();
+  EXPECT_EQ(Refusal(8, "Bearer token-of-8", kOrted), common::Code::kFailedPrecondition);
+  EXPECT_EQ(bridge_->ImageReady(9, "Bearer token-of-9").status().code(),
+            common::Code::kInvalidArgument);
+  EXPECT_EQ(Refusal(9, "Bearer token-of-9", kOrted), common::Code::kInvalidArgument);
+  EXPECT_TRUE(bridge_->Running().empty());
+}
+
 }  // namespace
 }  // namespace agent

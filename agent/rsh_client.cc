@@ -22,8 +22,9 @@ constexpr int kLauncherFailed = 255;
 // means the other node (or the network to it) is gone.
 constexpr int kReadTimeoutS = 30;
 // The other node's agent learns of its part in the job from its own heartbeats, which may come
-// after the head's launch: a refusal for a job it does not know yet (404), or for the attempt it
-// knew before (401), is asked again for this long before the launch fails.
+// after the head's launch: a refusal for a job it does not know yet (404), for the attempt it
+// knew before (401), or while it still prepares the job's image (503; the head waited for it,
+// agent/peer_images.h), is asked again for this long before the launch fails.
 constexpr int kAssignmentWaitMs = 15'000;
 
 int Fail(const std::string& message) {
@@ -117,7 +118,7 @@ int RshMain(const std::vector<std::string>& args) {
       }
     };
     auto res = client.send(req);
-    if ((status == 404 || status == 401) && waited_ms < kAssignmentWaitMs && !exit_code &&
+    if ((status == 404 || status == 401 || status == 503) && waited_ms < kAssignmentWaitMs && !exit_code &&
         broken.empty()) {
       ::usleep(static_cast<useconds_t>(pause_ms) * 1000);
       waited_ms += pause_ms;

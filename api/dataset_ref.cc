@@ -217,10 +217,12 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
     if (key != "upload" && !it->is_string()) return InvalidArgument("must be a string", where);
   }
   if (j.contains("format")) s.format = j["format"].get<std::string>();
-  if (s.format != kImportFormatHdf5 && s.format != kImportFormatLerobot) {
+  if (s.format != kImportFormatHdf5 && s.format != kImportFormatLerobot &&
+      s.format != kImportFormatOci) {
     return common::Status(common::Code::kUnimplemented,
-                          "only \"hdf5\" (robomimic / LIBERO layout) and \"lerobot\" (a LeRobot "
-                          "dataset directory, v2.x or v3.0) can be imported",
+                          "only \"hdf5\" (robomimic / LIBERO layout), \"lerobot\" (a LeRobot "
+                          "dataset directory, v2.x or v3.0) and \"oci\" (an OCI image layout "
+                          "tar) can be imported",
                           field + ".format");
   }
   if (j.contains("path") == j.contains("upload")) {
@@ -230,6 +232,14 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
         field + (j.contains("path") ? ".upload" : ".path"));
   }
   if (s.is_lerobot()) EMBODY_RETURN_IF_ERROR(CheckLerobotFields(j, field));
+  if (s.is_oci()) {
+    // An image has no demos, instruction or cameras.
+    for (const char* data_only : {"filter", "nan", "language", "resize"}) {
+      if (j.contains(data_only)) {
+        return InvalidArgument("does not apply to an \"oci\" image", field + "." + data_only);
+      }
+    }
+  }
   if (j.contains("upload")) {
     EMBODY_ASSIGN_OR_RETURN(u, ParseUpload(j["upload"], field + ".upload"));
     s.upload = u;

@@ -77,6 +77,10 @@ struct UploadSource {
 
 inline constexpr char kImportFormatHdf5[] = "hdf5";
 inline constexpr char kImportFormatLerobot[] = "lerobot";
+// An OCI image layout tar (oci-layout, index.json, blobs/sha256/...: what `umoci`, `skopeo copy
+// ... oci-archive:F` and `podman save --format oci-archive` write): stored as a version like any
+// dataset, and run by a command job naming it as "environment": {"image": NAME} (docs/byo.md).
+inline constexpr char kImportFormatOci[] = "oci";
 // The largest side --resize accepts (embody-data's own bound).
 inline constexpr int kMaxImportResizeSide = 16384;
 
@@ -94,6 +98,7 @@ struct ImportSource {
   int resize_width = 0;
 
   bool is_lerobot() const { return format == kImportFormatLerobot; }
+  bool is_oci() const { return format == kImportFormatOci; }
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").

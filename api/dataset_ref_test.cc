@@ -170,6 +170,19 @@ TEST(ImportSourceTest, LerobotIsADirectoryWithItsOwnOptions) {
   }
 }
 
+TEST(ImportSourceTest, AnOciImageIsATarWithoutDatasetOptions) {
+  const json upload{{"bytes", 4}, {"sha256", std::string(64, 'c')}};
+  auto up = ParseImportSource(json{{"format", "oci"}, {"upload", upload}}, "source");
+  ASSERT_TRUE(up.ok()) << up.status().message();
+  EXPECT_TRUE(up->is_oci());
+  EXPECT_EQ(ToJson(*up), json({{"format", "oci"}, {"upload", upload}}));
+  EXPECT_TRUE(ParseImportSource(json{{"format", "oci"}, {"path", "/srv/img.tar"}}, "source").ok());
+  for (const char* key : {"filter", "nan", "language", "resize"}) {
+    auto s = ParseImportSource(json{{"format", "oci"}, {"upload", upload}, {key, "x"}}, "source");
+    EXPECT_EQ(s.status().field(), std::string("source.") + key) << key;
+  }
+}
+
 TEST(ImportSourceTest, RefusesPathsThatAreNotPlainAbsolute) {
   for (const char* bad :
        {"", "rel/a.hdf5", "/a/../etc/shadow", "/a/./b", "/a//b", "/a/", "/a/..", "/a\nb"}) {

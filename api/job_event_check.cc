@@ -254,6 +254,7 @@ constexpr std::array kStepRules = {
     FieldRule{"actor_idle_share", Kind::kRatioOrNull},
     FieldRule{"learner_idle_share", Kind::kRatioOrNull},
     FieldRule{"inference_batch", Kind::kNumberOrNull},
+    FieldRule{"importance_capped", Kind::kRatioOrNull},
     // engine.eval_every: closed-loop evaluation at this step (engine/eval/periodic_eval.h).
     FieldRule{"eval_success_rate", Kind::kRatioOrNull},
     FieldRule{"eval_mean_return", Kind::kNumberOrNull},

@@ -65,7 +65,8 @@ TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
                 {"queue_depth", 3},
                 {"actor_idle_share", 0.1},
                 {"learner_idle_share", 0.6},
-                {"inference_batch", 5.5}});
+                {"inference_batch", 5.5},
+                {"importance_capped", 0.05}});
   EXPECT_EQ(ReasonOf(async), "ok");
   for (auto [key, value] : std::vector<std::pair<std::string, json>>{
            {"success_rate", 1.5},
@@ -81,7 +82,8 @@ TEST(JobEventCheckTest, RlStepEventsAreTypedAndBounded) {
            {"staleness_max", -1},
            {"queue_depth", 0.5},
            {"actor_idle_share", 1.5},
-           {"learner_idle_share", -0.2}}) {
+           {"learner_idle_share", -0.2},
+           {"importance_capped", 1.2}}) {
     json bad = rl;
     bad[key] = value;
     EXPECT_EQ(ReasonOf(bad), "bad_field") << key << " = " << value.dump();

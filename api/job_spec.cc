@@ -594,16 +594,31 @@ Status ParseCommandDatasets(const ObjectReader& o, std::vector<std::string>* out
   return Status::Ok();
 }
 
-// Kind command's "environment": a virtualenv by path; OCI images are not built yet.
-Status ParseEnvironment(const ObjectReader& o, std::string* python_env) {
+// Kind command's "environment": a virtualenv by path, or a stored OCI image by name.
+Status ParseEnvironment(const ObjectReader& o, std::string* python_env, std::string* image) {
   if (!o.Has("environment")) return Status::Ok();
   ObjectReader e(o.At("environment"), "environment");
   EMBODY_RETURN_IF_ERROR(e.CheckObject());
-  EMBODY_RETURN_IF_ERROR(e.CheckKeys(
-      {"python"},
-      {{"image", "OCI images are not built yet; name a virtualenv with \"python\" instead"}}));
-  if (!e.Has("python")) {
-    return InvalidArgument("is required: the virtualenv's absolute path", "environment.python");
+  EMBODY_RETURN_IF_ERROR(e.CheckKeys({"python", "image"}, {}));
+  if (e.Has("python") == e.Has("image")) {
+    return InvalidArgument(
+        "needs exactly one of \"python\" (a virtualenv's absolute path) and \"image\" (a "
+        "stored OCI image, NAME[@VERSION])",
+        e.Has("python") ? "environment.image" : "environment.python");
+  }
+  if (e.Has("image")) {
+    if (!e.At("image").is_string()) return InvalidArgument("must be a string", "environment.image");
+    const std::string text = e.At("image").get<std::string>();
+    EMBODY_ASSIGN_OR_RETURN(ref,
+                            ParseDatasetRef(kDatasetRefPrefix + text, "environment.image"));
+    if (!ref.is_stored() || text.find(':') != std::string::npos) {
+      return InvalidArgument("must be NAME[@VERSION] of an image uploaded with `embody datasets "
+                             "upload NAME FILE.tar --format oci` (registry pulls are not built "
+                             "yet)",
+                             "environment.image");
+    }
+    *image = ref.name + (ref.version ? "@" + std::to_string(*ref.version) : "");
+    return Status::Ok();
   }
   if (!e.At("python").is_string()) return InvalidArgument("must be a string", "environment.python");
   EMBODY_ASSIGN_OR_RETURN(path, ParsePythonEnvironment(e.At("python").get<std::string>(),
@@ -763,7 +778,7 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
       return InvalidArgument("\"direct\" starts the ranks of one node: resources.nodes must be 1",
                              "launcher");
     }
-    EMBODY_RETURN_IF_ERROR(ParseEnvironment(o, &spec.python_env));
+    EMBODY_RETURN_IF_ERROR(ParseEnvironment(o, &spec.python_env, &spec.image));
   } else {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
     if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));
@@ -844,6 +859,7 @@ json ToJson(const JobSpec& s) {
     if (!s.datasets.empty()) j["datasets"] = s.datasets;
     if (s.launcher != "mpirun") j["launcher"] = s.launcher;
     if (!s.python_env.empty()) j["environment"] = {{"python", s.python_env}};
+    if (!s.image.empty()) j["environment"] = {{"image", s.image}};
   } else {
     const EngineOptions& e = s.engine;
     j["engine"] = {

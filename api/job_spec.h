@@ -271,8 +271,14 @@ struct JobSpec {
   // Kind command: "environment": {"python": DIR}, a Python virtualenv (absolute, no "..") whose
   // bin/ comes first on every rank's PATH, with VIRTUAL_ENV=DIR, so the job's python3 is the
   // venv's. The agent refuses to start the job when DIR/bin/python3 is not there for the job's
-  // uid to read and execute. "": the node's own python3. ("image" is not built yet.)
+  // uid to read and execute. "": the node's own python3.
   std::string python_env;
+  // Kind command: "environment": {"image": "NAME[@VERSION]"}, a stored OCI image of the job's
+  // tenant (a dataset version of format "oci", docs/byo.md "Environments"): every rank runs
+  // inside it under crun, as the job's uid. The server binds it to its ready version at submit,
+  // as it binds "datasets"; without a version, the newest ready one. "": the node's own files.
+  // At most one of python_env and image.
+  std::string image;
   // Kind import: which dataset record the job fills and from what. The agent writes the
   // result to <dataset root>/tenant-<tenant>/dataset-<dataset_id>.
   int64_t import_dataset_id = 0;

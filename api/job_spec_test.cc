@@ -853,10 +853,30 @@ TEST(JobSpecTest, APythonEnvironmentIsAnAbsoluteVirtualenvPath) {
   EXPECT_EQ(Err(j).field(), "environment.conda");
   j["environment"] = "/srv/venv";
   EXPECT_EQ(Err(j).field(), "environment");
-  // Images are named as a field that exists but is not built yet.
+  // An image is a stored one of the tenant's, NAME[@VERSION]; a registry reference is refused.
   j["environment"] = {{"image", "ghcr.io/x/y:1"}};
-  EXPECT_EQ(Err(j).code(), common::Code::kUnimplemented);
   EXPECT_EQ(Err(j).field(), "environment.image");
+  for (const char* bad : {"", "a/b", "x@0", "x@y", "dataset:x", "dir:/x"}) {
+    j["environment"] = {{"image", bad}};
+    EXPECT_EQ(Err(j).field(), "environment.image") << bad;
+  }
+  j["environment"] = {{"image", 3}};
+  EXPECT_EQ(Err(j).field(), "environment.image");
+  j["environment"] = {{"image", "torch-env"}, {"python", "/srv/venv"}};
+  EXPECT_EQ(Err(j).field(), "environment.image");
+  j["environment"] = {{"image", "torch-env@2"}};
+  auto img = ParseJobSpec(j, SpecLimits{});
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  EXPECT_EQ(img->image, "torch-env@2");
+  EXPECT_TRUE(img->python_env.empty());
+  EXPECT_EQ(ToJson(*img)["environment"], json({{"image", "torch-env@2"}}));
+  EXPECT_EQ(ParseJobSpec(ToJson(*img), SpecLimits{})->image, "torch-env@2");
+  // Every node of a multi-node job prepares the image before its ranks start.
+  json two_nodes = j;
+  two_nodes["resources"]["nodes"] = 2;
+  auto img2 = ParseJobSpec(two_nodes, SpecLimits{});
+  ASSERT_TRUE(img2.ok()) << img2.status().message();
+  EXPECT_EQ(img2->image, "torch-env@2");
   json train = Valid();
   train["environment"] = {{"python", "/srv/venv"}};
   EXPECT_EQ(Err(train).field(), "environment");

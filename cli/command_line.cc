@@ -220,6 +220,28 @@ void Build(CLI::App& app, Parsed* p) {
   AddId(tr, p, "token");
   AddOutput(tr, p);
 
+  CLI::App* pipelines =
+      Command(app, p, "pipelines", "submit, list, show and cancel pipelines (docs/pipelines.md)");
+  pipelines->require_subcommand(1);
+  CLI::App* ps = Command(*pipelines, p, "submit", "submit a pipeline (JSON); prints its id",
+                         "pipelines submit");
+  ps->add_option("FILE", inv.file, "the pipeline file, or - for standard input")->required();
+  AddOutput(ps, p);
+  CLI::App* pl = Command(*pipelines, p, "ls", "your tenant's pipelines, newest first",
+                         "pipelines ls");
+  pl->add_option("--limit", inv.limit, "at most N pipelines (1-500)")->check(CLI::Range(1, 500));
+  AddOutput(pl, p);
+  CLI::App* pshow = Command(*pipelines, p, "show",
+                            "one pipeline: each step's state, job, attempts and gate values",
+                            "pipelines show");
+  AddId(pshow, p, "pipeline");
+  AddOutput(pshow, p);
+  CLI::App* pc = Command(*pipelines, p, "cancel",
+                         "cancel a pipeline: its running jobs too, its pending steps never run",
+                         "pipelines cancel");
+  AddId(pc, p, "pipeline");
+  AddOutput(pc, p);
+
   CLI::App* datasets =
       Command(app, p, "datasets", "import, upload, list, show and delete datasets");
   datasets->require_subcommand(1);
@@ -258,11 +280,14 @@ void Build(CLI::App& app, Parsed* p) {
   du->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
       ->required();
   du->add_option("FILE", inv.path,
-                 "the local file (hdf5), or the LeRobot dataset directory or a tar of it "
-                 "(lerobot)")
+                 "the local file (hdf5), the LeRobot dataset directory or a tar of it "
+                 "(lerobot), or an OCI image layout tar (oci: what `skopeo copy ... "
+                 "oci-archive:FILE.tar` or `podman save --format oci-archive` writes)")
       ->required();
-  du->add_option("--format", inv.format, "hdf5 (default) or lerobot")
-      ->check(CLI::IsMember({"hdf5", "lerobot"}));
+  du->add_option("--format", inv.format,
+                 "hdf5 (default), lerobot, or oci (an image for command jobs' "
+                 "\"environment\": {\"image\": NAME})")
+      ->check(CLI::IsMember({"hdf5", "lerobot", "oci"}));
   du->add_option("--filter", inv.filter, "hdf5: import only the demos listed in mask/<F>");
   du->add_option("--language", inv.language,
                  "language instruction (overrides the file's, or the LeRobot tasks)");

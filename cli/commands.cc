@@ -12,6 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/format.h"
 #include "cli/forecast_format.h"
+#include "cli/pipeline_format.h"
 #include "cli/plan_format.h"
 #include "cli/requests.h"
 #include "cli/dataset_format.h"
@@ -100,6 +101,25 @@ class Commands {
       return Print(api_.Get("/v1/datasets?limit=" + std::to_string(inv_.limit)), DatasetsTable);
     }
     if (c == "datasets show") return Print(api_.Get("/v1/datasets/" + id), DatasetDetail);
+    if (c == "pipelines submit") {
+      std::string body;
+      if (inv_.file == "-") {
+        body.assign(std::istreambuf_iterator<char>(io_.in), std::istreambuf_iterator<char>());
+      } else {
+        auto text = common::ReadFile(inv_.file);
+        if (!text.ok()) return Fail(text.status());
+        body = *text;
+      }
+      return Print(api_.Post("/v1/pipelines", body),
+                   [](const json& p) { return Cell(p, "id") + "\n"; });
+    }
+    if (c == "pipelines ls") {
+      return Print(api_.Get("/v1/pipelines?limit=" + std::to_string(inv_.limit)), PipelinesTable);
+    }
+    if (c == "pipelines show") return Print(api_.Get("/v1/pipelines/" + id), PipelineDetail);
+    if (c == "pipelines cancel") {
+      return Print(api_.Post("/v1/pipelines/" + id + "/cancel", ""), PipelineDetail);
+    }
     if (c == "datasets import") {
       const DatasetImportFlags flags{inv_.format, inv_.filter, inv_.language, inv_.nan,
                                      inv_.resize};

@@ -160,7 +160,7 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
     offset = d->value("received_bytes", int64_t{0});
     err << "resuming dataset " << id << " at " << Mib(offset) << " MiB\n";
   } else {
-    json source = {{"format", lerobot ? "lerobot" : "hdf5"},
+    json source = {{"format", inv.format.empty() ? "hdf5" : inv.format},
                    {"upload", {{"bytes", body.size}, {"sha256", *sha}}}};
     if (!inv.resize.empty()) source["resize"] = inv.resize;
     if (!inv.filter.empty()) source["filter"] = inv.filter;

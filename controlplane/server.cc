@@ -62,6 +62,7 @@ struct Server::Impl {
   std::unique_ptr<service::DatasetUploadFiles> upload_files;
   std::unique_ptr<service::DatasetUploads> uploads;
   std::unique_ptr<service::DatasetsService> datasets;
+  std::unique_ptr<service::PipelinesService> pipelines;  // its driver thread runs from Start
   // Sweeps dataset uploads: abandoned ones fail, blobs whose import ended go.
   std::thread upload_sweeper;
   std::unique_ptr<service::HistoryRetention> history;
@@ -247,12 +248,20 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->datasets = std::make_unique<service::DatasetsService>(*m->database, opts.dataset_root, now,
                                                            wake, m->uploads.get());
 
+  service::PipelinesOptions pipeline_opts;
+  pipeline_opts.limits = opts.limits;
+  pipeline_opts.dataset_root = opts.dataset_root;
+  pipeline_opts.default_max_priority = opts.default_max_priority;
+  m->pipelines = std::make_unique<service::PipelinesService>(*m->database, *m->jobs,
+                                                             std::move(pipeline_opts), now, wake);
+
   http::ApiDeps deps;
   deps.db = m->database.get();
   deps.tenants = m->tenants.get();
   deps.tokens = m->tokens.get();
   deps.checkpoints = m->checkpoints.get();
   deps.datasets = m->datasets.get();
+  deps.pipelines = m->pipelines.get();
   deps.dataset_uploads = m->uploads.get();
   deps.now_ms = now;
   deps.router.rate_limit_per_s = opts.rate_limit_per_s;
@@ -323,6 +332,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   }
   m->forecasts->Start();
   m->scheduler->Start();
+  m->pipelines->Start();
   if (m->uploads) {
     // Often enough that an ended import's blob leaves the disk within seconds; each round is one
     // indexed query plus a directory listing.
@@ -375,6 +385,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     m->api->Stop();
     m->serve_thread.join();
     m->scheduler->Stop();
+    m->pipelines->Stop();
     m->StopSweeper();
     return common::Internal("HTTP server did not start");
   }
@@ -399,6 +410,7 @@ void Server::Stop() {
   impl_->api->Stop();
   if (impl_->serve_thread.joinable()) impl_->serve_thread.join();
   impl_->scheduler->Stop();
+  impl_->pipelines->Stop();
   impl_->forecasts->Stop();
   impl_->StopSweeper();
   if (impl_->principal_listener) impl_->principal_listener->Stop();

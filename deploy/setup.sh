@@ -3,6 +3,7 @@
 # dashboard's npm packages come from web/package-lock.json at build time).
 # oneDNN's CMake package (libdnnl-dev) looks for OpenCL, which apt only recommends: it is named.
 # `--test` adds what only the tests need.
+# crun runs a command job's OCI image and umoci unpacks it (docs/byo.md, "Environments").
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
 set -euo pipefail
@@ -22,6 +23,7 @@ packages=(
   prometheus
   chromium
   clang libclang-rt-dev
+  crun umoci
 )
 # With --test (deploy/test.sh): what only the tests need. tests/vm/run_in_vm.sh boots a Debian
 # kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian

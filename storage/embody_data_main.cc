@@ -9,6 +9,9 @@
 //                           --tar: DIR is a tar of such a directory (an upload), unpacked
 //                           safely (storage/tar_reader.h) beside OUT_DIR and removed after;
 //                           --report as for import-hdf5
+//   embody-data import-oci TAR OUT_DIR [--report]
+//                           an OCI image layout tar (storage/oci_layout.h), unpacked safely into
+//                           OUT_DIR and checked; the manifest names the image's digest
 //   embody-data export-lerobot DATASET_DIR OUT_DIR [--fps N] [--codec av1] ...
 //                           the dataset as a LeRobot v3.0 directory (storage/lerobot_export.h)
 //   embody-data inspect DIR     the manifest and statistics, as JSON
@@ -39,6 +42,7 @@
 #include "storage/lerobot_archive.h"
 #include "storage/lerobot_dataset.h"
 #include "storage/lerobot_export.h"
+#include "storage/oci_layout.h"
 
 namespace {
 
@@ -125,6 +129,32 @@ int ImportHdf5(const std::string& in, const std::string& out, storage::Hdf5Impor
   options.progress = run.Progress();
   auto result = storage::ImportHdf5(in, out, options);
   return run.Finish(result, out, {{"skipped_nan", result.ok() ? result->skipped_nan : 0}});
+}
+
+// An OCI image layout tar: unpacked and checked, its manifest (the image's digest) reported.
+int ImportOci(const std::string& archive, const std::string& out, bool report) {
+  std::unique_ptr<storage::ImportReporter> reporter;
+  if (report) {
+    auto r = storage::ImportReporter::FromEnv();
+    if (!r.ok()) return Fail(r.status());
+    reporter = std::move(*r);
+  }
+  std::fprintf(stderr, "import: unpacking and checking the OCI image layout %s\n",
+               archive.c_str());
+  auto image = storage::ImportOciArchive(archive, out);
+  if (!image.ok()) {
+    if (reporter) (void)reporter->Error(image.status().message());
+    return Fail(image.status());
+  }
+  const nlohmann::json manifest = storage::OciManifestJson(*image);
+  if (reporter) {
+    common::Status st = reporter->Manifest(manifest);
+    if (!st.ok()) return Fail(common::Unavailable("cannot report the manifest: " + st.message()));
+  }
+  nlohmann::json line = manifest["image"];
+  line["out"] = out;
+  std::cout << line.dump() << std::endl;
+  return 0;
 }
 
 int ImportVideo(const std::string& in, const std::string& out,
@@ -317,6 +347,15 @@ int main(int argc, char** argv) {
                 "post progress, the manifest and errors to the job-local API (EMBODY_AGENT_URL, "
                 "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
 
+  std::string oci_in, oci_out;
+  bool oci_report = false;
+  auto* oci = app.add_subcommand("import-oci", "unpack and check an OCI image layout tar");
+  oci->add_option("TAR", oci_in, "the image's OCI layout as a tar (an oci-archive)")->required();
+  oci->add_option("OUT_DIR", oci_out, "output layout directory (must not exist)")->required();
+  oci->add_flag("--report", oci_report,
+                "post the manifest or the error to the job-local API (EMBODY_AGENT_URL, "
+                "EMBODY_JOB_ID, EMBODY_JOB_TOKEN)");
+
   std::string export_in, export_out;
   storage::LerobotExportOptions export_options;
   auto* exp = app.add_subcommand("export-lerobot", "write a dataset as a LeRobot v3.0 directory");
@@ -344,7 +383,8 @@ int main(int argc, char** argv) {
     // By the flag's count, not its variable: a failed check on DIR (a file, or missing) stops
     // CLI11 before it sets the variables of later options.
     if ((imp->parsed() && imp->count("--report") > 0) ||
-        (vid->parsed() && vid->count("--report") > 0)) {
+        (vid->parsed() && vid->count("--report") > 0) ||
+        (oci->parsed() && oci->count("--report") > 0)) {
       if (auto r = storage::ImportReporter::FromEnv(); r.ok()) (void)(*r)->Error(e.what());
     }
     return app.exit(e) == 0 ? 0 : 2;
@@ -354,6 +394,7 @@ int main(int argc, char** argv) {
   if (vid->parsed())
     return ImportVideo(video_in, video_out, video, video_shard_mib, resize, video_report,
                        video_tar);
+  if (oci->parsed()) return ImportOci(oci_in, oci_out, oci_report);
   if (exp->parsed()) return ExportToLerobot(export_in, export_out, export_options);
   if (inspect->parsed()) return Inspect(dir);
   return Verify(dir);

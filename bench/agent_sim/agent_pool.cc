@@ -235,6 +235,13 @@ double AgentPool::Step(Agent& a, double due) {
   stats_->Sample("heartbeat", end - start);
   if (!phase.empty()) stats_->Sample("heartbeat/" + phase, end - start);
   a.sim.Commit(req, *reply, end, observer_);
+  // As agent/heartbeat_loop.cc: after a launch or a kill, or after reporting an end, the next
+  // heartbeat goes at once (a launch's acknowledgement and its RUNNING wait on it).
+  bool again = !req.finished.empty();
+  for (const api::Command& c : reply->commands) {
+    again = again || c.type != api::Command::Type::kWorker;
+  }
+  if (again) return end;
   return std::min(end + a.interval_s, std::max(end, a.sim.NextJobEnd()));
 }
 

@@ -6,7 +6,7 @@
 //
 // Each agent follows agent/heartbeat_loop.h: register with the join token and adopt the node
 // credential the server issues; heartbeat every interval the server named, or at once when one
-// of its jobs ends; back off exponentially (500 ms doubling, 30 s cap, jittered) after a failed
+// of its jobs ends, after a reply with a launch or a kill, and after reporting an end; back off exponentially (500 ms doubling, 30 s cap, jittered) after a failed
 // call; register again on not_found (the server lost the node) or unauthenticated (it refused the
 // credential). Each agent has its own connection, kept alive between calls as the real agent's
 // HttpServerChannel keeps it, or (keep_alive false) a new connection per call.

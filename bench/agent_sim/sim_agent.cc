@@ -1,6 +1,7 @@
 #include "bench/agent_sim/sim_agent.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace bench {
@@ -26,9 +27,23 @@ json SimAgent::StepEvent(int64_t job_id, int step, double now) {
           {"lr", 3e-4}};
 }
 
+double SimAgent::RunSecondsOf(const json& spec) const {
+  if (!spec.is_object()) return job_seconds_;
+  const json command = spec.value("command", json::array());
+  if (command.size() != 2 || command[0] != "sleep" || !command[1].is_string()) return job_seconds_;
+  // A bench-made number ("0.734"): strtod's partial parse is refused, not guessed at.
+  const std::string text = command[1].get<std::string>();
+  char* end = nullptr;
+  const double seconds = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(seconds >= 0)) return job_seconds_;
+  return seconds;
+}
+
 api::HeartbeatRequest SimAgent::Build(double now) {
   api::HeartbeatRequest req;
   req.has_launched = true;
+  req.has_workers = true;
+  req.workers = workers_;
   const int64_t time_ms = static_cast<int64_t>(now * 1000);
   for (const auto& [id, job] : jobs_) {
     req.launched.push_back({id, job.attempt});
@@ -70,7 +85,13 @@ void SimAgent::Commit(const api::HeartbeatRequest& sent, const api::HeartbeatRes
     jobs_.erase(it);
     if (observer != nullptr) observer->Finished(f.job_id, f.exit_code, now);
   }
+  // Worker commands come in every reply while their jobs live: the set is the whole list.
+  workers_.clear();
   for (const auto& c : reply.commands) {
+    if (c.type == api::Command::Type::kWorker) {
+      workers_.push_back({c.job_id, c.attempt});
+      continue;
+    }
     if (c.type == api::Command::Type::kKill) {
       auto it = jobs_.find(c.job_id);
       if (it != jobs_.end()) it->second.killed = true;
@@ -84,7 +105,7 @@ void SimAgent::Commit(const api::HeartbeatRequest& sent, const api::HeartbeatRes
     }
     Job job;
     job.attempt = c.attempt;
-    job.ends = now + job_seconds_;
+    job.ends = now + RunSecondsOf(c.spec);
     auto bytes = c.log_bytes.find(0);
     if (bytes != c.log_bytes.end()) job.log_offset = bytes->second;
     jobs_[c.job_id] = job;

@@ -1,8 +1,12 @@
-// One simulated node for bench/agent_simulator: the agent's side of the heartbeat protocol
-// (api/agent_protocol.h) as a state machine, without processes. It holds the launches the server
-// sent, "runs" each job for a fixed simulated time, and reports what a real agent would: the
-// running jobs, every launch it holds (the acknowledgement the server waits for), a step event
-// while the job runs, and at its end a second step event, a line of rank-0 log and the exit.
+// One simulated node for bench/agent_simulator and bench/forecast_bench: the agent's side of the
+// heartbeat protocol (api/agent_protocol.h) as a state machine, without processes. It holds the
+// launches the server sent, "runs" each job for a simulated time (a `command` job of the form
+// ["sleep", "S"] for S seconds, as the real agent would; any other job for the fixed
+// `job_seconds`), and reports what a real agent would: the running jobs, every launch it holds
+// (the acknowledgement the server waits for), a step event while the job runs, and at its end a
+// second step event, a line of rank-0 log and the exit. The worker assignments of multi-node jobs
+// (Command::kWorker) are held as the real agent holds them, listed back so the server sends them
+// short, and never run: the head's launch is the job.
 //
 // Like agent/heartbeat_loop.h, what a heartbeat carries is committed only when the server
 // answers it (Commit), so a failed heartbeat loses nothing and resends the same reports. A launch
@@ -64,11 +68,14 @@ class SimAgent {
   };
 
   static nlohmann::json StepEvent(int64_t job_id, int step, double now);
+  // How long a launched job runs: ["sleep", "S"] runs S seconds, anything else job_seconds_.
+  double RunSecondsOf(const nlohmann::json& spec) const;
 
   const std::string name_;
   const double job_seconds_;
   std::map<int64_t, Job> jobs_;                 // held launches, by job id
   std::set<std::pair<int64_t, int>> finished_;  // (job, attempt) whose end was acknowledged
+  std::vector<api::LaunchAck> workers_;  // the worker assignments of the last reply
   int64_t repeated_launches_ = 0;
 };
 

@@ -98,5 +98,39 @@ TEST(SimAgentTest, RepeatedLaunchesAreNoOpsAndKillEndsTheJobAsKilled) {
   EXPECT_EQ(a.held(), 1);
 }
 
+TEST(SimAgentTest, ASleepCommandRunsForItsSecondsAndOtherJobsForTheDefault) {
+  SimAgent a("n", /*job_seconds=*/2);
+  Recorder r;
+  api::HeartbeatResponse sleep = Launch(1, 0);
+  sleep.commands[0].spec = {{"kind", "command"}, {"command", {"sleep", "0.75"}}};
+  a.Commit(a.Build(0), sleep, 10, &r);
+  EXPECT_DOUBLE_EQ(a.NextJobEnd(), 10.75);
+
+  SimAgent b("n", 2);
+  api::HeartbeatResponse odd = Launch(2, 0);
+  odd.commands[0].spec = {{"kind", "command"}, {"command", {"sleep", "3s"}}};  // not a number
+  b.Commit(b.Build(0), odd, 10, &r);
+  EXPECT_DOUBLE_EQ(b.NextJobEnd(), 12);
+}
+
+TEST(SimAgentTest, WorkerAssignmentsAreHeldAndListedNotRun) {
+  SimAgent a("n", 1);
+  Recorder r;
+  api::Command worker;
+  worker.type = api::Command::Type::kWorker;
+  worker.job_id = 9;
+  worker.attempt = 2;
+  a.Commit(a.Build(0), {{worker}}, 1, &r);
+  EXPECT_EQ(a.held(), 0);
+  EXPECT_TRUE(r.launched.empty());
+  api::HeartbeatRequest next = a.Build(2);
+  EXPECT_TRUE(next.has_workers);
+  EXPECT_EQ(next.workers, (std::vector<api::LaunchAck>{{9, 2}}));
+  EXPECT_TRUE(next.finished.empty());
+  // A reply without it: the job is gone, and so is the assignment.
+  a.Commit(next, {}, 2, &r);
+  EXPECT_TRUE(a.Build(3).workers.empty());
+}
+
 }  // namespace
 }  // namespace bench

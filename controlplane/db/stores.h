@@ -12,6 +12,7 @@
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/forecast_store.h"
+#include "controlplane/service/pipeline_store.h"
 #include "controlplane/service/leader_fence.h"
 #include "controlplane/service/store.h"
 
@@ -283,6 +284,22 @@ class PgForecastStore : public service::ForecastStore {
   PgTx& tx_;
 };
 
+class PgPipelineStore : public service::PipelineStore {
+ public:
+  explicit PgPipelineStore(PgTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Insert(const service::PipelineRecord& p) override;
+  common::Result<std::optional<service::PipelineRecord>> Get(int64_t id,
+                                                             std::optional<int64_t> tenant_id,
+                                                             bool for_update) override;
+  common::Result<std::vector<service::PipelineRecord>> List(
+      const service::PipelineQuery& q) override;
+  common::Status Update(const service::PipelineRecord& p, int64_t now_ms) override;
+  common::Result<std::vector<int64_t>> Active(int limit) override;
+
+ private:
+  PgTx& tx_;
+};
+
 class PgUnitOfWork : public service::UnitOfWork {
  public:
   explicit PgUnitOfWork(std::unique_ptr<PgTx> tx)
@@ -298,7 +315,8 @@ class PgUnitOfWork : public service::UnitOfWork {
         checkpoints_(*tx_),
         datasets_(*tx_),
         leader_(*tx_),
-        forecasts_(*tx_) {}
+        forecasts_(*tx_),
+        pipelines_(*tx_) {}
   service::JobStore& jobs() override { return jobs_; }
   service::AllocationStore& allocations() override { return allocations_; }
   service::NodeStore& nodes() override { return nodes_; }
@@ -311,6 +329,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   service::DatasetStore& datasets() override { return datasets_; }
   service::LeaderFence& leader() override { return leader_; }
   service::ForecastStore& forecasts() override { return forecasts_; }
+  service::PipelineStore& pipelines() override { return pipelines_; }
   common::Status Commit() override;
 
  private:
@@ -328,6 +347,7 @@ class PgUnitOfWork : public service::UnitOfWork {
   PgDatasetStore datasets_;
   PgLeaderFence leader_;
   PgForecastStore forecasts_;
+  PgPipelineStore pipelines_;
 };
 
 class PgDatabase : public service::Database {

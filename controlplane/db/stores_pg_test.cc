@@ -14,6 +14,7 @@
 #include "controlplane/db/stores.h"
 #include "controlplane/testing/pg_database_fixture.h"
 #include "controlplane/testing/dataset_store_conformance.h"
+#include "controlplane/testing/pipeline_store_conformance.h"
 #include "controlplane/testing/service_flow_suite.h"
 #include "controlplane/testing/store_conformance.h"
 #include "controlplane/testing/tenant_store_conformance.h"
@@ -169,6 +170,7 @@ namespace testing {
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, StoreConformanceTest, PgBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, TenantStoreConformanceTest, PgBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, DatasetStoreConformanceTest, PgBackend);
+INSTANTIATE_TYPED_TEST_SUITE_P(pg, PipelineStoreConformanceTest, PgBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(pg, ServiceFlowTest, PgBackend);
 }  // namespace testing
 

@@ -98,6 +98,7 @@ ApiServer::ApiServer(ApiDeps deps) : impl_(std::make_unique<Impl>(std::move(deps
   AddNodeRoutes(r, m.deps);
   AddTenantRoutes(r, m.deps);
   AddDatasetRoutes(r, m.deps);
+  AddPipelineRoutes(r, m.deps);
   AddLogRoutes(r, m.deps, m.stopping);
   AddPlanRoutes(r, m.deps);
   AddWebRoutes(r, m.deps);

@@ -17,6 +17,7 @@
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/http/router.h"
 #include "controlplane/service/node_service.h"
+#include "controlplane/service/pipelines_service.h"
 #include "controlplane/service/tenants_service.h"
 #include "controlplane/service/tokens_service.h"
 
@@ -36,6 +37,8 @@ struct ApiDeps {
   service::TokensService* tokens = nullptr;
   service::CheckpointsService* checkpoints = nullptr;
   service::DatasetsService* datasets = nullptr;
+  // /v1/pipelines; null: those answer 503.
+  service::PipelinesService* pipelines = nullptr;
   // nullptr: the server keeps no uploads (--dataset-upload-max-gib 0); the routes answer 409.
   service::DatasetUploads* dataset_uploads = nullptr;
   RouterOptions router;

@@ -17,6 +17,8 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps);
 void AddTenantRoutes(Router& router, const ApiDeps& deps);
 // /v1/datasets: import, list, read, delete.
 void AddDatasetRoutes(Router& router, const ApiDeps& deps);
+// /v1/pipelines: submit, list, read, cancel.
+void AddPipelineRoutes(Router& router, const ApiDeps& deps);
 // /v1/datasets/{id}/upload...: chunks, commit, and the agent's download (called by the above).
 void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps);
 // GET /v1/jobs/{id}/logs; follow=1 streams until the job ended and its logs are flushed, or

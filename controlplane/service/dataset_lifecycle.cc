@@ -22,13 +22,34 @@ std::string Bounded(std::string s) {
   return s;
 }
 
+bool IsImageDigest(const json& d) {
+  return d.is_string() && d.get<std::string>().rfind("sha256:", 0) == 0 &&
+         api::IsSha256Hex(d.get<std::string>().substr(7));
+}
+
 }  // namespace
+
+bool IsImage(const DatasetRecord& d) {
+  return d.source.is_object() && d.source.value("format", "") == api::kImportFormatOci;
+}
 
 Result<int64_t> CheckManifest(const json& m) {
   if (!m.is_object()) return common::InvalidArgument("manifest must be an object", "manifest");
   if (m.dump().size() > kMaxManifestBytes) {
     return common::InvalidArgument("manifest over " + std::to_string(kMaxManifestBytes) + " bytes",
                                    "manifest");
+  }
+  if (m.value("format", "") == api::kImportFormatOci) {
+    // An OCI image (storage/oci_layout.h): its digest names it on every node's cache.
+    const json img = m.value("image", json());
+    if (!img.is_object() || !IsImageDigest(img.value("digest", json())) ||
+        !NonNegativeInt(img, "bytes") || !NonNegativeInt(img, "layers") ||
+        img["bytes"].get<int64_t>() > (int64_t{1} << 50)) {
+      return common::InvalidArgument(
+          "manifest.image needs a sha256:<hex> digest and integer bytes and layers",
+          "manifest.image");
+    }
+    return img["bytes"].get<int64_t>();
   }
   if (!m.contains("stats") || !m["stats"].is_object() || !NonNegativeInt(m["stats"], "episodes") ||
       !NonNegativeInt(m["stats"], "frames")) {
@@ -67,6 +88,11 @@ Status RecordDatasetEvent(UnitOfWork& uow, int64_t job_id, const json& data, int
   if (!data.contains("manifest")) return Status::Ok();
   const json& m = data["manifest"];
   auto bytes = CheckManifest(m);
+  if (bytes.ok() && IsImage(d) != (m.value("format", "") == api::kImportFormatOci)) {
+    bytes = common::InvalidArgument(IsImage(d) ? "an image import must report an OCI manifest"
+                                               : "a dataset import reported an OCI manifest",
+                                    "manifest.format");
+  }
   if (!bytes.ok()) {
     // The import job is tenant code: a bad report fails the dataset instead of being stored.
     d.error = Bounded("the import reported a malformed manifest: " + bytes.status().message());
@@ -140,10 +166,28 @@ Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64
                                                           const api::JobSpec& spec) {
   std::vector<DatasetRecord> out;
   if (spec.kind != api::JobKind::kCommand) return out;
+  if (!spec.image.empty()) {
+    const char* field = "environment.image";
+    EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(api::kDatasetRefPrefix + spec.image, field));
+    EMBODY_ASSIGN_OR_RETURN(d, ReadyVersion(uow, tenant_id, ref, field));
+    if (!IsImage(d)) {
+      return Status(common::Code::kUnprocessable,
+                    "dataset \"" + ref.name + "\" version " + std::to_string(d.version) +
+                        " is not an OCI image (upload one with `embody datasets upload NAME "
+                        "FILE.tar --format oci`)",
+                    field);
+    }
+    out.push_back(std::move(d));
+  }
   for (size_t i = 0; i < spec.datasets.size(); ++i) {
     const std::string field = "datasets[" + std::to_string(i) + "]";
     EMBODY_ASSIGN_OR_RETURN(ref, api::ParseDatasetRef(spec.datasets[i], field));
     EMBODY_ASSIGN_OR_RETURN(d, ReadyVersion(uow, tenant_id, ref, field));
+    if (IsImage(d)) {
+      return Status(common::Code::kUnprocessable,
+                    "dataset \"" + ref.name + "\" is an OCI image: name it as environment.image",
+                    field);
+    }
     // "dataset:x" and "dataset:x@3" may be the same version: it is bound once.
     const bool seen =
         std::any_of(out.begin(), out.end(), [&](const DatasetRecord& o) { return o.id == d.id; });
@@ -153,11 +197,21 @@ Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64
 }
 
 Result<json> WithBoundDatasets(UnitOfWork& uow, int64_t job_id, json spec) {
-  if (!spec.contains("datasets")) return spec;
+  const bool image = spec.contains("environment") && spec["environment"].is_object() &&
+                     spec["environment"].contains("image");
+  if (!spec.contains("datasets") && !image) return spec;
   EMBODY_ASSIGN_OR_RETURN(bound, uow.datasets().AllForJob(job_id));
   json dirs = json::object();
-  for (const DatasetRecord& d : bound) dirs[d.name + "@" + std::to_string(d.version)] = d.path;
-  spec["datasets"] = std::move(dirs);
+  for (const DatasetRecord& d : bound) {
+    const std::string name = d.name + "@" + std::to_string(d.version);
+    if (!IsImage(d)) {
+      dirs[name] = d.path;
+    } else if (image && d.manifest.is_object() && d.manifest.contains("image")) {
+      spec["environment"]["image"] = {
+          {"name", name}, {"path", d.path}, {"digest", d.manifest["image"].value("digest", "")}};
+    }
+  }
+  if (spec.contains("datasets")) spec["datasets"] = std::move(dirs);
   return spec;
 }
 

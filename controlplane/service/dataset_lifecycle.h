@@ -8,7 +8,11 @@
 //    (ResolveDataset) and launched with that version's directory as "dir:PATH"
 //    (LaunchSpecFor); the stored spec keeps the name, for display;
 //  - a command job's "datasets" are bound the same way, each to its version
-//    (ResolveCommandDatasets), and launched as an object from NAME@VERSION to each directory.
+//    (ResolveCommandDatasets), and launched as an object from NAME@VERSION to each directory;
+//  - so is a command job's "environment": {"image": NAME[@VERSION]}, a version of format "oci"
+//    (an OCI image layout, storage/oci_layout.h), launched as {"name": "NAME@VERSION", "path":
+//    its directory, "digest": its manifest's digest}, which the agents cache and run
+//    (agent/image_cache.h).
 #pragma once
 
 #include <optional>
@@ -41,14 +45,17 @@ Status FinishDatasetImport(UnitOfWork& uow, const JobRecord& job, int64_t now_ms
 Result<std::optional<DatasetRecord>> ResolveDataset(UnitOfWork& uow, int64_t tenant_id,
                                                     const api::JobSpec& spec);
 
-// The dataset versions a command job's "datasets" name, in the spec's order, a version named
-// twice (by its number and as the newest) once. unprocessable on datasets[i] when the tenant
-// has no such version or it is not ready. Empty for other kinds.
+// The dataset versions a command job's "environment.image" and "datasets" name, the image
+// first, then in the spec's order, a version named twice (by its number and as the newest) once.
+// unprocessable on environment.image or datasets[i] when the tenant has no such version, it is
+// not ready, or it is an image where a dataset is wanted or the other way round. Empty for other
+// kinds.
 Result<std::vector<DatasetRecord>> ResolveCommandDatasets(UnitOfWork& uow, int64_t tenant_id,
                                                           const api::JobSpec& spec);
 
 // A command job's launch spec: its "datasets" list replaced by the object the ranks get as
-// EMBODY_DATASETS, from "NAME@VERSION" to the directory of each version bound to the job.
+// EMBODY_DATASETS, from "NAME@VERSION" to the directory of each version bound to the job, and
+// its environment.image by the bound image version (see above).
 Result<nlohmann::json> WithBoundDatasets(UnitOfWork& uow, int64_t job_id, nlohmann::json spec);
 
 // The spec a launch carries: the stored one, with a bound dataset replaced by "dir:PATH" (kind
@@ -61,5 +68,8 @@ Result<nlohmann::json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job);
 Result<int64_t> CheckManifest(const nlohmann::json& manifest);
 
 nlohmann::json ToJson(const DatasetRecord& d);
+
+// Whether the version is an OCI image (source format "oci").
+bool IsImage(const DatasetRecord& d);
 
 }  // namespace controlplane::service

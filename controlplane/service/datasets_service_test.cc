@@ -241,5 +241,102 @@ TEST_F(DatasetsServiceTest, ACommandJobNamingADatasetItCannotReadIsRefusedAtSubm
   EXPECT_EQ(CountJobs(), before);  // nothing of the refused submissions was written
 }
 
+// A ready OCI image version of `name` in `tenant`, as a finished import-oci leaves it.
+service::DatasetRecord AddReadyImage(service::UnitOfWork& uow, int64_t tenant,
+                                     const std::string& name, const std::string& digest,
+                                     int64_t token_id = 0) {
+  service::DatasetRecord d;
+  d.tenant_id = tenant;
+  d.token_id = token_id;
+  d.name = name;
+  d.source = {{"format", "oci"}, {"path", "/shared/" + name + ".tar"}};
+  auto in = uow.datasets().Insert(d, 1000);
+  EXPECT_TRUE(in.ok()) << in.status().ToString();
+  in->state = service::kDatasetReady;
+  in->path = "/data/tenant-" + std::to_string(tenant) + "/dataset-" + std::to_string(in->id);
+  in->manifest = {{"format", "oci"},
+                  {"image", {{"digest", digest}, {"bytes", 10}, {"layers", 1}}},
+                  {"stats", {{"episodes", 0}, {"frames", 0}}},
+                  {"keys", json::array()},
+                  {"shards", json::array()}};
+  EXPECT_TRUE(uow.datasets().Update(*in, 1000).ok());
+  return *in;
+}
+
+std::string CommandInImage(const std::string& image, const json& datasets = json()) {
+  json j{{"name", "byo"},
+         {"kind", "command"},
+         {"command", {"/bin/train"}},
+         {"resources", {{"nodes", 1}}},
+         {"environment", {{"image", image}}}};
+  if (!datasets.is_null()) j["datasets"] = datasets;
+  return j.dump();
+}
+
+TEST_F(DatasetsServiceTest, AnImageJobIsBoundToItsImageAndLaunchedWithItsDirectoryAndDigest) {
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  service::DatasetRecord image, lift;
+  {
+    auto uow = Begin();
+    image = AddReadyImage(*uow, tenant_, "torch", digest, member_.token_id);
+    lift = AddReadyVersion(*uow, tenant_, "lift");
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  auto sub = Jobs().Submit(member_, CommandInImage("torch", json({"dataset:lift"})), "");
+  ASSERT_TRUE(sub.ok()) << sub.status().ToString();
+  const int64_t id = sub->job.job.id;
+  EXPECT_EQ(sub->job.job.spec["environment"], json({{"image", "torch"}}));  // as given
+  {
+    const service::JobRecord row = JobRow(id);
+    auto uow = Begin();
+    auto launch = service::LaunchSpecFor(*uow, row);
+    ASSERT_TRUE(launch.ok()) << launch.status().ToString();
+    // The image is not one of the ranks' datasets.
+    EXPECT_EQ((*launch)["datasets"], json({{"lift@1", lift.path}}));
+    EXPECT_EQ((*launch)["environment"]["image"],
+              json({{"name", "torch@1"}, {"path", image.path}, {"digest", digest}}));
+  }
+  // The image a live job runs in is not deleted.
+  EXPECT_EQ(Datasets().Delete(member_, image.id).status().code(),
+            common::Code::kFailedPrecondition);
+}
+
+TEST_F(DatasetsServiceTest, AnImageThatIsNotThereOrNotAnImageIsRefusedAtSubmit) {
+  {
+    auto uow = Begin();
+    AddReadyImage(*uow, tenant_, "torch", "sha256:" + std::string(64, 'b'));
+    AddReadyVersion(*uow, tenant_, "lift");
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  const int64_t before = CountJobs();
+  auto jobs = Jobs();
+  struct Case {
+    std::string body, field, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {CommandInImage("nope"), "environment.image", "\"nope\" has no ready version"},
+           {CommandInImage("torch@2"), "environment.image", "version 2 not found"},
+           {CommandInImage("lift"), "environment.image", "is not an OCI image"},
+           {CommandInImage("torch", json({"dataset:torch"})), "datasets[0]",
+            "name it as environment.image"}}) {
+    auto sub = jobs.Submit(member_, c.body, "");
+    EXPECT_EQ(sub.status().code(), common::Code::kUnprocessable) << c.body;
+    EXPECT_EQ(sub.status().field(), c.field) << c.body;
+    EXPECT_NE(sub.status().message().find(c.message), std::string::npos) << sub.status().message();
+  }
+  EXPECT_EQ(CountJobs(), before);
+}
+
+TEST_F(DatasetsServiceTest, AnImageImportMustReportAnImageManifest) {
+  json oci{{"format", "oci"},
+           {"image", {{"digest", "sha256:" + std::string(64, 'c')}, {"bytes", 5}, {"layers", 1}}},
+           {"stats", {{"episodes", 0}, {"frames", 0}}}};
+  EXPECT_EQ(*service::CheckManifest(oci), 5);
+  oci["image"]["digest"] = "sha256:xyz";
+  EXPECT_EQ(service::CheckManifest(oci).status().field(), "manifest.image");
+  oci["image"].erase("digest");
+  EXPECT_FALSE(service::CheckManifest(oci).ok());
+}
+
 }  // namespace
 }  // namespace controlplane

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "controlplane/service/scheduler.h"
@@ -30,6 +31,9 @@ struct ForecastTimes {
   std::unordered_map<int64_t, int64_t> running_end_ms;
   // Expected run time of pending jobs (ms) once started; absent: the time limit, or never.
   std::unordered_map<int64_t, int64_t> run_ms;
+  // The pending jobs whose run_ms comes from what jobs ran for against their limits
+  // (run_time_history.h) rather than from the planner: only said in the forecast, not used here.
+  std::unordered_set<int64_t> learned;
 };
 
 struct ForecastOptions {

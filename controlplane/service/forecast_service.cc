@@ -73,6 +73,9 @@ RunTime ForecastService::PredictRun(const json& spec, const std::string& kind) c
   if (planned && (limit <= 0 || *planned <= static_cast<double>(limit))) {
     run.seconds = planned;
     run.source = "planner";
+  } else if (auto learned = LearnedSeconds(limit)) {
+    run.seconds = learned;
+    run.source = "history";
   } else if (limit > 0) {
     run.seconds = static_cast<double>(limit);
     run.source = "time_limit";
@@ -86,6 +89,13 @@ RunTime ForecastService::PredictRun(const json& spec, const std::string& kind) c
         "names no sample length)";
   }
   return run;
+}
+
+std::optional<double> ForecastService::LearnedSeconds(int64_t limit_seconds) const {
+  if (!options_.learn_run_times || limit_seconds <= 0) return std::nullopt;
+  const std::optional<double> ratio = history_.Ratio();
+  if (!ratio) return std::nullopt;
+  return static_cast<double>(limit_seconds) * *ratio;
 }
 
 std::optional<double> ForecastService::CachedRunSeconds(const JobRecord& job) {
@@ -106,18 +116,31 @@ std::optional<double> ForecastService::CachedRunSeconds(const JobRecord& job) {
 ForecastTimes ForecastService::TimesOf(const ClusterSnapshot& snapshot,
                                        const std::vector<JobRecord>& jobs) {
   ForecastTimes times;
-  if (!plan_) return times;  // time limits only: the forward run reads them off the snapshot
+  const bool learning = LearnedSeconds(1).has_value();
+  if (!plan_ && !learning) return times;  // time limits only: the forward run reads them off
   std::unordered_map<int64_t, const JobRecord*> by_id;
-  for (const JobRecord& j : jobs) by_id[j.id] = &j;
+  if (plan_) {
+    for (const JobRecord& j : jobs) by_id[j.id] = &j;
+  }
+  // The planner's run time, else the history's, else none (the forward run takes the limit).
+  auto run_seconds = [&](int64_t id, int64_t limit_s, bool* learned) -> std::optional<double> {
+    auto j = by_id.find(id);
+    if (j != by_id.end()) {
+      if (auto s = CachedRunSeconds(*j->second)) return s;
+    }
+    *learned = true;
+    return LearnedSeconds(limit_s);
+  };
   for (const PendingJob& p : snapshot.pending) {
-    auto j = by_id.find(p.job_id);
-    if (j == by_id.end()) continue;
-    if (auto s = CachedRunSeconds(*j->second)) times.run_ms[p.job_id] = int64_t(*s * 1000.0);
+    bool learned = false;
+    if (auto s = run_seconds(p.job_id, p.time_limit_seconds, &learned)) {
+      times.run_ms[p.job_id] = int64_t(*s * 1000.0);
+      if (learned) times.learned.insert(p.job_id);
+    }
   }
   for (const RunningJob& r : snapshot.running) {
-    auto j = by_id.find(r.job_id);
-    if (j == by_id.end()) continue;
-    if (auto s = CachedRunSeconds(*j->second)) {
+    bool learned = false;
+    if (auto s = run_seconds(r.job_id, r.time_limit_seconds, &learned)) {
       times.running_end_ms[r.job_id] = r.start_ms + int64_t(*s * 1000.0);
     }
   }
@@ -299,7 +322,7 @@ Status ForecastService::Record(const Work& w) {
     if (planned != w.times.run_ms.end() &&
         (p.time_limit_seconds <= 0 || planned->second <= p.time_limit_seconds * 1000)) {
       run.seconds = static_cast<double>(planned->second) / 1000.0;
-      run.source = "planner";
+      run.source = w.times.learned.count(id) ? "history" : "planner";
     } else if (p.time_limit_seconds > 0) {
       run.seconds = static_cast<double>(p.time_limit_seconds);
       run.source = "time_limit";
@@ -313,6 +336,8 @@ Status ForecastService::Record(const Work& w) {
     r.run_seconds = run.seconds;
     r.end_ms = EndAfter(f.start_ms, run);
     r.detail = Describe(f, run, w.snapshot.now_ms, w.snapshot);
+    // For Judge: what the job's run, once it succeeded, teaches the history.
+    r.detail["time_limit_seconds"] = p.time_limit_seconds;
     rows.push_back(std::move(r));
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
@@ -338,6 +363,13 @@ Result<std::vector<std::pair<std::string, double>>> ForecastService::Judge(int l
       if (o.state == JobState::kSucceeded && o.started_ms && o.finished_ms && f.end_ms) {
         f.end_error_seconds = static_cast<double>(*o.finished_ms - *f.end_ms) / 1000.0;
         errors.push_back({"end", *f.end_error_seconds});
+      }
+      if (o.state == JobState::kSucceeded && o.started_ms && o.finished_ms) {
+        const json limit = f.detail.value("time_limit_seconds", json(nullptr));
+        if (limit.is_number()) {
+          history_.Add(static_cast<double>(*o.finished_ms - *o.started_ms) / 1000.0,
+                       limit.get<double>());
+        }
       }
     }
     judged.push_back(f);

@@ -5,8 +5,11 @@
 //
 // The start comes from the scheduler's decision run forward (forecast.h). Run times: for a
 // train job on a server that has a cluster description (--plan-cluster), the planner's step
-// time at the job's ranks times its steps, capped by its time limit; otherwise the time limit;
-// otherwise none (and the job is not expected to end, as in the scheduler's own model).
+// time at the job's ranks times its steps, capped by its time limit; otherwise, once enough jobs
+// have succeeded, the time limit times the mean share of their limits they ran for
+// (run_time_history.h, source "history"); otherwise the time limit; otherwise none (and the job
+// is not expected to end, as in the scheduler's own model). The history is this server's, in
+// memory, fed by Judge; a restarted server forecasts with limits until it has learned again.
 //
 // Submitted jobs are forecast when the scheduler first sees them pending (SchedulerLoop's
 // forecast hook): from the very snapshot that cycle decides on, before its decision, so a job
@@ -32,6 +35,7 @@
 #include "controlplane/service/forecast.h"
 #include "controlplane/service/forecast_store.h"
 #include "controlplane/service/plan_watch.h"
+#include "controlplane/service/run_time_history.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -40,6 +44,7 @@ struct ForecastServiceOptions {
   ForecastOptions forecast;        // the scheduler's options, and the forward run's bound
   int default_max_priority = 100;  // as the submission path's (SubmitBatchOptions)
   int judge_period_ms = 1000;      // how often the thread compares forecasts with their jobs
+  bool learn_run_times = true;     // false: time limits as they are (run_time_history.h)
   // Called with each forecast error found ("start" or "end", actual minus predicted seconds).
   std::function<void(const std::string&, double)> observe_error;
 };
@@ -47,7 +52,7 @@ struct ForecastServiceOptions {
 // A job's expected run time and where it comes from.
 struct RunTime {
   std::optional<double> seconds;
-  std::string source;  // "planner" | "time_limit" | "" (none)
+  std::string source;  // "planner" | "history" | "time_limit" | "" (none)
   std::string reason;  // why there is none
 };
 
@@ -80,6 +85,9 @@ class ForecastService {
   void Stop();
 
   RunTime PredictRun(const nlohmann::json& spec, const std::string& kind) const;
+  // What a job of `limit_seconds` is expected to run for by the history; nullopt without a
+  // limit, before enough jobs succeeded, or with learn_run_times off.
+  std::optional<double> LearnedSeconds(int64_t limit_seconds) const;
 
  private:
   struct Work {
@@ -102,6 +110,8 @@ class ForecastService {
   std::function<int64_t()> now_;
   const ForecastServiceOptions options_;
   const PlanWatch* plan_;
+
+  RunTimeHistory history_;
 
   std::mutex cache_mu_;
   std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id

@@ -299,5 +299,55 @@ TEST_F(ForecastServiceTest, ASubmittedJobsForecastIsStoredAndComparedWithItsStar
   EXPECT_EQ(Ms(j["forecast"]["predicted_start"]), submitted_ms + 600'000);
 }
 
+// Twenty jobs with limits of 100 s succeed after 40 s each: from then on a job's run time is
+// 40% of its limit ("history"), for the job asked about and the running job ahead of it alike;
+// with learn_run_times off, the limits as they are.
+TEST_F(ForecastServiceTest, AfterJobsRanUnderTheirLimitsRunTimesComeFromHistory) {
+  ParkNode("parked", 4);  // admits the jobs, places none
+  ForecastServiceOptions learning;
+  ForecastServiceOptions limits_only;
+  limits_only.learn_run_times = false;
+  ForecastService forecasts(db_, api::SpecLimits{}, clock(), learning);
+  ForecastService plain(db_, api::SpecLimits{}, clock(), limits_only);
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
+  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                           std::vector<int64_t> ids) {
+    forecasts.OnNewPending(s, jobs, ids);
+    plain.OnNewPending(s, jobs, ids);
+  });
+  std::vector<int64_t> done;
+  for (int i = 0; i < 20; ++i) done.push_back(Submit(Limited("done", 1, 1, 100)));
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_TRUE(forecasts.Flush().ok());
+  ASSERT_TRUE(plain.Flush().ok());
+  for (int64_t id : done) {
+    auto uow = Begin();
+    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
+    j.state = JobState::kSucceeded;
+    j.started_ms = now_.load();
+    j.finished_ms = now_.load() + 40'000;
+    ASSERT_TRUE(uow->jobs().Update(j).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  // Before the comparison nothing is learned; the judge feeds the history.
+  auto before = forecasts.DryRun(member_, Limited("ask", 1, 1, 100));
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ((*before)["run_time_source"], "time_limit");
+  ASSERT_TRUE(forecasts.Judge().ok());
+  ASSERT_TRUE(plain.Judge().ok());
+
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  auto f = forecasts.DryRun(member_, Limited("next", 1, 2, 100));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ((*f)["run_time_source"], "history");
+  EXPECT_DOUBLE_EQ((*f)["predicted_run_seconds"].get<double>(), 40.0);
+  EXPECT_EQ(Ms((*f)["predicted_start"]), now_.load() + 240'000);  // 40% of the running 600 s
+  auto g = plain.DryRun(member_, Limited("next", 1, 2, 100));
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ((*g)["run_time_source"], "time_limit");
+  EXPECT_EQ(Ms((*g)["predicted_start"]), now_.load() + 600'000);
+}
+
 }  // namespace
 }  // namespace controlplane::service

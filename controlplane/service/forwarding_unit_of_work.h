@@ -25,6 +25,7 @@ class ForwardingUnitOfWork : public UnitOfWork {
   DatasetStore& datasets() override { return inner_->datasets(); }
   LeaderFence& leader() override { return inner_->leader(); }
   ForecastStore& forecasts() override { return inner_->forecasts(); }
+  PipelineStore& pipelines() override { return inner_->pipelines(); }
   Status Commit() override { return inner_->Commit(); }
 
  protected:

@@ -197,29 +197,28 @@ Result<JobPage> JobsService::List(const Principal& p, int limit, const std::stri
   return page;
 }
 
+Status RequestCancel(UnitOfWork& uow, JobRecord& job, const std::string& actor, int64_t now) {
+  switch (job.state) {
+    case JobState::kPending:
+      return Transition(uow, job, JobState::kCancelled, "cancelled", actor, now);
+    case JobState::kScheduled:
+    case JobState::kRunning:
+    case JobState::kRestarting:  // preempted, its processes may still run: kill them as usual
+      return Transition(uow, job, JobState::kCancelling, "cancel requested", actor, now);
+    case JobState::kCancelling:
+      return Status::Ok();  // cancelling twice is the same as once
+    default:
+      return common::FailedPrecondition(std::string("job is already ") +
+                                        api::JobStateName(job.state));
+  }
+}
+
 Result<JobView> JobsService::Cancel(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireWriter(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, true));
   AuditScope::NoteTarget("job " + std::to_string(id), job.tenant_id);
-  const std::string actor = p.tenant + "/" + p.token_name;
-  const int64_t now = now_();
-  switch (job.state) {
-    case JobState::kPending:
-      EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kCancelled, "cancelled", actor, now));
-      break;
-    case JobState::kScheduled:
-    case JobState::kRunning:
-    case JobState::kRestarting:  // preempted, its processes may still run: kill them as usual
-      EMBODY_RETURN_IF_ERROR(
-          Transition(*uow, job, JobState::kCancelling, "cancel requested", actor, now));
-      break;
-    case JobState::kCancelling:
-      break;  // cancelling twice is the same as once
-    default:
-      return common::FailedPrecondition(std::string("job is already ") +
-                                        api::JobStateName(job.state));
-  }
+  EMBODY_RETURN_IF_ERROR(RequestCancel(*uow, job, p.tenant + "/" + p.token_name, now_()));
   EMBODY_ASSIGN_OR_RETURN(view, LoadJobView(*uow, std::move(job)));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   return view;

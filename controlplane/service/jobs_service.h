@@ -114,6 +114,11 @@ Result<JobRecord> ReplayOf(JobRecord existing, const std::string& digest);
 // The data of a new job's first state event.
 nlohmann::json SubmittedEvent(const Principal& p);
 
+// Asks `job` to stop, inside `uow`, as `actor`: a pending job is cancelled at once, a placed or
+// running one becomes CANCELLING (its agent kills it); cancelling twice is once.
+// failed_precondition when it has already ended.
+Status RequestCancel(UnitOfWork& uow, JobRecord& job, const std::string& actor, int64_t now_ms);
+
 // Members and above change jobs; viewers and above read them; machine credentials do neither.
 Status RequireWriter(const Principal& p);
 Status RequireReader(const Principal& p);

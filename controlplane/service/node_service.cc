@@ -338,6 +338,12 @@ bool Holds(const std::vector<api::LaunchAck>& held, int64_t job_id, int attempt)
 bool Holds(const api::HeartbeatRequest& req, int64_t job_id, int attempt) {
   return Holds(req.launched, job_id, attempt);
 }
+bool HoldsEarlierAttempt(const std::vector<api::LaunchAck>& held, int64_t job_id, int attempt) {
+  for (const api::LaunchAck& l : held) {
+    if (l.job_id == job_id && l.attempt < attempt) return true;
+  }
+  return false;
+}
 
 
 // Whether job `job_id` exists and its latest placement includes `node_id`: events and logs are
@@ -632,11 +638,16 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       c.resume_checkpoint = blob;
       // Not yet launched: only acknowledged. Until then every reply carries it again, so a reply
       // lost to a timeout loses nothing; the agent takes a repeat as a no-op.
+      reply.commands.push_back(std::move(c));
+      // A node that still holds an earlier attempt of the job (told to stop it: it was placed
+      // back there) takes this one when that ends, which its kill grace may make longer than
+      // kLaunchSendsBeforeLost heartbeats: it is not losing the launch, so those replies are not
+      // counted, and the launch counts as sent from the first that it can take.
+      if (req.has_launched && HoldsEarlierAttempt(req.launched, a.job_id, job->attempt)) continue;
       sent.push_back(a.job_id);
       if (a.launch_sends == 0) {
         first_sent.push_back({0, a.job_id, now, kLaunchSentEvent, LaunchSentData(*job, node_name)});
       }
-      reply.commands.push_back(std::move(c));
     } else if (!a.is_head && !a.job_token.empty() &&
                (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
       // A node that runs part of the job without being its head: it starts Open MPI's daemon

@@ -450,6 +450,7 @@ class CheckpointIndex;  // checkpoint_index.h
 class DatasetStore;     // dataset_store.h
 class LeaderFence;      // leader_fence.h
 class ForecastStore;    // forecast_store.h
+class PipelineStore;    // pipeline_store.h
 
 // One transaction. Rolled back when destroyed without Commit.
 class UnitOfWork {
@@ -467,6 +468,7 @@ class UnitOfWork {
   virtual DatasetStore& datasets() = 0;
   virtual LeaderFence& leader() = 0;
   virtual ForecastStore& forecasts() = 0;
+  virtual PipelineStore& pipelines() = 0;
   virtual Status Commit() = 0;
 };
 

@@ -81,6 +81,7 @@ void MemoryTables::ShareAll() {
   job_datasets.Share();
   leader_epoch.Share();
   forecasts.Share();
+  pipelines.Share();
 }
 
 Status MemoryTx::Usable() const {
@@ -141,7 +142,8 @@ class MemoryUnitOfWork : public service::UnitOfWork {
         checkpoints_(tx_),
         datasets_(tx_),
         leader_(tx_),
-        forecasts_(tx_) {}
+        forecasts_(tx_),
+        pipelines_(tx_) {}
   ~MemoryUnitOfWork() override { End(); }
 
   service::JobStore& jobs() override { return jobs_; }
@@ -156,6 +158,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   service::DatasetStore& datasets() override { return datasets_; }
   service::LeaderFence& leader() override { return leader_; }
   service::ForecastStore& forecasts() override { return forecasts_; }
+  service::PipelineStore& pipelines() override { return pipelines_; }
 
   Status Commit() override {
     if (tx_.ended) return common::Internal("memory database: the unit of work has ended");
@@ -194,6 +197,7 @@ class MemoryUnitOfWork : public service::UnitOfWork {
   MemoryDatasetStore datasets_;
   MemoryLeaderFence leader_;
   MemoryForecastStore forecasts_;
+  MemoryPipelineStore pipelines_;
 };
 
 MemoryDatabase::MemoryDatabase()

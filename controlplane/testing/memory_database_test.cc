@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "controlplane/testing/dataset_store_conformance.h"
+#include "controlplane/testing/pipeline_store_conformance.h"
 #include "controlplane/testing/service_flow_suite.h"
 #include "controlplane/testing/store_conformance.h"
 #include "controlplane/testing/tenant_store_conformance.h"
@@ -28,6 +29,7 @@ class MemoryBackend {
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, StoreConformanceTest, MemoryBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, TenantStoreConformanceTest, MemoryBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, DatasetStoreConformanceTest, MemoryBackend);
+INSTANTIATE_TYPED_TEST_SUITE_P(memory, PipelineStoreConformanceTest, MemoryBackend);
 INSTANTIATE_TYPED_TEST_SUITE_P(memory, ServiceFlowTest, MemoryBackend);
 
 namespace {

@@ -20,6 +20,7 @@
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/forecast_store.h"
 #include "controlplane/service/leader_fence.h"
+#include "controlplane/service/pipeline_store.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::testing {
@@ -96,6 +97,7 @@ struct MemoryTables {
   CowTable<std::set<std::pair<int64_t, int64_t>>> job_datasets;  // (job, dataset)
   CowTable<int64_t> leader_epoch;                                // scheduler_leader.epoch
   CowTable<std::map<int64_t, service::ForecastRecord>> forecasts;  // by job
+  CowTable<std::map<int64_t, service::PipelineRecord>> pipelines;  // `tenant` is filled on reads
 
   void ShareAll();
 };
@@ -103,7 +105,7 @@ struct MemoryTables {
 // bigserial sequences: advanced by every insert, committed or not, so ids are never reused.
 struct MemorySequences {
   int64_t tenants = 0, tokens = 0, nodes = 0, jobs = 0, events = 0, checkpoints = 0, audit = 0,
-          datasets = 0;
+          datasets = 0, pipelines = 0;
 };
 
 // What the stores of one unit of work share.
@@ -328,6 +330,22 @@ class MemoryForecastStore : public service::ForecastStore {
       const std::vector<int64_t>& job_ids) override;
   common::Result<std::vector<service::ForecastOutcome>> Due(int limit) override;
   common::Status Judge(const std::vector<service::ForecastRecord>& rows) override;
+
+ private:
+  MemoryTx& tx_;
+};
+
+class MemoryPipelineStore : public service::PipelineStore {
+ public:
+  explicit MemoryPipelineStore(MemoryTx& tx) : tx_(tx) {}
+  common::Result<int64_t> Insert(const service::PipelineRecord& p) override;
+  common::Result<std::optional<service::PipelineRecord>> Get(int64_t id,
+                                                             std::optional<int64_t> tenant_id,
+                                                             bool for_update) override;
+  common::Result<std::vector<service::PipelineRecord>> List(
+      const service::PipelineQuery& q) override;
+  common::Status Update(const service::PipelineRecord& p, int64_t now_ms) override;
+  common::Result<std::vector<int64_t>> Active(int limit) override;
 
  private:
   MemoryTx& tx_;

@@ -335,6 +335,9 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       ev["actor_idle_share"] = rec.actor_idle_share;
       ev["learner_idle_share"] = rec.learner_idle_share;
       ev["inference_batch"] = rec.inference_batch;
+      // The share of the update's steps whose importance weight ρ = π_learner / π_behaviour went
+      // over importance_cap (ppo.h's BehaviourStats; 0 on fresh data).
+      ev["importance_capped"] = rec.ppo.importance_capped;
       if (remote) ev["rollout_ranks"] = layout.rollout_ranks;
       if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
       events->Post(std::move(ev));

@@ -35,7 +35,8 @@ namespace engine::rl {
 
 // Rank 0 posts one step event per update: the synchronous loop's fields plus
 // trajectories_per_s, staleness ({"0": steps, ...}), staleness_mean, staleness_max, queue_depth,
-// actor_idle_share, learner_idle_share and inference_batch (mean requests per inference).
+// actor_idle_share, learner_idle_share, inference_batch (mean requests per inference) and
+// importance_capped (share of steps whose importance weight went over importance_cap).
 // The learning rate of an optimiser step on steps of mean staleness `mean_staleness`
 // (engine.rl.disaggregated.stale_lr_scale): lr · scale^mean_staleness; lr on fresh data.
 double StaleLearningRate(double lr, double scale, double mean_staleness);

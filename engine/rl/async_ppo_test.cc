@@ -97,7 +97,8 @@ TEST(AsyncPpoTest, PerEnvironmentActingAloneLearnsOnPolicyInFullBatches) {
   ASSERT_EQ(events.size(), 60u);
   for (const char* key : {"trajectories_per_s", "staleness", "staleness_mean", "staleness_max",
                           "queue_depth", "actor_idle_share", "learner_idle_share",
-                          "inference_batch", "env_steps_per_s", "success_rate"}) {
+                          "inference_batch", "importance_capped", "env_steps_per_s",
+                          "success_rate"}) {
     EXPECT_TRUE(events.back().contains(key)) << key;
   }
   EXPECT_EQ(api::CheckJobEvent("step", events.back()), std::nullopt) << events.back().dump();
@@ -148,11 +149,19 @@ TEST(AsyncPpoTest, DisaggregatedLearnsOnReach) {
   // Without latency the actors keep a whole batch ahead: nearly every step is learned one
   // version stale, and decoupled PPO still learns (more slowly than on-policy: docs/rl.md).
   LocalCommunicator comm;
-  auto r = RunAsyncPpo(Levels(60, true, false, false, 1), comm, nullptr);
+  RecordingSink sink;
+  auto r = RunAsyncPpo(Levels(60, true, false, false, 1), comm, &sink);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const double first = MeanSuccess(r->updates, 0, 5), best = BestWindow(r->updates);
   double stale = 0;
   for (const UpdateRecord& u : r->updates) stale += u.mean_staleness / r->updates.size();
+  // Each step event reports the update's share of capped importance weights as the learner
+  // computed it.
+  const std::vector<nlohmann::json> events = sink.events();
+  ASSERT_EQ(events.size(), r->updates.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].at("importance_capped").get<double>(), r->updates[i].ppo.importance_capped);
+  }
   std::printf("level 1: success first 5 updates %.3f, best 5 %.3f, last 5 %.3f, staleness %.2f\n",
               first, best, MeanSuccess(r->updates, 55, 60), stale);
   EXPECT_GT(stale, 0.5);

@@ -15,13 +15,17 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "agent/testing/oci_image.h"
+#include "common/file_util.h"
 #include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
 #include "tests/e2e/stack_datasets.h"
+#include "tests/e2e/stack_images.h"
 #include "tests/support/netns.h"
 
 namespace embody_test {
@@ -320,6 +324,185 @@ TEST_F(MultiNodeNetnsTest, AJobPlacedBackOnThePartitionedNodeReplacesItsStaleAtt
   EXPECT_EQ(CountSleeps(marker), 0);
 }
 
+// A job on both nodes whose every rank sleeps `marker` seconds, cancelled by a user or by its
+// time limit: the rank on the node that is not the head stops too, even one that ignores
+// SIGTERM (the agent SIGKILLs it after its grace period).
+TEST_F(MultiNodeNetnsTest, CancelAndTimeLimitStopEveryRankOnBothNodes) {
+  for (const std::string how : {"cancel", "time limit"}) {
+    SCOPED_TRACE(how);
+    const std::string marker =
+        (how == "cancel" ? "8" : "9") + std::to_string(::getpid() % 100000) + ".5";
+    json spec = {{"name", how == "cancel" ? "cancelled" : "limited"},
+                 {"kind", "command"},
+                 {"resources", TwoNodes()},
+                 {"command", {"sh", "-c", "trap '' TERM; exec sleep " + marker}}};
+    if (how == "time limit") spec["time_limit_seconds"] = 3;
+    const int64_t id = Submit(spec);
+    ASSERT_GT(id, 0);
+    json job = stack_->WaitForState(id, {"RUNNING"}, 60);
+    ASSERT_EQ(job.value("state", ""), "RUNNING") << job.dump(2);
+    for (int i = 0; i < 200 && CountSleeps(marker) < 2; ++i) ::usleep(50'000);
+    ASSERT_EQ(CountSleeps(marker), 2) << "not a rank on each node\n" << Logs(id, -1);
+    if (how == "cancel") {
+      ASSERT_EQ(stack_->Post("/v1/jobs/" + std::to_string(id) + "/cancel", "").status, 200);
+    }
+    job = stack_->WaitForState(id, {"CANCELLED", "FAILED", "SUCCEEDED"}, 60);
+    EXPECT_EQ(job.value("state", ""), "CANCELLED") << job.dump(2);
+    if (how == "time limit") {
+      const std::string states =
+          stack_->Get("/v1/jobs/" + std::to_string(id) + "/events?type=state&limit=100").text;
+      EXPECT_NE(states.find("time limit 3 s reached"), std::string::npos) << states;
+    }
+    // The agents' kill grace (5 s) and slack for a loaded machine.
+    for (int i = 0; i < 300 && CountSleeps(marker) > 0; ++i) ::usleep(100'000);
+    EXPECT_EQ(CountSleeps(marker), 0) << "a rank outlived its job";
+  }
+}
+
+// The python3 processes running `script` of the job's first attempt (started without
+// EMBODY_RESUME_FROM).
+std::vector<int> FirstAttemptRanks(const std::string& script) {
+  std::vector<int> out;
+  for (int pid : ProcessesWith(script)) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream cmd_in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(cmd_in)), std::istreambuf_iterator<char>());
+    if (cmd.find("python3") == 0 || cmd.find("/usr/bin/python3") == 0) {
+      if (env.find("EMBODY_RESUME_FROM=") == std::string::npos) out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+// A PyTorch command job on both nodes, written with the SDK as docs/byo.md shows: it resumes
+// from embody.resume_path(), checkpoints through embody.checkpoint_file() every 5 steps and
+// reports each step. Its first attempt holds (both ranks idle, out of any collective) once its
+// checkpoint of step 14 is written; the test waits until the server holds that upload, then the
+// node that is not the head is lost (its agent and every process of its jobs SIGKILLed). The
+// server declares the node down and requeues the job; the surviving node stops the first
+// attempt's rank, which would otherwise sleep on forever; the lost node comes back, and the next
+// attempt, on both nodes again, starts at step 15 and runs to the end.
+TEST_F(MultiNodeNetnsTest, ANodeLostUnderAPyTorchJobRestartsItFromItsLastCheckpoint) {
+  if (Sh("/usr/bin/python3 -c \"import torch.distributed\"") != 0) {
+    GTEST_SKIP() << "no torch for /usr/bin/python3 (Debian package python3-torch)";
+  }
+  const std::string script = stack_->dir() + "/resumes_" + std::to_string(::getpid()) + ".py";
+  {
+    std::ofstream f(script);
+    f << "import os, sys, time, torch, torch.distributed as dist, embody\n"
+         "dist.init_process_group('gloo', init_method='env://')\n"
+         "rank = dist.get_rank()\n"
+         "start = torch.tensor([0])\n"
+         "if rank == 0 and (path := embody.resume_path()) is not None:\n"
+         "    start[0] = int(open(path).read()) + 1\n"
+         "dist.broadcast(start, 0)\n"
+         "start = int(start[0])\n"
+         "print(f'rank {rank} starts at step {start}', flush=True)\n"
+         "for step in range(start, 30):\n"
+         "    t = torch.tensor([float(step)])\n"
+         "    dist.all_reduce(t)\n"
+         "    if rank == 0:\n"
+         "        embody.report(step=step, loss=t.item())\n"
+         "        if step % 5 == 4:\n"
+         "            with embody.checkpoint_file(step) as p:\n"
+         "                open(p, 'w').write(str(step))\n"
+         "    if step == 14 and 'EMBODY_RESUME_FROM' not in os.environ:\n"
+         "        print(f'rank {rank} holds', flush=True)\n"
+         "        while True:\n"
+         "            time.sleep(0.1)\n"
+         "    time.sleep(0.05)\n"
+         "print(f'rank {rank} done', flush=True)\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_read |
+                                           std::filesystem::perms::owner_write |
+                                           std::filesystem::perms::group_read |
+                                           std::filesystem::perms::others_read);
+  json spec = {{"name", "resumes"},
+               {"kind", "command"},
+               {"max_restarts", 1},
+               {"resources", TwoNodes()},
+               {"command", {"/usr/bin/python3", script}}};
+  const int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  // Held after step 14, with that checkpoint in the server's blob store.
+  json job;
+  bool uploaded = false;
+  for (int i = 0; i < 1200 && !uploaded; ++i) {
+    job = stack_->Get(path).body;
+    if (job.value("state", "") != "RUNNING" && job.value("state", "") != "SCHEDULED" &&
+        job.value("state", "") != "PENDING") {
+      break;
+    }
+    for (const auto& c : stack_->Get(path + "/checkpoints").body.value("checkpoints", json::array())) {
+      if (c.value("step", -1) == 14) uploaded = true;
+    }
+    if (!uploaded) ::usleep(100'000);
+  }
+  ASSERT_TRUE(uploaded) << job.dump(2) << Logs(id, -1) << Logs(id, 0) << Logs(id, 1);
+  ASSERT_EQ(job["allocation"].size(), 2u) << job.dump(2);
+  const std::string head = job["allocation"][0].value("node", "");
+  const std::string worker = job["allocation"][1].value("node", "");
+  ASSERT_TRUE(worker == "node-a" || worker == "node-b") << job.dump(2);
+  const int lost = worker == "node-a" ? 0 : 1;
+  for (int i = 0; i < 200 && FirstAttemptRanks(script).size() < 2; ++i) ::usleep(50'000);
+  ASSERT_EQ(FirstAttemptRanks(script).size(), 2u) << "not a rank on each node";
+
+  stack_->LoseNode(lost);
+  // The lost node comes back however this test ends: the suite's later jobs need both nodes.
+  struct Restart {
+    int node;
+    bool done = false;
+    ~Restart() {
+      if (!done) stack_->RestartAgent(node);
+    }
+  } restart{lost};
+  bool requeued = false;
+  for (int i = 0; i < 600 && !requeued; ++i) {
+    job = stack_->Get(path).body;
+    requeued = job.value("attempt", 0) == 1 && job.value("state", "") == "PENDING";
+    if (!requeued && job.value("state", "") != "RUNNING" && job.value("state", "") != "RESTARTING") {
+      break;
+    }
+    if (!requeued) ::usleep(100'000);
+  }
+  ASSERT_TRUE(requeued) << job.dump(2) << Logs(id, -1) << Logs(id, 0);
+  // The first attempt's rank on the surviving node, which would sleep on forever, is stopped:
+  // its kill grace (5 s) and slack for a loaded machine.
+  std::vector<int> left;
+  for (int i = 0; i < 300 && !(left = FirstAttemptRanks(script)).empty(); ++i) ::usleep(100'000);
+  EXPECT_TRUE(left.empty()) << "the first attempt's rank still runs on " << head;
+
+  restart.done = true;
+  ASSERT_TRUE(stack_->RestartAgent(lost));
+  job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED")
+      << job.dump(2) << Logs(id, -1) << Logs(id, 0) << Logs(id, 1);
+  EXPECT_EQ(job.value("attempt", 0), 1) << job.dump(2);
+  // The first step stored after the requeue is the next attempt's: the one after the upload.
+  int64_t requeue_event = -1;
+  const json states = stack_->Get(path + "/events?type=state&limit=100").body["events"];
+  for (const auto& e : states) {
+    if (e["data"]["to"] == "PENDING" && e["data"]["from"] == "RESTARTING") requeue_event = e["id"];
+  }
+  ASSERT_GT(requeue_event, 0) << states.dump(2);
+  json after = stack_->Get(path + "/events?type=step&limit=1&after=" +
+                           std::to_string(requeue_event)).body["events"];
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]["data"]["step"], 15) << "the next attempt did not resume from step 14's";
+  std::string log;
+  for (int i = 0; i < 100; ++i) {
+    log = Logs(id, 0) + Logs(id, 1);
+    if (log.find("rank 1 done") != std::string::npos) break;
+    ::usleep(100'000);
+  }
+  EXPECT_NE(log.find("rank 0 starts at step 15"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1 starts at step 15"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 0 done"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1 done"), std::string::npos) << log;
+}
+
 // A user's own PyTorch script as a command job on both nodes, written as for torchrun: it finds its
 // peers through the env:// rendezvous the agents give every rank (MASTER_ADDR, MASTER_PORT, RANK,
 // WORLD_SIZE, LOCAL_RANK, NODE_RANK), all-reduces over gloo across the namespaces, and reports a
@@ -462,6 +645,83 @@ TEST_F(MultiNodeNetnsTest, AWorkerAgentKilledLeavesNothingOfTheJobRunning) {
   job = stack_->WaitForState(id, {"FAILED", "SUCCEEDED", "CANCELLED"}, 60);
   EXPECT_EQ(job.value("state", ""), "FAILED") << job.dump(2);
   ASSERT_TRUE(stack_->RestartAgent(1));
+}
+
+// A two-node command job in an OCI image (docs/byo.md "Environments"): each agent unpacks the
+// image into its own cache before mpirun starts (the head asks the other node's agent), and each
+// rank, one per node, runs inside it: it sees the image's files and not the host's, and the
+// rendezvous variables of a two-rank world.
+TEST_F(MultiNodeNetnsTest, ACommandJobRunsInAnImageOnBothNodes) {
+  if (!agent::testing::HaveCrunAndUmoci()) {
+    GTEST_SKIP() << "crun or umoci not installed (deploy/setup.sh installs both)";
+  }
+  auto tar = agent::testing::BuildOciImageTar(stack_->dir() + "/image-two-nodes",
+                                              {{EMBODY_IMAGE_PROBE, "/bin/probe"}});
+  ASSERT_TRUE(tar.ok()) << tar.status().message();
+  auto bytes = common::ReadFile(*tar);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  json image = UploadImageThroughApi(*stack_, "probe-two-nodes", *bytes);
+  ASSERT_EQ(image.value("state", ""), "ready") << image.dump(2);
+
+  json spec = {{"name", "in-image-2"},
+               {"kind", "command"},
+               {"resources", TwoNodes()},
+               {"environment", {{"image", "probe-two-nodes"}}},
+               {"command", {"/bin/probe", "report", "/bin/probe", "/etc/debian_version"}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 240);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED")
+      << job.dump(2) << Logs(id, -1) << "\nrank 0:\n" << Logs(id, 0) << "\nrank 1:\n"
+      << Logs(id, 1);
+  // The other node's rank log reaches the server in its next heartbeat.
+  std::string logs[2];
+  for (int i = 0; i < 100; ++i) {
+    logs[0] = Logs(id, 0);
+    logs[1] = Logs(id, 1);
+    if (logs[0].find("root_writable=") != std::string::npos &&
+        logs[1].find("root_writable=") != std::string::npos) {
+      break;
+    }
+    ::usleep(100'000);
+  }
+  std::string master[2], node[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& log = logs[rank];
+    SCOPED_TRACE("rank " + std::to_string(rank) + ":\n" + log);
+    EXPECT_NE(log.find("exists /bin/probe=1"), std::string::npos);          // the image's
+    EXPECT_NE(log.find("exists /etc/debian_version=0"), std::string::npos);  // not the host's
+    EXPECT_NE(log.find("root_writable=0"), std::string::npos);
+    EXPECT_EQ(log.find("uid=0\n"), std::string::npos);
+    EXPECT_NE(log.find("RANK=" + std::to_string(rank) + "\n"), std::string::npos);
+    EXPECT_NE(log.find("WORLD_SIZE=2\n"), std::string::npos);
+    auto value = [&](const std::string& key) {
+      const size_t at = log.find("\n" + key + "=");
+      if (at == std::string::npos) return std::string();
+      const size_t from = at + key.size() + 2;
+      return log.substr(from, log.find('\n', from) - from);
+    };
+    master[rank] = value("MASTER_ADDR");
+    node[rank] = value("EMBODY_NODE_ADDRESS");
+  }
+  // One rendezvous address, the head's, which is one of the two nodes; one rank on each node.
+  EXPECT_FALSE(master[0].empty());
+  EXPECT_EQ(master[0], master[1]);
+  EXPECT_TRUE(master[0] == g_net->addr_a || master[0] == g_net->addr_b) << master[0];
+  EXPECT_NE(node[0], node[1]);
+  for (const std::string& n : node) {
+    EXPECT_TRUE(n == g_net->addr_a || n == g_net->addr_b) << n;
+  }
+  // Each agent unpacked the image into its own cache (agent/image_cache.h).
+  for (int i = 0; i < 2; ++i) {
+    const std::string cache = stack_->agent_data_dir(i) + "/images";
+    int unpacked = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cache, ec)) {
+      unpacked += std::filesystem::exists(e.path() / "rootfs" / "bin" / "probe") ? 1 : 0;
+    }
+    EXPECT_EQ(unpacked, 1) << cache;
+  }
 }
 
 }  // namespace

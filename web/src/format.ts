@@ -50,3 +50,9 @@ export function bytes(v: unknown): string {
 export function percent(v: unknown): string {
   return typeof v === "number" && Number.isFinite(v) ? (v * 100).toFixed(0) + "%" : "—";
 }
+
+// A measured value as it compares (a gate's success rates and margins): up to 4 significant
+// digits, no padding: 0.5, 0.51, 0.03, 0.5833.
+export function value(v: unknown): string {
+  return typeof v === "number" && Number.isFinite(v) ? String(Number(v.toPrecision(4))) : "—";
+}

@@ -6,10 +6,13 @@ import "./style.css";
 import { isReachable, onReachabilityChange, onUnauthorized } from "./api";
 import { h, replace } from "./dom";
 import { auditPage } from "./pages/audit";
+import { comparePage } from "./pages/compare";
 import { jobPage } from "./pages/job";
 import { jobsPage } from "./pages/jobs";
 import { nodesPage } from "./pages/nodes";
 import { overviewPage } from "./pages/overview";
+import { pipelinePage } from "./pages/pipeline";
+import { pipelinesPage } from "./pages/pipelines";
 import { signInPage } from "./pages/signin";
 import { submitPage } from "./pages/submit";
 import { tenantsPage } from "./pages/tenants";
@@ -20,6 +23,9 @@ import { can, resume, signOut, whoami } from "./session";
 route("/", overviewPage);
 route("/jobs", jobsPage);
 route("/jobs/:id", jobPage);
+route("/compare", comparePage);
+route("/pipelines", pipelinesPage);
+route("/pipelines/:id", pipelinePage);
 route("/submit", submitPage);
 route("/nodes", nodesPage);
 route("/tenants", tenantsPage);
@@ -45,6 +51,7 @@ function renderNav(): void {
   const links: [string, string, boolean][] = [
     ["/", "Overview", true],
     ["/jobs", "Jobs", true],
+    ["/pipelines", "Pipelines", true],
     ["/submit", "Submit", can.submit()],
     ["/nodes", "Nodes", true],
     ["/tenants", "Tenants", can.operate()],

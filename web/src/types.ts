@@ -49,6 +49,8 @@ export interface Job {
   allocation: { node_id: number; node: string; ranks: number }[];
   last_step: LastStep | null;
   latest_checkpoint: { path: string; step: number; bytes: number } | null;
+  // The forecast stored when the job was first seen pending, and how far off it came out.
+  forecast?: StoredForecast | null;
 }
 
 export interface JobPage {
@@ -146,4 +148,123 @@ export interface Whoami {
   tenant: string;
   role: string;
   name: string;
+}
+
+// A forecast (docs/contracts.md, "Forecasts"): POST /v1/jobs?dry_run=true answers one with
+// `dry_run` and `admitted`; GET /v1/jobs/{id}/forecast with `job_id`, `state` and
+// `submitted_forecast`, and for a job holding slots only the run and end fields.
+export interface Forecast {
+  dry_run?: boolean;
+  admitted?: boolean;
+  job_id?: number;
+  state?: JobState;
+  made_at: string;
+  started_at?: string | null;
+  starts_now?: boolean;
+  predicted_start?: string | null;
+  predicted_wait_seconds?: number | null;
+  predicted_run_seconds: number | null;
+  run_time_source: "planner" | "time_limit" | null;
+  predicted_end: string | null;
+  placement?: { slot_type: string; nodes: { node_id: number; node: string; ranks: number; slots: number }[] } | null;
+  jobs_ahead?: number;
+  reasons: string[];
+  submitted_forecast?: StoredForecast | null;
+}
+
+// The forecast made for a submitted job, and actual minus predicted (seconds) once known.
+export interface StoredForecast {
+  made_at: string;
+  predicted_start: string | null;
+  predicted_run_seconds: number | null;
+  predicted_end: string | null;
+  start_error_seconds: number | null;
+  end_error_seconds: number | null;
+}
+
+// GET /v1/jobs/{id}/evaluation: an eval job's results per task (docs/eval.md).
+export interface EvaluationTask {
+  task: string;
+  episodes: number;
+  successes: number;
+  success_rate: number;
+  mean_return: number;
+  mean_length: number;
+  checkpoint_step: number;
+  policy: string;
+  fp8: boolean;
+  evaluated_at: string;
+}
+export interface Evaluation {
+  job_id: number;
+  tasks: EvaluationTask[];
+}
+
+// Pipelines (docs/pipelines.md): a tenant's DAG of steps, each a job, an import or a gate.
+export type PipelineState = "running" | "cancelling" | "succeeded" | "failed" | "cancelled";
+export type PipelineStepState = "pending" | "running" | "succeeded" | "failed" | "gate_failed" | "skipped" | "cancelled";
+export const kPipelineTerminal = new Set<string>(["succeeded", "failed", "cancelled"]);
+export const kStepFinal = new Set<string>(["succeeded", "failed", "gate_failed", "skipped", "cancelled"]);
+
+// One side of a gate's comparison: an eval step's metric, read from the job it ran.
+export interface GateMetric {
+  step: string;
+  metric: string;
+  task?: string;
+  job_id: number;
+  value: number | null; // null: its results never arrived
+}
+
+// What a judged gate compared: value >= threshold, the threshold a number (`at_least`) or the
+// reference's value minus `minus`.
+export interface PipelineGate extends GateMetric {
+  threshold: number | null;
+  reference?: GateMetric;
+  minus?: number;
+  passed: boolean;
+}
+
+export interface PipelineStep {
+  name: string;
+  state: PipelineStepState;
+  reason: string;
+  kind: string | null; // the job's kind, "import", or null for a gate alone
+  needs: string[];
+  retries: number;
+  attempts: number;
+  jobs: number[]; // the job of each attempt
+  job_id: number | null; // the latest attempt's
+  dataset_id?: number; // an import step's dataset version
+  gate: PipelineGate | null;
+  started_at: string | null;
+  finished_at: string | null;
+}
+
+// A step as submitted (the part of `spec` the page reads: a gate's `when`).
+export interface PipelineStepSpec {
+  name: string;
+  needs?: string[];
+  retries?: number;
+  when?: { step: string; metric: string; task?: string; at_least: number | { step: string; metric: string; task?: string; minus?: number } };
+  job?: Record<string, unknown>;
+  import?: Record<string, unknown>;
+}
+
+export interface Pipeline {
+  id: number;
+  tenant_id: number;
+  tenant: string;
+  name: string;
+  state: PipelineState;
+  reason: string;
+  steps: PipelineStep[];
+  spec?: { name: string; steps: PipelineStepSpec[] }; // GET /v1/pipelines/{id} and POST only
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface PipelinePage {
+  pipelines: Pipeline[];
+  next_cursor: string | null;
 }

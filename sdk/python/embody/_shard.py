@@ -308,16 +308,20 @@ class ShardReader:
                 f"{self.describe(episode)}: checksum mismatch in key {self.schema[key].name} "
                 f"chunk {chunk} (bytes {offset}..{offset + len(data)})")
 
-    def read_chunk(self, episode: int, key: int, chunk: int) -> bytearray:
+    def read_chunk(self, episode: int, key: int, chunk: int) -> bytes:
         """The bytes of one chunk (whole frames), verified."""
         e = self.episodes[episode]
         kc = e.keys[key]
         frame_bytes = self.schema[key].frame_bytes
         first = chunk * kc.frames_per_chunk
-        n = min(kc.frames_per_chunk, e.frames - first)
+        n = min(kc.frames_per_chunk, e.frames - first) * frame_bytes
         offset = kc.data_offset + first * frame_bytes
-        out = bytearray(n * frame_bytes)
-        self._read_into(out, offset)
+        # One pread into a buffer of its own (no zeroing first, as bytearray(n) would).
+        out = os.pread(self._fd, n, offset)
+        if len(out) != n:  # interrupted or the file shrank: finish (or fail) the careful way
+            rest = bytearray(n - len(out))
+            self._read_into(rest, offset + len(out))
+            out += rest
         self._check(episode, key, chunk, memoryview(out), offset)
         return out
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import builtins
 import collections
+import functools
 import json
 import os
 import re
@@ -55,13 +56,19 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 _MAX_VERSION = 1_000_000
 
 
+_np: Any = None
+
+
 def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        raise ImportError("embody.data needs numpy (Debian: apt-get install python3-numpy; "
-                          "elsewhere: pip install numpy)") from None
-    return numpy
+    global _np
+    if _np is None:
+        try:
+            import numpy
+        except ImportError:
+            raise ImportError("embody.data needs numpy (Debian: apt-get install python3-numpy; "
+                              "elsewhere: pip install numpy)") from None
+        _np = numpy
+    return _np
 
 
 def resolve(ref: str) -> str:
@@ -194,12 +201,11 @@ class _ChunkCache:
     def _reset(self) -> None:
         self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._items: collections.OrderedDict[tuple[int, int, int, int], bytearray] = \
+        self._items: collections.OrderedDict[tuple[int, int, int, int], bytes] = \
             collections.OrderedDict()
         self._bytes = 0
 
-    def get(self, key: tuple[int, int, int, int],
-            load: Callable[[], bytearray]) -> bytearray:
+    def get(self, key: tuple[int, int, int, int], load: Callable[[], bytes]) -> bytes:
         if self._pid != os.getpid():
             self._reset()
         with self._lock:
@@ -262,6 +268,9 @@ class Dataset:
             self.close()
             raise
         self._key_index = {k.name: i for i, k in enumerate(self.keys)}
+        # What _rows needs of each key, worked out once rather than per read.
+        self._key_layout = [(k.frame_bytes, k.numpy_dtype, k.shape,
+                             k.frame_bytes // DTYPE_BY_NAME[k.dtype][2]) for k in self.keys]
         self._action = self._key_index.get(action_key, -1)
         self._cache = _ChunkCache(cache_bytes)
 
@@ -346,11 +355,15 @@ class Dataset:
                     action_chunk: bool = True) -> Sample:
         """One sample (Dataset::ReadSample): the keys (all, or those named) at its frame, and the
         action chunk unless ``action_chunk`` is False."""
+        return self._read_sample(sample, self._key_numbers(keys), action_chunk)
+
+    def _read_sample(self, sample: int, key_numbers: list[int], action_chunk: bool) -> Sample:
         episode, frame = self.locate(sample)
         entry = self._entry(episode)
+        keys = self.keys
         values = {}
-        for k in self._key_numbers(keys):
-            values[self.keys[k].name] = self._rows(episode, k, frame, frame + 1)[0]
+        for k in key_numbers:
+            values[keys[k].name] = self._rows(episode, k, frame, frame + 1)[0]
         chunk = None
         if action_chunk and self._action >= 0:
             end = min(entry.frames, frame + self.action_horizon)
@@ -391,13 +404,28 @@ class Dataset:
 
     def samples(self, *, rank: Optional[int] = None, world_size: Optional[int] = None,
                 shuffle: bool = True, seed: int = 0, epoch: int = 0,
-                keys: Optional[Iterable[str]] = None, action_chunk: bool = True
-                ) -> Iterator[Sample]:
-        """This rank's samples for the epoch, shuffled by (seed, epoch) unless shuffle=False."""
-        names = None if keys is None else list(keys)
-        for s in self.partition(self.num_samples, rank=rank, world_size=world_size, seed=seed,
-                                epoch=epoch, shuffle=shuffle):
-            yield self.read_sample(s, names, action_chunk)
+                keys: Optional[Iterable[str]] = None, action_chunk: bool = True,
+                read_ahead: int = 2) -> Iterator[Sample]:
+        """This rank's samples for the epoch, shuffled by (seed, epoch) unless shuffle=False.
+
+        ``read_ahead`` threads (the engine loader's default, 2) read and verify the next samples
+        while the caller works on this one; they yield in order, and an error (a ChecksumError)
+        is raised where its sample would have come. 0 reads each sample when it is asked for."""
+        items = self.partition(self.num_samples, rank=rank, world_size=world_size, seed=seed,
+                               epoch=epoch, shuffle=shuffle)
+        return self.read_samples(items, keys=keys, action_chunk=action_chunk,
+                                 read_ahead=read_ahead)
+
+    def read_samples(self, items: Iterable[int], *, keys: Optional[Iterable[str]] = None,
+                     action_chunk: bool = True, read_ahead: int = 2) -> Iterator[Sample]:
+        """read_sample() of each of ``items`` in order, with ``read_ahead`` threads reading
+        ahead (see samples())."""
+        key_numbers = self._key_numbers(None if keys is None else list(keys))
+        read = functools.partial(self._read_sample, key_numbers=key_numbers,
+                                 action_chunk=action_chunk)
+        if read_ahead <= 0:
+            return map(read, items)
+        return _read_ahead(read, list(items), read_ahead)
 
     def torch(self, *, kind: str = "samples", shuffle: bool = True, seed: int = 0,
               keys: Optional[Iterable[str]] = None, rank: Optional[int] = None,
@@ -446,26 +474,75 @@ class Dataset:
         return [self._key_number(n) for n in names]
 
     def _rows(self, episode: int, k: int, begin: int, end: int) -> "np.ndarray":
-        """Dataset::ReadRows: rows [begin, end) of key k, chunk by chunk through the cache."""
-        np = _numpy()
+        """Dataset::ReadRows: rows [begin, end) of key k, chunk by chunk through the cache; a
+        copy of its own (writable, and the cache's chunk stays as read)."""
+        np = _np or _numpy()
         s, local = self._episode_shard[episode], self._episode_local[episode]
         shard = self._shards[s]
-        kc = shard.episodes[local].keys[k]
-        spec = self.keys[k]
-        frame_bytes = spec.frame_bytes
-        out = bytearray((end - begin) * frame_bytes)
-        at, t = 0, begin
-        while t < end:
-            c = t // kc.frames_per_chunk
+        per_chunk = shard.episodes[local].keys[k].frames_per_chunk
+        frame_bytes, dtype, shape, per_frame = self._key_layout[k]
+        if begin == end:
+            return np.empty((0,) + shape, dtype=dtype)
+        c = begin // per_chunk
+        first = c * per_chunk
+        data = self._cache.get((s, local, k, c), lambda: shard.read_chunk(local, k, c))
+        if end <= first + per_chunk:  # within one chunk: one copy, straight from it
+            rows = np.frombuffer(data, dtype, (end - begin) * per_frame,
+                                 (begin - first) * frame_bytes)
+            return rows.reshape((end - begin,) + shape).copy()
+        buf = bytearray()
+        t = begin
+        while True:
+            n = min(end, first + per_chunk) - t
+            lo = (t - first) * frame_bytes
+            buf += memoryview(data)[lo:lo + n * frame_bytes]
+            t += n
+            if t == end:
+                break
+            c += 1
+            first = c * per_chunk
             data = self._cache.get((s, local, k, c),
                                    lambda: shard.read_chunk(local, k, c))  # noqa: B023
-            first = c * kc.frames_per_chunk
-            n = min(end, first + kc.frames_per_chunk) - t
-            lo = (t - first) * frame_bytes
-            out[at:at + n * frame_bytes] = memoryview(data)[lo:lo + n * frame_bytes]
-            at += n * frame_bytes
-            t += n
-        return np.frombuffer(out, dtype=spec.numpy_dtype).reshape((end - begin,) + spec.shape)
+        return np.frombuffer(buf, dtype=dtype).reshape((end - begin,) + shape)
+
+
+def _read_ahead(read: Callable[[int], Sample], items: list[int], threads: int,
+                batch: int = 16) -> Iterator[Sample]:
+    """read(i) for each of ``items``, in order, computed by ``threads`` threads in batches of
+    ``batch`` items, at most 2 x threads batches ahead of the caller. Reads and checksums run
+    outside the GIL (os.pread, zlib.crc32 on large buffers), so the threads overlap each other
+    and the caller. An exception reaches the caller after the samples before it."""
+    def run(part: list[int]) -> tuple[list[Sample], Optional[BaseException]]:
+        done: list[Sample] = []
+        try:
+            for i in part:
+                done.append(read(i))
+        except Exception as e:  # handed to the caller in order, where the sample would be
+            return done, e
+        return done, None
+
+    import concurrent.futures  # here: most jobs import embody without reading data
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=threads,
+                                                 thread_name_prefix="embody-read-ahead")
+    pending: collections.deque[Any] = collections.deque()
+    parts = (items[i:i + batch] for i in range(0, len(items), batch))
+    try:
+        for part in parts:
+            pending.append(pool.submit(run, part))
+            if len(pending) < 2 * threads:
+                continue
+            done, error = pending.popleft().result()
+            yield from done
+            if error is not None:
+                raise error
+        while pending:
+            done, error = pending.popleft().result()
+            yield from done
+            if error is not None:
+                raise error
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def open(ref: str, *, cache_bytes: int = 64 << 20, action_key: str = ACTION_KEY) -> Dataset:

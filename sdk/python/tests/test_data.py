@@ -10,6 +10,8 @@ import pickle
 import shutil
 import subprocess
 import tempfile
+import threading
+import time
 import unittest
 from typing import Optional
 
@@ -135,6 +137,10 @@ class SameAsTheCppReaderTest(SdkTestCase):
         self.assertEqual(list(ds.read_episode(3, keys=["obs/image"]).arrays), ["obs/image"])
         rows = ds.read_rows(3, "obs/image", 1, 4)
         self.assertEqual(rows.tobytes(), whole[1:4].tobytes())
+        every = ds.read_rows(3, "obs/image", 0, whole.shape[0])  # across every chunk
+        self.assertEqual(every.tobytes(), whole.tobytes())
+        self.assertEqual(ds.read_rows(3, "obs/image", whole.shape[0], whole.shape[0]).shape,
+                         (0,) + whole.shape[1:])
         with self.assertRaises(IndexError):
             ds.read_rows(3, "obs/image", 0, whole.shape[0] + 1)
         with self.assertRaisesRegex(KeyError, "no key 'obs/depth'"):
@@ -158,6 +164,36 @@ class SameAsTheCppReaderTest(SdkTestCase):
         data_bytes = sum(e.frames * k.frame_bytes for shard in ds._shards
                          for e in shard.episodes for k in ds.keys)
         self.assertEqual(sum(checked), data_bytes)
+
+    def test_read_ahead_yields_what_reading_one_by_one_does(self) -> None:
+        # Threads reading ahead, in batches, with a cache too small to keep a chunk for long:
+        # the same samples in the same order, byte for byte, as reading each when asked.
+        ds = data.open(Fixtures.written, cache_bytes=4096)
+        self.addCleanup(ds.close)
+        want = [(s.index, {k: v.tobytes() for k, v in s.values.items()}, s.action_chunk.tobytes())
+                for s in ds.samples(epoch=2, read_ahead=0)]
+        self.assertEqual(len(want), ds.num_samples)
+        for threads in (1, 3):
+            got = [(s.index, {k: v.tobytes() for k, v in s.values.items()},
+                    s.action_chunk.tobytes())
+                   for s in ds.samples(epoch=2, read_ahead=threads)]
+            self.assertEqual(got, want, f"{threads} threads")
+        some = ds.read_samples([5, 3, 5], keys=["rewards"], action_chunk=False)
+        self.assertEqual([(s.index, list(s.values), s.action_chunk) for s in some],
+                         [(5, ["rewards"], None), (3, ["rewards"], None), (5, ["rewards"], None)])
+
+    def test_a_caller_that_stops_early_leaves_no_thread_reading(self) -> None:
+        ds = data.open(Fixtures.written)
+        self.addCleanup(ds.close)
+        it = ds.samples(read_ahead=2)
+        next(it)
+        it.close()
+        for _ in range(100):
+            if not any(t.name.startswith("embody-read-ahead") for t in threading.enumerate()):
+                break
+            time.sleep(0.05)
+        self.assertEqual([t.name for t in threading.enumerate()
+                          if t.name.startswith("embody-read-ahead")], [])
 
     def test_a_pickled_dataset_reopens(self) -> None:
         ds = data.open(Fixtures.written)
@@ -209,6 +245,15 @@ class DamageTest(SdkTestCase):
         ds.read_sample(ds._sample_begin[episode])  # chunk 0 is intact
         with self.assertRaises(embody.ChecksumError):
             ds.verify()
+        # Read ahead, the error comes where its sample would: after every sample before it.
+        bad = ds._sample_begin[episode] + 1
+        order = [0, 1, 2, bad, 3]
+        for threads in (0, 2):
+            seen = []
+            with self.assertRaises(embody.ChecksumError):
+                for sample in ds.read_samples(order, read_ahead=threads):
+                    seen.append(sample.index)
+            self.assertEqual(seen, [0, 1, 2], f"{threads} threads")
         # The C++ reader agrees.
         done = subprocess.run([str(EMBODY_DATA), "verify", self.path], capture_output=True,
                               text=True)

@@ -1,21 +1,27 @@
-// One job: what it is (spec), where it stands (state, why it waits, restarts), how it trains
-// (live charts of every reported series), what it prints (logs of every rank), what it left
-// (checkpoints, evaluation), and cancel for roles that may.
+// One job: what it is (spec), where it stands (state, why it waits and until when, restarts),
+// how it trains (live charts, opening on the series of its kind: panels.ts; every other one a
+// click away), what it prints (logs of every rank), what it left (checkpoints, evaluation, an
+// eval job's success per task), and cancel for roles that may.
 import { ApiError, get, post, withQuery } from "../api";
 import { JobCharts } from "../charts";
 import { h, replace } from "../dom";
-import { age, bytes, duration, num, time } from "../format";
+import { forecastView, storedForecastView } from "../forecast";
+import { age, bytes, duration, num, percent, time } from "../format";
 import { LogPanel } from "../logs";
+import { isAsyncRl, kRlHealth, sectionsFor } from "../panels";
 import { poll } from "../poll";
-import type { Page } from "../router";
+import { setQuery, type Page } from "../router";
+import { StalenessHistogram } from "../rl_health";
 import { can } from "../session";
-import { kTerminal, type Job, type JobEvent, type SeriesMap } from "../types";
+import { kTerminal, type Evaluation, type Forecast, type Job, type JobEvent, type SeriesMap } from "../types";
 import { card, emptyRow, messageBox, progress, stat, stateBadge, table } from "../ui";
 
-export function jobPage(params: Record<string, string>): Page {
+export function jobPage(params: Record<string, string>, query: URLSearchParams): Page {
   const id = Number(params.id);
   const msg = messageBox();
   let job: Job | null = null;
+  let jobLoaded: () => void = () => {};
+  const firstJob = new Promise<void>((resolve) => (jobLoaded = resolve));
 
   const title = h("h1", null, "Job #" + id);
   const badges = h("div", { class: "badges" });
@@ -23,7 +29,19 @@ export function jobPage(params: Record<string, string>): Page {
   const stats = h("div", { class: "stats" });
   const reason = h("div", { class: "reason-box", hidden: true });
   const specPre = h("pre", { class: "json", id: "spec" });
-  const charts = new JobCharts();
+  // Made once the job's kind is known (the first answer), and drawn in `chartsBox`.
+  let charts: JobCharts | null = null;
+  const chartsBox = h("div", { id: "metrics" }, h("p", { class: "muted" }, "Loading metrics…"));
+  const histogram = new StalenessHistogram();
+  const forecastBody = h("div", { id: "job-forecast" });
+  const forecastCard = card("Forecast", forecastBody);
+  forecastCard.hidden = true;
+  let forecastAskedAt = 0;
+  const evalTasks = table(["Task", "Success", "Successes", "Mean return", "Mean length", "Policy"], "eval-tasks");
+  const evalCard = card("Success per task", evalTasks.el);
+  evalCard.id = "success-per-task";
+  evalCard.hidden = true;
+  let evaluation: Evaluation | null = null;
   const timeline = table(["Time", "Change", "Reason", "By"], "timeline");
   const checkpoints = table(["Step", "Path", "Size", "Written"], "checkpoints");
   const evalBox = h("div", { id: "evaluation" }, h("p", { class: "muted" }, "No evaluation reported."));
@@ -35,7 +53,83 @@ export function jobPage(params: Record<string, string>): Page {
 
   async function refreshJob(): Promise<void> {
     job = await get<Job>("/v1/jobs/" + id);
+    if (!charts) makeCharts(job);
     renderJob(job);
+    jobLoaded();
+    await Promise.all([refreshForecast(job), refreshEvaluation(job)]);
+  }
+
+  function makeCharts(j: Job): void {
+    const layout = sectionsFor(j.kind);
+    charts = new JobCharts(layout, {
+      open: (query.get("more") ?? "").split(",").filter(Boolean),
+      onOpen(open) {
+        const q = new URLSearchParams(location.search);
+        if (open.length) q.set("more", open.join(","));
+        else q.delete("more");
+        setQuery(q);
+      },
+      leads: { [kRlHealth.id]: histogram.el },
+      empty: {
+        [kRlHealth.id]: isAsyncRl(j.spec)
+          ? "No asynchronous-RL figures reported yet."
+          : "A synchronous run: no staleness, idle shares or capped weights to show (engine.rl.disaggregated, env_async or streaming switch the asynchronous levels on: docs/rl.md).",
+      },
+    });
+    replace(chartsBox, charts.el);
+  }
+
+  // A live job's forecast now (every few seconds: each is a forward run of the scheduler on the
+  // server); an ended one's, as made at its submission and how it came out.
+  async function refreshForecast(j: Job): Promise<void> {
+    const stored = j.forecast ? storedForecastView(j.forecast, j.started_at, j.finished_at) : null;
+    if (kTerminal.has(j.state)) {
+      forecastCard.hidden = !stored;
+      replace(forecastBody, stored ? [h("h3", null, "At submission"), stored] : null);
+      return;
+    }
+    if (Date.now() - forecastAskedAt < 5000) return;
+    forecastAskedAt = Date.now();
+    try {
+      const f = await get<Forecast>(`/v1/jobs/${id}/forecast`);
+      const sub = f.submitted_forecast ? storedForecastView(f.submitted_forecast, j.started_at, j.finished_at) : stored;
+      replace(
+        forecastBody,
+        h("h3", null, j.state === "PENDING" ? "When it is predicted to start" : "When it is predicted to end"),
+        forecastView(f),
+        sub ? [h("h3", null, "At submission"), sub] : null,
+      );
+      forecastCard.hidden = false;
+    } catch {
+      // Ended since (409), or no forecast to be had now: the stored one, if any. Whether the
+      // server answers at all is the job's read to report.
+      forecastCard.hidden = !stored;
+      replace(forecastBody, stored ? [h("h3", null, "At submission"), stored] : null);
+    }
+  }
+
+  // An eval job's results, until they have arrived.
+  async function refreshEvaluation(j: Job): Promise<void> {
+    if (j.kind !== "eval" || (evaluation && evaluation.tasks.length)) return;
+    evaluation = await get<Evaluation>(`/v1/jobs/${id}/evaluation`);
+    evalCard.hidden = false;
+    replace(
+      evalTasks.body,
+      evaluation.tasks.length === 0
+        ? emptyRow(6, kTerminal.has(j.state) ? "No results were reported." : "No results yet: they arrive when the evaluation ends.")
+        : evaluation.tasks.map((t) =>
+            h(
+              "tr",
+              { "data-task": t.task },
+              h("td", { class: "name" }, t.task),
+              h("td", { class: "success" }, h("div", { class: "progress" }, h("div", { class: "bar" }, h("div", { class: "fill", style: `width:${(t.success_rate * 100).toFixed(1)}%` })), h("span", { class: "label" }, percent(t.success_rate)))),
+              h("td", { class: "num" }, `${t.successes} / ${t.episodes}`),
+              h("td", { class: "num" }, num(t.mean_return)),
+              h("td", { class: "num" }, num(t.mean_length)),
+              h("td", null, t.policy + (t.fp8 ? " (FP8)" : ""), t.checkpoint_step ? ` at step ${t.checkpoint_step}` : ""),
+            ),
+          ),
+    );
   }
 
   async function refreshEvents(): Promise<void> {
@@ -52,18 +146,20 @@ export function jobPage(params: Record<string, string>): Page {
   }
 
   async function refreshMetrics(): Promise<void> {
-    const last = charts.lastStep();
+    const last = charts?.lastStep() ?? null;
     const asked = performance.now();
     const r = await get<{ series: SeriesMap }>(
       withQuery(`/v1/jobs/${id}/metrics`, last === null ? { max_points: 2000 } : { since: last + 1, max_points: 1000 }),
     );
     const got = performance.now();
-    charts.add(r.series);
-    if (last === null) {
+    await firstJob; // asked together; the layout needs the job's kind
+    const ready = performance.now();
+    charts!.add(r.series);
+    if (last === null && !chartsBox.dataset.drawnAtMs) {
       // Timings of the first chart drawing, read by the browser test and the benchmark.
-      charts.el.dataset.fetchMs = String(Math.round(got - asked));
-      charts.el.dataset.drawMs = String(Math.round(performance.now() - got));
-      charts.el.dataset.drawnAtMs = String(Math.round(performance.now()));
+      chartsBox.dataset.fetchMs = String(Math.round(got - asked));
+      chartsBox.dataset.drawMs = String(Math.round(performance.now() - ready));
+      chartsBox.dataset.drawnAtMs = String(Math.round(performance.now()));
     }
   }
 
@@ -86,6 +182,10 @@ export function jobPage(params: Record<string, string>): Page {
     reason.hidden = !j.reason;
     replace(reason, h("strong", null, isTerminal() ? "Outcome: " : j.state === "PENDING" ? "Waiting: " : "Note: "), j.reason);
     reason.className = "reason-box state-" + j.state.toLowerCase();
+    if (j.kind === "rl") {
+      histogram.update(j.last_step);
+      charts?.redraw();
+    }
     const text = JSON.stringify(j.spec, null, 2);
     if (specPre.textContent !== text) specPre.textContent = text;
     replace(
@@ -204,7 +304,9 @@ export function jobPage(params: Record<string, string>): Page {
     cancelMsg.el,
     reason,
     stats,
-    card("Metrics", charts.el),
+    forecastCard,
+    evalCard,
+    card("Metrics", chartsBox),
     card("Logs", logs.el),
     h("div", { class: "two" }, card("State timeline", timeline.el), card("Checkpoints", checkpoints.el)),
     h("div", { class: "two" }, card("Evaluation", evalBox), card("Spec", specPre)),
@@ -215,7 +317,7 @@ export function jobPage(params: Record<string, string>): Page {
     dispose() {
       poller.stop();
       logs.dispose();
-      charts.dispose();
+      charts?.dispose();
     },
   };
 }

@@ -1,11 +1,12 @@
 // Jobs: newest first, filtered by state, tenant (operators: tenant_id) and name (q), paged by the server's
 // cursor (GET /v1/jobs?limit&cursor: ids below the cursor), refreshed every few seconds. The URL
 // holds the filters and the page's cursor, so a reload or a shared link shows the same page.
+// Ticked jobs (kept across pages and refreshes) open side by side in /compare.
 import { get, withQuery } from "../api";
 import { h, replace } from "../dom";
 import { age, num } from "../format";
 import { poll } from "../poll";
-import { setQuery, type Page } from "../router";
+import { navigate, setQuery, type Page } from "../router";
 import { can } from "../session";
 import { kJobStates, type JobPage, type Tenant } from "../types";
 import { emptyRow, messageBox, progress, stateBadge, table } from "../ui";
@@ -24,8 +25,20 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
   const back: string[] = [];
   let next: string | null = null;
 
-  const cols = ["ID", "Name", "Tenant", "State", "Age", "Progress", "Tokens/s", "Loss", "Reason"];
+  const cols = ["", "ID", "Name", "Tenant", "State", "Age", "Progress", "Tokens/s", "Loss", "Reason"];
   const t = table(cols, "jobs");
+  // Ticked for comparison, in the order ticked.
+  const picked: number[] = [];
+  const compare = h("button", { class: "btn", id: "compare-jobs", disabled: true, onclick: () => navigate("/compare?jobs=" + picked.join(",")) }, "Compare");
+  function pick(id: number, on: boolean): void {
+    const at = picked.indexOf(id);
+    if (on && at < 0) picked.push(id);
+    if (!on && at >= 0) picked.splice(at, 1);
+    compare.disabled = picked.length < 2;
+    replace(compare, picked.length ? `Compare ${picked.length}` : "Compare");
+    compare.title = picked.length < 2 ? "Tick two or more jobs to compare them" : picked.map((i) => "#" + i).join(", ");
+  }
+  pick(0, false);
   const info = h("span", { class: "muted", id: "page-info" });
   const newer = h("button", { class: "btn", id: "newer", onclick: () => go(back.pop() ?? "") }, "← Newer");
   const older = h("button", { class: "btn", id: "older", onclick: () => next && (back.push(cursor), go(next)) }, "Older →");
@@ -85,6 +98,17 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
             h(
               "tr",
               { "data-job": j.id },
+              h(
+                "td",
+                { class: "pick" },
+                h("input", {
+                  type: "checkbox",
+                  class: "pick-job",
+                  "aria-label": "Compare job #" + j.id,
+                  checked: picked.includes(j.id),
+                  onchange: (ev: Event) => pick(j.id, (ev.target as HTMLInputElement).checked),
+                }),
+              ),
               h("td", { class: "num" }, h("a", { href: "/jobs/" + j.id }, "#" + j.id)),
               h("td", { class: "name" }, h("a", { href: "/jobs/" + j.id }, j.name || "(unnamed)")),
               h("td", null, j.tenant),
@@ -123,7 +147,7 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
     "div",
     { class: "page" },
     h("div", { class: "page-head" }, h("h1", null, "Jobs"), can.submit() ? h("a", { class: "btn primary", href: "/submit", id: "new-job" }, "Submit a job") : null),
-    h("div", { class: "toolbar" }, state, can.operate() ? tenant : null, search, h("span", { class: "grow" }), info, newer, older),
+    h("div", { class: "toolbar" }, state, can.operate() ? tenant : null, search, h("span", { class: "grow" }), compare, info, newer, older),
     msg.el,
     t.el,
   );

@@ -1,11 +1,13 @@
 // Submit a job: a form for the common JobSpec fields, or the whole JobSpec as JSON. The server
 // validates completely; its error names the offending field ("resources.nodes") and is shown
 // next to that field (or under the JSON editor). Blank form fields are left out so the server's
-// defaults apply. Beside the form, the plan (../plan.ts) predicts the job's step time at the GPU
-// counts asked, refreshed as the spec is edited.
+// defaults apply. Beside the form, as the spec is edited: the forecast (../forecast.ts: a dry
+// run's admission, placement, predicted start and run time) and the plan (../plan.ts: the step
+// time at the GPU counts asked).
 import { ApiError, get, post } from "../api";
 import { h, replace } from "../dom";
 import { navigate, type Page } from "../router";
+import { forecastPanel } from "../forecast";
 import { can } from "../session";
 import { planPanel } from "../plan";
 import type { Job } from "../types";
@@ -287,9 +289,15 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
       return null;
     }
   }
-  form.addEventListener("input", () => plan.update(specForPlan()));
-  form.addEventListener("change", () => plan.update(specForPlan()));
-  editor.addEventListener("input", () => plan.update(specForPlan()));
+  const forecast = forecastPanel();
+  const specChanged = () => {
+    const spec = specForPlan();
+    plan.update(spec);
+    forecast.update(spec);
+  };
+  form.addEventListener("input", specChanged);
+  form.addEventListener("change", specChanged);
+  editor.addEventListener("input", specChanged);
 
   async function send(): Promise<void> {
     clearErrors();
@@ -314,7 +322,7 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
     get<Job>("/v1/jobs/" + encodeURIComponent(from))
       .then((j) => {
         fill(j.spec);
-        plan.update(specForPlan());
+        specChanged();
       })
       .catch((e) => msg.show(e));
   }
@@ -328,10 +336,10 @@ export function submitPage(_: Record<string, string>, query: URLSearchParams): P
       "div",
       { class: "submit-layout" },
       h("section", { class: "card" }, form, jsonPane, h("div", { class: "form-actions" }, submit, h("span", { class: "muted" }, "The server checks every field; blank fields take its defaults."))),
-      plan.el,
+      h("div", { class: "side" }, forecast.el, plan.el),
     ),
   );
-  plan.update(specForPlan());
+  specChanged();
   return { title: "Submit", el };
 }
 

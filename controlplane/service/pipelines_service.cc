@@ -1,0 +1,448 @@
+#include "controlplane/service/pipelines_service.h"
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "common/parse_int.h"
+#include "common/time_util.h"
+#include "controlplane/service/audit_scope.h"
+#include "controlplane/service/checkpoint_index.h"
+#include "controlplane/service/checkpoints_service.h"
+#include "controlplane/service/datasets_service.h"
+#include "controlplane/service/job_fit.h"
+#include "controlplane/service/roles.h"
+
+namespace controlplane::service {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxListLimit = 500;
+constexpr int kPipelinesPerPass = 1000;
+
+json Ms(const std::optional<int64_t>& ms) {
+  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+}
+
+// A refusal the next pass may not get: the database or a full pending-jobs quota.
+bool Transient(const Status& st) {
+  return st.code() == common::Code::kUnavailable ||
+         st.code() == common::Code::kResourceExhausted;
+}
+
+// The ids a step's job names itself (not through steps) are the tenant's, as POST /v1/jobs
+// requires: another tenant's is not found, like one that never existed. Whether a checkpoint is
+// ready is judged when the step is submitted.
+Status CheckOwnIds(UnitOfWork& uow, int64_t tenant, const json& job, const std::string& field) {
+  if (job.contains("init_from") && job["init_from"].is_number_integer()) {
+    Status st = CheckInitFrom(uow, tenant, job["init_from"].get<int64_t>());
+    if (!st.ok()) return Status(st.code(), st.message(), field + ".init_from");
+  }
+  const json ev = job.value("eval", json::object());
+  if (ev.contains("checkpoint_from_job") && ev["checkpoint_from_job"].is_number_integer()) {
+    const int64_t id = ev["checkpoint_from_job"].get<int64_t>();
+    EMBODY_ASSIGN_OR_RETURN(found, uow.jobs().Get(id, tenant, false));
+    if (!found) {
+      return Status(common::Code::kNotFound, "job " + std::to_string(id) + " not found",
+                    field + ".eval.checkpoint_from_job");
+    }
+  }
+  if (ev.contains("checkpoint") && ev["checkpoint"].is_number_integer()) {
+    const int64_t id = ev["checkpoint"].get<int64_t>();
+    EMBODY_ASSIGN_OR_RETURN(c, uow.checkpoints().Get(id, false));
+    if (!c || c->tenant_id != tenant) {
+      return Status(common::Code::kNotFound, "checkpoint " + std::to_string(id) + " not found",
+                    field + ".eval.checkpoint");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<PipelineRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, bool for_update) {
+  EMBODY_ASSIGN_OR_RETURN(rec, uow.pipelines().Get(id, p.TenantScope(), for_update));
+  if (!rec) return common::NotFound("pipeline " + std::to_string(id) + " not found");
+  return std::move(*rec);
+}
+
+}  // namespace
+
+json PipelineJson(const PipelineRecord& p) {
+  json steps = json::array();
+  const json& spec_steps = p.spec.value("steps", json::array());
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const PipelineStepState& s = p.steps[i];
+    const json spec = i < spec_steps.size() ? spec_steps[i] : json::object();
+    std::string kind;
+    if (spec.contains("import")) kind = "import";
+    if (spec.contains("job")) kind = spec["job"].value("kind", "");
+    json step = {{"name", s.name},
+                 {"state", s.state},
+                 {"reason", s.reason},
+                 {"kind", kind.empty() ? json(nullptr) : json(kind)},
+                 {"needs", spec.value("needs", json::array())},
+                 {"retries", spec.value("retries", 0)},
+                 {"attempts", s.jobs.size()},
+                 {"jobs", s.jobs},
+                 {"job_id", s.jobs.empty() ? json(nullptr) : json(s.jobs.back())},
+                 {"gate", s.gate},
+                 {"started_at", Ms(s.started_ms)},
+                 {"finished_at", Ms(s.finished_ms)}};
+    if (s.dataset_id > 0) step["dataset_id"] = s.dataset_id;
+    steps.push_back(std::move(step));
+  }
+  return {{"id", p.id},
+          {"tenant_id", p.tenant_id},
+          {"tenant", p.tenant},
+          {"name", p.name},
+          {"state", p.state},
+          {"reason", p.reason},
+          {"steps", std::move(steps)},
+          {"spec", p.spec},
+          {"created_at", common::FormatTimeMillis(p.created_ms)},
+          {"updated_at", common::FormatTimeMillis(p.updated_ms)},
+          {"finished_at", Ms(p.finished_ms)}};
+}
+
+PipelinesService::PipelinesService(Database& db, JobsService& jobs, PipelinesOptions options,
+                                   Clock now, std::function<void()> wake)
+    : db_(db), jobs_(jobs), options_(std::move(options)), now_(std::move(now)),
+      wake_(std::move(wake)) {}
+
+PipelinesService::~PipelinesService() { Stop(); }
+
+Result<json> PipelinesService::Submit(const Principal& p, const std::string& body) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "submitting pipelines"));
+  EMBODY_ASSIGN_OR_RETURN(spec, ParsePipelineSpecText(body, options_.limits));
+  // The checks POST /v1/jobs makes of the submitter for each step's job now; the rest (pending
+  // quota, the artifacts themselves) when the step is submitted.
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, false));
+  if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
+  const NodeSizes sizes(shapes);
+  json stored = {{"name", spec.name}, {"steps", json::array()}};
+  const json raw = json::parse(body);  // parsed once already: its gates are kept as written
+  for (size_t i = 0; i < spec.steps.size(); ++i) {
+    const PipelineStepSpec& step = spec.steps[i];
+    const std::string field = "steps[" + std::to_string(i) + "]";
+    if (step.import_step && options_.dataset_root.empty()) {
+      return Status(common::Code::kFailedPrecondition,
+                    "this server has no dataset root: start embody-server (and every "
+                    "embody-agent) with --dataset-root DIR to import datasets",
+                    field + ".import");
+    }
+    json out = {{"name", step.name}, {"needs", step.needs}, {"retries", step.retries}};
+    if (!step.job.is_null()) {
+      // The placeholders parse as the real values will (ParsePipelineSpec checked the same).
+      auto job = ResolveStepJob(
+          step.job,
+          [](const std::string&, RefKind kind) -> Result<json> {
+            return kind == RefKind::kDataset ? json("dataset:x") : json(1);
+          },
+          field + ".job");
+      if (!job.ok()) return job.status();
+      EMBODY_ASSIGN_OR_RETURN(parsed, api::ParseJobSpec(*job, options_.limits));
+      if (Status st = CheckPriority(p, *tenant, parsed.priority, options_.default_max_priority);
+          !st.ok()) {
+        return Status(st.code(), st.message(), field + ".job." + st.field());
+      }
+      if (auto no = WhyNeverFits(parsed.resources, LimitsOf(tenant->quota), sizes)) {
+        return Status(common::Code::kUnprocessable, no->reason, field + ".job." + no->field);
+      }
+      EMBODY_RETURN_IF_ERROR(CheckOwnIds(*uow, p.tenant_id, step.job, field + ".job"));
+      out["job"] = step.job;
+    }
+    if (step.import_step) {
+      out["import"] = {{"name", step.import_step->dataset_name},
+                       {"source", api::ToJson(step.import_step->source)}};
+    }
+    if (step.when) out["when"] = raw["steps"][i]["when"];
+    stored["steps"].push_back(std::move(out));
+  }
+  PipelineRecord rec;
+  rec.tenant_id = p.tenant_id;
+  rec.tenant = p.tenant;
+  rec.token_id = p.token_id;
+  rec.name = spec.name;
+  rec.spec = std::move(stored);
+  for (const PipelineStepSpec& step : spec.steps) {
+    PipelineStepState s;
+    s.name = step.name;
+    rec.steps.push_back(std::move(s));
+  }
+  rec.key = common::RandomToken().substr(0, 32);
+  rec.created_ms = rec.updated_ms = now_();
+  EMBODY_ASSIGN_OR_RETURN(id, uow->pipelines().Insert(rec));
+  rec.id = id;
+  AuditScope::NoteTarget("pipeline " + std::to_string(id), p.tenant_id);
+  EMBODY_RETURN_IF_ERROR(uow->Commit());
+  common::LogInfo("pipeline submitted", {{"pipeline", std::to_string(id)}, {"tenant", p.tenant}});
+  Wake();
+  return PipelineJson(rec);
+}
+
+Result<json> PipelinesService::List(const Principal& p, int limit, const std::string& cursor) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading pipelines"));
+  if (limit <= 0 || limit > kMaxListLimit) {
+    return common::InvalidArgument("limit must be in 1..500", "limit");
+  }
+  PipelineQuery q;
+  q.tenant_id = p.TenantScope();
+  q.limit = limit + 1;  // one more tells whether another page exists
+  if (!cursor.empty()) {
+    auto before = common::ParseInt64(cursor, 1);
+    if (!before.ok()) return common::InvalidArgument("bad cursor", "cursor");
+    q.before_id = *before;
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(rows, uow->pipelines().List(q));
+  json out = {{"pipelines", json::array()}, {"next_cursor", nullptr}};
+  if (static_cast<int>(rows.size()) > limit) {
+    rows.resize(limit);
+    out["next_cursor"] = std::to_string(rows.back().id);
+  }
+  for (const PipelineRecord& r : rows) {
+    json view = PipelineJson(r);
+    view.erase("spec");  // a list shows states; GET /v1/pipelines/{id} the spec
+    out["pipelines"].push_back(std::move(view));
+  }
+  return out;
+}
+
+Result<json> PipelinesService::Get(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading pipelines"));
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(rec, GetScoped(*uow, p, id, false));
+  return PipelineJson(rec);
+}
+
+Result<json> PipelinesService::Cancel(const Principal& p, int64_t id) {
+  EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "cancelling pipelines"));
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_ASSIGN_OR_RETURN(rec, GetScoped(*uow, p, id, true));
+    AuditScope::NoteTarget("pipeline " + std::to_string(id), rec.tenant_id);
+    if (rec.state != kPipelineRunning && rec.state != kPipelineCancelling) {
+      return common::FailedPrecondition("pipeline is already " + rec.state);
+    }
+    if (rec.state == kPipelineRunning) {
+      rec.state = kPipelineCancelling;
+      rec.reason = "cancelled by " + p.tenant + "/" + p.token_name;
+      EMBODY_RETURN_IF_ERROR(uow->pipelines().Update(rec, now_()));
+      EMBODY_RETURN_IF_ERROR(uow->Commit());
+    }
+  }
+  // The cascade now, not at the next pass: pending steps cancelled, running jobs asked to stop.
+  EMBODY_RETURN_IF_ERROR(DriveOne(id));
+  if (wake_) wake_();
+  return Get(p, id);
+}
+
+Result<Principal> PipelinesService::OwnerOf(UnitOfWork& uow, const PipelineRecord& p) {
+  EMBODY_ASSIGN_OR_RETURN(token, uow.tenants().GetToken(p.token_id, p.tenant_id));
+  if (!token) return common::FailedPrecondition("the pipeline's owner token is gone");
+  if (token->revoked_ms) {
+    return common::FailedPrecondition("the token that submitted the pipeline was revoked");
+  }
+  if (token->expires_ms && *token->expires_ms <= now_()) {
+    return common::FailedPrecondition("the token that submitted the pipeline has expired");
+  }
+  Principal owner;
+  owner.token_id = token->id;
+  owner.token_name = token->name;
+  owner.tenant_id = token->tenant_id;
+  owner.tenant = p.tenant;
+  owner.role = token->role;
+  return owner;
+}
+
+Status PipelinesService::Drive() {
+  std::vector<int64_t> ids;
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_ASSIGN_OR_RETURN(active, uow->pipelines().Active(kPipelinesPerPass));
+    ids = std::move(active);
+  }
+  Status first = Status::Ok();
+  for (int64_t id : ids) {
+    Status st = DriveOne(id);
+    if (!st.ok()) {
+      common::LogWarn("pipeline pass failed",
+                      {{"pipeline", std::to_string(id)}, {"error", st.ToString()}});
+      if (first.ok()) first = st;
+    }
+  }
+  return first;
+}
+
+Status PipelinesService::DriveOne(int64_t id) {
+  std::vector<StepSubmission> submissions;
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_ASSIGN_OR_RETURN(rec, uow->pipelines().Get(id, std::nullopt, /*for_update=*/true));
+    if (!rec) return Status::Ok();
+    if (rec->state != kPipelineRunning && rec->state != kPipelineCancelling) return Status::Ok();
+    EMBODY_ASSIGN_OR_RETURN(spec, ParsePipelineSpec(rec->spec, options_.limits));
+    const std::string before = StepsToJson(rec->steps).dump() + rec->state;
+    EMBODY_ASSIGN_OR_RETURN(todo, AdvancePipeline(*uow, *rec, spec, options_.driver, now_()));
+    submissions = std::move(todo);
+    if (StepsToJson(rec->steps).dump() + rec->state != before) {
+      EMBODY_RETURN_IF_ERROR(uow->pipelines().Update(*rec, now_()));
+      EMBODY_RETURN_IF_ERROR(uow->Commit());
+      if (rec->state != kPipelineRunning && rec->state != kPipelineCancelling) {
+        common::LogInfo("pipeline ended", {{"pipeline", std::to_string(id)},
+                                           {"state", rec->state},
+                                           {"reason", rec->reason}});
+      }
+    }
+  }
+  for (const StepSubmission& s : submissions) {
+    EMBODY_RETURN_IF_ERROR(s.body.contains("import") ? SubmitImport(s) : SubmitStep(s));
+  }
+  return Status::Ok();
+}
+
+Status PipelinesService::SubmitStep(const StepSubmission& s) {
+  Result<Principal> owner = common::Internal("unset");
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_ASSIGN_OR_RETURN(rec, uow->pipelines().Get(s.pipeline_id, std::nullopt, false));
+    if (!rec) return Status::Ok();
+    owner = OwnerOf(*uow, *rec);
+  }
+  if (!owner.ok()) return Record(s, 0, 0, owner.status());
+  // Outside any unit of work: the job's own transaction (the batcher's) is its own.
+  auto submitted = jobs_.Submit(*owner, s.body.dump(), s.key);
+  if (!submitted.ok()) {
+    if (Transient(submitted.status())) return Status::Ok();  // the next pass tries again
+    return Record(s, 0, 0, submitted.status());
+  }
+  return Record(s, submitted->job.job.id, 0, Status::Ok());
+}
+
+Status PipelinesService::SubmitImport(const StepSubmission& s) {
+  // One transaction: the dataset version, its import job and the step that made them, so the
+  // import is queued once however often this runs.
+  Status refused = Status::Ok();
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+    EMBODY_ASSIGN_OR_RETURN(rec, uow->pipelines().Get(s.pipeline_id, std::nullopt, true));
+    if (!rec || rec->state != kPipelineRunning) return Status::Ok();
+    PipelineStepState& step = rec->steps[s.step];
+    if (step.submitting.is_null() || static_cast<int>(step.jobs.size()) != s.attempt) {
+      return Status::Ok();  // recorded meanwhile
+    }
+    auto owner = OwnerOf(*uow, *rec);
+    if (!owner.ok()) {
+      refused = owner.status();
+    } else {
+      const json& im = s.body["import"];
+      EMBODY_ASSIGN_OR_RETURN(source, api::ParseImportSource(im["source"], "import.source"));
+      EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(rec->tenant_id, true));
+      if (!tenant) return common::NotFound("tenant not found");
+      DatasetRecord d;
+      d.tenant_id = rec->tenant_id;
+      d.tenant = rec->tenant;
+      d.token_id = owner->token_id;
+      d.name = im["name"].get<std::string>();
+      d.source = api::ToJson(source);
+      const int64_t now = now_();
+      EMBODY_ASSIGN_OR_RETURN(inserted, uow->datasets().Insert(d, now));
+      d = std::move(inserted);
+      Status queued = QueueImportJob(*uow, *owner, d, source, options_.dataset_root, now);
+      if (queued.ok()) {
+        step.jobs.push_back(d.job_id.value_or(0));
+        step.dataset_id = d.id;
+        step.submitting = nullptr;
+        step.state = kStepRunning;
+        step.reason = "import job " + std::to_string(d.job_id.value_or(0)) + " queued";
+        if (!step.started_ms) step.started_ms = now;
+        EMBODY_RETURN_IF_ERROR(uow->pipelines().Update(*rec, now));
+        EMBODY_RETURN_IF_ERROR(uow->Commit());
+        if (wake_) wake_();
+        return Status::Ok();
+      }
+      if (Transient(queued)) return Status::Ok();  // rolled back; the next pass tries again
+      refused = queued;
+    }
+  }
+  return Record(s, 0, 0, refused);
+}
+
+Status PipelinesService::Record(const StepSubmission& s, int64_t job_id, int64_t dataset_id,
+                                const Status& refused) {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(rec, uow->pipelines().Get(s.pipeline_id, std::nullopt, true));
+  if (!rec) return Status::Ok();
+  PipelineStepState& step = rec->steps[s.step];
+  if (step.submitting.is_null() || static_cast<int>(step.jobs.size()) != s.attempt) {
+    return Status::Ok();  // another pass recorded it (it found the job by its key)
+  }
+  const int64_t now = now_();
+  if (!refused.ok()) {
+    step.state = kStepFailed;
+    step.reason = "submission refused: " + refused.message() +
+                  (refused.field().empty() ? "" : " (field " + refused.field() + ")");
+    step.submitting = nullptr;
+    step.finished_ms = now;
+  } else {
+    step.jobs.push_back(job_id);
+    if (dataset_id > 0) step.dataset_id = dataset_id;
+    step.submitting = nullptr;
+    step.state = kStepRunning;
+    step.reason = "job " + std::to_string(job_id) + " submitted";
+    if (!step.started_ms) step.started_ms = now;
+    if (rec->state == kPipelineCancelling) {
+      // Cancelled while this job was being submitted: it stops with the rest.
+      EMBODY_ASSIGN_OR_RETURN(job, uow->jobs().Get(job_id, rec->tenant_id, true));
+      if (job && !api::IsTerminal(job->state)) {
+        EMBODY_RETURN_IF_ERROR(RequestCancel(*uow, *job, rec->tenant + "/pipeline-" +
+                                                             std::to_string(rec->id),
+                                             now));
+      }
+      step.state = kStepCancelled;
+      step.reason = "pipeline cancelled";
+      step.finished_ms = now;
+    }
+  }
+  EMBODY_RETURN_IF_ERROR(uow->pipelines().Update(*rec, now));
+  return uow->Commit();
+}
+
+void PipelinesService::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(options_.period_ms),
+                   [this] { return stop_ || woken_; });
+      if (stop_) break;
+      woken_ = false;
+      lock.unlock();
+      Status st = Drive();
+      (void)st;  // logged per pipeline
+      lock.lock();
+    }
+  });
+}
+
+void PipelinesService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void PipelinesService::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
+}
+
+}  // namespace controlplane::service
