@@ -392,8 +392,8 @@ Status ImageCache::EnsureMountpoints(const std::string& rootfs,
 Status ImageCache::EnsureContainerMountpoints(const std::string& command_file,
                                               const std::vector<std::string>& extra_dirs) {
   auto command = nlohmann::json::parse(command_file, nullptr, /*allow_exceptions=*/false);
-  auto container = ParseContainerPlan(command.is_object() ? command.value("container", nlohmann::json())
-                                                          : nlohmann::json());
+  auto container = ParseContainerPlan(
+      command.is_object() ? command.value("container", nlohmann::json()) : nlohmann::json());
   if (!container.ok()) return container.status();
   std::vector<std::string> dirs = extra_dirs, files{container->init};
   for (const ContainerBind& b : container->binds) (b.is_file ? files : dirs).push_back(b.path);

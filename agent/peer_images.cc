@@ -71,8 +71,7 @@ common::Status WaitForImageOnNodes(const PeerImageWait& wait, const std::functio
       Peer& p = peers[*it];
       auto state = Ask(*p.client, wait.job_id, &p.why_unknown);
       if (!state.ok()) {
-        return common::FailedPrecondition("node " + p.node->name + ": " +
-                                          state.status().message());
+        return common::FailedPrecondition("node " + p.node->name + ": " + state.status().message());
       }
       const auto now = Clock::now();
       if (*state == PeerState::kReady) {
@@ -89,9 +88,9 @@ common::Status WaitForImageOnNodes(const PeerImageWait& wait, const std::functio
     }
     if (waiting.empty()) return common::Status::Ok();
     if (Clock::now() - start > wait.timeout) {
-      return common::FailedPrecondition(
-          "node " + peers[*waiting.begin()].node->name + " was still preparing image " +
-          wait.image + " after " + std::to_string(wait.timeout.count()) + " ms");
+      return common::FailedPrecondition("node " + peers[*waiting.begin()].node->name +
+                                        " was still preparing image " + wait.image + " after " +
+                                        std::to_string(wait.timeout.count()) + " ms");
     }
     if (stop()) return common::Unavailable("stopped waiting for image " + wait.image);
     std::this_thread::sleep_for(wait.poll);

@@ -23,9 +23,9 @@ namespace agent {
 struct PeerImageWait {
   std::vector<api::HostSlot> nodes;  // the job's other nodes (agent_url set)
   int64_t job_id = 0;
-  std::string job_token;   // the attempt's, which each node's bridge checks
-  std::string ca_file;     // for https agent URLs ("": the system's CAs)
-  std::string image;       // NAME@VERSION, for messages
+  std::string job_token;  // the attempt's, which each node's bridge checks
+  std::string ca_file;    // for https agent URLs ("": the system's CAs)
+  std::string image;      // NAME@VERSION, for messages
   // How long a node may not know its part yet (404, or 401 for an earlier attempt's token): it
   // learns of it from its own next heartbeat.
   std::chrono::milliseconds unknown_grace{60'000};

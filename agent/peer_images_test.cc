@@ -23,19 +23,20 @@ class FakeNode {
     std::string body;
   };
   explicit FakeNode(std::vector<Reply> replies) : replies_(std::move(replies)) {
-    server_.Get("/v1/local/jobs/7/image", [this](const httplib::Request& req, httplib::Response& res) {
-      if (req.get_header_value("Authorization") != "Bearer job-token") {
-        res.status = 401;
-        res.set_content(common::http::ErrorBodyText(common::Status(
-                            common::Code::kUnauthenticated, "missing or wrong job token")),
-                        "application/json");
-        return;
-      }
-      const size_t n = asked_++;
-      const Reply& r = replies_[std::min(n, replies_.size() - 1)];
-      res.status = r.status;
-      res.set_content(r.body, "application/json");
-    });
+    server_.Get(
+        "/v1/local/jobs/7/image", [this](const httplib::Request& req, httplib::Response& res) {
+          if (req.get_header_value("Authorization") != "Bearer job-token") {
+            res.status = 401;
+            res.set_content(common::http::ErrorBodyText(common::Status(
+                                common::Code::kUnauthenticated, "missing or wrong job token")),
+                            "application/json");
+            return;
+          }
+          const size_t n = asked_++;
+          const Reply& r = replies_[std::min(n, replies_.size() - 1)];
+          res.status = r.status;
+          res.set_content(r.body, "application/json");
+        });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     while (!server_.is_running()) std::this_thread::sleep_for(1ms);
@@ -86,8 +87,9 @@ TEST(PeerImagesTest, WaitsUntilEveryNodeHasTheImage) {
 
 TEST(PeerImagesTest, ANodeThatCannotPrepareItFailsTheWaitNamingTheNodeAndWhy) {
   FakeNode b({kReady});
-  FakeNode c({kPreparing, {409, common::http::ErrorBodyText(common::FailedPrecondition(
-                                     "cannot prepare image torch-env@2: disk full"))}});
+  FakeNode c({kPreparing,
+              {409, common::http::ErrorBodyText(common::FailedPrecondition(
+                        "cannot prepare image torch-env@2: disk full"))}});
   common::Status st = WaitForImageOnNodes(Wait({b.Slot("node-b"), c.Slot("node-c")}), Never);
   EXPECT_EQ(st.code(), common::Code::kFailedPrecondition);
   EXPECT_NE(st.message().find("node node-c"), std::string::npos) << st.message();
@@ -117,8 +119,7 @@ TEST(PeerImagesTest, AWrongTokenIsNotReadinessAndStopEndsTheWait) {
   EXPECT_EQ(WaitForImageOnNodes(w, Never).code(), common::Code::kFailedPrecondition);
   FakeNode c({kPreparing});
   std::atomic<int> polls{0};
-  common::Status st =
-      WaitForImageOnNodes(Wait({c.Slot("node-c")}), [&] { return ++polls >= 3; });
+  common::Status st = WaitForImageOnNodes(Wait({c.Slot("node-c")}), [&] { return ++polls >= 3; });
   EXPECT_EQ(st.code(), common::Code::kUnavailable);
   EXPECT_EQ(polls.load(), 3);
 }

@@ -364,7 +364,8 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   if (a.image) {
     // The head asks ImageReady before it starts mpirun; a request before that is early.
     if (!a.image->done) {
-      return common::Unavailable("image " + a.image->name + " is still being prepared on this node");
+      return common::Unavailable("image " + a.image->name +
+                                 " is still being prepared on this node");
     }
     if (!a.image->status.ok()) return a.image->status;
     ContainerPlan container;
