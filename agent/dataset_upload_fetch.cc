@@ -4,15 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
-#include "common/crypto.h"
-#include "common/http/client.h"
+#include "common/http/blob_client.h"
 
 namespace agent {
 
@@ -90,79 +86,27 @@ common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,
       !IsHex64(ref.sha256)) {
     return common::InvalidArgument("malformed upload in the import job's spec", "import.source");
   }
+  common::http::ClientOptions client_options;
+  client_options.base_url = o.server_url;
+  client_options.ca_file = o.ca_file;
+  client_options.connect_timeout_s = 10;
+  client_options.read_timeout_s = static_cast<double>(o.timeout.count());
+  client_options.bearer_token_source = o.token;
+  EMBODY_ASSIGN_OR_RETURN(client, common::http::Client::Create(client_options));
+  common::http::BlobOptions blob_options;
+  blob_options.max_retries = o.max_retries;
+  blob_options.first_backoff = o.first_backoff;
+  common::http::BlobClient blob(*client, blob_options);
+
   int fd = ::open(local_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create " + local_path);
-  common::Sha256 h;
-  int64_t written = 0;
-  common::Status st;
-  int failures = 0;
-  const std::string path = "/v1/datasets/" + std::to_string(ref.dataset_id) + "/upload";
-  while (st.ok() && written < ref.bytes) {
-    httplib::Client cli(o.server_url);
-    if (common::Status secure = common::http::VerifyServer(cli, o.server_url, o.ca_file);
-        !secure.ok()) {
-      st = secure;
-      break;
-    }
-    cli.set_connection_timeout(10, 0);
-    cli.set_read_timeout(o.timeout.count(), 0);
-    httplib::Headers headers;
-    if (o.token) headers.emplace("Authorization", "Bearer " + o.token());
-    const int64_t from = written;
-    headers.emplace("Range", "bytes=" + std::to_string(from) + "-");
-    int status = 0;
-    common::Status write_error;
-    auto res = cli.Get(
-        path, headers,
-        [&](const httplib::Response& resp) {
-          status = resp.status;
-          // A server that ignored the Range would send the file from its start again.
-          return status == 206 || (status == 200 && from == 0);
-        },
-        [&](const char* data, size_t n) {
-          if (written + static_cast<int64_t>(n) > ref.bytes) {
-            write_error = common::Internal("the server sent more bytes than the upload holds");
-            return false;
-          }
-          h.Update(data, n);
-          write_error = WriteAll(fd, data, n);
-          if (write_error.ok()) written += static_cast<int64_t>(n);
-          return write_error.ok();
-        });
-    if (!write_error.ok()) {
-      st = write_error;
-      break;
-    }
-    const bool whole = status == 206 || (status == 200 && from == 0);
-    if (res && whole && written > from) {
-      failures = 0;
-      continue;
-    }
-    // Refusals are final (the node is not the import's, the upload is gone); anything else
-    // (connection lost, 5xx) resumes from the bytes written.
-    if (status == 401 || status == 403 || status == 404 || (status >= 400 && status < 500)) {
-      st = common::Status(status == 404 ? common::Code::kNotFound
-                                        : common::Code::kPermissionDenied,
-                          "the server refused the upload of dataset " +
-                              std::to_string(ref.dataset_id) + " (HTTP " +
-                              std::to_string(status) + ")");
-      break;
-    }
-    if (++failures > o.max_retries) {
-      st = common::Unavailable("download of the upload of dataset " +
-                               std::to_string(ref.dataset_id) + " failed: " +
-                               (res ? "HTTP " + std::to_string(status)
-                                    : httplib::to_string(res.error())));
-      break;
-    }
-    std::this_thread::sleep_for(o.first_backoff * (1 << std::min(failures - 1, 6)));
-  }
+  const std::string id = std::to_string(ref.dataset_id);
+  common::Status st =
+      blob.Download("/v1/datasets/" + id + "/upload", ref.bytes, ref.sha256,
+                    "the upload of dataset " + id,
+                    [fd](const char* data, size_t n) { return WriteAll(fd, data, n); });
   if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync of " + local_path);
   ::close(fd);
-  if (st.ok() && h.FinalHex() != ref.sha256) {
-    st = common::FailedPrecondition("the upload of dataset " + std::to_string(ref.dataset_id) +
-                                    " fails its SHA-256 check");
-  }
   if (!st.ok()) ::unlink(local_path.c_str());
   return st;
 }

@@ -106,6 +106,15 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
                     !stop_;
     interrupted_ = false;
     if (in_held_call_) req.wait_ms = static_cast<int>(interval_.count());
+    // Ended jobs, and none left that could end meanwhile: the server may hold the report for
+    // the scheduling pass it wakes (a cycle), so the freed slots' next launch comes back in
+    // this reply. Such a call is never given up (Wake does not interrupt it: it carries what
+    // must not be sent twice), so with another job running here, whose end would wait behind
+    // the pass, the report goes unheld and the next idle heartbeat takes the launch.
+    if (options_.hold_idle_heartbeats && !req.finished.empty() && req.running.empty() &&
+        execute_commands && !stop_) {
+      req.wait_ms = static_cast<int>(interval_.count());
+    }
   }
   const auto started = std::chrono::steady_clock::now();
   auto reply = server_->Heartbeat(node_id, req);

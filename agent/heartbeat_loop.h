@@ -42,6 +42,8 @@ struct HeartbeatOptions {
   std::chrono::milliseconds max_backoff{30000};
   // Idle heartbeats (nothing to report) ask the server to hold them until it has a command for
   // this node, at most one interval (api::HeartbeatRequest::wait_ms): launches arrive at once.
+  // Heartbeats reporting ended jobs ask too: the server answers them once the scheduling pass
+  // their freed slots woke is over, with what it placed there.
   bool hold_idle_heartbeats = true;
 };
 

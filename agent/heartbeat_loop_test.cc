@@ -377,7 +377,14 @@ class HoldingServer : public ServerChannel {
       r.commands.push_back(launch);
       return r;
     }
-    if (req.wait_ms > 0) {
+    if (req.wait_ms > 0 && !req.finished.empty()) {
+      // An end report waits for its scheduling pass only (NodeService::kPassWaitMs at most),
+      // and is never given up by the agent.
+      ++end_reports_held;
+      cv.wait_for(lock, std::chrono::milliseconds(50), [this] { return interrupt; });
+      if (interrupt) ++end_reports_interrupted;
+      interrupt = false;
+    } else if (req.wait_ms > 0) {
       ++held;
       cv.notify_all();
       const bool interrupted = cv.wait_for(lock, std::chrono::milliseconds(req.wait_ms),
@@ -400,6 +407,8 @@ class HoldingServer : public ServerChannel {
   bool launch_sent = false;
   bool interrupt = false;
   int held = 0;
+  int end_reports_held = 0;
+  int end_reports_interrupted = 0;
   std::vector<api::HeartbeatRequest> requests;
 };
 
@@ -422,7 +431,7 @@ TEST_F(LaunchAcknowledgementTest, AJobThatEndsAbortsTheHeldHeartbeatAndIsReporte
   const auto ended = std::chrono::steady_clock::now();
   ReleaseJobs();
   // Reported long before the 30 s hold would have ended: the end aborted the held call and the
-  // next heartbeat, which carries the report, is not held.
+  // next heartbeat carries the report, asking to wait for the scheduling pass it wakes.
   bool reported = false;
   for (int i = 0; i < 500 && !reported; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -431,13 +440,20 @@ TEST_F(LaunchAcknowledgementTest, AJobThatEndsAbortsTheHeldHeartbeatAndIsReporte
       for (const auto& f : r.finished) {
         if (f.job_id == 5) {
           reported = true;
-          EXPECT_EQ(r.wait_ms, 0);
+          EXPECT_EQ(r.wait_ms, HoldingServer::kIntervalMs);
         }
       }
     }
   }
   EXPECT_TRUE(reported);
   EXPECT_LT(std::chrono::steady_clock::now() - ended, std::chrono::seconds(5));
+  {
+    // The end report was held, and not given up: it carries what must not be sent twice.
+    std::unique_lock<std::mutex> lock(server.mu);
+    ASSERT_TRUE(server.cv.wait_for(lock, std::chrono::seconds(10), [&] { return server.held > 1; }));
+    EXPECT_GE(server.end_reports_held, 1);
+    EXPECT_EQ(server.end_reports_interrupted, 0);
+  }
   loop.Stop();  // aborts the held call it is in by now
   beats.join();
   runner_.SetOnFinish(nullptr);

@@ -570,11 +570,11 @@ common::Status JobRunner::PrepareDirs(Job* job, const api::Command& launch,
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(job_dir, creds));
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(job_dir + "/tmp", creds));
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(plan.ranks_dir, creds));
-  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(job_dir + "/spec.json", launch.spec.dump(2) + "\n"));
-  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.hostfile_path, plan.hostfile));
-  EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.command_path, plan.command));
+  EMBODY_RETURN_IF_ERROR(WriteLaunchFile(job_dir + "/spec.json", launch.spec.dump(2) + "\n"));
+  EMBODY_RETURN_IF_ERROR(WriteLaunchFile(plan.hostfile_path, plan.hostfile));
+  EMBODY_RETURN_IF_ERROR(WriteLaunchFile(plan.command_path, plan.command));
   if (!plan.rsh_hosts.empty()) {
-    EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(plan.rsh_hosts_path, plan.rsh_hosts));
+    EMBODY_RETURN_IF_ERROR(WriteLaunchFile(plan.rsh_hosts_path, plan.rsh_hosts));
   }
   EMBODY_RETURN_IF_ERROR(MakePrivateDir(LogDir(job->id), std::nullopt));
   // A new attempt on this node writes its logs afresh: what an earlier attempt wrote is on the

@@ -6,6 +6,7 @@
 
 #include "api/dataset_ref.h"
 #include "api/job_spec.h"
+#include "api/launch_env.h"
 
 namespace agent {
 namespace {
@@ -40,8 +41,8 @@ bool HasSpace(const std::string& s) {
 
 // Ranks may not inherit the launcher's environment on remote nodes, so every Embody variable is
 // forwarded explicitly with -x.
-const char* const kForwardedVariables[] = {"EMBODY_AGENT_URL", "EMBODY_JOB_ID", "EMBODY_JOB_TOKEN",
-                                           "EMBODY_CHECKPOINT_DIR"};
+const char* const kForwardedVariables[] = {api::kEnvAgentUrl, api::kEnvJobId, api::kEnvJobToken,
+                                           api::kEnvCheckpointDir};
 
 // Kind import: embody-data reading the source (an HDF5 file, or a LeRobot dataset directory)
 // into `import_output`, reporting to the job-local API. The spec was validated by the server;
@@ -278,7 +279,7 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   }
   if (!in.resume_from.empty()) {
     plan.argv.push_back("-x");
-    plan.argv.push_back("EMBODY_RESUME_FROM");
+    plan.argv.push_back(api::kEnvResumeFrom);
   }
   if (in.master_port > 0) {
     for (const char* name : {"MASTER_ADDR", "MASTER_PORT"}) {
@@ -288,11 +289,11 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
   }
   if (!datasets->empty()) {  // the same directories on every node, as a train job's "dir:"
     plan.argv.push_back("-x");
-    plan.argv.push_back("EMBODY_DATASETS");
+    plan.argv.push_back(api::kEnvDatasets);
   }
   if (!in.ca_file.empty()) {  // it goes with EMBODY_AGENT_URL
     plan.argv.push_back("-x");
-    plan.argv.push_back("EMBODY_CA_FILE");
+    plan.argv.push_back(api::kEnvCaFile);
   }
   plan.argv.push_back("--");
   plan.argv.push_back(in.rank_exec);
@@ -324,21 +325,21 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
               {"LANG", "C.UTF-8"},
               {"HOME", in.job_dir},
               {"TMPDIR", in.job_dir + "/tmp"},
-              {"EMBODY_AGENT_URL", in.agent_url},
-              {"EMBODY_JOB_ID", std::to_string(in.job_id)},
-              {"EMBODY_JOB_TOKEN", in.job_token},
-              {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
-              {"EMBODY_NODE_ADDRESS", in.local_address}};
+              {api::kEnvAgentUrl, in.agent_url},
+              {api::kEnvJobId, std::to_string(in.job_id)},
+              {api::kEnvJobToken, in.job_token},
+              {api::kEnvCheckpointDir, in.checkpoint_dir},
+              {api::kEnvNodeAddress, in.local_address}};
   if (auto st = AddPythonEnvironment(in, &plan.env); !st.ok()) return st;
   // Open MPI 4.1 sends --output-filename to every daemon in the job's launch message, so a
   // remote daemon would create the head's path on its own node. A multi-node job's ranks write
   // their own output files instead, in the job directory of the node they run on (exec-rank,
   // EMBODY_RANK_LOG_DIR, never forwarded with -x).
   if (multi_node) {
-    plan.env.push_back({"EMBODY_JOB_DIR", in.job_dir});
-    plan.env.push_back({"EMBODY_RANK_LOG_DIR", plan.ranks_dir});
+    plan.env.push_back({api::kEnvJobDir, in.job_dir});
+    plan.env.push_back({api::kEnvRankLogDir, plan.ranks_dir});
   }
-  if (!in.resume_from.empty()) plan.env.push_back({"EMBODY_RESUME_FROM", in.resume_from});
+  if (!in.resume_from.empty()) plan.env.push_back({api::kEnvResumeFrom, in.resume_from});
   if (in.master_port > 0) {
     // torch.distributed's env:// rendezvous: rank 0's store on the head node, at the address the
     // other nodes reach it by (exec-rank sets RANK, WORLD_SIZE, LOCAL_RANK, ... from Open MPI's).
@@ -346,8 +347,8 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.env.push_back({"MASTER_PORT", std::to_string(in.master_port)});
   }
   if (!in.python_sdk.empty()) plan.env.push_back({"PYTHONPATH", in.python_sdk});
-  if (!datasets->empty()) plan.env.push_back({"EMBODY_DATASETS", *datasets});
-  if (!in.ca_file.empty()) plan.env.push_back({"EMBODY_CA_FILE", in.ca_file});
+  if (!datasets->empty()) plan.env.push_back({api::kEnvDatasets, *datasets});
+  if (!in.ca_file.empty()) plan.env.push_back({api::kEnvCaFile, in.ca_file});
   if (in.cuda_visible_devices) {
     // CUDA numbers devices fastest first unless told otherwise; NVML (which the indices come
     // from) numbers them by PCI bus.
@@ -390,11 +391,11 @@ common::Result<DaemonPlan> BuildDaemonPlan(const LaunchInput& in, const std::str
               {"LANG", "C.UTF-8"},
               {"HOME", in.job_dir},
               {"TMPDIR", in.job_dir + "/tmp"},
-              {"EMBODY_JOB_ID", std::to_string(in.job_id)},
-              {"EMBODY_CHECKPOINT_DIR", in.checkpoint_dir},
-              {"EMBODY_NODE_ADDRESS", in.local_address},
-              {"EMBODY_JOB_DIR", in.job_dir},
-              {"EMBODY_RANK_LOG_DIR", plan.ranks_dir},
+              {api::kEnvJobId, std::to_string(in.job_id)},
+              {api::kEnvCheckpointDir, in.checkpoint_dir},
+              {api::kEnvNodeAddress, in.local_address},
+              {api::kEnvJobDir, in.job_dir},
+              {api::kEnvRankLogDir, plan.ranks_dir},
               {"OMPI_MCA_odls_base_sigkill_timeout", std::to_string(in.kill_grace_s)}};
   if (auto st = AddPythonEnvironment(in, &plan.env); !st.ok()) return st;
   // Each node's own copy of the SDK (not forwarded: paths differ between nodes).

@@ -273,6 +273,29 @@ common::Status MakePrivateDir(const std::string& path, const std::optional<JobCr
   return common::Status::Ok();
 }
 
+common::Status WriteLaunchFile(const std::string& path, const std::string& contents, int mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return common::Internal("create " + path + ": " + std::strerror(errno));
+  // The mode exactly, whatever the umask.
+  common::Status st;
+  if (::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
+    st = common::Internal("chmod " + path + ": " + std::strerror(errno));
+  }
+  for (size_t done = 0; st.ok() && done < contents.size();) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      st = common::Internal("write " + path + ": " + std::strerror(errno));
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && st.ok()) {
+    st = common::Internal("close " + path + ": " + std::strerror(errno));
+  }
+  return st;
+}
+
 common::Status AdoptTree(const std::string& path, const JobCredentials& owner,
                          const UidPool& pool) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -126,6 +126,15 @@ common::Status PrepareDataDir(const std::string& data_dir, bool switch_uid);
 // A fresh directory owned by `owner` with mode 0700 (removed first with all it held).
 common::Status MakePrivateDir(const std::string& path, const std::optional<JobCredentials>& owner);
 
+// One of an attempt's launch files (spec, hostfile, command) in the job directory
+// MakePrivateDir just made, before any process of the job runs: created exclusively and never
+// through a link (whatever is there already is refused), owned by the agent, and not fsynced.
+// They are the attempt's alone and remade by the next; should the node crash, the job is
+// stopped and reported lost (agent/job_record.h), never restarted from them. Six fsyncs a
+// launch (file and directory, three files) were on every job's critical path.
+common::Status WriteLaunchFile(const std::string& path, const std::string& contents,
+                               int mode = 0644);
+
 // Gives a job's existing directory tree to `owner` again (its next attempt may have another uid):
 // the top directory always, entries below only when a job uid (per `pool`) owns them and, for
 // files, only with a single link, so a link planted by a job never hands it someone else's file.

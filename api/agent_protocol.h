@@ -142,8 +142,11 @@ struct HeartbeatRequest {
   // How long the server may hold this heartbeat when it has no command for the node, answering
   // as soon as one exists (a job placed there): launches then go out at once instead of at the
   // next beat. 0 (absent on the wire): answer at once. The server holds at most its heartbeat
-  // interval, only a bounded number at a time, and never one that carries finished jobs,
-  // events or logs (an agent may abandon a held call; what it abandons must be safe to resend).
+  // interval, only a bounded number at a time, and never one that carries events or logs but
+  // no finished jobs (an agent may abandon a held call; what it abandons must be safe to
+  // resend). One that carries finished jobs (which the agent never abandons) is held at most
+  // until the scheduling pass the freed slots woke is over (a job placed there comes back in
+  // its reply), and never longer than 200 ms.
   int wait_ms = 0;
 };
 

@@ -118,7 +118,7 @@ bool IsFp8Stats(const json& v) {
 
 bool IsFiniteNumber(const json& v) { return v.is_number() && std::isfinite(v.get<double>()); }
 
-// An eval job's per-task results as engine/eval/eval_job.h writes them: 1-3 objects of exactly
+// An eval job's per-task results as engine/jobs/eval.h writes them: 1-3 objects of exactly
 // these keys, distinct built-in task names, 1..1000 episodes, 0..episodes successes, a success
 // rate in [0, 1] and finite means. The server stores them in typed columns, so nothing looser.
 bool IsEvalTasks(const json& v) {
@@ -272,7 +272,7 @@ constexpr std::array kEvalRules = {
     FieldRule{"euler_steps", Kind::kCount},
     FieldRule{"action_mse", Kind::kNumberOrNull},
     FieldRule{"zero_action_mse", Kind::kNumberOrNull},
-    // Kind eval (engine/eval/eval_job.h): stored per task by the server.
+    // Kind eval (engine/jobs/eval.h): stored per task by the server.
     FieldRule{"tasks", Kind::kEvalTasks},
     FieldRule{"policy", Kind::kString},
     FieldRule{"fp8", Kind::kBool},

@@ -503,7 +503,7 @@ Status ParseEngine(const json& j, const SpecLimits& limits, EngineOptions* e) {
     return InvalidArgument("evaluation during training needs a built-in sim: dataset (its task)",
                            "engine.eval_every");
   }
-  // The table-top tasks act in (dx, dy, dz, grip) or robomimic's 7+ layout (engine/rl/table_env.h).
+  // The table-top tasks act in (dx, dy, dz, grip) or robomimic's 7+ layout (engine/sim/table_env.h).
   if (o.Has("rl") && e->rl.task != "reach" && e->model.action_dim != 4 &&
       e->model.action_dim < 7) {
     return InvalidArgument("the task " + e->rl.task + " needs 4 (dx, dy, dz, grip) or at least 7",

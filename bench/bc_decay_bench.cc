@@ -38,8 +38,8 @@
 #include "engine/eval/episodes.h"
 #include "engine/eval/eval_policy.h"
 #include "engine/eval/policy_actor.h"
-#include "engine/rl/table_env.h"
 #include "engine/sim/sim_samples.h"
+#include "engine/sim/table_env.h"
 #include "engine/testing/small_run.h"
 
 namespace {
@@ -103,21 +103,21 @@ void Die(const std::string& what, const common::Status& s) {
 // policy's action. Episodes as in engine::eval::EvaluateTask (seed 9, one batch).
 ActionError OnPolicyError(engine::eval::PolicyActor& actor, engine::sim::TaskKind kind,
                           int action_dim, int vocab, int episodes, std::FILE* trace = nullptr) {
-  engine::rl::TableEnvConfig c;
+  engine::sim::TableEnvConfig c;
   c.task = kind;
   c.num_envs = episodes;
   c.action_dim = action_dim;
   c.cameras = 1;
   c.privileged_state = true;
   c.vocab = vocab;
-  auto env = engine::rl::TableVecEnv::Create(c);
+  auto env = engine::sim::TableVecEnv::Create(c);
   if (!env.ok()) Die("env", env.status());
   (*env)->Reset(common::Rng::ForKey(9, 0x6576616cULL, 0).NextU64());
   const int max_steps = engine::sim::SimTasks(kind, 1).max_steps();
   ActionError err;
   std::vector<uint8_t> ended(episodes, 0);
   std::vector<float> actions;
-  engine::rl::StepResult step;
+  engine::sim::StepResult step;
   const int grip = action_dim == engine::sim::kActionDim ? 3 : 6;
   for (int t = 0; t < max_steps; ++t) {
     const std::vector<float> expert = (*env)->ExpertActions();

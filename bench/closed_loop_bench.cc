@@ -18,8 +18,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_model.h"
+#include "engine/format/checkpoint.h"
+#include "engine/format/checkpoint_model.h"
 #include "engine/dist/communicator.h"
 #include "engine/eval/episodes.h"
 #include "engine/eval/eval_policy.h"

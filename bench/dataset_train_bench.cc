@@ -34,7 +34,7 @@
 #include "engine/report/recording_sink.h"
 #include "engine/testing/reach_hdf5.h"
 #include "engine/train/step_stats.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace {
 

@@ -3,6 +3,7 @@
 //
 //   forecast_bench [--agents 1000] [--jobs 10000] [--tenants 4] [--seed 1] [--max-limit-s 4]
 //                  [--run-fraction-min 0.8] [--min-wait-s 1] [--pending 10000] [--dry-runs 250]
+//                  [--submit-rate 0] [--threads 32] [--register-timeout-s 120]
 //                  [--phases replay,dry-run] [--server-arg=--flag ...]
 //
 // It starts PostgreSQL and embody-server (bench/agent_sim/sim_stack.h) and --agents simulated
@@ -13,7 +14,9 @@
 //     a time limit L of 1..--max-limit-s whole seconds (uniform), and a run time S = L * f, f
 //     uniform in [--run-fraction-min, 1]: the time limit is all the forecaster knows of a command
 //     job's run time (forecast_service.h), so f says how good the users' limits are. Submitted by
-//     --submitters-per-tenant clients per tenant as fast as the server takes them; each agent
+//     --submitters-per-tenant clients per tenant as fast as the server takes them, or, with
+//     --submit-rate R, job i at i / R seconds after the replay starts (a steady arrival, so
+//     later jobs are forecast with what the server learned from earlier ones); each agent
 //     runs a launch for S seconds. When every job has ended, the server's own stored forecasts
 //     (job_forecasts, one per job, made when the scheduler first saw it pending and judged by the
 //     server against the job's start) are read back with the jobs' submit and start times: the
@@ -64,6 +67,8 @@ struct Options {
   int tenants = 4;
   uint64_t seed = 1;
   int max_limit_s = 4;
+  double submit_rate = 0;  // jobs per second in the replay; 0: as fast as the server takes them
+  double register_timeout_s = 120;
   double run_fraction_min = 0.8;
   double min_wait_s = 1.0;
   int pending = 10000;
@@ -81,6 +86,7 @@ struct JobShape {
   int nodes = 1;
   int limit_s = 1;
   double run_s = 1;
+  double at_s = 0;  // submitted this long after its phase starts
 };
 
 // The mix: sizes by the table above, time limits uniform, run times a fraction of the limit.
@@ -121,14 +127,16 @@ std::string BodyOf(const JobShape& j) {
 // Submits `jobs` (of one tenant) over one kept-alive connection; each POST carries an
 // Idempotency-Key, so a retry after no answer cannot submit twice.
 void Submit(const bench::Stack& s, const bench::Tenant& t, const std::string& key_prefix,
-            const std::vector<JobShape>& jobs, double deadline, bench::SimStats* stats,
-            bench::JobTracker* tracker) {
+            const std::vector<JobShape>& jobs, double start, double deadline,
+            bench::SimStats* stats, bench::JobTracker* tracker) {
   auto client = bench::ClientFor(s.url, t.token);
   if (!client.ok()) {
     stats->Error("submit: " + client.status().ToString());
     return;
   }
   for (size_t i = 0; i < jobs.size() && common::MonotonicSeconds() < deadline; ++i) {
+    const double wait = start + jobs[i].at_s - common::MonotonicSeconds();
+    if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     common::http::Request req;
     req.method = "POST";
     req.path = "/v1/jobs";
@@ -166,12 +174,13 @@ void SubmitAll(const bench::Stack& s, const std::vector<bench::Tenant>& tenants,
         .push_back(jobs[i]);
   }
   std::vector<std::thread> threads;
+  const double start = common::MonotonicSeconds();
   for (int c = 0; c < clients; ++c) {
     const bench::Tenant& t = tenants[c % tenants.size()];
     const std::string prefix =
         "fc-" + std::to_string(::getpid()) + "-" + phase + "-" + std::to_string(c) + "-";
     threads.emplace_back(
-        [&, c, prefix] { Submit(s, t, prefix, shares[c], deadline, stats, tracker); });
+        [&, c, prefix] { Submit(s, t, prefix, shares[c], start, deadline, stats, tracker); });
   }
   for (auto& th : threads) th.join();
 }
@@ -322,7 +331,10 @@ ReplayResult ReadForecasts(const Options& o, const bench::Stack& s, double wall_
 ReplayResult Replay(const Options& o, const bench::Stack& s,
                     const std::vector<bench::Tenant>& tenants, bench::SimStats* stats,
                     bench::JobTracker* tracker) {
-  const std::vector<JobShape> jobs = DrawJobs(o, /*stream=*/1, o.jobs);
+  std::vector<JobShape> jobs = DrawJobs(o, /*stream=*/1, o.jobs);
+  if (o.submit_rate > 0) {
+    for (size_t i = 0; i < jobs.size(); ++i) jobs[i].at_s = static_cast<double>(i) / o.submit_rate;
+  }
   const double t0 = common::MonotonicSeconds();
   const double deadline = t0 + o.timeout_s;
   std::printf("replay: submitting %d jobs\n", o.jobs);
@@ -386,7 +398,8 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
     clients.push_back(std::move(*c));
   }
   std::vector<double> ms;
-  int64_t answered = 0, with_start = 0;
+  int64_t answered = 0, with_start = 0, from_snapshot = 0;
+  std::vector<double> hand_over_s;  // the server's learned hand-over, as each answer says
   const double load_before = bench::LoadAverage();
   for (const JobShape& j : asks) {
     common::http::Request req;
@@ -403,6 +416,8 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
     ms.push_back((t2 - t1) * 1000.0);
     const json f = json::parse(res->body, nullptr, false);
     if (!f.is_discarded() && f.value("admitted", false)) ++answered;
+    if (!f.is_discarded() && f.value("cluster_from", "") == "scheduler_snapshot") ++from_snapshot;
+    if (!f.is_discarded()) hand_over_s.push_back(f.value("hand_over_seconds", 0.0));
     if (!f.is_discarded() && f.contains("predicted_start") && !f["predicted_start"].is_null()) {
       ++with_start;
     }
@@ -413,6 +428,10 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
   std::printf("| answered (admitted) / asked | %lld / %d |\n", static_cast<long long>(answered),
               o.dry_runs);
   std::printf("| with a predicted start | %lld |\n", static_cast<long long>(with_start));
+  std::printf("| from the scheduler's snapshot (else the database) | %lld |\n",
+              static_cast<long long>(from_snapshot));
+  std::printf("| learned hand-over (server), median of answers | %.3f s |\n",
+              bench::Percentile(hand_over_s, 0.5));
   std::printf("| latency p50 | %.1f ms |\n", p50);
   std::printf("| **latency p99** | **%.1f ms** (goal < 50 ms) |\n", p99);
   std::printf("| latency max | %.1f ms |\n", bench::Percentile(ms, 1.0));
@@ -423,6 +442,8 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
           {"asked", o.dry_runs},
           {"answered", answered},
           {"with_start", with_start},
+          {"from_snapshot", from_snapshot},
+          {"hand_over_s", bench::Percentile(hand_over_s, 0.5)},
           {"p50_ms", p50},
           {"p99_ms", p99},
           {"max_ms", bench::Percentile(ms, 1.0)}};
@@ -453,6 +474,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--dry-runs", o.dry_runs, "dry runs timed")->check(CLI::Range(1, 100000));
   app.add_option("--threads", o.threads, "threads driving the agents")->check(CLI::Range(1, 1024));
+  app.add_option("--submit-rate", o.submit_rate,
+                 "replay jobs submitted per second, steadily (0: as fast as the server takes them)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--register-timeout-s", o.register_timeout_s,
+                 "how long the agents may take to register")
+      ->check(CLI::PositiveNumber);
   app.add_option("--submitters-per-tenant", o.submitters_per_tenant, "clients per tenant")
       ->check(CLI::Range(1, 64));
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "the server's interval")
@@ -501,11 +528,19 @@ int main(int argc, char** argv) {
   po.name_prefix = "fc" + std::to_string(::getpid());
   bench::AgentPool pool(po, &stats, &tracker);
   pool.Start();
-  const double reg_deadline = common::MonotonicSeconds() + 120;
+  const double reg_start = common::MonotonicSeconds();
+  const double reg_deadline = reg_start + o.register_timeout_s;
   while (pool.registered() < o.agents && common::MonotonicSeconds() < reg_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (pool.registered() < o.agents) return Fail("agents did not register");
+  if (pool.registered() < o.agents) {
+    return Fail(std::to_string(pool.registered()) + " of " + std::to_string(o.agents) +
+                " agents registered in " + std::to_string(o.register_timeout_s) +
+                " s (--register-timeout-s)");
+  }
+  const double reg_s = common::MonotonicSeconds() - reg_start;
+  std::printf("%d agents registered in %.1f s (load average %.1f)\n", o.agents, reg_s,
+              bench::LoadAverage());
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every node UP in the scheduler's view
 
   json line = {{"bench", "forecast"},
@@ -516,6 +551,9 @@ int main(int argc, char** argv) {
                {"max_limit_s", o.max_limit_s},
                {"run_fraction_min", o.run_fraction_min},
                {"min_wait_s", o.min_wait_s},
+               {"submit_rate", o.submit_rate},
+               {"threads", o.threads},
+               {"register_s", reg_s},
                {"cpus", static_cast<int>(std::thread::hardware_concurrency())},
                {"load_average_start", bench::LoadAverage()}};
   bool ok = true;

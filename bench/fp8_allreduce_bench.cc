@@ -26,7 +26,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/model/policy_options.h"
 #include "engine/model/policy_transformer.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace {
 

@@ -30,14 +30,14 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/load_average.h"
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_model.h"
+#include "engine/format/checkpoint.h"
+#include "engine/format/checkpoint_model.h"
 #include "engine/eval/eval_policy.h"
 #include "engine/fp8/block_quant.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
-#include "engine/rl/make_env.h"
+#include "engine/sim/make_env.h"
 
 namespace {
 
@@ -145,9 +145,9 @@ int main(int argc, char** argv) {
                         {"cpu_path", engine::fp8::ActiveCpuPathName()},
                         {"reps", reps}};
   for (int batch : {1, 4, 8}) {
-    engine::rl::EnvSpec env_spec = engine::eval::EnvFor(p32, task);
+    engine::sim::EnvSpec env_spec = engine::eval::EnvFor(p32, task);
     env_spec.num_envs = batch;
-    auto env = OrDie(engine::rl::MakeVecEnv(env_spec), "environment");
+    auto env = OrDie(engine::sim::MakeVecEnv(env_spec), "environment");
     env->Reset(7);
     const auto& obs = env->observations();
     // Rows of each Linear product: every token of every sample, context and action chunk.

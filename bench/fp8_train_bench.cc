@@ -26,7 +26,7 @@
 #include "engine/dist/communicator.h"
 #include "engine/model/fp8_linear.h"
 #include "engine/model/linear_fast.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace {
 

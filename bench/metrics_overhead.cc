@@ -125,7 +125,7 @@ Run RunEngine(const Options& o, const std::string& spec, const std::string& ckpt
   return run;
 }
 
-// The step event as engine/trainer.cc builds it.
+// The step event as engine/train/trainer.cc builds it.
 nlohmann::json StepEvent(int step, int steps) {
   const double step_seconds = 0.002 + 1e-9 * step;
   return {{"type", "step"},
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // The training thread's share: the step event as engine/trainer.cc builds it, then Post().
+  // The training thread's share: the step event as engine/train/trainer.cc builds it, then Post().
   constexpr int kPosts = 10000;
   double post_us = 0, build_us = 0;
   int64_t posted = 0;

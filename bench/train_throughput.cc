@@ -37,7 +37,7 @@
 #include "engine/report/recording_sink.h"
 #include "engine/train_batches.h"
 #include "engine/train/step_stats.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace {
 

@@ -13,9 +13,12 @@ constexpr double kStreamReadTimeoutS = 3600;
 }  // namespace
 
 ApiClient::ApiClient(Config config) : config_(std::move(config)) {
-  auto client =
-      common::http::Client::Create({config_.url, /*connect_timeout_s=*/5, kReadTimeoutS,
-                                    /*write_timeout_s=*/60, config_.token, config_.ca_file});
+  common::http::ClientOptions options;  // connect 5 s, write 60 s: the defaults
+  options.base_url = config_.url;
+  options.read_timeout_s = kReadTimeoutS;
+  options.bearer_token = config_.token;
+  options.ca_file = config_.ca_file;
+  auto client = common::http::Client::Create(std::move(options));
   if (client.ok()) {
     http_ = std::move(*client);
   } else if (client.status().field() == "ca-file") {
@@ -66,6 +69,11 @@ Result<std::string> ApiClient::GetBytes(const std::string& path, const Headers& 
   auto res = http_->Call(req);
   if (!res.ok()) return res.status();
   return std::move(res->body);
+}
+
+Result<common::http::Client*> ApiClient::Http() {
+  if (!http_) return bad_url_;
+  return http_.get();
 }
 
 Status ApiClient::Stream(const std::string& path,

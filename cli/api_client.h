@@ -39,6 +39,9 @@ class ApiClient {
   common::Result<std::string> GetBytes(const std::string& path, const Headers& headers);
   // Streams a text response to `sink` as it arrives (logs with follow=1).
   common::Status Stream(const std::string& path, const std::function<void(const char*, size_t)>& sink);
+  // The connection itself, for blob transfers (common/http/blob_client.h); the bad URL's Status
+  // when there is none.
+  common::Result<common::http::Client*> Http();
 
  private:
   Config config_;

@@ -5,18 +5,18 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <ostream>
-#include <thread>
 
 #include "cli/directory_tar.h"
 #include "cli/format.h"
 #include "cli/tenancy_format.h"
 #include "common/crypto.h"
+#include "common/env.h"
+#include "common/http/blob_client.h"
 
 namespace cli {
 
@@ -45,19 +45,7 @@ class LocalFile {
     return Status::Ok();
   }
   int64_t size() const { return size_; }
-  Result<std::string> Read(int64_t offset, size_t n) const {
-    std::string out(n, '\0');
-    size_t done = 0;
-    while (done < n) {
-      ssize_t r = ::pread(fd_, out.data() + done, n - done, offset + static_cast<int64_t>(done));
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0) return common::Internal(std::string("read: ") + std::strerror(errno));
-      if (r == 0) break;
-      done += static_cast<size_t>(r);
-    }
-    out.resize(done);
-    return out;
-  }
+  Result<std::string> Read(int64_t offset, size_t n) const { return common::ReadAt(fd_, offset, n); }
 
  private:
   int fd_ = -1;
@@ -91,12 +79,6 @@ void Progress(std::ostream& err, int64_t id, int64_t done, int64_t total) {
   const int pct = total > 0 ? static_cast<int>(done * 100 / total) : 100;
   err << "\rdataset " << id << ": " << Mib(done) << " / " << Mib(total) << " MiB (" << pct
       << "%)" << std::flush;
-}
-
-bool Retryable(const Status& s) {
-  return s.code() == common::Code::kUnavailable || s.code() == common::Code::kInternal ||
-         s.code() == common::Code::kFailedPrecondition ||
-         (s.code() == common::Code::kInvalidArgument && s.field() == "X-Content-Sha256");
 }
 
 int Refused(std::ostream& err, const Status& s, int64_t id) {
@@ -174,35 +156,22 @@ int UploadDataset(const Invocation& inv, ApiClient& api, std::ostream& out, std:
   }
 
   const std::string chunk_path = "/v1/datasets/" + std::to_string(id) + "/upload";
-  const size_t chunk_bytes = static_cast<size_t>(inv.chunk_mib) << 20;
-  int failures = 0;
+  auto http = api.Http();
+  if (!http.ok()) return Refused(err, http.status(), id);
+  common::http::BlobOptions blob_options;
+  blob_options.chunk_bytes = static_cast<size_t>(inv.chunk_mib) << 20;
+  blob_options.max_retries = kMaxFailuresInARow;
+  common::http::BlobClient blob(**http, blob_options);
   Progress(err, id, offset, body.size);
-  while (offset < body.size) {
-    auto chunk = body.read(offset, chunk_bytes);
-    if (!chunk.ok()) return Refused(err, chunk.status(), id);
-    auto r = api.Send("PUT", chunk_path + "?offset=" + std::to_string(offset), *chunk,
-                      {{"X-Content-Sha256", common::Sha256Hex(*chunk)}},
-                      "application/octet-stream");
-    if (r.ok()) {
-      offset = r->body.value("received_bytes", offset + static_cast<int64_t>(chunk->size()));
-      failures = 0;
-      Progress(err, id, offset, body.size);
-      continue;
-    }
-    if (!Retryable(r.status()) || ++failures > kMaxFailuresInARow) {
-      return Refused(err, r.status(), id);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200) * (1 << (failures - 1)));
-    // Go on from what the server holds, whatever happened to the last answer.
-    auto d = api.Get("/v1/datasets/" + std::to_string(id));
-    if (d.ok()) offset = d->value("received_bytes", offset);
-    if (offset < 0 || offset > body.size) {
-      return Refused(err, common::Internal("the server holds " + std::to_string(offset) +
-                                           " bytes of a " + std::to_string(body.size) +
-                                           "-byte file"),
-                     id);
-    }
-  }
+  Status sent = blob.Upload(
+      chunk_path, body.size, offset, body.read,
+      [&]() -> Result<int64_t> {
+        auto d = api.Get("/v1/datasets/" + std::to_string(id));
+        if (!d.ok()) return d.status();
+        return d->value("received_bytes", int64_t{-1});
+      },
+      [&](int64_t done) { Progress(err, id, done, body.size); });
+  if (!sent.ok()) return Refused(err, sent, id);
   err << "\n";
   auto c = api.Post(chunk_path + "/commit", "{}");
   if (!c.ok()) return Refused(err, c.status(), id);

@@ -80,6 +80,10 @@ const std::vector<IntFlag>& IntFlags() {
        [](ServerOptions& o) { return &o.fair_share_half_life_s; }},
       {"--max-reservations", 0, 10000, "jobs the scheduler reserves slots for ahead of backfill",
        [](ServerOptions& o) { return &o.max_reservations; }},
+      {"--forecast-snapshot-max-age-ms", 0, 60'000,
+       "dry runs start from the scheduler's latest snapshot when it is at most this old (0: "
+       "read the queue from the database)",
+       [](ServerOptions& o) { return &o.forecast_snapshot_max_age_ms; }},
       {"--checkpoint-max-mib", 1, 1 << 20, "largest checkpoint the blob store takes, in MiB",
        [](ServerOptions& o) { return &o.checkpoint_max_mib; }},
       {"--checkpoint-quota-gib", 0, 1 << 20,

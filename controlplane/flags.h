@@ -63,6 +63,9 @@ struct ServerOptions {
   int preempt_grace_ms = 30'000;  // how long a preempted job is expected to take to exit
   int fair_share_half_life_s = 86'400;
   int max_reservations = 16;
+  // Dry runs start from the scheduler's latest snapshot when it is at most this old; 0: they
+  // read the jobs from the database (service/forecast_service.h).
+  int forecast_snapshot_max_age_ms = 2000;
   api::SpecLimits limits;
   // Checkpoint blob store (service/checkpoints_service.h).
   int checkpoint_max_mib = 16384;     // one checkpoint

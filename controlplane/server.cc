@@ -170,15 +170,17 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->scheduler = std::make_unique<service::SchedulerLoop>(
       *m->database, loop_opts, now,
       [raw] { return raw->leader->TryAcquire(); },
-      [raw](const service::CycleStats& s) {
-        // The launches of this cycle go out in the held heartbeats of their head nodes now.
-        if (s.preempted) {
-          raw->waiters.NotifyAll();
-        } else {
-          raw->waiters.Notify(s.command_nodes);
-        }
-        raw->metrics->ObserveCycle(s);
-      });
+      [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
+  m->scheduler->SetOnDecided([raw](const service::CycleStats& s) {
+    // The launches of this cycle go out in the held heartbeats of their head nodes now, and
+    // heartbeats that reported the ends it placed onto stop waiting for it.
+    if (s.preempted) {
+      raw->waiters.NotifyAll();
+    } else {
+      raw->waiters.Notify(s.command_nodes);
+    }
+    raw->waiters.PassDone(s.seq);
+  });
   auto wake = [raw] { raw->scheduler->Wake(); };
   // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
   auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
@@ -190,6 +192,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->nodes = std::make_unique<service::NodeService>(
       *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
   m->nodes->SetWaiters(&m->waiters);
+  m->nodes->SetCapacityPass([raw] { return raw->scheduler->WakeForCapacity(); });
   m->nodes->SetHeard(&m->heard);
   m->scheduler->SetHeard(&m->heard);
   if (!opts.plan_cluster.empty()) {
@@ -213,6 +216,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   service::ForecastServiceOptions forecast_opts;
   forecast_opts.forecast.schedule = loop_opts.schedule;
   forecast_opts.default_max_priority = opts.default_max_priority;
+  forecast_opts.snapshot_max_age_ms = opts.forecast_snapshot_max_age_ms;
   forecast_opts.observe_error = [raw](const std::string& what, double seconds) {
     raw->metrics->ObserveForecastError(what, seconds);
   };
@@ -223,6 +227,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
                                       std::vector<int64_t> ids) {
     raw->forecasts->OnNewPending(s, jobs, std::move(ids));
   });
+  m->scheduler->SetForecastIdleHook([raw] { raw->forecasts->ForgetSnapshot(); });
+  m->nodes->SetHandOver(&m->forecasts->hand_over());
 
   m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
   service::CheckpointLimits ckpt_limits;

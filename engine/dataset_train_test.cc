@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/testing/reach_hdf5.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 #include "storage/manifest.h"
 #include "storage/testing/episodes.h"
 #include "storage/testing/robomimic_file.h"

@@ -8,7 +8,7 @@
 #include "api/job_event_check.h"
 #include "engine/report/recording_sink.h"
 #include "engine/testing/small_run.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

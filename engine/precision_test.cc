@@ -10,7 +10,7 @@
 
 #include "api/job_event_check.h"
 #include "engine/report/recording_sink.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

@@ -1,7 +1,8 @@
 // Post-training quantisation of a trained policy into an FP8 checkpoint and evaluation from it:
 // what `embody-engine quantize` and a job with engine.fp8.inference run (docs/fp8.md).
 //
-//   QuantizeToFp8Checkpoint  fp32 policy → FP8 checkpoint (engine/fp8_checkpoint.h), the layers
+//   QuantizeToFp8Checkpoint  fp32 policy → FP8 checkpoint (engine/format/fp8_checkpoint.h), the
+//   layers
 //                            engine/model/policy_quant.h chooses quantised, the rest kept fp32
 //   PolicyFromFp8Checkpoint  FP8 checkpoint → a policy whose Forward runs those layers through
 //                            the fp8 matmul (PolicyTransformer::SetFp8Weights)
@@ -16,7 +17,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
-#include "engine/fp8_checkpoint.h"
+#include "engine/format/fp8_checkpoint.h"
 #include "engine/model/policy_quant.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/policy_eval.h"

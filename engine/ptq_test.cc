@@ -11,12 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "engine/dist/communicator.h"
-#include "engine/binary_io.h"
+#include "engine/format/binary_io.h"
 #include "engine/fp8/fp8_matmul.h"
-#include "engine/fp8_checkpoint.h"
+#include "engine/format/fp8_checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/report/recording_sink.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

@@ -41,11 +41,11 @@
 #include <gtest/gtest.h>
 
 #include "common/hash.h"
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/fp8/cpu_path.h"
 #include "engine/report/recording_sink.h"
 #include "engine/testing/small_run.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

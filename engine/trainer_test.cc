@@ -1,5 +1,5 @@
 #include "engine/testing/small_run.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/policy_eval.h"
 #include "engine/report/recording_sink.h"

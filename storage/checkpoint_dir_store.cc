@@ -9,7 +9,6 @@
 #include "common/file_util.h"
 #include "common/parse_int.h"
 #include "common/time_util.h"
-#include "storage/atomic_file.h"
 
 namespace storage {
 
@@ -29,7 +28,7 @@ Status CheckKey(int64_t job_id, int64_t step) {
 }  // namespace
 
 Result<std::string> CopyAtomically(CheckpointSource& file, const std::string& path) {
-  EMBODY_ASSIGN_OR_RETURN(out, AtomicFileWriter::Create(path, 0644));
+  EMBODY_ASSIGN_OR_RETURN(out, common::Env::Default()->NewAtomicFile(path, {}));
   Sha256 h;
   for (int64_t off = 0; off < file.size(); off += kCopyBlock) {
     EMBODY_ASSIGN_OR_RETURN(block, file.ReadAt(off, kCopyBlock));
@@ -125,7 +124,7 @@ Result<CheckpointInfo> DirCheckpointStore::Get(int64_t job_id, int64_t id,
       src, CheckpointSource::OpenInDir(JobDir(job_id), StepName(id, ".ckpt"), kMaxCheckpointBytes));
   if (src->size() != info.bytes) return common::NotFound("checkpoint changed while being read");
   // Verified before it is renamed into place: a corrupt copy never appears at local_path.
-  EMBODY_ASSIGN_OR_RETURN(out, AtomicFileWriter::Create(local_path, 0644));
+  EMBODY_ASSIGN_OR_RETURN(out, common::Env::Default()->NewAtomicFile(local_path, {}));
   Sha256 h;
   for (int64_t off = 0; off < src->size(); off += kCopyBlock) {
     EMBODY_ASSIGN_OR_RETURN(block, src->ReadAt(off, kCopyBlock));

@@ -5,7 +5,7 @@
 //   <root>/job-<job_id>/step-<step>.json   {"step","bytes","sha256","metrics","created_ms"}
 //
 // A checkpoint's id is its step. Put writes the data file, then the metadata file, each atomically
-// (atomic_file.h); the metadata file's presence is the commit: List counts a step only when both
+// (common/env.h); the metadata file's presence is the commit: List counts a step only when both
 // exist and agree on the size, so a Put killed at any point is never listed. Put of a step that
 // exists replaces it. Thread-safe as far as the file system is (no shared state in the object).
 #pragma once
@@ -34,7 +34,7 @@ class DirCheckpointStore : public CheckpointStore {
   std::string root_;
 };
 
-// Copies `file` through an AtomicFileWriter to `path`, returning the SHA-256 of what was written.
+// Copies `file` through an atomic file (common/env.h) to `path`, returning the SHA-256 of what was written.
 common::Result<std::string> CopyAtomically(CheckpointSource& file, const std::string& path);
 
 }  // namespace storage

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_util.h"
-#include "storage/atomic_file.h"
+#include "common/env.h"
 
 namespace storage {
 namespace {
@@ -58,7 +58,7 @@ TEST_F(DirStoreTest, TornWritesAreNeverListed) {
   // A writer killed mid-copy leaves a temp file; one killed between data and metadata leaves a
   // data file without metadata; a data file cut short disagrees with its metadata.
   {
-    auto w = AtomicFileWriter::Create(store.JobDir(1) + "/step-20.ckpt");
+    auto w = common::Env::Default()->NewAtomicFile(store.JobDir(1) + "/step-20.ckpt", {});
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE((*w)->Append("half").ok());
     // Not committed; the temp file is what a killed process would leave (minus this cleanup).

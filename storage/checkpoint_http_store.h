@@ -8,22 +8,21 @@
 //   GET    /v1/jobs/{job}/checkpoints/{id}/data       the bytes; Range: bytes=N- resumes
 //   DELETE /v1/jobs/{job}/checkpoints/{id}
 //
-// Put uploads in chunks of `chunk_bytes`, each with its own SHA-256 so a chunk damaged on the way
-// is refused before it is stored. After a failed chunk (connection lost, 5xx, a checksum refusal)
-// it asks the server how many bytes it holds and goes on from there, up to `max_retries` times in
-// a row, with a growing pause; an upload given up is deleted (best effort). The commit makes the
-// server check the whole file's SHA-256; until it succeeds the checkpoint is not listed. Get streams the bytes to an AtomicFileWriter, resumes an interrupted
-// download with Range, and renames the file into place only after its SHA-256 matched.
-//
-// This is a small private HTTP helper over cpp-httplib (its streamed, resumable GET needs the
-// raw client), which verifies an https server as common/http/client.h does (VerifyServer).
-// Thread-safe: each call uses its own connection.
+// The bytes go through common::http::BlobClient (blob_client.h): Put uploads in chunks of
+// `chunk_bytes`, each with its own SHA-256, and after a failed chunk asks the server how many
+// bytes it holds (the entry's received_bytes) and goes on from there, up to `max_retries`
+// failures in a row; an upload given up is deleted (best effort). The commit makes the server
+// check the whole file's SHA-256; until it succeeds the checkpoint is not listed. Get streams the
+// bytes to an atomic file (common/env.h), resumes an interrupted download with Range, and renames
+// the file into place only after its SHA-256 matched. Errors decode as every client's do
+// (common/http/status_http.h). Thread-safe: each call uses its own connection.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <string>
 
+#include "common/http/blob_client.h"
 #include "storage/checkpoint_store.h"
 
 namespace storage {
@@ -55,12 +54,8 @@ class HttpCheckpointStore : public CheckpointStore {
   common::Result<nlohmann::json> Entry(int64_t job_id, int64_t id);
 
  private:
-  struct Reply;
-  Reply Call(const std::string& method, const std::string& path, const std::string& body,
-             const std::string& content_type,
-             const std::vector<std::pair<std::string, std::string>>& headers);
-  common::Status UploadChunks(int64_t job_id, int64_t id, CheckpointSource& file);
-  void Backoff(int attempt) const;
+  common::Result<std::unique_ptr<common::http::Client>> Connect() const;
+  common::http::BlobOptions BlobOptions() const;
 
   HttpCheckpointStoreOptions options_;
 };

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/env.h"
+
 namespace storage {
 
 using common::Result;
@@ -70,15 +72,8 @@ Result<std::string> CheckpointSource::ReadAt(int64_t offset, size_t n) const {
   if (offset < 0) return common::InvalidArgument("negative offset");
   if (offset >= size_) return std::string();
   n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(n), size_ - offset));
-  std::string out(n, '\0');
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd_, out.data() + done, n - done, offset + static_cast<int64_t>(done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return common::Internal(Errno("read of checkpoint failed"));
-    if (r == 0) return common::FailedPrecondition("checkpoint file shrank while being read");
-    done += static_cast<size_t>(r);
-  }
+  EMBODY_ASSIGN_OR_RETURN(out, common::ReadAt(fd_, offset, n));
+  if (out.size() != n) return common::FailedPrecondition("checkpoint file shrank while being read");
   return out;
 }
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "storage/file.h"
+#include "common/env.h"
 
 namespace storage {
 
@@ -93,13 +93,9 @@ common::Result<DatasetManifest> DatasetWriter::Finish(nlohmann::json source) {
   manifest_.stats = stats_.Finish();
   manifest_.source = std::move(source);
   EMBODY_RETURN_IF_ERROR(WriteManifest(tmp_dir_, manifest_));
-  EMBODY_RETURN_IF_ERROR(SyncDir(tmp_dir_));
-  if (::rename(tmp_dir_.c_str(), dir_.c_str()) != 0) {
-    return common::Internal("rename " + tmp_dir_ + " -> " + dir_ + ": " + std::strerror(errno));
-  }
+  EMBODY_RETURN_IF_ERROR(common::Env::Default()->SyncDir(tmp_dir_));
+  EMBODY_RETURN_IF_ERROR(common::Env::Default()->Rename(tmp_dir_, dir_));  // syncs the parent
   done_ = true;
-  fs::path p(dir_);
-  EMBODY_RETURN_IF_ERROR(SyncDir(p.has_parent_path() ? p.parent_path().string() : "."));
   return manifest_;
 }
 

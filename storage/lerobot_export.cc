@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file_util.h"
 #include "storage/dataset_reader.h"
-#include "storage/file.h"
 #include "storage/parquet/writer.h"
 #include "storage/video_encode.h"
 
@@ -407,9 +407,7 @@ json Exporter::Features() const {
 }
 
 common::Status WriteText(const std::string& path, const std::string& text) {
-  EMBODY_ASSIGN_OR_RETURN(file, AtomicFile::Create(path));
-  EMBODY_RETURN_IF_ERROR(file->Append(text));
-  return file->Commit();
+  return common::WriteFileAtomic(path, text);
 }
 
 // pandas' own record of a DataFrame whose index is the "task" column: how LeRobot's
@@ -590,10 +588,8 @@ common::Result<LerobotExportResult> ExportLerobot(const std::string& dataset_dir
   EMBODY_RETURN_IF_ERROR(exporter.Plan(&result));
   EMBODY_RETURN_IF_ERROR(exporter.Run(&result));
   if (fs::exists(out, ec)) fs::remove(out, ec);  // an empty directory, checked above
-  fs::rename(tmp.path(), out, ec);
-  if (ec) return common::Internal("rename " + tmp.path() + " to " + out.string() + ": " + ec.message());
+  EMBODY_RETURN_IF_ERROR(common::Env::Default()->Rename(tmp.path(), out.string()));
   tmp.Keep();
-  EMBODY_RETURN_IF_ERROR(SyncDir(out.parent_path().string()));
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -18,12 +18,12 @@ common::Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::stri
     }
   }
   if (options.chunk_bytes == 0) return common::InvalidArgument("chunk size must be > 0");
-  EMBODY_ASSIGN_OR_RETURN(file, AtomicFile::Create(path));
+  EMBODY_ASSIGN_OR_RETURN(file, CreateAtomicFile(path));
   EMBODY_RETURN_IF_ERROR(file->Append(EncodeHeader()));
   return std::unique_ptr<ShardWriter>(new ShardWriter(std::move(file), std::move(schema), options));
 }
 
-ShardWriter::ShardWriter(std::unique_ptr<AtomicFile> file, Schema schema,
+ShardWriter::ShardWriter(std::unique_ptr<common::AtomicWritableFile> file, Schema schema,
                          ShardWriterOptions options)
     : file_(std::move(file)), options_(options) {
   index_.schema = std::move(schema);

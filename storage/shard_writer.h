@@ -41,9 +41,9 @@ class ShardWriter {
   const std::string& path() const { return file_->path(); }
 
  private:
-  ShardWriter(std::unique_ptr<AtomicFile> file, Schema schema, ShardWriterOptions options);
+  ShardWriter(std::unique_ptr<common::AtomicWritableFile> file, Schema schema, ShardWriterOptions options);
 
-  std::unique_ptr<AtomicFile> file_;
+  std::unique_ptr<common::AtomicWritableFile> file_;
   ShardWriterOptions options_;
   ShardIndex index_;
   uint64_t index_bytes_ = 0;  // running size of the encoded index

@@ -10,6 +10,8 @@
 #include <openssl/x509v3.h>
 #include <strings.h>
 
+#include <algorithm>
+
 #include "common/http/server_tls.h"
 #include "common/http/status_http.h"
 #include "common/request_id.h"
@@ -25,6 +27,17 @@ void SetTimeout(double seconds, const std::function<void(time_t, time_t)>& set) 
 
 HeaderList ToList(const httplib::Headers& headers) {
   return HeaderList(headers.begin(), headers.end());
+}
+
+// The headers every call carries: the caller's, the request id `id`, the token from the source.
+httplib::Headers HeadersFor(const ClientOptions& options, const Request& request,
+                            const std::string& id) {
+  httplib::Headers headers(request.headers.begin(), request.headers.end());
+  headers.emplace(kRequestIdHeader, id);
+  if (options.bearer_token_source) {
+    headers.emplace("Authorization", "Bearer " + options.bearer_token_source());
+  }
+  return headers;
 }
 
 // "https://host:port/p" -> "host"; "https://[::1]:port" -> "::1".
@@ -151,8 +164,7 @@ Status Client::Unreachable(int error, const std::string& request_id) const {
 
 Result<Response> Client::Send(const Request& request) {
   const std::string id = RequestIdFor(request.request_id);
-  httplib::Headers headers(request.headers.begin(), request.headers.end());
-  headers.emplace(kRequestIdHeader, id);
+  const httplib::Headers headers = HeadersFor(options_, request, id);
   const std::string path = prefix_ + request.path;
   const std::string& m = request.method;
   const char* type = request.content_type.c_str();
@@ -195,30 +207,62 @@ Result<Response> Client::Call(const Request& request) {
 Status Client::Stream(const std::string& path,
                       const std::function<void(const char*, size_t)>& sink, double read_timeout_s,
                       const std::string& request_id) {
-  const std::string id = RequestIdFor(request_id);
-  httplib::Headers headers{{kRequestIdHeader, id}};
-  int status = 0;
-  std::string error_body;
+  Request request;
+  request.path = path;
+  request.request_id = request_id;
+  auto r = Get(
+      request,
+      [&](const char* data, size_t n) {
+        sink(data, n);
+        return Status::Ok();
+      },
+      read_timeout_s);
+  if (!r.ok()) return r.status();
+  if (!r->ok()) return StatusFromResponse(r->status, r->body);
+  return Status::Ok();
+}
+
+Result<Response> Client::Receive(const Request& request,
+                                 const std::function<Status(const char*, size_t)>& sink) {
+  return Get(request, sink, options_.read_timeout_s);
+}
+
+Result<Response> Client::Get(const Request& request,
+                             const std::function<Status(const char*, size_t)>& sink,
+                             double read_timeout_s) {
+  const std::string id = RequestIdFor(request.request_id);
+  Response out;
+  out.request_id = id;
+  Status sink_error;
+  // A 200 to a request for a range past 0 is the whole entity (the server ignored the Range):
+  // never handed to a sink that expects the range.
+  bool range_ignored = false;
+  const bool ranged = std::any_of(request.headers.begin(), request.headers.end(), [](auto& h) {
+    return strcasecmp(h.first.c_str(), "Range") == 0 && h.second != "bytes=0-";
+  });
   std::lock_guard<std::mutex> lock(mu_);
   SetTimeout(read_timeout_s, [&](time_t s, time_t us) { http_->set_read_timeout(s, us); });
   auto res = http_->Get(
-      prefix_ + path, headers,
+      prefix_ + request.path, HeadersFor(options_, request, id),
       [&](const httplib::Response& r) {
-        status = r.status;
-        return true;
+        out.status = r.status;
+        out.headers = ToList(r.headers);
+        range_ignored = ranged && r.status == 200;
+        return !range_ignored;
       },
       [&](const char* data, size_t n) {
-        if (status >= 200 && status <= 299) {
-          sink(data, n);
-        } else if (error_body.size() < 64 * 1024) {  // an error body is short; bound it anyway
-          error_body.append(data, n);
+        if (out.ok()) {
+          sink_error = sink(data, n);
+          return sink_error.ok();
         }
+        if (out.body.size() < 64 * 1024) out.body.append(data, n);  // an error body is short
         return true;
       });
   SetTimeout(options_.read_timeout_s, [&](time_t s, time_t us) { http_->set_read_timeout(s, us); });
+  if (!sink_error.ok()) return sink_error;
+  if (range_ignored) return out;
   if (!res) return Unreachable(static_cast<int>(res.error()), id);
-  if (status < 200 || status > 299) return StatusFromResponse(status, error_body);
-  return Status::Ok();
+  return out;
 }
 
 }  // namespace common::http

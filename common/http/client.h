@@ -1,9 +1,8 @@
 // How an Embody process makes HTTP calls: the CLI to embody-server, an agent to embody-server, a
-// job's engine to its agent. Three transfers still drive httplib::Client themselves, with their
-// own timeouts, headers and status mapping, and share only VerifyServer below: checkpoint upload
-// and download (storage/checkpoint_http_store.cc), a dataset upload's resumable download
-// (agent/dataset_upload_fetch.cc) and the rsh bridge's exec stream (agent/rsh_client.cc).
-// Every other call goes through Client.
+// job's engine to its agent. Blob transfers (checkpoints, dataset uploads) go through BlobClient
+// (blob_client.h) on top of Client. One call still drives httplib::Client itself and shares only
+// VerifyServer below: the rsh bridge's exec stream (agent/rsh_client.cc), a bidirectional stream
+// Client has no shape for.
 //
 // A Client is made from a base URL and carries what every call needs: connect/read/write
 // timeouts, TCP_NODELAY (httplib writes headers and body apart; without it Nagle's algorithm and
@@ -50,6 +49,9 @@ struct ClientOptions {
   std::string bearer_token;  // empty: no Authorization header
   // https: the PEM file of the CAs the server's certificate must chain to; empty: the system's.
   std::string ca_file;
+  // When set, read at every call and sent instead of bearer_token (a credential that may be
+  // replaced while the client lives: an agent's node credential).
+  std::function<std::string()> bearer_token_source;
 };
 
 struct Request {
@@ -93,6 +95,13 @@ class Client {
   // answer becomes its decoded Status. `read_timeout_s` replaces the client's for this call.
   Status Stream(const std::string& path, const std::function<void(const char*, size_t)>& sink,
                 double read_timeout_s, const std::string& request_id = "");
+  // GET `request` (its headers sent: a Range), handing a 2xx body to `sink` piece by piece; an
+  // error from `sink` stops the call and is returned. The Response carries the status and
+  // headers, and the body only when not 2xx (bounded). A call that got no answer, or whose 2xx
+  // body broke off, is unavailable: what `sink` took so far stays taken. A 200 to a request with
+  // a Range past byte 0 (the server ignored it) comes back as a bare 200, nothing handed on.
+  Result<Response> Receive(const Request& request,
+                           const std::function<Status(const char*, size_t)>& sink);
 
   // Aborts the call in flight on another thread (it fails as unavailable); no effect when none
   // is. For a caller that stops waiting on a held call (a held agent heartbeat).
@@ -103,6 +112,9 @@ class Client {
  private:
   Client(ClientOptions options, std::string prefix, std::unique_ptr<httplib::Client> http);
   Status Unreachable(int error, const std::string& request_id) const;
+  Result<Response> Get(const Request& request,
+                       const std::function<Status(const char*, size_t)>& sink,
+                       double read_timeout_s);
 
   const ClientOptions options_;
   const std::string prefix_;

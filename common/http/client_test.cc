@@ -9,6 +9,7 @@
 
 #include "common/http/status_http.h"
 #include "common/request_id.h"
+#include "common/testing/local_http_server.h"
 
 namespace common::http {
 namespace {
@@ -24,20 +25,14 @@ class RecordingServer {
       res.set_header("ETag", "\"v3\"");
       res.set_content(reply, "application/json");
     };
-    server_.Get(".*", record);
-    server_.Post(".*", record);
-    server_.Put(".*", record);
-    server_.Patch(".*", record);
-    server_.Delete(".*", record);
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::yield();
+    http_.server().Get(".*", record);
+    http_.server().Post(".*", record);
+    http_.server().Put(".*", record);
+    http_.server().Patch(".*", record);
+    http_.server().Delete(".*", record);
+    http_.Start();
   }
-  ~RecordingServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const { return http_.url(); }
   httplib::Request Last() {
     std::lock_guard<std::mutex> lock(mu_);
     return last;
@@ -49,9 +44,7 @@ class RecordingServer {
  private:
   std::mutex mu_;
   httplib::Request last;
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
+  testing::LocalHttpServer http_;  // last: stopped before the state its routes use goes
 };
 
 Request Req(std::string method, std::string path, std::string body = "") {
@@ -63,7 +56,7 @@ Request Req(std::string method, std::string path, std::string body = "") {
 }
 
 std::unique_ptr<Client> Make(const std::string& url, const std::string& token = "") {
-  auto c = Client::Create({url, 2, 5, 5, token, /*ca_file=*/""});
+  auto c = Client::Create({url, 2, 5, 5, token, /*ca_file=*/"", {}});
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? std::move(*c) : nullptr;
 }

@@ -7,7 +7,7 @@
 
 #include <httplib.h>
 
-#include "controlplane/service/checkpoint_files.h"
+#include "controlplane/service/blob_files.h"
 
 namespace controlplane::http {
 

@@ -32,7 +32,6 @@
 #include <nlohmann/json.hpp>
 
 #include "api/dataset_ref.h"
-#include "controlplane/service/checkpoint_files.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/dataset_upload_files.h"
 #include "controlplane/service/jobs_service.h"

@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
-#include "controlplane/service/checkpoint_files.h"
+#include "controlplane/service/blob_files.h"
 #include "controlplane/service/dataset_uploads.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"

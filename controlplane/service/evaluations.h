@@ -10,7 +10,7 @@
 // failed_precondition (409). A client's own init_from on an eval spec is refused: it would skip
 // this resolution.
 //
-// Results arrive as the job's `eval` event (engine/eval/eval_job.h; its fields are checked by
+// Results arrive as the job's `eval` event (engine/jobs/eval.h; its fields are checked by
 // api/job_event_check.cc before this runs) and are stored per task (job_evaluations).
 #pragma once
 

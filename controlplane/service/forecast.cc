@@ -2,6 +2,8 @@
 #include "controlplane/service/forecast.h"
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 #include <unordered_set>
 
 #include "common/time_util.h"
@@ -23,7 +25,11 @@ class ForwardRun {
  public:
   ForwardRun(const ClusterSnapshot& in, const ForecastTimes& times, const ForecastOptions& opt)
       : s_(in), times_(times), opt_(opt) {
-    for (size_t i = 0; i < s_.nodes.size(); ++i) node_index_[s_.nodes[i].id] = i;
+    for (size_t i = 0; i < s_.nodes.size(); ++i) {
+      node_index_[s_.nodes[i].id] = i;
+      Count(s_.nodes[i], +1);
+    }
+    for (const PendingJob& p : s_.pending) CountShape(p, +1);
     for (size_t i = 0; i < s_.tenants.size(); ++i) tenant_index_[s_.tenants[i].id] = i;
     const int64_t gone = s_.now_ms + std::max<int64_t>(opt.schedule.preempt_grace_ms, 1);
     for (const RunningJob& r : s_.running) {
@@ -39,22 +45,25 @@ class ForwardRun {
   const ClusterSnapshot& snapshot() const { return s_; }
   int64_t now() const { return s_.now_ms; }
 
-  // Starts what `d` placed now and lets its victims go.
-  void Apply(const ScheduleDecision& d) {
+  // Starts what `d` placed, `delay_ms` from now (holding the slots from now), and lets its
+  // victims go.
+  void Apply(const ScheduleDecision& d, int64_t delay_ms) {
     if (d.placements.empty() && d.preemptions.empty()) return;
     std::unordered_map<int64_t, const PendingJob*> pending;
     for (const PendingJob& p : s_.pending) pending[p.job_id] = &p;
     std::unordered_set<int64_t> placed;
     std::vector<RunningJob> started;
     std::vector<int64_t> started_ends;
+    const int64_t start = s_.now_ms + delay_ms;
     for (const Placement& pl : d.placements) {
       const PendingJob& p = *pending.at(pl.job_id);
-      RunningJob r{p.job_id, p.tenant_id, p.priority, s_.now_ms, p.time_limit_seconds,
+      RunningJob r{p.job_id, p.tenant_id, p.priority, start, p.time_limit_seconds,
                    pl.slot_type, pl.nodes, false};
       Hold(r, +1);
+      CountShape(p, -1);
       auto run = times_.run_ms.find(p.job_id);
-      int64_t end = LimitEnd(s_.now_ms, p.time_limit_seconds);
-      if (run != times_.run_ms.end()) end = std::min(end, s_.now_ms + run->second);
+      int64_t end = LimitEnd(start, p.time_limit_seconds);
+      if (run != times_.run_ms.end()) end = std::min(end, start + run->second);
       started.push_back(std::move(r));
       started_ends.push_back(Clamp(end));
       placed.insert(p.job_id);
@@ -102,6 +111,21 @@ class ForwardRun {
     return true;
   }
 
+  // False when Schedule() now could place nothing: no pending job's shape fits on the free
+  // slots of the nodes that take jobs, before reservations and quotas. Preemption frees slots
+  // that are not free, so with it on anything may change.
+  bool MayPlace() const {
+    if (opt_.schedule.preempt_min_priority) return true;
+    for (const auto& [shape, count] : shapes_) {
+      const auto [kind, slots, nodes] = shape;
+      const std::vector<int64_t>& hist = free_hist_[kind];
+      int64_t fit = 0;
+      for (size_t f = std::max(slots, 0); f < hist.size() && fit < nodes; ++f) fit += hist[f];
+      if (fit >= nodes) return true;
+    }
+    return false;
+  }
+
   // The expected end of a job the run has started, if it is still running.
   std::optional<int64_t> EndOf(int64_t job_id) const {
     for (size_t i = 0; i < s_.running.size(); ++i) {
@@ -123,7 +147,9 @@ class ForwardRun {
       auto it = node_index_.find(n.node_id);
       if (it == node_index_.end()) continue;
       SchedNode& node = s_.nodes[it->second];
+      Count(node, -1);
       (r.slot_type == "gpu" ? node.free_gpu : node.free_cpu) -= sign * n.slots;
+      Count(node, +1);
     }
     auto t = tenant_index_.find(r.tenant_id);
     if (t != tenant_index_.end()) {
@@ -132,7 +158,30 @@ class ForwardRun {
     }
   }
 
+  // Adds (+1) or removes (-1) a node that takes jobs in the histogram of free slots, as the
+  // scheduler's FitNow counts them (clamped to the node's size).
+  void Count(const SchedNode& n, int sign) {
+    if (n.draining) return;
+    const std::array<int, kSlotKinds> total{n.total_cpu, n.total_gpu};
+    const std::array<int, kSlotKinds> free{n.free_cpu, n.free_gpu};
+    for (int k = 0; k < kSlotKinds; ++k) {
+      if (total[k] <= 0) continue;
+      std::vector<int64_t>& hist = free_hist_[k];
+      if (hist.size() < static_cast<size_t>(total[k]) + 1) hist.resize(total[k] + 1, 0);
+      hist[std::clamp(free[k], 0, total[k])] += sign;
+    }
+  }
+
+  void CountShape(const PendingJob& p, int sign) {
+    const int kind = SlotKindOf(p.resources.slot_type);
+    if (kind < 0) return;
+    auto key = std::make_tuple(kind, p.resources.SlotsPerNode(), p.resources.nodes);
+    if ((shapes_[key] += sign) == 0) shapes_.erase(key);
+  }
+
   ClusterSnapshot s_;
+  std::array<std::vector<int64_t>, kSlotKinds> free_hist_;  // usable nodes by free slots
+  std::map<std::tuple<int, int, int>, int64_t> shapes_;      // pending (kind, slots, nodes)
   const ForecastTimes& times_;
   const ForecastOptions& opt_;
   std::vector<int64_t> ends_;  // parallel to s_.running; kNever: not expected to end
@@ -201,6 +250,8 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
     }
   }
   ForwardRun run(snapshot, times, options);
+  ScheduleOptions quiet = options.schedule;
+  quiet.explain = options.reference;
   std::vector<int64_t> ended;
   int cycles = 0;
   while (!open.empty()) {
@@ -211,14 +262,19 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
       }
       break;
     }
-    const ScheduleDecision d = Schedule(run.snapshot(), options.schedule);
+    // The first cycle starts jobs now; later ones at an expected end, a hand-over after it.
+    const int64_t delay = cycles == 0 ? 0 : std::max<int64_t>(times.handover_ms, 0);
+    const bool idle = cycles > 0 && !options.reference && !run.MayPlace();
+    const ScheduleDecision d =
+        idle ? ScheduleDecision{}
+             : Schedule(run.snapshot(), cycles == 0 ? options.schedule : quiet);
     std::vector<int64_t> started;
     for (const Placement& p : d.placements) {
       if (!open.count(p.job_id)) continue;
       started.push_back(p.job_id);
       JobForecast& f = out[p.job_id];
       f.starts_now = cycles == 0;
-      f.start_ms = run.now();
+      f.start_ms = run.now() + delay;
       f.slot_type = p.slot_type;
       f.nodes = p.nodes;
       if (!ended.empty()) {
@@ -235,8 +291,8 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
         if (f.never_fits) open.erase(id);
       }
     }
-    ++cycles;
-    run.Apply(d);
+    if (!idle) ++cycles;
+    run.Apply(d, delay);
     for (int64_t id : started) out[id].end_ms = run.EndOf(id);
     if (open.empty()) break;
     if (!run.Advance(&ended)) {

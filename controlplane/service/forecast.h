@@ -10,6 +10,17 @@
 // Expected ends: a running job's is given by the caller (the planner's prediction, or its time
 // limit); a job the run places ends after its expected run time (given per job, else its time
 // limit). A job with neither is never expected to end, as in the scheduler's own model.
+//
+// Hand-over: a job the run places at an expected end starts `handover_ms` after it (the end's
+// report, a scheduling cycle, the launch and its acknowledgement, as the server measures them:
+// hand_over.h), and holds its slots from the end. Down a chain of jobs the delays add up, as
+// they do on the cluster. Jobs placed at the snapshot's own time start then.
+//
+// Cost: an expected end at which no pending job's shape fits on the free slots at all (before
+// reservations and quotas) cannot change the decision unless preemption is on, so the run jumps
+// over it without a Schedule() call; the calls after the first ask for no waiting reasons
+// (ScheduleOptions::explain). Both change nothing that is predicted: ForecastOptions::reference
+// turns them off, and forecast_test.cc compares the two on random queues.
 // Simplifications, each on the side of fewer events: fair-share usage stays as it is now; a
 // preempted job leaves and is not requeued; nodes neither join nor leave. No I/O, no clock.
 #pragma once
@@ -34,11 +45,16 @@ struct ForecastTimes {
   // The pending jobs whose run_ms comes from what jobs ran for against their limits
   // (run_time_history.h) rather than from the planner: only said in the forecast, not used here.
   std::unordered_set<int64_t> learned;
+  // Time from a job's end to the start of the job placed on its slots (ms); 0: none.
+  int64_t handover_ms = 0;
 };
 
 struct ForecastOptions {
   ScheduleOptions schedule;
   int max_cycles = 5000;  // Schedule() calls at most; past them a start is not predicted
+  // true: Schedule(), with its reasons, at every expected end: the plain run the fast one is
+  // tested against.
+  bool reference = false;
 };
 
 struct JobForecast {

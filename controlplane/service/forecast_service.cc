@@ -40,6 +40,18 @@ std::optional<int64_t> EndAfter(const std::optional<int64_t>& start, const RunTi
   return *start + static_cast<int64_t>(*run.seconds * 1000.0);
 }
 
+// A forecast run from a snapshot taken before `now`: nothing starts before now.
+JobForecast Since(JobForecast f, int64_t now) {
+  if (f.start_ms && *f.start_ms < now) f.start_ms = now;
+  return f;
+}
+
+// Where the forecast's cluster came from, and when it was taken.
+void AddSource(bool from_scheduler, int64_t as_of_ms, json* out) {
+  (*out)["as_of"] = common::FormatTimeMillis(as_of_ms);
+  (*out)["cluster_from"] = from_scheduler ? "scheduler_snapshot" : "store";
+}
+
 }  // namespace
 
 json StoredForecastJson(const ForecastRecord& f) {
@@ -116,6 +128,7 @@ std::optional<double> ForecastService::CachedRunSeconds(const JobRecord& job) {
 ForecastTimes ForecastService::TimesOf(const ClusterSnapshot& snapshot,
                                        const std::vector<JobRecord>& jobs) {
   ForecastTimes times;
+  if (options_.learn_hand_over) times.handover_ms = hand_over_.MeanMs().value_or(0);
   const bool learning = LearnedSeconds(1).has_value();
   if (!plan_ && !learning) return times;  // time limits only: the forward run reads them off
   std::unordered_map<int64_t, const JobRecord*> by_id;
@@ -166,6 +179,30 @@ Result<ClusterSnapshot> ForecastService::Look(UnitOfWork& uow, int64_t now,
              options_.forecast.schedule.fair_share_half_life_seconds, 0, kAccrueMaxGapMs)
           .state;
   return BuildSnapshot(now, nodes, allocs, *jobs, SchedTenantsOf(tenants, fresh.usage));
+}
+
+Result<ForecastService::Cluster> ForecastService::ClusterNow(std::unique_ptr<UnitOfWork> uow,
+                                                             int64_t now) {
+  std::shared_ptr<const Work> latest;
+  if (options_.snapshot_max_age_ms > 0) {
+    std::lock_guard<std::mutex> lock(latest_mu_);
+    latest = latest_;
+  }
+  Cluster c;
+  if (latest && now - latest->snapshot.now_ms <= options_.snapshot_max_age_ms &&
+      latest->snapshot.now_ms <= now) {
+    uow.reset();
+    c.snapshot = latest->snapshot;
+    c.times = latest->times;
+    c.from_scheduler = true;
+    return c;
+  }
+  std::vector<JobRecord> jobs;
+  EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*uow, now, &jobs));
+  uow.reset();  // the reads are done; the forward run holds nothing
+  c.times = TimesOf(snapshot, jobs);
+  c.snapshot = std::move(snapshot);
+  return c;
 }
 
 json ForecastService::Describe(const JobForecast& f, const RunTime& run, int64_t now,
@@ -229,10 +266,9 @@ Result<json> ForecastService::DryRun(const Principal& p, const std::string& body
   (void)reads;
 
   const int64_t now = now_();
-  std::vector<JobRecord> jobs;
-  EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*uow, now, &jobs));
-  uow.reset();  // the reads are done; the forward run holds nothing
-  ForecastTimes times = TimesOf(snapshot, jobs);
+  EMBODY_ASSIGN_OR_RETURN(cluster, ClusterNow(std::move(uow), now));
+  ClusterSnapshot& snapshot = cluster.snapshot;
+  ForecastTimes& times = cluster.times;
   const json stored = api::ToJson(spec);
   const std::string kind = api::JobKindName(spec.kind);
   const RunTime run = PredictRun(stored, kind);
@@ -240,7 +276,9 @@ Result<json> ForecastService::DryRun(const Principal& p, const std::string& body
   snapshot.pending.push_back(
       {kDryRunId, p.tenant_id, spec.priority, now, spec.resources, spec.time_limit_seconds});
   auto f = ForecastStarts(snapshot, times, {kDryRunId}, options_.forecast);
-  json out = Describe(f[kDryRunId], run, now, snapshot);
+  json out = Describe(Since(f[kDryRunId], now), run, now, snapshot);
+  AddSource(cluster.from_scheduler, cluster.snapshot.now_ms, &out);
+  out["hand_over_seconds"] = static_cast<double>(times.handover_ms) / 1000.0;
   out["dry_run"] = true;
   out["admitted"] = true;
   return out;
@@ -257,11 +295,22 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
   const int64_t now = now_();
   json out;
   if (job->state == JobState::kPending) {
-    std::vector<JobRecord> jobs;
-    EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*uow, now, &jobs));
-    uow.reset();
-    auto f = ForecastStarts(snapshot, TimesOf(snapshot, jobs), {id}, options_.forecast);
-    out = Describe(f[id], run, now, snapshot);
+    EMBODY_ASSIGN_OR_RETURN(cluster, ClusterNow(std::move(uow), now));
+    const bool seen = std::any_of(cluster.snapshot.pending.begin(), cluster.snapshot.pending.end(),
+                                  [&](const PendingJob& q) { return q.job_id == id; });
+    if (!seen) {  // pending since the scheduler's snapshot: read the cluster as it is now
+      EMBODY_ASSIGN_OR_RETURN(again, db_.Begin());
+      std::vector<JobRecord> jobs;
+      EMBODY_ASSIGN_OR_RETURN(snapshot, Look(*again, now, &jobs));
+      again.reset();
+      cluster.times = TimesOf(snapshot, jobs);
+      cluster.snapshot = std::move(snapshot);
+      cluster.from_scheduler = false;
+    }
+    auto f = ForecastStarts(cluster.snapshot, cluster.times, {id}, options_.forecast);
+    out = Describe(Since(f[id], now), run, now, cluster.snapshot);
+    AddSource(cluster.from_scheduler, cluster.snapshot.now_ms, &out);
+    out["hand_over_seconds"] = static_cast<double>(cluster.times.handover_ms) / 1000.0;
   } else if (api::IsTerminal(job->state)) {
     return common::FailedPrecondition(std::string("job is ") + api::JobStateName(job->state) +
                                       ": it has nothing left to forecast; its view shows how "
@@ -283,11 +332,23 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
   return out;
 }
 
+void ForecastService::ForgetSnapshot() {
+  std::lock_guard<std::mutex> lock(latest_mu_);
+  latest_.reset();
+}
+
 void ForecastService::OnNewPending(const ClusterSnapshot& snapshot,
                                    const std::vector<JobRecord>& jobs,
                                    std::vector<int64_t> new_ids) {
-  if (new_ids.empty()) return;
+  const bool keep = options_.snapshot_max_age_ms > 0;
+  if (new_ids.empty() && !keep) return;
   Work w{snapshot, TimesOf(snapshot, jobs), std::move(new_ids)};
+  if (keep) {
+    auto latest = std::make_shared<Work>(Work{w.snapshot, w.times, {}});
+    std::lock_guard<std::mutex> lock(latest_mu_);
+    latest_ = std::move(latest);
+  }
+  if (w.ids.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   queue_.push_back(std::move(w));
   cv_.notify_one();

@@ -11,6 +11,15 @@
 // is not expected to end, as in the scheduler's own model). The history is this server's, in
 // memory, fed by Judge; a restarted server forecasts with limits until it has learned again.
 //
+// Where the cluster comes from: with snapshot_max_age_ms set, a dry run (and a pending job's
+// forecast) starts from the snapshot the scheduler loop decided on last, when it is at most that
+// old, instead of reading every pending and running job again (the answer says `as_of` and
+// `cluster_from`); what changed since (a submission, an end) is seen at the next cycle. Without
+// it, or with an older snapshot, the jobs are read from the store.
+//
+// Hand-overs: the forward run adds the server's learned hand-over time (hand_over.h), fed by
+// the node service's job ends and starts, per job handed slots at an expected end.
+//
 // Submitted jobs are forecast when the scheduler first sees them pending (SchedulerLoop's
 // forecast hook): from the very snapshot that cycle decides on, before its decision, so a job
 // that starts at once was forecast to. Forward runs and their writes happen on this service's
@@ -22,6 +31,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,6 +44,7 @@
 #include "api/job_spec.h"
 #include "controlplane/service/forecast.h"
 #include "controlplane/service/forecast_store.h"
+#include "controlplane/service/hand_over.h"
 #include "controlplane/service/plan_watch.h"
 #include "controlplane/service/run_time_history.h"
 #include "controlplane/service/store.h"
@@ -45,6 +56,10 @@ struct ForecastServiceOptions {
   int default_max_priority = 100;  // as the submission path's (SubmitBatchOptions)
   int judge_period_ms = 1000;      // how often the thread compares forecasts with their jobs
   bool learn_run_times = true;     // false: time limits as they are (run_time_history.h)
+  bool learn_hand_over = true;     // false: slots pass to the next job at once (hand_over.h)
+  // A dry run's cluster from the scheduler's latest snapshot when it is at most this old; 0:
+  // always read from the store.
+  int64_t snapshot_max_age_ms = 0;
   // Called with each forecast error found ("start" or "end", actual minus predicted seconds).
   std::function<void(const std::string&, double)> observe_error;
 };
@@ -70,10 +85,14 @@ class ForecastService {
   // end; failed_precondition for a job that has ended. Another tenant's job is not found.
   Result<nlohmann::json> ForJob(const Principal& p, int64_t id);
 
-  // The scheduler loop's forecast hook: `new_ids` pending in `snapshot` (built from `jobs`) are
-  // forecast and stored (a job's first forecast is kept).
+  // The scheduler loop's forecast hook, called every cycle with pending jobs: `new_ids` pending
+  // in `snapshot` (built from `jobs`) are forecast and stored (a job's first forecast is kept),
+  // and the snapshot is kept for dry runs (snapshot_max_age_ms).
   void OnNewPending(const ClusterSnapshot& snapshot, const std::vector<JobRecord>& jobs,
                     std::vector<int64_t> new_ids);
+  // The scheduler loop found no pending job: dry runs read the store again until the next
+  // OnNewPending, instead of a kept snapshot whose queue has gone.
+  void ForgetSnapshot();
   // Records what OnNewPending queued, on the caller's thread (the thread does it without this;
   // it must not be called inside a unit of work). The first error, once all were tried.
   Status Flush();
@@ -85,6 +104,8 @@ class ForecastService {
   void Stop();
 
   RunTime PredictRun(const nlohmann::json& spec, const std::string& kind) const;
+  // Told job ends and starts by the node service (NodeService::SetHandOver).
+  HandOverClock& hand_over() { return hand_over_; }
   // What a job of `limit_seconds` is expected to run for by the history; nullopt without a
   // limit, before enough jobs succeeded, or with learn_run_times off.
   std::optional<double> LearnedSeconds(int64_t limit_seconds) const;
@@ -95,6 +116,14 @@ class ForecastService {
     ForecastTimes times;
     std::vector<int64_t> ids;
   };
+  struct Cluster {
+    ClusterSnapshot snapshot;
+    ForecastTimes times;
+    bool from_scheduler = false;
+  };
+  // The cluster a forecast at `now` starts from: the scheduler's latest snapshot when fresh
+  // enough, else read in `uow` (which is released either way).
+  Result<Cluster> ClusterNow(std::unique_ptr<UnitOfWork> uow, int64_t now);
   // Expected ends and run times of the jobs of `snapshot` (planner predictions cached per job).
   ForecastTimes TimesOf(const ClusterSnapshot& snapshot, const std::vector<JobRecord>& jobs);
   std::optional<double> CachedRunSeconds(const JobRecord& job);
@@ -112,6 +141,10 @@ class ForecastService {
   const PlanWatch* plan_;
 
   RunTimeHistory history_;
+  HandOverClock hand_over_;
+
+  std::mutex latest_mu_;
+  std::shared_ptr<const Work> latest_;  // the scheduler's last snapshot (ids unused)
 
   std::mutex cache_mu_;
   std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id

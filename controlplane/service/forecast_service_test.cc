@@ -349,5 +349,73 @@ TEST_F(ForecastServiceTest, AfterJobsRanUnderTheirLimitsRunTimesComeFromHistory)
   EXPECT_EQ(Ms((*g)["predicted_start"]), now_.load() + 600'000);
 }
 
+
+// With snapshot_max_age_ms set, a dry run starts from the scheduler loop's latest snapshot
+// while it is fresh, and predicts what reading the store predicts when nothing changed since;
+// before the first cycle, and once the snapshot is older, it reads the store.
+TEST_F(ForecastServiceTest, ADryRunStartsFromTheSchedulersSnapshotWhileItIsFresh) {
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  Submit(Limited("queued", 1, 2, 100));
+  ForecastServiceOptions fresh;
+  fresh.snapshot_max_age_ms = 5000;
+  ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
+  ForecastService store = Forecasts();
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
+  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  const std::string ask = Limited("ask", 1, 2, 100);
+  auto before = snap.DryRun(member_, ask);
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  EXPECT_EQ((*before)["cluster_from"], "store");
+
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const int64_t cycle_ms = now_.load();
+  now_ += 1000;
+  auto a = snap.DryRun(member_, ask);
+  auto b = store.DryRun(member_, ask);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)["cluster_from"], "scheduler_snapshot");
+  EXPECT_EQ(Ms((*a)["as_of"]), cycle_ms);
+  EXPECT_EQ((*b)["cluster_from"], "store");
+  EXPECT_GT(Ms((*a)["predicted_start"]), now_.load() + 600'000);  // behind "queued"
+  EXPECT_EQ((*a)["predicted_start"], (*b)["predicted_start"]);
+  EXPECT_EQ((*a)["placement"], (*b)["placement"]);
+
+  now_ += 5000;  // the snapshot is 6 s old
+  auto c = snap.DryRun(member_, ask);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)["cluster_from"], "store");
+  EXPECT_EQ((*c)["predicted_start"], (*b)["predicted_start"]);
+}
+
+// A snapshot whose queue has gone (its pending job cancelled, the next cycle finding nothing
+// pending) is not used: the dry run reads the store and is not put behind the cancelled job.
+TEST_F(ForecastServiceTest, ADryRunForgetsTheSnapshotOnceNothingIsPending) {
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  const int64_t queued = Submit(Limited("queued", 1, 2, 100));
+  ForecastServiceOptions fresh;
+  fresh.snapshot_max_age_ms = 5000;
+  ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
+  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  loop.SetForecastIdleHook([&] { snap.ForgetSnapshot(); });
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const std::string ask = Limited("ask", 1, 2, 100);
+  auto behind = snap.DryRun(member_, ask);
+  ASSERT_TRUE(behind.ok());
+  EXPECT_EQ((*behind)["cluster_from"], "scheduler_snapshot");
+  EXPECT_EQ((*behind)["jobs_ahead"], 1);
+
+  ASSERT_TRUE(Jobs().Cancel(member_, queued).ok());
+  ASSERT_TRUE(loop.RunOnce().ok());
+  auto after = snap.DryRun(member_, ask);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)["cluster_from"], "store");
+  EXPECT_EQ((*after)["jobs_ahead"], 0);
+}
+
 }  // namespace
 }  // namespace controlplane::service

@@ -2,10 +2,12 @@
 // asks to wait is answered as soon as a placement on its node is notified, with the launch; one
 // nothing happens to is answered after one heartbeat interval (or its own shorter wait_ms); no
 // more than the waiters' limit are held at once, the rest answered at once; a heartbeat that
-// reports something is never held; a wake for another node does not end the wait; stopping the
+// reports something is never held until a command exists, though one reporting ends waits for
+// the scheduling pass they woke; a wake for another node does not end the wait; stopping the
 // server answers every held heartbeat.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -156,6 +158,82 @@ TEST_F(HeldHeartbeatTest, AHeartbeatThatReportsSomethingIsNeverHeld) {
   const auto t1 = Clock::now();
   ASSERT_TRUE(nodes_->Heartbeat(cred1_, n1_, req).ok());
   EXPECT_LT(Clock::now() - t1, milliseconds(kIntervalMs / 2));
+}
+
+// A heartbeat reporting an end (the agent never gives it up) that asks to wait is answered
+// once the scheduling pass its freed slot woke is over: with the launch that pass placed there,
+// or as it was when the pass placed nothing there, or after NodeService::kPassWaitMs at most.
+class EndReportTest : public HeldHeartbeatTest {
+ protected:
+  void SetUp() override {
+    HeldHeartbeatTest::SetUp();
+    nodes_->SetCapacityPass([this] {
+      ++wakes_;
+      return kPass;
+    });
+  }
+  std::future<Answer> EndReport(const Principal& cred, int64_t node) {
+    return std::async(std::launch::async, [this, cred, node] {
+      api::HeartbeatRequest req;
+      req.has_launched = true;
+      req.wait_ms = 60'000;
+      req.finished.push_back({12345, 0, "", false});
+      const auto t0 = Clock::now();
+      auto r = nodes_->Heartbeat(cred, node, req);
+      return Answer{std::move(r), std::chrono::duration_cast<milliseconds>(Clock::now() - t0)};
+    });
+  }
+  static constexpr uint64_t kPass = 7;
+  std::atomic<int> wakes_{0};
+};
+
+TEST_F(EndReportTest, ItCarriesTheLaunchItsPassPlacedOntoTheFreedSlot) {
+  auto report = EndReport(cred1_, n1_);
+  ASSERT_TRUE(WaitHeld(1));
+  EXPECT_EQ(wakes_.load(), 1);
+  const int64_t job = PlacedJob(member_, n1_);
+  waiters_.Notify(std::vector<int64_t>{n1_});  // what the pass does, then says it is over
+  waiters_.PassDone(kPass);
+  ASSERT_EQ(report.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  Answer a = report.get();
+  ASSERT_TRUE(a.reply.ok()) << a.reply.status().ToString();
+  ASSERT_EQ(a.reply->commands.size(), 1u);
+  EXPECT_EQ(a.reply->commands[0].type, api::Command::Type::kLaunch);
+  EXPECT_EQ(a.reply->commands[0].job_id, job);
+  EXPECT_EQ(waiters_.held(), 0);
+}
+
+TEST_F(EndReportTest, ItIsAnsweredWhenItsPassIsOverWithNothingForTheNode) {
+  auto report = EndReport(cred1_, n1_);
+  ASSERT_TRUE(WaitHeld(1));
+  // An earlier cycle (under way when the end was stored) ending is not its pass.
+  waiters_.PassDone(kPass - 1);
+  std::this_thread::sleep_for(milliseconds(30));
+  EXPECT_EQ(waiters_.held(), 1);
+  // Its pass placed a job on the other node only.
+  PlacedJob(member_, n2_);
+  waiters_.Notify(std::vector<int64_t>{n2_});
+  const auto t0 = Clock::now();
+  waiters_.PassDone(kPass);
+  ASSERT_EQ(report.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_LT(Clock::now() - t0, milliseconds(100));
+  Answer a = report.get();
+  ASSERT_TRUE(a.reply.ok());
+  EXPECT_TRUE(a.reply->commands.empty());
+}
+
+TEST_F(EndReportTest, ItWaitsNoLongerThanThePassWaitWhenNoPassEnds) {
+  Answer a = EndReport(cred1_, n1_).get();
+  ASSERT_TRUE(a.reply.ok());
+  EXPECT_GE(a.took.count(), NodeService::kPassWaitMs - 20);
+  EXPECT_LT(a.took.count(), kIntervalMs);
+  // Without a wait asked for, at once, as before.
+  api::HeartbeatRequest req;
+  req.has_launched = true;
+  req.finished.push_back({12346, 0, "", false});
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(nodes_->Heartbeat(cred1_, n1_, req).ok());
+  EXPECT_LT(Clock::now() - t0, milliseconds(kIntervalMs / 2));
 }
 
 TEST_F(HeldHeartbeatTest, StoppingTheServerAnswersEveryHeldHeartbeat) {

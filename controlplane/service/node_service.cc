@@ -30,6 +30,16 @@ bool HasAllocationOn(const std::vector<AllocationRecord>& allocs, int64_t node_i
   return false;
 }
 
+// The nodes a job holds allocations on, as read for this heartbeat.
+std::vector<int64_t> NodesOf(const std::map<int64_t, std::vector<AllocationRecord>>& live,
+                             int64_t job_id) {
+  std::vector<int64_t> nodes;
+  auto it = live.find(job_id);
+  if (it == live.end()) return nodes;
+  for (const AllocationRecord& a : it->second) nodes.push_back(a.node_id);
+  return nodes;
+}
+
 // What one heartbeat may carry; anything past it is refused whole (400), nothing stored. One
 // job's bad event is not: it is dropped alone (StoreEvents), so no job can fail its node's
 // heartbeats.
@@ -169,14 +179,20 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
                                                       const api::HeartbeatRequest& req) {
   // Read before the first transaction: a placement committed after it wakes the wait below.
   uint64_t generation = waiters_ ? waiters_->Generation(node_id) : 0;
-  EMBODY_ASSIGN_OR_RETURN(reply, Beat(p, node_id, req));
-  // Only a heartbeat that reports nothing is held: an agent gives up on a held call when one of
-  // its jobs ends (to report it at once), and resends only what is safe to resend.
+  uint64_t pass = 0;
+  EMBODY_ASSIGN_OR_RETURN(reply, Beat(p, node_id, req, &pass));
+  // Only a heartbeat that reports nothing is held until a command exists: an agent gives up on
+  // such a call when one of its jobs ends (to report it at once), and resends only what is safe
+  // to resend. One that reported ends (its agent does not give it up) waits only for the
+  // scheduling pass those ends woke, so that the freed slots' next job comes back in its reply.
   const bool holdable = waiters_ && req.wait_ms > 0 && req.finished.empty() &&
                         req.events.empty() && req.logs.empty();
-  if (!holdable || HasNews(reply)) return reply;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(std::min(req.wait_ms, heartbeat_interval_ms_));
+  const bool awaits_pass = waiters_ && req.wait_ms > 0 && pass != 0;
+  if ((!holdable && !awaits_pass) || HasNews(reply)) return reply;
+  const int wait_ms = std::min(req.wait_ms, heartbeat_interval_ms_);
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(awaits_pass ? std::min(wait_ms, kPassWaitMs) : wait_ms);
   api::HeartbeatRequest again;  // what the agent holds, as it said; nothing to store twice
   again.running = req.running;
   again.launched = req.launched;
@@ -186,7 +202,17 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || !waiters_->Wait(node_id, generation, left)) return reply;
+    if (left.count() <= 0) return reply;
+    if (awaits_pass) {
+      // Over without a command for this node (nothing fit, or it went elsewhere): the reply
+      // as it was; the agent's next heartbeat is held as usual.
+      if (waiters_->WaitForPass(node_id, generation, pass, left) !=
+          NodeWaiters::PassWait::kNotified) {
+        return reply;
+      }
+    } else if (!waiters_->Wait(node_id, generation, left)) {
+      return reply;
+    }
     generation = waiters_->Generation(node_id);
     EMBODY_ASSIGN_OR_RETURN(fresh, Beat(p, node_id, again));
     if (HasNews(fresh)) return fresh;
@@ -195,7 +221,8 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
 }
 
 Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t node_id,
-                                                 const api::HeartbeatRequest& req) {
+                                                 const api::HeartbeatRequest& req,
+                                                 uint64_t* pass) {
   EMBODY_RETURN_IF_ERROR(RequireNode(p, node_id));
   // Heard now, whatever the database makes it wait for (node_heard.h).
   if (heard_) heard_->Heard(node_id, now_());
@@ -229,7 +256,12 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
     launches_lost_ += lost;
   }
   // Freed slots, or a node back from DOWN: there may be something to place now.
-  if ((!req.finished.empty() || node->state != "UP") && wake_) wake_();
+  if (!req.finished.empty() && wake_for_pass_) {
+    const uint64_t woken = wake_for_pass_();
+    if (pass) *pass = woken;
+  } else if ((!req.finished.empty() || node->state != "UP") && wake_) {
+    wake_();
+  }
   return reply;
 }
 
@@ -524,6 +556,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     // Running is this attempt's only when the agent holds this attempt's launch (see above).
     if (req.has_launched && !Holds(req, id, job->second.attempt)) continue;
     EMBODY_RETURN_IF_ERROR(Transition(uow, job->second, JobState::kRunning, "", actor, now));
+    if (hand_over_) hand_over_->Started(NodesOf(r.live, id), job->second.created_ms, now);
   }
   for (const api::FinishedJob& f : req.finished) {
     auto it = r.jobs.find(f.job_id);
@@ -553,6 +586,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       // Its agent restarted under it and stopped what was left (agent/job_record.h): the job
       // did not fail, its node lost it. It restarts as after a node loss.
       if (reason.empty()) reason = "lost by node " + node_name;
+      if (hand_over_) hand_over_->Freed(NodesOf(r.live, f.job_id), now);
       EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, reason, actor, now));
       if (job->attempt < job->spec.value("max_restarts", 0)) {
         job->attempt += 1;
@@ -582,6 +616,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
         phases_id, uow.events().Append(f.job_id, now, kLaunchPhasesEvent, ToStoredJson(phases)));
     (void)phases_id;
     r.ended.push_back(std::move(phases));
+    if (hand_over_) hand_over_->Freed(NodesOf(r.live, f.job_id), now);
     r.live.erase(f.job_id);  // released or forgotten: no command for it below
   }
   return Status::Ok();

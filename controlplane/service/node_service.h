@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/agent_protocol.h"
+#include "controlplane/service/hand_over.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/launch_phases.h"
 #include "controlplane/service/log_files.h"
@@ -54,11 +55,22 @@ class NodeService {
                                            const api::HeartbeatRequest& req);
   // Where held heartbeats wait; null (the default): none is held. Set before serving.
   void SetWaiters(NodeWaiters* waiters) { waiters_ = waiters; }
+  // Wakes the scheduler for freed capacity and returns the number of the cycle that will see
+  // it (SchedulerLoop::WakeForCapacity), in place of `wake`, for heartbeats that report ended
+  // jobs: such a heartbeat, when it asks to wait (wait_ms) and the waiters are set, is answered
+  // once that cycle is over, so a job placed onto the freed slots goes out in its reply rather
+  // than in the agent's next heartbeat. Unset: answered at once. Set before serving.
+  void SetCapacityPass(std::function<uint64_t()> wake_for_pass) {
+    wake_for_pass_ = std::move(wake_for_pass);
+  }
   // Records each authenticated heartbeat's arrival there, for the scheduler's DOWN rule.
   void SetHeard(NodeHeard* heard) { heard_ = heard; }
   // Compares train jobs' step times with their plan (plan_watch.h); null (the default): none is.
   // Set before serving.
   void SetPlanWatch(PlanWatch* watch) { plan_watch_ = watch; }
+  // Told every job end and start on nodes (hand_over.h); null (the default): none is. Set
+  // before serving.
+  void SetHandOver(HandOverClock* clock) { hand_over_ = clock; }
   // {"nodes":[...]} per docs/contracts.md. Names no tenant and no job.
   Result<nlohmann::json> List(const Principal& p);
   // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
@@ -82,11 +94,16 @@ class NodeService {
   // A launch handed out in this many heartbeat replies and never acknowledged was lost by its
   // node: the job goes back to the queue as after a node loss.
   static constexpr int kLaunchSendsBeforeLost = 10;
+  // The most a heartbeat that reported ends waits for its scheduling pass: a cycle is
+  // milliseconds; one slower than this (a long queue, a slow database) leaves the launch to the
+  // agent's next heartbeat, as without the wait, rather than delaying the node's next report.
+  static constexpr int kPassWaitMs = 200;
 
  private:
-  // One heartbeat's transaction, never held.
+  // One heartbeat's transaction, never held. `pass` (optional): the scheduler cycle its
+  // reported ends woke (SetCapacityPass), 0 when it woke none.
   Result<api::HeartbeatResponse> Beat(const Principal& p, int64_t node_id,
-                                      const api::HeartbeatRequest& req);
+                                      const api::HeartbeatRequest& req, uint64_t* pass = nullptr);
 
   // What a heartbeat reads once, in a fixed number of statements whatever the number of jobs
   // on the node, and every step of it then shares.
@@ -133,9 +150,11 @@ class NodeService {
   const int heartbeat_interval_ms_;
   Clock now_;
   std::function<void()> wake_;
+  std::function<uint64_t()> wake_for_pass_;
   NodeWaiters* waiters_ = nullptr;
   NodeHeard* heard_ = nullptr;
   PlanWatch* plan_watch_ = nullptr;
+  HandOverClock* hand_over_ = nullptr;
   std::function<void(const LaunchPhases&)> on_launch_phases_;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;

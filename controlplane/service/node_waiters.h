@@ -32,6 +32,18 @@ class NodeWaiters {
   void Notify(const std::vector<int64_t>& node_ids);
   // Every node: after a scheduling cycle that placed jobs without saying where.
   void NotifyAll();
+
+  // A heartbeat that reported ended jobs waits for the scheduling pass its freed slots woke
+  // (SchedulerLoop::WakeForCapacity's number), so that a job placed onto them goes out in its
+  // own reply. The loop says when each cycle is over, after notifying the nodes it gave
+  // commands.
+  void PassDone(uint64_t seq);
+  enum class PassWait { kNotified, kPassDone, kTimedOut };
+  // Until the node's generation moves past `seen` (kNotified), cycle `pass` or a later one is
+  // over without that (kPassDone), or `timeout` passes, Shutdown, or `max_held` wait already
+  // (kTimedOut).
+  PassWait WaitForPass(int64_t node_id, uint64_t seen, uint64_t pass,
+                       std::chrono::milliseconds timeout);
   // Wakes every waiter and refuses new ones (the server is stopping).
   void Shutdown();
   int held() const;
@@ -42,6 +54,7 @@ class NodeWaiters {
   std::condition_variable cv_;
   std::unordered_map<int64_t, uint64_t> generation_;
   uint64_t all_generation_ = 0;  // bumped by NotifyAll; part of every node's generation
+  uint64_t passes_done_ = 0;     // the highest cycle number PassDone was told
   int held_ = 0;
   bool shutdown_ = false;
 };

@@ -107,6 +107,10 @@ struct ScheduleOptions {
   double fair_share_half_life_seconds = 24 * 3600.0;
   int max_reservations = 16;
   int64_t preempt_grace_ms = 60'000;  // expected time for a victim to checkpoint and exit
+  // false: `waiting` is left empty (placements, reservations and preemptions are the same). The
+  // forecaster's forward run asks for reasons only in its first cycle; writing one per waiting
+  // job is most of a cycle's cost with a long queue.
+  bool explain = true;
 };
 
 struct Placement {

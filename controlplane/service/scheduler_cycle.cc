@@ -131,12 +131,13 @@ void Cycle::Consider(const PendingJob& job) {
   TenantRun& tenant = tenants_[TenantIndex(job.tenant_id)];
   const TenantLimits& limits = tenant.t.limits;
   if (auto why = WhyNeverFits(job.resources, limits, registered_)) {
-    out_.waiting[job.job_id] = std::move(why->reason);
+    if (opt_.explain) out_.waiting[job.job_id] = std::move(why->reason);
     return;
   }
   const int kind = SlotKindOf(job.resources.slot_type);
   const int64_t slots = static_cast<int64_t>(job.resources.nodes) * job.resources.SlotsPerNode();
   if (limits.slots && tenant.t.slots_in_use + slots > *limits.slots) {
+    if (!opt_.explain) return;
     std::string why = "tenant quota: slots " + std::to_string(tenant.t.slots_in_use) + "/" +
                       std::to_string(*limits.slots);
     if (tenant.t.slots_in_use < *limits.slots) why += ", the job needs " + std::to_string(slots);
@@ -144,6 +145,7 @@ void Cycle::Consider(const PendingJob& job) {
     return;
   }
   if (limits.running_jobs && tenant.t.running_jobs + 1 > *limits.running_jobs) {
+    if (!opt_.explain) return;
     out_.waiting[job.job_id] = "tenant quota: running jobs " +
                                std::to_string(tenant.t.running_jobs) + "/" +
                                std::to_string(*limits.running_jobs);
@@ -156,11 +158,11 @@ void Cycle::Consider(const PendingJob& job) {
     const bool may_preempt =
         opt_.preempt_min_priority && job.priority >= *opt_.preempt_min_priority;
     if ((may_preempt && TryPreempt(job, kind, &reason)) || TryReserve(job, kind, &reason)) {
-      out_.waiting[job.job_id] = std::move(reason);
+      if (opt_.explain) out_.waiting[job.job_id] = std::move(reason);
       return;
     }
   }
-  out_.waiting[job.job_id] = WaitReason(job, kind, end) + reason;
+  if (opt_.explain) out_.waiting[job.job_id] = WaitReason(job, kind, end) + reason;
 }
 
 int64_t Cycle::FitNow(int kind, int slots) const {

@@ -128,7 +128,10 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
     EMBODY_RETURN_IF_ERROR(uow->fair_share().Save(accrual.state));
     EMBODY_RETURN_IF_ERROR(uow->fair_share().AddDailyUsage(accrual.daily));
   }
-  if (!any_pending) return uow->Commit();
+  if (!any_pending) {
+    if (forecast_idle_hook_) forecast_idle_hook_();
+    return uow->Commit();
+  }
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(tenants, uow->tenants().ListTenants(std::nullopt));
   // The decision sees history accrued up to now, also between the periods it is stored at: with
@@ -146,10 +149,8 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
     for (const auto& [id, job] : pending) {
       if (id > forecast_seen_id_) fresh_ids.push_back(id);
     }
-    if (!fresh_ids.empty()) {
-      forecast_seen_id_ = fresh_ids.back();
-      forecast_hook_(snapshot, jobs, std::move(fresh_ids));
-    }
+    if (!fresh_ids.empty()) forecast_seen_id_ = fresh_ids.back();
+    forecast_hook_(snapshot, jobs, std::move(fresh_ids));
   }
   ScheduleDecision d = Schedule(snapshot, opts_.schedule);
   for (const Placement& p : d.placements) {
@@ -223,10 +224,17 @@ Status SchedulerLoop::CancelOverdue() {
 }
 
 Status SchedulerLoop::RunOnce(CycleStats* stats, std::optional<int64_t> epoch) {
+  return RunCycle(stats, epoch, /*housekeeping=*/true);
+}
+
+Status SchedulerLoop::RunCycle(CycleStats* stats, std::optional<int64_t> epoch,
+                               bool housekeeping) {
   epoch_ = epoch;
   CycleStats ignored;
-  EMBODY_RETURN_IF_ERROR(MarkLostNodes());
-  EMBODY_RETURN_IF_ERROR(CancelOverdue());
+  if (housekeeping) {
+    EMBODY_RETURN_IF_ERROR(MarkLostNodes());
+    EMBODY_RETURN_IF_ERROR(CancelOverdue());
+  }
   return PlacePending(stats ? *stats : ignored);
 }
 
@@ -251,13 +259,17 @@ void SchedulerLoop::Wake() {
   cv_.notify_all();
 }
 
-void SchedulerLoop::WakeForCapacity() {
+uint64_t SchedulerLoop::WakeForCapacity() {
+  uint64_t next = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     woken_ = true;
     woken_for_capacity_ = true;
+    // A cycle under way may have read before the capacity was freed; the next one starts after.
+    next = cycles_started_ + 1;
   }
   cv_.notify_all();
+  return next;
 }
 
 void SchedulerLoop::Loop() {
@@ -265,7 +277,10 @@ void SchedulerLoop::Loop() {
   double last_count = -1e9;
   double last_start = -1e9;
   double last_seconds = 0;  // the previous cycle's duration
+  double last_housekeeping = -1e9;
   while (true) {
+    uint64_t seq = 0;
+    bool woken = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(opts_.period_ms),
@@ -278,20 +293,27 @@ void SchedulerLoop::Loop() {
                      [&] { return stop_ || woken_for_capacity_; });
       }
       if (stop_) return;
+      woken = woken_;
       woken_ = false;
       woken_for_capacity_ = false;
+      seq = ++cycles_started_;
     }
     CycleStats stats;
+    stats.seq = seq;
     const double start = common::MonotonicSeconds();
     last_start = start;
     const std::optional<int64_t> epoch = try_lead_ ? try_lead_() : std::nullopt;
     stats.leader = try_lead_ ? epoch.has_value() : true;
-    Status st = stats.leader ? RunOnce(&stats, epoch) : Status::Ok();
+    const bool housekeeping =
+        !woken || start - last_housekeeping >= opts_.period_ms / 1000.0;
+    Status st = stats.leader ? RunCycle(&stats, epoch, housekeeping) : Status::Ok();
+    if (st.ok() && stats.leader && housekeeping) last_housekeeping = start;
     // Deposed between the lock check and a write: nothing of this cycle was written, and the
     // next cycle's check finds the lock lost.
     if (IsDeposed(st)) stats.leader = false;
     stats.seconds = common::MonotonicSeconds() - start;
     last_seconds = stats.seconds;
+    if (on_decided_) on_decided_(stats);
     // Woken cycles can come many times a second under a burst of submits; counting every job
     // each time would cost more than the scheduling.
     if (st.ok() && start - last_count >= opts_.count_period_ms / 1000.0) {

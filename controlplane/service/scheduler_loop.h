@@ -36,6 +36,9 @@ namespace controlplane::service {
 // carry decisions and a duration. The counts are refreshed at most once per `count_period_ms`
 // (they are a GROUP BY over all jobs), and `counted` says whether this cycle refreshed them.
 struct CycleStats {
+  // This cycle's number in the loop (1, 2, ...; 0 from RunOnce outside the loop). A cycle
+  // numbered at or past what WakeForCapacity returned started after that wake.
+  uint64_t seq = 0;
   bool leader = false;
   double seconds = 0;
   int64_t scheduled = 0;  // jobs placed this cycle
@@ -85,22 +88,37 @@ class SchedulerLoop {
   // `epoch`: the leadership every unit of work holds (failed_precondition, nothing written,
   // once it is not current); nullopt: unfenced.
   Status RunOnce(CycleStats* stats = nullptr, std::optional<int64_t> epoch = std::nullopt);
+  // The loop's cycle: RunOnce, where `housekeeping` false leaves out steps 1 and 2 (lost nodes,
+  // time limits). The loop does so in woken cycles within a period of the last that did them:
+  // every job end wakes a cycle, whose placement should not wait on two more transactions that
+  // a period's delay does not change (a node is lost after 3 intervals).
+  Status RunCycle(CycleStats* stats, std::optional<int64_t> epoch, bool housekeeping);
 
   void Start();
   void Stop();
   // New work (a submission, a cancel): a cycle soon, gapped as Options::woken_gap_ms says.
   void Wake();
   // Freed capacity (a job ended, a node came back): a cycle now, without the gap, since the
-  // queue's next job waits on it and a slot should not idle for the gap.
-  void WakeForCapacity();
+  // queue's next job waits on it and a slot should not idle for the gap. Returns the number
+  // (CycleStats::seq) of the first cycle sure to start after this wake: the one that sees the
+  // capacity freed before the call.
+  uint64_t WakeForCapacity();
   // Heartbeats this server received, committed or not (node_heard.h); null: the database only.
   void SetHeard(const NodeHeard* heard) { heard_ = heard; }
-  // Called in a cycle, before its decision, with the snapshot it decides on, the jobs it was
-  // built from and the pending jobs submitted since the hook was last called (ids ascending;
-  // all pending jobs in the first cycle): forecast_service.h records their forecasts.
+  // Called with every loop cycle's stats as soon as its decisions are committed (or failed),
+  // before the jobs are counted for `observe`: the commands it made go out without waiting for
+  // that count. Set before Start.
+  void SetOnDecided(std::function<void(const CycleStats&)> fn) { on_decided_ = std::move(fn); }
+  // Called in every cycle that has pending jobs, before its decision, with the snapshot it
+  // decides on, the jobs it was built from and the pending jobs submitted since the hook was
+  // last called (ids ascending; all pending jobs in the first cycle; often none):
+  // forecast_service.h records their forecasts and keeps the snapshot for dry runs.
   using ForecastHook = std::function<void(const ClusterSnapshot&, const std::vector<JobRecord>&,
                                           std::vector<int64_t>)>;
   void SetForecastHook(ForecastHook hook) { forecast_hook_ = std::move(hook); }
+  // Called in every cycle that finds no pending job: a snapshot kept from an earlier cycle no
+  // longer describes the queue (its jobs started, ended or were cancelled).
+  void SetForecastIdleHook(std::function<void()> hook) { forecast_idle_hook_ = std::move(hook); }
 
  private:
   // A unit of work holding the cycle's leadership epoch, if it has one.
@@ -117,8 +135,10 @@ class SchedulerLoop {
   std::function<std::optional<int64_t>()> try_lead_;
   std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
+  std::function<void(const CycleStats&)> on_decided_;
   const NodeHeard* heard_ = nullptr;
   ForecastHook forecast_hook_;
+  std::function<void()> forecast_idle_hook_;
   int64_t forecast_seen_id_ = 0;  // the highest pending job id handed to the hook
   // Since when this server can have heard every node: its start. A node is lost only after 3
   // silent intervals within that time, so agents reconnecting to a restarted server are not held
@@ -130,6 +150,7 @@ class SchedulerLoop {
   std::condition_variable cv_;
   bool woken_ = false;
   bool woken_for_capacity_ = false;
+  uint64_t cycles_started_ = 0;  // under mu_, counted as each loop cycle starts
   bool stop_ = false;
   std::thread thread_;
 };

@@ -25,8 +25,8 @@
 //
 // Residuals live in the units GradBuckets hands over (gradients times this rank's loss weight),
 // one fp32 per gradient entry, indexed like the gradient buffer; a checkpoint stores every rank's
-// (engine/checkpoint.h) so a resumed run continues exactly. With error_feedback false residuals
-// are neither added nor kept (a test and benchmark baseline only).
+// (engine/format/checkpoint.h) so a resumed run continues exactly. With error_feedback false
+// residuals are neither added nor kept (a test and benchmark baseline only).
 //
 // Bytes: bytes_sent counts what this rank hands MPI for other ranks (its own chunk stays home);
 // fp32_bytes_equivalent counts what the same reduce-scatter + all-gather would send in fp32,
@@ -109,8 +109,8 @@ class Fp8Allreduce {
 };
 
 // The residual rank `rank` of `world` resumes with, from a checkpoint's residuals of `ranks`
-// ranks (rank-major, n each; engine/checkpoint.h): its own when the rank count is the same; on
-// another count, the sum of all of them on rank 0 and zeros elsewhere (what the ranks owe in
+// ranks (rank-major, n each; engine/format/checkpoint.h): its own when the rank count is the
+// same; on another count, the sum of all of them on rank 0 and zeros elsewhere (what the ranks owe in
 // total is kept); zeros when the checkpoint has none.
 std::vector<float> ResidualForRank(const std::vector<float>& residuals, uint32_t ranks, size_t n,
                                    int rank, int world);

@@ -24,13 +24,13 @@
 #include <gtest/gtest.h>
 
 #include "common/hash.h"
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/dist/grad_buckets.h"
 #include "engine/dist/mpi_communicator.h"
 #include "engine/fp8/fp8_format.h"
 #include "engine/report/recording_sink.h"
 #include "engine/testing/small_run.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/checkpoint.h"
 #include "engine/dist/mpi_communicator.h"
+#include "engine/format/checkpoint.h"
 #include "engine/testing/reach_hdf5.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 #include "storage/manifest.h"
 #include "storage/testing/episodes.h"
 

@@ -11,10 +11,10 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/checkpoint.h"
 #include "engine/dist/mpi_communicator.h"
+#include "engine/format/checkpoint.h"
+#include "engine/train/trainer.h"
 #include "engine/train_batches.h"
-#include "engine/trainer.h"
 
 namespace engine {
 namespace {

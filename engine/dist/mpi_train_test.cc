@@ -12,7 +12,7 @@
 
 #include "common/hash.h"
 #include "engine/dist/mpi_communicator.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 namespace {

@@ -13,7 +13,7 @@ constexpr int kMaxGroupSteps = 200000;
 
 }  // namespace
 
-common::Result<TaskEvalResult> EvaluateTask(PolicyActor& actor, const rl::EnvSpec& env_spec,
+common::Result<TaskEvalResult> EvaluateTask(PolicyActor& actor, const sim::EnvSpec& env_spec,
                                             int episodes, uint64_t seed) {
   if (episodes < 1 || episodes > kMaxEvalEpisodes) {
     return common::InvalidArgument("episodes must be 1.." + std::to_string(kMaxEvalEpisodes));
@@ -27,11 +27,11 @@ common::Result<TaskEvalResult> EvaluateTask(PolicyActor& actor, const rl::EnvSpe
   r.task = env_spec.task;
   double returns = 0.0, lengths = 0.0;
   std::vector<float> actions;
-  rl::StepResult step;
+  sim::StepResult step;
   for (int first = 0, group = 0; first < episodes; first += kMaxEvalBatch, ++group) {
-    rl::EnvSpec spec = env_spec;
+    sim::EnvSpec spec = env_spec;
     spec.num_envs = std::min(kMaxEvalBatch, episodes - first);
-    EMBODY_ASSIGN_OR_RETURN(env, rl::MakeVecEnv(spec));
+    EMBODY_ASSIGN_OR_RETURN(env, sim::MakeVecEnv(spec));
     env->Reset(common::Rng::ForKey(seed, kEvalTag, static_cast<uint64_t>(group)).NextU64());
     std::vector<uint8_t> ended(spec.num_envs, 0);
     int open = spec.num_envs;

@@ -2,7 +2,7 @@
 // rate and mean return.
 //
 // Episodes run in groups of at most kMaxEvalBatch environments stepped together (one batched
-// inference per step). Group g is a VecEnv (engine/rl/make_env.h) reset with
+// inference per step). Group g is a VecEnv (engine/sim/make_env.h) reset with
 // ForKey(seed, "eval", g); each environment's first episode is the one counted (the VecEnv
 // starts another when it ends; those are ignored), and the group steps until every counted
 // episode has ended, which the task's step limit bounds. Episode i is therefore a function of
@@ -21,7 +21,7 @@
 
 #include "common/status.h"
 #include "engine/eval/policy_actor.h"
-#include "engine/rl/make_env.h"
+#include "engine/sim/make_env.h"
 
 namespace engine::eval {
 
@@ -39,7 +39,7 @@ struct TaskEvalResult {
 
 // env.task names the task; env.num_envs is ignored (the groups set it). Errors: episodes outside
 // 1..kMaxEvalEpisodes, an environment the spec cannot make, an actor error.
-common::Result<TaskEvalResult> EvaluateTask(PolicyActor& actor, const rl::EnvSpec& env,
+common::Result<TaskEvalResult> EvaluateTask(PolicyActor& actor, const sim::EnvSpec& env,
                                             int episodes, uint64_t seed);
 
 nlohmann::json ToJson(const TaskEvalResult& r);

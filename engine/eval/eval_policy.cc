@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/checkpoint.h"
-#include "engine/fp8_checkpoint.h"
+#include "engine/format/checkpoint.h"
+#include "engine/format/fp8_checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/ptq.h"
 #include "engine/rl/policy_checkpoint.h"
@@ -76,12 +76,12 @@ common::Result<EvalPolicy> LoadEvalPolicy(const std::string& bytes, bool fp8) {
   return p;
 }
 
-rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task) {
+sim::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task) {
   int vocab = PolicyConfig{}.vocab;
   if (auto config = PolicyConfigFromOptions(engine); config.ok()) vocab = config->vocab;
-  rl::EnvSpec s;
+  sim::EnvSpec s;
   if (rl_policy) {
-    s = rl::RlEnvSpec(engine.rl, engine.model.action_dim, vocab);
+    s = sim::RlEnvSpec(engine.rl, engine.model.action_dim, vocab);
   } else {
     s.action_dim = engine.model.action_dim;
     s.vocab = vocab;
@@ -96,7 +96,7 @@ rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::
   return s;
 }
 
-rl::EnvSpec EnvFor(const EvalPolicy& policy, const std::string& task) {
+sim::EnvSpec EnvFor(const EvalPolicy& policy, const std::string& task) {
   return EnvFor(policy.engine, policy.kind == "rl", task);
 }
 

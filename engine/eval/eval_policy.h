@@ -1,7 +1,8 @@
 // A policy to evaluate, loaded from the bytes of a checkpoint file of any kind the engine writes:
-//   a training (behaviour-cloning) checkpoint   engine/checkpoint.h; the flow-matching policy
-//   an rl policy checkpoint                      engine/rl/policy_checkpoint.h; the Gaussian mean
-//   an FP8 checkpoint                            engine/fp8_checkpoint.h (magic "EMBDFP8W")
+//   a training (behaviour-cloning) checkpoint   engine/format/checkpoint.h; the flow-matching
+//   policy an rl policy checkpoint                      engine/rl/policy_checkpoint.h; the Gaussian
+//   mean an FP8 checkpoint                            engine/format/fp8_checkpoint.h (magic
+//   "EMBDFP8W")
 // With `fp8` a behaviour-cloning checkpoint is quantised first (engine/ptq.h, the defaults of
 // `embody-engine quantize`) and evaluated from the FP8 checkpoint's bytes, exactly as a rollout
 // worker would load it. An rl policy has no FP8 path (its heads live outside the quantised
@@ -20,7 +21,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/eval/policy_actor.h"
-#include "engine/rl/make_env.h"
+#include "engine/sim/make_env.h"
 
 namespace engine::eval {
 
@@ -37,8 +38,8 @@ struct EvalPolicy {
 common::Result<EvalPolicy> LoadEvalPolicy(const std::string& checkpoint_bytes, bool fp8);
 
 // The environment `policy` is evaluated in on `task` ("reach", "push", "pick_place").
-rl::EnvSpec EnvFor(const EvalPolicy& policy, const std::string& task);
+sim::EnvSpec EnvFor(const EvalPolicy& policy, const std::string& task);
 // The same from engine options alone: rl_policy says which of the two rules applies.
-rl::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task);
+sim::EnvSpec EnvFor(const api::EngineOptions& engine, bool rl_policy, const std::string& task);
 
 }  // namespace engine::eval

@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_model.h"
+#include "engine/format/checkpoint.h"
+#include "engine/format/checkpoint_model.h"
 #include "engine/eval/episodes.h"
-#include "engine/eval/eval_job.h"
 #include "engine/eval/eval_policy.h"
+#include "engine/jobs/eval.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/report/recording_sink.h"
@@ -95,11 +95,11 @@ TEST(EvalTest, RlPolicyCheckpointsLoadAsTheirGaussianMean) {
   EXPECT_EQ(p->kind, "rl");
   EXPECT_EQ(p->step, 12);
   EXPECT_EQ(p->rl->heads(), policy->heads());
-  const rl::EnvSpec env = EnvFor(*p, "push");
+  const sim::EnvSpec env = EnvFor(*p, "push");
   EXPECT_EQ(env.cameras, 0);
   EXPECT_EQ(env.episode_steps, 20);
   EXPECT_TRUE(env.privileged_state);
-  auto made = rl::MakeVecEnv(env);
+  auto made = sim::MakeVecEnv(env);
   ASSERT_TRUE(made.ok());
   std::vector<float> got;
   ASSERT_TRUE(p->actor->Act((*made)->observations(), 0, &got).ok());
@@ -140,7 +140,7 @@ TEST(EvalTest, BadInputIsRefused) {
   const std::string bytes = BcCheckpointBytes(o, UntrainedParams(o));
   auto p = LoadEvalPolicy(bytes, false);
   ASSERT_TRUE(p.ok());
-  rl::EnvSpec env = EnvFor(*p, "reach");
+  sim::EnvSpec env = EnvFor(*p, "reach");
   EXPECT_FALSE(EvaluateTask(*p->actor, env, 0, 1).ok());
   EXPECT_FALSE(EvaluateTask(*p->actor, env, kMaxEvalEpisodes + 1, 1).ok());
   env.action_dim = 3;  // not the policy's

@@ -28,7 +28,7 @@ common::Result<PeriodicEval> PeriodicEval::ForTraining(const api::EngineOptions&
   const std::string prefix = "sim:";
   const std::string& d = engine.data.dataset;
   const std::string task = d.rfind(prefix, 0) == 0 ? d.substr(prefix.size()) : "";
-  if (!rl::IsEnvTask(task)) {
+  if (!sim::IsEnvTask(task)) {
     return common::InvalidArgument("evaluation during training needs a built-in sim: dataset, "
                                    "not \"" + d + "\"",
                                    "engine.eval_every");

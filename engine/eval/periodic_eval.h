@@ -22,7 +22,7 @@
 #include "common/status.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/rl/actor_critic.h"
-#include "engine/rl/make_env.h"
+#include "engine/sim/make_env.h"
 
 namespace engine::eval {
 
@@ -45,7 +45,7 @@ class PeriodicEval {
   int episodes_ = 0;
   uint64_t seed_ = 0;
   int inference_steps_ = 1;
-  rl::EnvSpec env_;
+  sim::EnvSpec env_;
 };
 
 }  // namespace engine::eval

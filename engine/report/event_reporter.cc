@@ -1,7 +1,6 @@
 #include "engine/report/event_reporter.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -10,20 +9,6 @@
 #include "common/time_util.h"
 
 namespace engine {
-
-std::optional<ReporterConfig> ReporterConfig::FromEnv() {
-  auto get = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v != nullptr ? v : "");
-  };
-  ReporterConfig c;
-  c.agent_url = get("EMBODY_AGENT_URL");
-  if (c.agent_url.empty()) return std::nullopt;
-  c.job_id = get("EMBODY_JOB_ID");
-  c.token = get("EMBODY_JOB_TOKEN");
-  c.ca_file = get("EMBODY_CA_FILE");
-  return c;
-}
 
 HttpEventReporter::HttpEventReporter(ReporterConfig config) : config_(std::move(config)) {
   // The client puts the URL's path prefix, if any, before this.
@@ -62,9 +47,14 @@ void HttpEventReporter::Run() {
   // One client for the reporter's life: it keeps the connection to the agent alive between posts.
   // A URL httplib cannot use (bad scheme) makes every event a dropped one, logged once.
   std::unique_ptr<common::http::Client> client;
-  auto made = common::http::Client::Create({config_.agent_url, config_.connect_timeout_s,
-                                            config_.io_timeout_s, config_.io_timeout_s,
-                                            config_.token, config_.ca_file});
+  common::http::ClientOptions options;
+  options.base_url = config_.agent_url;
+  options.connect_timeout_s = config_.connect_timeout_s;
+  options.read_timeout_s = config_.io_timeout_s;
+  options.write_timeout_s = config_.io_timeout_s;
+  options.bearer_token = config_.token;
+  options.ca_file = config_.ca_file;
+  auto made = common::http::Client::Create(std::move(options));
   if (made.ok()) {
     client = std::move(*made);
   } else {

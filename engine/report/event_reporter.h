@@ -38,9 +38,7 @@ struct ReporterConfig {
   double io_timeout_s = 2.0;
   size_t max_queue = 10000;
 
-  // From EMBODY_AGENT_URL, EMBODY_JOB_ID, EMBODY_JOB_TOKEN, EMBODY_CA_FILE; nullopt when
-  // EMBODY_AGENT_URL is unset or empty (no agent: nothing to post to).
-  static std::optional<ReporterConfig> FromEnv();
+  // embody-engine fills it from the launch environment (engine/jobs/job_context.h).
 };
 
 struct ReporterStats {

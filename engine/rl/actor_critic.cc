@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/checkpoint_model.h"
+#include "engine/format/checkpoint_model.h"
 
 namespace engine::rl {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/model/policy_transformer.h"
 
 namespace engine::rl {
@@ -33,8 +33,8 @@ class ActorCritic {
   static common::Result<std::unique_ptr<ActorCritic>> Create(const PolicyConfig& config,
                                                              uint64_t seed, float init_log_std);
 
-  // Loads the trunk from a behaviour-cloning checkpoint (engine/checkpoint.h) of the same model
-  // shape and re-initialises the heads from it. Errors name both shapes.
+  // Loads the trunk from a behaviour-cloning checkpoint (engine/format/checkpoint.h) of the same
+  // model shape and re-initialises the heads from it. Errors name both shapes.
   common::Status LoadTrunk(const CheckpointData& checkpoint);
 
   // Runs the policy on obs (context-only samples, vec_env.h). mean() (n, A), value() (n).

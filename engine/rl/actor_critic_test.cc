@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "common/rng.h"
-#include "engine/checkpoint_model.h"
-#include "engine/rl/reach_env.h"
+#include "engine/format/checkpoint_model.h"
+#include "engine/sim/reach_env.h"
 
 namespace engine::rl {
 namespace {
@@ -25,11 +25,11 @@ PolicyConfig TinyConfig() {
 }
 
 std::vector<PolicySample> Observations(int n, int cameras) {
-  ReachEnvConfig ec;
+  sim::ReachEnvConfig ec;
   ec.num_envs = n;
   ec.action_dim = 3;
   ec.cameras = cameras;
-  auto env = std::move(*ReachVecEnv::Create(ec));
+  auto env = std::move(*sim::ReachVecEnv::Create(ec));
   env->Reset(11);
   return env->observations();
 }

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "engine/rl/gaussian.h"
-#include "engine/rl/latency_env.h"
-#include "engine/rl/make_env.h"
+#include "engine/sim/latency_env.h"
+#include "engine/sim/make_env.h"
 
 namespace engine::rl {
 namespace {
@@ -53,7 +53,7 @@ void Record(Segment* s, const PolicySample& obs, const float* action, int A, flo
   s->versions.push_back(version);
 }
 
-void RecordStep(Segment* s, const StepResult& r, int e) {
+void RecordStep(Segment* s, const sim::StepResult& r, int e) {
   s->rewards.push_back(r.reward[e]);
   s->dones.push_back(r.done[e]);
   if (r.done[e]) {
@@ -82,7 +82,7 @@ bool Gate(const ActorSetup& s, int64_t j, ActorCounters* c) {
 
 class LockstepActors final : public Actors {
  public:
-  LockstepActors(const ActorSetup& s, std::unique_ptr<VecEnv> env,
+  LockstepActors(const ActorSetup& s, std::unique_ptr<sim::VecEnv> env,
                  std::unique_ptr<ActorCritic> policy)
       : s_(s), env_(std::move(env)), policy_(std::move(policy)) {
     thread_ = std::thread([this] { Run(); });
@@ -103,7 +103,7 @@ class LockstepActors final : public Actors {
     std::vector<float> act(static_cast<size_t>(N) * A), logp(N), value(N);
     std::vector<common::Rng> rngs;
     std::vector<common::Rng*> noise(N);
-    StepResult res;
+    sim::StepResult res;
     for (int64_t j = 0; j < s_.batches; ++j) {
       if (!Gate(s_, j, &counters_)) return common::Status::Ok();
       std::vector<Segment> segs;
@@ -134,7 +134,7 @@ class LockstepActors final : public Actors {
   }
 
   ActorSetup s_;
-  std::unique_ptr<VecEnv> env_;
+  std::unique_ptr<sim::VecEnv> env_;
   std::unique_ptr<ActorCritic> policy_;
   ActorCounters counters_;
   std::thread thread_;
@@ -273,7 +273,7 @@ class InferenceBatcher {
 
 class EnvActors final : public Actors {
  public:
-  EnvActors(const ActorSetup& s, std::vector<std::unique_ptr<VecEnv>> envs,
+  EnvActors(const ActorSetup& s, std::vector<std::unique_ptr<sim::VecEnv>> envs,
             std::unique_ptr<ActorCritic> policy)
       : s_(s), envs_(std::move(envs)), batcher_(s, std::move(policy), &counters_) {
     server_ = std::thread([this] {
@@ -303,11 +303,11 @@ class EnvActors final : public Actors {
  private:
   common::Status Act(int e) {
     const int T = s_.engine.rl.rollout_steps, A = s_.policy.action_dim;
-    VecEnv& env = *envs_[e];
+    sim::VecEnv& env = *envs_[e];
     std::vector<float> act(A);
     float logp = 0, value = 0;
     int64_t version = 0, step = 0;
-    StepResult res;
+    sim::StepResult res;
     for (int64_t j = 0; j < s_.batches; ++j) {
       if (!Gate(s_, j, &counters_)) return common::Status::Ok();
       Segment seg = NewSegment(e, j, T, A);
@@ -329,7 +329,7 @@ class EnvActors final : public Actors {
   }
 
   ActorSetup s_;
-  std::vector<std::unique_ptr<VecEnv>> envs_;
+  std::vector<std::unique_ptr<sim::VecEnv>> envs_;
   ActorCounters counters_;
   InferenceBatcher batcher_;
   std::atomic<int> running_{0};
@@ -337,8 +337,8 @@ class EnvActors final : public Actors {
   std::vector<std::thread> threads_;
 };
 
-EnvSpec ActorEnvSpec(const ActorSetup& s, int num_envs) {
-  EnvSpec spec = RlEnvSpec(s.engine.rl, s.policy.action_dim, s.policy.vocab);
+sim::EnvSpec ActorEnvSpec(const ActorSetup& s, int num_envs) {
+  sim::EnvSpec spec = sim::RlEnvSpec(s.engine.rl, s.policy.action_dim, s.policy.vocab);
   spec.num_envs = num_envs;
   return spec;
 }
@@ -470,10 +470,10 @@ common::Rng ActionNoise(uint64_t seed, int rank, int env, int64_t step) {
 
 common::Result<std::unique_ptr<Actors>> StartLockstepActors(const ActorSetup& s) {
   const int N = s.engine.rl.envs;
-  auto made = MakeVecEnv(ActorEnvSpec(s, N));
+  auto made = sim::MakeVecEnv(ActorEnvSpec(s, N));
   if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
-  EMBODY_ASSIGN_OR_RETURN(env, WithLatency(std::move(made).value(), s.engine.rl.env_latency,
-                                           s.engine.seed, static_cast<uint64_t>(s.rank) * N));
+  EMBODY_ASSIGN_OR_RETURN(env, sim::WithLatency(std::move(made).value(), s.engine.rl.env_latency,
+                                                s.engine.seed, static_cast<uint64_t>(s.rank) * N));
   env->Reset(common::Rng::ForKey(s.engine.seed, kEnvSalt, static_cast<uint64_t>(s.rank)).NextU64());
   EMBODY_ASSIGN_OR_RETURN(policy, Replica(s));
   return std::unique_ptr<Actors>(
@@ -482,12 +482,13 @@ common::Result<std::unique_ptr<Actors>> StartLockstepActors(const ActorSetup& s)
 
 common::Result<std::unique_ptr<Actors>> StartEnvActors(const ActorSetup& s) {
   const int N = s.engine.rl.envs;
-  std::vector<std::unique_ptr<VecEnv>> envs;
+  std::vector<std::unique_ptr<sim::VecEnv>> envs;
   for (int e = 0; e < N; ++e) {
-    auto made = MakeVecEnv(ActorEnvSpec(s, 1));
+    auto made = sim::MakeVecEnv(ActorEnvSpec(s, 1));
     if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
-    EMBODY_ASSIGN_OR_RETURN(env, WithLatency(std::move(made).value(), s.engine.rl.env_latency,
-                                             s.engine.seed, static_cast<uint64_t>(s.rank) * N + e));
+    EMBODY_ASSIGN_OR_RETURN(
+        env, sim::WithLatency(std::move(made).value(), s.engine.rl.env_latency, s.engine.seed,
+                              static_cast<uint64_t>(s.rank) * N + e));
     // One environment per VecEnv: its episodes are seeded by (rank, e) instead of its index.
     env->Reset(common::Rng::ForKey(s.engine.seed, kEnvSalt, static_cast<uint64_t>(s.rank),
                                    static_cast<uint64_t>(e) + 1)

@@ -33,7 +33,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "engine/rl/actor_critic.h"
-#include "engine/rl/vec_env.h"
+#include "engine/sim/vec_env.h"
 
 namespace engine::rl {
 

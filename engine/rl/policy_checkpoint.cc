@@ -6,7 +6,7 @@
 #include "common/file_util.h"
 #include "common/log.h"
 
-#include "engine/checkpoint_model.h"
+#include "engine/format/checkpoint_model.h"
 #include "engine/model/policy_options.h"
 
 namespace engine::rl {

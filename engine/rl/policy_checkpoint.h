@@ -1,6 +1,6 @@
 // The checkpoint a kind "rl" job leaves: its final policy (trunk and heads) in the engine's
-// checkpoint format (engine/checkpoint.h), so evaluation (engine/eval/) and anything else that
-// reads checkpoints can load it, and the agent uploads it like a training checkpoint.
+// checkpoint format (engine/format/checkpoint.h), so evaluation (engine/eval/) and anything else
+// that reads checkpoints can load it, and the agent uploads it like a training checkpoint.
 //
 // Layout inside CheckpointData:
 //   params  the trunk's flat parameters, then the heads (ActorCritic::heads(): mean_w, mean_b,
@@ -19,7 +19,7 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
-#include "engine/checkpoint.h"
+#include "engine/format/checkpoint.h"
 #include "engine/report/event_sink.h"
 #include "engine/rl/actor_critic.h"
 

@@ -9,7 +9,7 @@
 #include "engine/dist/communicator.h"
 #include "engine/rl/gaussian.h"
 #include "engine/rl/ppo.h"
-#include "engine/rl/reach_env.h"
+#include "engine/sim/reach_env.h"
 
 namespace engine::rl {
 namespace {
@@ -29,11 +29,11 @@ PolicyConfig Tiny() {
 // log-prob `lag` below what `policy` gives it now (a stale behaviour policy); the critic's values
 // and the bootstrap values are the given ones (as the update's starting critic gave them).
 Rollout StaleRollout(ActorCritic& policy, double lag, uint64_t seed = 11) {
-  ReachEnvConfig ec;
+  sim::ReachEnvConfig ec;
   ec.num_envs = 2;
   ec.action_dim = 3;
   ec.cameras = 0;
-  auto env = std::move(*ReachVecEnv::Create(ec));
+  auto env = std::move(*sim::ReachVecEnv::Create(ec));
   env->Reset(seed);
   Rollout r;
   r.steps = 2;

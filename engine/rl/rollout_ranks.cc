@@ -3,7 +3,7 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/binary_io.h"
+#include "engine/format/binary_io.h"
 #include "engine/dist/agree_on_stop.h"
 #include "engine/model/policy_options.h"
 

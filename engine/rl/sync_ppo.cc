@@ -7,14 +7,14 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/rng.h"
-#include "engine/checkpoint.h"
 #include "engine/dist/agree_on_stop.h"
 #include "engine/eval/periodic_eval.h"
+#include "engine/format/checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
-#include "engine/rl/latency_env.h"
-#include "engine/rl/make_env.h"
 #include "engine/rl/policy_checkpoint.h"
+#include "engine/sim/latency_env.h"
+#include "engine/sim/make_env.h"
 
 namespace engine::rl {
 namespace {
@@ -108,11 +108,11 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
   const uint64_t seed = options.engine.seed;
   EMBODY_ASSIGN_OR_RETURN(config, PolicyConfigFromOptions(options.engine));
   EMBODY_ASSIGN_OR_RETURN(policy, MakeRlPolicy(options, config, comm));
-  auto made = MakeVecEnv(RlEnvSpec(rl, config.action_dim, config.vocab));
+  auto made = sim::MakeVecEnv(sim::RlEnvSpec(rl, config.action_dim, config.vocab));
   if (!made.ok()) return common::InvalidArgument(made.status().message(), "engine.rl.task");
   // engine.rl.env_latency: the environments wait as a heavy simulator would (none by default).
-  EMBODY_ASSIGN_OR_RETURN(env, WithLatency(std::move(made).value(), rl.env_latency, seed,
-                                           static_cast<uint64_t>(comm.rank()) * rl.envs));
+  EMBODY_ASSIGN_OR_RETURN(env, sim::WithLatency(std::move(made).value(), rl.env_latency, seed,
+                                                static_cast<uint64_t>(comm.rank()) * rl.envs));
   env->Reset(common::Rng::ForKey(seed, 0x656e76ULL, static_cast<uint64_t>(comm.rank())).NextU64());
 
   EMBODY_ASSIGN_OR_RETURN(periodic_eval, eval::PeriodicEval::ForRl(options.engine));
@@ -123,7 +123,7 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
   const int64_t total_updates = (rl.total_env_steps + per_update - 1) / per_update;
 
   SyncPpoResult result;
-  StepResult step;
+  sim::StepResult step;
   int64_t env_steps = 0;
   // Whether to stop, the same on every rank (agree_on_stop.h): a rank that left alone would leave
   // the others in the next update's gradient all-reduce.

@@ -46,7 +46,7 @@ void Proprioception(const SimTasks& tasks, int e, float* state);
 // (each move is toward a point set off from the block or the goal), scaled so a centimetre is a
 // tenth, which a small policy resolves far better than the difference of two absolute entries.
 // Their demonstrations (sim_samples.h) and the environments a policy acts in
-// (engine/rl/table_env.h) carry it.
+// (engine/sim/table_env.h) carry it.
 inline constexpr int kObjectStateDim = 11;
 inline constexpr double kRelativeScale = 0.1;  // m
 void ObjectState(const SimTasks& tasks, int e, float* state);

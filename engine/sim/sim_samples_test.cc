@@ -12,7 +12,7 @@
 #include "engine/sim/reach_task.h"
 #include "engine/sim/render.h"
 #include "engine/testing/small_run.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine::sim {
 namespace {

@@ -102,7 +102,7 @@ class SimTasks {
   void ExpertAction(int e, float* action) const;
 
   // The shaped per-step value of env e's current state (the reward above without the success
-  // bonus): RL environments use it as a potential (engine/rl/table_env.h).
+  // bonus): RL environments use it as a potential (engine/sim/table_env.h).
   double Shaped(int e) const;
 
  private:

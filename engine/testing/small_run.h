@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine::testing {
 

@@ -1,8 +1,8 @@
 // Checkpointer: when and how a training run writes its checkpoints (engine.checkpoint and
 // TrainerOptions::checkpoint_dir).
 //
-// A run writes step-<N>.ckpt (engine/checkpoint.h) every engine.checkpoint.every_steps steps, at
-// its last step, and at the step it stops early in; after each it keeps only the newest
+// A run writes step-<N>.ckpt (engine/format/checkpoint.h) every engine.checkpoint.every_steps
+// steps, at its last step, and at the step it stops early in; after each it keeps only the newest
 // engine.checkpoint.keep files of the directory. Only rank 0 writes, with common::WriteFileAtomic
 // (a reader sees the old directory or the whole new file, never a partial one); every rank takes
 // part in each save, since the fp8 residuals are gathered to rank 0 and all ranks learn whether
@@ -18,8 +18,8 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
-#include "engine/checkpoint.h"
 #include "engine/dist/communicator.h"
+#include "engine/format/checkpoint.h"
 #include "engine/report/event_sink.h"
 #include "engine/train/train_state.h"
 

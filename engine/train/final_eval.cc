@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "common/file_util.h"
-#include "engine/fp8_checkpoint.h"
+#include "engine/format/fp8_checkpoint.h"
 #include "engine/policy_eval.h"
 #include "engine/ptq.h"
 

@@ -20,7 +20,7 @@
 #include "engine/model/policy_transformer.h"
 #include "engine/report/event_sink.h"
 #include "engine/sim/demo_source.h"
-#include "engine/trainer.h"
+#include "engine/train/trainer.h"
 
 namespace engine {
 

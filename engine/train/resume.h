@@ -18,15 +18,15 @@
 
 #include "api/job_spec.h"
 #include "common/status.h"
-#include "engine/checkpoint.h"
 #include "engine/dist/communicator.h"
+#include "engine/format/checkpoint.h"
 #include "engine/train/train_state.h"
 
 namespace engine {
 
 // What the job would write in a checkpoint of its own, to hold the one it resumes from against.
 struct ResumeExpectation {
-  nlohmann::json model;  // ModelJson (engine/checkpoint_model.h) of the job's model
+  nlohmann::json model;  // ModelJson (engine/format/checkpoint_model.h) of the job's model
   size_t params = 0;
   uint64_t seed = 0;  // engine.seed
   int steps = 0;      // engine.optim.steps

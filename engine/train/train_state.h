@@ -1,7 +1,7 @@
 // TrainState: what of a training run in progress a checkpoint saves and a resume restores on
 // every rank: the replica's parameters, AdamW's moments and step count, and with
 // engine.fp8.allreduce this rank's residual (the gradient it still owes). The step and the data
-// position travel beside it (engine/checkpoint.h's DataPosition, TrainData::PositionAt); the
+// position travel beside it (engine/format/checkpoint.h's DataPosition, TrainData::PositionAt); the
 // run's configuration is the checkpointer's.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "storage/file.h"
+#include "common/file_util.h"
 #include "storage/parquet/metadata_writer.h"
 #include "storage/parquet/rle.h"
 
@@ -322,9 +322,7 @@ common::Result<std::string> TableWriter::Finish() const {
 
 common::Status TableWriter::WriteFile(const std::string& path) const {
   EMBODY_ASSIGN_OR_RETURN(bytes, Finish());
-  EMBODY_ASSIGN_OR_RETURN(file, AtomicFile::Create(path));
-  EMBODY_RETURN_IF_ERROR(file->Append(bytes));
-  return file->Commit();
+  return common::WriteFileAtomic(path, bytes);
 }
 
 }  // namespace storage::parquet

@@ -158,6 +158,7 @@ FakeBlobServer::FakeBlobServer() : server_(std::make_unique<httplib::Server>()) 
                 return true;
               });
         });
+  server_->set_tcp_nodelay(true);  // a reply's headers and body go out apart (client.h)
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -52,7 +52,8 @@ class IncludeGraphTest(unittest.TestCase):
          .add("engine/fp8/cpu_path.h")
          .add("engine/model/policy.h", "engine/fp8/cpu_path.h", "storage/shard.h")
          .add("engine/rl/ppo.h", "engine/model/policy.h", "api/job_spec.h")
-         .add("engine/trainer.h", "engine/rl/ppo.h"))
+         .add("engine/ptq.h", "engine/model/policy.h")
+         .add("engine/jobs/train.cc", "engine/rl/ppo.h", "engine/ptq.h"))
 
     def assertOneViolation(self, *words):
         violations, stale, errors = self.tree.check()
@@ -77,9 +78,34 @@ class IncludeGraphTest(unittest.TestCase):
         self.tree.add("engine/model/actor.h", "engine/rl/ppo.h")
         self.assertOneViolation("engine/model may not include engine/rl (a higher layer)")
 
-    def test_engine_subfolder_including_the_root_fails(self):
-        self.tree.add("engine/rl/save.cc", "engine/trainer.h")
-        self.assertOneViolation("engine/rl may not include engine (a higher layer)")
+    def test_engine_subfolder_below_the_root_including_it_fails(self):
+        self.tree.add("engine/model/save.cc", "engine/ptq.h")
+        self.assertOneViolation("engine/model may not include engine (a higher layer)")
+
+    def test_job_entries_are_the_top_of_the_engine(self):
+        # jobs/ may include the root and any subfolder; nothing in the engine includes jobs/.
+        self.tree.add("engine/jobs/quantize.cc", "engine/ptq.h", "engine/rl/ppo.h")
+        self.assertEqual(self.tree.check(), ([], [], []))
+        self.tree.add("engine/rl/ppo.cc", "engine/jobs/job.h")
+        self.assertOneViolation("engine/rl may not include engine/jobs (a higher layer)")
+
+    def test_formats_sit_below_simulation_and_distribution(self):
+        (self.tree.add("engine/format/checkpoint.h", "engine/model/policy.h")
+         .add("engine/dist/fp8_allreduce.h", "engine/format/checkpoint.h")
+         .add("engine/sim/make_env.h", "engine/format/checkpoint.h"))
+        self.assertEqual(self.tree.check(), ([], [], []))
+        self.tree.add("engine/format/rollout.h", "engine/sim/make_env.h")
+        self.assertOneViolation("engine/format may not include engine/sim (a higher layer)")
+
+    def test_include_between_engine_peers_fails(self):
+        # sim and dist share a layer: neither may include the other.
+        self.tree.add("engine/sim/make_env.h").add("engine/dist/ranks.h", "engine/sim/make_env.h")
+        self.assertOneViolation("engine/dist may not include engine/sim (a peer)")
+
+    def test_engine_subfolder_without_a_layer_is_a_table_error(self):
+        self.tree.add("engine/newdir/thing.cc", "engine/model/policy.h")
+        _, _, errors = self.tree.check()
+        self.assertEqual(errors, ["engine/newdir/ has C++ sources but no layer in ENGINE_LAYERS"])
 
     def test_tests_reach_their_own_component_and_the_listed_extras_only(self):
         (self.tree.add("engine/model/policy_test.cc", "engine/trainer.h", "tests/support/x.h")
@@ -95,11 +121,11 @@ class IncludeGraphTest(unittest.TestCase):
         self.assertOneViolation("production code includes test code", "storage/testing/episodes.h")
 
     def test_known_exception_passes_and_is_reported_once_gone(self):
-        self.tree.add("engine/rl/save.cc", "engine/trainer.h")
-        with mock.patch.object(graph, "KNOWN_EXCEPTIONS", {("engine/rl", "engine"): "why"}):
+        self.tree.add("engine/model/save.cc", "engine/ptq.h")
+        with mock.patch.object(graph, "KNOWN_EXCEPTIONS", {("engine/model", "engine"): "why"}):
             self.assertEqual(self.tree.check(), ([], [], []))
-            os.remove(os.path.join(self.tree.root, "engine/rl/save.cc"))
-            self.assertEqual(self.tree.check(), ([], ["engine/rl -> engine"], []))
+            os.remove(os.path.join(self.tree.root, "engine/model/save.cc"))
+            self.assertEqual(self.tree.check(), ([], ["engine/model -> engine"], []))
 
     def test_folder_without_a_layer_is_a_table_error(self):
         self.tree.add("newdir/thing.cc", "common/status.h")

@@ -1,0 +1,158 @@
+// The forward run (forecast.h): the fast run (ends that cannot change the decision jumped over,
+// no waiting reasons after the first cycle) predicts what the plain run that calls Schedule() at
+// every expected end predicts, on hundreds of random small clusters and queues (each failure
+// prints its seed); and a learned hand-over delays each job of a chain by one hand-over.
+#include "controlplane/service/forecast.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "controlplane/testing/scheduler_builders.h"
+
+namespace controlplane::service {
+namespace {
+
+using testing::kNowMs;
+
+int Between(std::mt19937_64& rng, int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
+
+int Pick(std::mt19937_64& rng, std::initializer_list<int> values) {
+  std::vector<int> v(values);
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+}
+
+struct World {
+  ClusterSnapshot s;
+  ForecastTimes times;
+  ForecastOptions o;
+};
+
+World RandomWorld(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto chance = [&](double p) { return std::bernoulli_distribution(p)(rng); };
+  World w;
+  w.s.now_ms = kNowMs;
+  const int nodes = Between(rng, 1, 8);
+  for (int i = 1; i <= nodes; ++i) {
+    SchedNode n = testing::Node(i, Pick(rng, {1, 1, 2, 4}), Pick(rng, {0, 0, 2}));
+    n.draining = chance(0.1);
+    w.s.nodes.push_back(n);
+  }
+  const int tenants = Between(rng, 1, 3);
+  for (int t = 1; t <= tenants; ++t) {
+    SchedTenant st = testing::Tenant(t, 0.5 + Between(rng, 0, 3) * 0.5);
+    if (chance(0.2)) st.limits.slots = Between(rng, 2, 16);
+    if (chance(0.2)) st.limits.running_jobs = Between(rng, 1, 4);
+    st.usage[kCpuSlots] = Between(rng, 0, 100000);
+    w.s.tenants.push_back(st);
+  }
+  int64_t id = 1000;
+  for (int r = Between(rng, 0, 2 * nodes); r > 0; --r) {
+    const std::string type = chance(0.8) ? "cpu" : "gpu";
+    const int slots = Pick(rng, {1, 1, 2});
+    std::vector<int64_t> on;
+    for (const SchedNode& n : w.s.nodes) {
+      const int free = type == "gpu" ? n.free_gpu : n.free_cpu;
+      if (free >= slots && chance(0.4) && on.size() < 3) on.push_back(n.id);
+    }
+    if (on.empty()) continue;
+    RunningJob j = testing::Running(w.s.nodes, ++id, on, slots, Pick(rng, {0, 10, 50}),
+                                    Between(rng, 0, 100), chance(0.1) ? 0 : Between(rng, 60, 600),
+                                    Between(rng, 1, tenants), type);
+    j.preempting = chance(0.05);
+    for (SchedTenant& t : w.s.tenants) {
+      if (t.id != j.tenant_id) continue;
+      t.slots_in_use += static_cast<int64_t>(slots) * static_cast<int64_t>(on.size());
+      t.running_jobs += 1;
+    }
+    if (chance(0.5)) w.times.running_end_ms[j.job_id] = kNowMs + Between(rng, 1, 300) * 1000;
+    w.s.running.push_back(j);
+  }
+  for (int p = Between(rng, 1, 14); p > 0; --p) {
+    testing::JobArgs a;
+    a.tenant = Between(rng, 1, tenants);
+    a.nodes = Pick(rng, {1, 1, 2, 3});
+    a.ranks_per_node = Pick(rng, {1, 1, 2});
+    a.slot_type = chance(0.85) ? "cpu" : "gpu";
+    a.priority = Pick(rng, {0, 10, 50});
+    a.limit_s = chance(0.1) ? 0 : Between(rng, 10, 400);
+    a.submit_ms = Between(rng, 1, 1000000);
+    const PendingJob job = testing::Job(++id, a);
+    if (chance(0.5)) w.times.run_ms[job.job_id] = Between(rng, 1, 400) * 1000;
+    w.s.pending.push_back(job);
+  }
+  w.times.handover_ms = Pick(rng, {0, 0, 700, 2500});
+  w.o.schedule.max_reservations = Between(rng, 1, 4);
+  if (chance(0.2)) w.o.schedule.preempt_min_priority = 50;
+  w.o.schedule.preempt_grace_ms = Between(rng, 1, 60) * 1000;
+  return w;
+}
+
+std::string Show(const JobForecast& f) {
+  std::string s = "start " + (f.start_ms ? std::to_string(*f.start_ms - kNowMs) : "-") +
+                  " end " + (f.end_ms ? std::to_string(*f.end_ms - kNowMs) : "-") + " on";
+  for (const NodeShare& n : f.nodes) s += " " + std::to_string(n.node_id);
+  return s + (f.starts_now ? " now" : "") + " '" + f.unknown_reason + "' waits " +
+         std::to_string(f.waits.size());
+}
+
+TEST(ForecastTest, TheFastRunPredictsWhatTheRunOfEveryEndPredicts) {
+  int compared = 0, later = 0;
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    World w = RandomWorld(seed);
+    ForecastOptions reference = w.o;
+    reference.reference = true;
+    // Every pending job, and the last one alone (a dry run asks for one).
+    for (const std::vector<int64_t>& wanted :
+         {std::vector<int64_t>{}, std::vector<int64_t>{w.s.pending.back().job_id}}) {
+      const auto fast = ForecastStarts(w.s, w.times, wanted, w.o);
+      const auto plain = ForecastStarts(w.s, w.times, wanted, reference);
+      ASSERT_EQ(fast.size(), plain.size()) << "seed " << seed;
+      for (const auto& [id, f] : plain) {
+        const JobForecast& g = fast.at(id);
+        ASSERT_EQ(Show(g), Show(f)) << "seed " << seed << " job " << id;
+        EXPECT_EQ(g.waits, f.waits) << "seed " << seed << " job " << id;
+        EXPECT_EQ(g.reason_now, f.reason_now) << "seed " << seed;
+        ++compared;
+        if (f.start_ms && !f.starts_now) ++later;
+      }
+    }
+  }
+  // The worlds must exercise forward runs, not only jobs that start at once.
+  EXPECT_GT(later, compared / 4) << later << " of " << compared;
+}
+
+// One node of one slot, busy for 10 s more; A and B (20 s each) wait in line behind it. Each
+// hand-over of the slot costs 1 s: A starts 1 s after the running job ends, B 2 s later than
+// without hand-overs.
+TEST(ForecastTest, EachHandOverOfAChainDelaysTheJobsBehindIt) {
+  ClusterSnapshot s;
+  s.now_ms = kNowMs;
+  s.nodes.push_back(testing::Node(1, 1));
+  s.tenants.push_back(testing::Tenant(1));
+  s.running.push_back(testing::Running(s.nodes, 10, {1}, 1, 0, 50, 60));
+  s.pending.push_back(testing::Job(1, {.limit_s = 20}));
+  s.pending.push_back(testing::Job(2, {.limit_s = 20}));
+  ForecastTimes times;
+  auto plain = ForecastStarts(s, times, {}, ForecastOptions{});
+  EXPECT_EQ(plain[1].start_ms, kNowMs + 10'000);
+  EXPECT_EQ(plain[2].start_ms, kNowMs + 30'000);
+  times.handover_ms = 1000;
+  auto handed = ForecastStarts(s, times, {}, ForecastOptions{});
+  EXPECT_EQ(handed[1].start_ms, kNowMs + 11'000);
+  EXPECT_EQ(handed[1].end_ms, kNowMs + 31'000);
+  EXPECT_EQ(handed[2].start_ms, kNowMs + 32'000);
+  // A job that starts now is placed by this very cycle: no hand-over.
+  s.running.clear();
+  s.nodes[0].free_cpu = 1;
+  auto idle = ForecastStarts(s, times, {}, ForecastOptions{});
+  EXPECT_TRUE(idle[1].starts_now);
+  EXPECT_EQ(idle[1].start_ms, kNowMs);
+  EXPECT_EQ(idle[2].start_ms, kNowMs + 21'000);
+}
+
+}  // namespace
+}  // namespace controlplane::service
