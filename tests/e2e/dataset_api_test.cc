@@ -34,10 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct TenantTokens {
-  int64_t id = 0;
-  std::string member;
-};
+using TenantTokens = LocalStack::Tenant;
 
 class DatasetApiTest : public ::testing::Test {
  protected:
@@ -45,8 +42,8 @@ class DatasetApiTest : public ::testing::Test {
     stack_ = new LocalStack(2, 1);
     stack_->EnableDatasetRoot();
     ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
-    a_ = new TenantTokens(MakeTenant("ds-a"));
-    b_ = new TenantTokens(MakeTenant("ds-b"));
+    a_ = new TenantTokens(stack_->AddTenant("ds-a"));
+    b_ = new TenantTokens(stack_->AddTenant("ds-b"));
     inputs_ = stack_->dir() + "/inputs";
     fs::create_directories(inputs_);
     // The import job reads the file as an unprivileged uid: every directory on the way must let
@@ -61,19 +58,6 @@ class DatasetApiTest : public ::testing::Test {
     stack_ = nullptr;
   }
 
-  static TenantTokens MakeTenant(const std::string& name) {
-    TenantTokens t;
-    HttpResult r = stack_->Post("/v1/tenants", json{{"name", name}}.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    if (r.status != 201) return t;
-    t.id = r.body["id"].get<int64_t>();
-    HttpResult tok = stack_->Post(
-        "/v1/tokens",
-        json{{"role", "member"}, {"name", name + "-member"}, {"tenant_id", t.id}}.dump());
-    EXPECT_EQ(tok.status, 201) << tok.text;
-    if (tok.status == 201) t.member = tok.body["token"].get<std::string>();
-    return t;
-  }
 
   // Writes a robomimic file the job users may read; returns its path and, through `episodes`,
   // what the importer must make of it.

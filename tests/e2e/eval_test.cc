@@ -42,23 +42,7 @@ json EvalSpec(const std::string& name, const json& source) {
   return spec;
 }
 
-struct Tenant {
-  int64_t id = 0;
-  std::string member;
-};
-
-Tenant MakeTenant(LocalStack& stack, const std::string& name) {
-  Tenant t;
-  HttpResult r = stack.Post("/v1/tenants", json{{"name", name}}.dump());
-  EXPECT_EQ(r.status, 201) << r.text;
-  if (r.status != 201) return t;
-  t.id = r.body["id"].get<int64_t>();
-  HttpResult tok = stack.Post(
-      "/v1/tokens", json{{"role", "member"}, {"name", name + "-member"}, {"tenant_id", t.id}}.dump());
-  EXPECT_EQ(tok.status, 201) << tok.text;
-  if (tok.status == 201) t.member = tok.body["token"].get<std::string>();
-  return t;
-}
+using Tenant = LocalStack::Tenant;
 
 // Runs a job to its end as `token`; returns its id (0 on failure, reported).
 int64_t RunToEnd(LocalStack& stack, const json& spec, const std::string& token) {
@@ -100,7 +84,7 @@ double SuccessRate(LocalStack& stack, int64_t eval_job, const std::string& token
 TEST(EvalE2eTest, BehaviourCloningThenEvaluationBeatsTheUntrainedPolicy) {
   LocalStack stack(1, 2);
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
-  const Tenant a = MakeTenant(stack, "eval-a"), b = MakeTenant(stack, "eval-b");
+  const Tenant a = stack.AddTenant("eval-a"), b = stack.AddTenant("eval-b");
   ASSERT_FALSE(a.member.empty());
   ASSERT_FALSE(b.member.empty());
 

@@ -16,30 +16,14 @@ namespace {
 
 using nlohmann::json;
 
-struct Tenant {
-  int64_t id = 0;
-  std::string token;
-};
-
-Tenant MakeTenant(LocalStack& stack, const std::string& name, double weight) {
-  Tenant t;
-  HttpResult created = stack.Post("/v1/tenants", json{{"name", name}, {"weight", weight}}.dump());
-  EXPECT_EQ(created.status, 201) << created.text;
-  if (created.status != 201) return t;
-  t.id = created.body["id"].get<int64_t>();
-  HttpResult member = stack.Post(
-      "/v1/tokens", json{{"tenant_id", t.id}, {"role", "member"}, {"name", name}}.dump());
-  EXPECT_EQ(member.status, 201) << member.text;
-  t.token = member.body.value("token", "");
-  return t;
-}
+using Tenant = LocalStack::Tenant;
 
 TEST(FairShareLiveTest, WeightsOneToThreeOnTwoSlots) {
   LocalStack stack(2, 1);
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
-  const Tenant light = MakeTenant(stack, "light", 1), heavy = MakeTenant(stack, "heavy", 3);
-  ASSERT_FALSE(light.token.empty());
-  ASSERT_FALSE(heavy.token.empty());
+  const Tenant light = stack.AddTenant("light", 1), heavy = stack.AddTenant("heavy", 3);
+  ASSERT_FALSE(light.member.empty());
+  ASSERT_FALSE(heavy.member.empty());
   // Both backlogs in before the first job starts: the two nodes are drained while 16 one-second
   // jobs of each tenant are submitted, and undrained together once all are queued.
   json nodes = stack.Get("/v1/nodes").body["nodes"];
@@ -55,7 +39,7 @@ TEST(FairShareLiveTest, WeightsOneToThreeOnTwoSlots) {
                    {"kind", "command"},
                    {"command", {"sleep", "1"}},
                    {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}}};
-      HttpResult r = stack.Post("/v1/jobs", spec.dump(), t->token);
+      HttpResult r = stack.Post("/v1/jobs", spec.dump(), t->member);
       ASSERT_EQ(r.status, 201) << r.text;
       jobs.push_back({r.body["id"].get<int64_t>(), t->id});
     }

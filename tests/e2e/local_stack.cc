@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include "common/crypto.h"
@@ -278,6 +279,22 @@ HttpResult LocalStack::Get(const std::string& path, const std::string& token) {
   c.set_bearer_token_auth(token.empty() ? admin_token_.c_str() : token.c_str());
   c.set_read_timeout(30, 0);
   return ToResult(c.Get(path.c_str()));
+}
+
+LocalStack::Tenant LocalStack::AddTenant(const std::string& name, double weight) {
+  Tenant t;
+  nlohmann::json body = {{"name", name}};
+  if (weight > 0) body["weight"] = weight;
+  HttpResult r = Post("/v1/tenants", body.dump());
+  EXPECT_EQ(r.status, 201) << r.text;
+  if (r.status != 201) return t;
+  t.id = r.body["id"].get<int64_t>();
+  HttpResult tok = Post("/v1/tokens", nlohmann::json{{"role", "member"},
+                                                     {"name", name + "-member"},
+                                                     {"tenant_id", t.id}}.dump());
+  EXPECT_EQ(tok.status, 201) << tok.text;
+  if (tok.status == 201) t.member = tok.body["token"].get<std::string>();
+  return t;
 }
 
 HttpResult LocalStack::Post(const std::string& path, const std::string& body,

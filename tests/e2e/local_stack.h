@@ -66,6 +66,13 @@ class LocalStack {
   HttpResult Get(const std::string& path, const std::string& token = "");
   HttpResult Post(const std::string& path, const std::string& body, const std::string& token = "");
   HttpResult Delete(const std::string& path, const std::string& token = "");
+  // A tenant named `name` (of `weight` where it is above 0) made by the admin, and a member
+  // token of it; id 0 (the refusal reported as a test failure) where the server refuses.
+  struct Tenant {
+    int64_t id = 0;
+    std::string member;
+  };
+  Tenant AddTenant(const std::string& name, double weight = 0);
   // Polls GET /v1/jobs/{id} until its state is one of `states` or `timeout_s` passes.
   nlohmann::json WaitForState(int64_t id, const std::vector<std::string>& states, double timeout_s);
 

@@ -22,10 +22,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct Tenant {
-  int64_t id = 0;
-  std::string member;
-};
+using Tenant = LocalStack::Tenant;
 
 class PipelineE2eTest : public ::testing::Test {
  protected:
@@ -33,27 +30,14 @@ class PipelineE2eTest : public ::testing::Test {
     stack_ = new LocalStack(2, 2);
     stack_->EnableDatasetRoot();
     ASSERT_TRUE(stack_->Start()) << "stack in " << stack_->dir();
-    a_ = MakeTenant("pipe-a");
-    b_ = MakeTenant("pipe-b");
+    a_ = stack_->AddTenant("pipe-a");
+    b_ = stack_->AddTenant("pipe-b");
   }
   static void TearDownTestSuite() {
     delete stack_;
     stack_ = nullptr;
   }
 
-  static Tenant MakeTenant(const std::string& name) {
-    Tenant t;
-    HttpResult r = stack_->Post("/v1/tenants", json{{"name", name}}.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    if (r.status != 201) return t;
-    t.id = r.body["id"].get<int64_t>();
-    HttpResult tok = stack_->Post(
-        "/v1/tokens",
-        json{{"role", "member"}, {"name", name + "-member"}, {"tenant_id", t.id}}.dump());
-    EXPECT_EQ(tok.status, 201) << tok.text;
-    if (tok.status == 201) t.member = tok.body["token"].get<std::string>();
-    return t;
-  }
 
   // A directory every job uid may read and write (the tests' files and flags).
   static std::string Shared() {
