@@ -183,7 +183,7 @@ Result<ClusterSnapshot> ForecastService::Look(UnitOfWork& uow, int64_t now,
 
 Result<ForecastService::Cluster> ForecastService::ClusterNow(std::unique_ptr<UnitOfWork> uow,
                                                              int64_t now) {
-  std::shared_ptr<const Work> latest;
+  std::shared_ptr<const Frozen> latest;
   if (options_.snapshot_max_age_ms > 0) {
     std::lock_guard<std::mutex> lock(latest_mu_);
     latest = latest_;
@@ -342,11 +342,11 @@ void ForecastService::OnNewPending(const ClusterSnapshot& snapshot,
                                    std::vector<int64_t> new_ids) {
   const bool keep = options_.snapshot_max_age_ms > 0;
   if (new_ids.empty() && !keep) return;
-  Work w{snapshot, TimesOf(snapshot, jobs), std::move(new_ids)};
+  Work w{std::make_shared<const Frozen>(Frozen{snapshot, TimesOf(snapshot, jobs)}),
+         std::move(new_ids)};
   if (keep) {
-    auto latest = std::make_shared<Work>(Work{w.snapshot, w.times, {}});
     std::lock_guard<std::mutex> lock(latest_mu_);
-    latest_ = std::move(latest);
+    latest_ = w.cluster;
   }
   if (w.ids.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
@@ -372,18 +372,20 @@ Status ForecastService::Flush() {
 }
 
 Status ForecastService::Record(const Work& w) {
+  const ClusterSnapshot& snapshot = w.cluster->snapshot;
+  const ForecastTimes& times = w.cluster->times;
   std::unordered_map<int64_t, const PendingJob*> pending;
-  for (const PendingJob& p : w.snapshot.pending) pending[p.job_id] = &p;
-  auto forecasts = ForecastStarts(w.snapshot, w.times, w.ids, options_.forecast);
+  for (const PendingJob& p : snapshot.pending) pending[p.job_id] = &p;
+  auto forecasts = ForecastStarts(snapshot, times, w.ids, options_.forecast);
   std::vector<ForecastRecord> rows;
   for (const auto& [id, f] : forecasts) {
     const PendingJob& p = *pending.at(id);
     RunTime run;
-    auto planned = w.times.run_ms.find(id);
-    if (planned != w.times.run_ms.end() &&
+    auto planned = times.run_ms.find(id);
+    if (planned != times.run_ms.end() &&
         (p.time_limit_seconds <= 0 || planned->second <= p.time_limit_seconds * 1000)) {
       run.seconds = static_cast<double>(planned->second) / 1000.0;
-      run.source = w.times.learned.count(id) ? "history" : "planner";
+      run.source = times.learned.count(id) ? "history" : "planner";
     } else if (p.time_limit_seconds > 0) {
       run.seconds = static_cast<double>(p.time_limit_seconds);
       run.source = "time_limit";
@@ -392,11 +394,11 @@ Status ForecastService::Record(const Work& w) {
     }
     ForecastRecord r;
     r.job_id = id;
-    r.made_ms = w.snapshot.now_ms;
+    r.made_ms = snapshot.now_ms;
     r.start_ms = f.start_ms;
     r.run_seconds = run.seconds;
     r.end_ms = EndAfter(f.start_ms, run);
-    r.detail = Describe(f, run, w.snapshot.now_ms, w.snapshot);
+    r.detail = Describe(f, run, snapshot.now_ms, snapshot);
     // For Judge: what the job's run, once it succeeded, teaches the history.
     r.detail["time_limit_seconds"] = p.time_limit_seconds;
     rows.push_back(std::move(r));

@@ -111,9 +111,13 @@ class ForecastService {
   std::optional<double> LearnedSeconds(int64_t limit_seconds) const;
 
  private:
-  struct Work {
+  // One cycle's snapshot and times, shared by its queued forecasts and the kept latest.
+  struct Frozen {
     ClusterSnapshot snapshot;
     ForecastTimes times;
+  };
+  struct Work {
+    std::shared_ptr<const Frozen> cluster;
     std::vector<int64_t> ids;
   };
   struct Cluster {
@@ -144,7 +148,7 @@ class ForecastService {
   HandOverClock hand_over_;
 
   std::mutex latest_mu_;
-  std::shared_ptr<const Work> latest_;  // the scheduler's last snapshot (ids unused)
+  std::shared_ptr<const Frozen> latest_;  // the scheduler's last snapshot and times
 
   std::mutex cache_mu_;
   std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id
