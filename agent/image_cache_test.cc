@@ -37,14 +37,18 @@ class ImageCacheTest : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
-    auto tar = testing::BuildOciImageTar((root_ / "build").string(),
-                                         {{EMBODY_IMAGE_PROBE, "/bin/probe"}});
+    ASSERT_NO_FATAL_FAILURE(Layout("", "/bin/probe", &layout_, &digest_));
+  }
+  // An image holding the probe at `path`, built and unpacked under root_ as an OCI layout.
+  void Layout(const std::string& suffix, const std::string& path, std::string* layout,
+              std::string* digest) {
+    auto tar = testing::BuildOciImageTar((root_ / ("build" + suffix)).string(),
+                                         {{EMBODY_IMAGE_PROBE, path}});
     ASSERT_TRUE(tar.ok()) << tar.status().message();
-    layout_ = (root_ / "layout").string();
-    fs::create_directories(layout_);
-    ASSERT_EQ(std::system(("tar -xf " + *tar + " -C " + layout_).c_str()), 0);
-    auto index = json::parse(*common::ReadFile(layout_ + "/index.json"));
-    digest_ = index["manifests"][0]["digest"];
+    *layout = (root_ / ("layout" + suffix)).string();
+    fs::create_directories(*layout);
+    ASSERT_EQ(std::system(("tar -xf " + *tar + " -C " + *layout).c_str()), 0);
+    *digest = json::parse(*common::ReadFile(*layout + "/index.json"))["manifests"][0]["digest"];
   }
   void TearDown() override {
     std::error_code ec;
@@ -115,14 +119,8 @@ TEST_F(ImageCacheTest, ADamagedBlobOrAWrongDigestIsRefusedAndLeavesNothing) {
 
 TEST_F(ImageCacheTest, EvictsTheLeastRecentlyUsedImageNoJobHolds) {
   // A second image, with other contents.
-  auto tar = testing::BuildOciImageTar((root_ / "build2").string(),
-                                       {{EMBODY_IMAGE_PROBE, "/bin/other"}});
-  ASSERT_TRUE(tar.ok()) << tar.status().message();
-  const std::string layout2 = (root_ / "layout2").string();
-  fs::create_directories(layout2);
-  ASSERT_EQ(std::system(("tar -xf " + *tar + " -C " + layout2).c_str()), 0);
-  const std::string digest2 =
-      json::parse(*common::ReadFile(layout2 + "/index.json"))["manifests"][0]["digest"];
+  std::string layout2, digest2;
+  ASSERT_NO_FATAL_FAILURE(Layout("2", "/bin/other", &layout2, &digest2));
   ASSERT_NE(digest2, digest_);
 
   int64_t one = 0;
@@ -150,14 +148,8 @@ TEST_F(ImageCacheTest, EvictsTheLeastRecentlyUsedImageNoJobHolds) {
 // while the assignment lasts, not longer.
 TEST_F(ImageCacheTest, AWorkerPartPreparesTheImageAndHoldsItWhileAssigned) {
   // A second image, and a cache with room for one.
-  auto tar = testing::BuildOciImageTar((root_ / "build2").string(),
-                                       {{EMBODY_IMAGE_PROBE, "/bin/other"}});
-  ASSERT_TRUE(tar.ok()) << tar.status().message();
-  const std::string layout2 = (root_ / "layout2").string();
-  fs::create_directories(layout2);
-  ASSERT_EQ(std::system(("tar -xf " + *tar + " -C " + layout2).c_str()), 0);
-  const std::string digest2 =
-      json::parse(*common::ReadFile(layout2 + "/index.json"))["manifests"][0]["digest"];
+  std::string layout2, digest2;
+  ASSERT_NO_FATAL_FAILURE(Layout("2", "/bin/other", &layout2, &digest2));
   int64_t one = 0;
   {
     auto probe = Open();
