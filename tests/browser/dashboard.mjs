@@ -318,17 +318,19 @@ try {
   };
   // --- The forecast beside the form: the template would start now on both (idle) nodes.
   await page.waitForSelector('#forecast-status[data-admitted="1"]', { timeout: 10_000 });
-  const dry = await api("POST", "/v1/jobs?dry_run=true", admin, {
+  // The form's template (web/src/pages/submit.ts), at a model width of `d_model`.
+  const template = (d_model) => ({
     name: "reach-bc",
     kind: "train",
     resources: { nodes: 2, ranks_per_node: 1, slot_type: "cpu", slots_per_rank: 1 },
     engine: {
-      model: { d_model: 96, layers: 2, heads: 4, action_horizon: 16 },
+      model: { d_model, layers: 2, heads: 4, action_horizon: 16 },
       data: { dataset: "sim:reach", tokens_per_row: 512, rows_per_step: 2, packing: true },
       optim: { steps: 200, lr: 0.003 },
       checkpoint: { every_steps: 100 },
     },
   });
+  const dry = await api("POST", "/v1/jobs?dry_run=true", admin, template(96));
   check(dry.status === 200 && dry.json.admitted && dry.json.starts_now, `a dry run of the form's template is admitted and starts now (${dry.text.slice(0, 160)})`);
   const placed = await text('[data-forecast="placement"]');
   check((await text('[data-forecast="start"]')).startsWith("now") && /node-a/.test(placed) && /node-b/.test(placed), "the forecast panel says it starts now on node-a and node-b: " + placed);
@@ -351,18 +353,7 @@ try {
   const wideStep = await stepMs(1);
   check(wideStep > smallStep * 2, `a 4x wider model plans a slower step (${smallStep} → ${wideStep} ms)`);
   const direct1 = await api("POST", "/v1/plan", admin, {
-    // The form's template (web/src/pages/submit.ts) with the width typed above.
-    job: {
-      name: "reach-bc",
-      kind: "train",
-      resources: { nodes: 2, ranks_per_node: 1, slot_type: "cpu", slots_per_rank: 1 },
-      engine: {
-        model: { d_model: 384, layers: 2, heads: 4, action_horizon: 16 },
-        data: { dataset: "sim:reach", tokens_per_row: 512, rows_per_step: 2, packing: true },
-        optim: { steps: 200, lr: 0.003 },
-        checkpoint: { every_steps: 100 },
-      },
-    },
+    job: template(384),  // the width typed above
     gpus: [1],
     cluster: JSON.parse(await readFile(env("EMBODY_WEB_DIR") + "/../docs/plan/this-machine.json", "utf8")),
   });
