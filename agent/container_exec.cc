@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "api/launch_env.h"
 #include "common/file_util.h"
 
 extern char** environ;
@@ -41,11 +42,9 @@ std::string ExecInContainer(const ContainerPlan& plan, const std::vector<std::st
   const char* home = std::getenv("HOME");
   if (home == nullptr || home[0] != '/') return "no HOME (the job directory) for the bundle";
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  const std::string id = std::string("embody-job") + (std::getenv("EMBODY_JOB_ID") != nullptr
-                                                          ? std::getenv("EMBODY_JOB_ID")
-                                                          : "") +
-                         "-rank" + (rank != nullptr ? rank : "0") + "-" +
-                         std::to_string(::getpid());
+  const char* job = std::getenv(api::kEnvJobId);
+  const std::string id = std::string("embody-job") + (job != nullptr ? job : "") + "-rank" +
+                         (rank != nullptr ? rank : "0") + "-" + std::to_string(::getpid());
   const std::string bundle = std::string(home) + "/.containers/" + id;
   if (auto st = common::MakeDirs(bundle); !st.ok()) return st.message();
   ::chmod((std::string(home) + "/.containers").c_str(), 0700);

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "api/launch_env.h"
 #include "agent/container_exec.h"
 #include "common/file_util.h"
 #include "common/parse_int.h"
@@ -81,7 +82,7 @@ void SetTorchrunNode() {
 // by), named to gloo and NCCL for their own sockets unless the job names one: left to itself,
 // gloo takes the address the host name resolves to, often 127.0.1.1, which no other node reaches.
 void SetCollectiveInterface() {
-  const char* address = std::getenv("EMBODY_NODE_ADDRESS");
+  const char* address = std::getenv(api::kEnvNodeAddress);
   if (address == nullptr || *address == '\0') return;
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return;
@@ -144,11 +145,11 @@ int RankExecMain(const std::vector<std::string>& args) {
     if (!n.ok()) return Fail("bad --address-space: " + n.status().message());
     address_space = *n;
   }
-  if (const char* dir = std::getenv("EMBODY_RANK_LOG_DIR"); dir != nullptr && dir[0] == '/') {
+  if (const char* dir = std::getenv(api::kEnvRankLogDir); dir != nullptr && dir[0] == '/') {
     if (std::string err = RedirectOutput(dir); !err.empty()) return Fail(err);
   }
   // A relative FILE is the node's own command file, in the job directory its agent made.
-  if (const char* job_dir = std::getenv("EMBODY_JOB_DIR");
+  if (const char* job_dir = std::getenv(api::kEnvJobDir);
       !file.empty() && file[0] != '/' && job_dir != nullptr && job_dir[0] == '/') {
     file = std::string(job_dir) + "/" + file;
   }

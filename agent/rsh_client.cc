@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/launch_env.h"
 #include "agent/rsh_protocol.h"
 #include "common/file_util.h"
 #include "common/http/client.h"
@@ -48,8 +49,8 @@ bool WriteAll(int fd, const std::string& data) {
 int RshMain(const std::vector<std::string>& args) {
   auto inv = ParseRshArgs(args);
   if (!inv.ok()) return Fail(inv.status().message());
-  const char* job = std::getenv("EMBODY_JOB_ID");
-  const char* token = std::getenv("EMBODY_JOB_TOKEN");
+  const char* job = std::getenv(api::kEnvJobId);
+  const char* token = std::getenv(api::kEnvJobToken);
   if (job == nullptr || token == nullptr || *token == '\0') {
     return Fail("EMBODY_JOB_ID and EMBODY_JOB_TOKEN must be set (mpirun of an Embody job)");
   }

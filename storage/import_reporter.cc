@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "api/launch_env.h"
 #include "common/http/client.h"
 
 namespace storage {
@@ -14,8 +15,8 @@ std::string Env(const char* name) {
 }  // namespace
 
 common::Result<std::unique_ptr<ImportReporter>> ImportReporter::FromEnv() {
-  const std::string url = Env("EMBODY_AGENT_URL"), job = Env("EMBODY_JOB_ID"),
-                    token = Env("EMBODY_JOB_TOKEN");
+  const std::string url = Env(api::kEnvAgentUrl), job = Env(api::kEnvJobId),
+                    token = Env(api::kEnvJobToken);
   if (url.empty() || job.empty() || token.empty()) {
     return common::FailedPrecondition(
         "--report needs EMBODY_AGENT_URL, EMBODY_JOB_ID and EMBODY_JOB_TOKEN (set for jobs by "
@@ -27,7 +28,7 @@ common::Result<std::unique_ptr<ImportReporter>> ImportReporter::FromEnv() {
   common::http::ClientOptions o;
   o.base_url = url;
   o.bearer_token = token;
-  o.ca_file = Env("EMBODY_CA_FILE");  // the agent's API over TLS: the CAs its certificate chains to
+  o.ca_file = Env(api::kEnvCaFile);  // the agent's API over TLS: the CAs its certificate chains to
   o.connect_timeout_s = 2;
   o.read_timeout_s = 10;
   o.write_timeout_s = 10;
