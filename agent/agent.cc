@@ -11,26 +11,26 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/agent_metrics.h"
-#include "agent/checkpoint_uploader.h"
-#include "agent/job_binaries.h"
-#include "agent/dataset_import.h"
-#include "agent/event_queue.h"
-#include "agent/gpu_collector.h"
-#include "agent/gpu_pool.h"
-#include "agent/heartbeat_loop.h"
-#include "agent/job_runner.h"
-#include "agent/job_sandbox_options.h"
-#include "agent/local_api.h"
-#include "agent/mpi_launch.h"
-#include "agent/node_collector.h"
-#include "agent/node_credential.h"
-#include "agent/node_probe.h"
-#include "agent/nvml_probe.h"
-#include "agent/rank_logs.h"
-#include "agent/rsh_bridge.h"
-#include "agent/sandbox.h"
-#include "agent/server_client.h"
+#include "agent/node/agent_metrics.h"
+#include "agent/data/checkpoint_uploader.h"
+#include "agent/jobs/job_binaries.h"
+#include "agent/data/dataset_import.h"
+#include "agent/heartbeat/event_queue.h"
+#include "agent/node/gpu_collector.h"
+#include "agent/node/gpu_pool.h"
+#include "agent/heartbeat/heartbeat_loop.h"
+#include "agent/jobs/job_runner.h"
+#include "agent/jobs/job_sandbox_options.h"
+#include "agent/local_api/local_api.h"
+#include "agent/launch/mpi_launch.h"
+#include "agent/node/node_collector.h"
+#include "agent/heartbeat/node_credential.h"
+#include "agent/node/node_probe.h"
+#include "agent/node/nvml_probe.h"
+#include "agent/jobs/rank_logs.h"
+#include "agent/rsh/rsh_bridge.h"
+#include "agent/sandbox/sandbox.h"
+#include "agent/heartbeat/server_client.h"
 #include "common/crypto.h"
 #include "common/file_util.h"
 #include "common/http/client.h"
@@ -181,7 +181,8 @@ common::Status Agent::Impl::Prepare() {
   EMBODY_RETURN_IF_ERROR(PrepareTls());
   // What jobs' uids execute must be reachable by them (job_binaries.h).
   embody_data = cfg.embody_data;
-  // PID 1 of image jobs' containers, built beside this binary (agent/container_init_main.cc).
+  // PID 1 of image jobs' containers, built beside this binary
+  // (agent/launch/container_init_main.cc).
   if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
     container_init =
         (std::filesystem::path(cfg.agent_binary).parent_path() / "embody-container-init").string();
@@ -379,7 +380,7 @@ common::Status Agent::Impl::StartParts() {
     }
     return common::Status::Ok();
   };
-  // An import of an uploaded file reads the server's copy (agent/dataset_upload_fetch.h).
+  // An import of an uploaded file reads the server's copy (agent/data/dataset_upload_fetch.h).
   UploadFetchOptions upload_fetch;
   upload_fetch.server_url = cfg.server;
   upload_fetch.ca_file = ca_file;
@@ -387,6 +388,16 @@ common::Status Agent::Impl::StartParts() {
   run_opts.fetch_upload = [upload_fetch](const UploadRef& ref,
                                          const std::string& path) -> common::Status {
     return FetchUpload(upload_fetch, ref, path);
+  };
+  // An import pulling from a registry runs skopeo here (agent/data/registry_pull.h).
+  RegistryPullOptions pull_opts;
+  pull_opts.skopeo = cfg.skopeo;
+  pull_opts.auth_file = cfg.image_registry_auth;
+  pull_opts.timeout = std::chrono::seconds(cfg.image_pull_timeout_s);
+  pull_opts.max_file_bytes = uint64_t{static_cast<uint64_t>(cfg.image_pull_max_gib)} << 30;
+  run_opts.pull_image = [pull_opts](const RegistryPull& pull, const std::string& path,
+                                    const std::function<bool()>& stop) -> common::Status {
+    return PullImage(pull_opts, pull, path, stop);
   };
   runner = std::make_unique<JobRunner>(run_opts, &logs);
   // Before any heartbeat: what an earlier agent process left is stopped and reported first, and

@@ -15,8 +15,8 @@
 // every thread the agent started, and removes the agent's cgroups.
 //
 // Signals are the caller's business: main.cc blocks SIGTERM and SIGINT before Create, so every
-// thread inherits the mask (spawned jobs get a clean one, agent/spawn.h). Not thread-safe: Start
-// and Stop come from one thread.
+// thread inherits the mask (spawned jobs get a clean one, agent/sandbox/spawn.h). Not thread-safe:
+// Start and Stop come from one thread.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "agent/agent_flags.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -242,6 +243,21 @@ std::vector<Flag> AgentFlags(Files* files) {
        "unpacked OCI images kept for image jobs; past it, the least recently used no job runs "
        "in are removed",
        Int("image-cache-gib", &AgentOptions::image_cache_gib, 1, 1 << 20)},
+      {"skopeo", "PATH", "skopeo, which pulls images from registries for import jobs",
+       Text(&AgentOptions::skopeo), Shown(&AgentOptions::skopeo)},
+      {"image-registry-auth", "FILE",
+       "credentials for the registries the server pulls from (containers-auth.json, as `skopeo "
+       "login --authfile FILE` writes it), readable by this agent's user alone; unset: "
+       "anonymous",
+       Text(&AgentOptions::image_registry_auth)},
+      {"image-pull-timeout-s", "S", "an image pull still running after this long fails",
+       Int("image-pull-timeout-s", &AgentOptions::image_pull_timeout_s, 10, 86400),
+       Shown(&AgentOptions::image_pull_timeout_s)},
+      {"image-pull-max-gib", "GIB",
+       "the largest file an image pull may write (its archive, every blob); past it the pull "
+       "fails",
+       Int("image-pull-max-gib", &AgentOptions::image_pull_max_gib, 1, 1 << 16),
+       Shown(&AgentOptions::image_pull_max_gib)},
       {"nvml-library", "PATH", "NVML, loaded at run time", Text(&AgentOptions::nvml_library),
        Shown(&AgentOptions::nvml_library)},
       {"verbose", nullptr, "debug logs",
@@ -431,6 +447,20 @@ common::Result<AgentOptions> ParseAgentFlags(const std::vector<std::string>& arg
                                std::to_string(c.job_uid_base + c.job_uid_count) +
                                "), whose gids are the same numbers: move --tenant-gid-base",
                            "tenant-gid-base");
+  }
+  if (!c.image_registry_auth.empty()) {
+    // Registry passwords: a file others could read (or replace) is refused, not used.
+    struct stat st {};
+    if (c.image_registry_auth.front() != '/' ||
+        ::stat(c.image_registry_auth.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return InvalidArgument("--image-registry-auth must be an absolute path of a file",
+                             "image-registry-auth");
+    }
+    if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+      return InvalidArgument("--image-registry-auth " + c.image_registry_auth +
+                                 " must belong to this agent's user with mode 0600 or 0400",
+                             "image-registry-auth");
+    }
   }
   if (c.name.empty()) {
     char host[256] = {};

@@ -38,10 +38,17 @@ struct AgentOptions {
   // untouched this long; 0: kept
   std::chrono::seconds finished_job_retention{3 * 86400};
   std::string nvml_library = "libnvidia-ml.so.1";  // --nvml-library
-  // --image-cache-gib: the node's cache of unpacked OCI images (agent/image_cache.h)
+  // --image-cache-gib: the node's cache of unpacked OCI images (agent/images/image_cache.h)
   int image_cache_gib = 20;
+  // Images pulled for import jobs from the registries the server names
+  // (agent/data/registry_pull.h): --skopeo, --image-registry-auth (a containers-auth.json file the
+  // agent's uid alone may read; "": anonymous), --image-pull-timeout-s and --image-pull-max-gib.
+  std::string skopeo = "skopeo";
+  std::string image_registry_auth;
+  int image_pull_timeout_s = 1800;
+  int image_pull_max_gib = 20;
   bool verbose = false;                            // --verbose: debug logs
-  // The job sandbox (agent/sandbox.h).
+  // The job sandbox (agent/sandbox/sandbox.h).
   int64_t job_uid_base = 200000;      // --job-uid-base: first job uid (gid the same)
   int job_uid_count = 65536;          // --job-uid-count: how many job uids
   // --tenant-gid-base, --tenant-gid-count: tenant t's jobs get group base + t (0 < t < count),

@@ -1,5 +1,6 @@
 #include "agent/agent_flags.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -90,6 +91,32 @@ TEST(AgentFlagsTest, DefaultsAndTokenFile) {
   EXPECT_EQ(c->kill_grace.count(), 5000);
   EXPECT_FALSE(c->name.empty());  // host name
   EXPECT_NE(c->engine.find("/embody-engine"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// Registry credentials are used only from a file no one else can read.
+TEST(AgentFlagsTest, TheRegistryAuthFileIsTheAgentsAlone) {
+  char dir[] = "/tmp/agent_flags_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string auth = std::string(dir) + "/auth.json";
+  ASSERT_TRUE(common::WriteFileAtomic(auth, R"({"auths": {}})", 0600).ok());
+  const std::vector<std::string> base{"--server", "http://s", "--token", "t", "--data-dir", "d"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return ParseAgentFlags(args);
+  };
+  auto c = with({"--image-registry-auth", auth, "--image-pull-timeout-s", "60"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->image_registry_auth, auth);
+  EXPECT_EQ(c->image_pull_timeout_s, 60);
+  EXPECT_EQ(c->skopeo, "skopeo");
+  ASSERT_EQ(::chmod(auth.c_str(), 0644), 0);
+  EXPECT_EQ(with({"--image-registry-auth", auth}).status().field(), "image-registry-auth");
+  EXPECT_EQ(with({"--image-registry-auth", std::string(dir) + "/missing"}).status().field(),
+            "image-registry-auth");
+  EXPECT_EQ(with({"--image-registry-auth", "auth.json"}).status().field(), "image-registry-auth");
+  EXPECT_FALSE(with({"--image-pull-timeout-s", "1"}).ok());
   std::filesystem::remove_all(dir);
 }
 

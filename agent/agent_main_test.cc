@@ -15,7 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/test_util.h"
+#include "agent/testing/test_util.h"
 
 namespace agent {
 namespace {

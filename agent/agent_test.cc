@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/test_util.h"
+#include "agent/testing/test_util.h"
 
 namespace agent {
 namespace {

@@ -8,24 +8,25 @@
 
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
-#include "agent/direct_launch.h"
-#include "agent/job_watcher.h"
-#include "agent/rank_exec.h"
-#include "agent/rsh_client.h"
+#include "agent/launch/direct_launch.h"
+#include "agent/jobs/job_watcher.h"
+#include "agent/launch/rank_exec.h"
+#include "agent/rsh/rsh_client.h"
 #include "common/log.h"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   const std::vector<std::string> rest(args.empty() ? args.end() : args.begin() + 1, args.end());
-  // `exec-rank` runs in every rank of a job (agent/rank_exec.h): before anything below, which
-  // would hand the job a blocked signal mask through exec.
+  // `exec-rank` runs in every rank of a job (agent/launch/rank_exec.h): before anything below,
+  // which would hand the job a blocked signal mask through exec.
   if (!args.empty() && args[0] == "exec-rank") return agent::RankExecMain(rest);
-  // `launch-ranks`: mpirun's place for a job with "launcher": "direct" (agent/direct_launch.h).
+  // `launch-ranks`: mpirun's place for a job with "launcher": "direct"
+  // (agent/launch/direct_launch.h).
   if (!args.empty() && args[0] == "launch-ranks") return agent::LaunchRanksMain(rest);
-  // `rsh`: Open MPI's remote launcher for multi-node jobs (agent/rsh_client.h), run by mpirun
+  // `rsh`: Open MPI's remote launcher for multi-node jobs (agent/rsh/rsh_client.h), run by mpirun
   // with the default signal dispositions it needs.
   if (!args.empty() && args[0] == "rsh") return agent::RshMain(rest);
-  // `watch-job`: the watcher of one job (agent/job_watcher.h), started by the agent.
+  // `watch-job`: the watcher of one job (agent/jobs/job_watcher.h), started by the agent.
   if (!args.empty() && args[0] == "watch-job") return agent::WatchJobMain(rest);
 
   // Signals are blocked before any thread exists so every thread inherits the mask and only the

@@ -28,7 +28,7 @@ struct GpuInfo {
   int64_t memory_bytes = 0;
 };
 
-// How this node keeps jobs apart from the agent and from each other (agent/sandbox.h).
+// How this node keeps jobs apart from the agent and from each other (agent/sandbox/sandbox.h).
 struct NodeIsolation {
   bool unprivileged_uid = false;  // jobs run as a uid of their own, not the agent's
   std::string cgroup = "none";    // "v2", "v1" or "none": where CPU and memory limits are enforced

@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "api/image_reference.h"
 #include "common/parse_int.h"
 
 namespace api {
@@ -194,6 +195,45 @@ common::Status CheckLerobotFields(const json& j, const std::string& field) {
   return common::Status::Ok();
 }
 
+// {"format": "oci", "registry": NAME, "reference": "REPO:TAG"} (+ "registry_url" from the
+// server): an image pulled from a configured registry, with nothing else.
+common::Result<ImportSource> ParsePull(const json& j, const std::string& field, ImportSource s,
+                                       ImportSourceFrom from) {
+  if (!s.is_oci()) {
+    return InvalidArgument("a pull from a registry is an \"oci\" import: give \"format\": \"oci\"",
+                           field + ".format");
+  }
+  for (const char* key : {"registry", "reference"}) {
+    if (!j.contains(key)) return InvalidArgument("is required for a pull", field + "." + key);
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "format" && it.key() != "registry" && it.key() != "reference" &&
+        it.key() != "registry_url") {
+      return InvalidArgument("does not apply to a pull from a registry", field + "." + it.key());
+    }
+  }
+  s.registry = j["registry"].get<std::string>();
+  // A configured name, or HOST[:PORT]: which one is the server's to say (FindImageRegistry).
+  if (s.registry.empty() || s.registry.size() > 260 || s.registry.front() == '-' ||
+      s.registry.find_first_of(" /@\t\n\r") != std::string::npos || !Printable(s.registry)) {
+    return InvalidArgument("must be the name of a registry the operator configured",
+                           field + ".registry");
+  }
+  EMBODY_ASSIGN_OR_RETURN(ref, ParseImageReference(j["reference"].get<std::string>(),
+                                                   field + ".reference"));
+  s.reference = ref.ToString();
+  if (from == ImportSourceFrom::kServer) {
+    if (!j.contains("registry_url")) {
+      return InvalidArgument("is required in an import job's pull", field + ".registry_url");
+    }
+    s.registry_url = j["registry_url"].get<std::string>();
+    EMBODY_ASSIGN_OR_RETURN(registry,
+                            ParseRegistryUrl(s.registry, s.registry_url, field + ".registry_url"));
+    (void)registry;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool IsSha256Hex(const std::string& s) {
@@ -204,14 +244,17 @@ bool IsSha256Hex(const std::string& s) {
   return true;
 }
 
-common::Result<ImportSource> ParseImportSource(const json& j, const std::string& field) {
+common::Result<ImportSource> ParseImportSource(const json& j, const std::string& field,
+                                               ImportSourceFrom from) {
   if (!j.is_object()) return InvalidArgument("must be an object", field);
   ImportSource s;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = it.key();
     const std::string where = field + "." + key;
+    const bool server_key = key == "registry_url" && from == ImportSourceFrom::kServer;
     if (key != "format" && key != "path" && key != "upload" && key != "filter" &&
-        key != "language" && key != "nan" && key != "resize") {
+        key != "language" && key != "nan" && key != "resize" && key != "registry" &&
+        key != "reference" && !server_key) {
       return InvalidArgument("unknown field", where);
     }
     if (key != "upload" && !it->is_string()) return InvalidArgument("must be a string", where);
@@ -224,6 +267,9 @@ common::Result<ImportSource> ParseImportSource(const json& j, const std::string&
                           "dataset directory, v2.x or v3.0) and \"oci\" (an OCI image layout "
                           "tar) can be imported",
                           field + ".format");
+  }
+  if (j.contains("registry") || j.contains("reference") || j.contains("registry_url")) {
+    return ParsePull(j, field, std::move(s), from);
   }
   if (j.contains("path") == j.contains("upload")) {
     return InvalidArgument(
@@ -289,7 +335,11 @@ std::string ResizeText(const ImportSource& s) {
 
 json ToJson(const ImportSource& s) {
   json j{{"format", s.format}};
-  if (s.upload) {
+  if (s.is_pull()) {
+    j["registry"] = s.registry;
+    j["reference"] = s.reference;
+    if (!s.registry_url.empty()) j["registry_url"] = s.registry_url;
+  } else if (s.upload) {
     j["upload"] = {{"bytes", s.upload->bytes}, {"sha256", s.upload->sha256}};
   } else {
     j["path"] = s.path;

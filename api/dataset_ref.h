@@ -16,7 +16,9 @@
 // The source of an import (POST /v1/datasets, and the "import" block of the job that runs it) is
 // an ImportSource: either an absolute, normalised (no "." or ".." component, no "//"), printable
 // path of at most kMaxImportPathBytes, or an upload {"bytes": N, "sha256": "hex"}: a file sent to
-// the server in chunks (docs/storage.md), which the import job's agent fetches from the server.
+// the server in chunks (docs/storage.md), which the import job's agent fetches from the server,
+// or, for an "oci" image, a pull {"registry": NAME, "reference": "REPO:TAG"} from a registry the
+// operator configured (api/image_reference.h), which the import job's agent runs with skopeo.
 // Whether a path exists or can be read is learnt only where the job runs, as the job's own uid.
 #pragma once
 
@@ -84,13 +86,23 @@ inline constexpr char kImportFormatOci[] = "oci";
 // The largest side --resize accepts (embody-data's own bound).
 inline constexpr int kMaxImportResizeSide = 16384;
 
+// Who wrote an ImportSource: a tenant (POST /v1/datasets, a pipeline), or the server (the
+// import job's spec), which adds the URL of the registry a pull names ("registry_url").
+enum class ImportSourceFrom { kTenant, kServer };
+
 struct ImportSource {
   // "hdf5": one robomimic / LIBERO file (path or upload). "lerobot": a LeRobot dataset
   // directory (v2.x, v3.0, or the older episodes.jsonl layout): its path, or an upload of a
   // tar of it, which the import job unpacks (storage/tar_reader.h) before importing.
   std::string format = kImportFormatHdf5;
   std::string path;                    // absolute path, as the import job sees it; "" for an upload
-  std::optional<UploadSource> upload;  // exactly one of path and upload
+  std::optional<UploadSource> upload;  // exactly one of path, upload and registry
+  // "oci" only: a pull. `registry` names a configured registry (its name or HOST[:PORT] as the
+  // tenant gave it; the server stores its name), `reference` the image in it
+  // (api/image_reference.h), and `registry_url` (written by the server) where it is.
+  std::string registry;
+  std::string reference;
+  std::string registry_url;
   std::string filter;                  // hdf5: mask/<filter> of the file; "": every demo
   std::string language;   // instruction overriding the file's (hdf5) or the tasks (lerobot)
   bool skip_nan = false;  // hdf5: "nan": "skip" drops demos with NaN/Inf actions
@@ -99,14 +111,18 @@ struct ImportSource {
 
   bool is_lerobot() const { return format == kImportFormatLerobot; }
   bool is_oci() const { return format == kImportFormatOci; }
+  bool is_pull() const { return !registry.empty(); }
 };
 
 // `j` is the "source" object; `field` prefixes the field named in errors ("source").
-// Exactly one of "path" and "upload" is required; "lerobot" takes "resize" and "language", and
+// Exactly one of "path", "upload" and "registry" is required; "registry" (with "reference") is
+// for "oci" only, and "registry_url" is the server's to write (kServer: required with a
+// registry; kTenant: refused). "lerobot" takes "resize" and "language", and
 // refuses the HDF5 options ("filter", "nan") and a path that names an HDF5 file by its
 // extension. Whether the path is a directory is learnt where the job runs
 // (the server never looks at tenant paths): embody-data fails the import, naming it.
-common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field);
+common::Result<ImportSource> ParseImportSource(const nlohmann::json& j, const std::string& field,
+                                               ImportSourceFrom from = ImportSourceFrom::kTenant);
 nlohmann::json ToJson(const ImportSource& s);
 // "HxW" of a source with a resize, as embody-data's --resize takes it.
 std::string ResizeText(const ImportSource& s);

@@ -522,7 +522,8 @@ Status ParseImport(const json& j, JobSpec* spec) {
   if (!o.Has("dataset_id")) return InvalidArgument("is required", "import.dataset_id");
   EMBODY_RETURN_IF_ERROR(o.GetInt64("dataset_id", 1, INT64_MAX, &spec->import_dataset_id));
   if (!o.Has("source")) return InvalidArgument("is required", "import.source");
-  EMBODY_ASSIGN_OR_RETURN(source, ParseImportSource(o.At("source"), "import.source"));
+  EMBODY_ASSIGN_OR_RETURN(source, ParseImportSource(o.At("source"), "import.source",
+                                                    ImportSourceFrom::kServer));
   spec->import_source = std::move(source);
   return Status::Ok();
 }

@@ -1,5 +1,5 @@
 // The launch contract's environment: the variables the node agent sets for the processes of a
-// job it starts (agent/mpi_launch.cc writes them; docs/contracts.md, "What a job sees") and the
+// job it starts (agent/launch/mpi_launch.cc writes them; docs/contracts.md, "What a job sees") and the
 // programs it runs read (embody-engine once, in engine/jobs/job_context.h; embody-data in
 // storage/import_reporter.cc). Names only: what each value means and the rule for an unset or
 // empty one belong to the reader.

@@ -1,8 +1,9 @@
 // byo_bench: a user's own PyTorch code as Embody command jobs (docs/byo.md), measured against the
 // goals of "Bring your own trainer" on a 2-node cluster on loopback (tests/e2e/local_stack.h:
 // a private PostgreSQL, embody-server and two embody-agents with one slot each, real processes;
-// the server at its default heartbeat interval). The jobs are bench/byo_job.py, run by Debian's
-// python3-torch (gloo); every figure is read from the jobs' own logs ("BYO <json>" lines).
+// the server at its default heartbeat interval; read has a stack of its own). The jobs are
+// bench/byo_job.py, run by Debian's python3-torch (gloo); every figure is read from the jobs' own
+// logs ("BYO <json>" lines).
 //
 //   byo_bench [--parts init,ddp,resume,read] [--init-runs 5] [--blocks 16] [--block-steps 150]
 //             [--hidden 512] [--batch 256] [--demos 64] [--frames 100] [--image 84]
@@ -23,18 +24,23 @@
 //           attempt's first step is 51, and its final loss against the undisturbed one's
 //           (goal: within 1%).
 //   read    a robomimic-layout file (1 camera, --image square, low-dim keys) imported through the
-//           API; embody.data in a command job bound to it (ds.samples() in one process, and a
-//           DataLoader over ds.torch() with 2 workers) vs the storage loader embody-engine reads
-//           shards with (storage::StreamSamples over the epoch's Partition, 1 and 2 read-ahead
-//           threads; 2 is the engine's default), run in this process on the same directory
-//           before and after the job (the better of the two). Goal: >= 50%.
+//           API on a stack of its own (one agent with 2 slots); embody.data in command jobs bound
+//           to it: ds.samples() in one process in a 1-slot and in a 2-slot job (each job prints
+//           its cgroup CPU limit and the cores its affinity allows), and a DataLoader over
+//           ds.torch() with 2 workers in the 2-slot job, vs the storage loader embody-engine
+//           reads shards with (storage::StreamSamples over the epoch's Partition, 1 and 2
+//           read-ahead threads; 2 is the engine's default), run in this process on the same
+//           directory before and after the jobs (the better of the two); CPU time per sample of
+//           both. Goal: the 2-slot job >= 50% of 2 threads.
 // The last line is JSON.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -283,17 +289,31 @@ bool Resume(LocalStack& stack, const Options& o, json* out) {
   return requeued > 0;
 }
 
-// samples/s of storage::StreamSamples over epoch 0's Partition with `threads` read-ahead threads.
-double EngineRead(const std::string& dir, int threads) {
+// This process's CPU time (every thread's), in seconds.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct EngineFigures {
+  double samples_per_s = 0;
+  double cpu_us_per_sample = 0;  // this process's CPU time over the read, per sample
+};
+
+// storage::StreamSamples over epoch 0's Partition with `threads` read-ahead threads; zeros if it
+// failed.
+EngineFigures EngineRead(const std::string& dir, int threads) {
   auto ds = storage::Dataset::Open(dir);
   if (!ds.ok()) {
     std::fprintf(stderr, "byo_bench: %s\n", ds.status().ToString().c_str());
-    return 0;
+    return {};
   }
   auto order = storage::Partition((*ds)->samples(), storage::PartitionSpec{});
-  if (!order.ok()) return 0;
+  if (!order.ok()) return {};
   const size_t n = order->size();
   const auto t0 = SteadyClock::now();
+  const double c0 = ProcessCpuSeconds();
   storage::ReadAheadOptions ro;
   ro.threads = threads;
   auto stream = storage::StreamSamples(**ds, std::move(*order), ro);
@@ -302,13 +322,19 @@ double EngineRead(const std::string& dir, int threads) {
     auto s = stream->Next();
     if (!s.ok()) {
       std::fprintf(stderr, "byo_bench: %s\n", s.status().ToString().c_str());
-      return 0;
+      return {};
     }
     if (!s->has_value()) break;
     ++count;
   }
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  return count == n ? static_cast<double>(count) / secs : 0;
+  if (count != n || count == 0) return {};
+  return {static_cast<double>(count) / secs, (ProcessCpuSeconds() - c0) * 1e6 / count};
+}
+
+// The faster of two runs.
+EngineFigures Better(const EngineFigures& a, const EngineFigures& b) {
+  return a.samples_per_s >= b.samples_per_s ? a : b;
 }
 
 bool Read(LocalStack& stack, const Options& o, json* out) {
@@ -348,38 +374,106 @@ bool Read(LocalStack& stack, const Options& o, json* out) {
   }
   const std::string dir = d["path"];
 
-  double engine1 = EngineRead(dir, 1), engine2 = EngineRead(dir, 2);
-  json spec_job = {{"name", "read"},
-                   {"kind", "command"},
-                   {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
-                   {"datasets", {"dataset:byo"}},
-                   {"command", {o.python, kScript, "read", "--dataset", "dataset:byo"}}};
-  const int64_t id = Submit(stack, spec_job);
-  if (id == 0) return false;
-  json job = Finished(stack, id);
-  auto lines = ByoLines(Log(stack, id, 0), "read");
-  if (job.value("state", "") != "SUCCEEDED" || lines.empty()) {
-    Fail(stack, id, job);
-    return false;
+  // The engine's loader here may use every core; a job's rank only what its cgroup limit (its
+  // slots) and mpirun's binding allow: embody.data is read once in a 1-slot job (against the
+  // engine's 1 thread) and once in a 2-slot job (against its 2 threads, the goal's baseline).
+  EngineFigures e1 = EngineRead(dir, 1), e2 = EngineRead(dir, 2);
+  json py[2];
+  for (int slots = 1; slots <= 2; ++slots) {
+    json spec_job = {
+        {"name", "read-" + std::to_string(slots)},
+        {"kind", "command"},
+        {"resources", {{"nodes", 1}, {"ranks_per_node", 1}, {"slots_per_rank", slots}}},
+        {"datasets", {"dataset:byo"}},
+        {"command",
+         {o.python, kScript, "read", "--dataset", "dataset:byo", "--workers",
+          slots == 2 ? "2" : "0"}}};
+    const int64_t id = Submit(stack, spec_job);
+    if (id == 0) return false;
+    json job = Finished(stack, id);
+    auto lines = ByoLines(Log(stack, id, 0), "read");
+    if (job.value("state", "") != "SUCCEEDED" || lines.empty()) {
+      Fail(stack, id, job);
+      return false;
+    }
+    py[slots - 1] = lines.back();
   }
-  engine1 = std::max(engine1, EngineRead(dir, 1));
-  engine2 = std::max(engine2, EngineRead(dir, 2));
-  const json& py = lines.back();
-  const double plain = py["plain_samples_per_s"], loader = py["loader_samples_per_s"];
+  e1 = Better(e1, EngineRead(dir, 1));
+  e2 = Better(e2, EngineRead(dir, 2));
+  const double engine1 = e1.samples_per_s, engine2 = e2.samples_per_s;
+  const double plain1 = py[0]["plain_samples_per_s"], plain2 = py[1]["plain_samples_per_s"];
+  const double loader = py[1]["loader_samples_per_s"];
+  auto cores = [](const json& j) {  // CPU seconds over wall seconds of the samples() pass
+    return j["plain_cpu_seconds"].get<double>() / j["plain_seconds"].get<double>();
+  };
+  auto cpu_us = [](const json& j) {  // CPU time per sample of the samples() pass
+    return j["plain_cpu_seconds"].get<double>() * 1e6 / j["plain_samples"].get<double>();
+  };
   std::printf(
       "  read     %lld samples (%dx%d camera + low-dim): engine's loader %.0f samples/s "
-      "(1 thread), %.0f (2 threads); embody.data samples() %.0f (%.2fx of 1 thread), "
+      "(1 thread), %.0f (2 threads); embody.data samples() in a 1-slot job %.0f (%.2fx of 1 "
+      "thread, %.2f cores busy), in a 2-slot job %.0f (%.2fx of 2 threads, %.2f cores busy); "
       "DataLoader 2 workers %.0f (%.2fx of 2 threads)\n",
-      static_cast<long long>(py["samples"].get<int64_t>()), o.image, o.image, engine1, engine2,
-      plain, plain / engine1, loader, loader / engine2);
-  *out = {{"samples", py["samples"]},
+      static_cast<long long>(py[1]["samples"].get<int64_t>()), o.image, o.image, engine1, engine2,
+      plain1, plain1 / engine1, cores(py[0]), plain2, plain2 / engine2, cores(py[1]), loader,
+      loader / engine2);
+  std::printf(
+      "           CPU per sample: engine's loader %.0f us (1 thread), %.0f us (2 threads); "
+      "embody.data %.0f us (1-slot job), %.0f us (2-slot job)\n",
+      e1.cpu_us_per_sample, e2.cpu_us_per_sample, cpu_us(py[0]), cpu_us(py[1]));
+  *out = {{"samples", py[1]["samples"]},
+          {"engine_1thread_cpu_us_per_sample", e1.cpu_us_per_sample},
+          {"engine_2threads_cpu_us_per_sample", e2.cpu_us_per_sample},
+          {"sdk_1slot_cpu_us_per_sample", cpu_us(py[0])},
+          {"sdk_2slots_cpu_us_per_sample", cpu_us(py[1])},
           {"engine_1thread_samples_per_s", engine1},
           {"engine_2threads_samples_per_s", engine2},
-          {"sdk_samples_per_s", plain},
+          {"sdk_1slot_samples_per_s", plain1},
+          {"sdk_1slot_cores_busy", cores(py[0])},
+          {"sdk_1slot_limit", py[0]["cpu_limit"]},
+          {"sdk_1slot_cpus_allowed", py[0]["cpus_allowed"]},
+          {"sdk_2slots_samples_per_s", plain2},
+          {"sdk_2slots_cores_busy", cores(py[1])},
+          {"sdk_2slots_limit", py[1]["cpu_limit"]},
+          {"sdk_2slots_cpus_allowed", py[1]["cpus_allowed"]},
           {"sdk_dataloader_2workers_samples_per_s", loader},
-          {"sdk_over_engine_1thread", plain / engine1},
+          {"sdk_1slot_over_engine_1thread", plain1 / engine1},
+          {"sdk_2slots_over_engine_2threads", plain2 / engine2},
           {"sdk_dataloader_over_engine_2threads", loader / engine2}};
   return true;
+}
+
+// The parts on the 2-node stack: init, ddp, resume (those `want` names); their figures into
+// `line`. False if one failed.
+bool Trainers(LocalStack& stack, const Options& o, const std::function<bool(const char*)>& want,
+              json* line_out) {
+  json& line = *line_out;
+  bool ok = true;
+  if (want("init")) {
+    json init = json::object();
+    for (const std::string launcher : {"mpirun", "torchrun"}) {
+      InitFigures f;
+      ok = Init(stack, o, launcher, &f) && ok;
+      init[launcher] = {{"runs", f.init_ms.size()},
+                        {"failed", f.failed},
+                        {"started_ms_p50", Percentile(f.started_ms, 0.5)},
+                        {"imported_ms_p50", Percentile(f.imported_ms, 0.5)},
+                        {"init_returned_ms_p50", Percentile(f.init_ms, 0.5)},
+                        {"init_returned_ms_max", Percentile(f.init_ms, 1.0)}};
+    }
+    line["init"] = init;
+  }
+  if (want("ddp")) {
+    json ddp;
+    ok = Ddp(stack, o, &ddp) && ok;
+    line["ddp"] = ddp;
+  }
+  if (want("resume")) {
+    json resume;
+    ok = Resume(stack, o, &resume) && ok;
+    line["resume"] = resume;
+  }
+  return ok;
 }
 
 }  // namespace
@@ -416,44 +510,31 @@ int main(int argc, char** argv) {
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 
-  LocalStack stack(2, 1);
-  stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
-  stack.EnableDatasetRoot();
-  stack.AddServerFlags({"--preempt-min-priority", "90", "--preempt-grace-ms", "30000"});
-  if (!stack.Start()) {
-    std::fprintf(stderr, "byo_bench: the stack did not start (in %s)\n", stack.dir().c_str());
-    return 1;
-  }
   json line = {{"bench", "byo"}, {"cpus", std::thread::hardware_concurrency()}};
   auto want = [&](const char* part) {
     return std::find(o.parts.begin(), o.parts.end(), part) != o.parts.end();
   };
   bool ok = true;
-  if (want("init")) {
-    json init = json::object();
-    for (const std::string launcher : {"mpirun", "torchrun"}) {
-      InitFigures f;
-      ok = Init(stack, o, launcher, &f) && ok;
-      init[launcher] = {{"runs", f.init_ms.size()},
-                        {"failed", f.failed},
-                        {"started_ms_p50", Percentile(f.started_ms, 0.5)},
-                        {"imported_ms_p50", Percentile(f.imported_ms, 0.5)},
-                        {"init_returned_ms_p50", Percentile(f.init_ms, 0.5)},
-                        {"init_returned_ms_max", Percentile(f.init_ms, 1.0)}};
+  if (want("init") || want("ddp") || want("resume")) {
+    // Two nodes of one slot each: a job on both nodes fills them (resume's preemption).
+    LocalStack stack(2, 1);
+    stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
+    stack.AddServerFlags({"--preempt-min-priority", "90", "--preempt-grace-ms", "30000"});
+    if (!stack.Start()) {
+      std::fprintf(stderr, "byo_bench: the stack did not start (in %s)\n", stack.dir().c_str());
+      return 1;
     }
-    line["init"] = init;
-  }
-  if (want("ddp")) {
-    json ddp;
-    ok = Ddp(stack, o, &ddp) && ok;
-    line["ddp"] = ddp;
-  }
-  if (want("resume")) {
-    json resume;
-    ok = Resume(stack, o, &resume) && ok;
-    line["resume"] = resume;
+    ok = Trainers(stack, o, want, &line);
   }
   if (want("read")) {
+    // One node of two slots: read's 2-slot job gets the 2 CPUs the engine's 2 threads use.
+    LocalStack stack(1, 2);
+    stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
+    stack.EnableDatasetRoot();
+    if (!stack.Start()) {
+      std::fprintf(stderr, "byo_bench: the stack did not start (in %s)\n", stack.dir().c_str());
+      return 1;
+    }
     json read;
     ok = Read(stack, o, &read) && ok;
     line["read"] = read;

@@ -9,8 +9,9 @@
   resume  the same kind of model trained for --steps; with --hold-at N the first attempt waits
           after step N until it is asked to stop (preemption), checkpoints through the SDK and
           exits 143; a restarted attempt resumes from embody.resume_path().
-  read    embody.data streaming a dataset: samples/s of ds.samples() in this process and of a
-          DataLoader over ds.torch() with worker processes.
+  read    embody.data streaming a dataset: samples/s of ds.samples() in this process, with its
+          CPU seconds, the process's cgroup CPU limit and the CPUs its affinity allows, and of a
+          DataLoader over ds.torch() with --workers worker processes (0: none).
 
 Every subcommand prints its figures as one line "BYO <json>" (rank 0, or per rank where noted).
 """
@@ -212,20 +213,50 @@ def cmd_resume(args) -> int:
     return 0
 
 
+def cpu_limit():
+    """The CPUs this process's cgroup may use (cgroup v2 cpu.max, v1 cfs_quota_us over
+    cfs_period_us), or None when it has no limit or none can be read."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            entries = [line.rstrip("\n").split(":", 2) for line in f]
+    except OSError:
+        return None
+    for _, controllers, path in entries:
+        try:
+            if controllers == "":
+                with open(f"/sys/fs/cgroup{path}/cpu.max") as f:
+                    quota, period = f.read().split()
+            elif "cpu" in controllers.split(","):
+                base = f"/sys/fs/cgroup/{controllers}{path}"
+                with open(base + "/cpu.cfs_quota_us") as f, open(base + "/cpu.cfs_period_us") as g:
+                    quota, period = f.read().strip(), g.read().strip()
+            else:
+                continue
+            if quota not in ("max", "-1"):
+                return int(quota) / int(period)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def cmd_read(args) -> int:
     import embody
     ds = embody.data.open(args.dataset)
     n = ds.num_samples
     # One pass in this process, in the order embody-engine's loader reads (Partition of epoch 0).
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     count = 0
     nbytes = 0
     for s in ds.samples(rank=0, world_size=1, epoch=0):
         count += 1
         nbytes += s.action_chunk.nbytes
     plain_s = time.perf_counter() - t0
+    # CPU seconds of every thread of this process: over plain_s, the cores the read kept busy
+    # (at most the cgroup's CPU limit and the cores the affinity allows).
+    plain_cpu_s = time.process_time() - c0
     fields = {"what": "read", "samples": n, "plain_samples": count, "plain_seconds": plain_s,
-              "plain_samples_per_s": count / plain_s}
+              "plain_cpu_seconds": plain_cpu_s, "plain_samples_per_s": count / plain_s,
+              "cpu_limit": cpu_limit(), "cpus_allowed": len(os.sched_getaffinity(0))}
     if args.workers > 0:
         import torch  # noqa: F401
         from torch.utils.data import DataLoader

@@ -4,7 +4,7 @@
 //   forecast_bench [--agents 1000] [--jobs 10000] [--tenants 4] [--seed 1] [--max-limit-s 4]
 //                  [--run-fraction-min 0.8] [--min-wait-s 1] [--pending 10000] [--dry-runs 250]
 //                  [--submit-rate 0] [--threads 32] [--register-timeout-s 120]
-//                  [--phases replay,dry-run] [--server-arg=--flag ...]
+//                  [--phases replay,dry-run] [--jobs-csv FILE] [--server-arg=--flag ...]
 //
 // It starts PostgreSQL and embody-server (bench/agent_sim/sim_stack.h) and --agents simulated
 // nodes of one CPU slot each (bench/agent_sim/agent_pool.h: the real agent protocol, multi-node
@@ -25,7 +25,9 @@
 //     nothing), as are jobs with no predicted start.
 //   dry-run: the cluster is filled by long jobs (64 nodes each), --pending jobs of the same mix
 //     are submitted behind them, and once the server has stored their forecasts, --dry-runs
-//     `POST /v1/jobs?dry_run=true` of the same mix are timed from the client, one at a time.
+//     `POST /v1/jobs?dry_run=true` of the same mix are timed from the client, one at a time,
+//     after asking until one is answered against a kept forward run (the server makes those only
+//     while dry runs are asked; the warm-up's asks and time are reported).
 // Printed: the table, the load average and CPU model, one JSON line.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -78,6 +80,7 @@ struct Options {
   int heartbeat_interval_ms = 1000;
   double timeout_s = 900;
   std::vector<std::string> phases{"replay", "dry-run"};
+  std::string jobs_csv;  // the replay's jobs one per line, for a closer look; "": none
   std::vector<std::string> server_args;
 };
 
@@ -241,7 +244,7 @@ ReplayResult ReadForecasts(const Options& o, const bench::Stack& s, double wall_
       "extract(epoch from j.started_at - j.created_at), "
       "extract(epoch from f.made_at - j.created_at), "
       "extract(epoch from f.predicted_start - f.made_at), f.start_error_seconds, "
-      "f.job_id IS NOT NULL "
+      "f.job_id IS NOT NULL, j.id, (j.spec->>'time_limit_seconds') "
       "FROM jobs j LEFT JOIN job_forecasts f ON f.job_id = j.id ORDER BY j.id");
   if (!out.ok()) {
     std::fprintf(stderr, "forecast_bench: reading forecasts: %s\n",
@@ -251,8 +254,16 @@ ReplayResult ReadForecasts(const Options& o, const bench::Stack& s, double wall_
   int64_t jobs = 0, succeeded = 0, started = 0, with_row = 0, predicted = 0, trivial = 0;
   int64_t judged = 0;
   std::vector<double> rel, abs_err, signed_err, waits, lag, rel_small, rel_large;
+  FILE* csv = o.jobs_csv.empty() ? nullptr : std::fopen(o.jobs_csv.c_str(), "w");
+  if (csv) {
+    std::fprintf(csv, "id,nodes,limit_s,wait_s,made_after_submit_s,predicted_wait_s,error_s\n");
+  }
   for (const auto& f : Rows(*out)) {
-    if (f.size() != 7) continue;
+    if (f.size() != 9) continue;
+    if (csv) {
+      std::fprintf(csv, "%s,%s,%s,%s,%s,%s,%s\n", f[7].c_str(), f[1].c_str(), f[8].c_str(),
+                   f[2].c_str(), f[3].c_str(), f[4].c_str(), f[5].c_str());
+    }
     ++jobs;
     if (f[0] == "SUCCEEDED") ++succeeded;
     const auto wait = Number(f[2]);
@@ -275,6 +286,7 @@ ReplayResult ReadForecasts(const Options& o, const bench::Stack& s, double wall_
     rel.push_back(e);
     (std::atoi(f[1].c_str()) <= 4 ? rel_small : rel_large).push_back(e);
   }
+  if (csv) std::fclose(csv);
   double mean_signed = 0;
   for (double e : signed_err) mean_signed += e;
   if (!signed_err.empty()) mean_signed /= static_cast<double>(signed_err.size());
@@ -397,8 +409,29 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
     if (!c.ok()) return {{"error", c.status().ToString()}};
     clients.push_back(std::move(*c));
   }
+  // The server runs its snapshots' queues forward for dry runs only while they are being asked:
+  // ask until an answer comes from such a run (or 60 s), and report how long that took.
+  const double warm_start = common::MonotonicSeconds();
+  int warm_asks = 0;
+  double first_ask_ms = 0;
+  for (bool planned = false; !planned && common::MonotonicSeconds() - warm_start < 60;) {
+    common::http::Request req;
+    req.method = "POST";
+    req.path = "/v1/jobs?dry_run=true";
+    req.body = BodyOf(asks.front());
+    const double t1 = common::MonotonicSeconds();
+    auto res = clients[asks.front().tenant]->Call(req);
+    if (warm_asks++ == 0) first_ask_ms = (common::MonotonicSeconds() - t1) * 1000.0;
+    const json f = res.ok() ? json::parse(res->body, nullptr, false) : json();
+    planned = f.is_object() && f.value("cluster_from", "") == "scheduler_plan";
+    if (!planned) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const double warm_s = common::MonotonicSeconds() - warm_start;
+  std::printf("  warm-up: %d dry runs over %.1f s until one was answered against a kept forward "
+              "run (the first took %.1f ms)\n",
+              warm_asks, warm_s, first_ask_ms);
   std::vector<double> ms;
-  int64_t answered = 0, with_start = 0, from_snapshot = 0;
+  int64_t answered = 0, with_start = 0, from_snapshot = 0, from_plan = 0;
   std::vector<double> hand_over_s;  // the server's learned hand-over, as each answer says
   const double load_before = bench::LoadAverage();
   for (const JobShape& j : asks) {
@@ -416,7 +449,9 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
     ms.push_back((t2 - t1) * 1000.0);
     const json f = json::parse(res->body, nullptr, false);
     if (!f.is_discarded() && f.value("admitted", false)) ++answered;
-    if (!f.is_discarded() && f.value("cluster_from", "") == "scheduler_snapshot") ++from_snapshot;
+    const std::string from = f.is_discarded() ? "" : f.value("cluster_from", "");
+    if (from == "scheduler_snapshot" || from == "scheduler_plan") ++from_snapshot;
+    if (from == "scheduler_plan") ++from_plan;
     if (!f.is_discarded()) hand_over_s.push_back(f.value("hand_over_seconds", 0.0));
     if (!f.is_discarded() && f.contains("predicted_start") && !f["predicted_start"].is_null()) {
       ++with_start;
@@ -430,6 +465,8 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
   std::printf("| with a predicted start | %lld |\n", static_cast<long long>(with_start));
   std::printf("| from the scheduler's snapshot (else the database) | %lld |\n",
               static_cast<long long>(from_snapshot));
+  std::printf("| of which against the snapshot's kept forward run (scheduler_plan) | %lld |\n",
+              static_cast<long long>(from_plan));
   std::printf("| learned hand-over (server), median of answers | %.3f s |\n",
               bench::Percentile(hand_over_s, 0.5));
   std::printf("| latency p50 | %.1f ms |\n", p50);
@@ -443,6 +480,10 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
           {"answered", answered},
           {"with_start", with_start},
           {"from_snapshot", from_snapshot},
+          {"from_plan", from_plan},
+          {"warm_up_asks", warm_asks},
+          {"warm_up_s", warm_s},
+          {"first_ask_ms", first_ask_ms},
           {"hand_over_s", bench::Percentile(hand_over_s, 0.5)},
           {"p50_ms", p50},
           {"p99_ms", p99},
@@ -487,6 +528,8 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-s", o.timeout_s, "give up on a phase after this long")
       ->check(CLI::PositiveNumber);
   app.add_option("--phases", o.phases, "replay, dry-run")->delimiter(',');
+  app.add_option("--jobs-csv", o.jobs_csv,
+                 "write the replay's jobs (size, limit, wait, forecast, error) to this file");
   app.add_option("--server-arg", o.server_args, "a flag for embody-server")
       ->allow_extra_args(false);
   CLI11_PARSE(app, argc, argv);

@@ -39,9 +39,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/agent_metrics.h"
-#include "agent/event_queue.h"
-#include "agent/local_api.h"
+#include "agent/node/agent_metrics.h"
+#include "agent/heartbeat/event_queue.h"
+#include "agent/local_api/local_api.h"
 #include "common/log.h"
 #include "common/time_util.h"
 #include "engine/report/event_reporter.h"

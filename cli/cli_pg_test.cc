@@ -142,6 +142,19 @@ TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
   ExpectDocumented(r.Json(), "PATCH", "/v1/tenants/{id}");
   EXPECT_EQ(r.Json()["weight"], 5.0);
 
+  // The storage quota in GiB, sent in bytes and shown against what the tenant holds.
+  r = Cli({"tenants", "set", id, "--quota-storage-gib", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("storage:       0.00/2.00 GiB in use/quota"), std::string::npos) << r.out;
+  r = Cli({"tenants", "show", id, "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectDocumented(r.Json(), "GET", "/v1/tenants/{id}");
+  EXPECT_EQ(r.Json()["quota"]["storage_bytes"], int64_t{2} << 30);
+  EXPECT_EQ(r.Json()["usage"]["storage_bytes"], 0);
+  r = Cli({"tenants", "set", id, "--quota-storage-gib", "none", "-o", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.Json()["quota"]["storage_bytes"].is_null());
+
   // The server's message and field, exit 1; a usage error never reaches it, exit 2.
   r = Cli({"tenants", "create", "Bad Name"});
   EXPECT_EQ(r.code, cli::kExitRefused);

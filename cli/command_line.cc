@@ -39,6 +39,21 @@ const CLI::Validator kQuotaValue(
     },
     "N|none");
 
+// --quota-storage-gib: quota.storage_bytes given in whole GiB, at most 1 PiB (the server's
+// bound), or "none"; sent in bytes.
+constexpr char kStorageKey[] = "storage_bytes";
+common::Result<std::optional<int64_t>> ParseStorageGib(const std::string& s) {
+  if (s == "none") return std::optional<int64_t>();
+  EMBODY_ASSIGN_OR_RETURN(gib, common::ParseInt64(s, 0, int64_t{1} << 20));
+  return std::optional<int64_t>(gib << 30);
+}
+
+const CLI::Validator kStorageGibValue(
+    [](std::string& s) -> std::string {
+      return ParseStorageGib(s).ok() ? "" : "must be whole GiB between 0 and 1048576, or none";
+    },
+    "GIB|none");
+
 // What every parsed value lands in before it becomes an Invocation: CLI11 fills plain values,
 // and the Option pointers say which optional flags were given.
 struct Parsed {
@@ -81,6 +96,10 @@ void AddQuotaFlags(CLI::App* sub, Parsed* p) {
         sub->add_option(flag, p->quota[k], "quota: at most N " + words + " (none: no limit)")
             ->check(kQuotaValue));
   }
+  p->quota_opts[kStorageKey].push_back(
+      sub->add_option("--quota-storage-gib", p->quota[kStorageKey],
+                      "quota: at most N GiB of datasets, images and checkpoints (none: no limit)")
+          ->check(kStorageGibValue));
 }
 
 void Build(CLI::App& app, Parsed* p) {
@@ -226,6 +245,9 @@ void Build(CLI::App& app, Parsed* p) {
   CLI::App* ps = Command(*pipelines, p, "submit", "submit a pipeline (JSON); prints its id",
                          "pipelines submit");
   ps->add_option("FILE", inv.file, "the pipeline file, or - for standard input")->required();
+  ps->add_flag("--dry-run", inv.dry_run,
+               "submit nothing: whether it would be admitted, and when each step is expected to "
+               "start and end");
   AddOutput(ps, p);
   CLI::App* pl = Command(*pipelines, p, "ls", "your tenant's pipelines, newest first",
                          "pipelines ls");
@@ -243,7 +265,7 @@ void Build(CLI::App& app, Parsed* p) {
   AddOutput(pc, p);
 
   CLI::App* datasets =
-      Command(app, p, "datasets", "import, upload, list, show and delete datasets");
+      Command(app, p, "datasets", "import, upload, pull, list, show and delete datasets");
   datasets->require_subcommand(1);
   CLI::App* dl = Command(*datasets, p, "ls", "your tenant's datasets, newest first", "datasets ls");
   dl->add_option("--limit", inv.limit, "at most N datasets (1-500)")->check(CLI::Range(1, 500));
@@ -301,6 +323,18 @@ void Build(CLI::App& app, Parsed* p) {
                  "continue the interrupted upload of dataset ID from the bytes the server holds")
       ->check(CLI::PositiveNumber);
   AddOutput(du, p);
+  CLI::App* dpull = Command(*datasets, p, "pull",
+                            "pull an OCI image from a registry the operator configured as the "
+                            "next version of NAME (an image for command jobs' \"environment\": "
+                            "{\"image\": NAME}); runs as an import job",
+                            "datasets pull");
+  dpull->add_option("NAME", inv.name, "dataset name (1-128 letters, digits, '-', '_', '.')")
+      ->required();
+  dpull->add_option("IMAGE", inv.path,
+                    "REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST, REGISTRY being "
+                    "a registry's name (or HOST:PORT) as the server's --image-registry gives it")
+      ->required();
+  AddOutput(dpull, p);
   CLI::App* dexp = Command(*datasets, p, "export",
                            "download a ready dataset version and write it into DIR as a LeRobot "
                            "v3.0 dataset (parquet, AV1 video)",
@@ -388,7 +422,11 @@ std::variant<Invocation, int> ParseCommandLine(const std::vector<std::string>& a
   if (given("tenant") || given("tenant_ls") || given("tenant_usage")) inv.tenant = p.tenant;
   for (const auto& [key, opts] : p.quota_opts) {
     for (CLI::Option* o : opts) {
-      if (o->count() > 0) inv.quota[key] = *ParseQuota(p.quota[key]);  // checked by kQuotaValue
+      // Checked by kQuotaValue and kStorageGibValue.
+      if (o->count() > 0) {
+        inv.quota[key] =
+            key == kStorageKey ? *ParseStorageGib(p.quota[key]) : *ParseQuota(p.quota[key]);
+      }
     }
   }
   return inv;

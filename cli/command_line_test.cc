@@ -85,6 +85,14 @@ TEST(CommandLineTest, NestedCommandsAndTheirValues) {
   EXPECT_EQ(o.inv->if_match, 9);
   EXPECT_EQ(TenantBody(*o.inv).dump(), R"({"quota":{"running_jobs":4}})");
 
+  // The storage quota is given in GiB and sent in bytes; "none" lifts it.
+  o = Parse({"tenants", "set", "3", "--quota-storage-gib", "10"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(TenantBody(*o.inv).dump(), R"({"quota":{"storage_bytes":10737418240}})");
+  o = Parse({"tenants", "create", "lab", "--quota-storage-gib", "none"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(TenantBody(*o.inv).dump(), R"({"name":"lab","quota":{"storage_bytes":null}})");
+
   o = Parse({"tokens", "create", "--role", "member", "--name", "ci bot", "--tenant", "2",
              "--expires", "2027-01-01T00:00:00Z"});
   ASSERT_TRUE(o.inv) << o.err;
@@ -143,6 +151,19 @@ TEST(CommandLineTest, DatasetsImportTakesALerobotDirectory) {
   EXPECT_EQ(Parse({"datasets", "import", "x", "/d", "--format", "parquet"}).code, kExitUsage);
 }
 
+TEST(CommandLineTest, DatasetsPullNamesARegistryAndAReference) {
+  Outcome o = Parse({"datasets", "pull", "torch-env", "local/embody/torch:2.1"});
+  ASSERT_TRUE(o.inv) << o.err;
+  EXPECT_EQ(o.inv->command, "datasets pull");
+  EXPECT_EQ(DatasetPullBody(o.inv->name, o.inv->path),
+            nlohmann::json::parse(R"({"name": "torch-env", "source": {"format": "oci",
+                "registry": "local", "reference": "embody/torch:2.1"}})"));
+  EXPECT_EQ(DatasetPullBody("x", "127.0.0.1:5000/x@sha256:ab")["source"]["registry"],
+            "127.0.0.1:5000");
+  EXPECT_EQ(DatasetPullBody("x", "noslash")["source"]["reference"], "");
+  EXPECT_EQ(Parse({"datasets", "pull", "x"}).code, kExitUsage);
+}
+
 TEST(CommandLineTest, DatasetsUploadTakesALerobotDirectory) {
   Outcome o = Parse({"datasets", "upload", "pusht", "./pusht", "--format", "lerobot", "--resize",
                      "96x128", "--resume", "7"});
@@ -172,6 +193,8 @@ TEST(CommandLineTest, UsageErrorsExitTwoAndSayWhy) {
            {{"ls", "--limit", "0"}, "--limit"},
            {{"tenants", "create"}, "NAME is required"},
            {{"tenants", "create", "x", "--quota-slots", "-3"}, "non-negative integer or none"},
+           {{"tenants", "set", "1", "--quota-storage-gib", "1.5"}, "whole GiB"},
+           {{"tenants", "set", "1", "--quota-storage-gib", "1048577"}, "whole GiB"},
            {{"tenants", "create", "x", "--weight", "heavy"}, "--weight"},
            {{"tokens"}, "A subcommand is required"},
            {{"tokens", "create", "--name", "x"}, "--role is required"},
@@ -200,8 +223,9 @@ TEST(CommandLineTest, HelpIsGeneratedFromTheFlagTable) {
   }
   o = Parse({"tenants", "set", "--help"});
   EXPECT_EQ(o.code, 0);
-  for (const char* flag : {"--quota-slots", "--quota-running-jobs", "--quota-pending-jobs",
-                           "--quota-nodes-per-job", "--weight", "--if-version", "--output"}) {
+  for (const char* flag :
+       {"--quota-slots", "--quota-running-jobs", "--quota-pending-jobs", "--quota-nodes-per-job",
+        "--quota-storage-gib", "--weight", "--if-version", "--output"}) {
     EXPECT_NE(o.out.find(flag), std::string::npos) << flag << "\n" << o.out;
   }
 }

@@ -110,6 +110,7 @@ class Commands {
         if (!text.ok()) return Fail(text.status());
         body = *text;
       }
+      if (inv_.dry_run) return Print(api_.Post("/v1/pipelines?dry_run=true", body), PipelineDryRunText);
       return Print(api_.Post("/v1/pipelines", body),
                    [](const json& p) { return Cell(p, "id") + "\n"; });
     }
@@ -127,6 +128,14 @@ class Commands {
                    [](const json& d) {
                      return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
                             Cell(d, "version") + ") importing as job " + Cell(d, "job_id") +
+                            "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
+                   });
+    }
+    if (c == "datasets pull") {
+      return Print(api_.Post("/v1/datasets", DatasetPullBody(inv_.name, inv_.path).dump()),
+                   [](const json& d) {
+                     return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
+                            Cell(d, "version") + ") pulling as job " + Cell(d, "job_id") +
                             "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
                    });
     }

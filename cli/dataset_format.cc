@@ -68,7 +68,20 @@ std::string DatasetDetail(const json& d) {
   lines.push_back({"frames", Cell(d, "frames")});
   lines.push_back({"size", Size(d)});
   if (d.contains("source") && d["source"].is_object()) {
-    lines.push_back({"source", Cell(d["source"], "path")});
+    const json& src = d["source"];
+    if (src.contains("registry")) {
+      // A pulled image: where from, and which image that reference named when it was pulled.
+      lines.push_back({"source", Cell(src, "registry") + "/" + Cell(src, "reference") + " (" +
+                                     Cell(src, "registry_url") + ")"});
+      const json& m = d.contains("manifest") ? d["manifest"] : json();
+      if (m.is_object() && m.contains("image") && m["image"].is_object()) {
+        lines.push_back({"digest", Cell(m["image"], "digest")});
+      }
+    } else if (src.contains("upload")) {
+      lines.push_back({"source", "upload"});
+    } else {
+      lines.push_back({"source", Cell(src, "path")});
+    }
   }
   lines.push_back({"path", Cell(d, "path")});
   lines.push_back({"import job", Cell(d, "job_id")});
@@ -97,6 +110,14 @@ json DatasetImportBody(const std::string& name, const std::string& path,
   if (!flags.language.empty()) source["language"] = flags.language;
   if (!flags.nan.empty()) source["nan"] = flags.nan;
   if (!flags.resize.empty()) source["resize"] = flags.resize;
+  return json{{"name", name}, {"source", source}};
+}
+
+json DatasetPullBody(const std::string& name, const std::string& image) {
+  const size_t slash = image.find('/');
+  json source{{"format", "oci"},
+              {"registry", image.substr(0, slash)},
+              {"reference", slash == std::string::npos ? "" : image.substr(slash + 1)}};
   return json{{"name", name}, {"source", source}};
 }
 

@@ -25,4 +25,9 @@ struct DatasetImportFlags {
 nlohmann::json DatasetImportBody(const std::string& name, const std::string& path,
                                  const DatasetImportFlags& flags);
 
+// What `embody datasets pull NAME REGISTRY/REPO:TAG` sends: {"name", "source": {"format": "oci",
+// "registry": REGISTRY, "reference": "REPO:TAG"}}, split at the first '/'. The server checks
+// both (a registry it was configured with, a strict reference).
+nlohmann::json DatasetPullBody(const std::string& name, const std::string& image);
+
 }  // namespace cli

@@ -55,6 +55,35 @@ std::string PipelinesTable(const json& reply) {
   return FormatTable(rows);
 }
 
+std::string PipelineDryRunText(const json& r) {
+  std::string out = "admitted (dry run: nothing submitted): pipeline " + Text(r, "name") +
+                    ", expected to end " + Text(r, "predicted_end") + "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"STEP", "KIND", "NEEDS", "WAIT S", "RUN S", "START", "END"}};
+  std::string notes;
+  for (const json& s : r.value("steps", json::array())) {
+    std::string needs;
+    for (const json& n : s.value("needs", json::array())) {
+      needs += (needs.empty() ? "" : ",") + (n.is_string() ? n.get<std::string>() : n.dump());
+    }
+    const json f = s.value("forecast", json::object());
+    auto seconds = [&](const char* key) {
+      const json v = f.is_object() ? f.value(key, json(nullptr)) : json(nullptr);
+      if (!v.is_number()) return std::string("-");
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f", v.get<double>());
+      return std::string(buf);
+    };
+    rows.push_back({Text(s, "name"), Text(s, "kind"), needs.empty() ? "-" : needs,
+                    seconds("predicted_wait_seconds"), seconds("predicted_run_seconds"),
+                    Text(s, "predicted_start"), Text(s, "predicted_end")});
+    if (s.contains("not_predicted")) {
+      notes += Text(s, "name") + ": not predicted: " + Text(s, "not_predicted") + "\n";
+    }
+  }
+  return out + FormatTable(rows) + notes;
+}
+
 std::string PipelineDetail(const json& p) {
   std::string out = "pipeline " + Text(p, "id") + " (" + Text(p, "name") + "): " +
                     Text(p, "state");

@@ -14,6 +14,10 @@ std::string PipelinesTable(const nlohmann::json& reply);
 // GATE being "value >= threshold" as the driver compared them (with "ok" or "FAILED"), then
 // each step's reason.
 std::string PipelineDetail(const nlohmann::json& pipeline);
+// A pipeline's dry run (POST /v1/pipelines?dry_run=true): "admitted (dry run: nothing
+// submitted)", the expected end, then STEP KIND NEEDS WAIT RUN START END per step and why a step
+// has no prediction.
+std::string PipelineDryRunText(const nlohmann::json& reply);
 // A gate's values as one cell: "0.5200 >= 0.5100 (eval 0.5400 - 0.03) ok".
 std::string GateCell(const nlohmann::json& gate);
 

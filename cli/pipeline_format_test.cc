@@ -35,5 +35,24 @@ TEST(PipelineFormatTest, ListsCountSucceededSteps) {
             "0.9000 >= 0.5000 ok");
 }
 
+TEST(PipelineFormatTest, ADryRunShowsEachStepsWaitRunAndTimesAndWhyOneHasNone) {
+  const json reply = json::parse(R"({"dry_run": true, "name": "recipe", "predicted_end": null,
+    "steps": [
+      {"name": "import", "kind": "import", "needs": [], "predicted_start": "T0",
+       "predicted_end": null, "not_predicted": "an import's run time is not predicted"},
+      {"name": "train", "kind": "train", "needs": ["import", "x"], "predicted_start": null,
+       "predicted_end": null, "forecast": {"predicted_wait_seconds": 12.4,
+       "predicted_run_seconds": 600}}]})");
+  const std::string text = PipelineDryRunText(reply);
+  EXPECT_EQ(text.rfind("admitted (dry run: nothing submitted): pipeline recipe, expected to end -",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("train   train   import,x  12      600"), std::string::npos) << text;
+  EXPECT_NE(text.find("import: not predicted: an import's run time is not predicted"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace cli

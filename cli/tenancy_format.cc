@@ -24,6 +24,19 @@ std::string UsedOf(const json& t, const char* used_key, const char* quota_key) {
   return used + "/" + Cell(At(t, "quota"), quota_key);
 }
 
+// Bytes as GiB with two decimals; "-" for null (no limit) or absent.
+std::string Gib(const json& bytes) {
+  if (!bytes.is_number()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f", bytes.get<double>() / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+// Storage held against quota.storage_bytes, in GiB: "1.50/10.00", "0.25/-" without a limit.
+std::string StorageOf(const json& t) {
+  return Gib(At(At(t, "usage"), "storage_bytes")) + "/" + Gib(At(At(t, "quota"), "storage_bytes"));
+}
+
 std::string Block(const std::vector<std::pair<std::string, std::string>>& lines) {
   size_t w = 0;
   for (const auto& [k, v] : lines) w = std::max(w, k.size());
@@ -51,13 +64,13 @@ std::string Cell(const json& j, const char* key) {
 }
 
 std::string TenantsTable(const json& reply) {
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "WEIGHT", "SLOTS", "RUNNING", "PENDING", "NODES/JOB", "VERSION"}};
+  std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "WEIGHT", "SLOTS", "RUNNING",
+                                                 "PENDING", "NODES/JOB", "STORAGE GIB", "VERSION"}};
   for (const json& t : At(reply, "tenants")) {
     rows.push_back({Cell(t, "id"), Cell(t, "name"), Cell(t, "weight"),
                     UsedOf(t, "slots_in_use", "slots"), UsedOf(t, "running_jobs", "running_jobs"),
                     UsedOf(t, "pending_jobs", "pending_jobs"),
-                    Cell(At(t, "quota"), "nodes_per_job"), Cell(t, "version")});
+                    Cell(At(t, "quota"), "nodes_per_job"), StorageOf(t), Cell(t, "version")});
   }
   return FormatTable(rows);
 }
@@ -71,6 +84,7 @@ std::string TenantDetail(const json& t) {
                 {"pending jobs", UsedOf(t, "pending_jobs", "pending_jobs")},
                 {"nodes per job", Cell(At(t, "quota"), "nodes_per_job")},
                 {"max priority", Cell(At(t, "quota"), "max_priority")},
+                {"storage", StorageOf(t) + " GiB in use/quota"},
                 {"version", Cell(t, "version")},
                 {"created", Cell(t, "created_at")},
                 {"updated", Cell(t, "updated_at")}});

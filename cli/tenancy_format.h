@@ -12,8 +12,8 @@ namespace cli {
 // A value for a table cell: strings as they are, null or absent as "-", others as JSON.
 std::string Cell(const nlohmann::json& j, const char* key);
 
-// GET /v1/tenants: ID NAME WEIGHT SLOTS RUNNING PENDING NODES/JOB VERSION, the quota columns as
-// "in use/limit" ("8/64", "2/-" when there is no limit).
+// GET /v1/tenants: ID NAME WEIGHT SLOTS RUNNING PENDING NODES/JOB STORAGE GIB VERSION, the quota
+// columns as "in use/limit" ("8/64", "2/-" when there is no limit; storage in GiB, "0.50/10.00").
 std::string TenantsTable(const nlohmann::json& reply);
 std::string TenantDetail(const nlohmann::json& tenant);
 

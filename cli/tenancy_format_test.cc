@@ -16,12 +16,13 @@ TEST(TenancyFormatTest, TenantsShowUsageAgainstQuota) {
      "usage":{"slots_in_use":0,"running_jobs":0,"pending_jobs":0},"version":1},
     {"id":2,"name":"robotics","weight":2.5,
      "quota":{"slots":64,"running_jobs":4,"pending_jobs":null,"nodes_per_job":8,
-              "max_priority":60},
-     "usage":{"slots_in_use":8,"running_jobs":2,"pending_jobs":5},"version":4}]})");
+              "max_priority":60,"storage_bytes":10737418240},
+     "usage":{"slots_in_use":8,"running_jobs":2,"pending_jobs":5,"storage_bytes":1610612736},
+     "version":4}]})");
   EXPECT_EQ(TenantsTable(reply),
-            "ID  NAME      WEIGHT  SLOTS  RUNNING  PENDING  NODES/JOB  VERSION\n"
-            "1   default   1.0     0/-    0/-      0/-      -          1\n"
-            "2   robotics  2.5     8/64   2/4      5/-      8          4\n");
+            "ID  NAME      WEIGHT  SLOTS  RUNNING  PENDING  NODES/JOB  STORAGE GIB  VERSION\n"
+            "1   default   1.0     0/-    0/-      0/-      -          -/-          1\n"
+            "2   robotics  2.5     8/64   2/4      5/-      8          1.50/10.00   4\n");
   EXPECT_EQ(TenantDetail(reply["tenants"][1]),
             "id:            2\n"
             "name:          robotics\n"
@@ -31,6 +32,7 @@ TEST(TenancyFormatTest, TenantsShowUsageAgainstQuota) {
             "pending jobs:  5/-\n"
             "nodes per job: 8\n"
             "max priority:  60\n"
+            "storage:       1.50/10.00 GiB in use/quota\n"
             "version:       4\n"
             "created:       -\n"
             "updated:       -\n");

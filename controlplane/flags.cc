@@ -84,6 +84,14 @@ const std::vector<IntFlag>& IntFlags() {
        "dry runs start from the scheduler's latest snapshot when it is at most this old (0: "
        "read the queue from the database)",
        [](ServerOptions& o) { return &o.forecast_snapshot_max_age_ms; }},
+      {"--forecast-plan-max-age-ms", 0, 600'000,
+       "while dry runs are asked, they are answered against the kept forward run of a scheduler "
+       "snapshot at most this old (0: never)",
+       [](ServerOptions& o) { return &o.forecast_plan_max_age_ms; }},
+      {"--forecast-hand-over", 0, 1,
+       "forecasts start a job placed at an expected end the server's learned hand-over time "
+       "after it (0: at the end itself)",
+       [](ServerOptions& o) { return &o.forecast_hand_over; }},
       {"--checkpoint-max-mib", 1, 1 << 20, "largest checkpoint the blob store takes, in MiB",
        [](ServerOptions& o) { return &o.checkpoint_max_mib; }},
       {"--checkpoint-quota-gib", 0, 1 << 20,
@@ -175,6 +183,7 @@ common::Status ParseHostPort(const std::string& flag, const std::string& v, int 
 // Every flag's raw value as CLI11 found it; checked and converted after parsing.
 struct RawFlags {
   std::string listen, advertise, audit;
+  std::vector<std::string> image_registries;
   std::map<std::string, std::string> values;  // by flag name
   std::map<std::string, CLI::Option*> options;
 };
@@ -199,6 +208,13 @@ void Define(CLI::App& app, RawFlags& raw, const ServerOptions& defaults) {
         std::string(f.help) + " [" + std::to_string(f.min) + ", " + std::to_string(f.max) + "]",
         std::to_string(*f.field(d)));
   }
+  raw.options["--image-registry"] =
+      app.add_option("--image-registry", raw.image_registries,
+                     "a registry tenants may pull images from (embody datasets pull), as "
+                     "NAME=https://HOST[:PORT] (certificates verified) or NAME=http://HOST[:PORT] "
+                     "(plain HTTP); repeat for each. None: pulls are refused")
+          ->type_name("NAME=URL")
+          ->allow_extra_args(false);  // one value per occurrence
   add("--audit", raw.audit, "0|1", "an audit row per mutating call (0: none, to measure the cost)",
       "1");
   add("--advertise", raw.advertise, "HOST:PORT",
@@ -273,6 +289,16 @@ common::Result<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
   if (given("--audit")) {
     EMBODY_ASSIGN_OR_RETURN(audit, common::ParseInt(raw.audit, 0, 1, "--audit"));
     o.audit = audit == 1;
+  }
+  for (const std::string& text : raw.image_registries) {
+    EMBODY_ASSIGN_OR_RETURN(r, api::ParseImageRegistryFlag(text, "--image-registry"));
+    for (const api::ImageRegistry& seen : o.image_registries) {
+      if (seen.name == r.name || seen.host == r.host) {
+        return common::InvalidArgument("names " + r.name + " (" + r.host + ") twice",
+                                       "--image-registry");
+      }
+    }
+    o.image_registries.push_back(std::move(r));
   }
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return common::InvalidArgument("--tls-cert and --tls-key go together",

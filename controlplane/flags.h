@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "api/image_reference.h"
 #include "api/job_spec.h"
 #include "common/status.h"
 
@@ -55,6 +56,9 @@ struct ServerOptions {
   // Where imported datasets live (<root>/tenant-<tid>/dataset-<id>), the same path on every
   // node; "" : no dataset imports.
   std::string dataset_root;
+  // --image-registry NAME=URL, repeated: the only registries tenants pull images from
+  // (api/image_reference.h, docs/byo.md); none: pulls are refused.
+  std::vector<api::ImageRegistry> image_registries;
   // Scheduling (controlplane/service/scheduler.h).
   int preempt_min_priority = -1;  // jobs at this priority or above may preempt; -1: never
   // The highest priority members and tenant-admins may give a job where their tenant has no
@@ -66,6 +70,13 @@ struct ServerOptions {
   // Dry runs start from the scheduler's latest snapshot when it is at most this old; 0: they
   // read the jobs from the database (service/forecast_service.h).
   int forecast_snapshot_max_age_ms = 2000;
+  // 1: forecasts add the learned hand-over time per job placed at an expected end
+  // (service/hand_over.h); 0: slots pass to the next job at the end itself.
+  int forecast_hand_over = 1;
+  // While dry runs are asked, the scheduler snapshots' queues are run forward once and kept; a
+  // dry run is answered against a kept run at most this old (a run of 10,000 jobs takes
+  // seconds); 0: never (service/forecast_service.h).
+  int forecast_plan_max_age_ms = 10'000;
   api::SpecLimits limits;
   // Checkpoint blob store (service/checkpoints_service.h).
   int checkpoint_max_mib = 16384;     // one checkpoint

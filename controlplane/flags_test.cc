@@ -29,6 +29,33 @@ TEST(ServerFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->max_reservations, 4);
 }
 
+TEST(ServerFlagsTest, ImageRegistriesAreRepeatedNameUrlPairs) {
+  auto none = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->image_registries.empty());
+  auto two = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d",
+                               "--image-registry", "local=http://127.0.0.1:5000",
+                               "--image-registry=hub=https://registry.example.com"});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  ASSERT_EQ(two->image_registries.size(), 2u);
+  EXPECT_EQ(two->image_registries[0].name, "local");
+  EXPECT_FALSE(two->image_registries[0].tls_verify);
+  EXPECT_EQ(two->image_registries[1].host, "registry.example.com");
+  EXPECT_TRUE(two->image_registries[1].tls_verify);
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--image-registry", "local"},
+           {"--image-registry", "local=ftp://x"},
+           {"--image-registry", "a=https://x", "--image-registry", "a=https://y"},
+           {"--image-registry", "a=https://x", "--image-registry", "b=https://x"}}) {
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto r = ParseServerFlags(args);
+    ASSERT_FALSE(r.ok()) << bad.back();
+    EXPECT_EQ(r.status().field(), "--image-registry") << r.status().ToString();
+  }
+  EXPECT_NE(ServerUsage().find("--image-registry"), std::string::npos);
+}
+
 TEST(ServerFlagsTest, TlsTakesACertificateAndItsKeyTogether) {
   auto plain = ParseServerFlags({"--listen", "127.0.0.1:0", "--db", "x", "--data-dir", "d"});
   ASSERT_TRUE(plain.ok());

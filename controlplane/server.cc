@@ -217,6 +217,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   forecast_opts.forecast.schedule = loop_opts.schedule;
   forecast_opts.default_max_priority = opts.default_max_priority;
   forecast_opts.snapshot_max_age_ms = opts.forecast_snapshot_max_age_ms;
+  forecast_opts.learn_hand_over = opts.forecast_hand_over != 0;
+  forecast_opts.hand_over_prior_ms = opts.heartbeat_interval_ms;
+  forecast_opts.plan_max_age_ms = opts.forecast_plan_max_age_ms;
   forecast_opts.observe_error = [raw](const std::string& what, double seconds) {
     raw->metrics->ObserveForecastError(what, seconds);
   };
@@ -251,8 +254,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     m->uploads = std::make_unique<service::DatasetUploads>(
         *m->database, *m->upload_files, upload_limits, opts.dataset_root, now, wake);
   }
-  m->datasets = std::make_unique<service::DatasetsService>(*m->database, opts.dataset_root, now,
-                                                           wake, m->uploads.get());
+  m->datasets = std::make_unique<service::DatasetsService>(
+      *m->database, opts.dataset_root, now, wake, m->uploads.get(), opts.image_registries);
 
   service::PipelinesOptions pipeline_opts;
   pipeline_opts.limits = opts.limits;

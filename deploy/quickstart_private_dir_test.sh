@@ -2,7 +2,7 @@
 # The quickstart run as root from a clone below a private directory, as a clone in /root is on
 # Debian (mode 0700): its demo job must succeed. Jobs run as unprivileged uids, which cannot pass
 # such a directory, so the agents must run copies of what those uids execute
-# (agent/job_binaries.h); without them mpirun "could not access or execute" the agent and the demo
+# (agent/jobs/job_binaries.h); without them mpirun "could not access or execute" the agent and the demo
 # job ends with "exited with code 132".
 #
 #   quickstart_private_dir_test.sh BIN_DIR

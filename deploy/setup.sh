@@ -3,7 +3,8 @@
 # dashboard's npm packages come from web/package-lock.json at build time).
 # oneDNN's CMake package (libdnnl-dev) looks for OpenCL, which apt only recommends: it is named.
 # `--test` adds what only the tests need.
-# crun runs a command job's OCI image and umoci unpacks it (docs/byo.md, "Environments").
+# crun runs a command job's OCI image and umoci unpacks it, and skopeo pulls one from a registry
+# the operator configured (docs/byo.md, "Environments").
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
 set -euo pipefail
@@ -23,7 +24,7 @@ packages=(
   prometheus
   chromium
   clang libclang-rt-dev
-  crun umoci
+  crun umoci skopeo
 )
 # With --test (deploy/test.sh): what only the tests need. tests/vm/run_in_vm.sh boots a Debian
 # kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian
@@ -33,9 +34,10 @@ packages=(
 # drives the server with wrk. The Python SDK's embody.data is tested with Debian's numpy, and a
 # user's PyTorch DDP script across two nodes with Debian's torch. bench/lerobot_bench decodes the
 # same videos with FFmpeg's own command line (ffmpeg) as the floor its import is measured against.
+# The registry image test pulls from Debian's docker-registry (the Distribution registry v2).
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2 iputils-ping valgrind
-             wrk python3-numpy python3-torch ffmpeg)
+             wrk python3-numpy python3-torch ffmpeg docker-registry)
 fi
 # The dashboard's build needs Node.js and npm; a machine that has them from elsewhere (a newer
 # Node) keeps its own.

@@ -10,9 +10,10 @@
 // declared size whose SHA-256 is their name; layers are plain or gzip-compressed tars (what
 // umoci unpacks); the image is for linux. Nothing in the layers is unpacked here: the agent that
 // runs a job verifies the blobs again as it copies them into its cache and unpacks them with
-// umoci (agent/image_cache.h), which refuses layer entries that leave the root file system.
+// umoci (agent/images/image_cache.h), which refuses layer entries that leave the root file system.
 //
-// This is not a registry client: pulling by reference is not built (skopeo would do it).
+// This is not a registry client: a pull (agent/data/registry_pull.h) has skopeo write the image as
+// such a tar, which is then checked here like any other.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 /* A stand-in for libnvidia-ml, built by the agent's tests so the NVML path (dlopen, symbols,
  * unit conversions, DCGM names) is exercised on machines without a GPU. It implements only the
- * calls agent/nvml_probe.cc makes and describes two fixed GPUs:
+ * calls agent/node/nvml_probe.cc makes and describes two fixed GPUs:
  *
  *   0  "NVIDIA H100 80GB HBM3"   GPU-11111111-2222-3333-4444-555555555555
  *      80 GiB total, 1536 MiB used; util 87 % gpu, 42 % memory; 312456 mW; 61 C

@@ -19,7 +19,7 @@ using nlohmann::json;
 constexpr double kFirstBackoffS = 0.5;
 constexpr double kMaxBackoffS = 30;
 constexpr double kConnectTimeoutS = 3;
-constexpr double kIoTimeoutS = 15;  // as agent/server_client.cc
+constexpr double kIoTimeoutS = 15;  // as agent/heartbeat/server_client.cc
 
 // The agent protocol over a new connection per call ("Connection: close"): what an agent costs
 // the server when it holds no connection between heartbeats. Same requests, bodies and decoding
@@ -235,7 +235,7 @@ double AgentPool::Step(Agent& a, double due) {
   stats_->Sample("heartbeat", end - start);
   if (!phase.empty()) stats_->Sample("heartbeat/" + phase, end - start);
   a.sim.Commit(req, *reply, end, observer_);
-  // As agent/heartbeat_loop.cc: after a launch or a kill, or after reporting an end, the next
+  // As agent/heartbeat/heartbeat_loop.cc: after a launch or a kill, or after reporting an end, the next
   // heartbeat goes at once (a launch's acknowledgement and its RUNNING wait on it).
   bool again = !req.finished.empty();
   for (const api::Command& c : reply->commands) {

@@ -4,7 +4,7 @@
 // cost a thousand heartbeats per interval, not a thousand threads on this side, so the client
 // does not become what the benchmark measures.
 //
-// Each agent follows agent/heartbeat_loop.h: register with the join token and adopt the node
+// Each agent follows agent/heartbeat/heartbeat_loop.h: register with the join token and adopt the node
 // credential the server issues; heartbeat every interval the server named, or at once when one
 // of its jobs ends, after a reply with a launch or a kill, and after reporting an end; back off exponentially (500 ms doubling, 30 s cap, jittered) after a failed
 // call; register again on not_found (the server lost the node) or unauthenticated (it refused the
@@ -29,8 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/node_credential.h"
-#include "agent/server_client.h"
+#include "agent/heartbeat/node_credential.h"
+#include "agent/heartbeat/server_client.h"
 #include "bench/agent_sim/sim_agent.h"
 #include "bench/agent_sim/sim_stats.h"
 

@@ -8,7 +8,7 @@
 // (Command::kWorker) are held as the real agent holds them, listed back so the server sends them
 // short, and never run: the head's launch is the job.
 //
-// Like agent/heartbeat_loop.h, what a heartbeat carries is committed only when the server
+// Like agent/heartbeat/heartbeat_loop.h, what a heartbeat carries is committed only when the server
 // answers it (Commit), so a failed heartbeat loses nothing and resends the same reports. A launch
 // of an attempt already held or already finished is a no-op. A kill command ends the job as
 // killed (exit 137). Nothing here does I/O or takes a lock: one worker thread drives one agent at

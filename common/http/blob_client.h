@@ -1,6 +1,6 @@
 // BlobClient: the one client side of a blob transfer to or from embody-server, used by the
 // checkpoint store (storage/checkpoint_http_store.h), the CLI's dataset upload
-// (cli/dataset_upload.h) and the agent's fetch of an upload (agent/dataset_upload_fetch.h). The
+// (cli/dataset_upload.h) and the agent's fetch of an upload (agent/data/dataset_upload_fetch.h). The
 // routes and the resource around the bytes (creating it, committing it) stay with each caller;
 // what every blob shares is here, on top of Client, so errors decode one way (status_http.h: a
 // bare 404 is not_found whoever answers it).

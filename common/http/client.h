@@ -1,7 +1,7 @@
 // How an Embody process makes HTTP calls: the CLI to embody-server, an agent to embody-server, a
 // job's engine to its agent. Blob transfers (checkpoints, dataset uploads) go through BlobClient
 // (blob_client.h) on top of Client. One call still drives httplib::Client itself and shares only
-// VerifyServer below: the rsh bridge's exec stream (agent/rsh_client.cc), a bidirectional stream
+// VerifyServer below: the rsh bridge's exec stream (agent/rsh/rsh_client.cc), a bidirectional stream
 // Client has no shape for.
 //
 // A Client is made from a base URL and carries what every call needs: connect/read/write

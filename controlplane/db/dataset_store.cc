@@ -35,6 +35,18 @@ constexpr char kUpdateDataset[] =
     ", received_bytes = $11"
     " WHERE id = $1";
 
+// An upload's declared size is in its source (api::ToJson of the ImportSource, written by the
+// server, never by the client as sent).
+constexpr char kBytesForTenant[] =
+    "SELECT COALESCE(sum(CASE d.state"
+    "   WHEN 'uploading' THEN COALESCE((d.source->'upload'->>'bytes')::bigint, 0)"
+    "   WHEN 'importing' THEN"
+    "     GREATEST(d.bytes, COALESCE((d.source->'upload'->>'bytes')::bigint, 0))"
+    "   ELSE d.bytes END), 0)::bigint AS bytes"
+    " FROM datasets d"
+    " WHERE d.tenant_id = $1 AND d.state IN ('uploading', 'importing', 'ready', 'failed')"
+    " AND d.id <> $2";
+
 std::vector<DatasetRecord> ToDatasets(const PgRows& r) {
   std::vector<DatasetRecord> out;
   out.reserve(r.size());
@@ -169,6 +181,12 @@ Result<std::vector<int64_t>> PgDatasetStore::LiveJobsReading(int64_t dataset_id)
   std::vector<int64_t> ids;
   for (size_t i = 0; i < r->size(); ++i) ids.push_back(r->Int(i, "id"));
   return ids;
+}
+
+Result<int64_t> PgDatasetStore::BytesForTenant(int64_t tenant_id, int64_t except_id) {
+  auto r = tx_.Exec(kBytesForTenant, {P(tenant_id), P(except_id)});
+  if (!r.ok()) return r.status();
+  return r->Int(0, "bytes");
 }
 
 Result<int64_t> PgDatasetStore::CountUploading(int64_t tenant_id) {

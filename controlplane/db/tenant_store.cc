@@ -15,20 +15,21 @@ namespace {
 
 constexpr char kSelectTenant[] =
     "SELECT id, name, weight::text AS weight, quota_slots, quota_running_jobs,"
-    " quota_pending_jobs, quota_nodes_per_job, quota_max_priority, version,"
+    " quota_pending_jobs, quota_nodes_per_job, quota_max_priority, quota_storage_bytes, version,"
     " " EMBODY_SQL_MS("created_at") " AS created_ms, " EMBODY_SQL_MS("updated_at") " AS updated_ms"
     " FROM tenants ";
 
 constexpr char kInsertTenant[] =
     "INSERT INTO tenants (name, weight, quota_slots, quota_running_jobs, quota_pending_jobs,"
-    " quota_nodes_per_job, quota_max_priority, created_at, updated_at)"
-    " VALUES ($1, $2::double precision, $3, $4, $5, $6, $8, " EMBODY_SQL_TS("$7") ", "
+    " quota_nodes_per_job, quota_max_priority, quota_storage_bytes, created_at, updated_at)"
+    " VALUES ($1, $2::double precision, $3, $4, $5, $6, $8, $9, " EMBODY_SQL_TS("$7") ", "
     EMBODY_SQL_TS("$7") ") RETURNING id";
 
 constexpr char kUpdateTenant[] =
     "UPDATE tenants SET name = $2, weight = $3::double precision, quota_slots = $4,"
     " quota_running_jobs = $5, quota_pending_jobs = $6, quota_nodes_per_job = $7,"
-    " quota_max_priority = $9, version = version + 1, updated_at = " EMBODY_SQL_TS("$8")
+    " quota_max_priority = $9, quota_storage_bytes = $10, version = version + 1,"
+    " updated_at = " EMBODY_SQL_TS("$8")
     " WHERE id = $1";
 
 // Slots held by unreleased allocations, and jobs by phase, of one tenant.
@@ -50,6 +51,7 @@ constexpr char kSelectToken[] =
     " FROM tokens k JOIN tenants t ON t.id = k.tenant_id ";
 
 Param OptP(const std::optional<int>& v) { return v ? P(*v) : std::nullopt; }
+Param OptP(const std::optional<int64_t>& v) { return v ? P(*v) : std::nullopt; }
 
 Param DoubleP(double v) {
   char buf[64];
@@ -74,6 +76,7 @@ std::vector<TenantRecord> ToTenants(const PgRows& r) {
     t.quota.pending_jobs = OptInt32(r, i, "quota_pending_jobs");
     t.quota.nodes_per_job = OptInt32(r, i, "quota_nodes_per_job");
     t.quota.max_priority = OptInt32(r, i, "quota_max_priority");
+    t.quota.storage_bytes = r.OptInt(i, "quota_storage_bytes");
     t.version = r.Int(i, "version");
     t.created_ms = r.Int(i, "created_ms");
     t.updated_ms = r.Int(i, "updated_ms");
@@ -119,7 +122,7 @@ Result<int64_t> PgTenantStore::CreateTenant(const TenantRecord& t, int64_t now_m
   auto r = tx_.Exec(kInsertTenant, {P(t.name), DoubleP(t.weight), OptP(t.quota.slots),
                                     OptP(t.quota.running_jobs), OptP(t.quota.pending_jobs),
                                     OptP(t.quota.nodes_per_job), P(now_ms),
-                                    OptP(t.quota.max_priority)});
+                                    OptP(t.quota.max_priority), OptP(t.quota.storage_bytes)});
   if (!r.ok()) {
     if (r.status().code() == common::Code::kAlreadyExists) {
       return Status(common::Code::kAlreadyExists, "tenant \"" + t.name + "\" exists", "name");
@@ -149,7 +152,7 @@ Status PgTenantStore::UpdateTenant(const TenantRecord& t, int64_t now_ms) {
   auto r = tx_.Exec(kUpdateTenant, {P(t.id), P(t.name), DoubleP(t.weight), OptP(t.quota.slots),
                                     OptP(t.quota.running_jobs), OptP(t.quota.pending_jobs),
                                     OptP(t.quota.nodes_per_job), P(now_ms),
-                                    OptP(t.quota.max_priority)});
+                                    OptP(t.quota.max_priority), OptP(t.quota.storage_bytes)});
   if (!r.ok() && r.status().code() == common::Code::kAlreadyExists) {
     return Status(common::Code::kAlreadyExists, "tenant \"" + t.name + "\" exists", "name");
   }

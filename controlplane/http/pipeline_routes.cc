@@ -1,4 +1,4 @@
-// /v1/pipelines: submit, list, read, cancel (docs/pipelines.md). Thin: the rules are in
+// /v1/pipelines: submit (or its dry run), list, read, cancel (docs/pipelines.md). Thin: the rules are in
 // service/pipelines_service.h.
 #include "controlplane/http/routes.h"
 
@@ -24,10 +24,21 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
     return false;
   };
 
+  service::ForecastService* forecasts = deps.forecasts;
   router.Handle("POST", "/v1/pipelines", A::kBearer,
-                [pipelines, served](const httplib::Request& req, httplib::Response& res,
-                                    RequestContext& ctx) {
+                [pipelines, forecasts, served](const httplib::Request& req,
+                                               httplib::Response& res, RequestContext& ctx) {
                   if (!served(res)) return;
+                  auto dry_run = QueryBool(req, "dry_run");
+                  if (!dry_run.ok()) return RespondError(res, dry_run.status());
+                  if (*dry_run) {
+                    // Stores nothing, so it is not audited, as a job's dry run.
+                    ctx.not_audited = true;
+                    if (!forecasts) {
+                      return RespondError(res, common::Unavailable("forecasts are not served"));
+                    }
+                    return Respond(res, pipelines->DryRun(ctx.principal, req.body, *forecasts));
+                  }
                   auto r = pipelines->Submit(ctx.principal, req.body);
                   if (r.ok()) ctx.audit_target = "pipeline " + (*r)["id"].dump();
                   Respond(res, r, 201);

@@ -1,6 +1,7 @@
 // The checkpoint blob store's rules against a real PostgreSQL (label pg): who may upload, read
 // and delete; a torn upload is never listed and a stale one is swept (rows and files); a SHA-256
-// mismatch discards the upload; bounds per checkpoint, job and tenant; retention keeps the newest
+// mismatch discards the upload; bounds per checkpoint, job and tenant (the server-wide one and the
+// tenant's quota.storage_bytes, which counts its datasets too); retention keeps the newest
 // `keep` plus the best by the spec's metric; a launch resumes from the latest ready upload or
 // init_from; init_from of another tenant is not found at submit.
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "common/crypto.h"
 #include "controlplane/service/auth.h"
 #include "controlplane/service/checkpoints_service.h"
+#include "controlplane/service/dataset_store.h"
 #include "controlplane/service/node_service.h"
 #include "controlplane/testing/pg_database_fixture.h"
 
@@ -272,6 +274,57 @@ TEST_F(CheckpointsPgTest, BoundsPerCheckpointJobAndTenant) {
               common::Code::kInvalidArgument)
         << bad.dump();
   }
+}
+
+TEST_F(CheckpointsPgTest, TheTenantsStorageQuotaCountsItsDatasetsAndTheTighterLimitRefuses) {
+  auto set_quota = [&](std::optional<int64_t> bytes) {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    auto t = (*uow)->tenants().GetTenant(member_.tenant_id, true);
+    ASSERT_TRUE(t.ok() && t->has_value());
+    (*t)->quota.storage_bytes = bytes;
+    ASSERT_TRUE((*uow)->tenants().UpdateTenant(**t, now_.load()).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
+  };
+  service::CheckpointLimits limits;
+  limits.tenant_quota_bytes = 150;  // the server-wide limit, over checkpoints only
+  auto s = Service(limits);
+  const int64_t job = PlacedJob(member_, node_a_, R"(,"keep":10)");
+  // A dataset upload of 40 bytes in progress counts against the tenant's quota of 100.
+  {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    service::DatasetRecord d;
+    d.tenant_id = member_.tenant_id;
+    d.name = "held";
+    d.state = service::kDatasetUploading;
+    d.source = {{"format", "hdf5"}, {"upload", {{"bytes", 40}, {"sha256", std::string(64, 'a')}}}};
+    ASSERT_TRUE((*uow)->datasets().Insert(d, now_.load()).ok());
+    ASSERT_TRUE((*uow)->Commit().ok());
+  }
+  set_quota(100);
+  ASSERT_TRUE(Upload(s, node_a_, job, 1, std::string(50, 'a')).ok());
+  auto over = Upload(s, node_a_, job, 2, std::string(11, 'b'));
+  EXPECT_EQ(over.status().code(), common::Code::kResourceExhausted);
+  EXPECT_EQ(over.status().message(),
+            "tenant acme holds 90 bytes of datasets, images and checkpoints; 11 more exceed its "
+            "quota.storage_bytes of 100");
+  // Nothing of the refused start is left: exactly the room that is left still fits.
+  auto fits = Upload(s, node_a_, job, 2, std::string(10, 'b'));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  // A larger tenant quota: the server-wide limit (150 of checkpoints) is now the tighter.
+  set_quota(1000);
+  auto server_wide = Upload(s, node_a_, job, 3, std::string(91, 'c'));
+  EXPECT_EQ(server_wide.status().code(), common::Code::kResourceExhausted);
+  EXPECT_NE(server_wide.status().message().find("150-byte quota"), std::string::npos)
+      << server_wide.status().message();
+  // Deleting a checkpoint frees its bytes for both.
+  set_quota(100);
+  ASSERT_TRUE(s.Delete(member_, job, (*fits)["id"]).ok());
+  EXPECT_TRUE(Upload(s, node_a_, job, 3, std::string(10, 'c')).ok());
+  // Another tenant's quota is its own.
+  const int64_t theirs = PlacedJob(other_, node_b_);
+  EXPECT_TRUE(Upload(s, node_b_, theirs, 1, std::string(100, 'z')).ok());
 }
 
 TEST_F(CheckpointsPgTest, RetentionKeepsTheNewestAndTheBest) {

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/time_util.h"
 #include "controlplane/service/roles.h"
+#include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
 
@@ -217,6 +218,8 @@ Result<json> CheckpointsService::StartUpload(const Principal& p, int64_t job_id,
                       " bytes of checkpoints; " + std::to_string(c.bytes) + " more exceed its " +
                       std::to_string(limits_.tenant_quota_bytes) + "-byte quota");
   }
+  // The tenant's own quota.storage_bytes counts its datasets too: the tighter of the two refuses.
+  EMBODY_RETURN_IF_ERROR(CheckStorageQuota(*uow, *tenant, c.bytes, "bytes"));
   c.job_id = job_id;
   c.tenant_id = job.tenant_id;
   c.state = "uploading";

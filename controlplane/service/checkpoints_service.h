@@ -12,7 +12,8 @@
 //
 // Bounds (server flags, CheckpointLimits): bytes per checkpoint, checkpoints per job (uploading
 // or ready), bytes per tenant (a server-wide per-tenant quota over uploading and ready rows),
-// chunk size, and how long an upload may sit untouched before it is swept (rows and files).
+// chunk size, and how long an upload may sit untouched before it is swept (rows and files). The
+// tenant's own quota.storage_bytes (storage_quota.h) applies as well, over its datasets too.
 //
 // A torn upload is never listed: only a commit that finds every declared byte and the declared
 // SHA-256 makes a checkpoint ready; a commit whose SHA-256 differs discards the upload.

@@ -5,6 +5,7 @@
 #include "api/dataset_fit.h"
 #include "common/log.h"
 #include "common/time_util.h"
+#include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
 
@@ -99,6 +100,25 @@ Status RecordDatasetEvent(UnitOfWork& uow, int64_t job_id, const json& data, int
     common::LogWarn("dataset manifest refused",
                     {{"dataset", std::to_string(d.id)}, {"error", bytes.status().message()}});
     return uow.datasets().Update(d, now_ms);
+  }
+  // Its bytes against the tenant's quota.storage_bytes, under the tenant's row lock (taken only
+  // where there is a quota to check): past it the version fails instead of becoming ready.
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow.tenants().GetTenant(d.tenant_id, /*for_update=*/false));
+  if (tenant && tenant->quota.storage_bytes) {
+    EMBODY_ASSIGN_OR_RETURN(locked, uow.tenants().GetTenant(d.tenant_id, /*for_update=*/true));
+    Status fits = locked ? CheckStorageQuota(uow, *locked, *bytes, "", d.id) : Status::Ok();
+    if (fits.code() == common::Code::kResourceExhausted) {
+      // The bytes are on the dataset root all the same: they count until the version is deleted,
+      // so imports past the quota cannot pile up uncounted.
+      d.bytes = *bytes;
+      d.error = Bounded("the import's " + std::to_string(*bytes) +
+                        " bytes do not fit the tenant's storage quota: " + fits.message() +
+                        "; they count against it until this version is deleted");
+      common::LogWarn("dataset refused by the storage quota",
+                      {{"dataset", std::to_string(d.id)}, {"error", fits.message()}});
+      return uow.datasets().Update(d, now_ms);
+    }
+    EMBODY_RETURN_IF_ERROR(fits);
   }
   d.manifest = m;
   d.episodes = m["stats"]["episodes"].get<int64_t>();

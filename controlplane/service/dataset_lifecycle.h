@@ -1,7 +1,8 @@
 // How a dataset version follows the jobs around it, inside the caller's unit of work:
 //  - its import job reports {"type":"dataset","manifest":{...}} (or {"type":"dataset","error":
-//    "..."}) through its agent; the manifest is checked for shape and size and stored with the
-//    counts copied out of it;
+//    "..."}) through its agent; the manifest is checked for shape and size, and its bytes
+//    against the tenant's quota.storage_bytes (storage_quota.h), and stored with the counts
+//    copied out of it (a refused one is not stored and fails the version);
 //  - when the import job ends (transitions.cc calls FinishDatasetImport): SUCCEEDED with a
 //    manifest -> ready; anything else -> failed, with the import's own error or the job's reason;
 //  - a training job naming "dataset:NAME[@VERSION]" is bound to the ready version at submit
@@ -12,7 +13,7 @@
 //  - so is a command job's "environment": {"image": NAME[@VERSION]}, a version of format "oci"
 //    (an OCI image layout, storage/oci_layout.h), launched as {"name": "NAME@VERSION", "path":
 //    its directory, "digest": its manifest's digest}, which the agents cache and run
-//    (agent/image_cache.h).
+//    (agent/images/image_cache.h).
 #pragma once
 
 #include <optional>

@@ -80,6 +80,11 @@ class DatasetStore {
   virtual Result<std::vector<DatasetRecord>> AllForJob(int64_t job_id) = 0;
   // Ids of jobs reading the dataset that have not ended.
   virtual Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) = 0;
+  // The bytes the tenant's versions hold (what counts against quota.storage_bytes), over every
+  // version but `except_id` (0: none left out): an uploading one its declared size
+  // (source.upload.bytes); an importing one the greater of that and the bytes its manifest
+  // reported; a ready one its bytes; failed and deleted ones nothing.
+  virtual Result<int64_t> BytesForTenant(int64_t tenant_id, int64_t except_id) = 0;
   // How many versions of the tenant are uploading.
   virtual Result<int64_t> CountUploading(int64_t tenant_id) = 0;
   // Uploading versions last updated before `before_ms`, oldest first, at most `limit`.

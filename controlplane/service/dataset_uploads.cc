@@ -8,6 +8,7 @@
 #include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/datasets_service.h"
 #include "controlplane/service/roles.h"
+#include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
 
@@ -58,6 +59,9 @@ Result<json> DatasetUploads::Start(const Principal& p, const std::string& name,
                       " uploads in progress, the most this server allows "
                       "(--dataset-uploads-per-tenant); commit or delete one first");
   }
+  // Counted by its declared size from now on, under the same lock.
+  EMBODY_RETURN_IF_ERROR(
+      CheckStorageQuota(*uow, *tenant, source.upload->bytes, "source.upload.bytes"));
   const int64_t now = now_();
   DatasetRecord d;
   d.tenant_id = p.tenant_id;

@@ -17,7 +17,9 @@
 // Who may: members and up create; the member who created the upload, a tenant-admin of its
 // tenant or a cluster-admin send chunks and commit (anyone else of the tenant: permission_denied;
 // another tenant: not_found, as a missing version). Bounds: bytes per upload, uploads in progress
-// per tenant, chunk size, and how long an upload may sit untouched before the sweep fails it.
+// per tenant, chunk size, and how long an upload may sit untouched before the sweep fails it; and
+// the tenant's quota.storage_bytes (storage_quota.h), which counts an upload by its declared size
+// from its start.
 //
 // The blob goes when the version leaves uploading/importing (Sweep removes files whose version is
 // in neither state: the import ended, any outcome; deleted; swept) and at once on Delete. A commit

@@ -15,6 +15,7 @@
 #include "controlplane/service/job_fit.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/roles.h"
+#include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
 
@@ -70,6 +71,12 @@ Result<json> DatasetsService::Import(const Principal& p, const std::string& body
   if (!j.contains("source")) return common::InvalidArgument("is required", "source");
   EMBODY_ASSIGN_OR_RETURN(source, api::ParseImportSource(j["source"], "source"));
   const std::string name = j["name"].get<std::string>();
+  if (source.is_pull()) {
+    EMBODY_ASSIGN_OR_RETURN(registry,
+                            api::FindImageRegistry(registries_, source.registry, "source.registry"));
+    source.registry = registry.name;
+    source.registry_url = registry.Url();
+  }
   if (source.upload) {
     if (!uploads_) {
       return common::FailedPrecondition(
@@ -83,6 +90,9 @@ Result<json> DatasetsService::Import(const Principal& p, const std::string& body
   // The tenant's row lock serialises its imports (the next version number) and its admissions.
   EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, /*for_update=*/true));
   if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
+  // The import's size is known once it ran (its manifest is checked then, RecordDatasetEvent);
+  // a tenant already past its storage quota queues none.
+  EMBODY_RETURN_IF_ERROR(CheckStorageQuota(*uow, *tenant, 0, "source"));
   const int64_t now = now_();
   DatasetRecord d;
   d.tenant_id = p.tenant_id;

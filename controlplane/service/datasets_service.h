@@ -15,9 +15,11 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "api/image_reference.h"
 #include "api/job_spec.h"
 #include "controlplane/service/blob_files.h"
 #include "controlplane/service/dataset_uploads.h"
@@ -36,17 +38,23 @@ class DatasetsService {
  public:
   // `root`: the dataset root (--dataset-root); "" : imports are refused (failed_precondition).
   // `wake` nudges the scheduler after an import was queued. `uploads` nullptr: this server keeps
-  // no uploads (--dataset-upload-max-gib 0), so an upload source is refused.
+  // no uploads (--dataset-upload-max-gib 0), so an upload source is refused. `registries`: the
+  // only ones an image is pulled from (--image-registry); none: pulls are refused.
   DatasetsService(Database& db, std::string root, Clock now, std::function<void()> wake,
-                  DatasetUploads* uploads = nullptr)
+                  DatasetUploads* uploads = nullptr,
+                  std::vector<api::ImageRegistry> registries = {})
       : db_(db),
         root_(std::move(root)),
         now_(std::move(now)),
         wake_(std::move(wake)),
-        uploads_(uploads) {}
+        uploads_(uploads),
+        registries_(std::move(registries)) {}
 
-  // {"name", "source": {"format"?, "path" | "upload", "filter"?, "language"?}} -> the new
-  // dataset (201): importing for a path, uploading for an upload.
+  // {"name", "source": {"format"?, "path" | "upload" | "registry" + "reference", "filter"?,
+  // "language"?}} -> the new dataset (201): importing for a path or a pull, uploading for an
+  // upload. A pull names a configured registry (by name or host; invalid_argument on
+  // source.registry otherwise) and is stored with that registry's name and URL, so the version
+  // says where it came from; its manifest gives the digest pulled.
   Result<nlohmann::json> Import(const Principal& p, const std::string& body);
   // {"datasets": [...], "next_cursor"}; `name` "" : every name; `tenant_id` > 0 narrows a
   // cluster-admin's list to one tenant.
@@ -79,6 +87,7 @@ class DatasetsService {
   Clock now_;
   std::function<void()> wake_;
   DatasetUploads* uploads_;
+  const std::vector<api::ImageRegistry> registries_;
 };
 
 }  // namespace controlplane::service

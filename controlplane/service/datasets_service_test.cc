@@ -78,6 +78,57 @@ TEST_F(DatasetsServiceTest, LerobotDirectoryIsQueuedAsAnImportJob) {
   EXPECT_EQ((*hdf5)["source"]["format"], "hdf5");
 }
 
+// A pull names a registry the operator configured, by name or host; the version stores where
+// it came from, and the import job's spec says where the registry is. Anything else is refused
+// on the field, with nothing stored.
+TEST_F(DatasetsServiceTest, APullNamesAConfiguredRegistryAndRecordsWhereItComesFrom) {
+  std::vector<api::ImageRegistry> registries{
+      *api::ParseImageRegistryFlag("local=http://127.0.0.1:5000", "f"),
+      *api::ParseImageRegistryFlag("hub=https://registry.example.com", "f")};
+  service::DatasetsService datasets(db_, data_dir_ + "/datasets", clock(), nullptr, nullptr,
+                                    registries);
+  auto d = datasets.Import(member_, Body({{"format", "oci"},
+                                          {"registry", "127.0.0.1:5000"},
+                                          {"reference", "embody/probe:1"}}));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ((*d)["state"], "importing");
+  const json stored{{"format", "oci"},
+                    {"registry", "local"},
+                    {"reference", "embody/probe:1"},
+                    {"registry_url", "http://127.0.0.1:5000"}};
+  EXPECT_EQ((*d)["source"], stored);
+  EXPECT_EQ(ImportJobSpec(*d)["import"]["source"], stored);
+
+  struct Case {
+    json source;
+    std::string field;
+  };
+  const std::vector<Case> refused = {
+      {{{"format", "oci"}, {"registry", "ghcr.io"}, {"reference", "x/y:1"}}, "source.registry"},
+      {{{"format", "oci"}, {"registry", "hub"}, {"reference", "ghcr.io/x/y:1"}},
+       "source.reference"},
+      {{{"format", "oci"}, {"registry", "hub"}, {"reference", "-x:1"}}, "source.reference"},
+      {{{"format", "oci"},
+        {"registry", "hub"},
+        {"reference", "x:1"},
+        {"registry_url", "http://169.254.169.254"}},
+       "source.registry_url"},
+      {{{"format", "hdf5"}, {"registry", "hub"}, {"reference", "x:1"}}, "source.format"},
+  };
+  for (const Case& c : refused) {
+    auto r = datasets.Import(member_, Body(c.source));
+    ASSERT_FALSE(r.ok()) << c.source.dump();
+    EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument) << c.source.dump();
+    EXPECT_EQ(r.status().field(), c.field) << c.source.dump() << r.status().ToString();
+  }
+  EXPECT_EQ(StoredDatasets(), 1u);
+  // A server with no registries pulls nothing.
+  auto none = Datasets().Import(member_, Body({{"format", "oci"},
+                                               {"registry", "local"},
+                                               {"reference", "embody/probe:1"}}));
+  EXPECT_EQ(none.status().field(), "source.registry") << none.status().ToString();
+}
+
 TEST_F(DatasetsServiceTest, LerobotRefusalsNameTheField) {
   const json lerobot = {{"format", "lerobot"}, {"path", "/shared/lerobot/pusht"}};
   struct Case {

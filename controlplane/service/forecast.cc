@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "common/time_util.h"
+#include "controlplane/service/pending_queue.h"
 #include "controlplane/service/slot_timeline.h"
 
 namespace controlplane::service {
@@ -23,8 +24,9 @@ int64_t LimitEnd(int64_t start_ms, int64_t limit_seconds) {
 // The cluster as the run has moved it: the snapshot, with an expected end per running job.
 class ForwardRun {
  public:
-  ForwardRun(const ClusterSnapshot& in, const ForecastTimes& times, const ForecastOptions& opt)
-      : s_(in), times_(times), opt_(opt) {
+  ForwardRun(ClusterSnapshot in, const ForecastTimes& times, const ForecastOptions& opt)
+      : s_(std::move(in)), times_(times), opt_(opt) {
+    if (!opt.reference) queue_ = PendingQueue(s_.pending);
     for (size_t i = 0; i < s_.nodes.size(); ++i) {
       node_index_[s_.nodes[i].id] = i;
       Count(s_.nodes[i], +1);
@@ -45,12 +47,27 @@ class ForwardRun {
   const ClusterSnapshot& snapshot() const { return s_; }
   int64_t now() const { return s_.now_ms; }
 
+  // The scheduler's decision now: Schedule() over the snapshot in the first cycle and in the
+  // reference run, else over the kept queue (ScheduleQueue: no copy, no sort, and without
+  // reasons it stops where the rest of the queue can change nothing).
+  ScheduleDecision Decide(bool first, const ScheduleOptions& options) {
+    if (first || opt_.reference) return Schedule(s_, options);
+    return ScheduleQueue(s_, queue_, options);
+  }
+
   // Starts what `d` placed, `delay_ms` from now (holding the slots from now), and lets its
   // victims go.
   void Apply(const ScheduleDecision& d, int64_t delay_ms) {
-    if (d.placements.empty() && d.preemptions.empty()) return;
+    if (d.placements.empty() && d.preemptions.empty()) {
+      if (!opt_.reference) s_.pending.clear();  // from here on the queue holds them
+      return;
+    }
     std::unordered_map<int64_t, const PendingJob*> pending;
-    for (const PendingJob& p : s_.pending) pending[p.job_id] = &p;
+    if (opt_.reference || !s_.pending.empty()) {
+      for (const PendingJob& p : s_.pending) pending[p.job_id] = &p;
+    } else {
+      for (const Placement& pl : d.placements) pending[pl.job_id] = queue_.Find(pl.job_id);
+    }
     std::unordered_set<int64_t> placed;
     std::vector<RunningJob> started;
     std::vector<int64_t> started_ends;
@@ -78,7 +95,12 @@ class ForwardRun {
         }
       }
     }
-    std::erase_if(s_.pending, [&](const PendingJob& p) { return placed.count(p.job_id) > 0; });
+    if (opt_.reference) {
+      std::erase_if(s_.pending, [&](const PendingJob& p) { return placed.count(p.job_id) > 0; });
+    } else {
+      s_.pending.clear();  // from here on the queue holds them
+      for (int64_t id : placed) queue_.Take(id);
+    }
     for (size_t i = 0; i < started.size(); ++i) {
       s_.running.push_back(std::move(started[i]));
       ends_.push_back(started_ends[i]);
@@ -179,9 +201,11 @@ class ForwardRun {
     if ((shapes_[key] += sign) == 0) shapes_.erase(key);
   }
 
+  // pending: every job left in the reference run; otherwise only until the first Apply
   ClusterSnapshot s_;
+  PendingQueue queue_;  // the pending jobs left, outside the reference run
   std::array<std::vector<int64_t>, kSlotKinds> free_hist_;  // usable nodes by free slots
-  std::map<std::tuple<int, int, int>, int64_t> shapes_;      // pending (kind, slots, nodes)
+  std::map<std::tuple<int, int, int>, int64_t> shapes_;     // pending (kind, slots, nodes)
   const ForecastTimes& times_;
   const ForecastOptions& opt_;
   std::vector<int64_t> ends_;  // parallel to s_.running; kNever: not expected to end
@@ -235,26 +259,53 @@ void DescribeNow(const ScheduleDecision& d, const ClusterSnapshot& s, JobForecas
   if (more > 0) f.waits.push_back(std::to_string(more) + " more reservations of jobs ahead");
 }
 
-}  // namespace
+// True when `job` changed nothing in the decision `d` it was part of: it is not placed, and
+// holds no reservation and makes no preemption (so the others' placements are as without it).
+bool Inert(const ScheduleDecision& d, int64_t job) {
+  auto is = [&](const auto& x) { return x.job_id == job; };
+  return std::none_of(d.placements.begin(), d.placements.end(), is) &&
+         std::none_of(d.reservations.begin(), d.reservations.end(), is) &&
+         std::none_of(d.preemptions.begin(), d.preemptions.end(), is);
+}
 
-std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
-                                              const ForecastTimes& times,
-                                              const std::vector<int64_t>& wanted,
-                                              const ForecastOptions& options) {
-  std::map<int64_t, JobForecast> out;
-  std::unordered_set<int64_t> open;  // wanted, neither started nor given up on
-  for (const PendingJob& p : snapshot.pending) {
-    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p.job_id) != wanted.end()) {
-      out[p.job_id].job_id = p.job_id;
-      open.insert(p.job_id);
-    }
+// True when adding `job` (of `shape`) to the queue cannot change `turn`'s decision: the cycle
+// stopped before considering it (a higher priority, or its tenant's older jobs of its priority
+// were still waiting their turn, and it goes after them), a shape asking no more than its own
+// unable to be placed, and every reservation made or one for no more slots and nodes failed.
+bool Unchanged(const PlanTurn& turn, const PendingJob& job, const JobShape& shape) {
+  if (turn.idle || !turn.decision.settled) return false;
+  const QueueStop& stop = *turn.decision.settled;
+  const bool before = stop.before_any || stop.priority > job.priority ||
+                      (stop.priority == job.priority &&
+                       std::find(stop.tenants_left.begin(), stop.tenants_left.end(),
+                                 job.tenant_id) != stop.tenants_left.end());
+  if (!before || std::none_of(stop.unplaceable.begin(), stop.unplaceable.end(),
+                              [&](const JobShape& u) { return AsksNoMore(u, shape); })) {
+    return false;
   }
-  ForwardRun run(snapshot, times, options);
+  if (stop.reservations_made) return true;
+  return std::any_of(stop.unreservable.begin(), stop.unreservable.end(), [&](const JobShape& u) {
+    return std::get<0>(u) == std::get<0>(shape) && std::get<1>(u) <= std::get<1>(shape) &&
+           std::get<2>(u) <= std::get<2>(shape);
+  });
+}
+
+// The loop of a forward run (ForecastStarts) for the jobs of `open`. With `replay` (the turns of
+// the same run without `asked`, ForwardPlan), a turn whose kept decision `asked` cannot change
+// is replayed instead of decided, until the first that it might; with `record`, every turn's
+// decision is kept.
+// Returns the turns replayed.
+size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOptions& options,
+                  std::map<int64_t, JobForecast>& out, std::unordered_set<int64_t>& open,
+                  const std::vector<PlanTurn>* replay, const PendingJob* asked,
+                  std::vector<PlanTurn>* record) {
   ScheduleOptions quiet = options.schedule;
   quiet.explain = options.reference;
   std::vector<int64_t> ended;
   int cycles = 0;
-  while (!open.empty()) {
+  size_t replayed = 0;
+  const JobShape asked_shape = asked ? PendingQueue::ShapeOf(*asked) : JobShape{};
+  for (size_t turn = 0; !open.empty(); ++turn) {
     if (cycles == options.max_cycles) {
       for (int64_t id : open) {
         out[id].unknown_reason = "not started within " + std::to_string(options.max_cycles) +
@@ -265,11 +316,19 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
     // The first cycle starts jobs now; later ones at an expected end, a hand-over after it.
     const int64_t delay = cycles == 0 ? 0 : std::max<int64_t>(times.handover_ms, 0);
     const bool idle = cycles > 0 && !options.reference && !run.MayPlace();
-    const ScheduleDecision d =
-        idle ? ScheduleDecision{}
-             : Schedule(run.snapshot(), cycles == 0 ? options.schedule : quiet);
+    ScheduleDecision decided;
+    const ScheduleDecision* d = &decided;
+    if (replay && turn > 0 && turn < replay->size() &&
+        (idle || Unchanged((*replay)[turn], *asked, asked_shape))) {
+      d = &(*replay)[turn].decision;
+      ++replayed;
+    } else {
+      if (turn > 0) replay = nullptr;  // decided from here on
+      if (!idle) decided = run.Decide(cycles == 0, cycles == 0 ? options.schedule : quiet);
+      if (replay && !Inert(decided, asked->job_id)) replay = nullptr;
+    }
     std::vector<int64_t> started;
-    for (const Placement& p : d.placements) {
+    for (const Placement& p : d->placements) {
       if (!open.count(p.job_id)) continue;
       started.push_back(p.job_id);
       JobForecast& f = out[p.job_id];
@@ -287,12 +346,21 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
     if (cycles == 0) {
       for (auto& [id, f] : out) {
         if (!open.count(id)) continue;
-        DescribeNow(d, run.snapshot(), f);
+        DescribeNow(*d, run.snapshot(), f);
         if (f.never_fits) open.erase(id);
       }
     }
     if (!idle) ++cycles;
-    run.Apply(d, delay);
+    run.Apply(*d, delay);
+    if (record) {
+      record->push_back({idle, {}});
+      if (!idle) {
+        ScheduleDecision& kept = record->back().decision;
+        kept.placements = d->placements;
+        kept.preemptions = d->preemptions;
+        kept.settled = d->settled;
+      }
+    }
     for (int64_t id : started) out[id].end_ms = run.EndOf(id);
     if (open.empty()) break;
     if (!run.Advance(&ended)) {
@@ -304,7 +372,58 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
       break;
     }
   }
+  return replayed;
+}
+
+}  // namespace
+
+std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
+                                              const ForecastTimes& times,
+                                              const std::vector<int64_t>& wanted,
+                                              const ForecastOptions& options) {
+  std::map<int64_t, JobForecast> out;
+  std::unordered_set<int64_t> open;  // wanted, neither started nor given up on
+  for (const PendingJob& p : snapshot.pending) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), p.job_id) != wanted.end()) {
+      out[p.job_id].job_id = p.job_id;
+      open.insert(p.job_id);
+    }
+  }
+  ForwardRun run(snapshot, times, options);
+  RunForward(run, times, options, out, open, nullptr, nullptr, nullptr);
   return out;
+}
+
+ForwardPlan::ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, ForecastOptions options)
+    : snapshot_(std::move(snapshot)), times_(std::move(times)), options_(options) {
+  if (options_.reference) return;
+  std::map<int64_t, JobForecast> out;
+  std::unordered_set<int64_t> open;
+  for (const PendingJob& p : snapshot_.pending) open.insert(p.job_id);
+  ForwardRun run(snapshot_, times_, options_);
+  RunForward(run, times_, options_, out, open, nullptr, nullptr, &turns_);
+}
+
+JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
+                                  size_t* replayed) const {
+  ForecastTimes times = times_;
+  if (run_ms) times.run_ms[job.job_id] = *run_ms;
+  ClusterSnapshot s = snapshot_;
+  s.pending.push_back(job);
+  std::map<int64_t, JobForecast> out;
+  out[job.job_id].job_id = job.job_id;
+  std::unordered_set<int64_t> open{job.job_id};
+  // The kept turns stand for the job only if it goes after every queued job of its tenant and
+  // priority, as a new submission does.
+  const bool last = std::none_of(snapshot_.pending.begin(), snapshot_.pending.end(), [&](auto& p) {
+    return p.tenant_id == job.tenant_id && p.priority == job.priority &&
+           std::tuple(p.submit_ms, p.job_id) > std::tuple(job.submit_ms, job.job_id);
+  });
+  ForwardRun run(std::move(s), times, options_);
+  const size_t kept = RunForward(run, times, options_, out, open,
+                                 options_.reference || !last ? nullptr : &turns_, &job, nullptr);
+  if (replayed) *replayed = kept;
+  return out[job.job_id];
 }
 
 }  // namespace controlplane::service

@@ -19,8 +19,11 @@
 // Cost: an expected end at which no pending job's shape fits on the free slots at all (before
 // reservations and quotas) cannot change the decision unless preemption is on, so the run jumps
 // over it without a Schedule() call; the calls after the first ask for no waiting reasons
-// (ScheduleOptions::explain). Both change nothing that is predicted: ForecastOptions::reference
-// turns them off, and forecast_test.cc compares the two on random queues.
+// (ScheduleOptions::explain) and decide over a queue kept in order across the run
+// (ScheduleQueue, pending_queue.h), which stops where the rest of the queue can change nothing,
+// so a cycle's cost does not grow with the queue behind. None of this changes what is predicted:
+// ForecastOptions::reference turns them off, and forecast_test.cc compares the two on random
+// queues. A dry run against a kept run of the queue: ForwardPlan below.
 // Simplifications, each on the side of fewer events: fair-share usage stays as it is now; a
 // preempted job leaves and is not requeued; nodes neither join nor leave. No I/O, no clock.
 #pragma once
@@ -51,7 +54,10 @@ struct ForecastTimes {
 
 struct ForecastOptions {
   ScheduleOptions schedule;
-  int max_cycles = 5000;  // Schedule() calls at most; past them a start is not predicted
+  // Schedule() calls at most; past them a start is not predicted. A cycle over the kept queue
+  // costs what its jobs up to the first that can change nothing cost, so a queue of 10,000
+  // one-node jobs (about a cycle per job ahead) fits.
+  int max_cycles = 20000;
   // true: Schedule(), with its reasons, at every expected end: the plain run the fast one is
   // tested against.
   bool reference = false;
@@ -77,5 +83,46 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
                                               const ForecastTimes& times,
                                               const std::vector<int64_t>& wanted,
                                               const ForecastOptions& options);
+
+// One turn of a forward run: an expected end (or the snapshot's now, first), and what the
+// decision there started, preempted and where it stopped; `idle`: none was made (nothing fit).
+struct PlanTurn {
+  bool idle = false;
+  ScheduleDecision decision;  // placements, preemptions, settled; no reasons
+};
+
+// The forward run of a snapshot's whole queue, kept to answer dry runs against it: the forecast
+// of a job added to the queue is what ForecastStarts of the snapshot with that job predicts for
+// it, without deciding again every turn that the job cannot change. A turn is replayed as kept
+// when its cycle stopped (ScheduleQueue) before the job's turn in the order (a higher priority
+// still being decided, or the job's tenant having older jobs of its priority still waiting: the
+// job goes after them), every reservation being made and a shape asking no more than the job's
+// being unable to be placed; an end at which nothing was decided is replayed when the job's
+// shape does not fit on the free slots either. The first cycle is always decided with the job in
+// it (its reasons are the job's), and so is every turn from the first that the job might change,
+// on the queue with the job. Cost: the first cycle, a replay per turn (no Schedule()), and the
+// cycles from where the job might matter. Immutable after construction; shared across threads.
+class ForwardPlan {
+ public:
+  ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, ForecastOptions options);
+
+  // `job` (not in the snapshot) added to its queue; `run_ms`: its expected run time. Turns are
+  // replayed only for a job that goes after every queued job of its tenant and priority (a
+  // later submit time, or the same and a higher id), as a new submission does; any other is
+  // forecast by a plain forward run.
+  // `replayed`: how many turns were replayed rather than decided.
+  JobForecast Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
+                       size_t* replayed = nullptr) const;
+
+  const ClusterSnapshot& snapshot() const { return snapshot_; }
+  const ForecastTimes& times() const { return times_; }
+  size_t turns() const { return turns_.size(); }
+
+ private:
+  ClusterSnapshot snapshot_;
+  ForecastTimes times_;
+  ForecastOptions options_;
+  std::vector<PlanTurn> turns_;
+};
 
 }  // namespace controlplane::service

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "common/log.h"
 #include "common/time_util.h"
@@ -28,6 +29,8 @@ constexpr int64_t kDryRunId = std::numeric_limits<int64_t>::max();
 constexpr size_t kMaxCachedRunTimes = 200'000;
 // How long a gap in fair-share accrual is counted, as the scheduler loop's default.
 constexpr int64_t kAccrueMaxGapMs = 60'000;
+// Forward plans of the scheduler's snapshots are made for this long after a dry run.
+constexpr int64_t kPlanWhileAskedMs = 30'000;
 
 json OptTime(const std::optional<int64_t>& ms) {
   return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
@@ -47,9 +50,13 @@ JobForecast Since(JobForecast f, int64_t now) {
 }
 
 // Where the forecast's cluster came from, and when it was taken.
-void AddSource(bool from_scheduler, int64_t as_of_ms, json* out) {
+void AddSource(const char* from, int64_t as_of_ms, json* out) {
   (*out)["as_of"] = common::FormatTimeMillis(as_of_ms);
-  (*out)["cluster_from"] = from_scheduler ? "scheduler_snapshot" : "store";
+  (*out)["cluster_from"] = from;
+}
+
+const char* SourceName(bool from_scheduler) {
+  return from_scheduler ? "scheduler_snapshot" : "store";
 }
 
 }  // namespace
@@ -128,7 +135,9 @@ std::optional<double> ForecastService::CachedRunSeconds(const JobRecord& job) {
 ForecastTimes ForecastService::TimesOf(const ClusterSnapshot& snapshot,
                                        const std::vector<JobRecord>& jobs) {
   ForecastTimes times;
-  if (options_.learn_hand_over) times.handover_ms = hand_over_.MeanMs().value_or(0);
+  if (options_.learn_hand_over) {
+    times.handover_ms = hand_over_.MeanMs().value_or(options_.hand_over_prior_ms);
+  }
   const bool learning = LearnedSeconds(1).has_value();
   if (!plan_ && !learning) return times;  // time limits only: the forward run reads them off
   std::unordered_map<int64_t, const JobRecord*> by_id;
@@ -264,20 +273,37 @@ Result<json> ForecastService::DryRun(const Principal& p, const std::string& body
   (void)dataset;
   EMBODY_ASSIGN_OR_RETURN(reads, ResolveCommandDatasets(*uow, p.tenant_id, spec));
   (void)reads;
+  uow.reset();
+  return Predict(p.tenant_id, spec);
+}
 
+Result<json> ForecastService::Predict(int64_t tenant_id, const api::JobSpec& spec) {
   const int64_t now = now_();
+  const json stored_spec = api::ToJson(spec);
+  const RunTime planned_run = PredictRun(stored_spec, api::JobKindName(spec.kind));
+  const PendingJob job{kDryRunId, tenant_id, spec.priority, now, spec.resources,
+                       spec.time_limit_seconds};
+  if (std::shared_ptr<const ForwardPlan> plan = FreshPlan(now)) {
+    std::optional<int64_t> run_ms;
+    if (planned_run.seconds) run_ms = static_cast<int64_t>(*planned_run.seconds * 1000.0);
+    json out = Describe(Since(plan->Forecast(job, run_ms), now), planned_run, now,
+                        plan->snapshot());
+    AddSource("scheduler_plan", plan->snapshot().now_ms, &out);
+    out["hand_over_seconds"] = static_cast<double>(plan->times().handover_ms) / 1000.0;
+    out["dry_run"] = true;
+    out["admitted"] = true;
+    return out;
+  }
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());  // read only: never committed
   EMBODY_ASSIGN_OR_RETURN(cluster, ClusterNow(std::move(uow), now));
   ClusterSnapshot& snapshot = cluster.snapshot;
   ForecastTimes& times = cluster.times;
-  const json stored = api::ToJson(spec);
-  const std::string kind = api::JobKindName(spec.kind);
-  const RunTime run = PredictRun(stored, kind);
+  const RunTime& run = planned_run;
   if (run.seconds) times.run_ms[kDryRunId] = static_cast<int64_t>(*run.seconds * 1000.0);
-  snapshot.pending.push_back(
-      {kDryRunId, p.tenant_id, spec.priority, now, spec.resources, spec.time_limit_seconds});
+  snapshot.pending.push_back(job);
   auto f = ForecastStarts(snapshot, times, {kDryRunId}, options_.forecast);
   json out = Describe(Since(f[kDryRunId], now), run, now, snapshot);
-  AddSource(cluster.from_scheduler, cluster.snapshot.now_ms, &out);
+  AddSource(SourceName(cluster.from_scheduler), cluster.snapshot.now_ms, &out);
   out["hand_over_seconds"] = static_cast<double>(times.handover_ms) / 1000.0;
   out["dry_run"] = true;
   out["admitted"] = true;
@@ -309,7 +335,7 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
     }
     auto f = ForecastStarts(cluster.snapshot, cluster.times, {id}, options_.forecast);
     out = Describe(Since(f[id], now), run, now, cluster.snapshot);
-    AddSource(cluster.from_scheduler, cluster.snapshot.now_ms, &out);
+    AddSource(SourceName(cluster.from_scheduler), cluster.snapshot.now_ms, &out);
     out["hand_over_seconds"] = static_cast<double>(cluster.times.handover_ms) / 1000.0;
   } else if (api::IsTerminal(job->state)) {
     return common::FailedPrecondition(std::string("job is ") + api::JobStateName(job->state) +
@@ -335,6 +361,42 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
 void ForecastService::ForgetSnapshot() {
   std::lock_guard<std::mutex> lock(latest_mu_);
   latest_.reset();
+  forward_.reset();
+}
+
+std::shared_ptr<const ForwardPlan> ForecastService::FreshPlan(int64_t now) {
+  if (options_.snapshot_max_age_ms <= 0 || options_.plan_max_age_ms <= 0) return nullptr;
+  dry_run_asked_ms_.store(now);
+  std::shared_ptr<const ForwardPlan> plan;
+  bool stale = false;
+  {
+    std::lock_guard<std::mutex> lock(latest_mu_);
+    plan = forward_;
+    stale = latest_ && (!plan || plan->snapshot().now_ms < latest_->snapshot.now_ms);
+  }
+  if (stale) {  // the thread plans the latest snapshot
+    std::lock_guard<std::mutex> lock(mu_);
+    plan_due_ = true;
+    cv_.notify_one();
+  }
+  if (!plan || now - plan->snapshot().now_ms > options_.plan_max_age_ms ||
+      plan->snapshot().now_ms > now) {
+    return nullptr;
+  }
+  return plan;
+}
+
+void ForecastService::PlanLatest() {
+  std::shared_ptr<const Frozen> latest;
+  {
+    std::lock_guard<std::mutex> lock(latest_mu_);
+    latest = latest_;
+    if (!latest || (forward_ && forward_->snapshot().now_ms >= latest->snapshot.now_ms)) return;
+  }
+  auto plan = std::make_shared<const ForwardPlan>(latest->snapshot, latest->times,
+                                                  options_.forecast);
+  std::lock_guard<std::mutex> lock(latest_mu_);
+  if (latest_ == latest) forward_ = std::move(plan);  // not forgotten meanwhile
 }
 
 void ForecastService::OnNewPending(const ClusterSnapshot& snapshot,
@@ -348,17 +410,23 @@ void ForecastService::OnNewPending(const ClusterSnapshot& snapshot,
     std::lock_guard<std::mutex> lock(latest_mu_);
     latest_ = w.cluster;
   }
-  if (w.ids.empty()) return;
+  // Plans are made while dry runs are being asked, for the latest snapshot.
+  const bool plan = keep && options_.plan_max_age_ms > 0 &&
+                    snapshot.now_ms - dry_run_asked_ms_.load() <= kPlanWhileAskedMs;
+  if (w.ids.empty() && !plan) return;
   std::lock_guard<std::mutex> lock(mu_);
-  queue_.push_back(std::move(w));
+  if (!w.ids.empty()) queue_.push_back(std::move(w));
+  plan_due_ = plan_due_ || plan;
   cv_.notify_one();
 }
 
 Status ForecastService::Flush() {
   std::deque<Work> work;
+  bool plan = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     work.swap(queue_);
+    plan = std::exchange(plan_due_, false);
   }
   Status first = Status::Ok();
   for (const Work& w : work) {
@@ -368,6 +436,7 @@ Status ForecastService::Flush() {
       if (first.ok()) first = st;
     }
   }
+  if (plan) PlanLatest();
   return first;
 }
 
@@ -466,7 +535,7 @@ void ForecastService::Loop() {
   auto next_judge = std::chrono::steady_clock::now() + period;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    cv_.wait_until(lock, next_judge, [&] { return stop_ || !queue_.empty(); });
+    cv_.wait_until(lock, next_judge, [&] { return stop_ || !queue_.empty() || plan_due_; });
     if (stop_) break;
     lock.unlock();
     (void)Flush();  // logged there

@@ -15,10 +15,17 @@
 // forecast) starts from the snapshot the scheduler loop decided on last, when it is at most that
 // old, instead of reading every pending and running job again (the answer says `as_of` and
 // `cluster_from`); what changed since (a submission, an end) is seen at the next cycle. Without
-// it, or with an older snapshot, the jobs are read from the store.
+// it, or with an older snapshot, the jobs are read from the store. While dry runs are being asked
+// (in the last 30 s), the service's thread also runs each latest snapshot's whole queue forward
+// once (ForwardPlan, forecast.h), and a dry run is answered against that kept run when its
+// snapshot is at most plan_max_age_ms old (the run of a long queue takes longer than a
+// scheduling cycle): the forecast from that snapshot, without deciding again the cycles the new
+// job cannot change.
 //
 // Hand-overs: the forward run adds the server's learned hand-over time (hand_over.h), fed by
-// the node service's job ends and starts, per job handed slots at an expected end.
+// the node service's job ends and starts, per job handed slots at an expected end; before
+// enough are learned, hand_over_prior_ms (a burst of submissions is forecast at first sight,
+// before any job has ended).
 //
 // Submitted jobs are forecast when the scheduler first sees them pending (SchedulerLoop's
 // forecast hook): from the very snapshot that cycle decides on, before its decision, so a job
@@ -27,7 +34,9 @@
 // wait for Flush (tests).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <deque>
 #include <functional>
 #include <map>
@@ -57,9 +66,15 @@ struct ForecastServiceOptions {
   int judge_period_ms = 1000;      // how often the thread compares forecasts with their jobs
   bool learn_run_times = true;     // false: time limits as they are (run_time_history.h)
   bool learn_hand_over = true;     // false: slots pass to the next job at once (hand_over.h)
+  // The hand-over until enough have been seen: a hand-over waits for at least the launch's
+  // heartbeat, so the server sets its heartbeat interval; 0: none.
+  int64_t hand_over_prior_ms = 0;
   // A dry run's cluster from the scheduler's latest snapshot when it is at most this old; 0:
   // always read from the store.
   int64_t snapshot_max_age_ms = 0;
+  // With snapshots kept, while dry runs are asked: a dry run is answered against the kept
+  // forward run of a snapshot at most this old (ForwardPlan); 0: never.
+  int64_t plan_max_age_ms = 0;
   // Called with each forecast error found ("start" or "end", actual minus predicted seconds).
   std::function<void(const std::string&, double)> observe_error;
 };
@@ -81,6 +96,9 @@ class ForecastService {
   // The answer to POST /v1/jobs?dry_run=true: refused exactly as a submission would be (same
   // status, message and field), or the forecast. Writes nothing.
   Result<nlohmann::json> DryRun(const Principal& p, const std::string& body);
+  // The forecast part of a dry run for a job of `tenant_id` whose checks were made by the caller
+  // (a pipeline's dry run, for each step's job as if it were submitted now). Writes nothing.
+  Result<nlohmann::json> Predict(int64_t tenant_id, const api::JobSpec& spec);
   // GET /v1/jobs/{id}/forecast: a pending job's forecast now, a job holding slots its expected
   // end; failed_precondition for a job that has ended. Another tenant's job is not found.
   Result<nlohmann::json> ForJob(const Principal& p, int64_t id);
@@ -93,8 +111,9 @@ class ForecastService {
   // The scheduler loop found no pending job: dry runs read the store again until the next
   // OnNewPending, instead of a kept snapshot whose queue has gone.
   void ForgetSnapshot();
-  // Records what OnNewPending queued, on the caller's thread (the thread does it without this;
-  // it must not be called inside a unit of work). The first error, once all were tried.
+  // Records what OnNewPending queued, and plans the latest snapshot when dry runs want it, on
+  // the caller's thread (the thread does it without this; it must not be called inside a unit
+  // of work). The first error, once all were tried.
   Status Flush();
   // Compares stored forecasts with their jobs' starts and ends; returns the errors found.
   Result<std::vector<std::pair<std::string, double>>> Judge(int limit = 500);
@@ -134,6 +153,11 @@ class ForecastService {
   // The cluster now, as the scheduler loop would read it.
   Result<ClusterSnapshot> Look(UnitOfWork& uow, int64_t now, std::vector<JobRecord>* jobs);
   Status Record(const Work& w);
+  // The kept plan when its snapshot is at most snapshot_max_age_ms old, else null; notes the ask
+  // and has the thread plan the latest snapshot when the plan is older.
+  std::shared_ptr<const ForwardPlan> FreshPlan(int64_t now);
+  // On the thread: plans the latest snapshot if it has no plan yet.
+  void PlanLatest();
   nlohmann::json Describe(const JobForecast& f, const RunTime& run, int64_t now,
                           const ClusterSnapshot& s) const;
   void Loop();
@@ -149,6 +173,8 @@ class ForecastService {
 
   std::mutex latest_mu_;
   std::shared_ptr<const Frozen> latest_;  // the scheduler's last snapshot and times
+  std::shared_ptr<const ForwardPlan> forward_;  // of a recent snapshot (latest_ or older)
+  std::atomic<int64_t> dry_run_asked_ms_{std::numeric_limits<int64_t>::min() / 2};
 
   std::mutex cache_mu_;
   std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id
@@ -156,6 +182,7 @@ class ForecastService {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Work> queue_;
+  bool plan_due_ = false;  // the thread is to plan the latest snapshot
   bool stop_ = false;
   std::thread thread_;
 };

@@ -136,6 +136,26 @@ TEST_F(ForecastServiceTest, APendingQuotaRefusesTheDryRunAsTheSubmission) {
   EXPECT_EQ(dry.status().ToString(), submitted.status().ToString());
 }
 
+// Before any hand-over has been seen, a job placed at an expected end starts the prior after
+// it (the server's heartbeat interval); with the hand-over term off, at the end itself.
+TEST_F(ForecastServiceTest, BeforeHandOversAreLearnedThePriorDelaysAJobBehindAnEnd) {
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  ForecastServiceOptions prior;
+  prior.hand_over_prior_ms = 1000;
+  ForecastServiceOptions off = prior;
+  off.learn_hand_over = false;
+  ForecastService with(db_, api::SpecLimits{}, clock(), prior);
+  ForecastService without(db_, api::SpecLimits{}, clock(), off);
+  auto a = with.DryRun(member_, Limited("next", 1, 2, 60));
+  auto b = without.DryRun(member_, Limited("next", 1, 2, 60));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(Ms((*a)["predicted_start"]), now_.load() + 601'000);
+  EXPECT_EQ((*a)["hand_over_seconds"], 1.0);
+  EXPECT_EQ(Ms((*b)["predicted_start"]), now_.load() + 600'000);
+  EXPECT_EQ((*b)["hand_over_seconds"], 0.0);
+}
+
 TEST_F(ForecastServiceTest, OnAnIdleClusterItStartsNow) {
   const int64_t n1 = Node("n1", 4);
   auto f = Forecasts().DryRun(member_, Limited("now", 1, 2, 120));
@@ -387,6 +407,50 @@ TEST_F(ForecastServiceTest, ADryRunStartsFromTheSchedulersSnapshotWhileItIsFresh
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)["cluster_from"], "store");
   EXPECT_EQ((*c)["predicted_start"], (*b)["predicted_start"]);
+}
+
+// While dry runs are asked, each latest snapshot's queue is run forward once (ForwardPlan) and
+// dry runs are answered against that kept run: the same forecast as reading the store, for a job
+// behind the queue and for one ahead of it by priority.
+TEST_F(ForecastServiceTest, ADryRunIsAnsweredAgainstTheSnapshotsKeptRunWhileDryRunsAreAsked) {
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  for (int i = 0; i < 4; ++i) Submit(Limited("queued-" + std::to_string(i), 1, 1, 100 + 50 * i));
+  ForecastServiceOptions fresh;
+  fresh.snapshot_max_age_ms = 5000;
+  fresh.plan_max_age_ms = 5000;
+  ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
+  ForecastService store = Forecasts();
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
+  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  const std::string behind = Limited("behind", 1, 1, 100);
+  json ahead_spec = json::parse(Limited("ahead", 1, 2, 100));
+  ahead_spec["priority"] = 90;
+  const std::string ahead = ahead_spec.dump();
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_TRUE(snap.Flush().ok());
+  auto first = snap.DryRun(member_, behind);  // no kept run yet: it asks for one
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)["cluster_from"], "scheduler_snapshot");
+  ASSERT_TRUE(snap.Flush().ok());
+  now_ += 1000;
+  for (const std::string& ask : {behind, ahead}) {
+    auto a = snap.DryRun(member_, ask);
+    auto b = store.DryRun(member_, ask);
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
+    EXPECT_EQ((*a)["cluster_from"], "scheduler_plan");
+    EXPECT_EQ((*b)["cluster_from"], "store");
+    EXPECT_FALSE((*a)["predicted_start"].is_null());
+    EXPECT_EQ((*a)["predicted_start"], (*b)["predicted_start"]) << ask;
+    EXPECT_EQ((*a)["placement"], (*b)["placement"]) << ask;
+    EXPECT_EQ((*a)["jobs_ahead"], (*b)["jobs_ahead"]) << ask;
+    EXPECT_EQ((*a)["reasons"], (*b)["reasons"]) << ask;
+  }
+  now_ += 5000;  // the kept run's snapshot is 6 s old
+  auto c = snap.DryRun(member_, behind);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)["cluster_from"], "store");
 }
 
 // A snapshot whose queue has gone (its pending job cancelled, the next cycle finding nothing

@@ -1,12 +1,18 @@
 // The forward run (forecast.h): the fast run (ends that cannot change the decision jumped over,
-// no waiting reasons after the first cycle) predicts what the plain run that calls Schedule() at
-// every expected end predicts, on hundreds of random small clusters and queues (each failure
-// prints its seed); and a learned hand-over delays each job of a chain by one hand-over.
+// later cycles over the kept queue that stop where the rest can change nothing, no waiting
+// reasons after the first cycle) predicts what the plain run that calls Schedule() at every
+// expected end predicts, on hundreds of random clusters and queues, small and long, for every
+// job and for a dry run's job at the back of the queue or ahead of others by priority or fair
+// share (each failure prints its seed); a decision over the kept queue places, reserves and
+// preempts what Schedule() does; and a learned hand-over delays each job of a chain by one.
 #include "controlplane/service/forecast.h"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
+
+#include "controlplane/service/pending_queue.h"
 
 #include "controlplane/testing/scheduler_builders.h"
 
@@ -30,12 +36,13 @@ struct World {
   ForecastOptions o;
 };
 
-World RandomWorld(uint64_t seed) {
+// `scale` 1: up to 8 nodes and 14 pending jobs; larger: that many times more of both.
+World RandomWorld(uint64_t seed, int scale = 1) {
   std::mt19937_64 rng(seed);
   auto chance = [&](double p) { return std::bernoulli_distribution(p)(rng); };
   World w;
   w.s.now_ms = kNowMs;
-  const int nodes = Between(rng, 1, 8);
+  const int nodes = Between(rng, 1, 8 * scale);
   for (int i = 1; i <= nodes; ++i) {
     SchedNode n = testing::Node(i, Pick(rng, {1, 1, 2, 4}), Pick(rng, {0, 0, 2}));
     n.draining = chance(0.1);
@@ -71,7 +78,7 @@ World RandomWorld(uint64_t seed) {
     if (chance(0.5)) w.times.running_end_ms[j.job_id] = kNowMs + Between(rng, 1, 300) * 1000;
     w.s.running.push_back(j);
   }
-  for (int p = Between(rng, 1, 14); p > 0; --p) {
+  for (int p = Between(rng, 1, 14 * scale); p > 0; --p) {
     testing::JobArgs a;
     a.tenant = Between(rng, 1, tenants);
     a.nodes = Pick(rng, {1, 1, 2, 3});
@@ -123,6 +130,133 @@ TEST(ForecastTest, TheFastRunPredictsWhatTheRunOfEveryEndPredicts) {
   }
   // The worlds must exercise forward runs, not only jobs that start at once.
   EXPECT_GT(later, compared / 4) << later << " of " << compared;
+}
+
+// Fast and plain runs of `w`, for `wanted`, predict the same.
+void ExpectSameForecasts(const World& w, const std::vector<int64_t>& wanted, uint64_t seed,
+                         int* compared, int* later) {
+  ForecastOptions reference = w.o;
+  reference.reference = true;
+  const auto fast = ForecastStarts(w.s, w.times, wanted, w.o);
+  const auto plain = ForecastStarts(w.s, w.times, wanted, reference);
+  ASSERT_EQ(fast.size(), plain.size()) << "seed " << seed;
+  for (const auto& [id, f] : plain) {
+    const JobForecast& g = fast.at(id);
+    ASSERT_EQ(Show(g), Show(f)) << "seed " << seed << " job " << id;
+    EXPECT_EQ(g.waits, f.waits) << "seed " << seed << " job " << id;
+    EXPECT_EQ(g.reason_now, f.reason_now) << "seed " << seed;
+    EXPECT_EQ(g.jobs_ahead, f.jobs_ahead) << "seed " << seed;
+    ++*compared;
+    if (f.start_ms && !f.starts_now) ++*later;
+  }
+}
+
+// Long queues on larger clusters, where the cycles over the kept queue stop early.
+TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsOnLongQueues) {
+  int compared = 0, later = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    World w = RandomWorld(seed, 12);
+    w.o.max_cycles = 100'000;
+    ExpectSameForecasts(w, {}, seed, &compared, &later);
+  }
+  EXPECT_GT(later, compared / 4) << later << " of " << compared;
+}
+
+// A dry run adds one job to the queue and asks for it alone: at the back (the lowest priority,
+// submitted last), ahead of others by priority, or ahead by fair share (a tenant with no usage);
+// the fast run, and the answer against a kept run of the queue without it (ForwardPlan), predict
+// what the plain run does.
+TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsForADryRunsJob) {
+  int compared = 0, later = 0;
+  size_t replayed = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    for (int where = 0; where < 3; ++where) {
+      World w = RandomWorld(seed, seed % 3 == 0 ? 6 : 1);
+      std::mt19937_64 rng(seed * 7 + where);
+      testing::JobArgs a;
+      a.nodes = Pick(rng, {1, 1, 2, 3});
+      a.limit_s = Between(rng, 10, 400);
+      a.submit_ms = 2'000'000;  // after every other job
+      a.tenant = w.s.tenants.front().id;
+      a.priority = 0;
+      if (where == 1) a.priority = 60;
+      if (where == 2) {
+        a.priority = 10;
+        a.tenant = 99;
+        w.s.tenants.push_back(testing::Tenant(99, 4));
+      }
+      const int64_t id = std::numeric_limits<int64_t>::max();
+      const PendingJob job = testing::Job(id, a);
+      std::optional<int64_t> run_ms;
+      if (seed % 2 == 0) run_ms = Between(rng, 1, 400) * 1000;
+      // Against the kept run of the queue without it (ForwardPlan), as the server answers.
+      const ForwardPlan plan(w.s, w.times, w.o);
+      size_t kept = 0;
+      const JobForecast planned = plan.Forecast(job, run_ms, &kept);
+      replayed += kept;
+      w.s.pending.push_back(job);
+      if (run_ms) w.times.run_ms[id] = *run_ms;
+      ExpectSameForecasts(w, {id}, seed, &compared, &later);
+      ForecastOptions reference = w.o;
+      reference.reference = true;
+      const JobForecast plain = ForecastStarts(w.s, w.times, {id}, reference).at(id);
+      ASSERT_EQ(Show(planned), Show(plain)) << "seed " << seed << " where " << where;
+      EXPECT_EQ(planned.waits, plain.waits) << "seed " << seed << " where " << where;
+      EXPECT_EQ(planned.reason_now, plain.reason_now) << "seed " << seed;
+      EXPECT_EQ(planned.jobs_ahead, plain.jobs_ahead) << "seed " << seed;
+    }
+  }
+  EXPECT_GT(later, compared / 4) << later << " of " << compared;
+  // The kept runs must have been replayed, not only decided again.
+  EXPECT_GT(replayed, 300u);
+}
+
+// A decision over the kept queue, reasons off, places, reserves and preempts what Schedule()
+// does, also after jobs are taken out of the queue.
+TEST(ForecastTest, ADecisionOverTheKeptQueueIsSchedules) {
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    World w = RandomWorld(seed, seed % 4 == 0 ? 10 : 1);
+    ScheduleOptions quiet = w.o.schedule;
+    quiet.explain = false;
+    PendingQueue queue(w.s.pending);
+    std::mt19937_64 rng(seed);
+    std::vector<PendingJob> left;
+    for (const PendingJob& p : w.s.pending) {
+      if (std::bernoulli_distribution(0.2)(rng)) {
+        queue.Take(p.job_id);
+      } else {
+        left.push_back(p);
+      }
+    }
+    ClusterSnapshot plain = w.s;
+    plain.pending = left;
+    ClusterSnapshot bare = w.s;
+    bare.pending.clear();
+    const ScheduleDecision want = Schedule(plain, quiet);
+    const ScheduleDecision got = ScheduleQueue(bare, queue, quiet);
+    ASSERT_EQ(got.placements.size(), want.placements.size()) << "seed " << seed;
+    for (size_t i = 0; i < want.placements.size(); ++i) {
+      EXPECT_EQ(got.placements[i].job_id, want.placements[i].job_id) << "seed " << seed;
+      ASSERT_EQ(got.placements[i].nodes.size(), want.placements[i].nodes.size());
+      for (size_t n = 0; n < want.placements[i].nodes.size(); ++n) {
+        EXPECT_EQ(got.placements[i].nodes[n].node_id, want.placements[i].nodes[n].node_id);
+      }
+    }
+    ASSERT_EQ(got.reservations.size(), want.reservations.size()) << "seed " << seed;
+    for (size_t i = 0; i < want.reservations.size(); ++i) {
+      EXPECT_EQ(got.reservations[i].job_id, want.reservations[i].job_id) << "seed " << seed;
+      EXPECT_EQ(got.reservations[i].node_ids, want.reservations[i].node_ids) << "seed " << seed;
+      EXPECT_EQ(got.reservations[i].start_ms, want.reservations[i].start_ms) << "seed " << seed;
+    }
+    ASSERT_EQ(got.preemptions.size(), want.preemptions.size()) << "seed " << seed;
+    for (size_t i = 0; i < want.preemptions.size(); ++i) {
+      EXPECT_EQ(got.preemptions[i].victims, want.preemptions[i].victims) << "seed " << seed;
+    }
+    // What it considered is the start of Schedule()'s order.
+    ASSERT_LE(got.order.size(), want.order.size());
+    EXPECT_TRUE(std::equal(got.order.begin(), got.order.end(), want.order.begin()))
+        << "seed " << seed;
+  }
 }
 
 // One node of one slot, busy for 10 s more; A and B (20 s each) wait in line behind it. Each

@@ -583,7 +583,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       reason += ", requeued";
       to = JobState::kPending;
     } else if (f.lost && (job->state == JobState::kScheduled || job->state == JobState::kRunning)) {
-      // Its agent restarted under it and stopped what was left (agent/job_record.h): the job
+      // Its agent restarted under it and stopped what was left (agent/jobs/job_record.h): the job
       // did not fail, its node lost it. It restarts as after a node loss.
       if (reason.empty()) reason = "lost by node " + node_name;
       if (hand_over_) hand_over_->Freed(NodesOf(r.live, f.job_id), now);

@@ -221,6 +221,12 @@ Result<PipelineStepSpec> ParseStepShape(const json& s, const std::string& field)
           "name the dataset in a job instead",
           f + ".source.upload");
     }
+    if (source.is_pull()) {
+      return InvalidArgument(
+          "a pipeline imports from a path; pull the image first (embody datasets pull) and name "
+          "it in a job instead",
+          f + ".source.registry");
+    }
     step.import_step = ImportStep{im["name"].get<std::string>(), std::move(source)};
     step.job_kind = "import";
   } else if (s.contains("job")) {

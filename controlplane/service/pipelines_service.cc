@@ -110,15 +110,17 @@ PipelinesService::PipelinesService(Database& db, JobsService& jobs, PipelinesOpt
 
 PipelinesService::~PipelinesService() { Stop(); }
 
-Result<json> PipelinesService::Submit(const Principal& p, const std::string& body) {
+Result<PipelinesService::Checked> PipelinesService::Check(const Principal& p,
+                                                          const std::string& body,
+                                                          UnitOfWork& uow) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "submitting pipelines"));
   EMBODY_ASSIGN_OR_RETURN(spec, ParsePipelineSpecText(body, options_.limits));
   // The checks POST /v1/jobs makes of the submitter for each step's job now; the rest (pending
   // quota, the artifacts themselves) when the step is submitted.
-  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
-  EMBODY_ASSIGN_OR_RETURN(tenant, uow->tenants().GetTenant(p.tenant_id, false));
+  Checked checked;
+  EMBODY_ASSIGN_OR_RETURN(tenant, uow.tenants().GetTenant(p.tenant_id, false));
   if (!tenant) return common::NotFound("tenant " + std::to_string(p.tenant_id) + " not found");
-  EMBODY_ASSIGN_OR_RETURN(shapes, uow->nodes().Shapes());
+  EMBODY_ASSIGN_OR_RETURN(shapes, uow.nodes().Shapes());
   const NodeSizes sizes(shapes);
   json stored = {{"name", spec.name}, {"steps", json::array()}};
   const json raw = json::parse(body);  // parsed once already: its gates are kept as written
@@ -142,6 +144,7 @@ Result<json> PipelinesService::Submit(const Principal& p, const std::string& bod
           field + ".job");
       if (!job.ok()) return job.status();
       EMBODY_ASSIGN_OR_RETURN(parsed, api::ParseJobSpec(*job, options_.limits));
+      checked.jobs.emplace(static_cast<int>(i), parsed);
       if (Status st = CheckPriority(p, *tenant, parsed.priority, options_.default_max_priority);
           !st.ok()) {
         return Status(st.code(), st.message(), field + ".job." + st.field());
@@ -149,7 +152,7 @@ Result<json> PipelinesService::Submit(const Principal& p, const std::string& bod
       if (auto no = WhyNeverFits(parsed.resources, LimitsOf(tenant->quota), sizes)) {
         return Status(common::Code::kUnprocessable, no->reason, field + ".job." + no->field);
       }
-      EMBODY_RETURN_IF_ERROR(CheckOwnIds(*uow, p.tenant_id, step.job, field + ".job"));
+      EMBODY_RETURN_IF_ERROR(CheckOwnIds(uow, p.tenant_id, step.job, field + ".job"));
       out["job"] = step.job;
     }
     if (step.import_step) {
@@ -159,6 +162,16 @@ Result<json> PipelinesService::Submit(const Principal& p, const std::string& bod
     if (step.when) out["when"] = raw["steps"][i]["when"];
     stored["steps"].push_back(std::move(out));
   }
+  checked.spec = std::move(spec);
+  checked.stored = std::move(stored);
+  return checked;
+}
+
+Result<json> PipelinesService::Submit(const Principal& p, const std::string& body) {
+  EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
+  EMBODY_ASSIGN_OR_RETURN(checked, Check(p, body, *uow));
+  const PipelineSpec& spec = checked.spec;
+  json& stored = checked.stored;
   PipelineRecord rec;
   rec.tenant_id = p.tenant_id;
   rec.tenant = p.tenant;
@@ -179,6 +192,94 @@ Result<json> PipelinesService::Submit(const Principal& p, const std::string& bod
   common::LogInfo("pipeline submitted", {{"pipeline", std::to_string(id)}, {"tenant", p.tenant}});
   Wake();
   return PipelineJson(rec);
+}
+
+Result<json> PipelinesService::DryRun(const Principal& p, const std::string& body,
+                                      ForecastService& forecasts) {
+  Checked checked;
+  {
+    EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());  // read only: never committed
+    EMBODY_ASSIGN_OR_RETURN(c, Check(p, body, *uow));
+    checked = std::move(c);
+  }
+  const PipelineSpec& spec = checked.spec;
+  const int n = static_cast<int>(spec.steps.size());
+  // Needs before the steps that name them (the spec has no cycle: ParsePipelineSpec).
+  std::vector<int> order;
+  std::vector<char> placed(n, 0);
+  while (static_cast<int>(order.size()) < n) {
+    for (int i = 0; i < n; ++i) {
+      if (placed[i]) continue;
+      bool ready = true;
+      for (const std::string& need : spec.steps[i].needs) ready = ready && placed[spec.Find(need)];
+      if (ready) {
+        placed[i] = 1;
+        order.push_back(i);
+      }
+    }
+  }
+  const int64_t now = now_();
+  auto time = [](const std::optional<int64_t>& ms) {
+    return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+  };
+  std::vector<std::optional<int64_t>> ends(n);
+  std::vector<json> steps(n);
+  bool all_known = true;
+  std::optional<int64_t> last_end = now;
+  for (int i : order) {
+    const PipelineStepSpec& step = spec.steps[i];
+    json out = {{"name", step.name},
+                {"needs", step.needs},
+                {"kind", step.job_kind.empty() ? "gate" : step.job_kind}};
+    std::optional<int64_t> ready = now, start, end;
+    std::string unknown;
+    for (const std::string& need : step.needs) {
+      const std::optional<int64_t>& e = ends[spec.Find(need)];
+      if (!e) {
+        ready.reset();
+        unknown = "after step " + need + ", whose end is not predicted";
+        break;
+      }
+      ready = std::max(*ready, *e);
+    }
+    if (auto job = checked.jobs.find(i); job != checked.jobs.end()) {
+      EMBODY_ASSIGN_OR_RETURN(f, forecasts.Predict(p.tenant_id, job->second));
+      const json wait = f.value("predicted_wait_seconds", json(nullptr));
+      const json run = f.value("predicted_run_seconds", json(nullptr));
+      if (ready && wait.is_number()) {
+        start = *ready + static_cast<int64_t>(wait.get<double>() * 1000.0);
+      } else if (ready) {
+        unknown = "its job's start is not predicted now";
+      }
+      if (start && run.is_number()) {
+        end = *start + static_cast<int64_t>(run.get<double>() * 1000.0);
+      } else if (start) {
+        unknown = "its job's run time is not predicted";
+      }
+      out["forecast"] = std::move(f);
+    } else if (step.import_step) {
+      start = ready;
+      if (ready) unknown = "an import's run time is not predicted";
+    } else {
+      start = end = ready;  // a gate alone: judged as soon as its needs have ended
+    }
+    ends[i] = end;
+    if (end) {
+      last_end = std::max(*last_end, *end);
+    } else {
+      all_known = false;
+    }
+    out["predicted_start"] = time(start);
+    out["predicted_end"] = time(end);
+    if (!unknown.empty()) out["not_predicted"] = unknown;
+    steps[i] = std::move(out);
+  }
+  return json{{"dry_run", true},
+              {"admitted", true},
+              {"name", spec.name},
+              {"made_at", common::FormatTimeMillis(now)},
+              {"predicted_end", all_known ? time(last_end) : json(nullptr)},
+              {"steps", steps}};
 }
 
 Result<json> PipelinesService::List(const Principal& p, int limit, const std::string& cursor) {

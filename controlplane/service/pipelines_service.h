@@ -12,12 +12,14 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
+#include "controlplane/service/forecast_service.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/pipeline_driver.h"
 #include "controlplane/service/pipeline_store.h"
@@ -41,6 +43,14 @@ class PipelinesService {
 
   // 201 with the pipeline; nothing stored when any check fails.
   Result<nlohmann::json> Submit(const Principal& p, const std::string& body);
+  // POST /v1/pipelines?dry_run=true: refused exactly as Submit would refuse it, or, storing
+  // nothing, each step's forecast: its job's as if submitted now (forecast_service.h), and
+  // when the step is expected to start and end down the DAG, supposing every step succeeds at
+  // its first attempt and every gate passes. A step is submitted once its needs have ended, so
+  // its expected start is the latest expected end of its needs plus the wait its job would
+  // have now; an import's run time, and so everything after it, is not predicted.
+  Result<nlohmann::json> DryRun(const Principal& p, const std::string& body,
+                                ForecastService& forecasts);
   // {"pipelines": [...], "next_cursor"}, newest first.
   Result<nlohmann::json> List(const Principal& p, int limit, const std::string& cursor);
   Result<nlohmann::json> Get(const Principal& p, int64_t id);
@@ -56,6 +66,14 @@ class PipelinesService {
   void Wake();
 
  private:
+  // A spec that passed every check of Submit: parsed, as it would be stored, and each job
+  // step's job with its references replaced by placeholders (by step index).
+  struct Checked {
+    PipelineSpec spec;
+    nlohmann::json stored;
+    std::map<int, api::JobSpec> jobs;
+  };
+  Result<Checked> Check(const Principal& p, const std::string& body, UnitOfWork& uow);
   // One pipeline: decide under its lock, commit, then make the submissions it asked for.
   Status DriveOne(int64_t id);
   // Submits one step and records the outcome.

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time_util.h"
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/testing/memory_service_fixture.h"
 
@@ -170,6 +171,87 @@ TEST_F(PipelinesServiceTest, RefusalsStoreNothing) {
   ASSERT_TRUE(list.ok());
   EXPECT_TRUE((*list)["pipelines"].empty());
   EXPECT_EQ(CountJobs(), 0);
+}
+
+// A dry run stores nothing and is refused as the submit would be; each step's job gets the
+// forecast a job's dry run gives, and the DAG's times follow from it: a step starts when its
+// needs are expected to end (plus its job's wait now) and runs its predicted time; after an
+// import, nothing is predicted.
+TEST_F(PipelinesServiceTest, ADryRunForecastsEachStepDownTheDagAndStoresNothing) {
+  ParkNode("up", 2, /*draining=*/false);
+  ForecastService forecasts(db_, api::SpecLimits{}, clock(), ForecastServiceOptions{});
+  json spec = GatedPipeline();
+  spec["steps"][0]["job"]["time_limit_seconds"] = 600;
+  spec["steps"][1]["job"]["time_limit_seconds"] = 120;
+  spec["steps"][2]["job"]["time_limit_seconds"] = 60;
+  auto r = pipelines_->DryRun(member_, spec.dump(), forecasts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const int64_t now = now_.load();
+  auto at = [&](int64_t seconds) { return common::FormatTimeMillis(now + seconds * 1000); };
+  EXPECT_EQ((*r)["dry_run"], true);
+  EXPECT_EQ((*r)["admitted"], true);
+  const json& steps = (*r)["steps"];
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0]["name"], "train");
+  EXPECT_EQ(steps[0]["forecast"]["starts_now"], true);
+  EXPECT_EQ(steps[0]["forecast"]["run_time_source"], "time_limit");
+  EXPECT_EQ(steps[0]["predicted_start"], at(0));
+  EXPECT_EQ(steps[0]["predicted_end"], at(600));
+  EXPECT_EQ(steps[1]["predicted_start"], at(600));
+  EXPECT_EQ(steps[1]["predicted_end"], at(720));
+  EXPECT_EQ(steps[2]["predicted_end"], at(660));
+  EXPECT_EQ(steps[3]["kind"], "gate");
+  EXPECT_EQ(steps[3]["predicted_start"], at(720));
+  EXPECT_EQ(steps[3]["predicted_end"], at(720));
+  EXPECT_EQ((*r)["predicted_end"], at(720));
+  // A job ahead of it holding both slots: the first step waits as a job of its shape would now,
+  // and the steps after it move by as much.
+  auto ahead = jobs_->Submit(member_,
+                             R"({"name":"ahead","kind":"command","command":["true"],"time_limit_seconds":300,)"
+                             R"("resources":{"nodes":1,"ranks_per_node":2}})",
+                             "");
+  ASSERT_TRUE(ahead.ok()) << ahead.status().ToString();
+  r = pipelines_->DryRun(member_, spec.dump(), forecasts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json& queued = (*r)["steps"];
+  ASSERT_TRUE(queued[0]["forecast"]["predicted_wait_seconds"].is_number()) << queued[0];
+  const double wait = queued[0]["forecast"]["predicted_wait_seconds"].get<double>();
+  EXPECT_GE(wait, 300.0);
+  EXPECT_EQ(queued[0]["predicted_start"],
+            common::FormatTimeMillis(now + static_cast<int64_t>(wait * 1000.0)));
+  EXPECT_EQ(queued[1]["predicted_start"],
+            common::FormatTimeMillis(now + static_cast<int64_t>(wait * 1000.0) + 600'000 +
+                                     static_cast<int64_t>(
+                                         queued[1]["forecast"]["predicted_wait_seconds"]
+                                             .get<double>() * 1000.0)));
+  // Refused exactly as a submit, and nothing stored either way.
+  json bad = GatedPipeline();
+  bad["steps"][1]["needs"] = json::array();
+  auto refused = pipelines_->DryRun(member_, bad.dump(), forecasts);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(refused.status().field(), pipelines_->Submit(member_, bad.dump()).status().field());
+  const Principal viewer = AddPerson(a_, "viewer");
+  EXPECT_EQ(pipelines_->DryRun(viewer, spec.dump(), forecasts).status().code(),
+            Code::kPermissionDenied);
+  // After an import: its run time, and so every step after it, is not predicted.
+  json imported = {{"name", "from-import"},
+                   {"steps",
+                    {{{"name", "import"},
+                      {"import", {{"name", "demos"}, {"source", {{"path", "/data/demos.hdf5"}}}}}},
+                     {{"name", "after"}, {"needs", {"import"}}, {"job", CommandJob()}}}}};
+  auto ri = pipelines_->DryRun(member_, imported.dump(), forecasts);
+  ASSERT_TRUE(ri.ok()) << ri.status().ToString();
+  EXPECT_EQ((*ri)["steps"][0]["predicted_start"], at(0));
+  EXPECT_TRUE((*ri)["steps"][0]["predicted_end"].is_null());
+  EXPECT_EQ((*ri)["steps"][0]["not_predicted"], "an import's run time is not predicted");
+  EXPECT_TRUE((*ri)["steps"][1]["predicted_start"].is_null());
+  EXPECT_EQ((*ri)["steps"][1]["not_predicted"],
+            "after step import, whose end is not predicted");
+  EXPECT_TRUE((*ri)["predicted_end"].is_null());
+  auto list = pipelines_->List(member_, 50, "");
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE((*list)["pipelines"].empty());
+  EXPECT_EQ(CountJobs(), 1);  // the one submitted above, no step's
 }
 
 TEST_F(PipelinesServiceTest, AnotherTenantFindsNothing) {

@@ -10,6 +10,17 @@ ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions
   return sched_internal::Cycle(snapshot, options).Run();
 }
 
+ScheduleDecision ScheduleQueue(const ClusterSnapshot& snapshot, const PendingQueue& queue,
+                               const ScheduleOptions& options) {
+  return sched_internal::Cycle(snapshot, options).RunQueue(queue);
+}
+
+bool AsksNoMore(const JobShape& a, const JobShape& b) {
+  const auto [ka, sa, na, la] = a;
+  const auto [kb, sb, nb, lb] = b;
+  return ka == kb && sa <= sb && na <= nb && (lb == 0 || (la != 0 && la <= lb));
+}
+
 NodeSizes RegisteredSizes(const ClusterSnapshot& snapshot) {
   if (snapshot.registered) return NodeSizes(*snapshot.registered);
   std::vector<NodeShape> shapes;

@@ -36,6 +36,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "api/job_spec.h"
@@ -131,15 +132,50 @@ struct Preemption {
   std::map<int64_t, std::string> why;  // victim -> why it may be preempted, for its job event
 };
 
+// What placing a job asks for: slot kind (job_fit.h), slots per node, nodes, time limit seconds.
+using JobShape = std::tuple<int, int, int, int64_t>;
+
+// True when a job of shape `a` asks for no more than one of `b`: the same kind, no more slots
+// per node or nodes, and no longer (a time limit of 0 is none: forever). If `a` cannot be placed
+// now, neither can `b`.
+bool AsksNoMore(const JobShape& a, const JobShape& b);
+
+// Where a decision over a kept queue (ScheduleQueue) stopped, the jobs it did not consider being
+// unable to place, reserve or preempt anything: no job left had a shape that could be placed, and
+// every reservation was made or no shape left could reserve (with preemption on, every
+// reservation was made).
+struct QueueStop {
+  bool before_any = false;  // it considered no job
+  int priority = 0;         // else the priority it stopped in
+  // The tenants with jobs of that priority it did not consider.
+  std::vector<int64_t> tenants_left;
+  // The shapes of the jobs left that dominate the others (no fewer slots, nodes and time than
+  // one of them): each could not be placed, and neither can anything asking at least as much.
+  std::vector<JobShape> unplaceable;
+  bool reservations_made = false;  // every reservation the cycle may make
+  // Else shapes (time limit 0) whose reservation failed: a job asking at least their slots and
+  // nodes cannot reserve either.
+  std::vector<JobShape> unreservable;
+};
+
 struct ScheduleDecision {
   std::vector<Placement> placements;
   std::map<int64_t, std::string> waiting;  // job id -> human reason, for every job not placed
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
   std::vector<int64_t> order;  // every pending job id, in the order it was considered
+  std::optional<QueueStop> settled;  // ScheduleQueue only: where it stopped, if before the end
 };
 
 ScheduleDecision Schedule(const ClusterSnapshot& snapshot, const ScheduleOptions& options);
+
+class PendingQueue;
+// Schedule() with the pending jobs of `queue` (pending_queue.h) instead of snapshot.pending, for
+// a caller that decides many times over a queue that only loses jobs. Placements, reservations
+// and preemptions are Schedule()'s; with options.explain off the cycle stops once the jobs left
+// can change nothing, and `order` lists only the jobs it considered.
+ScheduleDecision ScheduleQueue(const ClusterSnapshot& snapshot, const PendingQueue& queue,
+                               const ScheduleOptions& options);
 
 // The registered nodes of a snapshot by size: what WhyNeverFits is asked about for its jobs.
 NodeSizes RegisteredSizes(const ClusterSnapshot& snapshot);

@@ -1,7 +1,8 @@
 // The inside of one Schedule() call (scheduler.h says what it decides): a Cycle holds the
 // working state while the pending jobs are considered one by one. Not an interface; only
 // scheduler.cc constructs it. scheduler_cycle.cc orders and places jobs, scheduler_reserve.cc
-// makes reservations and preemptions for the ones that cannot start.
+// makes reservations and preemptions for the ones that cannot start, scheduler_queue.cc runs the
+// same cycle over a kept queue (pending_queue.h).
 //
 // The model: every node has one SlotTimeline per slot type it has (a "lane"), built from what is
 // free now plus the running jobs' expected ends. Placing a job takes slots on its lanes until the
@@ -10,12 +11,14 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "controlplane/service/pending_queue.h"
 #include "controlplane/service/scheduler.h"
 #include "controlplane/service/slot_timeline.h"
 
@@ -58,6 +61,10 @@ class Cycle {
  public:
   Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt);
   ScheduleDecision Run();
+  // Run() over `queue` instead of the snapshot's pending jobs, in the same order. With reasons
+  // off it stops once the rest of the queue can change nothing (Settled): `order` then lists
+  // the jobs considered only.
+  ScheduleDecision RunQueue(const PendingQueue& queue);
 
  private:
   int TenantIndex(int64_t tenant_id);
@@ -73,6 +80,16 @@ class Cycle {
   std::string WaitReason(const PendingJob& job, int kind, int64_t end) const;
   int64_t NodeIdOfLane(int lane) const { return in_.nodes[lane / kSlotKinds].id; }
   void ForgetFailures();
+  // True when TryPlace of a job of `shape` would fail now.
+  bool CannotPlace(const PendingQueue::Shape& shape) const;
+  // True when TryReserve of a job of `shape` fails at once: one for no more failed this cycle.
+  bool CannotReserve(const PendingQueue::Shape& shape) const;
+  // True when considering the jobs of `queue` not yet considered (`considered` per shape) can
+  // place, reserve and preempt nothing: no job left could be placed, nor reserve while
+  // reservations are left (with preemption on, none may be left). `unplaceable`: the shapes left
+  // that ask no more than the others.
+  bool Settled(const PendingQueue& queue, const std::map<PendingQueue::Shape, int64_t>& considered,
+               std::vector<JobShape>* unplaceable) const;
 
   const ClusterSnapshot& in_;
   const ScheduleOptions& opt_;
@@ -89,6 +106,7 @@ class Cycle {
   std::vector<Shape> failed_place_, failed_reserve_, failed_preempt_;
   int reservations_ = 0;
   std::vector<int> scratch_;
+  std::vector<std::pair<int64_t, int>> ready_scratch_;  // TryReserve's
   ScheduleDecision out_;
 };
 

@@ -43,21 +43,23 @@ void Cycle::Hold(const PendingJob& job, const std::vector<int>& lanes, int64_t s
 bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
   const api::Resources& r = job.resources;
   const int slots = r.SlotsPerNode();
-  const std::string cannot =
+  static const std::string cannot =
       "; no reservation: too few nodes are expected to free up (jobs without a time limit, or "
       "reserved for jobs ahead)";
   if (Dominated(failed_reserve_, kind, slots, r.nodes, 0)) {
-    *reason = cannot;
+    if (opt_.explain) *reason = cannot;
     return false;
   }
-  std::vector<std::pair<int64_t, int>> ready;  // (time the lane has room for good, lane)
+  // (time the lane has room for good, lane)
+  std::vector<std::pair<int64_t, int>>& ready = ready_scratch_;
+  ready.clear();
   for (int lane : usable_[kind]) {
     const int64_t t = lanes_[lane].ReadyTime(slots, now_);
     if (t != kForever) ready.push_back({t, lane});
   }
   if (static_cast<int>(ready.size()) < r.nodes) {
     if (failed_reserve_.size() < 64) failed_reserve_.push_back({kind, slots, r.nodes, 0, 0});
-    *reason = cannot;
+    if (opt_.explain) *reason = cannot;
     return false;
   }
   auto sooner = [&](const std::pair<int64_t, int>& a, const std::pair<int64_t, int>& b) {
@@ -69,8 +71,10 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
   std::vector<int> lanes;
   for (auto it = ready.begin(); it <= last; ++it) lanes.push_back(it->second);
   Hold(job, lanes, last->first);
-  *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
-            std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(last->first);
+  if (opt_.explain) {  // reasons are all this string is for
+    *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
+              std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(last->first);
+  }
   return true;
 }
 

@@ -324,6 +324,9 @@ struct Quota {
   // The highest priority its members and tenant-admins may give a job; past it a submit is
   // refused (403). nullopt: the server's --default-max-priority.
   std::optional<int> max_priority;
+  // Bytes its stored dataset versions (images included) and checkpoints may hold together
+  // (service/storage_quota.h); past it an upload, import or checkpoint is refused (429).
+  std::optional<int64_t> storage_bytes;
 };
 
 struct TenantRecord {
@@ -341,6 +344,9 @@ struct TenantUsageNow {
   int64_t slots_in_use = 0;
   int64_t running_jobs = 0;  // SCHEDULED, RUNNING, CANCELLING, RESTARTING
   int64_t pending_jobs = 0;
+  // What counts against quota.storage_bytes; filled from the dataset and checkpoint stores
+  // (storage_quota.h StorageUsed), not by UsageNow.
+  int64_t storage_bytes = 0;
 };
 
 struct TokenRecord {

@@ -8,6 +8,7 @@
 #include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/roles.h"
+#include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
 
@@ -41,12 +42,43 @@ Status ParseQuotaField(const json& q, const char* key, std::optional<int>* out) 
   return Status::Ok();
 }
 
+// quota.storage_bytes: bytes, up to kMaxStorageQuotaBytes, or null for no limit.
+Status ParseStorageQuota(const json& q, std::optional<int64_t>* out) {
+  if (!q.contains("storage_bytes")) return Status::Ok();
+  const json& v = q.at("storage_bytes");
+  if (v.is_null()) {
+    out->reset();
+    return Status::Ok();
+  }
+  const bool in_range =
+      v.is_number_integer() &&
+      (v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxStorageQuotaBytes)
+                              : v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxStorageQuotaBytes);
+  if (!in_range) {
+    return common::InvalidArgument("must be an integer number of bytes between 0 and " +
+                                       std::to_string(kMaxStorageQuotaBytes) +
+                                       " (1 PiB), or null for no limit",
+                                   "quota.storage_bytes");
+  }
+  *out = v.get<int64_t>();
+  return Status::Ok();
+}
+
 json OptJson(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
+json OptJson(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 // "YYYY-MM-DD" of a real date, else nullopt.
 std::optional<std::string> ParseDay(const std::string& s) {
   if (s.size() != 10 || !common::ParseUtcTime(s + "T00:00:00Z")) return std::nullopt;
   return s;
+}
+
+// What the tenant holds now: jobs and slots from the tenant store, storage as its quota counts it.
+Result<TenantUsageNow> UsageOf(UnitOfWork& uow, int64_t tenant_id) {
+  EMBODY_ASSIGN_OR_RETURN(usage, uow.tenants().UsageNow(tenant_id));
+  EMBODY_ASSIGN_OR_RETURN(storage, StorageUsed(uow, tenant_id));
+  usage.storage_bytes = storage;
+  return usage;
 }
 
 Result<json> ParseBody(const std::string& body) {
@@ -87,7 +119,8 @@ Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
     if (!q.is_object()) return common::InvalidArgument("must be an object", "quota");
     for (auto it = q.begin(); it != q.end(); ++it) {
       if (it.key() != "slots" && it.key() != "running_jobs" && it.key() != "pending_jobs" &&
-          it.key() != "nodes_per_job" && it.key() != "max_priority") {
+          it.key() != "nodes_per_job" && it.key() != "max_priority" &&
+          it.key() != "storage_bytes") {
         return common::InvalidArgument("unknown field", "quota." + it.key());
       }
     }
@@ -100,6 +133,7 @@ Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
       return common::InvalidArgument("must be between 0 and 100, or null for the server's default",
                                      "quota.max_priority");
     }
+    EMBODY_RETURN_IF_ERROR(ParseStorageQuota(q, &t->quota.storage_bytes));
   }
   return Status::Ok();
 }
@@ -113,11 +147,13 @@ json ToJson(const TenantRecord& t, const TenantUsageNow& u) {
             {"running_jobs", OptJson(t.quota.running_jobs)},
             {"pending_jobs", OptJson(t.quota.pending_jobs)},
             {"nodes_per_job", OptJson(t.quota.nodes_per_job)},
-            {"max_priority", OptJson(t.quota.max_priority)}}},
+            {"max_priority", OptJson(t.quota.max_priority)},
+            {"storage_bytes", OptJson(t.quota.storage_bytes)}}},
           {"usage",
            {{"slots_in_use", u.slots_in_use},
             {"running_jobs", u.running_jobs},
-            {"pending_jobs", u.pending_jobs}}},
+            {"pending_jobs", u.pending_jobs},
+            {"storage_bytes", u.storage_bytes}}},
           {"version", t.version},
           {"created_at", common::FormatTimeMillis(t.created_ms)},
           {"updated_at", common::FormatTimeMillis(t.updated_ms)}};
@@ -143,7 +179,7 @@ Result<json> TenantsService::List(const Principal& p) {
   EMBODY_ASSIGN_OR_RETURN(all, uow->tenants().ListTenants(p.TenantScope()));
   json out = json::array();
   for (const TenantRecord& t : all) {
-    EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(t.id));
+    EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, t.id));
     out.push_back(ToJson(t, usage));
   }
   return json{{"tenants", out}};
@@ -156,7 +192,7 @@ Result<json> TenantsService::Get(const Principal& p, int64_t id) {
   if (!t || (!p.IsClusterAdmin() && t->id != p.tenant_id)) {
     return common::NotFound("tenant " + std::to_string(id) + " not found");
   }
-  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(t->id));
+  EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, t->id));
   return ToJson(*t, usage);
 }
 
@@ -242,7 +278,7 @@ Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::st
   EMBODY_RETURN_IF_ERROR(ParseTenantFields(j, /*require_name=*/false, &updated));
   EMBODY_RETURN_IF_ERROR(uow->tenants().UpdateTenant(updated, now_()));
   EMBODY_ASSIGN_OR_RETURN(after, uow->tenants().GetTenant(id, false));
-  EMBODY_ASSIGN_OR_RETURN(usage, uow->tenants().UsageNow(id));
+  EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, id));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   return ToJson(*after, usage);
 }

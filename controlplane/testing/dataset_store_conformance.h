@@ -2,7 +2,8 @@
 // (whose fixture and Backend concept this suite shares) and run on PostgreSQL and the in-memory
 // twin: versions counting up per (tenant, name) over every row, deleted ones included; tenant
 // scoping; the newest ready version or an exact one; newest-first lists with filters and a
-// cursor; updates; a training job bound to one version, and which unfinished jobs read it.
+// cursor; updates; a training job bound to one version, and which unfinished jobs read it; the
+// bytes a tenant's versions count against its storage quota.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -348,7 +349,66 @@ TYPED_TEST_P(DatasetStoreConformanceTest, UploadsAreCountedPerTenantAndSweptOlde
   EXPECT_EQ((*stale)[0].id, u3.id);
 }
 
+TYPED_TEST_P(DatasetStoreConformanceTest, BytesForTenantSumWhatEachStateHolds) {
+  const int64_t a = this->AddTenant("a"), b = this->AddTenant("b");
+  auto add = [&](int64_t tenant, const std::string& name, const std::string& state,
+                 std::optional<int64_t> declared, int64_t bytes) {
+    auto uow = this->Begin();
+    service::DatasetRecord d;
+    d.tenant_id = tenant;
+    d.name = name;
+    d.state = declared ? service::kDatasetUploading : service::kDatasetImporting;
+    d.source = {{"format", name == "image" ? "oci" : "hdf5"}};
+    if (declared) {
+      d.source["upload"] = {{"bytes", *declared}, {"sha256", std::string(64, 'a')}};
+    } else {
+      d.source["path"] = "/data/" + name;
+    }
+    auto r = uow->datasets().Insert(d, this->kNow);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (!r.ok()) return int64_t{0};
+    r->state = state;
+    r->bytes = bytes;
+    EXPECT_TRUE(uow->datasets().Update(*r, this->kNow).ok());
+    EXPECT_TRUE(uow->Commit().ok());
+    return r->id;
+  };
+  auto bytes = [&](int64_t tenant, int64_t except) {
+    auto uow = this->Begin();
+    auto n = uow->datasets().BytesForTenant(tenant, except);
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    return n.ok() ? *n : -1;
+  };
+  EXPECT_EQ(bytes(a, 0), 0);
+  // Uploading: the declared size, whatever has arrived.
+  const int64_t up = add(a, "up", service::kDatasetUploading, int64_t{3} << 32, 0);
+  EXPECT_EQ(bytes(a, 0), int64_t{3} << 32);
+  // Importing a path: nothing until its manifest reports bytes, then those.
+  const int64_t path = add(a, "path", service::kDatasetImporting, std::nullopt, 0);
+  EXPECT_EQ(bytes(a, 0), int64_t{3} << 32);
+  // Importing an upload: the greater of its declared size and its manifest's bytes.
+  add(a, "small", service::kDatasetImporting, 100, 40);
+  add(a, "grown", service::kDatasetImporting, 100, 700);
+  // Ready (an OCI image as any other format): its bytes, the upload's size no longer.
+  add(a, "image", service::kDatasetReady, 5000, 2000);
+  const int64_t ready = add(a, "ready", service::kDatasetReady, std::nullopt, 9);
+  // Failed: what its import wrote (and reported) until the version is deleted; deleted: nothing.
+  add(a, "failed", service::kDatasetFailed, 50, 50);
+  add(a, "failed-early", service::kDatasetFailed, 50, 0);
+  add(a, "deleted", service::kDatasetDeleted, std::nullopt, 60);
+  // Another tenant's versions count for it alone.
+  add(b, "other", service::kDatasetReady, std::nullopt, 1);
+  const int64_t expect = (int64_t{3} << 32) + 100 + 700 + 2000 + 9 + 50;
+  EXPECT_EQ(bytes(a, 0), expect);
+  EXPECT_EQ(bytes(b, 0), 1);
+  EXPECT_EQ(bytes(a, up), expect - (int64_t{3} << 32));
+  EXPECT_EQ(bytes(a, ready), expect - 9);
+  EXPECT_EQ(bytes(a, path), expect);
+  EXPECT_EQ(bytes(b + 1000, 0), 0);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(DatasetStoreConformanceTest,
+                            BytesForTenantSumWhatEachStateHolds,
                             UploadsAreCountedPerTenantAndSweptOldestFirst,
                             VersionsCountUpPerTenantAndNameAndReadsAreScoped,
                             FindTakesTheNewestReadyVersionOrTheExactOne,

@@ -205,6 +205,26 @@ Result<std::vector<int64_t>> MemoryDatasetStore::LiveJobsReading(int64_t dataset
   return ids;
 }
 
+Result<int64_t> MemoryDatasetStore::BytesForTenant(int64_t tenant_id, int64_t except_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  int64_t n = 0;
+  for (const auto& [id, row] : tx_.tables.datasets.get()) {
+    if (row.tenant_id != tenant_id || id == except_id) continue;
+    int64_t declared = 0;
+    if (row.source.contains("upload") && row.source["upload"].is_object() &&
+        row.source["upload"].contains("bytes") &&
+        row.source["upload"]["bytes"].is_number_integer()) {
+      declared = row.source["upload"]["bytes"].get<int64_t>();
+    }
+    if (row.state == service::kDatasetUploading) n += declared;
+    if (row.state == service::kDatasetImporting) n += std::max(row.bytes, declared);
+    if (row.state == service::kDatasetReady || row.state == service::kDatasetFailed) {
+      n += row.bytes;
+    }
+  }
+  return n;
+}
+
 Result<int64_t> MemoryDatasetStore::CountUploading(int64_t tenant_id) {
   EMBODY_RETURN_IF_ERROR(tx_.Usable());
   int64_t n = 0;

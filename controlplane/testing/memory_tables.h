@@ -370,6 +370,7 @@ class MemoryDatasetStore : public service::DatasetStore {
   common::Result<std::optional<service::DatasetRecord>> ForJob(int64_t job_id) override;
   common::Result<std::vector<service::DatasetRecord>> AllForJob(int64_t job_id) override;
   common::Result<std::vector<int64_t>> LiveJobsReading(int64_t dataset_id) override;
+  common::Result<int64_t> BytesForTenant(int64_t tenant_id, int64_t except_id) override;
   common::Result<int64_t> CountUploading(int64_t tenant_id) override;
   common::Result<std::vector<service::DatasetRecord>> StaleUploads(int64_t before_ms,
                                                                    int limit) override;

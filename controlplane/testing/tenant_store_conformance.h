@@ -26,6 +26,7 @@ TYPED_TEST_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdat
   t.quota.slots = 8;
   t.quota.pending_jobs = 3;
   t.quota.max_priority = 40;
+  t.quota.storage_bytes = int64_t{5} << 40;  // past 32 bits
   const int64_t a = *uow->tenants().CreateTenant(t, this->kNow);
   t.name = "b";
   t.quota = {};
@@ -39,10 +40,12 @@ TYPED_TEST_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdat
   EXPECT_EQ(got.quota.pending_jobs, 3);
   EXPECT_FALSE(got.quota.running_jobs || got.quota.nodes_per_job);
   EXPECT_EQ(got.quota.max_priority, 40);
+  EXPECT_EQ(got.quota.storage_bytes, int64_t{5} << 40);
   EXPECT_EQ(got.version, 1);
   EXPECT_EQ(got.created_ms, this->kNow);
   got.quota.running_jobs = 0;
   got.quota.max_priority.reset();
+  got.quota.storage_bytes.reset();
   got.weight = 0.1;
   got.version = 99;  // not written: the store bumps it
   ASSERT_TRUE(uow->tenants().UpdateTenant(got, this->kNow + 7).ok());
@@ -50,6 +53,7 @@ TYPED_TEST_P(TenantStoreConformanceTest, TenantsHaveUniqueNamesAndVersionedUpdat
   EXPECT_EQ(after.version, 2);
   EXPECT_EQ(after.quota.running_jobs, 0);
   EXPECT_FALSE(after.quota.max_priority);
+  EXPECT_FALSE(after.quota.storage_bytes);
   EXPECT_EQ(after.weight, 0.1);
   EXPECT_EQ(after.updated_ms, this->kNow + 7);
   EXPECT_EQ(after.created_ms, this->kNow);

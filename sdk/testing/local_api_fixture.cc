@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/agent_metrics.h"
-#include "agent/checkpoint_uploader.h"
-#include "agent/event_queue.h"
-#include "agent/local_api.h"
+#include "agent/node/agent_metrics.h"
+#include "agent/data/checkpoint_uploader.h"
+#include "agent/heartbeat/event_queue.h"
+#include "agent/local_api/local_api.h"
 #include "storage/checkpoint_dir_store.h"
 
 int main(int argc, char** argv) {

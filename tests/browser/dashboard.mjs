@@ -274,6 +274,17 @@ try {
     const shown = await text('[data-error-for="pipeline-json"]');
     check(refused.status === 400 && shown === `${refused.json.error.field}: ${refused.json.error.message}`, `the server's refusal is shown under the editor, naming the field: "${shown}"`);
     await shot("16b-pipeline-editor");
+    // A dry run: each step's expected start and end under the editor, and nothing stored.
+    const before = (await api("GET", "/v1/pipelines?limit=500", admin)).json.pipelines.length;
+    const chain = { name: "browser-dry-pipe", steps: [commandStep("first", "true"), commandStep("then", "true", ["first"])] };
+    chain.steps.forEach((s) => (s.job.time_limit_seconds = 60));
+    await page.fill("#pipeline-json", JSON.stringify(chain));
+    await page.click("#dry-run-pipeline");
+    await page.waitForSelector("#pipeline-forecast-end");
+    const dryRows = await page.locator("#pipeline-forecast tbody tr").count();
+    const dryEnd = await text("#pipeline-forecast-end");
+    const after = (await api("GET", "/v1/pipelines?limit=500", admin)).json.pipelines.length;
+    check(dryRows === 2 && /Expected to end: \d{4}-/.test(dryEnd) && after === before, `a pipeline's dry run shows each step and its expected end, storing nothing: ${dryRows} rows, "${dryEnd}", ${before} -> ${after} pipelines`);
     await page.fill("#pipeline-json", JSON.stringify({ name: "browser-cancel-pipe", steps: [commandStep("long", "sleep 300"), commandStep("after", "true", ["long"])] }));
     await page.click("#submit-pipeline");
     await page.waitForURL(/\/pipelines\/\d+$/);

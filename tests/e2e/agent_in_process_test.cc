@@ -20,7 +20,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
-#include "agent/test_util.h"
+#include "agent/testing/test_util.h"
 #include "controlplane/flags.h"
 #include "controlplane/server.h"
 #include "tests/e2e/local_stack.h"

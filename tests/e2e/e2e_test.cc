@@ -178,7 +178,7 @@ constexpr gid_t kTenantGidBase = 10000000;
 
 // A robomimic-layout HDF5 file made here, imported through storage's importer (what
 // `embody-data import-hdf5` runs) and laid out as agents publish a version
-// (agent/dataset_import.h): <dir>/tenant-<tid>/dataset, the tenant directory root:<tenant gid>
+// (agent/data/dataset_import.h): <dir>/tenant-<tid>/dataset, the tenant directory root:<tenant gid>
 // 0750 and what is in it readable by all, so only that tenant's jobs can read it. Where the test
 // (and so the agents) is not root, jobs run as the agents, that is as this process, and the
 // group changes nothing.

@@ -712,7 +712,7 @@ TEST_F(MultiNodeNetnsTest, ACommandJobRunsInAnImageOnBothNodes) {
   for (const std::string& n : node) {
     EXPECT_TRUE(n == g_net->addr_a || n == g_net->addr_b) << n;
   }
-  // Each agent unpacked the image into its own cache (agent/image_cache.h).
+  // Each agent unpacked the image into its own cache (agent/images/image_cache.h).
   for (int i = 0; i < 2; ++i) {
     const std::string cache = stack_->agent_data_dir(i) + "/images";
     int unpacked = 0;

@@ -4,9 +4,9 @@
 This file is where the allowed graph is written down (docs/design.md shows the same tables).
 Folders sit in layers; a file may include a header of its own folder or of a folder in a LOWER
 layer, never a peer or a higher one. With strict layers an include cycle between folders cannot
-form without an upward edge, so this one check refuses both. It runs twice: over top-level
-folders (engine/ as one folder), and over engine/'s subfolders with the files directly in
-engine/ as their own node, "engine".
+form without an upward edge, so this one check refuses both. It runs over top-level folders
+(engine/ and agent/ each as one folder), and again inside engine/ and inside agent/ over their
+subfolders, the files directly in each folder being their own node ("engine", "agent").
 
 Test code (files named *_test.* or *_fuzzer.*, anything in a testing/ folder or under tests/)
 includes nothing and is included by nothing but other test code, so it may also include:
@@ -50,6 +50,23 @@ ENGINE_LAYERS = [
     ["engine/jobs"],
     ["engine/testing"],
 ]
+
+# agent/'s subfolders, lowest first (agent/README.md says what each holds); "agent" is the files
+# directly in agent/, the assembled agent and its command line, at the top. Folders in one layer
+# are peers and never include each other. agent/testing holds test helpers (test code).
+AGENT_LAYERS = [
+    ["agent/sandbox", "agent/launch"],
+    ["agent/node", "agent/images", "agent/data"],
+    ["agent/jobs"],
+    ["agent/rsh", "agent/heartbeat"],
+    ["agent/local_api"],
+    ["agent"],
+    ["agent/testing"],
+]
+
+# The top-level folders checked again over their subfolders, with each one's table.
+SUBFOLDER_LAYERS = {"engine": ("ENGINE_LAYERS", ENGINE_LAYERS),
+                    "agent": ("AGENT_LAYERS", AGENT_LAYERS)}
 
 # Test code's extra edges beyond its folder's own rules: (from folder, to folder): why.
 TEST_EXTRAS = {
@@ -97,9 +114,10 @@ def top_node(path):
     return path.split("/")[0]
 
 
-def engine_node(path):
+def sub_node(path):
+    """engine/model/x.h -> "engine/model"; engine/x.h -> "engine" (the same for agent/)."""
     parts = path.split("/")
-    return "engine/" + parts[1] if len(parts) > 2 else "engine"
+    return parts[0] + "/" + parts[1] if len(parts) > 2 else parts[0]
 
 
 def layer_index(layers):
@@ -140,7 +158,7 @@ def check(root):
     """Returns (violations, stale exceptions, table errors) as lists of strings."""
     try:
         top_level = layer_index(TOP_LAYERS)
-        engine_level = layer_index(ENGINE_LAYERS)
+        sub_level = {top: layer_index(layers) for top, (_, layers) in SUBFOLDER_LAYERS.items()}
     except ValueError as e:
         return [], [], [str(e)]
     sources, includes = scan(root)
@@ -148,8 +166,10 @@ def check(root):
     for path in sorted(sources):
         if top_node(path) not in top_level:
             errors.append(f"{top_node(path)}/ has C++ sources but no layer in TOP_LAYERS")
-        if top_node(path) == "engine" and engine_node(path) not in engine_level:
-            errors.append(f"{engine_node(path)}/ has C++ sources but no layer in ENGINE_LAYERS")
+        top = top_node(path)
+        if top in sub_level and sub_node(path) not in sub_level[top]:
+            errors.append(f"{sub_node(path)}/ has C++ sources but no layer in "
+                          f"{SUBFOLDER_LAYERS[top][0]}")
     errors = sorted(set(errors))
 
     violations, used = [], set()
@@ -176,8 +196,9 @@ def check(root):
         if test and is_test_support(target):
             continue
         judge(where, target, top_node(path), top_node(target), top_level, test)
-        if top_node(path) == "engine" and top_node(target) == "engine":
-            judge(where, target, engine_node(path), engine_node(target), engine_level, test)
+        top = top_node(path)
+        if top in sub_level and top_node(target) == top:
+            judge(where, target, sub_node(path), sub_node(target), sub_level[top], test)
 
     stale = [f"{a} -> {b}" for (a, b) in sorted(KNOWN_EXCEPTIONS) if (a, b) not in used]
     stale += [f"{p} (test code outside testing/)" for p in sorted(TEST_CODE_ELSEWHERE)

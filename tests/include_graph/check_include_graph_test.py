@@ -107,6 +107,40 @@ class IncludeGraphTest(unittest.TestCase):
         _, _, errors = self.tree.check()
         self.assertEqual(errors, ["engine/newdir/ has C++ sources but no layer in ENGINE_LAYERS"])
 
+    def test_agent_folders_include_downward_only(self):
+        # The job runner uses the sandbox and the node's GPUs; the local API sits above the rsh
+        # bridge; the assembled agent includes them all.
+        (self.tree.add("agent/sandbox/spawn.h")
+         .add("agent/node/gpu_pool.h")
+         .add("agent/jobs/job_runner.h", "agent/sandbox/spawn.h", "agent/node/gpu_pool.h")
+         .add("agent/rsh/rsh_bridge.h", "agent/jobs/job_runner.h")
+         .add("agent/local_api/local_api.cc", "agent/rsh/rsh_bridge.h")
+         .add("agent/agent.cc", "agent/local_api/local_api.cc", "common/status.h"))
+        self.assertEqual(self.tree.check(), ([], [], []))
+        self.tree.add("agent/sandbox/cgroup.cc", "agent/jobs/job_runner.h")
+        self.assertOneViolation("agent/sandbox may not include agent/jobs (a higher layer)")
+
+    def test_include_between_agent_peers_fails(self):
+        # The heartbeat loop and the rsh bridge share a layer: neither may include the other.
+        (self.tree.add("agent/rsh/rsh_bridge.h")
+         .add("agent/heartbeat/heartbeat_loop.cc", "agent/rsh/rsh_bridge.h"))
+        self.assertOneViolation("agent/heartbeat may not include agent/rsh (a peer)")
+
+    def test_agent_subfolder_below_the_root_including_it_fails(self):
+        self.tree.add("agent/agent_flags.h").add("agent/jobs/job_runner.h", "agent/agent_flags.h")
+        self.assertOneViolation("agent/jobs may not include agent (a higher layer)")
+
+    def test_agent_tests_reach_any_agent_folder(self):
+        (self.tree.add("agent/local_api/local_api.h")
+         .add("agent/node/gpu_collector_test.cc", "agent/local_api/local_api.h",
+              "agent/testing/test_util.h"))
+        self.assertEqual(self.tree.check(), ([], [], []))
+
+    def test_agent_subfolder_without_a_layer_is_a_table_error(self):
+        self.tree.add("agent/newdir/thing.cc")
+        _, _, errors = self.tree.check()
+        self.assertEqual(errors, ["agent/newdir/ has C++ sources but no layer in AGENT_LAYERS"])
+
     def test_tests_reach_their_own_component_and_the_listed_extras_only(self):
         (self.tree.add("engine/model/policy_test.cc", "engine/trainer.h", "tests/support/x.h")
          .add("cli/cli_pg_test.cc", "controlplane/server.h")

@@ -6,8 +6,8 @@
 // node-b's agent: the rsh bridge over TLS (docs/multinode.md). Elsewhere one agent runs on
 // loopback and the two-node case is skipped, saying why.
 //
-// The CA file sits in a directory only root may enter, so agents that run jobs as other uids
-// must give their jobs a copy (agent/job_binaries.h) for the rsh launcher and the ranks' reports.
+// The CA file sits in a directory only root may enter, so agents that run jobs as other uids must
+// give their jobs a copy (agent/jobs/job_binaries.h) for the rsh launcher and the ranks' reports.
 #include <sys/stat.h>
 #include <unistd.h>
 

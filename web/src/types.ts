@@ -98,6 +98,8 @@ export interface Quota {
   pending_jobs: number | null;
   nodes_per_job: number | null;
   max_priority: number | null;
+  // Bytes of datasets (images included) and checkpoints together.
+  storage_bytes: number | null;
 }
 
 export interface Tenant {
@@ -105,7 +107,7 @@ export interface Tenant {
   name: string;
   weight: number;
   quota: Quota;
-  usage: { slots_in_use: number; running_jobs: number; pending_jobs: number };
+  usage: { slots_in_use: number; running_jobs: number; pending_jobs: number; storage_bytes?: number };
   version: number;
   created_at: string;
 }
@@ -170,6 +172,25 @@ export interface Forecast {
   jobs_ahead?: number;
   reasons: string[];
   submitted_forecast?: StoredForecast | null;
+}
+
+// POST /v1/pipelines?dry_run=true (docs/pipelines.md, "Dry run"): each step's job forecast as if
+// submitted now, and its expected start and end down the DAG; null where not predicted.
+export interface PipelineDryRun {
+  dry_run: boolean;
+  admitted: boolean;
+  name: string;
+  made_at: string;
+  predicted_end: string | null;
+  steps: {
+    name: string;
+    needs: string[];
+    kind: string;
+    forecast?: Forecast;
+    predicted_start: string | null;
+    predicted_end: string | null;
+    not_predicted?: string;
+  }[];
 }
 
 // The forecast made for a submitted job, and actual minus predicted (seconds) once known.

@@ -4,7 +4,7 @@
     Authorization: Bearer {EMBODY_JOB_TOKEN}
     {"events": [{...}, ...]}
 
-The agent answers 202 ``{"accepted": N}``, or refuses the post whole (agent/local_api.h): 400 a bad
+The agent answers 202 ``{"accepted": N}``, or refuses the post whole (agent/local_api/local_api.h): 400 a bad
 body or event (the message names ``events[i]`` and the field), 401 a wrong token, 404 a job not
 running there, 429 with ``Retry-After`` when its event queue has no room. Nothing of a refused
 post is kept, so sending it again (or its good events) never duplicates anything.
@@ -31,7 +31,7 @@ from typing import Any, Optional, Sequence
 from embody._env import JobEnv
 from embody._errors import AgentBusyError, AgentUnavailableError, ApiError, error_from_response
 
-# The agent's bounds (agent/local_api.h, api/job_event_check.h).
+# The agent's bounds (agent/local_api/local_api.h, api/job_event_check.h).
 MAX_BODY_BYTES = 1024 * 1024
 MAX_EVENTS_PER_POST = 1000
 MAX_EVENT_BYTES = 64 * 1024

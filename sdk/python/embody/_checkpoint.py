@@ -2,11 +2,11 @@
 
 The agent uploads a checkpoint to the server's blob store when the job reports it with a
 ``checkpoint`` event ``{"step", "path", "bytes", "metrics"?}`` and only when ``path`` names a
-regular file directly in the job's ``EMBODY_CHECKPOINT_DIR`` (agent/checkpoint_uploader.h: the
+regular file directly in the job's ``EMBODY_CHECKPOINT_DIR`` (agent/data/checkpoint_uploader.h: the
 path is compared lexically with the agent's own spelling of that directory, then opened without
 following links). A restarted attempt gets ``EMBODY_RESUME_FROM``: the job's own newest reported
 file when its node can still read it, or else the newest upload, fetched by the agent to
-``downloads/job-<id>/step-<N>.ckpt`` (agent/job_runner.cc).
+``downloads/job-<id>/step-<N>.ckpt`` (agent/jobs/job_runner.cc).
 
 So the SDK keeps checkpoints the engine's way, ``<EMBODY_CHECKPOINT_DIR>/step-<N>.ckpt``:
   - the agent prefers a local ``step-<N>.ckpt`` at least as new as the upload to a download

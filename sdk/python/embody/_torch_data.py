@@ -21,9 +21,10 @@ class TorchItems(torch.utils.data.IterableDataset):  # type: ignore[misc]
 
     def __init__(self, ds: "Dataset", *, kind: str, shuffle: bool, seed: int,
                  keys: Optional[list[str]], rank: Optional[int],
-                 world_size: Optional[int]) -> None:
+                 world_size: Optional[int], read_ahead: int = 0) -> None:
         super().__init__()
         self.ds = ds
+        self.read_ahead = read_ahead
         self.kind = kind
         self.shuffle = shuffle
         self.seed = seed
@@ -56,16 +57,18 @@ class TorchItems(torch.utils.data.IterableDataset):  # type: ignore[misc]
             return
         import numpy as np
         horizon = self.ds.action_horizon
-        for s in items:
-            sample = self.ds.read_sample(s, self.keys)
-            item: dict[str, Any] = dict(sample.values)
-            if sample.action_chunk is not None:
-                chunk = sample.action_chunk
-                padded = np.zeros((horizon,) + chunk.shape[1:], dtype=chunk.dtype)
-                padded[:len(chunk)] = chunk
+        for sample in self.ds.read_samples(items, keys=self.keys, read_ahead=self.read_ahead):
+            item: dict[str, Any] = sample.values
+            chunk = sample.action_chunk
+            if chunk is not None:
+                n = len(chunk)
+                if n < horizon:  # near the episode's end: zeros after the real rows
+                    padded = np.zeros((horizon,) + chunk.shape[1:], dtype=chunk.dtype)
+                    padded[:n] = chunk
+                    chunk = padded
                 mask = np.zeros(horizon, dtype=bool)
-                mask[:len(chunk)] = True
-                item["action_chunk"] = padded
+                mask[:n] = True
+                item["action_chunk"] = chunk
                 item["action_mask"] = mask
             item.update(index=sample.index, episode=sample.episode, frame=sample.frame,
                         tokens=sample.tokens)

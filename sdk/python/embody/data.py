@@ -36,6 +36,7 @@ import json
 import os
 import re
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Optional
 
@@ -190,39 +191,53 @@ class Sample:
 
 
 class _ChunkCache:
-    """Verified chunks by (shard, episode, key, chunk), least recently used first out, bounded
-    in bytes. After a fork the child starts with an empty one: a lock held by a thread that did
-    not come along would never be released."""
+    """Verified chunks, each kept as a read-only (frames, *shape) array over the bytes read, by
+    an int naming (episode, key, chunk); least recently used first out, bounded in bytes. After
+    a fork the child starts with an empty one: a lock held by a thread that did not come along
+    would never be released."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._reset()
+        _CACHES.add(self)
 
     def _reset(self) -> None:
-        self._pid = os.getpid()
         self._lock = threading.Lock()
-        self._items: collections.OrderedDict[tuple[int, int, int, int], bytes] = \
-            collections.OrderedDict()
+        self._items: collections.OrderedDict[int, "np.ndarray"] = collections.OrderedDict()
         self._bytes = 0
 
-    def get(self, key: tuple[int, int, int, int], load: Callable[[], bytes]) -> bytes:
-        if self._pid != os.getpid():
-            self._reset()
+    def get(self, key: int) -> Optional["np.ndarray"]:
         with self._lock:
-            data = self._items.get(key)
-            if data is not None:
+            chunk = self._items.get(key)
+            if chunk is not None:
                 self._items.move_to_end(key)
-                return data
-        data = load()  # outside the lock: other threads read other chunks meanwhile
-        if len(data) <= self.capacity:
-            with self._lock:
-                if key not in self._items:
-                    self._items[key] = data
-                    self._bytes += len(data)
-                while self._bytes > self.capacity:
-                    _, old = self._items.popitem(last=False)
-                    self._bytes -= len(old)
-        return data
+            return chunk
+
+    def put(self, key: int, chunk: "np.ndarray") -> None:
+        """Keeps the chunk unless it alone exceeds the capacity (storage::ChunkCache::Put)."""
+        n = chunk.nbytes
+        if n > self.capacity:
+            return
+        with self._lock:
+            if key in self._items:  # another thread read it meanwhile
+                return
+            self._items[key] = chunk
+            self._bytes += n
+            while self._bytes > self.capacity:
+                _, old = self._items.popitem(last=False)
+                self._bytes -= old.nbytes
+
+
+_CACHES: "weakref.WeakSet[_ChunkCache]" = weakref.WeakSet()
+
+
+def _reset_caches_after_fork() -> None:
+    for cache in list(_CACHES):
+        cache._reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_caches_after_fork)
 
 
 class Dataset:
@@ -268,11 +283,14 @@ class Dataset:
             self.close()
             raise
         self._key_index = {k.name: i for i, k in enumerate(self.keys)}
-        # What _rows needs of each key, worked out once rather than per read.
-        self._key_layout = [(k.frame_bytes, k.numpy_dtype, k.shape,
-                             k.frame_bytes // DTYPE_BY_NAME[k.dtype][2]) for k in self.keys]
         self._action = self._key_index.get(action_key, -1)
         self._cache = _ChunkCache(cache_bytes)
+        # Per episode, what a read needs, looked up once here rather than per sample: its index
+        # entry, and per key the frames of a chunk.
+        self._entries = [self._shards[s].episodes[local]
+                         for s, local in zip(self._episode_shard, self._episode_local)]
+        self._frames_per_chunk = [[kc.frames_per_chunk for kc in entry.keys]
+                                  for entry in self._entries]
 
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "options": self._options}
@@ -358,16 +376,29 @@ class Dataset:
         return self._read_sample(sample, self._key_numbers(keys), action_chunk)
 
     def _read_sample(self, sample: int, key_numbers: list[int], action_chunk: bool) -> Sample:
-        episode, frame = self.locate(sample)
-        entry = self._entry(episode)
+        # Each key's frame is a row of one cached chunk: the only per-sample work is indexing it
+        # and copying the row out (the action chunk too, unless it runs into the next chunk).
+        if not 0 <= sample < self._sample_begin[-1]:
+            raise IndexError(f"{self.path}: no sample {sample} (dataset has {self.num_samples})")
+        episode = bisect.bisect_right(self._sample_begin, sample) - 1
+        frame = sample - self._sample_begin[episode]
+        entry = self._entries[episode]
+        per_chunk = self._frames_per_chunk[episode]
         keys = self.keys
+        chunk_rows = self._chunk_rows
         values = {}
         for k in key_numbers:
-            values[keys[k].name] = self._rows(episode, k, frame, frame + 1)[0]
+            c, row = divmod(frame, per_chunk[k])
+            values[keys[k].name] = chunk_rows(episode, k, c)[row].copy()
         chunk = None
         if action_chunk and self._action >= 0:
+            k = self._action
             end = min(entry.frames, frame + self.action_horizon)
-            chunk = self._rows(episode, self._action, frame, end)
+            c, row = divmod(frame, per_chunk[k])
+            if row + end - frame <= per_chunk[k]:
+                chunk = chunk_rows(episode, k, c)[row:row + end - frame].copy()
+            else:
+                chunk = self._rows(episode, k, frame, end)
         return Sample(sample, episode, frame, entry.sample_tokens[frame], values, chunk)
 
     def verify(self, progress: Optional[Callable[[int], None]] = None) -> None:
@@ -429,9 +460,12 @@ class Dataset:
 
     def torch(self, *, kind: str = "samples", shuffle: bool = True, seed: int = 0,
               keys: Optional[Iterable[str]] = None, rank: Optional[int] = None,
-              world_size: Optional[int] = None) -> Any:
+              world_size: Optional[int] = None, read_ahead: int = 0) -> Any:
         """A ``torch.utils.data.IterableDataset`` of this rank's samples (or episodes), for a
         DataLoader: its workers split the rank's part between them, ``set_epoch(n)`` reshuffles.
+        ``read_ahead`` > 0 gives each worker that many threads reading ahead (see samples()),
+        for a job with more CPUs than workers: its reads then overlap the collate of the batch
+        before. 0 (the default) reads each sample when the worker asks for it.
 
         A sample is a dict of numpy arrays that DataLoader's default collate stacks: each key
         read at the frame, ``action_chunk`` padded with zeros to (H, *shape) and ``action_mask``
@@ -448,7 +482,7 @@ class Dataset:
             raise ValueError(f"kind must be 'samples' or 'episodes', got {kind!r}")
         return TorchItems(self, kind=kind, shuffle=shuffle, seed=seed,
                           keys=None if keys is None else list(keys), rank=rank,
-                          world_size=world_size)
+                          world_size=world_size, read_ahead=read_ahead)
 
     # -- inside ---------------------------------------------------------------------------------
 
@@ -459,7 +493,7 @@ class Dataset:
         return episode
 
     def _entry(self, episode: int) -> Any:
-        return self._shards[self._episode_shard[episode]].episodes[self._episode_local[episode]]
+        return self._entries[episode]
 
     def _key_number(self, name: str) -> int:
         k = self._key_index.get(name)
@@ -473,37 +507,38 @@ class Dataset:
             return list(range(len(self.keys)))
         return [self._key_number(n) for n in names]
 
+    def _chunk_rows(self, episode: int, k: int, c: int) -> "np.ndarray":
+        """Chunk c of key k of an episode as a read-only (frames, *shape) array, verified, through
+        the cache. Reading and checking it (os.pread, zlib.crc32) runs outside the GIL."""
+        cache_key = (episode * len(self.keys) + k) << 24 | c  # chunks per key < 2^24 (frames)
+        rows = self._cache.get(cache_key)
+        if rows is None:
+            np = _np or _numpy()
+            shard = self._shards[self._episode_shard[episode]]
+            spec = self.keys[k]
+            data = shard.read_chunk(self._episode_local[episode], k, c)
+            rows = np.frombuffer(data, spec.numpy_dtype).reshape((-1,) + spec.shape)
+            self._cache.put(cache_key, rows)
+        return rows
+
     def _rows(self, episode: int, k: int, begin: int, end: int) -> "np.ndarray":
         """Dataset::ReadRows: rows [begin, end) of key k, chunk by chunk through the cache; a
         copy of its own (writable, and the cache's chunk stays as read)."""
         np = _np or _numpy()
-        s, local = self._episode_shard[episode], self._episode_local[episode]
-        shard = self._shards[s]
-        per_chunk = shard.episodes[local].keys[k].frames_per_chunk
-        frame_bytes, dtype, shape, per_frame = self._key_layout[k]
-        if begin == end:
-            return np.empty((0,) + shape, dtype=dtype)
-        c = begin // per_chunk
-        first = c * per_chunk
-        data = self._cache.get((s, local, k, c), lambda: shard.read_chunk(local, k, c))
-        if end <= first + per_chunk:  # within one chunk: one copy, straight from it
-            rows = np.frombuffer(data, dtype, (end - begin) * per_frame,
-                                 (begin - first) * frame_bytes)
-            return rows.reshape((end - begin,) + shape).copy()
-        buf = bytearray()
+        per_chunk = self._frames_per_chunk[episode][k]
+        parts = []
         t = begin
-        while True:
-            n = min(end, first + per_chunk) - t
-            lo = (t - first) * frame_bytes
-            buf += memoryview(data)[lo:lo + n * frame_bytes]
+        while t < end:
+            c, row = divmod(t, per_chunk)
+            n = min(end - t, per_chunk - row)
+            parts.append(self._chunk_rows(episode, k, c)[row:row + n])
             t += n
-            if t == end:
-                break
-            c += 1
-            first = c * per_chunk
-            data = self._cache.get((s, local, k, c),
-                                   lambda: shard.read_chunk(local, k, c))  # noqa: B023
-        return np.frombuffer(buf, dtype=dtype).reshape((end - begin,) + shape)
+        if len(parts) == 1:
+            return parts[0].copy()
+        if not parts:
+            spec = self.keys[k]
+            return np.empty((0,) + spec.shape, dtype=spec.numpy_dtype)
+        return np.concatenate(parts)
 
 
 def _read_ahead(read: Callable[[int], Sample], items: list[int], threads: int,

@@ -1,6 +1,6 @@
 """`python3 -m embody.torchrun ARGS`: torch's torchrun (torch.distributed.run) with ARGS.
 
-What a command job's `"launcher": "torchrun"` starts on each node (agent/mpi_launch.cc). It is
+What a command job's `"launcher": "torchrun"` starts on each node (agent/launch/mpi_launch.cc). It is
 torchrun itself, after one repair: torch before 2.0 reads its --redirects/--tee values by
 iterating the Std flag enum, and Python 3.11 no longer yields a flag's zero member there, so
 every value ("0", the default, included) came back None and torchrun failed before starting a

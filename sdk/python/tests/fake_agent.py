@@ -1,5 +1,5 @@
 """A stand-in for the agent's job-local API, for the SDK's tests: it judges what the SDK posts as
-agent::LocalApi::PostEvents does (agent/local_api.cc, api/job_event_check.cc), in the same
+agent::LocalApi::PostEvents does (agent/local_api/local_api.cc, api/job_event_check.cc), in the same
 order, with the same statuses and error bodies, and can be told to answer otherwise (429 with
 Retry-After, 5xx) to test the SDK's side of those.
 

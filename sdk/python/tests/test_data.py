@@ -260,6 +260,37 @@ class DamageTest(SdkTestCase):
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("checksum mismatch in key obs/image chunk 1", done.stdout + done.stderr)
 
+    def test_a_damaged_chunk_is_never_cached_or_handed_out(self) -> None:
+        # The action chunk of a chunk's last frame runs into the next chunk of the action key:
+        # damage there fails that sample every time it is read (a chunk that failed its check is
+        # not kept), one by one and read ahead, while samples elsewhere read on.
+        ds = data.open(self.path)
+        self.addCleanup(ds.close)
+        actions = [k.name for k in ds.keys].index("actions")
+        episode = next(e for e in range(1, ds.num_episodes)
+                       if len(ds._entry(e).keys[actions].crcs) >= 2)
+        s, local = ds._episode_shard[episode], ds._episode_local[episode]
+        kc = ds._entry(episode).keys[actions]
+        self.assertGreaterEqual(ds.action_horizon, 2)
+        chunk1 = kc.data_offset + kc.frames_per_chunk * ds.keys[actions].frame_bytes
+        self.flip(self.shard(s), chunk1)
+        bad = ds._sample_begin[episode] + kc.frames_per_chunk - 1  # chunk 0's last frame
+        ds.read_sample(bad, action_chunk=False)  # its values are all in intact chunks
+        want = (f"{self.shard(s)} episode {local} (demo_{episode}): checksum mismatch in key "
+                "actions chunk 1 ")
+        for threads in (None, 0, 2, None):
+            with self.assertRaises(embody.ChecksumError) as caught:
+                if threads is None:
+                    ds.read_sample(bad)
+                else:
+                    seen = []
+                    for sample in ds.read_samples([0, bad, 0], read_ahead=threads):
+                        seen.append(sample.index)
+            self.assertIn(want, str(caught.exception))
+            if threads is not None:
+                self.assertEqual(seen, [0], f"{threads} threads")
+        self.assertEqual(ds.read_sample(0).index, 0)
+
     def test_a_damaged_index_fails_at_open(self) -> None:
         size = os.path.getsize(self.shard())
         self.flip(self.shard(), size - 40)  # the index's last bytes
@@ -387,6 +418,18 @@ class TorchTest(SdkTestCase):
             self.assertEqual(batch["action_chunk"][row][:n].numpy().tobytes(),
                              sample.action_chunk.tobytes())
             self.assertFalse(batch["action_chunk"][row][n:].any())
+
+    def test_workers_reading_ahead_yield_the_same_items(self) -> None:
+        plain = self.ds.torch(rank=0, world_size=1, seed=5)
+        ahead = self.ds.torch(rank=0, world_size=1, seed=5, read_ahead=2)
+        for workers in (0, 2):
+            want = self.load(plain, batch_size=3, num_workers=workers)
+            got = self.load(ahead, batch_size=3, num_workers=workers)
+            self.assertEqual(len(got), len(want))
+            for g, w in zip(got, want):
+                self.assertEqual(sorted(g), sorted(w))
+                for name in w:
+                    self.assertTrue(bool((g[name] == w[name]).all()), (workers, name))
 
     def test_set_epoch_reshuffles(self) -> None:
         items = self.ds.torch(world_size=1, rank=0, keys=["rewards"])

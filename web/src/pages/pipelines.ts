@@ -3,14 +3,15 @@
 // submit, a JSON editor for a new one (POST /v1/pipelines). The server checks the whole DAG
 // before storing anything and names the offending field ("steps[1].job.resources.nodes"); that
 // message is shown under the editor. `?new=1` opens the editor, `&from=ID` fills it with that
-// pipeline's spec.
+// pipeline's spec. "Dry run" asks POST /v1/pipelines?dry_run=true and shows when each step is
+// expected to start and end, storing nothing.
 import { ApiError, get, post, withQuery } from "../api";
 import { h, replace } from "../dom";
 import { age } from "../format";
 import { poll } from "../poll";
 import { navigate, setQuery, type Page } from "../router";
 import { can } from "../session";
-import type { Pipeline, PipelinePage } from "../types";
+import type { Pipeline, PipelineDryRun, PipelinePage } from "../types";
 import { emptyRow, messageBox, progress, stateBadge, table } from "../ui";
 
 const kPageSize = 50;
@@ -48,6 +49,8 @@ function editorPanel(query: URLSearchParams): HTMLElement {
   editor.value = JSON.stringify(kTemplate, null, 2);
   const error = h("div", { class: "field-error", "data-error-for": "pipeline-json", role: "alert" });
   const submit = h("button", { class: "btn primary", id: "submit-pipeline", onclick: () => void send() }, "Submit pipeline");
+  const dry = h("button", { class: "btn", id: "dry-run-pipeline", onclick: () => void send(true) }, "Dry run");
+  const forecast = h("div", { id: "pipeline-forecast" });
   const from = query.get("from");
   if (from) {
     get<Pipeline>("/v1/pipelines/" + encodeURIComponent(from))
@@ -55,8 +58,9 @@ function editorPanel(query: URLSearchParams): HTMLElement {
       .catch((e) => replace(error, "Could not load pipeline #" + from + ": " + (e as Error).message));
   }
 
-  async function send(): Promise<void> {
+  async function send(dryRun = false): Promise<void> {
     replace(error);
+    replace(forecast);
     editor.classList.remove("invalid");
     try {
       JSON.parse(editor.value);
@@ -65,8 +69,12 @@ function editorPanel(query: URLSearchParams): HTMLElement {
       editor.classList.add("invalid");
       return;
     }
-    submit.disabled = true;
+    submit.disabled = dry.disabled = true;
     try {
+      if (dryRun) {
+        replace(forecast, dryRunView(await post<PipelineDryRun>("/v1/pipelines?dry_run=true", editor.value)));
+        return;
+      }
       const p = await post<Pipeline>("/v1/pipelines", editor.value);
       navigate("/pipelines/" + p.id);
     } catch (e) {
@@ -75,7 +83,7 @@ function editorPanel(query: URLSearchParams): HTMLElement {
       replace(error, named ? (e.field ? e.field + ": " : "") + e.message : (e as Error).message);
       editor.classList.add("invalid");
     } finally {
-      submit.disabled = false;
+      submit.disabled = dry.disabled = false;
     }
   }
 
@@ -86,7 +94,37 @@ function editorPanel(query: URLSearchParams): HTMLElement {
     h("p", { class: "muted small" }, "A DAG of named steps, each a job (as on the submit page), an import or a gate; see docs/pipelines.md. The server checks it whole before storing anything."),
     editor,
     error,
-    h("div", { class: "form-actions" }, submit),
+    h("div", { class: "form-actions" }, dry, submit),
+    forecast,
+  );
+}
+
+// A dry run's answer: the expected end, then a row per step (why a step has no prediction under
+// its times).
+function dryRunView(r: PipelineDryRun): HTMLElement {
+  const seconds = (v: number | null | undefined) => (typeof v === "number" ? Math.round(v).toString() : "–");
+  const when = (t: string | null) => t ?? "–";
+  const rows = table(["Step", "Kind", "Needs", "Wait (s)", "Run (s)", "Start", "End"]);
+  for (const s of r.steps) {
+    rows.body.append(
+      h(
+        "tr",
+        null,
+        h("td", null, s.name),
+        h("td", null, s.kind),
+        h("td", null, s.needs.join(", ") || "–"),
+        h("td", null, seconds(s.forecast?.predicted_wait_seconds)),
+        h("td", null, seconds(s.forecast?.predicted_run_seconds)),
+        h("td", null, when(s.predicted_start)),
+        h("td", null, s.not_predicted ? h("span", { class: "muted" }, "not predicted: " + s.not_predicted) : when(s.predicted_end)),
+      ),
+    );
+  }
+  return h(
+    "div",
+    { class: "dry-run" },
+    h("p", { id: "pipeline-forecast-end" }, "Admitted (nothing submitted). Expected to end: " + when(r.predicted_end)),
+    rows.el,
   );
 }
 

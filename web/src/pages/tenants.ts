@@ -3,7 +3,7 @@
 // slot usage per day.
 import { get, patch, post } from "../api";
 import { h, replace } from "../dom";
-import { num, time } from "../format";
+import { bytes, num, time } from "../format";
 import { poll } from "../poll";
 import type { Page } from "../router";
 import type { Quota, Tenant, UsageDay } from "../types";
@@ -15,6 +15,7 @@ const kQuotaKeys: (keyof Quota)[] = [
   "pending_jobs",
   "nodes_per_job",
   "max_priority",
+  "storage_bytes",
 ];
 const kQuotaLabels: Record<keyof Quota, string> = {
   slots: "Slots",
@@ -22,15 +23,28 @@ const kQuotaLabels: Record<keyof Quota, string> = {
   pending_jobs: "Pending jobs",
   nodes_per_job: "Nodes per job",
   max_priority: "Max priority",
+  storage_bytes: "Storage (GiB)",
 };
+const kGiB = 1024 ** 3;
+
+// Every quota is a count but storage, which is bytes on the wire and GiB on the page.
+function toInput(k: keyof Quota, v: number | null | undefined): string {
+  if (v === null || v === undefined) return "";
+  return k === "storage_bytes" ? String(v / kGiB) : String(v);
+}
+
+function fromInput(k: keyof Quota, v: string): number | null {
+  if (v === "") return null;
+  return k === "storage_bytes" ? Math.round(Number(v) * kGiB) : Number(v);
+}
 
 function quotaInputs(q: Partial<Quota> = {}): { el: HTMLElement; read(): Quota } {
   const inputs = kQuotaKeys.map((k) =>
-    h("input", { type: "number", min: "0", step: "1", name: k, placeholder: "unlimited", value: q[k] ?? "", "data-field": "quota." + k }),
+    h("input", { type: "number", min: "0", step: k === "storage_bytes" ? "any" : "1", name: k, placeholder: "unlimited", value: toInput(k, q[k]), "data-field": "quota." + k }),
   );
   return {
     el: h("div", { class: "inline-fields" }, kQuotaKeys.map((k, i) => h("label", null, kQuotaLabels[k], inputs[i]))),
-    read: () => Object.fromEntries(kQuotaKeys.map((k, i) => [k, inputs[i].value === "" ? null : Number(inputs[i].value)])) as unknown as Quota,
+    read: () => Object.fromEntries(kQuotaKeys.map((k, i) => [k, fromInput(k, inputs[i].value)])) as unknown as Quota,
   };
 }
 
@@ -49,6 +63,11 @@ export function tenantsPage(): Page {
   }
 
   function used(t: Tenant, k: keyof Quota): string {
+    if (k === "storage_bytes") {
+      const limit = t.quota?.storage_bytes;
+      const held = bytes(t.usage?.storage_bytes);
+      return `${held} / ${limit === null || limit === undefined ? "∞" : bytes(limit)}`;
+    }
     const u = k === "slots" ? t.usage?.slots_in_use : k === "running_jobs" ? t.usage?.running_jobs : k === "pending_jobs" ? t.usage?.pending_jobs : null;
     const limit = t.quota?.[k];
     const l = limit === null || limit === undefined ? "∞" : String(limit);

@@ -1,0 +1,52 @@
+// What every process a node starts for a job has in common, whether the node heads the job
+// (agent/jobs/job_runner.h starts mpirun) or runs Open MPI's daemon for a head elsewhere
+// (agent/rsh/rsh_bridge.h): the data directory and its layout, this node's address, the binaries,
+// the operator's Open MPI settings, the kill grace, the sandbox (agent/sandbox/sandbox.h: uid
+// range, tenant groups, rlimits, PATH) and the cgroups. The agent fills it once and hands the same
+// copy to both, so the head's ranks and the daemons' ranks cannot be confined differently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/sandbox/cgroup.h"
+#include "agent/launch/mpi_launch.h"
+#include "agent/sandbox/sandbox.h"
+
+namespace agent {
+
+struct JobSandboxOptions {
+  // <data-dir>: jobs/, logs/, checkpoints/, downloads/ hold one job-<id> directory per job.
+  std::string data_dir;
+  std::string address =
+      "127.0.0.1";                // this node's address; the head's hosts elsewhere are not ours
+  std::string mpirun = "mpirun";  // Open MPI's launcher; its daemon is the binary beside it
+  std::string engine;             // embody-engine, for engine kinds
+  std::string rank_exec;          // the embody-agent binary, run by every rank as `exec-rank`
+  // The CAs the agents' certificates chain to ("": the system's), readable by jobs: the rsh
+  // launcher and the ranks' reports verify https agent URLs with it (EMBODY_CA_FILE).
+  std::string ca_file;
+  // The directory holding the Python SDK's package `embody`, put on every rank's PYTHONPATH
+  // (jobs' uids can read it); "": jobs get no PYTHONPATH.
+  std::string python_sdk;
+  // The operator's Open MPI settings (OpenMpiSettings of the agent's environment).
+  std::vector<std::pair<std::string, std::string>> mpi_settings;
+  std::chrono::milliseconds kill_grace{5000};  // SIGTERM to SIGKILL when a job is killed
+  // sandbox.switch_uid must be false when the agent is not root (the agent decides).
+  SandboxOptions sandbox;
+  CgroupSetup cgroups;  // version kNone: no cgroups, RLIMIT_AS enforces memory
+
+  std::string JobDir(int64_t job_id) const;         // <data-dir>/jobs/job-<id>
+  std::string LogDir(int64_t job_id) const;         // <data-dir>/logs/job-<id>
+  std::string CheckpointDir(int64_t job_id) const;  // <data-dir>/checkpoints/job-<id>
+  std::string DownloadDir(int64_t job_id) const;    // <data-dir>/downloads/job-<id>
+
+  // The parts of a launch of `job_id` that are the node's, not the command's: addresses,
+  // directories, binaries, PATH, Open MPI settings, root or not, the kill grace in whole seconds.
+  LaunchInput LaunchInputFor(int64_t job_id) const;
+};
+
+}  // namespace agent

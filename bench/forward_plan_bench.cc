@@ -1,0 +1,154 @@
+// forward_plan_bench: what a dry run's forecast costs the server with a deep queue, without the
+// server (controlplane/service/forecast.h): the queue of forecast_bench's dry-run phase built in
+// memory (--nodes one-slot nodes held by hour-long jobs, --pending jobs of its mix behind them
+// over --tenants tenants), and for --asks jobs of the same mix, side by side: the forward run
+// from the snapshot (ForecastStarts, what a dry run without a kept run does) against the answer
+// from the snapshot's kept run (ForwardPlan::Forecast), checked to predict the same. Also the
+// cost of keeping the run (ForwardPlan's construction, on the server's forecast thread).
+//
+//   forward_plan_bench [--nodes 200] [--pending 10000] [--tenants 4] [--asks 20] [--seed 1]
+//
+// Prints ms per answer (p50, max) for both and one JSON line.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "controlplane/service/forecast.h"
+#include "controlplane/testing/scheduler_builders.h"
+
+namespace {
+
+using namespace controlplane::service;
+using controlplane::testing::kNowMs;
+
+double Ms(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+// forecast_bench's mix: nodes 1..64, limits 1..4 s.
+controlplane::testing::JobArgs Draw(std::mt19937_64& rng, int tenant) {
+  static constexpr int kSizes[] = {1, 2, 4, 8, 16, 32, 64};
+  static constexpr int kPercent[] = {40, 15, 15, 12, 10, 5, 3};
+  controlplane::testing::JobArgs a;
+  a.tenant = tenant;
+  a.priority = 0;
+  int pick = std::uniform_int_distribution<int>(0, 99)(rng);
+  for (int k = 0; k < 7; ++k) {
+    if (pick < kPercent[k]) {
+      a.nodes = kSizes[k];
+      break;
+    }
+    pick -= kPercent[k];
+  }
+  a.limit_s = std::uniform_int_distribution<int>(1, 4)(rng);
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 200, pending = 10000, tenants = 4, asks = 20;
+  uint64_t seed = 1;
+  CLI::App app{"A dry run's forecast with a deep queue: plain forward run vs the kept run"};
+  app.add_option("--nodes", nodes, "one-slot nodes")->check(CLI::Range(1, 100000));
+  app.add_option("--pending", pending, "jobs queued")->check(CLI::Range(0, 1000000));
+  app.add_option("--tenants", tenants, "tenants")->check(CLI::Range(1, 64));
+  app.add_option("--asks", asks, "dry runs timed")->check(CLI::Range(1, 100000));
+  app.add_option("--seed", seed, "seed");
+  CLI11_PARSE(app, argc, argv);
+
+  std::mt19937_64 rng(seed);
+  ClusterSnapshot s;
+  s.now_ms = kNowMs;
+  for (int i = 1; i <= nodes; ++i) s.nodes.push_back(controlplane::testing::Node(i, 1));
+  for (int t = 1; t <= tenants; ++t) s.tenants.push_back(controlplane::testing::Tenant(t));
+  int64_t id = 0;
+  for (int first = 1; first <= nodes; first += 64) {  // hour-long jobs hold every node
+    std::vector<int64_t> on;
+    for (int n = first; n < first + 64 && n <= nodes; ++n) on.push_back(n);
+    s.running.push_back(controlplane::testing::Running(s.nodes, ++id, on, 1, 0, 0, 3600, 1));
+  }
+  ForecastTimes times;
+  times.handover_ms = 800;
+  for (int i = 0; i < pending; ++i) {
+    controlplane::testing::JobArgs a = Draw(rng, 1 + i % tenants);
+    a.submit_ms = kNowMs - 100'000 + i;
+    PendingJob j = controlplane::testing::Job(++id, a);
+    times.run_ms[j.job_id] = j.time_limit_seconds * 900;  // as the history would say
+    s.pending.push_back(j);
+  }
+  ForecastOptions options;
+
+  auto t0 = std::chrono::steady_clock::now();
+  const ForwardPlan plan(s, times, options);
+  const double plan_ms = Ms(t0);
+  std::printf(
+      "forward_plan_bench: %d nodes, %d pending, %d tenants; the kept run: %.1f ms, %zu "
+      "turns\n",
+      nodes, pending, tenants, plan_ms, plan.turns());
+  std::vector<double> plain_ms, kept_ms;
+  int same = 0, with_start = 0;
+  size_t replayed = 0;
+  for (int i = 0; i < asks; ++i) {
+    controlplane::testing::JobArgs a = Draw(rng, 1 + i % tenants);
+    a.submit_ms = kNowMs;
+    const PendingJob ask = controlplane::testing::Job(std::numeric_limits<int64_t>::max(), a);
+    const int64_t run_ms = ask.time_limit_seconds * 900;
+    t0 = std::chrono::steady_clock::now();
+    size_t kept = 0;
+    const JobForecast k = plan.Forecast(ask, run_ms, &kept);
+    kept_ms.push_back(Ms(t0));
+    replayed += kept;
+    ClusterSnapshot with = s;
+    with.pending.push_back(ask);
+    ForecastTimes with_times = times;
+    with_times.run_ms[ask.job_id] = run_ms;
+    t0 = std::chrono::steady_clock::now();
+    const JobForecast p = ForecastStarts(with, with_times, {ask.job_id}, options).at(ask.job_id);
+    plain_ms.push_back(Ms(t0));
+    same += k.start_ms == p.start_ms && k.waits == p.waits && k.jobs_ahead == p.jobs_ahead;
+    with_start += p.start_ms.has_value();
+    std::printf(
+        "  ask %d: %d nodes, limit %lld s: plain %.1f ms, kept %.1f ms (%zu turns "
+        "replayed), start +%.1f s%s\n",
+        i, ask.resources.nodes, static_cast<long long>(ask.time_limit_seconds), plain_ms.back(),
+        kept_ms.back(), kept,
+        p.start_ms ? static_cast<double>(*p.start_ms - kNowMs) / 1000.0 : -1.0,
+        k.start_ms == p.start_ms ? "" : " DIFFERENT");
+  }
+  std::printf("| per dry run | p50 | max |\n|---|---|---|\n");
+  std::printf("| forward run from the snapshot | %.1f ms | %.1f ms |\n", Percentile(plain_ms, 0.5),
+              Percentile(plain_ms, 1.0));
+  std::printf("| against the kept run | %.1f ms | %.1f ms |\n", Percentile(kept_ms, 0.5),
+              Percentile(kept_ms, 1.0));
+  std::printf("same predictions: %d of %d; with a start: %d\n", same, asks, with_start);
+  nlohmann::json line = {{"bench", "forward_plan"},
+                         {"nodes", nodes},
+                         {"pending", pending},
+                         {"tenants", tenants},
+                         {"asks", asks},
+                         {"plan_ms", plan_ms},
+                         {"plan_turns", plan.turns()},
+                         {"plain_p50_ms", Percentile(plain_ms, 0.5)},
+                         {"plain_max_ms", Percentile(plain_ms, 1.0)},
+                         {"kept_p50_ms", Percentile(kept_ms, 0.5)},
+                         {"kept_max_ms", Percentile(kept_ms, 1.0)},
+                         {"replayed_turns", replayed},
+                         {"same", same},
+                         {"with_start", with_start}};
+  std::printf("%s\n", line.dump().c_str());
+  return same == asks ? 0 : 1;
+}
