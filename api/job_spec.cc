@@ -613,9 +613,9 @@ Status ParseEnvironment(const ObjectReader& o, std::string* python_env, std::str
     EMBODY_ASSIGN_OR_RETURN(ref,
                             ParseDatasetRef(kDatasetRefPrefix + text, "environment.image"));
     if (!ref.is_stored() || text.find(':') != std::string::npos) {
-      return InvalidArgument("must be NAME[@VERSION] of an image uploaded with `embody datasets "
-                             "upload NAME FILE.tar --format oci` (registry pulls are not built "
-                             "yet)",
+      return InvalidArgument("must be NAME[@VERSION] of a stored image (`embody datasets upload "
+                             "NAME FILE.tar --format oci`, or `embody datasets pull NAME "
+                             "REGISTRY/REPOSITORY:TAG`)",
                              "environment.image");
     }
     *image = ref.name + (ref.version ? "@" + std::to_string(*ref.version) : "");
@@ -780,6 +780,13 @@ Result<JobSpec> ParseJobSpec(const json& j, const SpecLimits& limits) {
                              "launcher");
     }
     EMBODY_RETURN_IF_ERROR(ParseEnvironment(o, &spec.python_env, &spec.image));
+    if (!spec.image.empty() && spec.resources.slot_type == "gpu") {
+      // Refused rather than started blind: nccl would find no device in the container.
+      return InvalidArgument(
+          "GPU jobs cannot run in an image yet (the NVIDIA devices and driver libraries are not "
+          "mounted into it): use slot_type \"cpu\", or \"environment\": {\"python\": VENV}",
+          "environment.image");
+    }
   } else {
     if (o.Has("command")) return InvalidArgument("only allowed for kind \"command\"", "command");
     if (o.Has("engine")) EMBODY_RETURN_IF_ERROR(ParseEngine(o.At("engine"), limits, &spec.engine));

@@ -871,6 +871,13 @@ TEST(JobSpecTest, APythonEnvironmentIsAnAbsoluteVirtualenvPath) {
   EXPECT_TRUE(img->python_env.empty());
   EXPECT_EQ(ToJson(*img)["environment"], json({{"image", "torch-env@2"}}));
   EXPECT_EQ(ParseJobSpec(ToJson(*img), SpecLimits{})->image, "torch-env@2");
+  // GPUs are not mounted into an image: a GPU job in one is refused, not started blind.
+  json gpu = j;
+  gpu["resources"]["slot_type"] = "gpu";
+  EXPECT_EQ(Err(gpu).field(), "environment.image");
+  EXPECT_NE(Err(gpu).message().find("GPU jobs cannot run in an image yet"), std::string::npos);
+  gpu["environment"] = {{"python", "/srv/venv"}};
+  EXPECT_TRUE(ParseJobSpec(gpu, SpecLimits{}).ok());
   // Every node of a multi-node job prepares the image before its ranks start.
   json two_nodes = j;
   two_nodes["resources"]["nodes"] = 2;
