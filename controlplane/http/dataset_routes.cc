@@ -9,15 +9,6 @@ namespace controlplane::http {
 using nlohmann::json;
 using A = Router::Auth;
 
-namespace {
-
-void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
-  if (!r.ok()) return RespondError(res, r.status());
-  RespondJson(res, ok_status, *r);
-}
-
-}  // namespace
-
 void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
   service::DatasetsService& datasets = *deps.datasets;
 
@@ -26,7 +17,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                             RequestContext& ctx) {
                   auto r = datasets.Import(ctx.principal, req.body);
                   if (r.ok()) ctx.audit_target = "dataset " + (*r)["id"].dump();
-                  Respond(res, r, 201);
+                  RespondResult(res, r, 201);
                 });
   router.Handle("GET", "/v1/datasets", A::kBearer,
                 [&datasets](const httplib::Request& req, httplib::Response& res,
@@ -35,7 +26,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                   if (!limit.ok()) return RespondError(res, limit.status());
                   auto tenant = QueryInt(req, "tenant_id", 0);
                   if (!tenant.ok()) return RespondError(res, tenant.status());
-                  Respond(res, datasets.List(ctx.principal, static_cast<int>(*limit),
+                  RespondResult(res, datasets.List(ctx.principal, static_cast<int>(*limit),
                                              req.get_param_value("cursor"),
                                              req.get_param_value("name"), *tenant));
                 });
@@ -44,7 +35,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                             RequestContext& ctx) {
                   auto id = PathId(req, 1, "dataset");
                   if (!id.ok()) return RespondError(res, id.status());
-                  Respond(res, datasets.Get(ctx.principal, *id));
+                  RespondResult(res, datasets.Get(ctx.principal, *id));
                 });
   // Raw bytes of dataset.json or one shard, with Range (a resumed download asks for the rest).
   router.Handle("GET", "/v1/datasets/{id}/files/{name}", A::kBearer,
@@ -67,7 +58,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                   ctx.audit_target = "dataset " + std::to_string(*id);
                   auto r = datasets.Delete(ctx.principal, *id);
                   if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
-                  Respond(res, r);
+                  RespondResult(res, r);
                 });
   AddDatasetUploadRoutes(router, deps);
 }

@@ -7,15 +7,6 @@ namespace controlplane::http {
 using nlohmann::json;
 using A = Router::Auth;
 
-namespace {
-
-void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
-  if (!r.ok()) return RespondError(res, r.status());
-  RespondJson(res, ok_status, *r);
-}
-
-}  // namespace
-
 void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
   service::PipelinesService* pipelines = deps.pipelines;
   auto served = [pipelines](httplib::Response& res) {
@@ -37,11 +28,11 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                     if (!forecasts) {
                       return RespondError(res, common::Unavailable("forecasts are not served"));
                     }
-                    return Respond(res, pipelines->DryRun(ctx.principal, req.body, *forecasts));
+                    return RespondResult(res, pipelines->DryRun(ctx.principal, req.body, *forecasts));
                   }
                   auto r = pipelines->Submit(ctx.principal, req.body);
                   if (r.ok()) ctx.audit_target = "pipeline " + (*r)["id"].dump();
-                  Respond(res, r, 201);
+                  RespondResult(res, r, 201);
                 });
   router.Handle("GET", "/v1/pipelines", A::kBearer,
                 [pipelines, served](const httplib::Request& req, httplib::Response& res,
@@ -49,7 +40,7 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                   if (!served(res)) return;
                   auto limit = QueryInt(req, "limit", 50);
                   if (!limit.ok()) return RespondError(res, limit.status());
-                  Respond(res, pipelines->List(ctx.principal, static_cast<int>(*limit),
+                  RespondResult(res, pipelines->List(ctx.principal, static_cast<int>(*limit),
                                                req.get_param_value("cursor")));
                 });
   router.Handle("GET", "/v1/pipelines/{id}", A::kBearer,
@@ -58,7 +49,7 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                   if (!served(res)) return;
                   auto id = PathId(req, 1, "pipeline");
                   if (!id.ok()) return RespondError(res, id.status());
-                  Respond(res, pipelines->Get(ctx.principal, *id));
+                  RespondResult(res, pipelines->Get(ctx.principal, *id));
                 });
   // No body is read: `curl -X POST .../cancel` is the whole request.
   router.Handle("POST", "/v1/pipelines/{id}/cancel", A::kBearer,
@@ -70,7 +61,7 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                   ctx.audit_target = "pipeline " + std::to_string(*id);
                   auto r = pipelines->Cancel(ctx.principal, *id);
                   if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
-                  Respond(res, r);
+                  RespondResult(res, r);
                 });
 }
 

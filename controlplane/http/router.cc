@@ -83,6 +83,12 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
                   "application/json");
 }
 
+void RespondResult(httplib::Response& res, const common::Result<nlohmann::json>& r,
+                   int ok_status) {
+  if (!r.ok()) return RespondError(res, r.status());
+  RespondJson(res, ok_status, *r);
+}
+
 void RespondError(httplib::Response& res, const common::Status& given) {
   if (current_request) current_request->error_code = common::CodeName(given.code());
   // What went wrong inside (a database's own words, an internal failure) is for the operator:

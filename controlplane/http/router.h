@@ -115,6 +115,9 @@ void RespondJson(httplib::Response& res, int status, const nlohmann::json& body)
 // Also records the error's code in the RequestContext of the request this thread serves, for
 // its audit row.
 void RespondError(httplib::Response& res, const common::Status& status);
+// `r`'s value as JSON with `ok_status`, or its error as RespondError writes it.
+void RespondResult(httplib::Response& res, const common::Result<nlohmann::json>& r,
+                   int ok_status = 200);
 
 // Query parameter helpers (common::ParseInt64: strict decimal): a malformed or out-of-range
 // number is invalid_argument naming the parameter.

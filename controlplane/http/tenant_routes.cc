@@ -11,16 +11,10 @@ using A = Router::Auth;
 
 namespace {
 
-// Responds with `r` (status `ok_status`).
-void Respond(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
-  if (!r.ok()) return RespondError(res, r.status());
-  RespondJson(res, ok_status, *r);
-}
-
 // Responds with a tenant, its version as the ETag (the If-Match of a later PATCH).
 void RespondTenant(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
   if (r.ok()) res.set_header("ETag", "\"" + std::to_string((*r)["version"].get<int64_t>()) + "\"");
-  Respond(res, r, ok_status);
+  RespondResult(res, r, ok_status);
 }
 
 }  // namespace
@@ -46,7 +40,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                 });
   router.Handle("GET", "/v1/tenants", A::kBearer,
                 [&tenants](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
-                  Respond(res, tenants.List(ctx.principal));
+                  RespondResult(res, tenants.List(ctx.principal));
                 });
   router.Handle("GET", "/v1/tenants/{id}", A::kBearer,
                 [&tenants](const httplib::Request& req, httplib::Response& res,
@@ -60,7 +54,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                            RequestContext& ctx) {
                   auto id = PathId(req, 1, "tenant");
                   if (!id.ok()) return RespondError(res, id.status());
-                  Respond(res, tenants.Usage(ctx.principal, *id, req.get_param_value("from"),
+                  RespondResult(res, tenants.Usage(ctx.principal, *id, req.get_param_value("from"),
                                              req.get_param_value("to")));
                 });
   router.Handle("PATCH", "/v1/tenants/{id}", A::kBearer,
@@ -83,14 +77,14 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                                        (*r)["role"].get<std::string>() + ")";
                     ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
                   }
-                  Respond(res, r, 201);
+                  RespondResult(res, r, 201);
                 });
   router.Handle("GET", "/v1/tokens", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
                           RequestContext& ctx) {
                   auto tenant = QueryInt(req, "tenant_id", 0);
                   if (!tenant.ok()) return RespondError(res, tenant.status());
-                  Respond(res, tokens.List(ctx.principal, *tenant));
+                  RespondResult(res, tokens.List(ctx.principal, *tenant));
                 });
   router.Handle("DELETE", "/v1/tokens/{id}", A::kBearer,
                 [&tokens](const httplib::Request& req, httplib::Response& res,
@@ -100,7 +94,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   ctx.audit_target = "token " + std::to_string(*id);
                   auto r = tokens.Revoke(ctx.principal, *id);
                   if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
-                  Respond(res, r);
+                  RespondResult(res, r);
                 });
 
   router.Handle("GET", "/v1/audit", A::kBearer,
@@ -108,7 +102,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                           RequestContext& ctx) {
                   auto limit = QueryInt(req, "limit", 100);
                   if (!limit.ok()) return RespondError(res, limit.status());
-                  Respond(res, tokens.Audit(ctx.principal, static_cast<int>(*limit),
+                  RespondResult(res, tokens.Audit(ctx.principal, static_cast<int>(*limit),
                                             req.get_param_value("cursor")));
                 });
 }

@@ -8,6 +8,7 @@
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/checkpoints_service.h"
 #include "controlplane/service/datasets_service.h"
+#include "controlplane/service/forecast_service.h"
 #include "controlplane/service/job_fit.h"
 #include "controlplane/service/roles.h"
 
@@ -208,6 +209,7 @@ Result<json> PipelinesService::DryRun(const Principal& p, const std::string& bod
   std::vector<int> order;
   std::vector<char> placed(n, 0);
   while (static_cast<int>(order.size()) < n) {
+    const size_t before = order.size();
     for (int i = 0; i < n; ++i) {
       if (placed[i]) continue;
       bool ready = true;
@@ -217,6 +219,7 @@ Result<json> PipelinesService::DryRun(const Principal& p, const std::string& bod
         order.push_back(i);
       }
     }
+    if (order.size() == before) return common::Internal("pipeline steps form a cycle");
   }
   const int64_t now = now_();
   auto time = [](const std::optional<int64_t>& ms) {

@@ -19,12 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controlplane/service/forecast_service.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/pipeline_driver.h"
 #include "controlplane/service/pipeline_store.h"
 
 namespace controlplane::service {
+
+class ForecastService;
 
 struct PipelinesOptions {
   api::SpecLimits limits;
