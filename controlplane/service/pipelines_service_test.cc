@@ -9,6 +9,7 @@
 
 #include "common/time_util.h"
 #include "controlplane/service/checkpoint_index.h"
+#include "controlplane/service/forecast_service.h"
 #include "controlplane/testing/memory_service_fixture.h"
 
 namespace controlplane::service {
