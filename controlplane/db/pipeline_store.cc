@@ -79,6 +79,18 @@ Result<std::optional<PipelineRecord>> PgPipelineStore::Get(int64_t id,
   return std::optional<PipelineRecord>(std::move(all[0]));
 }
 
+Result<std::optional<PipelineRecord>> PgPipelineStore::GetByJob(int64_t tenant_id,
+                                                                int64_t job_id) {
+  auto r = tx_.Exec(std::string(kSelectPipeline) +
+                        "WHERE p.tenant_id = $1 AND p.steps @> jsonb_build_array("
+                        "jsonb_build_object('jobs', jsonb_build_array($2::bigint))) LIMIT 1",
+                    {P(tenant_id), P(job_id)});
+  if (!r.ok()) return r.status();
+  auto all = ToPipelines(*r);
+  if (all.empty()) return std::optional<PipelineRecord>();
+  return std::optional<PipelineRecord>(std::move(all[0]));
+}
+
 Result<std::vector<PipelineRecord>> PgPipelineStore::List(const service::PipelineQuery& q) {
   std::string sql = std::string(kSelectPipeline) +
                     "WHERE ($1::bigint IS NULL OR p.tenant_id = $1)"

@@ -294,6 +294,8 @@ class PgPipelineStore : public service::PipelineStore {
                                                              bool for_update) override;
   common::Result<std::vector<service::PipelineRecord>> List(
       const service::PipelineQuery& q) override;
+  common::Result<std::optional<service::PipelineRecord>> GetByJob(int64_t tenant_id,
+                                                                  int64_t job_id) override;
   common::Status Update(const service::PipelineRecord& p, int64_t now_ms) override;
   common::Result<std::vector<int64_t>> Active(int limit) override;
 

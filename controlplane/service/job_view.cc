@@ -76,6 +76,7 @@ json ToJson(const JobView& v) {
           {"latest_checkpoint", ckpt}};
   if (v.launch_phases) out["launch_phases"] = *v.launch_phases;
   if (v.forecast) out["forecast"] = *v.forecast;
+  if (v.pipeline) out["pipeline"] = *v.pipeline;
   return out;
 }
 

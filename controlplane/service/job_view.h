@@ -23,6 +23,9 @@ struct JobView {
   // The forecast made when it was submitted and how it came out (forecast_service.h); a single
   // job's view only.
   std::optional<nlohmann::json> forecast;
+  // {"id", "name", "step", "attempt"} of the pipeline that submitted it (pipelines_service.h);
+  // a single job's view only.
+  std::optional<nlohmann::json> pipeline;
 };
 
 Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job);

@@ -3,12 +3,15 @@
 
 #include "controlplane/service/checkpoints_service.h"
 
+#include <algorithm>
+
 #include "common/crypto.h"
 #include "common/parse_int.h"
 #include "controlplane/service/audit_scope.h"
 #include "controlplane/service/dataset_lifecycle.h"
 #include "controlplane/service/forecast_service.h"
 #include "controlplane/service/launch_phases.h"
+#include "controlplane/service/pipeline_store.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/submit_batcher.h"
 #include "controlplane/service/transitions.h"
@@ -26,6 +29,19 @@ Result<JobRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id, boo
   EMBODY_ASSIGN_OR_RETURN(job, uow.jobs().Get(id, p.TenantScope(), for_update));
   if (!job) return common::NotFound("job " + std::to_string(id) + " not found");
   return std::move(*job);
+}
+
+// The pipeline step that submitted `job`, and which of its attempts it is.
+Result<std::optional<nlohmann::json>> PipelineOf(UnitOfWork& uow, const JobRecord& job) {
+  EMBODY_ASSIGN_OR_RETURN(p, uow.pipelines().GetByJob(job.tenant_id, job.id));
+  if (!p) return std::optional<nlohmann::json>();
+  for (const PipelineStepState& s : p->steps) {
+    auto it = std::find(s.jobs.begin(), s.jobs.end(), job.id);
+    if (it == s.jobs.end()) continue;
+    return std::optional<nlohmann::json>(nlohmann::json{
+        {"id", p->id}, {"name", p->name}, {"step", s.name}, {"attempt", it - s.jobs.begin() + 1}});
+  }
+  return std::optional<nlohmann::json>();
 }
 
 }  // namespace
@@ -157,6 +173,8 @@ Result<JobView> JobsService::Get(const Principal& p, int64_t id) {
   if (auto f = forecast.find(id); f != forecast.end()) {
     view.forecast = StoredForecastJson(f->second);
   }
+  EMBODY_ASSIGN_OR_RETURN(pipeline, PipelineOf(*uow, view.job));
+  view.pipeline = std::move(pipeline);
   return view;
 }
 

@@ -83,6 +83,9 @@ class PipelineStore {
                                                             std::optional<int64_t> tenant_id,
                                                             bool for_update) = 0;
   virtual common::Result<std::vector<PipelineRecord>> List(const PipelineQuery& q) = 0;  // newest first
+  // The pipeline of `tenant_id` one of whose steps ran `job_id` (among its attempts' jobs).
+  virtual common::Result<std::optional<PipelineRecord>> GetByJob(int64_t tenant_id,
+                                                                 int64_t job_id) = 0;
   // Writes state, reason, steps and finished time; updated = now.
   virtual common::Status Update(const PipelineRecord& p, int64_t now_ms) = 0;
   // Ids of pipelines running or cancelling, oldest first, at most `limit`.

@@ -295,6 +295,12 @@ TEST_F(PipelinesServiceTest, EachStepIsSubmittedOnceAsItsOwnerWithItsReferencesR
   EXPECT_EQ(row.token_id, member_.token_id);
   EXPECT_EQ(row.name, "gated.train");
   EXPECT_EQ(StepOf(id, "eval")["state"], "pending");
+  // The job's own view names its pipeline and step; another tenant does not find the job.
+  auto view = jobs_->Get(member_, train);
+  ASSERT_TRUE(view.ok()) << view.status().ToString();
+  ASSERT_TRUE(view->pipeline.has_value());
+  EXPECT_EQ(*view->pipeline, json({{"id", id}, {"name", "gated"}, {"step", "train"}, {"attempt", 1}}));
+  EXPECT_EQ(jobs_->Get(other_, train).status().code(), Code::kNotFound);
 
   // Succeeded, but its checkpoint not uploaded yet: the evals wait, saying why.
   End(train, api::JobState::kSucceeded);

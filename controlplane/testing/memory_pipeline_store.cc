@@ -1,6 +1,8 @@
 // The twin's pipelines (service/pipeline_store.h).
 #include "controlplane/testing/memory_tables.h"
 
+#include <algorithm>
+
 namespace controlplane::testing {
 
 using common::Result;
@@ -50,6 +52,22 @@ Result<std::optional<PipelineRecord>> MemoryPipelineStore::Get(int64_t id,
   PipelineRecord p = it->second;
   p.tenant = TenantName(tx_.tables, p.tenant_id);
   return std::optional<PipelineRecord>(std::move(p));
+}
+
+Result<std::optional<PipelineRecord>> MemoryPipelineStore::GetByJob(int64_t tenant_id,
+                                                                    int64_t job_id) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  for (const auto& [id, row] : tx_.tables.pipelines.get()) {
+    if (row.tenant_id != tenant_id) continue;
+    const bool ran = std::any_of(row.steps.begin(), row.steps.end(), [&](const auto& s) {
+      return std::find(s.jobs.begin(), s.jobs.end(), job_id) != s.jobs.end();
+    });
+    if (!ran) continue;
+    PipelineRecord p = row;
+    p.tenant = TenantName(tx_.tables, p.tenant_id);
+    return std::optional<PipelineRecord>(std::move(p));
+  }
+  return std::optional<PipelineRecord>();
 }
 
 Result<std::vector<PipelineRecord>> MemoryPipelineStore::List(const service::PipelineQuery& q) {

@@ -107,6 +107,15 @@ TYPED_TEST_P(PipelineStoreConformanceTest, RowsReadBackAsWrittenAndScopedToTheir
   EXPECT_EQ(q.steps[0].gate["threshold"], 0.6);
   EXPECT_EQ(q.steps[0].started_ms, this->kNow + 1);
   EXPECT_EQ(q.steps[0].finished_ms, this->kNow + 2);
+  // Found by any of its steps' jobs, in its own tenant only.
+  for (int64_t job : {7, 9}) {
+    auto by_job = uow->pipelines().GetByJob(a, job);
+    ASSERT_TRUE(by_job.ok() && by_job->has_value()) << job;
+    EXPECT_EQ((*by_job)->id, id);
+    EXPECT_EQ((*by_job)->tenant, "a");
+  }
+  EXPECT_FALSE(uow->pipelines().GetByJob(a, 8)->has_value());
+  EXPECT_FALSE(uow->pipelines().GetByJob(b, 7)->has_value());
 }
 
 TYPED_TEST_P(PipelineStoreConformanceTest, ListsAreNewestFirstAndTheActiveSetOldestFirst) {

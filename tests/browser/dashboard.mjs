@@ -262,6 +262,10 @@ try {
     await page.waitForURL(/\/jobs\/\d+$/);
     check(page.url().endsWith("/jobs/" + second.job_id), `a step's job link opens its job (#${second.job_id})`);
     await page.waitForFunction(() => document.querySelector(".page-head h1")?.textContent?.startsWith("browser-pipe.second"));
+    // ... and the job's page links back to its pipeline, naming the step.
+    await page.waitForSelector("#job-pipeline");
+    const back = page.locator("#job-pipeline");
+    check((await back.getAttribute("href")) === "/pipelines/" + pipeA.json.id && (await back.innerText()).includes("second"), `a step's job links back to its pipeline: "${await back.innerText()}"`);
 
     // The editor: the server's 400 under it, naming the field; then a pipeline to cancel.
     await page.goto(url + "/pipelines");

@@ -51,6 +51,8 @@ export interface Job {
   latest_checkpoint: { path: string; step: number; bytes: number } | null;
   // The forecast stored when the job was first seen pending, and how far off it came out.
   forecast?: StoredForecast | null;
+  // GET /v1/jobs/{id} of a job a pipeline submitted: its pipeline, step and attempt (from 1).
+  pipeline?: { id: number; name: string; step: string; attempt: number };
 }
 
 export interface JobPage {

@@ -165,7 +165,17 @@ export function jobPage(params: Record<string, string>, query: URLSearchParams):
 
   function renderJob(j: Job): void {
     replace(title, j.name || "(unnamed)", h("span", { class: "muted id" }, " #" + j.id));
-    replace(badges, stateBadge(j.state), h("span", { class: "chip" }, j.tenant), h("span", { class: "chip" }, j.kind), h("span", { class: "chip" }, "priority " + j.priority));
+    replace(
+      badges,
+      stateBadge(j.state),
+      h("span", { class: "chip" }, j.tenant),
+      h("span", { class: "chip" }, j.kind),
+      h("span", { class: "chip" }, "priority " + j.priority),
+      // Submitted by a pipeline: back to it, naming the step and attempt.
+      j.pipeline
+        ? h("a", { class: "chip", id: "job-pipeline", href: "/pipelines/" + j.pipeline.id }, "pipeline " + j.pipeline.name + " · " + j.pipeline.step + (j.pipeline.attempt > 1 ? " (attempt " + j.pipeline.attempt + ")" : ""))
+        : null,
+    );
     const end = j.finished_at ? Date.parse(j.finished_at) : Date.now();
     const runtime = j.started_at ? duration((end - Date.parse(j.started_at)) / 1000) : "—";
     replace(
