@@ -187,6 +187,11 @@ TEST_F(MultiNodeNetnsTest, ForgedDaemonRequestsAreRefused) {
     return r ? r->status : 0;
   };
   const json orted = {"orted", "-mca", "ess", "env"};
+  // The worker's assignment reaches its agent with that agent's next heartbeat, which may come
+  // after the head reported RUNNING: until then it knows no such job (404).
+  for (int i = 0; i < 100 && post(id, "forged", orted) == 404; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_EQ(post(id, "forged", orted), 401);
   EXPECT_EQ(post(id, std::string(64, 'a'), orted), 401);
   EXPECT_EQ(post(id + 1000, tok, orted), 404);                  // not placed here
