@@ -11,8 +11,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -25,12 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class UploadFetchTest : public ::testing::Test {
  protected:
@@ -90,14 +82,14 @@ class UploadFetchTest : public ::testing::Test {
 TEST_F(UploadFetchTest, FetchesTheWholeFileVerifiedWithTheNodeCredential) {
   const std::string path = dir_ + "/upload.hdf5";
   ASSERT_TRUE(FetchUpload(options_, Ref(), path).ok());
-  EXPECT_EQ(Slurp(path), content_);
+  EXPECT_EQ(common::ReadFile(path).value(), content_);
   EXPECT_EQ(auth_, "Bearer node-credential");
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // A file already there is never written over (nor followed, were it a link).
   EXPECT_FALSE(FetchUpload(options_, Ref(), path).ok());
-  EXPECT_EQ(Slurp(path), content_);
+  EXPECT_EQ(common::ReadFile(path).value(), content_);
 }
 
 TEST_F(UploadFetchTest, AnInterruptedDownloadResumesWhereItStopped) {
@@ -105,7 +97,7 @@ TEST_F(UploadFetchTest, AnInterruptedDownloadResumesWhereItStopped) {
   const std::string path = dir_ + "/upload.hdf5";
   common::Status st = FetchUpload(options_, Ref(), path);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  EXPECT_EQ(Slurp(path), content_);
+  EXPECT_EQ(common::ReadFile(path).value(), content_);
   EXPECT_GE(requests_.load(), 2);
 }
 

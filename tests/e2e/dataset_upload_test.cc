@@ -9,11 +9,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "common/crypto.h"
+#include "common/file_util.h"
 #include "storage/testing/robomimic_file.h"
 #include "tests/e2e/local_stack.h"
 
@@ -22,12 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(DatasetUploadTest, ChunksWithARetryCommitImportAndTheBlobGoes) {
   LocalStack stack(/*agents=*/1, /*slots_per_agent=*/1);
@@ -45,7 +38,7 @@ TEST(DatasetUploadTest, ChunksWithARetryCommitImportAndTheBlobGoes) {
   spec.frames = 10;
   auto made = storage::testing::WriteRobomimicFile(file, spec);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  const std::string content = Slurp(file);
+  const std::string content = common::ReadFile(file).value();
   ASSERT_GT(content.size(), 3u);
 
   json body = {{"name", "uploaded-lift"},
@@ -86,7 +79,9 @@ TEST(DatasetUploadTest, ChunksWithARetryCommitImportAndTheBlobGoes) {
   const int64_t job_id = committed.body["job_id"];
   json job = stack.WaitForState(job_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 180);
   ASSERT_EQ(job["state"], "SUCCEEDED") << job.dump() << "\n"
-                                       << Slurp(stack.agent_log(0)).substr(0, 20000);
+                                       << common::ReadFile(stack.agent_log(0))
+                                              .value()
+                                              .substr(0, 20000);
 
   HttpResult ready = stack.Get("/v1/datasets/" + std::to_string(id));
   ASSERT_EQ(ready.status, 200);
