@@ -20,6 +20,7 @@ import time
 T_START_NS = time.time_ns()  # before anything heavy is imported
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
@@ -34,6 +35,17 @@ def init_group():
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method="env://")
     return dist
+
+
+def leave_group(dist, mlp=None) -> None:
+    """Destroys the process group after the DDP wrapper that holds it is gone, while the caller
+    still holds every tensor it gave to a collective. PyTorch 1.13's gloo group joins its worker
+    threads holding the GIL; a worker that is just then dropping the last reference to a tensor
+    whose Python object is gone needs the GIL to free it, and both wait forever."""
+    if mlp is not None:
+        mlp.ddp = None
+        gc.collect()
+    dist.destroy_process_group()
 
 
 def cmd_init(_args) -> int:
@@ -148,7 +160,7 @@ def cmd_ddp(args) -> int:
              cpu_ratio=(cpu[True] / steps[True]) / (cpu[False] / steps[False]),
              report_call_us=in_report / max(calls, 1) * 1e6, calls=calls)
     embody.flush()
-    dist.destroy_process_group()
+    leave_group(dist, mlp)
     return 0
 
 
@@ -179,9 +191,11 @@ def cmd_resume(args) -> int:
                 torch.save({"step": step, "model": mlp.model.state_dict(),
                             "optimizer": mlp.optimizer.state_dict()}, path)
 
+    flag = torch.zeros(2)  # every vote's tensor, alive until the group is gone (leave_group)
+
     def agreed_stop(give_up: bool = False) -> bool:
         # Every rank leaves together: a SIGTERM (or the hold's deadline) reaches them apart.
-        flag = torch.tensor([float(embody.should_stop()), float(give_up)])
+        flag[0], flag[1] = float(embody.should_stop()), float(give_up)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         if flag[1].item() > 0:
             raise SystemExit(f"not preempted within {args.hold_seconds} s of step {args.hold_at}")
@@ -202,14 +216,14 @@ def cmd_resume(args) -> int:
         if stop:
             save(step)
             print(f"stopped at step {step}", flush=True)
-            dist.destroy_process_group()
+            leave_group(dist, mlp)
             return embody.STOPPED_EXIT_CODE
     save(args.steps)
     if rank == 0:
         emit(what="resume", final_loss=loss, resumed=resumed, start=start,
              sha256=mlp.digest())
     embody.flush()
-    dist.destroy_process_group()
+    leave_group(dist, mlp)
     return 0
 
 

@@ -16,6 +16,7 @@ Runs the same under Embody's mpirun launcher, under torchrun ("launcher": "torch
 laptop with `torchrun --nproc_per_node 2 train_bc.py --dataset dir:/path/to/dataset`.
 """
 import argparse
+import gc
 import os
 import sys
 import time
@@ -112,8 +113,13 @@ def main() -> int:
     loss_fn = nn.MSELoss()
     step = start
     epoch = start // steps_per_epoch
+    code = 0
+    # Every step's vote on stopping goes through this one tensor, alive until the process group
+    # is gone (see the end of main).
+    stop = torch.zeros(1)
+    loss = None
     t0 = time.perf_counter()
-    while step < args.steps:
+    while step < args.steps and code == 0:
         sampler.set_epoch(epoch)  # the same order as an undisturbed run, also after a resume
         for i, (obs, action) in enumerate(loader):
             if epoch * steps_per_epoch + i < step:
@@ -130,7 +136,7 @@ def main() -> int:
                 print(f"step {step} loss {loss_value:.6f}", flush=True)
             # Every rank leaves the loop at the same step: a SIGTERM reaches them at slightly
             # different moments.
-            stop = torch.tensor([float(embody.should_stop())])
+            stop.fill_(float(embody.should_stop()))
             dist.all_reduce(stop, op=dist.ReduceOp.MAX)
             last = step == args.steps - 1
             if stop.item() > 0 or last or (args.checkpoint_every and
@@ -138,17 +144,24 @@ def main() -> int:
                 save(step)
             if stop.item() > 0:
                 print(f"stopped at step {step}", flush=True)
-                dist.destroy_process_group()
-                return embody.STOPPED_EXIT_CODE
+                code = embody.STOPPED_EXIT_CODE
+                break
             step += 1
             if step >= args.steps:
                 break
         epoch += 1
-    if rank == 0:
+    if rank == 0 and code == 0:
         print(f"done: step {args.steps - 1} loss {loss_value:.9g}", flush=True)
     embody.flush()
+    # The wrapper holds the process group: dropped first, so that the group dies inside
+    # destroy_process_group() while `stop` still lives. PyTorch 1.13's gloo group joins its worker
+    # threads holding the GIL; a worker that is just then dropping the last reference to a
+    # collective's tensor whose Python object is gone needs the GIL to free it, and both wait
+    # forever (a rank that hangs after its last step, one exit in a few under load).
+    del ddp, loss
+    gc.collect()
     dist.destroy_process_group()
-    return 0
+    return code
 
 
 if __name__ == "__main__":
