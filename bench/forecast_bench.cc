@@ -430,7 +430,7 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
   std::printf("  warm-up: %d dry runs over %.1f s until one was answered against a kept forward "
               "run (the first took %.1f ms)\n",
               warm_asks, warm_s, first_ask_ms);
-  std::vector<double> ms;
+  std::vector<double> ms, plan_ms, other_ms;  // all; against a kept run; the others
   int64_t answered = 0, with_start = 0, from_snapshot = 0, from_plan = 0;
   std::vector<double> hand_over_s;  // the server's learned hand-over, as each answer says
   const double load_before = bench::LoadAverage();
@@ -452,6 +452,7 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
     const std::string from = f.is_discarded() ? "" : f.value("cluster_from", "");
     if (from == "scheduler_snapshot" || from == "scheduler_plan") ++from_snapshot;
     if (from == "scheduler_plan") ++from_plan;
+    (from == "scheduler_plan" ? plan_ms : other_ms).push_back(ms.back());
     if (!f.is_discarded()) hand_over_s.push_back(f.value("hand_over_seconds", 0.0));
     if (!f.is_discarded() && f.contains("predicted_start") && !f["predicted_start"].is_null()) {
       ++with_start;
@@ -472,6 +473,13 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
   std::printf("| latency p50 | %.1f ms |\n", p50);
   std::printf("| **latency p99** | **%.1f ms** (goal < 50 ms) |\n", p99);
   std::printf("| latency max | %.1f ms |\n", bench::Percentile(ms, 1.0));
+  const auto over = std::count_if(ms.begin(), ms.end(), [](double v) { return v > 50.0; });
+  std::printf("| answers over 50 ms | %lld of %zu |\n", static_cast<long long>(over), ms.size());
+  std::printf("| against a kept run: p50 / p90 / p99 / max | %.1f / %.1f / %.1f / %.1f ms |\n",
+              bench::Percentile(plan_ms, 0.5), bench::Percentile(plan_ms, 0.9),
+              bench::Percentile(plan_ms, 0.99), bench::Percentile(plan_ms, 1.0));
+  std::printf("| the others (%zu): p50 / max | %.1f / %.1f ms |\n", other_ms.size(),
+              bench::Percentile(other_ms, 0.5), bench::Percentile(other_ms, 1.0));
   std::printf("| load average before / after | %.1f / %.1f |\n", load_before, bench::LoadAverage());
   *ok = answered == o.dry_runs && pending >= o.pending;
   return {{"pending", pending},
@@ -487,7 +495,13 @@ json DryRuns(const Options& o, const bench::Stack& s, const std::vector<bench::T
           {"hand_over_s", bench::Percentile(hand_over_s, 0.5)},
           {"p50_ms", p50},
           {"p99_ms", p99},
-          {"max_ms", bench::Percentile(ms, 1.0)}};
+          {"max_ms", bench::Percentile(ms, 1.0)},
+          {"p90_ms", bench::Percentile(ms, 0.9)},
+          {"over_50_ms", over},
+          {"plan_p50_ms", bench::Percentile(plan_ms, 0.5)},
+          {"plan_p99_ms", bench::Percentile(plan_ms, 0.99)},
+          {"plan_max_ms", bench::Percentile(plan_ms, 1.0)},
+          {"other_max_ms", bench::Percentile(other_ms, 1.0)}};
 }
 
 int Fail(const std::string& what) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_set>
 
@@ -24,9 +25,18 @@ int64_t LimitEnd(int64_t start_ms, int64_t limit_seconds) {
 // The cluster as the run has moved it: the snapshot, with an expected end per running job.
 class ForwardRun {
  public:
-  ForwardRun(ClusterSnapshot in, const ForecastTimes& times, const ForecastOptions& opt)
-      : s_(std::move(in)), times_(times), opt_(opt) {
+  // `extra`: the expected run time (ms) of one more job, beside `times` (a dry run's job).
+  ForwardRun(ClusterSnapshot in, const ForecastTimes& times, const ForecastOptions& opt,
+             std::optional<std::pair<int64_t, int64_t>> extra = std::nullopt)
+      : s_(std::move(in)), times_(times), opt_(opt), extra_run_(extra) {
     if (!opt.reference) queue_ = PendingQueue(s_.pending);
+    if (!s_.registered) {  // nodes neither join nor leave: their sizes, once for every cycle
+      std::map<std::pair<int, int>, int64_t> sizes;
+      for (const SchedNode& n : s_.nodes) sizes[{n.total_cpu, n.total_gpu}] += 1;
+      std::vector<NodeShape> shapes;
+      for (const auto& [size, count] : sizes) shapes.push_back({size.first, size.second, count});
+      s_.registered = std::move(shapes);
+    }
     for (size_t i = 0; i < s_.nodes.size(); ++i) {
       node_index_[s_.nodes[i].id] = i;
       Count(s_.nodes[i], +1);
@@ -62,29 +72,45 @@ class ForwardRun {
       if (!opt_.reference) s_.pending.clear();  // from here on the queue holds them
       return;
     }
-    std::unordered_map<int64_t, const PendingJob*> pending;
+    // The placed jobs, in placement order: from the queue, or (in the first cycle and the
+    // reference run) from the snapshot's pending jobs.
+    std::vector<const PendingJob*> pending(d.placements.size(), nullptr);
     if (opt_.reference || !s_.pending.empty()) {
-      for (const PendingJob& p : s_.pending) pending[p.job_id] = &p;
+      std::unordered_map<int64_t, size_t> at;
+      for (size_t i = 0; i < d.placements.size(); ++i) at[d.placements[i].job_id] = i;
+      for (const PendingJob& p : s_.pending) {
+        if (auto it = at.find(p.job_id); it != at.end()) pending[it->second] = &p;
+      }
     } else {
-      for (const Placement& pl : d.placements) pending[pl.job_id] = queue_.Find(pl.job_id);
+      for (size_t i = 0; i < d.placements.size(); ++i) {
+        pending[i] = queue_.Find(d.placements[i].job_id);
+      }
     }
-    std::unordered_set<int64_t> placed;
+    std::vector<int64_t> placed;
     std::vector<RunningJob> started;
     std::vector<int64_t> started_ends;
+    started.reserve(d.placements.size());
+    started_ends.reserve(d.placements.size());
     const int64_t start = s_.now_ms + delay_ms;
-    for (const Placement& pl : d.placements) {
-      const PendingJob& p = *pending.at(pl.job_id);
+    for (size_t i = 0; i < d.placements.size(); ++i) {
+      const Placement& pl = d.placements[i];
+      if (!pending[i]) throw std::out_of_range("a placed job is not pending");
+      const PendingJob& p = *pending[i];
       RunningJob r{p.job_id, p.tenant_id, p.priority, start, p.time_limit_seconds,
                    pl.slot_type, pl.nodes, false};
       Hold(r, +1);
       CountShape(p, -1);
-      auto run = times_.run_ms.find(p.job_id);
       int64_t end = LimitEnd(start, p.time_limit_seconds);
-      if (run != times_.run_ms.end()) end = std::min(end, start + run->second);
+      if (extra_run_ && extra_run_->first == p.job_id) {
+        end = std::min(end, start + extra_run_->second);
+      } else if (auto run = times_.run_ms.find(p.job_id); run != times_.run_ms.end()) {
+        end = std::min(end, start + run->second);
+      }
       started.push_back(std::move(r));
       started_ends.push_back(Clamp(end));
-      placed.insert(p.job_id);
+      placed.push_back(p.job_id);
     }
+    std::sort(placed.begin(), placed.end());
     const int64_t gone = s_.now_ms + std::max<int64_t>(opt_.schedule.preempt_grace_ms, 1);
     for (const Preemption& pre : d.preemptions) {
       for (int64_t victim : pre.victims) {
@@ -96,7 +122,9 @@ class ForwardRun {
       }
     }
     if (opt_.reference) {
-      std::erase_if(s_.pending, [&](const PendingJob& p) { return placed.count(p.job_id) > 0; });
+      std::erase_if(s_.pending, [&](const PendingJob& p) {
+        return std::binary_search(placed.begin(), placed.end(), p.job_id);
+      });
     } else {
       s_.pending.clear();  // from here on the queue holds them
       for (int64_t id : placed) queue_.Take(id);
@@ -208,6 +236,7 @@ class ForwardRun {
   std::map<std::tuple<int, int, int>, int64_t> shapes_;     // pending (kind, slots, nodes)
   const ForecastTimes& times_;
   const ForecastOptions& opt_;
+  const std::optional<std::pair<int64_t, int64_t>> extra_run_;
   std::vector<int64_t> ends_;  // parallel to s_.running; kNever: not expected to end
   std::unordered_map<int64_t, size_t> node_index_, tenant_index_;
 };
@@ -389,13 +418,18 @@ std::map<int64_t, JobForecast> ForecastStarts(const ClusterSnapshot& snapshot,
       open.insert(p.job_id);
     }
   }
-  ForwardRun run(snapshot, times, options);
-  RunForward(run, times, options, out, open, nullptr, nullptr, nullptr);
+  ForecastOptions asked = options;
+  if (wanted.size() == 1) asked.schedule.explain_job = wanted.front();  // its reason only
+  ForwardRun run(snapshot, times, asked);
+  RunForward(run, times, asked, out, open, nullptr, nullptr, nullptr);
   return out;
 }
 
 ForwardPlan::ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, ForecastOptions options)
     : snapshot_(std::move(snapshot)), times_(std::move(times)), options_(options) {
+  for (const PendingJob& p : snapshot_.pending) {
+    last_queued_ = std::max(last_queued_, std::tuple(p.submit_ms, p.job_id));
+  }
   if (options_.reference) return;
   std::map<int64_t, JobForecast> out;
   std::unordered_set<int64_t> open;
@@ -405,9 +439,26 @@ ForwardPlan::ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, Forecast
 }
 
 JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
-                                  size_t* replayed) const {
-  ForecastTimes times = times_;
-  if (run_ms) times.run_ms[job.job_id] = *run_ms;
+                                  size_t* replayed, bool* cached) const {
+  if (cached) *cached = false;
+  // After every queued job: ordered as any later submission of the same job would be.
+  const bool keyed = std::tuple(job.submit_ms, job.job_id) > last_queued_;
+  const api::Resources& r = job.resources;
+  const AnswerKey key{job.tenant_id,         job.priority,   job.job_id,
+                      r.nodes,               r.ranks_per_node, r.slot_type,
+                      r.slots_per_rank,      r.memory_per_rank_bytes,
+                      job.time_limit_seconds, run_ms.value_or(-1)};
+  if (keyed) {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    auto it = answers_.find(key);
+    if (it != answers_.end()) {
+      if (replayed) *replayed = 0;
+      if (cached) *cached = true;
+      return it->second;
+    }
+  }
+  std::optional<std::pair<int64_t, int64_t>> extra;
+  if (run_ms) extra = std::pair(job.job_id, *run_ms);
   ClusterSnapshot s = snapshot_;
   s.pending.push_back(job);
   std::map<int64_t, JobForecast> out;
@@ -419,10 +470,16 @@ JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> 
     return p.tenant_id == job.tenant_id && p.priority == job.priority &&
            std::tuple(p.submit_ms, p.job_id) > std::tuple(job.submit_ms, job.job_id);
   });
-  ForwardRun run(std::move(s), times, options_);
-  const size_t kept = RunForward(run, times, options_, out, open,
+  ForecastOptions asked = options_;
+  asked.schedule.explain_job = job.job_id;  // the first cycle's reason of this job only
+  ForwardRun run(std::move(s), times_, asked, extra);
+  const size_t kept = RunForward(run, times_, asked, out, open,
                                  options_.reference || !last ? nullptr : &turns_, &job, nullptr);
   if (replayed) *replayed = kept;
+  if (keyed) {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    if (answers_.size() < kMaxAnswers) answers_.emplace(key, out[job.job_id]);
+  }
   return out[job.job_id];
 }
 

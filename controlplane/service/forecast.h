@@ -29,9 +29,12 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -111,18 +114,33 @@ class ForwardPlan {
   // later submit time, or the same and a higher id), as a new submission does; any other is
   // forecast by a plain forward run.
   // `replayed`: how many turns were replayed rather than decided.
+  //
+  // Answers are kept (up to kMaxAnswers per plan): a job that goes after every queued job (its
+  // submit time and id above all of theirs, as a dry run's) is ordered the same whatever that
+  // time, so its forecast is a function of its tenant, priority, resources, limit, id and run
+  // time alone, and a second ask of the same is answered from the first (`cached` says so;
+  // `replayed` is then 0).
   JobForecast Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
-                       size_t* replayed = nullptr) const;
+                       size_t* replayed = nullptr, bool* cached = nullptr) const;
 
   const ClusterSnapshot& snapshot() const { return snapshot_; }
   const ForecastTimes& times() const { return times_; }
   size_t turns() const { return turns_.size(); }
+  static constexpr size_t kMaxAnswers = 1024;
 
  private:
+  // What a kept answer depends on: tenant, priority, id, nodes, ranks per node, slot type,
+  // slots per rank, memory per rank, time limit, expected run time (-1: none).
+  using AnswerKey = std::tuple<int64_t, int, int64_t, int, int, std::string, int, int64_t,
+                               int64_t, int64_t>;
+
   ClusterSnapshot snapshot_;
   ForecastTimes times_;
   ForecastOptions options_;
   std::vector<PlanTurn> turns_;
+  std::tuple<int64_t, int64_t> last_queued_{std::numeric_limits<int64_t>::min(), 0};
+  mutable std::mutex answers_mu_;
+  mutable std::map<AnswerKey, JobForecast> answers_;
 };
 
 }  // namespace controlplane::service

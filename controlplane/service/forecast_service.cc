@@ -388,14 +388,25 @@ std::shared_ptr<const ForwardPlan> ForecastService::FreshPlan(int64_t now) {
 
 void ForecastService::PlanLatest() {
   std::shared_ptr<const Frozen> latest;
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t now = now_();
   {
     std::lock_guard<std::mutex> lock(latest_mu_);
     latest = latest_;
     if (!latest || (forward_ && forward_->snapshot().now_ms >= latest->snapshot.now_ms)) return;
+    // Paced: the kept run answers meanwhile, while it is less than half its allowed age old
+    // (by the clock, since a slow scheduling cycle leaves the latest snapshot old too).
+    if (forward_ && started < next_plan_ &&
+        now - forward_->snapshot().now_ms < options_.plan_max_age_ms / 2) {
+      return;
+    }
   }
   auto plan = std::make_shared<const ForwardPlan>(latest->snapshot, latest->times,
                                                   options_.forecast);
+  const auto done = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(latest_mu_);
+  next_plan_ = done + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          (done - started) * std::max(options_.plan_rebuild_gap_factor, 0.0));
   if (latest_ == latest) forward_ = std::move(plan);  // not forgotten meanwhile
 }
 

@@ -20,7 +20,11 @@
 // once (ForwardPlan, forecast.h), and a dry run is answered against that kept run when its
 // snapshot is at most plan_max_age_ms old (the run of a long queue takes longer than a
 // scheduling cycle): the forecast from that snapshot, without deciding again the cycles the new
-// job cannot change.
+// job cannot change. A dry run never waits for a run being kept: it is answered against the
+// last one kept (or, when that is too old, read the plain way) while the next is made on the
+// thread, and the thread paces those runs (plan_rebuild_gap_factor) so that with a queue of
+// thousands they do not take a whole core from the requests and the scheduling cycle. Answers
+// to the same job shape against one kept run are kept with it (ForwardPlan::Forecast).
 //
 // Hand-overs: the forward run adds the server's learned hand-over time (hand_over.h), fed by
 // the node service's job ends and starts, per job handed slots at an expected end; before
@@ -35,6 +39,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <limits>
 #include <deque>
@@ -75,6 +80,10 @@ struct ForecastServiceOptions {
   // With snapshots kept, while dry runs are asked: a dry run is answered against the kept
   // forward run of a snapshot at most this old (ForwardPlan); 0: never.
   int64_t plan_max_age_ms = 0;
+  // Keeping the run is paced so that it takes at most about 1 / (1 + this) of a core: after a
+  // run that took T, the next starts no sooner than T × this later, unless the kept run's
+  // snapshot is by then plan_max_age_ms / 2 old. 0: every snapshot as it comes.
+  double plan_rebuild_gap_factor = 3.0;
   // Called with each forecast error found ("start" or "end", actual minus predicted seconds).
   std::function<void(const std::string&, double)> observe_error;
 };
@@ -175,6 +184,8 @@ class ForecastService {
   std::shared_ptr<const Frozen> latest_;  // the scheduler's last snapshot and times
   std::shared_ptr<const ForwardPlan> forward_;  // of a recent snapshot (latest_ or older)
   std::atomic<int64_t> dry_run_asked_ms_{std::numeric_limits<int64_t>::min() / 2};
+  // The next forward run is not started before this (plan_rebuild_gap_factor); under latest_mu_.
+  std::chrono::steady_clock::time_point next_plan_{};
 
   std::mutex cache_mu_;
   std::unordered_map<int64_t, std::optional<double>> run_seconds_;  // planner's, by job id

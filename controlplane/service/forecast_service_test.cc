@@ -453,6 +453,51 @@ TEST_F(ForecastServiceTest, ADryRunIsAnsweredAgainstTheSnapshotsKeptRunWhileDryR
   EXPECT_EQ((*c)["cluster_from"], "store");
 }
 
+// Keeping the run is paced: right after one was kept, the next snapshot is not run forward
+// (the gap is the last run's time times plan_rebuild_gap_factor, here made huge), and dry runs
+// are answered against the run already kept meanwhile, without waiting for another; once that
+// run's snapshot is half its allowed age old, the latest is run forward anyway.
+TEST_F(ForecastServiceTest, KeptRunsArePacedAndADryRunIsAnsweredFromTheLastKeptMeanwhile) {
+  const int64_t n1 = Node("n1", 2);
+  PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
+  for (int i = 0; i < 3; ++i) Submit(Limited("queued-" + std::to_string(i), 1, 1, 100));
+  ForecastServiceOptions paced;
+  paced.snapshot_max_age_ms = 5000;
+  paced.plan_max_age_ms = 5000;
+  paced.plan_rebuild_gap_factor = 1e9;
+  ForecastService snap(db_, api::SpecLimits{}, clock(), paced);
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
+  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  const std::string ask = Limited("ask", 1, 1, 100);
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const int64_t first_ms = now_.load();
+  ASSERT_TRUE(snap.DryRun(member_, ask).ok());  // asks for a kept run
+  ASSERT_TRUE(snap.Flush().ok());
+  auto kept = snap.DryRun(member_, ask);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ((*kept)["cluster_from"], "scheduler_plan");
+  EXPECT_EQ(Ms((*kept)["as_of"]), first_ms);
+
+  now_ += 1000;
+  ASSERT_TRUE(loop.RunOnce().ok());  // a newer snapshot: too soon to run it forward
+  ASSERT_TRUE(snap.Flush().ok());
+  auto meanwhile = snap.DryRun(member_, ask);
+  ASSERT_TRUE(meanwhile.ok());
+  EXPECT_EQ((*meanwhile)["cluster_from"], "scheduler_plan");
+  EXPECT_EQ(Ms((*meanwhile)["as_of"]), first_ms);
+  EXPECT_EQ((*meanwhile)["predicted_start"], (*kept)["predicted_start"]);
+
+  now_ += 2000;  // the kept run's snapshot is 3 s old: half of 5 s passed
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const int64_t third_ms = now_.load();
+  ASSERT_TRUE(snap.Flush().ok());
+  auto renewed = snap.DryRun(member_, ask);
+  ASSERT_TRUE(renewed.ok());
+  EXPECT_EQ((*renewed)["cluster_from"], "scheduler_plan");
+  EXPECT_EQ(Ms((*renewed)["as_of"]), third_ms);
+}
+
 // A snapshot whose queue has gone (its pending job cancelled, the next cycle finding nothing
 // pending) is not used: the dry run reads the store and is not put behind the cancelled job.
 TEST_F(ForecastServiceTest, ADryRunForgetsTheSnapshotOnceNothingIsPending) {

@@ -200,6 +200,55 @@ TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsForADryRunsJob) {
   EXPECT_GT(replayed, 300u);
 }
 
+// A kept run keeps its answers: the same job asked again (a later submit time, still after every
+// queued job) is answered from the first ask, and that answer is the plain run's for the later
+// ask too; a different run time, or a job not after every queued job, is decided afresh.
+TEST(ForecastTest, AKeptRunAnswersTheSameJobAgainAsThePlainRunWould) {
+  int cached = 0, asked = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    World w = RandomWorld(seed, seed % 3 == 0 ? 6 : 1);
+    std::mt19937_64 rng(seed * 11);
+    testing::JobArgs a;
+    a.nodes = Pick(rng, {1, 1, 2, 3});
+    a.limit_s = Between(rng, 10, 400);
+    a.tenant = w.s.tenants.front().id;
+    a.priority = Pick(rng, {0, 10, 60});
+    const int64_t id = std::numeric_limits<int64_t>::max();
+    const ForwardPlan plan(w.s, w.times, w.o);
+    const std::optional<int64_t> run_ms = Between(rng, 1, 400) * 1000;
+    ForecastOptions reference = w.o;
+    reference.reference = true;
+    auto plain = [&](const PendingJob& job, std::optional<int64_t> run) {
+      World with = w;
+      with.s.pending.push_back(job);
+      if (run) with.times.run_ms[job.job_id] = *run;
+      return ForecastStarts(with.s, with.times, {job.job_id}, reference).at(job.job_id);
+    };
+    // (submit time, run time, kept answer expected)
+    const std::tuple<int64_t, std::optional<int64_t>, bool> asks[] = {
+        {2'000'000, run_ms, false},       // first ask: decided
+        {3'000'000, run_ms, true},        // the same job later: kept
+        {3'000'000, *run_ms + 1000, false},  // another run time
+        {1, run_ms, false},               // ahead of the queue by age
+        {1, run_ms, false},               // and again: not kept
+    };
+    for (const auto& [submit_ms, run, expect_cached] : asks) {
+      a.submit_ms = submit_ms;
+      const PendingJob job = testing::Job(id, a);
+      bool was_cached = true;
+      const JobForecast got = plan.Forecast(job, run, nullptr, &was_cached);
+      EXPECT_EQ(was_cached, expect_cached) << "seed " << seed << " submit " << submit_ms;
+      const JobForecast want = plain(job, run);
+      ASSERT_EQ(Show(got), Show(want)) << "seed " << seed << " submit " << submit_ms;
+      EXPECT_EQ(got.waits, want.waits) << "seed " << seed;
+      EXPECT_EQ(got.jobs_ahead, want.jobs_ahead) << "seed " << seed;
+      cached += was_cached;
+      ++asked;
+    }
+  }
+  EXPECT_EQ(cached, asked / 5);
+}
+
 // A decision over the kept queue, reasons off, places, reserves and preempts what Schedule()
 // does, also after jobs are taken out of the queue.
 TEST(ForecastTest, ADecisionOverTheKeptQueueIsSchedules) {

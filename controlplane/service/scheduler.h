@@ -112,6 +112,9 @@ struct ScheduleOptions {
   // forecaster's forward run asks for reasons only in its first cycle; writing one per waiting
   // job is most of a cycle's cost with a long queue.
   bool explain = true;
+  // With explain: the reason of this job only (0: of every job). A dry run's first cycle
+  // (forecast.h) needs its own job's reason and the order, not 10,000 strings.
+  int64_t explain_job = 0;
 };
 
 struct Placement {

@@ -11,7 +11,9 @@ namespace controlplane::service::sched_internal {
 
 Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
     : in_(in), opt_(opt), now_(in.now_ms), registered_(RegisteredSizes(in)) {
-  std::unordered_map<int64_t, int> node_index;
+  // (node id, index), by id: a node's index for the running jobs' shares below.
+  std::vector<std::pair<int64_t, int>> node_index;
+  node_index.reserve(in.nodes.size());
   lanes_.resize(in.nodes.size() * kSlotKinds);
   std::array<int, kSlotKinds> most{0, 0};  // slots of the largest node, per kind
   for (const SchedNode& n : in.nodes) {
@@ -21,7 +23,7 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
   for (int k = 0; k < kSlotKinds; ++k) free_hist_[k].assign(most[k] + 1, 0);
   for (size_t i = 0; i < in.nodes.size(); ++i) {
     const SchedNode& n = in.nodes[i];
-    node_index[n.id] = static_cast<int>(i);
+    node_index.push_back({n.id, static_cast<int>(i)});
     const std::array<int, kSlotKinds> total{n.total_cpu, n.total_gpu};
     const std::array<int, kSlotKinds> free{n.free_cpu, n.free_gpu};
     for (int k = 0; k < kSlotKinds; ++k) {
@@ -35,6 +37,7 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
       free_hist_[k][f] += 1;
     }
   }
+  std::sort(node_index.begin(), node_index.end());
   for (const SchedTenant& t : in.tenants) {
     tenant_index_[t.id] = static_cast<int>(tenants_.size());
     tenants_.push_back({t, {}});
@@ -53,8 +56,9 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
     TenantRun& tenant = tenants_[TenantIndex(j.tenant_id)];
     for (const NodeShare& s : j.nodes) {
       tenant.held[r.kind] += s.slots;
-      auto it = node_index.find(s.node_id);
-      if (it == node_index.end()) continue;  // a node no longer in the cluster
+      auto it = std::lower_bound(node_index.begin(), node_index.end(),
+                                 std::pair<int64_t, int>(s.node_id, -1));
+      if (it == node_index.end() || it->first != s.node_id) continue;  // no longer in the cluster
       const int lane = it->second * kSlotKinds + r.kind;
       r.lanes.push_back({lane, s.slots});
       if (r.release != kForever) lanes_[lane].Step(r.release, s.slots);
@@ -131,13 +135,13 @@ void Cycle::Consider(const PendingJob& job) {
   TenantRun& tenant = tenants_[TenantIndex(job.tenant_id)];
   const TenantLimits& limits = tenant.t.limits;
   if (auto why = WhyNeverFits(job.resources, limits, registered_)) {
-    if (opt_.explain) out_.waiting[job.job_id] = std::move(why->reason);
+    if (Explains(job.job_id)) out_.waiting[job.job_id] = std::move(why->reason);
     return;
   }
   const int kind = SlotKindOf(job.resources.slot_type);
   const int64_t slots = static_cast<int64_t>(job.resources.nodes) * job.resources.SlotsPerNode();
   if (limits.slots && tenant.t.slots_in_use + slots > *limits.slots) {
-    if (!opt_.explain) return;
+    if (!Explains(job.job_id)) return;
     std::string why = "tenant quota: slots " + std::to_string(tenant.t.slots_in_use) + "/" +
                       std::to_string(*limits.slots);
     if (tenant.t.slots_in_use < *limits.slots) why += ", the job needs " + std::to_string(slots);
@@ -145,7 +149,7 @@ void Cycle::Consider(const PendingJob& job) {
     return;
   }
   if (limits.running_jobs && tenant.t.running_jobs + 1 > *limits.running_jobs) {
-    if (!opt_.explain) return;
+    if (!Explains(job.job_id)) return;
     out_.waiting[job.job_id] = "tenant quota: running jobs " +
                                std::to_string(tenant.t.running_jobs) + "/" +
                                std::to_string(*limits.running_jobs);
@@ -158,11 +162,11 @@ void Cycle::Consider(const PendingJob& job) {
     const bool may_preempt =
         opt_.preempt_min_priority && job.priority >= *opt_.preempt_min_priority;
     if ((may_preempt && TryPreempt(job, kind, &reason)) || TryReserve(job, kind, &reason)) {
-      if (opt_.explain) out_.waiting[job.job_id] = std::move(reason);
+      if (Explains(job.job_id)) out_.waiting[job.job_id] = std::move(reason);
       return;
     }
   }
-  if (opt_.explain) out_.waiting[job.job_id] = WaitReason(job, kind, end) + reason;
+  if (Explains(job.job_id)) out_.waiting[job.job_id] = WaitReason(job, kind, end) + reason;
 }
 
 int64_t Cycle::FitNow(int kind, int slots) const {

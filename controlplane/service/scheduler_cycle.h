@@ -78,6 +78,10 @@ class Cycle {
   void TakeNow(int lane, int slots, int64_t end);
   int64_t FitNow(int kind, int slots) const;
   std::string WaitReason(const PendingJob& job, int kind, int64_t end) const;
+  // Whether `job_id`'s reason is written (ScheduleOptions::explain, explain_job).
+  bool Explains(int64_t job_id) const {
+    return opt_.explain && (opt_.explain_job == 0 || opt_.explain_job == job_id);
+  }
   int64_t NodeIdOfLane(int lane) const { return in_.nodes[lane / kSlotKinds].id; }
   void ForgetFailures();
   // True when TryPlace of a job of `shape` would fail now.

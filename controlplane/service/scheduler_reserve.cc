@@ -47,7 +47,7 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
       "; no reservation: too few nodes are expected to free up (jobs without a time limit, or "
       "reserved for jobs ahead)";
   if (Dominated(failed_reserve_, kind, slots, r.nodes, 0)) {
-    if (opt_.explain) *reason = cannot;
+    if (Explains(job.job_id)) *reason = cannot;
     return false;
   }
   // (time the lane has room for good, lane)
@@ -59,7 +59,7 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
   }
   if (static_cast<int>(ready.size()) < r.nodes) {
     if (failed_reserve_.size() < 64) failed_reserve_.push_back({kind, slots, r.nodes, 0, 0});
-    if (opt_.explain) *reason = cannot;
+    if (Explains(job.job_id)) *reason = cannot;
     return false;
   }
   auto sooner = [&](const std::pair<int64_t, int>& a, const std::pair<int64_t, int>& b) {
@@ -71,7 +71,7 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
   std::vector<int> lanes;
   for (auto it = ready.begin(); it <= last; ++it) lanes.push_back(it->second);
   Hold(job, lanes, last->first);
-  if (opt_.explain) {  // reasons are all this string is for
+  if (Explains(job.job_id)) {  // reasons are all this string is for
     *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
               std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(last->first);
   }

@@ -17,19 +17,17 @@ int SlotTimeline::MinFreeBefore(int64_t end) const {
 
 int64_t SlotTimeline::ReadyTime(int slots, int64_t now) const {
   if (min_future_ >= slots) return now;
-  // Level after each step, then the last step after which the level dipped below `slots`: the
-  // curve is good for good from the step after it.
-  std::vector<int> level(steps_.size());
-  int running = free_now_;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    running += steps_[i].second;
-    level[i] = running;
+  if (steps_.empty()) return kForever;  // short now, and for good
+  // The curve is good for good from the step after the last one after which it is below
+  // `slots`; when no level after a step is short, only the level before the first one was.
+  int64_t ready = steps_.front().first;
+  int level = free_now_;
+  const size_t n = steps_.size();
+  for (size_t i = 0; i < n; ++i) {
+    level += steps_[i].second;
+    if (level < slots) ready = i + 1 < n ? steps_[i + 1].first : kForever;
   }
-  for (size_t i = steps_.size(); i-- > 0;) {
-    if (level[i] < slots) return i + 1 < steps_.size() ? steps_[i + 1].first : kForever;
-  }
-  // Every level after a step is enough, so only the level before the first step was short.
-  return steps_.empty() ? kForever : steps_.front().first;
+  return ready;
 }
 
 void SlotTimeline::Take(int slots, int64_t end) {

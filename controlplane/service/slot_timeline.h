@@ -22,7 +22,9 @@ class SlotTimeline {
   static constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
   SlotTimeline() = default;
-  explicit SlotTimeline(int free_now) : free_now_(free_now), min_future_(free_now) {}
+  explicit SlotTimeline(int free_now) : free_now_(free_now), min_future_(free_now) {
+    steps_.reserve(4);  // a running job's end and a reservation or two, in one allocation
+  }
 
   int free_now() const { return free_now_; }
   // The lowest the curve goes, now or at any time after.
