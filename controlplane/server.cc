@@ -1,21 +1,22 @@
+// Server::Build and the builder behind it and Server::Start (server_pg.cc): the services wired
+// onto one store, the scheduler loop, the sweepers and the HTTP API, started in that order and
+// stopped in reverse. Nothing here knows which store it is built on.
 #include "controlplane/server.h"
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/file_util.h"
 #include "common/http/server_tls.h"
 #include "common/log.h"
 #include "common/time_util.h"
-#include "controlplane/db/leader_lock.h"
-#include "controlplane/db/migrations.h"
-#include "controlplane/db/principal_listener.h"
-#include "controlplane/db/stores.h"
 #include "controlplane/http/api_server.h"
 #include "controlplane/http/ready_check.h"
 #include "controlplane/service/audit_scope.h"
@@ -31,19 +32,20 @@ using common::Result;
 using common::Status;
 
 struct Server::Impl {
+  // What `store` refers to when the server owns it (Start): declared first, so destroyed last.
+  std::shared_ptr<void> owned;
+  ServerStore store;
   ServerOptions opts;
-  std::unique_ptr<db::PgPool> pool;
-  std::unique_ptr<db::PgDatabase> pg_database;
+  service::Clock now = [] { return common::NowMillis(); };
   // Authenticated tokens (--auth-cache), emptied by every token or tenant change this replica
-  // commits (watched) or hears of from the others (listener).
+  // commits (watched) or hears of from the others (the store's principal feed).
   service::PrincipalCache principal_cache;
+  bool principal_feed_started = false;
   std::unique_ptr<service::PrincipalWatchedDatabase> watched;
-  std::unique_ptr<db::PrincipalListener> principal_listener;  // null with --auth-cache 0
   // What every service and the router use: the database whose units of work write the audit
   // row of the call they commit for (service/audit_scope.h).
   std::unique_ptr<service::AuditedDatabase> database;
-  std::unique_ptr<db::LeaderLock> leader;
-  std::unique_ptr<http::CachedCheck> ready_check;  // /readyz
+  std::unique_ptr<http::CachedCheck> ready_check;  // /readyz; null when the store has no check
   std::unique_ptr<service::LogFiles> log_files;
   std::unique_ptr<service::CheckpointFiles> checkpoint_files;
   std::unique_ptr<service::CheckpointsService> checkpoints;
@@ -63,35 +65,62 @@ struct Server::Impl {
   std::unique_ptr<service::DatasetUploads> uploads;
   std::unique_ptr<service::DatasetsService> datasets;
   std::unique_ptr<service::PipelinesService> pipelines;  // its driver thread runs from Start
-  // Sweeps dataset uploads: abandoned ones fail, blobs whose import ended go.
-  std::thread upload_sweeper;
   std::unique_ptr<service::HistoryRetention> history;
-  std::thread history_sweeper;
+  // The sweepers (dataset uploads; history, audit and usage retention), one thread each.
+  std::vector<std::thread> sweepers;
   std::mutex sweeper_mu;
   std::condition_variable sweeper_cv;
   bool sweeper_stop = false;
-
-  void StopSweeper() {
-    {
-      std::lock_guard<std::mutex> lock(sweeper_mu);
-      sweeper_stop = true;
-    }
-    sweeper_cv.notify_all();
-    if (upload_sweeper.joinable()) upload_sweeper.join();
-    if (history_sweeper.joinable()) history_sweeper.join();
-  }
   std::unique_ptr<http::ApiServer> api;
   std::thread serve_thread;
   service::BootstrapResult bootstrap;
   int port = 0;
   bool stopped = false;
+
+  // The services, the scheduler loop and what connects them, made from `opts` on `database`.
+  Status WireServices();
+  // What the router needs: the services, the metrics' sources, the store's ready check.
+  http::ApiDeps ApiDependencies(std::shared_ptr<const common::http::ServerTls> tls);
+  // The upload and retention sweepers, as `opts` asks.
+  void StartSweepers();
+
+  // The feed writes into principal_cache: it stops before the cache goes, whatever `owned` is.
+  ~Impl() { StopPrincipalFeed(); }
+
+  void StopPrincipalFeed() {
+    if (principal_feed_started && store.stop_principal_feed) store.stop_principal_feed();
+    principal_feed_started = false;
+  }
+
+  // Runs `round` every `period` on a thread of its own until StopSweepers.
+  void SweepEvery(std::chrono::seconds period, std::function<void()> round) {
+    sweepers.emplace_back([this, period, round = std::move(round)] {
+      std::unique_lock<std::mutex> lock(sweeper_mu);
+      while (!sweeper_cv.wait_for(lock, period, [this] { return sweeper_stop; })) {
+        lock.unlock();
+        round();
+        lock.lock();
+      }
+    });
+  }
+
+  void StopSweepers() {
+    {
+      std::lock_guard<std::mutex> lock(sweeper_mu);
+      sweeper_stop = true;
+    }
+    sweeper_cv.notify_all();
+    for (std::thread& t : sweepers) {
+      if (t.joinable()) t.join();
+    }
+  }
 };
 
 namespace {
 
 Status WriteBootstrapFile(const std::string& path, const service::BootstrapResult& b) {
-  nlohmann::json j{{"admin_token", b.admin_token}, {"agent_token", b.agent_token},
-                   {"tenant", b.tenant}};
+  nlohmann::json j{
+      {"admin_token", b.admin_token}, {"agent_token", b.agent_token}, {"tenant", b.tenant}};
   // Created 0600 before any secret is written into it.
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) return common::Internal("cannot write " + path);
@@ -104,60 +133,10 @@ Status WriteBootstrapFile(const std::string& path, const service::BootstrapResul
 
 }  // namespace
 
-Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
-  // The certificate first: a bad file stops the start before the database is touched.
-  std::shared_ptr<const common::http::ServerTls> tls;
-  if (!opts.tls_cert.empty() || !opts.tls_key.empty()) {
-    auto loaded = common::http::ServerTls::Load({opts.tls_cert, opts.tls_key});
-    if (!loaded.ok()) {
-      const common::Status& st = loaded.status();
-      return common::Status(st.code(), st.message(), "--" + st.field());
-    }
-    tls = *loaded;
-  }
-  auto m = std::make_unique<Impl>();
-  m->opts = opts;
-  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
-  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/checkpoints"));
-  db::PgOptions pg_options;
-  pg_options.connect_timeout_s = opts.db_connect_timeout_s;
-  pg_options.keepalives_idle_s = opts.db_keepalives_idle_s;
-  pg_options.keepalives_interval_s = opts.db_keepalives_interval_s;
-  pg_options.keepalives_count = opts.db_keepalives_count;
-  pg_options.statement_timeout_ms = opts.db_statement_timeout_ms;
-  pg_options.lock_timeout_ms = opts.db_lock_timeout_ms;
-  auto pool = db::PgPool::Open(opts.db, opts.db_pool_size, pg_options);
-  if (!pool.ok()) return pool.status();
-  m->pool = std::move(pool.value());
-  auto applied = db::ApplyMigrations(*m->pool, db::EmbeddedMigrations());
-  if (!applied.ok()) return applied.status();
-  m->pg_database = std::make_unique<db::PgDatabase>(*m->pool);
-  m->watched = std::make_unique<service::PrincipalWatchedDatabase>(*m->pg_database,
-                                                                   m->principal_cache);
-  m->database = std::make_unique<service::AuditedDatabase>(*m->watched);
-  if (opts.auth_cache) {
-    m->principal_listener = std::make_unique<db::PrincipalListener>(*m->pool, m->principal_cache);
-    m->principal_listener->Start();
-  }
-
-  auto boot = service::Bootstrap(*m->database, common::NowMillis());
-  if (!boot.ok()) return boot.status();
-  m->bootstrap = *boot;
-  if (boot->created) {
-    // Printed once, on the first start only: the server never sees the plain tokens again.
-    std::printf("bootstrap: tenant=%s\nadmin token: %s\nagent token: %s\n", boot->tenant.c_str(),
-                boot->admin_token.c_str(), boot->agent_token.c_str());
-    std::fflush(stdout);
-    if (!opts.bootstrap_out.empty()) {
-      EMBODY_RETURN_IF_ERROR(WriteBootstrapFile(opts.bootstrap_out, *boot));
-    }
-  }
-
-  service::Clock now = [] { return common::NowMillis(); };
-  m->leader = std::make_unique<db::LeaderLock>(*m->pool);
-  m->log_files = std::make_unique<service::LogFiles>(opts.data_dir);
-  m->metrics = std::make_unique<http::ServerMetrics>();
-  Impl* raw = m.get();
+Status Server::Impl::WireServices() {
+  Impl* raw = this;
+  log_files = std::make_unique<service::LogFiles>(opts.data_dir);
+  metrics = std::make_unique<http::ServerMetrics>();
   service::SchedulerLoop::Options loop_opts;
   loop_opts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
   loop_opts.period_ms = opts.scheduler_period_ms;
@@ -167,11 +146,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   loop_opts.schedule.preempt_grace_ms = opts.preempt_grace_ms;
   loop_opts.schedule.fair_share_half_life_seconds = opts.fair_share_half_life_s;
   loop_opts.schedule.max_reservations = opts.max_reservations;
-  m->scheduler = std::make_unique<service::SchedulerLoop>(
-      *m->database, loop_opts, now,
-      [raw] { return raw->leader->TryAcquire(); },
+  scheduler = std::make_unique<service::SchedulerLoop>(
+      *database, loop_opts, now, store.try_lead,
       [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
-  m->scheduler->SetOnDecided([raw](const service::CycleStats& s) {
+  scheduler->SetOnDecided([raw](const service::CycleStats& s) {
     // The launches of this cycle go out in the held heartbeats of their head nodes now, and
     // heartbeats that reported the ends it placed onto stop waiting for it.
     if (s.preempted) {
@@ -187,14 +165,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
   batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
   batching.default_max_priority = opts.default_max_priority;
-  m->jobs = std::make_unique<service::JobsService>(*m->database, opts.limits, now, wake,
-                                                   std::move(batching));
-  m->nodes = std::make_unique<service::NodeService>(
-      *m->database, *m->log_files, opts.heartbeat_interval_ms, now, wake_for_capacity);
-  m->nodes->SetWaiters(&m->waiters);
-  m->nodes->SetCapacityPass([raw] { return raw->scheduler->WakeForCapacity(); });
-  m->nodes->SetHeard(&m->heard);
-  m->scheduler->SetHeard(&m->heard);
+  jobs = std::make_unique<service::JobsService>(*database, opts.limits, now, wake,
+                                                std::move(batching));
+  nodes = std::make_unique<service::NodeService>(*database, *log_files, opts.heartbeat_interval_ms,
+                                                 now, wake_for_capacity);
+  nodes->SetWaiters(&waiters);
+  nodes->SetCapacityPass([raw] { return raw->scheduler->WakeForCapacity(); });
+  nodes->SetHeard(&heard);
+  scheduler->SetHeard(&heard);
   if (!opts.plan_cluster.empty()) {
     EMBODY_ASSIGN_OR_RETURN(text, common::ReadFile(opts.plan_cluster));
     service::PlanWatchOptions watch;
@@ -210,8 +188,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
           opts.plan_cluster + ": " + made.status().field() + ": " + made.status().message(),
           "--plan-cluster");
     }
-    m->plan_watch = std::move(*made);
-    m->nodes->SetPlanWatch(m->plan_watch.get());
+    plan_watch = std::move(*made);
+    nodes->SetPlanWatch(plan_watch.get());
   }
   service::ForecastServiceOptions forecast_opts;
   forecast_opts.forecast.schedule = loop_opts.schedule;
@@ -223,26 +201,24 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   forecast_opts.observe_error = [raw](const std::string& what, double seconds) {
     raw->metrics->ObserveForecastError(what, seconds);
   };
-  m->forecasts = std::make_unique<service::ForecastService>(
-      *m->database, opts.limits, now, std::move(forecast_opts), m->plan_watch.get());
-  m->scheduler->SetForecastHook([raw](const service::ClusterSnapshot& s,
-                                      const std::vector<service::JobRecord>& jobs,
-                                      std::vector<int64_t> ids) {
-    raw->forecasts->OnNewPending(s, jobs, std::move(ids));
-  });
-  m->scheduler->SetForecastIdleHook([raw] { raw->forecasts->ForgetSnapshot(); });
-  m->nodes->SetHandOver(&m->forecasts->hand_over());
+  forecasts = std::make_unique<service::ForecastService>(
+      *database, opts.limits, now, std::move(forecast_opts), plan_watch.get());
+  scheduler->SetForecastHook(
+      [raw](const service::ClusterSnapshot& s, const std::vector<service::JobRecord>& jobs,
+            std::vector<int64_t> ids) { raw->forecasts->OnNewPending(s, jobs, std::move(ids)); });
+  scheduler->SetForecastIdleHook([raw] { raw->forecasts->ForgetSnapshot(); });
+  nodes->SetHandOver(&forecasts->hand_over());
 
-  m->tenants = std::make_unique<service::TenantsService>(*m->database, now);
+  tenants = std::make_unique<service::TenantsService>(*database, now);
   service::CheckpointLimits ckpt_limits;
   ckpt_limits.max_bytes = int64_t{opts.checkpoint_max_mib} << 20;
   ckpt_limits.tenant_quota_bytes = int64_t{opts.checkpoint_quota_gib} << 30;
   ckpt_limits.max_per_job = opts.checkpoint_max_per_job;
   ckpt_limits.upload_ttl_ms = int64_t{opts.checkpoint_upload_ttl_s} * 1000;
-  m->checkpoint_files = std::make_unique<service::CheckpointFiles>(opts.data_dir);
-  m->checkpoints = std::make_unique<service::CheckpointsService>(
-      *m->database, *m->checkpoint_files, ckpt_limits, now);
-  m->tokens = std::make_unique<service::TokensService>(*m->database, now);
+  checkpoint_files = std::make_unique<service::CheckpointFiles>(opts.data_dir);
+  checkpoints =
+      std::make_unique<service::CheckpointsService>(*database, *checkpoint_files, ckpt_limits, now);
+  tokens = std::make_unique<service::TokensService>(*database, now);
   if (opts.dataset_upload_max_gib > 0) {
     EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/dataset-uploads"));
     ::chmod((opts.data_dir + "/dataset-uploads").c_str(), 0700);
@@ -250,89 +226,177 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
     upload_limits.max_bytes = int64_t{opts.dataset_upload_max_gib} << 30;
     upload_limits.max_per_tenant = opts.dataset_uploads_per_tenant;
     upload_limits.ttl_ms = int64_t{opts.dataset_upload_ttl_s} * 1000;
-    m->upload_files = std::make_unique<service::DatasetUploadFiles>(opts.data_dir);
-    m->uploads = std::make_unique<service::DatasetUploads>(
-        *m->database, *m->upload_files, upload_limits, opts.dataset_root, now, wake);
+    upload_files = std::make_unique<service::DatasetUploadFiles>(opts.data_dir);
+    uploads = std::make_unique<service::DatasetUploads>(*database, *upload_files, upload_limits,
+                                                        opts.dataset_root, now, wake);
   }
-  m->datasets = std::make_unique<service::DatasetsService>(
-      *m->database, opts.dataset_root, now, wake, m->uploads.get(), opts.image_registries);
+  datasets = std::make_unique<service::DatasetsService>(*database, opts.dataset_root, now, wake,
+                                                        uploads.get(), opts.image_registries);
 
   service::PipelinesOptions pipeline_opts;
   pipeline_opts.limits = opts.limits;
   pipeline_opts.dataset_root = opts.dataset_root;
   pipeline_opts.default_max_priority = opts.default_max_priority;
-  m->pipelines = std::make_unique<service::PipelinesService>(*m->database, *m->jobs,
-                                                             std::move(pipeline_opts), now, wake);
+  pipelines = std::make_unique<service::PipelinesService>(*database, *jobs,
+                                                          std::move(pipeline_opts), now, wake);
 
+  return Status::Ok();
+}
+
+http::ApiDeps Server::Impl::ApiDependencies(std::shared_ptr<const common::http::ServerTls> tls) {
+  Impl* raw = this;
   http::ApiDeps deps;
-  deps.db = m->database.get();
-  deps.tenants = m->tenants.get();
-  deps.tokens = m->tokens.get();
-  deps.checkpoints = m->checkpoints.get();
-  deps.datasets = m->datasets.get();
-  deps.pipelines = m->pipelines.get();
-  deps.dataset_uploads = m->uploads.get();
+  deps.db = database.get();
+  deps.tenants = tenants.get();
+  deps.tokens = tokens.get();
+  deps.checkpoints = checkpoints.get();
+  deps.datasets = datasets.get();
+  deps.pipelines = pipelines.get();
+  deps.dataset_uploads = uploads.get();
   deps.now_ms = now;
   deps.router.rate_limit_per_s = opts.rate_limit_per_s;
   deps.router.rate_limit_burst =
       opts.rate_limit_burst > 0 ? opts.rate_limit_burst : opts.rate_limit_per_s;
   deps.router.audit = opts.audit;
   deps.router.anonymous_audit_burst = opts.audit_anonymous_burst;
-  deps.router.principal_cache = opts.auth_cache ? &m->principal_cache : nullptr;
-  deps.jobs = m->jobs.get();
-  deps.forecasts = m->forecasts.get();
-  deps.nodes = m->nodes.get();
-  deps.metrics = m->metrics.get();
+  deps.router.principal_cache = opts.auth_cache ? &principal_cache : nullptr;
+  deps.jobs = jobs.get();
+  deps.forecasts = forecasts.get();
+  deps.nodes = nodes.get();
+  deps.metrics = metrics.get();
   deps.web_dir = opts.web_dir;
-  m->metrics->SetDbPoolSource([raw] {
-    db::PgPoolStats s = raw->pool->Stats();
-    return http::DbPoolStats{s.size, s.in_use, s.idle, s.errors};
-  });
+  if (store.pool_stats) metrics->SetDbPoolSource(store.pool_stats);
   if (opts.auth_cache) {
-    m->metrics->SetAuthCacheSource([raw] {
+    metrics->SetAuthCacheSource([raw] {
       service::PrincipalCache::Stats s = raw->principal_cache.GetStats();
       return http::AuthCacheStats{s.hits, s.misses, s.enabled};
     });
   }
-  m->metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
-  m->metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
-  m->nodes->SetLaunchPhasesObserver([metrics = m->metrics.get()](const service::LaunchPhases& p) {
-    metrics->ObserveLaunchPhases(service::PhaseDurations(p));
+  metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
+  metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
+  nodes->SetLaunchPhasesObserver([raw](const service::LaunchPhases& p) {
+    raw->metrics->ObserveLaunchPhases(service::PhaseDurations(p));
   });
-  if (m->plan_watch) {
-    m->metrics->SetPlanDeviationsSource([raw] { return raw->plan_watch->deviations(); });
+  if (plan_watch) {
+    metrics->SetPlanDeviationsSource([raw] { return raw->plan_watch->deviations(); });
   }
-  // Ready: the database answers (within a second's wait for a connection) at the schema this
-  // binary needs. Checked at most once a second however often it is probed (ready_check.h).
-  m->ready_check = std::make_unique<http::CachedCheck>(
-      [raw]() -> Status {
-        auto v = db::CurrentSchemaVersion(*raw->pool, /*wait_ms=*/1000);
-        if (!v.ok()) return v.status();
-        const int want =
-            db::EmbeddedMigrations().empty() ? 0 : db::EmbeddedMigrations().back().version;
-        // Older: migrating. Newer: a newer replica migrated it; this one must not serve it.
-        if (*v != want) {
-          return common::Unavailable("schema version " + std::to_string(*v) + ", this binary's " +
-                                     std::to_string(want));
-        }
-        return Status::Ok();
-      },
-      1.0, [] { return common::MonotonicSeconds(); });
-  deps.ready = [raw] { return raw->ready_check->Get(); };
+  if (store.ready) {
+    // Checked at most once a second however often it is probed (ready_check.h).
+    ready_check = std::make_unique<http::CachedCheck>(store.ready, 1.0,
+                                                      [] { return common::MonotonicSeconds(); });
+    deps.ready = [raw] { return raw->ready_check->Get(); };
+  }
   deps.tls = tls;
-  m->api = std::make_unique<http::ApiServer>(std::move(deps));
+  return deps;
+}
+
+void Server::Impl::StartSweepers() {
+  Impl* raw = this;
+  if (uploads) {
+    // Often enough that an ended import's blob leaves the disk within seconds; each round is one
+    // indexed query plus a directory listing.
+    SweepEvery(std::chrono::seconds(2), [raw] {
+      auto swept = raw->uploads->Sweep();
+      if (!swept.ok()) {
+        common::LogWarn("dataset upload sweep failed", {{"error", swept.status().ToString()}});
+      }
+    });
+  }
+  service::RecordRetention records;
+  records.audit_max_age_ms = int64_t{opts.audit_retention_days} * 86'400'000;
+  records.usage_max_age_ms = int64_t{opts.usage_retention_days} * 86'400'000;
+  if (opts.history_retention_days > 0) {
+    history = std::make_unique<service::HistoryRetention>(
+        *database, *log_files, now, int64_t{opts.history_retention_days} * 86'400'000);
+  }
+  if (history || records.audit_max_age_ms > 0 || records.usage_max_age_ms > 0) {
+    // A minute between sweeps, each of a bounded number of jobs and rows: a backlog (a first
+    // start with years of history) drains without holding the database for long.
+    SweepEvery(std::chrono::seconds(60), [raw, records] {
+      if (raw->history) {
+        auto swept = raw->history->Sweep();
+        if (!swept.ok()) {
+          common::LogWarn("history retention sweep failed", {{"error", swept.status().ToString()}});
+        }
+      }
+      auto pruned = service::PruneRecords(*raw->database, raw->now(), records);
+      if (!pruned.ok()) {
+        common::LogWarn("audit and usage retention sweep failed",
+                        {{"error", pruned.status().ToString()}});
+      }
+    });
+  }
+}
+
+Result<std::shared_ptr<const common::http::ServerTls>> Server::Prepare(const ServerOptions& opts) {
+  std::shared_ptr<const common::http::ServerTls> tls;
+  if (!opts.tls_cert.empty() || !opts.tls_key.empty()) {
+    auto loaded = common::http::ServerTls::Load({opts.tls_cert, opts.tls_key});
+    if (!loaded.ok()) {
+      const common::Status& st = loaded.status();
+      return common::Status(st.code(), st.message(), "--" + st.field());
+    }
+    tls = *loaded;
+  }
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/logs"));
+  EMBODY_RETURN_IF_ERROR(common::MakeDirs(opts.data_dir + "/checkpoints"));
+  return tls;
+}
+
+Result<std::unique_ptr<Server>> Server::Build(const ServerOptions& opts, const ServerStore& store) {
+  if (store.database == nullptr) return common::InvalidArgument("a server needs a database");
+  EMBODY_ASSIGN_OR_RETURN(tls, Prepare(opts));
+  return Assemble(opts, store, std::move(tls), nullptr);
+}
+
+Result<std::unique_ptr<Server>> Server::Assemble(const ServerOptions& opts,
+                                                 const ServerStore& store,
+                                                 std::shared_ptr<const common::http::ServerTls> tls,
+                                                 std::shared_ptr<void> owned) {
+  auto m = std::make_unique<Impl>();
+  m->owned = std::move(owned);
+  m->store = store;
+  m->opts = opts;
+  m->watched =
+      std::make_unique<service::PrincipalWatchedDatabase>(*store.database, m->principal_cache);
+  m->database = std::make_unique<service::AuditedDatabase>(*m->watched);
+  if (opts.auth_cache) {
+    if (store.start_principal_feed) {
+      store.start_principal_feed(m->principal_cache);
+      m->principal_feed_started = true;
+    } else {
+      m->principal_cache.SetEnabled(true);
+    }
+  }
+
+  auto boot = service::Bootstrap(*m->database, common::NowMillis());
+  if (!boot.ok()) return boot.status();
+  m->bootstrap = *boot;
+  if (boot->created) {
+    // Printed once, on the first start only: the server never sees the plain tokens again.
+    std::printf("bootstrap: tenant=%s\nadmin token: %s\nagent token: %s\n", boot->tenant.c_str(),
+                boot->admin_token.c_str(), boot->agent_token.c_str());
+    std::fflush(stdout);
+    if (!opts.bootstrap_out.empty()) {
+      EMBODY_RETURN_IF_ERROR(WriteBootstrapFile(opts.bootstrap_out, *boot));
+    }
+  }
+
+  Impl* raw = m.get();
+  EMBODY_RETURN_IF_ERROR(m->WireServices());
+  m->api = std::make_unique<http::ApiServer>(m->ApiDependencies(tls));
   auto port = m->api->Bind(opts.listen_host, opts.listen_port);
   if (!port.ok()) return port.status();
   m->port = *port;
   // Listening on every interface says nothing about where Prometheus reaches us: the route then
   // answers with the address Prometheus itself used (ApiDeps::advertise_address).
-  const bool any_address = opts.listen_host == "0.0.0.0" || opts.listen_host == "::" ||
-                           opts.listen_host == "[::]";
+  const bool any_address =
+      opts.listen_host == "0.0.0.0" || opts.listen_host == "::" || opts.listen_host == "[::]";
   if (!opts.advertise.empty()) {
     m->api->SetAdvertiseAddress(opts.advertise);
   } else if (!any_address) {
-    const bool v6 = opts.listen_host.find(':') != std::string::npos &&
-                    opts.listen_host.front() != '[';
+    const bool v6 =
+        opts.listen_host.find(':') != std::string::npos && opts.listen_host.front() != '[';
     m->api->SetAdvertiseAddress((v6 ? "[" + opts.listen_host + "]" : opts.listen_host) + ":" +
                                 std::to_string(m->port));
   }
@@ -342,60 +406,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& opts) {
   m->forecasts->Start();
   m->scheduler->Start();
   m->pipelines->Start();
-  if (m->uploads) {
-    // Often enough that an ended import's blob leaves the disk within seconds; each round is one
-    // indexed query plus a directory listing.
-    m->upload_sweeper = std::thread([raw] {
-      std::unique_lock<std::mutex> lock(raw->sweeper_mu);
-      while (!raw->sweeper_cv.wait_for(lock, std::chrono::seconds(2),
-                                       [raw] { return raw->sweeper_stop; })) {
-        lock.unlock();
-        auto swept = raw->uploads->Sweep();
-        if (!swept.ok()) {
-          common::LogWarn("dataset upload sweep failed", {{"error", swept.status().ToString()}});
-        }
-        lock.lock();
-      }
-    });
-  }
-  service::RecordRetention records;
-  records.audit_max_age_ms = int64_t{opts.audit_retention_days} * 86'400'000;
-  records.usage_max_age_ms = int64_t{opts.usage_retention_days} * 86'400'000;
-  if (opts.history_retention_days > 0) {
-    m->history = std::make_unique<service::HistoryRetention>(
-        *m->database, *m->log_files, now, int64_t{opts.history_retention_days} * 86'400'000);
-  }
-  if (m->history || records.audit_max_age_ms > 0 || records.usage_max_age_ms > 0) {
-    // A minute between sweeps, each of a bounded number of jobs and rows: a backlog (a first
-    // start with years of history) drains without holding the database for long.
-    m->history_sweeper = std::thread([raw, records, now] {
-      std::unique_lock<std::mutex> lock(raw->sweeper_mu);
-      while (!raw->sweeper_cv.wait_for(lock, std::chrono::seconds(60),
-                                       [raw] { return raw->sweeper_stop; })) {
-        lock.unlock();
-        if (raw->history) {
-          auto swept = raw->history->Sweep();
-          if (!swept.ok()) {
-            common::LogWarn("history retention sweep failed",
-                            {{"error", swept.status().ToString()}});
-          }
-        }
-        auto pruned = service::PruneRecords(*raw->database, now(), records);
-        if (!pruned.ok()) {
-          common::LogWarn("audit and usage retention sweep failed",
-                          {{"error", pruned.status().ToString()}});
-        }
-        lock.lock();
-      }
-    });
-  }
+  m->StartSweepers();
   m->serve_thread = std::thread([raw] { raw->api->Serve(); });
   if (!m->api->WaitUntilServing(10)) {
     m->api->Stop();
     m->serve_thread.join();
     m->scheduler->Stop();
     m->pipelines->Stop();
-    m->StopSweeper();
+    m->StopSweepers();
     return common::Internal("HTTP server did not start");
   }
   common::LogInfo("listening", {{"host", opts.listen_host},
@@ -421,8 +439,8 @@ void Server::Stop() {
   impl_->scheduler->Stop();
   impl_->pipelines->Stop();
   impl_->forecasts->Stop();
-  impl_->StopSweeper();
-  if (impl_->principal_listener) impl_->principal_listener->Stop();
+  impl_->StopSweepers();
+  impl_->StopPrincipalFeed();
   common::LogInfo("stopped");
 }
 

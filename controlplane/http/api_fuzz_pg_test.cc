@@ -3,6 +3,8 @@
 // in-process server, and every answer must be
 //   - a success, or a 4xx whose body is our JSON error ({"error": {"code", "message"}}): never a
 //     5xx, never a dropped connection;
+//   - for an operation docs/api/openapi.yaml gives: a status it documents, with a body that
+//     follows that status's schema;
 //   - for a refusal (4xx) or any GET: nothing stored. The rows only requests write (tenants,
 //     tokens, jobs, nodes, job logs) are fingerprinted before and after each such request.
 // Requests start from valid ones (so mutations reach deep into the handlers) and are mutated at
@@ -23,7 +25,8 @@
 #include <utility>
 
 #include "controlplane/db/pg.h"
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/pg_server_fixture.h"
+#include "tests/support/documented_response.h"
 
 namespace controlplane {
 namespace {
@@ -304,7 +307,7 @@ class ApiFuzzPgTest : public InProcessServerTest {
     web_dir_ = new std::string(mkdtemp(tmpl.data()));
     std::ofstream(*web_dir_ + "/index.html") << "<!doctype html><title>Embody</title>\n";
     // Every audited call leaves a row, anonymous refusals included (no budget per address here:
-    // audit_budget_pg_test has it).
+    // audit_budget_test.cc has it).
     StartServer("fuzz", 1000, *web_dir_,
                 [](ServerOptions& o) { o.audit_anonymous_burst = 1'000'000; });
     auto pool = db::PgPool::Open(pg_->conninfo(), 1);
@@ -645,6 +648,10 @@ TEST_F(ApiFuzzPgTest, NoServerErrorsAndRefusalsStoreNothing) {
     }
   };
 
+  const std::vector<embody::testing::Operation> documented =
+      embody::testing::ApiDocument().ok()
+          ? embody::testing::Operations(*embody::testing::ApiDocument())
+          : std::vector<embody::testing::Operation>{};
   int refusals = 0, successes = 0;
   std::map<int, int> by_status;
   for (int i = 0; i < requests; ++i) {
@@ -667,6 +674,13 @@ TEST_F(ApiFuzzPgTest, NoServerErrorsAndRefusalsStoreNothing) {
     const int64_t audit_before = audited ? AuditRows() : 0;
     const Reply r = Send(q);
     ++by_status[r.status];
+    // An answer of an operation the document gives is held to it; garbage that reaches no
+    // documented operation (an unknown route, a method no route has) is what the document
+    // deliberately leaves out, and httplib's own 414 comes before any route.
+    if (r.status != 414 && embody::testing::ApiDocument().ok() &&
+        embody::testing::MatchOperation(documented, q.method, q.path) != nullptr) {
+      ExpectDocumented(q.method, q.path, r);
+    }
     ASSERT_NE(r.status, 0) << "no answer to request " << i << ":\n" << q.Describe();
     ASSERT_LT(r.status, 500) << "request " << i << ":\n" << q.Describe() << "\n-> " << r.text;
     // Logs and /metrics are text; paths outside the API are the dashboard's pages.

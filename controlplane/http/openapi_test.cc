@@ -211,6 +211,17 @@ TEST(OpenApiTest, CompatibilityCheckCatchesBreaks) {
   added["components"]["schemas"]["Tenant"]["properties"]["labels"] = {{"type", "object"}};
   added["paths"]["/v1/extra"] = doc["paths"]["/healthz"];
   EXPECT_TRUE(CompatibilityBreaks(doc, added).empty()) << Lines(CompatibilityBreaks(doc, added));
+
+  // One of several shapes: compatible while one alternative is the old shape, unbroken.
+  const json job_ref = {{"$ref", "#/components/schemas/Job"}};
+  const json health_ref = {{"$ref", "#/components/schemas/Health"}};
+  json one_of = doc;
+  json& job = one_of["paths"]["/v1/jobs/{id}"]["get"]["responses"]["200"]["content"]
+                    ["application/json"]["schema"];
+  job = {{"oneOf", {job_ref, health_ref}}};
+  EXPECT_TRUE(CompatibilityBreaks(doc, one_of).empty()) << Lines(CompatibilityBreaks(doc, one_of));
+  job = {{"oneOf", {health_ref}}};
+  EXPECT_FALSE(CompatibilityBreaks(doc, one_of).empty());
 }
 
 // The validator the example test relies on, shown to refuse what it must.
@@ -241,6 +252,22 @@ TEST(JsonSchemaTest, RefusesWhatTheSchemaForbids) {
   }
   EXPECT_FALSE(ValidateJson(1, {{"$ref", "#/components/schemas/Nope"}}, doc).empty());
   EXPECT_FALSE(ValidateJson(1, {{"oneOf", json::array()}}, doc).empty());
+
+  // oneOf: a gate's threshold is a number or another step's metric, nothing else.
+  const json when = doc["components"]["schemas"]["PipelineSubmit"]["properties"]["steps"]["items"]
+                       ["properties"]["when"];
+  json gate = {{"step", "eval"}, {"metric", "success_rate"}, {"at_least", 0.8}};
+  EXPECT_TRUE(ValidateJson(gate, when, doc).empty()) << Lines(ValidateJson(gate, when, doc));
+  gate["at_least"] = {{"step", "base"}, {"metric", "success_rate"}, {"minus", 0.05}};
+  EXPECT_TRUE(ValidateJson(gate, when, doc).empty()) << Lines(ValidateJson(gate, when, doc));
+  gate["at_least"] = "high";
+  const auto one_of = ValidateJson(gate, when, doc);
+  ASSERT_EQ(one_of.size(), 1u) << Lines(one_of);
+  EXPECT_NE(one_of[0].find("$.at_least: \"high\" matches 0 of the 2 oneOf alternatives"),
+            std::string::npos)
+      << one_of[0];
+  gate["at_least"] = {{"step", "base"}, {"metric", "success_rate"}, {"surprise", 1}};
+  EXPECT_FALSE(ValidateJson(gate, when, doc).empty());
 }
 
 TEST(YamlTest, ScalarsKeepTheirTypes) {

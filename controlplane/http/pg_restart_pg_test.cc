@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/pg_server_fixture.h"
 
 namespace controlplane {
 namespace {
@@ -67,6 +67,13 @@ class PgRestartTest : public InProcessServerTest {
         const double took =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const int status = res ? res->status : 0;
+        if (res) {
+          Reply reply;
+          reply.status = res->status;
+          reply.text = res->body;
+          reply.headers = res->headers;
+          ExpectDocumented("POST", "/v1/jobs", reply);
+        }
         {
           std::lock_guard<std::mutex> lock(tally.mu);
           tally.by_status[status] += 1;

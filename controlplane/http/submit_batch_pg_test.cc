@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/pg_server_fixture.h"
 
 namespace controlplane {
 namespace {

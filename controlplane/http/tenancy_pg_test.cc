@@ -14,7 +14,7 @@
 
 #include "common/crypto.h"
 #include "common/time_util.h"
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/pg_server_fixture.h"
 
 namespace controlplane {
 namespace {
@@ -44,7 +44,7 @@ class TenancyPgTest : public InProcessServerTest {
   static void SetUpTestSuite() {
     // Nodes here heartbeat only when a test says so: they must not go DOWN meanwhile.
     // Every anonymous refusal of these tests is audited (the budget per address is
-    // audit_budget_pg_test's).
+    // audit_budget_test.cc's).
     StartServer("tenancy", /*heartbeat_interval_ms=*/60'000, "",
                 [](ServerOptions& o) { o.audit_anonymous_burst = 100'000; });
     ids_ = new std::map<std::string, int64_t>;

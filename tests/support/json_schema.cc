@@ -11,8 +11,9 @@ namespace {
 const std::set<std::string>& KnownKeywords() {
   static const std::set<std::string> k = {
       "type",    "nullable", "enum",    "properties", "required",    "additionalProperties",
-      "items",   "minimum",  "maximum", "$ref",       "description", "format",
-      "default", "example",  "title",   "readOnly",   "writeOnly",   "deprecated"};
+      "items",   "minimum",  "maximum", "$ref",       "oneOf",       "description",
+      "format",  "default",  "example", "title",      "readOnly",    "writeOnly",
+      "deprecated"};
   return k;
 }
 
@@ -61,6 +62,20 @@ void Validate(const json& v, const json& schema, const json& root, const std::st
       errors->push_back(at + ": null where " + schema["type"].get<std::string>() + " expected");
     }
     return;
+  }
+  if (schema.contains("oneOf")) {
+    // Exactly one alternative holds ("a number or {step, metric}"); the errors of each are not
+    // repeated: which one was meant is the writer's to say.
+    int holding = 0;
+    for (const json& alternative : schema["oneOf"]) {
+      std::vector<std::string> alternative_errors;
+      Validate(v, alternative, root, at, depth + 1, &alternative_errors);
+      holding += alternative_errors.empty() ? 1 : 0;
+    }
+    if (holding != 1) {
+      errors->push_back(at + ": " + v.dump() + " matches " + std::to_string(holding) + " of the " +
+                        std::to_string(schema["oneOf"].size()) + " oneOf alternatives");
+    }
   }
   if (schema.contains("type")) {
     const std::string type = schema["type"].get<std::string>();

@@ -1,6 +1,6 @@
 // A validator for the subset of JSON Schema that OpenAPI 3.0 documents use here: type, nullable,
-// enum, properties, required, additionalProperties, items, minimum, maximum and local $ref
-// ("#/components/schemas/Job"). Annotations (description, format, default, example, title) are
+// enum, properties, required, additionalProperties, items, minimum, maximum, oneOf (exactly one
+// alternative holds) and local $ref ("#/components/schemas/Job"). Annotations (description, format, default, example, title) are
 // accepted and ignored; any other keyword is reported as unsupported, so a document cannot rely on
 // a rule this validator would silently skip. Test-only.
 #pragma once

@@ -103,6 +103,21 @@ void CompareResponse(const json& base_doc, const json& cur_doc, const json& b_in
   const json* b = Deref(base_doc, b_in);
   const json* c = Deref(cur_doc, c_in);
   if (!b || !c || depth > 32) return;
+  // A response that became one of several shapes keeps its clients when one alternative is the
+  // old shape unbroken: the others answer only requests those clients never make (a new query
+  // parameter), which the response's description must say.
+  if (c->contains("oneOf") && !b->contains("oneOf")) {
+    std::vector<std::string> fewest;
+    bool first = true;
+    for (const json& alternative : (*c)["oneOf"]) {
+      std::vector<std::string> these;
+      CompareResponse(base_doc, cur_doc, b_in, alternative, at, depth + 1, &these);
+      if (first || these.size() < fewest.size()) fewest = std::move(these);
+      first = false;
+    }
+    breaks->insert(breaks->end(), fewest.begin(), fewest.end());
+    return;
+  }
   if (TypeOf(*b) != TypeOf(*c)) {
     breaks->push_back(at + ": type changed from \"" + TypeOf(*b) + "\" to \"" + TypeOf(*c) + "\"");
     return;

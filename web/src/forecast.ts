@@ -13,6 +13,13 @@ import type { Forecast, StoredForecast } from "./types";
 
 const kDebounceMs = 400;
 
+// Where a predicted run time comes from: every value the document allows, so a new one fails tsc.
+const kRunTimeSource: Record<NonNullable<Forecast["run_time_source"]>, string> = {
+  planner: "the planner's step time × steps",
+  history: "its time limit × the share of their limits recent jobs ran for",
+  time_limit: "its time limit",
+};
+
 // The forecast as a list: start, placement, run time, end, jobs ahead, reasons.
 export function forecastView(f: Forecast): HTMLElement[] {
   const rows: [string, string, string][] = []; // [key, label, value]
@@ -42,7 +49,7 @@ export function forecastView(f: Forecast): HTMLElement[] {
     "Run time",
     f.predicted_run_seconds === null
       ? "unknown"
-      : `${duration(f.predicted_run_seconds)} (${f.run_time_source === "planner" ? "the planner's step time × steps" : "its time limit"})`,
+      : `${duration(f.predicted_run_seconds)}${f.run_time_source ? ` (${kRunTimeSource[f.run_time_source]})` : ""}`,
   ]);
   rows.push(["end", "Ends", f.predicted_end ? time(f.predicted_end) : "unknown"]);
   if (f.jobs_ahead !== undefined) rows.push(["ahead", "Jobs ahead", String(f.jobs_ahead)]);

@@ -13,26 +13,8 @@ import thisMachine from "../../docs/plan/this-machine.json";
 import { ApiError, post } from "./api";
 import { h, replace } from "./dom";
 import { bytes, duration, num, percent } from "./format";
+import type { Plan } from "./types";
 import { emptyRow, table } from "./ui";
-
-interface PlanSize {
-  gpus: number;
-  nodes: number;
-  step_seconds: number;
-  epoch_seconds: number | null;
-  samples_per_s: number;
-  tokens_per_s: number;
-  efficiency: number;
-  bottleneck: string;
-  memory_per_rank_bytes: number;
-  fits_memory: boolean;
-}
-interface Plan {
-  cluster: string;
-  sizes: PlanSize[];
-  efficient_up_to_gpus: number;
-  efficiency_below_half_at_gpus: number | null;
-}
 
 const kPresets: Record<string, { cluster: unknown; gpus: string; label: string }> = {
   "this-machine": { cluster: thisMachine, gpus: "1,2", label: "This machine (calibrated CPU)" },

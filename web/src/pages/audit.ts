@@ -3,7 +3,7 @@ import { get, withQuery } from "../api";
 import { h, replace } from "../dom";
 import { time } from "../format";
 import type { Page } from "../router";
-import type { AuditEntry } from "../types";
+import type { AuditPage } from "../types";
 import { emptyRow, messageBox, table } from "../ui";
 
 export function auditPage(): Page {
@@ -16,7 +16,7 @@ export function auditPage(): Page {
 
   async function load(): Promise<void> {
     try {
-      const r = await get<{ entries: AuditEntry[]; next_cursor: string | null }>(withQuery("/v1/audit", { limit: 100, cursor }));
+      const r = await get<AuditPage>(withQuery("/v1/audit", { limit: 100, cursor }));
       if (first) replace(t.body, r.entries.length ? null : emptyRow(cols.length, "No entries."));
       first = false;
       t.body.append(

@@ -17,7 +17,7 @@ import { align, chartWidth, kChartHeight, kPalette, makePlot } from "../plot";
 import { poll } from "../poll";
 import { setQuery, type Page } from "../router";
 import { diffSpecs } from "../spec_diff";
-import { kTerminal, type Job, type SeriesMap } from "../types";
+import { kTerminal, type Job, type MetricsSeries, type SeriesMap } from "../types";
 import { card, messageBox, stateBadge } from "../ui";
 
 const kMaxJobs = 8;
@@ -189,7 +189,7 @@ export function comparePage(_: Record<string, string>, query: URLSearchParams): 
     const answers = await Promise.all(
       ids.map((id, i) =>
         jobs[i]
-          ? get<{ series: SeriesMap }>(withQuery(`/v1/jobs/${id}/metrics`, { names: names.join(","), max_points: kMaxPoints }))
+          ? get<MetricsSeries>(withQuery(`/v1/jobs/${id}/metrics`, { names: names.join(","), max_points: kMaxPoints }))
           : Promise.resolve({ series: {} as SeriesMap }),
       ),
     );

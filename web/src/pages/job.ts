@@ -13,7 +13,7 @@ import { poll } from "../poll";
 import { setQuery, type Page } from "../router";
 import { StalenessHistogram } from "../rl_health";
 import { can } from "../session";
-import { kTerminal, type Evaluation, type Forecast, type Job, type JobEvent, type SeriesMap } from "../types";
+import { kTerminal, type Evaluation, type Forecast, type Job, type JobEvent, type JobEventList, type MetricsSeries } from "../types";
 import { card, emptyRow, messageBox, progress, stat, stateBadge, table } from "../ui";
 
 export function jobPage(params: Record<string, string>, query: URLSearchParams): Page {
@@ -135,7 +135,7 @@ export function jobPage(params: Record<string, string>, query: URLSearchParams):
   async function refreshEvents(): Promise<void> {
     for (const type of ["state", "checkpoint", "eval"] as const) {
       for (;;) {
-        const r = await get<{ events: JobEvent[] }>(withQuery(`/v1/jobs/${id}/events`, { type, after: after[type], limit: 500 }));
+        const r = await get<JobEventList>(withQuery(`/v1/jobs/${id}/events`, { type, after: after[type], limit: 500 }));
         if (r.events.length === 0) break;
         events[type].push(...r.events);
         after[type] = r.events[r.events.length - 1].id;
@@ -148,7 +148,7 @@ export function jobPage(params: Record<string, string>, query: URLSearchParams):
   async function refreshMetrics(): Promise<void> {
     const last = charts?.lastStep() ?? null;
     const asked = performance.now();
-    const r = await get<{ series: SeriesMap }>(
+    const r = await get<MetricsSeries>(
       withQuery(`/v1/jobs/${id}/metrics`, last === null ? { max_points: 2000 } : { since: last + 1, max_points: 1000 }),
     );
     const got = performance.now();

@@ -8,7 +8,7 @@ import { age, num } from "../format";
 import { poll } from "../poll";
 import { navigate, setQuery, type Page } from "../router";
 import { can } from "../session";
-import { kJobStates, type JobPage, type Tenant } from "../types";
+import { kJobStates, type JobPage, type TenantList } from "../types";
 import { emptyRow, messageBox, progress, stateBadge, table } from "../ui";
 
 const kPageSize = 50;
@@ -130,7 +130,7 @@ export function jobsPage(_: Record<string, string>, query: URLSearchParams): Pag
   const poller = poll(3000, refresh, (e) => msg.show(e));
 
   if (can.operate()) {
-    get<{ tenants: Tenant[] }>("/v1/tenants")
+    get<TenantList>("/v1/tenants")
       .then((r) =>
         replace(
           tenant,

@@ -1,12 +1,13 @@
-// Nodes: state, slots used and free, utilisation where the server reports it, the jobs running
-// on each, and drain / undrain for operators (cluster-admin).
+// Nodes: state, slots used and free, cores, GPUs and memory, the jobs running on each, and
+// drain / undrain for operators (cluster-admin). Utilisation is not in the REST API (the agents
+// export it to Prometheus, agent/node/node_collector.h), so it is not shown here.
 import { get, post } from "../api";
 import { h, replace } from "../dom";
-import { age, bytes, percent } from "../format";
+import { age, bytes } from "../format";
 import { poll } from "../poll";
 import type { Page } from "../router";
 import { can } from "../session";
-import type { Job, JobPage, NodeInfo } from "../types";
+import type { Job, JobPage, NodeInfo, NodeList } from "../types";
 import { emptyRow, messageBox, table } from "../ui";
 
 export function nodesPage(): Page {
@@ -18,7 +19,7 @@ export function nodesPage(): Page {
   const summary = h("div", { class: "muted", id: "nodes-summary" });
 
   async function refresh(): Promise<void> {
-    const [{ nodes }, running] = await Promise.all([get<{ nodes: NodeInfo[] }>("/v1/nodes"), runningJobs()]);
+    const [{ nodes }, running] = await Promise.all([get<NodeList>("/v1/nodes"), runningJobs()]);
     const onNode = new Map<number, Job[]>();
     for (const j of running) for (const a of j.allocation) onNode.set(a.node_id, [...(onNode.get(a.node_id) ?? []), j]);
     let total = 0;
@@ -33,7 +34,6 @@ export function nodesPage(): Page {
         : nodes.map((n) => {
             const slots = slotsOf(n);
             const jobs = onNode.get(n.id) ?? [];
-            const gpuUtil = n.gpu_utilization ?? avg(n.gpus.map((g) => g.utilization));
             return h(
               "tr",
               { "data-node": n.name },
@@ -44,8 +44,8 @@ export function nodesPage(): Page {
                 null,
                 h("div", { class: "slots" }, h("div", { class: "bar" }, h("div", { class: "fill", style: `width:${slots ? (100 * n.slots_used) / slots : 0}%` })), `${n.slots_used} used · ${Math.max(0, slots - n.slots_used)} free`),
               ),
-              h("td", null, `${n.cpu_slots} ${n.cpu_slots === 1 ? "core" : "cores"}`, n.cpu_utilization !== undefined ? h("div", { class: "muted small" }, percent(n.cpu_utilization) + " busy") : null),
-              h("td", null, n.gpus.length ? `${n.gpus.length} × ${n.gpus[0].name ?? "GPU"}` : "none", gpuUtil !== undefined ? h("div", { class: "muted small" }, percent(gpuUtil) + " busy") : null),
+              h("td", null, `${n.cpu_slots} ${n.cpu_slots === 1 ? "core" : "cores"}`),
+              h("td", null, n.gpus.length ? `${n.gpus.length} × ${n.gpus[0].name ?? "GPU"}` : "none"),
               h("td", null, bytes(n.memory_bytes)),
               h("td", null, jobs.length ? jobs.map((j) => h("div", null, h("a", { href: "/jobs/" + j.id }, `#${j.id} ${j.name}`))) : h("span", { class: "muted" }, "—")),
               h("td", { title: n.last_heartbeat }, age(n.last_heartbeat, now) + " ago"),
@@ -89,11 +89,6 @@ export function nodesPage(): Page {
 
 export function slotsOf(n: NodeInfo): number {
   return n.gpus.length > 0 ? n.gpus.length : n.cpu_slots;
-}
-
-function avg(xs: (number | undefined)[]): number | undefined {
-  const v = xs.filter((x): x is number => typeof x === "number");
-  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : undefined;
 }
 
 // Jobs holding slots now: RUNNING, plus SCHEDULED and CANCELLING (a few pages at most).

@@ -10,7 +10,7 @@ import { age, num } from "../format";
 import { poll } from "../poll";
 import type { Page } from "../router";
 import { can } from "../session";
-import { kJobStates, type JobPage, type NodeInfo, type SeriesMap } from "../types";
+import { kJobStates, type JobPage, type MetricsSeries, type NodeList } from "../types";
 import { card, emptyRow, messageBox, progress, stat, stateBadge, table } from "../ui";
 import { runningJobs, slotsOf } from "./nodes";
 
@@ -66,7 +66,7 @@ export function overviewPage(): Page {
   }
 
   async function refreshCluster(): Promise<void> {
-    const [{ nodes }, running, page] = await Promise.all([get<{ nodes: NodeInfo[] }>("/v1/nodes"), runningJobs(), get<JobPage>("/v1/jobs?limit=50")]);
+    const [{ nodes }, running, page] = await Promise.all([get<NodeList>("/v1/nodes"), runningJobs(), get<JobPage>("/v1/jobs?limit=50")]);
     let slots = 0;
     let used = 0;
     for (const n of nodes) if (n.state === "UP") ((slots += slotsOf(n)), (used += n.slots_used));
@@ -107,7 +107,7 @@ export function overviewPage(): Page {
     const since = new Date(Date.now() - kWindowMs).toISOString().replace(/\.\d+Z$/, "Z");
     await Promise.all(
       ids.map(async (id) => {
-        const r = await get<{ series: SeriesMap }>(withQuery(`/v1/jobs/${id}/metrics`, { names: "tokens_per_s", since, max_points: 200 }));
+        const r = await get<MetricsSeries>(withQuery(`/v1/jobs/${id}/metrics`, { names: "tokens_per_s", since, max_points: 200 }));
         const b = history.get(id) ?? new Map<number, number>();
         for (const [, t, v] of r.series.tokens_per_s ?? []) b.set(Math.floor(t / kBucketMs) * kBucketMs, v);
         history.set(id, b);

@@ -6,7 +6,7 @@ import { h, replace } from "../dom";
 import { bytes, num, time } from "../format";
 import { poll } from "../poll";
 import type { Page } from "../router";
-import type { Quota, Tenant, UsageDay } from "../types";
+import type { Quota, Tenant, TenantList, TenantUsage } from "../types";
 import { card, emptyRow, messageBox, table } from "../ui";
 
 const kQuotaKeys: (keyof Quota)[] = [
@@ -58,7 +58,7 @@ export function tenantsPage(): Page {
 
   async function refresh(): Promise<void> {
     if (editing !== null) return; // do not redraw the row being edited
-    tenants = (await get<{ tenants: Tenant[] }>("/v1/tenants")).tenants;
+    tenants = (await get<TenantList>("/v1/tenants")).tenants;
     render();
   }
 
@@ -178,7 +178,7 @@ export function tenantsPage(): Page {
   const usageBox = h("div", { hidden: true }, usageTitle, usage.el);
   async function showUsage(x: Tenant): Promise<void> {
     try {
-      const r = await get<{ days: UsageDay[]; total_slot_seconds: number }>(`/v1/tenants/${x.id}/usage`);
+      const r = await get<TenantUsage>(`/v1/tenants/${x.id}/usage`);
       replace(usageTitle, `${x.name}: ${num(r.total_slot_seconds / 3600)} slot-hours in all`);
       replace(
         usage.body,

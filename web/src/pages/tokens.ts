@@ -6,7 +6,7 @@ import { time } from "../format";
 import { poll } from "../poll";
 import type { Page } from "../router";
 import { can, whoami } from "../session";
-import type { Tenant, Token } from "../types";
+import type { TenantList, Token, TokenCreated, TokenList } from "../types";
 import { card, emptyRow, messageBox, table } from "../ui";
 
 const kRoles = ["viewer", "member", "tenant-admin", "cluster-admin"];
@@ -18,7 +18,7 @@ export function tokensPage(): Page {
   const t = table(cols, "tokens");
 
   async function refresh(): Promise<void> {
-    const { tokens } = await get<{ tokens: Token[] }>("/v1/tokens");
+    const { tokens } = await get<TokenList>("/v1/tokens");
     replace(
       t.body,
       tokens.length === 0
@@ -63,7 +63,7 @@ export function tokensPage(): Page {
   const me = whoami();
   if (me?.tenant_id !== null && me?.tenant_id !== undefined) tenant.append(h("option", { value: me.tenant_id }, me.tenant));
   if (can.operate()) {
-    get<{ tenants: Tenant[] }>("/v1/tenants")
+    get<TenantList>("/v1/tenants")
       .then((r) => replace(tenant, r.tenants.map((x) => h("option", { value: x.id, selected: x.id === me?.tenant_id }, x.name))))
       .catch(() => {});
   }
@@ -88,7 +88,7 @@ export function tokensPage(): Page {
             try {
               const body: Record<string, unknown> = { tenant_id: Number(tenant.value), role: role.value, name: name.value.trim() };
               if (expires.value) body.expires_at = new Date(expires.value + "T23:59:59Z").toISOString().replace(/\.\d+Z$/, "Z");
-              const r = await post<Token & { token: string }>("/v1/tokens", body);
+              const r = await post<TokenCreated>("/v1/tokens", body);
               const value = h("code", { class: "token-value" }, r.token);
               replace(
                 secret,

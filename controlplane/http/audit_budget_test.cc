@@ -1,23 +1,23 @@
 // Audit rows of unauthenticated refusals are bounded per client address: anyone can send them,
 // and each would otherwise be a row. Past the budget they are counted, not written; refusals of
-// callers with a valid token are always written.
+// callers with a valid token are always written. Runs on both stores.
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 
 namespace controlplane {
 namespace {
 
-class AuditBudgetPgTest : public InProcessServerTest {
+class AuditBudgetTest : public ServerTest {
  protected:
   static void SetUpTestSuite() {
     StartServer("audit-budget", 1000, "", [](ServerOptions& o) { o.audit_anonymous_burst = 3; });
   }
 };
 
-TEST_F(AuditBudgetPgTest, AnonymousRefusalsPastTheBudgetAreCountedNotWritten) {
+TEST_F(AuditBudgetTest, AnonymousRefusalsPastTheBudgetAreCountedNotWritten) {
   for (int i = 0; i < 10; ++i) {
     Reply r = Call("POST", "/v1/tenants", "", R"({"name":"anon"})",
                    {{"X-Request-Id", "anon-" + std::to_string(i)}});

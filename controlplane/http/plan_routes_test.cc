@@ -1,5 +1,5 @@
-// POST /v1/plan against the real server (label pg): a valid plan, validation answered 400 with
-// the field named like the jobs API, authentication required, machine credentials refused,
+// POST /v1/plan against the real server, on both stores: a valid plan, validation answered 400
+// with the field named like the jobs API, authentication required, machine credentials refused,
 // and nothing stored.
 #include <gtest/gtest.h>
 
@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using nlohmann::json;
 
-class PlanRoutesPgTest : public InProcessServerTest {
+class PlanRoutesTest : public ServerTest {
  protected:
   static void SetUpTestSuite() { StartServer("plan"); }
 
@@ -32,7 +32,7 @@ class PlanRoutesPgTest : public InProcessServerTest {
   }
 };
 
-TEST_F(PlanRoutesPgTest, PlansEachSize) {
+TEST_F(PlanRoutesTest, PlansEachSize) {
   Reply r = Call("POST", "/v1/plan", Admin(), Body().dump());
   ASSERT_EQ(r.status, 200) << r.text;
   ASSERT_EQ(r.body["sizes"].size(), 3u);
@@ -50,7 +50,7 @@ TEST_F(PlanRoutesPgTest, PlansEachSize) {
   EXPECT_TRUE(jobs.body["jobs"].empty());
 }
 
-TEST_F(PlanRoutesPgTest, InvalidInputNamesTheField) {
+TEST_F(PlanRoutesTest, InvalidInputNamesTheField) {
   struct Case {
     std::function<void(json&)> edit;
     std::string field;
@@ -77,7 +77,7 @@ TEST_F(PlanRoutesPgTest, InvalidInputNamesTheField) {
   EXPECT_EQ(bad.status, 400) << bad.text;
 }
 
-TEST_F(PlanRoutesPgTest, NeedsAPersonsToken) {
+TEST_F(PlanRoutesTest, NeedsAPersonsToken) {
   EXPECT_EQ(Call("POST", "/v1/plan", "", Body().dump()).status, 401);
   EXPECT_EQ(Call("POST", "/v1/plan", Agent(), Body().dump()).status, 403);
 }

@@ -1,22 +1,33 @@
-// Test fixture for the pg suites of the HTTP layer: one embody-server in-process on port 0
-// against a private PostgreSQL, started once per test binary, and a loopback client for it.
-// Nodes are registered as agents do (join token -> node credential, kept per node id), and a
-// draining node "parked" with 64 cpu slots makes PendingSpec jobs admissible but never placed.
+// The fixture of the HTTP suites: one embody-server in-process on a free loopback port, started
+// once per suite on the store `Backend` provides, and a loopback client for it. Nodes are
+// registered as agents do (join token -> node credential, kept per node id), and a draining node
+// "parked" with 64 cpu slots makes PendingSpec jobs admissible but never placed. Every answer
+// `Call` gets is held against docs/api/openapi.yaml (tests/support/documented_response.h).
+//
+// Backend is the store: a class with
+//   static common::Result<std::unique_ptr<Server>> StartOn(ServerOptions& o);  // fills o.db etc.
+//   static void StopStore();  // after the server is gone
+// whose statics the suites can reach (the PostgreSQL backend's cluster is `pg_`). Backends:
+// PgServerBackend (pg_server_fixture.h: InProcessServerTest) and MemoryServerBackend
+// (memory_server_fixture.h: MemoryServerFixture). A suite changes store by changing its fixture;
+// server_test_fixture.h picks one per binary for the suites that run on both.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <stdlib.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "controlplane/server.h"
-#include "tests/support/pg_harness.h"
+#include "tests/support/documented_response.h"
 
 namespace controlplane {
 
@@ -28,7 +39,8 @@ struct Reply {
   httplib::Headers headers;
 };
 
-class InProcessServerTest : public ::testing::Test {
+template <class Backend>
+class ServerFixture : public ::testing::Test, public Backend {
  protected:
   // Call from the suite's SetUpTestSuite; `name` labels the temp directory.
   // `heartbeat_interval_ms`: nodes the test registers and never heartbeats go DOWN after three.
@@ -37,13 +49,10 @@ class InProcessServerTest : public ::testing::Test {
   static void StartServer(const std::string& name, int heartbeat_interval_ms = 1000,
                           const std::string& web_dir = "",
                           const std::function<void(ServerOptions&)>& tune = nullptr) {
-    pg_ = new embody::testing::PgCluster;
-    common::Status st = pg_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
     std::string tmpl = "/tmp/embody-cp-" + name + "-XXXXXX";
-    dir_ = new std::string(mkdtemp(tmpl.data()));
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = new std::string(tmpl);
     ServerOptions o;
-    o.db = pg_->conninfo();
     o.data_dir = *dir_ + "/data";
     o.bootstrap_out = *dir_ + "/bootstrap.json";
     o.port_file = *dir_ + "/port";
@@ -52,7 +61,7 @@ class InProcessServerTest : public ::testing::Test {
     o.dataset_root = *dir_ + "/datasets";
     if (!web_dir.empty()) o.web_dir = web_dir;
     if (tune) tune(o);
-    auto server = Server::Start(o);
+    auto server = Backend::StartOn(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = server.value().release();
     node_tokens_ = new std::map<int64_t, std::string>;
@@ -83,8 +92,7 @@ class InProcessServerTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
-    delete pg_;
-    pg_ = nullptr;
+    Backend::StopStore();
     delete node_tokens_;
     node_tokens_ = nullptr;
     if (dir_) std::filesystem::remove_all(*dir_);
@@ -96,8 +104,22 @@ class InProcessServerTest : public ::testing::Test {
   static std::string Admin() { return server_->bootstrap().admin_token; }
   static std::string Agent() { return server_->bootstrap().agent_token; }
 
+  // One request; the answer is held against docs/api/openapi.yaml: an operation or status the
+  // document does not give, a media type it does not give for that status, or a JSON body off
+  // the status's schema fails the test (the request goes on: the caller's own checks still run).
   static Reply Call(const std::string& method, const std::string& path, const std::string& token,
                     const std::string& body = "", httplib::Headers headers = {}) {
+    Reply r = CallUndocumented(method, path, token, body, std::move(headers));
+    ExpectDocumented(method, path, r);
+    return r;
+  }
+
+  // Call without the document's check, for a request the document deliberately does not cover
+  // (an unknown route, a method no route has). A documented route answering garbage is still
+  // documented: use Call.
+  static Reply CallUndocumented(const std::string& method, const std::string& path,
+                                const std::string& token, const std::string& body = "",
+                                httplib::Headers headers = {}) {
     httplib::Client cli("127.0.0.1", server_->port());
     cli.set_read_timeout(30, 0);
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
@@ -117,7 +139,26 @@ class InProcessServerTest : public ::testing::Test {
     return r;
   }
 
-  static inline embody::testing::PgCluster* pg_ = nullptr;
+  static void ExpectDocumented(const std::string& method, const std::string& path, const Reply& r) {
+    if (r.status == 0) return;  // no answer: the caller's own checks say so
+    const auto& doc = embody::testing::ApiDocument();
+    if (!doc.ok()) {
+      ADD_FAILURE() << "docs/api/openapi.yaml: " << doc.status().ToString();
+      return;
+    }
+    auto type = r.headers.find("Content-Type");
+    const auto errors = embody::testing::ResponseViolations(
+        *doc, method, path, r.status, type == r.headers.end() ? "" : type->second, r.text);
+    if (errors.empty()) return;
+    std::string lines;
+    for (const auto& e : errors) lines += "  " + e + "\n";
+    constexpr size_t kExcerpt = 400;
+    ADD_FAILURE() << method << " " << path << " answered " << r.status
+                  << ", against docs/api/openapi.yaml:\n"
+                  << lines << "  body: " << r.text.substr(0, kExcerpt)
+                  << (r.text.size() > kExcerpt ? "..." : "");
+  }
+
   static inline std::string* dir_ = nullptr;
   static inline Server* server_ = nullptr;
   static inline std::map<int64_t, std::string>* node_tokens_ = nullptr;

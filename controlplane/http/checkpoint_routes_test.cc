@@ -1,4 +1,4 @@
-// The checkpoint blob routes over HTTP (label pg): the agent's client (storage's
+// The checkpoint blob routes over HTTP, on both stores: the agent's client (storage's
 // HttpCheckpointStore) against the real server — upload in chunks, list, ranged and whole
 // downloads, delete — and the routes' scoping as the tenants and nodes see it.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 
 #include "common/crypto.h"
 #include "common/file_util.h"
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 #include "storage/checkpoint_http_store.h"
 
 namespace controlplane {
@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-class CheckpointRoutesPgTest : public InProcessServerTest {
+class CheckpointRoutesTest : public ServerTest {
  protected:
   static void SetUpTestSuite() {
     StartServer("ckpt-routes", /*heartbeat_interval_ms=*/60'000);
@@ -49,7 +49,7 @@ class CheckpointRoutesPgTest : public InProcessServerTest {
   static inline int64_t node_ = 0, other_node_ = 0, job_ = 0;
 };
 
-TEST_F(CheckpointRoutesPgTest, AgentClientRoundTripThroughTheServer) {
+TEST_F(CheckpointRoutesTest, AgentClientRoundTripThroughTheServer) {
   ASSERT_EQ(Call("GET", "/v1/jobs/" + std::to_string(job_), Admin()).body["state"], "SCHEDULED");
   std::string data(1'000'000, '\0');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 131 + i / 7);

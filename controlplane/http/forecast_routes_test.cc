@@ -1,21 +1,21 @@
-// Forecasts over HTTP on PostgreSQL (label pg): POST /v1/jobs?dry_run=true stores nothing and
+// Forecasts over HTTP, on both stores: POST /v1/jobs?dry_run=true stores nothing and
 // refuses as a submission does (a bad dry_run value, a body over the spec limit), GET
 // /v1/jobs/{id}/forecast is the tenant's own, and the forecast made for a submitted job is
-// stored (job_forecasts) and shown in its view.
+// stored (the forecast store: job_forecasts on PostgreSQL) and shown in its view.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
 
 #include "common/time_util.h"
-#include "controlplane/http/server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using nlohmann::json;
 
-class ForecastRoutesTest : public InProcessServerTest {
+class ForecastRoutesTest : public ServerTest {
  protected:
   static void SetUpTestSuite() {
     // Nodes registered here never heartbeat: a long interval keeps them UP for the suite.
