@@ -29,6 +29,7 @@
 #include "agent/node/nvml_probe.h"
 #include "agent/jobs/rank_logs.h"
 #include "agent/rsh/rsh_bridge.h"
+#include "agent/sandbox/job_network.h"
 #include "agent/sandbox/sandbox.h"
 #include "agent/heartbeat/server_client.h"
 #include "common/crypto.h"
@@ -105,6 +106,9 @@ struct Agent::Impl {
   // headed elsewhere.
   std::unique_ptr<UidPool> uid_pool;
   std::shared_ptr<GpuPool> gpu_pool;
+  // What jobs' uids may reach on the network (--job-network); null: the node's whole network.
+  // Before the bridge and the runner, which grant and revoke while jobs run.
+  std::unique_ptr<JobNetwork> network;
   // Before the bridge and the runner, which hold entries of it while jobs run.
   std::unique_ptr<ImageCache> images;
   std::string container_init;  // embody-container-init, PID 1 of image jobs' containers
@@ -128,6 +132,7 @@ struct Agent::Impl {
 
   common::Status Prepare();
   common::Status PrepareTls();
+  common::Status PrepareJobNetwork();
   common::Status StartParts();
   void StopParts();
 };
@@ -256,6 +261,7 @@ common::Status Agent::Impl::Prepare() {
                     {{"file", cfg.metrics_token_file}});
   }
   uid_pool = std::make_unique<UidPool>(sandbox);
+  EMBODY_RETURN_IF_ERROR(PrepareJobNetwork());
   // Each GPU's device minor as NVML says it (the index where it cannot), for the cgroup's rules.
   std::map<int, int> minors;
   if (nvml) {
@@ -291,6 +297,44 @@ common::Status Agent::Impl::Prepare() {
   if (int left = bridge->StopLeftovers(); left > 0) {
     common::LogWarn("stopped job daemons an earlier agent left", {{"count", std::to_string(left)}});
   }
+  return common::Status::Ok();
+}
+
+// Whether jobs' network is confined (agent/sandbox/job_network.h), said once here. Before the
+// rsh bridge stops what an earlier agent left: the table that agent left is replaced first, and
+// its jobs' uids have no network while they are stopped.
+common::Status Agent::Impl::PrepareJobNetwork() {
+  const AgentOptions& cfg = options;
+  if (cfg.job_network == "host") {
+    common::LogWarn("--job-network=host: jobs reach whatever this node reaches");
+    return common::Status::Ok();
+  }
+  const bool asked = cfg.job_network == "confined";
+  if (!jobs.sandbox.switch_uid) {
+    if (asked) {
+      return common::FailedPrecondition(
+          "--job-network=confined needs jobs under uids of their own: run the agent as root, "
+          "without --run-jobs-as-agent");
+    }
+    common::LogWarn("jobs' network is not confined: they run as the agent's uid "
+                    "(--job-network=confined needs root)");
+    return common::Status::Ok();
+  }
+  JobNetworkTable table;
+  // Named after the data directory, as the cgroups: two agents on one machine never share it.
+  table.name = "embody_jobs_" + common::Sha256Hex(jobs.data_dir).substr(0, 12);
+  table.uid_first = jobs.sandbox.uid_base;
+  table.uid_last = jobs.sandbox.uid_base + static_cast<uid_t>(jobs.sandbox.uid_count) - 1;
+  auto created = JobNetwork::Create(table, cfg.nft);
+  if (!created.ok()) {
+    return common::FailedPrecondition(
+        "cannot confine jobs' network: " + created.status().message() +
+        " (install nftables, or start with --job-network=host to give jobs the node's network)");
+  }
+  network = std::move(*created);
+  jobs.network = network.get();
+  common::LogInfo("jobs' network confined: each job reaches its agent and its nodes",
+                  {{"nft_table", "inet " + table.name}});
   return common::Status::Ok();
 }
 
@@ -352,6 +396,16 @@ common::Status Agent::Impl::StartParts() {
   const std::string port_text = std::to_string(port);
   const std::string scheme = tls ? "https://" : "http://";
   local_url = scheme + UrlHost(LocalHost(cfg)) + ":" + port_text;
+  if (network) {
+    auto endpoint = EndpointOfUrl(local_url);
+    if (!endpoint.ok()) {
+      return common::InvalidArgument(
+          "jobs' network is confined by address: --listen must name an IP address, not " +
+              cfg.listen_host,
+          "listen");
+    }
+    network->SetLocalAgent(*endpoint);
+  }
   if (!cfg.port_file.empty()) {
     EMBODY_RETURN_IF_ERROR(common::WriteFileAtomic(cfg.port_file, port_text + "\n"));
   }
@@ -395,15 +449,33 @@ common::Status Agent::Impl::StartParts() {
   pull_opts.auth_file = cfg.image_registry_auth;
   pull_opts.timeout = std::chrono::seconds(cfg.image_pull_timeout_s);
   pull_opts.max_file_bytes = uint64_t{static_cast<uint64_t>(cfg.image_pull_max_gib)} << 30;
-  run_opts.pull_image = [pull_opts](const RegistryPull& pull, const std::string& path,
-                                    const std::function<bool()>& stop) -> common::Status {
-    return PullImage(pull_opts, pull, path, stop);
+  // skopeo under a uid of the job pool, held for the pull, where jobs get uids of their own.
+  UidPool* pull_uids = jobs.sandbox.switch_uid ? uid_pool.get() : nullptr;
+  run_opts.pull_image = [pull_opts, pull_uids](const RegistryPull& pull, const std::string& path,
+                                               const std::function<bool()>& stop) -> common::Status {
+    RegistryPullOptions o = pull_opts;
+    std::optional<uid_t> uid;
+    if (pull_uids != nullptr) {
+      auto held = pull_uids->Acquire(pull.dataset_id);
+      if (!held.ok()) return held.status();
+      uid = *held;
+      o.run_as = JobCredentials{*uid, static_cast<gid_t>(*uid), std::nullopt};
+    }
+    common::Status st = PullImage(o, pull, path, stop);
+    if (uid) pull_uids->Release(*uid);
+    return st;
   };
   runner = std::make_unique<JobRunner>(run_opts, &logs);
   // Before any heartbeat: what an earlier agent process left is stopped and reported first, and
   // a repeat of its launches from the server starts nothing twice.
   if (int found = runner->Reconcile(); found > 0) {
     common::LogWarn("took over jobs an earlier agent held", {{"jobs", std::to_string(found)}});
+  }
+  // What an earlier agent left runs no more (Reconcile here, the bridge's StopLeftovers before).
+  if (network) {
+    if (auto st = network->ForgetStale(); !st.ok()) {
+      common::LogWarn("cannot empty the job network's stale set", {{"error", st.message()}});
+    }
   }
   runner_ptr.store(runner.get());
 
@@ -468,6 +540,14 @@ void Agent::Impl::StopParts() {
   if (local_api) local_api->Stop();
   runner.reset();
   bridge.reset();    // ends the daemons it runs for jobs headed elsewhere
+  if (network) {
+    // No job runs now: the table goes with the agent.
+    if (auto st = network->Remove(); !st.ok()) {
+      common::LogWarn("cannot remove the job network table", {{"error", st.message()}});
+    }
+    jobs.network = nullptr;
+    network.reset();
+  }
   uploader.reset();  // after the local API, whose events it observes
   // The last jobs' uids are scrubbed now, so no scrub thread outlives Stop (the pool's own
   // destructor would do the same later).

@@ -290,6 +290,21 @@ std::vector<Flag> AgentFlags(Files* files) {
       {"job-max-open-files", "N", "RLIMIT_NOFILE of a job",
        Int("job-max-open-files", &AgentOptions::job_max_open_files, 64, 1 << 24),
        Shown(&AgentOptions::job_max_open_files)},
+      {"job-network", "confined|host",
+       "confined: a job reaches its own agent and the nodes of its allocation only, by nftables "
+       "rules on its uid (root and nft needed: the agent refuses to start without them); host: "
+       "jobs reach whatever the node reaches. Default: confined when jobs run as uids of their "
+       "own (root), host otherwise",
+       [](const std::string& v, AgentOptions& c) {
+         if (v != "confined" && v != "host") {
+           return InvalidArgument("--job-network is confined or host, not \"" + v + "\"",
+                                  "job-network");
+         }
+         c.job_network = v;
+         return common::Status::Ok();
+       }},
+      {"nft", "PATH", "nft, which confines jobs' network (Debian package nftables)",
+       Text(&AgentOptions::nft), Shown(&AgentOptions::nft)},
       {"no-cgroups", nullptr, "rlimits only, even where cgroups are available",
        [](const std::string&, AgentOptions& c) {
          c.no_cgroups = true;

@@ -59,6 +59,11 @@ struct AgentOptions {
   int job_max_processes = 4096;       // --job-max-processes: RLIMIT_NPROC, cgroup pids.max
   int job_max_open_files = 65536;     // --job-max-open-files: RLIMIT_NOFILE
   bool no_cgroups = false;            // --no-cgroups: rlimits only
+  // --job-network confined|host (agent/sandbox/job_network.h): confined, each job reaches its
+  // agent and its peers only (nft, root); host, jobs have the node's network. Unset: confined
+  // where jobs get uids of their own (root), host otherwise, which the agent says at start.
+  std::string job_network;
+  std::string nft = "nft";            // --nft: the nft binary confinement runs
   bool no_held_heartbeats = false;    // --no-held-heartbeats: never ask for a held heartbeat
   std::string job_path = "/usr/local/bin:/usr/bin:/bin";  // --job-path: PATH of every job
   // --metrics-token-file: the scrape secret shared with Prometheus, kept only as its hex SHA-256

@@ -243,6 +243,31 @@ TEST(AgentFlagsTest, NumbersAreStrictAndErrorsNameTheFlag) {
   EXPECT_EQ(flags->job_uid_base, 300000);
 }
 
+TEST(AgentFlagsTest, JobNetworkIsConfinedOrHost) {
+  const std::vector<std::string> base = {"--server", "http://s", "--token", "t", "--data-dir", "d"};
+  auto parse = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ParseAgentFlags(args);
+  };
+  auto unset = parse({});
+  ASSERT_TRUE(unset.ok());
+  EXPECT_EQ(unset->job_network, "");  // the agent decides at start (root or not)
+  EXPECT_EQ(unset->nft, "nft");
+  auto confined = parse({"--job-network", "confined", "--nft", "/usr/sbin/nft"});
+  ASSERT_TRUE(confined.ok()) << confined.status().ToString();
+  EXPECT_EQ(confined->job_network, "confined");
+  EXPECT_EQ(confined->nft, "/usr/sbin/nft");
+  auto host = parse({"--job-network=host"});
+  ASSERT_TRUE(host.ok());
+  EXPECT_EQ(host->job_network, "host");
+  for (const char* bad : {"none", "", "Confined", "host;"}) {
+    auto r = parse({"--job-network", bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().field(), "job-network") << bad;
+  }
+}
+
 TEST(AgentFlagsTest, TlsFlagsAndTheCaFile) {
   const std::vector<std::string> base = {
       "--server", "https://ctl.example:8443", "--token", "t", "--data-dir", "d"};

@@ -5,8 +5,10 @@
 #include "agent/agent.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/testing/test_util.h"
+#include "common/crypto.h"
 
 namespace agent {
 namespace {
@@ -101,6 +104,48 @@ TEST(AgentTest, CreateWantsTheAgentBinary) {
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().field(), "agent_binary");
   EXPECT_FALSE(std::filesystem::exists(o.data_dir)) << "refused before anything was made";
+}
+
+TEST(AgentTest, ConfinedJobNetworkNeedsJobsUnderUidsOfTheirOwn) {
+  TempDir dir;
+  AgentOptions o = Options(dir.path());  // --run-jobs-as-agent
+  o.job_network = "confined";
+  auto created = Agent::Create(o);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().code(), common::Code::kFailedPrecondition);
+  EXPECT_NE(created.status().message().find("--job-network=confined"), std::string::npos)
+      << created.status().message();
+  o.job_network = "host";
+  EXPECT_TRUE(Agent::Create(o).ok());
+}
+
+bool NftTableExists(const std::string& data_dir) {
+  const std::string table = "embody_jobs_" + common::Sha256Hex(data_dir).substr(0, 12);
+  return std::system(("nft list table inet " + table + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// As root, by default: the agent's table is made at Create and deleted at Stop; without a usable
+// nft the agent refuses to start, naming the way out.
+TEST(AgentTest, ARootAgentConfinesJobsNetworkByDefault) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  if (std::system("nft list tables >/dev/null 2>&1") != 0) GTEST_SKIP() << "no usable nft";
+  TempDir dir;
+  AgentOptions o = Options(dir.path());
+  o.run_jobs_as_agent = false;
+  o.nft = dir.path() + "/no-nft";
+  auto refused = Agent::Create(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--job-network=host"), std::string::npos)
+      << refused.status().message();
+
+  o.nft = "nft";
+  auto created = Agent::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  const std::string data_dir = (*created)->data_dir();
+  EXPECT_TRUE(NftTableExists(data_dir));
+  ASSERT_TRUE((*created)->Start().ok());
+  (*created)->Stop();
+  EXPECT_FALSE(NftTableExists(data_dir));
 }
 
 }  // namespace

@@ -160,6 +160,7 @@ json ToJson(const HeartbeatResponse& r) {
       j["attempt"] = c.attempt;
       j["spec"] = c.spec;
       j["job_token_sha256"] = c.job_token_sha256;
+      if (!c.peers.empty()) j["peers"] = c.peers;
       j["hosts"] = json::array();
       for (const auto& h : c.hosts) {
         j["hosts"].push_back({{"node_id", h.node_id}, {"name", h.name}, {"address", h.address},
@@ -355,6 +356,7 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
         cmd.attempt = c.at("attempt").get<int>();
         cmd.spec = c.at("spec");
         cmd.job_token_sha256 = c.at("job_token_sha256").get<std::string>();
+        cmd.peers = c.value("peers", std::vector<std::string>{});
         for (const auto& h : c.value("hosts", json::array())) {
           cmd.hosts.push_back({h.at("node_id").get<int64_t>(), h.value("name", ""),
                                h.at("address").get<std::string>(), h.at("ranks").get<int>(),

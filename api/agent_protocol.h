@@ -211,6 +211,10 @@ struct Command {
   std::string job_token;
   // kWorker: hex SHA-256 of the attempt's job token, which a daemon request must present.
   std::string job_token_sha256;
+  // kWorker: the address of every node of the job's allocation, this one's included: what the
+  // job's processes on this node may reach (agent/sandbox/job_network.h). Empty from an older
+  // server: they reach this node only.
+  std::vector<std::string> peers;
   // kWorker: the short form, job_id and attempt only, for an assignment the agent said it holds
   // (HeartbeatRequest::workers): keep it as it is. An agent that does not hold that attempt in
   // full ignores it, does not list it, and gets it in full in the next reply.

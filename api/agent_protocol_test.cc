@@ -186,6 +186,7 @@ TEST(AgentProtocolTest, MultiNodeLaunchAndWorkerRoundTrip) {
   worker.spec = {{"kind", "command"}};
   worker.job_token_sha256 = std::string(64, 'b');
   worker.log_bytes = {{1, 100}};
+  worker.peers = {"10.0.0.1", "10.0.0.2"};
   r.commands.push_back(worker);
   auto p = ParseHeartbeatResponse(ToJson(r));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
@@ -200,6 +201,7 @@ TEST(AgentProtocolTest, MultiNodeLaunchAndWorkerRoundTrip) {
   EXPECT_EQ(w.spec, r.commands[1].spec);
   EXPECT_EQ(w.job_token_sha256, std::string(64, 'b'));
   EXPECT_EQ(w.log_bytes.at(1), 100);
+  EXPECT_EQ(w.peers, (std::vector<std::string>{"10.0.0.1", "10.0.0.2"}));
   // A worker command without the token's digest is refused, not taken as "no credential".
   auto wire = ToJson(r);
   wire["commands"][1].erase("job_token_sha256");

@@ -4,7 +4,8 @@
 # oneDNN's CMake package (libdnnl-dev) looks for OpenCL, which apt only recommends: it is named.
 # `--test` adds what only the tests need.
 # crun runs a command job's OCI image and umoci unpacks it, and skopeo pulls one from a registry
-# the operator configured (docs/byo.md, "Environments").
+# the operator configured (docs/byo.md, "Environments"). nft confines each job's network to its
+# agent and its peers (agent/sandbox/job_network.h).
 # Idempotent: packages already present are not touched, and apt is not called at all when
 # nothing is missing.
 set -euo pipefail
@@ -25,6 +26,7 @@ packages=(
   chromium
   clang libclang-rt-dev
   crun umoci skopeo
+  nftables
 )
 # With --test (deploy/test.sh): what only the tests need. tests/vm/run_in_vm.sh boots a Debian
 # kernel under qemu to run the agent's cgroup v2 path where the host mounts cgroup v1; on a Debian

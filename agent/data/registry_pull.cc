@@ -1,5 +1,6 @@
 #include "agent/data/registry_pull.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "agent/sandbox/sandbox.h"
 #include "agent/sandbox/spawn.h"
 #include "api/dataset_ref.h"
 #include "common/file_util.h"
@@ -121,6 +123,8 @@ common::Status PullImage(const RegistryPullOptions& o, const RegistryPull& pull,
     return common::Internal(archive + " exists already");
   }
   const std::string work = archive + ".skopeo";
+  // What skopeo writes: inside its own directory, taken out below once checked.
+  const std::string written = work + "/image.tar";
   fs::remove_all(work, ec);
   if (::mkdir(work.c_str(), 0700) != 0) {
     return common::Internal("cannot make " + work + ": " + std::strerror(errno));
@@ -130,16 +134,37 @@ common::Status PullImage(const RegistryPullOptions& o, const RegistryPull& pull,
     if (!st.ok()) fs::remove(archive, ec);
     return st;
   };
+  RegistryPullOptions run = o;
   common::Status st = common::MakeDirs(work + "/registries.d");
   if (st.ok()) {
     st = common::WriteFileAtomic(work + "/policy.json",
                                  R"({"default":[{"type":"insecureAcceptAnything"}]})", 0600);
   }
   if (st.ok()) st = common::WriteFileAtomic(work + "/registries.conf", "", 0600);
+  if (st.ok() && o.run_as && !o.auth_file.empty()) {
+    // The operator's file is root's: skopeo reads a copy of it made for its uid.
+    auto creds = common::ReadFile(o.auth_file);
+    run.auth_file = work + "/auth.json";
+    st = creds.ok() ? common::WriteFileAtomic(run.auth_file, *creds, 0600) : creds.status();
+  }
+  if (st.ok() && o.run_as) {
+    // Everything in its directory becomes the uid's, the directory last.
+    for (const auto& e : fs::recursive_directory_iterator(work, ec)) {
+      if (::lchown(e.path().c_str(), o.run_as->uid, o.run_as->gid) != 0) {
+        st = common::Internal("cannot hand " + e.path().string() + " to the pull's uid: " +
+                              std::strerror(errno));
+        break;
+      }
+    }
+    if (st.ok() && ::chown(work.c_str(), o.run_as->uid, o.run_as->gid) != 0) {
+      st = common::Internal("cannot hand " + work + " to the pull's uid: " + std::strerror(errno));
+    }
+  }
   if (!st.ok()) return cleanup(st);
 
   SpawnRequest req;
-  req.argv = SkopeoPullArgv(o, pull, archive, work);
+  req.argv = SkopeoPullArgv(run, pull, written, work);
+  if (o.run_as) req.credentials = JobCredentials{o.run_as->uid, o.run_as->gid, std::nullopt};
   req.env = {"PATH=/usr/bin:/bin",
              "HOME=" + work,
              "TMPDIR=" + work,
@@ -168,6 +193,9 @@ common::Status PullImage(const RegistryPullOptions& o, const RegistryPull& pull,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  // Nothing of the pull's uid outlives skopeo (a process it left could change its directory
+  // under the checks below).
+  if (o.run_as) KillAllOfUid(o.run_as->uid);
   const std::string what = "docker://" + pull.registry.host + "/" + pull.reference.ToString();
   if (stopped) return cleanup(common::Unavailable("the pull of " + what + " was stopped"));
   if (timed_out) {
@@ -189,9 +217,26 @@ common::Status PullImage(const RegistryPullOptions& o, const RegistryPull& pull,
         common::FailedPrecondition("skopeo cannot pull " + what + ": " +
                                    (log.empty() ? "exit status " + std::to_string(status) : log)));
   }
+  // Taken only as a plain file skopeo's uid made, with no other name: a link to a file of the
+  // node's (symbolic, or hard where the kernel lets one be made) is never taken for the image.
+  const int fd = ::open(written.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat sb {};
-  if (::lstat(archive.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    return cleanup(common::Internal("skopeo left no archive at " + archive));
+  if (fd < 0 || ::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1 ||
+      sb.st_uid != (o.run_as ? o.run_as->uid : ::geteuid())) {
+    if (fd >= 0) ::close(fd);
+    return cleanup(common::FailedPrecondition("skopeo left no archive of its own at " + written));
+  }
+  // The file checked, by its descriptor, is what gets the archive's name: not whatever the
+  // name in skopeo's directory points at by then.
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(fd);
+  const bool taken = ::fchown(fd, ::geteuid(), ::getegid()) == 0 && ::fchmod(fd, 0600) == 0 &&
+                     ::linkat(AT_FDCWD, by_fd.c_str(), AT_FDCWD, archive.c_str(),
+                              AT_SYMLINK_FOLLOW) == 0;
+  const int error = errno;
+  ::close(fd);
+  if (!taken) {
+    return cleanup(common::Internal("cannot take the archive " + written + ": " +
+                                    std::strerror(error)));
   }
   return cleanup(common::Status::Ok());
 }

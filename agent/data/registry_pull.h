@@ -9,12 +9,18 @@
 // checked by `embody-data import-oci`, published whole or not at all. So a pulled image passes
 // the same checks as an uploaded one, and the job's uid never holds registry credentials.
 //
-// skopeo runs as the agent, with nothing of the agent's environment: PATH=/usr/bin:/bin and a
-// HOME, TMPDIR and XDG_RUNTIME_DIR in a fresh private directory, an empty registries.conf (no
-// mirrors or short names: the host the server named is the one contacted), a policy that
-// accepts the image (the digests are checked by the import), credentials only from the
-// operator's --image-registry-auth file (anonymous without one), a deadline after which it is
-// killed with its process group, and its output kept for the error when it fails.
+// skopeo parses what a registry answers, and a registry is not to be trusted: where the agent
+// runs jobs under uids of their own it runs skopeo under one too (`run_as`, a uid of the job uid
+// pool held for the pull), never as root. Its only writable place is a fresh private directory
+// (`archive`.skopeo, 0700, the uid's), holding its HOME, TMPDIR and XDG_RUNTIME_DIR, a copy of the
+// operator's credentials made for it, and the archive it writes; the agent then takes the archive
+// out of it only if it is a plain file of that uid with one link (not a link to a file of the
+// node's), makes it root's and 0600, and removes the rest. Nothing of the agent's environment:
+// PATH=/usr/bin:/bin, an empty registries.conf (no mirrors or short names: the host the server
+// named is the one contacted), a policy that accepts the image (the digests are checked by the
+// import), credentials only from the operator's --image-registry-auth file (anonymous without
+// one), a deadline after which it is killed with its process group, and its output kept for the
+// error when it fails.
 #pragma once
 
 #include <chrono>
@@ -25,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/sandbox/spawn.h"
 #include "api/image_reference.h"
 #include "common/status.h"
 
@@ -52,6 +59,9 @@ struct RegistryPullOptions {
   uint64_t max_file_bytes = uint64_t{20} << 30;  // --image-pull-max-gib
   std::string os = "linux";
   std::string arch;  // "": this node's (amd64, arm64, ...)
+  // The uid and gid skopeo runs as (no supplementary group); none: the agent's own (an agent
+  // that cannot switch uids). The archive's directory must let it pass (0711).
+  std::optional<JobCredentials> run_as;
 };
 
 // This node's architecture as OCI names it (uname's x86_64 is amd64, aarch64 arm64).
@@ -62,8 +72,8 @@ std::vector<std::string> SkopeoPullArgv(const RegistryPullOptions& options,
                                         const RegistryPull& pull, const std::string& archive,
                                         const std::string& work_dir);
 
-// Runs the pull into `archive` (which must not exist; nothing is left there on failure), its
-// private files in a fresh `archive`.skopeo directory removed after. `stop` is polled while
+// Runs the pull into `archive` (which must not exist; nothing is left there on failure; root's
+// and 0600 on success), its private files in a fresh `archive`.skopeo directory removed after. `stop` is polled while
 // skopeo runs: true kills it (cancelled). failed_precondition with skopeo's own words when it
 // fails, deadline_exceeded past the timeout.
 common::Status PullImage(const RegistryPullOptions& options, const RegistryPull& pull,

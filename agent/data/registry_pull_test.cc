@@ -5,16 +5,19 @@
 #include "agent/data/registry_pull.h"
 
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "agent/data/dataset_upload_fetch.h"
+#include "agent/sandbox/sandbox.h"
 #include "common/file_util.h"
 
 namespace agent {
@@ -124,7 +127,7 @@ TEST_F(RegistryPullTest, AFailureCarriesSkopeosWordsAndLeavesNothing) {
   // The environment it sees is the scrubbed one.
   o.skopeo = Script(
       "echo \"home=$HOME path=$PATH secret=$EMBODY_SECRET\" >&2\n"
-      "echo 'manifest unknown' >&2; : > \"${HOME%.skopeo}\"; exit 1");
+      "echo 'manifest unknown' >&2; : > \"$HOME/image.tar\"; exit 1");
   ::setenv("EMBODY_SECRET", "leaked", 1);
   const std::string archive = (dir_ / "upload.tar").string();
   common::Status st = PullImage(o, *p, archive, nullptr);
@@ -147,7 +150,7 @@ TEST_F(RegistryPullTest, APullWritingPastTheSizeLimitFailsAndLeavesNothing) {
   o.max_file_bytes = 64 << 10;
   const std::string archive = (dir_ / "upload.tar").string();
   // A program that dies of SIGXFSZ at the limit, as C programs do.
-  o.skopeo = Script("exec head -c 1048576 /dev/zero > \"${HOME%.skopeo}\"");
+  o.skopeo = Script("exec head -c 1048576 /dev/zero > \"$HOME/image.tar\"");
   common::Status st = PullImage(o, *p, archive, nullptr);
   EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("limit of 65536 bytes"), std::string::npos) << st.message();
@@ -156,8 +159,8 @@ TEST_F(RegistryPullTest, APullWritingPastTheSizeLimitFailsAndLeavesNothing) {
   // One that fails the write and says so, as Go programs (skopeo) do: the file still stops at
   // the limit.
   o.skopeo = Script(
-      "dd if=/dev/zero of=\"${HOME%.skopeo}\" bs=4096 count=256 2>/dev/null\n"
-      "s=$(stat -c %s \"${HOME%.skopeo}\"); echo \"size=$s: file too large\" >&2; exit 1");
+      "dd if=/dev/zero of=\"$HOME/image.tar\" bs=4096 count=256 2>/dev/null\n"
+      "s=$(stat -c %s \"$HOME/image.tar\"); echo \"size=$s: file too large\" >&2; exit 1");
   st = PullImage(o, *p, archive, nullptr);
   EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
   EXPECT_NE(st.message().find("size=65536: file too large"), std::string::npos) << st.message();
@@ -182,6 +185,54 @@ TEST_F(RegistryPullTest, AHangingPullIsKilledAtItsDeadlineOrWhenStopped) {
   EXPECT_NE(st.message().find("stopped"), std::string::npos) << st.message();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
   EXPECT_FALSE(fs::exists(archive));
+}
+
+TEST_F(RegistryPullTest, SkopeoRunsAsThePullsUidAndOnlyItsOwnFileBecomesTheArchive) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run skopeo as another uid";
+  auto p = RegistryPullOf(PullSpec(kSource));
+  ASSERT_TRUE(p.ok());
+  const uid_t uid = 64125;
+  RegistryPullOptions o;
+  o.run_as = JobCredentials{uid, static_cast<gid_t>(uid), std::nullopt};
+  // The operator's credentials, root's alone: skopeo reads the copy made for it.
+  o.auth_file = (dir_ / "registry-auth.json").string();
+  ASSERT_TRUE(common::WriteFileAtomic(o.auth_file, R"({"auths": {"marker": {}}})", 0600).ok());
+  fs::permissions(dir_, fs::perms(0711));
+  // skopeo's last argument is the archive it writes ("oci-archive:PATH").
+  const std::string write_archive =
+      "for a; do last=$a; case $a in --src-authfile=*) auth=${a#--src-authfile=};; esac; done\n"
+      "out=${last#oci-archive:}\n";
+  const std::string archive = (dir_ / "upload.tar").string();
+  o.skopeo = Script(write_archive + "{ id -u; cat \"$auth\"; } > \"$out\"");
+  common::Status st = PullImage(o, *p, archive, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto text = common::ReadFile(archive);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(text->substr(0, text->find('\n')), std::to_string(uid)) << *text;
+  EXPECT_NE(text->find("marker"), std::string::npos) << *text;
+  struct stat sb {};
+  ASSERT_EQ(::lstat(archive.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_mode & 07777, 0600u);
+  EXPECT_EQ(sb.st_nlink, 1u);
+  EXPECT_FALSE(fs::exists(archive + ".skopeo"));
+  fs::remove(archive);
+
+  // A pull that hands over a link to a file of the node's, or leaves a process behind, gets
+  // neither taken nor kept.
+  o.skopeo = Script(write_archive + "ln -s /etc/passwd \"$out\"");
+  st = PullImage(o, *p, archive, nullptr);
+  EXPECT_EQ(st.code(), common::Code::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("no archive of its own"), std::string::npos) << st.message();
+  EXPECT_FALSE(fs::exists(fs::symlink_status(archive)));
+  o.skopeo = Script(write_archive + "setsid sleep 300 </dev/null >/dev/null 2>&1 &\n"
+                    "id -u > \"$out\"");
+  st = PullImage(o, *p, archive, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int i = 0; i < 100 && ProcessUids().count(uid) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(ProcessUids().count(uid), 0u) << "a process of the pull's uid outlived it";
 }
 
 TEST_F(RegistryPullTest, RealSkopeoSaysWhyItCannotReachTheRegistry) {

@@ -113,6 +113,11 @@ std::string Tail(const std::string& path) {
   return t;
 }
 
+Result<ImageRunConfig> ReadRunConfig(const std::string& entry_dir) {
+  EMBODY_ASSIGN_OR_RETURN(text, common::ReadFile(entry_dir + "/image.json"));
+  return ParseImageRunConfigJson(json::parse(text, nullptr, /*allow_exceptions=*/false));
+}
+
 }  // namespace
 
 ImageUse::~ImageUse() { cache_->Release(digest_); }
@@ -130,7 +135,14 @@ Result<std::unique_ptr<ImageCache>> ImageCache::Open(const ImageCacheOptions& op
     if (name.rfind(".tmp-", 0) == 0) {
       fs::remove_all(e.path(), ec);  // an unpack a stopped agent left half done
     } else if (IsDigest("sha256:" + name) && fs::is_directory(e.path() / "rootfs", ec)) {
-      cache->entries_["sha256:" + name] = Entry{DirBytes(e.path().string()), 0, 0};
+      auto config = ReadRunConfig(e.path().string());
+      if (!config.ok()) {
+        common::LogWarn("image cache entry without a usable image.json; removed",
+                        {{"digest", "sha256:" + name}, {"why", config.status().message()}});
+        fs::remove_all(e.path(), ec);
+        continue;
+      }
+      cache->entries_["sha256:" + name] = Entry{DirBytes(e.path().string()), 0, 0, *config};
     }
   }
   return cache;
@@ -145,21 +157,22 @@ Result<std::unique_ptr<ImageUse>> ImageCache::Acquire(const std::string& digest,
   if (auto it = entries_.find(digest); it != entries_.end()) {
     ++it->second.users;
     it->second.last_used = ++clock_;
-    return std::unique_ptr<ImageUse>(new ImageUse(this, digest, rootfs));
+    return std::unique_ptr<ImageUse>(new ImageUse(this, digest, rootfs, it->second.config));
   }
   making_.insert(digest);
   lock.unlock();
-  auto bytes = Make(digest, layout_dir);
+  auto made = Make(digest, layout_dir);
   lock.lock();
   making_.erase(digest);
   made_.notify_all();
-  if (!bytes.ok()) return bytes.status();
-  entries_[digest] = Entry{*bytes, 1, ++clock_};
+  if (!made.ok()) return made.status();
+  entries_[digest] = Entry{made->first, 1, ++clock_, made->second};
   EvictLocked();
-  return std::unique_ptr<ImageUse>(new ImageUse(this, digest, rootfs));
+  return std::unique_ptr<ImageUse>(new ImageUse(this, digest, rootfs, made->second));
 }
 
-Result<int64_t> ImageCache::Make(const std::string& digest, const std::string& layout_dir) {
+Result<std::pair<int64_t, ImageRunConfig>> ImageCache::Make(const std::string& digest,
+                                                            const std::string& layout_dir) {
   const std::string hex = digest.substr(7);
   std::string tmp;
   {
@@ -169,7 +182,7 @@ Result<int64_t> ImageCache::Make(const std::string& digest, const std::string& l
   const std::string layout = tmp + "/layout";
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  auto fail = [&](const Status& st) -> Result<int64_t> {
+  auto fail = [&](const Status& st) -> Result<std::pair<int64_t, ImageRunConfig>> {
     fs::remove_all(tmp, ec);
     return st;
   };
@@ -194,6 +207,11 @@ Result<int64_t> ImageCache::Make(const std::string& digest, const std::string& l
     return fail(common::InvalidArgument("the image manifest has no usable layers list"));
   }
   for (const auto& l : (*manifest)["layers"]) blobs.push_back(l);
+  std::string config_digest;
+  if (manifest->contains("config") && (*manifest)["config"].is_object() &&
+      (*manifest)["config"].contains("digest") && (*manifest)["config"]["digest"].is_string()) {
+    config_digest = (*manifest)["config"]["digest"].get<std::string>();
+  }
   int64_t declared = manifest_size;
   for (const json& d : blobs) {
     if (!d.is_object() || !d.contains("digest") || !d["digest"].is_string() ||
@@ -251,6 +269,24 @@ Result<int64_t> ImageCache::Make(const std::string& digest, const std::string& l
                                 : "umoci cannot unpack the image: " + Tail(log);
     return fail(common::FailedPrecondition(why));
   }
+  // The image's Env and WorkingDir, from its config blob (verified against its digest above).
+  ImageRunConfig run_config;
+  if (!config_digest.empty()) {
+    const std::string config_path = layout + "/blobs/sha256/" + config_digest.substr(7);
+    if (::lstat(config_path.c_str(), &st) != 0 || st.st_size > kMaxDocumentBytes) {
+      return fail(common::InvalidArgument("the image's config blob is missing or larger than "
+                                          "4 MiB"));
+    }
+    auto blob = common::ReadFile(config_path);
+    if (!blob.ok()) return fail(blob.status());
+    auto parsed = ParseImageRunConfig(json::parse(*blob, nullptr, /*allow_exceptions=*/false));
+    if (!parsed.ok()) return fail(parsed.status());
+    run_config = *parsed;
+  }
+  if (Status w = common::WriteFileAtomic(tmp + "/image.json", ToJson(run_config).dump(), 0644);
+      !w.ok()) {
+    return fail(w);
+  }
   fs::remove_all(layout, ec);
   fs::remove(log, ec);
   // Jobs' uids pass through to the root file system, and read what the image lets others read.
@@ -265,7 +301,7 @@ Result<int64_t> ImageCache::Make(const std::string& digest, const std::string& l
   fs::remove_all(final_dir, ec);  // a leftover the cache did not know (no job holds it)
   if (::rename(tmp.c_str(), final_dir.c_str()) != 0) return fail(Errno("cannot rename " + tmp));
   common::LogInfo("image unpacked", {{"digest", digest}, {"bytes", std::to_string(bytes)}});
-  return bytes;
+  return std::make_pair(bytes, run_config);
 }
 
 void ImageCache::Release(const std::string& digest) {
@@ -397,6 +433,13 @@ Status ImageCache::EnsureContainerMountpoints(const std::string& command_file,
   if (!container.ok()) return container.status();
   std::vector<std::string> dirs = extra_dirs, files{container->init};
   for (const ContainerBind& b : container->binds) (b.is_file ? files : dirs).push_back(b.path);
+  // The image's WorkingDir, made (as Docker does) where the image does not have it; one it has,
+  // through a link or not, is crun's to enter.
+  const std::string& wd = container->image.working_dir;
+  if (!wd.empty() && wd != "/") {
+    struct stat st {};
+    if (::lstat((container->rootfs + wd).c_str(), &st) != 0 && errno == ENOENT) dirs.push_back(wd);
+  }
   return EnsureMountpoints(container->rootfs, dirs, files);
 }
 

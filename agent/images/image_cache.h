@@ -4,6 +4,8 @@
 //   <data-dir>/images/               0711 root
 //     <hex>/rootfs/                  an image's root file system, root's, read-only to jobs
 //                                    (crun mounts it read-only); <hex> is its manifest digest
+//     <hex>/image.json               the image's Env and WorkingDir (ImageRunConfig), from its
+//                                    verified config blob
 //     .tmp-<hex>-<n>/                one being made: layout/ (the verified blobs) and rootfs/
 //
 // Acquire copies the blobs the image's manifest names from the version's layout directory (the
@@ -17,7 +19,8 @@
 //
 // Each entry is held while a job uses it. Past max_bytes the least recently acquired entries
 // that no job holds are removed (a held one never); at start the cache forgets what it does not
-// know (leftover temporaries) and adopts complete entries.
+// know (leftover temporaries, and entries without a readable image.json, which are unpacked again
+// when next used) and adopts complete entries.
 //
 // EnsureMountpoints makes, as root, the directories (or empty files) crun mounts the job's paths
 // on: crun, as the job's uid, cannot create them in a root-owned read-only tree. It walks from
@@ -36,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/launch/container_config.h"
 #include "common/status.h"
 
 namespace agent {
@@ -56,14 +60,20 @@ class ImageUse {
   ImageUse& operator=(const ImageUse&) = delete;
   const std::string& rootfs() const { return rootfs_; }
   const std::string& digest() const { return digest_; }
+  // The image's Env and WorkingDir, what ContainerPlan::image carries.
+  const ImageRunConfig& config() const { return config_; }
 
  private:
   friend class ImageCache;
-  ImageUse(ImageCache* cache, std::string digest, std::string rootfs)
-      : cache_(cache), digest_(std::move(digest)), rootfs_(std::move(rootfs)) {}
+  ImageUse(ImageCache* cache, std::string digest, std::string rootfs, ImageRunConfig config)
+      : cache_(cache),
+        digest_(std::move(digest)),
+        rootfs_(std::move(rootfs)),
+        config_(std::move(config)) {}
   ImageCache* cache_;
   std::string digest_;
   std::string rootfs_;
+  ImageRunConfig config_;
 };
 
 class ImageCache {
@@ -98,11 +108,14 @@ class ImageCache {
     int64_t bytes = 0;
     int users = 0;
     uint64_t last_used = 0;
+    ImageRunConfig config;
   };
   explicit ImageCache(ImageCacheOptions options) : options_(std::move(options)) {}
   void Release(const std::string& digest);
   void EvictLocked();  // mu_ held
-  common::Result<int64_t> Make(const std::string& digest, const std::string& layout_dir);
+  // Unpacks the image; its size and run config.
+  common::Result<std::pair<int64_t, ImageRunConfig>> Make(const std::string& digest,
+                                                          const std::string& layout_dir);
 
   const ImageCacheOptions options_;
   mutable std::mutex mu_;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,9 +42,9 @@ class ImageCacheTest : public ::testing::Test {
   }
   // An image holding the probe at `path`, built and unpacked under root_ as an OCI layout.
   void Layout(const std::string& suffix, const std::string& path, std::string* layout,
-              std::string* digest) {
+              std::string* digest, const std::vector<std::string>& config = {}) {
     auto tar = testing::BuildOciImageTar((root_ / ("build" + suffix)).string(),
-                                         {{EMBODY_IMAGE_PROBE, path}});
+                                         {{EMBODY_IMAGE_PROBE, path}}, config);
     ASSERT_TRUE(tar.ok()) << tar.status().message();
     *layout = (root_ / ("layout" + suffix)).string();
     fs::create_directories(*layout);
@@ -61,6 +62,51 @@ class ImageCacheTest : public ::testing::Test {
     auto cache = ImageCache::Open(o);
     EXPECT_TRUE(cache.ok()) << cache.status().message();
     return cache.ok() ? std::move(*cache) : nullptr;
+  }
+
+  // A plan for `rootfs` with the job directory root_/job (the uid's) bound writable and a copy of
+  // the container init the job's uid can reach, as the agent's data directory holds it.
+  ContainerPlan RankPlan(const std::string& rootfs, uid_t uid) {
+    const std::string job_dir = (root_ / "job").string();
+    fs::create_directories(job_dir);
+    EXPECT_EQ(::chown(job_dir.c_str(), uid, uid), 0);
+    fs::permissions(root_, fs::perms(0711));
+    fs::permissions(root_ / "images", fs::perms(0711));
+    ContainerPlan plan;
+    plan.rootfs = rootfs;
+    plan.binds = {{job_dir, false}};
+    plan.init = (root_ / "embody-container-init").string();
+    fs::copy_file(EMBODY_CONTAINER_INIT, plan.init, fs::copy_options::overwrite_existing);
+    fs::permissions(plan.init, fs::perms(0755));
+    return plan;
+  }
+  // Runs `argv` in the image of `plan` as `uid`, from the job directory, with `env` set over this
+  // process's environment; its output, and whether it exited 0 (the wait status otherwise).
+  std::pair<int, std::string> RunRank(const ContainerPlan& plan, uid_t uid,
+                                      const std::vector<std::pair<std::string, std::string>>& env,
+                                      const std::vector<std::string>& argv) {
+    const std::string job_dir = plan.binds[0].path;
+    const std::string out = job_dir + "/out.txt";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      FILE* f = std::fopen(out.c_str(), "w");
+      if (f == nullptr) ::_exit(90);
+      ::dup2(fileno(f), 1);
+      ::dup2(fileno(f), 2);
+      if (::fchown(fileno(f), uid, uid) != 0) ::_exit(91);
+      if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(92);
+      ::setenv("HOME", job_dir.c_str(), 1);
+      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+      if (::chdir(job_dir.c_str()) != 0) ::_exit(93);
+      std::string err = ExecInContainer(plan, argv);
+      std::fprintf(stderr, "%s\n", err.c_str());
+      ::_exit(94);
+    }
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    auto read = common::ReadFile(out);
+    return {WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : (status == 0 ? -1 : status),
+            read.ok() ? *read : ""};
   }
 
   fs::path root_;
@@ -235,43 +281,13 @@ TEST_F(ImageCacheTest, ARankRunsInTheImageAsItsOwnUid) {
   auto use = cache->Acquire(digest_, layout_);
   ASSERT_TRUE(use.ok()) << use.status().message();
   const uid_t uid = 64123;
-  const std::string job_dir = (root_ / "job").string();
-  fs::create_directories(job_dir);
-  ASSERT_EQ(::chown(job_dir.c_str(), uid, uid), 0);
-  fs::permissions(root_, fs::perms(0711));
-  fs::permissions(root_ / "images", fs::perms(0711));
-  ContainerPlan plan;
-  plan.rootfs = (*use)->rootfs();
-  plan.init = EMBODY_CONTAINER_INIT;
-  plan.binds = {{job_dir, false}};
-  // The init binary must be reachable by the job's uid, as the agent's data dir copy is.
-  const std::string init_copy = (root_ / "embody-container-init").string();
-  fs::copy_file(EMBODY_CONTAINER_INIT, init_copy);
-  fs::permissions(init_copy, fs::perms(0755));
-  plan.init = init_copy;
+  ContainerPlan plan = RankPlan((*use)->rootfs(), uid);
+  const std::string job_dir = plan.binds[0].path, out = job_dir + "/out.txt";
   ASSERT_TRUE(cache->EnsureMountpoints(plan.rootfs, {job_dir}, {plan.init}).ok());
-  const std::string out = job_dir + "/out.txt";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* f = std::fopen(out.c_str(), "w");
-    if (f == nullptr) ::_exit(90);
-    ::dup2(fileno(f), 1);
-    ::dup2(fileno(f), 2);
-    if (::fchown(fileno(f), uid, uid) != 0) ::_exit(91);
-    if (::setgroups(0, nullptr) != 0 || ::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(92);
-    ::setenv("HOME", job_dir.c_str(), 1);
-    ::setenv("RANK", "0", 1);
-    if (::chdir(job_dir.c_str()) != 0) ::_exit(93);
-    std::string err =
-        ExecInContainer(plan, {"/bin/probe", "report", "/bin/probe", "/etc/debian_version", out});
-    std::fprintf(stderr, "%s\n", err.c_str());
-    ::_exit(94);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  auto read = common::ReadFile(out);
-  const std::string text = read.ok() ? *read : "";
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << text;
+  auto [status, text] =
+      RunRank(plan, uid, {{"RANK", "0"}},
+              {"/bin/probe", "report", "/bin/probe", "/etc/debian_version", out});
+  ASSERT_EQ(status, 0) << text;
   EXPECT_NE(text.find("uid=64123\n"), std::string::npos) << text;
   EXPECT_NE(text.find("exists /bin/probe=1"), std::string::npos) << text;
   // The host's files are not there, the job's directory is: the root is the image's.
@@ -281,6 +297,80 @@ TEST_F(ImageCacheTest, ARankRunsInTheImageAsItsOwnUid) {
   EXPECT_NE(text.find("root_writable=0"), std::string::npos) << text;
   EXPECT_NE(text.find("RANK=0"), std::string::npos) << text;
   EXPECT_TRUE(fs::exists(job_dir + "/written-in-image"));
+}
+
+TEST_F(ImageCacheTest, TheImagesEnvAndWorkingDirAreKeptWithItsEntry) {
+  std::string layout, digest;
+  ASSERT_NO_FATAL_FAILURE(Layout("-conf", "/bin/probe", &layout, &digest,
+                                 {"--config.env=IMAGE_GREETING=hello from the image",
+                                  "--config.env=PATH=/opt/tools/bin:/bin",
+                                  "--config.workingdir=/srv/app"}));
+  {
+    auto cache = Open();
+    auto use = cache->Acquire(digest, layout);
+    ASSERT_TRUE(use.ok()) << use.status().message();
+    const ImageRunConfig& c = (*use)->config();
+    EXPECT_NE(std::find(c.env.begin(), c.env.end(), "IMAGE_GREETING=hello from the image"),
+              c.env.end());
+    EXPECT_NE(std::find(c.env.begin(), c.env.end(), "PATH=/opt/tools/bin:/bin"), c.env.end());
+    EXPECT_EQ(c.working_dir, "/srv/app");
+  }
+  // A restarted agent reads it back with the entry.
+  const fs::path entry = root_ / "images" / digest.substr(7);
+  ASSERT_TRUE(fs::is_regular_file(entry / "image.json"));
+  {
+    auto cache = Open();
+    ASSERT_EQ(cache->Entries(), std::vector<std::string>{digest});
+    auto use = cache->Acquire(digest, layout);
+    ASSERT_TRUE(use.ok());
+    EXPECT_EQ((*use)->config().working_dir, "/srv/app");
+  }
+  // An entry whose image.json is gone or damaged is not adopted: it is made again when used.
+  for (const char* damage : {"", "{\"env\": [\"BAD KEY=1\"], \"working_dir\": \"\"}"}) {
+    if (*damage == '\0') {
+      fs::remove(entry / "image.json");
+    } else {
+      std::ofstream(entry / "image.json") << damage;
+    }
+    auto cache = Open();
+    EXPECT_TRUE(cache->Entries().empty()) << damage;
+    EXPECT_FALSE(fs::exists(entry));
+    auto use = cache->Acquire(digest, layout);
+    ASSERT_TRUE(use.ok()) << use.status().message();
+    EXPECT_EQ((*use)->config().working_dir, "/srv/app");
+  }
+}
+
+TEST_F(ImageCacheTest, ARankRunsWithTheImagesEnvInItsWorkingDir) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to a job uid";
+  std::string layout, digest;
+  ASSERT_NO_FATAL_FAILURE(Layout("-conf", "/bin/probe", &layout, &digest,
+                                 {"--config.env=IMAGE_GREETING=hello", "--config.env=PATH=/bin",
+                                  "--config.workingdir=/srv/app"}));
+  auto cache = Open();
+  auto use = cache->Acquire(digest, layout);
+  ASSERT_TRUE(use.ok()) << use.status().message();
+  const uid_t uid = 64124;
+  ContainerPlan plan = RankPlan((*use)->rootfs(), uid);
+  plan.image = (*use)->config();
+  // The agent's path: the mount points of the command file's block, the WorkingDir with them.
+  ASSERT_FALSE(fs::exists(plan.rootfs + "/srv/app"));
+  const common::Status made =
+      cache->EnsureContainerMountpoints(json{{"container", ToJson(plan)}}.dump(), {});
+  ASSERT_TRUE(made.ok()) << made.message();
+  EXPECT_TRUE(fs::is_directory(plan.rootfs + "/srv/app"));
+  // "probe" is found through the image's PATH, inside the image; the rank's own variables go
+  // over the image's, its PATH does not (crun is found on it).
+  auto [status, text] = RunRank(plan, uid,
+                                {{"RANK", "3"},
+                                 {"IMAGE_GREETING", "overridden by the rank"},
+                                 {"PATH", "/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"}},
+                                {"probe", "report"});
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("cwd=/srv/app\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("PATH=/bin\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("IMAGE_GREETING=overridden by the rank\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("RANK=3\n"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ struct HeldJob {
   std::string token;
   pid_t pid = 0;
   std::optional<uid_t> uid;  // the job's own uid while it runs
+  bool network_granted = false;  // `uid` has its network rules (JobSandboxOptions::network)
   std::vector<int> gpus;
   std::unique_ptr<JobCgroup> cgroup;
   std::optional<ImportPaths> import;  // kind import: where its output goes

@@ -115,6 +115,7 @@ common::Result<JobLauncher::Planned> JobLauncher::Plan(HeldJob* job, const api::
     // plan.
     ContainerPlan container;
     container.rootfs = job->image->rootfs();
+    container.image = job->image->config();
     container.init = options_.container_init;
     container.crun = options_.crun;
     in.container = container;
@@ -223,6 +224,13 @@ JobLauncher::Spawned JobLauncher::Spawn(HeldJob* job, const api::Command& launch
     job->cgroup = std::move(*cg);
   }
 
+  if (job->uid && options_.jobs.network) {
+    // Before its first process: nothing of the job ever runs with the node's whole network.
+    if (st = GrantJobNetwork(options_.jobs, *job->uid, {}, launch.hosts); !st.ok()) {
+      return {0, 1, "cannot confine the job's network: " + st.message()};
+    }
+    job->network_granted = true;
+  }
   logs_->AddJob(job->id, in.job_dir, log_dir, plan.total_ranks, job->uid, job->attempt,
                 launch.log_bytes);
   SpawnRequest req;
@@ -302,6 +310,9 @@ common::Status JobLauncher::PrepareDirs(HeldJob* job, const api::Command& launch
 }
 
 void JobLauncher::Release(HeldJob* job) {
+  // Its rules go before its uid can be another job's.
+  if (job->uid && job->network_granted) RevokeJobNetwork(options_.jobs, *job->uid);
+  job->network_granted = false;
   if (job->uid) uids_.Release(*job->uid);
   job->uid.reset();
   if (!job->gpus.empty() && options_.gpus) options_.gpus->Release(HeadGpuHolder(job->id));

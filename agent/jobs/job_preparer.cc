@@ -97,7 +97,8 @@ JobPreparer::Fetched JobPreparer::FetchUpload(int64_t job_id, api::Command launc
 
 JobPreparer::Fetched JobPreparer::Pull(int64_t job_id, api::Command launch,
                                        const std::function<bool()>& stop) const {
-  // As an upload: root's private directory until the archive is the job's own.
+  // As an upload: root's directory until the archive is the job's own; passable (0711) so that
+  // skopeo, under a uid of its own, reaches its private directory inside (registry_pull.h).
   const std::string dir = options_.jobs.DownloadDir(job_id);
   Fetched out;
   out.upload_fetched = dir + "/" + UploadFileName(launch.spec);
@@ -107,7 +108,7 @@ JobPreparer::Fetched JobPreparer::Pull(int64_t job_id, api::Command launch,
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   if (st.ok()) st = common::MakeDirs(dir);
-  if (st.ok() && ::chmod(dir.c_str(), 0700) != 0) st = common::Internal("cannot chmod " + dir);
+  if (st.ok() && ::chmod(dir.c_str(), 0711) != 0) st = common::Internal("cannot chmod " + dir);
   std::string what = "the image";
   if (st.ok()) {
     what = pull->registry.name + "/" + pull->reference.ToString();

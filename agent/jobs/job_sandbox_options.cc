@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "common/log.h"
+
 namespace agent {
 
 namespace {
@@ -49,6 +51,37 @@ LaunchInput JobSandboxOptions::LaunchInputFor(int64_t job_id) const {
   // mpirun takes whole seconds; a grace below one second still gives the ranks one.
   in.kill_grace_s = std::max<int>(1, static_cast<int>((kill_grace.count() + 999) / 1000));
   return in;
+}
+
+common::Status GrantJobNetwork(const JobSandboxOptions& options, uid_t uid,
+                               std::vector<std::string> peers,
+                               const std::vector<api::HostSlot>& hosts) {
+  if (options.network == nullptr) return common::Status::Ok();
+  JobNetworkGrant grant;
+  grant.uids = {uid};
+  for (const api::HostSlot& h : hosts) {
+    peers.push_back(h.address);
+    if (h.agent_url.empty()) continue;
+    auto agent = EndpointOfUrl(h.agent_url);
+    if (agent.ok()) {
+      grant.agents.push_back(*agent);
+    } else {
+      common::LogInfo("a peer agent named by host name: reached at its node's address only",
+                      {{"agent_url", h.agent_url}});
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  grant.peers = std::move(peers);
+  return options.network->Grant(std::move(grant));
+}
+
+void RevokeJobNetwork(const JobSandboxOptions& options, uid_t uid) {
+  if (options.network == nullptr) return;
+  if (common::Status st = options.network->Revoke({uid}); !st.ok()) {
+    common::LogWarn("cannot remove a job uid's network rules",
+                    {{"uid", std::to_string(uid)}, {"error", st.message()}});
+  }
 }
 
 }  // namespace agent

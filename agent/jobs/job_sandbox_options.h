@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "agent/sandbox/cgroup.h"
+#include "agent/sandbox/job_network.h"
 #include "agent/launch/mpi_launch.h"
 #include "agent/sandbox/sandbox.h"
+#include "api/agent_protocol.h"
+#include "common/status.h"
 
 namespace agent {
 
@@ -38,6 +41,11 @@ struct JobSandboxOptions {
   // sandbox.switch_uid must be false when the agent is not root (the agent decides).
   SandboxOptions sandbox;
   CgroupSetup cgroups;  // version kNone: no cgroups, RLIMIT_AS enforces memory
+  // What a job's uid may reach on the network (agent/sandbox/job_network.h), granted before its
+  // first process starts and revoked before its uid goes back to the pool; owned by the agent,
+  // outliving every job. Null: jobs have the node's network (--job-network=host, or no uid of
+  // their own to confine).
+  JobNetwork* network = nullptr;
 
   std::string JobDir(int64_t job_id) const;         // <data-dir>/jobs/job-<id>
   std::string LogDir(int64_t job_id) const;         // <data-dir>/logs/job-<id>
@@ -48,5 +56,17 @@ struct JobSandboxOptions {
   // directories, binaries, PATH, Open MPI settings, root or not, the kill grace in whole seconds.
   LaunchInput LaunchInputFor(int64_t job_id) const;
 };
+
+// Gives `uid` (a job's on this node) what the job may reach, when `options.network` confines
+// jobs: the addresses in `peers` and of `hosts` (its nodes, from the server), this node's agent
+// and the agents of `hosts` (their rsh launcher asks them for daemons). An address that is not an
+// IP literal fails the grant (invalid_argument, naming it); an agent URL whose host is a name is
+// left out (its node's address is a peer already). OK without a network.
+common::Status GrantJobNetwork(const JobSandboxOptions& options, uid_t uid,
+                               std::vector<std::string> peers,
+                               const std::vector<api::HostSlot>& hosts);
+// Takes back what GrantJobNetwork gave `uid`, before the uid returns to the pool; a failure is
+// logged (the uid's next grant replaces what is left).
+void RevokeJobNetwork(const JobSandboxOptions& options, uid_t uid);
 
 }  // namespace agent

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <map>
+
 namespace agent {
 namespace {
 
@@ -30,6 +32,28 @@ json Bind(const std::string& path, bool read_only) {
               {"options", {"rbind", read_only ? "ro" : "rw", "nosuid", "nodev"}}};
 }
 
+bool Under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         path[dir.size()] == '/');
+}
+
+constexpr size_t kMaxImageEnv = 1024;
+constexpr size_t kMaxImageEnvEntry = 32 * 1024;
+
+bool ValidEnvEntry(const std::string& kv) {
+  if (kv.size() > kMaxImageEnvEntry || kv.find('\0') != std::string::npos) return false;
+  const size_t eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  if (kv[0] >= '0' && kv[0] <= '9') return false;
+  for (size_t i = 0; i < eq; ++i) {
+    const char c = kv[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Exists(const char* path) {
   struct stat st {};
   return ::stat(path, &st) == 0;
@@ -37,12 +61,111 @@ bool Exists(const char* path) {
 
 }  // namespace
 
+common::Result<ImageRunConfig> ParseImageRunConfig(const json& config_blob) {
+  if (!config_blob.is_object()) {
+    return common::InvalidArgument("the image's config blob is not a JSON object");
+  }
+  ImageRunConfig out;
+  if (!config_blob.contains("config") || config_blob["config"].is_null()) return out;
+  const json& c = config_blob["config"];
+  if (!c.is_object()) return common::InvalidArgument("the image's config is not an object");
+  if (c.contains("Env") && !c["Env"].is_null()) {
+    const json& env = c["Env"];
+    if (!env.is_array() || env.size() > kMaxImageEnv) {
+      return common::InvalidArgument("the image's Env must be an array of at most " +
+                                     std::to_string(kMaxImageEnv) + " strings");
+    }
+    for (const json& e : env) {
+      if (!e.is_string()) return common::InvalidArgument("the image's Env holds a non-string");
+      const std::string v = e.get<std::string>();
+      if (!ValidEnvEntry(v)) {
+        return common::InvalidArgument("the image's Env has an entry that is not KEY=VALUE: \"" +
+                                       v.substr(0, 64) + "\"");
+      }
+      out.env.push_back(v);
+    }
+  }
+  if (c.contains("WorkingDir") && !c["WorkingDir"].is_null()) {
+    if (!c["WorkingDir"].is_string()) {
+      return common::InvalidArgument("the image's WorkingDir is not a string");
+    }
+    std::string w = c["WorkingDir"].get<std::string>();
+    while (w.size() > 1 && w.back() == '/') w.pop_back();
+    if (!w.empty() && !CleanAbsolute(w)) {
+      return common::InvalidArgument("the image's WorkingDir \"" + w.substr(0, 256) +
+                                     "\" is not an absolute path without \"..\"");
+    }
+    out.working_dir = w;
+  }
+  return out;
+}
+
+json ToJson(const ImageRunConfig& config) {
+  return json{{"env", config.env}, {"working_dir", config.working_dir}};
+}
+
+common::Result<ImageRunConfig> ParseImageRunConfigJson(const json& j) {
+  // The same checks as on the image's own blob.
+  if (!j.is_object() || !j.contains("env") || !j.contains("working_dir")) {
+    return common::InvalidArgument("an image run config needs env and working_dir");
+  }
+  return ParseImageRunConfig(json{{"config", {{"Env", j["env"]}, {"WorkingDir", j["working_dir"]}}}});
+}
+
+std::vector<std::string> MergeImageEnvironment(const std::vector<std::string>& image_env,
+                                               const std::vector<std::string>& rank_env) {
+  auto key_of = [](const std::string& kv) { return kv.substr(0, kv.find('=')); };
+  auto value_of = [](const std::string& kv) {
+    const size_t eq = kv.find('=');
+    return eq == std::string::npos ? std::string() : kv.substr(eq + 1);
+  };
+  std::vector<std::string> out;
+  std::map<std::string, size_t> at;  // key -> index in out
+  for (const auto& kv : image_env) {
+    const std::string key = key_of(kv);
+    if (auto it = at.find(key); it != at.end()) {
+      out[it->second] = kv;  // the image's later entry, as a shell would take it
+    } else {
+      at[key] = out.size();
+      out.push_back(kv);
+    }
+  }
+  for (const auto& kv : rank_env) {
+    const std::string key = key_of(kv);
+    auto it = at.find(key);
+    if (it == at.end()) {
+      at[key] = out.size();
+      out.push_back(kv);
+    } else if (key == "PATH" || key == "LD_LIBRARY_PATH") {
+      // The image's.
+    } else if (key == "PYTHONPATH") {
+      const std::string image_value = value_of(out[it->second]), own = value_of(kv);
+      out[it->second] = "PYTHONPATH=" + (own.empty()           ? image_value
+                                         : image_value.empty() ? own
+                                                               : own + ":" + image_value);
+    } else {
+      out[it->second] = kv;
+    }
+  }
+  return out;
+}
+
+std::string ContainerWorkingDir(const ContainerPlan& plan, const std::string& cwd,
+                                const std::string& home) {
+  if (!plan.image.working_dir.empty()) return plan.image.working_dir;
+  for (const auto& b : plan.binds) {
+    if (!b.is_file && Under(cwd, b.path)) return cwd;
+  }
+  return home;
+}
+
 json ToJson(const ContainerPlan& plan) {
   json binds = json::array();
   for (const auto& b : plan.binds) {
     binds.push_back({{"path", b.path}, {"read_only", b.read_only}, {"file", b.is_file}});
   }
-  return json{{"rootfs", plan.rootfs}, {"init", plan.init}, {"crun", plan.crun}, {"binds", binds}};
+  return json{{"rootfs", plan.rootfs}, {"init", plan.init},   {"crun", plan.crun},
+              {"binds", binds},        {"image", ToJson(plan.image)}};
 }
 
 common::Result<ContainerPlan> ParseContainerPlan(const json& j) {
@@ -71,6 +194,11 @@ common::Result<ContainerPlan> ParseContainerPlan(const json& j) {
     }
     plan.binds.push_back({b["path"].get<std::string>(), b["read_only"].get<bool>(),
                           b.value("file", false)});
+  }
+  if (j.contains("image")) {
+    auto image = ParseImageRunConfigJson(j["image"]);
+    if (!image.ok()) return common::InvalidArgument("container.image: " + image.status().message());
+    plan.image = *image;
   }
   return plan;
 }

@@ -34,13 +34,42 @@ struct ContainerBind {
   bool is_file = false;  // a file (its mount point is an empty file, not a directory)
 };
 
+// What of the image's own configuration (the "config" of its OCI config blob) a rank runs with:
+// its Env and its WorkingDir. Its Entrypoint and Cmd are not used: a job's "command" replaces
+// both, as a Kubernetes container's "command" does.
+struct ImageRunConfig {
+  std::vector<std::string> env;  // KEY=VALUE, in the image's order
+  std::string working_dir;       // absolute, or "" (none set)
+};
+
+// The image config blob's Env and WorkingDir, checked: at most 1,024 variables of at most
+// 32 KiB each, every one KEY=VALUE with a KEY of letters, digits and '_' not starting with a digit
+// (no NUL anywhere), a WorkingDir absolute without "..". invalid_argument names what is wrong.
+// A blob without "config", or a config without either, is an image that sets none.
+common::Result<ImageRunConfig> ParseImageRunConfig(const nlohmann::json& config_blob);
+nlohmann::json ToJson(const ImageRunConfig& config);
+common::Result<ImageRunConfig> ParseImageRunConfigJson(const nlohmann::json& j);
+
+// A rank's environment inside its image: the image's Env, with the rank's own variables over it
+// (the platform's: rank, rendezvous, job, SDK), except that the image's PATH and LD_LIBRARY_PATH
+// win (the host's directories mean nothing inside the image) and PYTHONPATH is the rank's (the
+// SDK) followed by the image's. Order: the image's variables first, then the rank's others.
+std::vector<std::string> MergeImageEnvironment(const std::vector<std::string>& image_env,
+                                               const std::vector<std::string>& rank_env);
+
 // What the agent writes into command.json as "container".
 struct ContainerPlan {
   std::string rootfs;  // the image's unpacked root file system (agent/images/image_cache.h)
   std::string init;    // embody-container-init on the host, bound at the same path
   std::string crun = "crun";
   std::vector<ContainerBind> binds;
+  ImageRunConfig image;  // the image's Env and WorkingDir
 };
+
+// Where a rank starts inside the container: the image's WorkingDir when it sets one; else the
+// directory it was started in (`cwd`) when one of the binds holds it; else `home`.
+std::string ContainerWorkingDir(const ContainerPlan& plan, const std::string& cwd,
+                                const std::string& home);
 
 nlohmann::json ToJson(const ContainerPlan& plan);
 // invalid_argument for anything but absolute paths without "..", and a crun without a name.

@@ -100,5 +100,84 @@ TEST(ContainerConfigTest, ThePlanRoundTripsAndRefusesPathsThatWalk) {
   EXPECT_FALSE(ParseContainerPlan(json::array()).ok());
 }
 
+TEST(ContainerConfigTest, TheImagesEnvAndWorkingDirTravelInThePlanAndAreChecked) {
+  ContainerPlan plan = Plan();
+  auto image = ParseImageRunConfig(json::parse(R"({
+      "architecture": "amd64",
+      "config": {"Env": ["PATH=/opt/conda/bin:/usr/bin", "LANG=C.UTF-8"],
+                 "WorkingDir": "/app/", "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["serve"]}})"));
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  EXPECT_EQ(image->env, (std::vector<std::string>{"PATH=/opt/conda/bin:/usr/bin", "LANG=C.UTF-8"}));
+  EXPECT_EQ(image->working_dir, "/app");
+  plan.image = *image;
+  auto back = ParseContainerPlan(ToJson(plan));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->image.env, plan.image.env);
+  EXPECT_EQ(back->image.working_dir, "/app");
+  // A plan written without the block (an image that sets nothing) still reads.
+  json old = ToJson(Plan());
+  old.erase("image");
+  ASSERT_TRUE(ParseContainerPlan(old).ok());
+
+  // An image that sets nothing, or null fields, as some builders write them.
+  for (const char* none : {R"({})", R"({"config": null})", R"({"config": {"Env": null}})",
+                           R"({"config": {"WorkingDir": ""}})"}) {
+    auto r = ParseImageRunConfig(json::parse(none));
+    ASSERT_TRUE(r.ok()) << none << ": " << r.status().message();
+    EXPECT_TRUE(r->env.empty());
+    EXPECT_EQ(r->working_dir, "");
+  }
+  // What cannot be a variable or a directory is refused, naming it.
+  for (const char* bad :
+       {R"({"config": {"Env": ["NOEQUALS"]}})", R"({"config": {"Env": ["=x"]}})",
+        R"({"config": {"Env": ["1A=x"]}})", R"({"config": {"Env": ["A B=x"]}})",
+        R"({"config": {"Env": [7]}})", R"({"config": {"Env": "A=b"}})",
+        R"({"config": {"WorkingDir": "app"}})", R"({"config": {"WorkingDir": "/a/../etc"}})",
+        R"({"config": {"WorkingDir": 3}})", R"({"config": []})", R"([])"}) {
+    EXPECT_FALSE(ParseImageRunConfig(json::parse(bad)).ok()) << bad;
+  }
+  json many = json::array();
+  for (int i = 0; i < 1025; ++i) many.push_back("V" + std::to_string(i) + "=1");
+  EXPECT_FALSE(ParseImageRunConfig(json{{"config", {{"Env", many}}}}).ok());
+  EXPECT_FALSE(
+      ParseImageRunConfig(json{{"config", {{"Env", {"A=" + std::string(40000, 'x')}}}}}).ok());
+  EXPECT_FALSE(ParseImageRunConfig(json{{"config", {{"Env", {std::string("A=b\0c", 5)}}}}}).ok());
+  // A tampered command file is refused the same way.
+  json tampered = ToJson(plan);
+  tampered["image"]["env"] = {"BAD KEY=1"};
+  EXPECT_FALSE(ParseContainerPlan(tampered).ok());
+}
+
+TEST(ContainerConfigTest, TheRanksVariablesGoOverTheImagesButItsPathsWin) {
+  const std::vector<std::string> image{"PATH=/opt/conda/bin:/usr/bin", "LANG=C.UTF-8",
+                                       "PYTHONPATH=/app/lib", "LD_LIBRARY_PATH=/opt/lib",
+                                       "RANK=99", "LANG=en_US.UTF-8"};
+  const std::vector<std::string> rank{"PATH=/usr/local/bin:/usr/bin:/bin", "RANK=1",
+                                      "PYTHONPATH=/opt/embody/sdk", "HOME=/jobs/job-7",
+                                      "LD_LIBRARY_PATH=/host/lib", "EMBODY_JOB_ID=7"};
+  EXPECT_EQ(MergeImageEnvironment(image, rank),
+            (std::vector<std::string>{"PATH=/opt/conda/bin:/usr/bin", "LANG=en_US.UTF-8",
+                                      "PYTHONPATH=/opt/embody/sdk:/app/lib",
+                                      "LD_LIBRARY_PATH=/opt/lib", "RANK=1", "HOME=/jobs/job-7",
+                                      "EMBODY_JOB_ID=7"}));
+  // An image without PATH runs with the rank's; without an image, the rank's variables as they are.
+  EXPECT_EQ(MergeImageEnvironment({"A=1"}, {"PATH=/usr/bin", "PYTHONPATH=/sdk"}),
+            (std::vector<std::string>{"A=1", "PATH=/usr/bin", "PYTHONPATH=/sdk"}));
+  EXPECT_EQ(MergeImageEnvironment({}, rank), rank);
+  EXPECT_EQ(MergeImageEnvironment({"PYTHONPATH=/app"}, {"PYTHONPATH="}),
+            (std::vector<std::string>{"PYTHONPATH=/app"}));
+}
+
+TEST(ContainerConfigTest, ARankStartsInTheImagesWorkingDirElseWhereItWasStarted) {
+  ContainerPlan plan = Plan();
+  EXPECT_EQ(ContainerWorkingDir(plan, "/var/lib/embody/jobs/job-7/sub", "/home/x"),
+            "/var/lib/embody/jobs/job-7/sub");
+  EXPECT_EQ(ContainerWorkingDir(plan, "/elsewhere", "/var/lib/embody/jobs/job-7"),
+            "/var/lib/embody/jobs/job-7");
+  EXPECT_EQ(ContainerWorkingDir(plan, "/etc/embody/ca.pem", "/h"), "/h");  // a file bind
+  plan.image.working_dir = "/app";
+  EXPECT_EQ(ContainerWorkingDir(plan, "/var/lib/embody/jobs/job-7", "/h"), "/app");
+}
+
 }  // namespace
 }  // namespace agent

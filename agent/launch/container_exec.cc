@@ -31,11 +31,6 @@ bool WriteProcFile(const char* path, const std::string& text) {
   return ok;
 }
 
-bool Under(const std::string& path, const std::string& dir) {
-  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                         path[dir.size()] == '/');
-}
-
 }  // namespace
 
 std::string ExecInContainer(const ContainerPlan& plan, const std::vector<std::string>& argv) {
@@ -51,18 +46,15 @@ std::string ExecInContainer(const ContainerPlan& plan, const std::vector<std::st
 
   ContainerProcess process;
   process.args = argv;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) process.env.push_back(*e);
+  std::vector<std::string> own;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) own.push_back(*e);
+  process.env = MergeImageEnvironment(plan.image.env, own);
   process.uid = ::getuid();
   process.gid = ::getgid();
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) process.hostname = host;
   char cwd[4096] = {};
-  process.cwd = home;
-  if (::getcwd(cwd, sizeof cwd) != nullptr) {
-    for (const auto& b : plan.binds) {
-      if (Under(cwd, b.path)) process.cwd = cwd;
-    }
-  }
+  process.cwd = ContainerWorkingDir(plan, ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "", home);
   const std::string config = OciRuntimeConfig(plan, process).dump(1) + "\n";
   if (auto st = common::WriteFileAtomic(bundle + "/config.json", config, 0600); !st.ok()) {
     return st.message();

@@ -370,6 +370,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
     if (!a.image->status.ok()) return a.image->status;
     ContainerPlan container;
     container.rootfs = a.image->use->rootfs();
+    container.image = a.image->use->config();
     container.init = options_.container_init;
     container.crun = options_.crun;
     in.container = container;
@@ -386,6 +387,7 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   auto fail = [&](const common::Status& st) -> common::Status {
     if (started.cgroup) (void)started.cgroup->Remove();
     if (started.uid) {
+      if (started.network) RevokeJobNetwork(options_.jobs, *started.uid);
       LockDir(in.job_dir, uids_);
       uids_->Release(*started.uid);
     }
@@ -449,6 +451,16 @@ common::Result<std::shared_ptr<RemoteDaemon>> RshBridge::Start(int64_t job_id,
   req.limits = JobRlimits(options_.jobs.sandbox);
   req.no_new_privs = true;
   req.credentials = creds;
+  if (started.uid && options_.jobs.network) {
+    // The job's nodes, as the server placed it, and this one (an older server names no peers).
+    std::vector<std::string> peers = w.peers;
+    peers.push_back(options_.jobs.address);
+    if (common::Status st = GrantJobNetwork(options_.jobs, *started.uid, peers, w.hosts);
+        !st.ok()) {
+      return fail(common::FailedPrecondition("cannot confine the job's network: " + st.message()));
+    }
+    started.network = true;
+  }
   logs_->AddJob(job_id, in.job_dir, LogDir(job_id), TotalRanks(w.spec), started.uid, w.attempt,
                 w.log_bytes);
   auto pid = SpawnInNewSession(req);
@@ -527,6 +539,7 @@ void RshBridge::Reap(std::shared_ptr<RemoteDaemon> d, Started started) {
   logs_->Collect(d->job_id_, /*final=*/true);
   logs_->MarkFinished(d->job_id_);
   if (started.uid) {
+    if (started.network) RevokeJobNetwork(options_.jobs, *started.uid);
     LockDir(JobDir(d->job_id_), uids_);
     LockDir(options_.jobs.CheckpointDir(d->job_id_), uids_);
     uids_->Release(*started.uid);

@@ -164,6 +164,7 @@ class RshBridge {
     std::unique_ptr<JobCgroup> cgroup;
     std::unique_ptr<JobWatcher> watcher;  // null: none (no agent binary, or it failed to start)
     bool gpus = false;  // holds GPUs of options_.gpus (DaemonGpuHolder)
+    bool network = false;  // uid has its network rules (JobSandboxOptions::network)
   };
   // Waits for the daemon, then sweeps what it left and releases its uid, GPUs and cgroup.
   void Reap(std::shared_ptr<RemoteDaemon> daemon, Started started);

@@ -234,7 +234,8 @@ common::Status PrepareDataDir(const std::string& data_dir, bool switch_uid) {
   namespace fs = std::filesystem;
   const mode_t pass = switch_uid ? 0711 : 0700;
   for (const auto& [sub, mode] : std::vector<std::pair<std::string, mode_t>>{
-           {"", pass}, {"/jobs", pass}, {"/checkpoints", pass}, {"/logs", 0700}}) {
+           {"", pass}, {"/jobs", pass}, {"/checkpoints", pass}, {"/downloads", pass},
+           {"/logs", 0700}}) {
     std::string dir = data_dir + sub;
     EMBODY_RETURN_IF_ERROR(common::MakeDirs(dir));
     EMBODY_RETURN_IF_ERROR(SetMode(dir, mode));

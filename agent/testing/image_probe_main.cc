@@ -54,12 +54,17 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) std::printf("exists %s=%d\n", argv[i], Exists(argv[i]) ? 1 : 0);
   for (const char* var : {"HOME", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
                           "EMBODY_JOB_ID", "EMBODY_AGENT_URL", "EMBODY_NODE_ADDRESS", "PYTHONPATH",
-                          "EMBODY_DATASETS"}) {
+                          "EMBODY_DATASETS", "PATH", "IMAGE_GREETING"}) {
     const char* v = std::getenv(var);
     std::printf("%s=%s\n", var, v != nullptr ? v : "");
   }
-  const char* sdk = std::getenv("PYTHONPATH");
-  std::printf("sdk_visible=%d\n", sdk != nullptr && *sdk != '\0' && Exists(sdk) ? 1 : 0);
+  // The SDK is the first directory of PYTHONPATH (an image's own follow it).
+  const char* python_path = std::getenv("PYTHONPATH");
+  const std::string sdk = python_path != nullptr ? python_path : "";
+  const std::string first = sdk.substr(0, sdk.find(':'));
+  std::printf("sdk_visible=%d\n", !first.empty() && Exists(first.c_str()) ? 1 : 0);
+  char cwd[4096] = {};
+  std::printf("cwd=%s\n", ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "");
   const char* home = std::getenv("HOME");
   bool writable = false;
   if (home != nullptr) {

@@ -15,7 +15,8 @@ bool HaveCrunAndUmoci() {
 }
 
 common::Result<std::string> BuildOciImageTar(
-    const std::string& work_dir, const std::vector<std::pair<std::string, std::string>>& files) {
+    const std::string& work_dir, const std::vector<std::pair<std::string, std::string>>& files,
+    const std::vector<std::string>& config) {
   if (Run("command -v umoci") != 0) return common::FailedPrecondition("umoci is not installed");
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -34,7 +35,10 @@ common::Result<std::string> BuildOciImageTar(
     fs::permissions(dest, fs::perms(0755), ec);
   }
   const std::string tar = work_dir + "/image.tar";
+  std::string configure;
+  for (const std::string& option : config) configure += " '" + option + "'";
   if (Run("umoci repack --image " + layout + ":t " + bundle) != 0 ||
+      (!config.empty() && Run("umoci config --image " + layout + ":t" + configure) != 0) ||
       Run("umoci gc --layout " + layout) != 0 || Run("tar -cf " + tar + " -C " + layout + " .") != 0) {
     return common::Internal("umoci cannot repack the image in " + work_dir);
   }

@@ -15,8 +15,11 @@ namespace agent::testing {
 bool HaveCrunAndUmoci();
 
 // Builds the image in `work_dir` (created) from `files` (host path -> absolute path in the
-// image; each copied 0755) and returns the tar's path. failed_precondition without umoci.
+// image; each copied 0755) and returns the tar's path. `config` are `umoci config` options for
+// the image's configuration (e.g. "--config.env=A=b", "--config.workingdir=/w"), each one
+// argument. failed_precondition without umoci.
 common::Result<std::string> BuildOciImageTar(
-    const std::string& work_dir, const std::vector<std::pair<std::string, std::string>>& files);
+    const std::string& work_dir, const std::vector<std::pair<std::string, std::string>>& files,
+    const std::vector<std::string>& config = {});
 
 }  // namespace agent::testing

@@ -701,6 +701,10 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
       EMBODY_ASSIGN_OR_RETURN(c, JobCommand(uow, api::Command::Type::kWorker, *job));
       c.job_token_sha256 = common::Sha256Hex(a.job_token);
       c.hosts.push_back({a.node_id, a.node_name, a.node_address, a.ranks, a.node_agent_url});
+      // What the job's processes there may reach (agent/sandbox/job_network.h): its nodes. One
+      // read per attempt: the full form goes out until the agent holds it.
+      EMBODY_ASSIGN_OR_RETURN(placement, uow.allocations().ForJob(job->id));
+      for (const AllocationRecord& p : placement) c.peers.push_back(p.node_address);
       reply.commands.push_back(std::move(c));
     } else if (job->state == JobState::kCancelling || job->state == JobState::kRestarting) {
       if (a.is_head && !LaunchSent(a)) {

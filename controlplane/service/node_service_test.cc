@@ -405,6 +405,10 @@ TEST_F(NodeServiceTest, AMultiNodeJobGivesTheHeadTheTokenAndTheOtherNodeItsDiges
   EXPECT_TRUE(worker.job_token.empty());
   EXPECT_EQ(worker.spec["name"], "two");
   EXPECT_FALSE(worker.held);
+  // Every node of the job, the head first: what its processes there may reach.
+  EXPECT_EQ(worker.peers,
+            (std::vector<std::string>{launch.hosts[0].address, launch.hosts[1].address}));
+  EXPECT_FALSE(launch.hosts[0].address.empty());
 
   // Once the agent lists the assignment as held, it comes short: the job and attempt only.
   api::HeartbeatRequest holding;

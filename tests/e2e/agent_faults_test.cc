@@ -113,6 +113,10 @@ TEST(AgentFaultsTest, KilledAgentsJobStopsAndResumesElsewhereFromItsCheckpoint) 
                        << ::testing::PrintToString(JobProcessesOn(stack, lost, id));
   std::printf("job processes gone %.2f s after the agent was killed (grace %d ms + %d ms)\n",
               gone_s, kOrphanGraceMs, kKillGraceMs);
+  // The dead agent's job network rules stay until an agent starts on its data directory again.
+  // Its node is another machine in a real cluster; here both agents share one kernel, and those
+  // rules name the uid the other agent gives the job's next attempt.
+  stack.RemoveJobNetworkTable(lost);
 
   // The node goes DOWN after 3 silent heartbeat intervals (300 ms here), seen by the next
   // scheduler cycle: the processes may well be gone before.

@@ -81,6 +81,21 @@ void LocalStack::LoseNode(int i) {
     for (int pid : ProcessesWith(needle)) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // A lost machine takes its job network rules with it; here the agents share one kernel, and
+  // the killed agent's rules for its jobs' uids (the same numbers the other agent hands out)
+  // would go on refusing what the other node's jobs send.
+  RemoveJobNetworkTable(i);
+}
+
+void LocalStack::RemoveJobNetworkTable(int i) {
+  if (::geteuid() != 0) return;  // a root agent's alone (agent/sandbox/job_network.h)
+  // The agent's table name: embody_jobs_ and 12 hex digits of its data directory's SHA-256
+  // (agent/agent.cc). Absent (stopped cleanly, never confined): nothing to do.
+  const std::string table = "embody_jobs_" + common::Sha256Hex(agent_data_dir(i)).substr(0, 12);
+  const std::string cmd = "nft delete table inet " + table + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    // Not there, or no nft on this machine: either way nothing of it is left to refuse.
+  }
 }
 
 void LocalStack::KillAgent(int i) { agent_procs_.at(i)->Kill(); }
@@ -97,6 +112,8 @@ void LocalStack::LoseNodeAndDisk(int i) {
 
 LocalStack::~LocalStack() {
   for (auto& a : agent_procs_) a->Stop();
+  // An agent a test killed and never started again left its table behind.
+  for (size_t i = 0; i < agent_procs_.size(); ++i) RemoveJobNetworkTable(static_cast<int>(i));
   if (server_) server_->Stop();
   pg_.reset();
   if (!std::getenv("EMBODY_KEEP_TEST_DIR")) {

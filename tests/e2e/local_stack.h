@@ -90,6 +90,8 @@ class LocalStack {
   // LoseNode, then the node's disk goes too: agent `i`'s data directory (its checkpoints
   // included) is removed.
   void LoseNodeAndDisk(int i);
+  // Deletes agent `i`'s job network table (as its machine's loss would), if there is one.
+  void RemoveJobNetworkTable(int i);
   std::string agent_data_dir(int i) const {
     return dir_ + "/agents/node-" + std::string(1, static_cast<char>('a' + i));
   }
