@@ -33,20 +33,6 @@ const json* SourceOf(const json& spec) {
   return &*src;
 }
 
-// skopeo's output, for the import's error: its last lines, printable.
-std::string Tail(const std::string& path) {
-  auto text = common::ReadFile(path);
-  if (!text.ok()) return "";
-  std::string t = *text;
-  if (t.size() > 2000) t = t.substr(t.size() - 2000);
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  for (char& c : t) {
-    if (c == '\n') c = ' ';
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  }
-  return t;
-}
-
 }  // namespace
 
 bool IsRegistryPull(const json& spec) {
@@ -203,7 +189,7 @@ common::Status PullImage(const RegistryPullOptions& o, const RegistryPull& pull,
                                        std::to_string(o.timeout.count()) + " s"));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    const std::string log = Tail(work + "/skopeo.log");
+    const std::string log = OutputTail(work + "/skopeo.log");
     // Past RLIMIT_FSIZE a C program dies of SIGXFSZ; Go (skopeo) ignores it and fails the write
     // with EFBIG, "file too large".
     if ((WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) ||

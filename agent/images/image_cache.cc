@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/launch/container_config.h"
+#include "agent/sandbox/spawn.h"
 #include "common/crypto.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -101,16 +102,6 @@ int64_t DirBytes(const std::string& dir) {
     if (::lstat(it->path().c_str(), &st) == 0) total += static_cast<int64_t>(st.st_blocks) * 512;
   }
   return total;
-}
-
-// umoci's output, for an error.
-std::string Tail(const std::string& path) {
-  auto text = common::ReadFile(path);
-  if (!text.ok()) return "";
-  std::string t = *text;
-  if (t.size() > 2000) t = t.substr(t.size() - 2000);
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
 }
 
 Result<ImageRunConfig> ReadRunConfig(const std::string& entry_dir) {
@@ -266,7 +257,7 @@ Result<std::pair<int64_t, ImageRunConfig>> ImageCache::Make(const std::string& d
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     const std::string why = WIFEXITED(status) && WEXITSTATUS(status) == 127
                                 ? "cannot run " + options_.umoci + " (install umoci)"
-                                : "umoci cannot unpack the image: " + Tail(log);
+                                : "umoci cannot unpack the image: " + OutputTail(log);
     return fail(common::FailedPrecondition(why));
   }
   // The image's Env and WorkingDir, from its config blob (verified against its digest above).

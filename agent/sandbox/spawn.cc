@@ -11,7 +11,21 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/file_util.h"
+
 namespace agent {
+
+std::string OutputTail(const std::string& path) {
+  auto text = common::ReadFile(path);
+  if (!text.ok()) return "";
+  std::string t = *text;
+  if (t.size() > 2000) t = t.substr(t.size() - 2000);
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  for (char& c : t) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return t;
+}
 namespace {
 
 // What the child was doing when it failed, sent back with errno over the close-on-exec pipe.

@@ -54,4 +54,9 @@ struct SpawnRequest {
 // returned as an error and the child is already reaped.
 common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request);
 
+// The end of a program's output file (SpawnRequest::output_path), for the error that says why
+// it failed: its last 2,000 bytes on one line (line breaks and other control characters as
+// spaces, trailing blanks dropped); "" when it cannot be read.
+std::string OutputTail(const std::string& path);
+
 }  // namespace agent
