@@ -56,6 +56,14 @@ Entries EntriesOf(const std::vector<uid_t>& uids, const std::string& chain) {
   return {Join(u), Join(pairs), Join(jobs)};
 }
 
+// The lines that add `e` to the table's sets and map (`t`: " inet NAME ").
+std::string AddEntries(const std::string& t, const Entries& e) {
+  return "add element" + t + "uids { " + e.uids + " }\n" +   //
+         "add element" + t + "marks { " + e.uids + " }\n" +  //
+         "add element" + t + "same_job { " + e.pairs + " }\n" +
+         "add element" + t + "jobs { " + e.jobs + " }\n";
+}
+
 common::Status CheckUids(const JobNetworkTable& table, const std::vector<uid_t>& uids) {
   if (!ValidTableName(table.name)) return common::InvalidArgument("bad nft table name");
   if (uids.empty()) return common::InvalidArgument("a job network grant needs a uid");
@@ -280,10 +288,7 @@ common::Result<std::string> GrantScript(const JobNetworkTable& table,
   std::string s;
   s += "add chain" + t + chain + "\n";
   s += "flush chain" + t + chain + "\n";
-  s += "add element" + t + "uids { " + e.uids + " }\n";
-  s += "add element" + t + "marks { " + e.uids + " }\n";
-  s += "add element" + t + "same_job { " + e.pairs + " }\n";
-  s += "add element" + t + "jobs { " + e.jobs + " }\n";
+  s += AddEntries(t, e);
   // A uid given again is no longer a crashed agent's.
   s += "add element" + t + "stale { " + e.uids + " }\n";
   s += "delete element" + t + "stale { " + e.uids + " }\n";
@@ -316,10 +321,7 @@ common::Result<std::string> RevokeScript(const JobNetworkTable& table,
   std::string s;
   // Each entry is added first, so that deleting it cannot fail for its absence.
   s += "add chain" + t + chain + "\n";
-  s += "add element" + t + "uids { " + e.uids + " }\n";
-  s += "add element" + t + "marks { " + e.uids + " }\n";
-  s += "add element" + t + "same_job { " + e.pairs + " }\n";
-  s += "add element" + t + "jobs { " + e.jobs + " }\n";
+  s += AddEntries(t, e);
   s += "delete element" + t + "jobs { " + e.uids + " }\n";
   s += "delete element" + t + "same_job { " + e.pairs + " }\n";
   s += "delete element" + t + "marks { " + e.uids + " }\n";

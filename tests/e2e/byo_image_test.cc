@@ -56,15 +56,8 @@ class ByoImageTest : public ::testing::Test {
   static json Upload(const std::string& name, const std::string& content) {
     return UploadImageThroughApi(*stack_, name, content);
   }
-  static int64_t Submit(const json& spec) {
-    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
-  }
-  static std::string Logs(int64_t id, int rank) {
-    return stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
-        .text;
-  }
+  static int64_t Submit(const json& spec) { return stack_->SubmitJob(spec); }
+  static std::string Logs(int64_t id, int rank) { return stack_->JobLog(id, rank); }
   static json InImage(const json& command, int ranks = 1) {
     return json{{"name", "in-image"},
                 {"kind", "command"},

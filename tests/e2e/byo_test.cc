@@ -52,18 +52,11 @@ class ByoTest : public ::testing::Test {
     ASSERT_NE(stack_, nullptr);
   }
 
-  static int64_t Submit(const json& spec) {
-    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
-  }
+  static int64_t Submit(const json& spec) { return stack_->SubmitJob(spec); }
   static json Finished(int64_t id, double timeout_s = 240) {
     return stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, timeout_s);
   }
-  static std::string Logs(int64_t id, int rank) {
-    return stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
-        .text;
-  }
+  static std::string Logs(int64_t id, int rank) { return stack_->JobLog(id, rank); }
   // The job's last reported step, once the server has it.
   static json LastStep(int64_t id) {
     json step;

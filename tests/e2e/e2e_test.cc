@@ -45,11 +45,7 @@ class EndToEndTest : public ::testing::Test {
     delete stack_;
     stack_ = nullptr;
   }
-  static int64_t Submit(const json& spec) {
-    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
-  }
+  static int64_t Submit(const json& spec) { return stack_->SubmitJob(spec); }
   static LocalStack* stack_;
 };
 

@@ -49,15 +49,8 @@ class JobNetworkTest : public ::testing::Test {
     if (!HaveNft()) GTEST_SKIP() << "no usable nft (Debian package nftables)";
     ASSERT_NE(stack_, nullptr);
   }
-  static int64_t Submit(const json& spec) {
-    HttpResult r = stack_->Post("/v1/jobs", spec.dump());
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
-  }
-  static std::string Logs(int64_t id, int rank) {
-    return stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank))
-        .text;
-  }
+  static int64_t Submit(const json& spec) { return stack_->SubmitJob(spec); }
+  static std::string Logs(int64_t id, int rank) { return stack_->JobLog(id, rank); }
   static std::string LogsOnceHolding(int64_t id, int rank, const std::string& marker) {
     std::string log;
     for (int i = 0; i < 100 && log.find(marker) == std::string::npos; ++i) {

@@ -98,6 +98,16 @@ void LocalStack::RemoveJobNetworkTable(int i) {
   }
 }
 
+int64_t LocalStack::SubmitJob(const nlohmann::json& spec) {
+  HttpResult r = Post("/v1/jobs", spec.dump());
+  EXPECT_EQ(r.status, 201) << r.text;
+  return r.status == 201 ? r.body["id"].get<int64_t>() : -1;
+}
+
+std::string LocalStack::JobLog(int64_t id, int rank) {
+  return Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=" + std::to_string(rank)).text;
+}
+
 void LocalStack::KillAgent(int i) { agent_procs_.at(i)->Kill(); }
 
 bool LocalStack::RestartAgent(int i) {

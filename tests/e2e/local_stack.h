@@ -65,6 +65,11 @@ class LocalStack {
   // Each with the admin token, or with `token` where one is given.
   HttpResult Get(const std::string& path, const std::string& token = "");
   HttpResult Post(const std::string& path, const std::string& body, const std::string& token = "");
+  // POST /v1/jobs with the admin token: the new job's id, or -1 after a test failure naming the
+  // answer when it is not 201.
+  int64_t SubmitJob(const nlohmann::json& spec);
+  // GET /v1/jobs/{id}/logs?rank=R: the rank's log (R -1: the launcher's), or the error's text.
+  std::string JobLog(int64_t id, int rank);
   HttpResult Delete(const std::string& path, const std::string& token = "");
   // A tenant named `name` (of `weight` where it is above 0) made by the admin, and a member
   // token of it; id 0 (the refusal reported as a test failure) where the server refuses.
