@@ -70,6 +70,7 @@ struct Options {
   int demos = 64, frames = 100, image = 84;
   int heartbeat_interval_ms = 1000;
   std::string python = "/usr/bin/python3";
+  std::string job_network;  // the agents' --job-network; "": their default
 };
 
 const std::string kScript = std::string(EMBODY_BENCH_DIR) + "/byo_job.py";
@@ -482,6 +483,9 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app("byo_bench: PyTorch command jobs on a 2-node loopback cluster vs the goals");
   app.add_option("--parts", o.parts, "init, ddp, resume, read")->delimiter(',');
+  app.add_option("--job-network", o.job_network,
+                 "the agents' --job-network (confined, host); default: theirs")
+      ->check(CLI::IsMember({"confined", "host"}));
   app.add_option("--init-runs", o.init_runs, "timed submissions per launcher")
       ->check(CLI::Range(1, 1000));
   app.add_option("--blocks", o.blocks, "ddp: blocks of steps, a multiple of 4 (ABBA)")
@@ -520,6 +524,7 @@ int main(int argc, char** argv) {
     LocalStack stack(2, 1);
     stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
     stack.AddServerFlags({"--preempt-min-priority", "90", "--preempt-grace-ms", "30000"});
+    if (!o.job_network.empty()) stack.AddAgentFlags({"--job-network", o.job_network});
     if (!stack.Start()) {
       std::fprintf(stderr, "byo_bench: the stack did not start (in %s)\n", stack.dir().c_str());
       return 1;
