@@ -59,6 +59,7 @@ struct Options {
   std::vector<std::string> modes = {"held", "interval"};
   // Tiny-job bursts, one per launcher, in turn on the same stack: the ratio is side by side.
   std::vector<std::string> launchers = {"mpirun"};
+  std::string job_network;  // the agents' --job-network; "": their default
 };
 
 // One launcher's tiny-job burst.
@@ -117,6 +118,7 @@ int64_t Submit(LocalStack& stack, const json& spec) {
 void AddModeFlags(LocalStack& stack, const std::string& mode, const Options& o) {
   stack.SetHeartbeatIntervalMs(o.heartbeat_interval_ms);
   if (mode == "interval") stack.AddAgentFlags({"--no-held-heartbeats"});
+  if (!o.job_network.empty()) stack.AddAgentFlags({"--job-network", o.job_network});
 }
 
 bool TinyBurst(LocalStack& stack, const std::string& mode, const std::string& launcher,
@@ -302,6 +304,9 @@ int main(int argc, char** argv) {
   app.add_option("--launchers", o.launchers,
                  "tiny-job bursts by launcher, in turn on one stack: mpirun and/or direct")
       ->delimiter(',');
+  app.add_option("--job-network", o.job_network,
+                 "the agents' --job-network (confined, host); default: theirs")
+      ->check(CLI::IsMember({"confined", "host"}));
   CLI11_PARSE(app, argc, argv);
   // mpirun as root (the agent runs as root here and drops to job uids for the ranks).
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
