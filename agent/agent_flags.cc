@@ -303,7 +303,9 @@ std::vector<Flag> AgentFlags(Files* files) {
          c.job_network = v;
          return common::Status::Ok();
        }},
-      {"nft", "PATH", "nft, which confines jobs' network (Debian package nftables)",
+      {"nft", "PATH",
+       "nft, which confines jobs' network (Debian package nftables); the default calls "
+       "nftables' library in process, another path is run as a program",
        Text(&AgentOptions::nft), Shown(&AgentOptions::nft)},
       {"no-cgroups", nullptr, "rlimits only, even where cgroups are available",
        [](const std::string&, AgentOptions& c) {

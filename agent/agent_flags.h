@@ -63,7 +63,7 @@ struct AgentOptions {
   // agent and its peers only (nft, root); host, jobs have the node's network. Unset: confined
   // where jobs get uids of their own (root), host otherwise, which the agent says at start.
   std::string job_network;
-  std::string nft = "nft";            // --nft: the nft binary confinement runs
+  std::string nft = "nft";            // --nft: nftables (the default: its library) or a program
   bool no_held_heartbeats = false;    // --no-held-heartbeats: never ask for a held heartbeat
   std::string job_path = "/usr/local/bin:/usr/bin:/bin";  // --job-path: PATH of every job
   // --metrics-token-file: the scrape secret shared with Prometheus, kept only as its hex SHA-256

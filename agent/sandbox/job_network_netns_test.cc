@@ -306,5 +306,49 @@ TEST_F(JobNetworkNetnsTest, AJobReachesItsAgentItsPeersAndItselfOnly) {
   for (int fd : {peer.fd, stranger.fd, agent_api.fd, service.fd}) ::close(fd);
 }
 
+// The agent applies its rules through nftables' library; `--nft PATH` spawns that program
+// instead. Both write the same table, and both act in the namespace the table was made in.
+TEST_F(JobNetworkNetnsTest, TheLibraryAndTheProgramWriteTheSameRules) {
+  std::string program;
+  if (FILE* p = ::popen("command -v nft", "r")) {
+    char buf[512] = {};
+    if (std::fgets(buf, sizeof buf, p) != nullptr) program = buf;
+    ::pclose(p);
+  }
+  while (!program.empty() && program.back() == '\n') program.pop_back();
+  ASSERT_FALSE(program.empty());
+  const uid_t base = 310000 + static_cast<uid_t>(::getpid() % 1000) * 100;
+  const JobNetworkTable table{"embody_jobs_l" + std::to_string(::getpid()), base, base + 99};
+  ASSERT_TRUE(EnterNamespace("/var/run/netns/" + net_->ns_a));
+  auto listing = [&](const std::string& nft) {
+    auto network = JobNetwork::Create(table, nft);
+    EXPECT_TRUE(network.ok()) << nft << ": " << network.status().ToString();
+    if (!network.ok()) return std::string();
+    (*network)->SetLocalAgent({"127.0.0.1", 8471});
+    EXPECT_TRUE((*network)->Grant({{base + 1, base + 2}, {}, {net_->addr_a, net_->addr_b}}).ok());
+    EXPECT_TRUE((*network)->Grant({{base + 3}, {{"fd00::7", 9000}}, {"fd00::7"}}).ok());
+    EXPECT_TRUE((*network)->Revoke({base + 3}).ok());
+    // Made in the job node's namespace, not in the test's own.
+    EXPECT_EQ(::setns(home_, CLONE_NEWNET), 0);
+    EXPECT_FALSE(NftTableExists(table.name));
+    EXPECT_TRUE(EnterNamespace("/var/run/netns/" + net_->ns_a));
+    std::string out;
+    if (FILE* p = ::popen(("nft list table inet " + table.name + " 2>&1").c_str(), "r")) {
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+      ::pclose(p);
+    }
+    EXPECT_TRUE((*network)->Remove().ok());
+    return out;
+  };
+  const std::string by_library = listing(kDefaultNft);
+  EXPECT_NE(by_library.find("chain job_" + std::to_string(base + 1)), std::string::npos)
+      << by_library;
+  EXPECT_EQ(by_library.find("job_" + std::to_string(base + 3)), std::string::npos) << by_library;
+  EXPECT_EQ(listing(program), by_library);
+  EXPECT_FALSE(NftTableExists(table.name));
+}
+
 }  // namespace
 }  // namespace agent
