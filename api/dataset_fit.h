@@ -3,7 +3,8 @@
 // takes. The one rule set behind two checks: the server's at submit, on the manifest of the
 // dataset version a "dataset:" job binds (a job that cannot train on it is refused with a 400
 // naming both sides before it is queued), and the engine's when it opens a "dir:" or bound
-// dataset (engine/dataset_source.h). Knows key names, dtypes and shapes only; it reads no data.
+// dataset (engine/batches/dataset_source.h). Knows key names, dtypes and shapes only; it reads no
+// data.
 //
 //   actions   the key "actions", numeric, one dimension per frame, as wide as
 //             engine.model.action_dim;

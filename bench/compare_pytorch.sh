@@ -17,8 +17,8 @@
 #
 # GEMM ceiling of the machine for 2 cores = the best of Eigen and OpenBLAS (gemm_ceiling's mix of
 # the model's nine GEMM shapes at 4096 tokens): max(2 x one thread, two threads) per library.
-# Ours' useful GFLOP/s = the model FLOPs of its real tokens (engine/train_batches.h, StepFlops) per
-# second; its share of that ceiling is printed. Last line: JSON.
+# Ours' useful GFLOP/s = the model FLOPs of its real tokens (engine/batches/train_batches.h,
+# StepFlops) per second; its share of that ceiling is printed. Last line: JSON.
 set -euo pipefail
 BUILD=${1:-build}
 STEPS=${2:-6}

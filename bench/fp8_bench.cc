@@ -29,7 +29,7 @@
 #include "bench/load_average.h"
 #include "engine/fp8/block_quant.h"
 #include "engine/fp8/codec.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_format.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_fast.h"
@@ -37,7 +37,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using engine::fp8::CpuPath;
+using engine::cpu::CpuPath;
 using engine::fp8::Format;
 
 struct Flags {
@@ -163,11 +163,11 @@ int main(int argc, char** argv) {
   nlohmann::json out = {{"bench", "fp8"}, {"cpu", bench::CpuModel()}, {"reps", flags.reps}};
   std::printf("fp8_bench on %s; CPU paths:", bench::CpuModel().c_str());
   std::vector<std::string> paths;
-  for (CpuPath p : engine::fp8::SupportedCpuPaths()) paths.push_back(engine::fp8::CpuPathName(p));
+  for (CpuPath p : engine::cpu::SupportedCpuPaths()) paths.push_back(engine::cpu::CpuPathName(p));
   for (const auto& p : paths) std::printf(" %s", p.c_str());
-  std::printf(" (active %s)\n\n", engine::fp8::ActiveCpuPathName());
+  std::printf(" (active %s)\n\n", engine::cpu::ActiveCpuPathName());
   out["paths"] = paths;
-  out["active_path"] = engine::fp8::ActiveCpuPathName();
+  out["active_path"] = engine::cpu::ActiveCpuPathName();
 
   // 1. Codec throughput per path: E4M3 encode (with counts) and decode, in floats per second.
   if (!flags.weight_only) {
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     std::vector<float> back(n);
     std::printf("codec, E4M3, %zu floats:\n", n);
     double scalar_enc = 0, scalar_dec = 0;
-    for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
+    for (CpuPath p : engine::cpu::SupportedCpuPaths()) {
       engine::fp8::EncodeCounts counts;
       const auto [enc, dec] = BestOfInterleaved(
           std::max(3, flags.reps / 5),
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
         scalar_enc = enc;
         scalar_dec = dec;
       }
-      const char* name = engine::fp8::CpuPathName(p);
+      const char* name = engine::cpu::CpuPathName(p);
       std::printf("  %-7s encode %7.3f Gfloat/s (%5.1fx scalar)  decode %7.3f Gfloat/s (%5.1fx)\n",
                   name, n / enc / 1e9, scalar_enc / enc, n / dec / 1e9, scalar_dec / dec);
       out["codec"][name] = {{"encode_gfloat_s", n / enc / 1e9},
@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
   // products where the bf16 one runs (Bf16DotRuns), E4M3 and E5M2 weights. All modes
   // interleaved rep by rep.
   std::vector<CpuPath> vector_paths;
-  for (CpuPath p : engine::fp8::SupportedCpuPaths()) {
+  for (CpuPath p : engine::cpu::SupportedCpuPaths()) {
     if (p != CpuPath::kScalar) vector_paths.push_back(p);
   }
   const int max_in = 1024, max_out = 1024;
@@ -275,7 +275,7 @@ int main(int argc, char** argv) {
         formats.push_back(fm);
       }
       const std::vector<double> t = BestOfInterleaved(flags.reps, modes);
-      const char* name = engine::fp8::CpuPathName(p);
+      const char* name = engine::cpu::CpuPathName(p);
       auto& j = out["weight_only"][name]["batch_" + std::to_string(batch)];
       j = {{"fp32_us", t[0] * 1e6}};
       if (eigen_too) j["fp32_eigen_us"] = t[i_eigen] * 1e6;
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
             }
           });
       const double best32 = std::min(t32, t32b);
-      const char* name = engine::fp8::CpuPathName(p);
+      const char* name = engine::cpu::CpuPathName(p);
       std::printf(
           "  %-6s fp32 %8.2f ms (%.1f GFLOP/s)  fp8xfp8 %8.2f ms (%.1f GFLOP/s), fp32/fp8 %.2fx;"
           " with activation quantisation %8.2f ms, fp32/fp8 %.2fx\n",

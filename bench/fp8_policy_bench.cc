@@ -135,14 +135,14 @@ int main(int argc, char** argv) {
       "fp8_policy_bench on %s, load average %.2f; fp32 compute %s; fp8 weight-only product %s "
       "(cpu path %s); %d Euler steps, task %s, %d reps\n\n",
       bench::CpuModel().c_str(), load, engine::LinearComputeName(active),
-      bf16 ? "bf16 dot (VDPBF16PS)" : "fp32 activations", engine::fp8::ActiveCpuPathName(),
+      bf16 ? "bf16 dot (VDPBF16PS)" : "fp32 activations", engine::cpu::ActiveCpuPathName(),
       e.model.inference_steps, task.c_str(), reps);
   nlohmann::json out = {{"bench", "fp8_policy"},
                         {"cpu", bench::CpuModel()},
                         {"load_average", load},
                         {"fp32_compute", engine::LinearComputeName(active)},
                         {"fp8_product", bf16 ? "bf16_dot" : "fp32_activations"},
-                        {"cpu_path", engine::fp8::ActiveCpuPathName()},
+                        {"cpu_path", engine::cpu::ActiveCpuPathName()},
                         {"reps", reps}};
   for (int batch : {1, 4, 8}) {
     engine::sim::EnvSpec env_spec = engine::eval::EnvFor(p32, task);

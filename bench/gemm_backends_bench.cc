@@ -27,7 +27,7 @@
 
 #include "bench/gemm_shapes.h"
 #include "bench/load_average.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/model/linear_fast.h"
 
 namespace {
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   std::printf(
       "gemm_backends_bench: %d tokens, 1 thread; Eigen kernels %s (cpu path %s); oneDNN "
       "%d.%d.%d, bf16 %s\n\n",
-      f.tokens, engine::LinearKernelsName(), engine::fp8::ActiveCpuPathName(), v->major, v->minor,
+      f.tokens, engine::LinearKernelsName(), engine::cpu::ActiveCpuPathName(), v->major, v->minor,
       v->patch, bf16_native ? "native (AVX512_BF16/AMX)" : "EMULATED (no AVX512_BF16/AMX)");
   std::printf("%-14s %-22s %12s %12s %12s %10s %10s\n", "case", "product", "eigen-fp32",
               "onednn-fp32", "onednn-bf16", "dnn/eigen", "bf16/eigen");

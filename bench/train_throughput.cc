@@ -35,7 +35,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/model/linear_fast.h"
 #include "engine/report/recording_sink.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 #include "engine/train/step_stats.h"
 #include "engine/train/trainer.h"
 

@@ -35,7 +35,8 @@ int64_t ParamCount(const ModelShape& m);
 // Training FLOPs (forward + backward = 3 × forward) of one token in a segment (sample) of
 // `segment_tokens` tokens: the blocks' matrix products 2·(4C² + 2CM) per layer plus attention
 // 4·s·C per layer; the embedding and head products are a rounding error and left out. The same
-// count as the engine's StepFlops (engine/train_batches.cc) for a batch of equal-length samples.
+// count as the engine's StepFlops (engine/batches/train_batches.cc) for a batch of equal-length
+// samples.
 double FlopsPerToken(const ModelShape& m, double segment_tokens);
 
 enum class Precision { kFp32, kBf16, kFp8 };

@@ -46,10 +46,9 @@
 // a `stale` set at the next agent's start, taken from the table it replaces: rejected until they
 // are stopped (ForgetStale).
 //
-// The rules are applied through nftables' library (libnftables1, installed with nftables) in the
-// agent's process, in the network namespace the table was created in: one transaction costs
-// about 0.1 ms there, where a spawned `nft` costs 5 to 30 ms on a busy node, twice per job. Where
-// the library does not load, or another nft program is named (`--nft`), that program is spawned.
+// The rules are applied through nftables' library in the agent's process (agent/sandbox/nft.h),
+// in the network namespace the table was created in; where the library does not load, or another
+// nft program is named (`--nft`), that program is spawned.
 //
 // Nothing a tenant sends reaches an nft command line: uids are the pool's numbers, addresses
 // and ports come from the server's assignment and are parsed as IP literals and numbers first,
@@ -64,6 +63,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/sandbox/nft.h"
 #include "common/status.h"
 
 namespace agent {
@@ -111,20 +111,6 @@ common::Result<std::string> GrantScript(const JobNetworkTable& table, const JobN
 common::Result<std::string> RevokeScript(const JobNetworkTable& table,
                                          const std::vector<uid_t>& uids);
 
-// The program name that means nftables as installed: its library where it loads, else `nft`.
-inline constexpr const char* kDefaultNft = "nft";
-
-class NftContext;
-
-// Runs `script` as `nft -f -` would (`nft` the default: through the library where it loads;
-// otherwise that program, with the script on its standard input, no shell); nft's own message
-// on failure.
-common::Status RunNft(const std::string& nft, const std::string& script);
-// Whether this process can use `nft` (root, the binary runs, the kernel answers); why not.
-common::Status NftUsable(const std::string& nft);
-// The uids of the `uids` set of `table` where a table of that name exists (none otherwise).
-std::vector<uid_t> UidsInTable(const std::string& nft, const std::string& table);
-
 // The agent's table, live. Thread-safe: each call is one nft transaction.
 class JobNetwork {
  public:
@@ -150,12 +136,11 @@ class JobNetwork {
   const JobNetworkTable& table() const { return table_; }
 
  private:
-  JobNetwork(JobNetworkTable table, std::string nft, std::unique_ptr<NftContext> ctx);
+  JobNetwork(JobNetworkTable table, std::unique_ptr<Nft> nft);
   common::Status Apply(const std::string& script);
 
   const JobNetworkTable table_;
-  const std::string nft_;
-  const std::unique_ptr<NftContext> ctx_;  // null: `nft_` is spawned
+  const std::unique_ptr<Nft> nft_;
   std::mutex mu_;
   std::optional<NetworkEndpoint> local_agent_;
 };

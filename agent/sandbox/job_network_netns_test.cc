@@ -181,7 +181,7 @@ class JobNetworkNetnsTest : public ::testing::Test {
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces and nft)";
     if (embody::testing::Sh("command -v ip") != 0) GTEST_SKIP() << "no `ip` (iproute2)";
-    if (auto st = NftUsable("nft"); !st.ok()) GTEST_SKIP() << st.ToString();
+    if (auto st = Nft().Usable(); !st.ok()) GTEST_SKIP() << st.ToString();
     net_ = std::make_unique<embody::testing::TwoNamespaces>("ejn", 215);
     std::string failed;
     if (!net_->Up(&failed)) GTEST_SKIP() << "cannot make network namespaces: " << failed;

@@ -17,7 +17,7 @@
 // W: a resumed run continues with exactly the batches the interrupted one would have taken.
 //
 // Packing needs only lengths: tokens(sample) comes from a table computed when the dataset is
-// opened (engine/dataset_source.h), from the shard indexes, without reading data.
+// opened (engine/batches/dataset_source.h), from the shard indexes, without reading data.
 #pragma once
 
 #include <cstdint>

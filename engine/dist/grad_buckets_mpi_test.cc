@@ -18,7 +18,7 @@
 #include "engine/model/policy_options.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/sim/reach_task.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 namespace {

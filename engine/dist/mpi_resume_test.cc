@@ -14,7 +14,7 @@
 #include "engine/dist/mpi_communicator.h"
 #include "engine/format/checkpoint.h"
 #include "engine/train/trainer.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 namespace {

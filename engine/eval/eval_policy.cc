@@ -6,8 +6,8 @@
 #include "engine/format/checkpoint.h"
 #include "engine/format/fp8_checkpoint.h"
 #include "engine/model/policy_options.h"
-#include "engine/ptq.h"
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/ptq.h"
+#include "engine/policy/rl_checkpoint.h"
 
 namespace engine::eval {
 namespace {
@@ -35,13 +35,13 @@ common::Result<EvalPolicy> LoadEvalPolicy(const std::string& bytes, bool fp8) {
     return p;
   }
   EMBODY_ASSIGN_OR_RETURN(ck, DecodeCheckpoint(bytes));
-  if (rl::IsRlPolicyCheckpoint(ck)) {
+  if (IsRlPolicyCheckpoint(ck)) {
     if (fp8) {
       return common::InvalidArgument(
           "FP8 evaluation applies to behaviour-cloning checkpoints; this is an rl policy",
           "eval.fp8");
     }
-    EMBODY_ASSIGN_OR_RETURN(loaded, rl::LoadRlPolicy(ck));
+    EMBODY_ASSIGN_OR_RETURN(loaded, LoadRlPolicy(ck));
     EvalPolicy p;
     p.kind = "rl";
     p.step = ck.step;

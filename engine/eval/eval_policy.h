@@ -1,10 +1,10 @@
 // A policy to evaluate, loaded from the bytes of a checkpoint file of any kind the engine writes:
 //   a training (behaviour-cloning) checkpoint   engine/format/checkpoint.h; the flow-matching
-//   policy an rl policy checkpoint                      engine/rl/policy_checkpoint.h; the Gaussian
+//   policy an rl policy checkpoint                      engine/policy/rl_checkpoint.h; the Gaussian
 //   mean an FP8 checkpoint                            engine/format/fp8_checkpoint.h (magic
 //   "EMBDFP8W")
-// With `fp8` a behaviour-cloning checkpoint is quantised first (engine/ptq.h, the defaults of
-// `embody-engine quantize`) and evaluated from the FP8 checkpoint's bytes, exactly as a rollout
+// With `fp8` a behaviour-cloning checkpoint is quantised first (engine/policy/ptq.h, the defaults
+// of `embody-engine quantize`) and evaluated from the FP8 checkpoint's bytes, exactly as a rollout
 // worker would load it. An rl policy has no FP8 path (its heads live outside the quantised
 // layout): `fp8` with one is invalid_argument.
 //
@@ -31,7 +31,7 @@ struct EvalPolicy {
   int64_t step = 0;  // training steps (updates, for rl) behind the weights
   api::EngineOptions engine;
   std::unique_ptr<PolicyTransformer> flow;
-  std::unique_ptr<rl::ActorCritic> rl;
+  std::unique_ptr<ActorCritic> rl;
   std::unique_ptr<PolicyActor> actor;
 };
 

@@ -13,7 +13,7 @@
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
 #include "engine/report/recording_sink.h"
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/rl_checkpoint.h"
 #include "engine/testing/small_run.h"
 #include "engine/dist/communicator.h"
 
@@ -87,9 +87,9 @@ TEST(EvalTest, RlPolicyCheckpointsLoadAsTheirGaussianMean) {
   e.rl.cameras = 0;
   e.rl.episode_steps = 20;
   auto policy =
-      rl::ActorCritic::Create(PolicyConfigFromOptions(e).value(), 4, -0.5f).value();
+      ActorCritic::Create(PolicyConfigFromOptions(e).value(), 4, -0.5f).value();
   for (size_t i = 0; i < policy->heads().size(); ++i) policy->heads()[i] += 0.01f * (i % 7);
-  const std::string bytes = EncodeCheckpoint(rl::RlPolicyCheckpoint(*policy, e, 12, 2));
+  const std::string bytes = EncodeCheckpoint(RlPolicyCheckpoint(*policy, e, 12, 2));
   auto p = LoadEvalPolicy(bytes, false);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->kind, "rl");

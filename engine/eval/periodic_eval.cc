@@ -47,7 +47,7 @@ common::Status PeriodicEval::Run(PolicyTransformer& model, nlohmann::json* event
   return common::Status::Ok();
 }
 
-common::Status PeriodicEval::Run(rl::ActorCritic& policy, nlohmann::json* event) const {
+common::Status PeriodicEval::Run(ActorCritic& policy, nlohmann::json* event) const {
   GaussianMeanActor actor(policy);
   EMBODY_ASSIGN_OR_RETURN(r, EvaluateTask(actor, env_, episodes_, seed_));
   AddFields(r, event);

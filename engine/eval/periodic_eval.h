@@ -21,7 +21,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/model/policy_transformer.h"
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 #include "engine/sim/make_env.h"
 
 namespace engine::eval {
@@ -36,7 +36,7 @@ class PeriodicEval {
   bool Due(int64_t step) const { return every_ > 0 && step % every_ == 0; }
   // Evaluates and adds the fields above to *event.
   common::Status Run(PolicyTransformer& model, nlohmann::json* event) const;
-  common::Status Run(rl::ActorCritic& policy, nlohmann::json* event) const;
+  common::Status Run(ActorCritic& policy, nlohmann::json* event) const;
 
  private:
   PeriodicEval(const api::EngineOptions& engine, bool rl_policy, const std::string& task);

@@ -6,7 +6,7 @@
 //                        from seeded noise, as BC trains and evaluates it) and acts with the
 //                        chunk's first action; the next step plans again (receding horizon), so
 //                        the policy sees every state it causes.
-//   GaussianMeanActor    an rl policy (engine/rl/actor_critic.h): the Gaussian head's mean, the
+//   GaussianMeanActor    an rl policy (engine/policy/actor_critic.h): the Gaussian head's mean, the
 //                        deterministic action PPO's policy converges to.
 // Both are deterministic given the observations and `key`.
 #pragma once
@@ -18,7 +18,7 @@
 #include "common/status.h"
 #include "engine/model/packed_batch.h"
 #include "engine/model/policy_transformer.h"
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 
 namespace engine::eval {
 
@@ -48,13 +48,13 @@ class FlowPolicyActor final : public PolicyActor {
 
 class GaussianMeanActor final : public PolicyActor {
  public:
-  explicit GaussianMeanActor(rl::ActorCritic& policy) : policy_(policy) {}
+  explicit GaussianMeanActor(ActorCritic& policy) : policy_(policy) {}
   int action_dim() const override { return policy_.action_dim(); }
   common::Status Act(std::span<const PolicySample> obs, uint64_t key,
                      std::vector<float>* actions) override;
 
  private:
-  rl::ActorCritic& policy_;
+  ActorCritic& policy_;
 };
 
 }  // namespace engine::eval

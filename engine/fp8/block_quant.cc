@@ -29,7 +29,7 @@ float BlockScale(Format format, float amax) {
 }
 
 common::Result<Fp8Stats> QuantizeBlocks(const float* x, int rows, int cols, int block_rows,
-                                        Format format, Fp8Matrix* out, CpuPath path) {
+                                        Format format, Fp8Matrix* out, cpu::CpuPath path) {
   if (rows < 1 || cols < 1) {
     return common::InvalidArgument("fp8 quantise: empty matrix " + std::to_string(rows) + "x" +
                                    std::to_string(cols));
@@ -77,7 +77,7 @@ common::Result<Fp8Stats> QuantizeBlocks(const float* x, int rows, int cols, int 
   return stats;
 }
 
-void Dequantize(const Fp8Matrix& m, float* out, CpuPath path) {
+void Dequantize(const Fp8Matrix& m, float* out, cpu::CpuPath path) {
   const KernelTable& k = KernelsFor(path);
   const int col_blocks = m.ColBlocks();
   for (int r = 0; r < m.rows; ++r) {

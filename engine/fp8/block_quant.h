@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_constants.h"
 #include "engine/fp8/kernels.h"
 
@@ -67,22 +67,23 @@ float BlockScale(Format format, float amax);
 // must be ≥ 1; rows and cols ≥ 1 and below 2^31 elements in all.
 common::Result<Fp8Stats> QuantizeBlocks(const float* x, int rows, int cols, int block_rows,
                                         Format format, Fp8Matrix* out,
-                                        CpuPath path = ActiveCpuPath());
+                                        cpu::CpuPath path = cpu::ActiveCpuPath());
 
 // 128 × 128 blocks, for a Linear layer's weight (out features, in features).
 inline common::Result<Fp8Stats> QuantizeWeights(const float* w, int rows, int cols, Format format,
-                                                Fp8Matrix* out, CpuPath path = ActiveCpuPath()) {
+                                                Fp8Matrix* out,
+                                                cpu::CpuPath path = cpu::ActiveCpuPath()) {
   return QuantizeBlocks(w, rows, cols, kBlock, format, out, path);
 }
 
 // 1 × 128 tiles, for activations (tokens, features).
 inline common::Result<Fp8Stats> QuantizeActivations(const float* x, int rows, int cols,
                                                     Format format, Fp8Matrix* out,
-                                                    CpuPath path = ActiveCpuPath()) {
+                                                    cpu::CpuPath path = cpu::ActiveCpuPath()) {
   return QuantizeBlocks(x, rows, cols, 1, format, out, path);
 }
 
 // out (rows, cols) = the dequantised matrix.
-void Dequantize(const Fp8Matrix& m, float* out, CpuPath path = ActiveCpuPath());
+void Dequantize(const Fp8Matrix& m, float* out, cpu::CpuPath path = cpu::ActiveCpuPath());
 
 }  // namespace engine::fp8

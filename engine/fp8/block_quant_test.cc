@@ -175,21 +175,21 @@ TEST(BlockQuantTest, EveryPathWritesTheSameBytes) {
   w[1000] = 1e-9f;
   for (Format f : {Format::kE4M3, Format::kE5M2}) {
     Fp8Matrix ref;
-    auto ref_stats = QuantizeWeights(w.data(), kRows, kCols, f, &ref, CpuPath::kScalar);
+    auto ref_stats = QuantizeWeights(w.data(), kRows, kCols, f, &ref, cpu::CpuPath::kScalar);
     ASSERT_TRUE(ref_stats.ok());
     std::vector<float> ref_back(w.size());
-    Dequantize(ref, ref_back.data(), CpuPath::kScalar);
-    for (CpuPath p : SupportedCpuPaths()) {
+    Dequantize(ref, ref_back.data(), cpu::CpuPath::kScalar);
+    for (cpu::CpuPath p : cpu::SupportedCpuPaths()) {
       Fp8Matrix q;
       auto stats = QuantizeWeights(w.data(), kRows, kCols, f, &q, p);
       ASSERT_TRUE(stats.ok());
-      EXPECT_EQ(q.codes, ref.codes) << CpuPathName(p);
-      EXPECT_EQ(q.scales, ref.scales) << CpuPathName(p);
+      EXPECT_EQ(q.codes, ref.codes) << cpu::CpuPathName(p);
+      EXPECT_EQ(q.scales, ref.scales) << cpu::CpuPathName(p);
       EXPECT_EQ(stats.value().saturated, ref_stats.value().saturated);
       EXPECT_EQ(stats.value().underflowed, ref_stats.value().underflowed);
       std::vector<float> back(w.size());
       Dequantize(q, back.data(), p);
-      EXPECT_EQ(back, ref_back) << CpuPathName(p);
+      EXPECT_EQ(back, ref_back) << cpu::CpuPathName(p);
     }
   }
 }

@@ -5,15 +5,16 @@
 namespace engine::fp8 {
 
 void EncodeFp8(Format format, const float* in, size_t n, uint8_t* out, float inv_scale,
-               EncodeCounts* counts, CpuPath path) {
+               EncodeCounts* counts, cpu::CpuPath path) {
   KernelsFor(path).encode(format, in, static_cast<long>(n), inv_scale, out, counts);
 }
 
-void DecodeFp8(Format format, const uint8_t* in, size_t n, float* out, float scale, CpuPath path) {
+void DecodeFp8(Format format, const uint8_t* in, size_t n, float* out, float scale,
+               cpu::CpuPath path) {
   KernelsFor(path).decode(format, in, static_cast<long>(n), scale, out);
 }
 
-float FiniteAmax(const float* in, size_t n, CpuPath path) {
+float FiniteAmax(const float* in, size_t n, cpu::CpuPath path) {
   return KernelsFor(path).finite_amax(in, static_cast<long>(n));
 }
 

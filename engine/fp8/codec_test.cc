@@ -147,7 +147,7 @@ TEST(Fp8ScalarTest, SaturatesNanAndZeros) {
   }
 }
 
-class Fp8PathTest : public ::testing::TestWithParam<CpuPath> {};
+class Fp8PathTest : public ::testing::TestWithParam<cpu::CpuPath> {};
 
 // Floats that exercise everything: random bits near the formats' ranges (where rounding,
 // subnormals and saturation happen), fully random bits (NaN, inf, huge, tiny), and exact ties.
@@ -179,22 +179,22 @@ std::vector<float> MixedFloats(size_t n, uint32_t seed) {
 }
 
 TEST_P(Fp8PathTest, EncodesRandomFloatsAsTheNearestSearchDoes) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   // Odd length: the vector paths' tails run too.
   const std::vector<float> in = MixedFloats(2'000'003, 7);
   std::vector<uint8_t> got(in.size()), scalar(in.size());
   for (Format f : kFormats) {
     EncodeCounts c_path, c_scalar;
     EncodeFp8(f, in.data(), in.size(), got.data(), 1.0f, &c_path, path);
-    EncodeFp8(f, in.data(), in.size(), scalar.data(), 1.0f, &c_scalar, CpuPath::kScalar);
+    EncodeFp8(f, in.data(), in.size(), scalar.data(), 1.0f, &c_scalar, cpu::CpuPath::kScalar);
     size_t mismatches = 0;
     for (size_t i = 0; i < in.size(); ++i) {
       const uint8_t want = NearestCode(f, in[i]);
       if (got[i] != want || scalar[i] != want) {
         if (++mismatches <= 5) {
-          ADD_FAILURE() << FormatName(f) << " " << CpuPathName(path) << ": x=" << in[i] << " (0x"
-                        << std::hex << BitsOf(in[i]) << ") got 0x" << int(got[i]) << " scalar 0x"
-                        << int(scalar[i]) << " want 0x" << int(want);
+          ADD_FAILURE() << FormatName(f) << " " << cpu::CpuPathName(path) << ": x=" << in[i]
+                        << " (0x" << std::hex << BitsOf(in[i]) << ") got 0x" << int(got[i])
+                        << " scalar 0x" << int(scalar[i]) << " want 0x" << int(want);
         }
       }
     }
@@ -209,7 +209,7 @@ TEST_P(Fp8PathTest, EncodesRandomFloatsAsTheNearestSearchDoes) {
 }
 
 TEST_P(Fp8PathTest, DecodesEveryCodeLikeTheScalarPath) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   // Every code, several times at different offsets and lengths, so tails and lanes all see each.
   std::vector<uint8_t> codes;
   for (int rep = 0; rep < 3; ++rep) {
@@ -220,10 +220,10 @@ TEST_P(Fp8PathTest, DecodesEveryCodeLikeTheScalarPath) {
       for (size_t n : {codes.size(), codes.size() - 5, size_t{7}, size_t{1}}) {
         std::vector<float> got(n), want(n);
         DecodeFp8(f, codes.data(), n, got.data(), scale, path);
-        DecodeFp8(f, codes.data(), n, want.data(), scale, CpuPath::kScalar);
+        DecodeFp8(f, codes.data(), n, want.data(), scale, cpu::CpuPath::kScalar);
         for (size_t i = 0; i < n; ++i) {
           ASSERT_TRUE(SameBits(got[i], want[i]))
-              << FormatName(f) << " " << CpuPathName(path) << " code " << int(codes[i]);
+              << FormatName(f) << " " << cpu::CpuPathName(path) << " code " << int(codes[i]);
           if (!IsNanCode(f, codes[i])) {
             ASSERT_EQ(want[i], DecodeScalar(f, codes[i]) * scale);
           }
@@ -234,7 +234,7 @@ TEST_P(Fp8PathTest, DecodesEveryCodeLikeTheScalarPath) {
 }
 
 TEST_P(Fp8PathTest, AllCodesRoundTripOnThePath) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   std::vector<uint8_t> codes(256), back(256);
   for (int c = 0; c < 256; ++c) codes[c] = static_cast<uint8_t>(c);
   std::vector<float> values(256);
@@ -245,13 +245,13 @@ TEST_P(Fp8PathTest, AllCodesRoundTripOnThePath) {
       uint8_t want = static_cast<uint8_t>(c);
       if (IsNanCode(f, want)) want = (want & 0x80) | kNanCode;
       if (f == Format::kE5M2 && (c & 0x7f) == 0x7c) want = (want & 0x80) | 0x7b;
-      EXPECT_EQ(back[c], want) << FormatName(f) << " " << CpuPathName(path) << " code " << c;
+      EXPECT_EQ(back[c], want) << FormatName(f) << " " << cpu::CpuPathName(path) << " code " << c;
     }
   }
 }
 
 TEST_P(Fp8PathTest, CountsSaturatedUnderflowedAndNan) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // E4M3 with inv_scale 2: 230 → 460 (rounds to 448 anyway: not saturated), 240 → 480
@@ -274,7 +274,7 @@ TEST_P(Fp8PathTest, CountsSaturatedUnderflowedAndNan) {
 }
 
 TEST_P(Fp8PathTest, FiniteAmaxSkipsNanAndInf) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::mt19937 rng(3);
@@ -299,7 +299,7 @@ TEST_P(Fp8PathTest, FiniteAmaxSkipsNanAndInf) {
   EXPECT_EQ(FiniteAmax(none.data(), none.size(), path), 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, Fp8PathTest, ::testing::ValuesIn(SupportedCpuPaths()),
+INSTANTIATE_TEST_SUITE_P(Paths, Fp8PathTest, ::testing::ValuesIn(cpu::SupportedCpuPaths()),
                          [](const auto& info) { return testing::PathTestName(info.param); });
 
 }  // namespace

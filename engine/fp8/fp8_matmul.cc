@@ -29,13 +29,13 @@ void AddBias(float* y, const float* bias, long M, long N) {
 
 }  // namespace
 
-bool Bf16DotRuns(Format format, CpuPath path) {
-  return (format == Format::kE4M3 || format == Format::kE5M2) && path == CpuPath::kAvx512 &&
-         Avx512Bf16Enabled() && Avx512Bf16MatmulW8() != nullptr;
+bool Bf16DotRuns(Format format, cpu::CpuPath path) {
+  return (format == Format::kE4M3 || format == Format::kE5M2) && path == cpu::CpuPath::kAvx512 &&
+         cpu::Avx512Bf16Enabled() && Avx512Bf16MatmulW8() != nullptr;
 }
 
 common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix& w,
-                               const float* bias, CpuPath path, WeightOnlyKernel kernel) {
+                               const float* bias, cpu::CpuPath path, WeightOnlyKernel kernel) {
   EMBODY_RETURN_IF_ERROR(CheckMatrix(w, "w"));
   if (M < 1) return common::InvalidArgument("fp8 matmul: M must be >= 1");
   const bool bf16_runs = Bf16DotRuns(w.format, path);
@@ -43,7 +43,7 @@ common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix&
     return common::FailedPrecondition(
         std::string("fp8 matmul: the bf16 weight-only product needs the avx512 path on a CPU "
                     "with AVX512_BF16 (path ") +
-        CpuPathName(path) + ")");
+        cpu::CpuPathName(path) + ")");
   }
   const KernelTable& k = KernelsFor(path);
   bool done = false;
@@ -66,7 +66,7 @@ common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix&
 }
 
 common::Status MatmulFp8(float* y, const Fp8Matrix& x, const Fp8Matrix& w, const float* bias,
-                         CpuPath path) {
+                         cpu::CpuPath path) {
   EMBODY_RETURN_IF_ERROR(CheckMatrix(x, "x"));
   EMBODY_RETURN_IF_ERROR(CheckMatrix(w, "w"));
   if (x.cols != w.cols) {

@@ -14,12 +14,13 @@
 //
 // Both accumulate in fp32 and agree with an fp32 product of the dequantised operands up to
 // summation order (kBf16Dot: within the bound below). NaN codes propagate as NaN; E5M2
-// infinities as infinities. The CPU path is the process's (cpu_path.h) unless one is passed.
+// infinities as infinities. The CPU path is the process's (engine/cpu/cpu_path.h) unless one is
+// passed.
 #pragma once
 
 #include "common/status.h"
 #include "engine/fp8/block_quant.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 
 namespace engine::fp8 {
 
@@ -36,15 +37,15 @@ namespace engine::fp8 {
 enum class WeightOnlyKernel { kFastest, kFp32, kBf16Dot };
 
 // Whether kBf16Dot runs for weights of `format` on `path` on this CPU.
-bool Bf16DotRuns(Format format, CpuPath path = ActiveCpuPath());
+bool Bf16DotRuns(Format format, cpu::CpuPath path = cpu::ActiveCpuPath());
 
 // y (M, N) = x (M, K) · dequant(w) (N, K)ᵀ + bias (N; may be null). K = w.cols, N = w.rows.
 common::Status MatmulWeightFp8(float* y, const float* x, int M, const Fp8Matrix& w,
-                               const float* bias, CpuPath path = ActiveCpuPath(),
+                               const float* bias, cpu::CpuPath path = cpu::ActiveCpuPath(),
                                WeightOnlyKernel kernel = WeightOnlyKernel::kFastest);
 
 // y (M, N) = dequant(x) (M, K) · dequant(w) (N, K)ᵀ + bias (may be null); x.cols == w.cols.
 common::Status MatmulFp8(float* y, const Fp8Matrix& x, const Fp8Matrix& w, const float* bias,
-                         CpuPath path = ActiveCpuPath());
+                         cpu::CpuPath path = cpu::ActiveCpuPath());
 
 }  // namespace engine::fp8

@@ -54,7 +54,7 @@ double WorstOverBound(const std::vector<float>& got, const std::vector<float>& x
                       const Fp8Matrix& w, int M) {
   const int N = w.rows, K = w.cols;
   std::vector<float> wd(static_cast<size_t>(N) * K);
-  Dequantize(w, wd.data(), CpuPath::kScalar);
+  Dequantize(w, wd.data(), cpu::CpuPath::kScalar);
   double worst = 0;
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
@@ -77,7 +77,7 @@ double WorstOverBound(const std::vector<float>& got, const std::vector<float>& x
 class Bf16DotTest : public ::testing::TestWithParam<Format> {
  protected:
   void SetUp() override {
-    if (!Bf16DotRuns(GetParam(), CpuPath::kAvx512)) {
+    if (!Bf16DotRuns(GetParam(), cpu::CpuPath::kAvx512)) {
       GTEST_SKIP() << "this CPU lacks AVX512_BF16";
     }
   }
@@ -90,7 +90,8 @@ class Bf16DotTest : public ::testing::TestWithParam<Format> {
   static std::vector<float> Run(const std::vector<float>& x, int M, const Fp8Matrix& w,
                                 WeightOnlyKernel kernel = WeightOnlyKernel::kBf16Dot) {
     std::vector<float> y(static_cast<size_t>(M) * w.rows);
-    EXPECT_TRUE(MatmulWeightFp8(y.data(), x.data(), M, w, nullptr, CpuPath::kAvx512, kernel).ok());
+    EXPECT_TRUE(
+        MatmulWeightFp8(y.data(), x.data(), M, w, nullptr, cpu::CpuPath::kAvx512, kernel).ok());
     return y;
   }
 };
@@ -122,10 +123,10 @@ TEST_P(Bf16DotTest, ErrorIsBf16SizedAndBiasIsAdded) {
   const std::vector<float> bias = Gaussian(N, 9, 0.1f);
   const Fp8Matrix wq = Quantized(w, N, K);
   std::vector<float> a(M * N), b(M * N);
-  ASSERT_TRUE(MatmulWeightFp8(a.data(), x.data(), M, wq, bias.data(), CpuPath::kAvx512,
+  ASSERT_TRUE(MatmulWeightFp8(a.data(), x.data(), M, wq, bias.data(), cpu::CpuPath::kAvx512,
                               WeightOnlyKernel::kBf16Dot)
                   .ok());
-  ASSERT_TRUE(MatmulWeightFp8(b.data(), x.data(), M, wq, bias.data(), CpuPath::kAvx512,
+  ASSERT_TRUE(MatmulWeightFp8(b.data(), x.data(), M, wq, bias.data(), cpu::CpuPath::kAvx512,
                               WeightOnlyKernel::kFp32)
                   .ok());
   double num = 0, den = 0;
@@ -229,7 +230,7 @@ TEST_P(Bf16DotTest, SubnormalWeightsAreWithinTheirBound) {
   const std::vector<float> y = Run(x, M, wq);
   EXPECT_LE(WorstOverBound(y, x, wq, M), 1.0);
   std::vector<float> wd(N * K);
-  Dequantize(wq, wd.data(), CpuPath::kScalar);
+  Dequantize(wq, wd.data(), cpu::CpuPath::kScalar);
   const double per_weight = LargestSubnormal(f) * wq.scales[0];
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
@@ -361,8 +362,8 @@ TEST_P(Bf16DotTest, FastestIsBf16WhereItRunsAndRefusalsElsewhere) {
   EXPECT_EQ(Run(x, M, wq, WeightOnlyKernel::kFastest), Run(x, M, wq, WeightOnlyKernel::kBf16Dot));
   EXPECT_NE(Run(x, M, wq, WeightOnlyKernel::kFastest), Run(x, M, wq, WeightOnlyKernel::kFp32));
   std::vector<float> y(M * N);
-  for (CpuPath p : {CpuPath::kScalar, CpuPath::kAvx2}) {
-    if (!CpuSupports(p)) continue;
+  for (cpu::CpuPath p : {cpu::CpuPath::kScalar, cpu::CpuPath::kAvx2}) {
+    if (!cpu::CpuSupports(p)) continue;
     EXPECT_FALSE(Bf16DotRuns(f, p));
     EXPECT_EQ(
         MatmulWeightFp8(y.data(), x.data(), M, wq, nullptr, p, WeightOnlyKernel::kBf16Dot).code(),

@@ -28,7 +28,7 @@ std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev) {
 
 std::vector<float> Dequantized(const Fp8Matrix& m) {
   std::vector<float> out(static_cast<size_t>(m.rows) * m.cols);
-  Dequantize(m, out.data(), CpuPath::kScalar);
+  Dequantize(m, out.data(), cpu::CpuPath::kScalar);
   return out;
 }
 
@@ -64,10 +64,10 @@ struct Shape {
   int M, N, K;
 };
 
-class Fp8MatmulTest : public ::testing::TestWithParam<CpuPath> {};
+class Fp8MatmulTest : public ::testing::TestWithParam<cpu::CpuPath> {};
 
 TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   // Batch 1..8 at the policy's shapes, plus ragged ones (N, K not multiples of 4, 16, 128).
   const Shape shapes[] = {{1, 768, 256}, {4, 1024, 256}, {8, 256, 1024}, {3, 37, 200},
                           {5, 130, 129}, {2, 1, 7},      {9, 67, 300}};
@@ -77,7 +77,7 @@ TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
     std::vector<float> bias = Gaussian(s.N, 13, 0.1f);
     for (Format f : {Format::kE4M3, Format::kE5M2}) {
       Fp8Matrix wq;
-      ASSERT_TRUE(QuantizeWeights(w.data(), s.N, s.K, f, &wq, CpuPath::kScalar).ok());
+      ASSERT_TRUE(QuantizeWeights(w.data(), s.N, s.K, f, &wq, cpu::CpuPath::kScalar).ok());
       std::vector<float> y(static_cast<size_t>(s.M) * s.N);
       ASSERT_TRUE(MatmulWeightFp8(y.data(), x.data(), s.M, wq, bias.data(), path,
                                   WeightOnlyKernel::kFp32)
@@ -87,7 +87,7 @@ TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
         for (int n = 0; n < s.N; ++n) want[static_cast<size_t>(m) * s.N + n] += bias[n];
       }
       const double order = WorstOrderError(y, want, x, Dequantized(wq), s.M, s.N, s.K);
-      EXPECT_LT(order, 1e-5) << CpuPathName(path) << " " << s.M << "x" << s.N << "x" << s.K;
+      EXPECT_LT(order, 1e-5) << cpu::CpuPathName(path) << " " << s.M << "x" << s.N << "x" << s.K;
       if (f == Format::kE4M3 && s.M == 4 && s.N == 1024) {
         std::vector<float> exact = ReferenceMatmul(x, w, s.M, s.N, s.K);
         for (int m = 0; m < s.M; ++m) {
@@ -95,7 +95,7 @@ TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
         }
         const double rel = RelativeL2(y, exact);
         std::printf("%s weight-only E4M3 4x1024x256: relative L2 vs fp32 operands %.4f\n",
-                    CpuPathName(path), rel);
+                    cpu::CpuPathName(path), rel);
         EXPECT_LT(rel, 0.05);
       }
     }
@@ -103,7 +103,7 @@ TEST_P(Fp8MatmulTest, WeightOnlyMatchesDequantisedReference) {
 }
 
 TEST_P(Fp8MatmulTest, Fp8TimesFp8MatchesDequantisedReference) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const Shape shapes[] = {{64, 768, 256}, {37, 130, 300}, {4, 64, 128},
                           {5, 1, 1},      {130, 70, 129}, {13, 256, 1024}};
   for (const Shape& s : shapes) {
@@ -117,11 +117,11 @@ TEST_P(Fp8MatmulTest, Fp8TimesFp8MatchesDequantisedReference) {
     const std::vector<float> xd = Dequantized(xq), wd = Dequantized(wq);
     const std::vector<float> want = ReferenceMatmul(xd, wd, s.M, s.N, s.K);
     EXPECT_LT(WorstOrderError(y, want, xd, wd, s.M, s.N, s.K), 1e-5)
-        << CpuPathName(path) << " " << s.M << "x" << s.N << "x" << s.K;
+        << cpu::CpuPathName(path) << " " << s.M << "x" << s.N << "x" << s.K;
     if (s.M == 64) {
       const double rel = RelativeL2(y, ReferenceMatmul(x, w, s.M, s.N, s.K));
       std::printf("%s fp8 x fp8 E4M3 64x768x256: relative L2 vs fp32 operands %.4f\n",
-                  CpuPathName(path), rel);
+                  cpu::CpuPathName(path), rel);
       EXPECT_LT(rel, 0.06);
     }
   }
@@ -129,7 +129,7 @@ TEST_P(Fp8MatmulTest, Fp8TimesFp8MatchesDequantisedReference) {
 
 TEST_P(Fp8MatmulTest, MixedFormatsAndBias) {
   // E4M3 activations × E5M2 weights (the mix a backward pass uses), with a bias.
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const int M = 9, N = 33, K = 260;
   const std::vector<float> x = Gaussian(M * K, 31, 1.0f), w = Gaussian(N * K, 32, 0.1f);
   const std::vector<float> bias = Gaussian(N, 33, 1.0f);
@@ -147,7 +147,7 @@ TEST_P(Fp8MatmulTest, MixedFormatsAndBias) {
 }
 
 TEST_P(Fp8MatmulTest, NanWeightsPropagate) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const int M = 3, N = 6, K = 40;
   const std::vector<float> x = Gaussian(M * K, 41, 1.0f);
   std::vector<float> w = Gaussian(N * K, 42, 1.0f);
@@ -168,7 +168,7 @@ TEST_P(Fp8MatmulTest, NanWeightsPropagate) {
 }
 
 TEST_P(Fp8MatmulTest, RejectsMismatchedOperands) {
-  const CpuPath path = GetParam();
+  const cpu::CpuPath path = GetParam();
   const std::vector<float> a = Gaussian(4 * 16, 51, 1.0f), b = Gaussian(4 * 17, 52, 1.0f);
   Fp8Matrix xq, wq;
   ASSERT_TRUE(QuantizeActivations(a.data(), 4, 16, Format::kE4M3, &xq).ok());
@@ -182,7 +182,7 @@ TEST_P(Fp8MatmulTest, RejectsMismatchedOperands) {
             common::Code::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, Fp8MatmulTest, ::testing::ValuesIn(SupportedCpuPaths()),
+INSTANTIATE_TEST_SUITE_P(Paths, Fp8MatmulTest, ::testing::ValuesIn(cpu::SupportedCpuPaths()),
                          [](const auto& info) { return testing::PathTestName(info.param); });
 
 }  // namespace

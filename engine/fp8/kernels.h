@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_constants.h"
 
 namespace engine::fp8 {
@@ -48,7 +48,7 @@ constexpr long X8W8ScratchFloats(long M) {
 }
 
 struct KernelTable {
-  CpuPath path;
+  cpu::CpuPath path;
   // out[i] = Encode(in[i] · inv_scale); counts (may be null) += what the encode saw.
   void (*encode)(Format format, const float* in, long n, float inv_scale, uint8_t* out,
                  EncodeCounts* counts);
@@ -68,7 +68,7 @@ struct KernelTable {
 };
 
 // Weight-only E4M3 or E5M2 product on bf16 dot products (kernels_avx512_bf16.cc), for the
-// avx512 path on CPUs with AVX512_BF16 (CpuSupportsAvx512Bf16): y (M, N) = x (M, K) ·
+// avx512 path on CPUs with AVX512_BF16 (cpu::CpuSupportsAvx512Bf16): y (M, N) = x (M, K) ·
 // dequant(w) (N, K)ᵀ with each x element times its K-block's scale rounded to bf16 and
 // subnormal weights read as zero (fp8_matmul.h has the bound). NaN codes and E5M2's infinities
 // are not decoded: the product returns false when it meets one (y is then unspecified) and
@@ -84,7 +84,7 @@ const KernelTable* Avx2Kernels();
 const KernelTable* Avx512Kernels();
 
 // The table for `path`; aborts with a message if this CPU cannot run it (callers ask
-// CpuSupports or use ActiveCpuPath first, so this cannot happen).
-const KernelTable& KernelsFor(CpuPath path);
+// cpu::CpuSupports or use cpu::ActiveCpuPath first, so this cannot happen).
+const KernelTable& KernelsFor(cpu::CpuPath path);
 
 }  // namespace engine::fp8

@@ -329,7 +329,7 @@ void MatmulX8W8(const Fp8MatrixView& x, const Fp8MatrixView& w, float* scratch, 
   }
 }
 
-constexpr KernelTable kTable{CpuPath::kAvx2, EncodeAny, DecodeAny, FiniteAmax,
+constexpr KernelTable kTable{cpu::CpuPath::kAvx2, EncodeAny, DecodeAny, FiniteAmax,
                              HasNan,         MatmulW8,  MatmulX8W8};
 
 }  // namespace

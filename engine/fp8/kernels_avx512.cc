@@ -1,5 +1,6 @@
 // The AVX-512 (F/BW/VL) kernel table. This file alone is compiled with -mavx512f -mavx512bw
-// -mavx512vl (engine/fp8/CMakeLists.txt); it runs only after cpu_path.cc found those on the CPU.
+// -mavx512vl (engine/fp8/CMakeLists.txt); it runs only after engine/cpu/cpu_path.cc found those on
+// the CPU.
 // Everything is in an anonymous namespace and nothing outside <immintrin.h> and plain-data
 // headers is used, so no AVX-512 code can leak into the baseline paths through a shared inline.
 //
@@ -359,7 +360,7 @@ void MatmulX8W8(const Fp8MatrixView& x, const Fp8MatrixView& w, float* scratch, 
   }
 }
 
-constexpr KernelTable kTable{CpuPath::kAvx512, EncodeAny, DecodeAny, FiniteAmax,
+constexpr KernelTable kTable{cpu::CpuPath::kAvx512, EncodeAny, DecodeAny, FiniteAmax,
                              HasNan,           MatmulW8,  MatmulX8W8};
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The weight-only product on bf16 dot products (VDPBF16PS) for E4M3 and E5M2 weights, for CPUs
 // with AVX512_BF16 on top of the avx512 path. This file alone is compiled with -mavx512bf16 (on
-// top of the avx512 flags, engine/fp8/CMakeLists.txt); it runs only after cpu_path.cc found
-// AVX512_BF16 on the CPU. As in kernels_avx512.cc, everything but the one entry point is in an
+// top of the avx512 flags, engine/fp8/CMakeLists.txt); it runs only after engine/cpu/cpu_path.cc
+// found AVX512_BF16 on the CPU. As in kernels_avx512.cc, everything but the one entry point is in an
 // anonymous namespace and only <immintrin.h> and plain-data headers are included.
 //
 // Why: decoding fp8 to fp32 (a widening, a lane shuffle, two half conversions per 32 weights)

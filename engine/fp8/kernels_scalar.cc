@@ -86,7 +86,7 @@ void MatmulX8W8Scalar(const Fp8MatrixView& x, const Fp8MatrixView& w, float* /*s
   }
 }
 
-constexpr KernelTable kScalarTable{CpuPath::kScalar, EncodeScalarKernel, DecodeScalarKernel,
+constexpr KernelTable kScalarTable{cpu::CpuPath::kScalar, EncodeScalarKernel, DecodeScalarKernel,
                                    FiniteAmaxScalar, HasNanScalar,       MatmulW8Scalar,
                                    MatmulX8W8Scalar};
 
@@ -94,21 +94,21 @@ constexpr KernelTable kScalarTable{CpuPath::kScalar, EncodeScalarKernel, DecodeS
 
 const KernelTable& ScalarKernels() { return kScalarTable; }
 
-const KernelTable& KernelsFor(CpuPath path) {
+const KernelTable& KernelsFor(cpu::CpuPath path) {
   const KernelTable* t = nullptr;
   switch (path) {
-    case CpuPath::kScalar:
+    case cpu::CpuPath::kScalar:
       return kScalarTable;
-    case CpuPath::kAvx2:
+    case cpu::CpuPath::kAvx2:
       t = Avx2Kernels();
       break;
-    case CpuPath::kAvx512:
+    case cpu::CpuPath::kAvx512:
       t = Avx512Kernels();
       break;
   }
-  if (t == nullptr || !CpuSupports(path)) {
+  if (t == nullptr || !cpu::CpuSupports(path)) {
     std::fprintf(stderr, "fatal: fp8 kernels for %s requested on a CPU without it\n",
-                 CpuPathName(path));
+                 cpu::CpuPathName(path));
     std::abort();
   }
   return *t;

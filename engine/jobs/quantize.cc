@@ -1,6 +1,6 @@
 // `embody-engine quantize --in CKPT --out CKPT8` (job.h): post-training quantisation of a trained
-// policy's checkpoint into an FP8 checkpoint (engine/ptq.h), then, for a policy trained on the
-// built-in task, the fp32 and fp8 policies on the same held-out batch side by side.
+// policy's checkpoint into an FP8 checkpoint (engine/policy/ptq.h), then, for a policy trained on
+// the built-in task, the fp32 and fp8 policies on the same held-out batch side by side.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "engine/format/checkpoint.h"
 #include "engine/jobs/job.h"
 #include "engine/model/policy_options.h"
-#include "engine/ptq.h"
+#include "engine/policy/ptq.h"
 
 namespace engine::jobs {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "engine/kernels/attention_padded.h"
 #include "engine/kernels/attention_reference.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/kernels/attention_varlen.h"
 #include "engine/kernels/attention_varlen_kernels.h"
 
@@ -119,12 +119,12 @@ TEST(AttentionVarlenTest, MatchesReferenceOnRandomSegments) {
 // 64-token tiles, and head dims that leave a column tail.
 TEST(AttentionVarlenTest, EveryCpuPathMatchesReferenceOnRaggedSegments) {
   const std::vector<int> lengths = {1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 285};
-  for (fp8::CpuPath path : fp8::SupportedCpuPaths()) {
-    const VarlenKernels& k = path == fp8::CpuPath::kAvx512 ? Avx512VarlenKernels()
-                             : path == fp8::CpuPath::kAvx2 ? Avx2VarlenKernels()
+  for (cpu::CpuPath path : cpu::SupportedCpuPaths()) {
+    const VarlenKernels& k = path == cpu::CpuPath::kAvx512 ? Avx512VarlenKernels()
+                             : path == cpu::CpuPath::kAvx2 ? Avx2VarlenKernels()
                                                            : Sse2VarlenKernels();
-    EXPECT_STREQ(k.name, fp8::CpuPathName(path) == std::string("scalar") ? "sse2"
-                                                                         : fp8::CpuPathName(path));
+    EXPECT_STREQ(k.name, cpu::CpuPathName(path) == std::string("scalar") ? "sse2"
+                                                                         : cpu::CpuPathName(path));
     for (bool causal : {false, true}) {
       for (int D : {32, 40, 8}) {
         SCOPED_TRACE(std::string(k.name) + (causal ? " causal" : " bidirectional") + " D " +

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/kernels/attention_varlen_kernels.h"
 
 namespace engine::kernels {
@@ -32,12 +32,12 @@ namespace {
 
 const VarlenKernels& Active() {
   static const VarlenKernels& table = []() -> const VarlenKernels& {
-    switch (fp8::ActiveCpuPath()) {
-      case fp8::CpuPath::kAvx512:
+    switch (cpu::ActiveCpuPath()) {
+      case cpu::CpuPath::kAvx512:
         return Avx512VarlenKernels();
-      case fp8::CpuPath::kAvx2:
+      case cpu::CpuPath::kAvx2:
         return Avx2VarlenKernels();
-      case fp8::CpuPath::kScalar:
+      case cpu::CpuPath::kScalar:
         break;
     }
     return Sse2VarlenKernels();

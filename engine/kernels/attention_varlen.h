@@ -34,7 +34,7 @@ struct VarlenShape {
 // Checks cu_seqlens (cu[0] = 0, non-decreasing, cu.back() = T) and H, D ≥ 1. Both kernels call
 // it once at entry; callers that check earlier may call it themselves.
 // The copy of the kernels this process runs ("sse2", "avx2" or "avx512"), chosen once from the
-// CPU (engine/fp8/cpu_path.h; EMBODY_CPU_PATH=scalar forces the baseline copy).
+// CPU (engine/cpu/cpu_path.h; EMBODY_CPU_PATH=scalar forces the baseline copy).
 const char* AttentionKernelsName();
 
 common::Status CheckVarlenShape(const VarlenShape& shape, std::span<const int32_t> cu_seqlens);

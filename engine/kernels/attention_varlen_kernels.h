@@ -1,5 +1,5 @@
 // The variable-length attention kernels (attention_varlen.h) behind one table of function
-// pointers, one table per CPU path (engine/fp8/cpu_path.h): attention_varlen_sse2.cc (baseline
+// pointers, one table per CPU path (engine/cpu/cpu_path.h): attention_varlen_sse2.cc (baseline
 // x86-64), attention_varlen_avx2.cc and attention_varlen_avx512.cc, each the same source
 // (attention_varlen_body.inc) compiled with its own instruction-set flags, so one binary built
 // without -march runs the tile kernels at the width the CPU has. attention_varlen.cc checks

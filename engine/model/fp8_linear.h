@@ -53,7 +53,7 @@ class AmaxHistory {
 };
 
 // What FP8 compute quantised, by format: E4M3 holds activations and weights, E5M2 the output
-// gradients. For step events (engine/ptq.h's Fp8StatsJson shape).
+// gradients. For step events (engine/policy/ptq.h's Fp8StatsJson shape).
 struct Fp8ComputeStats {
   fp8::Fp8Stats e4m3;
   fp8::Fp8Stats e5m2;

@@ -1,5 +1,5 @@
 // Dispatch of the fast Linear and GELU layers to the copy of the Eigen kernels compiled for this
-// CPU (linear_kernels.h): chosen once per process from engine/fp8/cpu_path.h's path, so
+// CPU (linear_kernels.h): chosen once per process from engine/cpu/cpu_path.h's path, so
 // EMBODY_CPU_PATH forces it here too (scalar runs the baseline SSE2 copy); or to oneDNN
 // (linear_onednn.h) when SetLinearCompute says so.
 #include "engine/model/linear_fast.h"
@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/linear_kernels.h"
 #include "engine/model/linear_onednn.h"
@@ -19,20 +19,20 @@
 namespace engine {
 namespace {
 
-const linear::LinearKernels& LinearKernelsFor(fp8::CpuPath path) {
+const linear::LinearKernels& LinearKernelsFor(cpu::CpuPath path) {
   switch (path) {
-    case fp8::CpuPath::kAvx512:
+    case cpu::CpuPath::kAvx512:
       return linear::Avx512Kernels();
-    case fp8::CpuPath::kAvx2:
+    case cpu::CpuPath::kAvx2:
       return linear::Avx2Kernels();
-    case fp8::CpuPath::kScalar:
+    case cpu::CpuPath::kScalar:
       break;
   }
   return linear::Sse2Kernels();
 }
 
 const linear::LinearKernels& Active() {
-  static const linear::LinearKernels& table = LinearKernelsFor(fp8::ActiveCpuPath());
+  static const linear::LinearKernels& table = LinearKernelsFor(cpu::ActiveCpuPath());
   return table;
 }
 
@@ -50,7 +50,7 @@ LinearCompute ReadFp32Default() {
   // Measured (docs/benchmarks.md, "GEMM backends"): oneDNN's fp32 matmul beats the AVX-512 Eigen
   // copy on every reference shape. Below AVX-512 it was not measured, so the Eigen copy for the
   // path stays (and EMBODY_CPU_PATH=scalar|avx2 keeps testing exactly those copies).
-  const LinearCompute measured = fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512
+  const LinearCompute measured = cpu::ActiveCpuPath() == cpu::CpuPath::kAvx512
                                      ? LinearCompute::kOnednnFp32
                                      : LinearCompute::kEigenFp32;
   const char* forced = std::getenv("EMBODY_GEMM");
@@ -117,7 +117,7 @@ void LinearForwardFast(float* out, const float* inp, const float* weight, const 
 }
 
 bool Fp8RowsRunBf16Gemm(int rows) {
-  return rows >= kFp8GemmMinRows && fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512 &&
+  return rows >= kFp8GemmMinRows && cpu::ActiveCpuPath() == cpu::CpuPath::kAvx512 &&
          Bf16ComputeSupported();
 }
 

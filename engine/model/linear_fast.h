@@ -3,7 +3,7 @@
 // matrix products done by Eigen's blocked GEMM over maps of the caller's flat buffers (no copies,
 // no allocation in the steady state). Single-threaded unless Eigen is built with OpenMP. The
 // Eigen code is compiled for SSE2, AVX2 and AVX-512 and the copy this CPU runs is chosen once per
-// process (linear_kernels.h; EMBODY_CPU_PATH, engine/fp8/cpu_path.h, forces one). The products
+// process (linear_kernels.h; EMBODY_CPU_PATH, engine/cpu/cpu_path.h, forces one). The products
 // can instead run through oneDNN's matmul (linear_onednn.h), in float32 or with bfloat16 operands
 // and float32 accumulation: SetLinearCompute chooses, process-wide; GELU is Eigen's either way.
 //
@@ -39,7 +39,7 @@ LinearCompute DefaultFp32Compute();
 
 // Whether kOnednnBf16 runs natively here (AVX512_BF16 or AMX, by oneDNN's run-time detection).
 // Where it does not, oneDNN would emulate bfloat16 at a fraction of float32's speed (or not run
-// it at all), so callers fall back to float32 (engine/precision.h).
+// it at all), so callers fall back to float32 (engine/train/precision.h).
 bool Bf16ComputeSupported();
 
 // out (B, OC) = inp (B, C) · weight (OC, C)ᵀ + bias (OC) (bias may be nullptr).

@@ -10,7 +10,7 @@
 
 #include "common/rng.h"
 #include "engine/fp8/block_quant.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/layers.h"
 
@@ -146,7 +146,7 @@ TEST(LinearFp8Test, FewRowsDecodeTheCodesManyRowsRunTheBf16Gemm) {
     }
     LinearForward(y_ref.data(), x.data(), deq.data(), b.data(), B, C, OC);
     const bool gemm = Fp8RowsRunBf16Gemm(B);
-    EXPECT_EQ(gemm, B >= kFp8GemmMinRows && fp8::ActiveCpuPath() == fp8::CpuPath::kAvx512 &&
+    EXPECT_EQ(gemm, B >= kFp8GemmMinRows && cpu::ActiveCpuPath() == cpu::CpuPath::kAvx512 &&
                         Bf16ComputeSupported());
     EXPECT_EQ(y, gemm ? y_gemm : y_codes) << B << " rows";
     for (int i = 0; i < B; ++i) {

@@ -1,5 +1,5 @@
 // The Eigen-backed Linear and GELU kernels behind one table of function pointers, one table per
-// CPU path (engine/fp8/cpu_path.h): linear_fast_sse2.cc (baseline x86-64), linear_fast_avx2.cc
+// CPU path (engine/cpu/cpu_path.h): linear_fast_sse2.cc (baseline x86-64), linear_fast_avx2.cc
 // and linear_fast_avx512.cc, each the same source (linear_fast_body.inc) compiled with its own
 // instruction-set flags. linear_fast.cc picks the table once per process. Internal to
 // engine/model.

@@ -18,7 +18,7 @@
 #include "common/time_util.h"
 #include "engine/data/embodied_lengths.h"
 #include "engine/data/packing.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/model/flow_matching.h"
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_transformer.h"
@@ -148,7 +148,7 @@ int Run(const Args& a) {
   std::printf("policy step: %d rows x %d tokens (%ld real, %.1f%% fill), %d samples, %s\n", a.rows,
               a.tokens, real, 100.0 * real / slots, batch->num_samples(),
               a.padded ? "padded" : "varlen packed");
-  std::printf("  cpu path %s, linear kernels %s, gemm %s\n", fp8::ActiveCpuPathName(),
+  std::printf("  cpu path %s, linear kernels %s, gemm %s\n", cpu::ActiveCpuPathName(),
               LinearKernelsName(), LinearComputeName(ActiveLinearCompute()));
   std::printf("  d_model %d layers %d heads %d mlp %d, %zu params, loss %.4f\n", c.d_model,
               c.layers, c.heads, c.mlp, m.layout().num_parameters(), loss);

@@ -32,7 +32,7 @@
 #include "api/job_spec.h"
 #include "common/rng.h"
 #include "common/status.h"
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 #include "engine/sim/vec_env.h"
 
 namespace engine::rl {

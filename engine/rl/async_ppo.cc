@@ -11,7 +11,7 @@
 #include "engine/model/policy_options.h"
 #include "engine/rl/async_actors.h"
 #include "engine/rl/gaussian.h"
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/rl_checkpoint.h"
 #include "engine/rl/rollout_ranks.h"
 
 namespace engine::rl {

@@ -1,7 +1,7 @@
 // The rl job's end of the closed loop: PPO writes its final policy as a checkpoint that
 // evaluation loads (and that beats the untrained policy on the task it trained on), evaluates
 // every K updates into its step events, and trains on the table-top tasks.
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/rl_checkpoint.h"
 
 #include <cmath>
 #include <cstdio>

@@ -25,7 +25,7 @@
 #include "common/status.h"
 #include "engine/dist/communicator.h"
 #include "engine/optim/adamw.h"
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 
 namespace engine::rl {
 

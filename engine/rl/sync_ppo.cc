@@ -12,7 +12,7 @@
 #include "engine/format/checkpoint.h"
 #include "engine/model/policy_options.h"
 #include "engine/rl/gaussian.h"
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/rl_checkpoint.h"
 #include "engine/sim/latency_env.h"
 #include "engine/sim/make_env.h"
 

@@ -29,8 +29,8 @@ struct SyncPpoOptions {
   std::string init_from;
   // Checked once per update; the ranks stop after the same one (agree_on_stop.h).
   const std::atomic<bool>* stop_requested = nullptr;
-  // Where rank 0 writes the final policy (policy_checkpoint.h) as step-<updates>.ckpt and posts a
-  // `checkpoint` event for it; empty: none.
+  // Where rank 0 writes the final policy (engine/policy/rl_checkpoint.h) as step-<updates>.ckpt and
+  // posts a `checkpoint` event for it; empty: none.
   std::string checkpoint_dir;
 };
 

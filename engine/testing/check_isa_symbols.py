@@ -2,7 +2,7 @@
 """Checks that no code compiled for AVX2 or AVX-512 can run on a CPU without it.
 
 The engine compiles a few translation units per instruction set (*_avx2.cc, *_avx512*.cc) and
-picks one at run time (engine/fp8/cpu_path.h). The hazard is the linker: an inline function or
+picks one at run time (engine/cpu/cpu_path.h). The hazard is the linker: an inline function or
 template instantiated with external linkage in an AVX-512 unit and in any other unit is one
 symbol, and the linker keeps either copy, so baseline code could call AVX-512 instructions. This
 lists every externally visible code symbol each per-ISA object defines that any other object in

@@ -6,8 +6,8 @@
 
 #include "common/file_util.h"
 #include "engine/format/fp8_checkpoint.h"
-#include "engine/policy_eval.h"
-#include "engine/ptq.h"
+#include "engine/policy/held_out_eval.h"
+#include "engine/policy/ptq.h"
 
 namespace engine {
 namespace {

@@ -1,12 +1,12 @@
 // FinalEvaluation: what rank 0 does with the trained policy after the last step of a run that
 // was not stopped early.
 //
-// With engine.fp8.inference it quantises the policy (engine/ptq.h), writes its FP8 checkpoint
-// (policy-step-<N>.fp8 in the checkpoint directory, when there is one) and loads it back from
-// those bytes, exactly as a rollout would. With eval_samples > 0 on the built-in stream it
-// samples actions on held-out reach tasks (engine/policy_eval.h), fp32 and, when quantised, fp8
-// side by side on the same samples, and reports one {"type":"eval"} event. Errors are rank 0's
-// alone: the other ranks are done by then.
+// With engine.fp8.inference it quantises the policy (engine/policy/ptq.h), writes its FP8
+// checkpoint (policy-step-<N>.fp8 in the checkpoint directory, when there is one) and loads it back
+// from those bytes, exactly as a rollout would. With eval_samples > 0 on the built-in stream it
+// samples actions on held-out reach tasks (engine/policy/held_out_eval.h), fp32 and, when
+// quantised, fp8 side by side on the same samples, and reports one {"type":"eval"} event. Errors
+// are rank 0's alone: the other ranks are done by then.
 //
 // Evaluation during training (engine.eval_every) is engine/eval/periodic_eval.h's.
 #pragma once

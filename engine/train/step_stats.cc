@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/ptq.h"
+#include "engine/policy/ptq.h"
 
 namespace engine {
 namespace {

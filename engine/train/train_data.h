@@ -5,7 +5,7 @@
 // directory (engine/data/dataset_stream.h) that every rank opens itself and whose samples
 // background threads read and decode ahead of the loader (DatasetSampleReader). Each step takes
 // the next samples_per_step samples; each rank packs its contiguous slice into the model's batch
-// on the loader's thread (engine/train_batches.h).
+// on the loader's thread (engine/batches/train_batches.h).
 //
 // Not its business: the model, what a step does with a batch (train_step.h).
 #pragma once
@@ -20,12 +20,12 @@
 #include "common/status.h"
 #include "engine/data/dataset_stream.h"
 #include "engine/data/loader.h"
-#include "engine/dataset_source.h"
+#include "engine/batches/dataset_source.h"
 #include "engine/dist/communicator.h"
 #include "engine/format/checkpoint.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/sim/demo_source.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 

@@ -26,7 +26,7 @@
 #include "engine/model/policy_transformer.h"
 #include "engine/optim/adamw.h"
 #include "engine/train/step_stats.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 

@@ -15,14 +15,14 @@
 #include "engine/model/linear_fast.h"
 #include "engine/model/policy_options.h"
 #include "engine/optim/adamw.h"
-#include "engine/precision.h"
+#include "engine/train/precision.h"
 #include "engine/train/checkpointer.h"
 #include "engine/train/final_eval.h"
 #include "engine/train/resume.h"
 #include "engine/train/train_data.h"
 #include "engine/train/train_state.h"
 #include "engine/train/train_step.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 namespace {

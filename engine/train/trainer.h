@@ -5,8 +5,8 @@
 //
 // Data: one global sample stream (engine/data/loader.h). Each step consumes the next
 // SamplesPerRank × world samples; each rank takes its contiguous slice, and a background loader
-// thread turns it into the model's PackedBatch (engine/train_batches.h: multimodal samples of the
-// scripted reach task, packed best-fit decreasing or padded one per row), keeping batches
+// thread turns it into the model's PackedBatch (engine/batches/train_batches.h: multimodal samples
+// of the scripted reach task, packed best-fit decreasing or padded one per row), keeping batches
 // prefetched and recycling their buffers. With engine.data.dataset "dir:/path" the stream is the
 // dataset's epochs, each shuffled by the seed (engine/data/dataset_stream.h); packing plans from
 // the token counts alone, and background threads read and decode the rank's samples ahead of the
@@ -23,7 +23,7 @@
 // seed) and so stay bitwise identical on every rank. Rank 0 alone reports step events (loss,
 // real tokens/s, padding, phase times, MFU against a GEMM rate measured at start-up), prints
 // progress, writes checkpoints and, at the end, evaluates sampled actions on held-out data
-// (engine/policy_eval.h) and reports an `eval` event.
+// (engine/policy/held_out_eval.h) and reports an `eval` event.
 //
 // Resume: with resume_from set, rank 0 reads the checkpoint and broadcasts it; every rank restores
 // parameters, AdamW state, the step and the data position, and the run continues to
@@ -37,8 +37,9 @@
 //
 // The parts are units of their own (docs/engine.md, "The trainer's parts"): the step is
 // engine/train/train_step.h (its figures StepStats, engine/train/step_stats.h), the data
-// engine/train/train_data.h, resuming engine/train/resume.h, checkpoints engine/train/checkpointer.h, the evaluation after the last
-// step engine/train/final_eval.h; Train wires them in one loop.
+// engine/train/train_data.h, resuming engine/train/resume.h, checkpoints
+// engine/train/checkpointer.h, the evaluation after the last step engine/train/final_eval.h; Train
+// wires them in one loop.
 //
 // Runs with any Communicator, so tests train in one process with LocalCommunicator.
 #pragma once
@@ -52,8 +53,8 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/dist/communicator.h"
-#include "engine/policy_eval.h"
-#include "engine/ptq.h"
+#include "engine/policy/held_out_eval.h"
+#include "engine/policy/ptq.h"
 #include "engine/report/event_sink.h"
 
 namespace engine {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/fp8/fp8_constants.h"
 
 namespace engine::fp8::testing {
@@ -98,6 +98,6 @@ inline std::vector<float> ReferenceMatmul(const std::vector<float>& x, const std
   return y;
 }
 
-inline std::string PathTestName(CpuPath p) { return CpuPathName(p); }
+inline std::string PathTestName(cpu::CpuPath p) { return cpu::CpuPathName(p); }
 
 }  // namespace engine::fp8::testing

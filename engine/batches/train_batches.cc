@@ -1,4 +1,4 @@
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 #include <algorithm>
 #include <cmath>

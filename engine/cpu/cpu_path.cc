@@ -1,11 +1,11 @@
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
-namespace engine::fp8 {
+namespace engine::cpu {
 
 const char* CpuPathName(CpuPath path) {
   switch (path) {
@@ -124,4 +124,4 @@ CpuPath ActiveCpuPath() {
   return chosen;
 }
 
-}  // namespace engine::fp8
+}  // namespace engine::cpu

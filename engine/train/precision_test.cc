@@ -1,7 +1,7 @@
 // engine.precision: the choice on CPUs with and without native bf16, the job's event, and a short
 // training run in bf16 whose loss curve tracks fp32's on the same seed and samples.
 #include "engine/testing/small_run.h"
-#include "engine/precision.h"
+#include "engine/train/precision.h"
 
 #include <cmath>
 #include <numeric>

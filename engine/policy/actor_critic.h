@@ -25,7 +25,7 @@
 #include "engine/format/checkpoint.h"
 #include "engine/model/policy_transformer.h"
 
-namespace engine::rl {
+namespace engine {
 
 class ActorCritic {
  public:
@@ -71,4 +71,4 @@ class ActorCritic {
 // Whether two configs give the same trunk (same parameter layout).
 bool SameTrunkShape(const PolicyConfig& a, const nlohmann::json& checkpoint_model);
 
-}  // namespace engine::rl
+}  // namespace engine

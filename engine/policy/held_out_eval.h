@@ -4,7 +4,7 @@
 //
 // Held-out samples come from the same task and length distribution as training but from global
 // indices training never reaches (kHeldOutFirstSample onward), with the same per-sample rules
-// (engine/train_batches.h), so the figure measures generalisation to new goals and states.
+// (engine/batches/train_batches.h), so the figure measures generalisation to new goals and states.
 #pragma once
 
 #include <cstdint>

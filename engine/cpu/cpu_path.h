@@ -1,7 +1,8 @@
 // Which instruction-set path the CPU kernels run on, chosen once per process at run time from
 // the CPU's flags, never at build time: one binary runs on every x86-64 machine and uses what
 // each one has. Only the kernel translation units are compiled for AVX2 or AVX-512 (per-file
-// flags in engine/fp8/CMakeLists.txt); everything else is built for the baseline ISA.
+// flags in the CMakeLists.txt of engine/fp8, engine/kernels and engine/model); everything else,
+// this file's code included, is built for the baseline ISA.
 //
 //   scalar  plain C++, the reference every other path is tested against
 //   avx2    AVX2 + FMA + F16C (+ POPCNT)
@@ -18,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace engine::fp8 {
+namespace engine::cpu {
 
 enum class CpuPath { kScalar, kAvx2, kAvx512 };
 
@@ -47,4 +48,4 @@ inline const char* ActiveCpuPathName() { return CpuPathName(ActiveCpuPath()); }
 // `warning` receives why a forced value was not taken, if it was not.
 CpuPath ChooseCpuPath(const char* forced, std::string* warning);
 
-}  // namespace engine::fp8
+}  // namespace engine::cpu

@@ -11,9 +11,9 @@
 
 #include "engine/format/checkpoint.h"
 #include "engine/model/policy_options.h"
-#include "engine/policy_eval.h"
+#include "engine/policy/held_out_eval.h"
 #include "engine/report/recording_sink.h"
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 namespace {

@@ -20,7 +20,7 @@
 #include "engine/format/fp8_checkpoint.h"
 #include "engine/model/policy_quant.h"
 #include "engine/model/policy_transformer.h"
-#include "engine/policy_eval.h"
+#include "engine/policy/held_out_eval.h"
 
 namespace engine {
 

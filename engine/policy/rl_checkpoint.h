@@ -21,9 +21,9 @@
 #include "common/status.h"
 #include "engine/format/checkpoint.h"
 #include "engine/report/event_sink.h"
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 
-namespace engine::rl {
+namespace engine {
 
 CheckpointData RlPolicyCheckpoint(ActorCritic& policy, const api::EngineOptions& engine,
                                   int64_t step, int world_size);
@@ -47,4 +47,4 @@ struct LoadedRlPolicy {
 // policy, engine options that do not parse, sizes that do not match the model they name.
 common::Result<LoadedRlPolicy> LoadRlPolicy(const CheckpointData& checkpoint);
 
-}  // namespace engine::rl
+}  // namespace engine

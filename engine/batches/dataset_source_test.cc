@@ -1,7 +1,7 @@
 // DatasetSource: how a dataset directory's keys become the policy's tokens (images → 8×8
 // patches, proprio → normalised state tokens, actions → a normalised chunk, language →
 // hashed ids), its token counts, and its refusals.
-#include "engine/dataset_source.h"
+#include "engine/batches/dataset_source.h"
 
 #include <cmath>
 #include <filesystem>

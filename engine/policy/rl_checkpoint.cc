@@ -1,4 +1,4 @@
-#include "engine/rl/policy_checkpoint.h"
+#include "engine/policy/rl_checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include "engine/format/checkpoint_model.h"
 #include "engine/model/policy_options.h"
 
-namespace engine::rl {
+namespace engine {
 
 CheckpointData RlPolicyCheckpoint(ActorCritic& policy, const api::EngineOptions& engine,
                                   int64_t step, int world_size) {
@@ -89,4 +89,4 @@ common::Result<LoadedRlPolicy> LoadRlPolicy(const CheckpointData& c) {
   return out;
 }
 
-}  // namespace engine::rl
+}  // namespace engine

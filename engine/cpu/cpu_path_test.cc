@@ -1,4 +1,4 @@
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-namespace engine::fp8 {
+namespace engine::cpu {
 namespace {
 
 TEST(CpuPathTest, NamesRoundTrip) {
@@ -58,7 +58,7 @@ TEST(CpuPathTest, ActivePathIsStableAndSupported) {
   EXPECT_STREQ(ActiveCpuPathName(), CpuPathName(p));
 }
 
-// ctest runs this binary once more under each EMBODY_CPU_PATH (engine/fp8/CMakeLists.txt).
+// ctest runs this binary once more under each EMBODY_CPU_PATH (engine/cpu/CMakeLists.txt).
 TEST(CpuPathTest, ActivePathHonoursTheVariable) {
   const char* forced = std::getenv("EMBODY_CPU_PATH");
   if (forced == nullptr) GTEST_SKIP() << "EMBODY_CPU_PATH not set";
@@ -90,4 +90,4 @@ TEST(CpuPathTest, EveryPathNameSaysWhetherItRunsHere) {
 }
 
 }  // namespace
-}  // namespace engine::fp8
+}  // namespace engine::cpu

@@ -4,14 +4,14 @@
 // never a quiet run of another path.
 #include <cstdio>
 
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: cpu_path_probe scalar|avx2|avx512|avx512_bf16\n");
     return 2;
   }
-  if (!engine::fp8::CpuPathRunsHere(argv[1])) {
+  if (!engine::cpu::CpuPathRunsHere(argv[1])) {
     std::printf("skipped: this CPU cannot run EMBODY_CPU_PATH=%s\n", argv[1]);
     return 77;
   }

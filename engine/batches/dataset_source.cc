@@ -1,4 +1,4 @@
-#include "engine/dataset_source.h"
+#include "engine/batches/dataset_source.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "engine/ptq.h"
+#include "engine/policy/ptq.h"
 
 #include <cmath>
 #include <set>

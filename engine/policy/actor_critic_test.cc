@@ -1,4 +1,4 @@
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "engine/format/checkpoint_model.h"
 #include "engine/sim/reach_env.h"
 
-namespace engine::rl {
+namespace engine {
 namespace {
 
 PolicyConfig TinyConfig() {
@@ -137,4 +137,4 @@ TEST(ActorCriticTest, LoadsTheTrunkFromABehaviourCloningCheckpoint) {
 }
 
 }  // namespace
-}  // namespace engine::rl
+}  // namespace engine

@@ -19,7 +19,7 @@
 #include "api/job_spec.h"
 #include "common/status.h"
 #include "engine/data/loader.h"
-#include "engine/dataset_source.h"
+#include "engine/batches/dataset_source.h"
 #include "engine/model/packed_batch.h"
 #include "engine/model/policy_transformer.h"
 #include "engine/sim/reach_task.h"

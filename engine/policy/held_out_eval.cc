@@ -1,9 +1,9 @@
-#include "engine/policy_eval.h"
+#include "engine/policy/held_out_eval.h"
 
 #include <utility>
 #include <vector>
 
-#include "engine/train_batches.h"
+#include "engine/batches/train_batches.h"
 
 namespace engine {
 

@@ -1,5 +1,5 @@
 // engine.precision → LinearCompute (precision.h).
-#include "engine/precision.h"
+#include "engine/train/precision.h"
 
 namespace engine {
 

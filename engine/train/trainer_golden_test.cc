@@ -42,7 +42,7 @@
 
 #include "common/hash.h"
 #include "engine/format/checkpoint.h"
-#include "engine/fp8/cpu_path.h"
+#include "engine/cpu/cpu_path.h"
 #include "engine/report/recording_sink.h"
 #include "engine/testing/small_run.h"
 #include "engine/train/trainer.h"
@@ -108,7 +108,7 @@ std::string Stable(nlohmann::json e) {
 // On a vector path: the relative tolerance of every floating-point value (see the top).
 constexpr double kVectorPathTolerance = 1e-5;
 
-bool OnBaselinePath() { return fp8::ActiveCpuPath() == fp8::CpuPath::kScalar; }
+bool OnBaselinePath() { return cpu::ActiveCpuPath() == cpu::CpuPath::kScalar; }
 
 // Relative tolerances of the fields computed from gradients and updated weights (see the top).
 double ToleranceOf(const std::string& key) {
@@ -154,7 +154,7 @@ void ExpectLoss(float got, float want, size_t step) {
     EXPECT_EQ(got, want) << "step " << step << ": " << got;
   } else {
     EXPECT_NEAR(got, want, kVectorPathTolerance * std::abs(want))
-        << "step " << step << " on the " << fp8::ActiveCpuPathName() << " path";
+        << "step " << step << " on the " << cpu::ActiveCpuPathName() << " path";
   }
 }
 
@@ -307,8 +307,8 @@ int main(int argc, char** argv) {
   // Before anything chooses a kernel: the choice is made once per process. The baseline path
   // unless ctest asks for another (and one this CPU lacks is a skip, not a quiet fallback).
   if (const char* forced = std::getenv("EMBODY_CPU_PATH"); forced != nullptr && *forced != '\0') {
-    auto path = engine::fp8::ParseCpuPath(forced);
-    if (!path || !engine::fp8::CpuSupports(*path)) {
+    auto path = engine::cpu::ParseCpuPath(forced);
+    if (!path || !engine::cpu::CpuSupports(*path)) {
       std::printf("skipped: this CPU cannot run EMBODY_CPU_PATH=%s\n", forced);
       return 77;
     }

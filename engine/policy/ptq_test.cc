@@ -1,7 +1,7 @@
 // Post-training FP8 quantisation: the checkpoint format round trip and its refusals, the
 // quantised policy's forward against an fp32 policy holding the same (dequantised) weights, and
 // a trained policy evaluated from its FP8 checkpoint against fp32 on the same held-out batch.
-#include "engine/ptq.h"
+#include "engine/policy/ptq.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "engine/rl/actor_critic.h"
+#include "engine/policy/actor_critic.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "engine/format/checkpoint_model.h"
 
-namespace engine::rl {
+namespace engine {
 
 bool SameTrunkShape(const PolicyConfig& c, const nlohmann::json& m) {
   if (!m.is_object()) return false;
@@ -157,4 +157,4 @@ common::Status ActorCritic::Backward(const float* d_mean, const float* d_log_std
   return trunk_->BackwardFromHidden(d_hidden_.data());
 }
 
-}  // namespace engine::rl
+}  // namespace engine
