@@ -111,17 +111,17 @@ int main(int argc, char** argv) {
       nodes, pending, tenants, plan_ms, plan.turns());
   std::vector<double> plain_ms, kept_ms, cold_ms, cold_cpu_ms;
   int same = 0, with_start = 0, cached = 0;
-  size_t replayed = 0;
+  size_t replayed = 0, jumped = 0;  // turns replayed; of them passed over to a saved state
   for (int i = 0; i < asks; ++i) {
     controlplane::testing::JobArgs a = Draw(rng, 1 + i % tenants);
     a.submit_ms = kNowMs;
     const PendingJob ask = controlplane::testing::Job(std::numeric_limits<int64_t>::max(), a);
     const int64_t run_ms = ask.time_limit_seconds * 900;
     t0 = std::chrono::steady_clock::now();
-    size_t kept = 0;
+    size_t kept = 0, passed = 0;
     bool hit = false;
     const double cpu0 = CpuMs();
-    const JobForecast k = plan.Forecast(ask, run_ms, &kept, &hit);
+    const JobForecast k = plan.Forecast(ask, run_ms, &kept, &hit, &passed);
     kept_ms.push_back(Ms(t0));
     if (!hit) {
       cold_ms.push_back(kept_ms.back());
@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
     }
     cached += hit;
     replayed += kept;
+    jumped += passed;
     ClusterSnapshot with = s;
     with.pending.push_back(ask);
     ForecastTimes with_times = times;
@@ -174,6 +175,7 @@ int main(int argc, char** argv) {
                          {"kept_first_cpu_max_ms", Percentile(cold_cpu_ms, 1.0)},
                          {"kept_answers", cached},
                          {"replayed_turns", replayed},
+                         {"jumped_turns", jumped},
                          {"same", same},
                          {"with_start", with_start}};
   std::printf("%s\n", line.dump().c_str());

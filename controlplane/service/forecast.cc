@@ -13,10 +13,26 @@
 
 namespace controlplane::service {
 
+// A kept run's state at the start of one turn (before its decision): what ForwardRun holds
+// beside its queue, which is kept as its marks (PendingQueue::taken_marks).
+struct PlanCheckpoint {
+  size_t turn = 0;
+  int cycles = 0;              // Schedule() calls before this turn
+  std::vector<int64_t> ended;  // the jobs whose ends led to this turn
+  ClusterSnapshot s;           // no pending jobs: the queue holds them
+  std::array<std::vector<int64_t>, kSlotKinds> free_hist;
+  std::map<std::tuple<int, int, int>, int64_t> shapes;
+  std::vector<int64_t> ends;
+  std::vector<char> taken;
+};
+
 namespace {
 
 constexpr int64_t kNever = SlotTimeline::kForever;
 constexpr size_t kMaxReservationsNamed = 3;
+// Turns between two saved states of a kept run: an answer replays at most this many turns before
+// it reaches a turn it must decide, and a plan holds turns / this many copies of the cluster.
+constexpr size_t kCheckpointEvery = 32;
 
 int64_t LimitEnd(int64_t start_ms, int64_t limit_seconds) {
   return limit_seconds > 0 ? start_ms + limit_seconds * 1000 : kNever;
@@ -54,6 +70,60 @@ class ForwardRun {
     }
   }
 
+  // The state of a kept run saved at `from`, with `job` added to the kept queue it was built
+  // from (`queue`: PendingQueue(that queue, job)). Its first decision is over the queue, as
+  // every later one.
+  ForwardRun(const PlanCheckpoint& from, PendingQueue queue, const PendingJob& job,
+             const ForecastTimes& times, const ForecastOptions& opt,
+             std::optional<std::pair<int64_t, int64_t>> extra)
+      : s_(from.s),
+        queue_(std::move(queue)),
+        free_hist_(from.free_hist),
+        shapes_(from.shapes),
+        times_(times),
+        opt_(opt),
+        extra_run_(extra),
+        ends_(from.ends),
+        first_over_queue_(true) {
+    for (size_t i = 0; i < s_.nodes.size(); ++i) node_index_[s_.nodes[i].id] = i;
+    for (size_t i = 0; i < s_.tenants.size(); ++i) tenant_index_[s_.tenants[i].id] = i;
+    CountShape(job, +1);
+  }
+
+  // This state at the start of `turn`.
+  std::unique_ptr<const PlanCheckpoint> Save(size_t turn, int cycles,
+                                             const std::vector<int64_t>& ended) const {
+    auto c = std::make_unique<PlanCheckpoint>();
+    c->turn = turn;
+    c->cycles = cycles;
+    c->ended = ended;
+    c->s.now_ms = s_.now_ms;
+    c->s.nodes = s_.nodes;
+    c->s.registered = s_.registered;
+    c->s.tenants = s_.tenants;
+    c->s.running = s_.running;
+    c->free_hist = free_hist_;
+    c->shapes = shapes_;
+    c->ends = ends_;
+    c->taken = queue_.taken_marks();
+    return c;
+  }
+
+  // Back to the kept run's state `c`, with `job` still queued: for a run built by the
+  // constructor above from `base` and `job`, while the run has been the kept one.
+  void Restore(const PlanCheckpoint& c, const PendingJob& job, const PendingQueue& base) {
+    s_.now_ms = c.s.now_ms;
+    s_.nodes = c.s.nodes;
+    s_.tenants = c.s.tenants;
+    s_.running = c.s.running;
+    s_.pending.clear();
+    free_hist_ = c.free_hist;
+    shapes_ = c.shapes;
+    CountShape(job, +1);
+    ends_ = c.ends;
+    queue_.SetTaken(c.taken, base);
+  }
+
   const ClusterSnapshot& snapshot() const { return s_; }
   int64_t now() const { return s_.now_ms; }
 
@@ -61,7 +131,7 @@ class ForwardRun {
   // reference run, else over the kept queue (ScheduleQueue: no copy, no sort, and without
   // reasons it stops where the rest of the queue can change nothing).
   ScheduleDecision Decide(bool first, const ScheduleOptions& options) {
-    if (first || opt_.reference) return Schedule(s_, options);
+    if ((first && !first_over_queue_) || opt_.reference) return Schedule(s_, options);
     return ScheduleQueue(s_, queue_, options);
   }
 
@@ -239,6 +309,8 @@ class ForwardRun {
   const std::optional<std::pair<int64_t, int64_t>> extra_run_;
   std::vector<int64_t> ends_;  // parallel to s_.running; kNever: not expected to end
   std::unordered_map<int64_t, size_t> node_index_, tenant_index_;
+  // The first decision over queue_ rather than s_.pending (a run started from a checkpoint).
+  bool first_over_queue_ = false;
 };
 
 std::string JoinIds(const std::vector<int64_t>& ids, size_t most) {
@@ -251,7 +323,7 @@ std::string JoinIds(const std::vector<int64_t>& ids, size_t most) {
 }
 
 // What a job waits on now, read off the first decision.
-void DescribeNow(const ScheduleDecision& d, const ClusterSnapshot& s, JobForecast& f) {
+void DescribeNow(const ScheduleDecision& d, JobForecast& f) {
   auto why = d.waiting.find(f.job_id);
   if (why == d.waiting.end()) return;
   f.reason_now = why->second;
@@ -268,10 +340,12 @@ void DescribeNow(const ScheduleDecision& d, const ClusterSnapshot& s, JobForecas
                       " pending jobs go before it (priority, then fair share, then age)");
   }
   // Reservations of jobs considered before it hold slots it might have used.
-  std::unordered_set<int64_t> ahead(d.order.begin(), at);
-  std::string slot_type;
-  for (const PendingJob& p : s.pending) {
-    if (p.job_id == f.job_id) slot_type = p.resources.slot_type;
+  std::vector<int64_t> reserved;
+  for (const Reservation& r : d.reservations) reserved.push_back(r.job_id);
+  std::sort(reserved.begin(), reserved.end());
+  std::unordered_set<int64_t> ahead;
+  for (auto it = d.order.begin(); it != at; ++it) {
+    if (std::binary_search(reserved.begin(), reserved.end(), *it)) ahead.insert(*it);
   }
   size_t named = 0, more = 0;
   for (const Reservation& r : d.reservations) {
@@ -321,19 +395,27 @@ bool Unchanged(const PlanTurn& turn, const PendingJob& job, const JobShape& shap
 
 // The loop of a forward run (ForecastStarts) for the jobs of `open`. With `replay` (the turns of
 // the same run without `asked`, ForwardPlan), a turn whose kept decision `asked` cannot change
-// is replayed instead of decided, until the first that it might; with `record`, every turn's
-// decision is kept.
-// Returns the turns replayed.
+// is replayed instead of decided; a turn it might change is decided, and replaying goes on after
+// it only if `asked` changed nothing there (Inert), the run being the kept one still. With
+// `record`, every turn's decision is kept; with `save`, the run's state every kCheckpointEvery
+// turns (a kept run). `jump`: the saved states of the kept run `replay` is, and `base` its queue
+// (`run` built from them): while replaying, the run jumps to the last saved turn up to the next
+// turn `asked` might change, instead of replaying the turns between one by one.
+// Returns the turns replayed, jumped over included (`jumped`: those).
 size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOptions& options,
                   std::map<int64_t, JobForecast>& out, std::unordered_set<int64_t>& open,
                   const std::vector<PlanTurn>* replay, const PendingJob* asked,
-                  std::vector<PlanTurn>* record) {
+                  std::vector<PlanTurn>* record,
+                  std::vector<std::unique_ptr<const PlanCheckpoint>>* save = nullptr,
+                  const std::vector<std::unique_ptr<const PlanCheckpoint>>* jump = nullptr,
+                  const PendingQueue* base = nullptr, size_t* jumped = nullptr) {
   ScheduleOptions quiet = options.schedule;
   quiet.explain = options.reference;
   std::vector<int64_t> ended;
   int cycles = 0;
   size_t replayed = 0;
   const JobShape asked_shape = asked ? PendingQueue::ShapeOf(*asked) : JobShape{};
+  size_t next_decided = 0;  // while replaying: the next turn that the job might change, or beyond
   for (size_t turn = 0; !open.empty(); ++turn) {
     if (cycles == options.max_cycles) {
       for (int64_t id : open) {
@@ -341,6 +423,29 @@ size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOpt
                                  " scheduling cycles of the forecast";
       }
       break;
+    }
+    if (save && turn % kCheckpointEvery == 0) save->push_back(run.Save(turn, cycles, ended));
+    if (jump && replay && turn > 0) {
+      if (turn > next_decided) {  // kept turns that it cannot change (an idle one: it might)
+        next_decided = turn;
+        while (next_decided < replay->size() && !(*replay)[next_decided].idle &&
+               Unchanged((*replay)[next_decided], *asked, asked_shape)) {
+          ++next_decided;
+        }
+      }
+      // The last saved turn after this one and no later than that: the turns between would be
+      // replayed, and the run is the kept one with the job queued.
+      auto after = std::upper_bound(jump->begin(), jump->end(), next_decided,
+                                    [](size_t t, const auto& c) { return t < c->turn; });
+      if (after != jump->begin() && (*std::prev(after))->turn > turn) {
+        const PlanCheckpoint& c = **std::prev(after);
+        run.Restore(c, *asked, *base);
+        replayed += c.turn - turn;
+        if (jumped) *jumped += c.turn - turn;
+        turn = c.turn;
+        cycles = c.cycles;
+        ended = c.ended;
+      }
     }
     // The first cycle starts jobs now; later ones at an expected end, a hand-over after it.
     const int64_t delay = cycles == 0 ? 0 : std::max<int64_t>(times.handover_ms, 0);
@@ -352,7 +457,8 @@ size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOpt
       d = &(*replay)[turn].decision;
       ++replayed;
     } else {
-      if (turn > 0) replay = nullptr;  // decided from here on
+      // Decided; replaying goes on after it while the job changes nothing (Inert): the run is
+      // then still the kept one.
       if (!idle) decided = run.Decide(cycles == 0, cycles == 0 ? options.schedule : quiet);
       if (replay && !Inert(decided, asked->job_id)) replay = nullptr;
     }
@@ -375,7 +481,7 @@ size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOpt
     if (cycles == 0) {
       for (auto& [id, f] : out) {
         if (!open.count(id)) continue;
-        DescribeNow(*d, run.snapshot(), f);
+        DescribeNow(*d, f);
         if (f.never_fits) open.erase(id);
       }
     }
@@ -435,12 +541,16 @@ ForwardPlan::ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, Forecast
   std::unordered_set<int64_t> open;
   for (const PendingJob& p : snapshot_.pending) open.insert(p.job_id);
   ForwardRun run(snapshot_, times_, options_);
-  RunForward(run, times_, options_, out, open, nullptr, nullptr, &turns_);
+  queue_ = PendingQueue(snapshot_.pending);  // in the order of the run's own
+  RunForward(run, times_, options_, out, open, nullptr, nullptr, &turns_, &checkpoints_);
 }
 
+ForwardPlan::~ForwardPlan() = default;
+
 JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
-                                  size_t* replayed, bool* cached) const {
+                                  size_t* replayed, bool* cached, size_t* jumped) const {
   if (cached) *cached = false;
+  if (jumped) *jumped = 0;
   // After every queued job: ordered as any later submission of the same job would be.
   const bool keyed = std::tuple(job.submit_ms, job.job_id) > last_queued_;
   const api::Resources& r = job.resources;
@@ -459,8 +569,6 @@ JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> 
   }
   std::optional<std::pair<int64_t, int64_t>> extra;
   if (run_ms) extra = std::pair(job.job_id, *run_ms);
-  ClusterSnapshot s = snapshot_;
-  s.pending.push_back(job);
   std::map<int64_t, JobForecast> out;
   out[job.job_id].job_id = job.job_id;
   std::unordered_set<int64_t> open{job.job_id};
@@ -472,9 +580,19 @@ JobForecast ForwardPlan::Forecast(const PendingJob& job, std::optional<int64_t> 
   });
   ForecastOptions asked = options_;
   asked.schedule.explain_job = job.job_id;  // the first cycle's reason of this job only
-  ForwardRun run(std::move(s), times_, asked, extra);
-  const size_t kept = RunForward(run, times_, asked, out, open,
-                                 options_.reference || !last ? nullptr : &turns_, &job, nullptr);
+  size_t kept = 0;
+  if (!options_.reference && last && !checkpoints_.empty()) {
+    // From the kept run's first state, on its queue with the job put in, jumping over turns.
+    ForwardRun run(*checkpoints_.front(), PendingQueue(queue_, job), job, times_, asked, extra);
+    kept = RunForward(run, times_, asked, out, open, &turns_, &job, nullptr, nullptr, &checkpoints_,
+                      &queue_, jumped);
+  } else {
+    ClusterSnapshot s = snapshot_;
+    s.pending.push_back(job);
+    ForwardRun run(std::move(s), times_, asked, extra);
+    kept = RunForward(run, times_, asked, out, open,
+                      options_.reference || !last ? nullptr : &turns_, &job, nullptr);
+  }
   if (replayed) *replayed = kept;
   if (keyed) {
     std::lock_guard<std::mutex> lock(answers_mu_);

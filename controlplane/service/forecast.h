@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,6 +40,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "controlplane/service/pending_queue.h"
 #include "controlplane/service/scheduler.h"
 
 namespace controlplane::service {
@@ -102,18 +104,26 @@ struct PlanTurn {
 // job goes after them), every reservation being made and a shape asking no more than the job's
 // being unable to be placed; an end at which nothing was decided is replayed when the job's
 // shape does not fit on the free slots either. The first cycle is always decided with the job in
-// it (its reasons are the job's), and so is every turn from the first that the job might change,
-// on the queue with the job. Cost: the first cycle, a replay per turn (no Schedule()), and the
-// cycles from where the job might matter. Immutable after construction; shared across threads.
+// it (its reasons are the job's), and so is every turn that the job might change, on the queue
+// with the job; a turn decided with the job in it that the job did not change
+// (neither placed, nor reserving, nor preempting: the decision is the kept one) leaves the run on
+// the kept one, and replaying goes on after it. Cost: the first cycle, the decided turns, and a
+// jump per run of kept turns (the kept run's state is saved every few turns, so a run of turns
+// the job cannot change costs a copy of that state and the few turns after it). Immutable after
+// construction; shared across threads.
+struct PlanCheckpoint;  // forecast.cc
+
 class ForwardPlan {
  public:
   ForwardPlan(ClusterSnapshot snapshot, ForecastTimes times, ForecastOptions options);
+  ~ForwardPlan();
 
   // `job` (not in the snapshot) added to its queue; `run_ms`: its expected run time. Turns are
   // replayed only for a job that goes after every queued job of its tenant and priority (a
   // later submit time, or the same and a higher id), as a new submission does; any other is
   // forecast by a plain forward run.
-  // `replayed`: how many turns were replayed rather than decided.
+  // `replayed`: how many turns were replayed rather than decided; `jumped`: how many of those
+  // were passed over to a saved state of the kept run rather than replayed one by one.
   //
   // Answers are kept (up to kMaxAnswers per plan): a job that goes after every queued job (its
   // submit time and id above all of theirs, as a dry run's) is ordered the same whatever that
@@ -121,11 +131,13 @@ class ForwardPlan {
   // time alone, and a second ask of the same is answered from the first (`cached` says so;
   // `replayed` is then 0).
   JobForecast Forecast(const PendingJob& job, std::optional<int64_t> run_ms,
-                       size_t* replayed = nullptr, bool* cached = nullptr) const;
+                       size_t* replayed = nullptr, bool* cached = nullptr,
+                       size_t* jumped = nullptr) const;
 
   const ClusterSnapshot& snapshot() const { return snapshot_; }
   const ForecastTimes& times() const { return times_; }
   size_t turns() const { return turns_.size(); }
+  size_t checkpoints() const { return checkpoints_.size(); }
   static constexpr size_t kMaxAnswers = 1024;
 
  private:
@@ -138,6 +150,11 @@ class ForwardPlan {
   ForecastTimes times_;
   ForecastOptions options_;
   std::vector<PlanTurn> turns_;
+  // The run's state every kCheckpointEvery turns from turn 0 (forecast.cc), and its queue as
+  // built: an answer starts from the first and jumps over turns the job cannot change to the
+  // last one before the next turn it might, instead of replaying every turn.
+  PendingQueue queue_;
+  std::vector<std::unique_ptr<const PlanCheckpoint>> checkpoints_;
   std::tuple<int64_t, int64_t> last_queued_{std::numeric_limits<int64_t>::min(), 0};
   mutable std::mutex answers_mu_;
   mutable std::map<AnswerKey, JobForecast> answers_;

@@ -3,8 +3,9 @@
 // reasons after the first cycle) predicts what the plain run that calls Schedule() at every
 // expected end predicts, on hundreds of random clusters and queues, small and long, for every
 // job and for a dry run's job at the back of the queue or ahead of others by priority or fair
-// share (each failure prints its seed); a decision over the kept queue places, reserves and
-// preempts what Schedule() does; and a learned hand-over delays each job of a chain by one.
+// share (each failure prints its seed), also against kept runs of long queues answered by
+// jumping over their saved states; a decision over the kept queue places, reserves and preempts
+// what Schedule() does; and a learned hand-over delays each job of a chain by one.
 #include "controlplane/service/forecast.h"
 
 #include <gtest/gtest.h>
@@ -198,6 +199,49 @@ TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsForADryRunsJob) {
   EXPECT_GT(later, compared / 4) << later << " of " << compared;
   // The kept runs must have been replayed, not only decided again.
   EXPECT_GT(replayed, 300u);
+}
+
+// The same against kept runs of long queues, where an answer replays hundreds of turns: most of
+// them passed over by jumping to the kept run's saved states, and turns decided with the job in
+// them that it did not change followed by kept turns again.
+TEST(ForecastTest, AKeptRunOfALongQueueAnswersAsThePlainRun) {
+  size_t replayed = 0, jumped = 0, asked = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    World w = RandomWorld(seed, 12);
+    w.o.max_cycles = 100'000;
+    const ForwardPlan plan(w.s, w.times, w.o);
+    ForecastOptions reference = w.o;
+    reference.reference = true;
+    std::mt19937_64 rng(seed * 13);
+    for (int ask = 0; ask < 3; ++ask) {
+      testing::JobArgs a;
+      a.nodes = Pick(rng, {1, 1, 2, 3});
+      a.ranks_per_node = Pick(rng, {1, 1, 2});
+      a.limit_s = Between(rng, 10, 400);
+      a.submit_ms = 2'000'000 + ask;  // after every other job
+      a.tenant = w.s.tenants[Between(rng, 0, static_cast<int>(w.s.tenants.size()) - 1)].id;
+      a.priority = Pick(rng, {0, 0, 10});
+      const int64_t id = std::numeric_limits<int64_t>::max() - ask;
+      const PendingJob job = testing::Job(id, a);
+      const std::optional<int64_t> run_ms = Between(rng, 1, 400) * 1000;
+      size_t kept = 0, passed = 0;
+      const JobForecast got = plan.Forecast(job, run_ms, &kept, nullptr, &passed);
+      replayed += kept;
+      jumped += passed;
+      ++asked;
+      World with = w;
+      with.s.pending.push_back(job);
+      with.times.run_ms[id] = *run_ms;
+      const JobForecast want = ForecastStarts(with.s, with.times, {id}, reference).at(id);
+      ASSERT_EQ(Show(got), Show(want)) << "seed " << seed << " ask " << ask;
+      EXPECT_EQ(got.waits, want.waits) << "seed " << seed << " ask " << ask;
+      EXPECT_EQ(got.reason_now, want.reason_now) << "seed " << seed;
+      EXPECT_EQ(got.jobs_ahead, want.jobs_ahead) << "seed " << seed;
+    }
+  }
+  // The answers must have replayed the kept runs, a good part of them by jumping.
+  EXPECT_GT(replayed, 20 * asked);
+  EXPECT_GT(jumped, replayed / 5) << jumped << " of " << replayed;
 }
 
 // A kept run keeps its answers: the same job asked again (a later submit time, still after every

@@ -14,7 +14,8 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
   // (node id, index), by id: a node's index for the running jobs' shares below.
   std::vector<std::pair<int64_t, int>> node_index;
   node_index.reserve(in.nodes.size());
-  lanes_.resize(in.nodes.size() * kSlotKinds);
+  lanes_.reserve(in.nodes.size() * kSlotKinds);
+  lane_usable_.assign(in.nodes.size() * kSlotKinds, 0);
   std::array<int, kSlotKinds> most{0, 0};  // slots of the largest node, per kind
   for (const SchedNode& n : in.nodes) {
     most[kCpuSlots] = std::max(most[kCpuSlots], n.total_cpu);
@@ -27,17 +28,44 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
     const std::array<int, kSlotKinds> total{n.total_cpu, n.total_gpu};
     const std::array<int, kSlotKinds> free{n.free_cpu, n.free_gpu};
     for (int k = 0; k < kSlotKinds; ++k) {
-      if (total[k] <= 0) continue;
+      if (total[k] <= 0) {
+        lanes_.emplace_back(0);
+        continue;
+      }
       const int lane = static_cast<int>(i) * kSlotKinds + k;
       const int f = std::clamp(free[k], 0, total[k]);
-      lanes_[lane] = SlotTimeline(f);
+      lanes_.emplace_back(f);
       cluster_total_[k] += total[k];
       if (n.draining) continue;
       usable_[k].push_back(lane);
+      lane_usable_[lane] = 1;
       free_hist_[k][f] += 1;
     }
   }
-  std::sort(node_index.begin(), node_index.end());
+  if (!std::is_sorted(node_index.begin(), node_index.end())) {
+    std::sort(node_index.begin(), node_index.end());
+  }
+  // Node ids are usually dense: then a node's index is read off a table, not searched for.
+  std::vector<int> dense_index;
+  const int64_t lowest_id = node_index.empty() ? 0 : node_index.front().first;
+  const uint64_t id_span = node_index.empty() ? 0
+                                              : static_cast<uint64_t>(node_index.back().first) -
+                                                    static_cast<uint64_t>(lowest_id);
+  if (!node_index.empty() && id_span < 4 * node_index.size() + 64) {
+    dense_index.assign(id_span + 1, -1);
+    for (const auto& [id, index] : node_index) {  // a repeated id: its first node, as a search
+      if (dense_index[id - lowest_id] < 0) dense_index[id - lowest_id] = index;
+    }
+  }
+  auto index_of = [&](int64_t node_id) {
+    if (!dense_index.empty()) {
+      const int64_t at = node_id - lowest_id;
+      return at < 0 || at >= static_cast<int64_t>(dense_index.size()) ? -1 : dense_index[at];
+    }
+    auto it = std::lower_bound(node_index.begin(), node_index.end(),
+                               std::pair<int64_t, int>(node_id, -1));
+    return it == node_index.end() || it->first != node_id ? -1 : it->second;
+  };
   for (const SchedTenant& t : in.tenants) {
     tenant_index_[t.id] = static_cast<int>(tenants_.size());
     tenants_.push_back({t, {}});
@@ -56,10 +84,9 @@ Cycle::Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt)
     TenantRun& tenant = tenants_[TenantIndex(j.tenant_id)];
     for (const NodeShare& s : j.nodes) {
       tenant.held[r.kind] += s.slots;
-      auto it = std::lower_bound(node_index.begin(), node_index.end(),
-                                 std::pair<int64_t, int>(s.node_id, -1));
-      if (it == node_index.end() || it->first != s.node_id) continue;  // no longer in the cluster
-      const int lane = it->second * kSlotKinds + r.kind;
+      const int index = index_of(s.node_id);
+      if (index < 0) continue;  // no longer in the cluster
+      const int lane = index * kSlotKinds + r.kind;
       r.lanes.push_back({lane, s.slots});
       if (r.release != kForever) lanes_[lane].Step(r.release, s.slots);
     }
@@ -180,6 +207,7 @@ void Cycle::TakeNow(int lane, int slots, int64_t end) {
   const int kind = lane % kSlotKinds;
   free_hist_[kind][lanes_[lane].free_now()] -= 1;
   lanes_[lane].Take(slots, end);
+  touched_.push_back(lane);
   free_hist_[kind][lanes_[lane].free_now()] += 1;
 }
 

@@ -57,6 +57,23 @@ struct Shape {
   int64_t tenant = 0;
 };
 
+// The usable lanes of one kind by when each has room for good for `slots` (SlotTimeline::
+// ReadyTime), soonest first, then by node id, lanes that never have room left out: what a
+// reservation for jobs of `slots` slots per node picks its nodes from. Kept for the cycle and
+// brought up to date from the lanes changed since (Cycle::touched_), so the reservations of a
+// cycle do not each read every lane.
+struct ReadyIndex {
+  struct Entry {
+    int64_t ready = 0;
+    int64_t node_id = 0;
+    int lane = 0;
+  };
+  int kind = 0;
+  int slots = 0;
+  size_t seen = 0;  // touched_ lanes already accounted for
+  std::vector<Entry> by_time;
+};
+
 class Cycle {
  public:
   Cycle(const ClusterSnapshot& in, const ScheduleOptions& opt);
@@ -76,6 +93,13 @@ class Cycle {
   // Reserves `lanes` for `job` from `start` and records it.
   void Hold(const PendingJob& job, const std::vector<int>& lanes, int64_t start);
   void TakeNow(int lane, int slots, int64_t end);
+  // Moves `lane`'s curve by `delta` from `t` on, noting the change for the ready indexes.
+  void StepLane(int lane, int64_t t, int delta) {
+    lanes_[lane].Step(t, delta);
+    touched_.push_back(lane);
+  }
+  // The ready index of (kind, slots), up to date with every lane changed so far.
+  const ReadyIndex& ReadyIndexOf(int kind, int slots);
   int64_t FitNow(int kind, int slots) const;
   std::string WaitReason(const PendingJob& job, int kind, int64_t end) const;
   // Whether `job_id`'s reason is written (ScheduleOptions::explain, explain_job).
@@ -88,11 +112,11 @@ class Cycle {
   bool CannotPlace(const PendingQueue::Shape& shape) const;
   // True when TryReserve of a job of `shape` fails at once: one for no more failed this cycle.
   bool CannotReserve(const PendingQueue::Shape& shape) const;
-  // True when considering the jobs of `queue` not yet considered (`considered` per shape) can
-  // place, reserve and preempt nothing: no job left could be placed, nor reserve while
-  // reservations are left (with preemption on, none may be left). `unplaceable`: the shapes left
-  // that ask no more than the others.
-  bool Settled(const PendingQueue& queue, const std::map<PendingQueue::Shape, int64_t>& considered,
+  // True when considering the jobs of `queue` not yet considered (`considered`: how many of each
+  // of queue.shapes()) can place, reserve and preempt nothing: no job left could be placed, nor
+  // reserve while reservations are left (with preemption on, none may be left). `unplaceable`:
+  // the shapes left that ask no more than the others.
+  bool Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                std::vector<JobShape>* unplaceable) const;
 
   const ClusterSnapshot& in_;
@@ -110,7 +134,9 @@ class Cycle {
   std::vector<Shape> failed_place_, failed_reserve_, failed_preempt_;
   int reservations_ = 0;
   std::vector<int> scratch_;
-  std::vector<std::pair<int64_t, int>> ready_scratch_;  // TryReserve's
+  std::vector<char> lane_usable_;        // by lane: in usable_
+  std::vector<int> touched_;             // lanes changed since the cycle began, in order
+  std::vector<ReadyIndex> ready_index_;  // one per (kind, slots) reserved for this cycle
   ScheduleDecision out_;
 };
 

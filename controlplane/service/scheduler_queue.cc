@@ -48,16 +48,16 @@ bool Cycle::CannotReserve(const PendingQueue::Shape& shape) const {
   return kind < 0;
 }
 
-bool Cycle::Settled(const PendingQueue& queue,
-                    const std::map<PendingQueue::Shape, int64_t>& considered,
+bool Cycle::Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                     std::vector<JobShape>* unplaceable) const {
   if (opt_.explain) return false;
   const bool reserving = reservations_ < opt_.max_reservations;
   if (reserving && opt_.preempt_min_priority) return false;
   unplaceable->clear();
-  for (const auto& [shape, count] : queue.shapes()) {
-    auto seen = considered.find(shape);
-    if (count - (seen == considered.end() ? 0 : seen->second) <= 0) continue;
+  const std::vector<PendingQueue::Shape>& shapes = queue.shapes();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const PendingQueue::Shape& shape = shapes[i];
+    if (queue.shapes_left()[i] - considered[i] <= 0) continue;
     if (!CannotPlace(shape) || (reserving && !CannotReserve(shape))) return false;
     if (std::any_of(unplaceable->begin(), unplaceable->end(),
                     [&](const JobShape& u) { return AsksNoMore(u, shape); })) {
@@ -80,7 +80,8 @@ ScheduleDecision Cycle::RunQueue(const PendingQueue& queue) {
   for (size_t r = 0; r < runs.size(); ++r)
     tenant_of[r] = TenantIndex(jobs[runs[r].begin].tenant_id);
 
-  std::map<PendingQueue::Shape, int64_t> considered;
+  // How many jobs of each of queue.shapes() this cycle considered.
+  std::vector<int64_t> considered(queue.shapes().size(), 0);
   bool settled_checked = false;  // since the last change of room
   int since_check = 0;
   std::vector<JobShape> unplaceable;
@@ -124,7 +125,7 @@ ScheduleDecision Cycle::RunQueue(const PendingQueue& queue) {
       const size_t placed = out_.placements.size(), failed = failed_reserve_.size();
       const int reserved = reservations_;
       Consider(job);
-      considered[PendingQueue::ShapeOf(job)] += 1;
+      if (queue.shape_of(at) >= 0) considered[queue.shape_of(at)] += 1;
       ++since_check;
       if (out_.placements.size() != placed || reservations_ != reserved ||
           failed_reserve_.size() != failed) {

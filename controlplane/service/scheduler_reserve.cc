@@ -33,7 +33,7 @@ std::string JoinIds(const std::vector<int64_t>& ids) {
 void Cycle::Hold(const PendingJob& job, const std::vector<int>& lanes, int64_t start) {
   Reservation res{job.job_id, {}, start};
   for (int lane : lanes) {
-    lanes_[lane].Step(start, -job.resources.SlotsPerNode());
+    StepLane(lane, start, -job.resources.SlotsPerNode());
     res.node_ids.push_back(NodeIdOfLane(lane));
   }
   out_.reservations.push_back(std::move(res));
@@ -50,32 +50,71 @@ bool Cycle::TryReserve(const PendingJob& job, int kind, std::string* reason) {
     if (Explains(job.job_id)) *reason = cannot;
     return false;
   }
-  // (time the lane has room for good, lane)
-  std::vector<std::pair<int64_t, int>>& ready = ready_scratch_;
-  ready.clear();
-  for (int lane : usable_[kind]) {
-    const int64_t t = lanes_[lane].ReadyTime(slots, now_);
-    if (t != kForever) ready.push_back({t, lane});
-  }
+  // The nodes that have room for good soonest (ties: the lower node id).
+  const std::vector<ReadyIndex::Entry>& ready = ReadyIndexOf(kind, slots).by_time;
   if (static_cast<int>(ready.size()) < r.nodes) {
     if (failed_reserve_.size() < 64) failed_reserve_.push_back({kind, slots, r.nodes, 0, 0});
     if (Explains(job.job_id)) *reason = cannot;
     return false;
   }
-  auto sooner = [&](const std::pair<int64_t, int>& a, const std::pair<int64_t, int>& b) {
-    return std::tuple(a.first, NodeIdOfLane(a.second)) < std::tuple(b.first, NodeIdOfLane(b.second));
-  };
-  const auto last = ready.begin() + (r.nodes - 1);
-  std::nth_element(ready.begin(), last, ready.end(), sooner);
-  std::sort(ready.begin(), last, sooner);
+  const int64_t start = ready[r.nodes - 1].ready;
   std::vector<int> lanes;
-  for (auto it = ready.begin(); it <= last; ++it) lanes.push_back(it->second);
-  Hold(job, lanes, last->first);
+  lanes.reserve(r.nodes);
+  for (int i = 0; i < r.nodes; ++i) lanes.push_back(ready[i].lane);
+  Hold(job, lanes, start);
   if (Explains(job.job_id)) {  // reasons are all this string is for
     *reason = WaitReason(job, kind, EndOf(now_, job.time_limit_seconds)) + "; reserved " +
-              std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(last->first);
+              std::to_string(r.nodes) + " nodes from " + common::FormatTimeMillis(start);
   }
   return true;
+}
+
+const ReadyIndex& Cycle::ReadyIndexOf(int kind, int slots) {
+  auto sooner = [](const ReadyIndex::Entry& a, const ReadyIndex::Entry& b) {
+    return std::tie(a.ready, a.node_id, a.lane) < std::tie(b.ready, b.node_id, b.lane);
+  };
+  auto found = std::find_if(ready_index_.begin(), ready_index_.end(), [&](const ReadyIndex& x) {
+    return x.kind == kind && x.slots == slots;
+  });
+  if (found == ready_index_.end()) {
+    ReadyIndex& index = ready_index_.emplace_back();
+    index.kind = kind;
+    index.slots = slots;
+    index.seen = touched_.size();
+    index.by_time.reserve(usable_[kind].size());
+    for (int lane : usable_[kind]) {
+      const int64_t t = lanes_[lane].ReadyTime(slots, now_);
+      if (t != kForever) index.by_time.push_back({t, NodeIdOfLane(lane), lane});
+    }
+    std::sort(index.by_time.begin(), index.by_time.end(), sooner);
+    return index;
+  }
+  ReadyIndex& index = *found;
+  std::vector<ReadyIndex::Entry>& by_time = index.by_time;
+  for (; index.seen < touched_.size(); ++index.seen) {
+    const int lane = touched_[index.seen];
+    if (lane % kSlotKinds != kind || !lane_usable_[lane]) continue;
+    const ReadyIndex::Entry entry{lanes_[lane].ReadyTime(slots, now_), NodeIdOfLane(lane), lane};
+    auto old = std::find_if(by_time.begin(), by_time.end(),
+                            [&](const ReadyIndex::Entry& e) { return e.lane == lane; });
+    if (old == by_time.end() || entry.ready == kForever) {
+      if (old != by_time.end()) by_time.erase(old);
+      if (entry.ready != kForever) {
+        by_time.insert(std::upper_bound(by_time.begin(), by_time.end(), entry, sooner), entry);
+      }
+      continue;
+    }
+    // Moved within the order: shift only the entries between its old place and its new one.
+    auto at = std::upper_bound(by_time.begin(), by_time.end(), entry, sooner);
+    if (at > old) {
+      std::rotate(old, old + 1, at);
+      *(at - 1) = entry;
+    } else {
+      std::rotate(at, old, old + 1);
+      *at = entry;
+    }
+  }
+  return index;
 }
 
 bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
@@ -129,8 +168,8 @@ bool Cycle::TryPreempt(const PendingJob& job, int kind, std::string* reason) {
   auto preempt = [&](int i, bool on) {
     const RunRecord& v = running_[i];
     for (const auto& [lane, s] : v.lanes) {
-      if (v.release != kForever) lanes_[lane].Step(v.release, on ? -s : s);
-      lanes_[lane].Step(deadline, on ? s : -s);
+      if (v.release != kForever) StepLane(lane, v.release, on ? -s : s);
+      StepLane(lane, deadline, on ? s : -s);
       refresh(lane);
     }
   };

@@ -7,7 +7,8 @@ namespace controlplane::service {
 int SlotTimeline::MinFreeBefore(int64_t end) const {
   int level = free_now_;
   int lowest = free_now_;
-  for (const auto& [t, delta] : steps_) {
+  for (const TimeStep *s = steps_begin(), *e = steps_end(); s != e; ++s) {
+    const auto [t, delta] = *s;
     if (t >= end) break;
     level += delta;
     lowest = std::min(lowest, level);
@@ -17,15 +18,16 @@ int SlotTimeline::MinFreeBefore(int64_t end) const {
 
 int64_t SlotTimeline::ReadyTime(int slots, int64_t now) const {
   if (min_future_ >= slots) return now;
-  if (steps_.empty()) return kForever;  // short now, and for good
+  const TimeStep* steps = steps_begin();
+  const size_t n = steps_size();
+  if (n == 0) return kForever;  // short now, and for good
   // The curve is good for good from the step after the last one after which it is below
   // `slots`; when no level after a step is short, only the level before the first one was.
-  int64_t ready = steps_.front().first;
+  int64_t ready = steps[0].first;
   int level = free_now_;
-  const size_t n = steps_.size();
   for (size_t i = 0; i < n; ++i) {
-    level += steps_[i].second;
-    if (level < slots) ready = i + 1 < n ? steps_[i + 1].first : kForever;
+    level += steps[i].second;
+    if (level < slots) ready = i + 1 < n ? steps[i + 1].first : kForever;
   }
   return ready;
 }
@@ -41,13 +43,37 @@ void SlotTimeline::Take(int slots, int64_t end) {
 
 void SlotTimeline::Step(int64_t t, int delta) {
   if (delta == 0) return;
-  auto it = std::lower_bound(steps_.begin(), steps_.end(), t,
-                             [](const std::pair<int64_t, int>& s, int64_t v) { return s.first < v; });
-  if (it != steps_.end() && it->first == t) {
+  auto before = [](const TimeStep& s, int64_t v) { return s.first < v; };
+  if (!spilled_) {
+    TimeStep* begin = inline_.data();
+    TimeStep* end = begin + inline_size_;
+    TimeStep* it = std::lower_bound(begin, end, t, before);
+    if (it != end && it->first == t) {
+      it->second += delta;
+      if (it->second == 0) {
+        std::move(it + 1, end, it);
+        --inline_size_;
+      }
+      RecomputeMin();
+      return;
+    }
+    if (inline_size_ < inline_.size()) {
+      std::move_backward(it, end, end + 1);
+      *it = {t, delta};
+      ++inline_size_;
+      RecomputeMin();
+      return;
+    }
+    spill_.assign(begin, end);  // full: from here on the steps live on the heap
+    spilled_ = true;
+    inline_size_ = 0;
+  }
+  auto it = std::lower_bound(spill_.begin(), spill_.end(), t, before);
+  if (it != spill_.end() && it->first == t) {
     it->second += delta;
-    if (it->second == 0) steps_.erase(it);
+    if (it->second == 0) spill_.erase(it);
   } else {
-    steps_.insert(it, {t, delta});
+    spill_.insert(it, {t, delta});
   }
   RecomputeMin();
 }

@@ -8,11 +8,16 @@
 // delays a reservation), and a reservation starts at the earliest time from which the curve stays
 // at or above what the reserving job needs. Jobs without a time limit never give their slots back
 // in this model, and reservations hold theirs for good. Times are milliseconds since the epoch.
+//
+// The scheduler builds one per node and slot type every cycle, and a forecast decides hundreds of
+// cycles per answer: the first few steps (a running job's end, a reservation or two) are kept
+// inside the object, so building a lane allocates nothing.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <utility>
 #include <vector>
 
 namespace controlplane::service {
@@ -22,9 +27,7 @@ class SlotTimeline {
   static constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 
   SlotTimeline() = default;
-  explicit SlotTimeline(int free_now) : free_now_(free_now), min_future_(free_now) {
-    steps_.reserve(4);  // a running job's end and a reservation or two, in one allocation
-  }
+  explicit SlotTimeline(int free_now) : free_now_(free_now), min_future_(free_now) {}
 
   int free_now() const { return free_now_; }
   // The lowest the curve goes, now or at any time after.
@@ -45,11 +48,25 @@ class SlotTimeline {
   void Step(int64_t t, int delta);
 
  private:
+  struct TimeStep {
+    int64_t first = 0;  // time
+    int second = 0;     // delta
+  };
+  static constexpr size_t kInlineSteps = 4;
+
   void RecomputeMin();
+  const TimeStep* steps_begin() const { return spilled_ ? spill_.data() : inline_.data(); }
+  const TimeStep* steps_end() const { return steps_begin() + steps_size(); }
+  size_t steps_size() const { return spilled_ ? spill_.size() : inline_size_; }
 
   int free_now_ = 0;
-  std::vector<std::pair<int64_t, int>> steps_;  // (time, delta), by time, one per time, no zeros
   int min_future_ = 0;
+  // The steps, by time, one per time, no zeros: in inline_ (the first inline_size_) until they
+  // outgrow it, then in spill_ for good.
+  bool spilled_ = false;
+  unsigned char inline_size_ = 0;
+  std::array<TimeStep, kInlineSteps> inline_;
+  std::vector<TimeStep> spill_;
 };
 
 }  // namespace controlplane::service
