@@ -154,6 +154,14 @@ common::Status Agent::Impl::Prepare() {
       jobs.python_sdk = sdk.string();
     }
   }
+  // The store wait command jobs' ranks preload (agent/launch/rendezvous_wait.h), built and
+  // installed beside the agent; without it ranks start as before.
+  if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
+    std::error_code ec;
+    auto lib =
+        std::filesystem::path(cfg.agent_binary).parent_path() / "libembody-rendezvous-wait.so";
+    if (std::filesystem::is_regular_file(lib, ec)) jobs.rendezvous_wait = lib.string();
+  }
   jobs.mpi_settings = OperatorMpiSettings();
   jobs.kill_grace = cfg.kill_grace;
   logs.SetCaps({.bytes_per_s = int64_t{cfg.job_log_mib_per_s} << 20,
@@ -202,6 +210,9 @@ common::Status Agent::Impl::Prepare() {
     auto sdk = PythonPackageForJobs(jobs.python_sdk, jobs.data_dir + "/python");
     if (!sdk.ok()) return sdk.status();
     jobs.python_sdk = *sdk;
+    auto wait = ReadableForJobs(jobs.rendezvous_wait, bin);
+    if (!wait.ok()) return wait.status();
+    jobs.rendezvous_wait = *wait;
     // The rsh launcher and the ranks' reports verify agents with it, as the job's uid.
     auto readable = ReadableForJobs(jobs.ca_file, bin);
     if (!readable.ok()) return readable.status();

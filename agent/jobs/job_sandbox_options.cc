@@ -44,6 +44,7 @@ LaunchInput JobSandboxOptions::LaunchInputFor(int64_t job_id) const {
   in.rank_exec = rank_exec;
   in.ca_file = ca_file;
   in.python_sdk = python_sdk;
+  in.rendezvous_wait = rendezvous_wait;
   in.path = sandbox.path;
   in.mpi_settings = mpi_settings;
   // Root without the uid switch: Open MPI must be told it may run as root.

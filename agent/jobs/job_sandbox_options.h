@@ -35,6 +35,8 @@ struct JobSandboxOptions {
   // The directory holding the Python SDK's package `embody`, put on every rank's PYTHONPATH
   // (jobs' uids can read it); "": jobs get no PYTHONPATH.
   std::string python_sdk;
+  // libembody-rendezvous-wait.so for command jobs' ranks (LaunchInput::rendezvous_wait).
+  std::string rendezvous_wait;
   // The operator's Open MPI settings (OpenMpiSettings of the agent's environment).
   std::vector<std::pair<std::string, std::string>> mpi_settings;
   std::chrono::milliseconds kill_grace{5000};  // SIGTERM to SIGKILL when a job is killed

@@ -155,6 +155,12 @@ common::Status AddPythonEnvironment(const LaunchInput& in,
 std::string CommandFile(const LaunchInput& in, const std::vector<std::string>& program) {
   nlohmann::json c{{"argv", program}};
   if (IsTorchrun(in.spec)) c["launcher"] = "torchrun";
+  // The store wait of the default launcher's ranks; torchrun waits in embody.torchrun, and an
+  // image's programs cannot load a library of this node's.
+  const bool command = in.spec.is_object() && in.spec.value("kind", "") == "command";
+  if (command && !IsTorchrun(in.spec) && !in.container && !in.rendezvous_wait.empty()) {
+    c["rendezvous_wait"] = in.rendezvous_wait;
+  }
   if (in.container) {
     ContainerPlan plan = *in.container;
     plan.binds = {{in.job_dir, /*read_only=*/false}, {in.checkpoint_dir, /*read_only=*/false}};

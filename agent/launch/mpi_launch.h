@@ -72,6 +72,9 @@ struct LaunchInput {
   // A command job's torch.distributed rendezvous on the head node (MASTER_ADDR, MASTER_PORT of
   // every rank, forwarded to the other nodes); 0: none.
   int master_port = 0;
+  // libembody-rendezvous-wait.so, which a default-launcher command job's ranks other than 0
+  // preload (agent/launch/rendezvous_wait.h), named in command.json; "": none.
+  std::string rendezvous_wait;
   std::string path = "/usr/local/bin:/usr/bin:/bin";  // PATH of the job
   int64_t address_space_bytes = 0;  // RLIMIT_AS of each rank; 0: none
   // CUDA_VISIBLE_DEVICES on a node with GPUs ("" hides them all); unset on a node without.

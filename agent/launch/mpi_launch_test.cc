@@ -328,6 +328,54 @@ TEST(MpiLaunchTest, ACommandJobGetsTheRendezvousAndTheSdk) {
   EXPECT_TRUE(has);
 }
 
+// The store wait (agent/launch/rendezvous_wait.h) is named in every node's command file for a
+// default-launcher command job, and for nothing else: torchrun waits in embody.torchrun, an image
+// cannot load a library of the node's, and engine jobs have no torch.distributed store.
+TEST(MpiLaunchTest, TheStoreWaitIsNamedForDefaultLauncherCommandJobsOnly) {
+  const std::string lib = "/opt/embody/bin/libembody-rendezvous-wait.so";
+  auto wait_of = [](const std::string& command) {
+    nlohmann::json c = nlohmann::json::parse(command);
+    return c.value("rendezvous_wait", std::string());
+  };
+  LaunchInput in = BaseInput("command");
+  in.master_port = 29517;
+  in.rendezvous_wait = lib;
+  auto plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(wait_of(plan->command), lib);
+  for (const auto& [k, v] : plan->env) EXPECT_NE(k, "LD_PRELOAD");  // exec-rank's, per rank
+  auto daemon = BuildDaemonPlan(in, "/usr/bin/orted", {"-mca", "ess", "env"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status().ToString();
+  EXPECT_EQ(wait_of(daemon->command), lib);
+
+  in.rendezvous_wait.clear();  // not built or installed: ranks start as before
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(wait_of(plan->command), "");
+
+  in.rendezvous_wait = lib;
+  in.spec["launcher"] = "torchrun";
+  in.spec["resources"] = {{"nodes", 1}, {"ranks_per_node", 1}};
+  plan = BuildLaunchPlan(in);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(wait_of(plan->command), "");
+
+  LaunchInput image = BaseInput("command");
+  image.rendezvous_wait = lib;
+  image.container = ContainerPlan{};
+  image.container->rootfs = "/data/images/eee/rootfs";
+  image.container->init = "/data/bin/embody-container-init";
+  plan = BuildLaunchPlan(image);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(wait_of(plan->command), "");
+
+  LaunchInput train = BaseInput("train");
+  train.rendezvous_wait = lib;
+  plan = BuildLaunchPlan(train);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(wait_of(plan->command), "");
+}
+
 // "environment": {"python": DIR}: the venv's bin/ first on PATH and VIRTUAL_ENV, on the head's
 // ranks and on every other node's (whose daemon the ranks inherit it from).
 TEST(MpiLaunchTest, AVirtualenvComesFirstOnEveryRanksPath) {

@@ -78,6 +78,23 @@ void SetTorchrunNode() {
   if (const char* port = std::getenv("MASTER_PORT")) ::setenv("PET_MASTER_PORT", port, 1);
 }
 
+// A default-launcher rank other than 0 preloads `library` (agent/launch/rendezvous_wait.h): its
+// connect() to MASTER_ADDR:MASTER_PORT waits until rank 0's store accepts. Before any preload the
+// job's environment names, which it keeps. Rank 0 starts the store itself; a rank without the
+// rendezvous variables has nothing to wait for.
+void SetRendezvousWait(const std::string& library) {
+  const char* rank = std::getenv("RANK");
+  if (library.empty() || library[0] != '/' || library.find_first_of(": ") != std::string::npos ||
+      rank == nullptr || std::string(rank) == "0" || std::getenv("MASTER_ADDR") == nullptr ||
+      std::getenv("MASTER_PORT") == nullptr || ::access(library.c_str(), R_OK) != 0) {
+    return;
+  }
+  const char* before = std::getenv("LD_PRELOAD");
+  std::string preload = library;
+  if (before != nullptr && *before != '\0') preload += std::string(" ") + before;
+  ::setenv("LD_PRELOAD", preload.c_str(), 1);
+}
+
 // The interface that holds this node's address (EMBODY_NODE_ADDRESS, the one other nodes reach it
 // by), named to gloo and NCCL for their own sockets unless the job names one: left to itself,
 // gloo takes the address the host name resolves to, often 127.0.1.1, which no other node reaches.
@@ -175,6 +192,10 @@ int RankExecMain(const std::vector<std::string>& args) {
     SetTorchrunNode();
   } else {
     SetTorchRendezvous();
+    if (!j.contains("container") && j.contains("rendezvous_wait") &&
+        j["rendezvous_wait"].is_string()) {
+      SetRendezvousWait(j["rendezvous_wait"].get<std::string>());
+    }
   }
   SetCollectiveInterface();
   if (j.contains("container")) {

@@ -3,9 +3,11 @@
 // "launcher": "torchrun" when each process is a node's torchrun; written by the agent), lowers
 // RLIMIT_AS to BYTES when given (the per-rank memory limit of a node without cgroups; rlimits are
 // per process, so the limit is set here, in the rank, rather than on mpirun) and execs the argv in
-// place, with the environment it was given; for an image job (a "container" block in FILE) it execs
-// crun with the argv inside the image instead (agent/launch/container_exec.h). It runs as the job's
-// uid and can only lower limits, never raise them.
+// place, with the environment it was given (under the default launcher a rank other than 0 also
+// preloads the store wait FILE's "rendezvous_wait" names, agent/launch/rendezvous_wait.h); for an
+// image job (a "container" block in FILE) it execs crun with the argv inside the image instead
+// (agent/launch/container_exec.h). It runs as the job's uid and can only lower limits, never
+// raise them.
 #pragma once
 
 #include <cstdint>
