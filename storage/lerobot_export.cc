@@ -2,36 +2,30 @@
 // order; their low-dim rows gather in the current data file's columns and their camera frames go
 // straight into each camera's current encoder; both roll over to a new file at their size limits.
 // The metadata files are written last, from what was gathered on the way.
+//
+// This file holds the plan (which keys become which features) and the episodes' streaming; the
+// meta/ files are written in lerobot_export_meta.cc.
 #include "storage/lerobot_export.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <limits>
-#include <map>
-#include <memory>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "common/file_util.h"
-#include "storage/dataset_reader.h"
+#include "storage/lerobot_export_internal.h"
 #include "storage/parquet/writer.h"
-#include "storage/video_encode.h"
 
 namespace storage {
+
+namespace lerobot_export_internal {
 
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-constexpr char kDataPath[] = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet";
-constexpr char kVideoPath[] = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4";
 
 std::string FileName(const std::string& dir, int64_t chunk, int64_t file, const char* ext) {
   char name[64];
@@ -39,32 +33,6 @@ std::string FileName(const std::string& dir, int64_t chunk, int64_t file, const 
                 static_cast<long long>(file), ext);
   return dir + name;
 }
-
-// Where a file sequence stands: LeRobot moves to the next chunk after chunks_size files.
-struct FileIndex {
-  int64_t chunk = 0;
-  int64_t file = 0;
-  void Next(int64_t chunks_size) {
-    if (++file >= chunks_size) {
-      ++chunk;
-      file = 0;
-    }
-  }
-};
-
-// A low-dim key written as a float32 feature.
-struct LowDim {
-  size_t key = 0;  // index in the dataset's schema
-  std::string feature;
-  int64_t dim = 0;  // elements per frame
-  bool scalar = false;
-};
-
-struct Camera {
-  size_t key = 0;
-  std::string feature;
-  int height = 0, width = 0;
-};
 
 std::string Dotted(std::string s) {
   std::replace(s.begin(), s.end(), '/', '.');
@@ -75,56 +43,6 @@ bool Reserved(const std::string& feature) {
   return feature == "timestamp" || feature == "frame_index" || feature == "episode_index" ||
          feature == "index" || feature == "task_index";
 }
-
-// Per-dimension min, max, mean and std, as meta/stats.json states them.
-class FeatureStats {
- public:
-  explicit FeatureStats(int64_t dim)
-      : sum_(dim), sumsq_(dim), min_(dim, std::numeric_limits<double>::infinity()),
-        max_(dim, -std::numeric_limits<double>::infinity()) {}
-
-  // One value of dimension d. Count() then says how many frames (what "count" states) and how
-  // many values per dimension (the mean's denominator: pixels for an image channel) came in.
-  void Add(double v, size_t d) {
-    sum_[d] += v;
-    sumsq_[d] += v * v;
-    min_[d] = std::min(min_[d], v);
-    max_[d] = std::max(max_[d], v);
-  }
-  // Sums already taken over many values (an image channel's pixels).
-  void AddSums(size_t d, double sum, double sumsq, double lo, double hi) {
-    sum_[d] += sum;
-    sumsq_[d] += sumsq;
-    min_[d] = std::min(min_[d], lo);
-    max_[d] = std::max(max_[d], hi);
-  }
-  void Count(int64_t frames, int64_t values_per_dim) {
-    count_ += frames;
-    values_ += values_per_dim;
-  }
-
-  // `scale` divides every value (1/255 for images); `image` nests each as [[v]] (shape (3,1,1)).
-  json ToJson(double scale, bool image) const {
-    json out = {{"min", json::array()}, {"max", json::array()}, {"mean", json::array()},
-                {"std", json::array()}, {"count", json::array({count_})}};
-    const double n = static_cast<double>(std::max<int64_t>(values_, 1));
-    for (size_t d = 0; d < sum_.size(); ++d) {
-      const double mean = sum_[d] / n;
-      const double var = std::max(0.0, sumsq_[d] / n - mean * mean);
-      const double v[4] = {values_ ? min_[d] : 0, values_ ? max_[d] : 0, mean, std::sqrt(var)};
-      const char* names[4] = {"min", "max", "mean", "std"};
-      for (int k = 0; k < 4; ++k) {
-        json x = v[k] * scale;
-        out[names[k]].push_back(image ? json::array({json::array({x})}) : x);
-      }
-    }
-    return out;
-  }
-
- private:
-  std::vector<double> sum_, sumsq_, min_, max_;
-  int64_t count_ = 0, values_ = 0;
-};
 
 // Element i of a row of `a` as a float, whatever the key's element type.
 float ElementAsFloat(const Array& a, size_t i) {
@@ -141,59 +59,7 @@ float ElementAsFloat(const Array& a, size_t i) {
   return 0;
 }
 
-// The columns of the data file being filled.
-struct DataFile {
-  std::vector<std::vector<float>> low;  // per LowDim: rows x dim
-  std::vector<float> timestamp;
-  std::vector<int64_t> frame_index, episode_index, index, task_index;
-  int64_t bytes = 0;
-  int64_t rows() const { return static_cast<int64_t>(frame_index.size()); }
-};
-
-// The episode table (meta/episodes), one entry per episode.
-struct EpisodeTable {
-  std::vector<int64_t> episode_index, length, data_chunk, data_file, from_index, to_index;
-  std::vector<std::vector<std::string>> tasks;
-  std::vector<std::vector<int64_t>> video_chunk, video_file;  // per camera
-  std::vector<std::vector<double>> video_from, video_to;
-};
-
-class Exporter {
- public:
-  Exporter(const Dataset& ds, std::string out, const LerobotExportOptions& o, double fps)
-      : ds_(ds), out_(std::move(out)), o_(o), fps_(fps) {}
-
-  common::Status Plan(LerobotExportResult* result);
-  common::Status Run(LerobotExportResult* result);
-
- private:
-  common::Status AddEpisode(uint64_t e, const Episode& ep);
-  common::Status FlushData();
-  common::Status FinishVideos();
-  common::Status WriteMeta(LerobotExportResult* result);
-  json Features() const;
-
-  const Dataset& ds_;
-  const std::string out_;
-  const LerobotExportOptions& o_;
-  const double fps_;
-  std::vector<LowDim> low_;
-  std::vector<Camera> cams_;
-  std::vector<FeatureStats> low_stats_, cam_stats_;
-  FeatureStats frame_stats_[5] = {FeatureStats(1), FeatureStats(1), FeatureStats(1),
-                                  FeatureStats(1), FeatureStats(1)};
-  DataFile data_;
-  FileIndex data_at_;
-  int64_t data_files_ = 0;
-  std::vector<std::unique_ptr<VideoEncoder>> encoders_;
-  std::vector<FileIndex> video_at_;
-  int64_t video_files_ = 0;
-  std::string video_encoder_;
-  EpisodeTable episodes_;
-  std::vector<std::string> tasks_;
-  std::map<std::string, int64_t> task_index_;
-  int64_t frames_ = 0;
-};
+}  // namespace
 
 common::Status Exporter::Plan(LerobotExportResult* result) {
   const Schema& schema = ds_.schema();
@@ -378,134 +244,6 @@ common::Status Exporter::FinishVideos() {
   return common::Status::Ok();
 }
 
-json Exporter::Features() const {
-  json f = json::object();
-  for (const LowDim& l : low_) {
-    json names = json::array();
-    for (int64_t d = 0; d < l.dim; ++d) names.push_back(l.feature + "_" + std::to_string(d));
-    f[l.feature] = {{"dtype", "float32"}, {"shape", {l.dim}}, {"names", l.scalar ? json() : names}};
-  }
-  for (const Camera& c : cams_) {
-    f[c.feature] = {{"dtype", "video"},
-                    {"shape", {c.height, c.width, 3}},
-                    {"names", {"height", "width", "channels"}},
-                    {"info",
-                     {{"video.height", c.height},
-                      {"video.width", c.width},
-                      {"video.codec", o_.codec == "av1" ? "av1" : o_.codec},
-                      {"video.pix_fmt", "yuv420p"},
-                      {"video.is_depth_map", false},
-                      {"video.fps", fps_},
-                      {"video.channels", 3},
-                      {"has_audio", false}}}};
-  }
-  f["timestamp"] = {{"dtype", "float32"}, {"shape", {1}}, {"names", nullptr}};
-  for (const char* k : {"frame_index", "episode_index", "index", "task_index"}) {
-    f[k] = {{"dtype", "int64"}, {"shape", {1}}, {"names", nullptr}};
-  }
-  return f;
-}
-
-common::Status WriteText(const std::string& path, const std::string& text) {
-  return common::WriteFileAtomic(path, text);
-}
-
-// pandas' own record of a DataFrame whose index is the "task" column: how LeRobot's
-// pd.read_parquet(meta/tasks.parquet) gets tasks indexed by their text.
-std::string TasksPandasMetadata() {
-  json cols = json::array();
-  cols.push_back({{"name", "task_index"}, {"field_name", "task_index"}, {"pandas_type", "int64"},
-                  {"numpy_type", "int64"}, {"metadata", nullptr}});
-  cols.push_back({{"name", "task"}, {"field_name", "task"}, {"pandas_type", "unicode"},
-                  {"numpy_type", "object"}, {"metadata", nullptr}});
-  json m = {{"index_columns", {"task"}},
-            {"column_indexes", {{{"name", nullptr}, {"field_name", nullptr},
-                                 {"pandas_type", "unicode"}, {"numpy_type", "object"},
-                                 {"metadata", {{"encoding", "UTF-8"}}}}}},
-            {"columns", cols},
-            {"creator", {{"library", "embody"}, {"version", "1"}}},
-            {"pandas_version", "2.0.0"}};
-  return m.dump();
-}
-
-common::Status Exporter::WriteMeta(LerobotExportResult* result) {
-  std::error_code ec;
-  fs::create_directories(out_ + "/meta/episodes/chunk-000", ec);
-  if (ec) return common::Internal("mkdir " + out_ + "/meta: " + ec.message());
-  {
-    parquet::TableWriter w;
-    std::vector<int64_t> index(tasks_.size());
-    for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int64_t>(i);
-    w.AddInt64("task_index", index);
-    w.AddString("task", tasks_);
-    w.AddKeyValue("pandas", TasksPandasMetadata());
-    EMBODY_RETURN_IF_ERROR(w.WriteFile(out_ + "/meta/tasks.parquet"));
-  }
-  {
-    const EpisodeTable& t = episodes_;
-    parquet::TableWriter w;
-    w.AddInt64("episode_index", t.episode_index);
-    w.AddStringList("tasks", t.tasks);
-    w.AddInt64("length", t.length);
-    w.AddInt64("data/chunk_index", t.data_chunk);
-    w.AddInt64("data/file_index", t.data_file);
-    w.AddInt64("dataset_from_index", t.from_index);
-    w.AddInt64("dataset_to_index", t.to_index);
-    for (size_t c = 0; c < cams_.size(); ++c) {
-      const std::string p = "videos/" + cams_[c].feature + "/";
-      w.AddInt64(p + "chunk_index", t.video_chunk[c]);
-      w.AddInt64(p + "file_index", t.video_file[c]);
-      w.AddDouble(p + "from_timestamp", t.video_from[c]);
-      w.AddDouble(p + "to_timestamp", t.video_to[c]);
-    }
-    const std::vector<int64_t> zeros(t.episode_index.size(), 0);
-    w.AddInt64("meta/episodes/chunk_index", zeros);
-    w.AddInt64("meta/episodes/file_index", zeros);
-    EMBODY_RETURN_IF_ERROR(w.WriteFile(out_ + "/meta/episodes/chunk-000/file-000.parquet"));
-  }
-  json stats = json::object();
-  for (size_t i = 0; i < low_.size(); ++i) stats[low_[i].feature] = low_stats_[i].ToJson(1, false);
-  for (size_t c = 0; c < cams_.size(); ++c) {
-    stats[cams_[c].feature] = cam_stats_[c].ToJson(1.0 / 255, true);
-  }
-  const char* frame_keys[5] = {"timestamp", "frame_index", "episode_index", "index", "task_index"};
-  for (int k = 0; k < 5; ++k) stats[frame_keys[k]] = frame_stats_[k].ToJson(1, false);
-  EMBODY_RETURN_IF_ERROR(WriteText(out_ + "/meta/stats.json", stats.dump(4) + "\n"));
-
-  const json& source = ds_.manifest().source;
-  std::string robot = o_.robot_type;
-  if (robot.empty() && source.contains("robot_type") && source["robot_type"].is_string()) {
-    robot = source["robot_type"].get<std::string>();
-  }
-  const int64_t episodes = static_cast<int64_t>(episodes_.episode_index.size());
-  json info = {{"codebase_version", "v3.0"},
-               {"robot_type", robot.empty() ? "unknown" : robot},
-               {"total_episodes", episodes},
-               {"total_frames", frames_},
-               {"total_tasks", static_cast<int64_t>(tasks_.size())},
-               {"chunks_size", o_.chunks_size},
-               {"data_files_size_in_mb", o_.data_files_size_in_mb},
-               {"video_files_size_in_mb", o_.video_files_size_in_mb},
-               {"splits", {{"train", "0:" + std::to_string(episodes)}}},
-               {"data_path", kDataPath},
-               {"video_path", cams_.empty() ? json() : json(kVideoPath)},
-               {"features", Features()}};
-  if (fps_ == std::floor(fps_)) {
-    info["fps"] = static_cast<int64_t>(fps_);
-  } else {
-    info["fps"] = fps_;
-  }
-  EMBODY_RETURN_IF_ERROR(WriteText(out_ + "/meta/info.json", info.dump(4) + "\n"));
-  for (const auto& [name, f] : Features().items()) result->features.push_back(name);
-  result->episodes = episodes;
-  result->frames = frames_;
-  result->tasks = static_cast<int64_t>(tasks_.size());
-  result->data_files = data_files_;
-  result->video_files = video_files_;
-  result->video_encoder = video_encoder_;
-  return common::Status::Ok();
-}
-
 common::Status Exporter::Run(LerobotExportResult* result) {
   ImportProgress progress;
   progress.demos_total = ds_.episodes();
@@ -521,6 +259,14 @@ common::Status Exporter::Run(LerobotExportResult* result) {
   EMBODY_RETURN_IF_ERROR(FinishVideos());
   return WriteMeta(result);
 }
+
+}  // namespace lerobot_export_internal
+
+namespace {
+
+namespace fs = std::filesystem;
+using lerobot_export_internal::Exporter;
+using nlohmann::json;
 
 // Removes the hidden directory unless the export got to its rename.
 class TempDir {

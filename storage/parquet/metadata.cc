@@ -1,7 +1,12 @@
+// ParseFileMetaData: the file's footer (schema elements, row groups, column chunks with their
+// meta data and statistics, key/value metadata). Page headers are parsed in
+// metadata_page_header.cc, the names of types, encodings and codecs are in metadata_names.cc.
 #include "storage/parquet/metadata.h"
 
-#include <bitset>
+#include <string>
+#include <vector>
 
+#include "storage/parquet/metadata_internal.h"
 #include "storage/parquet/thrift_compact.h"
 
 namespace storage::parquet {
@@ -9,42 +14,10 @@ namespace storage::parquet {
 namespace {
 
 using common::Status;
-
-// Which field ids of a struct were seen, to check the required ones once the struct ends.
-class Seen {
- public:
-  void Mark(int16_t id) {
-    if (id > 0 && id < 64) bits_.set(static_cast<size_t>(id));
-  }
-  // Returns an error naming the first required field (by id and name) not seen.
-  Status Require(const char* struct_name,
-                 std::initializer_list<std::pair<int, const char*>> fields) const {
-    for (const auto& [id, name] : fields) {
-      if (!bits_.test(static_cast<size_t>(id))) {
-        return common::InvalidArgument(std::string(struct_name) + " has no " + name);
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::bitset<64> bits_;
-};
-
-Status NotNegative(const char* what, int64_t v) {
-  if (v < 0) return common::InvalidArgument(std::string(what) + " is negative");
-  return Status::Ok();
-}
-
-Status ReadEnum(CompactReader& r, ThriftType t, int32_t lo, int32_t hi, const char* what,
-                int32_t* out) {
-  EMBODY_RETURN_IF_ERROR(r.ReadI32(t, out));
-  if (*out < lo || *out > hi) {
-    return common::InvalidArgument(std::string(what) + " " + std::to_string(*out) +
-                                   " is not defined");
-  }
-  return Status::Ok();
-}
+using metadata_internal::In;
+using metadata_internal::NotNegative;
+using metadata_internal::ReadEnum;
+using metadata_internal::Seen;
 
 Status ParseStatistics(CompactReader& r, Statistics* s) {
   std::string bytes;
@@ -311,85 +284,7 @@ Status ParseKeyValue(CompactReader& r, KeyValue* kv) {
   return seen.Require("a key/value pair", {{1, "key"}});
 }
 
-// Adds "where" to a thrift or validation error, keeping its code.
-Status In(const char* where, Status s) {
-  if (s.ok()) return s;
-  return Status(s.code(), std::string(where) + ": " + s.message(), s.field());
-}
-
 }  // namespace
-
-const char* PhysicalTypeName(PhysicalType type) {
-  switch (type) {
-    case PhysicalType::kBoolean:
-      return "BOOLEAN";
-    case PhysicalType::kInt32:
-      return "INT32";
-    case PhysicalType::kInt64:
-      return "INT64";
-    case PhysicalType::kInt96:
-      return "INT96";
-    case PhysicalType::kFloat:
-      return "FLOAT";
-    case PhysicalType::kDouble:
-      return "DOUBLE";
-    case PhysicalType::kByteArray:
-      return "BYTE_ARRAY";
-    case PhysicalType::kFixedLenByteArray:
-      return "FIXED_LEN_BYTE_ARRAY";
-  }
-  return "?";
-}
-
-const char* EncodingName(int32_t encoding) {
-  switch (encoding) {
-    case 0:
-      return "PLAIN";
-    case 2:
-      return "PLAIN_DICTIONARY";
-    case 3:
-      return "RLE";
-    case 4:
-      return "BIT_PACKED";
-    case 5:
-      return "DELTA_BINARY_PACKED";
-    case 6:
-      return "DELTA_LENGTH_BYTE_ARRAY";
-    case 7:
-      return "DELTA_BYTE_ARRAY";
-    case 8:
-      return "RLE_DICTIONARY";
-    case 9:
-      return "BYTE_STREAM_SPLIT";
-    case 10:
-      return "ALP";
-    default:
-      return "unknown encoding";
-  }
-}
-
-const char* CodecName(int32_t codec) {
-  switch (codec) {
-    case 0:
-      return "UNCOMPRESSED";
-    case 1:
-      return "SNAPPY";
-    case 2:
-      return "GZIP";
-    case 3:
-      return "LZO";
-    case 4:
-      return "BROTLI";
-    case 5:
-      return "LZ4";
-    case 6:
-      return "ZSTD";
-    case 7:
-      return "LZ4_RAW";
-    default:
-      return "unknown codec";
-  }
-}
 
 Status ParseFileMetaData(const uint8_t* data, size_t size, FileMetaData* out) {
   CompactReader r(data, size);
@@ -442,127 +337,6 @@ Status ParseFileMetaData(const uint8_t* data, size_t size, FileMetaData* out) {
          seen.Require("file metadata",
                       {{1, "version"}, {2, "schema"}, {3, "num_rows"}, {4, "row_groups"}})));
   return In("file metadata", NotNegative("num_rows", out->num_rows));
-}
-
-Status ParsePageHeader(const uint8_t* data, size_t size, PageHeader* out, size_t* header_size) {
-  CompactReader r(data, size);
-  Seen seen;
-  Status s = r.ReadStruct([&](int16_t id, ThriftType t) -> Status {
-    seen.Mark(id);
-    int32_t crc = 0;
-    switch (id) {
-      case 1:
-        return r.ReadI32(t, &out->type);
-      case 2:
-        return r.ReadI32(t, &out->uncompressed_page_size);
-      case 3:
-        return r.ReadI32(t, &out->compressed_page_size);
-      case 4:
-        EMBODY_RETURN_IF_ERROR(r.ReadI32(t, &crc));
-        out->crc = crc;
-        return Status::Ok();
-      case 5: {
-        if (t != ThriftType::kStruct) return r.Skip(t);
-        DataPageHeader& h = out->data_page.emplace();
-        Seen inner;
-        EMBODY_RETURN_IF_ERROR(r.ReadStruct([&](int16_t fid, ThriftType ft) -> Status {
-          inner.Mark(fid);
-          switch (fid) {
-            case 1:
-              return r.ReadI32(ft, &h.num_values);
-            case 2:
-              return r.ReadI32(ft, &h.encoding);
-            case 3:
-              return r.ReadI32(ft, &h.definition_level_encoding);
-            case 4:
-              return r.ReadI32(ft, &h.repetition_level_encoding);
-            default:
-              return r.Skip(ft);
-          }
-        }));
-        return inner.Require("a data page header", {{1, "num_values"},
-                                                    {2, "encoding"},
-                                                    {3, "definition_level_encoding"},
-                                                    {4, "repetition_level_encoding"}});
-      }
-      case 7: {
-        if (t != ThriftType::kStruct) return r.Skip(t);
-        DictionaryPageHeader& h = out->dictionary_page.emplace();
-        Seen inner;
-        EMBODY_RETURN_IF_ERROR(r.ReadStruct([&](int16_t fid, ThriftType ft) -> Status {
-          inner.Mark(fid);
-          switch (fid) {
-            case 1:
-              return r.ReadI32(ft, &h.num_values);
-            case 2:
-              return r.ReadI32(ft, &h.encoding);
-            case 3:
-              return r.ReadBool(ft, &h.is_sorted);
-            default:
-              return r.Skip(ft);
-          }
-        }));
-        return inner.Require("a dictionary page header", {{1, "num_values"}, {2, "encoding"}});
-      }
-      case 8: {
-        if (t != ThriftType::kStruct) return r.Skip(t);
-        DataPageHeaderV2& h = out->data_page_v2.emplace();
-        Seen inner;
-        EMBODY_RETURN_IF_ERROR(r.ReadStruct([&](int16_t fid, ThriftType ft) -> Status {
-          inner.Mark(fid);
-          switch (fid) {
-            case 1:
-              return r.ReadI32(ft, &h.num_values);
-            case 2:
-              return r.ReadI32(ft, &h.num_nulls);
-            case 3:
-              return r.ReadI32(ft, &h.num_rows);
-            case 4:
-              return r.ReadI32(ft, &h.encoding);
-            case 5:
-              return r.ReadI32(ft, &h.definition_levels_byte_length);
-            case 6:
-              return r.ReadI32(ft, &h.repetition_levels_byte_length);
-            case 7:
-              return r.ReadBool(ft, &h.is_compressed);
-            default:
-              return r.Skip(ft);
-          }
-        }));
-        return inner.Require("a data page v2 header", {{1, "num_values"},
-                                                       {2, "num_nulls"},
-                                                       {3, "num_rows"},
-                                                       {4, "encoding"},
-                                                       {5, "definition_levels_byte_length"},
-                                                       {6, "repetition_levels_byte_length"}});
-      }
-      default:
-        return r.Skip(t);
-    }
-  });
-  EMBODY_RETURN_IF_ERROR(In("page header", s));
-  EMBODY_RETURN_IF_ERROR(
-      In("page header",
-         seen.Require("a page header",
-                      {{1, "type"}, {2, "uncompressed_page_size"}, {3, "compressed_page_size"}})));
-  if (out->uncompressed_page_size < 0 || out->compressed_page_size < 0) {
-    return common::InvalidArgument("page header: negative page size");
-  }
-  if (out->data_page && out->data_page->num_values < 0) {
-    return common::InvalidArgument("page header: negative num_values");
-  }
-  if (out->dictionary_page && out->dictionary_page->num_values < 0) {
-    return common::InvalidArgument("page header: negative dictionary num_values");
-  }
-  if (out->data_page_v2) {
-    const DataPageHeaderV2& h = *out->data_page_v2;
-    if (h.num_values < 0 || h.num_nulls < 0 || h.num_rows < 0 ||
-        h.definition_levels_byte_length < 0 || h.repetition_levels_byte_length < 0) {
-      return common::InvalidArgument("page header: a negative count or length in the v2 header");
-    }
-  }
-  *header_size = r.position();
-  return Status::Ok();
 }
 
 }  // namespace storage::parquet

@@ -3,7 +3,8 @@
 // count and varint is checked against the bytes that remain before anything is allocated, so a
 // list can claim no more elements than bytes left, and nesting (structs inside lists inside
 // structs) stops at a depth limit. It is not a general Thrift library: there is no writer, no
-// schema and no generated code; metadata.cc walks the structs it knows and skips the rest.
+// schema and no generated code; metadata.cc and metadata_page_header.cc walk the structs they
+// know and skip the rest.
 //
 // Errors say what was wrong and at which byte offset of the range; the caller adds which file
 // and which structure it was reading.
