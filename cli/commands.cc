@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 #include <thread>
+#include <type_traits>
 
 #include "cli/api_client.h"
 #include "cli/command_line.h"
@@ -62,39 +63,47 @@ class Commands {
     if (c == "events") return Events(id);
     if (c == "metrics") return Metrics(id);
     if (c == "eval") return Print(api_.Get("/v1/jobs/" + id + "/evaluation"), EvaluationTable);
-    if (c == "nodes") return Print(api_.Get("/v1/nodes"), NodesTable);
+    if (c == "nodes") return PrintView(api_.Get("/v1/nodes"), api::v1::ParseNodeList, NodesTable);
     if (c == "nodes drain" || c == "nodes undrain") {
       const bool drain = c == "nodes drain";
-      return Print(
+      return PrintView(
           api_.Post("/v1/nodes/" + id + (drain ? "/drain" : "/undrain"), "{}"),
-          [drain](const json& n) {
-            return "node " + Cell(n, "id") + " (" + Cell(n, "name") + ") " +
+          api::v1::ParseNode, [drain](const api::v1::Node& n) {
+            return "node " + std::to_string(n.id) + " (" + n.name + ") " +
                    (drain ? "draining: no new jobs are placed on it\n" : "back in service\n");
           });
     }
     if (c == "nodes reset") {
-      return Print(api_.Post("/v1/nodes/" + id + "/reset", "{}"), [](const json& n) {
-        return "node " + Cell(n, "id") + " (" + Cell(n, "name") +
-               ") reset: its credential is revoked; the join token may register it again\n";
-      });
+      return PrintView(api_.Post("/v1/nodes/" + id + "/reset", "{}"), api::v1::ParseNode,
+                       [](const api::v1::Node& n) {
+                         return "node " + std::to_string(n.id) + " (" + n.name +
+                                ") reset: its credential is revoked; the join token may "
+                                "register it again\n";
+                       });
     }
-    if (c == "tenants") return Print(api_.Get("/v1/tenants"), TenantsTable);
+    if (c == "tenants") {
+      return PrintView(api_.Get("/v1/tenants"), api::v1::ParseTenantList, TenantsTable);
+    }
     if (c == "tenants create") {
-      return Print(api_.Post("/v1/tenants", TenantBody(inv_).dump()), TenantDetail);
+      return PrintView(api_.Post("/v1/tenants", TenantBody(inv_).dump()), api::v1::ParseTenant,
+                       TenantDetail);
     }
-    if (c == "tenants show") return Print(api_.Get("/v1/tenants/" + id), TenantDetail);
+    if (c == "tenants show") {
+      return PrintView(api_.Get("/v1/tenants/" + id), api::v1::ParseTenant, TenantDetail);
+    }
     if (c == "tenants set") return SetTenant(id);
     if (c == "tokens create") return CreateToken();
     if (c == "tokens ls") {
       std::string path = "/v1/tokens";
       if (inv_.tenant) path += "?tenant_id=" + std::to_string(*inv_.tenant);
-      return Print(api_.Get(path), [](const json& j) { return TokensTable(j, NowMs()); });
+      return PrintView(api_.Get(path), api::v1::ParseTokenList,
+                       [](const api::v1::TokenList& l) { return TokensTable(l, NowMs()); });
     }
     if (c == "tokens revoke") {
       auto r = api_.Send("DELETE", "/v1/tokens/" + id);
       if (!r.ok()) return Fail(r.status());
-      return Print(r->body, [](const json& t) {
-        return "revoked token " + Cell(t, "id") + " (" + Cell(t, "name") + ")\n";
+      return PrintView(r->body, api::v1::ParseToken, [](const api::v1::Token& t) {
+        return "revoked token " + std::to_string(t.id) + " (" + t.name + ")\n";
       });
     }
     if (c == "datasets ls") {
@@ -149,7 +158,7 @@ class Commands {
                Cell(d, "version") + ")\n";
       });
     }
-    if (c == "whoami") return Print(api_.Get("/v1/whoami"), WhoAmIText);
+    if (c == "whoami") return PrintView(api_.Get("/v1/whoami"), api::v1::ParseWhoAmI, WhoAmIText);
     if (c == "usage") return Usage();
     if (c == "audit") return Audit();
     io_.err << "embody: command \"" << c << "\" is not implemented\n";
@@ -168,7 +177,7 @@ class Commands {
     std::string sep = "?";
     if (!inv_.from.empty()) path += sep + "from=" + inv_.from, sep = "&";
     if (!inv_.to.empty()) path += sep + "to=" + inv_.to;
-    return Print(api_.Get(path), UsageTable);
+    return PrintView(api_.Get(path), api::v1::ParseTenantUsage, UsageTable);
   }
 
   int Fail(const common::Status& s) {
@@ -184,6 +193,29 @@ class Commands {
     } else {
       io_.out << table(*r);
     }
+    return 0;
+  }
+
+  // A reply the view's codec refuses: the server speaks another version of the API.
+  static common::Status NotUnderstood(const common::Status& s) {
+    return common::Status(common::Code::kInternal,
+                          "the server's reply does not match this client's API: " + s.message(),
+                          s.field());
+  }
+
+  // Like Print, with the table of the view `parse` reads from the server's JSON (api/v1/): a
+  // reply the codec refuses is an error naming the field, never a table of guesses.
+  template <typename View>
+  int PrintView(const common::Result<json>& r, common::Result<View> (*parse)(const json&),
+                const std::type_identity_t<std::function<std::string(const View&)>>& table) {
+    if (!r.ok()) return Fail(r.status());
+    if (inv_.json) {
+      io_.out << r->dump() << "\n";
+      return 0;
+    }
+    auto view = parse(*r);
+    if (!view.ok()) return Fail(NotUnderstood(view.status()));
+    io_.out << table(*view);
     return 0;
   }
 
@@ -368,38 +400,37 @@ class Commands {
     }
     auto r = api_.Send("PATCH", "/v1/tenants/" + id, body.dump(), {{"If-Match", version}});
     if (!r.ok()) return Fail(r.status());
-    return Print(r->body, TenantDetail);
+    return PrintView(r->body, api::v1::ParseTenant, TenantDetail);
   }
 
   int CreateToken() {
     auto r = api_.Post("/v1/tokens", TokenBody(inv_).dump());
     if (!r.ok()) return Fail(r.status());
-    int code = Print(*r, TokenDetail);
+    int code = PrintView(*r, api::v1::ParseCreatedToken, TokenDetail);
     io_.err << "embody: this is the only time the token's secret is shown; store it now\n";
     return code;
   }
 
   // Newest first, --limit entries in all (pages of at most 500), or every entry with --all.
   int Audit() {
-    json entries = json::array();
-    json next = nullptr;
-    std::string cursor;
+    api::v1::AuditPage all;
     for (;;) {
       int want = kMaxAuditPage;
       if (!inv_.all)
-        want = std::min<int>(kMaxAuditPage, inv_.limit - static_cast<int>(entries.size()));
-      auto page = api_.Get(AuditPath(want, cursor));
-      if (!page.ok()) return Fail(page.status());
-      for (const json& e : (*page)["entries"]) entries.push_back(e);
-      next = (*page)["next_cursor"];
-      if (!next.is_string()) break;
-      if (!inv_.all && static_cast<int>(entries.size()) >= inv_.limit) break;
-      cursor = next.get<std::string>();
+        want = std::min<int>(kMaxAuditPage, inv_.limit - static_cast<int>(all.entries.size()));
+      auto reply = api_.Get(AuditPath(want, all.next_cursor.value_or("")));
+      if (!reply.ok()) return Fail(reply.status());
+      auto page = api::v1::ParseAuditPage(*reply);
+      if (!page.ok()) return Fail(NotUnderstood(page.status()));
+      for (api::v1::AuditEntry& e : page->entries) all.entries.push_back(std::move(e));
+      all.next_cursor = page->next_cursor;
+      if (!all.next_cursor) break;
+      if (!inv_.all && static_cast<int>(all.entries.size()) >= inv_.limit) break;
     }
     if (inv_.json) {
-      io_.out << json{{"entries", entries}, {"next_cursor", next}}.dump() << "\n";
+      io_.out << api::v1::ToJson(all).dump() << "\n";
     } else {
-      io_.out << AuditTable(entries);
+      io_.out << AuditTable(all.entries);
     }
     return 0;
   }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include <optional>
 #include <vector>
 
 #include "cli/format.h"
@@ -18,23 +19,29 @@ const json& At(const json& j, const char* key) {
   return j.is_object() && j.contains(key) ? j[key] : kNull;
 }
 
-std::string UsedOf(const json& t, const char* used_key, const char* quota_key) {
-  std::string used = Cell(At(t, "usage"), used_key);
-  if (quota_key == nullptr) return used;
-  return used + "/" + Cell(At(t, "quota"), quota_key);
+template <typename T>
+std::string OrDash(const std::optional<T>& v) {
+  return v ? std::to_string(*v) : "-";
 }
 
-// Bytes as GiB with two decimals; "-" for null (no limit) or absent.
-std::string Gib(const json& bytes) {
-  if (!bytes.is_number()) return "-";
+// A number as the server's JSON writes it ("1.0", "2.5").
+std::string Number(double x) { return json(x).dump(); }
+
+std::string UsedOf(int64_t used, const std::optional<int>& limit) {
+  return std::to_string(used) + "/" + OrDash(limit);
+}
+
+// Bytes as GiB with two decimals; "-" for none (no limit).
+std::string Gib(std::optional<int64_t> bytes) {
+  if (!bytes) return "-";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.2f", bytes.get<double>() / (1024.0 * 1024 * 1024));
+  std::snprintf(buf, sizeof(buf), "%.2f", static_cast<double>(*bytes) / (1024.0 * 1024 * 1024));
   return buf;
 }
 
 // Storage held against quota.storage_bytes, in GiB: "1.50/10.00", "0.25/-" without a limit.
-std::string StorageOf(const json& t) {
-  return Gib(At(At(t, "usage"), "storage_bytes")) + "/" + Gib(At(At(t, "quota"), "storage_bytes"));
+std::string StorageOf(const api::v1::Tenant& t) {
+  return Gib(t.usage.storage_bytes) + "/" + Gib(t.quota.storage_bytes);
 }
 
 std::string Block(const std::vector<std::pair<std::string, std::string>>& lines) {
@@ -45,13 +52,13 @@ std::string Block(const std::vector<std::pair<std::string, std::string>>& lines)
   return out;
 }
 
-std::string TokenState(const json& t, int64_t now_ms) {
-  if (!At(t, "revoked_at").is_null()) return "revoked";
-  const json& exp = At(t, "expires_at");
-  if (exp.is_string()) {
-    auto ms = common::ParseUtcTime(exp.get<std::string>());
-    if (ms && *ms <= now_ms) return "expired";
-  }
+std::string Expires(const api::v1::Token& t) {
+  return t.expires_ms ? common::FormatTimeMillis(*t.expires_ms) : "never";
+}
+
+std::string TokenState(const api::v1::Token& t, int64_t now_ms) {
+  if (t.revoked_ms) return "revoked";
+  if (t.expires_ms && *t.expires_ms <= now_ms) return "expired";
   return "active";
 }
 
@@ -63,105 +70,100 @@ std::string Cell(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-std::string TenantsTable(const json& reply) {
+std::string TenantsTable(const api::v1::TenantList& reply) {
   std::vector<std::vector<std::string>> rows = {{"ID", "NAME", "WEIGHT", "SLOTS", "RUNNING",
                                                  "PENDING", "NODES/JOB", "STORAGE GIB", "VERSION"}};
-  for (const json& t : At(reply, "tenants")) {
-    rows.push_back({Cell(t, "id"), Cell(t, "name"), Cell(t, "weight"),
-                    UsedOf(t, "slots_in_use", "slots"), UsedOf(t, "running_jobs", "running_jobs"),
-                    UsedOf(t, "pending_jobs", "pending_jobs"),
-                    Cell(At(t, "quota"), "nodes_per_job"), StorageOf(t), Cell(t, "version")});
+  for (const api::v1::Tenant& t : reply.tenants) {
+    rows.push_back({std::to_string(t.id), t.name, Number(t.weight),
+                    UsedOf(t.usage.slots_in_use, t.quota.slots),
+                    UsedOf(t.usage.running_jobs, t.quota.running_jobs),
+                    UsedOf(t.usage.pending_jobs, t.quota.pending_jobs),
+                    OrDash(t.quota.nodes_per_job), StorageOf(t), std::to_string(t.version)});
   }
   return FormatTable(rows);
 }
 
-std::string TenantDetail(const json& t) {
-  return Block({{"id", Cell(t, "id")},
-                {"name", Cell(t, "name")},
-                {"weight", Cell(t, "weight")},
-                {"slots", UsedOf(t, "slots_in_use", "slots") + " in use/quota"},
-                {"running jobs", UsedOf(t, "running_jobs", "running_jobs")},
-                {"pending jobs", UsedOf(t, "pending_jobs", "pending_jobs")},
-                {"nodes per job", Cell(At(t, "quota"), "nodes_per_job")},
-                {"max priority", Cell(At(t, "quota"), "max_priority")},
+std::string TenantDetail(const api::v1::Tenant& t) {
+  return Block({{"id", std::to_string(t.id)},
+                {"name", t.name},
+                {"weight", Number(t.weight)},
+                {"slots", UsedOf(t.usage.slots_in_use, t.quota.slots) + " in use/quota"},
+                {"running jobs", UsedOf(t.usage.running_jobs, t.quota.running_jobs)},
+                {"pending jobs", UsedOf(t.usage.pending_jobs, t.quota.pending_jobs)},
+                {"nodes per job", OrDash(t.quota.nodes_per_job)},
+                {"max priority", OrDash(t.quota.max_priority)},
                 {"storage", StorageOf(t) + " GiB in use/quota"},
-                {"version", Cell(t, "version")},
-                {"created", Cell(t, "created_at")},
-                {"updated", Cell(t, "updated_at")}});
+                {"version", std::to_string(t.version)},
+                {"created", common::FormatTimeMillis(t.created_ms)},
+                {"updated", common::FormatTimeMillis(t.updated_ms)}});
 }
 
-std::string TokensTable(const json& reply, int64_t now_ms) {
+std::string TokensTable(const api::v1::TokenList& reply, int64_t now_ms) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "TENANT", "ROLE", "NAME", "CREATED", "EXPIRES", "STATE"}};
-  for (const json& t : At(reply, "tokens")) {
-    rows.push_back(
-        {Cell(t, "id"), Cell(t, "tenant"), Cell(t, "role"), Cell(t, "name"), Cell(t, "created_at"),
-         At(t, "expires_at").is_null() ? "never" : Cell(t, "expires_at"), TokenState(t, now_ms)});
+  for (const api::v1::Token& t : reply.tokens) {
+    rows.push_back({std::to_string(t.id), t.tenant, t.role, t.name,
+                    common::FormatTimeMillis(t.created_ms), Expires(t), TokenState(t, now_ms)});
   }
   return FormatTable(rows);
 }
 
-std::string TokenDetail(const json& t) {
+std::string TokenDetail(const api::v1::CreatedToken& created) {
+  const api::v1::Token& t = created.token;
   std::vector<std::pair<std::string, std::string>> lines = {
-      {"id", Cell(t, "id")},
-      {"tenant", Cell(t, "tenant") + " (" + Cell(t, "tenant_id") + ")"},
-      {"role", Cell(t, "role")},
-      {"name", Cell(t, "name")},
-      {"created", Cell(t, "created_at")},
-      {"expires", At(t, "expires_at").is_null() ? "never" : Cell(t, "expires_at")}};
-  if (!At(t, "revoked_at").is_null()) lines.push_back({"revoked", Cell(t, "revoked_at")});
-  if (At(t, "token").is_string()) lines.push_back({"token", Cell(t, "token")});
+      {"id", std::to_string(t.id)},
+      {"tenant", t.tenant + " (" + std::to_string(t.tenant_id) + ")"},
+      {"role", t.role},
+      {"name", t.name},
+      {"created", common::FormatTimeMillis(t.created_ms)},
+      {"expires", Expires(t)}};
+  if (t.revoked_ms) lines.push_back({"revoked", common::FormatTimeMillis(*t.revoked_ms)});
+  lines.push_back({"token", created.secret});
   return Block(lines);
 }
 
-std::string WhoAmIText(const json& w) {
+std::string WhoAmIText(const api::v1::WhoAmI& w) {
   std::vector<std::pair<std::string, std::string>> lines = {
-      {"token", Cell(w, "name") + " (id " + Cell(w, "token_id") + ")"},
-      {"role", Cell(w, "role")},
-      {"tenant", Cell(w, "tenant") + " (id " + Cell(w, "tenant_id") + ")"}};
-  if (!At(w, "node_id").is_null()) lines.push_back({"node", Cell(w, "node_id")});
+      {"token", w.name + " (id " + std::to_string(w.token_id) + ")"},
+      {"role", w.role},
+      {"tenant", w.tenant + " (id " + std::to_string(w.tenant_id) + ")"}};
+  if (w.node_id != 0) lines.push_back({"node", std::to_string(w.node_id)});
   return Block(lines);
 }
 
-std::string UsageTable(const json& u) {
+std::string UsageTable(const api::v1::TenantUsage& u) {
   char buf[64];
   auto hours = [&buf](double seconds) {
     std::snprintf(buf, sizeof(buf), "%.2f", seconds / 3600);
     return std::string(buf);
   };
   std::vector<std::vector<std::string>> rows = {{"DAY", "SLOT", "TOKEN", "SLOT-HOURS"}};
-  for (const json& d : At(u, "days")) {
-    const json& name = At(d, "token_name");
-    rows.push_back({Cell(d, "day"), Cell(d, "slot_type"),
-                    name.is_string() ? name.get<std::string>() : "-",
-                    hours(d.value("slot_seconds", 0.0))});
+  for (const api::v1::TenantUsageDay& d : u.days) {
+    rows.push_back({d.day, d.slot_type, d.token_name.value_or("-"), hours(d.slot_seconds)});
   }
-  const json& h = At(u, "slot_hours");
-  return "tenant " + Cell(u, "tenant") + ", " + Cell(u, "from") + " to " + Cell(u, "to") + "\n" +
-         FormatTable(rows) + "total: " + hours(3600 * h.value("cpu", 0.0)) + " cpu slot-hours, " +
-         hours(3600 * h.value("gpu", 0.0)) + " GPU-hours\n";
+  return "tenant " + u.tenant + ", " + u.from + " to " + u.to + "\n" + FormatTable(rows) +
+         "total: " + hours(3600 * u.cpu_slot_hours) + " cpu slot-hours, " +
+         hours(3600 * u.gpu_slot_hours) + " GPU-hours\n";
 }
 
-std::string AuditTable(const json& entries) {
+std::string AuditTable(const std::vector<api::v1::AuditEntry>& entries) {
   std::vector<std::vector<std::string>> rows = {
       {"TIME", "ACTOR", "ROLE", "TENANT", "METHOD", "ROUTE", "TARGET", "STATUS", "OUTCOME"}};
-  for (const json& e : entries) {
-    rows.push_back({Cell(e, "time"), Cell(e, "actor"), Cell(e, "role"), Cell(e, "tenant"),
-                    Cell(e, "method"), Cell(e, "route"), Cell(e, "target"), Cell(e, "status"),
-                    Cell(e, "outcome")});
+  for (const api::v1::AuditEntry& e : entries) {
+    rows.push_back({common::FormatTimeMillis(e.time_ms), e.actor, e.role, e.tenant, e.method,
+                    e.route, e.target, std::to_string(e.status), e.outcome});
   }
   return FormatTable(rows);
 }
 
-std::string NodesTable(const json& reply) {
+std::string NodesTable(const api::v1::NodeList& reply) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "ADDRESS", "STATE", "CPU", "GPUS", "USED", "DRAINING", "LAST HEARTBEAT"}};
-  for (const json& n : At(reply, "nodes")) {
-    const json& gpus = At(n, "gpus");
-    rows.push_back({Cell(n, "id"), Cell(n, "name"), Cell(n, "address"), Cell(n, "state"),
-                    Cell(n, "cpu_slots"), gpus.is_array() ? std::to_string(gpus.size()) : "-",
-                    Cell(n, "slots_used"), At(n, "draining") == true ? "yes" : "no",
-                    Cell(n, "last_heartbeat")});
+  for (const api::v1::Node& n : reply.nodes) {
+    rows.push_back({std::to_string(n.id), n.name, n.address, n.state,
+                    std::to_string(n.cpu_slots), std::to_string(n.gpus.size()),
+                    std::to_string(n.slots_used), n.draining ? "yes" : "no",
+                    common::FormatTimeMillis(n.last_heartbeat_ms)});
   }
   return FormatTable(rows);
 }

@@ -25,9 +25,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
 
   router.Handle("GET", "/v1/nodes", A::kBearer,
                 [&nodes](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
-                  auto list = nodes.List(ctx.principal);
-                  if (!list.ok()) return RespondError(res, list.status());
-                  RespondJson(res, 200, *list);
+                  RespondResult(res, nodes.List(ctx.principal));
                 });
 
   for (const bool drain : {true, false}) {
@@ -38,9 +36,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                     auto id = PathId(req, 1, "node");
                     if (!id.ok()) return RespondError(res, id.status());
                     ctx.audit_target = "node " + std::to_string(*id);
-                    auto node = nodes.SetDraining(ctx.principal, *id, drain);
-                    if (!node.ok()) return RespondError(res, node.status());
-                    RespondJson(res, 200, *node);
+                    RespondResult(res, nodes.SetDraining(ctx.principal, *id, drain));
                   });
   }
 
@@ -49,9 +45,7 @@ void AddNodeRoutes(Router& router, const ApiDeps& deps) {
                   auto id = PathId(req, 1, "node");
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "node " + std::to_string(*id);
-                  auto node = nodes.Reset(ctx.principal, *id);
-                  if (!node.ok()) return RespondError(res, node.status());
-                  RespondJson(res, 200, *node);
+                  RespondResult(res, nodes.Reset(ctx.principal, *id));
                 });
 
   router.Handle("POST", "/v1/agents/register", A::kBearer,

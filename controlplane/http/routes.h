@@ -9,6 +9,14 @@
 
 namespace controlplane::http {
 
+// `r`'s value, a view of api/v1/ written by its one codec (ToJson, found by argument-dependent
+// lookup), with `ok_status`; or its error as RespondError writes it.
+template <typename View>
+void RespondResult(httplib::Response& res, const common::Result<View>& r, int ok_status = 200) {
+  if (!r.ok()) return RespondError(res, r.status());
+  RespondJson(res, ok_status, ToJson(*r));
+}
+
 void AddJobRoutes(Router& router, const ApiDeps& deps);
 void AddNodeRoutes(Router& router, const ApiDeps& deps);
 // /v1/jobs/{id}/checkpoints...: the checkpoint blob store.

@@ -6,14 +6,14 @@
 
 namespace controlplane::http {
 
-using nlohmann::json;
 using A = Router::Auth;
 
 namespace {
 
 // Responds with a tenant, its version as the ETag (the If-Match of a later PATCH).
-void RespondTenant(httplib::Response& res, const common::Result<json>& r, int ok_status = 200) {
-  if (r.ok()) res.set_header("ETag", "\"" + std::to_string((*r)["version"].get<int64_t>()) + "\"");
+void RespondTenant(httplib::Response& res, const common::Result<api::v1::Tenant>& r,
+                   int ok_status = 200) {
+  if (r.ok()) res.set_header("ETag", "\"" + std::to_string(r->version) + "\"");
   RespondResult(res, r, ok_status);
 }
 
@@ -25,7 +25,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
 
   router.Handle("GET", "/v1/whoami", A::kBearer,
                 [&tokens](const httplib::Request&, httplib::Response& res, RequestContext& ctx) {
-                  RespondJson(res, 200, tokens.WhoAmI(ctx.principal));
+                  RespondJson(res, 200, api::v1::ToJson(tokens.WhoAmI(ctx.principal)));
                 });
 
   router.Handle("POST", "/v1/tenants", A::kBearer,
@@ -33,8 +33,8 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                            RequestContext& ctx) {
                   auto r = tenants.Create(ctx.principal, req.body);
                   if (r.ok()) {
-                    ctx.audit_target = "tenant " + (*r)["id"].dump();
-                    ctx.audit_target_tenant = (*r)["id"].get<int64_t>();
+                    ctx.audit_target = "tenant " + std::to_string(r->id);
+                    ctx.audit_target_tenant = r->id;
                   }
                   RespondTenant(res, r, 201);
                 });
@@ -73,9 +73,9 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                           RequestContext& ctx) {
                   auto r = tokens.Create(ctx.principal, req.body);
                   if (r.ok()) {
-                    ctx.audit_target = "token " + (*r)["id"].dump() + " (" +
-                                       (*r)["role"].get<std::string>() + ")";
-                    ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                    ctx.audit_target =
+                        "token " + std::to_string(r->token.id) + " (" + r->token.role + ")";
+                    ctx.audit_target_tenant = r->token.tenant_id;
                   }
                   RespondResult(res, r, 201);
                 });
@@ -93,7 +93,7 @@ void AddTenantRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "token " + std::to_string(*id);
                   auto r = tokens.Revoke(ctx.principal, *id);
-                  if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  if (r.ok()) ctx.audit_target_tenant = r->tenant_id;
                   RespondResult(res, r);
                 });
 

@@ -173,21 +173,6 @@ void AppendJson(const JobView& v, std::string& out) {
   out += '}';
 }
 
-json ToJson(const NodeRecord& n, int slots_used) {
-  return {{"id", n.id},
-          {"name", n.name},
-          {"address", n.address},
-          {"agent_url", n.agent_url},
-          {"state", n.state},
-          {"cpu_slots", n.cpu_slots},
-          {"gpus", n.gpus},
-          {"memory_bytes", n.memory_bytes},
-          {"slots_used", slots_used},
-          {"draining", n.draining},
-          {"isolation", n.isolation},
-          {"last_heartbeat", common::FormatTimeMillis(n.last_heartbeat_ms)}};
-}
-
 json ToJson(const EventRecord& e) {
   return {{"id", e.id},
           {"time", common::FormatTimeMillis(e.time_ms)},

@@ -1,4 +1,4 @@
-// What the API shows of a job, a node and an event: the records joined with what a client wants
+// What the API shows of a job and an event: the records joined with what a client wants
 // next to them (allocation, last step, latest checkpoint), and their JSON per docs/contracts.md.
 #pragma once
 
@@ -38,7 +38,6 @@ nlohmann::json ToJson(const JobView& v);
 // building the object: a page of a thousand jobs is written once per row, not assembled as a
 // tree of a few dozen allocations per job and then walked again.
 void AppendJson(const JobView& v, std::string& out);
-nlohmann::json ToJson(const NodeRecord& n, int slots_used);
 nlohmann::json ToJson(const EventRecord& e);
 
 }  // namespace controlplane::service

@@ -70,6 +70,30 @@ bool HasNews(const api::HeartbeatResponse& reply) {
 
 }  // namespace
 
+Result<api::v1::Node> NodeView(const NodeRecord& n, int slots_used) {
+  auto gpus = api::v1::ParseGpus(n.gpus);
+  auto isolation = api::v1::ParseNodeIsolation(n.isolation);
+  for (const Status& st : {gpus.status(), isolation.status()}) {
+    if (!st.ok()) {
+      return common::Internal("node " + std::to_string(n.id) + " as stored: " + st.ToString());
+    }
+  }
+  api::v1::Node v;
+  v.id = n.id;
+  v.name = n.name;
+  v.address = n.address;
+  v.agent_url = n.agent_url;
+  v.state = n.state;
+  v.cpu_slots = n.cpu_slots;
+  v.gpus = std::move(*gpus);
+  v.memory_bytes = n.memory_bytes;
+  v.slots_used = slots_used;
+  v.draining = n.draining;
+  v.isolation = std::move(*isolation);
+  v.last_heartbeat_ms = n.last_heartbeat_ms;
+  return v;
+}
+
 Status RequireNode(const Principal& p, int64_t node_id) {
   if (p.role != kNodeRole) {
     return Status(common::Code::kPermissionDenied,
@@ -140,7 +164,7 @@ Result<api::RegisterResponse> NodeService::Register(const Principal& p,
   return reply;
 }
 
-Result<nlohmann::json> NodeService::Reset(const Principal& p, int64_t node_id) {
+Result<api::v1::Node> NodeService::Reset(const Principal& p, int64_t node_id) {
   if (!p.IsClusterAdmin()) {
     return Status(common::Code::kPermissionDenied, "resetting nodes needs role cluster-admin");
   }
@@ -155,11 +179,11 @@ Result<nlohmann::json> NodeService::Reset(const Principal& p, int64_t node_id) {
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().ForNode(node_id));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   common::LogInfo("node reset", {{"node", node->name}, {"node_id", std::to_string(node_id)}});
-  return ToJson(*node, SlotsUsed(node_id, allocs));
+  return NodeView(*node, SlotsUsed(node_id, allocs));
 }
 
-Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node_id,
-                                                bool draining) {
+Result<api::v1::Node> NodeService::SetDraining(const Principal& p, int64_t node_id,
+                                               bool draining) {
   if (!p.IsClusterAdmin()) {
     return Status(common::Code::kPermissionDenied, "draining nodes needs role cluster-admin");
   }
@@ -172,7 +196,7 @@ Result<nlohmann::json> NodeService::SetDraining(const Principal& p, int64_t node
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   common::LogInfo(draining ? "node draining" : "node undrained", {{"node", node->name}});
   if (!draining && wake_) wake_();
-  return ToJson(*node, SlotsUsed(node_id, allocs));
+  return NodeView(*node, SlotsUsed(node_id, allocs));
 }
 
 Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_t node_id,
@@ -761,14 +785,17 @@ Result<api::HeartbeatResponse> NodeService::Commands(UnitOfWork& uow, int64_t no
   return reply;
 }
 
-Result<nlohmann::json> NodeService::List(const Principal& p) {
+Result<api::v1::NodeList> NodeService::List(const Principal& p) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "listing nodes"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   EMBODY_ASSIGN_OR_RETURN(allocs, uow->allocations().All());
-  nlohmann::json out = nlohmann::json::array();
-  for (const NodeRecord& n : nodes) out.push_back(ToJson(n, SlotsUsed(n.id, allocs)));
-  return nlohmann::json{{"nodes", out}};
+  api::v1::NodeList out;
+  for (const NodeRecord& n : nodes) {
+    EMBODY_ASSIGN_OR_RETURN(view, NodeView(n, SlotsUsed(n.id, allocs)));
+    out.nodes.push_back(std::move(view));
+  }
+  return out;
 }
 
 Result<nlohmann::json> NodeService::ScrapeTargets(const Principal& p,

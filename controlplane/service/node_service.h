@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/agent_protocol.h"
+#include "api/v1/node.h"
 #include "controlplane/service/hand_over.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/launch_phases.h"
@@ -46,7 +47,7 @@ class NodeService {
   Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
   // Revokes the node's credential (cluster-admin): its agent is refused from then on, the node
   // goes DOWN when silent, and the join token may register its name again.
-  Result<nlohmann::json> Reset(const Principal& p, int64_t node_id);
+  Result<api::v1::Node> Reset(const Principal& p, int64_t node_id);
   // Answers at once, unless the request asks to wait (HeartbeatRequest::wait_ms), carries no
   // report that must not be resent, gets no command, and `waiters` (SetWaiters) has room: then
   // it is held until a command exists for the node or the wait (at most one heartbeat interval)
@@ -71,11 +72,11 @@ class NodeService {
   // Told every job end and start on nodes (hand_over.h); null (the default): none is. Set
   // before serving.
   void SetHandOver(HandOverClock* clock) { hand_over_ = clock; }
-  // {"nodes":[...]} per docs/contracts.md. Names no tenant and no job.
-  Result<nlohmann::json> List(const Principal& p);
+  // Every node. Names no tenant and no job.
+  Result<api::v1::NodeList> List(const Principal& p);
   // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
   // runs on. Cluster-admin only.
-  Result<nlohmann::json> SetDraining(const Principal& p, int64_t node_id, bool draining);
+  Result<api::v1::Node> SetDraining(const Principal& p, int64_t node_id, bool draining);
   // Prometheus service discovery (scrape_targets.h). Cluster-admin only: it names every node
   // and where its agent listens. `server_address` is host:port of this server.
   Result<nlohmann::json> ScrapeTargets(const Principal& p, const std::string& server_address,
@@ -160,6 +161,10 @@ class NodeService {
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;
 };
+
+// What the API shows of node `n` with `slots_used` of its slots held. Its gpus and isolation are
+// read back from the JSON the store keeps; one that is not what registration wrote is internal.
+Result<api::v1::Node> NodeView(const NodeRecord& n, int slots_used);
 
 // permission_denied unless `p` is the credential of node `node_id`.
 Status RequireNode(const Principal& p, int64_t node_id);

@@ -51,8 +51,8 @@ TEST_F(NodeServiceTest, TheJoinTokenRegistersANodeAndItsCredentialIsBoundToIt) {
             Code::kAlreadyExists);
   auto list = nodes_->List(member_);
   ASSERT_TRUE(list.ok());
-  EXPECT_EQ((*list)["nodes"][0]["cpu_slots"], 4);
-  EXPECT_EQ((*list)["nodes"][0]["address"], "127.0.0.2");
+  EXPECT_EQ(list->nodes.at(0).cpu_slots, 4);
+  EXPECT_EQ(list->nodes.at(0).address, "127.0.0.2");
 }
 
 // The join token, on every node, cannot take a registered name, UP or DOWN: a node that went
@@ -361,7 +361,7 @@ TEST_F(NodeServiceTest, DrainingIsForClusterAdmins) {
   const Principal root = AddPerson(a_, "cluster-admin");
   auto drained = nodes_->SetDraining(root, n1, true);
   ASSERT_TRUE(drained.ok());
-  EXPECT_EQ((*drained)["draining"], true);
+  EXPECT_TRUE(drained->draining);
   EXPECT_EQ(nodes_->SetDraining(root, n1 + 100, true).status().code(), Code::kNotFound);
 }
 

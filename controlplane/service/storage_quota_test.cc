@@ -68,7 +68,7 @@ class StorageQuotaTest : public testing::MemoryServiceTest {
   int64_t Used() {
     auto t = Tenants().Get(member_, tenant_);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
-    return t.ok() ? (*t)["usage"]["storage_bytes"].get<int64_t>() : -1;
+    return t.ok() ? t->usage.storage_bytes : -1;
   }
   size_t Versions() {
     auto uow = Begin();
@@ -89,25 +89,25 @@ TEST_F(StorageQuotaTest, ClusterAdminsSetItWithinBoundsAndTheTenantSeesItsUsage)
   auto tenants = Tenants();
   auto got = tenants.Get(member_, tenant_);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ((*got)["quota"]["storage_bytes"], 1000);
-  EXPECT_EQ((*got)["usage"]["storage_bytes"], 0);
+  EXPECT_EQ(got->quota.storage_bytes, 1000);
+  EXPECT_EQ(got->usage.storage_bytes, 0);
   const int64_t pib = int64_t{1} << 50;
   auto set = tenants.Patch(root_, tenant_, json{{"quota", {{"storage_bytes", pib}}}}.dump(), "");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
-  EXPECT_EQ((*set)["quota"]["storage_bytes"], pib);
+  EXPECT_EQ(set->quota.storage_bytes, pib);
   for (const json& bad : {json(-1), json(pib + 1), json(1.5), json("1G"), json(true)}) {
     auto r = tenants.Patch(root_, tenant_, json{{"quota", {{"storage_bytes", bad}}}}.dump(), "");
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad.dump();
     EXPECT_EQ(r.status().field(), "quota.storage_bytes") << bad.dump();
   }
-  EXPECT_EQ((*tenants.Get(root_, tenant_))["quota"]["storage_bytes"], pib);  // unchanged
+  EXPECT_EQ(tenants.Get(root_, tenant_)->quota.storage_bytes, pib);  // unchanged
   // A member does not set its own quota.
   EXPECT_EQ(
       tenants.Patch(member_, tenant_, R"({"quota":{"storage_bytes":null}})", "").status().code(),
       Code::kPermissionDenied);
   auto unset = tenants.Patch(root_, tenant_, R"({"quota":{"storage_bytes":null}})", "");
   ASSERT_TRUE(unset.ok()) << unset.status().ToString();
-  EXPECT_TRUE((*unset)["quota"]["storage_bytes"].is_null());
+  EXPECT_FALSE(unset->quota.storage_bytes.has_value());
   // No quota: no limit.
   EXPECT_TRUE(Upload("big", int64_t{1} << 40).ok());
   EXPECT_EQ(Used(), int64_t{1} << 40);

@@ -64,9 +64,6 @@ Status ParseStorageQuota(const json& q, std::optional<int64_t>* out) {
   return Status::Ok();
 }
 
-json OptJson(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
-json OptJson(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
-
 // "YYYY-MM-DD" of a real date, else nullopt.
 std::optional<std::string> ParseDay(const std::string& s) {
   if (s.size() != 10 || !common::ParseUtcTime(s + "T00:00:00Z")) return std::nullopt;
@@ -138,28 +135,21 @@ Status ParseTenantFields(const json& body, bool require_name, TenantRecord* t) {
   return Status::Ok();
 }
 
-json ToJson(const TenantRecord& t, const TenantUsageNow& u) {
-  return {{"id", t.id},
-          {"name", t.name},
-          {"weight", t.weight},
-          {"quota",
-           {{"slots", OptJson(t.quota.slots)},
-            {"running_jobs", OptJson(t.quota.running_jobs)},
-            {"pending_jobs", OptJson(t.quota.pending_jobs)},
-            {"nodes_per_job", OptJson(t.quota.nodes_per_job)},
-            {"max_priority", OptJson(t.quota.max_priority)},
-            {"storage_bytes", OptJson(t.quota.storage_bytes)}}},
-          {"usage",
-           {{"slots_in_use", u.slots_in_use},
-            {"running_jobs", u.running_jobs},
-            {"pending_jobs", u.pending_jobs},
-            {"storage_bytes", u.storage_bytes}}},
-          {"version", t.version},
-          {"created_at", common::FormatTimeMillis(t.created_ms)},
-          {"updated_at", common::FormatTimeMillis(t.updated_ms)}};
+api::v1::Tenant TenantView(const TenantRecord& t, const TenantUsageNow& u) {
+  api::v1::Tenant v;
+  v.id = t.id;
+  v.name = t.name;
+  v.weight = t.weight;
+  v.quota = {t.quota.slots,         t.quota.running_jobs, t.quota.pending_jobs,
+             t.quota.nodes_per_job, t.quota.max_priority, t.quota.storage_bytes};
+  v.usage = {u.slots_in_use, u.running_jobs, u.pending_jobs, u.storage_bytes};
+  v.version = t.version;
+  v.created_ms = t.created_ms;
+  v.updated_ms = t.updated_ms;
+  return v;
 }
 
-Result<json> TenantsService::Create(const Principal& p, const std::string& body) {
+Result<api::v1::Tenant> TenantsService::Create(const Principal& p, const std::string& body) {
   if (!p.IsClusterAdmin()) {
     return Status(common::Code::kPermissionDenied, "creating tenants needs role cluster-admin");
   }
@@ -170,22 +160,22 @@ Result<json> TenantsService::Create(const Principal& p, const std::string& body)
   EMBODY_ASSIGN_OR_RETURN(id, uow->tenants().CreateTenant(t, now_()));
   EMBODY_ASSIGN_OR_RETURN(created, uow->tenants().GetTenant(id, false));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  return ToJson(*created, TenantUsageNow{});
+  return TenantView(*created, TenantUsageNow{});
 }
 
-Result<json> TenantsService::List(const Principal& p) {
+Result<api::v1::TenantList> TenantsService::List(const Principal& p) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading tenants"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(all, uow->tenants().ListTenants(p.TenantScope()));
-  json out = json::array();
+  api::v1::TenantList out;
   for (const TenantRecord& t : all) {
     EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, t.id));
-    out.push_back(ToJson(t, usage));
+    out.tenants.push_back(TenantView(t, usage));
   }
-  return json{{"tenants", out}};
+  return out;
 }
 
-Result<json> TenantsService::Get(const Principal& p, int64_t id) {
+Result<api::v1::Tenant> TenantsService::Get(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading tenants"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(t, uow->tenants().GetTenant(id, false));
@@ -193,11 +183,12 @@ Result<json> TenantsService::Get(const Principal& p, int64_t id) {
     return common::NotFound("tenant " + std::to_string(id) + " not found");
   }
   EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, t->id));
-  return ToJson(*t, usage);
+  return TenantView(*t, usage);
 }
 
-Result<json> TenantsService::Usage(const Principal& p, int64_t id, const std::string& from,
-                                   const std::string& to) {
+Result<api::v1::TenantUsage> TenantsService::Usage(const Principal& p, int64_t id,
+                                                   const std::string& from,
+                                                   const std::string& to) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading usage"));
   const int64_t now = now_();
   std::string to_day = common::FormatTimeMillis(now).substr(0, 10);
@@ -222,30 +213,30 @@ Result<json> TenantsService::Usage(const Principal& p, int64_t id, const std::st
   EMBODY_ASSIGN_OR_RETURN(tokens, uow->tenants().ListTokens(id));
   std::map<int64_t, std::string> names;
   for (const TokenRecord& k : tokens) names[k.id] = k.name;
-  json days = json::array();
+  api::v1::TenantUsage out;
+  out.tenant_id = t->id;
+  out.tenant = t->name;
+  out.from = from_day;
+  out.to = to_day;
   std::map<std::string, double> by_type;
-  double total = 0;
   for (const DailyUsage& r : rows) {
     auto name = names.find(r.token_id);
-    days.push_back({{"day", r.day},
-                    {"slot_type", r.slot_type},
-                    {"token_id", r.token_id ? json(r.token_id) : json(nullptr)},
-                    {"token_name", name != names.end() ? json(name->second) : json(nullptr)},
-                    {"slot_seconds", r.slot_seconds}});
+    out.days.push_back({r.day, r.slot_type,
+                        r.token_id ? std::optional<int64_t>(r.token_id) : std::nullopt,
+                        name != names.end() ? std::optional<std::string>(name->second)
+                                            : std::nullopt,
+                        r.slot_seconds});
     by_type[r.slot_type] += r.slot_seconds;
-    total += r.slot_seconds;
+    out.total_slot_seconds += r.slot_seconds;
   }
-  return json{{"tenant_id", t->id},
-              {"tenant", t->name},
-              {"from", from_day},
-              {"to", to_day},
-              {"days", days},
-              {"total_slot_seconds", total},
-              {"slot_hours", {{"cpu", by_type["cpu"] / 3600}, {"gpu", by_type["gpu"] / 3600}}}};
+  out.cpu_slot_hours = by_type["cpu"] / 3600;
+  out.gpu_slot_hours = by_type["gpu"] / 3600;
+  return out;
 }
 
-Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::string& body,
-                                   const std::string& if_match) {
+Result<api::v1::Tenant> TenantsService::Patch(const Principal& p, int64_t id,
+                                              const std::string& body,
+                                              const std::string& if_match) {
   if (!p.IsClusterAdmin()) {
     // Not even its own (quotas and weights are the operator's to set); another tenant does not
     // exist for a person of it.
@@ -280,7 +271,7 @@ Result<json> TenantsService::Patch(const Principal& p, int64_t id, const std::st
   EMBODY_ASSIGN_OR_RETURN(after, uow->tenants().GetTenant(id, false));
   EMBODY_ASSIGN_OR_RETURN(usage, UsageOf(*uow, id));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  return ToJson(*after, usage);
+  return TenantView(*after, usage);
 }
 
 }  // namespace controlplane::service

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1/tenant.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"
 
@@ -19,17 +20,17 @@ class TenantsService {
  public:
   TenantsService(Database& db, Clock now) : db_(db), now_(std::move(now)) {}
 
-  // {"name", "weight"?, "quota"?} -> the tenant as ToJson writes it.
-  Result<nlohmann::json> Create(const Principal& p, const std::string& body);
-  Result<nlohmann::json> List(const Principal& p);
-  Result<nlohmann::json> Get(const Principal& p, int64_t id);
+  // {"name", "weight"?, "quota"?} -> the tenant created.
+  Result<api::v1::Tenant> Create(const Principal& p, const std::string& body);
+  Result<api::v1::TenantList> List(const Principal& p);
+  Result<api::v1::Tenant> Get(const Principal& p, int64_t id);
   // `if_match`: the version the client read ("" or "*": unconditional); a stale one is 412.
-  Result<nlohmann::json> Patch(const Principal& p, int64_t id, const std::string& body,
-                               const std::string& if_match);
+  Result<api::v1::Tenant> Patch(const Principal& p, int64_t id, const std::string& body,
+                                const std::string& if_match);
   // Slot-seconds the tenant's jobs held per UTC day, submitting token and slot type (GPU-hours
   // where nodes have GPUs), for days in [from, to] ("YYYY-MM-DD"; "" : the 30 days to today).
-  Result<nlohmann::json> Usage(const Principal& p, int64_t id, const std::string& from,
-                               const std::string& to);
+  Result<api::v1::TenantUsage> Usage(const Principal& p, int64_t id, const std::string& from,
+                                     const std::string& to);
 
  private:
   Database& db_;
@@ -40,6 +41,7 @@ class TenantsService {
 // wrong types and out-of-range values are invalid_argument naming the field.
 Status ParseTenantFields(const nlohmann::json& body, bool require_name, TenantRecord* t);
 
-nlohmann::json ToJson(const TenantRecord& t, const TenantUsageNow& usage);
+// What the API shows of tenant `t` holding `usage`.
+api::v1::Tenant TenantView(const TenantRecord& t, const TenantUsageNow& usage);
 
 }  // namespace controlplane::service

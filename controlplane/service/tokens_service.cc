@@ -13,8 +13,8 @@ namespace {
 
 constexpr int kMaxAuditLimit = 500;
 
-json OptTime(const std::optional<int64_t>& ms) {
-  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
+std::optional<int64_t> Unless0(int64_t id) {
+  return id != 0 ? std::optional<int64_t>(id) : std::nullopt;
 }
 
 bool ValidTokenName(const std::string& s) {
@@ -33,34 +33,37 @@ Result<int64_t> ParseCursor(const std::string& cursor) {
 
 }  // namespace
 
-json ToJson(const TokenRecord& t) {
-  json j{{"id", t.id},
-         {"tenant_id", t.tenant_id},
-         {"tenant", t.tenant},
-         {"role", t.role},
-         {"name", t.name},
-         {"created_at", common::FormatTimeMillis(t.created_ms)},
-         {"expires_at", OptTime(t.expires_ms)},
-         {"revoked_at", OptTime(t.revoked_ms)}};
-  if (t.node_id) j["node_id"] = t.node_id;
-  return j;
+api::v1::Token TokenView(const TokenRecord& t) {
+  api::v1::Token v;
+  v.id = t.id;
+  v.tenant_id = t.tenant_id;
+  v.tenant = t.tenant;
+  v.role = t.role;
+  v.name = t.name;
+  v.created_ms = t.created_ms;
+  v.expires_ms = t.expires_ms;
+  v.revoked_ms = t.revoked_ms;
+  v.node_id = t.node_id;
+  return v;
 }
 
-json ToJson(const AuditRecord& a) {
-  return {{"id", a.id},
-          {"time", common::FormatTimeMillis(a.time_ms)},
-          {"token_id", a.token_id ? json(a.token_id) : json(nullptr)},
-          {"actor", a.actor},
-          {"role", a.role},
-          {"tenant_id", a.tenant_id ? json(a.tenant_id) : json(nullptr)},
-          {"tenant", a.tenant},
-          {"method", a.method},
-          {"route", a.route},
-          {"path", a.path},
-          {"target", a.target},
-          {"status", a.status},
-          {"outcome", a.outcome},
-          {"request_id", a.request_id}};
+api::v1::AuditEntry AuditView(const AuditRecord& a) {
+  api::v1::AuditEntry v;
+  v.id = a.id;
+  v.time_ms = a.time_ms;
+  v.token_id = Unless0(a.token_id);
+  v.actor = a.actor;
+  v.role = a.role;
+  v.tenant_id = Unless0(a.tenant_id);
+  v.tenant = a.tenant;
+  v.method = a.method;
+  v.route = a.route;
+  v.path = a.path;
+  v.target = a.target;
+  v.status = a.status;
+  v.outcome = a.outcome;
+  v.request_id = a.request_id;
+  return v;
 }
 
 Result<NewToken> ParseNewToken(const std::string& body, int64_t default_tenant, int64_t now_ms) {
@@ -105,7 +108,7 @@ Result<NewToken> ParseNewToken(const std::string& body, int64_t default_tenant, 
   return t;
 }
 
-Result<json> TokensService::Create(const Principal& p, const std::string& body) {
+Result<api::v1::CreatedToken> TokensService::Create(const Principal& p, const std::string& body) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "creating tokens"));
   EMBODY_ASSIGN_OR_RETURN(t, ParseNewToken(body, p.tenant_id, now_()));
   // Another tenant is named only to a cluster-admin; to anyone else it does not exist.
@@ -124,32 +127,30 @@ Result<json> TokensService::Create(const Principal& p, const std::string& body) 
   EMBODY_ASSIGN_OR_RETURN(id, uow->tenants().CreateToken(t));
   EMBODY_ASSIGN_OR_RETURN(record, uow->tenants().GetToken(id, std::nullopt));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  json out = ToJson(*record);
-  out["token"] = secret;
-  return out;
+  return api::v1::CreatedToken{TokenView(*record), secret};
 }
 
-Result<json> TokensService::List(const Principal& p, int64_t tenant_id) {
+Result<api::v1::TokenList> TokensService::List(const Principal& p, int64_t tenant_id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "listing tokens"));
   std::optional<int64_t> scope = p.TenantScope();
   if (tenant_id > 0) {
-    if (scope && *scope != tenant_id) return json{{"tokens", json::array()}};
+    if (scope && *scope != tenant_id) return api::v1::TokenList{};
     scope = tenant_id;
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(tokens, uow->tenants().ListTokens(scope));
-  json out = json::array();
+  api::v1::TokenList out;
   for (const TokenRecord& t : tokens) {
     // A tenant-admin's tenant may hold machine and operator credentials (the bootstrap tenant
     // does): they are the operator's, not listed to the tenant.
     if (!p.IsClusterAdmin() && PersonRank(t.role) > PersonRank(p.role)) continue;
     if (!p.IsClusterAdmin() && PersonRank(t.role) == 0) continue;
-    out.push_back(ToJson(t));
+    out.tokens.push_back(TokenView(t));
   }
-  return json{{"tokens", out}};
+  return out;
 }
 
-Result<json> TokensService::Revoke(const Principal& p, int64_t id) {
+Result<api::v1::Token> TokensService::Revoke(const Principal& p, int64_t id) {
   if (PersonRank(p.role) == 0) {
     return Status(common::Code::kPermissionDenied, "revoking tokens needs a person's token");
   }
@@ -171,17 +172,14 @@ Result<json> TokensService::Revoke(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(uow->tenants().RevokeToken(id, now));
   EMBODY_ASSIGN_OR_RETURN(after, uow->tenants().GetToken(id, std::nullopt));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  return ToJson(*after);
+  return TokenView(*after);
 }
 
-json TokensService::WhoAmI(const Principal& p) const {
-  json j{{"token_id", p.token_id}, {"name", p.token_name}, {"tenant_id", p.tenant_id},
-         {"tenant", p.tenant},     {"role", p.role}};
-  if (p.node_id) j["node_id"] = p.node_id;
-  return j;
+api::v1::WhoAmI TokensService::WhoAmI(const Principal& p) const {
+  return {p.token_id, p.token_name, p.tenant_id, p.tenant, p.role, p.node_id};
 }
 
-Result<json> TokensService::Audit(const Principal& p, int limit, const std::string& cursor) {
+Result<api::v1::AuditPage> TokensService::Audit(const Principal& p, int limit, const std::string& cursor) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kTenantAdmin, "reading the audit log"));
   if (limit <= 0 || limit > kMaxAuditLimit) {
     return common::InvalidArgument("limit must be in 1..500", "limit");
@@ -195,14 +193,13 @@ Result<json> TokensService::Audit(const Principal& p, int limit, const std::stri
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(rows, uow->audit().List(q));
-  json next = nullptr;
+  api::v1::AuditPage page;
   if (static_cast<int>(rows.size()) > limit) {
     rows.resize(limit);
-    next = std::to_string(rows.back().id);
+    page.next_cursor = std::to_string(rows.back().id);
   }
-  json out = json::array();
-  for (const AuditRecord& a : rows) out.push_back(ToJson(a));
-  return json{{"entries", out}, {"next_cursor", next}};
+  for (const AuditRecord& a : rows) page.entries.push_back(AuditView(a));
+  return page;
 }
 
 }  // namespace controlplane::service

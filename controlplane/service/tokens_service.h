@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
+#include "api/v1/audit.h"
+#include "api/v1/token.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/store.h"
 
@@ -20,15 +20,15 @@ class TokensService {
   TokensService(Database& db, Clock now) : db_(db), now_(std::move(now)) {}
 
   // {"role", "name", "tenant_id"? (default: the caller's), "expires_at"? (RFC 3339, future)}
-  // -> the token record plus "token": the secret.
-  Result<nlohmann::json> Create(const Principal& p, const std::string& body);
+  // -> the token and its secret.
+  Result<api::v1::CreatedToken> Create(const Principal& p, const std::string& body);
   // `tenant_id` 0: every tenant the caller may see.
-  Result<nlohmann::json> List(const Principal& p, int64_t tenant_id);
-  Result<nlohmann::json> Revoke(const Principal& p, int64_t id);
-  nlohmann::json WhoAmI(const Principal& p) const;
+  Result<api::v1::TokenList> List(const Principal& p, int64_t tenant_id);
+  Result<api::v1::Token> Revoke(const Principal& p, int64_t id);
+  api::v1::WhoAmI WhoAmI(const Principal& p) const;
 
   // Audit rows the caller may read: cluster-admins all, tenant-admins their tenant's.
-  Result<nlohmann::json> Audit(const Principal& p, int limit, const std::string& cursor);
+  Result<api::v1::AuditPage> Audit(const Principal& p, int limit, const std::string& cursor);
 
  private:
   Database& db_;
@@ -40,7 +40,8 @@ class TokensService {
 // invalid_argument naming the field. Whether the caller may grant the role is not decided here.
 Result<NewToken> ParseNewToken(const std::string& body, int64_t default_tenant, int64_t now_ms);
 
-nlohmann::json ToJson(const TokenRecord& t);
-nlohmann::json ToJson(const AuditRecord& a);
+// What the API shows of a stored token and of an audit row.
+api::v1::Token TokenView(const TokenRecord& t);
+api::v1::AuditEntry AuditView(const AuditRecord& a);
 
 }  // namespace controlplane::service

@@ -34,9 +34,9 @@ TEST_F(TokensServiceTest, TheSecretIsReturnedOnceAndOnlyItsDigestIsStored) {
   auto tokens = Tokens();
   auto made = tokens.Create(admin_, R"({"role":"member","name":"ci"})");
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  const std::string secret = (*made)["token"];
-  EXPECT_EQ((*made)["role"], "member");
-  EXPECT_EQ((*made)["tenant_id"], a_);
+  const std::string secret = made->secret;
+  EXPECT_EQ(made->token.role, "member");
+  EXPECT_EQ(made->token.tenant_id, a_);
   auto p = Authenticate(db_, "Bearer " + secret, now_.load());
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->role, "member");
@@ -48,7 +48,9 @@ TEST_F(TokensServiceTest, TheSecretIsReturnedOnceAndOnlyItsDigestIsStored) {
   uow.reset();
   auto listed = tokens.List(admin_, 0);
   ASSERT_TRUE(listed.ok());
-  for (const auto& t : (*listed)["tokens"]) EXPECT_FALSE(t.contains("token"));
+  // A listing's entries are api::v1::Token, which carries no secret.
+  ASSERT_FALSE(listed->tokens.empty());
+  for (const auto& t : listed->tokens) EXPECT_FALSE(api::v1::ToJson(t).contains("token"));
 }
 
 TEST_F(TokensServiceTest, ATenantAdminGrantsNoRoleAboveItsOwnAndNoOtherTenant) {
@@ -76,11 +78,11 @@ TEST_F(TokensServiceTest, ATenantAdminGrantsNoRoleAboveItsOwnAndNoOtherTenant) {
             Code::kNotFound);
   auto listed = tokens.List(admin_, 0);
   ASSERT_TRUE(listed.ok());
-  for (const auto& t : (*listed)["tokens"]) {
-    EXPECT_EQ(t["tenant_id"], a_);
-    EXPECT_NE(t["role"], "agent");  // machine credentials are the operator's
+  for (const auto& t : listed->tokens) {
+    EXPECT_EQ(t.tenant_id, a_);
+    EXPECT_NE(t.role, "agent");  // machine credentials are the operator's
   }
-  EXPECT_TRUE((*tokens.List(admin_, b_))["tokens"].empty());
+  EXPECT_TRUE(tokens.List(admin_, b_)->tokens.empty());
 }
 
 TEST_F(TokensServiceTest, ATokenExpiresAndIsRevokedFromTheNextRequestOn) {
@@ -89,7 +91,7 @@ TEST_F(TokensServiceTest, ATokenExpiresAndIsRevokedFromTheNextRequestOn) {
   auto made =
       tokens.Create(admin_, R"({"role":"viewer","name":"short","expires_at":")" + at + "\"}");
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  const std::string secret = (*made)["token"];
+  const std::string secret = made->secret;
   EXPECT_TRUE(AuthStatus(secret).ok());
   now_ += 60'000;
   EXPECT_EQ(AuthStatus(secret).message(), "token expired");
@@ -101,11 +103,11 @@ TEST_F(TokensServiceTest, ATokenExpiresAndIsRevokedFromTheNextRequestOn) {
             "expires_at");
 
   auto kept = tokens.Create(admin_, R"({"role":"member","name":"kept"})");
-  const std::string kept_secret = (*kept)["token"];
-  const int64_t kept_id = (*kept)["id"];
+  const std::string kept_secret = kept->secret;
+  const int64_t kept_id = kept->token.id;
   auto revoked = tokens.Revoke(admin_, kept_id);
   ASSERT_TRUE(revoked.ok()) << revoked.status().ToString();
-  EXPECT_FALSE((*revoked)["revoked_at"].is_null());
+  EXPECT_TRUE(revoked->revoked_ms.has_value());
   EXPECT_EQ(AuthStatus(kept_secret).message(), "token revoked");
 }
 

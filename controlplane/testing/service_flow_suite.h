@@ -301,7 +301,7 @@ TYPED_TEST_P(ServiceFlowTest, ScheduleLaunchFinishAndNodeLoss) {
   EXPECT_EQ(restarted->job.state, api::JobState::kPending);
   EXPECT_EQ(restarted->job.attempt, 1);
   auto list = nodes.List(a);
-  EXPECT_EQ((*list)["nodes"][0]["state"], "DOWN");
+  EXPECT_EQ(list->nodes[0].state, "DOWN");
   auto ev = jobs.Events(a, restartable->job.job.id, 0, "state", 100);
   ASSERT_GE(ev->size(), 4u);
   EXPECT_EQ(ev->back().data["to"], "PENDING");
@@ -412,9 +412,9 @@ TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
     ASSERT_TRUE(reply.ok()) << reply.status().ToString();
     ASSERT_TRUE(loop.RunOnce().ok());
   }
-  for (const auto& n : (*nodes.List(a))["nodes"]) {
-    if (n["name"] == "node-p") {
-      EXPECT_EQ(n["state"], "UP");
+  for (const auto& n : nodes.List(a)->nodes) {
+    if (n.name == "node-p") {
+      EXPECT_EQ(n.state, "UP");
     }
   }
   auto view = jobs.Get(a, id);
@@ -531,9 +531,9 @@ TYPED_TEST_P(ServiceFlowTest, AJobTheNodeLostRestartsWhileRestartsRemain) {
   // A repeat of the report (its reply lost) changes nothing: the attempt no longer holds the node.
   ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
   EXPECT_EQ(jobs.Get(a, r)->job.attempt, 1);
-  for (const auto& n : (*nodes.List(a))["nodes"]) {
-    if (n["name"] == "node-r") {
-      EXPECT_EQ(n["state"], "UP");
+  for (const auto& n : nodes.List(a)->nodes) {
+    if (n.name == "node-r") {
+      EXPECT_EQ(n.state, "UP");
     }
   }
 }

@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckParsed(t);
     if (require_name && t.name.empty()) std::abort();
     // What GET answers (name, weight, quota) is accepted as a PATCH body and changes nothing.
-    nlohmann::json out = controlplane::service::ToJson(t, {});
+    nlohmann::json out = api::v1::ToJson(controlplane::service::TenantView(t, {}));
     nlohmann::json patch = {
         {"name", out["name"]}, {"weight", out["weight"]}, {"quota", out["quota"]}};
     TenantRecord back;
