@@ -412,7 +412,9 @@ TYPED_TEST_P(ServiceFlowTest, PoisonedEventsKeepTheNodeUp) {
     ASSERT_TRUE(reply.ok()) << reply.status().ToString();
     ASSERT_TRUE(loop.RunOnce().ok());
   }
-  for (const auto& n : nodes.List(a)->nodes) {
+  auto listed = nodes.List(a);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const auto& n : listed->nodes) {
     if (n.name == "node-p") {
       EXPECT_EQ(n.state, "UP");
     }
@@ -531,7 +533,9 @@ TYPED_TEST_P(ServiceFlowTest, AJobTheNodeLostRestartsWhileRestartsRemain) {
   // A repeat of the report (its reply lost) changes nothing: the attempt no longer holds the node.
   ASSERT_TRUE(nodes.Heartbeat(cluster->node, cluster->reg.node_id, lost).ok());
   EXPECT_EQ(jobs.Get(a, r)->job.attempt, 1);
-  for (const auto& n : nodes.List(a)->nodes) {
+  auto listed = nodes.List(a);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const auto& n : listed->nodes) {
     if (n.name == "node-r") {
       EXPECT_EQ(n.state, "UP");
     }
