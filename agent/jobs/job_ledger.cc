@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "common/log.h"
+#include "common/parse_int.h"
 
 namespace agent {
 
@@ -146,7 +147,9 @@ int PruneJobDirs(const std::string& data_dir, const std::set<int64_t>& held,
     for (const auto& e : std::filesystem::directory_iterator(data_dir + "/" + kind, ec)) {
       std::smatch m;
       const std::string name = e.path().filename().string();
-      if (!std::regex_match(name, m, kJobDir) || held.count(std::stoll(m[1].str()))) continue;
+      if (!std::regex_match(name, m, kJobDir)) continue;
+      auto id = common::ParseInt64(m[1].str());
+      if (!id.ok() || held.count(*id)) continue;
       std::error_code st;
       if (e.is_symlink(st) || !e.is_directory(st)) continue;
       auto when = std::filesystem::last_write_time(e.path(), st);

@@ -9,6 +9,7 @@
 #include "agent/images/peer_images.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/parse_int.h"
 
 namespace agent {
 
@@ -24,8 +25,9 @@ bool JobPreparer::NeedsFetch(const api::Command& launch) const {
   static const std::regex kStep(R"(step-(\d{1,18})\.ckpt)");
   std::smatch m;
   const std::string name = std::filesystem::path(launch.resume_from).filename().string();
-  return !(std::regex_match(name, m, kStep) && std::stoll(m[1].str()) >= ref.step &&
-           ::access(launch.resume_from.c_str(), R_OK) == 0);
+  if (!std::regex_match(name, m, kStep)) return true;
+  auto step = common::ParseInt64(m[1].str());
+  return !(step.ok() && *step >= ref.step && ::access(launch.resume_from.c_str(), R_OK) == 0);
 }
 
 common::Result<std::unique_ptr<ImageUse>> JobPreparer::AcquireImage(int64_t job_id,
