@@ -62,7 +62,10 @@ class Commands {
     if (c == "logs") return Logs(id);
     if (c == "events") return Events(id);
     if (c == "metrics") return Metrics(id);
-    if (c == "eval") return Print(api_.Get("/v1/jobs/" + id + "/evaluation"), EvaluationTable);
+    if (c == "eval") {
+      return PrintView(api_.Get("/v1/jobs/" + id + "/evaluation"), api::v1::ParseEvaluation,
+                       EvaluationTable);
+    }
     if (c == "nodes") return PrintView(api_.Get("/v1/nodes"), api::v1::ParseNodeList, NodesTable);
     if (c == "nodes drain" || c == "nodes undrain") {
       const bool drain = c == "nodes drain";
@@ -107,9 +110,12 @@ class Commands {
       });
     }
     if (c == "datasets ls") {
-      return Print(api_.Get("/v1/datasets?limit=" + std::to_string(inv_.limit)), DatasetsTable);
+      return PrintView(api_.Get("/v1/datasets?limit=" + std::to_string(inv_.limit)),
+                       api::v1::ParseDatasetList, DatasetsTable);
     }
-    if (c == "datasets show") return Print(api_.Get("/v1/datasets/" + id), DatasetDetail);
+    if (c == "datasets show") {
+      return PrintView(api_.Get("/v1/datasets/" + id), api::v1::ParseDatasetDetail, DatasetDetail);
+    }
     if (c == "pipelines submit") {
       std::string body;
       if (inv_.file == "-") {
@@ -133,29 +139,24 @@ class Commands {
     if (c == "datasets import") {
       const DatasetImportFlags flags{inv_.format, inv_.filter, inv_.language, inv_.nan,
                                      inv_.resize};
-      return Print(api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, flags).dump()),
-                   [](const json& d) {
-                     return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
-                            Cell(d, "version") + ") importing as job " + Cell(d, "job_id") +
-                            "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
-                   });
+      return PrintView(
+          api_.Post("/v1/datasets", DatasetImportBody(inv_.name, inv_.path, flags).dump()),
+          api::v1::ParseDataset,
+          [](const api::v1::Dataset& d) { return DatasetQueuedLine(d, "importing"); });
     }
     if (c == "datasets pull") {
-      return Print(api_.Post("/v1/datasets", DatasetPullBody(inv_.name, inv_.path).dump()),
-                   [](const json& d) {
-                     return "dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
-                            Cell(d, "version") + ") pulling as job " + Cell(d, "job_id") +
-                            "; follow it with `embody datasets show " + Cell(d, "id") + "`\n";
-                   });
+      return PrintView(api_.Post("/v1/datasets", DatasetPullBody(inv_.name, inv_.path).dump()),
+                       api::v1::ParseDataset,
+                       [](const api::v1::Dataset& d) { return DatasetQueuedLine(d, "pulling"); });
     }
     if (c == "datasets upload") return UploadDataset(inv_, api_, io_.out, io_.err);
     if (c == "datasets export") return ExportDataset(inv_, api_, io_.out, io_.err);
     if (c == "datasets rm") {
       auto r = api_.Send("DELETE", "/v1/datasets/" + id);
       if (!r.ok()) return Fail(r.status());
-      return Print(r->body, [](const json& d) {
-        return "deleted dataset " + Cell(d, "id") + " (" + Cell(d, "name") + " version " +
-               Cell(d, "version") + ")\n";
+      return PrintView(r->body, api::v1::ParseDataset, [](const api::v1::Dataset& d) {
+        return "deleted dataset " + std::to_string(d.id) + " (" + d.name + " version " +
+               std::to_string(d.version) + ")\n";
       });
     }
     if (c == "whoami") return PrintView(api_.Get("/v1/whoami"), api::v1::ParseWhoAmI, WhoAmIText);

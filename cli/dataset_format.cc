@@ -6,6 +6,7 @@
 
 #include "cli/format.h"
 #include "cli/tenancy_format.h"
+#include "common/time_util.h"
 
 namespace cli {
 
@@ -13,10 +14,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string Size(const json& d) {
-  const json& b = d.contains("bytes") ? d["bytes"] : json();
-  if (!b.is_number()) return "-";
-  const double v = b.get<double>();
+std::string Size(const api::v1::Dataset& d) {
+  const double v = static_cast<double>(d.bytes);
   char buf[32];
   if (v >= 1 << 30) {
     std::snprintf(buf, sizeof(buf), "%.1f GiB", v / (1 << 30));
@@ -36,44 +35,49 @@ std::string Lines(const std::vector<std::pair<std::string, std::string>>& lines)
   return out;
 }
 
+std::string OrDash(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; }
+
 }  // namespace
 
-std::string DatasetsTable(const json& reply) {
+std::string DatasetsTable(const api::v1::DatasetList& reply) {
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "VERSION", "STATE", "EPISODES", "FRAMES", "SIZE", "JOB", "CREATED"}};
-  if (reply.contains("datasets") && reply["datasets"].is_array()) {
-    for (const json& d : reply["datasets"]) {
-      rows.push_back({Cell(d, "id"), Cell(d, "name"), Cell(d, "version"), Cell(d, "state"),
-                      Cell(d, "episodes"), Cell(d, "frames"), Size(d), Cell(d, "job_id"),
-                      Cell(d, "created_at")});
-    }
+  for (const api::v1::Dataset& d : reply.datasets) {
+    rows.push_back({std::to_string(d.id), d.name, std::to_string(d.version), d.state,
+                    std::to_string(d.episodes), std::to_string(d.frames), Size(d), OrDash(d.job_id),
+                    common::FormatTimeMillis(d.created_ms)});
   }
   return FormatTable(rows);
 }
 
-std::string DatasetDetail(const json& d) {
-  std::string state = Cell(d, "state");
-  if (state == "importing" && d.contains("progress") && d["progress"].is_number()) {
-    state += " (" + std::to_string(static_cast<int>(100 * d["progress"].get<double>())) + "%)";
+std::string DatasetQueuedLine(const api::v1::Dataset& d, const std::string& doing) {
+  const std::string id = std::to_string(d.id);
+  return "dataset " + id + " (" + d.name + " version " + std::to_string(d.version) + ") " + doing +
+         " as job " + OrDash(d.job_id) + "; follow it with `embody datasets show " + id + "`\n";
+}
+
+std::string DatasetDetail(const api::v1::DatasetDetail& detail) {
+  const api::v1::Dataset& d = detail.dataset;
+  std::string state = d.state;
+  if (state == "importing" && detail.progress) {
+    state += " (" + std::to_string(static_cast<int>(100 * *detail.progress)) + "%)";
   }
   std::vector<std::pair<std::string, std::string>> lines = {
-      {"id", Cell(d, "id")},
-      {"name", Cell(d, "name") + " version " + Cell(d, "version")},
-      {"tenant", Cell(d, "tenant")},
+      {"id", std::to_string(d.id)},
+      {"name", d.name + " version " + std::to_string(d.version)},
+      {"tenant", d.tenant},
       {"state", state}};
-  if (d.contains("error") && d["error"].is_string() && !d["error"].get<std::string>().empty()) {
-    lines.push_back({"error", Cell(d, "error")});
-  }
-  lines.push_back({"episodes", Cell(d, "episodes")});
-  lines.push_back({"frames", Cell(d, "frames")});
+  if (!d.error.empty()) lines.push_back({"error", d.error});
+  lines.push_back({"episodes", std::to_string(d.episodes)});
+  lines.push_back({"frames", std::to_string(d.frames)});
   lines.push_back({"size", Size(d)});
-  if (d.contains("source") && d["source"].is_object()) {
-    const json& src = d["source"];
+  if (d.source.is_object()) {
+    const json& src = d.source;
     if (src.contains("registry")) {
       // A pulled image: where from, and which image that reference named when it was pulled.
       lines.push_back({"source", Cell(src, "registry") + "/" + Cell(src, "reference") + " (" +
                                      Cell(src, "registry_url") + ")"});
-      const json& m = d.contains("manifest") ? d["manifest"] : json();
+      const json& m = detail.manifest;
       if (m.is_object() && m.contains("image") && m["image"].is_object()) {
         lines.push_back({"digest", Cell(m["image"], "digest")});
       }
@@ -83,10 +87,10 @@ std::string DatasetDetail(const json& d) {
       lines.push_back({"source", Cell(src, "path")});
     }
   }
-  lines.push_back({"path", Cell(d, "path")});
-  lines.push_back({"import job", Cell(d, "job_id")});
-  lines.push_back({"created", Cell(d, "created_at")});
-  const json& m = d.contains("manifest") ? d["manifest"] : json();
+  lines.push_back({"path", d.path});
+  lines.push_back({"import job", OrDash(d.job_id)});
+  lines.push_back({"created", common::FormatTimeMillis(d.created_ms)});
+  const json& m = detail.manifest;
   if (m.is_object() && m.contains("stats") && m["stats"].is_object()) {
     const json& s = m["stats"];
     if (s.contains("tokens")) lines.push_back({"tokens", Cell(s, "tokens")});

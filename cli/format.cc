@@ -180,25 +180,19 @@ std::string MetricsTable(const nlohmann::json& reply) {
   return FormatTable(table);
 }
 
-std::string EvaluationTable(const nlohmann::json& reply) {
-  const nlohmann::json& tasks = reply.value("tasks", nlohmann::json::array());
-  if (!tasks.is_array() || tasks.empty()) return "no evaluation results yet\n";
-  auto number = [](const nlohmann::json& t, const char* key, const char* format) {
-    if (!t.contains(key) || !t[key].is_number()) return std::string("-");
+std::string EvaluationTable(const api::v1::Evaluation& reply) {
+  if (reply.tasks.empty()) return "no evaluation results yet\n";
+  auto number = [](double v, const char* format) {
     char buf[32];
-    std::snprintf(buf, sizeof(buf), format, t[key].get<double>());
+    std::snprintf(buf, sizeof(buf), format, v);
     return std::string(buf);
   };
   std::vector<std::vector<std::string>> table = {
       {"TASK", "EPISODES", "SUCCESSES", "SUCCESS_RATE", "MEAN_RETURN", "POLICY", "STEP"}};
-  for (const auto& t : tasks) {
-    if (!t.is_object()) continue;
-    std::string policy = t.value("policy", "-");
-    if (t.value("fp8", false)) policy += " (fp8)";
-    table.push_back({t.value("task", "-"), number(t, "episodes", "%.0f"),
-                     number(t, "successes", "%.0f"), number(t, "success_rate", "%.3f"),
-                     number(t, "mean_return", "%.3f"), policy,
-                     number(t, "checkpoint_step", "%.0f")});
+  for (const api::v1::EvaluationTask& t : reply.tasks) {
+    table.push_back({t.task, std::to_string(t.episodes), std::to_string(t.successes),
+                     number(t.success_rate, "%.3f"), number(t.mean_return, "%.3f"),
+                     t.policy + (t.fp8 ? " (fp8)" : ""), std::to_string(t.checkpoint_step)});
   }
   return FormatTable(table);
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1/evaluation.h"
 #include "common/status.h"
 
 namespace cli {
@@ -35,7 +36,7 @@ std::string MetricsTable(const nlohmann::json& reply);
 
 // GET /v1/jobs/{id}/evaluation as a table: TASK, EPISODES, SUCCESSES, SUCCESS_RATE,
 // MEAN_RETURN, POLICY, STEP; a line saying so when there are no results yet.
-std::string EvaluationTable(const nlohmann::json& reply);
+std::string EvaluationTable(const api::v1::Evaluation& reply);
 
 // The line `embody watch` ends a job with from its last `eval` event's data: a training run's
 // held-out action MSE, or an eval job's success rate per task ("evaluation: push 0.906 (58/64),

@@ -36,19 +36,20 @@ TEST(FormatTest, LaunchPhasesTable) {
 }
 
 TEST(FormatTest, EvaluationTable) {
-  auto reply = nlohmann::json::parse(R"({"job_id": 9, "tasks": [
+  // Read through the view's codec, as `embody eval` reads the server's reply.
+  auto reply = api::v1::ParseEvaluation(nlohmann::json::parse(R"({"job_id": 9, "tasks": [
       {"task": "push", "episodes": 20, "successes": 3, "success_rate": 0.15,
        "mean_return": -0.0421, "mean_length": 140, "checkpoint_step": 600, "policy": "bc",
-       "fp8": true},
+       "fp8": true, "evaluated_at": "2026-01-02T03:00:00.000Z"},
       {"task": "reach", "episodes": 20, "successes": 11, "success_rate": 0.55,
        "mean_return": 1.2, "mean_length": 30, "checkpoint_step": 600, "policy": "bc",
-       "fp8": false}]})");
-  EXPECT_EQ(EvaluationTable(reply),
+       "fp8": false, "evaluated_at": "2026-01-02T03:00:00.000Z"}]})"));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(EvaluationTable(*reply),
             "TASK   EPISODES  SUCCESSES  SUCCESS_RATE  MEAN_RETURN  POLICY    STEP\n"
             "push   20        3          0.150         -0.042       bc (fp8)  600\n"
             "reach  20        11         0.550         1.200        bc        600\n");
-  EXPECT_EQ(EvaluationTable(nlohmann::json::parse(R"({"job_id": 9, "tasks": []})")),
-            "no evaluation results yet\n");
+  EXPECT_EQ(EvaluationTable(api::v1::Evaluation{9, {}}), "no evaluation results yet\n");
 }
 
 TEST(FormatTest, HumanNumber) {

@@ -79,7 +79,7 @@ struct Server::Impl {
 
   // The services, the scheduler loop and what connects them, made from `opts` on `database`.
   Status WireServices();
-  // What the router needs: the services, the metrics' sources, the store's ready check.
+  // What the router needs: the services, the metrics, the store's ready check.
   http::ApiDeps ApiDependencies(std::shared_ptr<const common::http::ServerTls> tls);
   // The upload and retention sweepers, as `opts` asks.
   void StartSweepers();
@@ -136,7 +136,21 @@ Status WriteBootstrapFile(const std::string& path, const service::BootstrapResul
 Status Server::Impl::WireServices() {
   Impl* raw = this;
   log_files = std::make_unique<service::LogFiles>(opts.data_dir);
-  metrics = std::make_unique<http::ServerMetrics>();
+  // Read at scrape time only, once every part they read is made.
+  http::MetricsSources sources;
+  sources.db_pool = store.pool_stats;
+  if (opts.auth_cache) {
+    sources.auth_cache = [raw] {
+      service::PrincipalCache::Stats s = raw->principal_cache.GetStats();
+      return http::AuthCacheStats{s.hits, s.misses, s.enabled};
+    };
+  }
+  sources.events_dropped = [raw] { return raw->nodes->EventsDropped(); };
+  sources.launches_lost = [raw] { return raw->nodes->LaunchesLost(); };
+  if (!opts.plan_cluster.empty()) {
+    sources.plan_deviations = [raw] { return raw->plan_watch->deviations(); };
+  }
+  metrics = std::make_unique<http::ServerMetrics>(std::move(sources));
   service::SchedulerLoop::Options loop_opts;
   loop_opts.heartbeat_interval_ms = opts.heartbeat_interval_ms;
   loop_opts.period_ms = opts.scheduler_period_ms;
@@ -265,21 +279,9 @@ http::ApiDeps Server::Impl::ApiDependencies(std::shared_ptr<const common::http::
   deps.nodes = nodes.get();
   deps.metrics = metrics.get();
   deps.web_dir = opts.web_dir;
-  if (store.pool_stats) metrics->SetDbPoolSource(store.pool_stats);
-  if (opts.auth_cache) {
-    metrics->SetAuthCacheSource([raw] {
-      service::PrincipalCache::Stats s = raw->principal_cache.GetStats();
-      return http::AuthCacheStats{s.hits, s.misses, s.enabled};
-    });
-  }
-  metrics->SetEventsDroppedSource([raw] { return raw->nodes->EventsDropped(); });
-  metrics->SetLaunchesLostSource([raw] { return raw->nodes->LaunchesLost(); });
   nodes->SetLaunchPhasesObserver([raw](const service::LaunchPhases& p) {
     raw->metrics->ObserveLaunchPhases(service::PhaseDurations(p));
   });
-  if (plan_watch) {
-    metrics->SetPlanDeviationsSource([raw] { return raw->plan_watch->deviations(); });
-  }
   if (store.ready) {
     // Checked at most once a second however often it is probed (ready_check.h).
     ready_check = std::make_unique<http::CachedCheck>(store.ready, 1.0,

@@ -1,8 +1,8 @@
 // embody-server assembled. Server::Build wires the services, the scheduler loop, the sweepers and
 // the HTTP API onto any implementation of the stores (service/store.h); Server::Start is the
 // production start: it connects to PostgreSQL, migrates, and builds the server on the PostgreSQL
-// stores (server_pg.cc). main.cc and the pg tests start through Start; tests that need no
-// PostgreSQL build on the in-memory twin (testing/memory_server_fixture.h).
+// stores (server_pg.cc). main.cc and the pg builds of the HTTP and CLI suites start through
+// Start; their default builds are on the in-memory twin (testing/memory_server_fixture.h).
 #pragma once
 
 #include <functional>

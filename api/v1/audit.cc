@@ -9,11 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T>
-json OrNull(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 AuditEntry ReadEntry(FieldReader& r) {
   AuditEntry e;
   e.id = r.Int("id");

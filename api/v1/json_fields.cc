@@ -145,6 +145,26 @@ std::optional<int64_t> FieldReader::NullableTime(const char* key) {
   return ms;
 }
 
+std::optional<double> FieldReader::NullableNumber(const char* key) {
+  const json* v = Find(key, true);
+  if (v == nullptr || v->is_null()) return std::nullopt;
+  if (!v->is_number()) {
+    Wrong(key, "a number or null");
+    return std::nullopt;
+  }
+  return v->get<double>();
+}
+
+const json* FieldReader::NullableObject(const char* key) {
+  const json* v = Find(key, true);
+  if (v == nullptr || v->is_null()) return nullptr;
+  if (!v->is_object()) {
+    Wrong(key, "an object or null");
+    return nullptr;
+  }
+  return v;
+}
+
 std::optional<int64_t> FieldReader::OptionalInt(const char* key) {
   const json* v = Find(key, false);
   if (v == nullptr) return std::nullopt;
@@ -196,6 +216,10 @@ const json* FieldReader::Array(const char* key) {
 common::Status RequireObject(const json& j, const std::string& path) {
   if (j.is_object()) return common::Status::Ok();
   return common::InvalidArgument("must be an object", path.empty() ? "response" : path);
+}
+
+nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
+  return ms ? nlohmann::json(common::FormatTimeMillis(*ms)) : nlohmann::json(nullptr);
 }
 
 }  // namespace api::v1

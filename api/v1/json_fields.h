@@ -18,6 +18,13 @@
 
 namespace api::v1 {
 
+// Writing a view: an optional value as itself or null, and a Timestamp or null.
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+nlohmann::json TimeOrNull(const std::optional<int64_t>& ms);
+
 class FieldReader {
  public:
   // `j` must outlive the reader. `path`: where `j` sits in the whole document ("" at the top).
@@ -37,6 +44,9 @@ class FieldReader {
   std::optional<int> NullableInt32(const char* key);
   std::optional<std::string> NullableString(const char* key);
   std::optional<int64_t> NullableTime(const char* key);
+  std::optional<double> NullableNumber(const char* key);
+  // An object or null (null: nullptr, as is a missing or mistyped one, whose error is recorded).
+  const nlohmann::json* NullableObject(const char* key);
 
   // May be absent: nullopt when it is (null is a wrong type).
   std::optional<int64_t> OptionalInt(const char* key);

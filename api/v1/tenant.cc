@@ -9,11 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T>
-json OrNull(const std::optional<T>& v) {
-  return v ? json(*v) : json(nullptr);
-}
-
 json LimitsJson(const TenantLimits& q) {
   return {{"slots", OrNull(q.slots)},
           {"running_jobs", OrNull(q.running_jobs)},

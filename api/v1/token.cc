@@ -9,10 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-json TimeOrNull(const std::optional<int64_t>& ms) {
-  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
-}
-
 Token ReadToken(FieldReader& r) {
   Token t;
   t.id = r.Int("id");

@@ -112,7 +112,7 @@ TEST_F(DatasetsPgTest, ImportNeedsARootAValidBodyAndAWriter) {
   EXPECT_EQ(ds.Import(viewer, ImportBody("lift")).status().code(),
             common::Code::kPermissionDenied);
   // Nothing of the refusals was stored.
-  EXPECT_EQ((*ds.List(a, 50, "", "", 0))["datasets"].size(), 0u);
+  EXPECT_EQ(ds.List(a, 50, "", "", 0)->datasets.size(), 0u);
   // A client cannot submit an import job of its own.
   json imp{{"name", "i"}, {"kind", "import"}, {"resources", {{"nodes", 1}}},
            {"import", {{"dataset_id", 1}, {"source", {{"path", "/x"}}}}}};
@@ -130,16 +130,16 @@ TEST_F(DatasetsPgTest, VersionsCountUpPerTenantAndNameAndListsAreScoped) {
   auto a_can = ds.Import(a, ImportBody("can"));
   auto b1 = ds.Import(b, ImportBody("lift"));
   ASSERT_TRUE(a1.ok() && a2.ok() && a_can.ok() && b1.ok()) << a1.status().ToString();
-  EXPECT_EQ((*a1)["version"], 1);
-  EXPECT_EQ((*a2)["version"], 2);
-  EXPECT_EQ((*a_can)["version"], 1);
-  EXPECT_EQ((*b1)["version"], 1);
-  EXPECT_EQ((*a1)["state"], "importing");
-  const int64_t id = (*a1)["id"];
-  EXPECT_EQ((*a1)["path"], root_ + "/tenant-" + std::to_string(a.tenant_id) + "/dataset-" +
+  EXPECT_EQ(a1->version, 1);
+  EXPECT_EQ(a2->version, 2);
+  EXPECT_EQ(a_can->version, 1);
+  EXPECT_EQ(b1->version, 1);
+  EXPECT_EQ(a1->state, "importing");
+  const int64_t id = a1->id;
+  EXPECT_EQ(a1->path, root_ + "/tenant-" + std::to_string(a.tenant_id) + "/dataset-" +
                                std::to_string(id));
   // The import is a job of the same tenant, kind import, one cpu rank.
-  auto job = Jobs().Get(a, (*a1)["job_id"].get<int64_t>());
+  auto job = Jobs().Get(a, *a1->job_id);
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   EXPECT_EQ(job->job.kind, "import");
   EXPECT_EQ(job->job.name, "import-lift-v1");
@@ -149,20 +149,20 @@ TEST_F(DatasetsPgTest, VersionsCountUpPerTenantAndNameAndListsAreScoped) {
 
   auto list_a = ds.List(a, 50, "", "", 0);
   ASSERT_TRUE(list_a.ok());
-  EXPECT_EQ((*list_a)["datasets"].size(), 3u);
-  EXPECT_EQ((*ds.List(a, 50, "", "lift", 0))["datasets"].size(), 2u);
-  EXPECT_EQ((*ds.List(a, 50, "", "", b.tenant_id))["datasets"].size(), 0u);
+  EXPECT_EQ(list_a->datasets.size(), 3u);
+  EXPECT_EQ(ds.List(a, 50, "", "lift", 0)->datasets.size(), 2u);
+  EXPECT_EQ(ds.List(a, 50, "", "", b.tenant_id)->datasets.size(), 0u);
   auto page = ds.List(a, 2, "", "", 0);
-  ASSERT_EQ((*page)["datasets"].size(), 2u);
-  auto rest = ds.List(a, 2, (*page)["next_cursor"].get<std::string>(), "", 0);
-  ASSERT_EQ((*rest)["datasets"].size(), 1u);
-  EXPECT_TRUE((*rest)["next_cursor"].is_null());
+  ASSERT_EQ(page->datasets.size(), 2u);
+  auto rest = ds.List(a, 2, *page->next_cursor, "", 0);
+  ASSERT_EQ(rest->datasets.size(), 1u);
+  EXPECT_FALSE(rest->next_cursor.has_value());
   // Another tenant's dataset is not found, the same as a missing one.
   EXPECT_EQ(ds.Get(b, id).status().code(), common::Code::kNotFound);
   EXPECT_EQ(ds.Delete(b, id).status().code(), common::Code::kNotFound);
   Principal admin = Person(a.tenant_id, "a", "cluster-admin", 9);
-  EXPECT_EQ((*ds.List(admin, 50, "", "", 0))["datasets"].size(), 4u);
-  EXPECT_EQ((*ds.List(admin, 50, "", "", b.tenant_id))["datasets"].size(), 1u);
+  EXPECT_EQ(ds.List(admin, 50, "", "", 0)->datasets.size(), 4u);
+  EXPECT_EQ(ds.List(admin, 50, "", "", b.tenant_id)->datasets.size(), 1u);
   EXPECT_EQ(ds.List(a, 0, "", "", 0).status().field(), "limit");
 }
 
@@ -178,7 +178,7 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
 
   auto d = ds.Import(a, ImportBody("lift"));
   ASSERT_TRUE(d.ok());
-  const int64_t id = (*d)["id"], job_id = (*d)["job_id"];
+  const int64_t id = d->id, job_id = *d->job_id;
   // An importing version is not trainable either.
   EXPECT_EQ(jobs.Submit(a, TrainBody("dataset:lift@1"), "").status().code(),
             common::Code::kUnprocessable);
@@ -193,7 +193,7 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
   progress.running = {job_id};
   progress.events = {{job_id, 0, "progress", {{"fraction", 0.5}}}};
   Report(c, progress);
-  EXPECT_EQ((*ds.Get(a, id))["progress"], 0.5);
+  EXPECT_EQ(ds.Get(a, id)->progress, 0.5);
 
   api::HeartbeatRequest done;
   done.events = {{job_id, 0, "dataset", {{"manifest", Manifest(3, 36)}}}};
@@ -201,12 +201,12 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
   Report(c, done);
   auto ready = ds.Get(a, id);
   ASSERT_TRUE(ready.ok());
-  EXPECT_EQ((*ready)["state"], "ready") << ready->dump();
-  EXPECT_EQ((*ready)["episodes"], 3);
-  EXPECT_EQ((*ready)["frames"], 36);
-  EXPECT_EQ((*ready)["bytes"], 1024);
-  EXPECT_EQ((*ready)["progress"], 1.0);
-  EXPECT_EQ((*ready)["manifest"]["stats"]["token_histogram"]["40"], 3);
+  EXPECT_EQ(ready->dataset.state, "ready") << api::v1::ToJson(*ready).dump();
+  EXPECT_EQ(ready->dataset.episodes, 3);
+  EXPECT_EQ(ready->dataset.frames, 36);
+  EXPECT_EQ(ready->dataset.bytes, 1024);
+  EXPECT_EQ(ready->progress, 1.0);
+  EXPECT_EQ(ready->manifest["stats"]["token_histogram"]["40"], 3);
 
   // Training: resolved within the tenant, launched with the directory, displayed by name.
   EXPECT_EQ(jobs.Submit(b, TrainBody("dataset:lift"), "").status().code(),
@@ -231,11 +231,11 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
   EXPECT_EQ(train->job.job.spec["engine"]["data"]["dataset"], "dataset:lift@1");
   auto train_launch = Launches(c);
   ASSERT_EQ(train_launch.size(), 1u);
-  EXPECT_EQ(train_launch[0].spec["engine"]["data"]["dataset"], "dir:" + (*ready)["path"].get<std::string>());
+  EXPECT_EQ(train_launch[0].spec["engine"]["data"]["dataset"], "dir:" + ready->dataset.path);
 
   // Delete: refused while the training job has not ended; then the directory goes too.
-  std::filesystem::create_directories((*ready)["path"].get<std::string>());
-  std::ofstream((*ready)["path"].get<std::string>() + "/dataset.json") << "{}";
+  std::filesystem::create_directories(ready->dataset.path);
+  std::ofstream(ready->dataset.path + "/dataset.json") << "{}";
   EXPECT_EQ(ds.Delete(a, id).status().code(), common::Code::kFailedPrecondition);
   api::HeartbeatRequest trained;
   trained.finished = {{train->job.job.id, 0, ""}};
@@ -244,14 +244,14 @@ TEST_F(DatasetsPgTest, ImportJobCarriesTheDatasetToReadyAndTrainingReadsIt) {
   EXPECT_EQ(ds.Delete(other_member, id).status().code(), common::Code::kPermissionDenied);
   auto deleted = ds.Delete(a, id);
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
-  EXPECT_EQ((*deleted)["state"], "deleted");
-  EXPECT_EQ((*deleted)["directory_removed"], true);
-  EXPECT_FALSE(std::filesystem::exists((*ready)["path"].get<std::string>()));
-  EXPECT_EQ((*ds.List(a, 50, "", "", 0))["datasets"].size(), 0u);
+  EXPECT_EQ(deleted->state, "deleted");
+  EXPECT_EQ(deleted->directory_removed, true);
+  EXPECT_FALSE(std::filesystem::exists(ready->dataset.path));
+  EXPECT_EQ(ds.List(a, 50, "", "", 0)->datasets.size(), 0u);
   EXPECT_EQ(jobs.Submit(a, TrainBody("dataset:lift"), "").status().code(),
             common::Code::kUnprocessable);
   // A deleted version keeps its number.
-  EXPECT_EQ((*ds.Import(a, ImportBody("lift")))["version"], 2);
+  EXPECT_EQ(ds.Import(a, ImportBody("lift"))->version, 2);
 }
 
 TEST_F(DatasetsPgTest, FailuresEndTheDatasetFailedWithTheirReason) {
@@ -264,35 +264,35 @@ TEST_F(DatasetsPgTest, FailuresEndTheDatasetFailedWithTheirReason) {
   auto cancelled = ds.Import(a, ImportBody("cancelled"));
   ASSERT_TRUE(bad.ok() && silent.ok() && malformed.ok() && cancelled.ok());
   ASSERT_EQ(Launches(c).size(), 4u);
-  const int64_t bad_job = (*bad)["job_id"], silent_job = (*silent)["job_id"],
-                malformed_job = (*malformed)["job_id"];
+  const int64_t bad_job = *bad->job_id, silent_job = *silent->job_id,
+                malformed_job = *malformed->job_id;
   api::HeartbeatRequest r;
   r.events = {{bad_job, 0, "dataset", {{"error", "/d/lift.hdf5: demo_3: NaN in actions"}}},
               {malformed_job, 0, "dataset", {{"manifest", {{"stats", {{"episodes", -1}}}}}}}};
   r.finished = {{bad_job, 1, ""}, {silent_job, 0, ""}, {malformed_job, 0, ""}};
   Report(c, r);
-  auto b = *ds.Get(a, (*bad)["id"]);
-  EXPECT_EQ(b["state"], "failed");
-  EXPECT_EQ(b["error"], "/d/lift.hdf5: demo_3: NaN in actions");
-  auto s = *ds.Get(a, (*silent)["id"]);
-  EXPECT_EQ(s["state"], "failed");
-  EXPECT_NE(s["error"].get<std::string>().find("without reporting a manifest"), std::string::npos);
-  auto m = *ds.Get(a, (*malformed)["id"]);
-  EXPECT_EQ(m["state"], "failed");
-  EXPECT_NE(m["error"].get<std::string>().find("malformed manifest"), std::string::npos);
-  EXPECT_TRUE(m["manifest"].is_null());
+  auto b = *ds.Get(a, bad->id);
+  EXPECT_EQ(b.dataset.state, "failed");
+  EXPECT_EQ(b.dataset.error, "/d/lift.hdf5: demo_3: NaN in actions");
+  auto s = *ds.Get(a, silent->id);
+  EXPECT_EQ(s.dataset.state, "failed");
+  EXPECT_NE(s.dataset.error.find("without reporting a manifest"), std::string::npos);
+  auto m = *ds.Get(a, malformed->id);
+  EXPECT_EQ(m.dataset.state, "failed");
+  EXPECT_NE(m.dataset.error.find("malformed manifest"), std::string::npos);
+  EXPECT_TRUE(m.manifest.is_null());
 
   // Cancelling the import job fails the dataset; an importing one cannot be deleted before.
-  EXPECT_EQ(ds.Delete(a, (*cancelled)["id"]).status().code(), common::Code::kFailedPrecondition);
-  auto cancel = Jobs().Cancel(a, (*cancelled)["job_id"]);
+  EXPECT_EQ(ds.Delete(a, cancelled->id).status().code(), common::Code::kFailedPrecondition);
+  auto cancel = Jobs().Cancel(a, *cancelled->job_id);
   ASSERT_TRUE(cancel.ok());
   api::HeartbeatRequest killed;
-  killed.finished = {{(*cancelled)["job_id"].get<int64_t>(), 143, "killed on cancel", true}};
+  killed.finished = {{*cancelled->job_id, 143, "killed on cancel", true}};
   Report(c, killed);
-  auto cd = *ds.Get(a, (*cancelled)["id"]);
-  EXPECT_EQ(cd["state"], "failed");
-  EXPECT_NE(cd["error"].get<std::string>().find("CANCELLED"), std::string::npos) << cd.dump();
-  EXPECT_TRUE(ds.Delete(a, (*cancelled)["id"]).ok());
+  auto cd = *ds.Get(a, cancelled->id);
+  EXPECT_EQ(cd.dataset.state, "failed");
+  EXPECT_NE(cd.dataset.error.find("CANCELLED"), std::string::npos) << api::v1::ToJson(cd).dump();
+  EXPECT_TRUE(ds.Delete(a, cancelled->id).ok());
 }
 
 TEST(DatasetManifestTest, ShapeIsChecked) {

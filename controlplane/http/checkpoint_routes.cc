@@ -5,7 +5,6 @@
 
 namespace controlplane::http {
 
-using nlohmann::json;
 using A = Router::Auth;
 
 namespace {
@@ -30,27 +29,21 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "job " + std::to_string(*id);
-                  auto r = ckpts.StartUpload(ctx.principal, *id, req.body);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 201, *r);
+                  RespondResult(res, ckpts.StartUpload(ctx.principal, *id, req.body), 201);
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/checkpoints", A::kBearer,
                 [&ckpts](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
-                  auto r = ckpts.List(ctx.principal, *id);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 200, *r);
+                  RespondResult(res, ckpts.List(ctx.principal, *id));
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/checkpoints/{checkpoint_id}", A::kBearer,
                 [&ckpts](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto ids = CheckpointIds(req);
                   if (!ids.ok()) return RespondError(res, ids.status());
-                  auto r = ckpts.Entry(ctx.principal, ids->job, ids->checkpoint);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 200, *r);
+                  RespondResult(res, ckpts.Entry(ctx.principal, ids->job, ids->checkpoint));
                 });
 
   router.Handle("DELETE", "/v1/jobs/{id}/checkpoints/{checkpoint_id}", A::kBearer,
@@ -73,10 +66,9 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   }
                   auto offset = QueryInt(req, "offset", 0);
                   if (!offset.ok()) return RespondError(res, offset.status());
-                  auto r = ckpts.PutChunk(ctx.principal, ids->job, ids->checkpoint, *offset,
-                                          req.get_header_value("X-Content-Sha256"), req.body);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 200, *r);
+                  RespondResult(res,
+                                ckpts.PutChunk(ctx.principal, ids->job, ids->checkpoint, *offset,
+                                               req.get_header_value("X-Content-Sha256"), req.body));
                 });
 
   router.Handle("POST", "/v1/jobs/{id}/checkpoints/{checkpoint_id}/commit", A::kBearer,
@@ -84,9 +76,8 @@ void AddCheckpointRoutes(Router& router, const ApiDeps& deps) {
                   auto ids = CheckpointIds(req);
                   if (!ids.ok()) return RespondError(res, ids.status());
                   ctx.audit_target = "checkpoint " + std::to_string(ids->checkpoint);
-                  auto r = ckpts.Commit(ctx.principal, ids->job, ids->checkpoint, req.body);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 200, *r);
+                  RespondResult(res,
+                                ckpts.Commit(ctx.principal, ids->job, ids->checkpoint, req.body));
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/checkpoints/{checkpoint_id}/data", A::kBearer,

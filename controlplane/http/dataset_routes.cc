@@ -6,7 +6,6 @@
 
 namespace controlplane::http {
 
-using nlohmann::json;
 using A = Router::Auth;
 
 void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
@@ -16,7 +15,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                 [&datasets](const httplib::Request& req, httplib::Response& res,
                             RequestContext& ctx) {
                   auto r = datasets.Import(ctx.principal, req.body);
-                  if (r.ok()) ctx.audit_target = "dataset " + (*r)["id"].dump();
+                  if (r.ok()) ctx.audit_target = "dataset " + std::to_string(r->id);
                   RespondResult(res, r, 201);
                 });
   router.Handle("GET", "/v1/datasets", A::kBearer,
@@ -57,7 +56,7 @@ void AddDatasetRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "dataset " + std::to_string(*id);
                   auto r = datasets.Delete(ctx.principal, *id);
-                  if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  if (r.ok()) ctx.audit_target_tenant = r->tenant_id;
                   RespondResult(res, r);
                 });
   AddDatasetUploadRoutes(router, deps);

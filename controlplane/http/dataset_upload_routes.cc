@@ -6,7 +6,6 @@
 
 namespace controlplane::http {
 
-using nlohmann::json;
 using A = Router::Auth;
 
 namespace {
@@ -34,10 +33,9 @@ void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps) {
                   }
                   auto offset = QueryInt(req, "offset", 0);
                   if (!offset.ok()) return RespondError(res, offset.status());
-                  auto r = uploads->PutChunk(ctx.principal, *id, *offset,
-                                             req.get_header_value("X-Content-Sha256"), req.body);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  RespondJson(res, 200, *r);
+                  RespondResult(res, uploads->PutChunk(ctx.principal, *id, *offset,
+                                                       req.get_header_value("X-Content-Sha256"),
+                                                       req.body));
                 });
 
   router.Handle("POST", "/v1/datasets/{id}/upload/commit", A::kBearer,
@@ -48,9 +46,8 @@ void AddDatasetUploadRoutes(Router& router, const ApiDeps& deps) {
                   ctx.audit_target = "dataset " + std::to_string(*id);
                   if (!uploads) return RespondError(res, NoUploads());
                   auto r = uploads->Commit(ctx.principal, *id);
-                  if (!r.ok()) return RespondError(res, r.status());
-                  ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
-                  RespondJson(res, 200, *r);
+                  if (r.ok()) ctx.audit_target_tenant = r->tenant_id;
+                  RespondResult(res, r);
                 });
 
   router.Handle("GET", "/v1/datasets/{id}/upload", A::kBearer,

@@ -127,9 +127,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                 [&jobs](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
                   auto id = PathId(req, 1, "job");
                   if (!id.ok()) return RespondError(res, id.status());
-                  auto v = jobs.Evaluation(ctx.principal, *id);
-                  if (!v.ok()) return RespondError(res, v.status());
-                  RespondJson(res, 200, *v);
+                  RespondResult(res, jobs.Evaluation(ctx.principal, *id));
                 });
 }
 

@@ -25,7 +25,7 @@ prometheus::Gauge& OneGauge(prometheus::Registry& r, const std::string& name,
 }
 }  // namespace
 
-ServerMetrics::ServerMetrics()
+ServerMetrics::ServerMetrics(MetricsSources sources)
     : registry_(std::make_shared<prometheus::Registry>()),
       tenant_registry_(std::make_shared<prometheus::Registry>()),
       requests_(BuildCounter()
@@ -114,7 +114,8 @@ ServerMetrics::ServerMetrics()
       auth_hits_(auth_lookups_.Add({{"source", "cache"}})),
       auth_misses_(auth_lookups_.Add({{"source", "database"}})),
       auth_enabled_(OneGauge(*registry_, "embody_auth_cache_enabled",
-                             "1 while the principal cache is on (its listener is listening)")) {
+                             "1 while the principal cache is on (its listener is listening)")),
+      sources_(std::move(sources)) {
   nodes_.Add({{"state", "UP"}}).Set(0);
   nodes_.Add({{"state", "DOWN"}}).Set(0);
   forecast_errors_ = &BuildHistogram()
@@ -175,37 +176,11 @@ void ServerMetrics::ObserveLaunchPhases(
   }
 }
 
-void ServerMetrics::SetAuthCacheSource(std::function<AuthCacheStats()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auth_source_ = std::move(source);
-}
-
-void ServerMetrics::SetDbPoolSource(std::function<DbPoolStats()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  pool_source_ = std::move(source);
-}
-
-void ServerMetrics::SetLaunchesLostSource(std::function<uint64_t()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  lost_source_ = std::move(source);
-}
-
-void ServerMetrics::SetPlanDeviationsSource(std::function<uint64_t()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  deviations_source_ = std::move(source);
-}
-
-void ServerMetrics::SetEventsDroppedSource(
-    std::function<std::map<std::string, uint64_t>()> source) {
-  std::lock_guard<std::mutex> lock(mu_);
-  dropped_source_ = std::move(source);
-}
-
 std::string ServerMetrics::Serialize(bool with_tenant_series) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (dropped_source_) {
-      for (const auto& [reason, total] : dropped_source_()) {
+    if (sources_.events_dropped) {
+      for (const auto& [reason, total] : sources_.events_dropped()) {
         uint64_t& seen = dropped_seen_[reason];
         if (total > seen) {
           events_dropped_.Add({{"reason", reason}}).Increment(static_cast<double>(total - seen));
@@ -213,22 +188,22 @@ std::string ServerMetrics::Serialize(bool with_tenant_series) {
         }
       }
     }
-    if (lost_source_) {
-      const uint64_t total = lost_source_();
+    if (sources_.launches_lost) {
+      const uint64_t total = sources_.launches_lost();
       if (total > lost_seen_) {
         launches_lost_.Increment(static_cast<double>(total - lost_seen_));
         lost_seen_ = total;
       }
     }
-    if (deviations_source_) {
-      const uint64_t total = deviations_source_();
+    if (sources_.plan_deviations) {
+      const uint64_t total = sources_.plan_deviations();
       if (total > deviations_seen_) {
         plan_deviations_.Increment(static_cast<double>(total - deviations_seen_));
         deviations_seen_ = total;
       }
     }
-    if (auth_source_) {
-      const AuthCacheStats a = auth_source_();
+    if (sources_.auth_cache) {
+      const AuthCacheStats a = sources_.auth_cache();
       if (a.hits > auth_seen_.hits) auth_hits_.Increment(static_cast<double>(a.hits - auth_seen_.hits));
       if (a.misses > auth_seen_.misses) {
         auth_misses_.Increment(static_cast<double>(a.misses - auth_seen_.misses));
@@ -236,8 +211,8 @@ std::string ServerMetrics::Serialize(bool with_tenant_series) {
       auth_seen_ = a;
       auth_enabled_.Set(a.enabled ? 1 : 0);
     }
-    if (pool_source_) {
-      DbPoolStats s = pool_source_();
+    if (sources_.db_pool) {
+      DbPoolStats s = sources_.db_pool();
       pool_in_use_.Set(s.in_use);
       pool_idle_.Set(s.idle);
       pool_size_.Set(s.size);

@@ -62,9 +62,22 @@ struct AuthCacheStats {
   bool enabled = false;
 };
 
+// What the metrics read at every Serialize() from the parts that own the numbers; each may be
+// null, and its series then stay at 0. Running totals are counted once however often read.
+struct MetricsSources {
+  std::function<AuthCacheStats()> auth_cache;  // the principal cache (--auth-cache)
+  std::function<DbPoolStats()> db_pool;        // the store's connection pool, if it has one
+  // Dropped heartbeat events by reason (NodeService::EventsDropped), a running total each.
+  std::function<std::map<std::string, uint64_t>()> events_dropped;
+  // Launches given up on (NodeService::LaunchesLost), a running total.
+  std::function<uint64_t()> launches_lost;
+  // Attempts flagged off their plan (PlanWatch::deviations), a running total.
+  std::function<uint64_t()> plan_deviations;
+};
+
 class ServerMetrics {
  public:
-  ServerMetrics();
+  explicit ServerMetrics(MetricsSources sources = {});
   // One answered submission batch of `members` (service/submit_batcher.h; 1 for a lone one).
   void ObserveSubmitBatch(int members);
   // The consecutive phases of one attempt's launch (service::PhaseDurations): name, milliseconds.
@@ -73,21 +86,9 @@ class ServerMetrics {
   void ObserveForecastError(const std::string& what, double seconds);
   // An unauthenticated refusal not written to the audit log: its address was over its budget.
   void CountAuditSuppressed() { audit_suppressed_.Increment(); }
-  // Read at every Serialize(); unset: the auth cache series stay at 0.
-  void SetAuthCacheSource(std::function<AuthCacheStats()> source);
   void ObserveRequest(const std::string& route, const std::string& method, int status,
                       double seconds);
   void ObserveCycle(const service::CycleStats& stats);
-  // Read at every Serialize(); unset: the db series stay at 0.
-  void SetDbPoolSource(std::function<DbPoolStats()> source);
-  // Running totals of dropped heartbeat events by reason (NodeService::EventsDropped), read at
-  // every Serialize().
-  void SetEventsDroppedSource(std::function<std::map<std::string, uint64_t>()> source);
-  // Running total of launches given up on (NodeService::LaunchesLost), read at every Serialize().
-  void SetLaunchesLostSource(std::function<uint64_t()> source);
-  // Running total of attempts flagged off their plan (PlanWatch::deviations), read at every
-  // Serialize().
-  void SetPlanDeviationsSource(std::function<uint64_t()> source);
   // `with_tenant_series`: include the series that name tenants (a cluster-admin's scrape).
   std::string Serialize(bool with_tenant_series);
 
@@ -124,16 +125,12 @@ class ServerMetrics {
 
   std::mutex mu_;  // guards the members below and the read-modify-write of db_errors_
   std::set<std::pair<std::string, std::string>> job_series_;  // (state, tenant) ever exported
-  std::function<DbPoolStats()> pool_source_;
   uint64_t db_errors_seen_ = 0;
-  std::function<std::map<std::string, uint64_t>()> dropped_source_;
   std::map<std::string, uint64_t> dropped_seen_;
-  std::function<uint64_t()> lost_source_;
   uint64_t lost_seen_ = 0;
-  std::function<uint64_t()> deviations_source_;
   uint64_t deviations_seen_ = 0;
-  std::function<AuthCacheStats()> auth_source_;
   AuthCacheStats auth_seen_;
+  const MetricsSources sources_;
 };
 
 }  // namespace controlplane::http

@@ -83,9 +83,10 @@ TEST(ServerMetricsTest, SchedulerJobsAndNodes) {
 }
 
 TEST(ServerMetricsTest, DatabasePoolIsReadAtScrapeTime) {
-  ServerMetrics m;
   DbPoolStats pool{16, 3, 2, 0};
-  m.SetDbPoolSource([&pool] { return pool; });
+  MetricsSources sources;
+  sources.db_pool = [&pool] { return pool; };
+  ServerMetrics m(std::move(sources));
   std::string t = m.Serialize(true);
   EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="in_use"} 3)")) << t;
   EXPECT_TRUE(Has(t, R"(embody_db_pool_connections{state="idle"} 2)"));
@@ -101,9 +102,10 @@ TEST(ServerMetricsTest, DatabasePoolIsReadAtScrapeTime) {
 }
 
 TEST(ServerMetricsTest, DroppedHeartbeatEventsFollowTheirSourceByReason) {
-  ServerMetrics m;
   std::map<std::string, uint64_t> dropped;
-  m.SetEventsDroppedSource([&dropped] { return dropped; });
+  MetricsSources sources;
+  sources.events_dropped = [&dropped] { return dropped; };
+  ServerMetrics m(std::move(sources));
   std::string t = m.Serialize(false);
   EXPECT_FALSE(Has(t, "embody_heartbeat_events_dropped_total{")) << t;
   dropped = {{"bad_text", 2}};
@@ -117,9 +119,10 @@ TEST(ServerMetricsTest, DroppedHeartbeatEventsFollowTheirSourceByReason) {
 }
 
 TEST(ServerMetricsTest, LostLaunchesFollowTheirSource) {
-  ServerMetrics m;
   uint64_t lost = 0;
-  m.SetLaunchesLostSource([&lost] { return lost; });
+  MetricsSources sources;
+  sources.launches_lost = [&lost] { return lost; };
+  ServerMetrics m(std::move(sources));
   EXPECT_TRUE(Has(m.Serialize(false), "embody_launches_lost_total 0"));
   lost = 2;
   std::string t = m.Serialize(false);
@@ -155,9 +158,10 @@ TEST(ServerMetricsTest, SubmitBatchSizesAreAHistogram) {
 }
 
 TEST(ServerMetricsTest, AuthLookupsFollowTheCache) {
-  ServerMetrics m;
   AuthCacheStats a;
-  m.SetAuthCacheSource([&a] { return a; });
+  MetricsSources sources;
+  sources.auth_cache = [&a] { return a; };
+  ServerMetrics m(std::move(sources));
   std::string t = m.Serialize(false);
   EXPECT_TRUE(Has(t, "embody_auth_cache_enabled 0")) << t;
   a = {10, 2, true};
@@ -169,9 +173,10 @@ TEST(ServerMetricsTest, AuthLookupsFollowTheCache) {
 }
 
 TEST(ServerMetricsTest, PlanDeviationsFollowTheirSource) {
-  ServerMetrics m;
   uint64_t flagged = 0;
-  m.SetPlanDeviationsSource([&flagged] { return flagged; });
+  MetricsSources sources;
+  sources.plan_deviations = [&flagged] { return flagged; };
+  ServerMetrics m(std::move(sources));
   EXPECT_TRUE(Has(m.Serialize(false), "embody_plan_deviations_total 0"));
   flagged = 3;
   std::string t = m.Serialize(false);

@@ -91,15 +91,15 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
   }
 
   // Starts, sends in 3-byte chunks, and commits; returns the commit's result.
-  common::Result<json> Upload(service::CheckpointsService& s, const Principal& p, int64_t job,
-                              int64_t step, const std::string& data, json metrics = json::object(),
-                              bool commit = true) {
+  common::Result<api::v1::Checkpoint> Upload(service::CheckpointsService& s, const Principal& p,
+                                             int64_t job, int64_t step, const std::string& data,
+                                             json metrics = json::object(), bool commit = true) {
     json start = {{"step", step},
                   {"bytes", data.size()},
                   {"sha256", common::Sha256Hex(data)},
                   {"metrics", metrics}};
     EMBODY_ASSIGN_OR_RETURN(entry, s.StartUpload(p, job, start.dump()));
-    const int64_t id = entry["id"];
+    const int64_t id = entry.id;
     for (size_t off = 0; off < data.size(); off += 3) {
       std::string chunk = data.substr(off, 3);
       EMBODY_ASSIGN_OR_RETURN(r, s.PutChunk(p, job, id, off, common::Sha256Hex(chunk), chunk));
@@ -114,7 +114,7 @@ class CheckpointsPgTest : public testing::PgDatabaseTest {
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     std::vector<int64_t> out;
     if (l.ok())
-      for (const auto& c : (*l)["checkpoints"]) out.push_back(c["step"]);
+      for (const auto& c : l->checkpoints) out.push_back(c.step);
     return out;
   }
 
@@ -128,8 +128,8 @@ TEST_F(CheckpointsPgTest, RoundTripAndWhoMay) {
   const int64_t job = PlacedJob(member_, node_a_);
   auto up = Upload(s, node_a_, job, 10, "checkpoint bytes");
   ASSERT_TRUE(up.ok()) << up.status().ToString();
-  EXPECT_EQ((*up)["state"], "ready");
-  const int64_t id = (*up)["id"];
+  EXPECT_EQ(up->state, "ready");
+  const int64_t id = up->id;
 
   auto d = s.OpenData(member_, job, id);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -163,7 +163,7 @@ TEST_F(CheckpointsPgTest, ANodeActsOnlyForJobsPlacedOnItNow) {
   const int64_t job = PlacedJob(member_, node_a_);
   auto up = Upload(s, node_a_, job, 10, "checkpoint bytes");
   ASSERT_TRUE(up.ok()) << up.status().ToString();
-  const int64_t id = (*up)["id"];
+  const int64_t id = up->id;
   EXPECT_EQ(s.Delete(node_a_, job, id).code(), common::Code::kPermissionDenied);
   {
     auto uow = database_->Begin();
@@ -187,13 +187,13 @@ TEST_F(CheckpointsPgTest, TornUploadsAreNeverListedAndStaleOnesAreSwept) {
   const int64_t job = PlacedJob(member_, node_a_);
   auto torn = Upload(s, node_a_, job, 5, "abcdefghij", json::object(), /*commit=*/false);
   ASSERT_TRUE(torn.ok()) << torn.status().ToString();
-  const int64_t id = (*torn)["id"];
+  const int64_t id = torn->id;
   EXPECT_TRUE(ListedSteps(s, job).empty());
   EXPECT_EQ(s.OpenData(member_, job, id).status().code(), common::Code::kNotFound);
   auto entry = s.Entry(node_a_, job, id);
   ASSERT_TRUE(entry.ok());
-  EXPECT_EQ((*entry)["state"], "uploading");
-  EXPECT_EQ((*entry)["received_bytes"], 10);
+  EXPECT_EQ(entry->state, "uploading");
+  EXPECT_EQ(entry->received_bytes, 10);
 
   // A chunk at the wrong offset, one damaged on the way, one past the end: refused, nothing kept.
   EXPECT_EQ(s.PutChunk(node_a_, job, id, 3, common::Sha256Hex("x"), "x").status().code(),
@@ -206,7 +206,7 @@ TEST_F(CheckpointsPgTest, TornUploadsAreNeverListedAndStaleOnesAreSwept) {
   auto half = s.StartUpload(
       node_a_, job, json{{"step", 6}, {"bytes", 4}, {"sha256", common::Sha256Hex("wxyz")}}.dump());
   ASSERT_TRUE(half.ok());
-  const int64_t hid = (*half)["id"];
+  const int64_t hid = half->id;
   ASSERT_TRUE(s.PutChunk(node_a_, job, hid, 0, common::Sha256Hex("wx"), "wx").ok());
   EXPECT_EQ(s.PutChunk(node_a_, job, hid, 2, common::Sha256Hex("yz"), "yZ").status().field(),
             "X-Content-Sha256");
@@ -231,7 +231,7 @@ TEST_F(CheckpointsPgTest, ShaMismatchDiscardsTheUpload) {
   json start = {{"step", 1}, {"bytes", 3}, {"sha256", common::Sha256Hex("abc")}};
   auto e = s.StartUpload(node_a_, job, start.dump());
   ASSERT_TRUE(e.ok());
-  const int64_t id = (*e)["id"];
+  const int64_t id = e->id;
   ASSERT_TRUE(s.PutChunk(node_a_, job, id, 0, common::Sha256Hex("abd"), "abd").ok());
   // A commit naming another digest than the declared one is refused before anything is read.
   EXPECT_EQ(s.Commit(node_a_, job, id, json{{"sha256", common::Sha256Hex("abd")}}.dump())
@@ -320,7 +320,7 @@ TEST_F(CheckpointsPgTest, TheTenantsStorageQuotaCountsItsDatasetsAndTheTighterLi
       << server_wide.status().message();
   // Deleting a checkpoint frees its bytes for both.
   set_quota(100);
-  ASSERT_TRUE(s.Delete(member_, job, (*fits)["id"]).ok());
+  ASSERT_TRUE(s.Delete(member_, job, fits->id).ok());
   EXPECT_TRUE(Upload(s, node_a_, job, 3, std::string(10, 'c')).ok());
   // Another tenant's quota is its own.
   const int64_t theirs = PlacedJob(other_, node_b_);
@@ -366,14 +366,14 @@ TEST_F(CheckpointsPgTest, LaunchesResumeFromTheLatestReadyUploadOrInitFrom) {
   uow = database_->Begin();
   auto ref = service::ResumeCheckpointFor(**uow, **job_record);
   ASSERT_TRUE(ref.ok());
-  EXPECT_EQ(ref->id, (*c20)["id"]);  // not the uncommitted step 30
+  EXPECT_EQ(ref->id, c20->id);  // not the uncommitted step 30
   EXPECT_EQ(ref->step, 20);
   EXPECT_EQ(ref->sha256, common::Sha256Hex("twenty"));
   uow->reset();
 
   // init_from: the same tenant's checkpoint starts a new job (on node b, which may download it);
   // another tenant's is not found at submit.
-  const int64_t c20_id = (*c20)["id"];
+  const int64_t c20_id = c20->id;
   const int64_t child = PlacedJob(member_, node_b_, "");
   (void)child;
   service::JobsService jobs(

@@ -6,7 +6,6 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
-#include "common/time_util.h"
 #include "controlplane/service/roles.h"
 #include "controlplane/service/storage_quota.h"
 
@@ -92,17 +91,25 @@ Retention RetentionOf(const json& spec) {
 
 }  // namespace
 
-json ToJson(const CheckpointBlob& c) {
-  return {{"id", c.id},
-          {"job_id", c.job_id},
-          {"step", c.step},
-          {"bytes", c.bytes},
-          {"sha256", c.sha256},
-          {"metrics", c.metrics},
-          {"state", c.state},
-          {"received_bytes", c.received_bytes},
-          {"created_at", common::FormatTimeMillis(c.created_ms)},
-          {"updated_at", common::FormatTimeMillis(c.updated_ms)}};
+Result<api::v1::Checkpoint> CheckpointView(const CheckpointBlob& c) {
+  auto metrics = api::v1::ParseCheckpointMetrics(c.metrics);
+  if (!metrics.ok()) {
+    return common::Internal(
+        "checkpoint " + std::to_string(c.id) +
+        " has stored metrics that are not numbers: " + metrics.status().ToString());
+  }
+  api::v1::Checkpoint v;
+  v.id = c.id;
+  v.job_id = c.job_id;
+  v.step = c.step;
+  v.bytes = c.bytes;
+  v.sha256 = c.sha256;
+  v.metrics = std::move(*metrics);
+  v.state = c.state;
+  v.received_bytes = c.received_bytes;
+  v.created_ms = c.created_ms;
+  v.updated_ms = c.updated_ms;
+  return v;
 }
 
 Result<JobRecord> CheckpointsService::JobFor(UnitOfWork& uow, const Principal& p, int64_t job_id,
@@ -157,8 +164,8 @@ Result<CheckpointBlob> CheckpointsService::BlobOf(UnitOfWork& uow, const JobReco
   return *c;
 }
 
-Result<json> CheckpointsService::StartUpload(const Principal& p, int64_t job_id,
-                                             const std::string& body) {
+Result<api::v1::Checkpoint> CheckpointsService::StartUpload(const Principal& p, int64_t job_id,
+                                                            const std::string& body) {
   {
     // Who may comes first: a caller that may not upload here learns nothing from the body's
     // checks and sets off no sweep of abandoned uploads.
@@ -228,12 +235,12 @@ Result<json> CheckpointsService::StartUpload(const Principal& p, int64_t job_id,
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   c.id = id;
   c.created_ms = c.updated_ms = now;
-  return ToJson(c);
+  return CheckpointView(c);
 }
 
-Result<json> CheckpointsService::PutChunk(const Principal& p, int64_t job_id, int64_t id,
-                                          int64_t offset, const std::string& chunk_sha256,
-                                          const std::string& data) {
+Result<api::v1::CheckpointUploadProgress> CheckpointsService::PutChunk(
+    const Principal& p, int64_t job_id, int64_t id, int64_t offset, const std::string& chunk_sha256,
+    const std::string& data) {
   if (static_cast<int64_t>(data.size()) > limits_.max_chunk_bytes) {
     return common::InvalidArgument("chunk of " + std::to_string(data.size()) +
                                    " bytes exceeds the limit of " +
@@ -265,7 +272,7 @@ Result<json> CheckpointsService::PutChunk(const Principal& p, int64_t job_id, in
   const int64_t received = offset + static_cast<int64_t>(data.size());
   EMBODY_RETURN_IF_ERROR(uow->checkpoints().SetReceived(id, received, now_()));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  return json{{"received_bytes", received}};
+  return api::v1::CheckpointUploadProgress{received};
 }
 
 Result<std::vector<CheckpointBlob>> CheckpointsService::ApplyRetention(UnitOfWork& uow,
@@ -299,8 +306,8 @@ Result<std::vector<CheckpointBlob>> CheckpointsService::ApplyRetention(UnitOfWor
   return dropped;
 }
 
-Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int64_t id,
-                                        const std::string& body) {
+Result<api::v1::Checkpoint> CheckpointsService::Commit(const Principal& p, int64_t job_id,
+                                                       int64_t id, const std::string& body) {
   std::string claimed;
   if (!body.empty()) {
     if (body.size() > kMaxStartBody) return common::InvalidArgument("request body too large");
@@ -319,7 +326,7 @@ Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int6
   if (!claimed.empty() && claimed != c.sha256) {
     return common::InvalidArgument("sha256 differs from the one declared at the start", "sha256");
   }
-  if (c.state == "ready") return ToJson(c);  // a repeated commit whose reply was lost
+  if (c.state == "ready") return CheckpointView(c);  // a repeated commit whose reply was lost
   if (c.received_bytes != c.bytes) {
     return common::FailedPrecondition("checkpoint " + std::to_string(id) + " holds " +
                                       std::to_string(c.received_bytes) + " of " +
@@ -351,23 +358,27 @@ Result<json> CheckpointsService::Commit(const Principal& p, int64_t job_id, int6
                                         {"step", std::to_string(c.step)},
                                         {"bytes", std::to_string(c.bytes)},
                                         {"dropped", std::to_string(dropped.size())}});
-  return ToJson(c);
+  return CheckpointView(c);
 }
 
-Result<json> CheckpointsService::List(const Principal& p, int64_t job_id) {
+Result<api::v1::CheckpointList> CheckpointsService::List(const Principal& p, int64_t job_id) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, JobFor(*uow, p, job_id, Access::kRead));
   EMBODY_ASSIGN_OR_RETURN(ready, uow->checkpoints().ListReady(job.id));
-  json list = json::array();
-  for (const CheckpointBlob& c : ready) list.push_back(ToJson(c));
-  return json{{"checkpoints", list}};
+  api::v1::CheckpointList out;
+  for (const CheckpointBlob& c : ready) {
+    EMBODY_ASSIGN_OR_RETURN(v, CheckpointView(c));
+    out.checkpoints.push_back(std::move(v));
+  }
+  return out;
 }
 
-Result<json> CheckpointsService::Entry(const Principal& p, int64_t job_id, int64_t id) {
+Result<api::v1::Checkpoint> CheckpointsService::Entry(const Principal& p, int64_t job_id,
+                                                      int64_t id) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, JobFor(*uow, p, job_id, Access::kRead, id));
   EMBODY_ASSIGN_OR_RETURN(c, BlobOf(*uow, job, id, false));
-  return ToJson(c);
+  return CheckpointView(c);
 }
 
 Result<CheckpointDownload> CheckpointsService::OpenData(const Principal& p, int64_t job_id,

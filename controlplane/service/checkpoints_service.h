@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/agent_protocol.h"
+#include "api/v1/checkpoint.h"
 #include "controlplane/service/checkpoint_files.h"
 #include "controlplane/service/checkpoint_index.h"
 #include "controlplane/service/jobs_service.h"
@@ -55,18 +56,21 @@ class CheckpointsService {
       : db_(db), files_(files), limits_(limits), now_(std::move(now)) {}
 
   // body {"step", "bytes", "sha256", "metrics"?} -> the new entry (state "uploading").
-  Result<nlohmann::json> StartUpload(const Principal& p, int64_t job_id, const std::string& body);
+  Result<api::v1::Checkpoint> StartUpload(const Principal& p, int64_t job_id,
+                                          const std::string& body);
   // One chunk at `offset` (must equal the bytes held); `chunk_sha256` is its hex SHA-256.
-  // -> {"received_bytes": N}
-  Result<nlohmann::json> PutChunk(const Principal& p, int64_t job_id, int64_t id, int64_t offset,
-                                  const std::string& chunk_sha256, const std::string& data);
+  // -> the bytes now held.
+  Result<api::v1::CheckpointUploadProgress> PutChunk(const Principal& p, int64_t job_id,
+                                                     int64_t id, int64_t offset,
+                                                     const std::string& chunk_sha256,
+                                                     const std::string& data);
   // body {"sha256"?}: when given, the whole file's SHA-256 as the uploader computed it; it must
   // be the one declared at the start.
-  Result<nlohmann::json> Commit(const Principal& p, int64_t job_id, int64_t id,
-                                const std::string& body = "");
-  // {"checkpoints": [ready entries, ascending by step]}
-  Result<nlohmann::json> List(const Principal& p, int64_t job_id);
-  Result<nlohmann::json> Entry(const Principal& p, int64_t job_id, int64_t id);
+  Result<api::v1::Checkpoint> Commit(const Principal& p, int64_t job_id, int64_t id,
+                                     const std::string& body = "");
+  // The ready entries, ascending by step.
+  Result<api::v1::CheckpointList> List(const Principal& p, int64_t job_id);
+  Result<api::v1::Checkpoint> Entry(const Principal& p, int64_t job_id, int64_t id);
   Result<CheckpointDownload> OpenData(const Principal& p, int64_t job_id, int64_t id);
   Status Delete(const Principal& p, int64_t job_id, int64_t id);
 
@@ -93,7 +97,9 @@ class CheckpointsService {
   Clock now_;
 };
 
-nlohmann::json ToJson(const CheckpointBlob& c);
+// The entry as the API shows it (api/v1/checkpoint.h); internal when its stored metrics are not
+// the numbers StartUpload let in.
+Result<api::v1::Checkpoint> CheckpointView(const CheckpointBlob& c);
 
 // The checkpoint a launch of `job` starts from through the blob store: its latest ready upload,
 // else the spec's init_from (when it is still ready and of the job's tenant); id 0: none.

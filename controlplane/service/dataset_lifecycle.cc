@@ -4,7 +4,6 @@
 
 #include "api/dataset_fit.h"
 #include "common/log.h"
-#include "common/time_util.h"
 #include "controlplane/service/storage_quota.h"
 
 namespace controlplane::service {
@@ -246,23 +245,25 @@ Result<json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job) {
   return spec;
 }
 
-json ToJson(const DatasetRecord& d) {
-  return json{{"id", d.id},
-              {"tenant_id", d.tenant_id},
-              {"tenant", d.tenant},
-              {"name", d.name},
-              {"version", d.version},
-              {"state", d.state},
-              {"source", d.source},
-              {"episodes", d.episodes},
-              {"frames", d.frames},
-              {"bytes", d.bytes},
-              {"path", d.path},
-              {"job_id", d.job_id ? json(*d.job_id) : json(nullptr)},
-              {"error", d.error},
-              {"received_bytes", d.received_bytes},
-              {"created_at", common::FormatTimeMillis(d.created_ms)},
-              {"updated_at", common::FormatTimeMillis(d.updated_ms)}};
+api::v1::Dataset DatasetView(const DatasetRecord& d) {
+  api::v1::Dataset v;
+  v.id = d.id;
+  v.tenant_id = d.tenant_id;
+  v.tenant = d.tenant;
+  v.name = d.name;
+  v.version = d.version;
+  v.state = d.state;
+  v.source = d.source;
+  v.episodes = d.episodes;
+  v.frames = d.frames;
+  v.bytes = d.bytes;
+  v.path = d.path;
+  v.job_id = d.job_id;
+  v.error = d.error;
+  v.received_bytes = d.received_bytes;
+  v.created_ms = d.created_ms;
+  v.updated_ms = d.updated_ms;
+  return v;
 }
 
 }  // namespace controlplane::service

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "api/v1/dataset.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/store.h"
 
@@ -68,7 +69,8 @@ Result<nlohmann::json> LaunchSpecFor(UnitOfWork& uow, const JobRecord& job);
 // bytes add up. Returns the bytes.
 Result<int64_t> CheckManifest(const nlohmann::json& manifest);
 
-nlohmann::json ToJson(const DatasetRecord& d);
+// The version as the API shows it (api/v1/dataset.h).
+api::v1::Dataset DatasetView(const DatasetRecord& d);
 
 // Whether the version is an OCI image (source format "oci").
 bool IsImage(const DatasetRecord& d);

@@ -12,8 +12,6 @@
 
 namespace controlplane::service {
 
-using nlohmann::json;
-
 namespace {
 
 Status NotFoundDataset(int64_t id) {
@@ -36,8 +34,8 @@ bool PlacedOn(const std::vector<AllocationRecord>& placement, int64_t node_id) {
 
 }  // namespace
 
-Result<json> DatasetUploads::Start(const Principal& p, const std::string& name,
-                                   const api::ImportSource& source) {
+Result<api::v1::Dataset> DatasetUploads::Start(const Principal& p, const std::string& name,
+                                               const api::ImportSource& source) {
   if (!source.upload) return common::InvalidArgument("an upload source is required", "source");
   if (source.upload->bytes > limits_.max_bytes) {
     return common::InvalidArgument(
@@ -78,7 +76,7 @@ Result<json> DatasetUploads::Start(const Principal& p, const std::string& name,
                   {{"dataset", std::to_string(d.id)},
                    {"tenant", p.tenant},
                    {"bytes", std::to_string(source.upload->bytes)}});
-  return ToJson(d);
+  return DatasetView(d);
 }
 
 Result<DatasetRecord> DatasetUploads::Writable(UnitOfWork& uow, const Principal& p, int64_t id) {
@@ -96,8 +94,10 @@ Result<DatasetRecord> DatasetUploads::Writable(UnitOfWork& uow, const Principal&
   return d;
 }
 
-Result<json> DatasetUploads::PutChunk(const Principal& p, int64_t id, int64_t offset,
-                                      const std::string& chunk_sha256, const std::string& data) {
+Result<api::v1::DatasetUploadProgress> DatasetUploads::PutChunk(const Principal& p, int64_t id,
+                                                                int64_t offset,
+                                                                const std::string& chunk_sha256,
+                                                                const std::string& data) {
   if (static_cast<int64_t>(data.size()) > limits_.max_chunk_bytes) {
     return common::InvalidArgument("chunk of " + std::to_string(data.size()) +
                                    " bytes exceeds the limit of " +
@@ -143,23 +143,23 @@ Result<json> DatasetUploads::PutChunk(const Principal& p, int64_t id, int64_t of
                                         std::to_string(offset + static_cast<int64_t>(skip)) +
                                         " differ from those already held; nothing stored");
     }
-    if (end <= held) return json{{"id", id}, {"received_bytes", held}};
+    if (end <= held) return api::v1::DatasetUploadProgress{id, held};
   }
   EMBODY_RETURN_IF_ERROR(files_.Write(id, held, data.substr(skip)));
   d.received_bytes = end;
   EMBODY_RETURN_IF_ERROR(uow->datasets().Update(d, now_()));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  return json{{"id", id}, {"received_bytes", end}};
+  return api::v1::DatasetUploadProgress{id, end};
 }
 
-Result<json> DatasetUploads::Commit(const Principal& p, int64_t id) {
+Result<api::v1::Dataset> DatasetUploads::Commit(const Principal& p, int64_t id) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(d, Writable(*uow, p, id));
   auto source = UploadSourceOf(d);
   if (!source) return common::FailedPrecondition("dataset " + std::to_string(id) + " is no upload");
   // A repeated commit whose answer was lost finds the version importing (or past it).
   if (d.state != kDatasetUploading) {
-    if (d.job_id) return ToJson(d);
+    if (d.job_id) return DatasetView(d);
     return common::FailedPrecondition("dataset " + std::to_string(id) + " is " + d.state +
                                       (d.error.empty() ? "" : ": " + d.error));
   }
@@ -186,7 +186,7 @@ Result<json> DatasetUploads::Commit(const Principal& p, int64_t id) {
                                                {"bytes", std::to_string(declared)},
                                                {"job", std::to_string(d.job_id.value_or(0))}});
   if (wake_) wake_();
-  return ToJson(d);
+  return DatasetView(d);
 }
 
 Result<DatasetUploadDownload> DatasetUploads::Open(const Principal& p, int64_t id) {

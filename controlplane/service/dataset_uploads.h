@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/dataset_ref.h"
+#include "api/v1/dataset.h"
 #include "controlplane/service/dataset_store.h"
 #include "controlplane/service/dataset_upload_files.h"
 #include "controlplane/service/jobs_service.h"
@@ -69,13 +70,14 @@ class DatasetUploads {
   const DatasetUploadFiles& files() const { return files_; }
 
   // A new version of `name` in state uploading; the caller checked the role and the body.
-  Result<nlohmann::json> Start(const Principal& p, const std::string& name,
-                               const api::ImportSource& source);
-  // -> {"id", "received_bytes"}. `chunk_sha256` "" : not given.
-  Result<nlohmann::json> PutChunk(const Principal& p, int64_t id, int64_t offset,
-                                  const std::string& chunk_sha256, const std::string& data);
+  Result<api::v1::Dataset> Start(const Principal& p, const std::string& name,
+                                 const api::ImportSource& source);
+  // -> the bytes now held. `chunk_sha256` "" : not given.
+  Result<api::v1::DatasetUploadProgress> PutChunk(const Principal& p, int64_t id, int64_t offset,
+                                                  const std::string& chunk_sha256,
+                                                  const std::string& data);
   // -> the dataset, now importing (also when a commit whose answer was lost is repeated).
-  Result<nlohmann::json> Commit(const Principal& p, int64_t id);
+  Result<api::v1::Dataset> Commit(const Principal& p, int64_t id);
   // For a node whose agent runs the version's import job.
   Result<DatasetUploadDownload> Open(const Principal& p, int64_t id);
 

@@ -52,12 +52,13 @@ class DatasetUploadsPgTest : public testing::PgDatabaseTest {
     auto r = datasets_->Import(p, UploadBody(name, content));
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return 0;
-    EXPECT_EQ((*r)["state"], "uploading");
-    EXPECT_TRUE((*r)["job_id"].is_null());
-    return (*r)["id"];
+    EXPECT_EQ(r->state, "uploading");
+    EXPECT_FALSE(r->job_id.has_value());
+    return r->id;
   }
-  common::Result<json> Put(const Principal& p, int64_t id, int64_t offset, const std::string& data,
-                           const std::string& sha = "") {
+  common::Result<api::v1::DatasetUploadProgress> Put(const Principal& p, int64_t id,
+                                                     int64_t offset, const std::string& data,
+                                                     const std::string& sha = "") {
     return uploads_->PutChunk(p, id, offset, sha, data);
   }
 
@@ -135,7 +136,7 @@ TEST_F(DatasetUploadsPgTest, StartIsBoundedAndRefusedWithoutAPlaceForUploads) {
   Cluster c = StartCluster(a);
   auto path = datasets_->Import(a, json{{"name", "p"}, {"source", {{"path", "/d/p.hdf5"}}}}.dump());
   ASSERT_TRUE(path.ok()) << path.status().ToString();
-  EXPECT_EQ((*path)["state"], "importing");
+  EXPECT_EQ(path->state, "importing");
 }
 
 TEST_F(DatasetUploadsPgTest, ChunksAppendAtTheSizeHeldAndARetryIsAnsweredWithIt) {
@@ -144,15 +145,15 @@ TEST_F(DatasetUploadsPgTest, ChunksAppendAtTheSizeHeldAndARetryIsAnsweredWithIt)
   const int64_t id = Start(a, "lift", content);
   auto first = Put(a, id, 0, content.substr(0, 8), common::Sha256Hex(content.substr(0, 8)));
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ((*first)["received_bytes"], 8);
+  EXPECT_EQ(first->received_bytes, 8);
   // The same chunk again (its answer was lost): the size held, nothing written twice.
   auto again = Put(a, id, 0, content.substr(0, 8));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ((*again)["received_bytes"], 8);
+  EXPECT_EQ(again->received_bytes, 8);
   // An overlap with the same bytes appends only its tail.
   auto overlap = Put(a, id, 4, content.substr(4, 8));
   ASSERT_TRUE(overlap.ok()) << overlap.status().ToString();
-  EXPECT_EQ((*overlap)["received_bytes"], 12);
+  EXPECT_EQ(overlap->received_bytes, 12);
   // Different bytes over what is held, a gap, a chunk past the declared size, a damaged chunk,
   // a chunk over the cap: refused, nothing stored.
   EXPECT_EQ(Put(a, id, 0, "XXXX").status().code(), common::Code::kFailedPrecondition);
@@ -166,8 +167,8 @@ TEST_F(DatasetUploadsPgTest, ChunksAppendAtTheSizeHeldAndARetryIsAnsweredWithIt)
   EXPECT_EQ(Put(a, id, -1, "x").status().field(), "offset");
   auto held = datasets_->Get(a, id);
   ASSERT_TRUE(held.ok());
-  EXPECT_EQ((*held)["received_bytes"], 12);
-  EXPECT_EQ((*held)["state"], "uploading");
+  EXPECT_EQ(held->dataset.received_bytes, 12);
+  EXPECT_EQ(held->dataset.state, "uploading");
   EXPECT_EQ(std::filesystem::file_size(files_->PathOf(id)), 12u);
 
   // A commit before every byte arrived says how many are held.
@@ -179,14 +180,14 @@ TEST_F(DatasetUploadsPgTest, ChunksAppendAtTheSizeHeldAndARetryIsAnsweredWithIt)
   Cluster c = StartCluster(a);
   auto committed = uploads_->Commit(a, id);
   ASSERT_TRUE(committed.ok()) << committed.status().ToString();
-  EXPECT_EQ((*committed)["state"], "importing");
-  ASSERT_TRUE((*committed)["job_id"].is_number_integer());
-  const int64_t job_id = (*committed)["job_id"];
-  EXPECT_EQ((*committed)["path"], service::DatasetsService::DirectoryOf(root_, a.tenant_id, id));
+  EXPECT_EQ(committed->state, "importing");
+  ASSERT_TRUE(committed->job_id.has_value());
+  const int64_t job_id = *committed->job_id;
+  EXPECT_EQ(committed->path, service::DatasetsService::DirectoryOf(root_, a.tenant_id, id));
   // A repeated commit (its answer lost) answers the same version; no second job.
   auto repeated = uploads_->Commit(a, id);
   ASSERT_TRUE(repeated.ok()) << repeated.status().ToString();
-  EXPECT_EQ((*repeated)["job_id"], job_id);
+  EXPECT_EQ(repeated->job_id, job_id);
   // Chunks after the commit are refused.
   EXPECT_EQ(Put(a, id, 20, "").status().code(), common::Code::kFailedPrecondition);
 
@@ -219,7 +220,7 @@ TEST_F(DatasetUploadsPgTest, OnlyTheUploaderATenantAdminOrAClusterAdminSendBytes
   ASSERT_TRUE(Put(a, id, 2, "cd").ok());
   // A cluster-admin (of its own tenant) may too.
   ASSERT_TRUE(Put(Person(b.tenant_id, "b", "cluster-admin", 7), id, 4, "ef").ok());
-  EXPECT_EQ((*datasets_->Get(a, id))["received_bytes"], 6);
+  EXPECT_EQ(datasets_->Get(a, id)->dataset.received_bytes, 6);
   EXPECT_EQ(datasets_->Get(b, id).status().code(), common::Code::kNotFound);
 }
 
@@ -231,16 +232,16 @@ TEST_F(DatasetUploadsPgTest, AWrongDigestKeepsTheUploadUntilItIsDeleted) {
   EXPECT_EQ(commit.status().code(), common::Code::kUnprocessable);
   EXPECT_EQ(commit.status().field(), "source.upload.sha256");
   auto kept = datasets_->Get(a, id);
-  EXPECT_EQ((*kept)["state"], "uploading");
-  EXPECT_EQ((*kept)["received_bytes"], 15);
-  EXPECT_TRUE((*kept)["job_id"].is_null());
+  EXPECT_EQ(kept->dataset.state, "uploading");
+  EXPECT_EQ(kept->dataset.received_bytes, 15);
+  EXPECT_FALSE(kept->dataset.job_id.has_value());
   EXPECT_TRUE(std::filesystem::exists(files_->PathOf(id)));
   ASSERT_TRUE(uploads_->Sweep().ok());  // not abandoned yet: still there
   EXPECT_TRUE(std::filesystem::exists(files_->PathOf(id)));
 
   auto deleted = datasets_->Delete(a, id);
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
-  EXPECT_EQ((*deleted)["state"], "deleted");
+  EXPECT_EQ(deleted->state, "deleted");
   EXPECT_FALSE(std::filesystem::exists(files_->PathOf(id)));
   EXPECT_EQ(Put(a, id, 0, "x").status().code(), common::Code::kNotFound);
 }
@@ -256,7 +257,7 @@ TEST_F(DatasetUploadsPgTest, OnlyTheImportingNodeDownloadsAndTheBlobGoesWhenTheI
   EXPECT_EQ(uploads_->Open(a, id).status().code(), common::Code::kPermissionDenied);
   auto committed = uploads_->Commit(a, id);
   ASSERT_TRUE(committed.ok()) << committed.status().ToString();
-  const int64_t job_id = (*committed)["job_id"];
+  const int64_t job_id = *committed->job_id;
   // Committed but not yet placed: still nobody.
   EXPECT_EQ(uploads_->Open(c.node, id).status().code(), common::Code::kNotFound);
   ASSERT_EQ(Launches(c).size(), 1u);
@@ -277,7 +278,7 @@ TEST_F(DatasetUploadsPgTest, OnlyTheImportingNodeDownloadsAndTheBlobGoesWhenTheI
   done.events = {{job_id, 0, "dataset", {{"error", "demo_0: NaN in actions"}}}};
   done.finished = {{job_id, 1, ""}};
   ASSERT_TRUE(c.nodes->Heartbeat(c.node, c.node_id, done).ok());
-  EXPECT_EQ((*datasets_->Get(a, id))["state"], "failed");
+  EXPECT_EQ(datasets_->Get(a, id)->dataset.state, "failed");
   EXPECT_EQ(uploads_->Open(c.node, id).status().code(), common::Code::kNotFound);
   ASSERT_TRUE(uploads_->Sweep().ok());
   EXPECT_FALSE(std::filesystem::exists(files_->PathOf(id)));
@@ -295,10 +296,10 @@ TEST_F(DatasetUploadsPgTest, AnUploadUntouchedPastItsTtlIsSweptToFailed) {
   ASSERT_TRUE(swept.ok()) << swept.status().ToString();
   EXPECT_EQ(*swept, 1);
   auto failed = *datasets_->Get(a, idle);
-  EXPECT_EQ(failed["state"], "failed");
-  EXPECT_NE(failed["error"].get<std::string>().find("upload abandoned"), std::string::npos);
+  EXPECT_EQ(failed.dataset.state, "failed");
+  EXPECT_NE(failed.dataset.error.find("upload abandoned"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(files_->PathOf(idle)));
-  EXPECT_EQ((*datasets_->Get(a, busy))["state"], "uploading");
+  EXPECT_EQ(datasets_->Get(a, busy)->dataset.state, "uploading");
   EXPECT_TRUE(std::filesystem::exists(files_->PathOf(busy)));
   EXPECT_EQ(Put(a, idle, 3, "def").status().code(), common::Code::kFailedPrecondition);
   // A swept upload no longer counts against the cap (2): a new one starts. A failed version can

@@ -47,7 +47,7 @@ std::string DatasetsService::DirectoryOf(const std::string& root, int64_t tenant
   return root + "/tenant-" + std::to_string(tenant_id) + "/dataset-" + std::to_string(id);
 }
 
-Result<json> DatasetsService::Import(const Principal& p, const std::string& body) {
+Result<api::v1::Dataset> DatasetsService::Import(const Principal& p, const std::string& body) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "importing datasets"));
   if (root_.empty()) {
     return common::FailedPrecondition(
@@ -108,7 +108,7 @@ Result<json> DatasetsService::Import(const Principal& p, const std::string& body
                                             {"tenant", p.tenant},
                                             {"job", std::to_string(d.job_id.value_or(0))}});
   if (wake_) wake_();
-  return ToJson(d);
+  return DatasetView(d);
 }
 
 Status QueueImportJob(UnitOfWork& uow, const Principal& p, DatasetRecord& d,
@@ -148,8 +148,9 @@ Status QueueImportJob(UnitOfWork& uow, const Principal& p, DatasetRecord& d,
   return Status::Ok();
 }
 
-Result<json> DatasetsService::List(const Principal& p, int limit, const std::string& cursor,
-                                   const std::string& name, int64_t tenant_id) {
+Result<api::v1::DatasetList> DatasetsService::List(const Principal& p, int limit,
+                                                   const std::string& cursor,
+                                                   const std::string& name, int64_t tenant_id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading datasets"));
   if (limit <= 0 || limit > kMaxListLimit) {
     return common::InvalidArgument("limit must be in 1..500", "limit");
@@ -172,30 +173,27 @@ Result<json> DatasetsService::List(const Principal& p, int limit, const std::str
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(rows, uow->datasets().List(q));
-  json next = nullptr;
+  api::v1::DatasetList out;
   if (static_cast<int>(rows.size()) > limit) {
     rows.resize(limit);
-    next = std::to_string(rows.back().id);
+    out.next_cursor = std::to_string(rows.back().id);
   }
-  json list = json::array();
-  for (const DatasetRecord& d : rows) list.push_back(ToJson(d));
-  return json{{"datasets", list}, {"next_cursor", next}};
+  for (const DatasetRecord& d : rows) out.datasets.push_back(DatasetView(d));
+  return out;
 }
 
-Result<json> DatasetsService::Get(const Principal& p, int64_t id) {
+Result<api::v1::DatasetDetail> DatasetsService::Get(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading datasets"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(d, GetScoped(*uow, p, id, false));
-  json out = ToJson(d);
-  out["manifest"] = d.manifest;
-  out["progress"] = nullptr;
+  api::v1::DatasetDetail out{DatasetView(d), d.manifest, std::nullopt};
   if (d.job_id) {
     EMBODY_ASSIGN_OR_RETURN(progress, uow->events().Latest(*d.job_id, "progress"));
     if (progress && progress->data.is_object() && progress->data.contains("fraction") &&
         progress->data["fraction"].is_number()) {
-      out["progress"] = progress->data["fraction"];
+      out.progress = progress->data["fraction"].get<double>();
     }
-    if (d.state == kDatasetReady) out["progress"] = 1.0;
+    if (d.state == kDatasetReady) out.progress = 1.0;
   }
   return out;
 }
@@ -249,7 +247,7 @@ Result<DatasetsService::DatasetFile> DatasetsService::OpenFile(const Principal& 
   return DatasetFile{d.tenant_id, std::make_shared<BlobReader>(fd, static_cast<int64_t>(st.st_size))};
 }
 
-Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
+Result<api::v1::Dataset> DatasetsService::Delete(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "deleting datasets"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(d, GetScoped(*uow, p, id, /*for_update=*/true));
@@ -257,7 +255,7 @@ Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
     return Status(common::Code::kPermissionDenied,
                   "a member deletes only the datasets its own token imported; ask a tenant-admin");
   }
-  if (d.state == kDatasetDeleted) return ToJson(d);  // deleting twice is the same as once
+  if (d.state == kDatasetDeleted) return DatasetView(d);  // deleting twice is the same as once
   if (d.state == kDatasetImporting) {
     return common::FailedPrecondition(
         "dataset " + std::to_string(id) + " is still importing" +
@@ -277,7 +275,7 @@ Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
   if (uploads_) uploads_->files().Remove(d.id);  // an upload's bytes, if any are still here
   // The record is the truth; the directory goes after it, where this server reaches the root.
   // Only a path this server itself derived under its own root is ever removed.
-  json out = ToJson(d);
+  api::v1::Dataset out = DatasetView(d);
   bool removed = false;
   if (!root_.empty() && d.path == DirectoryOf(root_, d.tenant_id, d.id)) {
     std::error_code ec;
@@ -290,7 +288,7 @@ Result<json> DatasetsService::Delete(const Principal& p, int64_t id) {
                        {"error", ec ? ec.message() : "still there"}});
     }
   }
-  out["directory_removed"] = removed;
+  out.directory_removed = removed;
   return out;
 }
 

@@ -21,6 +21,7 @@
 
 #include "api/image_reference.h"
 #include "api/job_spec.h"
+#include "api/v1/dataset.h"
 #include "controlplane/service/blob_files.h"
 #include "controlplane/service/dataset_uploads.h"
 #include "controlplane/service/jobs_service.h"
@@ -55,17 +56,17 @@ class DatasetsService {
   // upload. A pull names a configured registry (by name or host; invalid_argument on
   // source.registry otherwise) and is stored with that registry's name and URL, so the version
   // says where it came from; its manifest gives the digest pulled.
-  Result<nlohmann::json> Import(const Principal& p, const std::string& body);
-  // {"datasets": [...], "next_cursor"}; `name` "" : every name; `tenant_id` > 0 narrows a
-  // cluster-admin's list to one tenant.
-  Result<nlohmann::json> List(const Principal& p, int limit, const std::string& cursor,
-                              const std::string& name, int64_t tenant_id);
+  Result<api::v1::Dataset> Import(const Principal& p, const std::string& body);
+  // Newest first; `name` "" : every name; `tenant_id` > 0 narrows a cluster-admin's list to one
+  // tenant.
+  Result<api::v1::DatasetList> List(const Principal& p, int limit, const std::string& cursor,
+                                    const std::string& name, int64_t tenant_id);
   // The dataset with its manifest and the import's latest progress.
-  Result<nlohmann::json> Get(const Principal& p, int64_t id);
+  Result<api::v1::DatasetDetail> Get(const Principal& p, int64_t id);
   // Marks the version deleted and removes its directory when the server can reach the root,
-  // and its upload's bytes. failed_precondition while its import runs or a job that has not
-  // ended reads it.
-  Result<nlohmann::json> Delete(const Principal& p, int64_t id);
+  // and its upload's bytes (directory_removed says whether the directory went). failed_precondition
+  // while its import runs or a job that has not ended reads it.
+  Result<api::v1::Dataset> Delete(const Principal& p, int64_t id);
 
   // One file of a ready version, for download: dataset.json or a shard its manifest lists (any
   // other name is not_found). The server reads it from the version's directory under its own

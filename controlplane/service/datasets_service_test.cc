@@ -37,9 +37,9 @@ class DatasetsServiceTest : public testing::MemoryServiceTest {
   }
 
   // The spec of the import job the dataset `d` (as Import returned it) was given.
-  json ImportJobSpec(const json& d) {
+  json ImportJobSpec(const api::v1::Dataset& d) {
     auto uow = Begin();
-    auto job = uow->jobs().Get(d["job_id"].get<int64_t>(), std::nullopt, false);
+    auto job = uow->jobs().Get(d.job_id.value_or(0), std::nullopt, false);
     EXPECT_TRUE(job.ok() && job->has_value());
     return job.ok() && job->has_value() ? (*job)->spec : json();
   }
@@ -47,7 +47,7 @@ class DatasetsServiceTest : public testing::MemoryServiceTest {
   size_t StoredDatasets() {
     auto list = Datasets().List(member_, 50, "", "", 0);
     EXPECT_TRUE(list.ok()) << list.status().ToString();
-    return list.ok() ? (*list)["datasets"].size() : 0;
+    return list.ok() ? list->datasets.size() : 0;
   }
 
   int64_t tenant_ = 0;
@@ -60,8 +60,8 @@ TEST_F(DatasetsServiceTest, LerobotDirectoryIsQueuedAsAnImportJob) {
                                             {"resize", "96x128"},
                                             {"language", "push the T"}}));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ((*d)["state"], "importing");
-  EXPECT_EQ((*d)["source"], json({{"format", "lerobot"},
+  EXPECT_EQ(d->state, "importing");
+  EXPECT_EQ(d->source, json({{"format", "lerobot"},
                                   {"path", "/shared/lerobot/pusht"},
                                   {"resize", "96x128"},
                                   {"language", "push the T"}}));
@@ -69,13 +69,13 @@ TEST_F(DatasetsServiceTest, LerobotDirectoryIsQueuedAsAnImportJob) {
   EXPECT_EQ(spec["kind"], "import");
   EXPECT_EQ(spec["import"]["source"]["format"], "lerobot");
   EXPECT_EQ(spec["import"]["source"]["resize"], "96x128");
-  EXPECT_EQ(spec["import"]["dataset_id"], (*d)["id"]);
+  EXPECT_EQ(spec["import"]["dataset_id"], d->id);
 
   // The next import of the same name is its next version, whatever the format.
   auto hdf5 = Datasets().Import(member_, Body({{"path", "/shared/pusht.hdf5"}}));
   ASSERT_TRUE(hdf5.ok()) << hdf5.status().ToString();
-  EXPECT_EQ((*hdf5)["version"], 2);
-  EXPECT_EQ((*hdf5)["source"]["format"], "hdf5");
+  EXPECT_EQ(hdf5->version, 2);
+  EXPECT_EQ(hdf5->source["format"], "hdf5");
 }
 
 // A pull names a registry the operator configured, by name or host; the version stores where
@@ -91,12 +91,12 @@ TEST_F(DatasetsServiceTest, APullNamesAConfiguredRegistryAndRecordsWhereItComesF
                                           {"registry", "127.0.0.1:5000"},
                                           {"reference", "embody/probe:1"}}));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ((*d)["state"], "importing");
+  EXPECT_EQ(d->state, "importing");
   const json stored{{"format", "oci"},
                     {"registry", "local"},
                     {"reference", "embody/probe:1"},
                     {"registry_url", "http://127.0.0.1:5000"}};
-  EXPECT_EQ((*d)["source"], stored);
+  EXPECT_EQ(d->source, stored);
   EXPECT_EQ(ImportJobSpec(*d)["import"]["source"], stored);
 
   struct Case {

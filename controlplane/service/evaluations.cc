@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "common/time_util.h"
 #include "controlplane/service/checkpoint_index.h"
 
 namespace controlplane::service {
@@ -84,21 +83,13 @@ Status RecordEvaluationEvent(UnitOfWork& uow, int64_t job_id, const nlohmann::js
   return Status::Ok();
 }
 
-nlohmann::json EvaluationJson(int64_t job_id, const std::vector<EvaluationRecord>& rows) {
-  nlohmann::json tasks = nlohmann::json::array();
+api::v1::Evaluation EvaluationView(int64_t job_id, const std::vector<EvaluationRecord>& rows) {
+  api::v1::Evaluation out{job_id, {}};
   for (const EvaluationRecord& r : rows) {
-    tasks.push_back({{"task", r.task},
-                     {"episodes", r.episodes},
-                     {"successes", r.successes},
-                     {"success_rate", r.success_rate},
-                     {"mean_return", r.mean_return},
-                     {"mean_length", r.mean_length},
-                     {"checkpoint_step", r.checkpoint_step},
-                     {"policy", r.policy},
-                     {"fp8", r.fp8},
-                     {"evaluated_at", common::FormatTimeMillis(r.time_ms)}});
+    out.tasks.push_back({r.task, r.episodes, r.successes, r.success_rate, r.mean_return,
+                         r.mean_length, r.checkpoint_step, r.policy, r.fp8, r.time_ms});
   }
-  return {{"job_id", job_id}, {"tasks", tasks}};
+  return out;
 }
 
 }  // namespace controlplane::service

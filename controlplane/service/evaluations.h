@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "api/v1/evaluation.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -31,7 +32,8 @@ Status ResolveEvalCheckpoint(UnitOfWork& uow, int64_t tenant_id, api::JobSpec* s
 Status RecordEvaluationEvent(UnitOfWork& uow, int64_t job_id, const nlohmann::json& data,
                              int64_t time_ms);
 
-// GET /v1/jobs/{id}/evaluation: {"job_id", "tasks": [...]} (tasks [] until results arrive).
-nlohmann::json EvaluationJson(int64_t job_id, const std::vector<EvaluationRecord>& rows);
+// GET /v1/jobs/{id}/evaluation: the job's stored rows as the API shows them (no tasks until
+// results arrive).
+api::v1::Evaluation EvaluationView(int64_t job_id, const std::vector<EvaluationRecord>& rows);
 
 }  // namespace controlplane::service

@@ -149,7 +149,7 @@ TEST_F(EvaluationsTest, ResultsAreStoredPerTaskAndReadOnlyByTheJobsTenant) {
           ->job.job.id;
   auto empty = jobs.Evaluation(member_, ev);
   ASSERT_TRUE(empty.ok()) << empty.status().ToString();
-  EXPECT_TRUE((*empty)["tasks"].empty());
+  EXPECT_TRUE(empty->tasks.empty());
 
   const nlohmann::json event = {{"type", "eval"},
                                 {"policy", "bc"},
@@ -178,17 +178,17 @@ TEST_F(EvaluationsTest, ResultsAreStoredPerTaskAndReadOnlyByTheJobsTenant) {
   }
   auto got = jobs.Evaluation(member_, ev);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_EQ((*got)["tasks"].size(), 2u);
-  const auto& push = (*got)["tasks"][0];  // by task name
-  EXPECT_EQ(push["task"], "push");
-  EXPECT_EQ(push["mean_length"], 150.0);
-  const auto& reach = (*got)["tasks"][1];
-  EXPECT_EQ(reach["successes"], 4);
-  EXPECT_DOUBLE_EQ(reach["success_rate"].get<double>(), 0.4);
-  EXPECT_DOUBLE_EQ(reach["mean_return"].get<double>(), 0.75);
-  EXPECT_EQ(reach["checkpoint_step"], 100);
-  EXPECT_EQ(reach["policy"], "bc");
-  EXPECT_TRUE(jobs.Evaluation(member_, trained)->at("tasks").empty());
+  ASSERT_EQ(got->tasks.size(), 2u);
+  const auto& push = got->tasks[0];  // by task name
+  EXPECT_EQ(push.task, "push");
+  EXPECT_EQ(push.mean_length, 150.0);
+  const auto& reach = got->tasks[1];
+  EXPECT_EQ(reach.successes, 4);
+  EXPECT_DOUBLE_EQ(reach.success_rate, 0.4);
+  EXPECT_DOUBLE_EQ(reach.mean_return, 0.75);
+  EXPECT_EQ(reach.checkpoint_step, 100);
+  EXPECT_EQ(reach.policy, "bc");
+  EXPECT_TRUE(jobs.Evaluation(member_, trained)->tasks.empty());
   EXPECT_EQ(jobs.Evaluation(other_, ev).status().code(), Code::kNotFound);
   const Principal viewer = AddPerson(a_, "viewer");
   EXPECT_TRUE(jobs.Evaluation(viewer, ev).ok());

@@ -289,12 +289,12 @@ Result<nlohmann::json> JobsService::Metrics(const Principal& p, int64_t id,
   return BuildSeries(req.names, samples);
 }
 
-Result<nlohmann::json> JobsService::Evaluation(const Principal& p, int64_t id) {
+Result<api::v1::Evaluation> JobsService::Evaluation(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, GetScoped(*uow, p, id, false));
   EMBODY_ASSIGN_OR_RETURN(rows, uow->events().Evaluations(job.id));
-  return EvaluationJson(job.id, rows);
+  return EvaluationView(job.id, rows);
 }
 
 }  // namespace controlplane::service

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/job_spec.h"
+#include "api/v1/evaluation.h"
 #include "controlplane/service/job_fit.h"
 #include "controlplane/service/job_view.h"
 #include "controlplane/service/metrics_history.h"
@@ -91,7 +92,7 @@ class JobsService {
   // The job's step series, downsampled (metrics_history.h): {"series": {...}}.
   Result<nlohmann::json> Metrics(const Principal& p, int64_t id, const MetricsRequest& req);
   // Kind eval's results per task (evaluations.h); another tenant's job is not found.
-  Result<nlohmann::json> Evaluation(const Principal& p, int64_t id);
+  Result<api::v1::Evaluation> Evaluation(const Principal& p, int64_t id);
 
  private:
   Database& db_;

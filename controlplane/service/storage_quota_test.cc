@@ -40,7 +40,7 @@ class StorageQuotaTest : public testing::MemoryServiceTest {
   }
   TenantsService Tenants() { return TenantsService(db_, clock()); }
 
-  Result<json> Upload(const std::string& name, int64_t bytes) {
+  Result<api::v1::Dataset> Upload(const std::string& name, int64_t bytes) {
     return Datasets().Import(
         member_, json{{"name", name},
                       {"source",
@@ -48,20 +48,20 @@ class StorageQuotaTest : public testing::MemoryServiceTest {
                         {"filter", "train"}}}}
                      .dump());
   }
-  Result<json> PathImport(const std::string& name) {
+  Result<api::v1::Dataset> PathImport(const std::string& name) {
     return Datasets().Import(
         member_, json{{"name", name}, {"source", {{"path", "/shared/" + name + ".hdf5"}}}}.dump());
   }
   // The import job of dataset `d` reports a manifest of `bytes`; returns the version after it.
-  DatasetRecord ReportManifest(const json& d, int64_t bytes) {
+  DatasetRecord ReportManifest(const api::v1::Dataset& d, int64_t bytes) {
     const json manifest = {{"stats", {{"episodes", 1}, {"frames", 2}}},
                            {"keys", json::array()},
                            {"shards", {{{"file", "shard-0.hdf5"}, {"bytes", bytes}}}}};
     auto uow = Begin();
     EXPECT_TRUE(
-        RecordDatasetEvent(*uow, d["job_id"].get<int64_t>(), {{"manifest", manifest}}, now_.load())
+        RecordDatasetEvent(*uow, d.job_id.value_or(0), {{"manifest", manifest}}, now_.load())
             .ok());
-    auto got = uow->datasets().Get(d["id"].get<int64_t>(), std::nullopt, false);
+    auto got = uow->datasets().Get(d.id, std::nullopt, false);
     EXPECT_TRUE(uow->Commit().ok());
     return got.ok() && got->has_value() ? **got : DatasetRecord{};
   }
@@ -131,7 +131,7 @@ TEST_F(StorageQuotaTest, UploadsAreAdmittedUpToTheQuotaByTheirDeclaredSize) {
   EXPECT_EQ(Used(), 1000);
   EXPECT_EQ(Upload("c", 1).status().code(), Code::kResourceExhausted);
   // Deleting a version frees its bytes.
-  auto del = Datasets().Delete(member_, (*first)["id"].get<int64_t>());
+  auto del = Datasets().Delete(member_, first->id);
   ASSERT_TRUE(del.ok()) << del.status().ToString();
   EXPECT_EQ(Used(), 400);
   EXPECT_TRUE(Upload("d", 600).ok());
@@ -153,18 +153,18 @@ TEST_F(StorageQuotaTest, AnImportWhoseManifestIsPastTheQuotaFails) {
   {
     // Its job ends: the version fails, with the quota's message.
     JobRecord job;
-    job.id = (*big)["job_id"];
+    job.id = *big->job_id;
     job.state = api::JobState::kSucceeded;
     auto uow = Begin();
     ASSERT_TRUE(FinishDatasetImport(*uow, job, now_.load()).ok());
     ASSERT_TRUE(uow->Commit().ok());
-    auto d = Datasets().Get(member_, (*big)["id"]);
-    EXPECT_EQ((*d)["state"], "failed");
-    EXPECT_EQ((*d)["error"], refused.error);
+    auto d = Datasets().Get(member_, big->id);
+    EXPECT_EQ(d->dataset.state, "failed");
+    EXPECT_EQ(d->dataset.error, refused.error);
   }
   EXPECT_EQ(Used(), 1001);
   EXPECT_EQ(Upload("blocked", 1).status().code(), Code::kResourceExhausted);
-  ASSERT_TRUE(Datasets().Delete(member_, (*big)["id"].get<int64_t>()).ok());
+  ASSERT_TRUE(Datasets().Delete(member_, big->id).ok());
   EXPECT_EQ(Used(), 0);
   // An upload holds 300 of the quota; an import of 700 fills it exactly.
   ASSERT_TRUE(Upload("held", 300).ok());

@@ -20,6 +20,14 @@ class MemoryServerBackend {
     store.database = memory_;
     return Server::Build(o, store);
   }
+  // Another server on the same store, as a second replica of the first would be.
+  static common::Result<std::unique_ptr<Server>> StartAnother(ServerOptions& o) {
+    ServerStore store;
+    store.database = memory_;
+    return Server::Build(o, store);
+  }
+  // The store the server is built on, for a test that writes what no route writes.
+  static service::Database& Store() { return *memory_; }
   static void StopStore() {
     delete memory_;
     memory_ = nullptr;

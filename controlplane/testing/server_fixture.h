@@ -7,6 +7,8 @@
 // Backend is the store: a class with
 //   static common::Result<std::unique_ptr<Server>> StartOn(ServerOptions& o);  // fills o.db etc.
 //   static void StopStore();  // after the server is gone
+//   static common::Result<std::unique_ptr<Server>> StartAnother(ServerOptions& o);  // same store
+//   static service::Database& Store();  // the store itself, for rows no route writes
 // whose statics the suites can reach (the PostgreSQL backend's cluster is `pg_`). Backends:
 // PgServerBackend (pg_server_fixture.h: InProcessServerTest) and MemoryServerBackend
 // (memory_server_fixture.h: MemoryServerFixture). A suite changes store by changing its fixture;

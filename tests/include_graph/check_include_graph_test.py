@@ -164,7 +164,7 @@ class IncludeGraphTest(unittest.TestCase):
 
     def test_tests_reach_their_own_component_and_the_listed_extras_only(self):
         (self.tree.add("engine/model/policy_test.cc", "engine/train/trainer.h", "tests/support/x.h")
-         .add("cli/cli_pg_test.cc", "controlplane/server.h")
+         .add("cli/cli_server_test.cc", "controlplane/server.h")
          .add("controlplane/server.h", "common/status.h"))
         self.assertEqual(self.tree.check(), ([], [], []))
         self.tree.add("agent/runner_test.cc", "controlplane/server.h")

@@ -1,4 +1,4 @@
-// The REST API end to end against a real PostgreSQL (label pg): the server runs in-process on
+// The REST API end to end, on both stores (server_test_fixture.h): the server runs in-process on
 // port 0; requests go over loopback HTTP with cpp-httplib's client, agents are played by the test.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -15,14 +15,14 @@
 #include <thread>
 #include <vector>
 
-#include "controlplane/testing/pg_server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using nlohmann::json;
 
-class ApiPgTest : public InProcessServerTest {
+class ApiTest : public ServerTest {
  protected:
   static void SetUpTestSuite() { StartServer("api"); }
 
@@ -72,17 +72,19 @@ class ApiPgTest : public InProcessServerTest {
 };
 
 // A job as its submission wrote it: the scheduler may have written its `reason` (why it waits)
-// and so its `updated_at` between the submit and the read; every other field is the submit's.
+// and so its `updated_at`, and its forecast hook the job's first `forecast`, between the submit
+// and the read; every other field is the submit's.
 json AsSubmitted(json job) {
   job.erase("reason");
   job.erase("updated_at");
+  job.erase("forecast");
   return job;
 }
 
 // The 201 answer is built from the row written rather than read back: it must say exactly what
 // a read of the stored job says, floats and nested objects of the spec (as jsonb keeps them),
 // times and every optional field included.
-TEST_F(ApiPgTest, TheSubmitAnswerIsWhatAReadOfTheJobReturns) {
+TEST_F(ApiTest, TheSubmitAnswerIsWhatAReadOfTheJobReturns) {
   json spec = {{"name", "answer-as-read"},
                {"kind", "train"},
                {"priority", 7},
@@ -105,7 +107,7 @@ TEST_F(ApiPgTest, TheSubmitAnswerIsWhatAReadOfTheJobReturns) {
 // GET /v1/jobs?state=S pages through next_cursor: every job in that state once, newest first;
 // each row of a page is what a read of that job says (a page leaves out the single job's
 // launch_phases and forecast).
-TEST_F(ApiPgTest, StateFilteredListPagesThroughEveryJobInTheStateOnce) {
+TEST_F(ApiTest, StateFilteredListPagesThroughEveryJobInTheStateOnce) {
   auto cancel = [](int64_t id) {
     return Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin()).status;
   };
@@ -141,21 +143,20 @@ TEST_F(ApiPgTest, StateFilteredListPagesThroughEveryJobInTheStateOnce) {
   for (const int64_t id : pending) EXPECT_EQ(cancel(id), 200);  // nothing left for later tests
 }
 
-TEST_F(ApiPgTest, BootstrapWroteTokensOnceWithMode0600) {
+TEST_F(ApiTest, BootstrapWroteTokensOnceWithMode0600) {
   ASSERT_TRUE(server_->bootstrap().created);
   struct stat st {};
   ASSERT_EQ(stat((*dir_ + "/bootstrap.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // A second server on the same database creates nothing.
   ServerOptions o;
-  o.db = pg_->conninfo();
   o.data_dir = *dir_ + "/data2";
-  auto again = Server::Start(o);
+  auto again = StartAnother(o);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE((*again)->bootstrap().created);
 }
 
-TEST_F(ApiPgTest, HealthReadinessAndAuth) {
+TEST_F(ApiTest, HealthReadinessAndAuth) {
   EXPECT_EQ(Call("GET", "/healthz", "").status, 200);
   EXPECT_EQ(Call("GET", "/readyz", "").status, 200);
   Reply r = Call("GET", "/v1/jobs", "");
@@ -206,7 +207,7 @@ static int CountResponses(const std::string& text) {
   return n;
 }
 
-TEST_F(ApiPgTest, BodiesAreRefusedUnreadWhenChunkedOrLargeWithoutAToken) {
+TEST_F(ApiTest, BodiesAreRefusedUnreadWhenChunkedOrLargeWithoutAToken) {
   const size_t before = JobCount();
   bool closed = false;
   // Chunked: refused on its headers, whatever follows (httplib would read it without a bound).
@@ -235,7 +236,7 @@ TEST_F(ApiPgTest, BodiesAreRefusedUnreadWhenChunkedOrLargeWithoutAToken) {
   EXPECT_EQ(JobCount(), before + 1);
 }
 
-TEST_F(ApiPgTest, RejectedSubmissionsStoreNothing) {
+TEST_F(ApiTest, RejectedSubmissionsStoreNothing) {
   const size_t before = JobCount();
   json bad = Spec("bad");
   bad["resources"]["nodes"] = 0;
@@ -263,7 +264,7 @@ TEST_F(ApiPgTest, RejectedSubmissionsStoreNothing) {
   EXPECT_EQ(JobCount(), before);
 }
 
-TEST_F(ApiPgTest, IdempotencyKeyReturnsTheSameJob) {
+TEST_F(ApiTest, IdempotencyKeyReturnsTheSameJob) {
   httplib::Headers key = {{"Idempotency-Key", "retry-1"}};
   Reply first = Call("POST", "/v1/jobs", Admin(), PendingSpec("idem").dump(), key);
   Reply again = Call("POST", "/v1/jobs", Admin(), PendingSpec("idem").dump(), key);
@@ -280,7 +281,7 @@ TEST_F(ApiPgTest, IdempotencyKeyReturnsTheSameJob) {
   EXPECT_EQ(cancel.body["state"], "CANCELLED");  // it was PENDING
 }
 
-TEST_F(ApiPgTest, JobThatCanNeverFitIsRefusedAtSubmit) {
+TEST_F(ApiTest, JobThatCanNeverFitIsRefusedAtSubmit) {
   const size_t before = JobCount();
   Reply r = Call("POST", "/v1/jobs", Admin(), Spec("too-many-nodes", 64).dump());
   EXPECT_EQ(r.status, 422) << r.text;
@@ -294,7 +295,7 @@ TEST_F(ApiPgTest, JobThatCanNeverFitIsRefusedAtSubmit) {
   EXPECT_EQ(JobCount(), before);
 }
 
-TEST_F(ApiPgTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
+TEST_F(ApiTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
   int64_t id = Submit(PendingSpec("too-big"));
   json job;
   for (int i = 0; i < 100; ++i) {
@@ -315,7 +316,7 @@ TEST_F(ApiPgTest, JobThatFitsNoFreeNodeStaysPendingWithReason) {
 
 // A line longer than one read of the log file comes back whole, prefixed once. The logging
 // node is the only free one when this test runs (tests run in the order written).
-TEST_F(ApiPgTest, LongLinesStayWholeInMergedLogs) {
+TEST_F(ApiTest, LongLinesStayWholeInMergedLogs) {
   int64_t node = Register("node-logs", 1);
   int64_t id = Submit(Spec("long"));
   WaitForCommand(node, id, "launch");
@@ -332,7 +333,7 @@ TEST_F(ApiPgTest, LongLinesStayWholeInMergedLogs) {
   EXPECT_EQ(Call("POST", "/v1/nodes/" + std::to_string(node) + "/drain", Admin()).status, 200);
 }
 
-TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
+TEST_F(ApiTest, LaunchRunFinishWithEventsAndLogs) {
   int64_t node = Register("node-run", 2);
   int64_t id = Submit(Spec("run"));
   json launch = WaitForCommand(node, id, "launch");
@@ -403,7 +404,7 @@ TEST_F(ApiPgTest, LaunchRunFinishWithEventsAndLogs) {
   EXPECT_TRUE(found);
 }
 
-TEST_F(ApiPgTest, CancelRunningJobKillsItUntilReportedFinished) {
+TEST_F(ApiTest, CancelRunningJobKillsItUntilReportedFinished) {
   int64_t node = Register("node-cancel", 1);
   int64_t id = Submit(Spec("cancel-me"));
   WaitForCommand(node, id, "launch");
@@ -418,7 +419,7 @@ TEST_F(ApiPgTest, CancelRunningJobKillsItUntilReportedFinished) {
   EXPECT_EQ(Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin()).status, 409);
 }
 
-TEST_F(ApiPgTest, MetricsCountRequestsByRoutePattern) {
+TEST_F(ApiTest, MetricsCountRequestsByRoutePattern) {
   Call("GET", "/v1/jobs/424242", Admin());
   std::string text = Call("GET", "/metrics", Admin()).text;
   EXPECT_NE(text.find("embody_http_requests_total{method=\"GET\",route=\"/v1/jobs/{id}\",status=\"404\"}"),

@@ -1,4 +1,4 @@
-// The `embody` CLI against an in-process embody-server and a private PostgreSQL (label pg):
+// The `embody` CLI against an in-process embody-server, on both stores (server_test_fixture.h):
 // tenants, tokens, whoami, audit and node drain as a person types them, with --output json
 // checked against the response schemas of docs/api/openapi.yaml.
 #include <gtest/gtest.h>
@@ -9,7 +9,8 @@
 #include "common/crypto.h"
 #include "common/file_util.h"
 #include "cli/commands.h"
-#include "controlplane/testing/pg_server_fixture.h"
+#include "controlplane/service/fair_share_store.h"
+#include "controlplane/testing/server_test_fixture.h"
 #include "tests/support/documented_response.h"
 
 namespace controlplane {
@@ -23,7 +24,7 @@ struct CliRun {
   json Json() const { return json::parse(out, nullptr, false); }
 };
 
-class CliPgTest : public InProcessServerTest {
+class CliServerTest : public ServerTest {
  protected:
   static void SetUpTestSuite() {
     // Every refusal of AuditFollowsPages is an audit row (no budget per address here).
@@ -61,7 +62,7 @@ class CliPgTest : public InProcessServerTest {
   static inline const json* doc_ = nullptr;
 };
 
-TEST_F(CliPgTest, WhoAmI) {
+TEST_F(CliServerTest, WhoAmI) {
   CliRun r = Cli({"whoami"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("role:   cluster-admin"), std::string::npos) << r.out;
@@ -72,8 +73,14 @@ TEST_F(CliPgTest, WhoAmI) {
   ExpectDocumented(r.Json(), "GET", "/v1/whoami");
 }
 
-TEST_F(CliPgTest, UsageOfTheCallersTenant) {
-  ASSERT_TRUE(pg_->Psql("INSERT INTO usage_daily VALUES (1, 0, '2026-11-20', 'cpu', 7200)").ok());
+TEST_F(CliServerTest, UsageOfTheCallersTenant) {
+  // What the scheduler leader accounts (usage_accounting.h), written to the store directly.
+  {
+    auto unit = Store().Begin();
+    ASSERT_TRUE(unit.ok()) << unit.status().ToString();
+    ASSERT_TRUE((*unit)->fair_share().AddDailyUsage({{1, 0, "2026-11-20", "cpu", 7200}}).ok());
+    ASSERT_TRUE((*unit)->Commit().ok());
+  }
   CliRun r = Cli({"usage", "--from", "2026-11-01", "--to", "2026-11-30"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("total: 2.00 cpu slot-hours"), std::string::npos) << r.out;
@@ -83,7 +90,7 @@ TEST_F(CliPgTest, UsageOfTheCallersTenant) {
   EXPECT_EQ(Cli({"usage", "--from", "November"}).code, cli::kExitRefused);
 }
 
-TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
+TEST_F(CliServerTest, TenantsCreateListShowAndSetWithVersions) {
   CliRun r = Cli({"tenants", "create", "robotics", "--weight", "2", "--quota-slots", "8",
                   "--quota-pending-jobs", "100", "-o", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -152,7 +159,7 @@ TEST_F(CliPgTest, TenantsCreateListShowAndSetWithVersions) {
   EXPECT_NE(r.err.find("tenant 999999 not found"), std::string::npos) << r.err;
 }
 
-TEST_F(CliPgTest, TokensCreateListRevoke) {
+TEST_F(CliServerTest, TokensCreateListRevoke) {
   CliRun r = Cli({"tenants", "create", "vision", "-o", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string tenant = r.Json()["id"].dump();
@@ -213,7 +220,7 @@ TEST_F(CliPgTest, TokensCreateListRevoke) {
   EXPECT_NE(r.out.find("revoked"), std::string::npos) << r.out;
 }
 
-TEST_F(CliPgTest, AuditFollowsPages) {
+TEST_F(CliServerTest, AuditFollowsPages) {
   // More refusals than one page holds (500): each is an audit row.
   httplib::Client http("127.0.0.1", server_->port());
   for (int i = 0; i < 510; ++i) {
@@ -254,7 +261,7 @@ TEST_F(CliPgTest, AuditFollowsPages) {
   EXPECT_NE(r.err.find("audit log"), std::string::npos) << r.err;
 }
 
-TEST_F(CliPgTest, NodesDrainAndUndrain) {
+TEST_F(CliServerTest, NodesDrainAndUndrain) {
   CliRun r = Cli({"nodes", "-o", "json"});
   ASSERT_EQ(r.code, 0) << r.err;
   ExpectDocumented(r.Json(), "GET", "/v1/nodes");
@@ -278,7 +285,7 @@ TEST_F(CliPgTest, NodesDrainAndUndrain) {
   EXPECT_EQ(r.code, cli::kExitRefused);
 }
 
-TEST_F(CliPgTest, JobsListAndShowAsJson) {
+TEST_F(CliServerTest, JobsListAndShowAsJson) {
   Reply sub = Call("POST", "/v1/jobs", Admin(), PendingSpec("cli-json").dump());
   ASSERT_EQ(sub.status, 201) << sub.text;
   const std::string id = sub.body["id"].dump();
@@ -303,7 +310,7 @@ TEST_F(CliPgTest, JobsListAndShowAsJson) {
 
 // The paper's table (docs/planner.md) through the CLI and the server: a plan request file
 // with the cluster given by flag, as a table and as documented JSON; a bad field is refused.
-TEST_F(CliPgTest, PlanThePapersTable) {
+TEST_F(CliServerTest, PlanThePapersTable) {
   const std::string dir = std::string(EMBODY_SOURCE_DIR) + "/docs/plan/";
   CliRun r = Cli({"plan", dir + "groot-n15-request.json", "--cluster", dir + "paper-cluster.json"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -325,7 +332,7 @@ TEST_F(CliPgTest, PlanThePapersTable) {
   EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
 }
 
-TEST_F(CliPgTest, UsageErrorsSendNothing) {
+TEST_F(CliServerTest, UsageErrorsSendNothing) {
   std::ostringstream out, err;
   std::istringstream in;
   cli::Io io{out, err, in};
@@ -342,7 +349,7 @@ TEST_F(CliPgTest, UsageErrorsSendNothing) {
 
 // `datasets upload`: a file sent in several chunks and committed; an interrupted upload
 // continued with --resume from the bytes the server holds; --resume of another file refused.
-TEST_F(CliPgTest, DatasetsUploadInChunksAndResume) {
+TEST_F(CliServerTest, DatasetsUploadInChunksAndResume) {
   std::string content;
   for (int i = 0; i < (5 << 19); ++i) content.push_back(static_cast<char>(i * 31 % 251));
   const std::string file = *dir_ + "/upload.hdf5";

@@ -1,8 +1,9 @@
-// quota.storage_bytes through the real server and PostgreSQL (label pg): a cluster-admin sets it
-// with PATCH /v1/tenants/{id} (bounds checked, 400 naming the field), the tenant reads what it
-// holds in usage.storage_bytes, a dataset upload past it is 429 resource_exhausted naming the
-// bytes, deleting a version frees them, and two uploads of one tenant racing for the last room
-// are serialised: exactly one is admitted, however their requests interleave.
+// quota.storage_bytes through the real server, on both stores (server_test_fixture.h): a
+// cluster-admin sets it with PATCH /v1/tenants/{id} (bounds checked, 400 naming the field), the
+// tenant reads what it holds in usage.storage_bytes, a dataset upload past it is 429
+// resource_exhausted naming the bytes, deleting a version frees them, and two uploads of one
+// tenant racing for the last room are serialised: exactly one is admitted, however their
+// requests interleave.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,14 +12,14 @@
 #include <vector>
 
 #include "common/crypto.h"
-#include "controlplane/testing/pg_server_fixture.h"
+#include "controlplane/testing/server_test_fixture.h"
 
 namespace controlplane {
 namespace {
 
 using nlohmann::json;
 
-class StorageQuotaPgTest : public InProcessServerTest {
+class StorageQuotaRoutesTest : public ServerTest {
  protected:
   static void SetUpTestSuite() { StartServer("storage-quota"); }
 
@@ -49,7 +50,7 @@ class StorageQuotaPgTest : public InProcessServerTest {
   }
 };
 
-TEST_F(StorageQuotaPgTest, SetShownEnforcedAndFreed) {
+TEST_F(StorageQuotaRoutesTest, SetShownEnforcedAndFreed) {
   auto [id, member] = TenantWithQuota("quota-co", 1000);
   const std::string path = "/v1/tenants/" + std::to_string(id);
   EXPECT_EQ(Call("GET", path, member).body["quota"]["storage_bytes"], 1000);
@@ -83,7 +84,7 @@ TEST_F(StorageQuotaPgTest, SetShownEnforcedAndFreed) {
   EXPECT_EQ(StartUpload(member, "third", 1699).status, 201);
 }
 
-TEST_F(StorageQuotaPgTest, ConcurrentUploadsOfOneTenantCannotBothTakeTheLastRoom) {
+TEST_F(StorageQuotaRoutesTest, ConcurrentUploadsOfOneTenantCannotBothTakeTheLastRoom) {
   constexpr int kRounds = 6;
   constexpr int kRacers = 3;  // within the default of 4 uploads in progress per tenant
   for (int round = 0; round < kRounds; ++round) {
