@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "controlplane/testing/server_test_fixture.h"
+#include "tests/support/slow_clients.h"
 
 namespace controlplane {
 namespace {
@@ -176,27 +177,11 @@ TEST_F(ApiTest, HealthReadinessAndAuth) {
 // Sends `request` on a fresh connection and reads until the server closes it (or `wait_s` pass).
 static std::string RawExchange(int port, const std::string& request, bool* closed,
                                int wait_s = 5) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
-  timeval tv{wait_s, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string got;
-  char buf[4096];
   *closed = false;
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) *closed = true;
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
+  int fd = embody_test::ConnectLoopback(port);
+  if (fd < 0) return "";
+  (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string got = embody_test::ReadUntilClosed(fd, wait_s, closed);
   ::close(fd);
   return got;
 }
