@@ -40,7 +40,6 @@ class Nft {
 
   // Whether scripts go through the library.
   bool in_process() const { return ctx_ != nullptr; }
-  const std::string& program() const { return program_; }
 
  private:
   const std::string program_;
