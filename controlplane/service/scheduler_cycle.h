@@ -116,6 +116,11 @@ class Cycle {
   // of queue.shapes()) can place, reserve and preempt nothing: no job left could be placed, nor
   // reserve while reservations are left (with preemption on, none may be left). `unplaceable`:
   // the shapes left that ask no more than the others.
+  // Whether a job of `shape` changes nothing if considered now: it cannot be placed (too few
+  // nodes with room, or a failure that asked no more) and cannot reserve (every reservation
+  // made, or one that asked no more failed). Stays true for the rest of the cycle while
+  // preemption is off.
+  bool Inert(const PendingQueue::Shape& shape) const;
   bool Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                std::vector<JobShape>* unplaceable) const;
 

@@ -48,6 +48,30 @@ bool Cycle::CannotReserve(const PendingQueue::Shape& shape) const {
   return kind < 0;
 }
 
+bool Cycle::Inert(const PendingQueue::Shape& shape) const {
+  const auto [kind, slots, nodes, limit] = shape;
+  if (kind < 0) return false;
+  bool placeable = FitNow(kind, slots) >= nodes;
+  if (placeable) {
+    const int64_t end = EndOf(now_, limit);
+    for (const Shape& f : failed_place_) {
+      if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.end <= end) {
+        placeable = false;
+        break;
+      }
+    }
+  }
+  if (placeable) return false;
+  if (reservations_ >= opt_.max_reservations) return true;
+  for (const Shape& f : failed_reserve_) {
+    if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.priority >= 0 &&
+        f.tenant == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool Cycle::Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                     std::vector<JobShape>* unplaceable) const {
   if (opt_.explain) return false;
@@ -93,11 +117,44 @@ ScheduleDecision Cycle::RunQueue(const PendingQueue& queue) {
     return Settled(queue, considered, &unplaceable);
   };
 
+  // Jobs whose shape can neither be placed nor reserve any more in this cycle change nothing
+  // when considered (room only shrinks, and the failures remembered only grow, while
+  // preemption is off), so without reasons they are passed over where their tenant's turn
+  // would reach them, counted as considered, instead of taking a turn each. A run's last job
+  // keeps its turn, so a stop still names the tenants with jobs left (QueueStop::tenants_left).
+  // Known inert shapes stay so for the cycle; a shape found live is checked again only after
+  // the room or the failures changed.
+  const bool pass_inert = !opt_.explain && !opt_.preempt_min_priority;
+  std::vector<char> inert(queue.shapes().size(), 0);
+  std::vector<uint64_t> live_at(queue.shapes().size(), ~uint64_t{0});
+  uint64_t changes = 0;  // placements, reservations and failures so far
+  auto passed_over = [&](size_t at) {
+    const int shape = queue.shape_of(at);
+    if (shape < 0) return false;
+    if (inert[shape]) return true;
+    if (live_at[shape] == changes) return false;
+    if (Inert(queue.shapes()[shape])) {
+      inert[shape] = 1;
+      return true;
+    }
+    live_at[shape] = changes;
+    return false;
+  };
+
   // As Run(): within one priority the tenant whose share is lowest goes next.
   using Turn = std::tuple<double, int64_t, int64_t, size_t, size_t>;  // ..., run, job index
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> turns;
   auto push = [&](size_t run, size_t at) {
     while (at < runs[run].end && queue.taken(at)) ++at;
+    if (pass_inert) {
+      for (size_t next = at + 1; at < runs[run].end && next < runs[run].end; next = at + 1) {
+        while (next < runs[run].end && queue.taken(next)) ++next;
+        if (next == runs[run].end || !passed_over(at)) break;
+        out_.order.push_back(jobs[at].job_id);
+        considered[queue.shape_of(at)] += 1;
+        at = next;
+      }
+    }
     if (at == runs[run].end) return;
     const PendingJob& head = jobs[at];
     turns.push({Share(tenants_[tenant_of[run]]), head.submit_ms, head.job_id, run, at});
@@ -124,12 +181,17 @@ ScheduleDecision Cycle::RunQueue(const PendingQueue& queue) {
       const PendingJob& job = jobs[at];
       const size_t placed = out_.placements.size(), failed = failed_reserve_.size();
       const int reserved = reservations_;
+      const size_t placed_failures = failed_place_.size();
       Consider(job);
       if (queue.shape_of(at) >= 0) considered[queue.shape_of(at)] += 1;
       ++since_check;
       if (out_.placements.size() != placed || reservations_ != reserved ||
           failed_reserve_.size() != failed) {
         settled_checked = false;
+      }
+      if (out_.placements.size() != placed || reservations_ != reserved ||
+          failed_reserve_.size() != failed || failed_place_.size() != placed_failures) {
+        ++changes;
       }
       push(run, at + 1);
       if (settled()) {
