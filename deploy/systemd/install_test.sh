@@ -43,8 +43,14 @@ done
 [[ -f /usr/local/share/embody/systemd/embody-server.service ]] || fail "no units installed"
 
 step "2. PostgreSQL (Debian's cluster tools and unit), a role and a database for embody"
-# A cluster of this machine's own: whatever the image held is dropped first.
-pg_dropcluster --stop 15 main >/dev/null 2>&1 || true
+# A cluster of this machine's own. Whatever clusters the image holds (data and configuration) are
+# hidden under empty file systems rather than dropped: on the throwaway machine's overlay root,
+# pg_dropcluster deleted each of the image's files through 9p, and took 110 s under emulation.
+for d in /var/lib/postgresql /etc/postgresql; do
+  mount -t tmpfs -o mode=0755 tmpfs "$d"
+  chown postgres:postgres "$d"
+done
+[[ -z $(pg_lsclusters -h) ]] || fail "the image's PostgreSQL clusters are still visible"
 pg_createcluster 15 main >/dev/null
 systemctl start postgresql@15-main
 password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')

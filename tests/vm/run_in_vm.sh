@@ -94,9 +94,13 @@ hostname embody-vm
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in $(cat /modules/order); do insmod /modules/$m.ko || echo "insmod $m failed" >&2; done
+# cache=mmap keeps the pages of mapped files (every executable and shared library) in the guest's
+# page cache: without it each exec faults them in again over 9p, and mpirun, which maps a hundred
+# plugins per start, took 10 s to print its version under emulation (2.5 s with). Nothing else is
+# cached (unlike cache=loose, with which the chrooted guest did not find its own /proc mounts).
 mount_host() {
   mkdir -p "$1"
-  if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000 hostroot "$1"; then
+  if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=mmap hostroot "$1"; then
     echo "EMBODY-VM-EXIT 70"; poweroff -f
   fi
 }
