@@ -308,6 +308,27 @@ TEST_F(CliServerTest, JobsListAndShowAsJson) {
   EXPECT_EQ(r.Json()["state"], "CANCELLED");
 }
 
+// `embody show` prints the job the server sends, read through its view, and says whether it
+// has started; `embody ls` lists it.
+TEST_F(CliServerTest, ShowAndLsPrintAPendingJob) {
+  Reply sub = Call("POST", "/v1/jobs", Admin(), PendingSpec("cli-pending").dump());
+  ASSERT_EQ(sub.status, 201) << sub.text;
+  EXPECT_TRUE(sub.body["wait_seconds"].is_null()) << sub.text;
+  const std::string id = sub.body["id"].dump();
+  CliRun r = Cli({"show", id});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\": \"cli-pending\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"wait_seconds\": null"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nnot started yet\n"), std::string::npos) << r.out;
+  r = Cli({"ls"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(id + "  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cli-pending"), std::string::npos) << r.out;
+  r = Cli({"events", id});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  state  {"), std::string::npos) << r.out;
+}
+
 // The paper's table (docs/planner.md) through the CLI and the server: a plan request file
 // with the cluster given by flag, as a table and as documented JSON; a bad field is refused.
 TEST_F(CliServerTest, PlanThePapersTable) {

@@ -13,6 +13,7 @@
 #include "cli/command_line.h"
 #include "cli/format.h"
 #include "cli/forecast_format.h"
+#include "cli/job_format.h"
 #include "cli/pipeline_format.h"
 #include "cli/plan_format.h"
 #include "cli/requests.h"
@@ -42,22 +43,16 @@ class Commands {
   int Run() {
     const std::string& c = inv_.command;
     const std::string id = std::to_string(inv_.id);
-    if (c == "ls") return Print(api_.Get(JobsPath(inv_)), JobsTable);
+    if (c == "ls") return PrintView(api_.Get(JobsPath(inv_)), api::v1::ParseJobList, JobsTable);
     if (c == "submit") return Submit();
     if (c == "plan") return Plan();
-    if (c == "show") {
-      auto r = api_.Get("/v1/jobs/" + id);
-      if (!r.ok()) return Fail(r.status());
-      io_.out << (inv_.json ? r->dump() : r->dump(2)) << "\n";
-      if (!inv_.json) {
-        if (std::string phases = LaunchPhasesTable(*r); !phases.empty()) io_.out << "\n" << phases;
-      }
-      return 0;
-    }
+    if (c == "show") return PrintView(api_.Get("/v1/jobs/" + id), api::v1::ParseJob, JobDetail);
     if (c == "watch") return Watch(id);
     if (c == "cancel") {
-      return Print(api_.Post("/v1/jobs/" + id + "/cancel", "{}"),
-                   [](const json& j) { return Cell(j, "id") + " " + Cell(j, "state") + "\n"; });
+      return PrintView(api_.Post("/v1/jobs/" + id + "/cancel", "{}"), api::v1::ParseJob,
+                       [](const api::v1::Job& j) {
+                         return std::to_string(j.id) + " " + j.state + "\n";
+                       });
     }
     if (c == "logs") return Logs(id);
     if (c == "events") return Events(id);
@@ -125,16 +120,23 @@ class Commands {
         if (!text.ok()) return Fail(text.status());
         body = *text;
       }
-      if (inv_.dry_run) return Print(api_.Post("/v1/pipelines?dry_run=true", body), PipelineDryRunText);
+      if (inv_.dry_run) {
+        return PrintView(api_.Post("/v1/pipelines?dry_run=true", body),
+                         api::v1::ParsePipelineDryRun, PipelineDryRunText);
+      }
       return Print(api_.Post("/v1/pipelines", body),
                    [](const json& p) { return Cell(p, "id") + "\n"; });
     }
     if (c == "pipelines ls") {
-      return Print(api_.Get("/v1/pipelines?limit=" + std::to_string(inv_.limit)), PipelinesTable);
+      return PrintView(api_.Get("/v1/pipelines?limit=" + std::to_string(inv_.limit)),
+                       api::v1::ParsePipelineList, PipelinesTable);
     }
-    if (c == "pipelines show") return Print(api_.Get("/v1/pipelines/" + id), PipelineDetail);
+    if (c == "pipelines show") {
+      return PrintView(api_.Get("/v1/pipelines/" + id), api::v1::ParsePipeline, PipelineDetail);
+    }
     if (c == "pipelines cancel") {
-      return Print(api_.Post("/v1/pipelines/" + id + "/cancel", ""), PipelineDetail);
+      return PrintView(api_.Post("/v1/pipelines/" + id + "/cancel", ""), api::v1::ParsePipeline,
+                       PipelineDetail);
     }
     if (c == "datasets import") {
       const DatasetImportFlags flags{inv_.format, inv_.filter, inv_.language, inv_.nan,
@@ -220,25 +222,6 @@ class Commands {
     return 0;
   }
 
-  static std::string StepOf(const json& job) {
-    if (job.contains("last_step") && job["last_step"].is_object()) {
-      const int64_t total = job["last_step"].value("steps", int64_t{0});
-      return std::to_string(job["last_step"].value("step", int64_t{0})) +
-             (total > 0 ? "/" + std::to_string(total) : "");
-    }
-    return "-";
-  }
-
-  static std::string JobsTable(const json& reply) {
-    std::vector<std::vector<std::string>> rows = {
-        {"ID", "NAME", "KIND", "STATE", "STEP", "CREATED", "REASON"}};
-    for (const auto& j : reply.value("jobs", json::array())) {
-      rows.push_back({Cell(j, "id"), Cell(j, "name"), Cell(j, "kind"), Cell(j, "state"), StepOf(j),
-                      Cell(j, "created_at"), Cell(j, "reason")});
-    }
-    return FormatTable(rows);
-  }
-
   int Submit() {
     std::string body;
     if (inv_.file == "-") {
@@ -251,12 +234,20 @@ class Commands {
     if (inv_.dry_run) {
       auto f = api_.Post("/v1/jobs?dry_run=true", body);
       if (!f.ok()) return Fail(f.status());
-      io_.out << (inv_.json ? f->dump(2) + "\n" : ForecastText(*f)) << std::flush;
+      if (inv_.json) {
+        io_.out << f->dump(2) << "\n" << std::flush;
+        return 0;
+      }
+      auto view = api::v1::ParseForecast(*f);
+      if (!view.ok()) return Fail(NotUnderstood(view.status()));
+      io_.out << ForecastText(*view) << std::flush;
       return 0;
     }
     auto r = api_.Post("/v1/jobs", body);
     if (!r.ok()) return Fail(r.status());
-    const std::string id = Cell(*r, "id");
+    auto job = api::v1::ParseJob(*r);
+    if (!job.ok()) return Fail(NotUnderstood(job.status()));
+    const std::string id = std::to_string(job->id);
     io_.out << id << "\n" << std::flush;
     return inv_.watch ? Watch(id) : 0;
   }
@@ -290,7 +281,7 @@ class Commands {
     }
     auto body = PlanBody(*file, gpus, cluster);
     if (!body.ok()) return Fail(body.status());
-    return Print(api_.Post("/v1/plan", body->dump()), PlanTable);
+    return PrintView(api_.Post("/v1/plan", body->dump()), api::v1::ParsePlan, PlanTable);
   }
 
   int Watch(const std::string& id) {
@@ -307,9 +298,11 @@ class Commands {
         return Fail(r.status());
       }
       failures = 0;
-      const json& job = *r;
+      auto parsed = api::v1::ParseJob(*r);
+      if (!parsed.ok()) return Fail(NotUnderstood(parsed.status()));
+      const api::v1::Job& job = *parsed;
       const std::string line = ProgressLine(job);
-      const std::string state = job.value("state", "");
+      const std::string& state = job.state;
       const bool done = state == "SUCCEEDED" || state == "FAILED" || state == "CANCELLED";
       const auto now = std::chrono::steady_clock::now();
       if (io_.tty) {
@@ -324,23 +317,20 @@ class Commands {
     }
   }
 
-  int Finished(const std::string& id, const json& job, const std::string& state) {
+  int Finished(const std::string& id, const api::v1::Job& job, const std::string& state) {
     if (io_.tty) io_.out << "\n";
-    if (job.contains("exit_code") && job["exit_code"].is_number_integer()) {
-      io_.out << "exit code: " << job["exit_code"].get<int>() << "\n";
-    }
-    if (job.contains("latest_checkpoint") && job["latest_checkpoint"].is_object()) {
-      io_.out << "checkpoint: " << Cell(job["latest_checkpoint"], "path") << "\n";
-    }
+    if (job.exit_code) io_.out << "exit code: " << *job.exit_code << "\n";
+    if (job.latest_checkpoint) io_.out << "checkpoint: " << job.latest_checkpoint->path << "\n";
     // A training run ends by sampling actions on held-out demonstrations; an eval job by its
     // episodes' success rates.
     auto eval = api_.Get("/v1/jobs/" + id + "/events?type=eval&limit=1");
-    if (eval.ok() && (*eval)["events"].is_array() && !(*eval)["events"].empty()) {
-      io_.out << EvalEventLine((*eval)["events"][0]["data"]);
+    if (eval.ok()) {
+      auto events = api::v1::ParseEventList(*eval);
+      if (events.ok() && !events->events.empty()) {
+        io_.out << EvalEventLine(events->events[0].data);
+      }
     }
-    if (state != "SUCCEEDED" && job.contains("reason")) {
-      io_.out << "reason: " << Cell(job, "reason") << "\n";
-    }
+    if (state != "SUCCEEDED") io_.out << "reason: " << job.reason << "\n";
     io_.out << std::flush;
     return state == "SUCCEEDED" ? 0 : 1;
   }
@@ -348,14 +338,7 @@ class Commands {
   int Events(const std::string& id) {
     std::string path = "/v1/jobs/" + id + "/events?limit=1000";
     if (!inv_.type.empty()) path += "&type=" + QueryValue(inv_.type);
-    return Print(api_.Get(path), [](const json& reply) {
-      std::string out;
-      for (const auto& e : reply.value("events", json::array())) {
-        out += Cell(e, "time") + "  " + Cell(e, "type") + "  " +
-               e.value("data", json::object()).dump() + "\n";
-      }
-      return out;
-    });
+    return PrintView(api_.Get(path), api::v1::ParseEventList, EventsText);
   }
 
   int Metrics(const std::string& id) {

@@ -1,6 +1,7 @@
 #include "cli/forecast_format.h"
 
 #include "cli/plan_format.h"
+#include "common/time_util.h"
 
 namespace cli {
 
@@ -8,38 +9,38 @@ using nlohmann::json;
 
 namespace {
 
-std::string Text(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "-";
-  return v.dump();
+std::string TimeText(const std::optional<int64_t>& ms) {
+  return ms ? common::FormatTimeMillis(*ms) : "-";
+}
+
+std::string Duration(const std::optional<double>& seconds) {
+  return HumanDuration(seconds ? json(*seconds) : json(nullptr));
 }
 
 }  // namespace
 
-std::string ForecastText(const json& f) {
+std::string ForecastText(const api::v1::Forecast& f) {
   std::string out = "admitted (dry run: nothing submitted)\n";
   std::string where;
-  if (f.contains("placement") && f["placement"].is_object()) {
-    for (const json& n : f["placement"].value("nodes", json::array())) {
-      where += (where.empty() ? "" : ", ") + Text(n["node"]) + " (" + Text(n["ranks"]) + " ranks)";
+  if (f.start && f.start->placement) {
+    for (const api::v1::ForecastNode& n : f.start->placement->nodes) {
+      where += (where.empty() ? "" : ", ") + n.node + " (" + std::to_string(n.ranks) + " ranks)";
     }
   }
-  if (f.value("starts_now", false)) {
+  if (f.start && f.start->starts_now) {
     out += "start:  now, on " + where + "\n";
-  } else if (!f.value("predicted_start", json()).is_null()) {
-    out += "start:  " + Text(f["predicted_start"]) + " (in " +
-           HumanDuration(f.value("predicted_wait_seconds", json())) + "), on " + where + "\n";
+  } else if (f.start && f.start->start_ms) {
+    out += "start:  " + TimeText(f.start->start_ms) + " (in " + Duration(f.start->wait_seconds) +
+           "), on " + where + "\n";
   } else {
     out += "start:  unknown\n";
   }
-  const json run = f.value("predicted_run_seconds", json());
-  out += "run:    " + HumanDuration(run);
-  if (!run.is_null()) out += " (" + Text(f.value("run_time_source", json())) + ")";
-  out += "\nend:    " + Text(f.value("predicted_end", json())) + "\n";
-  const json reasons = f.value("reasons", json::array());
-  if (!reasons.empty()) {
+  out += "run:    " + Duration(f.run_seconds);
+  if (f.run_seconds) out += " (" + f.run_time_source.value_or("-") + ")";
+  out += "\nend:    " + TimeText(f.end_ms) + "\n";
+  if (!f.reasons.empty()) {
     out += "why:\n";
-    for (const json& r : reasons) out += "  - " + Text(r) + "\n";
+    for (const std::string& r : f.reasons) out += "  - " + r + "\n";
   }
   return out;
 }

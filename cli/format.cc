@@ -89,19 +89,19 @@ std::string StepDetail(const nlohmann::json& step, long s, long total) {
 
 }  // namespace
 
-std::string ProgressLine(const nlohmann::json& job, int width) {
-  std::string state = job.value("state", "?");
-  const nlohmann::json* step = nullptr;
-  if (job.contains("last_step") && job["last_step"].is_object()) step = &job["last_step"];
+namespace {
+
+// `step`: the last step event's data, or nullptr before the first.
+std::string ProgressLineOf(const std::string& state, const nlohmann::json* step,
+                           const std::string& reason, int width) {
   double frac = 0.0;
   std::string detail;
   if (step) {
     long s = step->value("step", 0L), total = step->value("steps", 0L);
     if (total > 0) frac = std::clamp(static_cast<double>(s) / total, 0.0, 1.0);
     detail = StepDetail(*step, s, total);
-  } else if (job.contains("reason") && job["reason"].is_string() &&
-             !job["reason"].get<std::string>().empty()) {
-    detail = job["reason"].get<std::string>();
+  } else if (!reason.empty()) {
+    detail = reason;
   }
   if (state == "SUCCEEDED") frac = 1.0;
   int filled = static_cast<int>(std::lround(frac * width));
@@ -111,6 +111,24 @@ std::string ProgressLine(const nlohmann::json& job, int width) {
   std::string line = bar + " " + pct + "  " + state;
   if (!detail.empty()) line += "  " + detail;
   return line;
+}
+
+}  // namespace
+
+std::string ProgressLine(const nlohmann::json& job, int width) {
+  const nlohmann::json* step = nullptr;
+  if (job.contains("last_step") && job["last_step"].is_object()) step = &job["last_step"];
+  std::string reason;
+  if (job.contains("reason") && job["reason"].is_string()) {
+    reason = job["reason"].get<std::string>();
+  }
+  return ProgressLineOf(job.value("state", "?"), step, reason, width);
+}
+
+std::string ProgressLine(const api::v1::Job& job, int width) {
+  const nlohmann::json* step =
+      job.last_step && job.last_step->is_object() ? &*job.last_step : nullptr;
+  return ProgressLineOf(job.state, step, job.reason, width);
 }
 
 std::string LaunchPhasesTable(const nlohmann::json& job) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/v1/evaluation.h"
+#include "api/v1/job.h"
 #include "common/status.h"
 
 namespace cli {
@@ -25,6 +26,7 @@ std::string HumanNumber(double v);
 // One line for a job: "[#######.............]  35%  step 70/200  loss 0.1234  45.6k tok/s  RUNNING".
 // `job` is the Job JSON of GET /v1/jobs/{id}; `width` is the bar's width in characters.
 std::string ProgressLine(const nlohmann::json& job, int width = 30);
+std::string ProgressLine(const api::v1::Job& job, int width = 30);
 
 // Where the job's launch spent its time (`launch_phases` of GET /v1/jobs/{id}): a heading line
 // and one row per phase with its milliseconds and what it covers; "" when the job has none.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/format.h"
+#include "common/time_util.h"
 
 namespace cli {
 
@@ -15,6 +16,10 @@ std::string Text(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "-";
   if (j[key].is_string()) return j[key].get<std::string>();
   return j[key].dump();
+}
+
+std::string TimeText(const std::optional<int64_t>& ms) {
+  return ms ? common::FormatTimeMillis(*ms) : "-";
 }
 
 std::string Number(const json& v) {
@@ -40,63 +45,57 @@ std::string GateCell(const json& gate) {
   return out;
 }
 
-std::string PipelinesTable(const json& reply) {
+std::string PipelinesTable(const api::v1::PipelineList& list) {
   std::vector<std::vector<std::string>> rows{{"ID", "NAME", "STATE", "STEPS", "CREATED", "REASON"}};
-  for (const json& p : reply.value("pipelines", json::array())) {
-    int done = 0, total = 0;
-    for (const json& s : p.value("steps", json::array())) {
-      ++total;
-      if (s.value("state", "") == "succeeded") ++done;
+  for (const api::v1::Pipeline& p : list.pipelines) {
+    int done = 0;
+    for (const api::v1::PipelineStep& s : p.steps) {
+      if (s.state == "succeeded") ++done;
     }
-    rows.push_back({Text(p, "id"), Text(p, "name"), Text(p, "state"),
-                    std::to_string(done) + "/" + std::to_string(total), Text(p, "created_at"),
-                    Text(p, "reason")});
+    rows.push_back({std::to_string(p.id), p.name, p.state,
+                    std::to_string(done) + "/" + std::to_string(p.steps.size()),
+                    common::FormatTimeMillis(p.created_ms), p.reason});
   }
   return FormatTable(rows);
 }
 
-std::string PipelineDryRunText(const json& r) {
-  std::string out = "admitted (dry run: nothing submitted): pipeline " + Text(r, "name") +
-                    ", expected to end " + Text(r, "predicted_end") + "\n";
+std::string PipelineDryRunText(const api::v1::PipelineDryRun& r) {
+  std::string out = "admitted (dry run: nothing submitted): pipeline " + r.name +
+                    ", expected to end " + TimeText(r.end_ms) + "\n";
   std::vector<std::vector<std::string>> rows = {
       {"STEP", "KIND", "NEEDS", "WAIT S", "RUN S", "START", "END"}};
   std::string notes;
-  for (const json& s : r.value("steps", json::array())) {
+  for (const api::v1::PipelineStepForecast& s : r.steps) {
     std::string needs;
-    for (const json& n : s.value("needs", json::array())) {
-      needs += (needs.empty() ? "" : ",") + (n.is_string() ? n.get<std::string>() : n.dump());
-    }
-    const json f = s.value("forecast", json::object());
-    auto seconds = [&](const char* key) {
-      const json v = f.is_object() ? f.value(key, json(nullptr)) : json(nullptr);
-      if (!v.is_number()) return std::string("-");
+    for (const std::string& n : s.needs) needs += (needs.empty() ? "" : ",") + n;
+    auto seconds = [](const std::optional<double>& v) {
+      if (!v) return std::string("-");
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.0f", v.get<double>());
+      std::snprintf(buf, sizeof buf, "%.0f", *v);
       return std::string(buf);
     };
-    rows.push_back({Text(s, "name"), Text(s, "kind"), needs.empty() ? "-" : needs,
-                    seconds("predicted_wait_seconds"), seconds("predicted_run_seconds"),
-                    Text(s, "predicted_start"), Text(s, "predicted_end")});
-    if (s.contains("not_predicted")) {
-      notes += Text(s, "name") + ": not predicted: " + Text(s, "not_predicted") + "\n";
-    }
+    const std::optional<double> wait =
+        s.forecast && s.forecast->start ? s.forecast->start->wait_seconds : std::nullopt;
+    rows.push_back({s.name, s.kind, needs.empty() ? "-" : needs, seconds(wait),
+                    seconds(s.forecast ? s.forecast->run_seconds : std::nullopt),
+                    TimeText(s.start_ms), TimeText(s.end_ms)});
+    if (s.not_predicted) notes += s.name + ": not predicted: " + *s.not_predicted + "\n";
   }
   return out + FormatTable(rows) + notes;
 }
 
-std::string PipelineDetail(const json& p) {
-  std::string out = "pipeline " + Text(p, "id") + " (" + Text(p, "name") + "): " +
-                    Text(p, "state");
-  if (!p.value("reason", "").empty()) out += " - " + Text(p, "reason");
+std::string PipelineDetail(const api::v1::Pipeline& p) {
+  std::string out = "pipeline " + std::to_string(p.id) + " (" + p.name + "): " + p.state;
+  if (!p.reason.empty()) out += " - " + p.reason;
   out += "\n\n";
   std::vector<std::vector<std::string>> rows{{"STEP", "STATE", "JOB", "ATTEMPTS", "GATE"}};
-  for (const json& s : p.value("steps", json::array())) {
-    rows.push_back({Text(s, "name"), Text(s, "state"), Text(s, "job_id"), Text(s, "attempts"),
-                    GateCell(s.value("gate", json()))});
+  for (const api::v1::PipelineStep& s : p.steps) {
+    rows.push_back({s.name, s.state, s.jobs.empty() ? "-" : std::to_string(s.jobs.back()),
+                    std::to_string(s.jobs.size()), GateCell(s.gate)});
   }
   out += FormatTable(rows) + "\n";
-  for (const json& s : p.value("steps", json::array())) {
-    if (!s.value("reason", "").empty()) out += Text(s, "name") + ": " + Text(s, "reason") + "\n";
+  for (const api::v1::PipelineStep& s : p.steps) {
+    if (!s.reason.empty()) out += s.name + ": " + s.reason + "\n";
   }
   return out;
 }

@@ -53,28 +53,26 @@ std::string HumanDuration(const json& seconds) {
   return buf;
 }
 
-std::string PlanTable(const json& plan) {
+std::string PlanTable(const api::v1::Plan& plan) {
   std::vector<std::vector<std::string>> rows = {{"GPUS", "NODES", "STEP", "EPOCH", "RUN",
                                                  "TOKENS/S", "EFFICIENCY", "BOTTLENECK",
                                                  "MEM/RANK"}};
-  for (const json& s : plan.value("sizes", json::array())) {
+  for (const api::v1::PlanSize& s : plan.sizes) {
     char eff[16];
-    std::snprintf(eff, sizeof eff, "%.0f%%", 100 * s.value("efficiency", 0.0));
-    std::string mem = HumanNumber(s.value("memory_per_rank_bytes", 0.0)) + "B";
-    if (!s.value("fits_memory", true)) mem += " (too big)";
-    rows.push_back({std::to_string(s.value("gpus", 0)), std::to_string(s.value("nodes", 0)),
-                    HumanDuration(s.value("step_seconds", json())),
-                    HumanDuration(s.value("epoch_seconds", json())),
-                    HumanDuration(s.value("run_seconds", json())),
-                    HumanNumber(s.value("tokens_per_s", 0.0)), eff,
-                    s.value("bottleneck", std::string("-")), mem});
+    std::snprintf(eff, sizeof eff, "%.0f%%", 100 * s.efficiency);
+    std::string mem = HumanNumber(s.memory_per_rank_bytes) + "B";
+    if (!s.fits_memory) mem += " (too big)";
+    rows.push_back({std::to_string(s.gpus), std::to_string(s.nodes), HumanDuration(s.step_seconds),
+                    HumanDuration(s.epoch_seconds ? json(*s.epoch_seconds) : json(nullptr)),
+                    HumanDuration(s.run_seconds), HumanNumber(s.tokens_per_s), eff, s.bottleneck,
+                    mem});
   }
   std::string out = FormatTable(rows);
-  const json below = plan.value("efficiency_below_half_at_gpus", json());
-  out += "efficiency vs one node stays >= 50% up to " +
-         std::to_string(plan.value("efficient_up_to_gpus", 0)) + " GPUs";
-  out += below.is_number_integer() ? "; below at " + std::to_string(below.get<int>()) + "\n"
-                                   : "\n";
+  out += "efficiency vs one node stays >= 50% up to " + std::to_string(plan.efficient_up_to_gpus) +
+         " GPUs";
+  out += plan.efficiency_below_half_at_gpus
+             ? "; below at " + std::to_string(*plan.efficiency_below_half_at_gpus) + "\n"
+             : "\n";
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1/plan.h"
 #include "common/status.h"
 
 namespace cli {
@@ -22,7 +23,7 @@ common::Result<nlohmann::json> PlanBody(const nlohmann::json& file_json,
 
 // One row per size: GPUS NODES STEP EPOCH RUN TOKENS/S EFFICIENCY BOTTLENECK MEM/RANK, then
 // where efficiency falls below 50%.
-std::string PlanTable(const nlohmann::json& plan);
+std::string PlanTable(const api::v1::Plan& plan);
 
 // "850 ms", "3.01 s", "12.5 min", "2.55 h"; "-" for null.
 std::string HumanDuration(const nlohmann::json& seconds);

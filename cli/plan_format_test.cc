@@ -48,18 +48,28 @@ TEST(PlanFormatTest, Durations) {
 }
 
 TEST(PlanFormatTest, Table) {
-  const json plan = json::parse(R"({
+  // The server's reply read with the plan's codec, as the CLI reads it.
+  const std::string rest = R"("samples_per_rank": 4, "compute_seconds": 1, "allreduce_seconds": 1,
+    "exposed_allreduce_seconds": 0.5, "data_seconds": 0.1, "samples_per_s": 100,
+    "memory": {"params": 1, "grads": 1, "optimizer": 2, "activations": 3})";
+  auto plan = api::v1::ParsePlan(json::parse(R"({
+    "cluster": "c", "allreduce": "ring", "precision": "fp32", "fp8_allreduce": false,
+    "params": 1000, "flops_per_token": 6000, "tokens_per_sample": 88,
     "sizes": [
       {"gpus": 256, "nodes": 32, "step_seconds": 3.005, "epoch_seconds": 9180.0,
        "run_seconds": 9171.3, "tokens_per_s": 2180000, "efficiency": 0.99,
-       "bottleneck": "compute", "memory_per_rank_bytes": 1.075e11, "fits_memory": false},
+       "bottleneck": "compute", "memory_per_rank_bytes": 1.075e11, "fits_memory": false, )" +
+                                             rest + R"(},
       {"gpus": 512, "nodes": 64, "step_seconds": 1.515, "epoch_seconds": null,
        "run_seconds": 4623.8, "tokens_per_s": 4330000, "efficiency": 0.98,
-       "bottleneck": "communication", "memory_per_rank_bytes": 7.39e10, "fits_memory": true}],
-    "efficient_up_to_gpus": 1024, "efficiency_below_half_at_gpus": 2048})");
-  EXPECT_EQ(PlanTable(plan),
+       "bottleneck": "communication", "memory_per_rank_bytes": 7.39e10, "fits_memory": true, )" +
+                                             rest + R"(}],
+    "efficient_up_to_gpus": 1024, "efficiency_below_half_at_gpus": 2048})"));
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(PlanTable(*plan),
             "GPUS  NODES  STEP    EPOCH   RUN       TOKENS/S  EFFICIENCY  BOTTLENECK     MEM/RANK\n"
-            "256   32     3.00 s  2.55 h  2.55 h    2.18M     99%         compute        108GB (too big)\n"
+            "256   32     3.00 s  2.55 h  2.55 h    2.18M     99%         compute        108GB "
+            "(too big)\n"
             "512   64     1.51 s  -       77.1 min  4.33M     98%         communication  73.9GB\n"
             "efficiency vs one node stays >= 50% up to 1024 GPUs; below at 2048\n");
 }

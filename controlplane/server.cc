@@ -160,33 +160,6 @@ Status Server::Impl::WireServices() {
   loop_opts.schedule.preempt_grace_ms = opts.preempt_grace_ms;
   loop_opts.schedule.fair_share_half_life_seconds = opts.fair_share_half_life_s;
   loop_opts.schedule.max_reservations = opts.max_reservations;
-  scheduler = std::make_unique<service::SchedulerLoop>(
-      *database, loop_opts, now, store.try_lead,
-      [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); });
-  scheduler->SetOnDecided([raw](const service::CycleStats& s) {
-    // The launches of this cycle go out in the held heartbeats of their head nodes now, and
-    // heartbeats that reported the ends it placed onto stop waiting for it.
-    if (s.preempted) {
-      raw->waiters.NotifyAll();
-    } else {
-      raw->waiters.Notify(s.command_nodes);
-    }
-    raw->waiters.PassDone(s.seq);
-  });
-  auto wake = [raw] { raw->scheduler->Wake(); };
-  // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
-  auto wake_for_capacity = [raw] { raw->scheduler->WakeForCapacity(); };
-  service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
-  batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
-  batching.default_max_priority = opts.default_max_priority;
-  jobs = std::make_unique<service::JobsService>(*database, opts.limits, now, wake,
-                                                std::move(batching));
-  nodes = std::make_unique<service::NodeService>(*database, *log_files, opts.heartbeat_interval_ms,
-                                                 now, wake_for_capacity);
-  nodes->SetWaiters(&waiters);
-  nodes->SetCapacityPass([raw] { return raw->scheduler->WakeForCapacity(); });
-  nodes->SetHeard(&heard);
-  scheduler->SetHeard(&heard);
   if (!opts.plan_cluster.empty()) {
     EMBODY_ASSIGN_OR_RETURN(text, common::ReadFile(opts.plan_cluster));
     service::PlanWatchOptions watch;
@@ -203,7 +176,6 @@ Status Server::Impl::WireServices() {
           "--plan-cluster");
     }
     plan_watch = std::move(*made);
-    nodes->SetPlanWatch(plan_watch.get());
   }
   service::ForecastServiceOptions forecast_opts;
   forecast_opts.forecast.schedule = loop_opts.schedule;
@@ -217,11 +189,52 @@ Status Server::Impl::WireServices() {
   };
   forecasts = std::make_unique<service::ForecastService>(
       *database, opts.limits, now, std::move(forecast_opts), plan_watch.get());
-  scheduler->SetForecastHook(
-      [raw](const service::ClusterSnapshot& s, const std::vector<service::JobRecord>& jobs,
-            std::vector<int64_t> ids) { raw->forecasts->OnNewPending(s, jobs, std::move(ids)); });
-  scheduler->SetForecastIdleHook([raw] { raw->forecasts->ForgetSnapshot(); });
-  nodes->SetHandOver(&forecasts->hand_over());
+
+  // Built in the order of their dependencies, each complete once built: the forecasts (which the
+  // loop tells) before the scheduler loop, the loop before the services that wake it (jobs,
+  // nodes, datasets, pipelines). The loop and the node service share `heard` and `waiters`
+  // rather than knowing each other, so there is no cycle to break.
+  service::ForecastService* forecaster = forecasts.get();
+  service::SchedulerLoopHooks loop_hooks;
+  loop_hooks.heard = &heard;
+  loop_hooks.on_decided = [raw](const service::CycleStats& s) {
+    // The launches of this cycle go out in the held heartbeats of their head nodes now, and
+    // heartbeats that reported the ends it placed onto stop waiting for it.
+    if (s.preempted) {
+      raw->waiters.NotifyAll();
+    } else {
+      raw->waiters.Notify(s.command_nodes);
+    }
+    raw->waiters.PassDone(s.seq);
+  };
+  loop_hooks.forecast =
+      [forecaster](const service::ClusterSnapshot& s, const std::vector<service::JobRecord>& jobs,
+                   std::vector<int64_t> ids) { forecaster->OnNewPending(s, jobs, std::move(ids)); };
+  loop_hooks.forecast_idle = [forecaster] { forecaster->ForgetSnapshot(); };
+  scheduler = std::make_unique<service::SchedulerLoop>(
+      *database, loop_opts, now, store.try_lead,
+      [raw](const service::CycleStats& s) { raw->metrics->ObserveCycle(s); },
+      std::move(loop_hooks));
+  service::SchedulerLoop* loop = scheduler.get();
+  auto wake = [loop] { loop->Wake(); };
+  // Nodes wake it for freed capacity (a job ended, a node back or undrained): at once.
+  auto wake_for_capacity = [loop] { loop->WakeForCapacity(); };
+  service::SubmitBatchOptions batching{opts.submit_batch_window_us, opts.submit_batch_max};
+  batching.observe_batch = [raw](int members) { raw->metrics->ObserveSubmitBatch(members); };
+  batching.default_max_priority = opts.default_max_priority;
+  jobs = std::make_unique<service::JobsService>(*database, opts.limits, now, wake,
+                                                std::move(batching));
+  service::NodeServiceHooks node_hooks;
+  node_hooks.waiters = &waiters;
+  node_hooks.wake_for_pass = [loop] { return loop->WakeForCapacity(); };
+  node_hooks.heard = &heard;
+  node_hooks.plan_watch = plan_watch.get();
+  node_hooks.hand_over = &forecasts->hand_over();
+  node_hooks.on_launch_phases = [raw](const service::LaunchPhases& p) {
+    raw->metrics->ObserveLaunchPhases(service::PhaseDurations(p));
+  };
+  nodes = std::make_unique<service::NodeService>(*database, *log_files, opts.heartbeat_interval_ms,
+                                                 now, wake_for_capacity, std::move(node_hooks));
 
   tenants = std::make_unique<service::TenantsService>(*database, now);
   service::CheckpointLimits ckpt_limits;
@@ -279,9 +292,6 @@ http::ApiDeps Server::Impl::ApiDependencies(std::shared_ptr<const common::http::
   deps.nodes = nodes.get();
   deps.metrics = metrics.get();
   deps.web_dir = opts.web_dir;
-  nodes->SetLaunchPhasesObserver([raw](const service::LaunchPhases& p) {
-    raw->metrics->ObserveLaunchPhases(service::PhaseDurations(p));
-  });
   if (store.ready) {
     // Checked at most once a second however often it is probed (ready_check.h).
     ready_check = std::make_unique<http::CachedCheck>(store.ready, 1.0,

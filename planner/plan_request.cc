@@ -290,44 +290,46 @@ Result<PlanRequest> ParsePlanRequestText(const std::string& body, const api::Spe
   return ParsePlanRequest(j, limits);
 }
 
-json PlanToJson(const Plan& plan, const PlanRequest& request) {
-  json sizes = json::array();
-  for (const StepPrediction& s : plan.sizes) {
-    json size = {{"gpus", s.ranks},
-                 {"nodes", (s.ranks + request.cluster.ranks_per_node - 1) /
-                               request.cluster.ranks_per_node},
-                 {"samples_per_rank", s.samples_per_rank},
-                 {"step_seconds", s.step_s},
-                 {"compute_seconds", s.compute_s},
-                 {"allreduce_seconds", s.comm_s},
-                 {"exposed_allreduce_seconds", s.exposed_comm_s},
-                 {"data_seconds", s.data_s},
-                 {"tokens_per_s", s.tokens_per_s},
-                 {"samples_per_s", s.samples_per_s},
-                 {"run_seconds", s.run_s},
-                 {"efficiency", s.efficiency},
-                 {"bottleneck", BottleneckName(s.bottleneck)},
-                 {"memory_per_rank_bytes", s.memory.total},
-                 {"memory", {{"params", s.memory.params},
-                             {"grads", s.memory.grads},
-                             {"optimizer", s.memory.optimizer},
-                             {"activations", s.memory.activations}}},
-                 {"fits_memory", s.fits_memory}};
-    size["epoch_seconds"] = s.epoch_s > 0 ? json(s.epoch_s) : json(nullptr);
-    sizes.push_back(std::move(size));
-  }
+api::v1::Plan PlanView(const Plan& plan, const PlanRequest& request) {
   const Workload& w = request.workload;
-  return {{"cluster", request.cluster.name},
-          {"allreduce", AllreduceAlgorithmName(request.cluster.algorithm)},
-          {"precision", PrecisionName(request.options.precision)},
-          {"fp8_allreduce", request.options.fp8_allreduce},
-          {"params", ParamCount(w.model)},
-          {"flops_per_token", FlopsPerToken(w.model, w.segment_tokens)},
-          {"tokens_per_sample", w.tokens_per_sample},
-          {"sizes", std::move(sizes)},
-          {"efficient_up_to_gpus", plan.last_efficient_ranks},
-          {"efficiency_below_half_at_gpus",
-           plan.first_inefficient_ranks > 0 ? json(plan.first_inefficient_ranks) : json(nullptr)}};
+  api::v1::Plan out;
+  out.cluster = request.cluster.name;
+  out.allreduce = AllreduceAlgorithmName(request.cluster.algorithm);
+  out.precision = PrecisionName(request.options.precision);
+  out.fp8_allreduce = request.options.fp8_allreduce;
+  out.params = ParamCount(w.model);
+  out.flops_per_token = FlopsPerToken(w.model, w.segment_tokens);
+  out.tokens_per_sample = w.tokens_per_sample;
+  for (const StepPrediction& s : plan.sizes) {
+    api::v1::PlanSize size;
+    size.gpus = s.ranks;
+    size.nodes = (s.ranks + request.cluster.ranks_per_node - 1) / request.cluster.ranks_per_node;
+    size.samples_per_rank = s.samples_per_rank;
+    size.step_seconds = s.step_s;
+    size.compute_seconds = s.compute_s;
+    size.allreduce_seconds = s.comm_s;
+    size.exposed_allreduce_seconds = s.exposed_comm_s;
+    size.data_seconds = s.data_s;
+    size.tokens_per_s = s.tokens_per_s;
+    size.samples_per_s = s.samples_per_s;
+    if (s.epoch_s > 0) size.epoch_seconds = s.epoch_s;
+    size.run_seconds = s.run_s;
+    size.efficiency = s.efficiency;
+    size.bottleneck = BottleneckName(s.bottleneck);
+    size.memory_per_rank_bytes = s.memory.total;
+    size.memory = {s.memory.params, s.memory.grads, s.memory.optimizer, s.memory.activations};
+    size.fits_memory = s.fits_memory;
+    out.sizes.push_back(std::move(size));
+  }
+  out.efficient_up_to_gpus = plan.last_efficient_ranks;
+  if (plan.first_inefficient_ranks > 0) {
+    out.efficiency_below_half_at_gpus = plan.first_inefficient_ranks;
+  }
+  return out;
+}
+
+json PlanToJson(const Plan& plan, const PlanRequest& request) {
+  return api::v1::ToJson(PlanView(plan, request));
 }
 
 }  // namespace planner

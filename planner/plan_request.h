@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "api/v1/plan.h"
 #include "common/status.h"
 #include "planner/step_model.h"
 
@@ -39,6 +40,8 @@ common::Result<PlanRequest> ParsePlanRequest(const nlohmann::json& body,
 common::Result<PlanRequest> ParsePlanRequestText(const std::string& body,
                                                  const api::SpecLimits& limits);
 
+// The plan as the API shows it (POST /v1/plan), and its JSON (api::v1::ToJson of it).
+api::v1::Plan PlanView(const Plan& plan, const PlanRequest& request);
 nlohmann::json PlanToJson(const Plan& plan, const PlanRequest& request);
 
 }  // namespace planner

@@ -218,6 +218,35 @@ common::Status RequireObject(const json& j, const std::string& path) {
   return common::InvalidArgument("must be an object", path.empty() ? "response" : path);
 }
 
+std::vector<std::string> ReadStrings(FieldReader& r, const char* key) {
+  std::vector<std::string> out;
+  const json* a = r.Array(key);
+  if (a == nullptr) return out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    if (!(*a)[i].is_string()) {
+      r.Note(common::InvalidArgument("must be a string", r.PathOf(key, i)));
+      return out;
+    }
+    out.push_back((*a)[i].get<std::string>());
+  }
+  return out;
+}
+
+std::vector<int64_t> ReadInts(FieldReader& r, const char* key) {
+  std::vector<int64_t> out;
+  const json* a = r.Array(key);
+  if (a == nullptr) return out;
+  for (size_t i = 0; i < a->size(); ++i) {
+    auto x = IntOf<int64_t>((*a)[i]);
+    if (!x) {
+      r.Note(common::InvalidArgument("must be a 64-bit integer", r.PathOf(key, i)));
+      return out;
+    }
+    out.push_back(*x);
+  }
+  return out;
+}
+
 nlohmann::json TimeOrNull(const std::optional<int64_t>& ms) {
   return ms ? nlohmann::json(common::FormatTimeMillis(*ms)) : nlohmann::json(nullptr);
 }

@@ -53,6 +53,9 @@ class FieldReader {
   std::optional<std::string> OptionalString(const char* key);
   std::optional<bool> OptionalBool(const char* key);
 
+  // Whether `key` is present (null included): for the parts of a view that come together.
+  bool Has(const char* key) const { return j_.is_object() && j_.contains(key); }
+
   // A required member that is an object or an array, or nullptr (error recorded).
   const nlohmann::json* Object(const char* key);
   const nlohmann::json* Array(const char* key);
@@ -108,6 +111,11 @@ common::Result<T> ReadDocument(const nlohmann::json& j, Read read) {
   if (!r.status().ok()) return r.status();
   return value;
 }
+
+// The array `key` of `r` whose elements are strings (integers that fit int64_t); a wrong
+// element is noted in `r` by its path ("reasons[2]").
+std::vector<std::string> ReadStrings(FieldReader& r, const char* key);
+std::vector<int64_t> ReadInts(FieldReader& r, const char* key);
 
 // invalid_argument unless `j` is an object; `path` names it ("" : "response").
 common::Status RequireObject(const nlohmann::json& j, const std::string& path);

@@ -4,7 +4,6 @@
 
 namespace controlplane::http {
 
-using nlohmann::json;
 using A = Router::Auth;
 
 void AddJobRoutes(Router& router, const ApiDeps& deps) {
@@ -24,15 +23,14 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                     if (!forecasts) {
                       return RespondError(res, common::Unavailable("forecasts are not served"));
                     }
-                    auto f = forecasts->DryRun(ctx.principal, req.body);
-                    if (!f.ok()) return RespondError(res, f.status());
-                    return RespondJson(res, 200, *f);
+                    return RespondResult(res, forecasts->DryRun(ctx.principal, req.body));
                   }
                   auto r = jobs.Submit(ctx.principal, req.body,
                                        req.get_header_value("Idempotency-Key"));
                   if (!r.ok()) return RespondError(res, r.status());
                   ctx.audit_target = "job " + std::to_string(r->job.job.id);
-                  RespondJson(res, r->created ? 201 : 200, service::ToJson(r->job));
+                  RespondJson(res, r->created ? 201 : 200,
+                              api::v1::ToJson(service::JobOf(std::move(r->job))));
                 });
 
   router.Handle("GET", "/v1/jobs", A::kBearer,
@@ -46,17 +44,18 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                                         req.get_param_value("state"), *tenant,
                                         req.get_param_value("q"));
                   if (!page.ok()) return RespondError(res, page.status());
-                  // What RespondJson would write for {"jobs": [...], "next_cursor": ...}, one
-                  // row at a time (service::AppendJson).
-                  std::string body = "{\"jobs\":[";
-                  body.reserve(512 * (page->jobs.size() + 1));
-                  for (size_t i = 0; i < page->jobs.size(); ++i) {
-                    if (i) body += ',';
-                    service::AppendJson(page->jobs[i], body);
+                  api::v1::JobList list;
+                  list.jobs.reserve(page->jobs.size());
+                  for (service::JobView& v : page->jobs) {
+                    list.jobs.push_back(service::JobOf(std::move(v)));
                   }
-                  body += "],\"next_cursor\":";
-                  body += page->next_cursor ? json(*page->next_cursor).dump() : "null";
-                  body += "}\n";
+                  list.next_cursor = std::move(page->next_cursor);
+                  // What RespondJson writes for ToJson(list), one row at a time: a page of a
+                  // thousand jobs is not built as a tree first (api/v1/job.h).
+                  std::string body;
+                  body.reserve(512 * (list.jobs.size() + 1));
+                  api::v1::AppendJson(list, body);
+                  body += '\n';
                   res.status = 200;
                   res.set_content(body, "application/json");
                 });
@@ -67,7 +66,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   auto v = jobs.Get(ctx.principal, *id);
                   if (!v.ok()) return RespondError(res, v.status());
-                  RespondJson(res, 200, service::ToJson(*v));
+                  RespondJson(res, 200, api::v1::ToJson(service::JobOf(std::move(*v))));
                 });
 
   router.Handle("POST", "/v1/jobs/{id}/cancel", A::kBearer,
@@ -78,7 +77,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   auto v = jobs.Cancel(ctx.principal, *id);
                   if (v.ok()) ctx.audit_target_tenant = v->job.tenant_id;
                   if (!v.ok()) return RespondError(res, v.status());
-                  RespondJson(res, 200, service::ToJson(*v));
+                  RespondJson(res, 200, api::v1::ToJson(service::JobOf(std::move(*v))));
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/events", A::kBearer,
@@ -92,9 +91,10 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   auto events = jobs.Events(ctx.principal, *id, *after, req.get_param_value("type"),
                                             static_cast<int>(*limit));
                   if (!events.ok()) return RespondError(res, events.status());
-                  json list = json::array();
-                  for (const auto& e : *events) list.push_back(service::ToJson(e));
-                  RespondJson(res, 200, {{"events", list}});
+                  api::v1::EventList list;
+                  list.events.reserve(events->size());
+                  for (const auto& e : *events) list.events.push_back(service::EventOf(e));
+                  RespondJson(res, 200, api::v1::ToJson(list));
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/metrics", A::kBearer,
@@ -118,9 +118,7 @@ void AddJobRoutes(Router& router, const ApiDeps& deps) {
                   if (!forecasts) {
                     return RespondError(res, common::Unavailable("forecasts are not served"));
                   }
-                  auto f = forecasts->ForJob(ctx.principal, *id);
-                  if (!f.ok()) return RespondError(res, f.status());
-                  RespondJson(res, 200, *f);
+                  RespondResult(res, forecasts->ForJob(ctx.principal, *id));
                 });
 
   router.Handle("GET", "/v1/jobs/{id}/evaluation", A::kBearer,

@@ -31,7 +31,7 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                     return RespondResult(res, pipelines->DryRun(ctx.principal, req.body, *forecasts));
                   }
                   auto r = pipelines->Submit(ctx.principal, req.body);
-                  if (r.ok()) ctx.audit_target = "pipeline " + (*r)["id"].dump();
+                  if (r.ok()) ctx.audit_target = "pipeline " + std::to_string(r->id);
                   RespondResult(res, r, 201);
                 });
   router.Handle("GET", "/v1/pipelines", A::kBearer,
@@ -60,7 +60,7 @@ void AddPipelineRoutes(Router& router, const ApiDeps& deps) {
                   if (!id.ok()) return RespondError(res, id.status());
                   ctx.audit_target = "pipeline " + std::to_string(*id);
                   auto r = pipelines->Cancel(ctx.principal, *id);
-                  if (r.ok()) ctx.audit_target_tenant = (*r)["tenant_id"].get<int64_t>();
+                  if (r.ok()) ctx.audit_target_tenant = r->tenant_id;
                   RespondResult(res, r);
                 });
 }

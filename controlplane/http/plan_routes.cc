@@ -9,11 +9,8 @@ using A = Router::Auth;
 void AddPlanRoutes(Router& router, const ApiDeps& deps) {
   const api::SpecLimits limits = deps.jobs->limits();
   router.Handle("POST", "/v1/plan", A::kBearer,
-                [limits](const httplib::Request& req, httplib::Response& res,
-                         RequestContext& ctx) {
-                  auto plan = service::PlanJob(ctx.principal, req.body, limits);
-                  if (!plan.ok()) return RespondError(res, plan.status());
-                  RespondJson(res, 200, *plan);
+                [limits](const httplib::Request& req, httplib::Response& res, RequestContext& ctx) {
+                  RespondResult(res, service::PlanJob(ctx.principal, req.body, limits));
                 });
 }
 

@@ -35,22 +35,15 @@ constexpr size_t kMaxCachedRunTimes = 200'000;
 // How long a gap in fair-share accrual is counted, as the scheduler loop's default.
 constexpr int64_t kAccrueMaxGapMs = 60'000;
 
-json OptTime(const std::optional<int64_t>& ms) {
-  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
-}
-
-json OptNumber(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
 // A forecast run from a snapshot taken before `now`: nothing starts before now.
 JobForecast Since(JobForecast f, int64_t now) {
   if (f.start_ms && *f.start_ms < now) f.start_ms = now;
   return f;
 }
 
-// Where the forecast's cluster came from, and when it was taken.
-void AddSource(const char* from, int64_t as_of_ms, json* out) {
-  (*out)["as_of"] = common::FormatTimeMillis(as_of_ms);
-  (*out)["cluster_from"] = from;
+// Where the forecast's cluster came from, when it was taken, and the hand-over it assumed.
+api::v1::ForecastCluster SourceOf(const char* from, int64_t as_of_ms, int64_t handover_ms) {
+  return {as_of_ms, from, static_cast<double>(handover_ms) / 1000.0};
 }
 
 const char* SourceName(bool from_scheduler) {
@@ -59,14 +52,18 @@ const char* SourceName(bool from_scheduler) {
 
 }  // namespace
 
-json StoredForecastJson(const ForecastRecord& f) {
-  return {{"made_at", common::FormatTimeMillis(f.made_ms)},
-          {"predicted_start", OptTime(f.start_ms)},
-          {"predicted_run_seconds", OptNumber(f.run_seconds)},
-          {"predicted_end", OptTime(f.end_ms)},
-          {"start_error_seconds", OptNumber(f.start_error_seconds)},
-          {"end_error_seconds", OptNumber(f.end_error_seconds)}};
+api::v1::StoredForecast StoredForecastOf(const ForecastRecord& f) {
+  api::v1::StoredForecast out;
+  out.made_ms = f.made_ms;
+  out.start_ms = f.start_ms;
+  out.run_seconds = f.run_seconds;
+  out.end_ms = f.end_ms;
+  out.start_error_seconds = f.start_error_seconds;
+  out.end_error_seconds = f.end_error_seconds;
+  return out;
 }
+
+json StoredForecastJson(const ForecastRecord& f) { return api::v1::ToJson(StoredForecastOf(f)); }
 
 ForecastService::ForecastService(Database& db, api::SpecLimits limits,
                                  std::function<int64_t()> now, ForecastServiceOptions options,
@@ -212,40 +209,37 @@ Result<ForecastService::Cluster> ForecastService::ClusterNow(std::unique_ptr<Uni
   return c;
 }
 
-json ForecastService::Describe(const JobForecast& f, const RunTime& run, int64_t now,
-                               const ClusterSnapshot& s) const {
-  json placement = nullptr;
+api::v1::Forecast ForecastService::Describe(const JobForecast& f, const RunTime& run, int64_t now,
+                                            const ClusterSnapshot& s) const {
+  api::v1::ForecastStart start;
+  start.starts_now = f.starts_now;
+  start.start_ms = f.start_ms;
+  start.jobs_ahead = f.jobs_ahead;
   if (f.start_ms) {
-    json nodes = json::array();
+    start.wait_seconds = static_cast<double>(*f.start_ms - now) / 1000.0;
+    api::v1::ForecastPlacement placement{f.slot_type, {}};
     for (const NodeShare& n : f.nodes) {
       std::string name;
       for (const SchedNode& sn : s.nodes) {
         if (sn.id == n.node_id) name = sn.name;
       }
-      nodes.push_back({{"node_id", n.node_id}, {"node", name}, {"ranks", n.ranks},
-                       {"slots", n.slots}});
+      placement.nodes.push_back({n.node_id, std::move(name), n.ranks, n.slots});
     }
-    placement = {{"slot_type", f.slot_type}, {"nodes", nodes}};
+    start.placement = std::move(placement);
   }
-  json reasons = json::array();
-  for (const std::string& w : f.waits) reasons.push_back(w);
-  if (!f.start_ms && !f.unknown_reason.empty()) reasons.push_back(f.unknown_reason);
-  if (!run.seconds) reasons.push_back("run time unknown: " + run.reason);
-  const std::optional<int64_t> end = EndAfter(f.start_ms, run);
-  return {{"made_at", common::FormatTimeMillis(now)},
-          {"starts_now", f.starts_now},
-          {"predicted_start", OptTime(f.start_ms)},
-          {"predicted_wait_seconds",
-           f.start_ms ? json(static_cast<double>(*f.start_ms - now) / 1000.0) : json(nullptr)},
-          {"predicted_run_seconds", OptNumber(run.seconds)},
-          {"run_time_source", run.source.empty() ? json(nullptr) : json(run.source)},
-          {"predicted_end", OptTime(end)},
-          {"placement", placement},
-          {"jobs_ahead", f.jobs_ahead},
-          {"reasons", reasons}};
+  api::v1::Forecast out;
+  out.made_ms = now;
+  out.run_seconds = run.seconds;
+  if (!run.source.empty()) out.run_time_source = run.source;
+  out.end_ms = EndAfter(f.start_ms, run);
+  out.reasons = f.waits;
+  if (!f.start_ms && !f.unknown_reason.empty()) out.reasons.push_back(f.unknown_reason);
+  if (!run.seconds) out.reasons.push_back("run time unknown: " + run.reason);
+  out.start = std::move(start);
+  return out;
 }
 
-Result<json> ForecastService::DryRun(const Principal& p, const std::string& body) {
+Result<api::v1::Forecast> ForecastService::DryRun(const Principal& p, const std::string& body) {
   // Every check of JobsService::Submit and of its batch (submit_batcher.cc), in the same order,
   // so a dry run is refused exactly when and as the submission would be.
   EMBODY_RETURN_IF_ERROR(RequireWriter(p));
@@ -275,7 +269,7 @@ Result<json> ForecastService::DryRun(const Principal& p, const std::string& body
   return Predict(p.tenant_id, spec);
 }
 
-Result<json> ForecastService::Predict(int64_t tenant_id, const api::JobSpec& spec) {
+Result<api::v1::Forecast> ForecastService::Predict(int64_t tenant_id, const api::JobSpec& spec) {
   const int64_t now = now_();
   const json stored_spec = api::ToJson(spec);
   const RunTime planned_run = PredictRun(stored_spec, api::JobKindName(spec.kind));
@@ -284,12 +278,10 @@ Result<json> ForecastService::Predict(int64_t tenant_id, const api::JobSpec& spe
   if (std::shared_ptr<const ForwardPlan> plan = FreshPlan(now)) {
     std::optional<int64_t> run_ms;
     if (planned_run.seconds) run_ms = static_cast<int64_t>(*planned_run.seconds * 1000.0);
-    json out = Describe(Since(plan->Forecast(job, run_ms), now), planned_run, now,
-                        plan->snapshot());
-    AddSource("scheduler_plan", plan->snapshot().now_ms, &out);
-    out["hand_over_seconds"] = static_cast<double>(plan->times().handover_ms) / 1000.0;
-    out["dry_run"] = true;
-    out["admitted"] = true;
+    api::v1::Forecast out =
+        Describe(Since(plan->Forecast(job, run_ms), now), planned_run, now, plan->snapshot());
+    out.cluster = SourceOf("scheduler_plan", plan->snapshot().now_ms, plan->times().handover_ms);
+    out.dry_run = true;
     return out;
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());  // read only: never committed
@@ -300,24 +292,23 @@ Result<json> ForecastService::Predict(int64_t tenant_id, const api::JobSpec& spe
   if (run.seconds) times.run_ms[kDryRunId] = static_cast<int64_t>(*run.seconds * 1000.0);
   snapshot.pending.push_back(job);
   auto f = ForecastStarts(snapshot, times, {kDryRunId}, options_.forecast);
-  json out = Describe(Since(f[kDryRunId], now), run, now, snapshot);
-  AddSource(SourceName(cluster.from_scheduler), cluster.snapshot.now_ms, &out);
-  out["hand_over_seconds"] = static_cast<double>(times.handover_ms) / 1000.0;
-  out["dry_run"] = true;
-  out["admitted"] = true;
+  api::v1::Forecast out = Describe(Since(f[kDryRunId], now), run, now, snapshot);
+  out.cluster = SourceOf(SourceName(cluster.from_scheduler), snapshot.now_ms, times.handover_ms);
+  out.dry_run = true;
   return out;
 }
 
-Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
+Result<api::v1::Forecast> ForecastService::ForJob(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireReader(p));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(job, uow->jobs().Get(id, p.TenantScope(), false));
   if (!job) return common::NotFound("job " + std::to_string(id) + " not found");
   EMBODY_ASSIGN_OR_RETURN(stored, uow->forecasts().ForJobs({id}));
-  const json submitted = stored.count(id) ? StoredForecastJson(stored.at(id)) : json(nullptr);
+  std::optional<api::v1::StoredForecast> submitted;
+  if (stored.count(id)) submitted = StoredForecastOf(stored.at(id));
   const RunTime run = PredictRun(job->spec, job->kind);
   const int64_t now = now_();
-  json out;
+  api::v1::Forecast out;
   if (job->state == JobState::kPending) {
     EMBODY_ASSIGN_OR_RETURN(cluster, ClusterNow(std::move(uow), now));
     const bool seen = std::any_of(cluster.snapshot.pending.begin(), cluster.snapshot.pending.end(),
@@ -333,8 +324,8 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
     }
     auto f = ForecastStarts(cluster.snapshot, cluster.times, {id}, options_.forecast);
     out = Describe(Since(f[id], now), run, now, cluster.snapshot);
-    AddSource(SourceName(cluster.from_scheduler), cluster.snapshot.now_ms, &out);
-    out["hand_over_seconds"] = static_cast<double>(cluster.times.handover_ms) / 1000.0;
+    out.cluster = SourceOf(SourceName(cluster.from_scheduler), cluster.snapshot.now_ms,
+                           cluster.times.handover_ms);
   } else if (api::IsTerminal(job->state)) {
     return common::FailedPrecondition(std::string("job is ") + api::JobStateName(job->state) +
                                       ": it has nothing left to forecast; its view shows how "
@@ -342,17 +333,14 @@ Result<json> ForecastService::ForJob(const Principal& p, int64_t id) {
   } else {
     // Holding slots: when it is expected to end.
     const int64_t start = job->started_ms.value_or(job->updated_ms);
-    out = {{"made_at", common::FormatTimeMillis(now)},
-           {"started_at", OptTime(job->started_ms)},
-           {"predicted_run_seconds", OptNumber(run.seconds)},
-           {"run_time_source", run.source.empty() ? json(nullptr) : json(run.source)},
-           {"predicted_end", OptTime(EndAfter(start, run))},
-           {"reasons", run.seconds ? json::array()
-                                   : json::array({"run time unknown: " + run.reason})}};
+    out.made_ms = now;
+    out.started_ms = job->started_ms;
+    out.run_seconds = run.seconds;
+    if (!run.source.empty()) out.run_time_source = run.source;
+    out.end_ms = EndAfter(start, run);
+    if (!run.seconds) out.reasons.push_back("run time unknown: " + run.reason);
   }
-  out["job_id"] = id;
-  out["state"] = api::JobStateName(job->state);
-  out["submitted_forecast"] = submitted;
+  out.job = api::v1::ForecastJob{id, api::JobStateName(job->state), std::move(submitted)};
   return out;
 }
 

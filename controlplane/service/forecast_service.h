@@ -56,6 +56,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "api/v1/forecast.h"
 #include "controlplane/service/forecast.h"
 #include "controlplane/service/forecast_store.h"
 #include "controlplane/service/hand_over.h"
@@ -104,13 +105,13 @@ class ForecastService {
 
   // The answer to POST /v1/jobs?dry_run=true: refused exactly as a submission would be (same
   // status, message and field), or the forecast. Writes nothing.
-  Result<nlohmann::json> DryRun(const Principal& p, const std::string& body);
+  Result<api::v1::Forecast> DryRun(const Principal& p, const std::string& body);
   // The forecast part of a dry run for a job of `tenant_id` whose checks were made by the caller
   // (a pipeline's dry run, for each step's job as if it were submitted now). Writes nothing.
-  Result<nlohmann::json> Predict(int64_t tenant_id, const api::JobSpec& spec);
+  Result<api::v1::Forecast> Predict(int64_t tenant_id, const api::JobSpec& spec);
   // GET /v1/jobs/{id}/forecast: a pending job's forecast now, a job holding slots its expected
   // end; failed_precondition for a job that has ended. Another tenant's job is not found.
-  Result<nlohmann::json> ForJob(const Principal& p, int64_t id);
+  Result<api::v1::Forecast> ForJob(const Principal& p, int64_t id);
 
   // The scheduler loop's forecast hook, called every cycle with pending jobs: `new_ids` pending
   // in `snapshot` (built from `jobs`) are forecast and stored (a job's first forecast is kept),
@@ -132,7 +133,7 @@ class ForecastService {
   void Stop();
 
   RunTime PredictRun(const nlohmann::json& spec, const std::string& kind) const;
-  // Told job ends and starts by the node service (NodeService::SetHandOver).
+  // Told job ends and starts by the node service (NodeServiceHooks::hand_over).
   HandOverClock& hand_over() { return hand_over_; }
   // What a job of `limit_seconds` is expected to run for by the history; nullopt without a
   // limit, before enough jobs succeeded, or with learn_run_times off.
@@ -167,8 +168,9 @@ class ForecastService {
   std::shared_ptr<const ForwardPlan> FreshPlan(int64_t now);
   // On the thread: plans the latest snapshot if it has no plan yet.
   void PlanLatest();
-  nlohmann::json Describe(const JobForecast& f, const RunTime& run, int64_t now,
-                          const ClusterSnapshot& s) const;
+  // The start forecast `f` made at `now` on `s`, without where its cluster came from.
+  api::v1::Forecast Describe(const JobForecast& f, const RunTime& run, int64_t now,
+                             const ClusterSnapshot& s) const;
   void Loop();
 
   Database& db_;
@@ -198,7 +200,8 @@ class ForecastService {
   std::thread thread_;
 };
 
-// A job's forecast as the API writes it (the stored detail of a submitted job's, too).
-nlohmann::json StoredForecastJson(const ForecastRecord& f);
+// The forecast stored for a submitted job, as the API shows it (a job's view, its forecast).
+api::v1::StoredForecast StoredForecastOf(const ForecastRecord& f);
+nlohmann::json StoredForecastJson(const ForecastRecord& f);  // ToJson(StoredForecastOf(f))
 
 }  // namespace controlplane::service

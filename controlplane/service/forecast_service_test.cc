@@ -16,6 +16,12 @@ namespace {
 using api::JobState;
 using nlohmann::json;
 
+// A forecast as the API writes it: these tests check the fields of the wire.
+Result<json> Wire(const Result<api::v1::Forecast>& f) {
+  if (!f.ok()) return f.status();
+  return api::v1::ToJson(*f);
+}
+
 class ForecastServiceTest : public testing::MemoryServiceTest {
  protected:
   void SetUp() override {
@@ -86,7 +92,7 @@ TEST_F(ForecastServiceTest, ADryRunStoresNothing) {
   PlacedJob(member_, Node("n2", 2), Limited("running", 1, 2, 600), 2);
   Submit(Spec("waiting", 1, 2));
   const Counts before = Count();
-  auto f = Forecasts().DryRun(member_, Limited("dry", 1, 1, 60));
+  auto f = Wire(Forecasts().DryRun(member_, Limited("dry", 1, 1, 60)));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)["admitted"], true);
   EXPECT_EQ((*f)["dry_run"], true);
@@ -110,7 +116,7 @@ TEST_F(ForecastServiceTest, ARefusalIsTheSubmissionsOwn) {
   auto forecasts = Forecasts();
   for (const auto& [who, body] : cases) {
     auto submitted = jobs.Submit(who, body, "");
-    auto dry = forecasts.DryRun(who, body);
+    auto dry = Wire(forecasts.DryRun(who, body));
     ASSERT_FALSE(submitted.ok()) << body;
     ASSERT_FALSE(dry.ok()) << body;
     EXPECT_EQ(dry.status().code(), submitted.status().code()) << body;
@@ -129,7 +135,7 @@ TEST_F(ForecastServiceTest, APendingQuotaRefusesTheDryRunAsTheSubmission) {
   ParkNode("parked", 4);  // admits, places nothing
   Submit(Spec("first"));
   auto submitted = Jobs().Submit(member_, Spec("second"), "");
-  auto dry = Forecasts().DryRun(member_, Spec("second"));
+  auto dry = Wire(Forecasts().DryRun(member_, Spec("second")));
   ASSERT_FALSE(submitted.ok());
   ASSERT_FALSE(dry.ok());
   EXPECT_EQ(submitted.status().code(), common::Code::kResourceExhausted);
@@ -147,8 +153,8 @@ TEST_F(ForecastServiceTest, BeforeHandOversAreLearnedThePriorDelaysAJobBehindAnE
   off.learn_hand_over = false;
   ForecastService with(db_, api::SpecLimits{}, clock(), prior);
   ForecastService without(db_, api::SpecLimits{}, clock(), off);
-  auto a = with.DryRun(member_, Limited("next", 1, 2, 60));
-  auto b = without.DryRun(member_, Limited("next", 1, 2, 60));
+  auto a = Wire(with.DryRun(member_, Limited("next", 1, 2, 60)));
+  auto b = Wire(without.DryRun(member_, Limited("next", 1, 2, 60)));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(Ms((*a)["predicted_start"]), now_.load() + 601'000);
   EXPECT_EQ((*a)["hand_over_seconds"], 1.0);
@@ -158,7 +164,7 @@ TEST_F(ForecastServiceTest, BeforeHandOversAreLearnedThePriorDelaysAJobBehindAnE
 
 TEST_F(ForecastServiceTest, OnAnIdleClusterItStartsNow) {
   const int64_t n1 = Node("n1", 4);
-  auto f = Forecasts().DryRun(member_, Limited("now", 1, 2, 120));
+  auto f = Wire(Forecasts().DryRun(member_, Limited("now", 1, 2, 120)));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)["starts_now"], true);
   EXPECT_EQ(Ms((*f)["predicted_start"]), now_.load());
@@ -176,7 +182,7 @@ TEST_F(ForecastServiceTest, OnAnIdleClusterItStartsNow) {
 TEST_F(ForecastServiceTest, BehindARunningJobItStartsAtThatJobsEnd) {
   const int64_t n1 = Node("n1", 2);
   const int64_t running = PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
-  auto f = Forecasts().DryRun(member_, Spec("next", 1, 2));
+  auto f = Wire(Forecasts().DryRun(member_, Spec("next", 1, 2)));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)["starts_now"], false);
   EXPECT_EQ(Ms((*f)["predicted_start"]), now_.load() + 600'000);
@@ -197,7 +203,7 @@ TEST_F(ForecastServiceTest, BehindARunningJobItStartsAtThatJobsEnd) {
 TEST_F(ForecastServiceTest, AJobWithoutATimeLimitAheadLeavesTheStartUnknown) {
   const int64_t n1 = Node("n1", 2);
   PlacedJob(member_, n1, Spec("forever", 1, 2), 2);
-  auto f = Forecasts().DryRun(member_, Spec("next", 1, 2));
+  auto f = Wire(Forecasts().DryRun(member_, Spec("next", 1, 2)));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_TRUE((*f)["predicted_start"].is_null());
   EXPECT_NE((*f)["reasons"].dump().find("neither a time limit nor a predicted run time"),
@@ -217,12 +223,12 @@ TEST_F(ForecastServiceTest, AroundAReservationShortJobsBackfillAndLongOnesWait) 
   const int64_t gang = Submit(Limited("gang", 2, 2, 100));
   auto forecasts = Forecasts();
 
-  auto shorter = forecasts.DryRun(member_, Limited("short", 1, 1, 300));
+  auto shorter = Wire(forecasts.DryRun(member_, Limited("short", 1, 1, 300)));
   ASSERT_TRUE(shorter.ok()) << shorter.status().ToString();
   EXPECT_EQ((*shorter)["starts_now"], true);
   EXPECT_EQ((*shorter)["placement"]["nodes"][0]["node_id"], n2);
 
-  auto longer = forecasts.DryRun(member_, Limited("long", 1, 1, 3000));
+  auto longer = Wire(forecasts.DryRun(member_, Limited("long", 1, 1, 3000)));
   ASSERT_TRUE(longer.ok()) << longer.status().ToString();
   EXPECT_EQ((*longer)["starts_now"], false);
   EXPECT_EQ(Ms((*longer)["predicted_start"]), now_.load() + 1'300'000);
@@ -236,7 +242,7 @@ TEST_F(ForecastServiceTest, AroundAReservationShortJobsBackfillAndLongOnesWait) 
       << reasons;
 
   // The gang's own forecast: its reservation's start.
-  auto g = forecasts.ForJob(member_, gang);
+  auto g = Wire(forecasts.ForJob(member_, gang));
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ((*g)["state"], "PENDING");
   EXPECT_EQ(Ms((*g)["predicted_start"]), now_.load() + 1'200'000);
@@ -247,10 +253,10 @@ TEST_F(ForecastServiceTest, AJobsForecastIsItsTenantsOnlyAndARunningJobGetsItsEn
   const int64_t n1 = Node("n1", 2);
   const int64_t running = PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
   auto forecasts = Forecasts();
-  auto theirs = forecasts.ForJob(other_, running);
+  auto theirs = Wire(forecasts.ForJob(other_, running));
   ASSERT_FALSE(theirs.ok());
   EXPECT_EQ(theirs.status().code(), common::Code::kNotFound);
-  auto mine = forecasts.ForJob(member_, running);
+  auto mine = Wire(forecasts.ForJob(member_, running));
   ASSERT_TRUE(mine.ok()) << mine.status().ToString();
   EXPECT_EQ((*mine)["state"], "SCHEDULED");
   EXPECT_EQ(Ms((*mine)["predicted_end"]), now_.load() + 600'000);
@@ -265,9 +271,10 @@ TEST_F(ForecastServiceTest, ASubmittedJobsForecastIsStoredAndComparedWithItsStar
   opts.observe_error = [&](const std::string& what, double s) { observed.push_back({what, s}); };
   ForecastService forecasts(db_, api::SpecLimits{}, clock(), opts);
   SchedulerLoop::Options loop_opts;
-  SchedulerLoop loop(db_, loop_opts, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) { forecasts.OnNewPending(s, jobs, ids); });
+  SchedulerLoop loop(
+      db_, loop_opts, clock(), nullptr, nullptr,
+      {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                       std::vector<int64_t> ids) { forecasts.OnNewPending(s, jobs, ids); }});
   const int64_t job = Submit(Limited("next", 1, 2, 100));
   const int64_t submitted_ms = now_.load();
   ASSERT_TRUE(loop.RunOnce().ok());
@@ -329,12 +336,12 @@ TEST_F(ForecastServiceTest, AfterJobsRanUnderTheirLimitsRunTimesComeFromHistory)
   limits_only.learn_run_times = false;
   ForecastService forecasts(db_, api::SpecLimits{}, clock(), learning);
   ForecastService plain(db_, api::SpecLimits{}, clock(), limits_only);
-  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) {
-    forecasts.OnNewPending(s, jobs, ids);
-    plain.OnNewPending(s, jobs, ids);
-  });
+  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr,
+                     {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                                      std::vector<int64_t> ids) {
+                       forecasts.OnNewPending(s, jobs, ids);
+                       plain.OnNewPending(s, jobs, ids);
+                     }});
   std::vector<int64_t> done;
   for (int i = 0; i < 20; ++i) done.push_back(Submit(Limited("done", 1, 1, 100)));
   ASSERT_TRUE(loop.RunOnce().ok());
@@ -350,7 +357,7 @@ TEST_F(ForecastServiceTest, AfterJobsRanUnderTheirLimitsRunTimesComeFromHistory)
     ASSERT_TRUE(uow->Commit().ok());
   }
   // Before the comparison nothing is learned; the judge feeds the history.
-  auto before = forecasts.DryRun(member_, Limited("ask", 1, 1, 100));
+  auto before = Wire(forecasts.DryRun(member_, Limited("ask", 1, 1, 100)));
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   EXPECT_EQ((*before)["run_time_source"], "time_limit");
   ASSERT_TRUE(forecasts.Judge().ok());
@@ -358,12 +365,12 @@ TEST_F(ForecastServiceTest, AfterJobsRanUnderTheirLimitsRunTimesComeFromHistory)
 
   const int64_t n1 = Node("n1", 2);
   PlacedJob(member_, n1, Limited("running", 1, 2, 600), 2);
-  auto f = forecasts.DryRun(member_, Limited("next", 1, 2, 100));
+  auto f = Wire(forecasts.DryRun(member_, Limited("next", 1, 2, 100)));
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ((*f)["run_time_source"], "history");
   EXPECT_DOUBLE_EQ((*f)["predicted_run_seconds"].get<double>(), 40.0);
   EXPECT_EQ(Ms((*f)["predicted_start"]), now_.load() + 240'000);  // 40% of the running 600 s
-  auto g = plain.DryRun(member_, Limited("next", 1, 2, 100));
+  auto g = Wire(plain.DryRun(member_, Limited("next", 1, 2, 100)));
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ((*g)["run_time_source"], "time_limit");
   EXPECT_EQ(Ms((*g)["predicted_start"]), now_.load() + 600'000);
@@ -381,19 +388,20 @@ TEST_F(ForecastServiceTest, ADryRunStartsFromTheSchedulersSnapshotWhileItIsFresh
   fresh.snapshot_max_age_ms = 5000;
   ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
   ForecastService store = Forecasts();
-  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  SchedulerLoop loop(
+      db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr,
+      {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                       std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); }});
   const std::string ask = Limited("ask", 1, 2, 100);
-  auto before = snap.DryRun(member_, ask);
+  auto before = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   EXPECT_EQ((*before)["cluster_from"], "store");
 
   ASSERT_TRUE(loop.RunOnce().ok());
   const int64_t cycle_ms = now_.load();
   now_ += 1000;
-  auto a = snap.DryRun(member_, ask);
-  auto b = store.DryRun(member_, ask);
+  auto a = Wire(snap.DryRun(member_, ask));
+  auto b = Wire(store.DryRun(member_, ask));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ((*a)["cluster_from"], "scheduler_snapshot");
   EXPECT_EQ(Ms((*a)["as_of"]), cycle_ms);
@@ -403,7 +411,7 @@ TEST_F(ForecastServiceTest, ADryRunStartsFromTheSchedulersSnapshotWhileItIsFresh
   EXPECT_EQ((*a)["placement"], (*b)["placement"]);
 
   now_ += 5000;  // the snapshot is 6 s old
-  auto c = snap.DryRun(member_, ask);
+  auto c = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)["cluster_from"], "store");
   EXPECT_EQ((*c)["predicted_start"], (*b)["predicted_start"]);
@@ -421,23 +429,24 @@ TEST_F(ForecastServiceTest, ADryRunIsAnsweredAgainstTheSnapshotsKeptRunWhileDryR
   fresh.plan_max_age_ms = 5000;
   ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
   ForecastService store = Forecasts();
-  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  SchedulerLoop loop(
+      db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr,
+      {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                       std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); }});
   const std::string behind = Limited("behind", 1, 1, 100);
   json ahead_spec = json::parse(Limited("ahead", 1, 2, 100));
   ahead_spec["priority"] = 90;
   const std::string ahead = ahead_spec.dump();
   ASSERT_TRUE(loop.RunOnce().ok());
   ASSERT_TRUE(snap.Flush().ok());
-  auto first = snap.DryRun(member_, behind);  // no kept run yet: it asks for one
+  auto first = Wire(snap.DryRun(member_, behind));  // no kept run yet: it asks for one
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ((*first)["cluster_from"], "scheduler_snapshot");
   ASSERT_TRUE(snap.Flush().ok());
   now_ += 1000;
   for (const std::string& ask : {behind, ahead}) {
-    auto a = snap.DryRun(member_, ask);
-    auto b = store.DryRun(member_, ask);
+    auto a = Wire(snap.DryRun(member_, ask));
+    auto b = Wire(store.DryRun(member_, ask));
     ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << b.status().ToString();
     EXPECT_EQ((*a)["cluster_from"], "scheduler_plan");
     EXPECT_EQ((*b)["cluster_from"], "store");
@@ -448,7 +457,7 @@ TEST_F(ForecastServiceTest, ADryRunIsAnsweredAgainstTheSnapshotsKeptRunWhileDryR
     EXPECT_EQ((*a)["reasons"], (*b)["reasons"]) << ask;
   }
   now_ += 5000;  // the kept run's snapshot is 6 s old
-  auto c = snap.DryRun(member_, behind);
+  auto c = Wire(snap.DryRun(member_, behind));
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)["cluster_from"], "store");
 }
@@ -466,15 +475,16 @@ TEST_F(ForecastServiceTest, KeptRunsArePacedAndADryRunIsAnsweredFromTheLastKeptM
   paced.plan_max_age_ms = 5000;
   paced.plan_rebuild_gap_factor = 1e9;
   ForecastService snap(db_, api::SpecLimits{}, clock(), paced);
-  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
+  SchedulerLoop loop(
+      db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr,
+      {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                       std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); }});
   const std::string ask = Limited("ask", 1, 1, 100);
   ASSERT_TRUE(loop.RunOnce().ok());
   const int64_t first_ms = now_.load();
   ASSERT_TRUE(snap.DryRun(member_, ask).ok());  // asks for a kept run
   ASSERT_TRUE(snap.Flush().ok());
-  auto kept = snap.DryRun(member_, ask);
+  auto kept = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
   EXPECT_EQ((*kept)["cluster_from"], "scheduler_plan");
   EXPECT_EQ(Ms((*kept)["as_of"]), first_ms);
@@ -482,7 +492,7 @@ TEST_F(ForecastServiceTest, KeptRunsArePacedAndADryRunIsAnsweredFromTheLastKeptM
   now_ += 1000;
   ASSERT_TRUE(loop.RunOnce().ok());  // a newer snapshot: too soon to run it forward
   ASSERT_TRUE(snap.Flush().ok());
-  auto meanwhile = snap.DryRun(member_, ask);
+  auto meanwhile = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(meanwhile.ok());
   EXPECT_EQ((*meanwhile)["cluster_from"], "scheduler_plan");
   EXPECT_EQ(Ms((*meanwhile)["as_of"]), first_ms);
@@ -492,7 +502,7 @@ TEST_F(ForecastServiceTest, KeptRunsArePacedAndADryRunIsAnsweredFromTheLastKeptM
   ASSERT_TRUE(loop.RunOnce().ok());
   const int64_t third_ms = now_.load();
   ASSERT_TRUE(snap.Flush().ok());
-  auto renewed = snap.DryRun(member_, ask);
+  auto renewed = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(renewed.ok());
   EXPECT_EQ((*renewed)["cluster_from"], "scheduler_plan");
   EXPECT_EQ(Ms((*renewed)["as_of"]), third_ms);
@@ -507,20 +517,21 @@ TEST_F(ForecastServiceTest, ADryRunForgetsTheSnapshotOnceNothingIsPending) {
   ForecastServiceOptions fresh;
   fresh.snapshot_max_age_ms = 5000;
   ForecastService snap(db_, api::SpecLimits{}, clock(), fresh);
-  SchedulerLoop loop(db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr);
-  loop.SetForecastHook([&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
-                           std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); });
-  loop.SetForecastIdleHook([&] { snap.ForgetSnapshot(); });
+  SchedulerLoop loop(
+      db_, SchedulerLoop::Options{}, clock(), nullptr, nullptr,
+      {.forecast = [&](const ClusterSnapshot& s, const std::vector<JobRecord>& jobs,
+                       std::vector<int64_t> ids) { snap.OnNewPending(s, jobs, ids); },
+       .forecast_idle = [&] { snap.ForgetSnapshot(); }});
   ASSERT_TRUE(loop.RunOnce().ok());
   const std::string ask = Limited("ask", 1, 2, 100);
-  auto behind = snap.DryRun(member_, ask);
+  auto behind = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(behind.ok());
   EXPECT_EQ((*behind)["cluster_from"], "scheduler_snapshot");
   EXPECT_EQ((*behind)["jobs_ahead"], 1);
 
   ASSERT_TRUE(Jobs().Cancel(member_, queued).ok());
   ASSERT_TRUE(loop.RunOnce().ok());
-  auto after = snap.DryRun(member_, ask);
+  auto after = Wire(snap.DryRun(member_, ask));
   ASSERT_TRUE(after.ok());
   EXPECT_EQ((*after)["cluster_from"], "store");
   EXPECT_EQ((*after)["jobs_ahead"], 0);

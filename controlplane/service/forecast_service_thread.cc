@@ -146,7 +146,7 @@ Status ForecastService::Record(const Work& w) {
     r.start_ms = f.start_ms;
     r.run_seconds = run.seconds;
     r.end_ms = EndAfter(f.start_ms, run);
-    r.detail = Describe(f, run, snapshot.now_ms, snapshot);
+    r.detail = api::v1::ToJson(Describe(f, run, snapshot.now_ms, snapshot));
     // For Judge: what the job's run, once it succeeded, teaches the history.
     r.detail["time_limit_seconds"] = p.time_limit_seconds;
     rows.push_back(std::move(r));

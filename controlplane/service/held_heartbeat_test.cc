@@ -30,10 +30,15 @@ class HeldHeartbeatTest : public testing::NodeServiceFixture {
  protected:
   void SetUp() override {
     NodeServiceFixture::SetUp();
-    SetUpNodeService(kIntervalMs);
-    nodes_->SetWaiters(&waiters_);
+    SetUpNodeService(kIntervalMs, Hooks());
     cred1_ = AddNode(*nodes_, join_, "n1", 2, &n1_);
     cred2_ = AddNode(*nodes_, join_, "n2", 2, &n2_);
+  }
+  // What the node service is built with: the waiters, for held heartbeats.
+  virtual NodeServiceHooks Hooks() {
+    NodeServiceHooks hooks;
+    hooks.waiters = &waiters_;
+    return hooks;
   }
 
   struct Answer {
@@ -165,12 +170,14 @@ TEST_F(HeldHeartbeatTest, AHeartbeatThatReportsSomethingIsNeverHeld) {
 // or as it was when the pass placed nothing there, or after NodeService::kPassWaitMs at most.
 class EndReportTest : public HeldHeartbeatTest {
  protected:
-  void SetUp() override {
-    HeldHeartbeatTest::SetUp();
-    nodes_->SetCapacityPass([this] {
+  // The scheduler's side: every end report wakes pass kPass.
+  NodeServiceHooks Hooks() override {
+    NodeServiceHooks hooks = HeldHeartbeatTest::Hooks();
+    hooks.wake_for_pass = [this] {
       ++wakes_;
       return kPass;
-    });
+    };
+    return hooks;
   }
   std::future<Answer> EndReport(const Principal& cred, int64_t node) {
     return std::async(std::launch::async, [this, cred, node] {

@@ -1,16 +1,8 @@
 #include "controlplane/service/job_view.h"
 
-#include "common/time_util.h"
-
 namespace controlplane::service {
 
 using nlohmann::json;
-
-namespace {
-json OptTime(const std::optional<int64_t>& ms) {
-  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
-}
-}  // namespace
 
 Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job) {
   JobView v;
@@ -44,140 +36,49 @@ Result<std::vector<JobView>> LoadJobViews(UnitOfWork& uow, std::vector<JobRecord
   return out;
 }
 
-json ToJson(const JobView& v) {
-  const JobRecord& j = v.job;
-  json alloc = json::array();
-  for (const AllocationRecord& a : v.allocation) {
-    alloc.push_back({{"node_id", a.node_id}, {"node", a.node_name}, {"ranks", a.ranks}});
+api::v1::Job JobOf(JobView v) {
+  JobRecord& j = v.job;
+  api::v1::Job out;
+  out.id = j.id;
+  out.tenant_id = j.tenant_id;
+  out.tenant = std::move(j.tenant);
+  out.name = std::move(j.name);
+  out.kind = std::move(j.kind);
+  out.state = api::JobStateName(j.state);
+  out.reason = std::move(j.reason);
+  out.priority = j.priority;
+  out.spec = std::move(j.spec);
+  out.attempt = j.attempt;
+  out.exit_code = j.exit_code;
+  out.created_ms = j.created_ms;
+  out.updated_ms = j.updated_ms;
+  out.started_ms = j.started_ms;
+  out.finished_ms = j.finished_ms;
+  if (j.started_ms) {
+    out.wait_seconds = static_cast<double>(*j.started_ms - j.created_ms) / 1000.0;
   }
-  json ckpt = nullptr;
+  out.allocation.reserve(v.allocation.size());
+  for (AllocationRecord& a : v.allocation) {
+    out.allocation.push_back({a.node_id, std::move(a.node_name), a.ranks});
+  }
+  out.last_step = std::move(v.last_step);
   if (v.latest_checkpoint) {
-    ckpt = {{"path", v.latest_checkpoint->path},
-            {"step", v.latest_checkpoint->step},
-            {"bytes", v.latest_checkpoint->bytes}};
+    out.latest_checkpoint = api::v1::JobCheckpoint{std::move(v.latest_checkpoint->path),
+                                                   v.latest_checkpoint->step,
+                                                   v.latest_checkpoint->bytes};
   }
-  json out = {{"id", j.id},
-          {"tenant_id", j.tenant_id},
-          {"tenant", j.tenant},
-          {"name", j.name},
-          {"kind", j.kind},
-          {"state", api::JobStateName(j.state)},
-          {"reason", j.reason},
-          {"priority", j.priority},
-          {"spec", j.spec},
-          {"attempt", j.attempt},
-          {"exit_code", j.exit_code ? json(*j.exit_code) : json(nullptr)},
-          {"created_at", common::FormatTimeMillis(j.created_ms)},
-          {"updated_at", common::FormatTimeMillis(j.updated_ms)},
-          {"started_at", OptTime(j.started_ms)},
-          {"finished_at", OptTime(j.finished_ms)},
-          {"allocation", alloc},
-          {"last_step", v.last_step ? *v.last_step : json(nullptr)},
-          {"latest_checkpoint", ckpt}};
-  if (v.launch_phases) out["launch_phases"] = *v.launch_phases;
-  if (v.forecast) out["forecast"] = *v.forecast;
-  if (v.pipeline) out["pipeline"] = *v.pipeline;
+  out.launch_phases = std::move(v.launch_phases);
+  out.forecast = std::move(v.forecast);
+  out.pipeline = std::move(v.pipeline);
   return out;
 }
 
-namespace {
+api::v1::Event EventOf(const EventRecord& e) { return {e.id, e.time_ms, e.type, e.data}; }
 
-// The text nlohmann's dump() writes for a value, as the server sends it.
-void AppendDump(const json& value, std::string& out) {
-  out += value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+json ToJson(const JobView& v) { return api::v1::ToJson(JobOf(v)); }
 
-// A JSON string. Most strings here (names, states, times) need no escaping and are copied as
-// they are; any other goes through nlohmann, so escapes and replaced bytes are exactly dump()'s.
-void AppendString(const std::string& s, std::string& out) {
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') return AppendDump(json(s), out);
-  }
-  out += '"';
-  out += s;
-  out += '"';
-}
+void AppendJson(const JobView& v, std::string& out) { api::v1::AppendJson(JobOf(v), out); }
 
-void AppendTime(const std::optional<int64_t>& ms, std::string& out) {
-  if (!ms) {
-    out += "null";
-    return;
-  }
-  out += '"';
-  out += common::FormatTimeMillis(*ms);
-  out += '"';
-}
-
-}  // namespace
-
-void AppendJson(const JobView& v, std::string& out) {
-  // Keys in the order dump() writes an object's: sorted.
-  const JobRecord& j = v.job;
-  out += "{\"allocation\":[";
-  for (size_t i = 0; i < v.allocation.size(); ++i) {
-    const AllocationRecord& a = v.allocation[i];
-    if (i) out += ',';
-    out += "{\"node\":";
-    AppendString(a.node_name, out);
-    out += ",\"node_id\":" + std::to_string(a.node_id);
-    out += ",\"ranks\":" + std::to_string(a.ranks) + "}";
-  }
-  out += "],\"attempt\":" + std::to_string(j.attempt);
-  out += ",\"created_at\":";
-  AppendTime(j.created_ms, out);
-  out += ",\"exit_code\":" + (j.exit_code ? std::to_string(*j.exit_code) : std::string("null"));
-  out += ",\"finished_at\":";
-  AppendTime(j.finished_ms, out);
-  if (v.forecast) {
-    out += ",\"forecast\":";
-    AppendDump(*v.forecast, out);
-  }
-  out += ",\"id\":" + std::to_string(j.id);
-  out += ",\"kind\":";
-  AppendString(j.kind, out);
-  out += ",\"last_step\":";
-  if (v.last_step) {
-    AppendDump(*v.last_step, out);
-  } else {
-    out += "null";
-  }
-  out += ",\"latest_checkpoint\":";
-  if (const auto& c = v.latest_checkpoint) {
-    out += "{\"bytes\":" + std::to_string(c->bytes) + ",\"path\":";
-    AppendString(c->path, out);
-    out += ",\"step\":" + std::to_string(c->step) + "}";
-  } else {
-    out += "null";
-  }
-  if (v.launch_phases) {
-    out += ",\"launch_phases\":";
-    AppendDump(*v.launch_phases, out);
-  }
-  out += ",\"name\":";
-  AppendString(j.name, out);
-  out += ",\"priority\":" + std::to_string(j.priority);
-  out += ",\"reason\":";
-  AppendString(j.reason, out);
-  out += ",\"spec\":";
-  AppendDump(j.spec, out);
-  out += ",\"started_at\":";
-  AppendTime(j.started_ms, out);
-  out += ",\"state\":\"";
-  out += api::JobStateName(j.state);
-  out += "\",\"tenant\":";
-  AppendString(j.tenant, out);
-  out += ",\"tenant_id\":" + std::to_string(j.tenant_id);
-  out += ",\"updated_at\":";
-  AppendTime(j.updated_ms, out);
-  out += '}';
-}
-
-json ToJson(const EventRecord& e) {
-  return {{"id", e.id},
-          {"time", common::FormatTimeMillis(e.time_ms)},
-          {"type", e.type},
-          {"data", e.data}};
-}
+json ToJson(const EventRecord& e) { return api::v1::ToJson(EventOf(e)); }
 
 }  // namespace controlplane::service

@@ -1,5 +1,6 @@
 // What the API shows of a job and an event: the records joined with what a client wants
-// next to them (allocation, last step, latest checkpoint), and their JSON per docs/contracts.md.
+// next to them (allocation, last step, latest checkpoint), made into the API's views
+// (api/v1/job.h), whose codec writes them.
 #pragma once
 
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1/job.h"
 #include "controlplane/service/store.h"
 
 namespace controlplane::service {
@@ -33,10 +35,14 @@ Result<JobView> LoadJobView(UnitOfWork& uow, JobRecord job);
 // the order given.
 Result<std::vector<JobView>> LoadJobViews(UnitOfWork& uow, std::vector<JobRecord> jobs);
 
+// The API's view of the job: the one place that decides what each of its fields shows. Takes
+// `v` by value: a caller done with its view moves it in, and the spec and step data are not
+// copied.
+api::v1::Job JobOf(JobView v);
+api::v1::Event EventOf(const EventRecord& e);
+
+// api::v1's codec on JobOf(v) / EventOf(e), for callers that keep their view (each copies it).
 nlohmann::json ToJson(const JobView& v);
-// ToJson(v) as dump() writes it (compact, invalid UTF-8 replaced), appended to `out` without
-// building the object: a page of a thousand jobs is written once per row, not assembled as a
-// tree of a few dozen allocations per job and then walked again.
 void AppendJson(const JobView& v, std::string& out);
 nlohmann::json ToJson(const EventRecord& e);
 

@@ -48,16 +48,16 @@ bool HasNews(const api::HeartbeatResponse& reply) {
 Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_t node_id,
                                                       const api::HeartbeatRequest& req) {
   // Read before the first transaction: a placement committed after it wakes the wait below.
-  uint64_t generation = waiters_ ? waiters_->Generation(node_id) : 0;
+  uint64_t generation = hooks_.waiters ? hooks_.waiters->Generation(node_id) : 0;
   uint64_t pass = 0;
   EMBODY_ASSIGN_OR_RETURN(reply, Beat(p, node_id, req, &pass));
   // Only a heartbeat that reports nothing is held until a command exists: an agent gives up on
   // such a call when one of its jobs ends (to report it at once), and resends only what is safe
   // to resend. One that reported ends (its agent does not give it up) waits only for the
   // scheduling pass those ends woke, so that the freed slots' next job comes back in its reply.
-  const bool holdable = waiters_ && req.wait_ms > 0 && req.finished.empty() &&
+  const bool holdable = hooks_.waiters && req.wait_ms > 0 && req.finished.empty() &&
                         req.events.empty() && req.logs.empty();
-  const bool awaits_pass = waiters_ && req.wait_ms > 0 && pass != 0;
+  const bool awaits_pass = hooks_.waiters && req.wait_ms > 0 && pass != 0;
   if ((!holdable && !awaits_pass) || HasNews(reply)) return reply;
   const int wait_ms = std::min(req.wait_ms, heartbeat_interval_ms_);
   const auto deadline =
@@ -76,14 +76,14 @@ Result<api::HeartbeatResponse> NodeService::Heartbeat(const Principal& p, int64_
     if (awaits_pass) {
       // Over without a command for this node (nothing fit, or it went elsewhere): the reply
       // as it was; the agent's next heartbeat is held as usual.
-      if (waiters_->WaitForPass(node_id, generation, pass, left) !=
+      if (hooks_.waiters->WaitForPass(node_id, generation, pass, left) !=
           NodeWaiters::PassWait::kNotified) {
         return reply;
       }
-    } else if (!waiters_->Wait(node_id, generation, left)) {
+    } else if (!hooks_.waiters->Wait(node_id, generation, left)) {
       return reply;
     }
-    generation = waiters_->Generation(node_id);
+    generation = hooks_.waiters->Generation(node_id);
     EMBODY_ASSIGN_OR_RETURN(fresh, Beat(p, node_id, again));
     if (HasNews(fresh)) return fresh;
     reply = std::move(fresh);  // woken for another node (NotifyAll): wait on
@@ -95,7 +95,7 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
                                                  uint64_t* pass) {
   EMBODY_RETURN_IF_ERROR(RequireNode(p, node_id));
   // Heard now, whatever the database makes it wait for (node_heard.h).
-  if (heard_) heard_->Heard(node_id, now_());
+  if (hooks_.heard) hooks_.heard->Heard(node_id, now_());
   EMBODY_RETURN_IF_ERROR(CheckBounds(req));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(node, uow->nodes().Get(node_id));
@@ -113,12 +113,12 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
   uint64_t lost = 0;
   EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, req, reads, now, &lost));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
-  if (on_launch_phases_) {
-    for (const LaunchPhases& ended : reads.ended) on_launch_phases_(ended);
+  if (hooks_.on_launch_phases) {
+    for (const LaunchPhases& ended : reads.ended) hooks_.on_launch_phases(ended);
   }
   // And heard when answered: the node's silence is from its reply to its next heartbeat, not
   // from the arrival of a heartbeat that the database held up.
-  if (heard_) heard_->Heard(node_id, now_());
+  if (hooks_.heard) hooks_.heard->Heard(node_id, now_());
   // Counted once committed: a heartbeat whose transaction failed gave nothing up.
   if (!dropped.empty() || lost > 0) {
     std::lock_guard<std::mutex> lock(dropped_mu_);
@@ -126,8 +126,8 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
     launches_lost_ += lost;
   }
   // Freed slots, or a node back from DOWN: there may be something to place now.
-  if (!req.finished.empty() && wake_for_pass_) {
-    const uint64_t woken = wake_for_pass_();
+  if (!req.finished.empty() && hooks_.wake_for_pass) {
+    const uint64_t woken = hooks_.wake_for_pass();
     if (pass) *pass = woken;
   } else if ((!req.finished.empty() || node->state != "UP") && wake_) {
     wake_();

@@ -97,14 +97,15 @@ Status NodeService::StoreEvents(UnitOfWork& uow, int64_t node_id, const api::Hea
       }
       // The plan's step time goes with the measured one: the server's figure, never the job's.
       std::optional<double> predicted;
-      if (plan_watch_ != nullptr && e.data.is_object()) {
+      if (hooks_.plan_watch != nullptr && e.data.is_object()) {
         int ranks = 0;
         for (const AllocationRecord& a : r.placements.at(e.job_id)) ranks += a.ranks;
         std::optional<double> measured;
         if (auto it = e.data.find("step_seconds"); it != e.data.end() && it->is_number()) {
           measured = it->get<double>();
         }
-        PlanWatch::Verdict v = plan_watch_->Observe(r.jobs.at(e.job_id), ranks, *step, measured);
+        PlanWatch::Verdict v =
+            hooks_.plan_watch->Observe(r.jobs.at(e.job_id), ranks, *step, measured);
         predicted = v.predicted_step_seconds;
         if (v.deviation) {
           common::LogWarn("job far off its plan", {{"job_id", std::to_string(e.job_id)},
@@ -221,7 +222,8 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
     // Running is this attempt's only when the agent holds this attempt's launch (see above).
     if (req.has_launched && !Holds(req, id, job->second.attempt)) continue;
     EMBODY_RETURN_IF_ERROR(Transition(uow, job->second, JobState::kRunning, "", actor, now));
-    if (hand_over_) hand_over_->Started(NodesOf(r.live, id), job->second.created_ms, now);
+    if (hooks_.hand_over)
+      hooks_.hand_over->Started(NodesOf(r.live, id), job->second.created_ms, now);
   }
   for (const api::FinishedJob& f : req.finished) {
     auto it = r.jobs.find(f.job_id);
@@ -251,7 +253,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       // Its agent restarted under it and stopped what was left (agent/jobs/job_record.h): the job
       // did not fail, its node lost it. It restarts as after a node loss.
       if (reason.empty()) reason = "lost by node " + node_name;
-      if (hand_over_) hand_over_->Freed(NodesOf(r.live, f.job_id), now);
+      if (hooks_.hand_over) hooks_.hand_over->Freed(NodesOf(r.live, f.job_id), now);
       EMBODY_RETURN_IF_ERROR(Transition(uow, *job, JobState::kRestarting, reason, actor, now));
       if (job->attempt < job->spec.value("max_restarts", 0)) {
         job->attempt += 1;
@@ -281,7 +283,7 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
         phases_id, uow.events().Append(f.job_id, now, kLaunchPhasesEvent, ToStoredJson(phases)));
     (void)phases_id;
     r.ended.push_back(std::move(phases));
-    if (hand_over_) hand_over_->Freed(NodesOf(r.live, f.job_id), now);
+    if (hooks_.hand_over) hooks_.hand_over->Freed(NodesOf(r.live, f.job_id), now);
     r.live.erase(f.job_id);  // released or forgotten: no command for it below
   }
   return Status::Ok();

@@ -37,41 +37,47 @@
 
 namespace controlplane::service {
 
+// What a NodeService tells or consults besides its store, fixed when it is built. Every field is
+// optional: the default leaves that part out. Pointers must outlive the service.
+struct NodeServiceHooks {
+  // Where held heartbeats wait; null: none is held, every heartbeat is answered at once.
+  NodeWaiters* waiters = nullptr;
+  // Wakes the scheduler for freed capacity and returns the number of the cycle that will see it
+  // (SchedulerLoop::WakeForCapacity), in place of `wake`, for heartbeats that report ended jobs:
+  // such a heartbeat, when it asks to wait (wait_ms) and `waiters` is set, is answered once that
+  // cycle is over, so a job placed onto the freed slots goes out in its reply rather than in the
+  // agent's next heartbeat. Empty: `wake` is called and the heartbeat answered at once.
+  std::function<uint64_t()> wake_for_pass = nullptr;
+  // Records each authenticated heartbeat's arrival, for the scheduler's DOWN rule; null: none.
+  NodeHeard* heard = nullptr;
+  // Compares train jobs' step times with their plan (plan_watch.h); null: none is compared.
+  PlanWatch* plan_watch = nullptr;
+  // Told every job end and start on nodes (hand_over.h); null: none is told.
+  HandOverClock* hand_over = nullptr;
+  // Called, after its heartbeat committed, with the record of each attempt whose end it stored
+  // (launch_phases.h; the server's embody_job_launch_phase_seconds). Empty: none is called.
+  std::function<void(const LaunchPhases&)> on_launch_phases = nullptr;
+};
+
 class NodeService {
  public:
+  // `wake`: a scheduling cycle soon, for freed capacity (a node registered, undrained or came
+  // back, a job ended when `hooks.wake_for_pass` is empty); null: none is woken.
   NodeService(Database& db, const LogFiles& log_files, int heartbeat_interval_ms, Clock now,
-              std::function<void()> wake)
+              std::function<void()> wake, NodeServiceHooks hooks = {})
       : db_(db), log_files_(log_files), heartbeat_interval_ms_(heartbeat_interval_ms),
-        now_(std::move(now)), wake_(std::move(wake)) {}
+        now_(std::move(now)), wake_(std::move(wake)), hooks_(std::move(hooks)) {}
 
   Result<api::RegisterResponse> Register(const Principal& p, const api::RegisterRequest& req);
   // Revokes the node's credential (cluster-admin): its agent is refused from then on, the node
   // goes DOWN when silent, and the join token may register its name again.
   Result<api::v1::Node> Reset(const Principal& p, int64_t node_id);
   // Answers at once, unless the request asks to wait (HeartbeatRequest::wait_ms), carries no
-  // report that must not be resent, gets no command, and `waiters` (SetWaiters) has room: then
+  // report that must not be resent, gets no command, and NodeServiceHooks::waiters has room: then
   // it is held until a command exists for the node or the wait (at most one heartbeat interval)
   // is over, and answered from a fresh read.
   Result<api::HeartbeatResponse> Heartbeat(const Principal& p, int64_t node_id,
                                            const api::HeartbeatRequest& req);
-  // Where held heartbeats wait; null (the default): none is held. Set before serving.
-  void SetWaiters(NodeWaiters* waiters) { waiters_ = waiters; }
-  // Wakes the scheduler for freed capacity and returns the number of the cycle that will see
-  // it (SchedulerLoop::WakeForCapacity), in place of `wake`, for heartbeats that report ended
-  // jobs: such a heartbeat, when it asks to wait (wait_ms) and the waiters are set, is answered
-  // once that cycle is over, so a job placed onto the freed slots goes out in its reply rather
-  // than in the agent's next heartbeat. Unset: answered at once. Set before serving.
-  void SetCapacityPass(std::function<uint64_t()> wake_for_pass) {
-    wake_for_pass_ = std::move(wake_for_pass);
-  }
-  // Records each authenticated heartbeat's arrival there, for the scheduler's DOWN rule.
-  void SetHeard(NodeHeard* heard) { heard_ = heard; }
-  // Compares train jobs' step times with their plan (plan_watch.h); null (the default): none is.
-  // Set before serving.
-  void SetPlanWatch(PlanWatch* watch) { plan_watch_ = watch; }
-  // Told every job end and start on nodes (hand_over.h); null (the default): none is. Set
-  // before serving.
-  void SetHandOver(HandOverClock* clock) { hand_over_ = clock; }
   // Every node. Names no tenant and no job.
   Result<api::v1::NodeList> List(const Principal& p);
   // POST /v1/nodes/{id}/drain and /undrain: a draining node takes no new jobs; what runs there
@@ -86,11 +92,6 @@ class NodeService {
   std::map<std::string, uint64_t> EventsDropped() const;
   // Launches requeued because their head never acknowledged them (kLaunchSendsBeforeLost).
   uint64_t LaunchesLost() const;
-  // Called, after its heartbeat committed, with the record of each attempt whose end it stored
-  // (launch_phases.h; the server's embody_job_launch_phase_seconds). Set before serving.
-  void SetLaunchPhasesObserver(std::function<void(const LaunchPhases&)> fn) {
-    on_launch_phases_ = std::move(fn);
-  }
 
   // A launch handed out in this many heartbeat replies and never acknowledged was lost by its
   // node: the job goes back to the queue as after a node loss.
@@ -102,7 +103,7 @@ class NodeService {
 
  private:
   // One heartbeat's transaction, never held. `pass` (optional): the scheduler cycle its
-  // reported ends woke (SetCapacityPass), 0 when it woke none.
+  // reported ends woke (NodeServiceHooks::wake_for_pass), 0 when it woke none.
   Result<api::HeartbeatResponse> Beat(const Principal& p, int64_t node_id,
                                       const api::HeartbeatRequest& req, uint64_t* pass = nullptr);
 
@@ -151,12 +152,7 @@ class NodeService {
   const int heartbeat_interval_ms_;
   Clock now_;
   std::function<void()> wake_;
-  std::function<uint64_t()> wake_for_pass_;
-  NodeWaiters* waiters_ = nullptr;
-  NodeHeard* heard_ = nullptr;
-  PlanWatch* plan_watch_ = nullptr;
-  HandOverClock* hand_over_ = nullptr;
-  std::function<void(const LaunchPhases&)> on_launch_phases_;
+  const NodeServiceHooks hooks_;
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;

@@ -167,7 +167,9 @@ TEST_F(NodeServiceTest, AnEarlierAttemptOnTheNodeTheJobIsPlacedOnAgainIsStoppedA
 // job cannot write these records itself.
 TEST_F(NodeServiceTest, AFinishedJobKeepsWhereItsLaunchSpentItsTime) {
   std::vector<LaunchPhases> observed;
-  nodes_->SetLaunchPhasesObserver([&](const LaunchPhases& p) { observed.push_back(p); });
+  nodes_ = std::make_unique<NodeService>(
+      db_, *files_, 1000, clock(), nullptr,
+      NodeServiceHooks{.on_launch_phases = [&](const LaunchPhases& p) { observed.push_back(p); }});
   int64_t n1 = 0;
   const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
   const int64_t t0 = now_.load();
@@ -234,6 +236,36 @@ TEST_F(NodeServiceTest, AFinishedJobKeepsWhereItsLaunchSpentItsTime) {
   ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, ended).ok());
   EXPECT_EQ(EventsOf(job, kLaunchPhasesEvent).size(), 1u);
   EXPECT_EQ(observed.size(), 1u);
+}
+
+// A job's view says how long it waited for its start: started_at - created_at in seconds once
+// the server heard it running, null before (a job still pending, one placed but not running).
+TEST_F(NodeServiceTest, AJobsViewSaysHowLongItWaitedForItsStart) {
+  int64_t n1 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t t0 = now_.load();
+  const int64_t job = PlacedJob(member_, n1);
+  auto jobs = Jobs();
+  const int64_t pending = jobs.Submit(member_, Spec("pending"), "")->job.job.id;
+  auto wait = [&](int64_t id) { return ToJson(*jobs.Get(member_, id))["wait_seconds"]; };
+  EXPECT_TRUE(wait(job).is_null());
+  EXPECT_TRUE(wait(pending).is_null());
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, {}).ok());  // the launch handed out
+  now_ = t0 + 2'345;
+  api::HeartbeatRequest running;
+  running.running = {job};
+  running.has_launched = true;
+  running.launched = {{job, 0}};
+  ASSERT_TRUE(nodes_->Heartbeat(cred1, n1, running).ok());
+  const JobRecord row = JobRow(job);
+  ASSERT_EQ(row.state, JobState::kRunning);
+  ASSERT_TRUE(row.started_ms.has_value());
+  EXPECT_EQ(row.created_ms, t0);
+  EXPECT_EQ(*row.started_ms, t0 + 2'345);
+  EXPECT_EQ(wait(job), 2.345);
+  EXPECT_EQ(JobOf(*jobs.Get(member_, job)).wait_seconds, 2.345);
+  EXPECT_TRUE(wait(pending).is_null());
+  EXPECT_EQ(JobOf(*jobs.Get(member_, pending)).wait_seconds, std::nullopt);
 }
 
 TEST_F(NodeServiceTest, AHeartbeatActsForItsOwnNodeOnly) {
@@ -423,12 +455,11 @@ TEST_F(NodeServiceTest, AMultiNodeJobGivesTheHeadTheTokenAndTheOtherNodeItsDiges
   EXPECT_TRUE(short_form->commands[0].job_token_sha256.empty());
   // An idle heartbeat whose reply holds nothing new is held like one with no commands.
   NodeWaiters waiters(4);
-  nodes_->SetWaiters(&waiters);
+  NodeService holds(db_, *files_, 1000, clock(), nullptr, {.waiters = &waiters});
   holding.wait_ms = 300;
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(nodes_->Heartbeat(cred2, n2, holding).ok());
+  ASSERT_TRUE(holds.Heartbeat(cred2, n2, holding).ok());
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(250));
-  nodes_->SetWaiters(nullptr);
   holding.wait_ms = 0;
   // Another attempt than the one held: in full again.
   holding.workers = {{id, worker.attempt + 1}};

@@ -23,10 +23,6 @@ namespace {
 
 constexpr int kMaxListLimit = 500;
 
-json Ms(const std::optional<int64_t>& ms) {
-  return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
-}
-
 // The ids a step's job names itself (not through steps) are the tenant's, as POST /v1/jobs
 // requires: another tenant's is not found, like one that never existed. Whether a checkpoint is
 // ready is judged when the step is submitted.
@@ -63,41 +59,40 @@ Result<PipelineRecord> GetScoped(UnitOfWork& uow, const Principal& p, int64_t id
 
 }  // namespace
 
-json PipelineJson(const PipelineRecord& p) {
-  json steps = json::array();
+api::v1::Pipeline PipelineOf(const PipelineRecord& p) {
+  api::v1::Pipeline out;
+  out.id = p.id;
+  out.tenant_id = p.tenant_id;
+  out.tenant = p.tenant;
+  out.name = p.name;
+  out.state = p.state;
+  out.reason = p.reason;
+  out.spec = p.spec;
+  out.created_ms = p.created_ms;
+  out.updated_ms = p.updated_ms;
+  out.finished_ms = p.finished_ms;
   const json& spec_steps = p.spec.value("steps", json::array());
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const PipelineStepState& s = p.steps[i];
     const json spec = i < spec_steps.size() ? spec_steps[i] : json::object();
+    api::v1::PipelineStep step;
+    step.name = s.name;
+    step.state = s.state;
+    step.reason = s.reason;
     std::string kind;
     if (spec.contains("import")) kind = "import";
     if (spec.contains("job")) kind = spec["job"].value("kind", "");
-    json step = {{"name", s.name},
-                 {"state", s.state},
-                 {"reason", s.reason},
-                 {"kind", kind.empty() ? json(nullptr) : json(kind)},
-                 {"needs", spec.value("needs", json::array())},
-                 {"retries", spec.value("retries", 0)},
-                 {"attempts", s.jobs.size()},
-                 {"jobs", s.jobs},
-                 {"job_id", s.jobs.empty() ? json(nullptr) : json(s.jobs.back())},
-                 {"gate", s.gate},
-                 {"started_at", Ms(s.started_ms)},
-                 {"finished_at", Ms(s.finished_ms)}};
-    if (s.dataset_id > 0) step["dataset_id"] = s.dataset_id;
-    steps.push_back(std::move(step));
+    if (!kind.empty()) step.kind = kind;
+    step.needs = spec.value("needs", std::vector<std::string>{});
+    step.retries = spec.value("retries", 0);
+    step.jobs = s.jobs;
+    if (s.dataset_id > 0) step.dataset_id = s.dataset_id;
+    step.gate = s.gate;
+    step.started_ms = s.started_ms;
+    step.finished_ms = s.finished_ms;
+    out.steps.push_back(std::move(step));
   }
-  return {{"id", p.id},
-          {"tenant_id", p.tenant_id},
-          {"tenant", p.tenant},
-          {"name", p.name},
-          {"state", p.state},
-          {"reason", p.reason},
-          {"steps", std::move(steps)},
-          {"spec", p.spec},
-          {"created_at", common::FormatTimeMillis(p.created_ms)},
-          {"updated_at", common::FormatTimeMillis(p.updated_ms)},
-          {"finished_at", Ms(p.finished_ms)}};
+  return out;
 }
 
 PipelinesService::PipelinesService(Database& db, JobsService& jobs, PipelinesOptions options,
@@ -164,7 +159,7 @@ Result<PipelinesService::Checked> PipelinesService::Check(const Principal& p,
   return checked;
 }
 
-Result<json> PipelinesService::Submit(const Principal& p, const std::string& body) {
+Result<api::v1::Pipeline> PipelinesService::Submit(const Principal& p, const std::string& body) {
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(checked, Check(p, body, *uow));
   const PipelineSpec& spec = checked.spec;
@@ -188,11 +183,12 @@ Result<json> PipelinesService::Submit(const Principal& p, const std::string& bod
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   common::LogInfo("pipeline submitted", {{"pipeline", std::to_string(id)}, {"tenant", p.tenant}});
   Wake();
-  return PipelineJson(rec);
+  return PipelineOf(rec);
 }
 
-Result<json> PipelinesService::DryRun(const Principal& p, const std::string& body,
-                                      ForecastService& forecasts) {
+Result<api::v1::PipelineDryRun> PipelinesService::DryRun(const Principal& p,
+                                                         const std::string& body,
+                                                         ForecastService& forecasts) {
   Checked checked;
   {
     EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());  // read only: never committed
@@ -218,18 +214,19 @@ Result<json> PipelinesService::DryRun(const Principal& p, const std::string& bod
     if (order.size() == before) return common::Internal("pipeline steps form a cycle");
   }
   const int64_t now = now_();
-  auto time = [](const std::optional<int64_t>& ms) {
-    return ms ? json(common::FormatTimeMillis(*ms)) : json(nullptr);
-  };
   std::vector<std::optional<int64_t>> ends(n);
-  std::vector<json> steps(n);
+  api::v1::PipelineDryRun dry;
+  dry.name = spec.name;
+  dry.made_ms = now;
+  dry.steps.resize(n);
   bool all_known = true;
   std::optional<int64_t> last_end = now;
   for (int i : order) {
     const PipelineStepSpec& step = spec.steps[i];
-    json out = {{"name", step.name},
-                {"needs", step.needs},
-                {"kind", step.job_kind.empty() ? "gate" : step.job_kind}};
+    api::v1::PipelineStepForecast& out = dry.steps[i];
+    out.name = step.name;
+    out.needs = step.needs;
+    out.kind = step.job_kind.empty() ? "gate" : step.job_kind;
     std::optional<int64_t> ready = now, start, end;
     std::string unknown;
     for (const std::string& need : step.needs) {
@@ -243,19 +240,18 @@ Result<json> PipelinesService::DryRun(const Principal& p, const std::string& bod
     }
     if (auto job = checked.jobs.find(i); job != checked.jobs.end()) {
       EMBODY_ASSIGN_OR_RETURN(f, forecasts.Predict(p.tenant_id, job->second));
-      const json wait = f.value("predicted_wait_seconds", json(nullptr));
-      const json run = f.value("predicted_run_seconds", json(nullptr));
-      if (ready && wait.is_number()) {
-        start = *ready + static_cast<int64_t>(wait.get<double>() * 1000.0);
+      const std::optional<double> wait = f.start ? f.start->wait_seconds : std::nullopt;
+      if (ready && wait) {
+        start = *ready + static_cast<int64_t>(*wait * 1000.0);
       } else if (ready) {
         unknown = "its job's start is not predicted now";
       }
-      if (start && run.is_number()) {
-        end = *start + static_cast<int64_t>(run.get<double>() * 1000.0);
+      if (start && f.run_seconds) {
+        end = *start + static_cast<int64_t>(*f.run_seconds * 1000.0);
       } else if (start) {
         unknown = "its job's run time is not predicted";
       }
-      out["forecast"] = std::move(f);
+      out.forecast = std::move(f);
     } else if (step.import_step) {
       start = ready;
       if (ready) unknown = "an import's run time is not predicted";
@@ -268,20 +264,16 @@ Result<json> PipelinesService::DryRun(const Principal& p, const std::string& bod
     } else {
       all_known = false;
     }
-    out["predicted_start"] = time(start);
-    out["predicted_end"] = time(end);
-    if (!unknown.empty()) out["not_predicted"] = unknown;
-    steps[i] = std::move(out);
+    out.start_ms = start;
+    out.end_ms = end;
+    if (!unknown.empty()) out.not_predicted = unknown;
   }
-  return json{{"dry_run", true},
-              {"admitted", true},
-              {"name", spec.name},
-              {"made_at", common::FormatTimeMillis(now)},
-              {"predicted_end", all_known ? time(last_end) : json(nullptr)},
-              {"steps", steps}};
+  if (all_known) dry.end_ms = last_end;
+  return dry;
 }
 
-Result<json> PipelinesService::List(const Principal& p, int limit, const std::string& cursor) {
+Result<api::v1::PipelineList> PipelinesService::List(const Principal& p, int limit,
+                                                     const std::string& cursor) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading pipelines"));
   if (limit <= 0 || limit > kMaxListLimit) {
     return common::InvalidArgument("limit must be in 1..500", "limit");
@@ -296,27 +288,27 @@ Result<json> PipelinesService::List(const Principal& p, int limit, const std::st
   }
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(rows, uow->pipelines().List(q));
-  json out = {{"pipelines", json::array()}, {"next_cursor", nullptr}};
+  api::v1::PipelineList out;
   if (static_cast<int>(rows.size()) > limit) {
     rows.resize(limit);
-    out["next_cursor"] = std::to_string(rows.back().id);
+    out.next_cursor = std::to_string(rows.back().id);
   }
   for (const PipelineRecord& r : rows) {
-    json view = PipelineJson(r);
-    view.erase("spec");  // a list shows states; GET /v1/pipelines/{id} the spec
-    out["pipelines"].push_back(std::move(view));
+    api::v1::Pipeline view = PipelineOf(r);
+    view.spec.reset();  // a list shows states; GET /v1/pipelines/{id} the spec
+    out.pipelines.push_back(std::move(view));
   }
   return out;
 }
 
-Result<json> PipelinesService::Get(const Principal& p, int64_t id) {
+Result<api::v1::Pipeline> PipelinesService::Get(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "reading pipelines"));
   EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());
   EMBODY_ASSIGN_OR_RETURN(rec, GetScoped(*uow, p, id, false));
-  return PipelineJson(rec);
+  return PipelineOf(rec);
 }
 
-Result<json> PipelinesService::Cancel(const Principal& p, int64_t id) {
+Result<api::v1::Pipeline> PipelinesService::Cancel(const Principal& p, int64_t id) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kMember, "cancelling pipelines"));
   {
     EMBODY_ASSIGN_OR_RETURN(uow, db_.Begin());

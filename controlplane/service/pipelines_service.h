@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/v1/pipeline.h"
 #include "controlplane/service/jobs_service.h"
 #include "controlplane/service/pipeline_driver.h"
 #include "controlplane/service/pipeline_store.h"
@@ -43,21 +44,21 @@ class PipelinesService {
   ~PipelinesService();  // stops the driver thread
 
   // 201 with the pipeline; nothing stored when any check fails.
-  Result<nlohmann::json> Submit(const Principal& p, const std::string& body);
+  Result<api::v1::Pipeline> Submit(const Principal& p, const std::string& body);
   // POST /v1/pipelines?dry_run=true: refused exactly as Submit would refuse it, or, storing
   // nothing, each step's forecast: its job's as if submitted now (forecast_service.h), and
   // when the step is expected to start and end down the DAG, supposing every step succeeds at
   // its first attempt and every gate passes. A step is submitted once its needs have ended, so
   // its expected start is the latest expected end of its needs plus the wait its job would
   // have now; an import's run time, and so everything after it, is not predicted.
-  Result<nlohmann::json> DryRun(const Principal& p, const std::string& body,
-                                ForecastService& forecasts);
-  // {"pipelines": [...], "next_cursor"}, newest first.
-  Result<nlohmann::json> List(const Principal& p, int limit, const std::string& cursor);
-  Result<nlohmann::json> Get(const Principal& p, int64_t id);
+  Result<api::v1::PipelineDryRun> DryRun(const Principal& p, const std::string& body,
+                                         ForecastService& forecasts);
+  // Newest first, without their specs.
+  Result<api::v1::PipelineList> List(const Principal& p, int limit, const std::string& cursor);
+  Result<api::v1::Pipeline> Get(const Principal& p, int64_t id);
   // Marks it cancelling and runs its pass now: pending steps are cancelled, running steps' jobs
   // asked to stop. failed_precondition when it has already ended.
-  Result<nlohmann::json> Cancel(const Principal& p, int64_t id);
+  Result<api::v1::Pipeline> Cancel(const Principal& p, int64_t id);
 
   // One pass over every active pipeline (the driver thread calls it; tests call it directly).
   Status Drive();
@@ -98,7 +99,7 @@ class PipelinesService {
   std::thread thread_;
 };
 
-// GET /v1/pipelines/{id}'s body.
-nlohmann::json PipelineJson(const PipelineRecord& p);
+// The view of a stored pipeline (GET /v1/pipelines/{id}).
+api::v1::Pipeline PipelineOf(const PipelineRecord& p);
 
 }  // namespace controlplane::service

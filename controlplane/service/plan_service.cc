@@ -5,13 +5,13 @@
 
 namespace controlplane::service {
 
-common::Result<nlohmann::json> PlanJob(const Principal& p, const std::string& body,
-                                       const api::SpecLimits& limits) {
+common::Result<api::v1::Plan> PlanJob(const Principal& p, const std::string& body,
+                                      const api::SpecLimits& limits) {
   EMBODY_RETURN_IF_ERROR(RequireAtLeast(p, kViewer, "planning jobs"));
   EMBODY_ASSIGN_OR_RETURN(request, planner::ParsePlanRequestText(body, limits));
   EMBODY_ASSIGN_OR_RETURN(
       plan, planner::MakePlan(request.workload, request.cluster, request.options, request.gpus));
-  return planner::PlanToJson(plan, request);
+  return planner::PlanView(plan, request);
 }
 
 }  // namespace controlplane::service

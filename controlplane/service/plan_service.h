@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/job_spec.h"
+#include "api/v1/plan.h"
 #include "common/status.h"
 #include "controlplane/service/store.h"
 
@@ -15,8 +16,8 @@ namespace controlplane::service {
 
 // Validates `body` ({job, gpus, cluster, options, workload}) with the jobs API's limits (the
 // rank limits excepted: a plan may ask about a larger cluster than this one) and returns the
-// plan's JSON. invalid_argument names the field ("job.engine.model.d_model", "gpus[1]").
-common::Result<nlohmann::json> PlanJob(const Principal& p, const std::string& body,
-                                       const api::SpecLimits& limits);
+// plan. invalid_argument names the field ("job.engine.model.d_model", "gpus[1]").
+common::Result<api::v1::Plan> PlanJob(const Principal& p, const std::string& body,
+                                      const api::SpecLimits& limits);
 
 }  // namespace controlplane::service

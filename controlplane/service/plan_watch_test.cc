@@ -129,9 +129,8 @@ class PlanWatchNodeTest : public testing::NodeServiceFixture {
  protected:
   void SetUp() override {
     NodeServiceFixture::SetUp();
-    SetUpNodeService(1000);
     watch_ = Watch(1.5, 3);
-    nodes_->SetPlanWatch(watch_.get());
+    SetUpNodeService(1000, {.plan_watch = watch_.get()});
   }
 
   // A train job of 2 ranks placed on `node` (SCHEDULED, its head there).

@@ -31,7 +31,7 @@ Status SchedulerLoop::MarkLostNodes() {
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
   for (NodeRecord& n : nodes) {
     int64_t heard = std::max(n.last_heartbeat_ms, judging_since_ms_);
-    if (heard_) heard = std::max(heard, heard_->Last(n.id));
+    if (hooks_.heard) heard = std::max(heard, hooks_.heard->Last(n.id));
     if (n.state == "UP" && now - heard > 3LL * opts_.heartbeat_interval_ms) {
       EMBODY_RETURN_IF_ERROR(uow->nodes().SetState(n.id, "DOWN"));
       n.state = "DOWN";
@@ -129,7 +129,7 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
     EMBODY_RETURN_IF_ERROR(uow->fair_share().AddDailyUsage(accrual.daily));
   }
   if (!any_pending) {
-    if (forecast_idle_hook_) forecast_idle_hook_();
+    if (hooks_.forecast_idle) hooks_.forecast_idle();
     return uow->Commit();
   }
   EMBODY_ASSIGN_OR_RETURN(nodes, uow->nodes().List());
@@ -143,14 +143,14 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
                         .state;
   const ClusterSnapshot snapshot =
       BuildSnapshot(now, nodes, allocs, jobs, SchedTenantsOf(tenants, fresh.usage));
-  if (forecast_hook_) {
+  if (hooks_.forecast) {
     // Jobs submitted since the last cycle, forecast from the snapshot this cycle decides on.
     std::vector<int64_t> fresh_ids;
     for (const auto& [id, job] : pending) {
       if (id > forecast_seen_id_) fresh_ids.push_back(id);
     }
     if (!fresh_ids.empty()) forecast_seen_id_ = fresh_ids.back();
-    forecast_hook_(snapshot, jobs, std::move(fresh_ids));
+    hooks_.forecast(snapshot, jobs, std::move(fresh_ids));
   }
   ScheduleDecision d = Schedule(snapshot, opts_.schedule);
   for (const Placement& p : d.placements) {
@@ -313,7 +313,7 @@ void SchedulerLoop::Loop() {
     if (IsDeposed(st)) stats.leader = false;
     stats.seconds = common::MonotonicSeconds() - start;
     last_seconds = stats.seconds;
-    if (on_decided_) on_decided_(stats);
+    if (hooks_.on_decided) hooks_.on_decided(stats);
     // Woken cycles can come many times a second under a burst of submits; counting every job
     // each time would cost more than the scheduling.
     if (st.ok() && start - last_count >= opts_.count_period_ms / 1000.0) {

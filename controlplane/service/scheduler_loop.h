@@ -54,6 +54,30 @@ struct CycleStats {
   std::map<std::string, int64_t> nodes_by_state;
 };
 
+// Called in every cycle that has pending jobs, before its decision, with the snapshot it decides
+// on, the jobs it was built from and the pending jobs submitted since the hook was last called
+// (ids ascending; all pending jobs in the first cycle; often none): forecast_service.h records
+// their forecasts and keeps the snapshot for dry runs.
+using ForecastHook = std::function<void(const ClusterSnapshot&, const std::vector<JobRecord>&,
+                                        std::vector<int64_t>)>;
+
+// What a SchedulerLoop tells or consults besides its store, fixed when it is built. Every field
+// is optional: the default leaves that part out. Pointers must outlive the loop.
+struct SchedulerLoopHooks {
+  // Heartbeats this server received, committed or not (node_heard.h), for the DOWN rule; null:
+  // the database only.
+  const NodeHeard* heard = nullptr;
+  // Called with every loop cycle's stats as soon as its decisions are committed (or failed),
+  // before the jobs are counted for `observe`: the commands it made go out without waiting for
+  // that count.
+  std::function<void(const CycleStats&)> on_decided = nullptr;
+  // See ForecastHook; empty: no forecast is made.
+  ForecastHook forecast = nullptr;
+  // Called in every cycle that finds no pending job: a snapshot kept from an earlier cycle no
+  // longer describes the queue (its jobs started, ended or were cancelled).
+  std::function<void()> forecast_idle = nullptr;
+};
+
 class SchedulerLoop {
  public:
   struct Options {
@@ -76,12 +100,14 @@ class SchedulerLoop {
     int accrue_max_gap_ms = 60'000;
   };
   // `try_lead`: the epoch of this replica's leadership, nullopt when it does not lead; null: it
-  // always leads, unfenced (a single replica, tests).
+  // always leads, unfenced (a single replica, tests). `observe`: called with the stats of every
+  // loop cycle that succeeded, last, after the count when one was due (CycleStats::counted);
+  // null: none is.
   SchedulerLoop(Database& db, Options opts, Clock now,
                 std::function<std::optional<int64_t>()> try_lead,
-                std::function<void(const CycleStats&)> observe)
+                std::function<void(const CycleStats&)> observe, SchedulerLoopHooks hooks = {})
       : db_(db), opts_(opts), now_(std::move(now)), try_lead_(std::move(try_lead)),
-        observe_(std::move(observe)), judging_since_ms_(now_()) {}
+        observe_(std::move(observe)), hooks_(std::move(hooks)), judging_since_ms_(now_()) {}
   ~SchedulerLoop() { Stop(); }
 
   // One cycle as leader (tests call this directly); `stats` (optional) gets its decisions.
@@ -103,22 +129,6 @@ class SchedulerLoop {
   // (CycleStats::seq) of the first cycle sure to start after this wake: the one that sees the
   // capacity freed before the call.
   uint64_t WakeForCapacity();
-  // Heartbeats this server received, committed or not (node_heard.h); null: the database only.
-  void SetHeard(const NodeHeard* heard) { heard_ = heard; }
-  // Called with every loop cycle's stats as soon as its decisions are committed (or failed),
-  // before the jobs are counted for `observe`: the commands it made go out without waiting for
-  // that count. Set before Start.
-  void SetOnDecided(std::function<void(const CycleStats&)> fn) { on_decided_ = std::move(fn); }
-  // Called in every cycle that has pending jobs, before its decision, with the snapshot it
-  // decides on, the jobs it was built from and the pending jobs submitted since the hook was
-  // last called (ids ascending; all pending jobs in the first cycle; often none):
-  // forecast_service.h records their forecasts and keeps the snapshot for dry runs.
-  using ForecastHook = std::function<void(const ClusterSnapshot&, const std::vector<JobRecord>&,
-                                          std::vector<int64_t>)>;
-  void SetForecastHook(ForecastHook hook) { forecast_hook_ = std::move(hook); }
-  // Called in every cycle that finds no pending job: a snapshot kept from an earlier cycle no
-  // longer describes the queue (its jobs started, ended or were cancelled).
-  void SetForecastIdleHook(std::function<void()> hook) { forecast_idle_hook_ = std::move(hook); }
 
  private:
   // A unit of work holding the cycle's leadership epoch, if it has one.
@@ -135,10 +145,7 @@ class SchedulerLoop {
   std::function<std::optional<int64_t>()> try_lead_;
   std::optional<int64_t> epoch_;  // of the cycle running (RunOnce is never concurrent)
   std::function<void(const CycleStats&)> observe_;
-  std::function<void(const CycleStats&)> on_decided_;
-  const NodeHeard* heard_ = nullptr;
-  ForecastHook forecast_hook_;
-  std::function<void()> forecast_idle_hook_;
+  const SchedulerLoopHooks hooks_;
   int64_t forecast_seen_id_ = 0;  // the highest pending job id handed to the hook
   // Since when this server can have heard every node: its start. A node is lost only after 3
   // silent intervals within that time, so agents reconnecting to a restarted server are not held

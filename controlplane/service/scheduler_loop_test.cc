@@ -31,9 +31,9 @@ class SchedulerLoopTest : public testing::MemoryServiceTest {
     nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr);
   }
 
-  SchedulerLoop Loop(SchedulerLoop::Options opts = {}) {
+  SchedulerLoop Loop(SchedulerLoop::Options opts = {}, SchedulerLoopHooks hooks = {}) {
     opts.heartbeat_interval_ms = 1000;
-    return SchedulerLoop(db_, opts, clock(), nullptr, nullptr);
+    return SchedulerLoop(db_, opts, clock(), nullptr, nullptr, std::move(hooks));
   }
 
   int64_t Submit(const std::string& spec) {
@@ -174,13 +174,13 @@ TEST_F(SchedulerLoopTest, ANodeLostRestartsItsJobsWhileRestartsAreLeft) {
 
 TEST_F(SchedulerLoopTest, AHeartbeatHeardButNotYetCommittedKeepsItsNodeUp) {
   NodeHeard heard;
-  nodes_->SetHeard(&heard);
+  nodes_ = std::make_unique<NodeService>(db_, *files_, 1000, clock(), nullptr,
+                                         NodeServiceHooks{.heard = &heard});
   int64_t n1 = 0, n2 = 0;
   const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);
   AddNode(*nodes_, join_, "n2", 2, &n2);
   const int64_t job = Submit(Spec("job", 1, 2));
-  auto loop = Loop();
-  loop.SetHeard(&heard);
+  auto loop = Loop({}, {.heard = &heard});
   ASSERT_TRUE(loop.RunOnce().ok());
   const int64_t placed_on = Placement(job).at(0).node_id;
   const int64_t other = placed_on == n1 ? n2 : n1;

@@ -174,16 +174,16 @@ class TwoTenantServiceTest : public MemoryServiceTest {
 };
 
 // The node service tests' start: tenant "a" with an agent join token and a member, and a
-// NodeService over the store at `heartbeat_interval_ms`.
+// NodeService over the store at `heartbeat_interval_ms`, built with `hooks`.
 class NodeServiceFixture : public MemoryServiceTest {
  protected:
-  void SetUpNodeService(int heartbeat_interval_ms) {
+  void SetUpNodeService(int heartbeat_interval_ms, service::NodeServiceHooks hooks = {}) {
     a_ = AddTenant("a");
     join_ = AddPerson(a_, "agent");
     member_ = AddPerson(a_, "member");
     files_ = std::make_unique<service::LogFiles>(data_dir_);
     nodes_ = std::make_unique<service::NodeService>(db_, *files_, heartbeat_interval_ms, clock(),
-                                                    nullptr);
+                                                    nullptr, std::move(hooks));
   }
 
   int64_t a_ = 0;

@@ -162,6 +162,10 @@ class PolicyTransformer {
   };
 
   common::Status PrepareBatch(const PackedBatch& batch);
+  // Where attention runs for the prepared batch, forward and backward alike: each sample's
+  // segment of the computed tokens (the compact rows of varlen, the slots of padded), the heads
+  // and the key mask. Valid until the next PrepareBatch.
+  AttentionGrid Grid() const;
   // N tokens computed on (compact: the real ones), lse_floats for attention's (rows, H, T).
   void BindActivations(int N, long lse_floats, int Na, int Np, int Ns);
   // A computed (tokens_, C) activation in the slot layout, zeros on padding, written to *out.

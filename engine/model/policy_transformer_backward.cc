@@ -70,14 +70,7 @@ common::Status PolicyTransformer::BackwardTrunk(const BackwardHooks* hooks) {
 
   // Blocks in reverse. A residual's backward passes dres through unchanged (ResidualBackward
   // with the identity branch folded in): each branch's input gradient is added into dres.
-  const AttentionGrid grid{
-      &b,
-      config_.heads,
-      config_.head_dim(),
-      config_.causal,
-      config_.attention,
-      key_mask_.data(),
-      row_start_.empty() ? nullptr : row_start_.data()};
+  const AttentionGrid grid = Grid();
   for (int l = config_.layers - 1; l >= 0; --l) {
     const BlockParams& bp = blocks_[l];
     const BlockActs& ba = block_acts_[l];

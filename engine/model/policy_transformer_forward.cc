@@ -150,6 +150,16 @@ common::Status PolicyTransformer::PrepareBatch(const PackedBatch& b) {
   return common::Status::Ok();
 }
 
+AttentionGrid PolicyTransformer::Grid() const {
+  return AttentionGrid{batch_,
+                       config_.heads,
+                       config_.head_dim(),
+                       config_.causal,
+                       config_.attention,
+                       key_mask_.data(),
+                       row_start_.empty() ? nullptr : row_start_.data()};
+}
+
 common::Result<float> PolicyTransformer::Forward(const PackedBatch& batch) {
   EMBODY_RETURN_IF_ERROR(PrepareBatch(batch));
   EMBODY_RETURN_IF_ERROR(RunForward());
@@ -186,14 +196,7 @@ common::Status PolicyTransformer::RunForward() {
                         Na, A, C);
   ScatterAddRows(x, act_emb_, action_slots_.data(), Na, C);
 
-  const AttentionGrid grid{
-      &b,
-      config_.heads,
-      config_.head_dim(),
-      config_.causal,
-      config_.attention,
-      key_mask_.data(),
-      row_start_.empty() ? nullptr : row_start_.data()};
+  const AttentionGrid grid = Grid();
   for (int l = 0; l < config_.layers; ++l) {
     const BlockParams& bp = blocks_[l];
     BlockActs& ba = block_acts_[l];

@@ -184,6 +184,7 @@ export function jobPage(params: Record<string, string>, query: URLSearchParams):
       stat("Tokens / s", num(j.last_step?.tokens_per_s)),
       stat("Loss", num(j.last_step?.loss)),
       stat("Runtime", runtime),
+      stat("Waited", j.wait_seconds === null ? "—" : duration(j.wait_seconds)),
       stat("Attempt", String(j.attempt + 1)),
       stat("Exit code", j.exit_code === null ? "—" : String(j.exit_code)),
       stat("Nodes", j.allocation.length ? j.allocation.map((a) => a.node).join(", ") : "—"),
