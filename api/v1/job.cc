@@ -112,6 +112,16 @@ void AppendString(const std::string& s, std::string& out) {
   out += '"';
 }
 
+// `value` written by `write`, or null.
+template <typename T, typename Write>
+void AppendOrNull(const std::optional<T>& value, Write write, std::string& out) {
+  if (value) {
+    write(*value);
+  } else {
+    out += "null";
+  }
+}
+
 void AppendTime(int64_t ms, std::string& out) {
   out += '"';
   out += common::FormatTimeMillis(ms);
@@ -119,11 +129,7 @@ void AppendTime(int64_t ms, std::string& out) {
 }
 
 void AppendTime(const std::optional<int64_t>& ms, std::string& out) {
-  if (ms) {
-    AppendTime(*ms, out);
-  } else {
-    out += "null";
-  }
+  AppendOrNull(ms, [&](int64_t t) { AppendTime(t, out); }, out);
 }
 
 void AppendInt(int64_t x, std::string& out) { out += std::to_string(x); }
@@ -216,11 +222,7 @@ void AppendJson(const Job& j, std::string& out) {
   AppendKey("created_at", out);
   AppendTime(j.created_ms, out);
   AppendKey("exit_code", out);
-  if (j.exit_code) {
-    AppendInt(*j.exit_code, out);
-  } else {
-    out += "null";
-  }
+  AppendOrNull(j.exit_code, [&](int64_t c) { AppendInt(c, out); }, out);
   AppendKey("finished_at", out);
   AppendTime(j.finished_ms, out);
   AppendOptionalDocument("forecast", j.forecast, out);
@@ -229,23 +231,20 @@ void AppendJson(const Job& j, std::string& out) {
   AppendKey("kind", out);
   AppendString(j.kind, out);
   AppendKey("last_step", out);
-  if (j.last_step) {
-    AppendDump(*j.last_step, out);
-  } else {
-    out += "null";
-  }
+  AppendOrNull(j.last_step, [&](const json& d) { AppendDump(d, out); }, out);
   AppendKey("latest_checkpoint", out);
-  if (const auto& c = j.latest_checkpoint) {
-    out += "{\"bytes\":";
-    AppendInt(c->bytes, out);
-    out += ",\"path\":";
-    AppendString(c->path, out);
-    out += ",\"step\":";
-    AppendInt(c->step, out);
-    out += '}';
-  } else {
-    out += "null";
-  }
+  AppendOrNull(
+      j.latest_checkpoint,
+      [&](const auto& c) {
+        out += "{\"bytes\":";
+        AppendInt(c.bytes, out);
+        out += ",\"path\":";
+        AppendString(c.path, out);
+        out += ",\"step\":";
+        AppendInt(c.step, out);
+        out += '}';
+      },
+      out);
   AppendOptionalDocument("launch_phases", j.launch_phases, out);
   AppendKey("name", out);
   AppendString(j.name, out);
@@ -267,11 +266,8 @@ void AppendJson(const Job& j, std::string& out) {
   AppendKey("updated_at", out);
   AppendTime(j.updated_ms, out);
   AppendKey("wait_seconds", out);
-  if (j.wait_seconds) {
-    AppendDump(*j.wait_seconds, out);  // dump()'s own number format
-  } else {
-    out += "null";
-  }
+  // dump()'s own number format
+  AppendOrNull(j.wait_seconds, [&](double w) { AppendDump(w, out); }, out);
   out += '}';
 }
 
@@ -282,11 +278,7 @@ void AppendJson(const JobList& l, std::string& out) {
     AppendJson(l.jobs[i], out);
   }
   out += "],\"next_cursor\":";
-  if (l.next_cursor) {
-    AppendString(*l.next_cursor, out);
-  } else {
-    out += "null";
-  }
+  AppendOrNull(l.next_cursor, [&](const std::string& c) { AppendString(c, out); }, out);
   out += '}';
 }
 
