@@ -241,6 +241,10 @@ common::Status PrepareDataDir(const std::string& data_dir, bool switch_uid) {
     EMBODY_RETURN_IF_ERROR(SetMode(dir, mode));
   }
   if (!switch_uid) return common::Status::Ok();
+  // Other agents of this machine, which may hand out the same job uids, keep out of it when
+  // they scrub a uid (uid_scrub.h).
+  EMBODY_RETURN_IF_ERROR(
+      common::WriteFileAtomic(data_dir + "/" + kAgentDataMarker, "embody agent data\n", 0644));
   for (fs::path p = fs::path(data_dir).parent_path(); !p.empty(); p = p.parent_path()) {
     struct stat st;
     if (::stat(p.c_str(), &st) != 0) {

@@ -39,6 +39,15 @@ void Warn(const std::string& what, const std::string& name, int err, ScrubReport
 
 using UidSet = std::set<uid_t>;
 
+// Whether the directory open at `fd` (`st` its stat) is an agent's data directory: root's, with
+// root's marker file in it (uid_scrub.h).
+bool IsAgentData(int fd, const struct stat& st) {
+  if (st.st_uid != 0) return false;
+  struct stat marker;
+  return ::fstatat(fd, kAgentDataMarker, &marker, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISREG(marker.st_mode) && marker.st_uid == 0;
+}
+
 // Removes every entry one of `uids` owns below the directory open at `dir_fd` (on device `dev`).
 // Every directory is walked, whoever owns it, since the uids' files may sit in anyone's
 // world-writable directory; one a uid of the set owns is removed once emptied, or given to root
@@ -69,7 +78,7 @@ void ScrubDir(int dir_fd, dev_t dev, const UidSet& uids, const KeepSet& keep, in
       struct stat opened;
       // The entry may have been swapped between fstatat and openat: walk what was opened.
       if (::fstat(sub, &opened) != 0 || opened.st_dev != dev ||
-          keep.count({opened.st_dev, opened.st_ino})) {
+          keep.count({opened.st_dev, opened.st_ino}) || IsAgentData(sub, opened)) {
         ::close(sub);
         continue;
       }

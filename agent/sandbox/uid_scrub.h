@@ -23,6 +23,9 @@
 
 namespace agent {
 
+// The file that marks an agent's data directory (PrepareDataDir writes it).
+inline constexpr char kAgentDataMarker[] = ".embody-agent-data";
+
 // The node's shared scratch places, those of them that exist.
 std::vector<std::string> SharedScratchRoots();
 
@@ -37,7 +40,12 @@ struct ScrubReport {
 // created, in one walk (what a finished job costs is the walk, so uids released together are
 // scrubbed together). Directories in `keep` (the agent's data directory, which may sit under
 // /tmp and holds the jobs' checkpoints, owned by their uids) are never entered. Leaves uid 0 and
-// the agent's own uid alone. Meant for uids with no live process.
+// the agent's own uid alone. Nor is any directory owned by root that holds a regular file
+// kAgentDataMarker owned by root: another agent's data directory on the same machine (two agents
+// of one machine, as in a local cluster, may hand out the same job uid; without it one agent's
+// scrub gave the other's fresh job directory, the uid's and holding root's launch files, to
+// root). A job cannot make either: it owns neither a root directory nor a root file. Meant for
+// uids with no live process.
 ScrubReport ScrubUids(std::set<uid_t> uids, const std::vector<std::string>& roots, bool system_v,
                       const std::vector<std::string>& keep = {});
 

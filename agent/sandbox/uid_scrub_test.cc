@@ -104,6 +104,35 @@ TEST_F(UidScrubTest, KeptDirectoriesAreNeverEntered) {
   EXPECT_EQ(r.removed, 1);
 }
 
+TEST_F(UidScrubTest, AnotherAgentsDataDirectoryIsNeverEntered) {
+  // Another agent of this machine, given the same uid for a job of its own: its fresh job
+  // directory is the uid's and holds root's launch files.
+  Dir(root_ / "other-agent" / "jobs" / "7", kJob, fs::perms::owner_all);
+  Write(root_ / "other-agent" / "jobs" / "7" / "spec.json", 0);
+  Write(root_ / "other-agent" / kAgentDataMarker, 0);
+  // The same layout whose marker a job wrote is walked as any other directory.
+  Dir(root_ / "planted" / "jobs" / "7", kJob, fs::perms::owner_all);
+  Write(root_ / "planted" / "jobs" / "7" / "spec.json", 0);
+  Write(root_ / "planted" / kAgentDataMarker, kJob);
+  Write(root_ / "job-file", kJob);
+  ScrubReport r = ScrubUids({kJob}, {root_.string()}, false);
+  EXPECT_EQ(Owner(root_ / "other-agent" / "jobs" / "7"), kJob);
+  EXPECT_TRUE(fs::exists(root_ / "other-agent" / "jobs" / "7" / "spec.json"));
+  EXPECT_EQ(Owner(root_ / "planted" / "jobs" / "7"), 0u);  // given to root: others' file inside
+  EXPECT_FALSE(fs::exists(root_ / "planted" / kAgentDataMarker));
+  EXPECT_FALSE(fs::exists(root_ / "job-file"));
+  EXPECT_EQ(r.given_to_root, 1);
+}
+
+TEST_F(UidScrubTest, PrepareDataDirMarksItForOtherAgents) {
+  const fs::path data = root_ / "agent-data";
+  ASSERT_TRUE(PrepareDataDir(data.string(), /*switch_uid=*/true).ok());
+  struct stat st;
+  ASSERT_EQ(::lstat((data / kAgentDataMarker).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
 TEST_F(UidScrubTest, ScrubsSeveralUidsInOneWalk) {
   Write(root_ / "job-file", kJob);
   Write(root_ / "other-file", kOther);
