@@ -110,17 +110,20 @@ class Cycle {
   void ForgetFailures();
   // True when TryPlace of a job of `shape` would fail now.
   bool CannotPlace(const PendingQueue::Shape& shape) const;
+  // CannotPlace's cheap part: too few nodes with room, or a failed placement that asked no more
+  // (no scan of the lanes).
+  bool KnownUnplaceable(const PendingQueue::Shape& shape) const;
   // True when TryReserve of a job of `shape` fails at once: one for no more failed this cycle.
   bool CannotReserve(const PendingQueue::Shape& shape) const;
+  // True when considering a job of `shape` now changes nothing, preemption aside: it is known
+  // not to fit (KnownUnplaceable) and cannot reserve (every reservation made, or
+  // CannotReserve). Room only shrinks and failures only accumulate within a cycle, so it stays
+  // true for the rest of the cycle while preemption is off.
+  bool Inert(const PendingQueue::Shape& shape) const;
   // True when considering the jobs of `queue` not yet considered (`considered`: how many of each
   // of queue.shapes()) can place, reserve and preempt nothing: no job left could be placed, nor
   // reserve while reservations are left (with preemption on, none may be left). `unplaceable`:
   // the shapes left that ask no more than the others.
-  // Whether a job of `shape` changes nothing if considered now: it cannot be placed (too few
-  // nodes with room, or a failure that asked no more) and cannot reserve (every reservation
-  // made, or one that asked no more failed). Stays true for the rest of the cycle while
-  // preemption is off.
-  bool Inert(const PendingQueue::Shape& shape) const;
   bool Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                std::vector<JobShape>* unplaceable) const;
 

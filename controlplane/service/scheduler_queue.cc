@@ -25,14 +25,20 @@ constexpr int kRecheckEvery = 64;
 
 }  // namespace
 
-bool Cycle::CannotPlace(const PendingQueue::Shape& shape) const {
+bool Cycle::KnownUnplaceable(const PendingQueue::Shape& shape) const {
   const auto [kind, slots, nodes, limit] = shape;
-  if (kind < 0) return true;
-  if (FitNow(kind, slots) < nodes) return true;
+  if (kind < 0 || FitNow(kind, slots) < nodes) return true;
   const int64_t end = EndOf(now_, limit);
   for (const Shape& f : failed_place_) {
     if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.end <= end) return true;
   }
+  return false;
+}
+
+bool Cycle::CannotPlace(const PendingQueue::Shape& shape) const {
+  if (KnownUnplaceable(shape)) return true;
+  const auto [kind, slots, nodes, limit] = shape;
+  const int64_t end = EndOf(now_, limit);
   int fit = 0;
   for (int lane : usable_[kind]) {
     if (lanes_[lane].CanTake(slots, end) && ++fit >= nodes) return false;
@@ -49,40 +55,22 @@ bool Cycle::CannotReserve(const PendingQueue::Shape& shape) const {
 }
 
 bool Cycle::Inert(const PendingQueue::Shape& shape) const {
-  const auto [kind, slots, nodes, limit] = shape;
-  if (kind < 0) return false;
-  bool placeable = FitNow(kind, slots) >= nodes;
-  if (placeable) {
-    const int64_t end = EndOf(now_, limit);
-    for (const Shape& f : failed_place_) {
-      if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.end <= end) {
-        placeable = false;
-        break;
-      }
-    }
-  }
-  if (placeable) return false;
-  if (reservations_ >= opt_.max_reservations) return true;
-  for (const Shape& f : failed_reserve_) {
-    if (f.kind == kind && f.slots <= slots && f.nodes <= nodes && f.priority >= 0 &&
-        f.tenant == 0) {
-      return true;
-    }
-  }
-  return false;
+  return KnownUnplaceable(shape) &&
+         (reservations_ >= opt_.max_reservations || CannotReserve(shape));
 }
 
 bool Cycle::Settled(const PendingQueue& queue, const std::vector<int64_t>& considered,
                     std::vector<JobShape>* unplaceable) const {
   if (opt_.explain) return false;
-  const bool reserving = reservations_ < opt_.max_reservations;
-  if (reserving && opt_.preempt_min_priority) return false;
+  if (reservations_ < opt_.max_reservations && opt_.preempt_min_priority) return false;
   unplaceable->clear();
   const std::vector<PendingQueue::Shape>& shapes = queue.shapes();
   for (size_t i = 0; i < shapes.size(); ++i) {
     const PendingQueue::Shape& shape = shapes[i];
     if (queue.shapes_left()[i] - considered[i] <= 0) continue;
-    if (!CannotPlace(shape) || (reserving && !CannotReserve(shape))) return false;
+    if (!CannotPlace(shape) || (reservations_ < opt_.max_reservations && !CannotReserve(shape))) {
+      return false;
+    }
     if (std::any_of(unplaceable->begin(), unplaceable->end(),
                     [&](const JobShape& u) { return AsksNoMore(u, shape); })) {
       continue;
