@@ -2,8 +2,13 @@
 # A private PostgreSQL cluster in a data directory this script owns, on loopback only.
 #
 #   pg_cluster.sh start DATADIR [PORT]   initialises (once) and starts; prints the conninfo
-#   pg_cluster.sh stop DATADIR           stops it (fast shutdown)
+#   pg_cluster.sh stop DATADIR [MODE]    stops it: MODE fast (the default: sessions ended, a
+#                                        checkpoint written) or immediate (for a cluster about
+#                                        to be removed: nothing written, no wait for the disk)
 #   pg_cluster.sh status DATADIR         exit 0 when running
+#
+# PG_CLUSTER_THROWAWAY=1 (tests' clusters, removed after use): initdb does not wait for its files
+# to reach the disk (--no-sync), which is most of its time. The running cluster fsyncs as usual.
 #
 # The cluster has one superuser `embody` and one database `embody`; it listens on 127.0.0.1 and a
 # socket inside DATADIR, with trust authentication limited to those. initdb refuses to run as root,
@@ -12,7 +17,7 @@ set -euo pipefail
 
 cmd=${1:-}
 datadir=${2:-}
-[ -n "$cmd" ] && [ -n "$datadir" ] || { echo "usage: $0 start|stop|status DATADIR [PORT]" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$datadir" ] || { echo "usage: $0 start DATADIR [PORT] | stop DATADIR [fast|immediate] | status DATADIR" >&2; exit 2; }
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg_cluster: PostgreSQL server binaries not found (run deploy/setup.sh)" >&2; exit 1; }
@@ -63,7 +68,9 @@ case "$cmd" in
     mkdir -p "$sockdir"
     [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$sockdir"
     if [ ! -f "$pgdata/PG_VERSION" ]; then
-      as_owner "$bindir/initdb" -D "$pgdata" -U embody --auth=trust -E UTF8 --no-locale >"$datadir/initdb.log" 2>&1 ||
+      initdb_args=(-D "$pgdata" -U embody --auth=trust -E UTF8 --no-locale)
+      if [ "${PG_CLUSTER_THROWAWAY:-0}" = 1 ]; then initdb_args+=(--no-sync); fi
+      as_owner "$bindir/initdb" "${initdb_args[@]}" >"$datadir/initdb.log" 2>&1 ||
         { echo "pg_cluster: initdb failed, see $datadir/initdb.log" >&2; exit 1; }
     fi
     if ! as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
@@ -93,13 +100,15 @@ case "$cmd" in
     echo "host=127.0.0.1 port=$port user=embody dbname=embody"
     ;;
   stop)
+    mode=${3:-fast}
+    case "$mode" in fast|immediate) ;; *) echo "pg_cluster: stop mode is fast or immediate, not $mode" >&2; exit 2 ;; esac
     if [ -f "$pgdata/PG_VERSION" ] && as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1; then
-      as_owner "$bindir/pg_ctl" -D "$pgdata" -m fast -w stop >/dev/null
+      as_owner "$bindir/pg_ctl" -D "$pgdata" -m "$mode" -w stop >/dev/null
     fi
     ;;
   status)
     as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1
     ;;
   *)
-    echo "usage: $0 start|stop|status DATADIR [PORT]" >&2; exit 2 ;;
+    echo "usage: $0 start DATADIR [PORT] | stop DATADIR [fast|immediate] | status DATADIR" >&2; exit 2 ;;
 esac

@@ -27,6 +27,9 @@ fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
 # The quickstart's own defaults, not whatever this shell was pointed at.
 unset EMBODY_HOME EMBODY_BUILD_DIR EMBODY_URL EMBODY_TOKEN
+# Its PostgreSQL cluster goes with the rest at the end: initdb need not wait for the disk
+# (deploy/pg_cluster.sh).
+export PG_CLUSTER_THROWAWAY=1
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/embody-quickstart-private.XXXXXX")
 # Only `private` keeps others out, as /root does; its parents are as /root's are.

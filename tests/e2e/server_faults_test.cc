@@ -72,8 +72,15 @@ std::vector<json> AllJobs(LocalStack& stack) {
 TEST(ServerFaultsTest, SubmissionsSurviveAServerKilledMidBurst) {
   LocalStack stack(2, 1);
   ASSERT_TRUE(stack.Start()) << "stack in " << stack.dir();
-  // A job that runs through the kill and the restart and must not notice them.
-  HttpResult run = stack.Post("/v1/jobs", CommandJob("carries-on", 1, "sleep 12", 50).dump());
+  // A job that runs through the kill and the restart and must not notice them: it ends once the
+  // test, after the restart, writes `release` (at most a minute: then it fails).
+  const std::string release = stack.dir() + "/release";
+  HttpResult run = stack.Post(
+      "/v1/jobs", CommandJob("carries-on", 1,
+                             "for i in $(seq 600); do [ -e " + release +
+                                 " ] && exit 0; sleep 0.1; done; exit 1",
+                             50)
+                      .dump());
   ASSERT_EQ(run.status, 201) << run.text;
   const int64_t running_id = run.body["id"];
   json job = stack.WaitForState(running_id, {"RUNNING"}, 60);
@@ -160,6 +167,10 @@ TEST(ServerFaultsTest, SubmissionsSurviveAServerKilledMidBurst) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(up, 2) << stack.Get("/v1/nodes").text;
+  job = stack.Get("/v1/jobs/" + std::to_string(running_id)).body;
+  EXPECT_EQ(job.value("state", ""), "RUNNING") << "it did not run through the restart: "
+                                               << job.dump(2);
+  std::ofstream(release) << "go\n";
   job = stack.WaitForState(running_id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 60);
   EXPECT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
   EXPECT_EQ(job.value("attempt", -1), 0) << job.dump(2);

@@ -201,7 +201,10 @@ class FakeAgent:
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # stop() waits for serve_forever to notice the shutdown, which it checks once a poll
+        # interval (0.5 s by default: half a second added to every case that starts an agent).
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.01}, daemon=True)
         self.thread.start()
 
     def stop(self) -> None:

@@ -136,7 +136,8 @@ class ReportTest(SdkTestCase):
 
     def test_flush_gives_up_waiting_at_its_timeout(self) -> None:
         self.setenv(self.agent.env())
-        self.agent.forced.append((429, 3, error_body("resource_exhausted", "queue full")))
+        # Retry-After longer than the first flush's timeout: it gives up before the retry.
+        self.agent.forced.append((429, 1, error_body("resource_exhausted", "queue full")))
         embody.report(step=1, loss=1.0)
         self.assertFalse(embody.flush(timeout_s=0.5))
         self.assertTrue(embody.flush(timeout_s=10))
