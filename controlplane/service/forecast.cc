@@ -118,7 +118,6 @@ size_t RunForward(ForwardRun& run, const ForecastTimes& times, const ForecastOpt
                   const PendingQueue* base = nullptr, size_t* jumped = nullptr) {
   ScheduleOptions quiet = options.schedule;
   quiet.explain = options.reference;
-  quiet.list_order = false;  // read in the first cycle only (DescribeNow)
   std::vector<int64_t> ended;
   int cycles = 0;
   size_t replayed = 0;

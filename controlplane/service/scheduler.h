@@ -115,9 +115,6 @@ struct ScheduleOptions {
   // With explain: the reason of this job only (0: of every job). A dry run's first cycle
   // (forecast.h) needs its own job's reason and the order, not 10,000 strings.
   int64_t explain_job = 0;
-  // false: `order` is left empty. The forward run reads it in its first cycle only; listing
-  // every job passed over costs a later cycle more than the jobs it considers.
-  bool list_order = true;
 };
 
 struct Placement {
@@ -169,9 +166,8 @@ struct ScheduleDecision {
   std::map<int64_t, std::string> waiting;  // job id -> human reason, for every job not placed
   std::vector<Reservation> reservations;
   std::vector<Preemption> preemptions;
-  // Every pending job id, in the order it was considered (none with options.list_order off).
-  // ScheduleQueue without reasons lists a job passed over as inert (it could change nothing)
-  // where its tenant's turn passed it.
+  // Every pending job id, in the order it was considered. ScheduleQueue without reasons lists
+  // a job passed over as inert (it could change nothing) where its tenant's turn passed it.
   std::vector<int64_t> order;
   std::optional<QueueStop> settled;  // ScheduleQueue only: where it stopped, if before the end
 };

@@ -139,7 +139,7 @@ ScheduleDecision Cycle::Run() {
     const PendingJob& head = *queue[at].second;
     turns.push({Share(tenants_[queue[at].first]), head.submit_ms, head.job_id, at});
   };
-  if (opt_.list_order) out_.order.reserve(queue.size());
+  out_.order.reserve(queue.size());
   for (size_t level = 0; level < queue.size();) {
     size_t next = level;
     while (next < queue.size() && queue[next].second->priority == queue[level].second->priority) {
@@ -158,7 +158,7 @@ ScheduleDecision Cycle::Run() {
 }
 
 void Cycle::Consider(const PendingJob& job) {
-  if (opt_.list_order) out_.order.push_back(job.job_id);
+  out_.order.push_back(job.job_id);
   TenantRun& tenant = tenants_[TenantIndex(job.tenant_id)];
   const TenantLimits& limits = tenant.t.limits;
   if (auto why = WhyNeverFits(job.resources, limits, registered_)) {

@@ -133,20 +133,13 @@ ScheduleDecision Cycle::RunQueue(const PendingQueue& queue) {
   using Turn = std::tuple<double, int64_t, int64_t, size_t, size_t>;  // ..., run, job index
   std::priority_queue<Turn, std::vector<Turn>, std::greater<Turn>> turns;
   auto push = [&](size_t run, size_t at) {
-    const size_t end = runs[run].end;
-    const char* taken = queue.taken_marks().data();
-    while (at < end && taken[at]) ++at;
+    while (at < runs[run].end && queue.taken(at)) ++at;
     if (pass_inert) {
-      // Most jobs passed over are of a shape already known inert: those take no call.
-      const char* known_inert = inert.data();
-      int64_t* counted = considered.data();
-      for (size_t next = at + 1; at < end && next < end; next = at + 1) {
-        while (next < end && taken[next]) ++next;
-        if (next == end) break;
-        const int shape = queue.shape_of(at);
-        if (!(shape >= 0 && known_inert[shape]) && !passed_over(at)) break;
-        if (opt_.list_order) out_.order.push_back(jobs[at].job_id);
-        counted[shape] += 1;
+      for (size_t next = at + 1; at < runs[run].end && next < runs[run].end; next = at + 1) {
+        while (next < runs[run].end && queue.taken(next)) ++next;
+        if (next == runs[run].end || !passed_over(at)) break;
+        out_.order.push_back(jobs[at].job_id);
+        considered[queue.shape_of(at)] += 1;
         at = next;
       }
     }
