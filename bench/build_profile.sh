@@ -27,6 +27,7 @@ cat > "$launcher" <<'LAUNCHER'
 [ -n "$EMBODY_BUILD_STEPS" ] || exec "$@"  # a later build in the same directory: not recorded
 out=?; prev=; kind=compile
 for a in "$@"; do [ "$prev" = -o ] && out=$a; prev=$a; done
+case $out in /*|\?) ;; *) out=$PWD/$out ;; esac  # Make runs each folder's steps from there
 case " $* " in *" -c "*) ;; *) kind=link ;; esac
 t=$(mktemp)
 /usr/bin/time -f "%U %S %e" -o "$t" "$@"; rc=$?
@@ -53,11 +54,13 @@ echo "configure $(awk -v a="$start" -v b="$configured" 'BEGIN{printf "%.0f", b -
 echo; echo "CPU seconds by kind:"
 awk '{s[$1] += $2; n[$1]++} END{for (k in s) printf "  %-8s %8.0f s  %4d steps\n", k, s[k], n[k]}' "$log"
 echo; echo "CPU seconds by folder (compile + link):"
-awk '{o = $4; sub("^" ENVIRON["PWD"] "/", "", o); split(o, p, "/"); f = p[1];
-      if (f == "bin") f = "bin (links)"; s[f] += $2} END{for (k in s) printf "  %-24s %8.0f s\n", k, s[k]}' \
-  "$log" | sort -k2 -rn
+awk -v b="$build/" '{o = $4; if (index(o, b) == 1) o = substr(o, length(b) + 1); split(o, p, "/");
+      f = p[1]; if (f == "bin") f = "bin (links)"; s[f] += $2}
+      END{for (k in s) printf "  %-24s %8.0f s\n", k, s[k]}' "$log" | sort -k2 -rn
 echo; echo "Costliest 25 steps (CPU s, wall s, output):"
-sort -k2 -rn "$log" | head -25 | awk '{printf "  %-8s %7.1f %7.1f  %s\n", $1, $2, $3, $4}'
+sort -k2 -rn "$log" | head -25 |
+  awk -v b="$build/" '{o = $4; if (index(o, b) == 1) o = substr(o, length(b) + 1)
+                       printf "  %-8s %7.1f %7.1f  %s\n", $1, $2, $3, o}'
 awk -v cpu="$cpu" -v a="$configured" -v b="$end" -v j="$jobs" '
   {s[$1] += $2; n[$1]++}
   END{printf "{\"bench\":\"build_profile\",\"cpu\":\"%s\",\"jobs\":%d,\"build_wall_s\":%.1f,\"compile_cpu_s\":%.1f,\"compile_steps\":%d,\"link_cpu_s\":%.1f,\"link_steps\":%d}\n",

@@ -15,9 +15,10 @@
 # so as root the cluster belongs to the `postgres` user.
 set -euo pipefail
 
+usage() { echo "usage: $0 start DATADIR [PORT] | stop DATADIR [fast|immediate] | status DATADIR" >&2; exit 2; }
 cmd=${1:-}
 datadir=${2:-}
-[ -n "$cmd" ] && [ -n "$datadir" ] || { echo "usage: $0 start DATADIR [PORT] | stop DATADIR [fast|immediate] | status DATADIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$datadir" ] || usage
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg_cluster: PostgreSQL server binaries not found (run deploy/setup.sh)" >&2; exit 1; }
@@ -110,5 +111,5 @@ case "$cmd" in
     as_owner "$bindir/pg_ctl" -D "$pgdata" status >/dev/null 2>&1
     ;;
   *)
-    echo "usage: $0 start DATADIR [PORT] | stop DATADIR [fast|immediate] | status DATADIR" >&2; exit 2 ;;
+    usage ;;
 esac
