@@ -201,7 +201,9 @@ json ToJson(const HeartbeatResponse& r) {
     }
     cmds.push_back(std::move(j));
   }
-  return {{"commands", cmds}};
+  json out{{"commands", cmds}};
+  if (!r.deferred.empty()) out["deferred"] = r.deferred;
+  return out;
 }
 
 // The parsers below turn nlohmann's type errors into invalid_argument at this edge.
@@ -370,6 +372,7 @@ Result<HeartbeatResponse> ParseHeartbeatResponse(const json& j) {
       }
       r.commands.push_back(std::move(cmd));
     }
+    for (const auto& id : j.value("deferred", json::array())) r.deferred.push_back(IntOf<int64_t>(id));
     return r;
   } catch (const std::exception& e) {
     return InvalidArgument(std::string("bad heartbeat response: ") + e.what());

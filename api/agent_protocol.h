@@ -223,6 +223,12 @@ struct Command {
 
 struct HeartbeatResponse {
   std::vector<Command> commands;
+  // Jobs whose end this heartbeat reported and the server did not take yet: the agent keeps them
+  // and reports them again. The server holds the failure of a job on several nodes until each
+  // other node of it has been heard since, so that a node lost under the job (whose loss the
+  // head's launcher saw first) restarts it as a node loss rather than failing it. Absent on the
+  // wire (older servers): every end reported was taken.
+  std::vector<int64_t> deferred;
 };
 
 nlohmann::json ToJson(const RegisterRequest& r);

@@ -166,6 +166,15 @@ TEST(AgentProtocolTest, CommandsRoundTrip) {
   EXPECT_EQ(p->commands[0].resume_checkpoint.sha256, std::string(64, 'a'));
   EXPECT_EQ(p->commands[1].resume_checkpoint.id, 0);
   EXPECT_EQ(p->commands[1].type, Command::Type::kKill);
+  EXPECT_TRUE(p->deferred.empty());
+  EXPECT_FALSE(ToJson(r).contains("deferred"));  // absent when empty, as older servers send it
+  r.deferred = {4, 6};
+  auto d = ParseHeartbeatResponse(ToJson(r));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->deferred, (std::vector<int64_t>{4, 6}));
+  nlohmann::json bad = ToJson(r);
+  bad["deferred"] = {"4"};
+  EXPECT_FALSE(ParseHeartbeatResponse(bad).ok());
 }
 
 TEST(AgentProtocolTest, MultiNodeLaunchAndWorkerRoundTrip) {

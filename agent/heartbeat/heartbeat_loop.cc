@@ -150,7 +150,13 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
   metrics_->HeartbeatSucceeded();
   logs_->Commit(req.logs);
   events_->Commit(events.last_seq);
-  runner_->Acknowledge(reported);
+  // An end the server did not take yet (HeartbeatResponse::deferred) is reported again.
+  std::set<int64_t> deferred(reply->deferred.begin(), reply->deferred.end());
+  std::vector<int64_t> taken;
+  for (int64_t id : reported) {
+    if (!deferred.count(id)) taken.push_back(id);
+  }
+  runner_->Acknowledge(taken);
   bool launched_new = false;
   if (execute_commands) {
     std::vector<api::Command> workers;
@@ -177,7 +183,9 @@ HeartbeatLoop::Outcome HeartbeatLoop::RunOnce(bool execute_commands) {
     // of its job here to stop, or the kill of that attempt, comes in every reply until it ends,
     // and going again at once for it spun this loop (and the server's launch count) until then.
     // The job's end wakes the loop itself (Wake()).
-    again_at_once_ = launched_new || !req.finished.empty() || woken_;
+    // An end the server deferred is news only once: it goes again with the next beat, not at
+    // once, or the loop would spin until the server takes it.
+    again_at_once_ = launched_new || !taken.empty() || woken_;
   }
   metrics_->SetJobsRunning(static_cast<int>(runner_->Running().size()));
   metrics_->SetEventsDropped(events_->dropped());

@@ -44,6 +44,8 @@ class FakeServer : public ServerChannel {
     api::HeartbeatResponse r;
     r.commands = std::move(reply_commands);
     reply_commands.clear();
+    r.deferred = std::move(reply_deferred);
+    reply_deferred.clear();
     return r;
   }
 
@@ -56,6 +58,7 @@ class FakeServer : public ServerChannel {
   std::vector<std::pair<int64_t, api::HeartbeatRequest>> heartbeats;
   std::deque<common::Status> fail_with;
   std::vector<api::Command> reply_commands;
+  std::vector<int64_t> reply_deferred;
 };
 
 class HeartbeatLoopTest : public ::testing::Test {
@@ -199,6 +202,23 @@ TEST_F(HeartbeatLoopTest, EventsAndFinishedJobsAreResentUntilAcknowledged) {
   EXPECT_TRUE(server_.heartbeats[3].second.events.empty());
   EXPECT_TRUE(server_.heartbeats[3].second.finished.empty());
   runner_.Kill(99);  // a late duplicate kill is ignored
+  EXPECT_TRUE(runner_.Unreported().empty());
+}
+
+// An end the server defers (HeartbeatResponse::deferred) is kept and reported again with the
+// next beat, and only then forgotten once taken.
+TEST_F(HeartbeatLoopTest, AFinishedJobTheServerDefersIsReportedAgain) {
+  ASSERT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  runner_.Kill(98);  // unknown job: reported finished at once
+  server_.reply_deferred = {98};
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(runner_.Unreported().size(), 1u);
+  EXPECT_EQ(loop_.RunOnce(), HeartbeatLoop::Outcome::kOk);
+  ASSERT_EQ(server_.heartbeats.size(), 3u);
+  for (int i : {1, 2}) {
+    ASSERT_EQ(server_.heartbeats[i].second.finished.size(), 1u);
+    EXPECT_EQ(server_.heartbeats[i].second.finished[0].job_id, 98);
+  }
   EXPECT_TRUE(runner_.Unreported().empty());
 }
 

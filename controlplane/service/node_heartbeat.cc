@@ -112,6 +112,7 @@ Result<api::HeartbeatResponse> NodeService::Beat(const Principal& p, int64_t nod
   EMBODY_RETURN_IF_ERROR(ApplyReports(*uow, node_id, node->name, req, reads, now));
   uint64_t lost = 0;
   EMBODY_ASSIGN_OR_RETURN(reply, Commands(*uow, node_id, node->name, req, reads, now, &lost));
+  reply.deferred = std::move(reads.deferred);
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   if (hooks_.on_launch_phases) {
     for (const LaunchPhases& ended : reads.ended) hooks_.on_launch_phases(ended);

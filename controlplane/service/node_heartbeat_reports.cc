@@ -5,6 +5,7 @@
 #include "controlplane/service/node_service.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -206,6 +207,48 @@ Status NodeService::AcknowledgeLaunches(UnitOfWork& uow, int64_t node_id,
   return uow.allocations().MarkLaunchedMany(acked_jobs, node_id);
 }
 
+// When a node is lost under a job on several nodes, the head's launcher (mpirun, its daemon's
+// connection gone) often ends the job before the server has missed a single heartbeat of that
+// node; taken at once, the end failed a job that the node-down rule (3 silent intervals,
+// SchedulerLoop::MarkLostNodes) restarts a moment later. So the failure waits until every other
+// node of the job has been heard since it was first reported (a live node's next heartbeat, at
+// most an interval away): a node that is heard again makes it a failure, one that is lost makes
+// it a restart, and the head's repeated report then finds no allocation and changes nothing.
+// Bounded, so that a server whose scheduler does not run (not the leader) still ends it.
+constexpr int64_t kEndWaitIntervals = 6;
+
+Result<bool> NodeService::AwaitsPeers(UnitOfWork& uow, int64_t node_id, const JobRecord& job,
+                                      const std::vector<AllocationRecord>& live, int64_t now) {
+  const std::pair<int64_t, int> key{job.id, job.attempt};
+  const int64_t bound = kEndWaitIntervals * heartbeat_interval_ms_;
+  int64_t first = now;
+  {
+    std::lock_guard<std::mutex> lock(ends_mu_);
+    for (auto it = ends_waiting_.begin(); it != ends_waiting_.end();) {
+      it = now - it->second > 2 * bound ? ends_waiting_.erase(it) : std::next(it);
+    }
+    bool peers = false;
+    for (const AllocationRecord& a : live) peers = peers || a.node_id != node_id;
+    if (!peers) return false;
+    first = ends_waiting_.try_emplace(key, now).first->second;
+  }
+  bool waits = false;
+  if (now - first <= bound) {
+    for (const AllocationRecord& a : live) {
+      if (a.node_id == node_id) continue;
+      // The committed time a heartbeat arrived: a heartbeat sent before the node was lost and
+      // answered after tells nothing of it afterwards.
+      EMBODY_ASSIGN_OR_RETURN(peer, uow.nodes().Get(a.node_id));
+      if (peer && peer->last_heartbeat_ms < first) waits = true;
+    }
+  }
+  if (!waits) {
+    std::lock_guard<std::mutex> lock(ends_mu_);
+    ends_waiting_.erase(key);
+  }
+  return waits;
+}
+
 Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::string& node_name,
                                  const api::HeartbeatRequest& req, HeartbeatReads& r,
                                  int64_t now) {
@@ -265,6 +308,14 @@ Status NodeService::ApplyReports(UnitOfWork& uow, int64_t node_id, const std::st
       }
       continue;
     } else if (job->state == JobState::kScheduled || job->state == JobState::kRunning) {
+      if (f.exit_code != 0) {
+        auto live = r.live.find(f.job_id);
+        EMBODY_ASSIGN_OR_RETURN(waits, AwaitsPeers(uow, node_id, *job, live->second, now));
+        if (waits) {
+          r.deferred.push_back(f.job_id);
+          continue;
+        }
+      }
       to = f.exit_code == 0 ? JobState::kSucceeded : JobState::kFailed;
       if (reason.empty() && f.exit_code != 0) {
         reason = "exited with code " + std::to_string(f.exit_code);

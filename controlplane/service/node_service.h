@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -120,6 +121,8 @@ class NodeService {
     std::map<int64_t, EventRecord> launches_sent;
     // The launch records of the ends this heartbeat stores, observed once it committed.
     std::vector<LaunchPhases> ended;
+    // Ends reported and not taken yet (HeartbeatResponse::deferred).
+    std::vector<int64_t> deferred;
   };
 
   Result<HeartbeatReads> Read(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req);
@@ -141,6 +144,11 @@ class NodeService {
   // ended), in one statement.
   Status AcknowledgeLaunches(UnitOfWork& uow, int64_t node_id, const api::HeartbeatRequest& req,
                              HeartbeatReads& r);
+  // Whether the failure of `job`, reported by its head `node_id`, waits for the job's other
+  // nodes (HeartbeatResponse::deferred): until each has been heard since the end was first
+  // reported, at most kEndWaitIntervals heartbeat intervals.
+  Result<bool> AwaitsPeers(UnitOfWork& uow, int64_t node_id, const JobRecord& job,
+                           const std::vector<AllocationRecord>& live, int64_t now);
   // Adds the launches it gives up on to `*lost`.
   Result<api::HeartbeatResponse> Commands(UnitOfWork& uow, int64_t node_id,
                                           const std::string& node_name,
@@ -156,6 +164,9 @@ class NodeService {
   mutable std::mutex dropped_mu_;
   std::map<std::string, uint64_t> events_dropped_;
   uint64_t launches_lost_ = 0;
+  // When each held failure (job, attempt) was first reported (AwaitsPeers).
+  std::mutex ends_mu_;
+  std::map<std::pair<int64_t, int>, int64_t> ends_waiting_;
 };
 
 // What the API shows of node `n` with `slots_used` of its slots held. Its gpus and isolation are

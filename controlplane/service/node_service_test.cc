@@ -397,6 +397,82 @@ TEST_F(NodeServiceTest, DrainingIsForClusterAdmins) {
   EXPECT_EQ(nodes_->SetDraining(root, n1 + 100, true).status().code(), Code::kNotFound);
 }
 
+// A job on two nodes whose head reports it failed: the end waits (HeartbeatResponse::deferred)
+// until the other node has been heard since, so that a node lost under the job, whose loss the
+// head's launcher saw first, restarts it rather than failing it. A peer heard again makes it a
+// failure; one silent past the bound (6 intervals) does too; a success never waits.
+TEST_F(NodeServiceTest, AMultiNodeFailureWaitsUntilTheOtherNodeIsHeardAgain) {
+  int64_t n1 = 0, n2 = 0;
+  const Principal cred1 = AddNode(*nodes_, join_, "n1", 2, &n1);
+  const Principal cred2 = AddNode(*nodes_, join_, "n2", 2, &n2);
+  auto jobs = Jobs();
+  auto place = [&](const std::string& name) {
+    auto sub = jobs.Submit(member_, Spec(name), "");
+    EXPECT_TRUE(sub.ok()) << sub.status().ToString();
+    const int64_t id = sub->job.job.id;
+    auto uow = Begin();
+    EXPECT_TRUE(uow->allocations().Insert({id, n1, "", "", 1, 1, "cpu", true, true, 0, "t"}).ok());
+    EXPECT_TRUE(uow->allocations().Insert({id, n2, "", "", 1, 1, "cpu", false, false, 0, "t"}).ok());
+    JobRecord j = **uow->jobs().Get(id, std::nullopt, true);
+    j.state = JobState::kRunning;
+    EXPECT_TRUE(uow->jobs().Update(j).ok());
+    EXPECT_TRUE(uow->Commit().ok());
+    return id;
+  };
+  auto ended = [&](int64_t id, int code) {
+    api::HeartbeatRequest req;
+    api::FinishedJob f;
+    f.job_id = id;
+    f.exit_code = code;
+    f.killed = false;
+    f.attempt = 0;
+    req.finished.push_back(f);
+    return req;
+  };
+  auto state = [&](int64_t id) {
+    auto uow = Begin();
+    return (*uow->jobs().Get(id, std::nullopt, false))->state;
+  };
+
+  // Heard again: the failure is taken at the head's next report.
+  const int64_t failed = place("failed");
+  ASSERT_TRUE(nodes_->Heartbeat(cred2, n2, {}).ok());
+  now_ += 10;
+  auto first = nodes_->Heartbeat(cred1, n1, ended(failed, 255));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->deferred, std::vector<int64_t>{failed});
+  EXPECT_EQ(state(failed), JobState::kRunning);
+  now_ += 400;
+  auto again = nodes_->Heartbeat(cred1, n1, ended(failed, 255));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->deferred, std::vector<int64_t>{failed}) << "n2 not heard since";
+  ASSERT_TRUE(nodes_->Heartbeat(cred2, n2, {}).ok());
+  now_ += 100;
+  auto taken = nodes_->Heartbeat(cred1, n1, ended(failed, 255));
+  ASSERT_TRUE(taken.ok());
+  EXPECT_TRUE(taken->deferred.empty());
+  EXPECT_EQ(state(failed), JobState::kFailed);
+
+  // A success is taken at once.
+  const int64_t done = place("done");
+  auto ok = nodes_->Heartbeat(cred1, n1, ended(done, 0));
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->deferred.empty());
+  EXPECT_EQ(state(done), JobState::kSucceeded);
+
+  // Silent past the bound (the node-down rule would have acted long before): taken as reported.
+  const int64_t silent = place("silent");
+  now_ += 10;
+  auto held = nodes_->Heartbeat(cred1, n1, ended(silent, 1));
+  ASSERT_TRUE(held.ok());
+  EXPECT_EQ(held->deferred, std::vector<int64_t>{silent});
+  now_ += 6 * 1000 + 1;
+  auto late = nodes_->Heartbeat(cred1, n1, ended(silent, 1));
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->deferred.empty());
+  EXPECT_EQ(state(silent), JobState::kFailed);
+}
+
 // A job on two nodes: the head's launch carries the attempt's job token and every node's agent
 // URL; the other node gets a worker command with the token's digest only, while the job lives.
 TEST_F(NodeServiceTest, AMultiNodeJobGivesTheHeadTheTokenAndTheOtherNodeItsDigest) {
