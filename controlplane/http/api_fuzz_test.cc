@@ -24,10 +24,8 @@
 #include <sstream>
 #include <utility>
 
-#include "controlplane/testing/server_test_fixture.h"
-#if !EMBODY_SERVER_ON_MEMORY
 #include "controlplane/db/pg.h"
-#endif
+#include "controlplane/testing/server_test_fixture.h"
 #include "tests/support/documented_response.h"
 
 namespace controlplane {
@@ -322,10 +320,16 @@ class ApiFuzzTest : public ServerTest {
 
   // What requests alone write, fingerprinted: whole rows of tenants and tokens, and the columns
   // of jobs and nodes that the scheduler and heartbeats' liveness never change.
-#if EMBODY_SERVER_ON_MEMORY
+  static std::string Snapshot() {
+    return ServerSuiteOnPostgres() ? PgSnapshot() : MemorySnapshot();
+  }
+  static int64_t AuditRows() {
+    return ServerSuiteOnPostgres() ? PgAuditRows() : MemoryAuditRows();
+  }
+
   // Read through the store: a tenant's version counts its updates; a token's mutable fields are
   // its expiry and revocation.
-  static std::string Snapshot() {
+  static std::string MemorySnapshot() {
     auto unit = Store().Begin();
     EXPECT_TRUE(unit.ok()) << unit.status().ToString();
     if (!unit.ok()) return "";
@@ -366,7 +370,7 @@ class ApiFuzzTest : public ServerTest {
     return s.str();
   }
 
-  static int64_t AuditRows() {
+  static int64_t MemoryAuditRows() {
     auto unit = Store().Begin();
     EXPECT_TRUE(unit.ok()) << unit.status().ToString();
     if (!unit.ok()) return -1;
@@ -376,9 +380,9 @@ class ApiFuzzTest : public ServerTest {
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
     return rows.ok() ? static_cast<int64_t>(rows->size()) : -1;
   }
-#else
-  // Read with SQL in one statement: a snapshot per request stays cheap however many jobs exist.
-  static std::string Snapshot() {
+  // On PostgreSQL, read with SQL in one statement: a snapshot per request stays cheap however
+  // many jobs exist.
+  static std::string PgSnapshot() {
     auto lease = Pool().Acquire();
     EXPECT_TRUE(lease.ok());
     if (!lease.ok()) return "";
@@ -401,7 +405,7 @@ class ApiFuzzTest : public ServerTest {
     return s;
   }
 
-  static int64_t AuditRows() {
+  static int64_t PgAuditRows() {
     auto lease = Pool().Acquire();
     EXPECT_TRUE(lease.ok());
     if (!lease.ok()) return -1;
@@ -411,7 +415,6 @@ class ApiFuzzTest : public ServerTest {
   }
 
   static db::PgPool& Pool() { return *store_pool_; }
-#endif
 
   static Reply Send(const Request& q) {
     httplib::Client cli("127.0.0.1", server_->port());

@@ -56,13 +56,11 @@ class ObservabilityTest : public ServerTest {
     return v;
   }
 
-#if !EMBODY_SERVER_ON_MEMORY
   static int64_t SqlInt(const std::string& sql) {
     auto r = pg_->Psql(sql);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? std::stoll(*r) : -1;
   }
-#endif
 
 };
 
@@ -96,8 +94,8 @@ TEST_F(ObservabilityTest, MetricsFollowJobsAndScheduler) {
   EXPECT_EQ(WaitForSample(pending, [&](double v) { return v == pending_before; }), pending_before);
 }
 
-#if !EMBODY_SERVER_ON_MEMORY
-TEST_F(ObservabilityTest, DatabasePoolGaugesFollowItsConnections) {
+TEST_F(ObservabilityTest, DatabasePoolGaugesFollowItsConnectionsOnPostgres) {
+  EMBODY_POSTGRES_ONLY();
   EXPECT_EQ(Sample("embody_db_pool_size"), 16);
   // Connections go back to the pool: one is idle at some scrape (the scheduler may hold one at
   // any given instant).
@@ -107,7 +105,8 @@ TEST_F(ObservabilityTest, DatabasePoolGaugesFollowItsConnections) {
   EXPECT_GE(Sample(R"(embody_db_pool_connections{state="in_use"})"), 0);
 }
 
-TEST_F(ObservabilityTest, DatabaseErrorsAreCounted) {
+TEST_F(ObservabilityTest, DatabaseErrorsAreCountedOnPostgres) {
+  EMBODY_POSTGRES_ONLY();
   int64_t id = SubmitPending("db-error");
   const double before = Sample("embody_db_errors_total");
   ASSERT_GE(before, 0);
@@ -123,7 +122,6 @@ TEST_F(ObservabilityTest, DatabaseErrorsAreCounted) {
   EXPECT_EQ(Call("GET", "/v1/jobs/" + std::to_string(id), Admin()).status, 200);
   Call("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Admin());
 }
-#endif  // !EMBODY_SERVER_ON_MEMORY
 
 TEST_F(ObservabilityTest, PrometheusServiceDiscoveryListsServerAndLiveAgents) {
   int64_t a = Register("sd-node-a", "http://127.0.0.1:19101");
@@ -168,8 +166,8 @@ TEST_F(ObservabilityTest, PrometheusServiceDiscoveryListsServerAndLiveAgents) {
   EXPECT_GE(WaitForSample(R"(embody_nodes{state="DOWN"})", [](double v) { return v >= 2; }), 2);
 }
 
-#if !EMBODY_SERVER_ON_MEMORY
-TEST_F(ObservabilityTest, LongJobHistoryIsThinnedAndDownsampled) {
+TEST_F(ObservabilityTest, LongJobHistoryIsThinnedAndDownsampledOnPostgres) {
+  EMBODY_POSTGRES_ONLY();
   // The only node with two free slots: the job is placed there, so its events are accepted.
   int64_t node = RegisterNode("history-node", 2, "http://127.0.0.1:19200");
   json spec = PendingSpec("long-history");
@@ -274,7 +272,6 @@ TEST_F(ObservabilityTest, LongJobHistoryIsThinnedAndDownsampled) {
   EXPECT_EQ(Call("GET", "/v1/jobs/" + job + "/metrics", other_token).status, 404);
   Call("POST", "/v1/jobs/" + job + "/cancel", Admin());
 }
-#endif  // !EMBODY_SERVER_ON_MEMORY
 
 TEST_F(ObservabilityTest, CallersRequestIdIsInTheServersLogLine) {
   int64_t node = Register("request-id-node", "http://127.0.0.1:19300");

@@ -551,10 +551,10 @@ TEST_F(TenancyTest, DeadTokensAreRefusedEvenWhenTheServerHasSeenThem) {
   EXPECT_EQ(Call("GET", who, self).body["error"]["message"], "token revoked");
 }
 
-#if !EMBODY_SERVER_ON_MEMORY
 // A token whose tenant an operator deleted by hand in PostgreSQL, after the server answered it:
 // refused as soon as the database's notification arrives (db/principal_listener.h).
-TEST_F(TenancyTest, TokensOfATenantDeletedByHandAreRefused) {
+TEST_F(TenancyTest, TokensOfATenantDeletedByHandAreRefusedOnPostgres) {
+  EMBODY_POSTGRES_ONLY();
   const std::string who = "/v1/whoami";
   const int64_t doomed = CreateTenant("doomed");
   const std::string orphan = CreateToken(doomed, "tenant-admin", "doomed-admin");
@@ -574,7 +574,6 @@ TEST_F(TenancyTest, TokensOfATenantDeletedByHandAreRefused) {
   EXPECT_EQ(gone.body["error"]["message"], "unknown token");
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
-#endif  // !EMBODY_SERVER_ON_MEMORY
 
 TEST_F(TenancyTest, TenantPatchRefusesStaleVersions) {
   const std::string path = "/v1/tenants/" + std::to_string(Ids()["globex"]);
@@ -730,8 +729,8 @@ TEST_F(TenancyTest, UsageReportsSlotHoursPerDayAndToken) {
 // is rewritten by the scheduler with its waiting reason). The first submission of the
 // server may be drafted with another status and amended (a later transaction); from then on
 // the route's status is known and the row is final as committed.
-#if !EMBODY_SERVER_ON_MEMORY
-TEST_F(TenancyTest, TheAuditRowCommitsWithTheChange) {
+TEST_F(TenancyTest, TheAuditRowCommitsWithTheChangeOnPostgres) {
+  EMBODY_POSTGRES_ONLY();
   int64_t job = 0;
   for (int i = 0; i < 3; ++i) {
     Reply j = Call("POST", "/v1/jobs", Token(kMember), PendingSpec("audited").dump(),
@@ -770,7 +769,6 @@ TEST_F(TenancyTest, TheAuditRowCommitsWithTheChange) {
   EXPECT_EQ(one("SELECT status || ' ' || outcome FROM audit_log WHERE request_id = 'in-tx-bad'"),
             "400 invalid_argument");
 }
-#endif  // !EMBODY_SERVER_ON_MEMORY
 
 TEST_F(TenancyTest, EveryMutatingCallIsAudited) {
   const std::string rid = "audit-check-1";
