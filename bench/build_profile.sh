@@ -5,17 +5,18 @@
 # CPU seconds by kind (compile, link) and by folder, and the costliest steps. The last line is
 # JSON.
 #
-#   bench/build_profile.sh [-j JOBS] [-G GENERATOR] BUILD_DIR [TARGET...]
+#   bench/build_profile.sh [-j JOBS] [-G GENERATOR] [-D VAR=VALUE]... BUILD_DIR [TARGET...]
 #
-# BUILD_DIR is removed first. Defaults: -j $(nproc), the generator deploy/test.sh uses.
+# BUILD_DIR is removed first. Defaults: -j $(nproc), the generator deploy/test.sh uses. -D is
+# passed to cmake (e.g. -D EMBODY_UNITY_BUILD=OFF, the build as it was before unity builds).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-jobs=$(nproc); gen=()
-while getopts "j:G:" o; do
-  case $o in j) jobs=$OPTARG ;; G) gen=(-G "$OPTARG") ;; *) exit 2 ;; esac
+jobs=$(nproc); gen=(); defs=()
+while getopts "j:G:D:" o; do
+  case $o in j) jobs=$OPTARG ;; G) gen=(-G "$OPTARG") ;; D) defs+=("-D$OPTARG") ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n 2,10p "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n 2,11p "$0" >&2; exit 2; }
 build=$1; shift
 case $build in /*) ;; *) build=$PWD/$build ;; esac
 rm -rf "$build"; mkdir -p "$build"
@@ -37,7 +38,7 @@ LAUNCHER
 chmod +x "$launcher"
 export EMBODY_BUILD_STEPS=$log
 start=$(date +%s.%N)
-cmake -S "$repo" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$repo" -B "$build" "${gen[@]}" "${defs[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher" \
   -DCMAKE_CXX_LINKER_LAUNCHER="$launcher" -DCMAKE_C_LINKER_LAUNCHER="$launcher" >/dev/null
 configured=$(date +%s.%N)

@@ -1,5 +1,6 @@
 #include "cli/forecast_format.h"
 
+#include "cli/format.h"
 #include "cli/plan_format.h"
 #include "common/time_util.h"
 
@@ -8,10 +9,6 @@ namespace cli {
 using nlohmann::json;
 
 namespace {
-
-std::string TimeText(const std::optional<int64_t>& ms) {
-  return ms ? common::FormatTimeMillis(*ms) : "-";
-}
 
 std::string Duration(const std::optional<double>& seconds) {
   return HumanDuration(seconds ? json(*seconds) : json(nullptr));

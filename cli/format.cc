@@ -6,6 +6,8 @@
 #include <ctime>
 #include <map>
 
+#include "common/time_util.h"
+
 namespace cli {
 
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
@@ -245,6 +247,10 @@ std::string EvalEventLine(const nlohmann::json& data) {
     line += buf;
   }
   return line + "\n";
+}
+
+std::string TimeText(const std::optional<int64_t>& ms) {
+  return ms ? common::FormatTimeMillis(*ms) : "-";
 }
 
 }  // namespace cli

@@ -1,6 +1,8 @@
 // Terminal rendering for the CLI: tables, durations, a progress line for a running job.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,8 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 
 // "12.3k", "4.56M": three significant figures with an SI suffix.
 std::string HumanNumber(double v);
+// A time in milliseconds since the epoch as RFC 3339 in UTC, or "-" when there is none.
+std::string TimeText(const std::optional<int64_t>& ms);
 
 // One line for a job: "[#######.............]  35%  step 70/200  loss 0.1234  45.6k tok/s  RUNNING".
 // `job` is the Job JSON of GET /v1/jobs/{id}; `width` is the bar's width in characters.

@@ -18,10 +18,6 @@ std::string Text(const json& j, const char* key) {
   return j[key].dump();
 }
 
-std::string TimeText(const std::optional<int64_t>& ms) {
-  return ms ? common::FormatTimeMillis(*ms) : "-";
-}
-
 std::string Number(const json& v) {
   if (!v.is_number()) return "-";
   char buf[32];

@@ -1,6 +1,13 @@
 #include "common/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace common {
+
+Status ErrnoInternal(const std::string& what) {
+  return Internal(what + ": " + std::strerror(errno));
+}
 
 const char* CodeName(Code code) {
   switch (code) {

@@ -60,6 +60,8 @@ inline Status InvalidArgument(std::string msg, std::string field = "") {
 }
 inline Status NotFound(std::string msg) { return Status(Code::kNotFound, std::move(msg)); }
 inline Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
+// Internal, "what: " and strerror(errno): a system call that failed.
+Status ErrnoInternal(const std::string& what);
 inline Status Unavailable(std::string msg) { return Status(Code::kUnavailable, std::move(msg)); }
 inline Status FailedPrecondition(std::string msg) {
   return Status(Code::kFailedPrecondition, std::move(msg));

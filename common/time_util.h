@@ -2,6 +2,7 @@
 // RFC 3339 strings in UTC.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +12,11 @@ namespace common {
 int64_t NowMillis();
 // Monotonic seconds, for measuring durations.
 double MonotonicSeconds();
+// The seconds from `a` to `b`.
+inline double SecondsBetween(std::chrono::steady_clock::time_point a,
+                             std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 // "2026-11-22T00:38:49.123Z"
 std::string FormatTimeMillis(int64_t ms);
 // The inverse, and nothing looser: exactly YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DDTHH:MM:SS.fffZ

@@ -4,6 +4,8 @@
 #include "storage/lerobot_dataset.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -34,18 +36,6 @@ common::Result<std::string> ReadSmallFile(const std::string& path, uint64_t max)
   return s;
 }
 
-}  // namespace lerobot_internal
-
-namespace {
-
-namespace fs = std::filesystem;
-using lerobot_internal::Info;
-using lerobot_internal::ReadSmallFile;
-using nlohmann::json;
-
-constexpr uint64_t kMaxInfoBytes = 16 << 20;
-constexpr size_t kMaxFeatures = 4096;
-
 bool PlainName(const std::string& s) {
   if (s.empty() || s.size() > 128 || s[0] == '.') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -53,6 +43,34 @@ bool PlainName(const std::string& s) {
            c == '-' || c == '.';
   });
 }
+
+std::string EpisodeName(int64_t index) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "episode_%06lld", static_cast<long long>(index));
+  return name;
+}
+
+Array F32Array(const std::string& key, int dim, int64_t frames, const std::vector<float>& v) {
+  Array a;
+  a.spec = {key, DType::kF32, {dim}};
+  a.frames = frames;
+  a.data.resize(v.size() * sizeof(float));
+  std::memcpy(a.data.data(), v.data(), a.data.size());
+  return a;
+}
+
+}  // namespace lerobot_internal
+
+namespace {
+
+namespace fs = std::filesystem;
+using lerobot_internal::Info;
+using lerobot_internal::PlainName;
+using lerobot_internal::ReadSmallFile;
+using nlohmann::json;
+
+constexpr uint64_t kMaxInfoBytes = 16 << 20;
+constexpr size_t kMaxFeatures = 4096;
 
 common::Status ReadFeatures(const json& features, const std::string& what,
                             const VideoEpisodesImportOptions& options, LerobotLayout& layout) {

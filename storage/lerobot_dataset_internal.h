@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "storage/episode.h"
 #include "storage/lerobot_dataset.h"
 #include "storage/parquet/columns.h"
 
@@ -23,6 +24,14 @@ struct Info {
   int64_t total_episodes = -1;
   std::string data_path, video_path;
 };
+
+// A name LeRobot's files may give a feature, a camera or a directory: at most 128 bytes of
+// letters, digits, '_', '-' and '.', not starting with '.'.
+bool PlainName(const std::string& s);
+// "episode_000042": the file and demonstration name of episode `index`.
+std::string EpisodeName(int64_t index);
+// `frames` rows of `dim` float32 values under `key`.
+Array F32Array(const std::string& key, int dim, int64_t frames, const std::vector<float>& v);
 
 // The file at `path` whole, refused when missing or larger than `max` bytes.
 common::Result<std::string> ReadSmallFile(const std::string& path, uint64_t max);

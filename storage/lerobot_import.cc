@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "storage/lerobot_dataset.h"
+#include "storage/lerobot_dataset_internal.h"
 #include "storage/lerobot_stats.h"
 #include "storage/read_ahead.h"
 #include "storage/video_import.h"
@@ -18,22 +19,11 @@ namespace storage {
 
 namespace {
 
+using lerobot_internal::EpisodeName;
+using lerobot_internal::F32Array;
+using lerobot_internal::PlainName;
+
 namespace fs = std::filesystem;
-
-Array F32Array(const std::string& key, int dim, int64_t frames, const std::vector<float>& v) {
-  Array a;
-  a.spec = {key, DType::kF32, {dim}};
-  a.frames = frames;
-  a.data.resize(v.size() * sizeof(float));
-  std::memcpy(a.data.data(), v.data(), a.data.size());
-  return a;
-}
-
-std::string EpisodeName(int64_t index) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "episode_%06lld", static_cast<long long>(index));
-  return name;
-}
 
 common::Status CheckFps(double video_fps, double fps, const std::string& what) {
   if (video_fps > 0 && std::fabs(video_fps - fps) > 0.01 * fps) {

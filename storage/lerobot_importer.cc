@@ -13,11 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/lerobot_dataset_internal.h"
 #include "storage/read_ahead.h"
 
 namespace storage {
 
 namespace {
+
+using lerobot_internal::EpisodeName;
+using lerobot_internal::F32Array;
+using lerobot_internal::PlainName;
 
 namespace fs = std::filesystem;
 
@@ -38,20 +43,6 @@ struct Camera {
   std::string dir;  // name of the directory under videos/
   std::string key;  // obs/<name>
 };
-
-bool PlainName(const std::string& s) {
-  if (s.empty() || s.size() > 128 || s[0] == '.') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-}
-
-std::string EpisodeName(int64_t index) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "episode_%06lld", static_cast<long long>(index));
-  return name;
-}
 
 std::string VideoPath(const std::string& dir, const Camera& cam, int64_t index) {
   return dir + "/videos/" + cam.dir + "/" + EpisodeName(index) + ".mp4";
@@ -251,15 +242,6 @@ common::Result<std::vector<LowDimEpisode>> ReadEpisodesFile(
   std::sort(eps.begin(), eps.end(),
             [](const LowDimEpisode& a, const LowDimEpisode& b) { return a.index < b.index; });
   return eps;
-}
-
-Array F32Array(const std::string& key, int dim, int64_t frames, const std::vector<float>& v) {
-  Array a;
-  a.spec = {key, DType::kF32, {dim}};
-  a.frames = frames;
-  a.data.resize(v.size() * sizeof(float));
-  std::memcpy(a.data.data(), v.data(), a.data.size());
-  return a;
 }
 
 // Builds episode `e`: its low-dim arrays, and every camera's video decoded to RGB.

@@ -16,10 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-common::Status Errno(const std::string& what) {
-  return common::Internal(what + ": " + std::strerror(errno));
-}
-
 bool IsHex64(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
@@ -31,7 +27,7 @@ common::Status WriteAll(int fd, const char* data, size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return Errno("write of the dataset upload");
+    if (w < 0) return common::ErrnoInternal("write of the dataset upload");
     data += w;
     n -= static_cast<size_t>(w);
   }
@@ -100,13 +96,13 @@ common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,
   common::http::BlobClient blob(*client, blob_options);
 
   int fd = ::open(local_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno("cannot create " + local_path);
+  if (fd < 0) return common::ErrnoInternal("cannot create " + local_path);
   const std::string id = std::to_string(ref.dataset_id);
   common::Status st =
       blob.Download("/v1/datasets/" + id + "/upload", ref.bytes, ref.sha256,
                     "the upload of dataset " + id,
                     [fd](const char* data, size_t n) { return WriteAll(fd, data, n); });
-  if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync of " + local_path);
+  if (st.ok() && ::fsync(fd) != 0) st = common::ErrnoInternal("fsync of " + local_path);
   ::close(fd);
   if (!st.ok()) ::unlink(local_path.c_str());
   return st;
@@ -115,12 +111,12 @@ common::Status FetchUpload(const UploadFetchOptions& o, const UploadRef& ref,
 common::Status HandUploadToJob(const std::string& fetched, const std::string& job_path,
                                const std::optional<JobCredentials>& owner) {
   if (::rename(fetched.c_str(), job_path.c_str()) != 0) {
-    return Errno("cannot move the dataset upload to " + job_path);
+    return common::ErrnoInternal("cannot move the dataset upload to " + job_path);
   }
   if (owner && ::lchown(job_path.c_str(), owner->uid, owner->gid) != 0) {
-    return Errno("cannot give " + job_path + " to the job");
+    return common::ErrnoInternal("cannot give " + job_path + " to the job");
   }
-  if (::chmod(job_path.c_str(), 0400) != 0) return Errno("chmod of " + job_path);
+  if (::chmod(job_path.c_str(), 0400) != 0) return common::ErrnoInternal("chmod of " + job_path);
   return common::Status::Ok();
 }
 

@@ -36,10 +36,6 @@ bool IsDigest(const std::string& d) {
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status Errno(const std::string& what) {
-  return common::Internal(what + ": " + std::strerror(errno));
-}
-
 // Copies blob `digest` of `size` bytes from layout `from` to layout `to`, checking both.
 Status CopyBlob(const std::string& from, const std::string& to, const std::string& digest,
                 int64_t size) {
@@ -47,7 +43,7 @@ Status CopyBlob(const std::string& from, const std::string& to, const std::strin
   const std::string src = from + "/blobs/sha256/" + digest.substr(7);
   const std::string dst = to + "/blobs/sha256/" + digest.substr(7);
   int in = ::open(src.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (in < 0) return Errno("cannot open the image's blob " + src);
+  if (in < 0) return common::ErrnoInternal("cannot open the image's blob " + src);
   struct stat st {};
   if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != size) {
     ::close(in);
@@ -57,7 +53,8 @@ Status CopyBlob(const std::string& from, const std::string& to, const std::strin
   int out = ::open(dst.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0) {
     ::close(in);
-    return errno == EEXIST ? Status::Ok() : Errno("cannot create " + dst);  // named twice
+    return errno == EEXIST ? Status::Ok()
+                           : common::ErrnoInternal("cannot create " + dst);  // named twice
   }
   common::Sha256 sha;
   std::vector<char> buf(1 << 20);
@@ -65,18 +62,18 @@ Status CopyBlob(const std::string& from, const std::string& to, const std::strin
   while (result.ok()) {
     ssize_t n = ::read(in, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) result = Errno("cannot read " + src);
+    if (n < 0) result = common::ErrnoInternal("cannot read " + src);
     if (n <= 0) break;
     sha.Update(buf.data(), static_cast<size_t>(n));
     for (ssize_t off = 0; off < n && result.ok();) {
       ssize_t w = ::write(out, buf.data() + off, static_cast<size_t>(n - off));
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) result = Errno("cannot write " + dst);
+      if (w < 0) result = common::ErrnoInternal("cannot write " + dst);
       off += std::max<ssize_t>(w, 0);
     }
   }
   ::close(in);
-  if (::close(out) != 0 && result.ok()) result = Errno("cannot write " + dst);
+  if (::close(out) != 0 && result.ok()) result = common::ErrnoInternal("cannot write " + dst);
   if (result.ok() && "sha256:" + sha.FinalHex() != digest) {
     result = common::InvalidArgument("the image's blob " + digest +
                                      " does not hash to its digest (damaged)");
@@ -118,7 +115,8 @@ Result<std::unique_ptr<ImageCache>> ImageCache::Open(const ImageCacheOptions& op
     return common::InvalidArgument("the image cache needs an absolute directory");
   }
   EMBODY_RETURN_IF_ERROR(common::MakeDirs(options.dir));
-  if (::chmod(options.dir.c_str(), 0711) != 0) return Errno("cannot chmod " + options.dir);
+  if (::chmod(options.dir.c_str(), 0711) != 0)
+    return common::ErrnoInternal("cannot chmod " + options.dir);
   std::unique_ptr<ImageCache> cache(new ImageCache(options));
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(options.dir, ec)) {
@@ -235,7 +233,7 @@ Result<std::pair<int64_t, ImageRunConfig>> ImageCache::Make(const std::string& d
   // umoci, bounded: no file it writes may be larger than the whole cache.
   const std::string log = tmp + "/umoci.log";
   const pid_t pid = ::fork();
-  if (pid < 0) return fail(Errno("cannot fork umoci"));
+  if (pid < 0) return fail(common::ErrnoInternal("cannot fork umoci"));
   if (pid == 0) {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
@@ -290,7 +288,8 @@ Result<std::pair<int64_t, ImageRunConfig>> ImageCache::Make(const std::string& d
   }
   const std::string final_dir = options_.dir + "/" + hex;
   fs::remove_all(final_dir, ec);  // a leftover the cache did not know (no job holds it)
-  if (::rename(tmp.c_str(), final_dir.c_str()) != 0) return fail(Errno("cannot rename " + tmp));
+  if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
+    return fail(common::ErrnoInternal("cannot rename " + tmp));
   common::LogInfo("image unpacked", {{"digest", digest}, {"bytes", std::to_string(bytes)}});
   return std::make_pair(bytes, run_config);
 }
@@ -344,7 +343,7 @@ Status ImageCache::EnsureMountpoints(const std::string& rootfs,
   auto make = [&](const std::string& path, bool is_file) -> Status {
     if (path.empty() || path[0] != '/') return common::InvalidArgument("relative mount " + path);
     int fd = ::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return Errno("cannot open " + rootfs);
+    if (fd < 0) return common::ErrnoInternal("cannot open " + rootfs);
     std::vector<std::string> parts;
     for (size_t start = 1; start <= path.size();) {
       size_t end = path.find('/', start);
@@ -365,23 +364,23 @@ Status ImageCache::EnsureMountpoints(const std::string& rootfs,
       if (::fstatat(fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno != ENOENT) {
           ::close(fd);
-          return Errno("cannot look at " + walked + " in the image");
+          return common::ErrnoInternal("cannot look at " + walked + " in the image");
         }
         if (last && is_file) {
           int f = ::openat(fd, part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                            0644);
           ::close(fd);
-          if (f < 0) return Errno("cannot make " + walked + " in the image");
+          if (f < 0) return common::ErrnoInternal("cannot make " + walked + " in the image");
           ::close(f);
           return Status::Ok();
         }
         if (::mkdirat(fd, part.c_str(), 0755) != 0 && errno != EEXIST) {
           ::close(fd);
-          return Errno("cannot make " + walked + " in the image");
+          return common::ErrnoInternal("cannot make " + walked + " in the image");
         }
         if (::fstatat(fd, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
           ::close(fd);
-          return Errno("cannot look at " + walked + " in the image");
+          return common::ErrnoInternal("cannot look at " + walked + " in the image");
         }
       }
       const bool want_dir = !(last && is_file);
@@ -394,7 +393,7 @@ Status ImageCache::EnsureMountpoints(const std::string& rootfs,
       if (last) break;
       int next = ::openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       ::close(fd);
-      if (next < 0) return Errno("cannot enter " + walked + " in the image");
+      if (next < 0) return common::ErrnoInternal("cannot enter " + walked + " in the image");
       fd = next;
     }
     ::close(fd);

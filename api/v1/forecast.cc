@@ -18,7 +18,7 @@ ForecastNode ReadNode(FieldReader& r) {
   return n;
 }
 
-ForecastPlacement ReadPlacement(FieldReader& r) {
+ForecastPlacement ReadForecastPlacement(FieldReader& r) {
   ForecastPlacement p;
   p.slot_type = r.String("slot_type");
   p.nodes = ReadArray<ForecastNode>(r, "nodes", ReadNode);
@@ -52,7 +52,7 @@ ForecastStart ReadStart(FieldReader& r) {
   s.starts_now = r.Bool("starts_now");
   s.start_ms = r.NullableTime("predicted_start");
   s.wait_seconds = r.NullableNumber("predicted_wait_seconds");
-  s.placement = ReadNullable<ForecastPlacement>(r, "placement", ReadPlacement);
+  s.placement = ReadNullable<ForecastPlacement>(r, "placement", ReadForecastPlacement);
   s.jobs_ahead = r.Int("jobs_ahead");
   return s;
 }

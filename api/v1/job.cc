@@ -9,7 +9,7 @@ using nlohmann::json;
 
 namespace {
 
-JobPlacement ReadPlacement(FieldReader& r) {
+JobPlacement ReadJobPlacement(FieldReader& r) {
   JobPlacement p;
   p.node_id = r.Int("node_id");
   p.node = r.String("node");
@@ -55,7 +55,7 @@ Job ReadJob(FieldReader& r, const json& j) {
   job.started_ms = r.NullableTime("started_at");
   job.finished_ms = r.NullableTime("finished_at");
   job.wait_seconds = r.NullableNumber("wait_seconds");
-  job.allocation = ReadArray<JobPlacement>(r, "allocation", ReadPlacement);
+  job.allocation = ReadArray<JobPlacement>(r, "allocation", ReadJobPlacement);
   if (const json* step = r.NullableObject("last_step")) job.last_step = *step;
   if (const json* c = r.NullableObject("latest_checkpoint")) {
     FieldReader nested(*c, r.PathOf("latest_checkpoint"));

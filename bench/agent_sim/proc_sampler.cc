@@ -15,14 +15,14 @@ namespace bench {
 
 namespace {
 
-std::string ReadAll(const std::string& path) {
+std::string ReadProcText(const std::string& path) {
   std::ifstream in(path);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // The fields of /proc/PID/stat after "pid (comm) ", which may itself hold spaces.
 std::vector<std::string> StatFields(const std::string& stat_path) {
-  const std::string text = ReadAll(stat_path);
+  const std::string text = ReadProcText(stat_path);
   const size_t paren = text.rfind(')');
   if (paren == std::string::npos || paren + 2 > text.size()) return {};
   std::istringstream in(text.substr(paren + 2));
@@ -49,7 +49,7 @@ ProcUsage ReadProcUsage(pid_t pid) {
   if (pid <= 0) return u;
   const std::string base = "/proc/" + std::to_string(pid);
   u.cpu_s = CpuSeconds(StatFields(base + "/stat"));
-  const std::string status = "\n" + ReadAll(base + "/status");
+  const std::string status = "\n" + ReadProcText(base + "/status");
   u.peak_rss_bytes = StatusKb(status, "VmHWM") * 1024;
   u.rss_bytes = StatusKb(status, "VmRSS") * 1024;
   u.threads = static_cast<int>(StatusKb(status, "Threads"));

@@ -51,8 +51,6 @@ std::vector<NodeRecord> ToNodes(const PgRows& r) {
   return out;
 }
 
-Status OkOr(const Result<PgRows>& r) { return r.ok() ? Status::Ok() : r.status(); }
-
 }  // namespace
 
 Result<int64_t> PgNodeStore::Upsert(const api::RegisterRequest& req, int64_t now_ms) {

@@ -87,6 +87,11 @@ inline constexpr const char* kDatabaseUnavailable = "database unavailable, retry
 // Runs one statement on a raw connection (used by the pool, transactions and the leader lock).
 common::Result<PgRows> Exec(PGconn* conn, const std::string& sql, const Params& params = {});
 
+// A statement's outcome without its rows.
+inline common::Status OkOr(const common::Result<PgRows>& r) {
+  return r.ok() ? common::Status::Ok() : r.status();
+}
+
 // The statements prepared on one connection, by their text. The SQL of the stores is a fixed
 // set of texts with $n parameters, so a statement is parsed and analysed once per connection
 // instead of at every call (PostgreSQL re-plans it with the parameters' values where that

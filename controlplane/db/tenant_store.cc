@@ -104,8 +104,6 @@ std::vector<TokenRecord> ToTokens(const PgRows& r) {
   return out;
 }
 
-Status OkOr(const Result<PgRows>& r) { return r.ok() ? Status::Ok() : r.status(); }
-
 }  // namespace
 
 Status PgTenantStore::LockBootstrap() {

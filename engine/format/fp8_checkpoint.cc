@@ -9,7 +9,7 @@
 namespace engine {
 namespace {
 
-constexpr char kMagic[8] = {'E', 'M', 'B', 'D', 'F', 'P', '8', 'W'};
+constexpr char kFp8Magic[8] = {'E', 'M', 'B', 'D', 'F', 'P', '8', 'W'};
 constexpr size_t kMaxNameBytes = 256;
 constexpr uint32_t kMaxTensors = 1 << 16;
 constexpr uint32_t kMaxSlices = 16;
@@ -23,7 +23,7 @@ common::Status Corrupt(const std::string& what) {
 
 std::string EncodeFp8Checkpoint(const Fp8CheckpointData& d) {
   const std::string config = d.config.dump();
-  std::string out(kMagic, sizeof kMagic);
+  std::string out(kFp8Magic, sizeof kFp8Magic);
   Put<uint32_t>(&out, kFp8CheckpointVersion);
   Put<uint32_t>(&out, static_cast<uint32_t>(config.size()));
   Put<uint64_t>(&out, static_cast<uint64_t>(d.step));
@@ -52,7 +52,8 @@ std::string EncodeFp8Checkpoint(const Fp8CheckpointData& d) {
 }
 
 common::Result<Fp8CheckpointData> DecodeFp8Checkpoint(const std::string& in) {
-  if (in.size() < sizeof kMagic + 8 || std::memcmp(in.data(), kMagic, sizeof kMagic) != 0) {
+  if (in.size() < sizeof kFp8Magic + 8 ||
+      std::memcmp(in.data(), kFp8Magic, sizeof kFp8Magic) != 0) {
     return Corrupt("bad magic (an fp32 training checkpoint is quantised with "
                    "`embody-engine quantize`)");
   }
@@ -63,7 +64,7 @@ common::Result<Fp8CheckpointData> DecodeFp8Checkpoint(const std::string& in) {
   std::string magic;
   uint32_t version = 0, config_bytes = 0, count = 0, reserved = 0;
   uint64_t step = 0;
-  if (!r.GetBytes(sizeof kMagic, &magic) || !r.Get(&version) || !r.Get(&config_bytes) ||
+  if (!r.GetBytes(sizeof kFp8Magic, &magic) || !r.Get(&version) || !r.Get(&config_bytes) ||
       !r.Get(&step) || !r.Get(&count) || !r.Get(&reserved)) {
     return Corrupt("truncated header");
   }

@@ -6,22 +6,19 @@
 #include <limits>
 #include <string>
 
+#include "common/time_util.h"
 #include "engine/dist/agree_on_stop.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/model/policy_options.h"
+#include "engine/policy/rl_checkpoint.h"
 #include "engine/rl/async_actors.h"
 #include "engine/rl/gaussian.h"
-#include "engine/policy/rl_checkpoint.h"
 #include "engine/rl/rollout_ranks.h"
 
 namespace engine::rl {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // Segments of `envs` environments (sorted by environment) as one (T, envs) rollout.
 Rollout ToRollout(std::vector<Segment>& segs, int T, int A, int64_t version,
@@ -177,7 +174,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
       auto taken = acting->Take(version, N);
       if (!taken.ok()) return taken.status();
       std::vector<Segment>& segs = *taken;
-      waited += Seconds(w0, Clock::now());
+      waited += common::SecondsBetween(w0, Clock::now());
       tally.Add(segs, version);
       Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
       const bool stale =
@@ -222,7 +219,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
           auto taken = acting->Take(version, count);
           if (!taken.ok()) return taken.status();
           std::vector<Segment>& segs = *taken;
-          waited += Seconds(w0, Clock::now());
+          waited += common::SecondsBetween(w0, Clock::now());
           tally.Add(segs, version);
           Rollout r = ToRollout(segs, T, A, version, &last_obs, &versions);
           global_versions.insert(global_versions.end(), versions.begin(), versions.end());
@@ -274,7 +271,7 @@ common::Result<SyncPpoResult> RunAsyncPpo(const SyncPpoOptions& options, Communi
     store.Publish(*policy, version + 1);
     acting->Publish(*policy, version + 1);
     const Clock::time_point now = Clock::now();
-    const double own_seconds = Seconds(last, now);
+    const double own_seconds = common::SecondsBetween(last, now);
     last = now;
 
     env_steps += per_update;

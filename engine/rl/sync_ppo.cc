@@ -7,21 +7,18 @@
 #include "common/file_util.h"
 #include "common/log.h"
 #include "common/rng.h"
+#include "common/time_util.h"
 #include "engine/dist/agree_on_stop.h"
 #include "engine/eval/periodic_eval.h"
 #include "engine/format/checkpoint.h"
 #include "engine/model/policy_options.h"
-#include "engine/rl/gaussian.h"
 #include "engine/policy/rl_checkpoint.h"
+#include "engine/rl/gaussian.h"
 #include "engine/sim/latency_env.h"
 #include "engine/sim/make_env.h"
 
 namespace engine::rl {
 namespace {
-
-double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 nlohmann::json NumberOrNull(double x) { return std::isfinite(x) ? nlohmann::json(x) : nullptr; }
 
@@ -196,13 +193,14 @@ common::Result<SyncPpoResult> RunSyncPpo(const SyncPpoOptions& options, Communic
     const double nan = std::numeric_limits<double>::quiet_NaN();
     rec.mean_return = rec.episodes > 0 ? comm.AllreduceSum(returns) / rec.episodes : nan;
     rec.success_rate = rec.episodes > 0 ? comm.AllreduceSum(successes) / rec.episodes : nan;
-    const double seconds = comm.AllreduceMax(Seconds(t0, t2));
+    const double seconds = comm.AllreduceMax(common::SecondsBetween(t0, t2));
     rec.env_steps_per_s = per_update / seconds;
     rec.ppo = stats;
     result.updates.push_back(rec);
     if (events != nullptr && comm.rank() == 0) {
-      nlohmann::json ev = RlStepEvent(rec, version + 1, total_updates, ppo.lr, Seconds(t0, t1),
-                                      Seconds(t1, t2), seconds, comm.world_size());
+      nlohmann::json ev =
+          RlStepEvent(rec, version + 1, total_updates, ppo.lr, common::SecondsBetween(t0, t1),
+                      common::SecondsBetween(t1, t2), seconds, comm.world_size());
       // engine.eval_every: rank 0 alone evaluates; an error ends its run (the agent reports it).
       if (periodic_eval.Due(version + 1)) EMBODY_RETURN_IF_ERROR(periodic_eval.Run(*policy, &ev));
       events->Post(std::move(ev));

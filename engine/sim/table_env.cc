@@ -13,7 +13,7 @@ namespace engine::sim {
 namespace {
 
 constexpr uint64_t kTableTag = 0x7461626c65ULL;  // "table"
-constexpr int kPatchesPerCamera =
+constexpr int kTablePatchesPerCamera =
     (sim::kImageSide / sim::kPatchSide) * (sim::kImageSide / sim::kPatchSide);
 
 }  // namespace
@@ -81,12 +81,13 @@ void TableVecEnv::Observe(int e) {
   }
   s.frames = 1;
   s.cameras = config_.cameras;
-  s.patches_per_camera = kPatchesPerCamera;
-  s.patches.resize(static_cast<size_t>(config_.cameras) * kPatchesPerCamera * kPatchDim);
+  s.patches_per_camera = kTablePatchesPerCamera;
+  s.patches.resize(static_cast<size_t>(config_.cameras) * kTablePatchesPerCamera * kPatchDim);
   for (int cam = 0; cam < config_.cameras; ++cam) {
     sim::RenderView(tasks_, e, cam, sim::kImageSide, image_.data());
-    sim::CutPatches(image_.data(), sim::kImageSide, kPatchesPerCamera,
-                    s.patches.data() + static_cast<size_t>(cam) * kPatchesPerCamera * kPatchDim);
+    sim::CutPatches(
+        image_.data(), sim::kImageSide, kTablePatchesPerCamera,
+        s.patches.data() + static_cast<size_t>(cam) * kTablePatchesPerCamera * kPatchDim);
   }
   s.states.assign(kStateDim, 0.0f);
   sim::Proprioception(tasks_, e, s.states.data());

@@ -14,7 +14,7 @@ using common::Status;
 
 constexpr uint64_t kMaxBlockSize = uint64_t{1} << 20;
 
-Status Malformed(const std::string& what) {
+Status DeltaMalformed(const std::string& what) {
   return common::InvalidArgument("DELTA_BINARY_PACKED: " + what);
 }
 
@@ -25,7 +25,7 @@ class Cursor {
   Status Uleb(uint64_t* out) {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= size_) return Malformed("a varint runs past the end");
+      if (pos_ >= size_) return DeltaMalformed("a varint runs past the end");
       const uint8_t b = data_[pos_++];
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
       if ((b & 0x80) == 0) {
@@ -33,7 +33,7 @@ class Cursor {
         return Status::Ok();
       }
     }
-    return Malformed("a varint is longer than 10 bytes");
+    return DeltaMalformed("a varint is longer than 10 bytes");
   }
   Status ZigZag(uint64_t* out) {  // kept unsigned: the decoder adds modulo 2^64
     uint64_t v = 0;
@@ -60,19 +60,19 @@ Status DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, int64_t count, 
   EMBODY_RETURN_IF_ERROR(c.Uleb(&total_count));
   EMBODY_RETURN_IF_ERROR(c.ZigZag(&first));
   if (block_size == 0 || block_size % 128 != 0 || block_size > kMaxBlockSize) {
-    return Malformed("block size " + std::to_string(block_size) +
-                     " is not a multiple of 128 up to 2^20");
+    return DeltaMalformed("block size " + std::to_string(block_size) +
+                          " is not a multiple of 128 up to 2^20");
   }
   if (miniblocks == 0 || block_size % miniblocks != 0 || (block_size / miniblocks) % 32 != 0) {
-    return Malformed(std::to_string(miniblocks) + " miniblocks do not split a block of " +
-                     std::to_string(block_size) + " into multiples of 32 values");
+    return DeltaMalformed(std::to_string(miniblocks) + " miniblocks do not split a block of " +
+                          std::to_string(block_size) + " into multiples of 32 values");
   }
   // A caller that needs the stream's end (the lengths before byte-array data) needs all of
   // it; otherwise only the first `count` values are decoded.
   if (count < 0 || total_count < static_cast<uint64_t>(count) ||
       (consumed && total_count != static_cast<uint64_t>(count))) {
-    return Malformed("the stream holds " + std::to_string(total_count) + " values, not the " +
-                     std::to_string(count) + " expected");
+    return DeltaMalformed("the stream holds " + std::to_string(total_count) + " values, not the " +
+                          std::to_string(count) + " expected");
   }
   const uint64_t per_miniblock = block_size / miniblocks;
   const uint64_t wanted = static_cast<uint64_t>(count);
@@ -88,14 +88,15 @@ Status DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, int64_t count, 
   while (produced < wanted) {
     uint64_t min_delta = 0;
     EMBODY_RETURN_IF_ERROR(c.ZigZag(&min_delta));
-    if (c.size_ - c.pos_ < miniblocks) return Malformed("miniblock bit widths run past the end");
+    if (c.size_ - c.pos_ < miniblocks)
+      return DeltaMalformed("miniblock bit widths run past the end");
     const uint8_t* widths = c.data_ + c.pos_;
     c.pos_ += static_cast<size_t>(miniblocks);
     for (uint64_t m = 0; m < miniblocks && produced < wanted; ++m) {
       const int bw = widths[m];
       if (bw > kTypeBits) {
-        return Malformed("miniblock bit width " + std::to_string(bw) + " is wider than the " +
-                         std::to_string(kTypeBits) + "-bit type");
+        return DeltaMalformed("miniblock bit width " + std::to_string(bw) + " is wider than the " +
+                              std::to_string(kTypeBits) + "-bit type");
       }
       const uint64_t full = PackedBytes(per_miniblock, bw);
       const uint64_t need = std::min<uint64_t>(per_miniblock, wanted - produced);
@@ -103,7 +104,8 @@ Status DecodeDeltaBinaryPacked(const uint8_t* data, size_t size, int64_t count, 
       // The last miniblock is padded to full size by the specification; one without the
       // padding is accepted where the data ends with it.
       if (full > left && PackedBytes(need, bw) > left) {
-        return Malformed("a miniblock of " + std::to_string(full) + " bytes runs past the end");
+        return DeltaMalformed("a miniblock of " + std::to_string(full) +
+                              " bytes runs past the end");
       }
       const uint8_t* p = c.data_ + c.pos_;
       const size_t avail = static_cast<size_t>(std::min<uint64_t>(full, left));
