@@ -70,10 +70,6 @@ class AgentProcess {
   std::string port_file_, log_file_;
 };
 
-bool Has(const std::string& text, const std::string& s) {
-  return text.find(s) != std::string::npos;
-}
-
 TEST(AgentMainTest, ServesNodeAndGpuSeriesFromTheStandInNvml) {
   TempDir dir;
   AgentProcess agent(dir.path(), EMBODY_FAKE_NVML, /*init_fail=*/false);

@@ -3,15 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "agent/node/metric_families.h"
+#include "agent/testing/test_util.h"
 
 namespace agent {
 namespace {
 
 using nlohmann::json;
-
-bool Has(const std::string& text, const std::string& line) {
-  return text.find(line) != std::string::npos;
-}
 
 // Sample lines of a text exposition (neither comments nor blank).
 size_t Samples(const std::string& text) {

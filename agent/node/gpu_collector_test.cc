@@ -5,16 +5,13 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
-#include "agent/node/agent_metrics.h"
 #include "agent/heartbeat/event_queue.h"
 #include "agent/local_api/local_api.h"
+#include "agent/node/agent_metrics.h"
+#include "agent/testing/test_util.h"
 
 namespace agent {
 namespace {
-
-bool Has(const std::string& text, const std::string& s) {
-  return text.find(s) != std::string::npos;
-}
 
 TEST(GpuCollectorTest, DcgmNamesUnitsAndLabels) {
   GpuSample g;

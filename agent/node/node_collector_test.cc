@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include "agent/testing/test_util.h"
+
 namespace agent {
 namespace {
 
@@ -60,10 +62,6 @@ TEST(NodeCollectorTest, SumsUsageOverTheTreeOnly) {
   EXPECT_DOUBLE_EQ(u.cpu_seconds, 3.0);
   EXPECT_EQ(u.resident_bytes, 15 * 4096);
   EXPECT_DOUBLE_EQ(SumUsage(table, {{11, 99}}, 100, 4096).cpu_seconds, 0.0);
-}
-
-bool Has(const std::string& text, const std::string& s) {
-  return text.find(s) != std::string::npos;
 }
 
 // The value of `series` (name and labels) in an exposition text; -1 when absent.

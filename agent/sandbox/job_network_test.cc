@@ -8,14 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "agent/testing/test_util.h"
+
 namespace agent {
 namespace {
 
 const JobNetworkTable kTable{"embody_jobs_test", 200000, 200999};
-
-bool Has(const std::string& script, const std::string& line) {
-  return script.find(line) != std::string::npos;
-}
 
 TEST(JobNetworkTest, CanonicalIpAcceptsLiteralsOnly) {
   EXPECT_EQ(*CanonicalIp("10.0.0.5"), "10.0.0.5");

@@ -64,4 +64,9 @@ inline void AppendTo(const std::string& path, const std::string& data) {
   (void)common::WriteFileAtomic(path, old + data);
 }
 
+// Whether `text` holds `part` anywhere (a line of an exposition, a rule of a script).
+inline bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace agent

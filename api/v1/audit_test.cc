@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-AuditEntry Sample() {
+AuditEntry SampleAuditEntry() {
   AuditEntry e;
   e.id = 11;
   e.time_ms = 1'767'322'800'000;
@@ -27,7 +27,7 @@ AuditEntry Sample() {
 }
 
 TEST(AuditViewTest, WritesAnAnonymousEntryWithNulls) {
-  AuditEntry anon = Sample();
+  AuditEntry anon = SampleAuditEntry();
   anon.token_id.reset();
   anon.tenant_id.reset();
   anon.actor = "anonymous";
@@ -39,10 +39,10 @@ TEST(AuditViewTest, WritesAnAnonymousEntryWithNulls) {
 }
 
 TEST(AuditViewTest, RoundTripsAPageWithAndWithoutACursor) {
-  AuditEntry anon = Sample();
+  AuditEntry anon = SampleAuditEntry();
   anon.token_id.reset();
-  AuditPage last{{Sample(), anon}, std::nullopt};
-  AuditPage more{{Sample()}, "11"};
+  AuditPage last{{SampleAuditEntry(), anon}, std::nullopt};
+  AuditPage more{{SampleAuditEntry()}, "11"};
   for (const AuditPage& p : {last, more}) {
     const json j = ToJson(p);
     ASSERT_TRUE(j.contains("next_cursor"));
@@ -53,7 +53,7 @@ TEST(AuditViewTest, RoundTripsAPageWithAndWithoutACursor) {
 }
 
 TEST(AuditViewTest, AWrongTypeOrAMissingFieldIsNamed) {
-  json j = ToJson(AuditPage{{Sample(), Sample()}, std::nullopt});
+  json j = ToJson(AuditPage{{SampleAuditEntry(), SampleAuditEntry()}, std::nullopt});
   j["entries"][1]["status"] = "200";
   auto r = ParseAuditPage(j);
   ASSERT_FALSE(r.ok());
@@ -62,7 +62,7 @@ TEST(AuditViewTest, AWrongTypeOrAMissingFieldIsNamed) {
   json k = ToJson(AuditPage{{}, std::nullopt});
   k.erase("next_cursor");
   EXPECT_EQ(ParseAuditPage(k).status().field(), "next_cursor");
-  json e = ToJson(Sample());
+  json e = ToJson(SampleAuditEntry());
   e.erase("request_id");
   EXPECT_EQ(ParseAuditEntry(e).status().message(), "is required");
 }

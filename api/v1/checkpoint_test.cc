@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-Checkpoint Sample() {
+Checkpoint SampleCheckpoint() {
   Checkpoint c;
   c.id = 12;
   c.job_id = 5;
@@ -23,12 +23,12 @@ Checkpoint Sample() {
 }
 
 TEST(CheckpointViewTest, WritesEveryField) {
-  EXPECT_EQ(ToJson(Sample()).dump(),
+  EXPECT_EQ(ToJson(SampleCheckpoint()).dump(),
             R"({"bytes":4096,"created_at":"2026-01-02T03:00:00.000Z","id":12,"job_id":5,)"
             R"("metrics":{"loss":0.25},"received_bytes":4096,"sha256":")" +
                 std::string(64, 'a') +
                 R"(","state":"ready","step":2000,"updated_at":"2026-01-02T03:01:00.000Z"})");
-  Checkpoint none = Sample();
+  Checkpoint none = SampleCheckpoint();
   none.metrics.clear();
   EXPECT_EQ(ToJson(none)["metrics"], json::object());  // an object even when empty
   EXPECT_EQ(ToJson(CheckpointUploadProgress{10}).dump(), R"({"received_bytes":10})");
@@ -36,13 +36,13 @@ TEST(CheckpointViewTest, WritesEveryField) {
 }
 
 TEST(CheckpointViewTest, RoundTrips) {
-  Checkpoint uploading = Sample();
+  Checkpoint uploading = SampleCheckpoint();
   uploading.id = 13;
   uploading.step = 3000;
   uploading.state = "uploading";
   uploading.received_bytes = 100;
   uploading.metrics = {{"loss", 0.125}, {"success_rate", 1}};
-  CheckpointList list{{Sample(), uploading}};
+  CheckpointList list{{SampleCheckpoint(), uploading}};
   auto back = ParseCheckpointList(ToJson(list));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, list);
@@ -55,7 +55,7 @@ TEST(CheckpointViewTest, RoundTrips) {
 
 TEST(CheckpointViewTest, EveryFieldIsRequired) {
   for (const char* key : {"metrics", "received_bytes", "updated_at", "sha256"}) {
-    json j = ToJson(Sample());
+    json j = ToJson(SampleCheckpoint());
     j.erase(key);
     auto r = ParseCheckpoint(j);
     ASSERT_FALSE(r.ok()) << key;
@@ -65,17 +65,17 @@ TEST(CheckpointViewTest, EveryFieldIsRequired) {
 }
 
 TEST(CheckpointViewTest, AWrongTypeIsRefusedWithItsPath) {
-  json j = ToJson(CheckpointList{{Sample(), Sample()}});
+  json j = ToJson(CheckpointList{{SampleCheckpoint(), SampleCheckpoint()}});
   j["checkpoints"][1]["metrics"]["loss"] = "low";
   auto r = ParseCheckpointList(j);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument);
   EXPECT_EQ(r.status().field(), "checkpoints[1].metrics.loss");
   EXPECT_EQ(r.status().message(), "must be a number");
-  json c = ToJson(Sample());
+  json c = ToJson(SampleCheckpoint());
   c["step"] = 1.5;
   EXPECT_EQ(ParseCheckpoint(c).status().field(), "step");
-  c = ToJson(Sample());
+  c = ToJson(SampleCheckpoint());
   c["metrics"] = json::array();
   EXPECT_EQ(ParseCheckpoint(c).status().field(), "metrics");
   EXPECT_EQ(ParseCheckpointMetrics(json{{"x", nullptr}}).status().field(), "metrics.x");

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-Dataset Sample() {
+Dataset SampleDataset() {
   Dataset d;
   d.id = 7;
   d.tenant_id = 2;
@@ -25,13 +25,13 @@ Dataset Sample() {
 }
 
 TEST(DatasetViewTest, WritesEveryField) {
-  EXPECT_EQ(ToJson(Sample()).dump(),
+  EXPECT_EQ(ToJson(SampleDataset()).dump(),
             R"({"bytes":0,"created_at":"2026-01-02T03:00:00.000Z","episodes":0,"error":"",)"
             R"("frames":0,"id":7,"job_id":41,"name":"lift","path":"/data/tenant-2/dataset-7",)"
             R"("received_bytes":0,"source":{"format":"hdf5","path":"/d/lift.hdf5"},)"
             R"("state":"importing","tenant":"robotics","tenant_id":2,)"
             R"("updated_at":"2026-01-02T03:00:01.500Z","version":3})");
-  Dataset deleted = Sample();
+  Dataset deleted = SampleDataset();
   deleted.job_id.reset();
   deleted.state = "deleted";
   deleted.directory_removed = false;
@@ -41,19 +41,19 @@ TEST(DatasetViewTest, WritesEveryField) {
 }
 
 TEST(DatasetViewTest, DetailIsWrittenFlat) {
-  DatasetDetail d{Sample(), json{{"stats", {{"episodes", 3}}}}, 0.25};
+  DatasetDetail d{SampleDataset(), json{{"stats", {{"episodes", 3}}}}, 0.25};
   const json j = ToJson(d);
   EXPECT_EQ(j["manifest"].dump(), R"({"stats":{"episodes":3}})");
   EXPECT_EQ(j["progress"], 0.25);
   EXPECT_EQ(j["id"], 7);
   EXPECT_FALSE(j.contains("directory_removed"));
-  const json none = ToJson(DatasetDetail{Sample(), nullptr, std::nullopt});
+  const json none = ToJson(DatasetDetail{SampleDataset(), nullptr, std::nullopt});
   EXPECT_TRUE(none.at("manifest").is_null());
   EXPECT_TRUE(none.at("progress").is_null());
 }
 
 TEST(DatasetViewTest, RoundTrips) {
-  Dataset ready = Sample();
+  Dataset ready = SampleDataset();
   ready.id = 8;
   ready.state = "ready";
   ready.episodes = 3;
@@ -62,7 +62,7 @@ TEST(DatasetViewTest, RoundTrips) {
   ready.job_id.reset();
   ready.error = "";
   ready.received_bytes = 20;
-  DatasetList list{{Sample(), ready}, "8"};
+  DatasetList list{{SampleDataset(), ready}, "8"};
   auto back = ParseDatasetList(ToJson(list));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, list);
@@ -82,7 +82,7 @@ TEST(DatasetViewTest, RoundTrips) {
 }
 
 TEST(DatasetViewTest, OptionalFieldsMayBeMissing) {
-  json j = ToJson(Sample());
+  json j = ToJson(SampleDataset());
   j.erase("received_bytes");
   auto d = ParseDataset(j);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -94,26 +94,26 @@ TEST(DatasetViewTest, OptionalFieldsMayBeMissing) {
 }
 
 TEST(DatasetViewTest, AWrongTypeIsRefusedWithItsPath) {
-  json j = ToJson(DatasetList{{Sample(), Sample()}, std::nullopt});
+  json j = ToJson(DatasetList{{SampleDataset(), SampleDataset()}, std::nullopt});
   j["datasets"][1]["version"] = "3";
   auto r = ParseDatasetList(j);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), common::Code::kInvalidArgument);
   EXPECT_EQ(r.status().field(), "datasets[1].version");
-  j = ToJson(DatasetList{{Sample()}, std::nullopt});
+  j = ToJson(DatasetList{{SampleDataset()}, std::nullopt});
   j["next_cursor"] = 8;
   EXPECT_EQ(ParseDatasetList(j).status().field(), "next_cursor");
-  json detail = ToJson(DatasetDetail{Sample(), nullptr, std::nullopt});
+  json detail = ToJson(DatasetDetail{SampleDataset(), nullptr, std::nullopt});
   detail["manifest"] = "{}";
   EXPECT_EQ(ParseDatasetDetail(detail).status().field(), "manifest");
   EXPECT_EQ(ParseDatasetDetail(detail).status().message(), "must be an object or null");
-  detail = ToJson(DatasetDetail{Sample(), nullptr, std::nullopt});
+  detail = ToJson(DatasetDetail{SampleDataset(), nullptr, std::nullopt});
   detail["progress"] = "50%";
   EXPECT_EQ(ParseDatasetDetail(detail).status().field(), "progress");
-  json d = ToJson(Sample());
+  json d = ToJson(SampleDataset());
   d["source"] = "/d/lift.hdf5";
   EXPECT_EQ(ParseDataset(d).status().field(), "source");
-  d = ToJson(Sample());
+  d = ToJson(SampleDataset());
   d["directory_removed"] = 1;
   EXPECT_EQ(ParseDataset(d).status().field(), "directory_removed");
 }

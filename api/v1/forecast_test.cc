@@ -7,31 +7,31 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kT = 1'767'323'045'000;  // 2026-01-02T03:04:05.000Z
+constexpr int64_t kForecastTime = 1'767'323'045'000;  // 2026-01-02T03:04:05.000Z
 
 // The answer of a dry run placed behind a running job.
 Forecast DryRun() {
   Forecast f;
-  f.made_ms = kT;
+  f.made_ms = kForecastTime;
   f.run_seconds = 100;
   f.run_time_source = "time_limit";
-  f.end_ms = kT + 1'300'000;
+  f.end_ms = kForecastTime + 1'300'000;
   f.reasons = {"starts when job 17 ends (expected 2026-01-02T03:24:05.000Z)"};
   ForecastStart s;
-  s.start_ms = kT + 1'200'000;
+  s.start_ms = kForecastTime + 1'200'000;
   s.wait_seconds = 1200;
   s.placement = ForecastPlacement{"cpu", {{2, "n2", 2, 2}}};
   s.jobs_ahead = 1;
   f.start = s;
-  f.cluster = ForecastCluster{kT - 500, "scheduler_snapshot", 1.5};
+  f.cluster = ForecastCluster{kForecastTime - 500, "scheduler_snapshot", 1.5};
   f.dry_run = true;
   return f;
 }
 
 StoredForecast Stored() {
   StoredForecast s;
-  s.made_ms = kT - 4'000;
-  s.start_ms = kT + 1'200'000;
+  s.made_ms = kForecastTime - 4'000;
+  s.start_ms = kForecastTime + 1'200'000;
   s.run_seconds = 100;
   s.start_error_seconds = -2.5;
   return s;
@@ -52,7 +52,7 @@ TEST(ForecastViewTest, WritesADryRunsAnswer) {
 
 TEST(ForecastViewTest, WritesAJobHoldingSlotsWithoutAStart) {
   Forecast f;
-  f.made_ms = kT;
+  f.made_ms = kForecastTime;
   f.reasons = {"run time unknown: no time limit"};
   f.job = ForecastJob{18, "RUNNING", Stored()};
   EXPECT_EQ(
@@ -84,11 +84,11 @@ TEST(ForecastViewTest, RoundTripsEveryShape) {
   unknown.job->submitted.reset();
   shapes.push_back(unknown);
   Forecast holding;  // a job holding slots
-  holding.made_ms = kT;
-  holding.started_ms = kT - 60'000;
+  holding.made_ms = kForecastTime;
+  holding.started_ms = kForecastTime - 60'000;
   holding.run_seconds = 600;
   holding.run_time_source = "history";
-  holding.end_ms = kT + 540'000;
+  holding.end_ms = kForecastTime + 540'000;
   holding.job = ForecastJob{19, "RUNNING", std::nullopt};
   shapes.push_back(holding);
   Forecast stored_detail = DryRun();  // as a submitted job's forecast is made: no source

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-Node Sample() {
+Node SampleNode() {
   Node n;
   n.id = 3;
   n.name = "n1";
@@ -24,7 +24,7 @@ Node Sample() {
 }
 
 TEST(NodeViewTest, WritesEveryField) {
-  Node n = Sample();
+  Node n = SampleNode();
   n.gpus.resize(1);
   EXPECT_EQ(ToJson(n).dump(),
             R"({"address":"10.0.0.3","agent_url":"http://10.0.0.3:7070","cpu_slots":16,)"
@@ -35,13 +35,13 @@ TEST(NodeViewTest, WritesEveryField) {
 }
 
 TEST(NodeViewTest, RoundTripsAndKeepsIsolationNotSaid) {
-  Node old = Sample();
+  Node old = SampleNode();
   old.id = 4;
   old.gpus.clear();
   old.isolation.reset();
   old.draining = true;
   EXPECT_EQ(ToJson(old)["isolation"], json::object());
-  NodeList list{{Sample(), old}};
+  NodeList list{{SampleNode(), old}};
   auto back = ParseNodeList(ToJson(list));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, list);
@@ -59,16 +59,16 @@ TEST(NodeViewTest, OptionalGpuAndIsolationFieldsTakeTheirDefaults) {
 }
 
 TEST(NodeViewTest, AWrongTypeIsRefusedWithItsPath) {
-  json j = ToJson(NodeList{{Sample()}});
+  json j = ToJson(NodeList{{SampleNode()}});
   j["nodes"][0]["gpus"][1]["index"] = "1";
   auto r = ParseNodeList(j);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().field(), "nodes[0].gpus[1].index");
-  json n = ToJson(Sample());
+  json n = ToJson(SampleNode());
   n["isolation"]["rlimits"] = "yes";
   EXPECT_EQ(ParseNode(n).status().field(), "isolation.rlimits");
   EXPECT_EQ(ParseNode(n).status().message(), "must be true or false");
-  n = ToJson(Sample());
+  n = ToJson(SampleNode());
   n["draining"] = 0;
   EXPECT_EQ(ParseNode(n).status().field(), "draining");
   EXPECT_EQ(ParseGpus(json::object()).status().field(), "gpus");

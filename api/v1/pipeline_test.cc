@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kT = 1'767'322'800'000;  // 2026-01-02T03:00:00.000Z
+constexpr int64_t kPipelineTime = 1'767'322'800'000;  // 2026-01-02T03:00:00.000Z
 
 Pipeline Recipe() {
   PipelineStep bc;
@@ -17,8 +17,8 @@ Pipeline Recipe() {
   bc.kind = "train";
   bc.retries = 1;
   bc.jobs = {10, 11};
-  bc.started_ms = kT;
-  bc.finished_ms = kT + 60'000;
+  bc.started_ms = kPipelineTime;
+  bc.finished_ms = kPipelineTime + 60'000;
   PipelineStep gate;
   gate.name = "gate";
   gate.state = "pending";
@@ -37,8 +37,8 @@ Pipeline Recipe() {
   p.state = "running";
   p.steps = {bc, gate, data};
   p.spec = json{{"name", "recipe"}, {"steps", json::array()}};
-  p.created_ms = kT;
-  p.updated_ms = kT + 1'000;
+  p.created_ms = kPipelineTime;
+  p.updated_ms = kPipelineTime + 1'000;
   return p;
 }
 
@@ -63,7 +63,7 @@ TEST(PipelineViewTest, WritesEveryStepFieldAndDerivesAttemptsAndJobId) {
 TEST(PipelineViewTest, RoundTrips) {
   Pipeline listed = Recipe();
   listed.spec.reset();
-  listed.finished_ms = kT + 5'000;
+  listed.finished_ms = kPipelineTime + 5'000;
   const PipelineList list{{listed, listed}, "3"};
   auto l = ParsePipelineList(ToJson(list));
   ASSERT_TRUE(l.ok()) << l.status().ToString();
@@ -74,21 +74,21 @@ TEST(PipelineViewTest, RoundTrips) {
 
   PipelineDryRun dry;
   dry.name = "recipe";
-  dry.made_ms = kT;
+  dry.made_ms = kPipelineTime;
   Forecast f;
-  f.made_ms = kT;
+  f.made_ms = kPipelineTime;
   f.run_seconds = 60;
   f.run_time_source = "time_limit";
-  f.end_ms = kT + 60'000;
-  f.start = ForecastStart{true, kT, 0.0, ForecastPlacement{"cpu", {{1, "n1", 1, 1}}}, 0};
-  f.cluster = ForecastCluster{kT, "store", 0};
+  f.end_ms = kPipelineTime + 60'000;
+  f.start = ForecastStart{true, kPipelineTime, 0.0, ForecastPlacement{"cpu", {{1, "n1", 1, 1}}}, 0};
+  f.cluster = ForecastCluster{kPipelineTime, "store", 0};
   f.dry_run = true;
-  dry.steps = {{"bc", {}, "train", f, kT, kT + 60'000, std::nullopt},
+  dry.steps = {{"bc", {}, "train", f, kPipelineTime, kPipelineTime + 60'000, std::nullopt},
                {"data",
                 {"bc"},
                 "import",
                 std::nullopt,
-                kT + 60'000,
+                kPipelineTime + 60'000,
                 std::nullopt,
                 "an import's run time is not predicted"}};
   const json dj = ToJson(dry);
@@ -100,7 +100,7 @@ TEST(PipelineViewTest, RoundTrips) {
   auto d = ParsePipelineDryRun(dj);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(*d, dry);
-  dry.end_ms = kT + 120'000;
+  dry.end_ms = kPipelineTime + 120'000;
   EXPECT_EQ(*ParsePipelineDryRun(ToJson(dry)), dry);
 }
 

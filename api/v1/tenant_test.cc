@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-Tenant Sample() {
+Tenant SampleTenant() {
   Tenant t;
   t.id = 7;
   t.name = "lab";
@@ -23,7 +23,7 @@ Tenant Sample() {
 }
 
 TEST(TenantViewTest, WritesEveryFieldWithNullForNoLimit) {
-  EXPECT_EQ(ToJson(Sample()).dump(),
+  EXPECT_EQ(ToJson(SampleTenant()).dump(),
             R"({"created_at":"2026-01-02T03:00:00.123Z","id":7,"name":"lab",)"
             R"("quota":{"max_priority":0,"nodes_per_job":null,"pending_jobs":null,)"
             R"("running_jobs":null,"slots":64,"storage_bytes":1099511627776},)"
@@ -33,7 +33,7 @@ TEST(TenantViewTest, WritesEveryFieldWithNullForNoLimit) {
 }
 
 TEST(TenantViewTest, RoundTrips) {
-  TenantList list{{Sample(), Tenant{}}};
+  TenantList list{{SampleTenant(), Tenant{}}};
   list.tenants[1].name = "other";
   auto back = ParseTenantList(ToJson(list));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
@@ -41,7 +41,7 @@ TEST(TenantViewTest, RoundTrips) {
 }
 
 TEST(TenantViewTest, AMissingRequiredFieldIsNamed) {
-  json j = ToJson(Sample());
+  json j = ToJson(SampleTenant());
   j["quota"].erase("slots");
   auto r = ParseTenant(j);
   ASSERT_FALSE(r.ok());
@@ -50,17 +50,17 @@ TEST(TenantViewTest, AMissingRequiredFieldIsNamed) {
 }
 
 TEST(TenantViewTest, AWrongTypeIsRefusedWithItsPath) {
-  json list = ToJson(TenantList{{Sample(), Sample()}});
+  json list = ToJson(TenantList{{SampleTenant(), SampleTenant()}});
   list["tenants"][1]["usage"]["running_jobs"] = "2";
   auto r = ParseTenantList(list);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().field(), "tenants[1].usage.running_jobs");
   EXPECT_EQ(r.status().message(), "must be a 64-bit integer");
 
-  json t = ToJson(Sample());
+  json t = ToJson(SampleTenant());
   t["quota"]["slots"] = int64_t{1} << 40;  // past int: refused, not wrapped
   EXPECT_EQ(ParseTenant(t).status().field(), "quota.slots");
-  t = ToJson(Sample());
+  t = ToJson(SampleTenant());
   t["created_at"] = "yesterday";
   EXPECT_EQ(ParseTenant(t).status().field(), "created_at");
   EXPECT_EQ(ParseTenant(json::array()).status().field(), "response");

@@ -24,7 +24,7 @@
 namespace common::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using embody_test::ReadUntilClosed;
 
 void AddRoutes(httplib::Server& s) {
@@ -64,9 +64,9 @@ double SlowestPing(int port, int n) {
     httplib::Client c("127.0.0.1", port);
     c.set_read_timeout(2, 0);
     c.set_connection_timeout(2, 0);
-    auto start = Clock::now();
+    auto start = SteadyClock::now();
     auto res = c.Get("/ping");
-    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    double s = std::chrono::duration<double>(SteadyClock::now() - start).count();
     if (!res || res->status != 200 || res->body != "pong") return 1e9;
     slowest = std::max(slowest, s);
   }
@@ -87,10 +87,10 @@ GateOptions SmallGate() {
 std::string Exchange(int port, const std::string& request, double wait_s, bool* closed,
                      double* seconds = nullptr) {
   int fd = embody_test::ConnectLoopback(port);
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   (void)::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
   std::string got = ReadUntilClosed(fd, wait_s, closed);
-  if (seconds) *seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (seconds) *seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   ::close(fd);
   return got;
 }
@@ -120,10 +120,10 @@ TEST(GatedServerTest, IdleAndSlowClientsDoNotStarveTheWorkers) {
 TEST(GatedServerTest, SlowHeadersAndIdleConnectionsAreClosedOnTime) {
   Running<GatedServer> gated(SmallGate());
   embody_test::SlowClients hogs(gated.port, 1, 1, "/ping", std::chrono::milliseconds(100));
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   bool closed = false;
   ReadUntilClosed(hogs.loris_fd(0), 6, &closed);
-  double loris_s = std::chrono::duration<double>(Clock::now() - start).count();
+  double loris_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
   EXPECT_TRUE(closed) << "a request whose headers never end was kept open";
   EXPECT_GT(loris_s, 2.5);
   EXPECT_LT(loris_s, 4.5);
@@ -200,13 +200,13 @@ TEST(GatedServerTest, CurlPostWithoutABodyIsAnsweredAtOnce) {
   Running<GatedServer> gated(SmallGate());
   const std::string cmd = "/usr/bin/curl -s -m 5 -X POST http://127.0.0.1:" +
                           std::to_string(gated.port) + "/size 2>&1";
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   char buf[256] = {};
   const size_t n = std::fread(buf, 1, sizeof buf - 1, p);
   const int rc = ::pclose(p);
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   EXPECT_EQ(rc, 0) << std::string(buf, n);
   EXPECT_EQ(std::string(buf, n), "0");
   EXPECT_LT(seconds, 2.0);
@@ -328,12 +328,12 @@ TEST(GatedServerTest, StreamsHaveThreadsOfTheirOwnAndEndWhenTheClientGoes) {
   EXPECT_EQ(got.rfind("HTTP/1.1 503", 0), 0u) << got;
   // Dropped streams end, and free their threads, well within a second.
   for (int fd : streams) ::close(fd);
-  auto start = Clock::now();
-  while (ended.load() < 2 && Clock::now() - start < std::chrono::seconds(2)) {
+  auto start = SteadyClock::now();
+  while (ended.load() < 2 && SteadyClock::now() - start < std::chrono::seconds(2)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(ended.load(), 2);
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 1.0);
+  EXPECT_LT(std::chrono::duration<double>(SteadyClock::now() - start).count(), 1.0);
   for (int i = 0; i < 100 && gated.server.ActiveStreams() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

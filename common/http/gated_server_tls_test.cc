@@ -33,10 +33,10 @@
 namespace common::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double SecondsSince(SteadyClock::time_point start) {
+  return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
 // The test's TLS clients write to sockets the server may have closed.
@@ -52,8 +52,8 @@ Request Ping() {
 }
 
 // A GatedServer with /ping, /size and /stream on its own thread, stopped on destruction.
-struct Running {
-  explicit Running(GateOptions o) : server(std::move(o)) {
+struct RunningTlsGate {
+  explicit RunningTlsGate(GateOptions o) : server(std::move(o)) {
     server.set_tcp_nodelay(true);  // as every listener of ours
     server.Get("/ping", [](const httplib::Request&, httplib::Response& res) {
       res.set_content("pong", "text/plain");
@@ -76,7 +76,7 @@ struct Running {
     thread = std::thread([this] { server.listen_after_bind(); });
     while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ~Running() {
+  ~RunningTlsGate() {
     server.stop();
     server.StopGate();
     thread.join();
@@ -229,7 +229,7 @@ class GatedTlsTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       auto client = MakeClient(url, ca_->ca_file());
       if (!client) return 1e9;
-      auto start = Clock::now();
+      auto start = SteadyClock::now();
       auto res = client->Send(Ping());
       const double s = SecondsSince(start);
       if (!res.ok() || res->status != 200 || res->body != "pong") return 1e9;
@@ -244,7 +244,7 @@ class GatedTlsTest : public ::testing::Test {
 };
 
 TEST_F(GatedTlsTest, RequestsKeepAliveAndPipeliningWorkOverTls) {
-  Running gated(Options(local_));
+  RunningTlsGate gated(Options(local_));
   auto client = MakeClient(gated.Url(), ca_->ca_file());
   ASSERT_NE(client, nullptr);
   auto ping = client->Send(Ping());
@@ -282,7 +282,7 @@ TEST_F(GatedTlsTest, RequestsKeepAliveAndPipeliningWorkOverTls) {
 }
 
 TEST_F(GatedTlsTest, BytesOpenSslHoldsAreReadWithoutWaitingForTheSocket) {
-  Running gated(Options(local_));
+  RunningTlsGate gated(Options(local_));
   RawTls raw(gated.port, ca_->ca_file());
   ASSERT_TRUE(raw.handshaken());
   // 66 records of 1,000 bytes: the gate's 64 KiB read ends inside the last one, whose other 464
@@ -293,7 +293,7 @@ TEST_F(GatedTlsTest, BytesOpenSslHoldsAreReadWithoutWaitingForTheSocket) {
   const size_t body = 66000 - head.size() - std::string("65880\r\n\r\n").size();
   const std::string request = head + std::to_string(body) + "\r\n\r\n" + std::string(body, 'z');
   ASSERT_EQ(request.size(), 66000u);
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   ASSERT_TRUE(raw.SendAtOnce(request, 1000));
   bool closed = false;
   std::string got = raw.ReadUntilClosed(5, &closed);
@@ -303,7 +303,7 @@ TEST_F(GatedTlsTest, BytesOpenSslHoldsAreReadWithoutWaitingForTheSocket) {
 
 TEST_F(GatedTlsTest, OurClientRefusesAnotherCaAndAnotherName) {
   {
-    Running gated(Options(local_));
+    RunningTlsGate gated(Options(local_));
     auto stranger = MakeClient(gated.Url(), other_ca_->ca_file());
     ASSERT_NE(stranger, nullptr);
     auto res = stranger->Send(Ping());
@@ -314,7 +314,7 @@ TEST_F(GatedTlsTest, OurClientRefusesAnotherCaAndAnotherName) {
     // Signed by the right CA, for another host.
     auto elsewhere = ca_->Issue("elsewhere", {"other.example"});
     ASSERT_TRUE(elsewhere.ok());
-    Running gated(Options(*elsewhere));
+    RunningTlsGate gated(Options(*elsewhere));
     auto client = MakeClient(gated.Url(), ca_->ca_file());
     ASSERT_NE(client, nullptr);
     EXPECT_FALSE(client->Send(Ping()).ok())
@@ -325,7 +325,7 @@ TEST_F(GatedTlsTest, OurClientRefusesAnotherCaAndAnotherName) {
     // common name and accepts it; our check reads the subjectAltName only.
     auto misnamed = ca_->Issue("misnamed", {"other.example"}, "127.0.0.1");
     ASSERT_TRUE(misnamed.ok());
-    Running gated(Options(*misnamed));
+    RunningTlsGate gated(Options(*misnamed));
     auto client = MakeClient(gated.Url(), ca_->ca_file());
     ASSERT_NE(client, nullptr);
     EXPECT_FALSE(client->Send(Ping()).ok())
@@ -351,11 +351,11 @@ TEST_F(GatedTlsTest, OurClientRefusesAnotherCaAndAnotherName) {
 }
 
 TEST_F(GatedTlsTest, APlaintextRequestToTheTlsPortIsNotServed) {
-  Running gated(Options(local_));
+  RunningTlsGate gated(Options(local_));
   int fd = embody_test::ConnectLoopback(gated.port);
   ASSERT_GE(fd, 0);
   const std::string req = "GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   ASSERT_EQ(::send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
   bool closed = false;
   std::string got = embody_test::ReadUntilClosed(fd, 3, &closed);
@@ -393,10 +393,10 @@ TEST_F(GatedTlsTest, ClientsThatNeverHandshakeCostNoWorkerAndAreClosedAtTheDeadl
     plain.stop();
     serving.join();
   }
-  Running gated(Options(local_));
+  RunningTlsGate gated(Options(local_));
   const double alone_s = SlowestPing(gated.Url(), 20);
   // 200 connections that send nothing, and 20 that begin a ClientHello and stop.
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   embody_test::SlowClients idle(gated.port, 200, 0, "/ping", std::chrono::milliseconds(100));
   std::vector<int> partial;
   for (int i = 0; i < 20; ++i) {
@@ -433,7 +433,7 @@ TEST_F(GatedTlsTest, SlowBodiesOverTlsHoldNoWorkerAndGet408) {
   o.workers = 1;
   o.body_timeout_ms = 1000;
   o.min_body_bytes_per_s = 1 << 20;
-  Running gated(std::move(o));
+  RunningTlsGate gated(std::move(o));
   const std::string head =
       "POST /size HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\nContent-Length: 1000\r\n\r\n";
   std::vector<std::unique_ptr<RawTls>> slow;
@@ -453,7 +453,7 @@ TEST_F(GatedTlsTest, SlowBodiesOverTlsHoldNoWorkerAndGet408) {
 TEST_F(GatedTlsTest, CannedAnswersAndTheAddressCapHoldOverTls) {
   GateOptions o = Options(local_);
   o.max_connections_per_address = 3;
-  Running gated(std::move(o));
+  RunningTlsGate gated(std::move(o));
   struct Case {
     std::string request;
     const char* status;
@@ -491,7 +491,7 @@ TEST_F(GatedTlsTest, AStreamEndsWhenItsTlsClientGoes) {
   o.workers = 1;
   o.stream_workers = 1;
   o.is_stream = [](const RequestHead& head) { return TargetPath(head.target) == "/stream"; };
-  Running gated(std::move(o));
+  RunningTlsGate gated(std::move(o));
   {
     RawTls raw(gated.port, ca_->ca_file());
     ASSERT_TRUE(raw.handshaken());
@@ -512,7 +512,7 @@ TEST_F(GatedTlsTest, AStreamEndsWhenItsTlsClientGoes) {
     EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0u) << refused;
     EXPECT_TRUE(closed);
   }
-  auto start = Clock::now();
+  auto start = SteadyClock::now();
   while (gated.streams_ended.load() < 1 && SecondsSince(start) < 2) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -20,28 +20,21 @@
 namespace controlplane::service {
 namespace {
 
+using testing::Between;
 using testing::kNowMs;
+using testing::Pick;
 
-int Between(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
-
-int Pick(std::mt19937_64& rng, std::initializer_list<int> values) {
-  std::vector<int> v(values);
-  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-}
-
-struct World {
+struct ForecastWorld {
   ClusterSnapshot s;
   ForecastTimes times;
   ForecastOptions o;
 };
 
 // `scale` 1: up to 8 nodes and 14 pending jobs; larger: that many times more of both.
-World RandomWorld(uint64_t seed, int scale = 1) {
+ForecastWorld RandomForecastWorld(uint64_t seed, int scale = 1) {
   std::mt19937_64 rng(seed);
   auto chance = [&](double p) { return std::bernoulli_distribution(p)(rng); };
-  World w;
+  ForecastWorld w;
   w.s.now_ms = kNowMs;
   const int nodes = Between(rng, 1, 8 * scale);
   for (int i = 1; i <= nodes; ++i) {
@@ -108,7 +101,7 @@ std::string Show(const JobForecast& f) {
 }
 
 // Fast and plain runs of `w`, for `wanted`, predict the same.
-void ExpectSameForecasts(const World& w, const std::vector<int64_t>& wanted, uint64_t seed,
+void ExpectSameForecasts(const ForecastWorld& w, const std::vector<int64_t>& wanted, uint64_t seed,
                          int* compared, int* later) {
   ForecastOptions reference = w.o;
   reference.reference = true;
@@ -129,7 +122,7 @@ void ExpectSameForecasts(const World& w, const std::vector<int64_t>& wanted, uin
 TEST(ForecastTest, TheFastRunPredictsWhatTheRunOfEveryEndPredicts) {
   int compared = 0, later = 0;
   for (uint64_t seed = 1; seed <= 600; ++seed) {
-    World w = RandomWorld(seed);
+    ForecastWorld w = RandomForecastWorld(seed);
     // Every pending job, and the last one alone (a dry run asks for one).
     for (const std::vector<int64_t>& wanted :
          {std::vector<int64_t>{}, std::vector<int64_t>{w.s.pending.back().job_id}}) {
@@ -145,7 +138,7 @@ TEST(ForecastTest, TheFastRunPredictsWhatTheRunOfEveryEndPredicts) {
 TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsOnLongQueues) {
   int compared = 0, later = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    World w = RandomWorld(seed, 12);
+    ForecastWorld w = RandomForecastWorld(seed, 12);
     w.o.max_cycles = 100'000;
     ExpectSameForecasts(w, {}, seed, &compared, &later);
   }
@@ -161,7 +154,7 @@ TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsForADryRunsJob) {
   size_t replayed = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     for (int where = 0; where < 3; ++where) {
-      World w = RandomWorld(seed, seed % 3 == 0 ? 6 : 1);
+      ForecastWorld w = RandomForecastWorld(seed, seed % 3 == 0 ? 6 : 1);
       std::mt19937_64 rng(seed * 7 + where);
       testing::JobArgs a;
       a.nodes = Pick(rng, {1, 1, 2, 3});
@@ -207,7 +200,7 @@ TEST(ForecastTest, TheFastRunPredictsWhatThePlainRunPredictsForADryRunsJob) {
 TEST(ForecastTest, AKeptRunOfALongQueueAnswersAsThePlainRun) {
   size_t replayed = 0, jumped = 0, asked = 0;
   for (uint64_t seed = 1; seed <= 30; ++seed) {
-    World w = RandomWorld(seed, 12);
+    ForecastWorld w = RandomForecastWorld(seed, 12);
     w.o.max_cycles = 100'000;
     const ForwardPlan plan(w.s, w.times, w.o);
     ForecastOptions reference = w.o;
@@ -229,7 +222,7 @@ TEST(ForecastTest, AKeptRunOfALongQueueAnswersAsThePlainRun) {
       replayed += kept;
       jumped += passed;
       ++asked;
-      World with = w;
+      ForecastWorld with = w;
       with.s.pending.push_back(job);
       with.times.run_ms[id] = *run_ms;
       const JobForecast want = ForecastStarts(with.s, with.times, {id}, reference).at(id);
@@ -250,7 +243,7 @@ TEST(ForecastTest, AKeptRunOfALongQueueAnswersAsThePlainRun) {
 TEST(ForecastTest, AKeptRunAnswersTheSameJobAgainAsThePlainRunWould) {
   int cached = 0, asked = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
-    World w = RandomWorld(seed, seed % 3 == 0 ? 6 : 1);
+    ForecastWorld w = RandomForecastWorld(seed, seed % 3 == 0 ? 6 : 1);
     std::mt19937_64 rng(seed * 11);
     testing::JobArgs a;
     a.nodes = Pick(rng, {1, 1, 2, 3});
@@ -263,7 +256,7 @@ TEST(ForecastTest, AKeptRunAnswersTheSameJobAgainAsThePlainRunWould) {
     ForecastOptions reference = w.o;
     reference.reference = true;
     auto plain = [&](const PendingJob& job, std::optional<int64_t> run) {
-      World with = w;
+      ForecastWorld with = w;
       with.s.pending.push_back(job);
       if (run) with.times.run_ms[job.job_id] = *run;
       return ForecastStarts(with.s, with.times, {job.job_id}, reference).at(job.job_id);
@@ -297,7 +290,7 @@ TEST(ForecastTest, AKeptRunAnswersTheSameJobAgainAsThePlainRunWould) {
 // does, also after jobs are taken out of the queue.
 TEST(ForecastTest, ADecisionOverTheKeptQueueIsSchedules) {
   for (uint64_t seed = 1; seed <= 400; ++seed) {
-    World w = RandomWorld(seed, seed % 4 == 0 ? 10 : 1);
+    ForecastWorld w = RandomForecastWorld(seed, seed % 4 == 0 ? 10 : 1);
     ScheduleOptions quiet = w.o.schedule;
     quiet.explain = false;
     PendingQueue queue(w.s.pending);

@@ -22,7 +22,7 @@ namespace {
 
 using api::JobState;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 constexpr int kIntervalMs = 400;
 
@@ -51,10 +51,10 @@ class HeldHeartbeatTest : public testing::NodeServiceFixture {
       api::HeartbeatRequest req;
       req.has_launched = true;
       req.wait_ms = wait_ms;
-      const auto t0 = Clock::now();
+      const auto t0 = SteadyClock::now();
       auto r = nodes_->Heartbeat(cred, node, req);
       return Answer{std::move(r),
-                    std::chrono::duration_cast<milliseconds>(Clock::now() - t0)};
+                    std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t0)};
     });
   }
   // Until `n` heartbeats wait (they are on other threads), or 5 s.
@@ -99,9 +99,9 @@ TEST_F(HeldHeartbeatTest, ANotificationBeforeTheWaitIsNotLost) {
   // And a generation read before a notification makes the wait return at once.
   const uint64_t seen = waiters_.Generation(n2_);
   waiters_.Notify(std::vector<int64_t>{n2_});
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   EXPECT_TRUE(waiters_.Wait(n2_, seen, milliseconds(5'000)));
-  EXPECT_LT(Clock::now() - t0, milliseconds(100));
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(100));
 }
 
 TEST_F(HeldHeartbeatTest, NothingHappensAndItIsAnsweredAfterOneInterval) {
@@ -153,16 +153,16 @@ TEST_F(HeldHeartbeatTest, AHeartbeatThatReportsSomethingIsNeverHeld) {
   req.has_launched = true;
   req.wait_ms = 60'000;
   req.finished.push_back({12345, 0, "", false});
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   auto r = nodes_->Heartbeat(cred1_, n1_, req);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(Clock::now() - t0, milliseconds(kIntervalMs / 2));
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(kIntervalMs / 2));
   // Nor one that does not ask to wait.
   req.finished.clear();
   req.wait_ms = 0;
-  const auto t1 = Clock::now();
+  const auto t1 = SteadyClock::now();
   ASSERT_TRUE(nodes_->Heartbeat(cred1_, n1_, req).ok());
-  EXPECT_LT(Clock::now() - t1, milliseconds(kIntervalMs / 2));
+  EXPECT_LT(SteadyClock::now() - t1, milliseconds(kIntervalMs / 2));
 }
 
 // A heartbeat reporting an end (the agent never gives it up) that asks to wait is answered
@@ -185,9 +185,10 @@ class EndReportTest : public HeldHeartbeatTest {
       req.has_launched = true;
       req.wait_ms = 60'000;
       req.finished.push_back({12345, 0, "", false});
-      const auto t0 = Clock::now();
+      const auto t0 = SteadyClock::now();
       auto r = nodes_->Heartbeat(cred, node, req);
-      return Answer{std::move(r), std::chrono::duration_cast<milliseconds>(Clock::now() - t0)};
+      return Answer{std::move(r),
+                    std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t0)};
     });
   }
   static constexpr uint64_t kPass = 7;
@@ -220,10 +221,10 @@ TEST_F(EndReportTest, ItIsAnsweredWhenItsPassIsOverWithNothingForTheNode) {
   // Its pass placed a job on the other node only.
   PlacedJob(member_, n2_);
   waiters_.Notify(std::vector<int64_t>{n2_});
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   waiters_.PassDone(kPass);
   ASSERT_EQ(report.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-  EXPECT_LT(Clock::now() - t0, milliseconds(100));
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(100));
   Answer a = report.get();
   ASSERT_TRUE(a.reply.ok());
   EXPECT_TRUE(a.reply->commands.empty());
@@ -238,9 +239,9 @@ TEST_F(EndReportTest, ItWaitsNoLongerThanThePassWaitWhenNoPassEnds) {
   api::HeartbeatRequest req;
   req.has_launched = true;
   req.finished.push_back({12346, 0, "", false});
-  const auto t0 = Clock::now();
+  const auto t0 = SteadyClock::now();
   ASSERT_TRUE(nodes_->Heartbeat(cred1_, n1_, req).ok());
-  EXPECT_LT(Clock::now() - t0, milliseconds(kIntervalMs / 2));
+  EXPECT_LT(SteadyClock::now() - t0, milliseconds(kIntervalMs / 2));
 }
 
 TEST_F(HeldHeartbeatTest, StoppingTheServerAnswersEveryHeldHeartbeat) {

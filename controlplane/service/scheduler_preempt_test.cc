@@ -19,8 +19,9 @@ ScheduleOptions Preempting(int min_priority = 80) {
   return o;
 }
 
-ScheduleDecision Decide(std::vector<SchedNode> nodes, std::vector<PendingJob> pending,
-                        std::vector<RunningJob> running, ScheduleOptions opts = Preempting()) {
+ScheduleDecision DecidePreempting(std::vector<SchedNode> nodes, std::vector<PendingJob> pending,
+                                  std::vector<RunningJob> running,
+                                  ScheduleOptions opts = Preempting()) {
   ClusterSnapshot s;
   s.now_ms = kNowMs;
   s.nodes = std::move(nodes);
@@ -39,7 +40,7 @@ TEST(PreemptTest, LowestPriorityThenYoungestAndOnlyThoseNeeded) {
   };
   // Considered 14, 12, 13 (priority 0, youngest first), then 11. 14 and 13 empty node 2; 12
   // was taken on the way but is not needed, so it is spared.
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 4, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 4, .priority = 90})}, running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].job_id, 1);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{13, 14}));
@@ -53,7 +54,7 @@ TEST(PreemptTest, LowerPriorityGoesBeforeYounger) {
   std::vector<SchedNode> nodes{Node(1, 4)};
   std::vector<RunningJob> running{Running(nodes, 21, {1}, 2, 10, 10),
                                   Running(nodes, 22, {1}, 2, 5, 1000)};
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{22}));
 }
@@ -62,7 +63,7 @@ TEST(PreemptTest, YoungestFirstAmongEqualPriorities) {
   std::vector<SchedNode> nodes{Node(1, 4)};
   std::vector<RunningJob> running{Running(nodes, 31, {1}, 2, 0, 100),
                                   Running(nodes, 32, {1}, 2, 0, 10)};
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{32}));
 }
@@ -70,7 +71,7 @@ TEST(PreemptTest, YoungestFirstAmongEqualPriorities) {
 TEST(PreemptTest, OnlyStrictlyLowerPriority) {
   std::vector<SchedNode> nodes{Node(1, 2)};
   std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 90)};
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
   EXPECT_TRUE(d.preemptions.empty());
 }
 
@@ -78,19 +79,19 @@ TEST(PreemptTest, OffUnlessAskedForAndOnlyFromTheMinimumPriority) {
   std::vector<SchedNode> nodes{Node(1, 2)};
   std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 0)};
   std::vector<PendingJob> job{Job(1, {.ranks_per_node = 2, .priority = 79})};
-  EXPECT_TRUE(Decide(nodes, job, running, ScheduleOptions{}).preemptions.empty());
-  EXPECT_TRUE(Decide(nodes, job, running).preemptions.empty());
+  EXPECT_TRUE(DecidePreempting(nodes, job, running, ScheduleOptions{}).preemptions.empty());
+  EXPECT_TRUE(DecidePreempting(nodes, job, running).preemptions.empty());
   job[0].priority = 80;
-  EXPECT_EQ(Decide(nodes, job, running).preemptions.size(), 1u);
+  EXPECT_EQ(DecidePreempting(nodes, job, running).preemptions.size(), 1u);
 }
 
 TEST(PreemptTest, VictimsAreNotPlacedOverInTheSameCycle) {
   std::vector<SchedNode> nodes{Node(1, 2)};
   std::vector<RunningJob> running{Running(nodes, 51, {1}, 2, 0)};
-  auto d = Decide(nodes,
-                  {Job(1, {.ranks_per_node = 2, .priority = 90}), Job(2, {.priority = 0}),
-                   Job(3, {.priority = 0, .limit_s = 10})},
-                  running);
+  auto d = DecidePreempting(nodes,
+                            {Job(1, {.ranks_per_node = 2, .priority = 90}), Job(2, {.priority = 0}),
+                             Job(3, {.priority = 0, .limit_s = 10})},
+                            running);
   EXPECT_EQ(d.preemptions.size(), 1u);
   EXPECT_TRUE(d.placements.empty());
   EXPECT_EQ(d.waiting[2].rfind("waiting for 1 nodes with 1 free cpu slots each (0 fit)", 0), 0u);
@@ -102,7 +103,7 @@ TEST(PreemptTest, JobsAlreadyLeavingAreNotPreemptedAgain) {
   std::vector<RunningJob> running{Running(nodes, 61, {1}, 2, 0, 10),
                                   Running(nodes, 62, {2}, 2, 0, 20)};
   running[0].preempting = true;  // told to leave by the previous cycle
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_EQ(d.waiting[1], "preempting jobs 61");
   ASSERT_EQ(d.reservations.size(), 1u);
@@ -114,7 +115,7 @@ TEST(PreemptTest, NothingOnDrainingNodes) {
   nodes[0].draining = true;
   std::vector<RunningJob> running{Running(nodes, 71, {1}, 2, 0, 1),
                                   Running(nodes, 72, {2}, 2, 5, 100)};
-  auto d = Decide(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.ranks_per_node = 2, .priority = 90})}, running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{72}));
 }
@@ -122,7 +123,8 @@ TEST(PreemptTest, NothingOnDrainingNodes) {
 TEST(PreemptTest, NoVictimsWhenEvenAllOfThemWouldNotMakeRoom) {
   std::vector<SchedNode> nodes{Node(1, 2), Node(2, 2)};
   std::vector<RunningJob> running{Running(nodes, 81, {1}, 2, 0), Running(nodes, 82, {2}, 2, 95)};
-  auto d = Decide(nodes, {Job(1, {.nodes = 2, .ranks_per_node = 2, .priority = 90})}, running);
+  auto d =
+      DecidePreempting(nodes, {Job(1, {.nodes = 2, .ranks_per_node = 2, .priority = 90})}, running);
   EXPECT_TRUE(d.preemptions.empty());
   EXPECT_TRUE(d.reservations.empty());
 }
@@ -151,7 +153,8 @@ TEST(PreemptTest, AnotherTenantsJobsOnlyWhileThatTenantIsAboveItsShare) {
   std::vector<SchedNode> nodes{Node(1, 4)};
   std::vector<RunningJob> running{Running(nodes, 31, {1}, 2, 10, 100, 0, /*tenant=*/2),
                                   Running(nodes, 32, {1}, 2, 10, 50, 0, /*tenant=*/2)};
-  auto d = Decide(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 90})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 90})},
+                            running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{32}));
   EXPECT_NE(d.preemptions[0].why.at(32).find("tenant 2 above its fair share (share 1.000, "
@@ -167,7 +170,8 @@ TEST(PreemptTest, APriorityNeverBuysMoreThanTheWeightGives) {
   std::vector<SchedNode> nodes{Node(1, 4)};
   std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 10, 100, 0, /*tenant=*/1),
                                   Running(nodes, 42, {1}, 2, 10, 50, 0, /*tenant=*/2)};
-  auto d = Decide(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})}, running);
+  auto d = DecidePreempting(nodes, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})},
+                            running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{41}));
   EXPECT_EQ(d.preemptions[0].why.at(41), "priority 10 below 100, same tenant");
@@ -175,7 +179,7 @@ TEST(PreemptTest, APriorityNeverBuysMoreThanTheWeightGives) {
   std::vector<SchedNode> nodes2{Node(1, 4)};
   std::vector<RunningJob> own{Running(nodes2, 41, {1}, 2, 100, 100, 0, /*tenant=*/1),
                               Running(nodes2, 42, {1}, 2, 10, 50, 0, /*tenant=*/2)};
-  d = Decide(nodes2, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})}, own);
+  d = DecidePreempting(nodes2, {Job(1, {.tenant = 1, .ranks_per_node = 2, .priority = 100})}, own);
   EXPECT_TRUE(d.preemptions.empty());
 }
 
@@ -187,10 +191,10 @@ TEST(PreemptTest, AFailureOfOneTenantDoesNotStopAnother) {
   std::vector<SchedNode> nodes{Node(1, 4)};
   std::vector<RunningJob> running{Running(nodes, 41, {1}, 2, 10, 100, 0, /*tenant=*/1),
                                   Running(nodes, 42, {1}, 2, 95, 50, 0, /*tenant=*/2)};
-  auto d = Decide(nodes,
-                  {Job(1, {.tenant = 2, .ranks_per_node = 2, .priority = 90}),
-                   Job(2, {.tenant = 3, .ranks_per_node = 2, .priority = 89})},
-                  running);
+  auto d = DecidePreempting(nodes,
+                            {Job(1, {.tenant = 2, .ranks_per_node = 2, .priority = 90}),
+                             Job(2, {.tenant = 3, .ranks_per_node = 2, .priority = 89})},
+                            running);
   ASSERT_EQ(d.preemptions.size(), 1u);
   EXPECT_EQ(d.preemptions[0].job_id, 2);
   EXPECT_EQ(d.preemptions[0].victims, (std::vector<int64_t>{41}));

@@ -16,21 +16,14 @@
 namespace controlplane::service {
 namespace {
 
+using testing::Between;
 using testing::kNowMs;
+using testing::Pick;
 
 struct World {
   ClusterSnapshot s;
   ScheduleOptions o;
 };
-
-int Pick(std::mt19937_64& rng, std::initializer_list<int> values) {
-  std::vector<int> v(values);
-  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-}
-
-int Between(std::mt19937_64& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
 
 World RandomWorld(uint64_t seed) {
   std::mt19937_64 rng(seed);

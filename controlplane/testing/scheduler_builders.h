@@ -1,7 +1,10 @@
 // Short builders for the scheduler's inputs, shared by its tests and its benchmark.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,16 @@ inline SchedTenant Tenant(int64_t id, double weight = 1) {
   t.name = "tenant-" + std::to_string(id);
   t.weight = weight;
   return t;
+}
+
+// For the randomised tests: a number in [lo, hi], and one of `values`.
+inline int Between(std::mt19937_64& rng, int lo, int hi) {
+  return std::uniform_int_distribution<int>(lo, hi)(rng);
+}
+
+inline int Pick(std::mt19937_64& rng, std::initializer_list<int> values) {
+  std::vector<int> v(values);
+  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
 }
 
 }  // namespace controlplane::testing

@@ -11,17 +11,12 @@
 #include <gtest/gtest.h>
 
 #include "engine/fp8/fp8_format.h"
+#include "engine/fp8/testing/fp8_reference.h"
 
 namespace engine::fp8 {
 namespace {
 
-std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::Gaussian;
 
 // Largest finite |x| over rows [r0, r1) and cols [c0, c1).
 float Amax(const std::vector<float>& x, int cols, int r0, int r1, int c0, int c1) {

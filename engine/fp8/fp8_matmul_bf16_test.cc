@@ -24,13 +24,7 @@
 namespace engine::fp8 {
 namespace {
 
-std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::Gaussian;
 
 // Exponent field zero, mantissa not.
 bool IsSubnormal(Format f, uint8_t code) {

@@ -18,13 +18,7 @@ namespace {
 
 using testing::ReferenceMatmul;
 
-std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using testing::Gaussian;
 
 std::vector<float> Dequantized(const Fp8Matrix& m) {
   std::vector<float> out(static_cast<size_t>(m.rows) * m.cols);

@@ -10,17 +10,14 @@
 
 #include "engine/model/sample_fixtures.h"
 #include "engine/testing/grad_check.h"
+#include "engine/testing/random_vectors.h"
 
 namespace engine {
 namespace {
 
 constexpr int kH = 2, kD = 4, kC = kH * kD, kHorizon = 3, kActionDim = 2;
 
-std::vector<float> Random(common::Rng& rng, size_t n, double scale) {
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(scale * rng.Normal());
-  return v;
-}
+using testing::Random;
 
 std::vector<PolicySample> Samples(common::Rng& rng) {
   return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}}, 16, kHorizon, kActionDim,

@@ -13,17 +13,14 @@
 #include "common/rng.h"
 #include "engine/fp8/block_quant.h"
 #include "engine/model/layers.h"
+#include "engine/testing/random_vectors.h"
 
 namespace engine {
 namespace {
 
 using fp8::Format;
 
-std::vector<float> Random(common::Rng& rng, size_t n, double sd = 1.0) {
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(sd * rng.Normal());
-  return v;
-}
+using testing::Random;
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& ref) {
   double num = 0.0, den = 0.0;

@@ -9,19 +9,16 @@
 #include <gtest/gtest.h>
 
 #include "common/rng.h"
-#include "engine/fp8/block_quant.h"
 #include "engine/cpu/cpu_path.h"
+#include "engine/fp8/block_quant.h"
 #include "engine/fp8/fp8_matmul.h"
 #include "engine/model/layers.h"
+#include "engine/testing/random_vectors.h"
 
 namespace engine {
 namespace {
 
-std::vector<float> Random(common::Rng& rng, size_t n) {
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.Normal());
-  return v;
-}
+using testing::Random;
 
 void ExpectClose(const std::vector<float>& a, const std::vector<float>& b, double tol,
                  const char* what) {

@@ -11,24 +11,24 @@
 namespace engine {
 namespace {
 
-constexpr int kHorizon = 4, kActionDim = 3, kVocab = 32;
+constexpr int kPackHorizon = 4, kPackActionDim = 3, kVocab = 32;
 
 TEST(PackedBatchTest, BuildsTheDocumentedLayout) {
   common::Rng rng(1);
   auto samples =
-      testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kHorizon, kActionDim, 2);
+      testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kPackHorizon, kPackActionDim, 2);
   // sample 0: 2 language + (2 patches + 1 state) + 4 actions = 9; sample 1: 1 + 2·3 + 4 = 11.
-  auto lengths = testing::Lengths(samples, kHorizon);
+  auto lengths = testing::Lengths(samples, kPackHorizon);
   ASSERT_EQ(lengths, (std::vector<int32_t>{9, 11}));
   auto plan = data::PackBestFitDecreasing(lengths, 24);
   ASSERT_TRUE(plan.ok());
-  auto b = BuildPackedBatch(samples, *plan, kHorizon, kActionDim);
+  auto b = BuildPackedBatch(samples, *plan, kPackHorizon, kPackActionDim);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_TRUE(ValidateBatch(*b, kVocab, 64).ok());
   EXPECT_EQ(b->rows, 1);
   EXPECT_EQ(b->num_samples(), 2);
   EXPECT_EQ(b->RowTokens(0), 20);
-  EXPECT_EQ(b->num_actions(), 2 * kHorizon);
+  EXPECT_EQ(b->num_actions(), 2 * kPackHorizon);
   EXPECT_EQ(b->patches.size(), 6u * kPatchDim);
   EXPECT_EQ(b->states.size(), 3u * kStateDim);
   // Best-fit decreasing places the longer sample (1) first.
@@ -47,15 +47,15 @@ TEST(PackedBatchTest, BuildsTheDocumentedLayout) {
   EXPECT_FLOAT_EQ(b->noisy_action[0], (1 - t) * first.noise[0] + t * first.actions[0]);
   EXPECT_FLOAT_EQ(b->target_velocity[0], first.actions[0] - first.noise[0]);
   EXPECT_FLOAT_EQ(b->loss_weight[0], first.weight);
-  EXPECT_NEAR(b->WeightTotal(), (samples[0].weight + samples[1].weight) * kHorizon * kActionDim,
-              1e-4);
+  EXPECT_NEAR(b->WeightTotal(),
+              (samples[0].weight + samples[1].weight) * kPackHorizon * kPackActionDim, 1e-4);
 }
 
 TEST(PackedBatchTest, ValidationNamesTheProblem) {
   common::Rng rng(2);
   auto samples =
-      testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kHorizon, kActionDim, 2);
-  const PackedBatch good = testing::PackedBatchOf(samples, 24, kHorizon, kActionDim);
+      testing::RandomSamples(rng, {{2, 1, 1}, {1, 2, 1}}, kVocab, kPackHorizon, kPackActionDim, 2);
+  const PackedBatch good = testing::PackedBatchOf(samples, 24, kPackHorizon, kPackActionDim);
   ASSERT_TRUE(ValidateBatch(good, kVocab, 64).ok());
   auto bad = [&](auto mutate) {
     PackedBatch b = good;
@@ -74,11 +74,11 @@ TEST(PackedBatchTest, ValidationNamesTheProblem) {
 
 TEST(PackedBatchTest, RejectsBadSamplesAndPlans) {
   common::Rng rng(3);
-  auto samples = testing::RandomSamples(rng, {{2, 1, 1}}, kVocab, kHorizon, kActionDim, 2);
+  auto samples = testing::RandomSamples(rng, {{2, 1, 1}}, kVocab, kPackHorizon, kPackActionDim, 2);
   samples[0].states.pop_back();
-  auto plan = OneSamplePerRow(testing::Lengths(samples, kHorizon), 16);
+  auto plan = OneSamplePerRow(testing::Lengths(samples, kPackHorizon), 16);
   ASSERT_TRUE(plan.ok());
-  EXPECT_FALSE(BuildPackedBatch(samples, *plan, kHorizon, kActionDim).ok());
+  EXPECT_FALSE(BuildPackedBatch(samples, *plan, kPackHorizon, kPackActionDim).ok());
   EXPECT_FALSE(OneSamplePerRow(std::vector<int32_t>{17}, 16).ok());
 }
 

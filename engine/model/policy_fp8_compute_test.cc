@@ -13,7 +13,7 @@
 namespace engine {
 namespace {
 
-constexpr int kHorizon = 4, kActionDim = 7;
+constexpr int kFp8Horizon = 4, kFp8ActionDim = 7;
 
 PolicyConfig SmallConfig() {
   PolicyConfig c;
@@ -23,8 +23,8 @@ PolicyConfig SmallConfig() {
   c.mlp = 256;
   c.vocab = 64;
   c.max_positions = 128;
-  c.action_dim = kActionDim;
-  c.action_horizon = kHorizon;
+  c.action_dim = kFp8ActionDim;
+  c.action_horizon = kFp8Horizon;
   return c;
 }
 
@@ -38,9 +38,9 @@ std::unique_ptr<PolicyTransformer> Make(uint64_t seed) {
 PackedBatch Batch() {
   common::Rng rng(11);
   const auto samples = testing::RandomSamples(
-      rng, {{6, 1, 1}, {3, 2, 1}, {9, 1, 2}, {4, 1, 1}, {7, 2, 1}}, 64, kHorizon, kActionDim,
+      rng, {{6, 1, 1}, {3, 2, 1}, {9, 1, 2}, {4, 1, 1}, {7, 2, 1}}, 64, kFp8Horizon, kFp8ActionDim,
       /*patches_per_camera=*/4);
-  return testing::PackedBatchOf(samples, 128, kHorizon, kActionDim);
+  return testing::PackedBatchOf(samples, 128, kFp8Horizon, kFp8ActionDim);
 }
 
 double RelL2(const float* a, const float* ref, size_t n) {

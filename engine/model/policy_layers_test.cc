@@ -11,17 +11,14 @@
 
 #include "common/rng.h"
 #include "engine/testing/grad_check.h"
+#include "engine/testing/random_vectors.h"
 
 namespace engine {
 namespace {
 
 using testing::ExpectGradientsMatch;
 
-std::vector<float> Random(common::Rng& rng, size_t n, double scale = 1.0) {
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(scale * rng.Normal());
-  return v;
-}
+using testing::Random;
 
 double Dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0.0;

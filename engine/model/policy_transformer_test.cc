@@ -16,7 +16,7 @@
 namespace engine {
 namespace {
 
-constexpr int kHorizon = 3, kActionDim = 2;
+constexpr int kPolicyHorizon = 3, kPolicyActionDim = 2;
 
 PolicyConfig TinyConfig() {
   PolicyConfig c;
@@ -26,8 +26,8 @@ PolicyConfig TinyConfig() {
   c.mlp = 24;
   c.vocab = 32;
   c.max_positions = 32;
-  c.action_dim = kActionDim;
-  c.action_horizon = kHorizon;
+  c.action_dim = kPolicyActionDim;
+  c.action_horizon = kPolicyHorizon;
   return c;
 }
 
@@ -46,8 +46,8 @@ std::unique_ptr<PolicyTransformer> Make(const PolicyConfig& c, uint64_t seed = 5
 
 std::vector<PolicySample> Samples(uint64_t seed) {
   common::Rng rng(seed);
-  return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}, {2, 1, 1}}, 32, kHorizon,
-                                kActionDim, /*patches_per_camera=*/2);
+  return testing::RandomSamples(rng, {{3, 1, 1}, {1, 1, 2}, {5, 2, 1}, {2, 1, 1}}, 32,
+                                kPolicyHorizon, kPolicyActionDim, /*patches_per_camera=*/2);
 }
 
 TEST(PolicyConfigTest, Validation) {
@@ -142,7 +142,7 @@ void CheckModelGradients(const PolicyConfig& c, const PackedBatch& batch) {
 
 TEST(PolicyTransformerTest, GradientsMatchFiniteDifferencesPacked) {
   auto samples = Samples(1);
-  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
   ASSERT_LT(b.rows, static_cast<int>(samples.size()));
   CheckModelGradients(TinyConfig(), b);
   PolicyConfig causal = TinyConfig();
@@ -154,7 +154,7 @@ TEST(PolicyTransformerTest, GradientsMatchFiniteDifferencesPadded) {
   auto samples = Samples(2);
   PolicyConfig c = TinyConfig();
   c.attention = AttentionKind::kPadded;
-  CheckModelGradients(c, testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim));
+  CheckModelGradients(c, testing::PaddedBatchOf(samples, 24, kPolicyHorizon, kPolicyActionDim));
 }
 
 struct Outcome {
@@ -180,8 +180,8 @@ TEST(PolicyTransformerTest, PackedAndUnpackedComputeTheSameFunction) {
     PolicyConfig c = TinyConfig();
     c.causal = causal;
     auto samples = Samples(3);
-    PackedBatch packed = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
-    PackedBatch padded = testing::PaddedBatchOf(samples, 24, kHorizon, kActionDim);
+    PackedBatch packed = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
+    PackedBatch padded = testing::PaddedBatchOf(samples, 24, kPolicyHorizon, kPolicyActionDim);
     ASSERT_LT(packed.rows, padded.rows);
     const Outcome a = Train(c, AttentionKind::kVarlen, packed);
     const Outcome b = Train(c, AttentionKind::kVarlen, padded);
@@ -214,8 +214,8 @@ TEST(PolicyTransformerTest, RealTokensOnlyKeepsTheSlotLayoutOutside) {
   const PolicyConfig c = TinyConfig();
   auto samples = Samples(6);
   int longest = 0;
-  for (const auto& s : samples) longest = std::max(longest, s.NumTokens(kHorizon));
-  const PackedBatch b = testing::PaddedBatchOf(samples, longest, kHorizon, kActionDim);
+  for (const auto& s : samples) longest = std::max(longest, s.NumTokens(kPolicyHorizon));
+  const PackedBatch b = testing::PaddedBatchOf(samples, longest, kPolicyHorizon, kPolicyActionDim);
   PolicyConfig cv = c, cp = c;
   cv.attention = AttentionKind::kVarlen;
   cp.attention = AttentionKind::kPadded;
@@ -256,7 +256,7 @@ TEST(PolicyTransformerTest, RealTokensOnlyKeepsTheSlotLayoutOutside) {
 
 TEST(PolicyTransformerTest, LossNormalizerAndAccumulation) {
   auto samples = Samples(4);
-  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
   auto m = Make(TinyConfig());
   m->ZeroGrad();
   const float l1 = m->Forward(b).value();
@@ -276,7 +276,7 @@ TEST(PolicyTransformerTest, LossNormalizerAndAccumulation) {
 // each range is final when reported (nothing later in backward writes it).
 TEST(PolicyTransformerTest, BackwardReportsFinalGradientRangesInReverseOrder) {
   auto samples = Samples(6);
-  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
   auto m = Make(TinyConfig());
   m->ZeroGrad();
   ASSERT_TRUE(m->Forward(b).ok());
@@ -309,21 +309,21 @@ TEST(PolicyTransformerTest, BackwardReportsFinalGradientRangesInReverseOrder) {
 
 TEST(PolicyTransformerTest, SampleActionsIntegratesTheVelocity) {
   auto samples = Samples(5);
-  PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PackedBatch b = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
   auto m = Make(TinyConfig());
   // A head that ignores its input predicts a constant velocity c: x(1) = noise + c, any steps.
   float* w = m->param("action_head.weight");
   float* bias = m->param("action_head.bias");
-  std::fill(w, w + kActionDim * 16, 0.0f);
+  std::fill(w, w + kPolicyActionDim * 16, 0.0f);
   bias[0] = 0.5f;
   bias[1] = -2.0f;
-  const int n = b.num_actions() * kActionDim;
+  const int n = b.num_actions() * kPolicyActionDim;
   std::vector<float> noise(n), out(n);
   common::Rng rng(6);
   for (float& z : noise) z = static_cast<float>(rng.Normal());
   for (int steps : {1, 4}) {
     ASSERT_TRUE(m->SampleActions(&b, noise.data(), steps, out.data()).ok());
-    for (int i = 0; i < n; ++i) ASSERT_NEAR(out[i], noise[i] + bias[i % kActionDim], 1e-5);
+    for (int i = 0; i < n; ++i) ASSERT_NEAR(out[i], noise[i] + bias[i % kPolicyActionDim], 1e-5);
   }
   EXPECT_FALSE(m->SampleActions(&b, noise.data(), 0, out.data()).ok());
   EXPECT_FALSE(m->Backward().ok());  // sampling leaves nothing to differentiate
@@ -338,7 +338,7 @@ TEST(PolicyTransformerTest, SampleActionsIntegratesTheVelocity) {
 
 TEST(PolicyTransformerTest, RejectsBadBatches) {
   auto samples = Samples(6);
-  PackedBatch packed = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+  PackedBatch packed = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
   PolicyConfig c = TinyConfig();
   c.attention = AttentionKind::kPadded;
   auto padded_model = Make(c);
@@ -358,7 +358,7 @@ TEST(PolicyTransformerTest, ActivationsAreReusedAcrossSteps) {
   const size_t reserved = m->activation_floats();
   for (uint64_t s = 0; s < 3; ++s) {
     auto samples = Samples(10 + s);
-    PackedBatch b = testing::PackedBatchOf(samples, 32, kHorizon, kActionDim);
+    PackedBatch b = testing::PackedBatchOf(samples, 32, kPolicyHorizon, kPolicyActionDim);
     ASSERT_LE(b.rows, 4);
     ASSERT_TRUE(m->Forward(b).ok());
     ASSERT_TRUE(m->Backward().ok());

@@ -177,9 +177,7 @@ TEST(SimSamplesTest, DemoNoiseWidensWhatTheDemonstrationsLabel) {
   EXPECT_GT(wide, 3.0 * narrow);
 }
 
-double Mean(const std::vector<float>& v, size_t begin, size_t end) {
-  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
-}
+using testing::Mean;
 
 TEST(SimSamplesTest, BehaviourCloningOnSimPushLowersTheLoss) {
   LocalCommunicator comm;

@@ -4,7 +4,10 @@
 // are about on the copy they get.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <numeric>
+#include <vector>
 
 #include "engine/train/trainer.h"
 
@@ -26,6 +29,11 @@ inline TrainerOptions SmallRun(int steps, uint64_t seed = 1) {
   o.engine.seed = seed;
   o.print_progress = false;
   return o;
+}
+
+// The mean of v[begin, end): a run's losses over a window of its steps.
+inline double Mean(const std::vector<float>& v, size_t begin, size_t end) {
+  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
 }
 
 }  // namespace engine::testing

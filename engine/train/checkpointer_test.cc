@@ -13,7 +13,7 @@
 namespace engine {
 namespace {
 
-constexpr size_t kParams = 5;
+constexpr size_t kCheckpointerParams = 5;
 
 class CheckpointerTest : public ::testing::Test {
  protected:
@@ -34,11 +34,11 @@ class CheckpointerTest : public ::testing::Test {
     o.keep = keep;
     return o;
   }
-  TrainState State() { return TrainState{params_.data(), kParams, &adam_, nullptr}; }
+  TrainState State() { return TrainState{params_.data(), kCheckpointerParams, &adam_, nullptr}; }
 
   std::filesystem::path dir_;
   std::vector<float> params_ = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
-  AdamW adam_{kParams, AdamWConfig{}};
+  AdamW adam_{kCheckpointerParams, AdamWConfig{}};
   LocalCommunicator comm_;
   const nlohmann::json config_ = {{"model", {{"d_model", 8}}}, {"world_size", 1}};
 };

@@ -10,6 +10,7 @@
 
 #include "engine/format/checkpoint.h"
 #include "engine/testing/reach_hdf5.h"
+#include "engine/testing/small_run.h"
 #include "engine/train/trainer.h"
 #include "storage/manifest.h"
 #include "storage/testing/episodes.h"
@@ -18,9 +19,7 @@
 namespace engine {
 namespace {
 
-double Mean(const std::vector<float>& v, size_t begin, size_t end) {
-  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
-}
+using testing::Mean;
 
 class DatasetTrainTest : public ::testing::Test {
  protected:

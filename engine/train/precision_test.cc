@@ -61,9 +61,7 @@ TrainerOptions RunOptions(const std::string& precision, int steps) {
   return o;
 }
 
-double Mean(const std::vector<float>& v, size_t begin, size_t end) {
-  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
-}
+using testing::Mean;
 
 TEST(PrecisionTest, Bf16TrainingTracksFp32) {
   if (!Bf16ComputeSupported()) GTEST_SKIP() << "no AVX512_BF16 or AMX on this CPU";

@@ -13,12 +13,12 @@
 namespace engine {
 namespace {
 
-constexpr size_t kParams = 6;
+constexpr size_t kResumeParams = 6;
 
 ResumeExpectation Job() {
   ResumeExpectation want;
-  want.model = {{"kind", "policy_transformer"}, {"d_model", 48}, {"params", kParams}};
-  want.params = kParams;
+  want.model = {{"kind", "policy_transformer"}, {"d_model", 48}, {"params", kResumeParams}};
+  want.params = kResumeParams;
   want.seed = 9;
   want.steps = 20;
   return want;
@@ -31,8 +31,8 @@ CheckpointData Fitting() {
   ck.adam_t = 10;
   ck.config = {{"model", Job().model}, {"world_size", 2}};
   ck.params = {0.5f, -1.0f, 2.0f, 0.25f, -0.125f, 3.0f};
-  ck.adam_m.assign(kParams, 0.01f);
-  ck.adam_v.assign(kParams, 0.02f);
+  ck.adam_m.assign(kResumeParams, 0.01f);
+  ck.adam_v.assign(kResumeParams, 0.02f);
   ck.data.seed = 9;
   ck.data.next_sample = 130;
   return ck;
@@ -100,9 +100,9 @@ class ResumeFileTest : public ::testing::Test {
 TEST_F(ResumeFileTest, RestoresParametersOptimizerAndDataPosition) {
   const std::string path = CheckpointPath(dir_.string(), 10);
   ASSERT_TRUE(SaveCheckpoint(path, Fitting()).ok());
-  std::vector<float> params(kParams, 0.0f);
-  AdamW adam(kParams, AdamWConfig{});
-  TrainState state{params.data(), kParams, &adam, nullptr};
+  std::vector<float> params(kResumeParams, 0.0f);
+  AdamW adam(kResumeParams, AdamWConfig{});
+  TrainState state{params.data(), kResumeParams, &adam, nullptr};
   LocalCommunicator comm;
   auto at = Resume(path, false, Job(), comm, &state);
   ASSERT_TRUE(at.ok()) << at.status().ToString();
@@ -119,14 +119,14 @@ TEST_F(ResumeFileTest, RefusedOrUnreadableCheckpointLeavesTheStateAlone) {
   CheckpointData other_seed = Fitting();
   other_seed.data.seed = 3;
   ASSERT_TRUE(SaveCheckpoint(path, other_seed).ok());
-  std::vector<float> params(kParams, 7.0f);
-  AdamW adam(kParams, AdamWConfig{});
-  TrainState state{params.data(), kParams, &adam, nullptr};
+  std::vector<float> params(kResumeParams, 7.0f);
+  AdamW adam(kResumeParams, AdamWConfig{});
+  TrainState state{params.data(), kResumeParams, &adam, nullptr};
   LocalCommunicator comm;
   auto refused = Resume(path, false, Job(), comm, &state);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), common::Code::kInvalidArgument);
-  EXPECT_EQ(params, std::vector<float>(kParams, 7.0f));
+  EXPECT_EQ(params, std::vector<float>(kResumeParams, 7.0f));
   EXPECT_EQ(adam.t(), 0);
 
   auto missing = Resume((dir_ / "step-99.ckpt").string(), false, Job(), comm, &state);
@@ -138,7 +138,7 @@ TEST_F(ResumeFileTest, RefusedOrUnreadableCheckpointLeavesTheStateAlone) {
   auto bad = Resume(garbage, false, Job(), comm, &state);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), common::Code::kInvalidArgument);
-  EXPECT_EQ(params, std::vector<float>(kParams, 7.0f));
+  EXPECT_EQ(params, std::vector<float>(kResumeParams, 7.0f));
 }
 
 }  // namespace

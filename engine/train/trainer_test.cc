@@ -21,9 +21,7 @@ namespace {
 using testing::SmallRun;  // two packed rows of 512 tokens per step: 13 samples
 constexpr uint64_t kSmallSamples = 13;  // floor(2 · 512 / (72 + 4))
 
-double Mean(const std::vector<float>& v, size_t begin, size_t end) {
-  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
-}
+using testing::Mean;
 
 TEST(TrainerTest, LossFallsSingleProcess) {
   LocalCommunicator comm;

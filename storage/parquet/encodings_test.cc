@@ -16,7 +16,7 @@
 namespace storage::parquet {
 namespace {
 
-const uint8_t* U8(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+using storage::testing::U8;
 
 ColumnValues Values(PhysicalType type, int32_t length = 0) {
   ColumnValues v;

@@ -14,7 +14,7 @@
 namespace storage::parquet {
 namespace {
 
-const uint8_t* U8(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+using storage::testing::U8;
 
 TEST(RleTest, SpecificationExampleBitWidth3) {
   // Encodings.md: 0..7 at bit width 3 pack to 10001000 11000110 11111010.

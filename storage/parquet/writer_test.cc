@@ -182,11 +182,11 @@ TEST(ParquetWriterTest, RefusesTablesThatDoNotAddUp) {
 // ---- the independent reader -----------------------------------------------------------------
 
 const char kNodeReader[] = EMBODY_PARQUET_NODE_READER;
-const char kGenerated[] = EMBODY_PARQUET_GENERATED;
+const char kGeneratedFiles[] = EMBODY_PARQUET_GENERATED;
 
 TEST(ParquetWriterTest, ParquetWasmReadsEveryValue) {
-  if (fs::exists(fs::path(kGenerated) / "UNAVAILABLE")) {
-    GTEST_SKIP() << "parquet-wasm is not installed (see " << kGenerated << "/UNAVAILABLE)";
+  if (fs::exists(fs::path(kGeneratedFiles) / "UNAVAILABLE")) {
+    GTEST_SKIP() << "parquet-wasm is not installed (see " << kGeneratedFiles << "/UNAVAILABLE)";
   }
   if (!fs::exists(kNodeReader)) GTEST_SKIP() << "build the target parquet_fixtures first";
   const Table t = MakeTable(777);

@@ -61,4 +61,9 @@ struct SimpleFileOptions {
 std::string WriteSimpleFile(const std::vector<SimpleColumn>& columns, int64_t rows,
                             const SimpleFileOptions& options);
 
+// The bytes of `s`, as the readers take them.
+inline const uint8_t* U8(const std::string& s) {
+  return reinterpret_cast<const uint8_t*>(s.data());
+}
+
 }  // namespace storage::testing

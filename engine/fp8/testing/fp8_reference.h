@@ -1,12 +1,13 @@
 // Test helpers for engine/fp8: the formats written out from their definition (independent of
 // the bit tricks in fp8_format.h), a nearest-value encoder that searches all codes, and a
-// float32 reference matmul.
+// float32 reference matmul, and Gaussian inputs.
 #pragma once
 
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -99,5 +100,14 @@ inline std::vector<float> ReferenceMatmul(const std::vector<float>& x, const std
 }
 
 inline std::string PathTestName(cpu::CpuPath p) { return cpu::CpuPathName(p); }
+
+// n values drawn from N(0, stddev²) by std::mt19937 seeded with `seed`.
+inline std::vector<float> Gaussian(size_t n, uint32_t seed, float stddev = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
 
 }  // namespace engine::fp8::testing
