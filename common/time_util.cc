@@ -16,15 +16,68 @@ double MonotonicSeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+CivilDate CivilFromDays(int64_t days) {
+  // H. Hinnant's civil_from_days.
+  const int64_t z = days + 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const int64_t doe = z - era * 146097;
+  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int64_t mp = (5 * doy + 2) / 153;
+  CivilDate c;
+  c.day = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  c.month = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  c.year = yoe + era * 400 + (c.month <= 2);
+  return c;
+}
+
+namespace {
+
+// `v` as `width` digits, zero-padded (v >= 0, at most `width` digits).
+void AppendDigits(int64_t v, int width, std::string& out) {
+  char buf[20];
+  for (int i = width - 1; i >= 0; --i, v /= 10) buf[i] = static_cast<char>('0' + v % 10);
+  out.append(buf, width);
+}
+
+}  // namespace
+
+void AppendTimeMillis(int64_t ms, std::string& out) {
+  const int64_t secs = ms / 1000;
+  if (ms < 0 || secs / 86400 > 2932896) {  // before 1970 or after 9999: as gmtime writes them
+    std::time_t t = static_cast<std::time_t>(secs);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms % 1000));
+    out += buf;
+    return;
+  }
+  const CivilDate c = CivilFromDays(secs / 86400);
+  const int64_t day_secs = secs % 86400;
+  AppendDigits(c.year, 4, out);
+  out += '-';
+  AppendDigits(c.month, 2, out);
+  out += '-';
+  AppendDigits(c.day, 2, out);
+  out += 'T';
+  AppendDigits(day_secs / 3600, 2, out);
+  out += ':';
+  AppendDigits(day_secs / 60 % 60, 2, out);
+  out += ':';
+  AppendDigits(day_secs % 60, 2, out);
+  out += '.';
+  AppendDigits(ms % 1000, 3, out);
+  out += 'Z';
+}
+
 std::string FormatTimeMillis(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
+  std::string s;
+  s.reserve(24);
+  AppendTimeMillis(ms, s);
+  return s;
 }
 
 namespace {

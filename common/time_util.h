@@ -17,8 +17,18 @@ inline double SecondsBetween(std::chrono::steady_clock::time_point a,
                              std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
+// The civil date (proleptic Gregorian) of a day counted from 1970-01-01, negative before it.
+struct CivilDate {
+  int64_t year = 1970;
+  int month = 1;  // 1-12
+  int day = 1;    // 1-31
+};
+CivilDate CivilFromDays(int64_t days);
+
 // "2026-11-22T00:38:49.123Z"
 std::string FormatTimeMillis(int64_t ms);
+// The same text appended to `out` (a page of a thousand jobs writes some four per job).
+void AppendTimeMillis(int64_t ms, std::string& out);
 // The inverse, and nothing looser: exactly YYYY-MM-DDTHH:MM:SSZ or YYYY-MM-DDTHH:MM:SS.fffZ
 // (ASCII digits only, a real calendar date from 1970 on, hours 0-23, minutes and seconds 0-59).
 // nullopt for anything else: other offsets, other fraction lengths, blanks, signs.

@@ -1,5 +1,11 @@
 #include "common/time_util.h"
 
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace common {
@@ -16,6 +22,41 @@ TEST(TimeUtilTest, ParseIsTheInverseOfFormat) {
   EXPECT_EQ(*ParseUtcTime("1970-01-01T00:00:01.500Z"), 1500);
   EXPECT_EQ(*ParseUtcTime("2024-02-29T23:59:59Z"), 1709251199000);
   EXPECT_EQ(*ParseUtcTime("9999-12-31T23:59:59.999Z"), 253402300799999);
+}
+
+// What the C library's calendar says `ms` is, in FormatTimeMillis's layout.
+std::string ByGmtime(int64_t ms) {
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+TEST(TimeUtilTest, FormatAgreesWithTheCLibrarysCalendar) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> any(0, 253402300799999);  // to 9999-12-31
+  std::vector<int64_t> times = {0,
+                                999,
+                                86399999,
+                                86400000,
+                                951782400000,
+                                951868799999,
+                                4107542400000 /* 2100-03-01 */,
+                                253402300799999,
+                                253402300800000 /* year 10000 */,
+                                -1,
+                                -86400001};
+  for (int i = 0; i < 100000; ++i) times.push_back(any(rng));
+  for (int64_t ms : times) {
+    ASSERT_EQ(FormatTimeMillis(ms), ByGmtime(ms)) << ms;
+    std::string appended = "x";
+    AppendTimeMillis(ms, appended);
+    ASSERT_EQ(appended, "x" + ByGmtime(ms)) << ms;
+  }
 }
 
 TEST(TimeUtilTest, RejectsWhatIsNotAUtcTime) {

@@ -1,5 +1,7 @@
 #include "api/v1/job.h"
 
+#include <charconv>
+
 #include "api/v1/json_fields.h"
 #include "common/time_util.h"
 
@@ -95,9 +97,12 @@ Event ReadEvent(FieldReader& r) {
 
 // --- AppendJson: dump()'s text without the tree.
 
-// The text nlohmann's dump() writes for a value, as the server sends it.
+// The text nlohmann's dump() writes for a value, as the server sends it, written into `out`
+// itself as dump() writes into a string of its own.
 void AppendDump(const json& value, std::string& out) {
-  out += value.dump(-1, ' ', false, json::error_handler_t::replace);
+  nlohmann::detail::serializer<json> s(nlohmann::detail::output_adapter<char>(out), ' ',
+                                       json::error_handler_t::replace);
+  s.dump(value, /*pretty_print=*/false, /*ensure_ascii=*/false, /*indent_step=*/0);
 }
 
 // A JSON string. Most strings here (names, states, times) need no escaping and are copied as
@@ -124,7 +129,7 @@ void AppendOrNull(const std::optional<T>& value, Write write, std::string& out) 
 
 void AppendTime(int64_t ms, std::string& out) {
   out += '"';
-  out += common::FormatTimeMillis(ms);
+  common::AppendTimeMillis(ms, out);
   out += '"';
 }
 
@@ -132,7 +137,10 @@ void AppendTime(const std::optional<int64_t>& ms, std::string& out) {
   AppendOrNull(ms, [&](int64_t t) { AppendTime(t, out); }, out);
 }
 
-void AppendInt(int64_t x, std::string& out) { out += std::to_string(x); }
+void AppendInt(int64_t x, std::string& out) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof(buf), x).ptr);
+}
 
 // `,"key":` (a key that needs no escaping).
 void AppendKey(const char* key, std::string& out) {

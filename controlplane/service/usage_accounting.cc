@@ -5,6 +5,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/time_util.h"
+
 namespace controlplane::service {
 
 namespace {
@@ -47,19 +49,10 @@ std::map<int64_t, SlotCounts> HeldByTenant(const std::vector<Holding>& held) {
 }
 
 std::string UtcDay(int64_t ms) {
-  // Days since 1970-01-01 to a civil date (H. Hinnant's civil_from_days).
-  const int64_t z = FloorDiv(ms, kDayMs) + 719468;
-  const int64_t era = FloorDiv(z, 146097);
-  const int64_t doe = z - era * 146097;
-  const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const int64_t mp = (5 * doy + 2) / 153;
-  const int64_t d = doy - (153 * mp + 2) / 5 + 1;
-  const int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  const int64_t y = yoe + era * 400 + (m <= 2);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%04lld-%02lld-%02lld", static_cast<long long>(y),
-                static_cast<long long>(m), static_cast<long long>(d));
+  const common::CivilDate c = common::CivilFromDays(FloorDiv(ms, kDayMs));
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02d", static_cast<long long>(c.year), c.month,
+                c.day);
   return buf;
 }
 
