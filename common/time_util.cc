@@ -1,8 +1,6 @@
 #include "common/time_util.h"
 
 #include <chrono>
-#include <cstdio>
-#include <ctime>
 
 namespace common {
 
@@ -43,33 +41,31 @@ void AppendDigits(int64_t v, int width, std::string& out) {
 }  // namespace
 
 void AppendTimeMillis(int64_t ms, std::string& out) {
-  const int64_t secs = ms / 1000;
-  if (ms < 0 || secs / 86400 > 2932896) {  // before 1970 or after 9999: as gmtime writes them
-    std::time_t t = static_cast<std::time_t>(secs);
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char buf[96];
-    std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                  static_cast<int>(ms % 1000));
-    out += buf;
-    return;
+  constexpr int64_t kDayMs = 86'400'000;
+  int64_t days = ms / kDayMs;
+  if (ms % kDayMs < 0) --days;  // floor: a time before 1970 is in the day before
+  const int64_t day_ms = ms - days * kDayMs;
+  const CivilDate c = CivilFromDays(days);
+  int64_t year = c.year;
+  if (year < 0) {
+    out += '-';
+    year = -year;
   }
-  const CivilDate c = CivilFromDays(secs / 86400);
-  const int64_t day_secs = secs % 86400;
-  AppendDigits(c.year, 4, out);
+  int width = 4;
+  for (int64_t y = year; y >= 10000; y /= 10) ++width;
+  AppendDigits(year, width, out);
   out += '-';
   AppendDigits(c.month, 2, out);
   out += '-';
   AppendDigits(c.day, 2, out);
   out += 'T';
-  AppendDigits(day_secs / 3600, 2, out);
+  AppendDigits(day_ms / 3'600'000, 2, out);
   out += ':';
-  AppendDigits(day_secs / 60 % 60, 2, out);
+  AppendDigits(day_ms / 60'000 % 60, 2, out);
   out += ':';
-  AppendDigits(day_secs % 60, 2, out);
+  AppendDigits(day_ms / 1000 % 60, 2, out);
   out += '.';
-  AppendDigits(ms % 1000, 3, out);
+  AppendDigits(day_ms % 1000, 3, out);
   out += 'Z';
 }
 

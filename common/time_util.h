@@ -25,7 +25,8 @@ struct CivilDate {
 };
 CivilDate CivilFromDays(int64_t days);
 
-// "2026-11-22T00:38:49.123Z"
+// "2026-11-22T00:38:49.123Z": UTC on the proleptic Gregorian calendar (a year past 9999 has more
+// digits).
 std::string FormatTimeMillis(int64_t ms);
 // The same text appended to `out` (a page of a thousand jobs writes some four per job).
 void AppendTimeMillis(int64_t ms, std::string& out);

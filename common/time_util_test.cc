@@ -47,9 +47,7 @@ TEST(TimeUtilTest, FormatAgreesWithTheCLibrarysCalendar) {
                                 951868799999,
                                 4107542400000 /* 2100-03-01 */,
                                 253402300799999,
-                                253402300800000 /* year 10000 */,
-                                -1,
-                                -86400001};
+                                253402300800000 /* year 10000 */};
   for (int i = 0; i < 100000; ++i) times.push_back(any(rng));
   for (int64_t ms : times) {
     ASSERT_EQ(FormatTimeMillis(ms), ByGmtime(ms)) << ms;
@@ -57,6 +55,10 @@ TEST(TimeUtilTest, FormatAgreesWithTheCLibrarysCalendar) {
     AppendTimeMillis(ms, appended);
     ASSERT_EQ(appended, "x" + ByGmtime(ms)) << ms;
   }
+  // Before 1970, the day before (gmtime's seconds count toward zero, the calendar does not).
+  EXPECT_EQ(FormatTimeMillis(-1), "1969-12-31T23:59:59.999Z");
+  EXPECT_EQ(FormatTimeMillis(-86400001), "1969-12-30T23:59:59.999Z");
+  EXPECT_EQ(FormatTimeMillis(-62135596800000), "0001-01-01T00:00:00.000Z");
 }
 
 TEST(TimeUtilTest, RejectsWhatIsNotAUtcTime) {
