@@ -98,7 +98,8 @@ Event ReadEvent(FieldReader& r) {
 // --- AppendJson: dump()'s text without the tree.
 
 // The text nlohmann's dump() writes for a value, as the server sends it, written into `out`
-// itself as dump() writes into a string of its own.
+// itself by the serializer dump() uses (in nlohmann's detail namespace: a new nlohmann that
+// changed it fails JobViewTest's comparisons of AppendJson with dump()).
 void AppendDump(const json& value, std::string& out) {
   nlohmann::detail::serializer<json> s(nlohmann::detail::output_adapter<char>(out), ' ',
                                        json::error_handler_t::replace);
