@@ -14,6 +14,15 @@ double MonotonicSeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+
+// The civil date (proleptic Gregorian) of a day counted from 1970-01-01, negative before it.
+struct CivilDate {
+  int64_t year = 1970;
+  int month = 1;  // 1-12
+  int day = 1;    // 1-31
+};
+
 CivilDate CivilFromDays(int64_t days) {
   // H. Hinnant's civil_from_days.
   const int64_t z = days + 719468;
@@ -28,8 +37,6 @@ CivilDate CivilFromDays(int64_t days) {
   c.year = yoe + era * 400 + (c.month <= 2);
   return c;
 }
-
-namespace {
 
 // `v` as `width` digits, zero-padded (v >= 0, at most `width` digits).
 void AppendDigits(int64_t v, int width, std::string& out) {

@@ -17,14 +17,6 @@ inline double SecondsBetween(std::chrono::steady_clock::time_point a,
                              std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
-// The civil date (proleptic Gregorian) of a day counted from 1970-01-01, negative before it.
-struct CivilDate {
-  int64_t year = 1970;
-  int month = 1;  // 1-12
-  int day = 1;    // 1-31
-};
-CivilDate CivilFromDays(int64_t days);
-
 // "2026-11-22T00:38:49.123Z": UTC on the proleptic Gregorian calendar (a year past 9999 has more
 // digits).
 std::string FormatTimeMillis(int64_t ms);

@@ -1,7 +1,6 @@
 #include "controlplane/service/usage_accounting.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
 #include <unordered_map>
 
@@ -49,11 +48,8 @@ std::map<int64_t, SlotCounts> HeldByTenant(const std::vector<Holding>& held) {
 }
 
 std::string UtcDay(int64_t ms) {
-  const common::CivilDate c = common::CivilFromDays(FloorDiv(ms, kDayMs));
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%04lld-%02d-%02d", static_cast<long long>(c.year), c.month,
-                c.day);
-  return buf;
+  std::string time = common::FormatTimeMillis(ms);  // YYYY-MM-DDTHH:MM:SS.fffZ
+  return time.substr(0, time.find('T'));
 }
 
 std::vector<DailyUsage> DailyUsageOver(const std::vector<Holding>& held, int64_t from_ms,

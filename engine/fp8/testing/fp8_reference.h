@@ -1,6 +1,6 @@
 // Test helpers for engine/fp8: the formats written out from their definition (independent of
-// the bit tricks in fp8_format.h), a nearest-value encoder that searches all codes, and a
-// float32 reference matmul, and Gaussian inputs.
+// the bit tricks in fp8_format.h), a nearest-value encoder that searches all codes, a float32
+// reference matmul and Gaussian inputs.
 #pragma once
 
 #include <array>
