@@ -47,7 +47,18 @@ common::Status Agent::Impl::Prepare() {
   jobs.address = cfg.address;
   jobs.mpirun = cfg.mpirun;
   jobs.engine = cfg.engine;
+  // What job starts execute (exec-rank, launch-ranks, watch-job): embody-job-exec, built and
+  // installed beside the agent, loads a fraction of the agent's libraries at each start; an
+  // agent without it runs itself. mpirun's rsh agent is always the agent (it speaks HTTP).
   jobs.rank_exec = cfg.agent_binary;
+  jobs.rsh_exec = cfg.agent_binary;
+  if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
+    std::error_code ec;
+    auto job_exec = std::filesystem::path(cfg.agent_binary).parent_path() / "embody-job-exec";
+    if (std::filesystem::is_regular_file(job_exec, ec) && ::access(job_exec.c_str(), X_OK) == 0) {
+      jobs.rank_exec = job_exec.string();
+    }
+  }
   // The Python SDK where the build and an install both put it: beside the agent's bin/.
   if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
     std::error_code ec;
@@ -106,7 +117,8 @@ common::Status Agent::Impl::Prepare() {
   }
   if (sandbox.switch_uid) {
     const std::string bin = jobs.data_dir + "/bin";
-    for (std::string* exe : {&jobs.rank_exec, &jobs.engine, &embody_data, &container_init}) {
+    for (std::string* exe :
+         {&jobs.rank_exec, &jobs.rsh_exec, &jobs.engine, &embody_data, &container_init}) {
       auto reachable = ExecutableForJobs(*exe, bin);
       if (!reachable.ok()) return reachable.status();
       *exe = *reachable;
@@ -121,7 +133,7 @@ common::Status Agent::Impl::Prepare() {
     auto readable = ReadableForJobs(jobs.ca_file, bin);
     if (!readable.ok()) return readable.status();
     jobs.ca_file = *readable;
-    if (jobs.rank_exec != cfg.agent_binary) {
+    if (jobs.rsh_exec != cfg.agent_binary) {
       common::LogInfo("jobs run copies of the agent's executables: they are below a directory "
                       "job uids cannot pass",
                       {{"from", cfg.agent_binary}, {"to", bin}});

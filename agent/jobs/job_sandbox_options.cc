@@ -42,6 +42,7 @@ LaunchInput JobSandboxOptions::LaunchInputFor(int64_t job_id) const {
   in.mpirun = mpirun;
   in.engine = engine;
   in.rank_exec = rank_exec;
+  in.rsh_exec = rsh_exec;
   in.ca_file = ca_file;
   in.python_sdk = python_sdk;
   in.rendezvous_wait = rendezvous_wait;

@@ -28,7 +28,10 @@ struct JobSandboxOptions {
       "127.0.0.1";                // this node's address; the head's hosts elsewhere are not ours
   std::string mpirun = "mpirun";  // Open MPI's launcher; its daemon is the binary beside it
   std::string engine;             // embody-engine, for engine kinds
-  std::string rank_exec;          // the embody-agent binary, run by every rank as `exec-rank`
+  // What job starts execute: every rank as `exec-rank`, a direct launch as `launch-ranks`, each
+  // job's watcher as `watch-job`: embody-job-exec beside the agent, or the agent binary itself.
+  std::string rank_exec;
+  std::string rsh_exec;  // the embody-agent binary: mpirun's rsh agent (`rsh`); "": rank_exec
   // The CAs the agents' certificates chain to ("": the system's), readable by jobs: the rsh
   // launcher and the ranks' reports verify https agent URLs with it (EMBODY_CA_FILE).
   std::string ca_file;

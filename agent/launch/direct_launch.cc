@@ -21,7 +21,7 @@
 namespace agent {
 namespace {
 
-int Fail(const std::string& message) {
+int LaunchRanksFail(const std::string& message) {
   std::fprintf(stderr, "embody-agent launch-ranks: %s\n", message.c_str());
   return 2;
 }
@@ -67,9 +67,10 @@ int LaunchRanksMain(const std::vector<std::string>& args) {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return Fail(e.what());
+    return LaunchRanksFail(e.what());
   }
-  if (output.empty() || output[0] != '/') return Fail("--output must be an absolute directory");
+  if (output.empty() || output[0] != '/')
+    return LaunchRanksFail("--output must be an absolute directory");
   std::vector<std::string> rank_args;
   if (!address_space.empty()) rank_args = {"--address-space", address_space};
   rank_args.push_back(file);
@@ -83,7 +84,7 @@ int LaunchRanksMain(const std::vector<std::string>& args) {
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t pid = ::fork();
     if (pid < 0) {
-      code = Fail(std::string("fork: ") + std::strerror(errno));
+      code = LaunchRanksFail(std::string("fork: ") + std::strerror(errno));
       failed = true;
       break;
     }

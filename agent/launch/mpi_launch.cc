@@ -250,7 +250,9 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     plan.hostfile += address + " slots=" + std::to_string(n) + "\n";
   }
   const bool multi_node = slots.size() > 1;
-  if (multi_node && (HasSpace(in.rank_exec) || HasSpace(in.job_dir) || HasSpace(in.ca_file))) {
+  const std::string& rsh_exec = in.rsh_exec.empty() ? in.rank_exec : in.rsh_exec;
+  if (multi_node && (HasSpace(in.rank_exec) || HasSpace(rsh_exec) || HasSpace(in.job_dir) ||
+                     HasSpace(in.ca_file))) {
     return common::InvalidArgument(
         "a multi-node launch needs the agent binary, data directory "
         "and CA file at paths without whitespace");
@@ -279,7 +281,7 @@ common::Result<LaunchPlan> BuildLaunchPlan(const LaunchInput& in) {
     // the CA file this node was given.
     const std::string ca = in.ca_file.empty() ? "" : " --ca-file " + in.ca_file;
     plan.argv.insert(plan.argv.end(), {"--mca", "plm_rsh_agent",
-                                       in.rank_exec + " rsh --hosts " + plan.rsh_hosts_path + ca,
+                                       rsh_exec + " rsh --hosts " + plan.rsh_hosts_path + ca,
                                        "--mca", "plm_rsh_no_tree_spawn", "1"});
   }
   for (const char* name : kForwardedVariables) {

@@ -60,7 +60,8 @@ struct LaunchInput {
   // kind import of a LeRobot upload: the source path is a tar of the dataset directory, which
   // embody-data unpacks beside import_output (--tar) and removes after.
   bool import_archive = false;
-  std::string rank_exec;  // the embody-agent binary every rank runs as `exec-rank`
+  std::string rank_exec;  // what every rank runs as `exec-rank` (JobSandboxOptions::rank_exec)
+  std::string rsh_exec;   // what mpirun runs as `rsh` on multi-node jobs; "": rank_exec
   std::string agent_url;  // http://127.0.0.1:PORT, or https:// when the agent serves TLS
   // The CAs agents' certificates chain to (EMBODY_CA_FILE of the ranks, --ca-file of the rsh
   // launcher); "": the system's, and neither is set.

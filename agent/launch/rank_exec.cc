@@ -26,7 +26,7 @@
 namespace agent {
 namespace {
 
-int Fail(const std::string& message) {
+int ExecRankFail(const std::string& message) {
   std::fprintf(stderr, "embody-agent exec-rank: %s\n", message.c_str());
   return 127;
 }
@@ -153,17 +153,17 @@ int RankExecMain(const std::vector<std::string>& args) {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return Fail(std::string(e.what()) +
-                "\nusage: embody-agent exec-rank [--address-space BYTES] FILE");
+    return ExecRankFail(std::string(e.what()) +
+                        "\nusage: embody-agent exec-rank [--address-space BYTES] FILE");
   }
   if (!address_space_text.empty()) {
     auto n = common::ParseInt64(address_space_text, 1, std::numeric_limits<int64_t>::max(),
                                 "--address-space");
-    if (!n.ok()) return Fail("bad --address-space: " + n.status().message());
+    if (!n.ok()) return ExecRankFail("bad --address-space: " + n.status().message());
     address_space = *n;
   }
   if (const char* dir = std::getenv(api::kEnvRankLogDir); dir != nullptr && dir[0] == '/') {
-    if (std::string err = RedirectOutput(dir); !err.empty()) return Fail(err);
+    if (std::string err = RedirectOutput(dir); !err.empty()) return ExecRankFail(err);
   }
   // A relative FILE is the node's own command file, in the job directory its agent made.
   if (const char* job_dir = std::getenv(api::kEnvJobDir);
@@ -171,21 +171,21 @@ int RankExecMain(const std::vector<std::string>& args) {
     file = std::string(job_dir) + "/" + file;
   }
   auto text = common::ReadFile(file);
-  if (!text.ok()) return Fail("cannot read " + file);
+  if (!text.ok()) return ExecRankFail("cannot read " + file);
   auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("argv") || !j["argv"].is_array() || j["argv"].empty()) {
-    return Fail(file + " holds no argv");
+    return ExecRankFail(file + " holds no argv");
   }
   std::vector<std::string> argv;
   for (const auto& a : j["argv"]) {
-    if (!a.is_string()) return Fail(file + ": argv must be strings");
+    if (!a.is_string()) return ExecRankFail(file + ": argv must be strings");
     argv.push_back(a.get<std::string>());
   }
   if (address_space > 0) {
     struct rlimit rl;
     rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(address_space);
     if (::setrlimit(RLIMIT_AS, &rl) != 0) {
-      return Fail(std::string("cannot set RLIMIT_AS: ") + std::strerror(errno));
+      return ExecRankFail(std::string("cannot set RLIMIT_AS: ") + std::strerror(errno));
     }
   }
   if (j.contains("launcher") && j["launcher"] == "torchrun") {
@@ -201,14 +201,14 @@ int RankExecMain(const std::vector<std::string>& args) {
   if (j.contains("container")) {
     // An image job: the argv runs inside its image, under crun (agent/launch/container_exec.h).
     auto plan = ParseContainerPlan(j["container"]);
-    if (!plan.ok()) return Fail(file + ": " + plan.status().message());
-    return Fail(ExecInContainer(*plan, argv));
+    if (!plan.ok()) return ExecRankFail(file + ": " + plan.status().message());
+    return ExecRankFail(ExecInContainer(*plan, argv));
   }
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   ::execvp(cargv[0], cargv.data());
-  return Fail("cannot execute " + argv[0] + ": " + std::strerror(errno));
+  return ExecRankFail("cannot execute " + argv[0] + ": " + std::strerror(errno));
 }
 
 }  // namespace agent

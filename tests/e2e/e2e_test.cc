@@ -375,6 +375,30 @@ TEST_F(EndToEndTest, CommandJobExitCodeIsRecorded) {
       << metrics.text;
 }
 
+// A job's start executes embody-job-exec, built beside the agent (agent/job_exec_main.cc),
+// not the agent's own executable: a direct launch's ranks are its children, and the job's
+// watcher is one.
+TEST_F(EndToEndTest, JobStartsExecuteTheJobExecutableBesideTheAgent) {
+  const std::string script =
+      "echo parent=$(cat /proc/$PPID/comm); "
+      "for d in /proc/[0-9]*; do "
+      "  if tr '\\0' ' ' < $d/cmdline 2>/dev/null | grep -q '^[^ ]* watch-job '; then "
+      "    echo watcher=$(cat $d/comm); fi; done";
+  json spec = {{"name", "e2e-job-exec"},
+               {"kind", "command"},
+               {"launcher", "direct"},
+               {"resources", {{"nodes", 1}, {"ranks_per_node", 1}}},
+               {"command", {"sh", "-c", script}}};
+  int64_t id = Submit(spec);
+  ASSERT_GT(id, 0);
+  json job = stack_->WaitForState(id, {"SUCCEEDED", "FAILED", "CANCELLED"}, 60);
+  ASSERT_EQ(job.value("state", ""), "SUCCEEDED") << job.dump(2);
+  const std::string log = stack_->Get("/v1/jobs/" + std::to_string(id) + "/logs?rank=0").text;
+  EXPECT_NE(log.find("parent=embody-job-exec\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("watcher=embody-job-exec\n"), std::string::npos) << log;
+  EXPECT_EQ(log.find("watcher=embody-agent"), std::string::npos) << log;
+}
+
 TEST_F(EndToEndTest, JobThatCanNeverFitIsRefusedWithWhatIsShort) {
   json spec = {{"name", "e2e-too-big"},
                {"kind", "command"},
