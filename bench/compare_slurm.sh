@@ -5,8 +5,9 @@
 #      $SLURM_BENCH): a throw-away single-node Slurm on loopback, tuned profile, N_JOBS sbatch
 #      jobs of `true`, `srun -n1 true` p50, slurmrestd list of the jobs in its table;
 #   2. build/bin/jobs_bench --modes held --launchers mpirun,direct: tiny `true` jobs to
-#      completion per second with both launchers on one agent of 2 slots, and submit -> all ranks
-#      started of a 2-node job on an idle cluster;
+#      completion per second with both launchers on one agent of 2 slots (as many jobs as Slurm's
+#      burst, watched as bench.sh watches Slurm's: one list of what is unfinished every 0.2 s),
+#      and submit -> all ranks started of a 2-node job on an idle cluster;
 #   3. build/bin/list_bench: GET /v1/jobs?limit=1000 with LIST_TABLE jobs in the table.
 # and prints each goal's ratio:
 #   tiny jobs/s, Embody direct and mpirun / Slurm's complete_jobs_per_s       goal >= 1.5
@@ -18,12 +19,13 @@
 #
 #   bench/compare_slurm.sh [BUILD_DIR=build]
 #   env: SLURM_BENCH=path  N_JOBS=1000  SRUN_N=20  REST_N=20  (passed to bench.sh)
-#        JOBS=100  LATENCY_RUNS=10  (jobs_bench)   LIST_TABLE=100000  LIST_ROUNDS=10  (list_bench)
+#        JOBS=$N_JOBS  LATENCY_RUNS=10  (jobs_bench)   LIST_TABLE=100000  LIST_ROUNDS=10  (list_bench)
 #
 # Needs root (bench.sh starts slurmctld/slurmd as root and apt-installs Slurm if it is missing;
 # the agents drop to job uids). Exits 2 when the Slurm benchmark or a bench binary is missing.
 # N_JOBS=1000 so that Slurm's list after its burst holds the issue's ~1,042 jobs. With the
-# defaults the run took 79 s on 2 cores where Slurm ran 50 jobs/s; at 10 jobs/s add ~2 minutes.
+# defaults (before jobs_bench ran N_JOBS too) the run took 79 s on 2 cores where Slurm ran 50 jobs/s;
+# each 1,000 tiny jobs of ours add about 20 s (direct) and 50 s (mpirun) at the rates of 2026-11-30.
 # The machine is shared: the load average is printed before and after each part. Last line: JSON.
 set -euo pipefail
 BUILD=${1:-build}
@@ -31,7 +33,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 SLURM_BENCH=${SLURM_BENCH:-$ROOT/../shared/peers/slurm/bench.sh}
 export N_JOBS=${N_JOBS:-1000} SRUN_N=${SRUN_N:-20} REST_N=${REST_N:-20} PROFILE=tuned
-JOBS=${JOBS:-100}
+JOBS=${JOBS:-$N_JOBS}
 LATENCY_RUNS=${LATENCY_RUNS:-10}
 LIST_TABLE=${LIST_TABLE:-100000}
 LIST_ROUNDS=${LIST_ROUNDS:-10}
@@ -61,10 +63,10 @@ grep '^slurm ' "$WORK/slurm.txt" | tail -n 1 > "$WORK/slurm.line"
 [[ -s $WORK/slurm.line ]] || { echo "compare_slurm: no summary line from Slurm" >&2; exit 1; }
 
 echo "== Embody: jobs_bench --modes held --launchers mpirun,direct --jobs $JOBS" \
-  "--latency-runs $LATENCY_RUNS (load $(load))"
+  "--observer list --poll-ms 200 --latency-runs $LATENCY_RUNS (load $(load))"
 LOAD_JOBS=$(load)
 "$BUILD/bin/jobs_bench" --modes held --launchers mpirun,direct --jobs "$JOBS" \
-  --latency-runs "$LATENCY_RUNS" | tee "$WORK/jobs.txt"
+  --observer list --poll-ms 200 --latency-runs "$LATENCY_RUNS" | tee "$WORK/jobs.txt"
 tail -n 1 "$WORK/jobs.txt" > "$WORK/jobs.json"
 
 echo "== Embody: list_bench --jobs $LIST_TABLE --limit 1000 --rounds $LIST_ROUNDS (load $(load))"

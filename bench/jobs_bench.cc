@@ -3,6 +3,7 @@
 //
 //   jobs_bench [--jobs 100] [--slots 2] [--latency-runs 10] [--heartbeat-interval-ms 1000]
 //              [--modes held,interval] [--launchers mpirun,direct]
+//              [--observer list|per-job] [--poll-ms 200]
 //
 // With two launchers each mode's tiny-job bursts run in turn on one stack, the second's rate
 // and run time printed over the first's; every burst also prints the mean of each launch phase
@@ -17,8 +18,16 @@
 // Both are measured in one run, so the ratio between them is side by side.
 //
 // Tiny jobs: one agent with --slots slots; `--jobs` command jobs `true` (1 node, 1 rank) are
-// submitted back to back from one thread while another polls them in submission order; the rate
-// is jobs / (the last one seen SUCCEEDED - the first submission). Three warm-up jobs first.
+// submitted back to back from one thread while another watches them; the rate is jobs / (the
+// time all were seen finished - the first submission). Three warm-up jobs first. How they are
+// watched (--observer):
+//   list:    as ../shared/peers/slurm/bench.sh watches Slurm's (squeue every POLL_S = 0.2 s):
+//            every --poll-ms one list call per unfinished state (GET /v1/jobs?state=S&limit=1,
+//            PENDING first, so a job moving on between two calls is seen by the later one)
+//            until none is left, then every job is read once to check that it SUCCEEDED;
+//   per-job: GET /v1/jobs/{id} of each job in submission order every 10 ms until it ends (the
+//            bench's observer before it was compared with Slurm's; about a hundred requests a
+//            second, each reading the job, its events, checkpoints, forecast and pipeline).
 //
 // Submit to running: two agents with one slot each; a job of 2 nodes x 1 rank whose command
 // prints the rank's start time (CLOCK_REALTIME, ns) and sleeps a second. Measured per run: the
@@ -60,6 +69,8 @@ struct Options {
   // Tiny-job bursts, one per launcher, in turn on the same stack: the ratio is side by side.
   std::vector<std::string> launchers = {"mpirun"};
   std::string job_network;  // the agents' --job-network; "": their default
+  std::string observer = "list";
+  int poll_ms = 200;  // the list observer's period
 };
 
 // One launcher's tiny-job burst.
@@ -106,6 +117,18 @@ std::string WaitTerminal(LocalStack& stack, int64_t id, double timeout_s) {
   return "TIMEOUT";
 }
 
+// How many jobs are in a state that is not terminal, as many as one list call per state shows
+// (limit 1: 0 or 1 each); -1 when a call fails. States in the order a job passes them.
+int UnfinishedJobs(LocalStack& stack) {
+  int left = 0;
+  for (const char* state : {"PENDING", "SCHEDULED", "RUNNING", "RESTARTING", "CANCELLING"}) {
+    HttpResult r = stack.Get(std::string("/v1/jobs?limit=1&state=") + state);
+    if (r.status != 200 || !r.body.contains("jobs")) return -1;
+    left += static_cast<int>(r.body["jobs"].size());
+  }
+  return left;
+}
+
 int64_t Submit(LocalStack& stack, const json& spec) {
   HttpResult r = stack.Post("/v1/jobs", spec.dump());
   if (r.status != 201) {
@@ -146,15 +169,46 @@ bool TinyBurst(LocalStack& stack, const std::string& mode, const std::string& la
     }
   });
   int failed = 0;
-  for (int i = 0; i < o.jobs; ++i) {
-    while (submitted.load(std::memory_order_acquire) <= i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  SteadyClock::time_point t1;
+  if (o.observer == "per-job") {
+    for (int i = 0; i < o.jobs; ++i) {
+      while (submitted.load(std::memory_order_acquire) <= i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      const int64_t id = ids[static_cast<size_t>(i)];
+      if (id == 0 || WaitTerminal(stack, id, 120) != "SUCCEEDED") ++failed;
     }
-    const int64_t id = ids[static_cast<size_t>(i)];
-    if (id == 0 || WaitTerminal(stack, id, 120) != "SUCCEEDED") ++failed;
+    t1 = SteadyClock::now();
+    submitter.join();
+  } else {
+    const auto deadline = t0 + std::chrono::seconds(120) + std::chrono::milliseconds(200) * o.jobs;
+    bool done = false;
+    while (!done && SteadyClock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.poll_ms));
+      if (submitted.load(std::memory_order_acquire) < o.jobs) continue;
+      if (UnfinishedJobs(stack) != 0) continue;
+      t1 = SteadyClock::now();
+      // Not timed: each job read once. One that has not ended (a list call missed it) means
+      // the watch goes on.
+      done = true;
+      for (int64_t id : ids) {
+        HttpResult r = stack.Get("/v1/jobs/" + std::to_string(id));
+        if (r.status == 200 && !Terminal(r.body.value("state", ""))) {
+          done = false;
+          break;
+        }
+      }
+    }
+    submitter.join();
+    if (!done) {
+      std::fprintf(stderr, "jobs_bench: the burst did not end within its deadline\n");
+      return false;
+    }
+    for (int64_t id : ids) {
+      HttpResult r = id == 0 ? HttpResult{} : stack.Get("/v1/jobs/" + std::to_string(id));
+      if (r.status != 200 || r.body.value("state", "") != "SUCCEEDED") ++failed;
+    }
   }
-  const auto t1 = SteadyClock::now();
-  submitter.join();
   out->launcher = launcher;
   out->jobs_per_s = o.jobs / Seconds(t0, t1);
   out->failed = failed;
@@ -307,6 +361,11 @@ int main(int argc, char** argv) {
   app.add_option("--job-network", o.job_network,
                  "the agents' --job-network (confined, host); default: theirs")
       ->check(CLI::IsMember({"confined", "host"}));
+  app.add_option("--observer", o.observer,
+                 "how the tiny jobs are watched: list (as Slurm's bench polls squeue) or per-job")
+      ->check(CLI::IsMember({"list", "per-job"}));
+  app.add_option("--poll-ms", o.poll_ms, "the list observer's period (Slurm's bench: 200)")
+      ->check(CLI::Range(1, 10000));
   CLI11_PARSE(app, argc, argv);
   // mpirun as root (the agent runs as root here and drops to job uids for the ranks).
   ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -328,6 +387,8 @@ int main(int argc, char** argv) {
   }
   json line = {{"bench", "jobs"},
                {"jobs", o.jobs},
+               {"observer", o.observer},
+               {"poll_ms", o.poll_ms},
                {"slots", o.slots},
                {"latency_runs", o.latency_runs},
                {"heartbeat_interval_ms", o.heartbeat_interval_ms},
