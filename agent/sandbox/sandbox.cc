@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/sandbox/spawn.h"
 #include "agent/sandbox/uid_scrub.h"
 #include "common/file_util.h"
 #include "common/log.h"
@@ -26,24 +27,39 @@ constexpr int kMaxTreeDepth = 64;
 // What a short-lived child does after switching to a job's credentials.
 enum class AsJob { kNothing, kAccess, kKillAll };
 
-// Forks a child that drops to `c` (raw syscalls: the child of a threaded process) and does `op`;
-// returns its exit code, or -1.
-int RunAsJob(const JobCredentials& c, AsJob op, const char* path = nullptr, int mode = 0) {
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    const gid_t group = c.group.value_or(0);
-    if (::syscall(SYS_setgroups, c.group ? 1 : 0, c.group ? &group : nullptr) != 0 ||
-        ::syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0 ||
-        ::syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) {
-      ::_exit(2);
-    }
-    switch (op) {
-      case AsJob::kAccess: ::_exit(::access(path, mode) == 0 ? 0 : 1);
-      case AsJob::kKillAll: ::_exit(::kill(-1, SIGKILL) == 0 || errno == ESRCH ? 0 : 1);
-      default: ::_exit(0);
-    }
+struct AsJobArgs {
+  const JobCredentials* c;
+  AsJob op;
+  const char* path;
+  int mode;
+};
+
+// The child of RunAsJob (CloneSharingMemory): raw set*id syscalls, as glibc's wrappers would
+// try to reach the parent's other threads.
+int AsJobChild(void* p) {
+  const AsJobArgs& a = *static_cast<const AsJobArgs*>(p);
+  const JobCredentials& c = *a.c;
+  const gid_t group = c.group.value_or(0);
+  if (::syscall(SYS_setgroups, c.group ? 1 : 0, c.group ? &group : nullptr) != 0 ||
+      ::syscall(SYS_setresgid, c.gid, c.gid, c.gid) != 0 ||
+      ::syscall(SYS_setresuid, c.uid, c.uid, c.uid) != 0) {
+    ::_exit(2);
   }
+  switch (a.op) {
+    case AsJob::kAccess:
+      ::_exit(::access(a.path, a.mode) == 0 ? 0 : 1);
+    case AsJob::kKillAll:
+      ::_exit(::kill(-1, SIGKILL) == 0 || errno == ESRCH ? 0 : 1);
+    default:
+      ::_exit(0);
+  }
+}
+
+// Starts a child that drops to `c` and does `op`; returns its exit code, or -1.
+int RunAsJob(const JobCredentials& c, AsJob op, const char* path = nullptr, int mode = 0) {
+  AsJobArgs args{&c, op, path, mode};
+  const pid_t pid = CloneSharingMemory(AsJobChild, &args);
+  if (pid < 0) return -1;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) return -1;

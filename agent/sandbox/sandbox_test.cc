@@ -10,10 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <numeric>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +93,71 @@ SandboxOptions TenantSandbox() {
   o.tenant_gid_base = 7000000 + static_cast<gid_t>(::getpid() % 5000) * 100;
   o.tenant_gid_count = 100;
   return o;
+}
+
+// The child shares the agent's memory until it execs (CloneSharingMemory): a program started
+// while the caller has a handler installed, a signal ignored and one blocked, and while other
+// threads allocate and write, starts with default dispositions and nothing blocked; the other
+// threads' memory is untouched, and a program that does not exist is said so. Many starts in a
+// row, so a child that wrote into the caller's stack or heap would show.
+TEST(SandboxTest, SpawnedProgramsStartCleanWhileTheCallersThreadsRun) {
+  TempDir dir;
+  struct sigaction handler = {};
+  handler.sa_handler = [](int) {};
+  struct sigaction old_usr1, old_pipe;
+  ASSERT_EQ(::sigaction(SIGUSR1, &handler, &old_usr1), 0);
+  struct sigaction ignore = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  sigset_t usr2, old_mask;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &usr2, &old_mask);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  std::atomic<uint64_t> sums[2] = {0, 0};
+  for (int t = 0; t < 2; ++t) {
+    busy.emplace_back([&, t] {
+      while (!stop) {
+        std::vector<uint64_t> v(4096);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = i;
+        sums[t] = std::accumulate(v.begin(), v.end(), uint64_t{0});
+      }
+    });
+  }
+  for (int i = 0; i < 100; ++i) {
+    SpawnRequest req;
+    req.argv = {"/bin/cat", "/proc/self/status"};  // cat installs no handler of its own
+    req.env = {"PATH=/usr/bin:/bin"};
+    RunResult r = RunSandboxed(dir.path(), req);
+    ASSERT_EQ(r.error, "") << i;
+    ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << i << ": " << r.output;
+    for (const char* line : {"\nSigBlk:\t0000000000000000\n", "\nSigIgn:\t0000000000000000\n",
+                             "\nSigCgt:\t0000000000000000\n"}) {
+      EXPECT_NE(r.output.find(line), std::string::npos) << i << ": " << r.output;
+    }
+  }
+  SpawnRequest missing;
+  missing.argv = {"no-such-program-here"};
+  missing.env = {"PATH=/usr/bin:/bin"};
+  RunResult r = RunSandboxed(dir.path(), missing);
+  EXPECT_NE(r.error.find("cannot execute no-such-program-here"), std::string::npos) << r.error;
+  stop = true;
+  for (auto& t : busy) t.join();
+  const uint64_t want = uint64_t{4096} * 4095 / 2;
+  EXPECT_EQ(sums[0], want);
+  EXPECT_EQ(sums[1], want);
+  // The caller's own signal state is as it was.
+  struct sigaction now;
+  ::sigaction(SIGUSR1, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, handler.sa_handler);
+  sigset_t mask;
+  ::pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  EXPECT_TRUE(sigismember(&mask, SIGUSR2));
+  EXPECT_FALSE(sigismember(&mask, SIGUSR1));
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
 }
 
 TEST(SandboxTest, TenantGroupsAreInRangeOrRefused) {

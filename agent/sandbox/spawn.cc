@@ -1,7 +1,9 @@
 #include "agent/sandbox/spawn.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -102,12 +104,76 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) ::close(fd);
 }
 
+// What SpawnChild needs, all made before the clone.
+struct SpawnChildArgs {
+  const SpawnRequest* request;
+  const std::vector<ResourceLimit>* limits;
+  const std::vector<int>* cgroup_fds;
+  char* const* argv;
+  char* const* envp;
+  int devnull;
+  int out;
+  int err_pipe;  // write end, close-on-exec
+};
+
+// The child of SpawnInNewSession, on its own stack in the parent's memory
+// (CloneSharingMemory): async-signal-safe calls only, no writes but to its own stack.
+int SpawnChild(void* p) {
+  const SpawnChildArgs& a = *static_cast<const SpawnChildArgs*>(p);
+  const SpawnRequest& request = *a.request;
+  ::setsid();
+  // Default dispositions first, then the empty mask: no handler of the agent's can run here.
+  for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::dup2(a.devnull, 0);
+  ::dup2(a.out, 1);
+  ::dup2(a.out, 2);
+  // Descriptors the agent holds (sockets, files) must not leak into the job; the error pipe
+  // and the cgroup files are already close-on-exec, so marking everything else close-on-exec
+  // keeps them usable until exec.
+  ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  if (request.keep_fd >= 0) ::fcntl(request.keep_fd, F_SETFD, 0);
+  ChildError e;
+  e.step = EnterSandbox(request, *a.limits, *a.cgroup_fds);
+  if (e.step == 0 && !request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) e.step = kCwd;
+  if (e.step == 0) {
+    ::execvpe(a.argv[0], a.argv, a.envp);
+    e.step = kExec;
+  }
+  e.err = errno;
+  ssize_t ignored = ::write(a.err_pipe, &e, sizeof(e));
+  (void)ignored;
+  ::_exit(127);
+}
+
 }  // namespace
+
+pid_t CloneSharingMemory(int (*child)(void*), void* arg) {
+  // The child's stack: exec's path search and the sandbox's calls need a few KiB.
+  constexpr size_t kStack = 256 * 1024;
+  void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  // Every signal blocked across the clone: the child shares this memory and starts with this
+  // thread's handlers, which must never run on its stack.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t pid =
+      ::clone(child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+  const int saved = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::munmap(stack, kStack);  // the child has exec'd or exited: its stack is free
+  errno = saved;
+  return pid;
+}
 
 common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request) {
   if (request.argv.empty()) return common::InvalidArgument("empty argv");
-  // Everything the child needs is prepared before fork: after fork in a threaded process only
-  // async-signal-safe calls are allowed.
+  // Everything the child needs is prepared before the clone: the child, in this process's memory
+  // beside its other threads, makes only async-signal-safe calls.
   std::vector<char*> argv;
   for (const auto& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -152,7 +218,9 @@ common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request) {
     return common::Internal("pipe: " + err);
   }
 
-  pid_t pid = ::fork();
+  SpawnChildArgs args{&request,    &limits, &cgroup_fds, argv.data(),
+                      envp.data(), devnull, out,         err_pipe[1]};
+  pid_t pid = CloneSharingMemory(SpawnChild, &args);
   if (pid < 0) {
     std::string err = std::strerror(errno);
     ::close(out);
@@ -160,33 +228,7 @@ common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request) {
     ::close(err_pipe[0]);
     ::close(err_pipe[1]);
     CloseAll(cgroup_fds);
-    return common::Internal("fork: " + err);
-  }
-  if (pid == 0) {
-    ::setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
-    ::dup2(devnull, 0);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    // Descriptors the agent holds (sockets, files) must not leak into the job; the error pipe
-    // and the cgroup files are already close-on-exec, so marking everything else close-on-exec
-    // keeps them usable until exec.
-    ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-    if (request.keep_fd >= 0) ::fcntl(request.keep_fd, F_SETFD, 0);
-    ChildError e;
-    e.step = EnterSandbox(request, limits, cgroup_fds);
-    if (e.step == 0 && !request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) e.step = kCwd;
-    if (e.step == 0) {
-      ::execvpe(argv[0], argv.data(), envp.data());
-      e.step = kExec;
-    }
-    e.err = errno;
-    ssize_t ignored = ::write(err_pipe[1], &e, sizeof(e));
-    (void)ignored;
-    ::_exit(127);
+    return common::Internal("clone: " + err);
   }
 
   ::close(out);

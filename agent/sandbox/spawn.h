@@ -47,12 +47,22 @@ struct SpawnRequest {
   int keep_fd = -1;
 };
 
-// Forks, calls setsid() (the child leads a new session and process group whose id is its pid),
-// restores default signal handling and an empty signal mask, closes every other descriptor,
-// applies the sandbox of `request` and execs. Returns the child's pid once exec succeeded; a
-// failure in the child before exec (no such program, a uid switch that did not hold, ...) is
-// returned as an error and the child is already reaped.
+// Starts a child (CloneSharingMemory), calls setsid() in it (the child leads a new session and
+// process group whose id is its pid), restores default signal handling and an empty signal mask,
+// closes every other descriptor, applies the sandbox of `request` and execs. Returns the child's
+// pid once exec succeeded; a failure in the child before exec (no such program, a uid switch that
+// did not hold, ...) is returned as an error and the child is already reaped.
 common::Result<pid_t> SpawnInNewSession(const SpawnRequest& request);
+
+// Runs `child(arg)` in a new process that shares this one's memory until it execs or exits
+// (clone with CLONE_VM | CLONE_VFORK, on a stack of its own; the calling thread waits meanwhile,
+// the others go on), and returns its pid, or -1 with errno. Unlike fork() nothing of the
+// caller's address space is copied, which in the agent (a large process with many threads)
+// costs every start the copy of its page tables and, after it, a fault per page its threads
+// write. `child` must call only async-signal-safe functions, write to no memory but its own
+// stack, and end in exec or _exit; it starts with every signal blocked (the caller's handlers
+// are still installed) and its own copy of the descriptor table and signal dispositions.
+pid_t CloneSharingMemory(int (*child)(void*), void* arg);
 
 // The end of a program's output file (SpawnRequest::output_path), for the error that says why
 // it failed: its last 2,000 bytes on one line (line breaks and other control characters as
