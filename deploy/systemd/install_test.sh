@@ -37,7 +37,8 @@ wait_for() {
 
 step "1. install the build into /usr/local"
 cmake --install "$build" --prefix /usr/local >/dev/null
-for b in embody-server embody-agent embody-job-exec embody-engine embody-data embody; do
+for b in embody-server embody-agent embody-job-exec embody-container-init embody-engine \
+         embody-data embody; do
   [[ -x /usr/local/bin/$b ]] || fail "cmake --install did not install $b"
 done
 [[ -f /usr/local/share/embody/systemd/embody-server.service ]] || fail "no units installed"
