@@ -8,18 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/jobs/job_watcher.h"
-#include "agent/launch/direct_launch.h"
-#include "agent/launch/rank_exec.h"
+#include "agent/job_subcommands.h"
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  const std::vector<std::string> rest(args.empty() ? args.end() : args.begin() + 1, args.end());
-  // exec-rank first, as in the agent's main: nothing may run before it that changes what the
-  // rank inherits.
-  if (!args.empty() && args[0] == "exec-rank") return agent::RankExecMain(rest);
-  if (!args.empty() && args[0] == "launch-ranks") return agent::LaunchRanksMain(rest);
-  if (!args.empty() && args[0] == "watch-job") return agent::WatchJobMain(rest);
+  if (auto status = agent::RunJobSubcommand(std::vector<std::string>(argv + 1, argv + argc))) {
+    return *status;
+  }
   std::fprintf(stderr, "usage: embody-job-exec exec-rank|launch-ranks|watch-job ARGS...\n");
   return 2;
 }

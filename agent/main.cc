@@ -8,26 +8,20 @@
 
 #include "agent/agent.h"
 #include "agent/agent_flags.h"
-#include "agent/launch/direct_launch.h"
-#include "agent/jobs/job_watcher.h"
-#include "agent/launch/rank_exec.h"
+#include "agent/job_subcommands.h"
 #include "agent/rsh/rsh_client.h"
 #include "common/log.h"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  const std::vector<std::string> rest(args.empty() ? args.end() : args.begin() + 1, args.end());
-  // `exec-rank` runs in every rank of a job (agent/launch/rank_exec.h): before anything below,
-  // which would hand the job a blocked signal mask through exec.
-  if (!args.empty() && args[0] == "exec-rank") return agent::RankExecMain(rest);
-  // `launch-ranks`: mpirun's place for a job with "launcher": "direct"
-  // (agent/launch/direct_launch.h).
-  if (!args.empty() && args[0] == "launch-ranks") return agent::LaunchRanksMain(rest);
+  // exec-rank, launch-ranks and watch-job (agent/job_subcommands.h): before anything below,
+  // which would hand a rank a blocked signal mask through exec.
+  if (auto status = agent::RunJobSubcommand(args)) return *status;
   // `rsh`: Open MPI's remote launcher for multi-node jobs (agent/rsh/rsh_client.h), run by mpirun
   // with the default signal dispositions it needs.
-  if (!args.empty() && args[0] == "rsh") return agent::RshMain(rest);
-  // `watch-job`: the watcher of one job (agent/jobs/job_watcher.h), started by the agent.
-  if (!args.empty() && args[0] == "watch-job") return agent::WatchJobMain(rest);
+  if (!args.empty() && args[0] == "rsh") {
+    return agent::RshMain(std::vector<std::string>(args.begin() + 1, args.end()));
+  }
 
   // Signals are blocked before any thread exists so every thread inherits the mask and only the
   // main thread's sigwait sees them; children get a clean mask back in SpawnInNewSession.
