@@ -48,8 +48,8 @@ common::Status Agent::Impl::Prepare() {
   jobs.mpirun = cfg.mpirun;
   jobs.engine = cfg.engine;
   // What job starts execute (exec-rank, launch-ranks, watch-job): embody-job-exec, built and
-  // installed beside the agent, loads a fraction of the agent's libraries at each start; an
-  // agent without it runs itself. mpirun's rsh agent is always the agent (it speaks HTTP).
+  // installed beside the agent, loads only the C library at each start; an agent without it
+  // runs itself. mpirun's rsh agent is always the agent (it speaks HTTP).
   jobs.rank_exec = cfg.agent_binary;
   jobs.rsh_exec = cfg.agent_binary;
   if (!cfg.agent_binary.empty() && cfg.agent_binary[0] == '/') {
