@@ -25,7 +25,8 @@
 # the agents drop to job uids). Exits 2 when the Slurm benchmark or a bench binary is missing.
 # N_JOBS=1000 so that Slurm's list after its burst holds the issue's ~1,042 jobs. With the
 # defaults (before jobs_bench ran N_JOBS too) the run took 79 s on 2 cores where Slurm ran 50 jobs/s;
-# each 1,000 tiny jobs of ours add about 20 s (direct) and 50 s (mpirun) at the rates of 2026-11-30.
+# each 1,000 tiny jobs of ours add about 20 s (direct) and 40-45 s (mpirun) at the rates of
+# 2026-11-30.
 # The machine is shared: the load average is printed before and after each part. Last line: JSON.
 set -euo pipefail
 BUILD=${1:-build}

@@ -1,38 +1,21 @@
 #include "common/crypto.h"
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-namespace common {
-namespace {
-std::string Hex(const unsigned char* p, size_t n) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out(n * 2, '0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kDigits[p[i] >> 4];
-    out[2 * i + 1] = kDigits[p[i] & 15];
-  }
-  return out;
-}
-}  // namespace
+#include "common/random_hex.h"
 
-std::string RandomToken() {
-  unsigned char buf[32];
-  if (RAND_bytes(buf, sizeof(buf)) != 1) {
-    std::fprintf(stderr, "fatal: RAND_bytes failed\n");
-    std::abort();
-  }
-  return Hex(buf, sizeof(buf));
-}
+namespace common {
+
+std::string RandomToken() { return RandomHex(32); }
 
 std::string Sha256Hex(const std::string& data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  return Hex(md, len);
+  return HexOf(md, len);
 }
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
@@ -52,7 +35,7 @@ std::string Sha256::FinalHex() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
-  return Hex(md, len);
+  return HexOf(md, len);
 }
 
 bool ConstantTimeEquals(const std::string& a, const std::string& b) {

@@ -7,7 +7,7 @@
 
 namespace common {
 
-// 32 random bytes from the OS, hex-encoded. Aborts if the OS has no randomness to give.
+// 32 random bytes from the kernel (common::RandomHex), hex-encoded. Aborts if it has none to give.
 std::string RandomToken();
 // Lower-case hex SHA-256 of `data`.
 std::string Sha256Hex(const std::string& data);

@@ -1,4 +1,5 @@
 #include "common/crypto.h"
+#include "common/random_hex.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,17 @@ TEST(CryptoTest, TokensAreRandomAndLongEnough) {
   std::string a = RandomToken(), b = RandomToken();
   EXPECT_EQ(a.size(), 64u);
   EXPECT_NE(a, b);
+}
+
+TEST(CryptoTest, HexAndRandomHexFromTheKernel) {
+  const unsigned char bytes[] = {0x00, 0x0f, 0xa5, 0xff};
+  EXPECT_EQ(HexOf(bytes, sizeof bytes), "000fa5ff");
+  EXPECT_EQ(HexOf(bytes, 0), "");
+  const std::string a = RandomHex(8), b = RandomHex(8);
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(RandomHex(0), "");
 }
 
 TEST(CryptoTest, ConstantTimeEquals) {

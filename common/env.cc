@@ -4,45 +4,21 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "common/random_hex.h"
+
 namespace common {
 
 namespace {
-
-// 16 hex digits from the kernel's random source: a temp name no other writer can guess, so none
-// can take it first. Nothing else here needs a cryptographic library.
-std::string RandomName() {
-  unsigned char bytes[8];
-  size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      std::fprintf(stderr, "fatal: getrandom failed\n");
-      std::abort();
-    }
-    got += static_cast<size_t>(n);
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
-}
 
 Status Errno(const std::string& what) { return Internal(what + ": " + std::strerror(errno)); }
 
@@ -99,7 +75,7 @@ class PosixEnv : public Env {
   Result<std::unique_ptr<AtomicWritableFile>> NewAtomicFile(
       const std::string& path, const AtomicFileOptions& options) override {
     const bool hidden = options.temp == TempName::kHidden;
-    const std::string temp = hidden ? DirName(path) + "/.tmp-" + RandomName() : path + ".tmp";
+    const std::string temp = hidden ? DirName(path) + "/.tmp-" + RandomHex(8) : path + ".tmp";
     const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (hidden ? O_EXCL : O_TRUNC);
     const int fd = ::open(temp.c_str(), flags, static_cast<mode_t>(options.mode));
     if (fd < 0) return Errno("cannot create " + temp);
