@@ -10,4 +10,7 @@ build=${EMBODY_BUILD_DIR:-$repo/build}
 cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j "$(nproc)"
 cd "$build"
-ctest --output-on-failure --timeout 900 -j "$(nproc)" "$@"
+# One test more than the cores: many tests spend much of their time waiting on the services they
+# start (server, agents, PostgreSQL, Chromium), and with one per core the cores were a third idle
+# (docs/benchmarks.md, "Build and tests"). A later -j in the arguments wins.
+ctest --output-on-failure --timeout 900 -j "$(($(nproc) + 1))" "$@"
