@@ -14,6 +14,11 @@
 #   ./deploy/quickstart.sh && bench/wrk_submit.sh 32 10; ./deploy/quickstart.sh stop
 # Prints wrk's own report, then one JSON line: accepted (201) per second, latency p50/p99/max
 # over every response, and the count of each status.
+#
+# With a queue already long: WRK_GROW_S=N first submits for N seconds as the measured runs do
+# (its JSON line says "wrk_submit_grow"), and WRK_RUNS=R measures R runs one after the other
+# on the queue so grown (every submitted job stays PENDING), e.g.
+#   WRK_GROW_S=40 WRK_RUNS=3 bench/wrk_submit.sh 32 10   # about 100,000 jobs queued, then 3 runs
 set -euo pipefail
 
 connections=${1:-32}
@@ -48,7 +53,13 @@ secret=$("$cli" tokens create --tenant "$tenant_id" --role member --name wrk -o 
 
 echo "wrk_submit: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg);" \
      "$connections connections, $threads threads, $seconds s against $EMBODY_URL, tenant $tenant"
-WRK_TOKEN=$secret wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency \
-  -s "$here/wrk_submit.lua" "$EMBODY_URL/v1/jobs"
+if (( ${WRK_GROW_S:-0} > 0 )); then
+  WRK_TOKEN=$secret wrk -t "$threads" -c "$connections" -d "${WRK_GROW_S}s" \
+    -s "$here/wrk_submit.lua" "$EMBODY_URL/v1/jobs" | sed -n 's/^{"bench":"wrk_submit"/{"bench":"wrk_submit_grow"/p'
+fi
+for ((run = 1; run <= ${WRK_RUNS:-1}; ++run)); do
+  WRK_TOKEN=$secret wrk -t "$threads" -c "$connections" -d "${seconds}s" --latency \
+    -s "$here/wrk_submit.lua" "$EMBODY_URL/v1/jobs"
+done
 
 echo "wrk_submit: the stack's $drained nodes are left drained, and tenant $tenant's jobs PENDING"

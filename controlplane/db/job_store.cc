@@ -19,8 +19,11 @@ constexpr char kJobColumns[] =
     " " EMBODY_SQL_MS("j.started_at") " AS started_ms,"
     " " EMBODY_SQL_MS("j.finished_at") " AS finished_ms";
 
-const std::string kSelectJob =
-    std::string(kJobColumns) + " FROM jobs j JOIN tenants t ON t.id = j.tenant_id ";
+// With the row's version: its xmin, the transaction that wrote it last (every UPDATE writes a new
+// row version; a lock does not).
+const std::string kSelectJob = std::string(kJobColumns) +
+                               ", j.xmin::text::bigint AS version"
+                               " FROM jobs j JOIN tenants t ON t.id = j.tenant_id ";
 
 // A page of jobs, newest first. The page is taken from jobs alone and joined with the tenants'
 // names afterwards: joined first, the planner may read every matching job of each tenant
@@ -67,7 +70,8 @@ constexpr char kAddPending[] =
     "INSERT INTO tenant_pending_jobs (tenant_id, jobs) VALUES ($1, $2)"
     " ON CONFLICT (tenant_id) DO UPDATE SET jobs = tenant_pending_jobs.jobs + EXCLUDED.jobs";
 
-std::vector<JobRecord> ToJobs(const PgRows& r) {
+// with_version: the rows carry `version` (kSelectJob's do, a page of the list does not).
+std::vector<JobRecord> ToJobs(const PgRows& r, bool with_version = true) {
   std::vector<JobRecord> out;
   out.reserve(r.size());
   for (size_t i = 0; i < r.size(); ++i) {
@@ -89,6 +93,7 @@ std::vector<JobRecord> ToJobs(const PgRows& r) {
     j.updated_ms = r.Int(i, "updated_ms");
     j.started_ms = r.OptInt(i, "started_ms");
     j.finished_ms = r.OptInt(i, "finished_ms");
+    if (with_version) j.version = r.Int(i, "version");
     out.push_back(std::move(j));
   }
   return out;
@@ -206,7 +211,7 @@ Result<std::vector<JobRecord>> PgJobStore::List(const service::JobQuery& q) {
                      q.before_id ? P(*q.before_id) : std::nullopt, P(q.limit),
                      q.name_contains.empty() ? std::nullopt : P(q.name_contains)});
   if (!r.ok()) return r.status();
-  return ToJobs(*r);
+  return ToJobs(*r, /*with_version=*/false);
 }
 
 Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::JobState>& states,
@@ -223,6 +228,34 @@ Result<std::vector<JobRecord>> PgJobStore::ListInStates(const std::vector<api::J
                     {P(list)});
   if (!r.ok()) return r.status();
   return ToJobs(*r);
+}
+
+Result<std::vector<service::JobVersion>> PgJobStore::PendingVersions() {
+  auto r = tx_.Exec(
+      "SELECT id, xmin::text::bigint AS version FROM jobs WHERE state = 'PENDING' ORDER BY id");
+  if (!r.ok()) return r.status();
+  std::vector<service::JobVersion> out;
+  out.reserve(r->size());
+  for (size_t i = 0; i < r->size(); ++i) out.push_back({r->Int(i, "id"), r->Int(i, "version")});
+  return out;
+}
+
+Result<std::vector<service::JobVersion>> PgJobStore::SetWaitingReasons(
+    const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) {
+  std::vector<service::JobVersion> out;
+  if (reasons.empty()) return out;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [id, reason] : reasons) rows.push_back({{"id", id}, {"reason", reason}});
+  auto r = tx_.Exec(
+      "UPDATE jobs j SET reason = x.reason, updated_at = " EMBODY_SQL_TS("$2")
+      " FROM jsonb_to_recordset($1::jsonb) AS x(id bigint, reason text)"
+      " WHERE j.id = x.id AND j.state = 'PENDING'"
+      " RETURNING j.id, j.xmin::text::bigint AS version",
+      {JsonRows(rows), P(now_ms)});
+  if (!r.ok()) return r.status();
+  out.reserve(r->size());
+  for (size_t i = 0; i < r->size(); ++i) out.push_back({r->Int(i, "id"), r->Int(i, "version")});
+  return out;
 }
 
 Status PgJobStore::Update(const JobRecord& j) {

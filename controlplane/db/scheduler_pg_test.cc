@@ -255,6 +255,47 @@ TEST_F(SchedulerPgTest, APreemptedJobCancelledWhileStoppingEndsCancelled) {
   EXPECT_EQ(jobs.Get(tenant_, high->job.job.id)->job.state, JobState::kScheduled);
 }
 
+// A cycle reads the queue without locking it, so a cancel is never held up by a cycle deciding
+// over a long queue: here the job is cancelled (and committed) while the cycle decides, between
+// its read and its writes. The cycle locks the jobs it places and reads them again, so the
+// cancelled job is not placed, and its slots go to the next job in the next cycle.
+TEST_F(SchedulerPgTest, AJobCancelledWhileTheCycleDecidesIsNotPlaced) {
+  auto jobs = Jobs();
+  service::LogFiles files(data_dir_);
+  service::NodeService nodes(*database_, files, 1000, Clock(), nullptr);
+  int64_t node_id = 0;
+  RegisterNode(nodes, &node_id);
+  auto first = jobs.Submit(tenant_, Spec("first", 2, 10), "");
+  ASSERT_TRUE(first.ok());
+  const int64_t id = first->job.job.id;
+  std::atomic<int> cancels{0};
+  service::SchedulerLoopHooks hooks;
+  hooks.forecast = [&](const service::ClusterSnapshot&, const std::vector<service::JobRecord>&,
+                       std::vector<int64_t>) {
+    if (cancels++ > 0) return;
+    // Another connection, committed before the cycle writes; it waited on no lock.
+    auto c = Jobs().Cancel(tenant_, id);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+  };
+  service::SchedulerLoop loop(*database_, {}, Clock(), nullptr, nullptr, hooks);
+  service::CycleStats stats;
+  ASSERT_TRUE(loop.RunOnce(&stats).ok());
+  EXPECT_EQ(cancels.load(), 1);
+  EXPECT_EQ(stats.scheduled, 0);
+  EXPECT_EQ(jobs.Get(tenant_, id)->job.state, JobState::kCancelled);
+  {
+    auto uow = database_->Begin();
+    ASSERT_TRUE(uow.ok());
+    EXPECT_TRUE((*uow)->allocations().ForJob(id)->empty());
+  }
+  auto second = jobs.Submit(tenant_, Spec("second", 2, 10), "");
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(loop.RunOnce(&stats).ok());
+  EXPECT_EQ(stats.scheduled, 1);
+  EXPECT_EQ(jobs.Get(tenant_, second->job.job.id)->job.state, JobState::kScheduled);
+  EXPECT_EQ(jobs.Get(tenant_, id)->job.state, JobState::kCancelled);
+}
+
 TEST_F(SchedulerPgTest, QuotasComeFromTheTenantRecord) {
   {
     auto uow = database_->Begin();

@@ -56,7 +56,10 @@ class PgJobStore : public service::JobStore {
                                                           bool for_update) override;
   common::Result<std::vector<service::JobRecord>> ListInStates(
       const std::vector<api::JobState>& states, bool for_update) override;
+  common::Result<std::vector<service::JobVersion>> PendingVersions() override;
   common::Status Update(const service::JobRecord& job) override;
+  common::Result<std::vector<service::JobVersion>> SetWaitingReasons(
+      const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
   common::Result<int64_t> PendingCount(int64_t tenant_id) override;

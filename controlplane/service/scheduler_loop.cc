@@ -101,13 +101,46 @@ Status Preempt(UnitOfWork& uow, JobRecord& victim, int64_t for_job, const std::s
 
 }  // namespace
 
+Result<std::vector<JobRecord>> SchedulerLoop::ReadPending(UnitOfWork& uow) {
+  std::vector<JobRecord> kept = std::move(pending_);
+  pending_.clear();
+  if (kept.empty()) return uow.jobs().ListInStates({JobState::kPending}, false);
+  EMBODY_ASSIGN_OR_RETURN(versions, uow.jobs().PendingVersions());
+  std::vector<JobRecord> out;
+  out.reserve(versions.size());
+  std::vector<int64_t> stale;  // new since the last cycle, or written since
+  auto k = kept.begin();
+  for (const JobVersion& v : versions) {
+    while (k != kept.end() && k->id < v.id) ++k;
+    if (k != kept.end() && k->id == v.id && k->version == v.version) {
+      out.push_back(std::move(*k));
+    } else {
+      stale.push_back(v.id);
+    }
+  }
+  if (stale.empty()) return out;
+  EMBODY_ASSIGN_OR_RETURN(fresh, uow.jobs().GetMany(stale, false));
+  // Written again between the two reads: it may have left PENDING.
+  std::erase_if(fresh, [](const JobRecord& j) { return j.state != JobState::kPending; });
+  std::vector<JobRecord> merged;
+  merged.reserve(out.size() + fresh.size());
+  std::merge(std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()),
+             std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()),
+             std::back_inserter(merged),
+             [](const JobRecord& a, const JobRecord& b) { return a.id < b.id; });
+  return merged;
+}
+
 Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(uow, BeginAsLeader());
   const int64_t now = now_();
-  // Pending jobs are locked (this cycle changes them); the jobs holding slots are only read, so
-  // heartbeats that lock them one by one never wait on a cycle in a different order. A victim
-  // is locked on its own before it is preempted.
-  EMBODY_ASSIGN_OR_RETURN(jobs, uow->jobs().ListInStates({JobState::kPending}, true));
+  // Pending jobs are read without a lock, from the records the last cycle kept where their
+  // rows are unchanged: the jobs this cycle places are locked and read again before they are
+  // written, and a waiting job's reason is written only while it is still PENDING. The jobs
+  // holding slots are only read, so heartbeats that lock them one by one never wait on a cycle
+  // in a different order. A victim is locked on its own before it is preempted.
+  EMBODY_ASSIGN_OR_RETURN(jobs, ReadPending(*uow));
+  const size_t pending_count = jobs.size();
   const bool any_pending = !jobs.empty();
   EMBODY_ASSIGN_OR_RETURN(holders,
                           uow->jobs().ListInStates({JobState::kScheduled, JobState::kRunning,
@@ -153,6 +186,21 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
     hooks_.forecast(snapshot, jobs, std::move(fresh_ids));
   }
   ScheduleDecision d = Schedule(snapshot, opts_.schedule);
+  // The placed jobs, locked and read again: one cancelled (or otherwise changed state) since
+  // the read above is not placed, and its slots wait for the next cycle.
+  std::vector<int64_t> placed_ids;
+  for (const Placement& p : d.placements) placed_ids.push_back(p.job_id);
+  std::sort(placed_ids.begin(), placed_ids.end());
+  EMBODY_ASSIGN_OR_RETURN(locked_placed, uow->jobs().GetMany(placed_ids, true));
+  std::map<int64_t, JobRecord*> still_pending;
+  for (JobRecord& j : locked_placed) {
+    if (j.state == JobState::kPending) still_pending[j.id] = &j;
+  }
+  std::vector<Placement> placements;
+  for (Placement& p : d.placements) {
+    if (still_pending.count(p.job_id) > 0) placements.push_back(std::move(p));
+  }
+  d.placements = std::move(placements);
   for (const Placement& p : d.placements) {
     // One token for the attempt, on every node of it: the head hands it to the job, the others
     // check the job's daemon requests against it (docs/multinode.md).
@@ -168,8 +216,8 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       a.is_head = i == 0;
       EMBODY_RETURN_IF_ERROR(uow->allocations().Insert(a));
     }
-    JobRecord& job = *pending.at(p.job_id);
-    EMBODY_RETURN_IF_ERROR(Transition(*uow, job, JobState::kScheduled, "", "scheduler", now));
+    EMBODY_RETURN_IF_ERROR(
+        Transition(*uow, *still_pending.at(p.job_id), JobState::kScheduled, "", "scheduler", now));
   }
   for (const Preemption& p : d.preemptions) {
     for (int64_t victim : p.victims) {
@@ -181,14 +229,27 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
       }
     }
   }
+  std::vector<std::pair<int64_t, std::string>> reasons;
   for (const auto& [id, reason] : d.waiting) {
-    JobRecord& job = *pending.at(id);
-    if (job.reason == reason) continue;
-    job.reason = reason;
-    job.updated_ms = now;
-    EMBODY_RETURN_IF_ERROR(uow->jobs().Update(job));
+    if (pending.at(id)->reason != reason) reasons.emplace_back(id, reason);
   }
+  EMBODY_ASSIGN_OR_RETURN(written, uow->jobs().SetWaitingReasons(reasons, now));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
+  // Kept for the next cycle: the pending records, with the reasons and versions just written.
+  jobs.resize(pending_count);
+  std::map<int64_t, std::string> reason_of(std::make_move_iterator(reasons.begin()),
+                                           std::make_move_iterator(reasons.end()));
+  std::sort(written.begin(), written.end(),
+            [](const JobVersion& a, const JobVersion& b) { return a.id < b.id; });
+  auto w = written.begin();  // id ascending, as jobs
+  for (JobRecord& j : jobs) {
+    while (w != written.end() && w->id < j.id) ++w;
+    if (w == written.end() || w->id != j.id) continue;
+    j.reason = std::move(reason_of[j.id]);
+    j.updated_ms = now;
+    j.version = w->version;
+  }
+  pending_ = std::move(jobs);
   stats.scheduled += static_cast<int64_t>(d.placements.size());
   // Every node of a placement: the head gets its launch, the others their worker command, which
   // must be there before the head's mpirun asks them to start a daemon.

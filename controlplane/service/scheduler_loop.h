@@ -136,6 +136,9 @@ class SchedulerLoop {
   Status MarkLostNodes();
   Status CancelOverdue();  // time_limits.h
   Status PlacePending(CycleStats& stats);
+  // The PENDING jobs, id ascending, as they are now: the records kept from the last cycle whose
+  // version is still the row's, and the others read again (see pending_).
+  Result<std::vector<JobRecord>> ReadPending(UnitOfWork& uow);
   Status Count(CycleStats& stats);
   void Loop();
 
@@ -147,6 +150,10 @@ class SchedulerLoop {
   std::function<void(const CycleStats&)> observe_;
   const SchedulerLoopHooks hooks_;
   int64_t forecast_seen_id_ = 0;  // the highest pending job id handed to the hook
+  // The PENDING jobs as the last cycle that committed left them (id ascending, with their row
+  // versions). A queue of 100,000 jobs costs a cycle a read of their ids and versions rather than
+  // of every row and spec; emptied when a cycle fails, so it never holds what was rolled back.
+  std::vector<JobRecord> pending_;
   // Since when this server can have heard every node: its start. A node is lost only after 3
   // silent intervals within that time, so agents reconnecting to a restarted server are not held
   // DOWN for the server's own absence. (Replicas record heartbeats in the database, whichever

@@ -133,6 +133,51 @@ TEST_F(SchedulerLoopTest, PriorityGoesFirstAndDrainingOrLostNodesTakeNothing) {
   EXPECT_EQ((**uow->nodes().Get(n2)).state, "UP");
 }
 
+// The loop keeps the pending jobs' records between cycles and reads again only rows written
+// since (their version changed): a reason set from outside is seen, and put right, by the next
+// cycle, as is a job that left the queue.
+TEST_F(SchedulerLoopTest, PendingRecordsKeptBetweenCyclesFollowTheirRows) {
+  int64_t n1 = 0;
+  AddNode(*nodes_, join_, "n1", 2, &n1);
+  const int64_t big = Submit(Spec("big", 1, 2));
+  auto loop = Loop();
+  ASSERT_TRUE(loop.RunOnce().ok());
+  ASSERT_EQ(JobRow(big).state, JobState::kScheduled);
+  const int64_t waits = Submit(Spec("waits", 1, 2));
+  const int64_t gone = Submit(Spec("gone", 1, 2));
+  ASSERT_TRUE(loop.RunOnce().ok());
+  const std::string reason = JobRow(waits).reason;
+  ASSERT_FALSE(reason.empty());
+  ASSERT_EQ(JobRow(gone).state, JobState::kPending);
+  {
+    auto uow = Begin();
+    JobRecord j = **uow->jobs().Get(waits, std::nullopt, true);
+    j.reason = "set elsewhere";
+    ASSERT_TRUE(uow->jobs().Update(j).ok());
+    JobRecord g = **uow->jobs().Get(gone, std::nullopt, true);
+    g.state = JobState::kCancelled;
+    ASSERT_TRUE(uow->jobs().Update(g).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  CycleStats stats;
+  ASSERT_TRUE(loop.RunOnce(&stats).ok());
+  EXPECT_EQ(JobRow(waits).reason, reason);
+  EXPECT_EQ(stats.waiting, 1);  // `gone` is no longer among them
+  // Room again: the job that waited is placed, the cancelled one is not.
+  {
+    auto uow = Begin();
+    ASSERT_TRUE(uow->allocations().ReleaseForJob(big).ok());
+    JobRecord b = **uow->jobs().Get(big, std::nullopt, true);
+    b.state = JobState::kSucceeded;
+    ASSERT_TRUE(uow->jobs().Update(b).ok());
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(waits).state, JobState::kScheduled);
+  EXPECT_EQ(JobRow(gone).state, JobState::kCancelled);
+  EXPECT_TRUE(Placement(gone).empty());
+}
+
 TEST_F(SchedulerLoopTest, ANodeLostRestartsItsJobsWhileRestartsAreLeft) {
   int64_t n1 = 0;
   const Principal c1 = AddNode(*nodes_, join_, "n1", 2, &n1);

@@ -6,7 +6,11 @@ namespace controlplane::service {
 
 api::Resources ResourcesOf(const nlohmann::json& spec) {
   api::Resources r;
-  const nlohmann::json& j = spec.value("resources", nlohmann::json::object());
+  // Found, not value(): value() returns a copy of the object, made for every pending job in
+  // every cycle.
+  static const nlohmann::json kNone = nlohmann::json::object();
+  auto it = spec.is_object() ? spec.find("resources") : spec.end();
+  const nlohmann::json& j = it != spec.end() && it->is_object() ? *it : kNone;
   r.nodes = j.value("nodes", 1);
   r.ranks_per_node = j.value("ranks_per_node", 1);
   r.slot_type = j.value("slot_type", "cpu");

@@ -65,6 +65,14 @@ struct JobRecord {
   int64_t updated_ms = 0;
   std::optional<int64_t> started_ms;
   std::optional<int64_t> finished_ms;
+  // Changes whenever the row is written (PostgreSQL: its xmin), so a reader that kept the record
+  // can tell whether it is still the row's; 0 where the read does not fill it (List).
+  int64_t version = 0;
+};
+
+struct JobVersion {
+  int64_t id = 0;
+  int64_t version = 0;
 };
 
 struct NewJob {
@@ -110,8 +118,15 @@ class JobStore {
   // Jobs in any of `states`, oldest first; for_update locks them until the unit of work ends.
   virtual Result<std::vector<JobRecord>> ListInStates(const std::vector<api::JobState>& states,
                                                       bool for_update) = 0;
+  // The PENDING jobs' ids and versions, id ascending: what a reader that keeps their records
+  // needs to read again (the scheduler loop's, scheduler_loop.h).
+  virtual Result<std::vector<JobVersion>> PendingVersions() = 0;
   // Writes state, reason, attempt, exit_code, started/finished/updated times.
   virtual Status Update(const JobRecord& job) = 0;
+  // Sets the reason (and updated time) of each of these jobs that is still PENDING, in one
+  // write, without reading them first; returns the new versions of the rows it wrote.
+  virtual Result<std::vector<JobVersion>> SetWaitingReasons(
+      const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) = 0;
   // Jobs of one tenant in any of `states`.
   virtual Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) = 0;

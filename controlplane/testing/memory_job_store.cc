@@ -63,6 +63,7 @@ Result<int64_t> MemoryJobStore::Insert(const service::NewJob& job) {
   row.job.spec = std::move(spec);
   row.job.created_ms = job.now_ms;
   row.job.updated_ms = job.now_ms;
+  row.job.version = ++tx_.seq.job_versions;
   if (!job.idempotency_key.empty()) row.idempotency_key = job.idempotency_key;
   tx_.tables.jobs.mut().emplace(id, std::move(row));
   return id;
@@ -131,7 +132,36 @@ Status MemoryJobStore::Update(const JobRecord& j) {
   row.updated_ms = j.updated_ms;
   row.started_ms = j.started_ms;
   row.finished_ms = j.finished_ms;
+  row.version = ++tx_.seq.job_versions;
   return Status::Ok();
+}
+
+Result<std::vector<service::JobVersion>> MemoryJobStore::PendingVersions() {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  std::vector<service::JobVersion> out;
+  for (const auto& [id, row] : tx_.tables.jobs.get()) {
+    if (row.job.state == api::JobState::kPending) out.push_back({id, row.job.version});
+  }
+  return out;
+}
+
+Result<std::vector<service::JobVersion>> MemoryJobStore::SetWaitingReasons(
+    const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) {
+  EMBODY_RETURN_IF_ERROR(tx_.Usable());
+  for (const auto& [id, reason] : reasons) EMBODY_RETURN_IF_ERROR(tx_.Text(reason));
+  std::vector<service::JobVersion> out;
+  for (const auto& [id, reason] : reasons) {
+    auto it = tx_.tables.jobs.get().find(id);
+    if (it == tx_.tables.jobs.get().end() || it->second.job.state != api::JobState::kPending) {
+      continue;
+    }
+    JobRecord& row = tx_.tables.jobs.mut().at(id).job;
+    row.reason = reason;
+    row.updated_ms = now_ms;
+    row.version = ++tx_.seq.job_versions;
+    out.push_back({id, row.version});
+  }
+  return out;
 }
 
 Result<int64_t> MemoryJobStore::CountForTenant(int64_t tenant_id,

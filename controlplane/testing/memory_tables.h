@@ -106,6 +106,7 @@ struct MemoryTables {
 struct MemorySequences {
   int64_t tenants = 0, tokens = 0, nodes = 0, jobs = 0, events = 0, checkpoints = 0, audit = 0,
           datasets = 0, pipelines = 0;
+  int64_t job_versions = 0;  // a job row's version (PostgreSQL: its xmin), new at every write
 };
 
 // What the stores of one unit of work share.
@@ -147,7 +148,10 @@ class MemoryJobStore : public service::JobStore {
   common::Result<std::vector<service::JobRecord>> List(const service::JobQuery& q) override;
   common::Result<std::vector<service::JobRecord>> ListInStates(
       const std::vector<api::JobState>& states, bool for_update) override;
+  common::Result<std::vector<service::JobVersion>> PendingVersions() override;
   common::Status Update(const service::JobRecord& job) override;
+  common::Result<std::vector<service::JobVersion>> SetWaitingReasons(
+      const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) override;
   common::Result<int64_t> CountForTenant(int64_t tenant_id,
                                          const std::vector<api::JobState>& states) override;
   common::Result<int64_t> PendingCount(int64_t tenant_id) override;

@@ -14,11 +14,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/store.h"
@@ -346,6 +349,67 @@ TYPED_TEST_P(StoreConformanceTest, JobListsAreNewestFirstWithCursorsFiltersAndLi
   auto counts = *uow->jobs().CountByStateAndTenant();
   EXPECT_EQ(counts, (std::map<std::pair<std::string, std::string>, int64_t>{
                         {{"PENDING", "a"}, 3}, {{"SUCCEEDED", "a"}, 1}, {{"PENDING", "b"}, 1}}));
+}
+
+// What the scheduler loop keeps between cycles rests on this (scheduler_loop.h): a pending row's
+// version changes with every write and with nothing else, and waiting reasons are written only
+// on rows still PENDING.
+TYPED_TEST_P(StoreConformanceTest, PendingVersionsChangeWithEveryWriteOnly) {
+  const int64_t a = this->AddTenant("a");
+  const int64_t j1 = this->AddJob(a, "one"), j2 = this->AddJob(a, "two"),
+                j3 = this->AddJob(a, "three");
+  auto versions = [&] {
+    auto uow = this->Begin();
+    auto listed = uow->jobs().PendingVersions();
+    EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+    std::map<int64_t, int64_t> out;
+    std::vector<int64_t> order;
+    for (const service::JobVersion& v : *listed) {
+      out[v.id] = v.version;
+      order.push_back(v.id);
+    }
+    EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+    return out;
+  };
+  const auto before = versions();
+  ASSERT_EQ(before.size(), 3u);
+  EXPECT_EQ(before.count(j1) + before.count(j2) + before.count(j3), 3u);
+  {
+    // Reads return the same version, and a lock does not change it.
+    auto uow = this->Begin();
+    auto got = uow->jobs().GetMany({j1, j2, j3}, true);
+    ASSERT_TRUE(got.ok());
+    ASSERT_EQ(got->size(), 3u);
+    for (const service::JobRecord& j : *got) EXPECT_EQ(j.version, before.at(j.id)) << j.id;
+    ASSERT_TRUE(uow->Commit().ok());
+  }
+  EXPECT_EQ(versions(), before);
+  {
+    // j2 ends; j1 and j2 are given reasons: only j1, still PENDING, is written.
+    auto uow = this->Begin();
+    service::JobRecord done = **uow->jobs().Get(j2, std::nullopt, true);
+    done.state = api::JobState::kCancelled;
+    ASSERT_TRUE(uow->jobs().Update(done).ok());
+    auto written = uow->jobs().SetWaitingReasons({{j1, "waits for 2 cpu slots"}, {j2, "no"}}, 77);
+    ASSERT_TRUE(written.ok()) << written.status().ToString();
+    ASSERT_EQ(written->size(), 1u);
+    EXPECT_EQ((*written)[0].id, j1);
+    ASSERT_TRUE(uow->Commit().ok());
+    const auto after = versions();
+    EXPECT_EQ(after.count(j2), 0u);  // no longer PENDING
+    EXPECT_NE(after.at(j1), before.at(j1));
+    EXPECT_EQ(after.at(j1), (*written)[0].version);
+    EXPECT_EQ(after.at(j3), before.at(j3));
+  }
+  auto uow = this->Begin();
+  const service::JobRecord one = **uow->jobs().Get(j1, std::nullopt, false);
+  EXPECT_EQ(one.reason, "waits for 2 cpu slots");
+  EXPECT_EQ(one.updated_ms, 77);
+  EXPECT_EQ(one.state, api::JobState::kPending);
+  const service::JobRecord two = **uow->jobs().Get(j2, std::nullopt, false);
+  EXPECT_EQ(two.state, api::JobState::kCancelled);
+  EXPECT_NE(two.reason, "no");
+  EXPECT_TRUE(uow->jobs().SetWaitingReasons({}, 78)->empty());
 }
 
 TYPED_TEST_P(StoreConformanceTest, AllocationsAreHeadFirstReleasedThenDeleted) {
@@ -692,16 +756,14 @@ TYPED_TEST_P(StoreConformanceTest, NodeShapesCountEveryNodeBySize) {
   EXPECT_EQ((*shapes)[1].count, 2);
 }
 
-REGISTER_TYPED_TEST_SUITE_P(StoreConformanceTest, AUnitOfWorkIsAllOrNothing,
-                            IdsAreNeverReusedAfterARollback, ARowReadForUpdateWaitsForItsHolder,
-                            JobsRoundTripAndAreScopedByTenant, AnIdempotencyKeyIsUniquePerTenant,
-                            BatchInsertsKeepTheirOrderAndReadBackAsOneByOne,
-                            JobListsAreNewestFirstWithCursorsFiltersAndLimits,
-                            AllocationsAreHeadFirstReleasedThenDeleted,
-                            NodesUpsertByNameKeepingIdAndDraining, EventsCheckpointsAndLogsOfAJob,
-                            EvaluationsArePerTaskAndALaterOneReplaces,
-                            StepsAreBucketedByStepWithTheLatestRowWinning,
-                            PendingCountFollowsEveryChange, NodeShapesCountEveryNodeBySize,
-                            StateFilteredPagesHoldEveryMatchingJobOnce);
+REGISTER_TYPED_TEST_SUITE_P(
+    StoreConformanceTest, AUnitOfWorkIsAllOrNothing, IdsAreNeverReusedAfterARollback,
+    ARowReadForUpdateWaitsForItsHolder, JobsRoundTripAndAreScopedByTenant,
+    AnIdempotencyKeyIsUniquePerTenant, BatchInsertsKeepTheirOrderAndReadBackAsOneByOne,
+    JobListsAreNewestFirstWithCursorsFiltersAndLimits, PendingVersionsChangeWithEveryWriteOnly,
+    AllocationsAreHeadFirstReleasedThenDeleted, NodesUpsertByNameKeepingIdAndDraining,
+    EventsCheckpointsAndLogsOfAJob, EvaluationsArePerTaskAndALaterOneReplaces,
+    StepsAreBucketedByStepWithTheLatestRowWinning, PendingCountFollowsEveryChange,
+    NodeShapesCountEveryNodeBySize, StateFilteredPagesHoldEveryMatchingJobOnce);
 
 }  // namespace controlplane::testing
