@@ -90,7 +90,10 @@ class SchedulerLoop {
     // database more than the submits themselves (docs/benchmarks.md), and the more so the
     // longer the queue. Within the gap one cycle takes every submit that arrived; a woken
     // cycle thus takes at most 1/woken_gap_cycles of the time, and a job waits at most the gap
-    // longer. The period's cycles, and those woken by freed capacity, are not delayed.
+    // longer. Cycles woken by freed capacity are not delayed. The period's cycles start
+    // `period_ms` after the previous one ended, or `woken_gap_cycles` times its duration when
+    // that is longer: with a queue of 100,000 jobs an idle loop would otherwise decide over it
+    // without a pause, for nothing new.
     int woken_gap_ms = 20;
     int woken_gap_cycles = 4;
     ScheduleOptions schedule;

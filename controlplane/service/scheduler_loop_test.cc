@@ -9,8 +9,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
+#include "common/time_util.h"
 #include "controlplane/service/fair_share_store.h"
 #include "controlplane/service/usage_accounting.h"
 #include "controlplane/testing/memory_service_fixture.h"
@@ -333,6 +336,43 @@ TEST_F(SchedulerLoopTest, ABurstOfWakesRunsOneCyclePerGapNotOnePerWake) {
   // One cycle at the first wake, then one per 100 ms gap at most (+1 after the burst).
   EXPECT_GE(cycles.load(), 2);
   EXPECT_LE(cycles.load(), 2 + static_cast<int>(burst_s / 0.1));
+}
+
+// An idle loop's cycles (no wake) are spaced by the period, or by woken_gap_cycles times the
+// last cycle's duration when that is longer: with a long queue a cycle is long, and deciding
+// over it again and again for nothing new would keep a core busy.
+TEST_F(SchedulerLoopTest, AnIdleLoopSpacesLongCyclesByTheirDuration) {
+  int64_t n1 = 0;
+  AddNode(*nodes_, join_, "n1", 1, &n1);
+  Submit(Spec("holds"));  // placed in the first cycle, on the only slot
+  Submit(Spec("waits"));  // pending in every cycle
+  std::mutex mu;
+  std::vector<double> starts;
+  SchedulerLoopHooks hooks;
+  // Runs in every cycle with pending jobs: makes each one take 60 ms.
+  hooks.forecast = [&](const ClusterSnapshot&, const std::vector<JobRecord>&,
+                       std::vector<int64_t>) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      starts.push_back(common::MonotonicSeconds());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  };
+  SchedulerLoop::Options opts;
+  opts.heartbeat_interval_ms = 1000;
+  opts.period_ms = 20;
+  opts.woken_gap_cycles = 4;
+  SchedulerLoop loop(db_, opts, clock(), nullptr, nullptr, hooks);
+  loop.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  loop.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  // A cycle of 60 ms, then 240 ms idle: about 5 in 1.5 s (at the period, 19 would run).
+  ASSERT_GE(starts.size(), 3u);
+  EXPECT_LE(starts.size(), 7u);
+  for (size_t i = 1; i < starts.size(); ++i) {
+    EXPECT_GE(starts[i] - starts[i - 1], 0.06 + 0.2) << "cycle " << i;
+  }
 }
 
 TEST_F(SchedulerLoopTest, FreedCapacityStartsACycleWithoutTheGap) {
