@@ -101,6 +101,14 @@ std::vector<JobRecord> ToJobs(const PgRows& r, bool with_version = true) {
 
 Param OptMs(const std::optional<int64_t>& ms) { return ms ? P(*ms) : std::nullopt; }
 
+// Rows of (id, version).
+std::vector<service::JobVersion> VersionsOf(const PgRows& r) {
+  std::vector<service::JobVersion> out;
+  out.reserve(r.size());
+  for (size_t i = 0; i < r.size(); ++i) out.push_back({r.Int(i, "id"), r.Int(i, "version")});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json ParseJsonColumn(const std::string& text) {
@@ -234,16 +242,12 @@ Result<std::vector<service::JobVersion>> PgJobStore::PendingVersions() {
   auto r = tx_.Exec(
       "SELECT id, xmin::text::bigint AS version FROM jobs WHERE state = 'PENDING' ORDER BY id");
   if (!r.ok()) return r.status();
-  std::vector<service::JobVersion> out;
-  out.reserve(r->size());
-  for (size_t i = 0; i < r->size(); ++i) out.push_back({r->Int(i, "id"), r->Int(i, "version")});
-  return out;
+  return VersionsOf(*r);
 }
 
 Result<std::vector<service::JobVersion>> PgJobStore::SetWaitingReasons(
     const std::vector<std::pair<int64_t, std::string>>& reasons, int64_t now_ms) {
-  std::vector<service::JobVersion> out;
-  if (reasons.empty()) return out;
+  if (reasons.empty()) return std::vector<service::JobVersion>();
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [id, reason] : reasons) rows.push_back({{"id", id}, {"reason", reason}});
   auto r = tx_.Exec(
@@ -253,9 +257,7 @@ Result<std::vector<service::JobVersion>> PgJobStore::SetWaitingReasons(
       " RETURNING j.id, j.xmin::text::bigint AS version",
       {JsonRows(rows), P(now_ms)});
   if (!r.ok()) return r.status();
-  out.reserve(r->size());
-  for (size_t i = 0; i < r->size(); ++i) out.push_back({r->Int(i, "id"), r->Int(i, "version")});
-  return out;
+  return VersionsOf(*r);
 }
 
 Status PgJobStore::Update(const JobRecord& j) {
