@@ -241,18 +241,22 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   EMBODY_ASSIGN_OR_RETURN(written, uow->jobs().SetWaitingReasons(reasons, now));
   EMBODY_RETURN_IF_ERROR(uow->Commit());
   // Kept for the next cycle: the pending records, with the reasons and versions just written.
+  // The records, `reasons` (from d.waiting, a map) and `written` (once sorted) are all id
+  // ascending, and every row written had a reason.
   jobs.resize(pending_count);
-  std::map<int64_t, std::string> reason_of(std::make_move_iterator(reasons.begin()),
-                                           std::make_move_iterator(reasons.end()));
   std::sort(written.begin(), written.end(),
             [](const JobVersion& a, const JobVersion& b) { return a.id < b.id; });
-  auto w = written.begin();  // id ascending, as jobs
+  auto r = reasons.begin();
+  auto w = written.begin();
   for (JobRecord& j : jobs) {
-    while (w != written.end() && w->id < j.id) ++w;
-    if (w == written.end() || w->id != j.id) continue;
-    j.reason = std::move(reason_of[j.id]);
+    if (w == written.end()) break;
+    if (w->id != j.id) continue;
+    while (r != reasons.end() && r->first != j.id) ++r;
+    if (r == reasons.end()) break;
+    j.reason = std::move(r->second);
     j.updated_ms = now;
     j.version = w->version;
+    ++w;
   }
   pending_ = std::move(jobs);
   stats.scheduled += static_cast<int64_t>(d.placements.size());

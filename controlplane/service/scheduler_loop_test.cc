@@ -152,6 +152,11 @@ TEST_F(SchedulerLoopTest, PendingRecordsKeptBetweenCyclesFollowTheirRows) {
   const std::string reason = JobRow(waits).reason;
   ASSERT_FALSE(reason.empty());
   ASSERT_EQ(JobRow(gone).state, JobState::kPending);
+  // Nothing changed since: the next cycle writes nothing, its kept records holding the reasons
+  // (and row versions) the last one wrote.
+  const int64_t version = JobRow(waits).version;
+  ASSERT_TRUE(loop.RunOnce().ok());
+  EXPECT_EQ(JobRow(waits).version, version);
   {
     auto uow = Begin();
     JobRecord j = **uow->jobs().Get(waits, std::nullopt, true);
