@@ -12,5 +12,5 @@ cmake --build "$build" -j "$(nproc)"
 cd "$build"
 # One test more than the cores: many tests spend much of their time waiting on the services they
 # start (server, agents, PostgreSQL, Chromium), and with one per core the cores were a third idle
-# (docs/benchmarks.md, "Build and tests"). A later -j in the arguments wins.
+# (docs/benchmarks.md, "Build and tests").
 ctest --output-on-failure --timeout 900 -j "$(($(nproc) + 1))" "$@"
