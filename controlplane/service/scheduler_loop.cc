@@ -194,7 +194,6 @@ Status SchedulerLoop::PlacePending(CycleStats& stats) {
   // the read above is not placed, and its slots wait for the next cycle.
   std::vector<int64_t> placed_ids;
   for (const Placement& p : d.placements) placed_ids.push_back(p.job_id);
-  std::sort(placed_ids.begin(), placed_ids.end());
   EMBODY_ASSIGN_OR_RETURN(locked_placed, uow->jobs().GetMany(placed_ids, true));
   std::map<int64_t, JobRecord*> still_pending;
   for (JobRecord& j : locked_placed) {
@@ -353,11 +352,10 @@ void SchedulerLoop::Loop() {
     bool woken = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      const double idle_wait =
-          std::max(opts_.period_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
-      cv_.wait_for(lock, std::chrono::duration<double>(idle_wait), [&] { return stop_ || woken_; });
-      const double gap =
-          std::max(opts_.woken_gap_ms / 1000.0, opts_.woken_gap_cycles * last_seconds);
+      const double paced = opts_.woken_gap_cycles * last_seconds;
+      cv_.wait_for(lock, std::chrono::duration<double>(std::max(opts_.period_ms / 1000.0, paced)),
+                   [&] { return stop_ || woken_; });
+      const double gap = std::max(opts_.woken_gap_ms / 1000.0, paced);
       const double gap_left = gap - (common::MonotonicSeconds() - last_start);
       if (!stop_ && woken_ && !woken_for_capacity_ && gap_left > 0) {
         cv_.wait_for(lock, std::chrono::duration<double>(gap_left),
